@@ -1,0 +1,259 @@
+//! cairn's settings: a TOML file, overridden by `CAIRN_*` environment variables and CLI flags.
+
+mod network;
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+pub use network::{signet_magic, Network, UnknownNetwork};
+
+/// Errors from reading or checking the configuration.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The config file could not be read.
+    #[error("cannot read config file {path}: {source}")]
+    Read {
+        /// The file that was asked for.
+        path: PathBuf,
+        /// What the OS said.
+        source: std::io::Error,
+    },
+    /// The config file is not valid TOML or has an unknown or mistyped option.
+    #[error("config file {path}: {message}")]
+    Parse {
+        /// The file that was read.
+        path: PathBuf,
+        /// The parser's message, naming the line and the option.
+        message: String,
+    },
+    /// An option has a value that cannot be used.
+    #[error("invalid value for {option}: {message}")]
+    Invalid {
+        /// The option's name.
+        option: &'static str,
+        /// Why the value is wrong.
+        message: String,
+    },
+}
+
+/// The options a config file may set. Every field is documented in `config/cairn.example.toml`.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileConfig {
+    /// The network to run on.
+    pub network: Option<String>,
+    /// The folder that holds one subfolder per network.
+    pub datadir: Option<PathBuf>,
+    /// A custom signet's challenge script, in hex.
+    pub signetchallenge: Option<String>,
+    /// Where the admin JSON-RPC listens (loopback only).
+    pub admin_addr: Option<SocketAddr>,
+    /// A `tracing` filter such as `info` or `cairn=debug,kernel=info`.
+    pub log: Option<String>,
+    /// Threads the kernel uses to check scripts in parallel (0 means none beside the caller).
+    pub kernel_script_threads: Option<i32>,
+}
+
+impl FileConfig {
+    /// Reads and parses a config file; unknown options are an error that names them.
+    pub fn load(path: &Path) -> Result<Self, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Self::parse(&text, path)
+    }
+
+    /// Parses config text; `path` only names the source in errors.
+    pub fn parse(text: &str, path: &Path) -> Result<Self, ConfigError> {
+        toml::from_str(text).map_err(|e| ConfigError::Parse {
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        })
+    }
+}
+
+/// Settings given on the command line or in the environment; each wins over the config file.
+#[derive(Debug, Default, Clone)]
+pub struct Overrides {
+    /// `--network` / `CAIRN_NETWORK`.
+    pub network: Option<String>,
+    /// `--datadir` / `CAIRN_DATADIR`.
+    pub datadir: Option<PathBuf>,
+    /// `--signetchallenge` / `CAIRN_SIGNETCHALLENGE`.
+    pub signetchallenge: Option<String>,
+    /// `--admin-addr` / `CAIRN_ADMIN_ADDR`.
+    pub admin_addr: Option<SocketAddr>,
+    /// `--log` / `CAIRN_LOG`.
+    pub log: Option<String>,
+}
+
+/// The settings cairn runs with, after merging defaults, file, environment and flags.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// The network.
+    pub network: Network,
+    /// A custom signet challenge, if any (signet only).
+    pub signet_challenge: Option<Vec<u8>>,
+    /// The top-level data folder (network subfolders live inside).
+    pub datadir: PathBuf,
+    /// The admin JSON-RPC address.
+    pub admin_addr: SocketAddr,
+    /// The log filter.
+    pub log: String,
+    /// Kernel script-check worker threads.
+    pub kernel_script_threads: i32,
+}
+
+impl Settings {
+    /// Merges the layers: flags and environment over the file over the defaults.
+    pub fn resolve(file: FileConfig, over: Overrides) -> Result<Self, ConfigError> {
+        let network: Network = match over.network.or(file.network) {
+            Some(name) => name.parse().map_err(|e: UnknownNetwork| ConfigError::Invalid {
+                option: "network",
+                message: e.to_string(),
+            })?,
+            None => Network::Regtest,
+        };
+        let signet_challenge = match over.signetchallenge.or(file.signetchallenge) {
+            Some(hex_text) => {
+                if network != Network::Signet {
+                    return Err(ConfigError::Invalid {
+                        option: "signetchallenge",
+                        message: format!("only valid with network signet, not {network}"),
+                    });
+                }
+                let bytes = hex::decode(hex_text.trim()).map_err(|e| ConfigError::Invalid {
+                    option: "signetchallenge",
+                    message: format!("not hex: {e}"),
+                })?;
+                if bytes.is_empty() {
+                    return Err(ConfigError::Invalid {
+                        option: "signetchallenge",
+                        message: "empty challenge".into(),
+                    });
+                }
+                Some(bytes)
+            }
+            None => None,
+        };
+        let datadir = over
+            .datadir
+            .or(file.datadir)
+            .unwrap_or_else(default_datadir);
+        let admin_addr = over.admin_addr.or(file.admin_addr).unwrap_or_else(|| {
+            SocketAddr::from(([127, 0, 0, 1], network.default_admin_port()))
+        });
+        if !admin_addr.ip().is_loopback() {
+            return Err(ConfigError::Invalid {
+                option: "admin_addr",
+                message: format!("{admin_addr} is not a loopback address; the admin RPC only listens on loopback"),
+            });
+        }
+        let kernel_script_threads = file.kernel_script_threads.unwrap_or(0);
+        if !(0..=15).contains(&kernel_script_threads) {
+            return Err(ConfigError::Invalid {
+                option: "kernel_script_threads",
+                message: format!("{kernel_script_threads} is outside 0..=15"),
+            });
+        }
+        Ok(Settings {
+            network,
+            signet_challenge,
+            datadir,
+            admin_addr,
+            log: over.log.or(file.log).unwrap_or_else(|| "info".into()),
+            kernel_script_threads,
+        })
+    }
+
+    /// The folder of this network's data: `<datadir>/<network>` (custom signets get their own).
+    pub fn network_dir(&self) -> PathBuf {
+        match &self.signet_challenge {
+            Some(challenge) => {
+                use bitcoin::hashes::{sha256, Hash};
+                let digest = sha256::Hash::hash(challenge);
+                let tag = hex::encode(&digest.as_byte_array()[..4]);
+                self.datadir.join(format!("signet-{tag}"))
+            }
+            None => self.datadir.join(self.network.name()),
+        }
+    }
+
+    /// The network magic in block files and P2P messages.
+    pub fn magic(&self) -> [u8; 4] {
+        match &self.signet_challenge {
+            Some(challenge) => signet_magic(challenge),
+            None => self.network.magic(),
+        }
+    }
+}
+
+/// `$HOME/.cairn`, or `./.cairn` when there is no home.
+pub fn default_datadir() -> PathBuf {
+    std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("."))
+        .join(".cairn")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn typo_names_the_option() {
+        let err = FileConfig::parse("netwrok = \"regtest\"\n", Path::new("x.toml")).unwrap_err();
+        let text = err.to_string();
+        assert!(text.contains("netwrok"), "{text}");
+    }
+
+    #[test]
+    fn flags_win_over_file() {
+        let file = FileConfig::parse("network = \"signet\"\nlog = \"debug\"\n", Path::new("x")).unwrap();
+        let over = Overrides {
+            network: Some("regtest".into()),
+            ..Default::default()
+        };
+        let s = Settings::resolve(file, over).unwrap();
+        assert_eq!(s.network, Network::Regtest);
+        assert_eq!(s.log, "debug");
+        assert_eq!(s.admin_addr.port(), Network::Regtest.default_admin_port());
+    }
+
+    #[test]
+    fn example_config_parses() {
+        let text = include_str!("../../config/cairn.example.toml");
+        FileConfig::parse(text, Path::new("cairn.example.toml")).unwrap();
+    }
+
+    #[test]
+    fn signetchallenge_needs_signet_and_gets_own_dir() {
+        let over = Overrides {
+            network: Some("regtest".into()),
+            signetchallenge: Some("51".into()),
+            ..Default::default()
+        };
+        assert!(Settings::resolve(FileConfig::default(), over).is_err());
+        let over = Overrides {
+            network: Some("signet".into()),
+            signetchallenge: Some("51".into()),
+            datadir: Some("/d".into()),
+            ..Default::default()
+        };
+        let s = Settings::resolve(FileConfig::default(), over).unwrap();
+        assert!(s.network_dir().to_string_lossy().starts_with("/d/signet-"));
+        assert_ne!(s.magic(), Network::Signet.magic());
+    }
+
+    #[test]
+    fn admin_must_be_loopback() {
+        let over = Overrides {
+            admin_addr: Some("0.0.0.0:1".parse().unwrap()),
+            ..Default::default()
+        };
+        assert!(Settings::resolve(FileConfig::default(), over).is_err());
+    }
+}

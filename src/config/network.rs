@@ -1,0 +1,154 @@
+//! The networks cairn runs on and their per-network defaults.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+/// A Bitcoin network cairn can validate and serve.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Network {
+    /// The main Bitcoin network.
+    Mainnet,
+    /// Testnet version 4 (BIP94).
+    Testnet4,
+    /// Signet: the default one, or a custom one given by `signetchallenge`.
+    Signet,
+    /// A local regression-test chain.
+    Regtest,
+}
+
+impl Network {
+    /// Every network, in the order the CLI lists them.
+    pub const ALL: [Network; 4] = [
+        Network::Mainnet,
+        Network::Testnet4,
+        Network::Signet,
+        Network::Regtest,
+    ];
+
+    /// The name used on the command line, in config files and as the data-dir subfolder.
+    pub fn name(self) -> &'static str {
+        match self {
+            Network::Mainnet => "mainnet",
+            Network::Testnet4 => "testnet4",
+            Network::Signet => "signet",
+            Network::Regtest => "regtest",
+        }
+    }
+
+    /// The conventional Electrum TCP port of this network (electrs and Fulcrum use the same).
+    pub fn default_electrum_port(self) -> u16 {
+        match self {
+            Network::Mainnet => 50001,
+            Network::Testnet4 | Network::Signet => 60001,
+            Network::Regtest => 60401,
+        }
+    }
+
+    /// The default port of cairn's loopback admin JSON-RPC.
+    pub fn default_admin_port(self) -> u16 {
+        match self {
+            Network::Mainnet => 8486,
+            Network::Testnet4 => 48486,
+            Network::Signet => 38486,
+            Network::Regtest => 18486,
+        }
+    }
+
+    /// The message-start bytes (magic) of this network, as written in `blk*.dat` records.
+    /// A custom signet has its own magic: see [`signet_magic`].
+    pub fn magic(self) -> [u8; 4] {
+        match self {
+            Network::Mainnet => [0xf9, 0xbe, 0xb4, 0xd9],
+            Network::Testnet4 => [0x1c, 0x16, 0x3f, 0x28],
+            Network::Signet => [0x0a, 0x03, 0xcf, 0x40],
+            Network::Regtest => [0xfa, 0xbf, 0xb5, 0xda],
+        }
+    }
+
+    /// The `bitcoin` crate's view of this network (for addresses and genesis blocks).
+    pub fn to_bitcoin(self) -> bitcoin::Network {
+        match self {
+            Network::Mainnet => bitcoin::Network::Bitcoin,
+            Network::Testnet4 => bitcoin::Network::Testnet4,
+            Network::Signet => bitcoin::Network::Signet,
+            Network::Regtest => bitcoin::Network::Regtest,
+        }
+    }
+}
+
+/// The message-start bytes of a signet with the given challenge script: the first four bytes of
+/// the double SHA-256 of the challenge serialized with its length prefix (BIP325).
+pub fn signet_magic(challenge: &[u8]) -> [u8; 4] {
+    use bitcoin::hashes::{sha256d, Hash};
+    let mut data = Vec::with_capacity(challenge.len() + 9);
+    bitcoin::consensus::encode::VarInt(challenge.len() as u64)
+        .consensus_encode_to(&mut data);
+    data.extend_from_slice(challenge);
+    let hash = sha256d::Hash::hash(&data);
+    let mut magic = [0u8; 4];
+    magic.copy_from_slice(&hash.as_byte_array()[..4]);
+    magic
+}
+
+/// Encoding a value into a byte vector never fails; this trait hides the `io::Result`.
+trait EncodeTo {
+    fn consensus_encode_to(&self, out: &mut Vec<u8>);
+}
+
+impl<T: bitcoin::consensus::Encodable> EncodeTo for T {
+    fn consensus_encode_to(&self, out: &mut Vec<u8>) {
+        // Writing into a Vec cannot fail.
+        let _ = self.consensus_encode(out);
+    }
+}
+
+impl fmt::Display for Network {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The error for a network name cairn does not know.
+#[derive(Debug, thiserror::Error)]
+#[error("unknown network {0:?}: expected one of mainnet, testnet4, signet, regtest")]
+pub struct UnknownNetwork(pub String);
+
+impl FromStr for Network {
+    type Err = UnknownNetwork;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "mainnet" | "bitcoin" | "main" => Ok(Network::Mainnet),
+            "testnet4" => Ok(Network::Testnet4),
+            "signet" => Ok(Network::Signet),
+            "regtest" => Ok(Network::Regtest),
+            other => Err(UnknownNetwork(other.to_string())),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_signet_challenge_gives_default_signet_magic() {
+        // The default signet challenge from Bitcoin Core's chainparams.
+        let challenge = hex::decode(
+            "512103ad5e0edad18cb1f0fc0d28a3d4f1f3e445640337489abb10404f2d1e086be430210359ef5021964fe22d6f8e05b2463c9540ce96883fe3b278760f048f5189f2e6c452ae",
+        )
+        .unwrap();
+        assert_eq!(signet_magic(&challenge), Network::Signet.magic());
+    }
+
+    #[test]
+    fn names_round_trip() {
+        for n in Network::ALL {
+            assert_eq!(n.name().parse::<Network>().unwrap(), n);
+        }
+        assert!("testnet".parse::<Network>().is_err());
+    }
+}

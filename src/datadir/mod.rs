@@ -1,0 +1,250 @@
+//! A network's data folder: who owns it, which network it holds, and the lock that keeps one
+//! process writing it.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::config::Network;
+
+/// The name of the identity file at the top of every network folder.
+pub const IDENTITY_FILE: &str = "cairn.json";
+/// The data-folder layout version written into the identity file.
+pub const LAYOUT_VERSION: u32 = 1;
+
+/// Errors from opening a data folder.
+#[derive(Debug, thiserror::Error)]
+pub enum DataDirError {
+    /// Reading or creating the folder failed.
+    #[error("data dir {path}: {source}")]
+    Io {
+        /// The path involved.
+        path: PathBuf,
+        /// What the OS said.
+        source: std::io::Error,
+    },
+    /// The folder holds files but no cairn identity: another program's data.
+    #[error("{path} is not empty and is not a cairn data dir (no {IDENTITY_FILE}); refusing to use it. Point --datadir at an empty or cairn folder")]
+    Foreign {
+        /// The folder.
+        path: PathBuf,
+    },
+    /// The identity file is unreadable or garbled.
+    #[error("{path} is damaged: {message}")]
+    BadIdentity {
+        /// The identity file.
+        path: PathBuf,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// The folder holds another network's chain.
+    #[error("{path} holds a {found} chain, not {wanted}; pass --network {found} or another --datadir")]
+    WrongNetwork {
+        /// The folder.
+        path: PathBuf,
+        /// The network in its identity file.
+        found: String,
+        /// The network asked for.
+        wanted: String,
+    },
+    /// The folder was written by a newer cairn with another layout.
+    #[error("{path} has data-dir layout {found}, this cairn knows only layout {LAYOUT_VERSION}; use a newer cairn")]
+    NewerLayout {
+        /// The folder.
+        path: PathBuf,
+        /// The layout it claims.
+        found: u32,
+    },
+    /// Another process holds the folder's lock.
+    #[error("{path} is in use by another cairn process")]
+    Locked {
+        /// The folder.
+        path: PathBuf,
+    },
+}
+
+/// What the identity file records.
+#[derive(Debug, Serialize, Deserialize)]
+struct Identity {
+    program: String,
+    network: String,
+    layout: u32,
+}
+
+/// A network's data folder, checked to be cairn's and of the right network.
+#[derive(Debug, Clone)]
+pub struct DataDir {
+    root: PathBuf,
+}
+
+impl DataDir {
+    /// Opens the folder, creating it (and its identity) when missing or empty.
+    /// `network_label` names the chain, e.g. `regtest` or `signet-1a2b3c4d`.
+    pub fn open(root: &Path, network: Network, network_label: &str) -> Result<Self, DataDirError> {
+        let io = |source| DataDirError::Io {
+            path: root.to_path_buf(),
+            source,
+        };
+        fs::create_dir_all(root).map_err(io)?;
+        let id_path = root.join(IDENTITY_FILE);
+        if id_path.exists() {
+            let text = fs::read_to_string(&id_path).map_err(io)?;
+            let id: Identity =
+                serde_json::from_str(&text).map_err(|e| DataDirError::BadIdentity {
+                    path: id_path.clone(),
+                    message: e.to_string(),
+                })?;
+            if id.program != "cairn" {
+                return Err(DataDirError::Foreign {
+                    path: root.to_path_buf(),
+                });
+            }
+            if id.network != network_label {
+                return Err(DataDirError::WrongNetwork {
+                    path: root.to_path_buf(),
+                    found: id.network,
+                    wanted: network_label.to_string(),
+                });
+            }
+            if id.layout > LAYOUT_VERSION {
+                return Err(DataDirError::NewerLayout {
+                    path: root.to_path_buf(),
+                    found: id.layout,
+                });
+            }
+        } else {
+            let non_empty = fs::read_dir(root).map_err(io)?.next().is_some();
+            if non_empty {
+                return Err(DataDirError::Foreign {
+                    path: root.to_path_buf(),
+                });
+            }
+            let id = Identity {
+                program: "cairn".into(),
+                network: network_label.to_string(),
+                layout: LAYOUT_VERSION,
+            };
+            let tmp = root.join(format!("{IDENTITY_FILE}.tmp"));
+            let text = serde_json::to_string_pretty(&id).map_err(|e| DataDirError::BadIdentity {
+                path: id_path.clone(),
+                message: e.to_string(),
+            })?;
+            fs::write(&tmp, text).map_err(io)?;
+            fs::rename(&tmp, &id_path).map_err(io)?;
+        }
+        let _ = network;
+        Ok(DataDir {
+            root: root.to_path_buf(),
+        })
+    }
+
+    /// The network folder itself.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Where the kernel keeps its chainstate and block index.
+    pub fn kernel_dir(&self) -> PathBuf {
+        self.root.join("kernel")
+    }
+
+    /// Where the kernel keeps its `blk*.dat` and `rev*.dat` files.
+    pub fn blocks_dir(&self) -> PathBuf {
+        self.root.join("kernel").join("blocks")
+    }
+
+    /// cairn's own index store (created by the indexer).
+    pub fn index_dir(&self) -> PathBuf {
+        self.root.join("index")
+    }
+
+    /// The admin RPC cookie file, written by `cairn run` while it serves.
+    pub fn cookie_file(&self) -> PathBuf {
+        self.root.join(".cookie")
+    }
+
+    /// The file where a running cairn writes the address of its admin RPC.
+    pub fn admin_addr_file(&self) -> PathBuf {
+        self.root.join("admin.addr")
+    }
+
+    /// Takes the folder's exclusive lock; fails at once if another process holds it.
+    pub fn lock(&self) -> Result<DataDirLock, DataDirError> {
+        let path = self.root.join(".lock");
+        let file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(|source| DataDirError::Io {
+                path: path.clone(),
+                source,
+            })?;
+        match file.try_lock() {
+            Ok(()) => Ok(DataDirLock { _file: file }),
+            Err(fs::TryLockError::WouldBlock) => Err(DataDirError::Locked {
+                path: self.root.clone(),
+            }),
+            Err(fs::TryLockError::Error(source)) => Err(DataDirError::Io { path, source }),
+        }
+    }
+
+    /// Writes a file atomically (temp file, then rename) with owner-only permissions.
+    pub fn write_private(&self, path: &Path, contents: &[u8]) -> Result<(), DataDirError> {
+        use std::os::unix::fs::OpenOptionsExt;
+        let io = |source| DataDirError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        let tmp = path.with_extension("tmp");
+        let mut f = OpenOptions::new()
+            .create(true)
+            .truncate(true)
+            .write(true)
+            .mode(0o600)
+            .open(&tmp)
+            .map_err(io)?;
+        f.write_all(contents).map_err(io)?;
+        f.sync_all().map_err(io)?;
+        fs::rename(&tmp, path).map_err(io)
+    }
+}
+
+/// The held lock of a data folder; released when dropped or when the process dies.
+#[derive(Debug)]
+pub struct DataDirLock {
+    _file: File,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refuses_foreign_and_other_network() {
+        let tmp = tempfile::tempdir().unwrap();
+        let foreign = tmp.path().join("foreign");
+        fs::create_dir_all(&foreign).unwrap();
+        fs::write(foreign.join("blk00000.dat"), b"x").unwrap();
+        let err = DataDir::open(&foreign, Network::Regtest, "regtest").unwrap_err();
+        assert!(matches!(err, DataDirError::Foreign { .. }), "{err}");
+
+        let ours = tmp.path().join("ours");
+        DataDir::open(&ours, Network::Regtest, "regtest").unwrap();
+        DataDir::open(&ours, Network::Regtest, "regtest").unwrap();
+        let err = DataDir::open(&ours, Network::Signet, "signet").unwrap_err();
+        assert!(err.to_string().contains("holds a regtest chain"), "{err}");
+    }
+
+    #[test]
+    fn lock_is_exclusive() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = DataDir::open(tmp.path(), Network::Regtest, "regtest").unwrap();
+        let held = dir.lock().unwrap();
+        assert!(matches!(dir.lock(), Err(DataDirError::Locked { .. })));
+        drop(held);
+        dir.lock().unwrap();
+    }
+}

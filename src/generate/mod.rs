@@ -1,0 +1,476 @@
+//! A deterministic, consensus-valid regtest chain: the test and benchmark workload.
+//!
+//! From a seed it builds blocks with BIP34 heights and witness commitments, whose transactions
+//! spend P2PKH, P2SH-P2WPKH, P2WPKH, P2TR (key path) and 2-of-3 P2WSH outputs with real
+//! signatures, carry OP_RETURN outputs, spend each other inside one block, and pay scripts with a
+//! heavy-tailed reuse: most once or twice, a few hot ones very often.
+
+mod wallet;
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use bitcoin::absolute::LockTime;
+use bitcoin::block::{Header, Version};
+use bitcoin::hashes::Hash;
+use bitcoin::script::Builder;
+use bitcoin::secp256k1::{All, Secp256k1};
+use bitcoin::sighash::SighashCache;
+use bitcoin::transaction::Version as TxVersion;
+use bitcoin::{
+    Amount, Block, BlockHash, CompactTarget, OutPoint, ScriptBuf, Sequence, Transaction, TxIn,
+    TxMerkleNode, TxOut, Witness,
+};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha20Rng;
+
+use crate::config::Network;
+use crate::import::BlkWriter;
+pub use wallet::{derive_key, Owner, ScriptKind};
+
+/// Coinbase outputs can be spent this many blocks later.
+pub const COINBASE_MATURITY: u32 = 100;
+/// Regtest halves the subsidy every 150 blocks.
+pub const REGTEST_HALVING_INTERVAL: u32 = 150;
+/// Outputs below this are never created (Core's dust limit for the largest standard script).
+pub const MIN_OUTPUT: u64 = 1_000;
+
+/// What to generate.
+#[derive(Debug, Clone, Copy)]
+pub struct GenerateOptions {
+    /// Blocks after genesis.
+    pub blocks: u32,
+    /// Transactions per block besides the coinbase, once coins have matured.
+    pub txs_per_block: u32,
+    /// The seed.
+    pub seed: u64,
+}
+
+/// What was generated.
+#[derive(Debug, Clone)]
+pub struct GenerateSummary {
+    /// Blocks after genesis.
+    pub blocks: u32,
+    /// Transactions, coinbases included.
+    pub txs: u64,
+    /// Serialized bytes of all blocks.
+    pub bytes: u64,
+    /// The last block's hash.
+    pub tip: BlockHash,
+}
+
+/// Errors from writing a generated chain.
+#[derive(Debug, thiserror::Error)]
+pub enum GenerateError {
+    /// Writing the output failed.
+    #[error("cannot write the chain to {path}: {source}")]
+    Io {
+        /// The file or folder.
+        path: PathBuf,
+        /// What the OS said.
+        source: std::io::Error,
+    },
+    /// Signing failed (a bug: the generator built an inconsistent transaction).
+    #[error("signing failed: {0}")]
+    Sign(String),
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Coin {
+    outpoint: OutPoint,
+    value: u64,
+    owner: u32,
+}
+
+/// Finishes a block after its transactions changed: puts the witness commitment into the
+/// coinbase (replacing an earlier one), sets the merkle root and finds a nonce meeting the
+/// header's target. Tests use it to build blocks that are well-formed but invalid.
+pub fn reseal(block: &mut Block) {
+    const COMMITMENT_TAG: [u8; 6] = [0x6a, 0x24, 0xaa, 0x21, 0xa9, 0xed];
+    if let Some(coinbase) = block.txdata.first_mut() {
+        coinbase
+            .output
+            .retain(|o| !o.script_pubkey.as_bytes().starts_with(&COMMITMENT_TAG));
+    }
+    if let Some(witness_root) = block.witness_root() {
+        let commitment = Block::compute_witness_commitment(&witness_root, &[0u8; 32]);
+        let mut data = COMMITMENT_TAG[2..].to_vec();
+        data.extend_from_slice(commitment.as_byte_array());
+        if let Some(coinbase) = block.txdata.first_mut() {
+            coinbase.output.push(TxOut {
+                value: Amount::ZERO,
+                script_pubkey: ScriptBuf::new_op_return(wallet::push_bytes(&data)),
+            });
+        }
+    }
+    if let Some(root) = block.compute_merkle_root() {
+        block.header.merkle_root = root;
+    }
+    grind(&mut block.header);
+}
+
+/// Increments the nonce until the header meets its own target (instant on regtest).
+pub fn grind(header: &mut Header) {
+    let target = header.target();
+    while !target.is_met_by(header.block_hash()) {
+        header.nonce = header.nonce.wrapping_add(1);
+    }
+}
+
+/// Builds a chain block by block; the same options always give the same chain.
+pub struct ChainGenerator {
+    opts: GenerateOptions,
+    rng: ChaCha20Rng,
+    secp: Secp256k1<All>,
+    owners: Vec<Owner>,
+    hot: Vec<u32>,
+    warm: Vec<u32>,
+    miners: Vec<u32>,
+    /// Spendable coins.
+    coins: Vec<Coin>,
+    /// Coinbase coins and the height at which they mature, in height order.
+    immature: std::collections::VecDeque<(u32, Coin)>,
+    prev_hash: BlockHash,
+    prev_time: u32,
+    height: u32,
+}
+
+impl ChainGenerator {
+    /// A generator that starts on top of the regtest genesis block.
+    pub fn new(opts: GenerateOptions) -> Self {
+        let genesis = bitcoin::blockdata::constants::genesis_block(Network::Regtest.to_bitcoin());
+        let mut gen = ChainGenerator {
+            opts,
+            rng: ChaCha20Rng::seed_from_u64(opts.seed),
+            secp: Secp256k1::new(),
+            owners: Vec::new(),
+            hot: Vec::new(),
+            warm: Vec::new(),
+            miners: Vec::new(),
+            coins: Vec::new(),
+            immature: Default::default(),
+            prev_hash: genesis.block_hash(),
+            prev_time: genesis.header.time,
+            height: 0,
+        };
+        // Three hot scripts (exchanges) and twenty warm ones (merchants), all kinds mixed.
+        gen.hot = (0..3).map(|_| gen.new_owner(None)).collect();
+        gen.warm = (0..20).map(|_| gen.new_owner(None)).collect();
+        gen.miners = (0..4).map(|_| gen.new_owner(Some(ScriptKind::P2wpkh))).collect();
+        gen
+    }
+
+    fn new_owner(&mut self, kind: Option<ScriptKind>) -> u32 {
+        let kind = kind.unwrap_or_else(|| ScriptKind::from_percent(self.rng.gen_range(0..100)));
+        let index = self.owners.len() as u64;
+        self.owners
+            .push(Owner::new(&self.secp, kind, self.opts.seed, index));
+        index as u32
+    }
+
+    /// Picks who receives an output: mostly new scripts, some reuse, a heavy tail of hot ones.
+    fn pick_recipient(&mut self) -> u32 {
+        let p: u32 = self.rng.gen_range(0..1000);
+        match p {
+            0..=79 => {
+                // 8% to the hot scripts, shared 50/30/20.
+                let q: u32 = self.rng.gen_range(0..10);
+                self.hot[match q {
+                    0..=4 => 0,
+                    5..=7 => 1,
+                    _ => 2,
+                }]
+            }
+            80..=99 => self.warm[self.rng.gen_range(0..self.warm.len())],
+            100..=379 if self.owners.len() > 30 => {
+                // Reuse of an existing script, uniformly: most end with one or two uses.
+                self.rng.gen_range(0..self.owners.len()) as u32
+            }
+            _ => self.new_owner(None),
+        }
+    }
+
+    fn subsidy(height: u32) -> u64 {
+        let halvings = height / REGTEST_HALVING_INTERVAL;
+        if halvings >= 64 {
+            0
+        } else {
+            (50 * 100_000_000u64) >> halvings
+        }
+    }
+
+    /// Builds the next block.
+    pub fn next_block(&mut self) -> Result<Block, GenerateError> {
+        self.height += 1;
+        let height = self.height;
+        while self
+            .immature
+            .front()
+            .is_some_and(|(mature, _)| *mature <= height)
+        {
+            if let Some((_, coin)) = self.immature.pop_front() {
+                self.coins.push(coin);
+            }
+        }
+        let mut txs: Vec<Transaction> = Vec::new();
+        let mut fees = 0u64;
+        // Outputs created in this block, spendable by later txs of the same block.
+        let mut fresh: Vec<Coin> = Vec::new();
+        let target = self.opts.txs_per_block as usize;
+        while txs.len() < target {
+            match self.build_tx(&mut fresh)? {
+                Some((tx, fee)) => {
+                    fees += fee;
+                    txs.push(tx);
+                }
+                None => break,
+            }
+        }
+        self.coins.append(&mut fresh);
+        let coinbase = self.coinbase(height, Self::subsidy(height) + fees);
+        let mut all = Vec::with_capacity(txs.len() + 1);
+        all.push(coinbase);
+        all.extend(txs);
+        let time = self.prev_time + 1 + self.rng.gen_range(0..1200);
+        let mut block = Block {
+            header: Header {
+                version: Version::from_consensus(0x2000_0000),
+                prev_blockhash: self.prev_hash,
+                merkle_root: TxMerkleNode::all_zeros(),
+                time,
+                bits: CompactTarget::from_consensus(0x207f_ffff),
+                nonce: 0,
+            },
+            txdata: all,
+        };
+        reseal(&mut block);
+        let cb_txid = block.txdata[0].compute_txid();
+        let value = block.txdata[0].output[0].value.to_sat();
+        let miner = self.miners[(height as usize) % self.miners.len()];
+        if value > 0 {
+            self.immature.push_back((
+                height + COINBASE_MATURITY,
+                Coin {
+                    outpoint: OutPoint::new(cb_txid, 0),
+                    value,
+                    owner: miner,
+                },
+            ));
+        }
+        self.prev_hash = block.block_hash();
+        self.prev_time = time;
+        Ok(block)
+    }
+
+    fn coinbase(&mut self, height: u32, value: u64) -> Transaction {
+        let miner = self.miners[(height as usize) % self.miners.len()];
+        let extra: u32 = self.rng.gen();
+        let script_sig = Builder::new()
+            .push_int(i64::from(height))
+            .push_slice(extra.to_le_bytes())
+            .into_script();
+        let mut witness = Witness::new();
+        witness.push([0u8; 32]);
+        Transaction {
+            version: TxVersion::TWO,
+            lock_time: LockTime::ZERO,
+            input: vec![TxIn {
+                previous_output: OutPoint::null(),
+                script_sig,
+                sequence: Sequence::MAX,
+                witness,
+            }],
+            output: vec![TxOut {
+                value: Amount::from_sat(value),
+                script_pubkey: self.owners[miner as usize].script_pubkey.clone(),
+            }],
+        }
+    }
+
+    fn take_coin(&mut self, fresh: &mut Vec<Coin>) -> Option<Coin> {
+        // A third of the time spend an output of this very block (chains of spends).
+        if !fresh.is_empty() && (self.coins.is_empty() || self.rng.gen_range(0..3) == 0) {
+            let i = self.rng.gen_range(0..fresh.len());
+            return Some(fresh.swap_remove(i));
+        }
+        if self.coins.is_empty() {
+            return None;
+        }
+        let i = self.rng.gen_range(0..self.coins.len());
+        Some(self.coins.swap_remove(i))
+    }
+
+    /// Builds and signs one transaction, or `None` when nothing is spendable.
+    fn build_tx(&mut self, fresh: &mut Vec<Coin>) -> Result<Option<(Transaction, u64)>, GenerateError> {
+        let want_inputs = match self.rng.gen_range(0..10) {
+            0..=6 => 1,
+            7..=8 => 2,
+            _ => 3,
+        };
+        let mut inputs: Vec<Coin> = Vec::with_capacity(want_inputs);
+        for _ in 0..want_inputs {
+            match self.take_coin(fresh) {
+                Some(c) => inputs.push(c),
+                None => break,
+            }
+        }
+        if inputs.is_empty() {
+            return Ok(None);
+        }
+        let total_in: u64 = inputs.iter().map(|c| c.value).sum();
+        // Fan out while there are fewer coins than a block's worth of spends.
+        let pool = self.coins.len() + fresh.len();
+        let target = self.opts.txs_per_block as usize * 3;
+        let mut n_out = if pool < target {
+            self.rng.gen_range(10..=40)
+        } else {
+            match self.rng.gen_range(0..20) {
+                0..=2 => 1,
+                3..=14 => 2,
+                _ => self.rng.gen_range(3..=5),
+            }
+        };
+        let feerate: u64 = self.rng.gen_range(1..=25);
+        let with_op_return = self.rng.gen_range(0..20) == 0;
+        let vsize_estimate = |n_out: usize| 11 + 100 * inputs.len() as u64 + 43 * n_out as u64;
+        let mut fee = feerate * vsize_estimate(n_out);
+        while n_out > 1 && total_in < fee + MIN_OUTPUT * n_out as u64 {
+            n_out -= 1;
+            fee = feerate * vsize_estimate(n_out);
+        }
+        if total_in < fee + MIN_OUTPUT {
+            // Too small to pay anything: burn it all as fee to a single output-less... keep it
+            // simple and spend it whole into the fee of a one-output tx at the minimum.
+            fee = total_in.saturating_sub(MIN_OUTPUT);
+            if total_in < MIN_OUTPUT {
+                // Unspendable dust never arises (no output is below MIN_OUTPUT).
+                return Ok(None);
+            }
+        }
+        let spend = total_in - fee;
+        // Split the amount: random cuts, every piece at least MIN_OUTPUT.
+        let spare = spend - MIN_OUTPUT * n_out as u64;
+        let mut cuts: Vec<u64> = (0..n_out.saturating_sub(1))
+            .map(|_| self.rng.gen_range(0..=spare))
+            .collect();
+        cuts.push(0);
+        cuts.push(spare);
+        cuts.sort_unstable();
+        let mut outputs = Vec::with_capacity(n_out + 1);
+        let mut recipients = Vec::with_capacity(n_out);
+        for w in cuts.windows(2).skip(0) {
+            if recipients.len() == n_out {
+                break;
+            }
+            let value = MIN_OUTPUT + (w[1] - w[0]);
+            let owner = self.pick_recipient();
+            recipients.push(owner);
+            outputs.push(TxOut {
+                value: Amount::from_sat(value),
+                script_pubkey: self.owners[owner as usize].script_pubkey.clone(),
+            });
+        }
+        if with_op_return {
+            let len = self.rng.gen_range(4..=40);
+            let data: Vec<u8> = (0..len).map(|_| self.rng.gen()).collect();
+            outputs.push(TxOut {
+                value: Amount::ZERO,
+                script_pubkey: ScriptBuf::new_op_return(wallet::push_bytes(&data)),
+            });
+        }
+        let mut tx = Transaction {
+            version: TxVersion::TWO,
+            lock_time: LockTime::ZERO,
+            input: inputs
+                .iter()
+                .map(|c| TxIn {
+                    previous_output: c.outpoint,
+                    script_sig: ScriptBuf::new(),
+                    sequence: Sequence::ENABLE_RBF_NO_LOCKTIME,
+                    witness: Witness::new(),
+                })
+                .collect(),
+            output: outputs,
+        };
+        let prevouts: Vec<TxOut> = inputs
+            .iter()
+            .map(|c| TxOut {
+                value: Amount::from_sat(c.value),
+                script_pubkey: self.owners[c.owner as usize].script_pubkey.clone(),
+            })
+            .collect();
+        let signatures = {
+            let mut cache = SighashCache::new(&tx);
+            let mut sigs = Vec::with_capacity(inputs.len());
+            for (i, c) in inputs.iter().enumerate() {
+                let owner = &self.owners[c.owner as usize];
+                let sig = wallet::sign_input(&self.secp, &mut cache, i, &prevouts, owner)
+                    .map_err(|e| GenerateError::Sign(e.to_string()))?;
+                sigs.push(sig);
+            }
+            sigs
+        };
+        for (input, sig) in tx.input.iter_mut().zip(signatures) {
+            input.script_sig = sig.script_sig;
+            input.witness = sig.witness;
+        }
+        let txid = tx.compute_txid();
+        for (vout, owner) in recipients.iter().enumerate() {
+            fresh.push(Coin {
+                outpoint: OutPoint::new(txid, vout as u32),
+                value: tx.output[vout].value.to_sat(),
+                owner: *owner,
+            });
+        }
+        Ok(Some((tx, fee)))
+    }
+
+    /// Generates every block into `out`: `blocks/blk*.dat` (Core's format) and `blocks.hex`.
+    pub fn write_to(mut self, out: &Path) -> Result<GenerateSummary, GenerateError> {
+        let io = |path: &Path| {
+            let path = path.to_path_buf();
+            move |source| GenerateError::Io {
+                path: path.clone(),
+                source,
+            }
+        };
+        let blocks_dir = out.join("blocks");
+        std::fs::create_dir_all(&blocks_dir).map_err(io(&blocks_dir))?;
+        let hex_path = out.join("blocks.hex");
+        let tmp_hex = out.join("blocks.hex.tmp");
+        let mut hex_out =
+            std::io::BufWriter::new(std::fs::File::create(&tmp_hex).map_err(io(&tmp_hex))?);
+        let mut blk = BlkWriter::new(&blocks_dir, Network::Regtest.magic(), BlkWriter::MAX_FILE_SIZE)
+            .map_err(io(&blocks_dir))?;
+        let mut summary = GenerateSummary {
+            blocks: 0,
+            txs: 0,
+            bytes: 0,
+            tip: self.prev_hash,
+        };
+        let _span = tracing::info_span!("generate", blocks = self.opts.blocks).entered();
+        for _ in 0..self.opts.blocks {
+            let block = self.next_block()?;
+            let raw = bitcoin::consensus::serialize(&block);
+            blk.write_block(&raw).map_err(io(&blocks_dir))?;
+            writeln!(hex_out, "{}", hex::encode(&raw)).map_err(io(&tmp_hex))?;
+            summary.blocks += 1;
+            summary.txs += block.txdata.len() as u64;
+            summary.bytes += raw.len() as u64;
+            summary.tip = block.block_hash();
+            if summary.blocks % 500 == 0 {
+                tracing::info!("generated {} blocks, {} txs", summary.blocks, summary.txs);
+            }
+        }
+        blk.finish().map_err(io(&blocks_dir))?;
+        hex_out.flush().map_err(io(&tmp_hex))?;
+        drop(hex_out);
+        std::fs::rename(&tmp_hex, &hex_path).map_err(io(&hex_path))?;
+        Ok(summary)
+    }
+
+    /// The number of distinct scripts paid so far.
+    pub fn script_count(&self) -> usize {
+        self.owners.len()
+    }
+}

@@ -1,0 +1,228 @@
+//! The generator's key owners: deterministic keys, the five script kinds it pays to, and how
+//! each kind signs a spend.
+
+use bitcoin::blockdata::opcodes::all::{OP_CHECKMULTISIG, OP_PUSHNUM_2, OP_PUSHNUM_3};
+use bitcoin::hashes::{sha256, Hash};
+use bitcoin::key::{Keypair, TapTweak, TweakedKeypair};
+use bitcoin::script::{Builder, PushBytesBuf};
+use bitcoin::secp256k1::{All, Message, Secp256k1, SecretKey};
+use bitcoin::sighash::{EcdsaSighashType, Prevouts, SighashCache, TapSighashType};
+use bitcoin::{CompressedPublicKey, PublicKey, ScriptBuf, Transaction, TxOut, Witness};
+
+/// The kinds of output script the generator creates and spends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ScriptKind {
+    /// Legacy pay-to-pubkey-hash, signed with ECDSA in the scriptSig.
+    P2pkh,
+    /// P2WPKH nested in P2SH.
+    P2shP2wpkh,
+    /// Native segwit v0 pay-to-witness-pubkey-hash.
+    P2wpkh,
+    /// Taproot, spent by the key path with a Schnorr signature.
+    P2tr,
+    /// 2-of-3 multisig in P2WSH.
+    P2wsh2of3,
+}
+
+impl ScriptKind {
+    /// Picks a kind from a uniform number in 0..100, with realistic shares.
+    pub fn from_percent(p: u32) -> Self {
+        match p {
+            0..=39 => ScriptKind::P2wpkh,
+            40..=54 => ScriptKind::P2pkh,
+            55..=69 => ScriptKind::P2shP2wpkh,
+            70..=89 => ScriptKind::P2tr,
+            _ => ScriptKind::P2wsh2of3,
+        }
+    }
+}
+
+/// One owner of outputs: a script and the keys that spend it.
+#[derive(Debug, Clone)]
+pub struct Owner {
+    /// The kind of script.
+    pub kind: ScriptKind,
+    /// The output script.
+    pub script_pubkey: ScriptBuf,
+    keys: Vec<SecretKey>,
+    /// P2SH redeem script or P2WSH witness script.
+    inner_script: Option<ScriptBuf>,
+    tweaked: Option<TweakedKeypair>,
+}
+
+/// A deterministic secret key: SHA-256 of (seed, index, attempt), retried if out of range.
+pub fn derive_key(seed: u64, index: u64) -> SecretKey {
+    let mut attempt = 0u32;
+    loop {
+        let mut data = Vec::with_capacity(24);
+        data.extend_from_slice(b"cairn-generate");
+        data.extend_from_slice(&seed.to_le_bytes());
+        data.extend_from_slice(&index.to_le_bytes());
+        data.extend_from_slice(&attempt.to_le_bytes());
+        let digest = sha256::Hash::hash(&data);
+        if let Ok(key) = SecretKey::from_slice(digest.as_byte_array()) {
+            return key;
+        }
+        attempt += 1;
+    }
+}
+
+impl Owner {
+    /// Creates an owner of `kind` whose keys are derived from `seed` and `index`.
+    pub fn new(secp: &Secp256k1<All>, kind: ScriptKind, seed: u64, index: u64) -> Self {
+        let key_count = if kind == ScriptKind::P2wsh2of3 { 3 } else { 1 };
+        let keys: Vec<SecretKey> = (0..key_count)
+            .map(|k| derive_key(seed, index * 4 + k))
+            .collect();
+        let pk = CompressedPublicKey(keys[0].public_key(secp));
+        let mut inner_script = None;
+        let mut tweaked = None;
+        let script_pubkey = match kind {
+            ScriptKind::P2pkh => ScriptBuf::new_p2pkh(&PublicKey::from(pk).pubkey_hash()),
+            ScriptKind::P2wpkh => ScriptBuf::new_p2wpkh(&pk.wpubkey_hash()),
+            ScriptKind::P2shP2wpkh => {
+                let redeem = ScriptBuf::new_p2wpkh(&pk.wpubkey_hash());
+                let spk = ScriptBuf::new_p2sh(&redeem.script_hash());
+                inner_script = Some(redeem);
+                spk
+            }
+            ScriptKind::P2tr => {
+                let keypair = Keypair::from_secret_key(secp, &keys[0]);
+                let (internal, _) = keypair.x_only_public_key();
+                tweaked = Some(keypair.tap_tweak(secp, None));
+                ScriptBuf::new_p2tr(secp, internal, None)
+            }
+            ScriptKind::P2wsh2of3 => {
+                let mut b = Builder::new().push_opcode(OP_PUSHNUM_2);
+                for k in &keys {
+                    b = b.push_key(&PublicKey::new(k.public_key(secp)));
+                }
+                let ws = b
+                    .push_opcode(OP_PUSHNUM_3)
+                    .push_opcode(OP_CHECKMULTISIG)
+                    .into_script();
+                let spk = ScriptBuf::new_p2wsh(&ws.wscript_hash());
+                inner_script = Some(ws);
+                spk
+            }
+        };
+        Owner {
+            kind,
+            script_pubkey,
+            keys,
+            inner_script,
+            tweaked,
+        }
+    }
+}
+
+/// What signing one input produces.
+pub struct InputSignature {
+    /// The scriptSig.
+    pub script_sig: ScriptBuf,
+    /// The witness.
+    pub witness: Witness,
+}
+
+fn ecdsa(
+    secp: &Secp256k1<All>,
+    digest: [u8; 32],
+    key: &SecretKey,
+) -> bitcoin::ecdsa::Signature {
+    let msg = Message::from_digest(digest);
+    bitcoin::ecdsa::Signature {
+        signature: secp.sign_ecdsa(&msg, key),
+        sighash_type: EcdsaSighashType::All,
+    }
+}
+
+/// Signs input `index` of `tx`, which spends `prevouts[index]` owned by `owner`.
+/// `prevouts` holds every input's spent output (taproot signs them all).
+pub fn sign_input(
+    secp: &Secp256k1<All>,
+    cache: &mut SighashCache<&Transaction>,
+    index: usize,
+    prevouts: &[TxOut],
+    owner: &Owner,
+) -> Result<InputSignature, bitcoin::sighash::TaprootError> {
+    let prevout = &prevouts[index];
+    let key0 = &owner.keys[0];
+    let pk = PublicKey::new(key0.public_key(secp));
+    let sig = match owner.kind {
+        ScriptKind::P2pkh => {
+            let sighash = cache
+                .legacy_signature_hash(index, &prevout.script_pubkey, EcdsaSighashType::All.to_u32())
+                .map_err(|_| bitcoin::sighash::TaprootError::InvalidSighashType(0))?;
+            let sig = ecdsa(secp, sighash.to_byte_array(), key0);
+            InputSignature {
+                script_sig: Builder::new()
+                    .push_slice(push_bytes(sig.serialize().as_ref()))
+                    .push_key(&pk)
+                    .into_script(),
+                witness: Witness::new(),
+            }
+        }
+        ScriptKind::P2wpkh | ScriptKind::P2shP2wpkh => {
+            let wpkh_script = match &owner.inner_script {
+                Some(redeem) => redeem.clone(),
+                None => prevout.script_pubkey.clone(),
+            };
+            let sighash = cache
+                .p2wpkh_signature_hash(index, &wpkh_script, prevout.value, EcdsaSighashType::All)
+                .map_err(|_| bitcoin::sighash::TaprootError::InvalidSighashType(1))?;
+            let sig = ecdsa(secp, sighash.to_byte_array(), key0);
+            let script_sig = match owner.kind {
+                ScriptKind::P2shP2wpkh => Builder::new()
+                    .push_slice(push_bytes(wpkh_script.as_bytes()))
+                    .into_script(),
+                _ => ScriptBuf::new(),
+            };
+            InputSignature {
+                script_sig,
+                witness: Witness::p2wpkh(&sig, &pk.inner),
+            }
+        }
+        ScriptKind::P2wsh2of3 => {
+            let ws = owner.inner_script.clone().unwrap_or_default();
+            let sighash = cache
+                .p2wsh_signature_hash(index, &ws, prevout.value, EcdsaSighashType::All)
+                .map_err(|_| bitcoin::sighash::TaprootError::InvalidSighashType(2))?;
+            let mut witness = Witness::new();
+            witness.push([]);
+            // Two of the three keys, in script order.
+            for key in owner.keys.iter().take(2) {
+                witness.push(ecdsa(secp, sighash.to_byte_array(), key).serialize());
+            }
+            witness.push(ws.as_bytes());
+            InputSignature {
+                script_sig: ScriptBuf::new(),
+                witness,
+            }
+        }
+        ScriptKind::P2tr => {
+            let sighash = cache.taproot_key_spend_signature_hash(
+                index,
+                &Prevouts::All(prevouts),
+                TapSighashType::Default,
+            )?;
+            let msg = Message::from_digest(sighash.to_byte_array());
+            let keypair = owner
+                .tweaked
+                .map(|t| t.to_keypair())
+                .unwrap_or_else(|| Keypair::from_secret_key(secp, key0));
+            let sig = secp.sign_schnorr_no_aux_rand(&msg, &keypair);
+            let mut witness = Witness::new();
+            witness.push(sig.as_ref());
+            InputSignature {
+                script_sig: ScriptBuf::new(),
+                witness,
+            }
+        }
+    };
+    Ok(sig)
+}
+
+/// Script pushes of at most 520 bytes; every push here is far below that.
+pub fn push_bytes(data: &[u8]) -> PushBytesBuf {
+    PushBytesBuf::try_from(data.to_vec()).unwrap_or_default()
+}

@@ -1,0 +1,490 @@
+//! The embedded validator: Bitcoin Core's consensus engine (`bitcoinkernel`) behind a small,
+//! typed API. It validates blocks, reports the tip, reads blocks with their undo data, and turns
+//! the kernel's notifications into [`KernelEvent`]s on a channel.
+
+pub mod log;
+mod undo;
+
+use std::path::PathBuf;
+use std::sync::mpsc::{channel, Receiver, Sender};
+use std::sync::{Arc, Mutex};
+
+use bitcoin::hashes::Hash;
+use bitcoin::BlockHash;
+use bitcoinkernel::prelude::*;
+use bitcoinkernel::{
+    Block as KernelBlock, BlockValidationStateRef, ChainType, ChainstateManager, Context,
+    ContextBuilder, ProcessBlockResult, SynchronizationState, ValidationMode,
+};
+
+use crate::config::Network;
+
+pub use undo::{BlockUndo, SpentOutput};
+
+/// Errors from the validator.
+#[derive(Debug, thiserror::Error)]
+pub enum KernelError {
+    /// The kernel could not be set up or opened.
+    #[error("cannot open the kernel's chainstate in {dir}: {message}")]
+    Open {
+        /// The kernel's data folder.
+        dir: PathBuf,
+        /// The kernel's message.
+        message: String,
+    },
+    /// The bytes are not a block.
+    #[error("not a valid block serialization: {0}")]
+    Malformed(String),
+    /// The block's parent is unknown to the kernel, so it cannot be connected yet.
+    #[error("block {hash} has unknown parent {prev}")]
+    UnknownParent {
+        /// The block.
+        hash: BlockHash,
+        /// Its parent.
+        prev: BlockHash,
+    },
+    /// The kernel rejected the block as invalid.
+    #[error("block {hash} at height {height} is invalid: {reason}")]
+    Invalid {
+        /// The block.
+        hash: BlockHash,
+        /// Its height (its parent's height plus one).
+        height: i64,
+        /// The kernel's reason (Core's validation state).
+        reason: String,
+    },
+    /// Reading a block or its undo data failed (pruned, missing or damaged files).
+    #[error("cannot read {what} of block at height {height}: {message}")]
+    Read {
+        /// Block or undo data.
+        what: &'static str,
+        /// The height asked for.
+        height: i64,
+        /// The kernel's message.
+        message: String,
+    },
+    /// The kernel hit an unrecoverable error (disk full, corrupt database) and must be stopped.
+    #[error("kernel fatal error: {0}")]
+    Fatal(String),
+}
+
+/// A block's place in the active chain.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct ChainTip {
+    /// Height of the block (0 is genesis).
+    pub height: i64,
+    /// The block's hash.
+    pub hash: BlockHash,
+}
+
+/// What the kernel did with a submitted valid block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Accepted {
+    /// The block was new and is now part of the active chain.
+    Connected,
+    /// The block was new and valid as far as checked, but it is on a branch with less work.
+    Stored,
+    /// The kernel already had this block.
+    Duplicate,
+}
+
+/// What the kernel reports while it works; the indexer and the servers consume these.
+#[derive(Debug, Clone, PartialEq)]
+pub enum KernelEvent {
+    /// A block was connected to the active chain.
+    BlockConnected {
+        /// The block.
+        hash: BlockHash,
+        /// Its height.
+        height: i64,
+    },
+    /// A block was disconnected from the active chain (a reorg).
+    BlockDisconnected {
+        /// The block.
+        hash: BlockHash,
+        /// Its height.
+        height: i64,
+    },
+    /// The tip moved.
+    Tip {
+        /// The new tip's hash.
+        hash: BlockHash,
+        /// Verification progress, 0.0 to 1.0.
+        progress: f64,
+        /// Whether the kernel still considers itself in initial block download.
+        initial_download: bool,
+    },
+    /// A new best header.
+    HeaderTip {
+        /// Its height.
+        height: i64,
+        /// Its timestamp.
+        timestamp: i64,
+    },
+    /// A block was found invalid.
+    BlockInvalid {
+        /// The block.
+        hash: BlockHash,
+        /// The kind of failure the kernel reports.
+        result: String,
+    },
+    /// Progress of a long kernel task (loading, reindexing).
+    Progress {
+        /// The task.
+        title: String,
+        /// Percent done.
+        percent: i32,
+    },
+    /// A warning was raised (e.g. unknown new rules activated) or cleared (`None`).
+    Warning(Option<String>),
+    /// Writing to disk failed.
+    FlushError(String),
+    /// The kernel hit an unrecoverable error.
+    Fatal(String),
+}
+
+/// Where and how to open the validator.
+#[derive(Debug, Clone)]
+pub struct ValidatorConfig {
+    /// The network.
+    pub network: Network,
+    /// A custom signet's challenge.
+    pub signet_challenge: Option<Vec<u8>>,
+    /// The kernel's data folder (chainstate and block index).
+    pub kernel_dir: PathBuf,
+    /// The kernel's block files folder.
+    pub blocks_dir: PathBuf,
+    /// Script-check worker threads (0..=15).
+    pub script_threads: i32,
+}
+
+/// The outcome of the last `block_checked` notification, read right after `process_block`.
+#[derive(Debug, Clone)]
+struct Checked {
+    hash: BlockHash,
+    invalid: Option<String>,
+}
+
+#[derive(Default)]
+struct Shared {
+    events: Mutex<Option<Sender<KernelEvent>>>,
+    last_checked: Mutex<Option<Checked>>,
+    fatal: Mutex<Option<String>>,
+}
+
+impl Shared {
+    fn send(&self, event: KernelEvent) {
+        if let Ok(mut guard) = self.events.lock() {
+            if let Some(tx) = guard.as_ref() {
+                if tx.send(event).is_err() {
+                    // Nobody listens any more; stop queueing.
+                    *guard = None;
+                }
+            }
+        }
+    }
+}
+
+fn to_hash(bytes: [u8; 32]) -> BlockHash {
+    BlockHash::from_byte_array(bytes)
+}
+
+/// The embedded validator. Cheap to share behind an `Arc`; every method takes `&self`.
+pub struct Validator {
+    // Field order matters: the chainstate manager must be dropped before its context.
+    chainman: ChainstateManager,
+    _context: Context,
+    shared: Arc<Shared>,
+    network: Network,
+}
+
+impl Validator {
+    /// Opens (or creates) the kernel's chainstate and loads it; the receiver gets every event.
+    pub fn open(config: &ValidatorConfig) -> Result<(Self, Receiver<KernelEvent>), KernelError> {
+        log::install();
+        let open_err = |message: String| KernelError::Open {
+            dir: config.kernel_dir.clone(),
+            message,
+        };
+        std::fs::create_dir_all(&config.blocks_dir).map_err(|e| open_err(e.to_string()))?;
+        let shared = Arc::new(Shared::default());
+        let (tx, rx) = channel();
+        if let Ok(mut events) = shared.events.lock() {
+            *events = Some(tx);
+        }
+        let mut builder = ContextBuilder::new();
+        builder = match (&config.signet_challenge, config.network) {
+            (Some(challenge), _) => builder.signet(challenge),
+            (None, Network::Mainnet) => builder.chain_type(ChainType::Mainnet),
+            (None, Network::Testnet4) => builder.chain_type(ChainType::Testnet4),
+            (None, Network::Signet) => builder.chain_type(ChainType::Signet),
+            (None, Network::Regtest) => builder.chain_type(ChainType::Regtest),
+        };
+        let context = Self::with_handlers(builder, &shared)
+            .build()
+            .map_err(|e| open_err(e.to_string()))?;
+        let kernel_dir = path_str(&config.kernel_dir).map_err(open_err)?;
+        let blocks_dir = path_str(&config.blocks_dir).map_err(open_err)?;
+        let chainman = ChainstateManager::builder(&context, kernel_dir, blocks_dir)
+            .map_err(|e| open_err(e.to_string()))?
+            .worker_threads(config.script_threads)
+            .build()
+            .map_err(|e| open_err(format!("{e} (a damaged chainstate or another network's data?)")))?;
+        chainman
+            .import_blocks()
+            .map_err(|e| open_err(e.to_string()))?;
+        let validator = Validator {
+            chainman,
+            _context: context,
+            shared,
+            network: config.network,
+        };
+        if let Some(message) = validator.fatal() {
+            return Err(KernelError::Fatal(message));
+        }
+        Ok((validator, rx))
+    }
+
+    fn with_handlers(builder: ContextBuilder, shared: &Arc<Shared>) -> ContextBuilder {
+        let s = shared.clone();
+        let builder = builder.with_block_tip_notification(move |state, hash: bitcoinkernel::BlockHash, progress| {
+            s.send(KernelEvent::Tip {
+                hash: to_hash(hash.to_bytes()),
+                progress,
+                initial_download: !matches!(state, SynchronizationState::PostInit),
+            });
+        });
+        let s = shared.clone();
+        let builder = builder.with_header_tip_notification(move |_state, height, timestamp, _presync| {
+            s.send(KernelEvent::HeaderTip { height, timestamp });
+        });
+        let s = shared.clone();
+        let builder = builder.with_progress_notification(move |title, percent, _resume| {
+            tracing::debug!(target: "kernel", "{title}: {percent}%");
+            s.send(KernelEvent::Progress { title, percent });
+        });
+        let s = shared.clone();
+        let builder = builder.with_warning_set_notification(move |_warning, message| {
+            tracing::warn!(target: "kernel", "warning: {message}");
+            s.send(KernelEvent::Warning(Some(message)));
+        });
+        let s = shared.clone();
+        let builder = builder.with_warning_unset_notification(move |_warning| {
+            s.send(KernelEvent::Warning(None));
+        });
+        let s = shared.clone();
+        let builder = builder.with_flush_error_notification(move |message| {
+            tracing::error!(target: "kernel", "flush error: {message}");
+            if let Ok(mut fatal) = s.fatal.lock() {
+                fatal.get_or_insert_with(|| format!("flush error: {message}"));
+            }
+            s.send(KernelEvent::FlushError(message));
+        });
+        let s = shared.clone();
+        let builder = builder.with_fatal_error_notification(move |message: String| {
+            tracing::error!(target: "kernel", "fatal error: {message}");
+            if let Ok(mut fatal) = s.fatal.lock() {
+                fatal.get_or_insert_with(|| message.clone());
+            }
+            s.send(KernelEvent::Fatal(message));
+        });
+        let s = shared.clone();
+        let builder = builder.with_block_checked_validation(
+            move |block: KernelBlock, state: BlockValidationStateRef<'_>| {
+                let hash = to_hash(block.hash().to_bytes());
+                let invalid = match state.mode() {
+                    ValidationMode::Valid => None,
+                    mode => Some(format!("{mode:?} {:?}", state.result())),
+                };
+                if let Some(result) = &invalid {
+                    s.send(KernelEvent::BlockInvalid {
+                        hash,
+                        result: result.clone(),
+                    });
+                }
+                if let Ok(mut last) = s.last_checked.lock() {
+                    *last = Some(Checked { hash, invalid });
+                }
+            },
+        );
+        let s = shared.clone();
+        let builder = builder.with_block_connected_validation(move |block: KernelBlock, entry: bitcoinkernel::BlockTreeEntry<'_>| {
+            s.send(KernelEvent::BlockConnected {
+                hash: to_hash(block.hash().to_bytes()),
+                height: i64::from(entry.height()),
+            });
+        });
+        let s = shared.clone();
+        builder.with_block_disconnected_validation(move |block: KernelBlock, entry: bitcoinkernel::BlockTreeEntry<'_>| {
+            s.send(KernelEvent::BlockDisconnected {
+                hash: to_hash(block.hash().to_bytes()),
+                height: i64::from(entry.height()),
+            });
+        })
+    }
+
+    /// The network this validator checks.
+    pub fn network(&self) -> Network {
+        self.network
+    }
+
+    /// The kernel's fatal error, if one happened: after it nothing more may be validated.
+    pub fn fatal(&self) -> Option<String> {
+        self.shared.fatal.lock().ok().and_then(|f| f.clone())
+    }
+
+    /// The tip of the active chain.
+    pub fn tip(&self) -> ChainTip {
+        let tip = self.chainman.active_chain().tip();
+        ChainTip {
+            height: i64::from(tip.height()),
+            hash: to_hash(tip.block_hash().to_bytes()),
+        }
+    }
+
+    /// The hash of the active chain's block at `height`.
+    pub fn hash_at(&self, height: i64) -> Option<BlockHash> {
+        let h = usize::try_from(height).ok()?;
+        let entry = self.chainman.active_chain().at_height(h)?;
+        Some(to_hash(entry.block_hash().to_bytes()))
+    }
+
+    /// The height of a block in the active chain, or `None` if it is not in it.
+    pub fn active_height(&self, hash: &BlockHash) -> Option<i64> {
+        let kernel_hash = bitcoinkernel::BlockHash::from(hash.to_byte_array());
+        let entry = self.chainman.get_block_tree_entry(&kernel_hash)?;
+        let chain = self.chainman.active_chain();
+        chain
+            .contains(&entry)
+            .then(|| i64::from(entry.height()))
+    }
+
+    /// Whether the kernel knows this block's header (in any branch).
+    pub fn knows(&self, hash: &BlockHash) -> bool {
+        let kernel_hash = bitcoinkernel::BlockHash::from(hash.to_byte_array());
+        self.chainman.get_block_tree_entry(&kernel_hash).is_some()
+    }
+
+    /// Validates one serialized block and, if it has the most work, connects it.
+    pub fn submit_block(&self, raw: &[u8]) -> Result<Accepted, KernelError> {
+        if let Some(message) = self.fatal() {
+            return Err(KernelError::Fatal(message));
+        }
+        let header: bitcoin::block::Header =
+            bitcoin::consensus::deserialize_partial(raw)
+                .map(|(h, _)| h)
+                .map_err(|e| KernelError::Malformed(e.to_string()))?;
+        let hash = header.block_hash();
+        let block = KernelBlock::new(raw).map_err(|e| KernelError::Malformed(e.to_string()))?;
+        let parent = bitcoinkernel::BlockHash::from(header.prev_blockhash.to_byte_array());
+        let parent_height = self
+            .chainman
+            .get_block_tree_entry(&parent)
+            .map(|e| i64::from(e.height()));
+        let height = parent_height.map(|h| h + 1).unwrap_or(-1);
+        if let Ok(mut last) = self.shared.last_checked.lock() {
+            *last = None;
+        }
+        log::clear();
+        let result = self.chainman.process_block(&block);
+        if let Some(message) = self.fatal() {
+            return Err(KernelError::Fatal(message));
+        }
+        let checked = self
+            .shared
+            .last_checked
+            .lock()
+            .ok()
+            .and_then(|c| c.clone())
+            .filter(|c| c.hash == hash);
+        let invalid = |kind: Option<String>| {
+            let reason = log::rejection_reason(&hash.to_string())
+                .or(kind)
+                .unwrap_or_else(|| "rejected by the kernel".to_string());
+            KernelError::Invalid {
+                hash,
+                height,
+                reason,
+            }
+        };
+        if let Some(Checked {
+            invalid: Some(kind),
+            ..
+        }) = checked
+        {
+            return Err(invalid(Some(kind)));
+        }
+        match result {
+            ProcessBlockResult::Rejected if parent_height.is_none() => {
+                Err(KernelError::UnknownParent {
+                    hash,
+                    prev: header.prev_blockhash,
+                })
+            }
+            ProcessBlockResult::Rejected => Err(invalid(None)),
+            ProcessBlockResult::Duplicate => Ok(Accepted::Duplicate),
+            ProcessBlockResult::NewBlock => {
+                if self.active_height(&hash).is_some() {
+                    Ok(Accepted::Connected)
+                } else {
+                    Ok(Accepted::Stored)
+                }
+            }
+        }
+    }
+
+    fn entry_at(&self, height: i64) -> Result<bitcoinkernel::BlockTreeEntry<'_>, KernelError> {
+        usize::try_from(height)
+            .ok()
+            .and_then(|h| self.chainman.active_chain().at_height(h))
+            .ok_or(KernelError::Read {
+                what: "block",
+                height,
+                message: "no block at that height in the active chain".into(),
+            })
+    }
+
+    /// Reads the serialized block at `height` of the active chain.
+    pub fn read_block_bytes(&self, height: i64) -> Result<Vec<u8>, KernelError> {
+        let entry = self.entry_at(height)?;
+        let read_err = |message: String| KernelError::Read {
+            what: "block",
+            height,
+            message,
+        };
+        let block = self
+            .chainman
+            .read_block_data(&entry)
+            .map_err(|e| read_err(e.to_string()))?;
+        block.consensus_encode().map_err(|e| read_err(e.to_string()))
+    }
+
+    /// Reads and decodes the block at `height` of the active chain.
+    pub fn read_block(&self, height: i64) -> Result<bitcoin::Block, KernelError> {
+        let bytes = self.read_block_bytes(height)?;
+        bitcoin::consensus::deserialize(&bytes).map_err(|e| KernelError::Read {
+            what: "block",
+            height,
+            message: e.to_string(),
+        })
+    }
+
+    /// Reads the undo data of the block at `height`: the output spent by every input.
+    pub fn read_undo(&self, height: i64) -> Result<BlockUndo, KernelError> {
+        let entry = self.entry_at(height)?;
+        let spent = self
+            .chainman
+            .read_spent_outputs(&entry)
+            .map_err(|e| KernelError::Read {
+                what: "undo data",
+                height,
+                message: e.to_string(),
+            })?;
+        Ok(BlockUndo::from_kernel(&spent))
+    }
+}
+
+fn path_str(path: &std::path::Path) -> Result<&str, String> {
+    path.to_str()
+        .ok_or_else(|| format!("{} is not valid UTF-8", path.display()))
+}

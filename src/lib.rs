@@ -1,0 +1,14 @@
+//! cairn: a validating Electrum and compact-filter server built on Bitcoin Core's kernel.
+//!
+//! Data flows one way: blocks (files, generator, later P2P) go to the [`kernel`] validator,
+//! which connects them; later the indexer and the servers read what it connected.
+
+#![warn(missing_docs)]
+
+pub mod admin;
+pub mod config;
+pub mod datadir;
+pub mod generate;
+pub mod import;
+pub mod kernel;
+pub mod node;

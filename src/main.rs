@@ -1,0 +1,385 @@
+//! The `cairn` command line.
+
+use std::io::IsTerminal;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use anyhow::{bail, Context, Result};
+use clap::{Args, Parser, Subcommand};
+
+use cairn::admin::{AdminClient, AdminContext, AdminServer};
+use cairn::config::{FileConfig, Overrides, Settings};
+use cairn::datadir::DataDirError;
+use cairn::generate::{ChainGenerator, GenerateOptions};
+use cairn::import::{BlkDir, ImportStats, Importer, Progress};
+use cairn::node::{self, Node, NodeError};
+
+/// cairn: a validating Electrum and compact-filter server on Bitcoin Core's kernel.
+#[derive(Parser, Debug)]
+#[command(name = "cairn", version, about)]
+struct Cli {
+    /// A TOML config file (see config/cairn.example.toml).
+    #[arg(long, global = true, env = "CAIRN_CONFIG")]
+    config: Option<PathBuf>,
+    /// The network: mainnet, testnet4, signet or regtest [default: regtest].
+    #[arg(long, global = true, env = "CAIRN_NETWORK")]
+    network: Option<String>,
+    /// The data folder; each network uses a subfolder of it [default: ~/.cairn].
+    #[arg(long, global = true, env = "CAIRN_DATADIR")]
+    datadir: Option<PathBuf>,
+    /// A custom signet's challenge script, hex (signet only).
+    #[arg(long, global = true, env = "CAIRN_SIGNETCHALLENGE")]
+    signetchallenge: Option<String>,
+    /// The admin JSON-RPC address (loopback only).
+    #[arg(long, global = true, env = "CAIRN_ADMIN_ADDR")]
+    admin_addr: Option<SocketAddr>,
+    /// Log filter, e.g. `info` or `cairn=debug,kernel=debug`.
+    #[arg(long, global = true, env = "CAIRN_LOG")]
+    log: Option<String>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Validate blocks from Bitcoin Core block files or a hex file.
+    Import(ImportArgs),
+    /// Write a deterministic, consensus-valid regtest chain as blk*.dat files and hex lines.
+    Generate(GenerateArgs),
+    /// Open the node and serve until stopped.
+    Run,
+    /// Generate a small regtest chain into the data folder, validate it, and serve it.
+    Demo(DemoArgs),
+    /// Print the node's tips (asks a running cairn when one holds the data folder).
+    Status {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Ask a running cairn to stop.
+    Stop,
+}
+
+#[derive(Args, Debug)]
+struct ImportArgs {
+    /// A Bitcoin Core `blocks/` folder with blk*.dat files (xor.dat obfuscation is handled).
+    #[arg(long, conflicts_with = "blocks_file", required_unless_present = "blocks_file")]
+    blocks_dir: Option<PathBuf>,
+    /// A file with one hex-encoded block per line.
+    #[arg(long)]
+    blocks_file: Option<PathBuf>,
+    /// No progress bar or progress lines.
+    #[arg(long)]
+    quiet: bool,
+    /// Print the result as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args, Debug)]
+struct GenerateArgs {
+    /// Number of blocks after genesis.
+    #[arg(long)]
+    blocks: u32,
+    /// Transactions per block besides the coinbase (once enough coins have matured).
+    #[arg(long, default_value_t = 50)]
+    txs_per_block: u32,
+    /// The seed: the same seed gives the same chain.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Output folder: blocks/blk*.dat and blocks.hex are written there.
+    #[arg(long)]
+    out: PathBuf,
+}
+
+#[derive(Args, Debug)]
+struct DemoArgs {
+    /// Blocks of the demo chain.
+    #[arg(long, default_value_t = 300)]
+    blocks: u32,
+    /// Transactions per block of the demo chain.
+    #[arg(long, default_value_t = 25)]
+    txs_per_block: u32,
+    /// Generate, validate and exit instead of serving.
+    #[arg(long)]
+    no_serve: bool,
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let code = match real_main(cli) {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            1
+        }
+    };
+    std::process::exit(code);
+}
+
+fn settings(cli: &Cli) -> Result<Settings> {
+    let file = match &cli.config {
+        Some(path) => FileConfig::load(path)?,
+        None => FileConfig::default(),
+    };
+    let over = Overrides {
+        network: cli.network.clone(),
+        datadir: cli.datadir.clone(),
+        signetchallenge: cli.signetchallenge.clone(),
+        admin_addr: cli.admin_addr,
+        log: cli.log.clone(),
+    };
+    Ok(Settings::resolve(file, over)?)
+}
+
+fn init_logging(filter: &str) -> Result<()> {
+    let filter = tracing_subscriber::EnvFilter::try_new(filter)
+        .with_context(|| format!("invalid log filter {filter:?}"))?;
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .init();
+    Ok(())
+}
+
+fn real_main(cli: Cli) -> Result<()> {
+    if let Command::Generate(args) = &cli.command {
+        init_logging(cli.log.as_deref().unwrap_or("info"))?;
+        return generate(args);
+    }
+    let settings = settings(&cli)?;
+    init_logging(&settings.log)?;
+    match cli.command {
+        Command::Import(args) => import(settings, &args),
+        Command::Run => run(settings),
+        Command::Demo(args) => demo(settings, &args),
+        Command::Status { json } => status(settings, json),
+        Command::Stop => stop(settings),
+        Command::Generate(_) => unreachable_generate(),
+    }
+}
+
+fn unreachable_generate() -> Result<()> {
+    bail!("generate is handled before settings are read")
+}
+
+/// Raised by Ctrl-C; long loops check it and stop cleanly.
+fn interrupt_flag() -> Arc<AtomicBool> {
+    let flag = Arc::new(AtomicBool::new(false));
+    let f = flag.clone();
+    if let Err(e) = ctrlc::set_handler(move || {
+        if f.swap(true, Ordering::SeqCst) {
+            eprintln!("second interrupt: exiting now");
+            std::process::exit(130);
+        }
+        eprintln!("interrupted: finishing the current block, then stopping");
+    }) {
+        tracing::warn!("cannot install the Ctrl-C handler: {e}");
+    }
+    flag
+}
+
+fn open_node(settings: Settings) -> Result<Node> {
+    match Node::open(settings) {
+        Ok(node) => Ok(node),
+        Err(NodeError::DataDir(DataDirError::Locked { path })) => bail!(
+            "{} is in use by a running cairn; stop it first (`cairn stop`)",
+            path.display()
+        ),
+        Err(e) => Err(e.into()),
+    }
+}
+
+fn import(settings: Settings, args: &ImportArgs) -> Result<()> {
+    let node = open_node(settings)?;
+    let stop = interrupt_flag();
+    let stats = import_into(&node, args.blocks_dir.as_deref(), args.blocks_file.as_deref(), args.quiet, &stop)?;
+    let tip = node.validator.tip();
+    if args.json {
+        let out = serde_json::json!({
+            "stats": stats,
+            "tip": {"height": tip.height, "hash": tip.hash.to_string()},
+            "blocks_per_sec": stats.blocks_per_sec(),
+            "txs_per_sec": stats.txs_per_sec(),
+        });
+        println!("{out}");
+    } else {
+        println!(
+            "imported {} blocks ({} txs) in {:.1}s: {:.0} blocks/s, {:.0} txs/s; {} already had; tip {} at height {}",
+            stats.connected + stats.stored,
+            stats.txs,
+            stats.seconds,
+            stats.blocks_per_sec(),
+            stats.txs_per_sec(),
+            stats.already_had,
+            tip.hash,
+            tip.height
+        );
+    }
+    Ok(())
+}
+
+fn import_into(
+    node: &Node,
+    blocks_dir: Option<&std::path::Path>,
+    blocks_file: Option<&std::path::Path>,
+    quiet: bool,
+    stop: &AtomicBool,
+) -> Result<ImportStats> {
+    let _span = tracing::info_span!("import").entered();
+    let importer = Importer::new(&node.validator, Progress::new(quiet), stop);
+    let stats = match (blocks_dir, blocks_file) {
+        (Some(dir), _) => {
+            let label = node::network_label(&node.settings);
+            let blk = BlkDir::open(dir, node.settings.magic(), &label)?;
+            importer.import_blk_dir(&blk)?
+        }
+        (None, Some(file)) => importer.import_hex_file(file)?,
+        (None, None) => bail!("give --blocks-dir or --blocks-file"),
+    };
+    Ok(stats)
+}
+
+fn generate(args: &GenerateArgs) -> Result<()> {
+    let opts = GenerateOptions {
+        blocks: args.blocks,
+        txs_per_block: args.txs_per_block,
+        seed: args.seed,
+    };
+    let summary = ChainGenerator::new(opts).write_to(&args.out)?;
+    println!(
+        "generated {} blocks with {} txs ({} bytes) into {}: tip {}",
+        summary.blocks,
+        summary.txs,
+        summary.bytes,
+        args.out.display(),
+        summary.tip
+    );
+    Ok(())
+}
+
+fn status(settings: Settings, json: bool) -> Result<()> {
+    let datadir = node::open_datadir(&settings)?;
+    let status = match datadir.lock() {
+        Ok(lock) => {
+            drop(lock);
+            open_node(settings)?.status()
+        }
+        Err(DataDirError::Locked { .. }) => {
+            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+            rt.block_on(async { AdminClient::connect(&datadir)?.status().await })?
+        }
+        Err(e) => return Err(e.into()),
+    };
+    if json {
+        println!("{}", serde_json::to_string(&status)?);
+    } else {
+        println!("network:    {}", status.network);
+        println!("datadir:    {}", status.datadir);
+        println!("running:    {}", status.running);
+        println!("kernel tip: {} at height {}", status.kernel_tip.hash, status.kernel_tip.height);
+        match &status.index_tip {
+            Some(t) => println!("index tip:  {} at height {}", t.hash, t.height),
+            None => println!("index tip:  none (no index yet)"),
+        }
+    }
+    Ok(())
+}
+
+fn stop(settings: Settings) -> Result<()> {
+    let datadir = node::open_datadir(&settings)?;
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let answer = rt.block_on(async { AdminClient::connect(&datadir)?.stop().await })?;
+    println!("{answer}");
+    Ok(())
+}
+
+/// Serves the node until `stop` is called, Ctrl-C or SIGTERM.
+fn serve(node: Node) -> Result<()> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    let validator = node.validator.clone();
+    let label = node::network_label(&node.settings);
+    let datadir_text = node.datadir.root().display().to_string();
+    rt.block_on(async {
+        let (stop_tx, mut stop_rx) = tokio::sync::watch::channel(false);
+        let ctx = AdminContext {
+            status: Box::new(move || cairn::node::Status {
+                network: label.clone(),
+                kernel_tip: validator.tip().into(),
+                index_tip: None,
+                datadir: datadir_text.clone(),
+                running: true,
+            }),
+            stop: stop_tx,
+        };
+        let admin = AdminServer::start(node.settings.admin_addr, &node.datadir, ctx).await?;
+        let tip = node.validator.tip();
+        tracing::info!(
+            "cairn running on {}: tip {} at height {}; admin RPC on {} (cookie in {})",
+            node::network_label(&node.settings),
+            tip.hash,
+            tip.height,
+            admin.addr,
+            node.datadir.cookie_file().display()
+        );
+        println!("cairn is running. `cairn --datadir {} --network {} status` shows its tips; Ctrl-C or `cairn stop` ends it.",
+            node.settings.datadir.display(), node.settings.network);
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => tracing::info!("interrupted"),
+            _ = term.recv() => tracing::info!("terminated"),
+            _ = stop_rx.wait_for(|s| *s) => tracing::info!("stop requested"),
+        }
+        admin.stop().await;
+        anyhow::Ok(())
+    })?;
+    drop(node);
+    tracing::info!("cairn stopped");
+    Ok(())
+}
+
+fn run(settings: Settings) -> Result<()> {
+    let node = open_node(settings)?;
+    serve(node)
+}
+
+fn demo(settings: Settings, args: &DemoArgs) -> Result<()> {
+    if settings.network != cairn::config::Network::Regtest {
+        bail!("the demo runs on regtest only (got --network {})", settings.network);
+    }
+    let node = open_node(settings)?;
+    let chain_dir = node.datadir.root().join("demo-chain");
+    let opts = GenerateOptions {
+        blocks: args.blocks,
+        txs_per_block: args.txs_per_block,
+        seed: 1,
+    };
+    if !chain_dir.join("blocks.hex").exists() {
+        println!(
+            "generating a {}-block regtest chain with about {} txs per block into {}",
+            args.blocks,
+            args.txs_per_block,
+            chain_dir.display()
+        );
+        let summary = ChainGenerator::new(opts).write_to(&chain_dir)?;
+        println!("generated {} blocks, {} txs, {} bytes", summary.blocks, summary.txs, summary.bytes);
+    }
+    println!("validating it with Bitcoin Core's kernel ...");
+    let stop = interrupt_flag();
+    let stats = import_into(&node, Some(&chain_dir.join("blocks")), None, false, &stop)?;
+    let tip = node.validator.tip();
+    println!(
+        "validated {} new blocks ({} txs) in {:.1}s; tip {} at height {}",
+        stats.connected, stats.txs, stats.seconds, tip.hash, tip.height
+    );
+    if args.no_serve {
+        return Ok(());
+    }
+    serve(node)
+}

@@ -1,0 +1,115 @@
+//! One opened cairn node: its settings, its locked data folder and its validator.
+
+use std::sync::mpsc::Receiver;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use crate::config::Settings;
+use crate::datadir::{DataDir, DataDirError, DataDirLock};
+use crate::kernel::{ChainTip, KernelError, KernelEvent, Validator, ValidatorConfig};
+
+/// Errors from opening a node.
+#[derive(Debug, thiserror::Error)]
+pub enum NodeError {
+    /// The data folder is unusable.
+    #[error(transparent)]
+    DataDir(#[from] DataDirError),
+    /// The kernel failed to open.
+    #[error(transparent)]
+    Kernel(#[from] KernelError),
+}
+
+/// A tip as reported by `cairn status`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TipStatus {
+    /// Height of the tip.
+    pub height: i64,
+    /// Hash of the tip, hex in display order.
+    pub hash: String,
+}
+
+impl From<ChainTip> for TipStatus {
+    fn from(tip: ChainTip) -> Self {
+        TipStatus {
+            height: tip.height,
+            hash: tip.hash.to_string(),
+        }
+    }
+}
+
+/// What `cairn status --json` prints.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Status {
+    /// The network name (a custom signet shows as `signet-<tag>`).
+    pub network: String,
+    /// The kernel's active tip.
+    pub kernel_tip: TipStatus,
+    /// The index's tip; `null` until the index exists.
+    pub index_tip: Option<TipStatus>,
+    /// The network's data folder.
+    pub datadir: String,
+    /// Whether the answer came from a running cairn (over the admin RPC).
+    pub running: bool,
+}
+
+/// An open node: the data folder is locked for as long as it lives.
+pub struct Node {
+    /// The settings it was opened with.
+    pub settings: Settings,
+    /// Its data folder.
+    pub datadir: DataDir,
+    /// The embedded validator.
+    pub validator: Arc<Validator>,
+    /// The validator's events, for whoever consumes them.
+    pub events: Option<Receiver<KernelEvent>>,
+    _lock: DataDirLock,
+}
+
+/// The label that names a network's chain (and its data subfolder).
+pub fn network_label(settings: &Settings) -> String {
+    settings
+        .network_dir()
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| settings.network.name().to_string())
+}
+
+/// Opens the data folder without locking it (for read-only checks such as `status`).
+pub fn open_datadir(settings: &Settings) -> Result<DataDir, DataDirError> {
+    DataDir::open(&settings.network_dir(), settings.network, &network_label(settings))
+}
+
+impl Node {
+    /// Locks the data folder and opens the validator.
+    pub fn open(settings: Settings) -> Result<Node, NodeError> {
+        let datadir = open_datadir(&settings)?;
+        let lock = datadir.lock()?;
+        let config = ValidatorConfig {
+            network: settings.network,
+            signet_challenge: settings.signet_challenge.clone(),
+            kernel_dir: datadir.kernel_dir(),
+            blocks_dir: datadir.blocks_dir(),
+            script_threads: settings.kernel_script_threads,
+        };
+        let (validator, events) = Validator::open(&config)?;
+        Ok(Node {
+            settings,
+            datadir,
+            validator: Arc::new(validator),
+            events: Some(events),
+            _lock: lock,
+        })
+    }
+
+    /// The node's status, read directly.
+    pub fn status(&self) -> Status {
+        Status {
+            network: network_label(&self.settings),
+            kernel_tip: self.validator.tip().into(),
+            index_tip: None,
+            datadir: self.datadir.root().display().to_string(),
+            running: false,
+        }
+    }
+}
