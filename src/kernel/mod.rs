@@ -407,6 +407,12 @@ impl Validator {
                 reason,
             }
         };
+        if parent_height.is_none() && result.is_rejected() {
+            return Err(KernelError::UnknownParent {
+                hash,
+                prev: header.prev_blockhash,
+            });
+        }
         if let Some(Checked {
             invalid: Some(kind),
             ..
@@ -415,12 +421,6 @@ impl Validator {
             return Err(invalid(Some(kind)));
         }
         match result {
-            ProcessBlockResult::Rejected if parent_height.is_none() => {
-                Err(KernelError::UnknownParent {
-                    hash,
-                    prev: header.prev_blockhash,
-                })
-            }
             ProcessBlockResult::Rejected => Err(invalid(None)),
             ProcessBlockResult::Duplicate => Ok(Accepted::Duplicate),
             ProcessBlockResult::NewBlock => {
