@@ -166,30 +166,62 @@ fn unreachable_generate() -> Result<()> {
     bail!("generate is handled before settings are read")
 }
 
-/// Raised by Ctrl-C; long loops check it and stop cleanly.
+/// Raised by Ctrl-C or SIGTERM; long loops check it and stop cleanly. Installed once.
 fn interrupt_flag() -> Arc<AtomicBool> {
-    let flag = Arc::new(AtomicBool::new(false));
-    let f = flag.clone();
-    if let Err(e) = ctrlc::set_handler(move || {
-        if f.swap(true, Ordering::SeqCst) {
-            eprintln!("second interrupt: exiting now");
-            std::process::exit(130);
+    static FLAG: std::sync::OnceLock<Arc<AtomicBool>> = std::sync::OnceLock::new();
+    FLAG.get_or_init(|| {
+        let flag = Arc::new(AtomicBool::new(false));
+        let f = flag.clone();
+        if let Err(e) = ctrlc::set_handler(move || {
+            if f.swap(true, Ordering::SeqCst) {
+                eprintln!("second interrupt: exiting now");
+                std::process::exit(130);
+            }
+            eprintln!("interrupted: stopping after the current step");
+        }) {
+            tracing::warn!("cannot install the Ctrl-C handler: {e}");
         }
-        eprintln!("interrupted: finishing the current block, then stopping");
-    }) {
-        tracing::warn!("cannot install the Ctrl-C handler: {e}");
-    }
-    flag
+        flag
+    })
+    .clone()
 }
 
+/// Opens the node. Its kernel events go to a thread that logs them until an indexer exists to
+/// consume them.
 fn open_node(settings: Settings) -> Result<Node> {
     match Node::open(settings) {
-        Ok(node) => Ok(node),
+        Ok(mut node) => {
+            if let Some(events) = node.events.take() {
+                std::thread::Builder::new()
+                    .name("kernel-events".into())
+                    .spawn(move || log_events(events))?;
+            }
+            Ok(node)
+        }
         Err(NodeError::DataDir(DataDirError::Locked { path })) => bail!(
             "{} is in use by a running cairn; stop it first (`cairn stop`)",
             path.display()
         ),
         Err(e) => Err(e.into()),
+    }
+}
+
+fn log_events(events: std::sync::mpsc::Receiver<cairn::kernel::KernelEvent>) {
+    use cairn::kernel::KernelEvent;
+    for event in events {
+        match event {
+            KernelEvent::BlockConnected { hash, height } => {
+                tracing::debug!(target: "kernel", "connected {hash} at height {height}")
+            }
+            KernelEvent::BlockDisconnected { hash, height } => {
+                tracing::info!(target: "kernel", "disconnected {hash} at height {height}")
+            }
+            KernelEvent::BlockInvalid { hash, result } => {
+                tracing::warn!(target: "kernel", "invalid block {hash}: {result}")
+            }
+            KernelEvent::Warning(Some(message)) => tracing::warn!(target: "kernel", "{message}"),
+            other => tracing::trace!(target: "kernel", "{other:?}"),
+        }
     }
 }
 
@@ -251,10 +283,12 @@ fn generate(args: &GenerateArgs) -> Result<()> {
     };
     let summary = ChainGenerator::new(opts).write_to(&args.out)?;
     println!(
-        "generated {} blocks with {} txs ({} bytes) into {}: tip {}",
+        "generated {} blocks with {} txs ({} bytes, {} scripts, the busiest with {} history entries) into {}: tip {}",
         summary.blocks,
         summary.txs,
         summary.bytes,
+        summary.scripts,
+        summary.max_script_history,
         args.out.display(),
         summary.tip
     );
@@ -330,11 +364,20 @@ fn serve(node: Node) -> Result<()> {
         );
         println!("cairn is running. `cairn --datadir {} --network {} status` shows its tips; Ctrl-C or `cairn stop` ends it.",
             node.settings.datadir.display(), node.settings.network);
-        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
-        tokio::select! {
-            _ = tokio::signal::ctrl_c() => tracing::info!("interrupted"),
-            _ = term.recv() => tracing::info!("terminated"),
-            _ = stop_rx.wait_for(|s| *s) => tracing::info!("stop requested"),
+        let interrupted = interrupt_flag();
+        let mut tick = tokio::time::interval(std::time::Duration::from_millis(100));
+        loop {
+            tokio::select! {
+                _ = tick.tick() => {
+                    if interrupted.load(Ordering::SeqCst) {
+                        break;
+                    }
+                }
+                _ = stop_rx.wait_for(|s| *s) => {
+                    tracing::info!("stop requested");
+                    break;
+                }
+            }
         }
         admin.stop().await;
         anyhow::Ok(())

@@ -57,6 +57,10 @@ pub struct GenerateSummary {
     pub bytes: u64,
     /// The last block's hash.
     pub tip: BlockHash,
+    /// History entries (outputs received plus inputs spent) of the most used script.
+    pub max_script_history: u64,
+    /// Distinct scripts paid.
+    pub scripts: u64,
 }
 
 /// Errors from writing a generated chain.
@@ -123,6 +127,8 @@ pub struct ChainGenerator {
     rng: ChaCha20Rng,
     secp: Secp256k1<All>,
     owners: Vec<Owner>,
+    /// History entries per owner (funding and spending), for the summary.
+    uses: Vec<u64>,
     hot: Vec<u32>,
     warm: Vec<u32>,
     miners: Vec<u32>,
@@ -144,6 +150,7 @@ impl ChainGenerator {
             rng: ChaCha20Rng::seed_from_u64(opts.seed),
             secp: Secp256k1::new(),
             owners: Vec::new(),
+            uses: Vec::new(),
             hot: Vec::new(),
             warm: Vec::new(),
             miners: Vec::new(),
@@ -165,6 +172,7 @@ impl ChainGenerator {
         let index = self.owners.len() as u64;
         self.owners
             .push(Owner::new(&self.secp, kind, self.opts.seed, index));
+        self.uses.push(0);
         index as u32
     }
 
@@ -247,6 +255,7 @@ impl ChainGenerator {
         let cb_txid = block.txdata[0].compute_txid();
         let value = block.txdata[0].output[0].value.to_sat();
         let miner = self.miners[(height as usize) % self.miners.len()];
+        self.uses[miner as usize] += 1;
         if value > 0 {
             self.immature.push_back((
                 height + COINBASE_MATURITY,
@@ -317,6 +326,9 @@ impl ChainGenerator {
         if inputs.is_empty() {
             return Ok(None);
         }
+        for c in &inputs {
+            self.uses[c.owner as usize] += 1;
+        }
         let total_in: u64 = inputs.iter().map(|c| c.value).sum();
         // Fan out while there are fewer coins than a block's worth of spends.
         let pool = self.coins.len() + fresh.len();
@@ -364,6 +376,7 @@ impl ChainGenerator {
             }
             let value = MIN_OUTPUT + (w[1] - w[0]);
             let owner = self.pick_recipient();
+            self.uses[owner as usize] += 1;
             recipients.push(owner);
             outputs.push(TxOut {
                 value: Amount::from_sat(value),
@@ -425,7 +438,8 @@ impl ChainGenerator {
         Ok(Some((tx, fee)))
     }
 
-    /// Generates every block into `out`: `blocks/blk*.dat` (Core's format) and `blocks.hex`.
+    /// Generates every block into `out`: `blocks/blk*.dat` (Core's format, genesis first) and
+/// `blocks.hex` (one block per line from height 1, like the 206-block test chain).
     pub fn write_to(mut self, out: &Path) -> Result<GenerateSummary, GenerateError> {
         let io = |path: &Path| {
             let path = path.to_path_buf();
@@ -447,7 +461,13 @@ impl ChainGenerator {
             txs: 0,
             bytes: 0,
             tip: self.prev_hash,
+            max_script_history: 0,
+            scripts: 0,
         };
+        // Core's first block file starts with the genesis block; bitcoind's -loadblock needs it.
+        let genesis = bitcoin::blockdata::constants::genesis_block(Network::Regtest.to_bitcoin());
+        blk.write_block(&bitcoin::consensus::serialize(&genesis))
+            .map_err(io(&blocks_dir))?;
         let _span = tracing::info_span!("generate", blocks = self.opts.blocks).entered();
         for _ in 0..self.opts.blocks {
             let block = self.next_block()?;
@@ -463,14 +483,11 @@ impl ChainGenerator {
             }
         }
         blk.finish().map_err(io(&blocks_dir))?;
+        summary.max_script_history = self.uses.iter().copied().max().unwrap_or(0);
+        summary.scripts = self.owners.len() as u64;
         hex_out.flush().map_err(io(&tmp_hex))?;
         drop(hex_out);
         std::fs::rename(&tmp_hex, &hex_path).map_err(io(&hex_path))?;
         Ok(summary)
-    }
-
-    /// The number of distinct scripts paid so far.
-    pub fn script_count(&self) -> usize {
-        self.owners.len()
     }
 }

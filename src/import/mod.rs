@@ -197,6 +197,11 @@ impl<'a> Importer<'a> {
                 })
             }
         };
+        if self.validator.active_height(&header.block_hash()).is_some() {
+            // Already in the active chain (genesis, or a block of an earlier import).
+            self.stats.already_had += 1;
+            return Ok(());
+        }
         if !self.validator.knows(&header.prev_blockhash) {
             self.held
                 .entry(header.prev_blockhash)

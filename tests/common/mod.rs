@@ -1,0 +1,120 @@
+//! Helpers shared by integration tests: a real bitcoind as reference.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The bitcoind wrapper `contrib/install-bitcoind.sh` installs (or `CAIRN_BITCOIND`).
+pub fn bitcoind_exe() -> PathBuf {
+    let path = std::env::var_os("CAIRN_BITCOIND")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/opt/bitcoind/bitcoind"));
+    assert!(
+        path.exists(),
+        "{} not found: run contrib/install-bitcoind.sh (the README's test command does)",
+        path.display()
+    );
+    path
+}
+
+/// A free loopback port (bound once, then released).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A regtest bitcoind on loopback, stopped when dropped.
+pub struct Bitcoind {
+    child: Child,
+    pub datadir: PathBuf,
+    pub rpc_port: u16,
+    pub p2p_port: u16,
+}
+
+impl Bitcoind {
+    /// Starts bitcoind with extra arguments and waits until its RPC answers.
+    pub fn start(datadir: &Path, extra: &[String]) -> Self {
+        std::fs::create_dir_all(datadir).unwrap();
+        let rpc_port = free_port();
+        let p2p_port = free_port();
+        let child = Command::new(bitcoind_exe())
+            .arg("-regtest")
+            .arg(format!("-datadir={}", datadir.display()))
+            .args(["-listen=1", "-bind=127.0.0.1", "-rpcbind=127.0.0.1", "-rpcallowip=127.0.0.1"])
+            .args(["-rpcuser=u", "-rpcpassword=p", "-dnsseed=0", "-fixedseeds=0", "-printtoconsole=0"])
+            .arg(format!("-port={p2p_port}"))
+            .arg(format!("-rpcport={rpc_port}"))
+            .args(extra)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start bitcoind");
+        let mut node = Bitcoind {
+            child,
+            datadir: datadir.to_path_buf(),
+            rpc_port,
+            p2p_port,
+        };
+        let start = Instant::now();
+        while node.try_rpc(&["getblockcount"]).is_none() {
+            if let Ok(Some(status)) = node.child.try_wait() {
+                panic!("bitcoind exited early: {status}");
+            }
+            assert!(start.elapsed() < Duration::from_secs(60), "bitcoind RPC never came up");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        node
+    }
+
+    fn try_rpc(&self, args: &[&str]) -> Option<String> {
+        let cli = bitcoind_exe().with_file_name("bitcoin-cli");
+        let out = Command::new(cli)
+            .arg("-regtest")
+            .arg(format!("-rpcport={}", self.rpc_port))
+            .args(["-rpcconnect=127.0.0.1", "-rpcuser=u", "-rpcpassword=p"])
+            .args(args)
+            .output()
+            .ok()?;
+        out.status
+            .success()
+            .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+    }
+
+    /// Calls an RPC and returns its output, panicking on failure.
+    pub fn rpc(&self, args: &[&str]) -> String {
+        self.try_rpc(args)
+            .unwrap_or_else(|| panic!("bitcoin-cli {args:?} failed"))
+    }
+
+    /// Waits until `getblockcount` reaches `height`.
+    pub fn wait_for_height(&self, height: u64, timeout: Duration) {
+        let start = Instant::now();
+        loop {
+            let h: u64 = self.rpc(&["getblockcount"]).parse().unwrap();
+            if h >= height {
+                return;
+            }
+            assert!(start.elapsed() < timeout, "bitcoind stuck at height {h}, wanted {height}");
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+}
+
+impl Drop for Bitcoind {
+    fn drop(&mut self) {
+        let _ = self.try_rpc(&["stop"]);
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_secs(20) {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
