@@ -8,7 +8,10 @@
 pub mod admin;
 pub mod config;
 pub mod datadir;
+pub mod electrum;
 pub mod generate;
 pub mod import;
 pub mod kernel;
+pub mod index;
 pub mod node;
+pub mod store;

@@ -10,6 +10,8 @@ use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
 
 use cairn::admin::{AdminClient, AdminContext, AdminServer};
+use cairn::electrum::{Backend, ElectrumServer};
+use cairn::index::runner::IndexRunner;
 use cairn::config::{FileConfig, Overrides, Settings};
 use cairn::datadir::DataDirError;
 use cairn::generate::{ChainGenerator, GenerateOptions};
@@ -38,6 +40,9 @@ struct Cli {
     /// Log filter, e.g. `info` or `cairn=debug,kernel=debug`.
     #[arg(long, global = true, env = "CAIRN_LOG")]
     log: Option<String>,
+    /// Where the Electrum server listens [default: 127.0.0.1 and the network's port].
+    #[arg(long, global = true, env = "CAIRN_ELECTRUM_ADDR")]
+    electrum_addr: Option<SocketAddr>,
     #[command(subcommand)]
     command: Command,
 }
@@ -49,7 +54,11 @@ enum Command {
     /// Write a deterministic, consensus-valid regtest chain as blk*.dat files and hex lines.
     Generate(GenerateArgs),
     /// Open the node and serve until stopped.
-    Run,
+    Run {
+        /// Validate only: no index and no Electrum server (the baseline for benchmarks).
+        #[arg(long)]
+        no_index: bool,
+    },
     /// Generate a small regtest chain into the data folder, validate it, and serve it.
     Demo(DemoArgs),
     /// Print the node's tips (asks a running cairn when one holds the data folder).
@@ -60,6 +69,8 @@ enum Command {
     },
     /// Ask a running cairn to stop.
     Stop,
+    /// Compact the index and print its size per column family and per transaction.
+    IndexStats,
 }
 
 #[derive(Args, Debug)]
@@ -76,6 +87,9 @@ struct ImportArgs {
     /// Print the result as JSON.
     #[arg(long)]
     json: bool,
+    /// Validate only, without indexing (the baseline for benchmarks).
+    #[arg(long)]
+    no_index: bool,
 }
 
 #[derive(Args, Debug)]
@@ -130,6 +144,7 @@ fn settings(cli: &Cli) -> Result<Settings> {
         signetchallenge: cli.signetchallenge.clone(),
         admin_addr: cli.admin_addr,
         log: cli.log.clone(),
+        electrum_addr: cli.electrum_addr,
     };
     Ok(Settings::resolve(file, over)?)
 }
@@ -154,10 +169,11 @@ fn real_main(cli: Cli) -> Result<()> {
     init_logging(&settings.log)?;
     match cli.command {
         Command::Import(args) => import(settings, &args),
-        Command::Run => run(settings),
+        Command::Run { no_index } => run(settings, !no_index),
         Command::Demo(args) => demo(settings, &args),
         Command::Status { json } => status(settings, json),
         Command::Stop => stop(settings),
+        Command::IndexStats => index_stats(settings),
         Command::Generate(_) => unreachable_generate(),
     }
 }
@@ -186,23 +202,40 @@ fn interrupt_flag() -> Arc<AtomicBool> {
     .clone()
 }
 
-/// Opens the node. Its kernel events go to a thread that logs them until an indexer exists to
-/// consume them.
-fn open_node(settings: Settings) -> Result<Node> {
-    match Node::open(settings) {
-        Ok(mut node) => {
-            if let Some(events) = node.events.take() {
-                std::thread::Builder::new()
-                    .name("kernel-events".into())
-                    .spawn(move || log_events(events))?;
-            }
-            Ok(node)
-        }
+/// Opens the node (and its index unless `with_index` is false).
+fn open_node(settings: Settings, with_index: bool) -> Result<Node> {
+    match Node::open(settings, with_index) {
+        Ok(node) => Ok(node),
         Err(NodeError::DataDir(DataDirError::Locked { path })) => bail!(
             "{} is in use by a running cairn; stop it first (`cairn stop`)",
             path.display()
         ),
         Err(e) => Err(e.into()),
+    }
+}
+
+/// Starts what consumes the kernel's events: the indexer thread when there is an index, else a
+/// thread that only logs them.
+fn start_consumer(
+    node: &mut Node,
+    updates: &tokio::sync::broadcast::Sender<cairn::electrum::TipUpdate>,
+) -> Result<Option<IndexRunner>> {
+    let Some(events) = node.events.take() else {
+        return Ok(None);
+    };
+    match &node.index {
+        Some(index) => Ok(Some(IndexRunner::spawn(
+            index.clone(),
+            node.validator.clone(),
+            events,
+            updates.clone(),
+        )?)),
+        None => {
+            std::thread::Builder::new()
+                .name("kernel-events".into())
+                .spawn(move || log_events(events))?;
+            Ok(None)
+        }
     }
 }
 
@@ -226,16 +259,27 @@ fn log_events(events: std::sync::mpsc::Receiver<cairn::kernel::KernelEvent>) {
 }
 
 fn import(settings: Settings, args: &ImportArgs) -> Result<()> {
-    let node = open_node(settings)?;
+    let mut node = open_node(settings, !args.no_index)?;
+    let (updates, _) = tokio::sync::broadcast::channel(16);
+    let runner = start_consumer(&mut node, &updates)?;
     let stop = interrupt_flag();
-    let stats = import_into(&node, args.blocks_dir.as_deref(), args.blocks_file.as_deref(), args.quiet, &stop)?;
+    let result = import_into(&node, args.blocks_dir.as_deref(), args.blocks_file.as_deref(), args.quiet, &stop);
+    let index_started = std::time::Instant::now();
+    if let Some(runner) = runner {
+        runner.finish()?;
+    }
+    let stats = result?;
+    let index_wait = index_started.elapsed().as_secs_f64();
     let tip = node.validator.tip();
+    let index_tip = node::index_tip(node.index.as_deref());
     if args.json {
         let out = serde_json::json!({
             "stats": stats,
             "tip": {"height": tip.height, "hash": tip.hash.to_string()},
+            "index_tip": index_tip,
             "blocks_per_sec": stats.blocks_per_sec(),
             "txs_per_sec": stats.txs_per_sec(),
+            "index_catch_up_seconds": index_wait,
         });
         println!("{out}");
     } else {
@@ -250,6 +294,10 @@ fn import(settings: Settings, args: &ImportArgs) -> Result<()> {
             tip.hash,
             tip.height
         );
+        match index_tip {
+            Some(t) => println!("index at height {} ({:.1}s after validation ended)", t.height, index_wait),
+            None => println!("no index (--no-index)"),
+        }
     }
     Ok(())
 }
@@ -300,7 +348,8 @@ fn status(settings: Settings, json: bool) -> Result<()> {
     let status = match datadir.lock() {
         Ok(lock) => {
             drop(lock);
-            open_node(settings)?.status()
+            let has_index = datadir.index_dir().exists();
+            open_node(settings, has_index)?.status()
         }
         Err(DataDirError::Locked { .. }) => {
             let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
@@ -323,6 +372,40 @@ fn status(settings: Settings, json: bool) -> Result<()> {
     Ok(())
 }
 
+fn index_stats(settings: Settings) -> Result<()> {
+    let node = open_node(settings, true)?;
+    let Some(index) = &node.index else {
+        bail!("no index");
+    };
+    let store = index.store();
+    store.flush()?;
+    store.compact();
+    let sizes = store.disk_bytes();
+    let total: u64 = sizes.iter().map(|(_, b)| b).sum();
+    let txs = index.with_chain(|c| c.next_txnum().0);
+    // Serialized size of every indexed block (the kernel's files are padded, so not their size).
+    let tip = index.tip().map(|(h, _)| h).unwrap_or(0);
+    let mut blocks_bytes = 0u64;
+    for h in 0..=tip {
+        blocks_bytes += node.validator.read_block_bytes(i64::from(h))?.len() as u64;
+    }
+    let per_cf: serde_json::Map<String, serde_json::Value> = sizes
+        .iter()
+        .map(|(name, bytes)| (name.to_string(), serde_json::json!(bytes)))
+        .collect();
+    let out = serde_json::json!({
+        "index_tip": node::index_tip(Some(index)),
+        "txs": txs,
+        "index_bytes": total,
+        "bytes_per_tx": total as f64 / txs.max(1) as f64,
+        "block_bytes": blocks_bytes,
+        "index_to_block_bytes": total as f64 / blocks_bytes.max(1) as f64,
+        "column_families": per_cf,
+    });
+    println!("{}", serde_json::to_string_pretty(&out)?);
+    Ok(())
+}
+
 fn stop(settings: Settings) -> Result<()> {
     let datadir = node::open_datadir(&settings)?;
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
@@ -331,28 +414,44 @@ fn stop(settings: Settings) -> Result<()> {
     Ok(())
 }
 
-/// Serves the node until `stop` is called, Ctrl-C or SIGTERM.
-fn serve(node: Node) -> Result<()> {
+/// Serves the node (admin RPC, and the index with its Electrum server) until `stop` is called,
+/// Ctrl-C or SIGTERM.
+fn serve(mut node: Node) -> Result<()> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()?;
+    let (updates, _) = tokio::sync::broadcast::channel(64);
+    let runner = start_consumer(&mut node, &updates)?;
     let validator = node.validator.clone();
+    let index = node.index.clone();
     let label = node::network_label(&node.settings);
     let datadir_text = node.datadir.root().display().to_string();
-    rt.block_on(async {
+    let served = rt.block_on(async {
         let (stop_tx, mut stop_rx) = tokio::sync::watch::channel(false);
+        let status_index = index.clone();
         let ctx = AdminContext {
             status: Box::new(move || cairn::node::Status {
                 network: label.clone(),
                 kernel_tip: validator.tip().into(),
-                index_tip: None,
+                index_tip: node::index_tip(status_index.as_deref()),
                 datadir: datadir_text.clone(),
                 running: true,
             }),
             stop: stop_tx,
         };
         let admin = AdminServer::start(node.settings.admin_addr, &node.datadir, ctx).await?;
+        let electrum = match &index {
+            Some(index) => {
+                let backend = Arc::new(Backend {
+                    index: index.clone(),
+                    validator: node.validator.clone(),
+                    config: node.settings.electrum.clone(),
+                });
+                Some(ElectrumServer::start(backend, updates.clone()).await?)
+            }
+            None => None,
+        };
         let tip = node.validator.tip();
         tracing::info!(
             "cairn running on {}: tip {} at height {}; admin RPC on {} (cookie in {})",
@@ -364,12 +463,22 @@ fn serve(node: Node) -> Result<()> {
         );
         println!("cairn is running. `cairn --datadir {} --network {} status` shows its tips; Ctrl-C or `cairn stop` ends it.",
             node.settings.datadir.display(), node.settings.network);
+        if let Some(server) = &electrum {
+            let addr = server.addr;
+            println!("Electrum server on {addr}. Try:");
+            println!("  echo '{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"blockchain.headers.subscribe\",\"params\":[]}}' | nc -q1 {} {}", addr.ip(), addr.port());
+            println!("  electrum --regtest --oneserver --server {}:{}:t", addr.ip(), addr.port());
+        }
         let interrupted = interrupt_flag();
         let mut tick = tokio::time::interval(std::time::Duration::from_millis(100));
         loop {
             tokio::select! {
                 _ = tick.tick() => {
                     if interrupted.load(Ordering::SeqCst) {
+                        break;
+                    }
+                    if runner.as_ref().is_some_and(|r| r.is_finished()) {
+                        tracing::error!("the indexer stopped");
                         break;
                     }
                 }
@@ -379,16 +488,26 @@ fn serve(node: Node) -> Result<()> {
                 }
             }
         }
+        if let Some(server) = electrum {
+            server.stop();
+        }
         admin.stop().await;
         anyhow::Ok(())
-    })?;
+    });
+    let indexed = match runner {
+        Some(runner) => runner.finish().map(drop).map_err(anyhow::Error::from),
+        None => Ok(()),
+    };
+    drop(rt);
     drop(node);
+    served?;
+    indexed?;
     tracing::info!("cairn stopped");
     Ok(())
 }
 
-fn run(settings: Settings) -> Result<()> {
-    let node = open_node(settings)?;
+fn run(settings: Settings, with_index: bool) -> Result<()> {
+    let node = open_node(settings, with_index)?;
     serve(node)
 }
 
@@ -396,7 +515,7 @@ fn demo(settings: Settings, args: &DemoArgs) -> Result<()> {
     if settings.network != cairn::config::Network::Regtest {
         bail!("the demo runs on regtest only (got --network {})", settings.network);
     }
-    let node = open_node(settings)?;
+    let mut node = open_node(settings, true)?;
     let chain_dir = node.datadir.root().join("demo-chain");
     let opts = GenerateOptions {
         blocks: args.blocks,
@@ -413,14 +532,26 @@ fn demo(settings: Settings, args: &DemoArgs) -> Result<()> {
         let summary = ChainGenerator::new(opts).write_to(&chain_dir)?;
         println!("generated {} blocks, {} txs, {} bytes", summary.blocks, summary.txs, summary.bytes);
     }
-    println!("validating it with Bitcoin Core's kernel ...");
+    println!("validating and indexing it ...");
     let stop = interrupt_flag();
-    let stats = import_into(&node, Some(&chain_dir.join("blocks")), None, false, &stop)?;
+    let (updates, _) = tokio::sync::broadcast::channel(16);
+    let runner = start_consumer(&mut node, &updates)?;
+    let imported = import_into(&node, Some(&chain_dir.join("blocks")), None, false, &stop);
+    if let Some(runner) = runner {
+        node.events = Some(runner.finish()?);
+    }
+    let stats = imported?;
     let tip = node.validator.tip();
     println!(
-        "validated {} new blocks ({} txs) in {:.1}s; tip {} at height {}",
-        stats.connected, stats.txs, stats.seconds, tip.hash, tip.height
+        "validated {} new blocks ({} txs) in {:.1}s; tip {} at height {}; index at height {}",
+        stats.connected,
+        stats.txs,
+        stats.seconds,
+        tip.hash,
+        tip.height,
+        node::index_tip(node.index.as_deref()).map(|t| t.height).unwrap_or(-1)
     );
+
     if args.no_serve {
         return Ok(());
     }

@@ -7,7 +7,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::Settings;
 use crate::datadir::{DataDir, DataDirError, DataDirLock};
+use crate::index::{Index, IndexError};
 use crate::kernel::{ChainTip, KernelError, KernelEvent, Validator, ValidatorConfig};
+use crate::store::{Store, StoreError};
 
 /// Errors from opening a node.
 #[derive(Debug, thiserror::Error)]
@@ -18,6 +20,12 @@ pub enum NodeError {
     /// The kernel failed to open.
     #[error(transparent)]
     Kernel(#[from] KernelError),
+    /// The index store failed to open.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The index is damaged.
+    #[error(transparent)]
+    Index(#[from] IndexError),
 }
 
 /// A tip as reported by `cairn status`.
@@ -63,6 +71,8 @@ pub struct Node {
     pub validator: Arc<Validator>,
     /// The validator's events, for whoever consumes them.
     pub events: Option<Receiver<KernelEvent>>,
+    /// The index, unless the node was opened without one.
+    pub index: Option<Arc<Index>>,
     _lock: DataDirLock,
 }
 
@@ -81,8 +91,8 @@ pub fn open_datadir(settings: &Settings) -> Result<DataDir, DataDirError> {
 }
 
 impl Node {
-    /// Locks the data folder and opens the validator.
-    pub fn open(settings: Settings) -> Result<Node, NodeError> {
+    /// Locks the data folder and opens the validator and, with `with_index`, the index.
+    pub fn open(settings: Settings, with_index: bool) -> Result<Node, NodeError> {
         let datadir = open_datadir(&settings)?;
         let lock = datadir.lock()?;
         let config = ValidatorConfig {
@@ -93,11 +103,18 @@ impl Node {
             script_threads: settings.kernel_script_threads,
         };
         let (validator, events) = Validator::open(&config)?;
+        let index = if with_index {
+            let store = Arc::new(Store::open(&datadir.index_dir())?);
+            Some(Arc::new(Index::open(store)?))
+        } else {
+            None
+        };
         Ok(Node {
             settings,
             datadir,
             validator: Arc::new(validator),
             events: Some(events),
+            index,
             _lock: lock,
         })
     }
@@ -107,9 +124,17 @@ impl Node {
         Status {
             network: network_label(&self.settings),
             kernel_tip: self.validator.tip().into(),
-            index_tip: None,
+            index_tip: index_tip(self.index.as_deref()),
             datadir: self.datadir.root().display().to_string(),
             running: false,
         }
     }
+}
+
+/// The index tip as `status` shows it.
+pub fn index_tip(index: Option<&Index>) -> Option<TipStatus> {
+    index.and_then(|i| i.tip()).map(|(height, hash)| TipStatus {
+        height: i64::from(height),
+        hash: hash.to_string(),
+    })
 }

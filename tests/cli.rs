@@ -132,6 +132,20 @@ fn kill_9_during_import_then_restart_reaches_the_same_tip() {
     let s = status(&dd);
     assert_eq!(s["kernel_tip"]["height"], 400);
     assert_eq!(s["kernel_tip"]["hash"], tip);
+    assert_eq!(s["index_tip"]["hash"], tip);
+
+    // The index after the kills holds exactly what a fresh index of the same chain holds.
+    let fresh = tmp.path().join("fresh");
+    ok(cairn(&fresh)
+        .args(["import", "--quiet", "--blocks-dir"])
+        .arg(chain.join("blocks"))
+        .output()
+        .unwrap());
+    let dump = |dir: &Path| {
+        let store = std::sync::Arc::new(cairn::store::Store::open(&dir.join("regtest/index")).unwrap());
+        cairn::index::Index::open(store).unwrap().dump().unwrap()
+    };
+    assert!(dump(&dd) == dump(&fresh), "index after kill -9 differs from a fresh index");
 }
 
 #[test]

@@ -54,6 +54,26 @@ pub struct FileConfig {
     pub log: Option<String>,
     /// Threads the kernel uses to check scripts in parallel (0 means none beside the caller).
     pub kernel_script_threads: Option<i32>,
+    /// Where the Electrum server listens.
+    pub electrum_addr: Option<SocketAddr>,
+    /// Longest Electrum request line, bytes.
+    pub electrum_max_line_bytes: Option<usize>,
+    /// Most requests in one Electrum batch.
+    pub electrum_max_batch: Option<usize>,
+    /// Most script-hash subscriptions per connection.
+    pub electrum_max_subscriptions: Option<usize>,
+    /// Seconds of silence before a connection is closed.
+    pub electrum_idle_timeout_secs: Option<u64>,
+    /// Most Electrum connections at once.
+    pub electrum_max_connections: Option<usize>,
+    /// Most history entries (or unspent outputs) in one answer.
+    pub electrum_max_history: Option<usize>,
+    /// Text of `server.banner`.
+    pub electrum_banner: Option<String>,
+    /// Answer of `server.donation_address`.
+    pub electrum_donation_address: Option<String>,
+    /// Hosts announced by `server.peers.subscribe`.
+    pub electrum_peers: Option<Vec<String>>,
 }
 
 impl FileConfig {
@@ -88,6 +108,8 @@ pub struct Overrides {
     pub admin_addr: Option<SocketAddr>,
     /// `--log` / `CAIRN_LOG`.
     pub log: Option<String>,
+    /// `--electrum-addr` / `CAIRN_ELECTRUM_ADDR`.
+    pub electrum_addr: Option<SocketAddr>,
 }
 
 /// The settings cairn runs with, after merging defaults, file, environment and flags.
@@ -105,6 +127,8 @@ pub struct Settings {
     pub log: String,
     /// Kernel script-check worker threads.
     pub kernel_script_threads: i32,
+    /// The Electrum server's address and limits.
+    pub electrum: crate::electrum::ElectrumConfig,
 }
 
 impl Settings {
@@ -159,6 +183,47 @@ impl Settings {
                 message: format!("{kernel_script_threads} is outside 0..=15"),
             });
         }
+        let mut electrum = crate::electrum::ElectrumConfig::defaults(network);
+        if let Some(addr) = over.electrum_addr.or(file.electrum_addr) {
+            electrum.addr = addr;
+        }
+        let positive = |option: &'static str, v: usize| {
+            if v == 0 {
+                Err(ConfigError::Invalid {
+                    option,
+                    message: "must be at least 1".into(),
+                })
+            } else {
+                Ok(v)
+            }
+        };
+        if let Some(v) = file.electrum_max_line_bytes {
+            electrum.max_line_bytes = positive("electrum_max_line_bytes", v)?;
+        }
+        if let Some(v) = file.electrum_max_batch {
+            electrum.max_batch = positive("electrum_max_batch", v)?;
+        }
+        if let Some(v) = file.electrum_max_subscriptions {
+            electrum.max_subscriptions = positive("electrum_max_subscriptions", v)?;
+        }
+        if let Some(v) = file.electrum_idle_timeout_secs {
+            electrum.idle_timeout = std::time::Duration::from_secs(positive("electrum_idle_timeout_secs", v as usize)? as u64);
+        }
+        if let Some(v) = file.electrum_max_connections {
+            electrum.max_connections = positive("electrum_max_connections", v)?;
+        }
+        if let Some(v) = file.electrum_max_history {
+            electrum.max_history = positive("electrum_max_history", v)?;
+        }
+        if let Some(v) = file.electrum_banner {
+            electrum.banner = v;
+        }
+        if let Some(v) = file.electrum_donation_address {
+            electrum.donation_address = v;
+        }
+        if let Some(v) = file.electrum_peers {
+            electrum.peers = v;
+        }
         Ok(Settings {
             network,
             signet_challenge,
@@ -166,6 +231,7 @@ impl Settings {
             admin_addr,
             log: over.log.or(file.log).unwrap_or_else(|| "info".into()),
             kernel_script_threads,
+            electrum,
         })
     }
 

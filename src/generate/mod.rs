@@ -122,6 +122,7 @@ pub fn grind(header: &mut Header) {
 }
 
 /// Builds a chain block by block; the same options always give the same chain.
+#[derive(Clone)]
 pub struct ChainGenerator {
     opts: GenerateOptions,
     rng: ChaCha20Rng,
@@ -165,6 +166,28 @@ impl ChainGenerator {
         gen.warm = (0..20).map(|_| gen.new_owner(None)).collect();
         gen.miners = (0..4).map(|_| gen.new_owner(Some(ScriptKind::P2wpkh))).collect();
         gen
+    }
+
+    /// A copy that continues differently from here: a competing branch for reorg tests. Its
+    /// blocks spend the same coins as this generator's would, so they conflict.
+    pub fn fork(&self, salt: u64) -> Self {
+        let mut other = self.clone();
+        other.rng = ChaCha20Rng::seed_from_u64(self.opts.seed ^ salt.rotate_left(17) ^ u64::from(self.height));
+        other
+    }
+
+    /// The secret keys of the coinbase receivers (P2WPKH), for tests that restore a wallet which
+    /// the chain pays.
+    pub fn miner_keys(&self) -> Vec<bitcoin::secp256k1::SecretKey> {
+        self.miners
+            .iter()
+            .map(|&m| derive_key(self.opts.seed, u64::from(m) * 4))
+            .collect()
+    }
+
+    /// The height of the last block built.
+    pub fn height(&self) -> u32 {
+        self.height
     }
 
     fn new_owner(&mut self, kind: Option<ScriptKind>) -> u32 {

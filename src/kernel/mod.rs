@@ -444,9 +444,37 @@ impl Validator {
             })
     }
 
+    fn entry_of(&self, hash: &BlockHash) -> Result<bitcoinkernel::BlockTreeEntry<'_>, KernelError> {
+        let kernel_hash = bitcoinkernel::BlockHash::from(hash.to_byte_array());
+        self.chainman
+            .get_block_tree_entry(&kernel_hash)
+            .ok_or_else(|| KernelError::Read {
+                what: "block",
+                height: -1,
+                message: format!("block {hash} is unknown to the kernel"),
+            })
+    }
+
+    /// Reads a serialized block by hash, in or out of the active chain (a reorg's old blocks).
+    pub fn read_block_bytes_by_hash(&self, hash: &BlockHash) -> Result<Vec<u8>, KernelError> {
+        let entry = self.entry_of(hash)?;
+        self.read_entry_bytes(&entry)
+    }
+
+    /// Reads a block's undo data by hash, in or out of the active chain.
+    pub fn read_undo_by_hash(&self, hash: &BlockHash) -> Result<BlockUndo, KernelError> {
+        let entry = self.entry_of(hash)?;
+        self.read_entry_undo(&entry)
+    }
+
     /// Reads the serialized block at `height` of the active chain.
     pub fn read_block_bytes(&self, height: i64) -> Result<Vec<u8>, KernelError> {
         let entry = self.entry_at(height)?;
+        self.read_entry_bytes(&entry)
+    }
+
+    fn read_entry_bytes(&self, entry: &bitcoinkernel::BlockTreeEntry<'_>) -> Result<Vec<u8>, KernelError> {
+        let height = i64::from(entry.height());
         let read_err = |message: String| KernelError::Read {
             what: "block",
             height,
@@ -454,7 +482,7 @@ impl Validator {
         };
         let block = self
             .chainman
-            .read_block_data(&entry)
+            .read_block_data(entry)
             .map_err(|e| read_err(e.to_string()))?;
         block.consensus_encode().map_err(|e| read_err(e.to_string()))
     }
@@ -472,9 +500,18 @@ impl Validator {
     /// Reads the undo data of the block at `height`: the output spent by every input.
     pub fn read_undo(&self, height: i64) -> Result<BlockUndo, KernelError> {
         let entry = self.entry_at(height)?;
+        self.read_entry_undo(&entry)
+    }
+
+    fn read_entry_undo(&self, entry: &bitcoinkernel::BlockTreeEntry<'_>) -> Result<BlockUndo, KernelError> {
+        let height = i64::from(entry.height());
+        if height == 0 {
+            // Genesis spends nothing and has no undo data.
+            return Ok(BlockUndo::default());
+        }
         let spent = self
             .chainman
-            .read_spent_outputs(&entry)
+            .read_spent_outputs(entry)
             .map_err(|e| KernelError::Read {
                 what: "undo data",
                 height,

@@ -1,7 +1,11 @@
 //! Helpers shared by integration tests: a real bitcoind as reference.
 #![allow(dead_code)]
 
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
+
+use bitcoin::{Block, OutPoint, Txid};
+use cairn::index::schema::ScriptHash;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -118,3 +122,53 @@ impl Drop for Bitcoind {
         let _ = self.child.wait();
     }
 }
+
+/// What a correct index holds, computed from the blocks alone.
+#[derive(Default)]
+pub struct Expected {
+    pub history: HashMap<ScriptHash, Vec<(Txid, u32)>>,
+    pub unspent: HashMap<ScriptHash, BTreeMap<(u32, u32, u32), (Txid, u64)>>,
+    pub outputs: HashMap<OutPoint, (ScriptHash, u32, u32, u32, u64)>,
+    pub spent_by: HashMap<OutPoint, (Txid, u32, u32)>,
+    pub positions: HashMap<Txid, (u32, u32)>,
+}
+
+pub fn expected(blocks: &[Block]) -> Expected {
+    let mut e = Expected::default();
+    for (i, block) in blocks.iter().enumerate() {
+        let height = i as u32 + 1;
+        for (pos, tx) in block.txdata.iter().enumerate() {
+            let txid = tx.compute_txid();
+            e.positions.insert(txid, (height, pos as u32));
+            let mut touched: Vec<ScriptHash> = Vec::new();
+            for (vin, input) in tx.input.iter().enumerate() {
+                if input.previous_output.is_null() {
+                    continue;
+                }
+                let (sh, h, p, vout, _) = e.outputs[&input.previous_output];
+                e.unspent.get_mut(&sh).unwrap().remove(&(h, p, vout));
+                e.spent_by.insert(input.previous_output, (txid, vin as u32, height));
+                touched.push(sh);
+            }
+            for (vout, out) in tx.output.iter().enumerate() {
+                let sh = ScriptHash::of(&out.script_pubkey);
+                touched.push(sh);
+                if !out.script_pubkey.is_op_return() {
+                    let op = OutPoint::new(txid, vout as u32);
+                    e.outputs.insert(op, (sh, height, pos as u32, vout as u32, out.value.to_sat()));
+                    e.unspent
+                        .entry(sh)
+                        .or_default()
+                        .insert((height, pos as u32, vout as u32), (txid, out.value.to_sat()));
+                }
+            }
+            touched.sort();
+            touched.dedup();
+            for sh in touched {
+                e.history.entry(sh).or_default().push((txid, height));
+            }
+        }
+    }
+    e
+}
+

@@ -1,0 +1,439 @@
+//! The dispatcher: one function per Electrum method, in the order of the protocol's method list.
+
+use bitcoin::hashes::Hash;
+use bitcoin::{BlockHash, Txid};
+use serde_json::{json, Value};
+
+use super::merkle::{branch_and_root, rpc_hex};
+use super::session::{RpcError, Session, BACKEND_ERROR, METHOD_NOT_FOUND};
+use super::{status, verbose, PROTOCOL_MAX, PROTOCOL_MIN, SERVER_SOFTWARE};
+use crate::index::query::QueryError;
+use crate::index::schema::ScriptHash;
+
+/// Protocol versions served, oldest first.
+const VERSIONS: [(u32, u32, u32); 4] = [(1, 4, 0), (1, 4, 1), (1, 4, 2), (1, 6, 0)];
+
+/// The answer for everything that needs the mempool, which cairn does not have yet.
+fn no_mempool() -> RpcError {
+    RpcError::new(
+        BACKEND_ERROR,
+        "mempool not available: this cairn has no mempool or peers yet (it validates blocks it is given); unconfirmed data, fee figures and broadcast are not served",
+    )
+}
+
+fn backend_err(e: QueryError) -> RpcError {
+    match e {
+        QueryError::TooLarge { limit } => RpcError::bad_request(format!(
+            "history too large: more than {limit} entries (the server's max_history limit)"
+        )),
+        other => RpcError::new(BACKEND_ERROR, other.to_string()),
+    }
+}
+
+fn parse_version(text: &str) -> Option<(u32, u32, u32)> {
+    let mut parts = text.split('.').map(|p| p.parse::<u32>().ok());
+    let major = parts.next()??;
+    let minor = parts.next().unwrap_or(Some(0))?;
+    let patch = parts.next().unwrap_or(Some(0))?;
+    if parts.next().is_some() {
+        return None;
+    }
+    Some((major, minor, patch))
+}
+
+fn version_text(v: (u32, u32, u32)) -> String {
+    if v.2 == 0 {
+        format!("{}.{}", v.0, v.1)
+    } else {
+        format!("{}.{}.{}", v.0, v.1, v.2)
+    }
+}
+
+fn str_param<'a>(params: &'a [Value], i: usize, name: &str) -> Result<&'a str, RpcError> {
+    match params.get(i) {
+        Some(Value::String(s)) => Ok(s),
+        Some(other) => Err(RpcError::invalid_params(format!("{name} must be a string, not {other}"))),
+        None => Err(RpcError::invalid_params(format!("missing parameter {name}"))),
+    }
+}
+
+fn u32_param(params: &[Value], i: usize, name: &str, default: Option<u32>) -> Result<u32, RpcError> {
+    match params.get(i) {
+        None | Some(Value::Null) => default.ok_or_else(|| RpcError::invalid_params(format!("missing parameter {name}"))),
+        Some(v) => v
+            .as_u64()
+            .and_then(|n| u32::try_from(n).ok())
+            .ok_or_else(|| RpcError::invalid_params(format!("{name} must be a non-negative integer, not {v}"))),
+    }
+}
+
+fn bool_param(params: &[Value], i: usize, name: &str) -> Result<bool, RpcError> {
+    match params.get(i) {
+        None | Some(Value::Null) => Ok(false),
+        Some(Value::Bool(b)) => Ok(*b),
+        Some(other) => Err(RpcError::invalid_params(format!("{name} must be a boolean, not {other}"))),
+    }
+}
+
+fn scripthash_param(params: &[Value], i: usize) -> Result<ScriptHash, RpcError> {
+    let text = str_param(params, i, "scripthash")?;
+    ScriptHash::from_electrum_hex(text)
+        .ok_or_else(|| RpcError::invalid_params(format!("{text:?} is not a 32-byte hex script hash")))
+}
+
+fn scriptpubkey_param(params: &[Value], i: usize) -> Result<ScriptHash, RpcError> {
+    let text = str_param(params, i, "scriptpubkey")?;
+    let bytes = hex::decode(text)
+        .map_err(|_| RpcError::invalid_params(format!("{text:?} is not a hex script")))?;
+    Ok(ScriptHash::of(bitcoin::Script::from_bytes(&bytes)))
+}
+
+fn txid_param(params: &[Value], i: usize) -> Result<Txid, RpcError> {
+    let text = str_param(params, i, "tx_hash")?;
+    text.parse()
+        .map_err(|_| RpcError::invalid_params(format!("{text:?} is not a transaction hash")))
+}
+
+impl Session {
+    /// Answers one method call.
+    pub(crate) fn call(&mut self, method: &str, params: &[Value]) -> Result<Value, RpcError> {
+        match method {
+            "blockchain.block.header" => self.block_header(params),
+            "blockchain.block.headers" => self.block_headers(params),
+            "blockchain.estimatefee" => Err(no_mempool()),
+            "blockchain.headers.subscribe" => self.headers_subscribe(),
+            "blockchain.relayfee" => Err(no_mempool()),
+            "blockchain.scripthash.get_balance" => self.get_balance(scripthash_param(params, 0)?),
+            "blockchain.scripthash.get_history" => self.get_history(scripthash_param(params, 0)?),
+            "blockchain.scripthash.get_mempool" => Err(no_mempool()),
+            "blockchain.scripthash.listunspent" => self.listunspent(scripthash_param(params, 0)?),
+            "blockchain.scripthash.subscribe" => self.subscribe(scripthash_param(params, 0)?),
+            "blockchain.scripthash.unsubscribe" => {
+                Ok(json!(self.subscriptions.remove(&scripthash_param(params, 0)?).is_some()))
+            }
+            "blockchain.scriptpubkey.get_balance" if self.v16() => self.get_balance(scriptpubkey_param(params, 0)?),
+            "blockchain.scriptpubkey.get_history" if self.v16() => self.get_history(scriptpubkey_param(params, 0)?),
+            "blockchain.scriptpubkey.get_mempool" if self.v16() => Err(no_mempool()),
+            "blockchain.scriptpubkey.listunspent" if self.v16() => self.listunspent(scriptpubkey_param(params, 0)?),
+            "blockchain.scriptpubkey.subscribe" if self.v16() => self.subscribe(scriptpubkey_param(params, 0)?),
+            "blockchain.scriptpubkey.unsubscribe" if self.v16() => {
+                Ok(json!(self.subscriptions.remove(&scriptpubkey_param(params, 0)?).is_some()))
+            }
+            "blockchain.transaction.broadcast" => Err(no_mempool()),
+            "blockchain.transaction.get" => self.transaction_get(params),
+            "blockchain.transaction.get_merkle" => self.get_merkle(params),
+            "blockchain.transaction.id_from_pos" => self.id_from_pos(params),
+            "mempool.get_fee_histogram" => Err(no_mempool()),
+            "mempool.get_info" => Err(no_mempool()),
+            "server.banner" => Ok(json!(self.backend.config.banner)),
+            "server.donation_address" => Ok(json!(self.backend.config.donation_address)),
+            "server.features" => Ok(self.features()),
+            "server.peers.subscribe" => Ok(self.peers()),
+            "server.ping" => Ok(Value::Null),
+            "server.version" => self.server_version(params),
+            _ => Err(RpcError::new(METHOD_NOT_FOUND, format!("unknown method {method:?}"))),
+        }
+    }
+
+    fn server_version(&mut self, params: &[Value]) -> Result<Value, RpcError> {
+        if self.version.is_some() {
+            return Err(RpcError::bad_request("server.version already sent"));
+        }
+        let (min, max) = match params.get(1) {
+            None | Some(Value::Null) => ((1, 4, 0), (1, 4, 0)),
+            Some(Value::String(v)) => {
+                let v = parse_version(v).ok_or_else(|| RpcError::invalid_params(format!("bad protocol version {v:?}")))?;
+                (v, v)
+            }
+            Some(Value::Array(pair)) if pair.len() == 2 => {
+                let get = |i: usize| {
+                    pair[i]
+                        .as_str()
+                        .and_then(parse_version)
+                        .ok_or_else(|| RpcError::invalid_params(format!("bad protocol version {}", pair[i])))
+                };
+                (get(0)?, get(1)?)
+            }
+            Some(other) => return Err(RpcError::invalid_params(format!("bad protocol version {other}"))),
+        };
+        let chosen = VERSIONS.iter().rev().find(|v| **v >= min && **v <= max).copied();
+        let Some(chosen) = chosen else {
+            return Err(RpcError::bad_request(format!(
+                "unsupported protocol version: this server speaks {}.{} to {}.{}",
+                PROTOCOL_MIN.0, PROTOCOL_MIN.1, PROTOCOL_MAX.0, PROTOCOL_MAX.1
+            )));
+        };
+        self.version = Some(chosen);
+        Ok(json!([SERVER_SOFTWARE, version_text(chosen)]))
+    }
+
+    fn features(&self) -> Value {
+        let genesis = self.backend.index.with_chain(|c| c.hash(0)).map(|h| h.to_string());
+        let mut features = json!({
+            "genesis_hash": genesis,
+            "hosts": {},
+            "protocol_min": version_text(VERSIONS[0]),
+            "protocol_max": version_text(VERSIONS[VERSIONS.len() - 1]),
+            "pruning": null,
+            "server_version": SERVER_SOFTWARE,
+            "hash_function": "sha256",
+        });
+        if self.v16() {
+            features["method_flavours"] = json!({
+                "blockchain.block.header": {"cp_height": true},
+                "blockchain.block.headers": {"cp_height": true},
+                "blockchain.transaction.get": {"verbose": true},
+            });
+        }
+        features
+    }
+
+    fn peers(&self) -> Value {
+        Value::Array(
+            self.backend
+                .config
+                .peers
+                .iter()
+                .map(|host| json!([host, host, ["v1.4", "t"]]))
+                .collect(),
+        )
+    }
+
+    fn tip_height(&self) -> Result<u32, RpcError> {
+        self.backend
+            .index
+            .tip()
+            .map(|(h, _)| h)
+            .ok_or_else(|| RpcError::new(BACKEND_ERROR, "the index is empty"))
+    }
+
+    fn header_hex(&self, height: u32) -> Option<String> {
+        self.backend
+            .index
+            .with_chain(|c| c.header(height).map(|h| hex::encode(bitcoin::consensus::serialize(h))))
+    }
+
+    fn headers_subscribe(&mut self) -> Result<Value, RpcError> {
+        let height = self.tip_height()?;
+        let hex = self.header_hex(height).ok_or_else(|| RpcError::new(BACKEND_ERROR, "no tip header"))?;
+        self.headers_subscribed = true;
+        self.last_notified_height = Some(height);
+        Ok(json!({"height": height, "hex": hex}))
+    }
+
+    /// The checkpoint proof of the header at `height` against all headers up to `cp_height`.
+    fn header_proof(&self, height: u32, cp_height: u32) -> Result<(Vec<String>, String), RpcError> {
+        let tip = self.tip_height()?;
+        if height > cp_height || cp_height > tip {
+            return Err(RpcError::bad_request(format!(
+                "header height {height} must be <= cp_height {cp_height} <= tip height {tip}"
+            )));
+        }
+        let hashes: Vec<[u8; 32]> = self.backend.index.with_chain(|c| {
+            (0..=cp_height).filter_map(|h| c.hash(h)).map(|h| h.to_byte_array()).collect()
+        });
+        let (branch, root) = branch_and_root(&hashes, height as usize);
+        Ok((branch.iter().map(rpc_hex).collect(), rpc_hex(&root)))
+    }
+
+    fn block_header(&mut self, params: &[Value]) -> Result<Value, RpcError> {
+        let height = u32_param(params, 0, "height", None)?;
+        let cp_height = u32_param(params, 1, "cp_height", Some(0))?;
+        let hex = self
+            .header_hex(height)
+            .ok_or_else(|| RpcError::bad_request(format!("height {height} out of range")))?;
+        if cp_height == 0 {
+            return Ok(json!(hex));
+        }
+        let (branch, root) = self.header_proof(height, cp_height)?;
+        Ok(json!({"branch": branch, "header": hex, "root": root}))
+    }
+
+    fn block_headers(&mut self, params: &[Value]) -> Result<Value, RpcError> {
+        let start = u32_param(params, 0, "start_height", None)?;
+        let count = u32_param(params, 1, "count", None)?;
+        let cp_height = u32_param(params, 2, "cp_height", Some(0))?;
+        let max = self.backend.config.max_headers;
+        let headers: Vec<String> = self.backend.index.with_chain(|c| {
+            (start..start.saturating_add(count.min(max)))
+                .map_while(|h| c.header(h))
+                .map(|h| hex::encode(bitcoin::consensus::serialize(h)))
+                .collect()
+        });
+        let mut result = if self.v16() {
+            json!({"count": headers.len(), "headers": headers, "max": max})
+        } else {
+            json!({"count": headers.len(), "hex": headers.concat(), "max": max})
+        };
+        if cp_height != 0 && !headers.is_empty() {
+            let last = start + headers.len() as u32 - 1;
+            let (branch, root) = self.header_proof(last, cp_height)?;
+            result["branch"] = json!(branch);
+            result["root"] = json!(root);
+        }
+        Ok(result)
+    }
+
+    pub(crate) fn status_of(&self, sh: &ScriptHash) -> Result<Option<String>, RpcError> {
+        let history = self
+            .backend
+            .index
+            .history(sh, self.backend.config.max_history)
+            .map_err(backend_err)?;
+        Ok(status(history.iter().map(|h| (&h.txid, i64::from(h.height)))))
+    }
+
+    fn get_balance(&self, sh: ScriptHash) -> Result<Value, RpcError> {
+        let confirmed = self.backend.index.balance(&sh).map_err(backend_err)?;
+        Ok(json!({"confirmed": confirmed, "unconfirmed": 0}))
+    }
+
+    fn get_history(&self, sh: ScriptHash) -> Result<Value, RpcError> {
+        let history = self
+            .backend
+            .index
+            .history(&sh, self.backend.config.max_history)
+            .map_err(backend_err)?;
+        Ok(Value::Array(
+            history
+                .iter()
+                .map(|h| json!({"height": h.height, "tx_hash": h.txid.to_string()}))
+                .collect(),
+        ))
+    }
+
+    fn listunspent(&self, sh: ScriptHash) -> Result<Value, RpcError> {
+        let utxos = self
+            .backend
+            .index
+            .unspent(&sh, self.backend.config.max_history)
+            .map_err(backend_err)?;
+        Ok(Value::Array(
+            utxos
+                .iter()
+                .map(|u| json!({"height": u.height, "tx_pos": u.vout, "tx_hash": u.txid.to_string(), "value": u.value}))
+                .collect(),
+        ))
+    }
+
+    fn subscribe(&mut self, sh: ScriptHash) -> Result<Value, RpcError> {
+        if !self.subscriptions.contains_key(&sh)
+            && self.subscriptions.len() >= self.backend.config.max_subscriptions
+        {
+            return Err(RpcError::bad_request(format!(
+                "too many subscriptions on this connection (limit {})",
+                self.backend.config.max_subscriptions
+            )));
+        }
+        let status = self.status_of(&sh)?;
+        self.subscriptions.insert(sh, status.clone());
+        Ok(json!(status))
+    }
+
+    fn raw_tx(&self, txid: &Txid) -> Result<(Vec<u8>, u32), RpcError> {
+        let pos = self
+            .backend
+            .index
+            .tx_position(txid)
+            .map_err(backend_err)?
+            .ok_or_else(|| RpcError::bad_request(format!("no transaction {txid} in the chain (the mempool is not available)")))?;
+        let block = self
+            .backend
+            .validator
+            .read_block_bytes(i64::from(pos.height))
+            .map_err(|e| RpcError::new(BACKEND_ERROR, e.to_string()))?;
+        let bytes = block
+            .get(pos.offset as usize..(pos.offset + pos.len) as usize)
+            .ok_or_else(|| RpcError::new(BACKEND_ERROR, "transaction position outside its block"))?;
+        Ok((bytes.to_vec(), pos.height))
+    }
+
+    fn transaction_get(&self, params: &[Value]) -> Result<Value, RpcError> {
+        let txid = txid_param(params, 0)?;
+        let verbose = bool_param(params, 1, "verbose")?;
+        let (bytes, height) = self.raw_tx(&txid)?;
+        if !verbose {
+            return Ok(json!(hex::encode(bytes)));
+        }
+        let tx: bitcoin::Transaction = bitcoin::consensus::deserialize(&bytes)
+            .map_err(|e| RpcError::new(BACKEND_ERROR, e.to_string()))?;
+        let (tip, header, hash) = self.backend.index.with_chain(|c| {
+            (c.tip().map(|(h, _)| h).unwrap_or(0), c.header(height).copied(), c.hash(height))
+        });
+        let (Some(header), Some(hash)) = (header, hash) else {
+            return Err(RpcError::new(BACKEND_ERROR, "block of the transaction left the chain"));
+        };
+        let network = self.backend.validator.network().to_bitcoin();
+        Ok(verbose::transaction(&tx, &bytes, network, &hash, header.time, tip - height + 1))
+    }
+
+    fn merkle_of(&self, height: u32, pos: u32) -> Result<(Vec<String>, Txid), RpcError> {
+        let txids = self
+            .backend
+            .index
+            .block_txids(height)
+            .map_err(backend_err)?
+            .ok_or_else(|| RpcError::bad_request(format!("no block at height {height}")))?;
+        let Some(txid) = txids.get(pos as usize).copied() else {
+            return Err(RpcError::bad_request(format!("no transaction at position {pos} of block {height}")));
+        };
+        let leaves: Vec<[u8; 32]> = txids.iter().map(|t| t.to_byte_array()).collect();
+        let (branch, _) = branch_and_root(&leaves, pos as usize);
+        Ok((branch.iter().map(rpc_hex).collect(), txid))
+    }
+
+    fn get_merkle(&self, params: &[Value]) -> Result<Value, RpcError> {
+        let txid = txid_param(params, 0)?;
+        let pos = self
+            .backend
+            .index
+            .tx_position(&txid)
+            .map_err(backend_err)?
+            .ok_or_else(|| RpcError::bad_request(format!("transaction {txid} is not confirmed")))?;
+        if let Some(asked) = params.get(1).filter(|v| !v.is_null()) {
+            let asked = asked
+                .as_u64()
+                .ok_or_else(|| RpcError::invalid_params("height must be an integer"))?;
+            if asked != u64::from(pos.height) {
+                return Err(RpcError::bad_request(format!(
+                    "transaction {txid} is not in block {asked} (it is in {})",
+                    pos.height
+                )));
+            }
+        } else if !self.v16() {
+            return Err(RpcError::invalid_params("missing parameter height"));
+        }
+        let (merkle, _) = self.merkle_of(pos.height, pos.pos)?;
+        let mut result = json!({"block_height": pos.height, "merkle": merkle, "pos": pos.pos});
+        if self.v16() {
+            let hash: Option<BlockHash> = self.backend.index.with_chain(|c| c.hash(pos.height));
+            result["block_hash"] = json!(hash.map(|h| h.to_string()));
+        }
+        Ok(result)
+    }
+
+    fn id_from_pos(&self, params: &[Value]) -> Result<Value, RpcError> {
+        let height = u32_param(params, 0, "height", None)?;
+        let pos = u32_param(params, 1, "tx_pos", None)?;
+        let want_merkle = bool_param(params, 2, "merkle")?;
+        let (merkle, txid) = self.merkle_of(height, pos)?;
+        if want_merkle {
+            Ok(json!({"tx_hash": txid.to_string(), "merkle": merkle}))
+        } else {
+            Ok(json!(txid.to_string()))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_parse() {
+        assert_eq!(parse_version("1.4"), Some((1, 4, 0)));
+        assert_eq!(parse_version("1.4.2"), Some((1, 4, 2)));
+        assert_eq!(parse_version("x"), None);
+        assert_eq!(version_text((1, 6, 0)), "1.6");
+    }
+}

@@ -1,0 +1,312 @@
+//! One client connection: line framing with a size limit, batches, subscriptions and the
+//! notifications they owe, idle timeout, and backpressure on a client that does not read.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use serde_json::{json, Value};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::TcpStream;
+use tokio::sync::{broadcast, mpsc};
+
+use super::{Backend, TipUpdate};
+use crate::index::schema::ScriptHash;
+
+/// A JSON-RPC error as Electrum servers send it.
+#[derive(Debug, Clone)]
+pub struct RpcError {
+    /// The code: JSON-RPC's (-32xxx) or ElectrumX's application codes (1 bad request, 2 back end).
+    pub code: i64,
+    /// The message.
+    pub message: String,
+}
+
+impl RpcError {
+    pub(crate) fn new(code: i64, message: impl Into<String>) -> Self {
+        RpcError {
+            code,
+            message: message.into(),
+        }
+    }
+    pub(crate) fn bad_request(message: impl Into<String>) -> Self {
+        Self::new(BAD_REQUEST, message)
+    }
+    pub(crate) fn invalid_params(message: impl Into<String>) -> Self {
+        Self::new(INVALID_PARAMS, message)
+    }
+}
+
+/// ElectrumX's code for a request the server will not satisfy.
+pub const BAD_REQUEST: i64 = 1;
+/// ElectrumX's code for a failure of the server's back end (daemon, index, mempool).
+pub const BACKEND_ERROR: i64 = 2;
+/// JSON-RPC: not JSON.
+pub const PARSE_ERROR: i64 = -32700;
+/// JSON-RPC: not a request object.
+pub const INVALID_REQUEST: i64 = -32600;
+/// JSON-RPC: unknown method.
+pub const METHOD_NOT_FOUND: i64 = -32601;
+/// JSON-RPC: wrong parameters.
+pub const INVALID_PARAMS: i64 = -32602;
+
+/// Total bytes of one batch's answers before the rest of the batch is refused.
+const MAX_BATCH_RESPONSE_BYTES: usize = 64 * 1024 * 1024;
+/// Lines waiting to be written to a client before the session stops reading from it.
+const OUTBOX: usize = 8;
+/// How long an answer may wait for a client that does not read before it is dropped.
+const SEND_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Per-connection protocol state.
+pub struct Session {
+    pub(crate) backend: Arc<Backend>,
+    /// Negotiated version (major, minor, patch); `None` until `server.version` (1.4 rules).
+    pub(crate) version: Option<(u32, u32, u32)>,
+    pub(crate) headers_subscribed: bool,
+    pub(crate) last_notified_height: Option<u32>,
+    /// Subscribed script hashes and their last status sent.
+    pub(crate) subscriptions: HashMap<ScriptHash, Option<String>>,
+}
+
+impl Session {
+    /// Whether the client negotiated protocol 1.6 or later.
+    pub(crate) fn v16(&self) -> bool {
+        self.version.is_some_and(|v| v >= (1, 6, 0))
+    }
+
+    fn error_value(id: Value, e: &RpcError) -> Value {
+        json!({"jsonrpc": "2.0", "id": id, "error": {"code": e.code, "message": e.message}})
+    }
+
+    /// Answers one request object (`None` for a notification, which gets no answer).
+    fn handle_request(&mut self, request: &Value) -> Option<Value> {
+        let Some(obj) = request.as_object() else {
+            return Some(Self::error_value(
+                Value::Null,
+                &RpcError::new(INVALID_REQUEST, "a request must be a JSON object"),
+            ));
+        };
+        let id = obj.get("id").cloned();
+        let Some(method) = obj.get("method").and_then(Value::as_str) else {
+            return Some(Self::error_value(
+                id.unwrap_or(Value::Null),
+                &RpcError::new(INVALID_REQUEST, "missing method"),
+            ));
+        };
+        let empty = Vec::new();
+        let params = match obj.get("params") {
+            None | Some(Value::Null) => &empty,
+            Some(Value::Array(a)) => a,
+            Some(_) => {
+                return Some(Self::error_value(
+                    id.unwrap_or(Value::Null),
+                    &RpcError::invalid_params("params must be an array"),
+                ))
+            }
+        };
+        let result = self.call(method, params);
+        let id = id?;
+        Some(match result {
+            Ok(value) => json!({"jsonrpc": "2.0", "id": id, "result": value}),
+            Err(e) => Self::error_value(id, &e),
+        })
+    }
+
+    /// Answers one line: a request or a batch. `Err` means the client must be dropped.
+    fn handle_line(&mut self, line: &[u8]) -> Option<String> {
+        let parsed: Value = match serde_json::from_slice(line) {
+            Ok(v) => v,
+            Err(e) => {
+                let err = RpcError::new(PARSE_ERROR, format!("invalid JSON: {e}"));
+                return Some(Self::error_value(Value::Null, &err).to_string());
+            }
+        };
+        match parsed {
+            Value::Array(batch) => {
+                if batch.is_empty() {
+                    let err = RpcError::new(INVALID_REQUEST, "empty batch");
+                    return Some(Self::error_value(Value::Null, &err).to_string());
+                }
+                if batch.len() > self.backend.config.max_batch {
+                    let err = RpcError::bad_request(format!(
+                        "batch of {} requests exceeds the limit of {}",
+                        batch.len(),
+                        self.backend.config.max_batch
+                    ));
+                    return Some(Self::error_value(Value::Null, &err).to_string());
+                }
+                let mut answers = Vec::with_capacity(batch.len());
+                let mut bytes = 0usize;
+                for request in &batch {
+                    let answer = if bytes > MAX_BATCH_RESPONSE_BYTES {
+                        let id = request.get("id").cloned().unwrap_or(Value::Null);
+                        Some(Self::error_value(
+                            id,
+                            &RpcError::bad_request("response too large: the batch's answers exceed the limit"),
+                        ))
+                    } else {
+                        self.handle_request(request)
+                    };
+                    if let Some(a) = answer {
+                        bytes += a.to_string().len();
+                        answers.push(a);
+                    }
+                }
+                (!answers.is_empty()).then(|| Value::Array(answers).to_string())
+            }
+            single => self.handle_request(&single).map(|v| v.to_string()),
+        }
+    }
+
+    /// Notifications owed after a tip update.
+    fn on_update(&mut self, update: Option<&TipUpdate>) -> Vec<String> {
+        let mut out = Vec::new();
+        let tip = self.backend.index.with_chain(|c| c.tip().map(|(h, _)| h).zip(c.tip().and_then(|(h, _)| c.header(h).copied())));
+        if self.headers_subscribed {
+            if let Some((height, header)) = tip {
+                if self.last_notified_height != Some(height) || update.is_some() {
+                    self.last_notified_height = Some(height);
+                    let hex = hex::encode(bitcoin::consensus::serialize(&header));
+                    out.push(
+                        json!({"jsonrpc": "2.0", "method": "blockchain.headers.subscribe",
+                               "params": [{"height": height, "hex": hex}]})
+                        .to_string(),
+                    );
+                }
+            }
+        }
+        let touched = update.and_then(|u| u.touched.clone());
+        let hashes: Vec<ScriptHash> = self
+            .subscriptions
+            .keys()
+            .filter(|sh| touched.as_ref().is_none_or(|t| t.contains(sh)))
+            .copied()
+            .collect();
+        for sh in hashes {
+            let Ok(new_status) = self.status_of(&sh) else { continue };
+            let old = self.subscriptions.insert(sh, new_status.clone());
+            if old.as_ref() != Some(&new_status) {
+                let method = "blockchain.scripthash.subscribe";
+                out.push(
+                    json!({"jsonrpc": "2.0", "method": method,
+                           "params": [sh.to_electrum_hex(), new_status]})
+                    .to_string(),
+                );
+            }
+        }
+        out
+    }
+}
+
+async fn read_line_limited<R: tokio::io::AsyncBufRead + Unpin>(
+    reader: &mut R,
+    buf: &mut Vec<u8>,
+    limit: usize,
+) -> std::io::Result<LineRead> {
+    buf.clear();
+    let n = (&mut *reader).take(limit as u64 + 1).read_until(b'\n', buf).await?;
+    if n == 0 {
+        return Ok(LineRead::Eof);
+    }
+    if buf.last() != Some(&b'\n') && buf.len() > limit {
+        return Ok(LineRead::TooLong);
+    }
+    Ok(LineRead::Line)
+}
+
+enum LineRead {
+    Line,
+    TooLong,
+    Eof,
+}
+
+/// Serves one client until it disconnects, times out, or misbehaves.
+pub async fn run(
+    stream: TcpStream,
+    peer: SocketAddr,
+    backend: Arc<Backend>,
+    mut updates: broadcast::Receiver<TipUpdate>,
+) {
+    tracing::debug!("electrum client {peer} connected");
+    let (read_half, mut write_half) = stream.into_split();
+    let (out_tx, mut out_rx) = mpsc::channel::<String>(OUTBOX);
+    let writer = tokio::spawn(async move {
+        while let Some(mut line) = out_rx.recv().await {
+            line.push('\n');
+            if write_half.write_all(line.as_bytes()).await.is_err() {
+                break;
+            }
+        }
+        let _ = write_half.shutdown().await;
+    });
+    let idle = backend.config.idle_timeout;
+    let limit = backend.config.max_line_bytes;
+    let mut session = Session {
+        backend,
+        version: None,
+        headers_subscribed: false,
+        last_notified_height: None,
+        subscriptions: HashMap::new(),
+    };
+    let mut reader = BufReader::with_capacity(64 * 1024, read_half);
+    let mut buf = Vec::with_capacity(4096);
+    let send = |tx: &mpsc::Sender<String>, line: String| {
+        let tx = tx.clone();
+        async move { tokio::time::timeout(SEND_TIMEOUT.min(idle), tx.send(line)).await.map(|r| r.is_ok()).unwrap_or(false) }
+    };
+    loop {
+        tokio::select! {
+            read = tokio::time::timeout(idle, read_line_limited(&mut reader, &mut buf, limit)) => {
+                match read {
+                    Err(_) => {
+                        tracing::debug!("electrum client {peer}: idle timeout");
+                        break;
+                    }
+                    Ok(Err(_)) | Ok(Ok(LineRead::Eof)) => break,
+                    Ok(Ok(LineRead::TooLong)) => {
+                        let err = RpcError::bad_request(format!("request line longer than {limit} bytes"));
+                        let _ = send(&out_tx, Session::error_value(Value::Null, &err).to_string()).await;
+                        tracing::info!("electrum client {peer}: line over {limit} bytes, disconnecting");
+                        break;
+                    }
+                    Ok(Ok(LineRead::Line)) => {
+                        let line = buf.trim_ascii();
+                        if line.is_empty() {
+                            continue;
+                        }
+                        let answer = tokio::task::block_in_place(|| session.handle_line(line));
+                        if let Some(answer) = answer {
+                            if !send(&out_tx, answer).await {
+                                tracing::info!("electrum client {peer} does not read its answers; disconnecting");
+                                break;
+                            }
+                        }
+                    }
+                }
+            }
+            update = updates.recv() => {
+                let notes = match update {
+                    Ok(u) => tokio::task::block_in_place(|| session.on_update(Some(&u))),
+                    Err(broadcast::error::RecvError::Lagged(_)) => {
+                        tokio::task::block_in_place(|| session.on_update(None))
+                    }
+                    Err(broadcast::error::RecvError::Closed) => break,
+                };
+                let mut ok = true;
+                for note in notes {
+                    if !send(&out_tx, note).await {
+                        ok = false;
+                        break;
+                    }
+                }
+                if !ok {
+                    tracing::info!("electrum client {peer} does not read its notifications; disconnecting");
+                    break;
+                }
+            }
+        }
+    }
+    drop(out_tx);
+    let _ = writer.await;
+    tracing::debug!("electrum client {peer} disconnected");
+}

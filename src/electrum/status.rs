@@ -1,0 +1,44 @@
+//! A script hash's status: the SHA-256 of `"{txid}:{height}:"` over its history, confirmed
+//! transactions in chain order, then mempool ones by (-height, txid). `None` for no history.
+
+use bitcoin::hashes::{sha256, Hash, HashEngine};
+use bitcoin::Txid;
+
+/// Computes the status from history entries already in protocol order.
+pub fn status<'a>(history: impl IntoIterator<Item = (&'a Txid, i64)>) -> Option<String> {
+    let mut engine = sha256::Hash::engine();
+    let mut any = false;
+    for (txid, height) in history {
+        any = true;
+        engine.input(format!("{txid}:{height}:").as_bytes());
+    }
+    any.then(|| sha256::Hash::from_engine(engine).to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::str::FromStr;
+
+    #[test]
+    fn the_specs_status_example() {
+        // protocol-basics.rst, "Status Example".
+        let history = [
+            ("a6c9c361bd0bc536d6a22648efbf8f9b200e425ef6c3a7a9669dc444c532a347", 2472),
+            ("9c42f84b2fcdaff676ba25d9d4941741cc0d1a01cce0c23fdc4c0b2afa38431c", 2473),
+            ("770f2d4371b3fabb902dd9a103e2dd005fcd3971181078fca4a2a1d6ff127b30", 2473),
+            ("80b19848aed792565ab7c5a79b7c2a00fbf985741579396ebe0ab6098e607311", 0),
+            ("e02a1dadfa83b996b24175df807b271ea5d02937ef5b35c195fac1e1bdc3198f", 0),
+            ("bb4c8ab438c13b89ca80d1d5bee25b0b6b7f55673f4d801998ba97db161d9e85", -1),
+        ];
+        let parsed: Vec<(Txid, i64)> = history
+            .iter()
+            .map(|(t, h)| (Txid::from_str(t).unwrap(), *h))
+            .collect();
+        assert_eq!(
+            status(parsed.iter().map(|(t, h)| (t, *h))).as_deref(),
+            Some("78e96c6562cafa71c115503b9411fdfdc595a45031e2ab76ff75162fe1b0590d")
+        );
+        assert_eq!(status(std::iter::empty()), None);
+    }
+}

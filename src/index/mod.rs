@@ -1,0 +1,305 @@
+//! The indexer: every block the kernel connects becomes rows in the store (script-hash history,
+//! transactions, unspent outputs, spent-by), written in one atomic batch with the index tip.
+//! Disconnected blocks are undone from the same undo data. It never looks a prevout's script or
+//! amount up: they come with the block from the kernel.
+
+pub mod chain;
+pub mod query;
+pub mod rows;
+pub mod runner;
+pub mod schema;
+mod writer;
+
+use std::collections::HashSet;
+use std::sync::{Arc, RwLock};
+use std::time::Instant;
+
+use bitcoin::{BlockHash, Txid};
+use rayon::prelude::*;
+use rocksdb::WriteBatch;
+
+use crate::kernel::{KernelError, Validator};
+use crate::store::{Store, StoreError};
+use chain::IndexedChain;
+use rows::{prepare, PrepareError, PreparedBlock};
+use schema::{cf, meta, BlockRow, RowError, ScriptHash, TipRow, TxNum};
+
+pub use writer::find_txnum;
+
+/// Errors of the indexer.
+#[derive(Debug, thiserror::Error)]
+pub enum IndexError {
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// A stored row is damaged.
+    #[error(transparent)]
+    Row(#[from] RowError),
+    /// Reading a block from the kernel failed.
+    #[error(transparent)]
+    Kernel(#[from] KernelError),
+    /// A block did not decode or its undo data did not fit.
+    #[error(transparent)]
+    Prepare(#[from] PrepareError),
+    /// An input spends a transaction the index does not have: the index is damaged.
+    #[error("transaction {txid} at height {height} spends {prev}, which the index does not have; the index is damaged: remove it to rebuild")]
+    MissingPrevout {
+        /// The spending transaction.
+        txid: Txid,
+        /// The missing one.
+        prev: Txid,
+        /// The height being indexed.
+        height: u32,
+    },
+    /// The stored rows disagree with each other.
+    #[error("the index is inconsistent: {0}; remove it to rebuild")]
+    Inconsistent(String),
+}
+
+/// What one [`Index::sync`] did.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct SyncStats {
+    /// Blocks added.
+    pub connected: u32,
+    /// Blocks undone (reorgs).
+    pub disconnected: u32,
+    /// Script hashes whose history changed; `None` when too many to list (any may have).
+    pub touched: Option<HashSet<ScriptHash>>,
+}
+
+/// Past this many touched script hashes a sync reports "any" instead of the list.
+const MAX_TOUCHED: usize = 100_000;
+
+impl SyncStats {
+    fn touch(&mut self, block: &PreparedBlock) {
+        let Some(set) = self.touched.as_mut() else { return };
+        for tx in &block.txs {
+            set.extend(tx.outputs.iter().map(|o| o.scripthash));
+            set.extend(tx.inputs.iter().map(|i| i.spent.scripthash));
+        }
+        if set.len() > MAX_TOUCHED {
+            self.touched = None;
+        }
+    }
+}
+
+/// Blocks read and prepared in parallel, then written in one batch.
+const BATCH_BLOCKS: usize = 256;
+/// A batch is also closed once it holds this many transactions.
+const BATCH_TXS: usize = 100_000;
+
+/// The index: the store plus the indexed chain in memory.
+pub struct Index {
+    store: Arc<Store>,
+    chain: RwLock<IndexedChain>,
+}
+
+impl Index {
+    /// Opens the index over `store`, loading the indexed headers.
+    pub fn open(store: Arc<Store>) -> Result<Self, IndexError> {
+        let mut chain = IndexedChain::default();
+        let tip = store.tip()?;
+        for item in store.scan_prefix(None, cf::BLOCKS, &[]) {
+            let (key, value) = item?;
+            let height = BlockRow::decode_key(&key)?;
+            if height as usize != chain.len() {
+                return Err(IndexError::Inconsistent(format!(
+                    "block rows jump from height {} to {height}",
+                    chain.len() as i64 - 1
+                )));
+            }
+            let row = BlockRow::decode(&value)?;
+            if chain.len() > 0 && chain.next_txnum() != row.first_txnum {
+                return Err(IndexError::Inconsistent(format!(
+                    "block {height} starts at TxNum {}, expected {}",
+                    row.first_txnum.0,
+                    chain.next_txnum().0
+                )));
+            }
+            chain.push(row.header, row.first_txnum, row.tx_count);
+        }
+        let in_memory = chain.tip().map(|(height, hash)| TipRow { height, hash });
+        if in_memory != tip {
+            return Err(IndexError::Inconsistent(format!(
+                "tip row {tip:?} does not match the block rows' top {in_memory:?}"
+            )));
+        }
+        Ok(Index {
+            store,
+            chain: RwLock::new(chain),
+        })
+    }
+
+    /// The store.
+    pub fn store(&self) -> &Arc<Store> {
+        &self.store
+    }
+
+    /// A copy-free read of the indexed chain.
+    pub fn with_chain<R>(&self, f: impl FnOnce(&IndexedChain) -> R) -> R {
+        match self.chain.read() {
+            Ok(chain) => f(&chain),
+            Err(poisoned) => f(&poisoned.into_inner()),
+        }
+    }
+
+    /// The index tip.
+    pub fn tip(&self) -> Option<(u32, BlockHash)> {
+        self.with_chain(|c| c.tip())
+    }
+
+    fn chain_mut(&self) -> std::sync::RwLockWriteGuard<'_, IndexedChain> {
+        match self.chain.write() {
+            Ok(c) => c,
+            Err(poisoned) => poisoned.into_inner(),
+        }
+    }
+
+    /// Brings the index to the kernel's active chain: undoes blocks that left it, then adds
+    /// every block up to its tip. Safe to call at any time and after any crash.
+    pub fn sync(&self, validator: &Validator) -> Result<SyncStats, IndexError> {
+        let _span = tracing::info_span!("index_sync").entered();
+        let mut stats = SyncStats {
+            touched: Some(HashSet::new()),
+            ..Default::default()
+        };
+        loop {
+            // Undo blocks the kernel's active chain no longer has.
+            while let Some((height, hash)) = self.tip() {
+                if validator.hash_at(i64::from(height)) == Some(hash) {
+                    break;
+                }
+                if i64::from(height) > validator.tip().height {
+                    // The kernel is behind the index: after a crash it can lose blocks it had
+                    // not flushed, which the index had already written. Wait until it has
+                    // validated that height again; then the hashes decide.
+                    tracing::debug!("index tip {height} is above the kernel's; waiting for it");
+                    return Ok(stats);
+                }
+                let undone = self.disconnect_tip(validator, height, hash)?;
+                stats.touch(&undone);
+                stats.disconnected += 1;
+            }
+            let kernel_tip = validator.tip().height;
+            let next = self.tip().map(|(h, _)| i64::from(h) + 1).unwrap_or(0);
+            if next > kernel_tip {
+                return Ok(stats);
+            }
+            let mut end = (next + BATCH_BLOCKS as i64 - 1).min(kernel_tip);
+            // Read and decode in parallel while the kernel may validate later blocks.
+            let started = Instant::now();
+            let prepared: Result<Vec<PreparedBlock>, IndexError> = (next..=end)
+                .into_par_iter()
+                .map(|h| {
+                    let raw = validator.read_block_bytes(h)?;
+                    let undo = validator.read_undo(h)?;
+                    Ok(prepare(h as u32, &raw, &undo)?)
+                })
+                .collect();
+            let mut prepared = prepared?;
+            // Cap the batch by transactions too.
+            let mut txs = 0usize;
+            if let Some(cut) = prepared.iter().position(|b| {
+                txs += b.txs.len();
+                txs > BATCH_TXS
+            }) {
+                prepared.truncate(cut.max(1));
+                end = next + prepared.len() as i64 - 1;
+            }
+            match self.connect_batch(&prepared)? {
+                true => {
+                    stats.connected += prepared.len() as u32;
+                    for block in &prepared {
+                        stats.touch(block);
+                    }
+                    tracing::debug!(
+                        "indexed heights {next}..={end} ({txs} txs) in {:.0} ms",
+                        started.elapsed().as_secs_f64() * 1000.0
+                    );
+                }
+                // The kernel's chain moved under us (a reorg): start over from the tip check.
+                false => continue,
+            }
+        }
+    }
+
+    /// Writes `blocks` (consecutive, on top of the tip) in one batch; `false` if they do not
+    /// extend the tip (the kernel reorganized meanwhile) and nothing was written.
+    fn connect_batch(&self, blocks: &[PreparedBlock]) -> Result<bool, IndexError> {
+        let (mut prev, mut next_txnum) =
+            self.with_chain(|c| (c.tip().map(|(_, h)| h), c.next_txnum()));
+        let mut batch = WriteBatch::default();
+        let mut lookup = writer::TxNumLookup::new(&self.store);
+        let mut firsts = Vec::with_capacity(blocks.len());
+        for block in blocks {
+            if let Some(prev) = prev {
+                if block.header.prev_blockhash != prev {
+                    return Ok(false);
+                }
+            }
+            writer::connect(&self.store, &mut batch, &mut lookup, block, next_txnum)?;
+            firsts.push(next_txnum);
+            next_txnum = TxNum(next_txnum.0 + block.txs.len() as u64);
+            prev = Some(block.header.block_hash());
+        }
+        let Some(last) = blocks.last() else {
+            return Ok(true);
+        };
+        let tip = TipRow {
+            height: last.height,
+            hash: last.header.block_hash(),
+        };
+        batch.put_cf(self.store.cf(cf::META), meta::TIP, tip.encode());
+        self.store.write(batch)?;
+        let mut chain = self.chain_mut();
+        for (block, first) in blocks.iter().zip(firsts) {
+            chain.push(block.header, first, block.txs.len() as u32);
+        }
+        Ok(true)
+    }
+
+    fn disconnect_tip(
+        &self,
+        validator: &Validator,
+        height: u32,
+        hash: BlockHash,
+    ) -> Result<PreparedBlock, IndexError> {
+        if height == 0 {
+            return Err(IndexError::Inconsistent(format!(
+                "the indexed genesis {hash} is not the kernel's"
+            )));
+        }
+        tracing::info!("undoing block {hash} at height {height} (reorg)");
+        let raw = validator.read_block_bytes_by_hash(&hash)?;
+        let undo = validator.read_undo_by_hash(&hash)?;
+        let block = prepare(height, &raw, &undo)?;
+        let (first, parent) = self.with_chain(|c| {
+            (
+                c.txnums(height).map(|r| TxNum(r.start)),
+                c.hash(height - 1),
+            )
+        });
+        let (Some(first), Some(parent_hash)) = (first, parent) else {
+            return Err(IndexError::Inconsistent(format!("no rows for height {height}")));
+        };
+        let mut batch = WriteBatch::default();
+        let parent = TipRow {
+            height: height - 1,
+            hash: parent_hash,
+        };
+        writer::disconnect(&self.store, &mut batch, &block, first, parent)?;
+        self.store.write(batch)?;
+        self.chain_mut().pop();
+        Ok(block)
+    }
+
+    /// Every row of every column family, for comparing two indexes in tests.
+    pub fn dump(&self) -> Result<Vec<(&'static str, Vec<(Box<[u8]>, Box<[u8]>)>)>, IndexError> {
+        let mut out = Vec::new();
+        for name in cf::ALL {
+            let rows: Result<Vec<_>, _> = self.store.scan_prefix(None, name, &[]).collect();
+            out.push((name, rows?));
+        }
+        Ok(out)
+    }
+}

@@ -1,0 +1,217 @@
+//! Reading the index for clients: every call works on one RocksDB snapshot and never waits for
+//! the writer's batches.
+
+use bitcoin::Txid;
+
+use super::schema::{cf, BlockRow, HistoryKey, OutPointNum, ScriptHash, SpentRow, TxNum, TxRow, UtxoKey};
+use super::{find_txnum, Index, IndexError};
+
+/// One confirmed transaction of a script's history.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HistoryEntry {
+    /// The transaction.
+    pub txid: Txid,
+    /// Its block height.
+    pub height: u32,
+}
+
+/// One confirmed unspent output of a script.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UnspentOutput {
+    /// The transaction that created it.
+    pub txid: Txid,
+    /// Its index.
+    pub vout: u32,
+    /// The creating block's height.
+    pub height: u32,
+    /// Amount in satoshis.
+    pub value: u64,
+}
+
+/// Where a confirmed transaction is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TxPosition {
+    /// Its global number.
+    pub txnum: TxNum,
+    /// Block height.
+    pub height: u32,
+    /// Position in the block.
+    pub pos: u32,
+    /// Byte offset in the serialized block.
+    pub offset: u32,
+    /// Serialized length.
+    pub len: u32,
+}
+
+/// Query errors.
+#[derive(Debug, thiserror::Error)]
+pub enum QueryError {
+    /// The index failed.
+    #[error(transparent)]
+    Index(#[from] IndexError),
+    /// The answer would have more entries than allowed.
+    #[error("history too large: more than {limit} entries")]
+    TooLarge {
+        /// The configured limit.
+        limit: usize,
+    },
+}
+
+impl From<crate::store::StoreError> for QueryError {
+    fn from(e: crate::store::StoreError) -> Self {
+        QueryError::Index(e.into())
+    }
+}
+
+impl From<super::schema::RowError> for QueryError {
+    fn from(e: super::schema::RowError) -> Self {
+        QueryError::Index(e.into())
+    }
+}
+
+impl Index {
+    /// The confirmed history of a script, in chain order, at most `limit` entries.
+    pub fn history(&self, sh: &ScriptHash, limit: usize) -> Result<Vec<HistoryEntry>, QueryError> {
+        self.with_chain(|chain| {
+            let store = self.store();
+            let snap = store.snapshot();
+            let mut out = Vec::new();
+            for item in store.scan_prefix(Some(&snap), cf::HISTORY, &sh.prefix()) {
+                let (key, _) = item?;
+                let txnum = HistoryKey::decode(&key)?;
+                // Rows of a batch whose blocks the chain does not show yet are not visible.
+                let Some((height, _)) = chain.locate(txnum) else { continue };
+                if out.len() == limit {
+                    return Err(QueryError::TooLarge { limit });
+                }
+                let row = store
+                    .get_at(&snap, cf::TXS, &TxRow::key(txnum))?
+                    .ok_or_else(|| IndexError::Inconsistent(format!("no tx row {}", txnum.0)))?;
+                out.push(HistoryEntry {
+                    txid: TxRow::decode(&row)?.txid,
+                    height,
+                });
+            }
+            Ok(out)
+        })
+    }
+
+    /// The confirmed unspent outputs of a script, in chain order, at most `limit`.
+    pub fn unspent(&self, sh: &ScriptHash, limit: usize) -> Result<Vec<UnspentOutput>, QueryError> {
+        self.with_chain(|chain| {
+            let store = self.store();
+            let snap = store.snapshot();
+            let mut out = Vec::new();
+            for item in store.scan_prefix(Some(&snap), cf::UTXO, &sh.prefix()) {
+                let (key, value) = item?;
+                let op = UtxoKey::decode(&key)?;
+                let Some((height, _)) = chain.locate(op.txnum) else { continue };
+                if out.len() == limit {
+                    return Err(QueryError::TooLarge { limit });
+                }
+                let row = store
+                    .get_at(&snap, cf::TXS, &TxRow::key(op.txnum))?
+                    .ok_or_else(|| IndexError::Inconsistent(format!("no tx row {}", op.txnum.0)))?;
+                out.push(UnspentOutput {
+                    txid: TxRow::decode(&row)?.txid,
+                    vout: op.vout,
+                    height,
+                    value: UtxoKey::decode_value(&value)?,
+                });
+            }
+            Ok(out)
+        })
+    }
+
+    /// The confirmed balance of a script, in satoshis.
+    pub fn balance(&self, sh: &ScriptHash) -> Result<u64, QueryError> {
+        self.with_chain(|chain| {
+            let store = self.store();
+            let snap = store.snapshot();
+            let mut total = 0u64;
+            for item in store.scan_prefix(Some(&snap), cf::UTXO, &sh.prefix()) {
+                let (key, value) = item?;
+                let op = UtxoKey::decode(&key)?;
+                if chain.locate(op.txnum).is_some() {
+                    total = total.saturating_add(UtxoKey::decode_value(&value)?);
+                }
+            }
+            Ok(total)
+        })
+    }
+
+    /// Where a confirmed transaction is.
+    pub fn tx_position(&self, txid: &Txid) -> Result<Option<TxPosition>, QueryError> {
+        self.with_chain(|chain| {
+            let store = self.store();
+            let snap = store.snapshot();
+            let Some(txnum) = find_txnum(store, Some(&snap), txid)? else {
+                return Ok(None);
+            };
+            let Some((height, pos)) = chain.locate(txnum) else {
+                return Ok(None);
+            };
+            let row = store
+                .get_at(&snap, cf::TXS, &TxRow::key(txnum))?
+                .ok_or_else(|| IndexError::Inconsistent(format!("no tx row {}", txnum.0)))?;
+            let row = TxRow::decode(&row)?;
+            Ok(Some(TxPosition {
+                txnum,
+                height,
+                pos,
+                offset: row.offset,
+                len: row.len,
+            }))
+        })
+    }
+
+    /// The txids of a block, in block order.
+    pub fn block_txids(&self, height: u32) -> Result<Option<Vec<Txid>>, QueryError> {
+        self.with_chain(|chain| {
+            let Some(range) = chain.txnums(height) else {
+                return Ok(None);
+            };
+            let store = self.store();
+            let snap = store.snapshot();
+            let mut out = Vec::with_capacity((range.end - range.start) as usize);
+            for n in range {
+                let row = store
+                    .get_at(&snap, cf::TXS, &TxRow::key(TxNum(n)))?
+                    .ok_or_else(|| IndexError::Inconsistent(format!("no tx row {n}")))?;
+                out.push(TxRow::decode(&row)?.txid);
+            }
+            Ok(Some(out))
+        })
+    }
+
+    /// The transaction and input that spend an output, with the spending block's height.
+    pub fn spender(&self, txid: &Txid, vout: u32) -> Result<Option<(Txid, u32, u32)>, QueryError> {
+        self.with_chain(|chain| {
+            let store = self.store();
+            let snap = store.snapshot();
+            let Some(txnum) = find_txnum(store, Some(&snap), txid)? else {
+                return Ok(None);
+            };
+            let op = OutPointNum { txnum, vout };
+            let Some(bytes) = store.get_at(&snap, cf::SPENT, &op.encode())? else {
+                return Ok(None);
+            };
+            let by = SpentRow::decode(&bytes)?;
+            let Some((height, _)) = chain.locate(by.txnum) else {
+                return Ok(None);
+            };
+            let row = store
+                .get_at(&snap, cf::TXS, &TxRow::key(by.txnum))?
+                .ok_or_else(|| IndexError::Inconsistent(format!("no tx row {}", by.txnum.0)))?;
+            Ok(Some((TxRow::decode(&row)?.txid, by.vin, height)))
+        })
+    }
+
+    /// The stored block row at a height (header and TxNum range), straight from the store.
+    pub fn block_row(&self, height: u32) -> Result<Option<BlockRow>, QueryError> {
+        match self.store().get(cf::BLOCKS, &BlockRow::key(height))? {
+            Some(bytes) => Ok(Some(BlockRow::decode(&bytes)?)),
+            None => Ok(None),
+        }
+    }
+}

@@ -1,0 +1,162 @@
+//! Turning one block and its undo data into what the index needs, without touching the store:
+//! the part that runs in parallel over many blocks.
+
+use bitcoin::consensus::Decodable;
+use bitcoin::{BlockHash, Transaction, Txid};
+
+use super::schema::ScriptHash;
+use crate::kernel::BlockUndo;
+
+/// Errors from reading a block for the index.
+#[derive(Debug, thiserror::Error)]
+pub enum PrepareError {
+    /// The block bytes do not decode.
+    #[error("block at height {height} does not decode: {message}")]
+    Decode {
+        /// Its height.
+        height: u32,
+        /// The decoder's message.
+        message: String,
+    },
+    /// The undo data does not fit the block.
+    #[error("undo data of block {hash} at height {height} does not match it: {message}")]
+    UndoMismatch {
+        /// The block.
+        hash: BlockHash,
+        /// Its height.
+        height: u32,
+        /// What differs.
+        message: String,
+    },
+}
+
+/// An output as the index stores it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PreparedOutput {
+    /// Its script's hash.
+    pub scripthash: ScriptHash,
+    /// Its amount in satoshis.
+    pub value: u64,
+    /// Whether it can ever be spent (not OP_RETURN, not oversized): only those are UTXOs.
+    pub spendable: bool,
+}
+
+/// An input with what it spends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PreparedInput {
+    /// The spent transaction.
+    pub prev_txid: Txid,
+    /// The spent output's index.
+    pub prev_vout: u32,
+    /// The spent output, from the undo data.
+    pub spent: PreparedOutput,
+}
+
+/// A transaction as the index stores it.
+#[derive(Debug, Clone)]
+pub struct PreparedTx {
+    /// Its id.
+    pub txid: Txid,
+    /// Offset of its bytes in the serialized block.
+    pub offset: u32,
+    /// Its serialized length.
+    pub len: u32,
+    /// Its outputs.
+    pub outputs: Vec<PreparedOutput>,
+    /// Its inputs (none for the coinbase).
+    pub inputs: Vec<PreparedInput>,
+}
+
+/// A block ready to be written or undone.
+#[derive(Debug, Clone)]
+pub struct PreparedBlock {
+    /// Its height.
+    pub height: u32,
+    /// Its header.
+    pub header: bitcoin::block::Header,
+    /// Its transactions in block order.
+    pub txs: Vec<PreparedTx>,
+}
+
+fn output(o: &bitcoin::TxOut) -> PreparedOutput {
+    let script = &o.script_pubkey;
+    PreparedOutput {
+        scripthash: ScriptHash::of(script),
+        value: o.value.to_sat(),
+        // Core never adds these to its UTXO set.
+        spendable: !(script.is_op_return() || script.len() > 10_000),
+    }
+}
+
+/// Decodes a serialized block with its undo data into a [`PreparedBlock`].
+pub fn prepare(height: u32, raw: &[u8], undo: &BlockUndo) -> Result<PreparedBlock, PrepareError> {
+    let decode_err = |e: bitcoin::consensus::encode::Error| PrepareError::Decode {
+        height,
+        message: e.to_string(),
+    };
+    let mut cursor = std::io::Cursor::new(raw);
+    let header = bitcoin::block::Header::consensus_decode(&mut cursor).map_err(decode_err)?;
+    let count = bitcoin::VarInt::consensus_decode(&mut cursor).map_err(decode_err)?.0;
+    let hash = header.block_hash();
+    let mismatch = |message: String| PrepareError::UndoMismatch {
+        hash,
+        height,
+        message,
+    };
+    if count == 0 || count > 1_000_000 {
+        return Err(PrepareError::Decode {
+            height,
+            message: format!("implausible transaction count {count}"),
+        });
+    }
+    if undo.txs.len() as u64 != count - 1 && height != 0 {
+        return Err(mismatch(format!(
+            "{} undo entries for {} non-coinbase transactions",
+            undo.txs.len(),
+            count - 1
+        )));
+    }
+    let mut txs = Vec::with_capacity(count as usize);
+    for i in 0..count as usize {
+        let offset = cursor.position() as u32;
+        let tx = Transaction::consensus_decode(&mut cursor).map_err(decode_err)?;
+        let len = cursor.position() as u32 - offset;
+        let outputs = tx.output.iter().map(output).collect();
+        let inputs = if i == 0 {
+            Vec::new()
+        } else {
+            let spent = undo
+                .txs
+                .get(i - 1)
+                .ok_or_else(|| mismatch(format!("no undo entry for transaction {i}")))?;
+            if spent.len() != tx.input.len() {
+                return Err(mismatch(format!(
+                    "transaction {i} has {} inputs, undo data {}",
+                    tx.input.len(),
+                    spent.len()
+                )));
+            }
+            tx.input
+                .iter()
+                .zip(spent)
+                .map(|(input, coin)| PreparedInput {
+                    prev_txid: input.previous_output.txid,
+                    prev_vout: input.previous_output.vout,
+                    spent: output(&coin.txout),
+                })
+                .collect()
+        };
+        txs.push(PreparedTx {
+            txid: tx.compute_txid(),
+            offset,
+            len,
+            outputs,
+            inputs,
+        });
+    }
+    Ok(PreparedBlock {
+        height,
+        header,
+        txs,
+    })
+}

@@ -1,0 +1,428 @@
+//! The index's typed rows: one encode/decode place per column family. The layout is written
+//! down in `migrations/schema.md`; change both together, with a new schema version.
+
+use bitcoin::hashes::{sha256, Hash};
+use bitcoin::{BlockHash, Script, Txid};
+
+/// Bytes of a [`TxNum`] in keys: 2^40 transactions is about a thousand times mainnet's count.
+pub const TXNUM_LEN: usize = 5;
+/// Bytes of a script hash kept in keys: 96 bits, so finding a colliding script takes 2^96 work.
+pub const SCRIPTHASH_PREFIX_LEN: usize = 12;
+/// Bytes of a txid kept in the txid index key; a lookup checks the full txid in the tx row.
+pub const TXID_PREFIX_LEN: usize = 8;
+
+/// Errors from decoding a stored row: a damaged or foreign store.
+#[derive(Debug, thiserror::Error)]
+#[error("damaged {cf} row: {message}")]
+pub struct RowError {
+    /// The column family.
+    pub cf: &'static str,
+    /// What is wrong.
+    pub message: String,
+}
+
+fn row_err(cf: &'static str, message: impl Into<String>) -> RowError {
+    RowError {
+        cf,
+        message: message.into(),
+    }
+}
+
+/// The global number of a transaction: its position in the chain, counting from genesis's
+/// coinbase as 0. Keys store it big-endian so rows sort in chain order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct TxNum(pub u64);
+
+impl TxNum {
+    /// The key encoding: 5 bytes, big-endian.
+    pub fn encode(self) -> [u8; TXNUM_LEN] {
+        let b = self.0.to_be_bytes();
+        let mut out = [0u8; TXNUM_LEN];
+        out.copy_from_slice(&b[8 - TXNUM_LEN..]);
+        out
+    }
+
+    /// Decodes 5 big-endian bytes.
+    pub fn decode(bytes: &[u8]) -> Option<TxNum> {
+        if bytes.len() != TXNUM_LEN {
+            return None;
+        }
+        let mut b = [0u8; 8];
+        b[8 - TXNUM_LEN..].copy_from_slice(bytes);
+        Some(TxNum(u64::from_be_bytes(b)))
+    }
+}
+
+/// An Electrum script hash: SHA-256 of the output script. Shown to clients as the hex of the
+/// bytes reversed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ScriptHash(pub [u8; 32]);
+
+impl ScriptHash {
+    /// The script hash of an output script.
+    pub fn of(script: &Script) -> Self {
+        ScriptHash(sha256::Hash::hash(script.as_bytes()).to_byte_array())
+    }
+
+    /// Parses the Electrum form (hex, reversed byte order).
+    pub fn from_electrum_hex(text: &str) -> Option<Self> {
+        let mut bytes: [u8; 32] = hex::decode(text).ok()?.try_into().ok()?;
+        bytes.reverse();
+        Some(ScriptHash(bytes))
+    }
+
+    /// The Electrum form (hex, reversed byte order).
+    pub fn to_electrum_hex(&self) -> String {
+        let mut bytes = self.0;
+        bytes.reverse();
+        hex::encode(bytes)
+    }
+
+    /// The part of the hash that keys carry.
+    pub fn prefix(&self) -> [u8; SCRIPTHASH_PREFIX_LEN] {
+        let mut out = [0u8; SCRIPTHASH_PREFIX_LEN];
+        out.copy_from_slice(&self.0[..SCRIPTHASH_PREFIX_LEN]);
+        out
+    }
+}
+
+/// Column family names, in one place.
+pub mod cf {
+    /// Schema version and index tip.
+    pub const META: &str = "meta";
+    /// Height to header and the block's transaction range.
+    pub const BLOCKS: &str = "blocks";
+    /// TxNum to txid and place inside the serialized block.
+    pub const TXS: &str = "txs";
+    /// Txid prefix and TxNum, to find a transaction by id.
+    pub const TXID: &str = "txid";
+    /// Script hash prefix and TxNum: every transaction that funds or spends a script.
+    pub const HISTORY: &str = "history";
+    /// Script hash prefix, TxNum and output index to amount: unspent outputs per script.
+    pub const UTXO: &str = "utxo";
+    /// Outpoint (TxNum, output index) to the spending TxNum and input index.
+    pub const SPENT: &str = "spent";
+    /// Every column family.
+    pub const ALL: [&str; 7] = [META, BLOCKS, TXS, TXID, HISTORY, UTXO, SPENT];
+}
+
+/// `meta` keys.
+pub mod meta {
+    /// The schema version, u32 little-endian.
+    pub const VERSION: &[u8] = b"version";
+    /// The index tip: [`super::TipRow`].
+    pub const TIP: &[u8] = b"tip";
+}
+
+/// The index tip: the last block whose rows are all written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TipRow {
+    /// Its height.
+    pub height: u32,
+    /// Its hash.
+    pub hash: BlockHash,
+}
+
+impl TipRow {
+    /// Value: height u32 LE, then the 32-byte hash.
+    pub fn encode(&self) -> [u8; 36] {
+        let mut out = [0u8; 36];
+        out[..4].copy_from_slice(&self.height.to_le_bytes());
+        out[4..].copy_from_slice(self.hash.as_byte_array());
+        out
+    }
+
+    /// Decodes a `meta/tip` value.
+    pub fn decode(bytes: &[u8]) -> Result<Self, RowError> {
+        if bytes.len() != 36 {
+            return Err(row_err(cf::META, format!("tip is {} bytes", bytes.len())));
+        }
+        let mut h = [0u8; 4];
+        h.copy_from_slice(&bytes[..4]);
+        let mut hash = [0u8; 32];
+        hash.copy_from_slice(&bytes[4..]);
+        Ok(TipRow {
+            height: u32::from_le_bytes(h),
+            hash: BlockHash::from_byte_array(hash),
+        })
+    }
+}
+
+/// `blocks` row: a block's header and the TxNums of its transactions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BlockRow {
+    /// The 80-byte header.
+    pub header: bitcoin::block::Header,
+    /// TxNum of the coinbase.
+    pub first_txnum: TxNum,
+    /// Number of transactions.
+    pub tx_count: u32,
+}
+
+impl BlockRow {
+    /// Key: height u32 big-endian.
+    pub fn key(height: u32) -> [u8; 4] {
+        height.to_be_bytes()
+    }
+
+    /// Decodes a key.
+    pub fn decode_key(key: &[u8]) -> Result<u32, RowError> {
+        let b: [u8; 4] = key
+            .try_into()
+            .map_err(|_| row_err(cf::BLOCKS, "key is not 4 bytes"))?;
+        Ok(u32::from_be_bytes(b))
+    }
+
+    /// Value: header (80), first TxNum (5), tx count u32 LE (4).
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = bitcoin::consensus::serialize(&self.header);
+        out.extend_from_slice(&self.first_txnum.encode());
+        out.extend_from_slice(&self.tx_count.to_le_bytes());
+        out
+    }
+
+    /// Decodes a value.
+    pub fn decode(bytes: &[u8]) -> Result<Self, RowError> {
+        if bytes.len() != 80 + TXNUM_LEN + 4 {
+            return Err(row_err(cf::BLOCKS, format!("value is {} bytes", bytes.len())));
+        }
+        let header = bitcoin::consensus::deserialize(&bytes[..80])
+            .map_err(|e| row_err(cf::BLOCKS, e.to_string()))?;
+        let first_txnum = TxNum::decode(&bytes[80..80 + TXNUM_LEN])
+            .ok_or_else(|| row_err(cf::BLOCKS, "bad txnum"))?;
+        let mut c = [0u8; 4];
+        c.copy_from_slice(&bytes[80 + TXNUM_LEN..]);
+        Ok(BlockRow {
+            header,
+            first_txnum,
+            tx_count: u32::from_le_bytes(c),
+        })
+    }
+}
+
+/// `txs` row: a transaction's id and where its bytes sit inside the serialized block.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TxRow {
+    /// The txid.
+    pub txid: Txid,
+    /// Byte offset inside the serialized block.
+    pub offset: u32,
+    /// Serialized length (with witness).
+    pub len: u32,
+}
+
+impl TxRow {
+    /// Key: the TxNum.
+    pub fn key(txnum: TxNum) -> [u8; TXNUM_LEN] {
+        txnum.encode()
+    }
+
+    /// Value: txid (32), offset u32 LE, length u32 LE.
+    pub fn encode(&self) -> [u8; 40] {
+        let mut out = [0u8; 40];
+        out[..32].copy_from_slice(self.txid.as_byte_array());
+        out[32..36].copy_from_slice(&self.offset.to_le_bytes());
+        out[36..].copy_from_slice(&self.len.to_le_bytes());
+        out
+    }
+
+    /// Decodes a value.
+    pub fn decode(bytes: &[u8]) -> Result<Self, RowError> {
+        if bytes.len() != 40 {
+            return Err(row_err(cf::TXS, format!("value is {} bytes", bytes.len())));
+        }
+        let mut txid = [0u8; 32];
+        txid.copy_from_slice(&bytes[..32]);
+        let mut o = [0u8; 4];
+        o.copy_from_slice(&bytes[32..36]);
+        let mut l = [0u8; 4];
+        l.copy_from_slice(&bytes[36..]);
+        Ok(TxRow {
+            txid: Txid::from_byte_array(txid),
+            offset: u32::from_le_bytes(o),
+            len: u32::from_le_bytes(l),
+        })
+    }
+}
+
+/// `txid` row key: txid prefix (8) + TxNum (5); no value.
+pub struct TxidKey;
+
+impl TxidKey {
+    /// The scan prefix for a txid.
+    pub fn prefix(txid: &Txid) -> [u8; TXID_PREFIX_LEN] {
+        let mut out = [0u8; TXID_PREFIX_LEN];
+        out.copy_from_slice(&txid.as_byte_array()[..TXID_PREFIX_LEN]);
+        out
+    }
+
+    /// The full key.
+    pub fn encode(txid: &Txid, txnum: TxNum) -> [u8; TXID_PREFIX_LEN + TXNUM_LEN] {
+        let mut out = [0u8; TXID_PREFIX_LEN + TXNUM_LEN];
+        out[..TXID_PREFIX_LEN].copy_from_slice(&Self::prefix(txid));
+        out[TXID_PREFIX_LEN..].copy_from_slice(&txnum.encode());
+        out
+    }
+
+    /// The TxNum of a key.
+    pub fn decode(key: &[u8]) -> Result<TxNum, RowError> {
+        key.get(TXID_PREFIX_LEN..)
+            .and_then(TxNum::decode)
+            .ok_or_else(|| row_err(cf::TXID, "bad key length"))
+    }
+}
+
+/// `history` row key: script hash prefix (12) + TxNum (5); no value.
+pub struct HistoryKey;
+
+impl HistoryKey {
+    /// The full key.
+    pub fn encode(sh: &ScriptHash, txnum: TxNum) -> [u8; SCRIPTHASH_PREFIX_LEN + TXNUM_LEN] {
+        let mut out = [0u8; SCRIPTHASH_PREFIX_LEN + TXNUM_LEN];
+        out[..SCRIPTHASH_PREFIX_LEN].copy_from_slice(&sh.prefix());
+        out[SCRIPTHASH_PREFIX_LEN..].copy_from_slice(&txnum.encode());
+        out
+    }
+
+    /// The TxNum of a key.
+    pub fn decode(key: &[u8]) -> Result<TxNum, RowError> {
+        key.get(SCRIPTHASH_PREFIX_LEN..)
+            .and_then(TxNum::decode)
+            .ok_or_else(|| row_err(cf::HISTORY, "bad key length"))
+    }
+}
+
+/// An output's place: the TxNum of its transaction and its index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct OutPointNum {
+    /// The transaction.
+    pub txnum: TxNum,
+    /// The output index.
+    pub vout: u32,
+}
+
+impl OutPointNum {
+    /// 9 bytes: TxNum (5) + vout u32 BE.
+    pub fn encode(&self) -> [u8; TXNUM_LEN + 4] {
+        let mut out = [0u8; TXNUM_LEN + 4];
+        out[..TXNUM_LEN].copy_from_slice(&self.txnum.encode());
+        out[TXNUM_LEN..].copy_from_slice(&self.vout.to_be_bytes());
+        out
+    }
+
+    /// Decodes 9 bytes.
+    pub fn decode(bytes: &[u8], cf: &'static str) -> Result<Self, RowError> {
+        if bytes.len() != TXNUM_LEN + 4 {
+            return Err(row_err(cf, "bad outpoint length"));
+        }
+        let txnum = TxNum::decode(&bytes[..TXNUM_LEN]).ok_or_else(|| row_err(cf, "bad txnum"))?;
+        let mut v = [0u8; 4];
+        v.copy_from_slice(&bytes[TXNUM_LEN..]);
+        Ok(OutPointNum {
+            txnum,
+            vout: u32::from_be_bytes(v),
+        })
+    }
+}
+
+/// `utxo` row: key script hash prefix (12) + outpoint (9), value the amount in satoshis (u64 LE).
+pub struct UtxoKey;
+
+impl UtxoKey {
+    /// The full key.
+    pub fn encode(sh: &ScriptHash, out: OutPointNum) -> [u8; SCRIPTHASH_PREFIX_LEN + TXNUM_LEN + 4] {
+        let mut key = [0u8; SCRIPTHASH_PREFIX_LEN + TXNUM_LEN + 4];
+        key[..SCRIPTHASH_PREFIX_LEN].copy_from_slice(&sh.prefix());
+        key[SCRIPTHASH_PREFIX_LEN..].copy_from_slice(&out.encode());
+        key
+    }
+
+    /// The outpoint of a key.
+    pub fn decode(key: &[u8]) -> Result<OutPointNum, RowError> {
+        OutPointNum::decode(key.get(SCRIPTHASH_PREFIX_LEN..).unwrap_or(&[]), cf::UTXO)
+    }
+
+    /// Decodes the amount.
+    pub fn decode_value(bytes: &[u8]) -> Result<u64, RowError> {
+        let b: [u8; 8] = bytes
+            .try_into()
+            .map_err(|_| row_err(cf::UTXO, "amount is not 8 bytes"))?;
+        Ok(u64::from_le_bytes(b))
+    }
+}
+
+/// `spent` row: key the spent outpoint (9), value the spending TxNum (5) + input index u32 LE.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SpentRow {
+    /// The spending transaction.
+    pub txnum: TxNum,
+    /// Its input that spends the outpoint.
+    pub vin: u32,
+}
+
+impl SpentRow {
+    /// Value encoding.
+    pub fn encode(&self) -> [u8; TXNUM_LEN + 4] {
+        let mut out = [0u8; TXNUM_LEN + 4];
+        out[..TXNUM_LEN].copy_from_slice(&self.txnum.encode());
+        out[TXNUM_LEN..].copy_from_slice(&self.vin.to_le_bytes());
+        out
+    }
+
+    /// Decodes a value.
+    pub fn decode(bytes: &[u8]) -> Result<Self, RowError> {
+        if bytes.len() != TXNUM_LEN + 4 {
+            return Err(row_err(cf::SPENT, "bad value length"));
+        }
+        let txnum =
+            TxNum::decode(&bytes[..TXNUM_LEN]).ok_or_else(|| row_err(cf::SPENT, "bad txnum"))?;
+        let mut v = [0u8; 4];
+        v.copy_from_slice(&bytes[TXNUM_LEN..]);
+        Ok(SpentRow {
+            txnum,
+            vin: u32::from_le_bytes(v),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn txnum_keys_sort_in_chain_order() {
+        let a = HistoryKey::encode(&ScriptHash([1; 32]), TxNum(255));
+        let b = HistoryKey::encode(&ScriptHash([1; 32]), TxNum(256));
+        assert!(a < b);
+        assert_eq!(HistoryKey::decode(&b).unwrap(), TxNum(256));
+        assert_eq!(TxNum::decode(&TxNum((1 << 40) - 1).encode()), Some(TxNum((1 << 40) - 1)));
+    }
+
+    #[test]
+    fn electrum_script_hash_is_reversed_sha256() {
+        // The Electrum protocol docs' example: P2PKH of 1A1zP1eP5QGefi2DMPTfTL5SLmv7DivfNa.
+        let script = ScriptBuf::from_hex("76a91462e907b15cbf27d5425399ebf6f0fb50ebb88f1888ac").unwrap();
+        assert_eq!(
+            ScriptHash::of(&script).to_electrum_hex(),
+            "8b01df4e368ea28f8dc0423bcf7a4923e3a12d307c875e47a0cfbf90b5c39161"
+        );
+        let sh = ScriptHash::of(&script);
+        assert_eq!(ScriptHash::from_electrum_hex(&sh.to_electrum_hex()), Some(sh));
+    }
+
+    use bitcoin::ScriptBuf;
+
+    #[test]
+    fn rows_round_trip() {
+        let tip = TipRow { height: 7, hash: BlockHash::from_byte_array([9; 32]) };
+        assert_eq!(TipRow::decode(&tip.encode()).unwrap(), tip);
+        let tx = TxRow { txid: Txid::from_byte_array([3; 32]), offset: 81, len: 200 };
+        assert_eq!(TxRow::decode(&tx.encode()).unwrap(), tx);
+        let s = SpentRow { txnum: TxNum(5), vin: 2 };
+        assert_eq!(SpentRow::decode(&s.encode()).unwrap(), s);
+        let op = OutPointNum { txnum: TxNum(77), vout: 3 };
+        let key = UtxoKey::encode(&ScriptHash([2; 32]), op);
+        assert_eq!(UtxoKey::decode(&key).unwrap(), op);
+        assert!(TipRow::decode(&[1, 2]).is_err());
+    }
+}

@@ -1,0 +1,178 @@
+//! Writing and undoing blocks: one atomic batch per group of blocks, with the new index tip.
+
+use std::collections::HashMap;
+
+use bitcoin::Txid;
+use rocksdb::WriteBatch;
+
+use super::rows::PreparedBlock;
+use super::schema::{
+    cf, meta, BlockRow, HistoryKey, OutPointNum, SpentRow, TipRow, TxNum, TxRow, TxidKey, UtxoKey,
+};
+use super::IndexError;
+use crate::store::Store;
+
+/// Finds the TxNum of a confirmed txid: first among the batch being built, then in the store.
+pub struct TxNumLookup<'a> {
+    store: &'a Store,
+    pending: HashMap<Txid, TxNum>,
+}
+
+impl<'a> TxNumLookup<'a> {
+    /// A lookup over `store` with nothing pending.
+    pub fn new(store: &'a Store) -> Self {
+        TxNumLookup {
+            store,
+            pending: HashMap::new(),
+        }
+    }
+
+    /// Records a transaction written in the current batch.
+    pub fn add(&mut self, txid: Txid, txnum: TxNum) {
+        self.pending.insert(txid, txnum);
+    }
+
+    /// The TxNum of `txid`; the newest if a txid repeats (mainnet's two BIP30 duplicates).
+    pub fn get(&self, txid: &Txid) -> Result<Option<TxNum>, IndexError> {
+        if let Some(n) = self.pending.get(txid) {
+            return Ok(Some(*n));
+        }
+        find_txnum(self.store, None, txid)
+    }
+}
+
+/// Looks a txid up in the store: scans its prefix and checks the full txid in each tx row.
+pub fn find_txnum(
+    store: &Store,
+    snapshot: Option<&rocksdb::Snapshot<'_>>,
+    txid: &Txid,
+) -> Result<Option<TxNum>, IndexError> {
+    let mut found = None;
+    for item in store.scan_prefix(snapshot, cf::TXID, &TxidKey::prefix(txid)) {
+        let (key, _) = item?;
+        let txnum = TxidKey::decode(&key)?;
+        let row = match snapshot {
+            Some(s) => store.get_at(s, cf::TXS, &TxRow::key(txnum))?,
+            None => store.get(cf::TXS, &TxRow::key(txnum))?,
+        };
+        if let Some(bytes) = row {
+            if TxRow::decode(&bytes)?.txid == *txid {
+                found = Some(txnum);
+            }
+        }
+    }
+    Ok(found)
+}
+
+/// Adds the rows of `block`, whose coinbase gets `first`, to `batch`.
+pub fn connect(
+    store: &Store,
+    batch: &mut WriteBatch,
+    lookup: &mut TxNumLookup<'_>,
+    block: &PreparedBlock,
+    first: TxNum,
+) -> Result<(), IndexError> {
+    let row = BlockRow {
+        header: block.header,
+        first_txnum: first,
+        tx_count: block.txs.len() as u32,
+    };
+    batch.put_cf(store.cf(cf::BLOCKS), BlockRow::key(block.height), row.encode());
+    for (i, tx) in block.txs.iter().enumerate() {
+        let t = TxNum(first.0 + i as u64);
+        let txrow = TxRow {
+            txid: tx.txid,
+            offset: tx.offset,
+            len: tx.len,
+        };
+        batch.put_cf(store.cf(cf::TXS), TxRow::key(t), txrow.encode());
+        batch.put_cf(store.cf(cf::TXID), TxidKey::encode(&tx.txid, t), []);
+        // Inputs first: a transaction's outputs cannot be spent by its own inputs.
+        for (vin, input) in tx.inputs.iter().enumerate() {
+            let prev_t = lookup.get(&input.prev_txid)?.ok_or(IndexError::MissingPrevout {
+                txid: tx.txid,
+                prev: input.prev_txid,
+                height: block.height,
+            })?;
+            let spent = OutPointNum {
+                txnum: prev_t,
+                vout: input.prev_vout,
+            };
+            let sh = &input.spent.scripthash;
+            batch.put_cf(store.cf(cf::HISTORY), HistoryKey::encode(sh, t), []);
+            batch.delete_cf(store.cf(cf::UTXO), UtxoKey::encode(sh, spent));
+            let by = SpentRow {
+                txnum: t,
+                vin: vin as u32,
+            };
+            batch.put_cf(store.cf(cf::SPENT), spent.encode(), by.encode());
+        }
+        for (vout, out) in tx.outputs.iter().enumerate() {
+            batch.put_cf(store.cf(cf::HISTORY), HistoryKey::encode(&out.scripthash, t), []);
+            // Genesis's output is not spendable (Core never adds it to the UTXO set).
+            if out.spendable && block.height > 0 {
+                let op = OutPointNum {
+                    txnum: t,
+                    vout: vout as u32,
+                };
+                batch.put_cf(
+                    store.cf(cf::UTXO),
+                    UtxoKey::encode(&out.scripthash, op),
+                    out.value.to_le_bytes(),
+                );
+            }
+        }
+        lookup.add(tx.txid, t);
+    }
+    Ok(())
+}
+
+/// Adds to `batch` what removes `block` (the index tip, whose coinbase is `first`) and sets the
+/// tip to its parent.
+pub fn disconnect(
+    store: &Store,
+    batch: &mut WriteBatch,
+    block: &PreparedBlock,
+    first: TxNum,
+    parent: TipRow,
+) -> Result<(), IndexError> {
+    let lookup = TxNumLookup::new(store);
+    for (i, tx) in block.txs.iter().enumerate().rev() {
+        let t = TxNum(first.0 + i as u64);
+        batch.delete_cf(store.cf(cf::TXS), TxRow::key(t));
+        batch.delete_cf(store.cf(cf::TXID), TxidKey::encode(&tx.txid, t));
+        for (vout, out) in tx.outputs.iter().enumerate() {
+            batch.delete_cf(store.cf(cf::HISTORY), HistoryKey::encode(&out.scripthash, t));
+            let op = OutPointNum {
+                txnum: t,
+                vout: vout as u32,
+            };
+            batch.delete_cf(store.cf(cf::UTXO), UtxoKey::encode(&out.scripthash, op));
+        }
+        for input in &tx.inputs {
+            let prev_t = lookup.get(&input.prev_txid)?.ok_or(IndexError::MissingPrevout {
+                txid: tx.txid,
+                prev: input.prev_txid,
+                height: block.height,
+            })?;
+            let spent = OutPointNum {
+                txnum: prev_t,
+                vout: input.prev_vout,
+            };
+            let sh = &input.spent.scripthash;
+            batch.delete_cf(store.cf(cf::HISTORY), HistoryKey::encode(sh, t));
+            batch.delete_cf(store.cf(cf::SPENT), spent.encode());
+            // The spent output is unspent again, unless this block also created it.
+            if prev_t < first && input.spent.spendable {
+                batch.put_cf(
+                    store.cf(cf::UTXO),
+                    UtxoKey::encode(sh, spent),
+                    input.spent.value.to_le_bytes(),
+                );
+            }
+        }
+    }
+    batch.delete_cf(store.cf(cf::BLOCKS), BlockRow::key(block.height));
+    batch.put_cf(store.cf(cf::META), meta::TIP, parent.encode());
+    Ok(())
+}

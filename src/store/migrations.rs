@@ -1,0 +1,97 @@
+//! The store's schema version and the upgrades between versions. Each version's layout and each
+//! change is written down in `migrations/` at the top of the repository.
+
+use rocksdb::WriteBatch;
+
+use super::{Store, StoreError};
+use crate::index::schema::{cf, meta};
+
+/// The schema this cairn reads and writes.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// Reads the stored version: stamps a new store, upgrades an older one step by step, refuses a
+/// newer or unknown one.
+pub fn check_and_upgrade(store: &Store, existed: bool) -> Result<(), StoreError> {
+    let found = store.get(cf::META, meta::VERSION)?;
+    let version = match found {
+        None if !existed || store_is_empty(store)? => {
+            let mut batch = WriteBatch::default();
+            batch.put_cf(store.cf(cf::META), meta::VERSION, SCHEMA_VERSION.to_le_bytes());
+            store.write(batch)?;
+            return Ok(());
+        }
+        None => {
+            return Err(StoreError::UnknownSchema {
+                path: store.path().to_path_buf(),
+                message: "it holds data but no schema version (not written by cairn?)".into(),
+            })
+        }
+        Some(bytes) => {
+            let b: [u8; 4] = bytes.as_slice().try_into().map_err(|_| StoreError::UnknownSchema {
+                path: store.path().to_path_buf(),
+                message: format!("its schema version is {} bytes long", bytes.len()),
+            })?;
+            u32::from_le_bytes(b)
+        }
+    };
+    if version > SCHEMA_VERSION {
+        return Err(StoreError::NewerSchema {
+            path: store.path().to_path_buf(),
+            found: version,
+        });
+    }
+    if version == 0 {
+        return Err(StoreError::UnknownSchema {
+            path: store.path().to_path_buf(),
+            message: "schema version 0 does not exist".into(),
+        });
+    }
+    // Version 1 is the first; later versions add one upgrade step per version here.
+    Ok(())
+}
+
+fn store_is_empty(store: &Store) -> Result<bool, StoreError> {
+    for name in cf::ALL {
+        if let Some(item) = store.scan_prefix(None, name, &[]).next() {
+            item?;
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn new_store_is_stamped_and_newer_is_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        {
+            let store = Store::open(tmp.path()).unwrap();
+            assert_eq!(
+                store.get(cf::META, meta::VERSION).unwrap().unwrap(),
+                SCHEMA_VERSION.to_le_bytes()
+            );
+            let mut batch = WriteBatch::default();
+            batch.put_cf(store.cf(cf::META), meta::VERSION, 99u32.to_le_bytes());
+            store.write(batch).unwrap();
+        }
+        let err = Store::open(tmp.path()).err().unwrap().to_string();
+        assert!(err.contains("schema version 99"), "{err}");
+    }
+
+    #[test]
+    fn data_without_version_is_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        {
+            let store = Store::open(tmp.path()).unwrap();
+            let mut batch = WriteBatch::default();
+            batch.delete_cf(store.cf(cf::META), meta::VERSION);
+            batch.put_cf(store.cf(cf::TXS), b"x", b"y");
+            store.write(batch).unwrap();
+        }
+        let err = Store::open(tmp.path()).err().unwrap().to_string();
+        assert!(err.contains("no schema version"), "{err}");
+    }
+}

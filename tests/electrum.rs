@@ -1,0 +1,448 @@
+//! The Electrum server through a real client (the `electrum-client` crate) and raw sockets:
+//! every answer checked against values this test computes from the raw blocks.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bitcoin::consensus::serialize;
+use bitcoin::hashes::{sha256, sha256d, Hash};
+use bitcoin::{Block, ScriptBuf};
+use electrum_client::raw_client::{ElectrumPlaintextStream, RawClient};
+use electrum_client::{ElectrumApi, Param};
+use serde_json::{json, Value};
+
+use cairn::config::Network;
+use cairn::electrum::{Backend, ElectrumConfig, ElectrumServer};
+use cairn::generate::{ChainGenerator, GenerateOptions};
+use cairn::index::runner::IndexRunner;
+use cairn::index::schema::ScriptHash;
+use cairn::index::Index;
+use cairn::kernel::{Validator, ValidatorConfig};
+use cairn::store::Store;
+
+struct Fixture {
+    rt: tokio::runtime::Runtime,
+    addr: SocketAddr,
+    validator: Arc<Validator>,
+    runner: Option<IndexRunner>,
+    gen: ChainGenerator,
+    blocks: Vec<Block>,
+    _tmp: tempfile::TempDir,
+}
+
+impl Fixture {
+    fn start(n: u32, txs: u32, seed: u64, tweak: impl FnOnce(&mut ElectrumConfig)) -> Self {
+        let tmp = tempfile::tempdir().unwrap();
+        let config = ValidatorConfig {
+            network: Network::Regtest,
+            signet_challenge: None,
+            kernel_dir: tmp.path().join("kernel"),
+            blocks_dir: tmp.path().join("kernel/blocks"),
+            script_threads: 0,
+        };
+        let (validator, events) = Validator::open(&config).unwrap();
+        let validator = Arc::new(validator);
+        let mut gen = ChainGenerator::new(GenerateOptions { blocks: 0, txs_per_block: txs, seed });
+        let blocks: Vec<Block> = (0..n).map(|_| gen.next_block().unwrap()).collect();
+        for b in &blocks {
+            validator.submit_block(&serialize(b)).unwrap();
+        }
+        let store = Arc::new(Store::open(&tmp.path().join("index")).unwrap());
+        let index = Arc::new(Index::open(store).unwrap());
+        index.sync(&validator).unwrap();
+        let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+        let (updates, _) = tokio::sync::broadcast::channel(64);
+        let runner = IndexRunner::spawn(index.clone(), validator.clone(), events, updates.clone()).unwrap();
+        let mut econfig = ElectrumConfig::defaults(Network::Regtest);
+        econfig.addr = "127.0.0.1:0".parse().unwrap();
+        tweak(&mut econfig);
+        let backend = Arc::new(Backend { index, validator: validator.clone(), config: econfig });
+        let server = rt.block_on(ElectrumServer::start(backend, updates)).unwrap();
+        let addr = server.addr;
+        std::mem::forget(server);
+        Fixture { rt, addr, validator, runner: Some(runner), gen, blocks, _tmp: tmp }
+    }
+
+    fn client(&self) -> RawClient<ElectrumPlaintextStream> {
+        RawClient::new(self.addr, Some(Duration::from_secs(30)), None).unwrap()
+    }
+
+    fn add_blocks(&mut self, n: u32) {
+        for _ in 0..n {
+            let b = self.gen.next_block().unwrap();
+            self.validator.submit_block(&serialize(&b)).unwrap();
+            self.blocks.push(b);
+        }
+    }
+}
+
+impl Drop for Fixture {
+    fn drop(&mut self) {
+        if let Some(r) = self.runner.take() {
+            let _ = r.finish();
+        }
+        let _ = &self.rt;
+    }
+}
+
+fn status_of(history: &[(bitcoin::Txid, u32)]) -> Option<String> {
+    if history.is_empty() {
+        return None;
+    }
+    let text: String = history.iter().map(|(t, h)| format!("{t}:{h}:")).collect();
+    Some(sha256::Hash::hash(text.as_bytes()).to_string())
+}
+
+fn fold(leaf: [u8; 32], branch: &[String], mut pos: usize) -> [u8; 32] {
+    let mut acc = leaf;
+    for hex_hash in branch {
+        let mut sib: [u8; 32] = hex::decode(hex_hash).unwrap().try_into().unwrap();
+        sib.reverse();
+        let mut data = Vec::with_capacity(64);
+        if pos & 1 == 0 {
+            data.extend_from_slice(&acc);
+            data.extend_from_slice(&sib);
+        } else {
+            data.extend_from_slice(&sib);
+            data.extend_from_slice(&acc);
+        }
+        acc = sha256d::Hash::hash(&data).to_byte_array();
+        pos >>= 1;
+    }
+    acc
+}
+
+#[test]
+fn every_method_answers_what_the_blocks_say() {
+    let mut fx = Fixture::start(160, 25, 31, |_| {});
+    let c = fx.client();
+    let e = common::expected(&fx.blocks);
+    let genesis = bitcoin::blockdata::constants::genesis_block(bitcoin::Network::Regtest);
+
+    // Version negotiation, then 1.4 answers.
+    let version = c.raw_call("server.version", vec![Param::String("test".into()), Param::String("1.4".into())]).unwrap();
+    assert_eq!(version[1], "1.4");
+    assert!(c.raw_call("server.version", vec![]).is_err(), "only the first server.version is accepted");
+    let features = c.server_features().unwrap();
+    assert_eq!(features.genesis_hash, genesis.block_hash().to_byte_array());
+    c.ping().unwrap();
+    assert!(c.raw_call("server.banner", vec![]).unwrap().as_str().unwrap().contains("cairn"));
+    assert_eq!(c.raw_call("server.donation_address", vec![]).unwrap(), json!(""));
+    assert_eq!(c.raw_call("server.peers.subscribe", vec![]).unwrap(), json!([]));
+
+    // Headers.
+    let tip = c.block_headers_subscribe().unwrap();
+    assert_eq!(tip.height, 160);
+    assert_eq!(tip.header, fx.blocks[159].header);
+    assert_eq!(c.block_header(0).unwrap(), genesis.header);
+    assert_eq!(c.block_header(77).unwrap(), fx.blocks[76].header);
+    let chunk = c.block_headers(150, 50).unwrap();
+    assert_eq!(chunk.count, 11);
+    assert_eq!(chunk.headers[10], fx.blocks[159].header);
+    // Checkpoint proofs against a root this test computes with the bitcoin crate.
+    let mut hashes = vec![genesis.block_hash()];
+    hashes.extend(fx.blocks.iter().map(|b| b.block_hash()));
+    for (height, cp) in [(5u32, 100u32), (100, 100), (0, 160), (159, 160)] {
+        let proof = c.raw_call("blockchain.block.header", vec![Param::Usize(height as usize), Param::Usize(cp as usize)]).unwrap();
+        let root: bitcoin::TxMerkleNode = bitcoin::merkle_tree::calculate_root(
+            hashes[..=cp as usize].iter().map(|h| bitcoin::TxMerkleNode::from_byte_array(h.to_byte_array())),
+        )
+        .unwrap();
+        let mut root_rpc = root.to_byte_array();
+        root_rpc.reverse();
+        assert_eq!(proof["root"], hex::encode(root_rpc));
+        let branch: Vec<String> = serde_json::from_value(proof["branch"].clone()).unwrap();
+        assert_eq!(fold(hashes[height as usize].to_byte_array(), &branch, height as usize), root.to_byte_array());
+    }
+    let headers = c.raw_call("blockchain.block.headers", vec![Param::Usize(10), Param::Usize(5), Param::Usize(50)]).unwrap();
+    assert_eq!(headers["count"], 5);
+    assert!(headers["root"].is_string() && headers["branch"].is_array());
+    assert!(c.raw_call("blockchain.block.header", vec![Param::Usize(10), Param::Usize(500)]).is_err());
+
+    // Scripts: history, status, balance, unspent for every script of the last 30 blocks and
+    // the busiest ones.
+    let mut scripts: Vec<ScriptBuf> = fx.blocks[130..]
+        .iter()
+        .flat_map(|b| b.txdata.iter().flat_map(|t| t.output.iter().map(|o| o.script_pubkey.clone())))
+        .filter(|s| !s.is_op_return())
+        .collect();
+    scripts.sort();
+    scripts.dedup();
+    for script in &scripts {
+        let sh = ScriptHash::of(script);
+        let want = &e.history[&sh];
+        let got: Vec<(bitcoin::Txid, u32)> = c
+            .script_get_history(script)
+            .unwrap()
+            .iter()
+            .map(|h| (h.tx_hash, h.height as u32))
+            .collect();
+        assert_eq!(&got, want);
+        let status = c.script_subscribe(script).unwrap().map(|s| hex::encode(*s));
+        assert_eq!(status, status_of(want));
+        let unspent = e.unspent.get(&sh).cloned().unwrap_or_default();
+        let balance: u64 = unspent.values().map(|v| v.1).sum();
+        let got = c.script_get_balance(script).unwrap();
+        assert_eq!((got.confirmed, got.unconfirmed), (balance, 0));
+        let list = c.script_list_unspent(script).unwrap();
+        let want: Vec<(bitcoin::Txid, usize, usize, u64)> = unspent
+            .iter()
+            .map(|((h, _, vout), (txid, v))| (*txid, *vout as usize, *h as usize, *v))
+            .collect();
+        let got: Vec<_> = list.iter().map(|u| (u.tx_hash, u.tx_pos, u.height, u.value)).collect();
+        assert_eq!(got, want);
+    }
+    // An unused script: empty history, null status.
+    let unused = ScriptBuf::from_bytes(vec![0x51; 3]);
+    assert!(c.script_get_history(&unused).unwrap().is_empty());
+    assert_eq!(c.script_subscribe(&unused).unwrap(), None);
+    assert!(c.script_unsubscribe(&unused).unwrap());
+    assert!(!c.script_unsubscribe(&unused).unwrap());
+
+    // Transactions: raw, merkle proofs against the header's root, id_from_pos, verbose.
+    for block in [&fx.blocks[120], &fx.blocks[159]] {
+        let height = fx.blocks.iter().position(|b| b.block_hash() == block.block_hash()).unwrap() + 1;
+        for (pos, tx) in block.txdata.iter().enumerate().step_by(7) {
+            let txid = tx.compute_txid();
+            assert_eq!(c.transaction_get_raw(&txid).unwrap(), serialize(tx));
+            let m = c.transaction_get_merkle(&txid, height).unwrap();
+            assert_eq!((m.block_height, m.pos), (height, pos));
+            let branch: Vec<String> = m.merkle.iter().map(|h| { let mut b = *h; b.reverse(); hex::encode(b) }).collect();
+            assert_eq!(fold(txid.to_byte_array(), &branch, pos), block.header.merkle_root.to_byte_array());
+            assert_eq!(c.txid_from_pos(height, pos).unwrap(), txid);
+            let with = c.txid_from_pos_with_merkle(height, pos).unwrap();
+            assert_eq!(with.tx_hash, txid);
+            let verbose = c.raw_call("blockchain.transaction.get", vec![Param::String(txid.to_string()), Param::Bool(true)]).unwrap();
+            assert_eq!(verbose["txid"], txid.to_string());
+            assert_eq!(verbose["blockhash"], block.block_hash().to_string());
+            assert_eq!(verbose["confirmations"], json!(161 - height));
+            assert_eq!(verbose["vout"].as_array().unwrap().len(), tx.output.len());
+        }
+    }
+    assert!(c.transaction_get_merkle(&fx.blocks[10].txdata[0].compute_txid(), 12).is_err());
+
+    // What needs the mempool is an error, never an empty answer.
+    let some = &scripts[0];
+    let sh_hex = ScriptHash::of(some).to_electrum_hex();
+    for (method, params) in [
+        ("blockchain.scripthash.get_mempool", vec![Param::String(sh_hex.clone())]),
+        ("mempool.get_fee_histogram", vec![]),
+        ("blockchain.estimatefee", vec![Param::Usize(2)]),
+        ("blockchain.relayfee", vec![]),
+        ("blockchain.transaction.broadcast", vec![Param::String("00".into())]),
+    ] {
+        let err = c.raw_call(method, params).unwrap_err().to_string();
+        assert!(err.contains("mempool not available"), "{method}: {err}");
+    }
+
+    // Notifications: new blocks notify the header and every script whose status changed.
+    let before: Vec<Option<String>> = scripts.iter().map(|s| status_of(&e.history[&ScriptHash::of(s)])).collect();
+    while c.block_headers_pop().unwrap().is_some() {}
+    fx.add_blocks(3);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let header = loop {
+        if let Some(h) = c.block_headers_pop().unwrap() {
+            if h.height == 163 {
+                break h;
+            }
+            continue;
+        }
+        assert!(Instant::now() < deadline, "no header notification");
+        c.ping().unwrap();
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(header.header, fx.blocks[162].header);
+    let e2 = common::expected(&fx.blocks);
+    let mut changed = 0;
+    for (script, old) in scripts.iter().zip(&before) {
+        let new = status_of(&e2.history[&ScriptHash::of(script)]);
+        if &new != old {
+            changed += 1;
+            let mut last = None;
+            while let Some(s) = c.script_pop(script).unwrap() {
+                last = Some(hex::encode(*s));
+            }
+            assert_eq!(last, new, "notification for a changed script");
+        } else {
+            assert!(c.script_pop(script).unwrap().is_none(), "no notification without a change");
+        }
+    }
+    assert!(changed > 0);
+}
+
+#[test]
+fn protocol_1_6_answers_in_its_own_shapes() {
+    let fx = Fixture::start(105, 5, 32, |_| {});
+    let c = fx.client();
+    let v = c.raw_call("server.version", vec![Param::String("t".into()), Param::StringVec(vec!["1.4".into(), "1.6".into()])]).unwrap();
+    assert_eq!(v[1], "1.6");
+    let h = c.raw_call("blockchain.block.headers", vec![Param::Usize(0), Param::Usize(3)]).unwrap();
+    assert_eq!(h["headers"].as_array().unwrap().len(), 3);
+    assert!(h.get("hex").is_none());
+    let tx = fx.blocks[104].txdata[0].compute_txid();
+    let m = c.raw_call("blockchain.transaction.get_merkle", vec![Param::String(tx.to_string())]).unwrap();
+    assert_eq!(m["block_height"], 105);
+    assert_eq!(m["block_hash"], fx.blocks[104].block_hash().to_string());
+    let spk = &fx.blocks[104].txdata[0].output[0].script_pubkey;
+    let by_spk = c.raw_call("blockchain.scriptpubkey.get_history", vec![Param::String(hex::encode(spk.as_bytes()))]).unwrap();
+    let by_sh = c.raw_call("blockchain.scripthash.get_history", vec![Param::String(ScriptHash::of(spk).to_electrum_hex())]).unwrap();
+    assert_eq!(by_spk, by_sh);
+    let f = c.server_features().unwrap();
+    assert_eq!(f.protocol_max, "1.6");
+}
+
+fn raw_exchange(addr: SocketAddr, send: &[u8]) -> String {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let _ = s.write_all(send);
+    let mut line = String::new();
+    BufReader::new(s).read_line(&mut line).unwrap();
+    line
+}
+
+#[test]
+fn hostile_clients_get_errors_and_others_keep_being_served() {
+    let fx = Fixture::start(102, 3, 33, |c| {
+        c.max_line_bytes = 64 * 1024;
+        c.max_batch = 100;
+        c.idle_timeout = Duration::from_secs(5);
+    });
+    let addr = fx.addr;
+    // A client that sends requests and never reads its answers.
+    let mut hog = TcpStream::connect(addr).unwrap();
+    let big = format!("{}\n", json!({"jsonrpc":"2.0","id":1,"method":"blockchain.block.headers","params":[0, 2016]}));
+    let writer = std::thread::spawn(move || {
+        for _ in 0..2000 {
+            if hog.write_all(big.as_bytes()).is_err() {
+                break;
+            }
+        }
+        hog
+    });
+
+    // Garbage.
+    let answer: Value = serde_json::from_str(&raw_exchange(addr, b"\x00\xffnot json\n")).unwrap();
+    assert_eq!(answer["error"]["code"], -32700);
+    // Wrong parameter types.
+    let answer: Value = serde_json::from_str(&raw_exchange(addr, b"{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"blockchain.block.header\",\"params\":[\"x\"]}\n")).unwrap();
+    assert_eq!(answer["id"], 7);
+    assert_eq!(answer["error"]["code"], -32602);
+    let answer: Value = serde_json::from_str(&raw_exchange(addr, b"{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"blockchain.scripthash.get_history\",\"params\":[12]}\n")).unwrap();
+    assert_eq!(answer["error"]["code"], -32602);
+    // Unknown method.
+    let answer: Value = serde_json::from_str(&raw_exchange(addr, b"{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"no.such\",\"params\":[]}\n")).unwrap();
+    assert_eq!(answer["error"]["code"], -32601);
+    // A 10k-request batch.
+    let batch: Vec<Value> = (0..10_000).map(|i| json!({"jsonrpc":"2.0","id":i,"method":"server.ping","params":[]})).collect();
+    let mut line = serde_json::to_vec(&batch).unwrap();
+    line.push(b'\n');
+    // Over the line limit too: answered with an error, then the connection is closed.
+    let answer: Value = serde_json::from_str(&raw_exchange(addr, &line)).unwrap();
+    assert!(answer["error"]["message"].as_str().unwrap().contains("longer than"), "{answer}");
+    let batch: Vec<Value> = (0..500).map(|i| json!({"jsonrpc":"2.0","id":i,"method":"server.ping","params":[]})).collect();
+    let mut line = serde_json::to_vec(&batch).unwrap();
+    line.push(b'\n');
+    let answer: Value = serde_json::from_str(&raw_exchange(addr, &line)).unwrap();
+    assert!(answer["error"]["message"].as_str().unwrap().contains("exceeds the limit"), "{answer}");
+    // A 10 MB line without a newline: an error and a disconnect, not 10 MB of memory.
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let chunk = vec![b'a'; 1 << 20];
+    let mut sent = 0;
+    for _ in 0..10 {
+        if s.write_all(&chunk).is_err() {
+            break;
+        }
+        sent += 1;
+    }
+    let mut reply = String::new();
+    let _ = BufReader::new(&s).read_line(&mut reply);
+    assert!(reply.contains("longer than") || sent < 10, "{reply}");
+    let mut rest = Vec::new();
+    let _ = (&s).read_to_end(&mut rest);
+
+    // A well-behaved client is served all along, batches included.
+    let c = fx.client();
+    assert_eq!(c.block_headers_subscribe().unwrap().height, 102);
+    let answers = c
+        .batch_block_header(vec![1u32, 2, 3])
+        .unwrap();
+    assert_eq!(answers[2], fx.blocks[2].header);
+    drop(writer);
+}
+
+#[test]
+fn a_reorg_changes_answers_and_notifies() {
+    let mut fx = Fixture::start(140, 20, 34, |_| {});
+    let fork = fx.gen.fork(5);
+    fx.add_blocks(5);
+    let c = fx.client();
+    // Wait until the index has the 5 new blocks.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while c.block_headers_subscribe().unwrap().height != 145 {
+        assert!(Instant::now() < deadline);
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // Scripts paid by branch A's last block.
+    let a_block = fx.blocks[144].clone();
+    let mut fork_probe = fork.clone();
+    let branch_b: Vec<Block> = (0..7).map(|_| fork_probe.next_block().unwrap()).collect();
+    let chain_b: Vec<Block> = fx.blocks[..140].iter().chain(&branch_b).cloned().collect();
+    let e = common::expected(&chain_b);
+    // Scripts with a history on both branches (electrum-client cannot parse a null status).
+    let scripts: Vec<ScriptBuf> = a_block.txdata.iter().flat_map(|t| t.output.iter().map(|o| o.script_pubkey.clone()))
+        .filter(|s| !s.is_op_return() && e.history.contains_key(&ScriptHash::of(s)))
+        .collect();
+    assert!(!scripts.is_empty());
+    for s in &scripts {
+        c.script_subscribe(s).unwrap();
+    }
+    let a_tx = a_block.txdata[1].compute_txid();
+    assert!(c.transaction_get_raw(&a_tx).is_ok());
+
+    // Branch B: 7 blocks on top of height 140.
+    for b in &branch_b {
+        fx.validator.submit_block(&serialize(b)).unwrap();
+    }
+    assert_eq!(fx.validator.tip().height, 147);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let header = loop {
+        if let Some(h) = c.block_headers_pop().unwrap() {
+            if h.height == 147 {
+                break h;
+            }
+            continue;
+        }
+        assert!(Instant::now() < deadline, "no header notification after the reorg");
+        c.ping().unwrap();
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(header.header, branch_b[6].header);
+    let e_a = common::expected(&fx.blocks);
+    let mut notified = 0;
+    for s in &scripts {
+        let want = e.history.get(&ScriptHash::of(s)).map(|h| status_of(h)).unwrap_or(None);
+        let old = e_a.history.get(&ScriptHash::of(s)).map(|h| status_of(h)).unwrap_or(None);
+        let got: Vec<(bitcoin::Txid, u32)> = c.script_get_history(s).unwrap().iter().map(|h| (h.tx_hash, h.height as u32)).collect();
+        assert_eq!(got, e.history.get(&ScriptHash::of(s)).cloned().unwrap_or_default());
+        let mut last = None;
+        while let Some(st) = c.script_pop(s).unwrap() {
+            last = Some(hex::encode(*st));
+        }
+        if want != old {
+            notified += 1;
+            assert_eq!(last, want, "a changed status must be notified");
+        } else {
+            assert!(last.is_none(), "no notification without a change");
+        }
+    }
+    assert!(notified > 0, "the reorg changed statuses and notified them");
+    if !chain_b.iter().any(|b| b.txdata.iter().any(|t| t.compute_txid() == a_tx)) {
+        assert!(c.transaction_get_raw(&a_tx).is_err(), "branch A's transaction is gone");
+    }
+    assert_eq!(c.block_header(145).unwrap(), branch_b[4].header);
+}
