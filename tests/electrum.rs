@@ -123,12 +123,12 @@ fn every_method_answers_what_the_blocks_say() {
     let e = common::expected(&fx.blocks);
     let genesis = bitcoin::blockdata::constants::genesis_block(bitcoin::Network::Regtest);
 
-    // Version negotiation, then 1.4 answers.
-    let version = c.raw_call("server.version", vec![Param::String("test".into()), Param::String("1.4".into())]).unwrap();
-    assert_eq!(version[1], "1.4");
+    // The client negotiated 1.6 when it connected; only the first server.version counts.
     assert!(c.raw_call("server.version", vec![]).is_err(), "only the first server.version is accepted");
     let features = c.server_features().unwrap();
-    assert_eq!(features.genesis_hash, genesis.block_hash().to_byte_array());
+    let mut genesis_display = genesis.block_hash().to_byte_array();
+    genesis_display.reverse();
+    assert_eq!(features.genesis_hash, genesis_display);
     c.ping().unwrap();
     assert!(c.raw_call("server.banner", vec![]).unwrap().as_str().unwrap().contains("cairn"));
     assert_eq!(c.raw_call("server.donation_address", vec![]).unwrap(), json!(""));
@@ -188,20 +188,24 @@ fn every_method_answers_what_the_blocks_say() {
         let balance: u64 = unspent.values().map(|v| v.1).sum();
         let got = c.script_get_balance(script).unwrap();
         assert_eq!((got.confirmed, got.unconfirmed), (balance, 0));
-        let list = c.script_list_unspent(script).unwrap();
-        let want: Vec<(bitcoin::Txid, usize, usize, u64)> = unspent
+        // Raw, because the client re-sorts by (height, tx_pos) and loses the block order.
+        let list = c
+            .raw_call("blockchain.scripthash.listunspent", vec![Param::String(sh.to_electrum_hex())])
+            .unwrap();
+        let want: Vec<Value> = unspent
             .iter()
-            .map(|((h, _, vout), (txid, v))| (*txid, *vout as usize, *h as usize, *v))
+            .map(|((h, _, vout), (txid, v))| json!({"height": h, "tx_hash": txid.to_string(), "tx_pos": vout, "value": v}))
             .collect();
-        let got: Vec<_> = list.iter().map(|u| (u.tx_hash, u.tx_pos, u.height, u.value)).collect();
-        assert_eq!(got, want);
+        assert_eq!(list, Value::Array(want));
+        assert_eq!(c.script_list_unspent(script).unwrap().len(), unspent.len());
     }
     // An unused script: empty history, null status.
     let unused = ScriptBuf::from_bytes(vec![0x51; 3]);
     assert!(c.script_get_history(&unused).unwrap().is_empty());
-    assert_eq!(c.script_subscribe(&unused).unwrap(), None);
-    assert!(c.script_unsubscribe(&unused).unwrap());
-    assert!(!c.script_unsubscribe(&unused).unwrap());
+    let unused_sh = Param::String(ScriptHash::of(&unused).to_electrum_hex());
+    assert_eq!(c.raw_call("blockchain.scripthash.subscribe", vec![unused_sh.clone()]).unwrap(), Value::Null);
+    assert_eq!(c.raw_call("blockchain.scripthash.unsubscribe", vec![unused_sh.clone()]).unwrap(), json!(true));
+    assert_eq!(c.raw_call("blockchain.scripthash.unsubscribe", vec![unused_sh]).unwrap(), json!(false));
 
     // Transactions: raw, merkle proofs against the header's root, id_from_pos, verbose.
     for block in [&fx.blocks[120], &fx.blocks[159]] {
@@ -211,7 +215,7 @@ fn every_method_answers_what_the_blocks_say() {
             assert_eq!(c.transaction_get_raw(&txid).unwrap(), serialize(tx));
             let m = c.transaction_get_merkle(&txid, height).unwrap();
             assert_eq!((m.block_height, m.pos), (height, pos));
-            let branch: Vec<String> = m.merkle.iter().map(|h| { let mut b = *h; b.reverse(); hex::encode(b) }).collect();
+            let branch: Vec<String> = m.merkle.iter().map(hex::encode).collect();
             assert_eq!(fold(txid.to_byte_array(), &branch, pos), block.header.merkle_root.to_byte_array());
             assert_eq!(c.txid_from_pos(height, pos).unwrap(), txid);
             let with = c.txid_from_pos_with_merkle(height, pos).unwrap();
@@ -278,8 +282,7 @@ fn every_method_answers_what_the_blocks_say() {
 fn protocol_1_6_answers_in_its_own_shapes() {
     let fx = Fixture::start(105, 5, 32, |_| {});
     let c = fx.client();
-    let v = c.raw_call("server.version", vec![Param::String("t".into()), Param::StringVec(vec!["1.4".into(), "1.6".into()])]).unwrap();
-    assert_eq!(v[1], "1.6");
+    assert_eq!(c.protocol_version().ok().as_deref(), Some("1.6"), "negotiated on connect");
     let h = c.raw_call("blockchain.block.headers", vec![Param::Usize(0), Param::Usize(3)]).unwrap();
     assert_eq!(h["headers"].as_array().unwrap().len(), 3);
     assert!(h.get("hex").is_none());
@@ -293,6 +296,30 @@ fn protocol_1_6_answers_in_its_own_shapes() {
     assert_eq!(by_spk, by_sh);
     let f = c.server_features().unwrap();
     assert_eq!(f.protocol_max, "1.6");
+
+    // The same over a raw socket, negotiating 1.4 and then asking in 1.4 shapes.
+    let mut s = TcpStream::connect(fx.addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let mut reader = BufReader::new(s.try_clone().unwrap());
+    let mut ask = |req: Value| -> Value {
+        s.write_all(format!("{req}\n").as_bytes()).unwrap();
+        let mut line = String::new();
+        reader.read_line(&mut line).unwrap();
+        serde_json::from_str(&line).unwrap()
+    };
+    let v = ask(json!({"jsonrpc":"2.0","id":1,"method":"server.version","params":["t", ["1.1", "1.4.2"]]}));
+    assert_eq!(v["result"][1], "1.4.2");
+    let h = ask(json!({"jsonrpc":"2.0","id":2,"method":"blockchain.block.headers","params":[0, 3]}));
+    assert_eq!(h["result"]["hex"].as_str().unwrap().len(), 3 * 160);
+    let m = ask(json!({"jsonrpc":"2.0","id":3,"method":"blockchain.transaction.get_merkle","params":[tx.to_string()]}));
+    assert_eq!(m["error"]["code"], -32602, "1.4 requires the height");
+    let none = ask(json!({"jsonrpc":"2.0","id":4,"method":"server.version","params":["t", "1.0"]}));
+    assert!(none["error"].is_object());
+    let mut fresh = TcpStream::connect(fx.addr).unwrap();
+    fresh.write_all(b"{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"server.version\",\"params\":[\"t\",\"1.0\"]}\n").unwrap();
+    let mut line = String::new();
+    BufReader::new(fresh).read_line(&mut line).unwrap();
+    assert!(line.contains("unsupported protocol version"), "{line}");
 }
 
 fn raw_exchange(addr: SocketAddr, send: &[u8]) -> String {
