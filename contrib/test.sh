@@ -1,14 +1,15 @@
 #!/bin/sh
 # The whole test suite: installs build dependencies, the reference bitcoind and the Electrum
-# wallet, then runs every
-# test in the release profile (a debug build would compile RocksDB and the kernel a second time).
+# wallet, then runs every test in the release profile (a debug build would compile RocksDB and
+# the kernel a second time).
 set -eu
 cd "$(dirname "$0")/.."
 sh contrib/setup.sh
 sh contrib/install-bitcoind.sh /opt/bitcoind
 # The Electrum wallet 4.3.4, a real client for tests/electrum_wallet.rs.
 if [ ! -x /usr/bin/electrum ]; then
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends electrum >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends electrum >/dev/null ||
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends electrum >/dev/null; }
 fi
 export CAIRN_BITCOIND=/opt/bitcoind/bitcoind
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-/var/tmp/cairn-target}"

@@ -191,12 +191,16 @@ impl Index {
             let prepared: Result<Vec<PreparedBlock>, IndexError> = (next..=end)
                 .into_par_iter()
                 .map(|h| {
-                    let raw = validator.read_block_bytes(h)?;
-                    let undo = validator.read_undo(h)?;
+                    let (raw, undo) = validator.read_block_with_undo(h)?;
                     Ok(prepare(h as u32, &raw, &undo)?)
                 })
                 .collect();
-            let mut prepared = prepared?;
+            let mut prepared = match prepared {
+                Ok(p) => p,
+                // The kernel's chain got shorter while we read (a reorg): start over.
+                Err(_) if validator.tip().height < end => continue,
+                Err(e) => return Err(e),
+            };
             // Cap the batch by transactions too.
             let mut txs = 0usize;
             if let Some(cut) = prepared.iter().position(|b| {

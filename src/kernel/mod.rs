@@ -335,10 +335,18 @@ impl Validator {
 
     /// The tip of the active chain.
     pub fn tip(&self) -> ChainTip {
-        let tip = self.chainman.active_chain().tip();
-        ChainTip {
-            height: i64::from(tip.height()),
-            hash: to_hash(tip.block_hash().to_bytes()),
+        // Height and entry are read under two separate kernel locks; if a reorg shortened the
+        // chain in between, read again (the crate's `Chain::tip` would hand out a null entry).
+        loop {
+            let chain = self.chainman.active_chain();
+            let height = chain.height();
+            if let Some(entry) = usize::try_from(height).ok().and_then(|h| chain.at_height(h)) {
+                return ChainTip {
+                    height: i64::from(entry.height()),
+                    hash: to_hash(entry.block_hash().to_bytes()),
+                };
+            }
+            std::thread::yield_now();
         }
     }
 
@@ -485,6 +493,13 @@ impl Validator {
             .read_block_data(entry)
             .map_err(|e| read_err(e.to_string()))?;
         block.consensus_encode().map_err(|e| read_err(e.to_string()))
+    }
+
+    /// Reads the serialized block at `height` of the active chain together with its undo data,
+    /// both of the same block even if the chain changes meanwhile.
+    pub fn read_block_with_undo(&self, height: i64) -> Result<(Vec<u8>, BlockUndo), KernelError> {
+        let entry = self.entry_at(height)?;
+        Ok((self.read_entry_bytes(&entry)?, self.read_entry_undo(&entry)?))
     }
 
     /// Reads and decodes the block at `height` of the active chain.
