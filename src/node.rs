@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::Settings;
 use crate::datadir::{DataDir, DataDirError, DataDirLock};
+use crate::import::KernelBlockFiles;
 use crate::index::{Index, IndexError};
 use crate::kernel::{ChainTip, KernelError, KernelEvent, Validator, ValidatorConfig};
 use crate::store::{Store, StoreError};
@@ -105,7 +106,8 @@ impl Node {
         let (validator, events) = Validator::open(&config)?;
         let index = if with_index {
             let store = Arc::new(Store::open(&datadir.index_dir())?);
-            Some(Arc::new(Index::open(store)?))
+            let files = KernelBlockFiles::new(&datadir.blocks_dir(), settings.magic());
+            Some(Arc::new(Index::open(store, Some(files))?))
         } else {
             None
         };

@@ -143,7 +143,7 @@ fn kill_9_during_import_then_restart_reaches_the_same_tip() {
         .unwrap());
     let dump = |dir: &Path| {
         let store = std::sync::Arc::new(cairn::store::Store::open(&dir.join("regtest/index")).unwrap());
-        cairn::index::Index::open(store).unwrap().dump().unwrap()
+        cairn::index::Index::open(store, None).unwrap().dump().unwrap()
     };
     assert!(dump(&dd) == dump(&fresh), "index after kill -9 differs from a fresh index");
 }

@@ -52,7 +52,8 @@ impl Fixture {
             validator.submit_block(&serialize(b)).unwrap();
         }
         let store = Arc::new(Store::open(&tmp.path().join("index")).unwrap());
-        let index = Arc::new(Index::open(store).unwrap());
+        let files = cairn::import::KernelBlockFiles::new(&tmp.path().join("kernel/blocks"), Network::Regtest.magic());
+        let index = Arc::new(Index::open(store, Some(files)).unwrap());
         index.sync(&validator).unwrap();
         let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
         let (updates, _) = tokio::sync::broadcast::channel(64);

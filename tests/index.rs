@@ -24,7 +24,8 @@ fn open(dir: &Path) -> (Validator, Index) {
     };
     let validator = Validator::open(&config).unwrap().0;
     let store = Arc::new(Store::open(&dir.join("index")).unwrap());
-    (validator, Index::open(store).unwrap())
+    let files = cairn::import::KernelBlockFiles::new(&dir.join("kernel/blocks"), Network::Regtest.magic());
+    (validator, Index::open(store, Some(files)).unwrap())
 }
 
 fn submit(v: &Validator, blocks: &[Block]) {
@@ -61,6 +62,9 @@ fn check(index: &Index, blocks: &[Block]) {
         )
         .unwrap();
         assert_eq!(tx.compute_txid(), *txid);
+        // The same bytes straight from the kernel's block files.
+        let (bytes, _) = index.raw_tx(txid).unwrap().expect("mapped in the block files");
+        assert_eq!(bytes, raw[p.offset as usize..(p.offset + p.len) as usize]);
     }
     for (op, (txid, vin, height)) in &e.spent_by {
         assert_eq!(index.spender(&op.txid, op.vout).unwrap(), Some((*txid, *vin, *height)));

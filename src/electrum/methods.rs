@@ -331,6 +331,10 @@ impl Session {
     }
 
     fn raw_tx(&self, txid: &Txid) -> Result<(Vec<u8>, u32), RpcError> {
+        // From the block files directly; through the kernel only if they are not mapped.
+        if let Some((bytes, pos)) = self.backend.index.raw_tx(txid).map_err(backend_err)? {
+            return Ok((bytes, pos.height));
+        }
         let pos = self
             .backend
             .index

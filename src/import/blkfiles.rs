@@ -117,21 +117,7 @@ impl BlkDir {
             return Err(BlkError::NoFiles(dir.to_path_buf()));
         }
         files.sort();
-        let mut key = [0u8; 8];
-        let key_path = dir.join("xor.dat");
-        if key_path.exists() {
-            let bytes = std::fs::read(&key_path).map_err(|source| BlkError::Io {
-                path: key_path.clone(),
-                source,
-            })?;
-            if bytes.len() != 8 {
-                return Err(BlkError::BadXorKey {
-                    path: key_path,
-                    len: bytes.len() as u64,
-                });
-            }
-            key.copy_from_slice(&bytes);
-        }
+        let key = read_xor_key(dir)?;
         Ok(BlkDir {
             files: files.into_iter().map(|(_, p)| p).collect(),
             key,
@@ -155,12 +141,7 @@ impl BlkDir {
     }
 
     fn deobfuscate(&self, buf: &mut [u8], file_offset: u64) {
-        if self.key == [0u8; 8] {
-            return;
-        }
-        for (i, b) in buf.iter_mut().enumerate() {
-            *b ^= self.key[((file_offset + i as u64) % 8) as usize];
-        }
+        xor_in_place(&self.key, buf, file_offset);
     }
 
     /// Reads one whole file (deobfuscated) and lists the positions of its blocks.
@@ -243,6 +224,158 @@ impl BlkDir {
             expected: hex::encode(self.magic),
             found: hex::encode(found),
             hint,
+        }
+    }
+}
+
+/// Undoes Core's block-file obfuscation: byte i of a file is XORed with key[i % 8].
+fn xor_in_place(key: &[u8; 8], buf: &mut [u8], file_offset: u64) {
+    if *key == [0u8; 8] {
+        return;
+    }
+    for (i, b) in buf.iter_mut().enumerate() {
+        *b ^= key[((file_offset + i as u64) % 8) as usize];
+    }
+}
+
+/// Reads `dir/xor.dat`, Core's obfuscation key; all zeros (plain files) when absent.
+fn read_xor_key(dir: &Path) -> Result<[u8; 8], BlkError> {
+    let mut key = [0u8; 8];
+    let key_path = dir.join("xor.dat");
+    if key_path.exists() {
+        let bytes = std::fs::read(&key_path).map_err(|source| BlkError::Io {
+            path: key_path.clone(),
+            source,
+        })?;
+        if bytes.len() != 8 {
+            return Err(BlkError::BadXorKey {
+                path: key_path,
+                len: bytes.len() as u64,
+            });
+        }
+        key.copy_from_slice(&bytes);
+    }
+    Ok(key)
+}
+
+/// A position in a block-file folder: file number and byte offset.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
+pub struct FilePos {
+    /// The `blkNNNNN.dat` number.
+    pub file: u32,
+    /// Byte offset inside it.
+    pub offset: u64,
+}
+
+/// A block found in the kernel's block files.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FoundBlock {
+    /// The block's hash (from its header).
+    pub hash: bitcoin::BlockHash,
+    /// Where its bytes start (after magic and size).
+    pub at: FilePos,
+    /// Its serialized length.
+    pub len: u32,
+}
+
+/// The block files the embedded kernel writes, read directly: so serving a block or a
+/// transaction never takes the kernel's lock.
+#[derive(Debug, Clone)]
+pub struct KernelBlockFiles {
+    dir: PathBuf,
+    magic: [u8; 4],
+}
+
+impl KernelBlockFiles {
+    /// The kernel's `blocks/` folder and the network magic.
+    pub fn new(dir: &Path, magic: [u8; 4]) -> Self {
+        KernelBlockFiles {
+            dir: dir.to_path_buf(),
+            magic,
+        }
+    }
+
+    fn path(&self, file: u32) -> PathBuf {
+        self.dir.join(format!("blk{file:05}.dat"))
+    }
+
+    /// Reads `len` bytes at `at` (deobfuscated).
+    pub fn read(&self, at: FilePos, len: u32) -> Result<Vec<u8>, BlkError> {
+        let path = self.path(at.file);
+        let io = |source| BlkError::Io {
+            path: path.clone(),
+            source,
+        };
+        let key = read_xor_key(&self.dir)?;
+        let mut f = File::open(&path).map_err(io)?;
+        f.seek(SeekFrom::Start(at.offset)).map_err(io)?;
+        let mut buf = vec![0u8; len as usize];
+        f.read_exact(&mut buf).map_err(io)?;
+        xor_in_place(&key, &mut buf, at.offset);
+        Ok(buf)
+    }
+
+    /// Lists the complete block records written since `from`, and the position after the last
+    /// one. Stops at the end of written data (zero padding, a partly written record, or the end
+    /// of the newest file).
+    pub fn scan_from(&self, from: FilePos) -> Result<(Vec<FoundBlock>, FilePos), BlkError> {
+        let key = read_xor_key(&self.dir)?;
+        let mut found = Vec::new();
+        let mut pos = from;
+        loop {
+            let path = self.path(pos.file);
+            // Only the part after `pos` is read: the rest was scanned before.
+            let mut data = Vec::new();
+            match File::open(&path) {
+                Ok(mut f) => {
+                    let io = |source| BlkError::Io {
+                        path: path.clone(),
+                        source,
+                    };
+                    f.seek(SeekFrom::Start(pos.offset)).map_err(io)?;
+                    f.read_to_end(&mut data).map_err(io)?;
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((found, pos)),
+                Err(source) => return Err(BlkError::Io { path, source }),
+            }
+            let base = pos.offset as usize;
+            let mut off = 0usize;
+            while off + 8 <= data.len() {
+                let mut head = [0u8; 8];
+                head.copy_from_slice(&data[off..off + 8]);
+                xor_in_place(&key, &mut head, (base + off) as u64);
+                if head[..4] != self.magic {
+                    break; // zero padding: nothing written here yet
+                }
+                let size = u32::from_le_bytes([head[4], head[5], head[6], head[7]]);
+                let end = off + 8 + size as usize;
+                if !(81..=MAX_BLOCK_SIZE).contains(&size) || end > data.len() {
+                    break;
+                }
+                let mut header = data[off + 8..off + 8 + 80].to_vec();
+                xor_in_place(&key, &mut header, (base + off + 8) as u64);
+                if let Ok(h) = bitcoin::consensus::deserialize::<bitcoin::block::Header>(&header) {
+                    found.push(FoundBlock {
+                        hash: h.block_hash(),
+                        at: FilePos {
+                            file: pos.file,
+                            offset: (base + off + 8) as u64,
+                        },
+                        len: size,
+                    });
+                }
+                off = end;
+            }
+            pos.offset = (base + off) as u64;
+            // Core only starts the next file once this one is full.
+            if self.path(pos.file + 1).exists() {
+                pos = FilePos {
+                    file: pos.file + 1,
+                    offset: 0,
+                };
+            } else {
+                return Ok((found, pos));
+            }
         }
     }
 }

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use bitcoin::BlockHash;
 
 use crate::kernel::{Accepted, KernelError, Validator};
-pub use blkfiles::{BlkDir, BlkError, BlkPos, BlkWriter};
+pub use blkfiles::{BlkDir, BlkError, BlkPos, BlkWriter, FilePos, FoundBlock, KernelBlockFiles};
 pub use progress::Progress;
 
 /// Errors that stop an import.

@@ -22,7 +22,8 @@ use crate::kernel::{KernelError, Validator};
 use crate::store::{Store, StoreError};
 use chain::IndexedChain;
 use rows::{prepare, PrepareError, PreparedBlock};
-use schema::{cf, meta, BlockRow, RowError, ScriptHash, TipRow, TxNum};
+use crate::import::{FilePos, KernelBlockFiles};
+use schema::{cf, meta, BlockPosRow, BlockRow, RowError, ScanPosRow, ScriptHash, TipRow, TxNum};
 
 pub use writer::find_txnum;
 
@@ -51,6 +52,9 @@ pub enum IndexError {
         /// The height being indexed.
         height: u32,
     },
+    /// The kernel's block files could not be read.
+    #[error("reading the kernel's block files: {0}")]
+    BlockFiles(String),
     /// The stored rows disagree with each other.
     #[error("the index is inconsistent: {0}; remove it to rebuild")]
     Inconsistent(String),
@@ -92,11 +96,14 @@ const BATCH_TXS: usize = 100_000;
 pub struct Index {
     store: Arc<Store>,
     chain: RwLock<IndexedChain>,
+    block_files: Option<KernelBlockFiles>,
 }
 
 impl Index {
-    /// Opens the index over `store`, loading the indexed headers.
-    pub fn open(store: Arc<Store>) -> Result<Self, IndexError> {
+    /// Opens the index over `store`, loading the indexed headers. With `block_files` (the
+    /// kernel's `blocks/` folder) it maps where every block sits, so transactions are served
+    /// from the files without the kernel's lock.
+    pub fn open(store: Arc<Store>, block_files: Option<KernelBlockFiles>) -> Result<Self, IndexError> {
         let mut chain = IndexedChain::default();
         let tip = store.tip()?;
         for item in store.scan_prefix(None, cf::BLOCKS, &[]) {
@@ -127,7 +134,39 @@ impl Index {
         Ok(Index {
             store,
             chain: RwLock::new(chain),
+            block_files,
         })
+    }
+
+    /// The kernel's block files, when the index reads them directly.
+    pub fn block_files(&self) -> Option<&KernelBlockFiles> {
+        self.block_files.as_ref()
+    }
+
+    /// Records where the blocks written since the last scan sit in the kernel's files.
+    fn scan_block_files(&self) -> Result<(), IndexError> {
+        let Some(files) = &self.block_files else {
+            return Ok(());
+        };
+        let from = match self.store.get(cf::META, meta::BLKSCAN)? {
+            Some(bytes) => ScanPosRow::decode(&bytes)?,
+            None => FilePos::default(),
+        };
+        let (found, next) = files.scan_from(from).map_err(|e| IndexError::BlockFiles(e.to_string()))?;
+        if next == from {
+            return Ok(());
+        }
+        let mut batch = WriteBatch::default();
+        for block in found {
+            let row = BlockPosRow {
+                at: block.at,
+                len: block.len,
+            };
+            batch.put_cf(self.store.cf(cf::BLOCKPOS), BlockPosRow::key(&block.hash), row.encode());
+        }
+        batch.put_cf(self.store.cf(cf::META), meta::BLKSCAN, ScanPosRow::encode(next));
+        self.store.write(batch)?;
+        Ok(())
     }
 
     /// The store.
@@ -164,6 +203,7 @@ impl Index {
             ..Default::default()
         };
         loop {
+            self.scan_block_files()?;
             // Undo blocks the kernel's active chain no longer has.
             while let Some((height, hash)) = self.tip() {
                 if validator.hash_at(i64::from(height)) == Some(hash) {
@@ -297,11 +337,20 @@ impl Index {
         Ok(block)
     }
 
-    /// Every row of every column family, for comparing two indexes in tests.
+    /// Every row of the logical index, for comparing two indexes in tests: all column families
+    /// but the map of the kernel's block files (`blockpos`, `meta/blkscan`), which depends on
+    /// the order blocks reached the kernel, not on the chain.
     pub fn dump(&self) -> Result<Vec<(&'static str, Vec<(Box<[u8]>, Box<[u8]>)>)>, IndexError> {
         let mut out = Vec::new();
         for name in cf::ALL {
-            let rows: Result<Vec<_>, _> = self.store.scan_prefix(None, name, &[]).collect();
+            if name == cf::BLOCKPOS {
+                continue;
+            }
+            let rows: Result<Vec<_>, _> = self
+                .store
+                .scan_prefix(None, name, &[])
+                .filter(|item| !matches!(item, Ok((k, _)) if name == cf::META && &**k == meta::BLKSCAN))
+                .collect();
             out.push((name, rows?));
         }
         Ok(out)

@@ -3,7 +3,7 @@
 
 use bitcoin::Txid;
 
-use super::schema::{cf, BlockRow, HistoryKey, OutPointNum, ScriptHash, SpentRow, TxNum, TxRow, UtxoKey};
+use super::schema::{cf, BlockPosRow, BlockRow, HistoryKey, OutPointNum, ScriptHash, SpentRow, TxNum, TxRow, UtxoKey};
 use super::{find_txnum, Index, IndexError};
 
 /// One confirmed transaction of a script's history.
@@ -163,6 +163,35 @@ impl Index {
                 len: row.len,
             }))
         })
+    }
+
+    /// A confirmed transaction's bytes, read straight from the kernel's block files (no kernel
+    /// lock). `None` if the transaction is unknown or the files are not mapped.
+    pub fn raw_tx(&self, txid: &Txid) -> Result<Option<(Vec<u8>, TxPosition)>, QueryError> {
+        let Some(files) = self.block_files() else {
+            return Ok(None);
+        };
+        let Some(pos) = self.tx_position(txid)? else {
+            return Ok(None);
+        };
+        let Some(hash) = self.with_chain(|c| c.hash(pos.height)) else {
+            return Ok(None);
+        };
+        let Some(row) = self.store().get(cf::BLOCKPOS, &BlockPosRow::key(&hash))? else {
+            return Ok(None);
+        };
+        let row = BlockPosRow::decode(&row)?;
+        if pos.offset + pos.len > row.len {
+            return Err(IndexError::Inconsistent(format!("transaction {txid} lies outside its block")).into());
+        }
+        let at = crate::import::FilePos {
+            file: row.at.file,
+            offset: row.at.offset + u64::from(pos.offset),
+        };
+        let bytes = files
+            .read(at, pos.len)
+            .map_err(|e| IndexError::BlockFiles(e.to_string()))?;
+        Ok(Some((bytes, pos)))
     }
 
     /// The txids of a block, in block order.

@@ -102,8 +102,10 @@ pub mod cf {
     pub const UTXO: &str = "utxo";
     /// Outpoint (TxNum, output index) to the spending TxNum and input index.
     pub const SPENT: &str = "spent";
+    /// Block hash to the block's place in the kernel's block files.
+    pub const BLOCKPOS: &str = "blockpos";
     /// Every column family.
-    pub const ALL: [&str; 7] = [META, BLOCKS, TXS, TXID, HISTORY, UTXO, SPENT];
+    pub const ALL: [&str; 8] = [META, BLOCKS, TXS, TXID, HISTORY, UTXO, SPENT, BLOCKPOS];
 }
 
 /// `meta` keys.
@@ -112,6 +114,81 @@ pub mod meta {
     pub const VERSION: &[u8] = b"version";
     /// The index tip: [`super::TipRow`].
     pub const TIP: &[u8] = b"tip";
+    /// How far the kernel's block files have been scanned: [`super::ScanPosRow`].
+    pub const BLKSCAN: &[u8] = b"blkscan";
+}
+
+/// `meta/blkscan`: the position in the kernel's block files up to which every record is in
+/// `blockpos`.
+pub struct ScanPosRow;
+
+impl ScanPosRow {
+    /// Value: file u32 LE, offset u64 LE.
+    pub fn encode(pos: crate::import::FilePos) -> [u8; 12] {
+        let mut out = [0u8; 12];
+        out[..4].copy_from_slice(&pos.file.to_le_bytes());
+        out[4..].copy_from_slice(&pos.offset.to_le_bytes());
+        out
+    }
+
+    /// Decodes the value.
+    pub fn decode(bytes: &[u8]) -> Result<crate::import::FilePos, RowError> {
+        if bytes.len() != 12 {
+            return Err(row_err(cf::META, "blkscan is not 12 bytes"));
+        }
+        let mut f = [0u8; 4];
+        f.copy_from_slice(&bytes[..4]);
+        let mut o = [0u8; 8];
+        o.copy_from_slice(&bytes[4..]);
+        Ok(crate::import::FilePos {
+            file: u32::from_le_bytes(f),
+            offset: u64::from_le_bytes(o),
+        })
+    }
+}
+
+/// `blockpos` row: key the block hash (32), value file u32 LE, offset u32 LE, length u32 LE.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BlockPosRow {
+    /// Where the block's bytes start.
+    pub at: crate::import::FilePos,
+    /// Its serialized length.
+    pub len: u32,
+}
+
+impl BlockPosRow {
+    /// The key.
+    pub fn key(hash: &BlockHash) -> [u8; 32] {
+        hash.to_byte_array()
+    }
+
+    /// The value.
+    pub fn encode(&self) -> [u8; 12] {
+        let mut out = [0u8; 12];
+        out[..4].copy_from_slice(&self.at.file.to_le_bytes());
+        out[4..8].copy_from_slice(&(self.at.offset as u32).to_le_bytes());
+        out[8..].copy_from_slice(&self.len.to_le_bytes());
+        out
+    }
+
+    /// Decodes a value.
+    pub fn decode(bytes: &[u8]) -> Result<Self, RowError> {
+        if bytes.len() != 12 {
+            return Err(row_err(cf::BLOCKPOS, "value is not 12 bytes"));
+        }
+        let word = |i: usize| {
+            let mut b = [0u8; 4];
+            b.copy_from_slice(&bytes[i..i + 4]);
+            u32::from_le_bytes(b)
+        };
+        Ok(BlockPosRow {
+            at: crate::import::FilePos {
+                file: word(0),
+                offset: u64::from(word(4)),
+            },
+            len: word(8),
+        })
+    }
 }
 
 /// The index tip: the last block whose rows are all written.
