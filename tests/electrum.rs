@@ -237,7 +237,7 @@ fn every_method_answers_what_the_blocks_say() {
         ("blockchain.scripthash.get_mempool", vec![Param::String(sh_hex.clone())]),
         ("mempool.get_fee_histogram", vec![]),
         ("blockchain.estimatefee", vec![Param::Usize(2)]),
-        ("blockchain.relayfee", vec![]),
+        ("mempool.get_info", vec![]),
         ("blockchain.transaction.broadcast", vec![Param::String("00".into())]),
     ] {
         let err = c.raw_call(method, params).unwrap_err().to_string();
@@ -314,6 +314,10 @@ fn protocol_1_6_answers_in_its_own_shapes() {
     assert_eq!(h["result"]["hex"].as_str().unwrap().len(), 3 * 160);
     let m = ask(json!({"jsonrpc":"2.0","id":3,"method":"blockchain.transaction.get_merkle","params":[tx.to_string()]}));
     assert_eq!(m["error"]["code"], -32602, "1.4 requires the height");
+    let relay = ask(json!({"jsonrpc":"2.0","id":6,"method":"blockchain.relayfee","params":[]}));
+    assert!(relay["error"]["message"].as_str().unwrap().contains("mempool not available"), "1.4 has relayfee: {relay}");
+    let relay16 = c.raw_call("blockchain.relayfee", vec![]).unwrap_err().to_string();
+    assert!(relay16.contains("-32601"), "1.6 has no relayfee: {relay16}");
     let none = ask(json!({"jsonrpc":"2.0","id":4,"method":"server.version","params":["t", "1.0"]}));
     assert!(none["error"].is_object());
     let mut fresh = TcpStream::connect(fx.addr).unwrap();
@@ -338,6 +342,8 @@ fn hostile_clients_get_errors_and_others_keep_being_served() {
         c.max_line_bytes = 64 * 1024;
         c.max_batch = 100;
         c.idle_timeout = Duration::from_secs(5);
+        c.max_history = 20;
+        c.max_subscriptions = 3;
     });
     let addr = fx.addr;
     // A client that sends requests and never reads its answers.
@@ -395,6 +401,17 @@ fn hostile_clients_get_errors_and_others_keep_being_served() {
 
     // A well-behaved client is served all along, batches included.
     let c = fx.client();
+    // A history over the limit is an explicit error, not a truncated list.
+    let miner = &fx.blocks[0].txdata[0].output[0].script_pubkey;
+    let err = c.script_get_history(miner).unwrap_err().to_string();
+    assert!(err.contains("history too large"), "{err}");
+    assert!(c.script_list_unspent(miner).is_err());
+    // Subscriptions over the per-connection limit are refused.
+    for i in 0..3u8 {
+        c.script_subscribe(&ScriptBuf::from_bytes(vec![0x51, i])).unwrap();
+    }
+    let err = c.script_subscribe(&ScriptBuf::from_bytes(vec![0x51, 9])).unwrap_err().to_string();
+    assert!(err.contains("too many subscriptions"), "{err}");
     assert_eq!(c.block_headers_subscribe().unwrap().height, 102);
     let answers = c
         .batch_block_header(vec![1u32, 2, 3])

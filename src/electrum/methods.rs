@@ -102,7 +102,7 @@ impl Session {
             "blockchain.block.headers" => self.block_headers(params),
             "blockchain.estimatefee" => Err(no_mempool()),
             "blockchain.headers.subscribe" => self.headers_subscribe(),
-            "blockchain.relayfee" => Err(no_mempool()),
+            "blockchain.relayfee" if !self.v16() => Err(no_mempool()),
             "blockchain.scripthash.get_balance" => self.get_balance(scripthash_param(params, 0)?),
             "blockchain.scripthash.get_history" => self.get_history(scripthash_param(params, 0)?),
             "blockchain.scripthash.get_mempool" => Err(no_mempool()),
