@@ -9,7 +9,6 @@ use std::time::Duration;
 use cairn::config::Network;
 use cairn::generate::{ChainGenerator, GenerateOptions};
 use cairn::import::{BlkDir, Importer, Progress};
-use cairn::kernel::{Validator, ValidatorConfig};
 
 #[test]
 fn bitcoind_loads_the_generated_blk_files_to_the_same_tip_as_cairn() {
@@ -33,14 +32,7 @@ fn bitcoind_loads_the_generated_blk_files_to_the_same_tip_as_cairn() {
         serde_json::from_str(&node.rpc(&["getchaintxstats"])).unwrap();
     assert_eq!(info["txcount"].as_u64().unwrap(), summary.txs + 1, "plus genesis");
 
-    let config = ValidatorConfig {
-        network: Network::Regtest,
-        signet_challenge: None,
-        kernel_dir: tmp.path().join("cairn/kernel"),
-        blocks_dir: tmp.path().join("cairn/kernel/blocks"),
-        script_threads: 0,
-    };
-    let (validator, _events) = Validator::open(&config).unwrap();
+    let (validator, _events) = common::open_validator(&tmp.path().join("cairn"));
     let stop = AtomicBool::new(false);
     let blk = BlkDir::open(&out.join("blocks"), Network::Regtest.magic(), "regtest").unwrap();
     Importer::new(&validator, Progress::new(true), &stop)

@@ -21,7 +21,7 @@ use cairn::generate::{ChainGenerator, GenerateOptions};
 use cairn::index::runner::IndexRunner;
 use cairn::index::schema::ScriptHash;
 use cairn::index::Index;
-use cairn::kernel::{Validator, ValidatorConfig};
+use cairn::kernel::Validator;
 use cairn::store::Store;
 
 struct Fixture {
@@ -37,14 +37,7 @@ struct Fixture {
 impl Fixture {
     fn start(n: u32, txs: u32, seed: u64, tweak: impl FnOnce(&mut ElectrumConfig)) -> Self {
         let tmp = tempfile::tempdir().unwrap();
-        let config = ValidatorConfig {
-            network: Network::Regtest,
-            signet_challenge: None,
-            kernel_dir: tmp.path().join("kernel"),
-            blocks_dir: tmp.path().join("kernel/blocks"),
-            script_threads: 0,
-        };
-        let (validator, events) = Validator::open(&config).unwrap();
+        let (validator, events) = common::open_validator(tmp.path());
         let validator = Arc::new(validator);
         let mut gen = ChainGenerator::new(GenerateOptions { blocks: 0, txs_per_block: txs, seed });
         let blocks: Vec<Block> = (0..n).map(|_| gen.next_block().unwrap()).collect();
@@ -87,6 +80,25 @@ impl Drop for Fixture {
             let _ = r.finish();
         }
         let _ = &self.rt;
+    }
+}
+
+/// Waits for the `blockchain.headers.subscribe` notification of `height`.
+fn wait_for_header(
+    c: &RawClient<ElectrumPlaintextStream>,
+    height: usize,
+) -> electrum_client::HeaderNotification {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Some(h) = c.block_headers_pop().unwrap() {
+            if h.height == height {
+                return h;
+            }
+            continue;
+        }
+        assert!(Instant::now() < deadline, "no header notification for height {height}");
+        c.ping().unwrap();
+        std::thread::sleep(Duration::from_millis(100));
     }
 }
 
@@ -248,18 +260,7 @@ fn every_method_answers_what_the_blocks_say() {
     let before: Vec<Option<String>> = scripts.iter().map(|s| status_of(&e.history[&ScriptHash::of(s)])).collect();
     while c.block_headers_pop().unwrap().is_some() {}
     fx.add_blocks(3);
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let header = loop {
-        if let Some(h) = c.block_headers_pop().unwrap() {
-            if h.height == 163 {
-                break h;
-            }
-            continue;
-        }
-        assert!(Instant::now() < deadline, "no header notification");
-        c.ping().unwrap();
-        std::thread::sleep(Duration::from_millis(100));
-    };
+    let header = wait_for_header(&c, 163);
     assert_eq!(header.header, fx.blocks[162].header);
     let e2 = common::expected(&fx.blocks);
     let mut changed = 0;
@@ -454,18 +455,7 @@ fn a_reorg_changes_answers_and_notifies() {
         fx.validator.submit_block(&serialize(b)).unwrap();
     }
     assert_eq!(fx.validator.tip().height, 147);
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let header = loop {
-        if let Some(h) = c.block_headers_pop().unwrap() {
-            if h.height == 147 {
-                break h;
-            }
-            continue;
-        }
-        assert!(Instant::now() < deadline, "no header notification after the reorg");
-        c.ping().unwrap();
-        std::thread::sleep(Duration::from_millis(100));
-    };
+    let header = wait_for_header(&c, 147);
     assert_eq!(header.header, branch_b[6].header);
     let e_a = common::expected(&fx.blocks);
     let mut notified = 0;

@@ -1,19 +1,13 @@
 //! The chain generator's promises, checked from the blocks it writes: determinism, every script
 //! kind spent, chains of spends inside a block, OP_RETURN outputs and heavy-tailed reuse.
 
+mod common;
+
 use std::collections::HashMap;
 
-use bitcoin::{Block, OutPoint, TxOut};
-use cairn::generate::{ChainGenerator, GenerateOptions};
+use bitcoin::{OutPoint, TxOut};
 
-fn chain(blocks: u32, txs_per_block: u32, seed: u64) -> Vec<Block> {
-    let mut gen = ChainGenerator::new(GenerateOptions {
-        blocks,
-        txs_per_block,
-        seed,
-    });
-    (0..blocks).map(|_| gen.next_block().unwrap()).collect()
-}
+use common::chain;
 
 #[test]
 fn same_seed_same_chain_other_seed_other_chain() {

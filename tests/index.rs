@@ -11,18 +11,11 @@ use bitcoin::{Block, Txid};
 use cairn::config::Network;
 use cairn::generate::{ChainGenerator, GenerateOptions};
 use cairn::index::Index;
-use cairn::kernel::{Validator, ValidatorConfig};
+use cairn::kernel::Validator;
 use cairn::store::Store;
 
 fn open(dir: &Path) -> (Validator, Index) {
-    let config = ValidatorConfig {
-        network: Network::Regtest,
-        signet_challenge: None,
-        kernel_dir: dir.join("kernel"),
-        blocks_dir: dir.join("kernel/blocks"),
-        script_threads: 0,
-    };
-    let validator = Validator::open(&config).unwrap().0;
+    let validator = common::open_validator(dir).0;
     let store = Arc::new(Store::open(&dir.join("index")).unwrap());
     let files = cairn::import::KernelBlockFiles::new(&dir.join("kernel/blocks"), Network::Regtest.magic());
     (validator, Index::open(store, Some(files)).unwrap())

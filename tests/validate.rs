@@ -1,6 +1,8 @@
 //! The validator against data we did not make (the 206-block chain and bitcoind's hashes for
 //! it) and against generated chains, including blocks that must be rejected.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 
@@ -10,21 +12,14 @@ use bitcoin::Block;
 use cairn::config::Network;
 use cairn::generate::{reseal, ChainGenerator, GenerateOptions};
 use cairn::import::{BlkDir, BlkWriter, Importer, Progress};
-use cairn::kernel::{Accepted, KernelError, Validator, ValidatorConfig};
+use cairn::kernel::{Accepted, KernelError, Validator};
 
 fn data(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(name)
 }
 
 fn open(dir: &Path) -> Validator {
-    let config = ValidatorConfig {
-        network: Network::Regtest,
-        signet_challenge: None,
-        kernel_dir: dir.join("kernel"),
-        blocks_dir: dir.join("kernel/blocks"),
-        script_threads: 0,
-    };
-    Validator::open(&config).expect("open validator").0
+    common::open_validator(dir).0
 }
 
 /// bitcoind's hash for each height of the 206-block chain (from its filter listing).
@@ -77,15 +72,6 @@ fn regtest_206_chain_imports_to_bitcoinds_tip_and_resumes() {
             assert_eq!(tx.input.len(), spent.len());
         }
     }
-}
-
-fn generated(blocks: u32, txs_per_block: u32, seed: u64) -> Vec<Block> {
-    let mut gen = ChainGenerator::new(GenerateOptions {
-        blocks,
-        txs_per_block,
-        seed,
-    });
-    (0..blocks).map(|_| gen.next_block().unwrap()).collect()
 }
 
 #[test]
@@ -173,7 +159,7 @@ fn expect_invalid(v: &Validator, block: &Block, reason_part: &str) {
 fn invalid_blocks_are_rejected_with_the_kernels_reason() {
     let tmp = tempfile::tempdir().unwrap();
     let v = open(tmp.path());
-    let chain = generated(140, 20, 5);
+    let chain = common::chain(140, 20, 5);
     let split = 120;
     for block in &chain[..split] {
         assert_eq!(v.submit_block(&serialize(block)).unwrap(), Accepted::Connected);
@@ -241,7 +227,7 @@ fn garbage_and_orphans_are_named() {
         v.submit_block(&[0xde, 0xad, 0xbe, 0xef]),
         Err(KernelError::Malformed(_))
     ));
-    let chain = generated(3, 0, 1);
+    let chain = common::chain(3, 0, 1);
     match v.submit_block(&serialize(&chain[2])) {
         Err(KernelError::UnknownParent { hash, prev }) => {
             assert_eq!(hash, chain[2].block_hash());

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use bitcoin::Txid;
 use rocksdb::WriteBatch;
 
-use super::rows::PreparedBlock;
+use super::rows::{PreparedBlock, PreparedInput, PreparedTx};
 use super::schema::{
     cf, meta, BlockRow, HistoryKey, OutPointNum, SpentRow, TipRow, TxNum, TxRow, TxidKey, UtxoKey,
 };
@@ -30,6 +30,24 @@ impl<'a> TxNumLookup<'a> {
     /// Records a transaction written in the current batch.
     pub fn add(&mut self, txid: Txid, txnum: TxNum) {
         self.pending.insert(txid, txnum);
+    }
+
+    /// The outpoint `input` of `tx` spends, as TxNum and output index.
+    fn spent_outpoint(
+        &self,
+        tx: &PreparedTx,
+        input: &PreparedInput,
+        height: u32,
+    ) -> Result<OutPointNum, IndexError> {
+        let txnum = self.get(&input.prev_txid)?.ok_or(IndexError::MissingPrevout {
+            txid: tx.txid,
+            prev: input.prev_txid,
+            height,
+        })?;
+        Ok(OutPointNum {
+            txnum,
+            vout: input.prev_vout,
+        })
     }
 
     /// The TxNum of `txid`; the newest if a txid repeats (mainnet's two BIP30 duplicates).
@@ -89,15 +107,7 @@ pub fn connect(
         batch.put_cf(store.cf(cf::TXID), TxidKey::encode(&tx.txid, t), []);
         // Inputs first: a transaction's outputs cannot be spent by its own inputs.
         for (vin, input) in tx.inputs.iter().enumerate() {
-            let prev_t = lookup.get(&input.prev_txid)?.ok_or(IndexError::MissingPrevout {
-                txid: tx.txid,
-                prev: input.prev_txid,
-                height: block.height,
-            })?;
-            let spent = OutPointNum {
-                txnum: prev_t,
-                vout: input.prev_vout,
-            };
+            let spent = lookup.spent_outpoint(tx, input, block.height)?;
             let sh = &input.spent.scripthash;
             batch.put_cf(store.cf(cf::HISTORY), HistoryKey::encode(sh, t), []);
             batch.delete_cf(store.cf(cf::UTXO), UtxoKey::encode(sh, spent));
@@ -150,15 +160,8 @@ pub fn disconnect(
             batch.delete_cf(store.cf(cf::UTXO), UtxoKey::encode(&out.scripthash, op));
         }
         for input in &tx.inputs {
-            let prev_t = lookup.get(&input.prev_txid)?.ok_or(IndexError::MissingPrevout {
-                txid: tx.txid,
-                prev: input.prev_txid,
-                height: block.height,
-            })?;
-            let spent = OutPointNum {
-                txnum: prev_t,
-                vout: input.prev_vout,
-            };
+            let spent = lookup.spent_outpoint(tx, input, block.height)?;
+            let prev_t = spent.txnum;
             let sh = &input.spent.scripthash;
             batch.delete_cf(store.cf(cf::HISTORY), HistoryKey::encode(sh, t));
             batch.delete_cf(store.cf(cf::SPENT), spent.encode());

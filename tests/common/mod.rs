@@ -9,6 +9,30 @@ use cairn::index::schema::ScriptHash;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// Opens a regtest validator in `dir` (kernel data in `dir/kernel`).
+pub fn open_validator(
+    dir: &Path,
+) -> (cairn::kernel::Validator, std::sync::mpsc::Receiver<cairn::kernel::KernelEvent>) {
+    let config = cairn::kernel::ValidatorConfig {
+        network: cairn::config::Network::Regtest,
+        signet_challenge: None,
+        kernel_dir: dir.join("kernel"),
+        blocks_dir: dir.join("kernel/blocks"),
+        script_threads: 0,
+    };
+    cairn::kernel::Validator::open(&config).expect("open validator")
+}
+
+/// `n` blocks of a generated chain.
+pub fn chain(n: u32, txs_per_block: u32, seed: u64) -> Vec<Block> {
+    let mut gen = cairn::generate::ChainGenerator::new(cairn::generate::GenerateOptions {
+        blocks: n,
+        txs_per_block,
+        seed,
+    });
+    (0..n).map(|_| gen.next_block().unwrap()).collect()
+}
+
 /// The bitcoind wrapper `contrib/install-bitcoind.sh` installs (or `CAIRN_BITCOIND`).
 pub fn bitcoind_exe() -> PathBuf {
     let path = std::env::var_os("CAIRN_BITCOIND")
