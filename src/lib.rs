@@ -14,4 +14,5 @@ pub mod import;
 pub mod kernel;
 pub mod index;
 pub mod node;
+pub mod p2p;
 pub mod store;

@@ -43,6 +43,12 @@ struct Cli {
     /// Where the Electrum server listens [default: 127.0.0.1 and the network's port].
     #[arg(long, global = true, env = "CAIRN_ELECTRUM_ADDR")]
     electrum_addr: Option<SocketAddr>,
+    /// A peer to sync from (repeatable); only these peers are used.
+    #[arg(long, global = true)]
+    connect: Vec<SocketAddr>,
+    /// Where to accept peers [default: nowhere].
+    #[arg(long, global = true, env = "CAIRN_P2P_ADDR")]
+    p2p_addr: Option<SocketAddr>,
     #[command(subcommand)]
     command: Command,
 }
@@ -145,6 +151,8 @@ fn settings(cli: &Cli) -> Result<Settings> {
         admin_addr: cli.admin_addr,
         log: cli.log.clone(),
         electrum_addr: cli.electrum_addr,
+        connect: cli.connect.clone(),
+        p2p_addr: cli.p2p_addr,
     };
     Ok(Settings::resolve(file, over)?)
 }
@@ -452,6 +460,19 @@ fn serve(mut node: Node) -> Result<()> {
             }
             None => None,
         };
+        let p2p = if node.settings.connect.is_empty() && node.settings.p2p_addr.is_none() {
+            None
+        } else {
+            let config = cairn::p2p::P2pConfig {
+                connect: node.settings.connect.clone(),
+                listen: node.settings.p2p_addr,
+                magic: node.settings.magic(),
+            };
+            Some(cairn::p2p::P2p::start(config, node.validator.clone()).await?)
+        };
+        if let Some(addr) = p2p.as_ref().and_then(|p| p.listen_addr) {
+            println!("accepting peers on {addr}");
+        }
         let tip = node.validator.tip();
         tracing::info!(
             "cairn running on {}: tip {} at height {}; admin RPC on {} (cookie in {})",
@@ -491,6 +512,9 @@ fn serve(mut node: Node) -> Result<()> {
         if let Some(server) = electrum {
             server.stop();
         }
+        if let Some(p2p) = p2p {
+            p2p.stop();
+        }
         admin.stop().await;
         anyhow::Ok(())
     });
@@ -499,7 +523,7 @@ fn serve(mut node: Node) -> Result<()> {
         None => Ok(()),
     };
     drop(rt);
-    drop(node);
+    node.close();
     served?;
     indexed?;
     tracing::info!("cairn stopped");

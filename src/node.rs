@@ -121,6 +121,35 @@ impl Node {
         })
     }
 
+    /// Closes the node cleanly: waits (up to a minute) until nothing else holds the validator,
+    /// then drops it, which makes the kernel flush its chainstate and block index. Without this a
+    /// thread still holding the validator at exit would skip the flush and the kernel would
+    /// forget the blocks it validated since its last periodic flush.
+    pub fn close(self) {
+        let Node {
+            validator, index, ..
+        } = self;
+        drop(index);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        let mut held = validator;
+        loop {
+            match Arc::try_unwrap(held) {
+                Ok(v) => {
+                    drop(v);
+                    return;
+                }
+                Err(back) if std::time::Instant::now() < deadline => {
+                    held = back;
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                }
+                Err(_) => {
+                    tracing::error!("the validator is still in use after a minute; exiting without the kernel's final flush");
+                    return;
+                }
+            }
+        }
+    }
+
     /// The node's status, read directly.
     pub fn status(&self) -> Status {
         Status {

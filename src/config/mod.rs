@@ -74,6 +74,10 @@ pub struct FileConfig {
     pub electrum_donation_address: Option<String>,
     /// Hosts announced by `server.peers.subscribe`.
     pub electrum_peers: Option<Vec<String>>,
+    /// Peers to sync from (only these; no other peers are looked for yet).
+    pub connect: Option<Vec<SocketAddr>>,
+    /// Where to accept peers (none by default).
+    pub p2p_addr: Option<SocketAddr>,
 }
 
 impl FileConfig {
@@ -110,6 +114,10 @@ pub struct Overrides {
     pub log: Option<String>,
     /// `--electrum-addr` / `CAIRN_ELECTRUM_ADDR`.
     pub electrum_addr: Option<SocketAddr>,
+    /// `--connect` (repeatable).
+    pub connect: Vec<SocketAddr>,
+    /// `--p2p-addr` / `CAIRN_P2P_ADDR`.
+    pub p2p_addr: Option<SocketAddr>,
 }
 
 /// The settings cairn runs with, after merging defaults, file, environment and flags.
@@ -129,6 +137,10 @@ pub struct Settings {
     pub kernel_script_threads: i32,
     /// The Electrum server's address and limits.
     pub electrum: crate::electrum::ElectrumConfig,
+    /// Peers to sync from.
+    pub connect: Vec<SocketAddr>,
+    /// Where to accept peers.
+    pub p2p_addr: Option<SocketAddr>,
 }
 
 impl Settings {
@@ -224,6 +236,11 @@ impl Settings {
         if let Some(v) = file.electrum_peers {
             electrum.peers = v;
         }
+        let connect = if over.connect.is_empty() {
+            file.connect.unwrap_or_default()
+        } else {
+            over.connect
+        };
         Ok(Settings {
             network,
             signet_challenge,
@@ -232,6 +249,8 @@ impl Settings {
             log: over.log.or(file.log).unwrap_or_else(|| "info".into()),
             kernel_script_threads,
             electrum,
+            connect,
+            p2p_addr: over.p2p_addr.or(file.p2p_addr),
         })
     }
 

@@ -14,7 +14,8 @@ use bitcoin::BlockHash;
 use bitcoinkernel::prelude::*;
 use bitcoinkernel::{
     Block as KernelBlock, BlockValidationStateRef, ChainType, ChainstateManager, Context,
-    ContextBuilder, ProcessBlockResult, SynchronizationState, ValidationMode,
+    ContextBuilder, ProcessBlockHeaderResult, ProcessBlockResult, SynchronizationState,
+    ValidationMode,
 };
 
 use crate::config::Network;
@@ -367,6 +368,14 @@ impl Validator {
             .then(|| i64::from(entry.height()))
     }
 
+    /// The height of a known header (in any branch).
+    pub fn header_height(&self, hash: &BlockHash) -> Option<i64> {
+        let kernel_hash = bitcoinkernel::BlockHash::from(hash.to_byte_array());
+        self.chainman
+            .get_block_tree_entry(&kernel_hash)
+            .map(|e| i64::from(e.height()))
+    }
+
     /// Whether the kernel knows this block's header (in any branch).
     pub fn knows(&self, hash: &BlockHash) -> bool {
         let kernel_hash = bitcoinkernel::BlockHash::from(hash.to_byte_array());
@@ -439,6 +448,124 @@ impl Validator {
                 }
             }
         }
+    }
+
+    /// Validates a header alone (headers-first sync) and adds it to the block tree.
+    pub fn submit_header(&self, header: &bitcoin::block::Header) -> Result<(), KernelError> {
+        let raw = bitcoin::consensus::serialize(header);
+        let kernel_header = bitcoinkernel::BlockHeader::new(&raw)
+            .map_err(|e| KernelError::Malformed(e.to_string()))?;
+        let parent = bitcoinkernel::BlockHash::from(header.prev_blockhash.to_byte_array());
+        let height = self
+            .chainman
+            .get_block_tree_entry(&parent)
+            .map(|e| i64::from(e.height()) + 1)
+            .unwrap_or(-1);
+        if height < 0 {
+            return Err(KernelError::UnknownParent {
+                hash: header.block_hash(),
+                prev: header.prev_blockhash,
+            });
+        }
+        match self.chainman.process_block_header(&kernel_header) {
+            Ok(ProcessBlockHeaderResult::Valid) => Ok(()),
+            Ok(ProcessBlockHeaderResult::Invalid(state)) => Err(KernelError::Invalid {
+                hash: header.block_hash(),
+                height,
+                reason: format!("invalid header: {:?} {:?}", state.mode(), state.result()),
+            }),
+            Err(e) => Err(KernelError::Malformed(e.to_string())),
+        }
+    }
+
+    /// The header with the most work the kernel knows (it may be ahead of the active tip).
+    pub fn best_header(&self) -> ChainTip {
+        match self.chainman.best_entry() {
+            Some(entry) => ChainTip {
+                height: i64::from(entry.height()),
+                hash: to_hash(entry.block_hash().to_bytes()),
+            },
+            None => self.tip(),
+        }
+    }
+
+    /// A block locator from the best header: hashes going back exponentially to genesis.
+    pub fn locator(&self) -> Vec<BlockHash> {
+        let Some(best) = self.chainman.best_entry() else {
+            return vec![self.tip().hash];
+        };
+        let mut out = Vec::new();
+        let mut height = best.height();
+        let mut step = 1;
+        while height > 0 {
+            if let Some(e) = best.ancestor(height) {
+                out.push(to_hash(e.block_hash().to_bytes()));
+            }
+            if out.len() >= 10 {
+                step *= 2;
+            }
+            height -= step;
+        }
+        if let Some(genesis) = best.ancestor(0) {
+            out.push(to_hash(genesis.block_hash().to_bytes()));
+        }
+        out
+    }
+
+    /// Up to `max` blocks to download: the best header's ancestors above the active tip's fork
+    /// point, lowest first, with their heights.
+    pub fn blocks_to_download(&self, max: usize) -> Vec<(i64, BlockHash)> {
+        let Some(best) = self.chainman.best_entry() else {
+            return Vec::new();
+        };
+        let chain = self.chainman.active_chain();
+        // The fork point: the highest ancestor of the best header in the active chain.
+        let mut low = chain.height().min(best.height());
+        while low > 0 {
+            match best.ancestor(low) {
+                Some(e) if chain.contains(&e) => break,
+                _ => low -= 1,
+            }
+        }
+        let mut out = Vec::new();
+        let mut h = low + 1;
+        while h <= best.height() && out.len() < max {
+            if let Some(e) = best.ancestor(h) {
+                out.push((i64::from(h), to_hash(e.block_hash().to_bytes())));
+            }
+            h += 1;
+        }
+        out
+    }
+
+    /// Serialized headers of the active chain after the first locator hash found in it (or
+    /// after genesis), at most `max`, stopping at `stop`: the answer to a peer's getheaders.
+    pub fn headers_after(&self, locator: &[BlockHash], stop: &BlockHash, max: usize) -> Vec<bitcoin::block::Header> {
+        let start = locator
+            .iter()
+            .find_map(|h| self.active_height(h))
+            .unwrap_or(0);
+        let chain = self.chainman.active_chain();
+        let mut out = Vec::new();
+        let mut h = start + 1;
+        while out.len() < max {
+            let Some(e) = usize::try_from(h).ok().and_then(|x| chain.at_height(x)) else { break };
+            let hash = to_hash(e.block_hash().to_bytes());
+            let Some(header) = e
+                .header()
+                .consensus_encode()
+                .ok()
+                .and_then(|raw| bitcoin::consensus::deserialize(&raw).ok())
+            else {
+                break;
+            };
+            out.push(header);
+            if hash == *stop {
+                break;
+            }
+            h += 1;
+        }
+        out
     }
 
     fn entry_at(&self, height: i64) -> Result<bitcoinkernel::BlockTreeEntry<'_>, KernelError> {

@@ -1,0 +1,293 @@
+//! One peer connection: the version handshake, then headers-first sync driven by the shared
+//! [`Downloader`], answers to the peer's getheaders and getdata, and ping/pong.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use bitcoin::p2p::address::Address;
+use bitcoin::p2p::message::NetworkMessage;
+use bitcoin::p2p::message_blockdata::{GetHeadersMessage, Inventory};
+use bitcoin::p2p::message_network::VersionMessage;
+use bitcoin::p2p::{Magic, ServiceFlags};
+use bitcoin::BlockHash;
+use bitcoin::hashes::Hash;
+use tokio::io::{BufReader, BufWriter};
+use tokio::net::TcpStream;
+
+use super::codec::{read_message, write_message, write_raw_block, CodecError, Incoming};
+use super::sync::{Delivered, Downloader, PeerId};
+use crate::kernel::Validator;
+
+/// The protocol version cairn speaks (wtxidrelay, sendheaders).
+pub const PROTOCOL_VERSION: u32 = 70016;
+/// Most headers in one `headers` message.
+pub const MAX_HEADERS: usize = 2000;
+/// How long the handshake may take.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(20);
+/// A peer silent for this long is dropped.
+const IDLE_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// Why a peer was disconnected.
+#[derive(Debug, thiserror::Error)]
+pub enum PeerError {
+    /// Its bytes were refused.
+    #[error(transparent)]
+    Codec(#[from] CodecError),
+    /// The handshake failed.
+    #[error("handshake: {0}")]
+    Handshake(String),
+    /// It broke the protocol.
+    #[error("misbehaving: {0}")]
+    Misbehaving(String),
+    /// It went silent.
+    #[error("timed out")]
+    Timeout,
+}
+
+impl PeerError {
+    /// Whether the peer broke the protocol on purpose or by a bug, rather than speaking another
+    /// transport (a BIP324 v2 handshake looks like a wrong magic: the peer then retries with v1)
+    /// or going away.
+    pub fn deserves_ban(&self) -> bool {
+        match self {
+            PeerError::Misbehaving(_) => true,
+            PeerError::Codec(c) => matches!(
+                c,
+                CodecError::Oversized { .. } | CodecError::BadChecksum(_) | CodecError::Malformed { .. }
+            ),
+            PeerError::Handshake(_) | PeerError::Timeout => false,
+        }
+    }
+}
+
+/// What a peer task needs.
+pub struct PeerContext {
+    /// The network magic.
+    pub magic: Magic,
+    /// The validator.
+    pub validator: Arc<Validator>,
+    /// The shared download scheduler.
+    pub downloader: Arc<Downloader>,
+    /// The services cairn advertises.
+    pub services: ServiceFlags,
+}
+
+fn now_secs() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0)
+}
+
+/// Runs one connection (outbound or inbound) until it ends; returns why it ended.
+pub async fn run(stream: TcpStream, addr: SocketAddr, id: PeerId, ctx: Arc<PeerContext>) -> PeerError {
+    let _ = stream.set_nodelay(true);
+    let (r, w) = stream.into_split();
+    let mut reader = BufReader::with_capacity(256 * 1024, r);
+    let mut writer = BufWriter::new(w);
+    let result = async {
+        tokio::time::timeout(HANDSHAKE_TIMEOUT, handshake(&mut reader, &mut writer, addr, &ctx))
+            .await
+            .map_err(|_| PeerError::Timeout)??;
+        tracing::info!("peer {id} {addr}: connected");
+        // Reading is not cancel-safe, so one task reads and hands whole messages over.
+        let (tx, rx) = tokio::sync::mpsc::channel(16);
+        let magic = ctx.magic;
+        let reading = tokio::spawn(async move {
+            loop {
+                let msg = read_message(&mut reader, magic).await;
+                let end = msg.is_err();
+                if tx.send(msg).await.is_err() || end {
+                    break;
+                }
+            }
+        });
+        let outcome = session(rx, &mut writer, id, &ctx).await;
+        reading.abort();
+        outcome
+    }
+    .await;
+    ctx.downloader.forget_peer(id);
+    match result {
+        Ok(()) => PeerError::Timeout,
+        Err(e) => e,
+    }
+}
+
+async fn send<W: tokio::io::AsyncWrite + Unpin>(
+    writer: &mut W,
+    magic: Magic,
+    msg: NetworkMessage,
+) -> Result<(), PeerError> {
+    use tokio::io::AsyncWriteExt;
+    write_message(writer, magic, msg).await?;
+    writer.flush().await.map_err(CodecError::from)?;
+    Ok(())
+}
+
+async fn handshake<R, W>(
+    reader: &mut R,
+    writer: &mut W,
+    addr: SocketAddr,
+    ctx: &PeerContext,
+) -> Result<(), PeerError>
+where
+    R: tokio::io::AsyncRead + Unpin,
+    W: tokio::io::AsyncWrite + Unpin,
+{
+    let mut version = VersionMessage::new(
+        ctx.services,
+        now_secs(),
+        Address::new(&addr, ServiceFlags::NONE),
+        Address::new(&SocketAddr::from(([0, 0, 0, 0], 0)), ctx.services),
+        rand_nonce(),
+        format!("/cairn:{}/", env!("CARGO_PKG_VERSION")),
+        ctx.validator.tip().height as i32,
+    );
+    version.version = PROTOCOL_VERSION;
+    version.relay = false;
+    send(writer, ctx.magic, NetworkMessage::Version(version)).await?;
+    let mut got_version = false;
+    let mut got_verack = false;
+    while !(got_version && got_verack) {
+        match read_message(reader, ctx.magic).await? {
+            Incoming::Message(NetworkMessage::Version(v)) => {
+                if got_version {
+                    return Err(PeerError::Misbehaving("second version message".into()));
+                }
+                if v.version < 70012 {
+                    return Err(PeerError::Handshake(format!("protocol version {} too old", v.version)));
+                }
+                got_version = true;
+                if v.version >= 70016 {
+                    send(writer, ctx.magic, NetworkMessage::WtxidRelay).await?;
+                }
+                send(writer, ctx.magic, NetworkMessage::Verack).await?;
+            }
+            Incoming::Message(NetworkMessage::Verack) => got_verack = true,
+            Incoming::Message(NetworkMessage::WtxidRelay | NetworkMessage::SendAddrV2) => {}
+            Incoming::Message(other) if !got_version => {
+                return Err(PeerError::Misbehaving(format!("{} before version", other.cmd())));
+            }
+            _ => {}
+        }
+    }
+    send(writer, ctx.magic, NetworkMessage::SendHeaders).await?;
+    Ok(())
+}
+
+fn rand_nonce() -> u64 {
+    use rand::RngCore;
+    rand::rngs::OsRng.next_u64()
+}
+
+fn get_headers(validator: &Validator) -> NetworkMessage {
+    NetworkMessage::GetHeaders(GetHeadersMessage {
+        version: PROTOCOL_VERSION,
+        locator_hashes: validator.locator(),
+        stop_hash: BlockHash::all_zeros(),
+    })
+}
+
+async fn session<W>(
+    mut incoming: tokio::sync::mpsc::Receiver<Result<Incoming, CodecError>>,
+    writer: &mut W,
+    id: PeerId,
+    ctx: &PeerContext,
+) -> Result<(), PeerError>
+where
+    W: tokio::io::AsyncWrite + Unpin,
+{
+    use tokio::io::AsyncWriteExt;
+    let v = &ctx.validator;
+    send(writer, ctx.magic, get_headers(v)).await?;
+    let mut tick = tokio::time::interval(Duration::from_millis(200));
+    let mut last_heard = tokio::time::Instant::now();
+    loop {
+        tokio::select! {
+            msg = incoming.recv() => {
+                let Some(msg) = msg else { return Err(PeerError::Timeout) };
+                let msg = msg?;
+                last_heard = tokio::time::Instant::now();
+                match msg {
+                    Incoming::Block(bytes) => {
+                        let dl = ctx.downloader.clone();
+                        let outcome = tokio::task::block_in_place(|| dl.deliver(bytes));
+                        if outcome == Delivered::Unwanted {
+                            tracing::debug!("peer {id}: unrequested block ignored");
+                        }
+                    }
+                    Incoming::Message(NetworkMessage::Headers(headers)) => {
+                        if headers.len() > MAX_HEADERS {
+                            return Err(PeerError::Misbehaving(format!("{} headers in one message", headers.len())));
+                        }
+                        let full = headers.len() == MAX_HEADERS;
+                        let outcome = tokio::task::block_in_place(|| {
+                            for h in &headers {
+                                v.submit_header(h)?;
+                            }
+                            Ok::<_, crate::kernel::KernelError>(())
+                        });
+                        if let Err(e) = outcome {
+                            return Err(PeerError::Misbehaving(format!("bad header: {e}")));
+                        }
+                        if full {
+                            send(writer, ctx.magic, get_headers(v)).await?;
+                        }
+                    }
+                    Incoming::Message(NetworkMessage::Inv(items)) => {
+                        if items.iter().any(|i| matches!(i, Inventory::Block(_) | Inventory::WitnessBlock(_))) {
+                            send(writer, ctx.magic, get_headers(v)).await?;
+                        }
+                    }
+                    Incoming::Message(NetworkMessage::Ping(nonce)) => {
+                        send(writer, ctx.magic, NetworkMessage::Pong(nonce)).await?;
+                    }
+                    Incoming::Message(NetworkMessage::GetHeaders(req)) => {
+                        let headers = tokio::task::block_in_place(|| v.headers_after(&req.locator_hashes, &req.stop_hash, MAX_HEADERS));
+                        send(writer, ctx.magic, NetworkMessage::Headers(headers)).await?;
+                    }
+                    Incoming::Message(NetworkMessage::GetData(items)) => {
+                        if items.len() > 50_000 {
+                            return Err(PeerError::Misbehaving("getdata with more than 50000 items".into()));
+                        }
+                        let mut missing = Vec::new();
+                        for item in items {
+                            let hash = match item {
+                                Inventory::Block(h) | Inventory::WitnessBlock(h) => h,
+                                other => { missing.push(other); continue; }
+                            };
+                            let bytes = tokio::task::block_in_place(|| {
+                                v.active_height(&hash).and_then(|height| v.read_block_bytes(height).ok())
+                            });
+                            match bytes {
+                                Some(b) => write_raw_block(writer, ctx.magic, &b).await?,
+                                None => missing.push(item),
+                            }
+                        }
+                        if !missing.is_empty() {
+                            write_message(writer, ctx.magic, NetworkMessage::NotFound(missing)).await?;
+                        }
+                        writer.flush().await.map_err(CodecError::from)?;
+                    }
+                    Incoming::Message(NetworkMessage::Version(_)) => {
+                        return Err(PeerError::Misbehaving("second version message".into()));
+                    }
+                    Incoming::Message(_) => {}
+                }
+            }
+            _ = tick.tick() => {
+                if last_heard.elapsed() > IDLE_TIMEOUT {
+                    return Err(PeerError::Timeout);
+                }
+                let in_flight = ctx.downloader.in_flight(id);
+                let wanted = ctx.downloader.assign(id, in_flight);
+                if !wanted.is_empty() {
+                    let inv = wanted.into_iter().map(Inventory::WitnessBlock).collect();
+                    send(writer, ctx.magic, NetworkMessage::GetData(inv)).await?;
+                }
+            }
+        }
+    }
+}

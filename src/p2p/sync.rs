@@ -1,0 +1,166 @@
+//! Block download shared by all peers: which blocks to ask whom for, a moving window over the
+//! best header chain, stall detection, and handing blocks to the kernel in height order.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bitcoin::BlockHash;
+
+use crate::kernel::{KernelError, Validator};
+
+/// Blocks ahead of the next one to validate that may be requested or held.
+pub const WINDOW: usize = 1024;
+/// Blocks one peer may have in flight.
+pub const PER_PEER: usize = 16;
+/// A request older than this may go to another peer.
+pub const STALL_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// An id for a connected peer.
+pub type PeerId = u64;
+
+#[derive(Default)]
+struct Inner {
+    /// Requested blocks: who was asked, when.
+    requested: HashMap<BlockHash, (PeerId, Instant)>,
+    /// Received blocks waiting for their turn, by height.
+    buffer: BTreeMap<i64, (BlockHash, Vec<u8>)>,
+    /// The lowest height not yet handed to the kernel.
+    next_to_feed: i64,
+}
+
+/// What a peer's block turned out to be.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Delivered {
+    /// Taken: buffered or handed to the kernel.
+    Taken,
+    /// Not asked for and not needed (already have it, or unknown header).
+    Unwanted,
+}
+
+/// The download scheduler, shared by every peer task.
+pub struct Downloader {
+    validator: Arc<Validator>,
+    inner: Mutex<Inner>,
+    feeder: mpsc::SyncSender<(i64, BlockHash, Vec<u8>)>,
+    queued: Arc<AtomicUsize>,
+}
+
+impl Downloader {
+    /// A scheduler feeding `validator` from a dedicated thread. `on_invalid` hears of blocks the
+    /// kernel rejected (the sending peer is to blame).
+    pub fn new(
+        validator: Arc<Validator>,
+        on_invalid: impl Fn(BlockHash, KernelError) + Send + 'static,
+    ) -> std::io::Result<Arc<Self>> {
+        let (tx, rx) = mpsc::sync_channel::<(i64, BlockHash, Vec<u8>)>(64);
+        let queued = Arc::new(AtomicUsize::new(0));
+        let v = validator.clone();
+        let q = queued.clone();
+        std::thread::Builder::new()
+            .name("block-feeder".into())
+            .spawn(move || {
+                for (height, hash, bytes) in rx {
+                    let _span = tracing::debug_span!("validate", height).entered();
+                    if let Err(e) = v.submit_block(&bytes) {
+                        tracing::warn!("block {hash} at height {height} rejected: {e}");
+                        on_invalid(hash, e);
+                    }
+                    q.fetch_sub(1, Ordering::SeqCst);
+                }
+            })?;
+        let next = validator.tip().height + 1;
+        Ok(Arc::new(Downloader {
+            validator,
+            inner: Mutex::new(Inner {
+                next_to_feed: next,
+                ..Default::default()
+            }),
+            feeder: tx,
+            queued,
+        }))
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        match self.inner.lock() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        }
+    }
+
+    /// The blocks `peer` should request now (it has `in_flight` outstanding).
+    pub fn assign(&self, peer: PeerId, in_flight: usize) -> Vec<BlockHash> {
+        let want = self.validator.blocks_to_download(WINDOW);
+        let mut inner = self.lock();
+        // When nothing waits in the kernel's queue, realign with the kernel (after a reorg the
+        // next block to feed can be lower than before).
+        if self.queued.load(Ordering::SeqCst) == 0 {
+            if let Some((first, _)) = want.first() {
+                if *first < inner.next_to_feed && inner.buffer.is_empty() {
+                    inner.next_to_feed = *first;
+                }
+            }
+        }
+        let now = Instant::now();
+        let mut out = Vec::new();
+        let room = PER_PEER.saturating_sub(in_flight);
+        for (height, hash) in want {
+            if out.len() >= room {
+                break;
+            }
+            if height < inner.next_to_feed || inner.buffer.contains_key(&height) {
+                continue;
+            }
+            match inner.requested.get(&hash) {
+                Some((_, at)) if now.duration_since(*at) < STALL_TIMEOUT => continue,
+                Some((who, _)) if *who == peer => continue,
+                Some((who, _)) => tracing::debug!("block {hash} stalled at peer {who}; asking peer {peer}"),
+                None => {}
+            }
+            inner.requested.insert(hash, (peer, now));
+            out.push(hash);
+        }
+        out
+    }
+
+    /// Takes a block a peer sent; hands every block that is next in line to the kernel.
+    pub fn deliver(&self, bytes: Vec<u8>) -> Delivered {
+        let Ok((header, _)) = bitcoin::consensus::deserialize_partial::<bitcoin::block::Header>(&bytes) else {
+            return Delivered::Unwanted;
+        };
+        let hash = header.block_hash();
+        let height = self.validator.header_height(&hash);
+        let already = self.validator.active_height(&hash).is_some();
+        let mut inner = self.lock();
+        inner.requested.remove(&hash);
+        let Some(height) = height.filter(|_| !already) else {
+            return Delivered::Unwanted;
+        };
+        if height < inner.next_to_feed {
+            return Delivered::Unwanted;
+        }
+        inner.buffer.insert(height, (hash, bytes));
+        loop {
+            let next = inner.next_to_feed;
+            let Some((hash, bytes)) = inner.buffer.remove(&next) else { break };
+            self.queued.fetch_add(1, Ordering::SeqCst);
+            if self.feeder.send((next, hash, bytes)).is_err() {
+                self.queued.fetch_sub(1, Ordering::SeqCst);
+                break;
+            }
+            inner.next_to_feed += 1;
+        }
+        Delivered::Taken
+    }
+
+    /// Forgets what a departed peer was asked for, so others get it.
+    pub fn forget_peer(&self, peer: PeerId) {
+        self.lock().requested.retain(|_, (who, _)| *who != peer);
+    }
+
+    /// Blocks requested from `peer` and not yet received.
+    pub fn in_flight(&self, peer: PeerId) -> usize {
+        self.lock().requested.values().filter(|(who, _)| *who == peer).count()
+    }
+}

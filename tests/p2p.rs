@@ -1,0 +1,165 @@
+//! cairn as a peer of a real bitcoind: it syncs a chain over P2P, follows new blocks and a reorg
+//! made with `invalidateblock`, serves a second bitcoind that syncs from it, and bans a peer
+//! that sends garbage while sync goes on.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{free_port, Bitcoind};
+
+struct Cairn {
+    child: Child,
+    datadir: std::path::PathBuf,
+}
+
+impl Drop for Cairn {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Cairn {
+    fn status(&self) -> serde_json::Value {
+        let out = Command::new(env!("CARGO_BIN_EXE_cairn"))
+            .arg("--datadir")
+            .arg(&self.datadir)
+            .args(["status", "--json"])
+            .env("CAIRN_LOG", "warn")
+            .output()
+            .unwrap();
+        serde_json::from_slice(&out.stdout).unwrap_or(serde_json::Value::Null)
+    }
+
+    fn wait_for(&self, hash: &str, what: &str) {
+        let start = Instant::now();
+        loop {
+            let s = self.status();
+            if s["kernel_tip"]["hash"] == hash && s["index_tip"]["hash"] == hash {
+                return;
+            }
+            assert!(start.elapsed() < Duration::from_secs(120), "{what}: cairn at {s}, wanted {hash}");
+            std::thread::sleep(Duration::from_millis(250));
+        }
+    }
+}
+
+fn start_cairn(dir: &Path, args: &[String]) -> Cairn {
+    let datadir = dir.to_path_buf();
+    let child = Command::new(env!("CARGO_BIN_EXE_cairn"))
+        .arg("--datadir")
+        .arg(&datadir)
+        .args(["--admin-addr", "127.0.0.1:0", "--electrum-addr", "127.0.0.1:0"])
+        .args(args)
+        .arg("run")
+        .env("CAIRN_LOG", "info")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let c = Cairn { child, datadir };
+    let start = Instant::now();
+    while !dir.join("regtest/admin.addr").exists() {
+        assert!(start.elapsed() < Duration::from_secs(60), "cairn run never started");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    c
+}
+
+const ADDR: &str = "bcrt1qs758ursh4q9z627kt3pp5yysm78ddny6txaqgw";
+
+#[test]
+fn syncs_from_bitcoind_follows_reorgs_serves_peers_and_bans_garbage() {
+    let tmp = tempfile::tempdir().unwrap();
+    let chain = tmp.path().join("chain");
+    let out = Command::new(env!("CARGO_BIN_EXE_cairn"))
+        .args(["generate", "--blocks", "1000", "--txs-per-block", "10", "--seed", "12", "--out"])
+        .arg(&chain)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let a = Bitcoind::start(
+        &tmp.path().join("a"),
+        &[format!("-loadblock={}", chain.join("blocks/blk00000.dat").display())],
+    );
+    a.wait_for_height(1000, Duration::from_secs(120));
+
+    // Sync 1,000 blocks from bitcoind over P2P, and accept peers.
+    let p2p_port = free_port();
+    let cairn = start_cairn(
+        &tmp.path().join("cairn"),
+        &[
+            format!("--connect=127.0.0.1:{}", a.p2p_port),
+            format!("--p2p-addr=127.0.0.1:{p2p_port}"),
+        ],
+    );
+    cairn.wait_for(&a.rpc(&["getbestblockhash"]), "initial sync");
+
+    // New blocks are followed.
+    a.rpc(&["generatetoaddress", "2", ADDR]);
+    cairn.wait_for(&a.rpc(&["getbestblockhash"]), "new blocks");
+
+    // A reorg made on bitcoind: invalidate the tip's parent, mine a longer branch.
+    let old = a.rpc(&["getblockhash", "1001"]);
+    a.rpc(&["invalidateblock", &old]);
+    let other = {
+        let secp = bitcoin::secp256k1::Secp256k1::new();
+        let key = cairn::generate::derive_key(99, 0);
+        let pk = bitcoin::CompressedPublicKey(key.public_key(&secp));
+        bitcoin::Address::p2wpkh(&pk, bitcoin::Network::Regtest).to_string()
+    };
+    a.rpc(&["generatetoaddress", "3", &other]);
+    let new_tip = a.rpc(&["getbestblockhash"]);
+    cairn.wait_for(&new_tip, "reorg");
+    assert_eq!(cairn.status()["kernel_tip"]["height"], 1003);
+
+    // A second bitcoind syncs the whole chain from cairn (v1 transport: cairn has no BIP324 yet).
+    let b = Bitcoind::start(
+        &tmp.path().join("b"),
+        &[format!("-connect=127.0.0.1:{p2p_port}"), "-v2transport=0".into()],
+    );
+    b.wait_for_height(1003, Duration::from_secs(120));
+    assert_eq!(b.rpc(&["getbestblockhash"]), new_tip);
+
+    // A peer from another address sends a message with a bad checksum: disconnected, banned.
+    let cairn_p2p = SocketAddr::from(([127, 0, 0, 1], p2p_port));
+    let mut s = connect_from("127.0.0.2", cairn_p2p);
+    let mut msg = Vec::new();
+    msg.extend_from_slice(&[0xfa, 0xbf, 0xb5, 0xda]);
+    msg.extend_from_slice(b"ping\0\0\0\0\0\0\0\0");
+    msg.extend_from_slice(&8u32.to_le_bytes());
+    msg.extend_from_slice(&[1, 2, 3, 4]);
+    msg.extend_from_slice(&[0u8; 8]);
+    s.write_all(&msg).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut rest = Vec::new();
+    let _ = s.read_to_end(&mut rest);
+    // Banned: the next connection from that address is closed before any byte.
+    let mut s2 = connect_from("127.0.0.2", cairn_p2p);
+    s2.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut buf = [0u8; 1];
+    assert!(matches!(s2.read(&mut buf), Ok(0) | Err(_)), "banned peer must be dropped");
+
+    // Sync goes on with the honest peer.
+    a.rpc(&["generatetoaddress", "1", ADDR]);
+    cairn.wait_for(&a.rpc(&["getbestblockhash"]), "after the ban");
+}
+
+/// A blocking stream connected from a chosen local address (another loopback IP).
+fn connect_from(local_ip: &str, to: SocketAddr) -> TcpStream {
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let local: SocketAddr = format!("{local_ip}:0").parse().unwrap();
+    let stream = rt.block_on(async {
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket.bind(local).unwrap();
+        socket.connect(to).await.unwrap()
+    });
+    let std_stream = stream.into_std().unwrap();
+    std_stream.set_nonblocking(false).unwrap();
+    std_stream
+}
