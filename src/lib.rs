@@ -12,6 +12,7 @@ pub mod electrum;
 pub mod generate;
 pub mod import;
 pub mod kernel;
+pub mod mempool;
 pub mod index;
 pub mod node;
 pub mod p2p;

@@ -235,6 +235,7 @@ fn start_consumer(
         Some(index) => Ok(Some(IndexRunner::spawn(
             index.clone(),
             node.validator.clone(),
+            node.mempool.clone(),
             events,
             updates.clone(),
         )?)),
@@ -430,6 +431,8 @@ fn serve(mut node: Node) -> Result<()> {
         .enable_all()
         .build()?;
     let (updates, _) = tokio::sync::broadcast::channel(64);
+    // Transactions accepted into the mempool, to announce to peers.
+    let (relay, _) = tokio::sync::broadcast::channel::<bitcoin::Txid>(1024);
     let runner = start_consumer(&mut node, &updates)?;
     let validator = node.validator.clone();
     let index = node.index.clone();
@@ -454,6 +457,9 @@ fn serve(mut node: Node) -> Result<()> {
                 let backend = Arc::new(Backend {
                     index: index.clone(),
                     validator: node.validator.clone(),
+                    mempool: node.mempool.clone(),
+                    relay: relay.clone(),
+                    updates: updates.clone(),
                     config: node.settings.electrum.clone(),
                 });
                 Some(ElectrumServer::start(backend, updates.clone()).await?)
@@ -468,7 +474,16 @@ fn serve(mut node: Node) -> Result<()> {
                 listen: node.settings.p2p_addr,
                 magic: node.settings.magic(),
             };
-            Some(cairn::p2p::P2p::start(config, node.validator.clone()).await?)
+            let pool = match (&node.index, &node.mempool) {
+                (Some(i), Some(m)) => Some(cairn::p2p::TxRelay {
+                    index: i.clone(),
+                    mempool: m.clone(),
+                    relay: relay.clone(),
+                    updates: updates.clone(),
+                }),
+                _ => None,
+            };
+            Some(cairn::p2p::P2p::start(config, node.validator.clone(), pool).await?)
         };
         if let Some(addr) = p2p.as_ref().and_then(|p| p.listen_addr) {
             println!("accepting peers on {addr}");

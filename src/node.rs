@@ -74,6 +74,8 @@ pub struct Node {
     pub events: Option<Receiver<KernelEvent>>,
     /// The index, unless the node was opened without one.
     pub index: Option<Arc<Index>>,
+    /// The mempool (it needs the index to find the outputs transactions spend).
+    pub mempool: Option<Arc<crate::mempool::Mempool>>,
     _lock: DataDirLock,
 }
 
@@ -111,12 +113,16 @@ impl Node {
         } else {
             None
         };
+        let mempool = index
+            .as_ref()
+            .map(|_| Arc::new(crate::mempool::Mempool::new(crate::mempool::MempoolConfig::default())));
         Ok(Node {
             settings,
             datadir,
             validator: Arc::new(validator),
             events: Some(events),
             index,
+            mempool,
             _lock: lock,
         })
     }
@@ -127,8 +133,12 @@ impl Node {
     /// forget the blocks it validated since its last periodic flush.
     pub fn close(self) {
         let Node {
-            validator, index, ..
+            validator,
+            index,
+            mempool,
+            ..
         } = self;
+        drop(mempool);
         drop(index);
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
         let mut held = validator;

@@ -22,6 +22,7 @@ use cairn::index::runner::IndexRunner;
 use cairn::index::schema::ScriptHash;
 use cairn::index::Index;
 use cairn::kernel::Validator;
+use cairn::mempool::{Mempool, MempoolConfig};
 use cairn::store::Store;
 
 struct Fixture {
@@ -50,11 +51,20 @@ impl Fixture {
         index.sync(&validator).unwrap();
         let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
         let (updates, _) = tokio::sync::broadcast::channel(64);
-        let runner = IndexRunner::spawn(index.clone(), validator.clone(), events, updates.clone()).unwrap();
+        let mempool = Arc::new(Mempool::new(MempoolConfig::default()));
+        let runner = IndexRunner::spawn(index.clone(), validator.clone(), Some(mempool.clone()), events, updates.clone()).unwrap();
         let mut econfig = ElectrumConfig::defaults(Network::Regtest);
         econfig.addr = "127.0.0.1:0".parse().unwrap();
         tweak(&mut econfig);
-        let backend = Arc::new(Backend { index, validator: validator.clone(), config: econfig });
+        let (relay, _) = tokio::sync::broadcast::channel(16);
+        let backend = Arc::new(Backend {
+            index,
+            validator: validator.clone(),
+            mempool: Some(mempool),
+            relay,
+            updates: updates.clone(),
+            config: econfig,
+        });
         let server = rt.block_on(ElectrumServer::start(backend, updates)).unwrap();
         let addr = server.addr;
         std::mem::forget(server);
@@ -242,19 +252,15 @@ fn every_method_answers_what_the_blocks_say() {
     }
     assert!(c.transaction_get_merkle(&fx.blocks[10].txdata[0].compute_txid(), 12).is_err());
 
-    // What needs the mempool is an error, never an empty answer.
+    // The mempool is empty: real answers about an empty mempool.
     let some = &scripts[0];
     let sh_hex = ScriptHash::of(some).to_electrum_hex();
-    for (method, params) in [
-        ("blockchain.scripthash.get_mempool", vec![Param::String(sh_hex.clone())]),
-        ("mempool.get_fee_histogram", vec![]),
-        ("blockchain.estimatefee", vec![Param::Usize(2)]),
-        ("mempool.get_info", vec![]),
-        ("blockchain.transaction.broadcast", vec![Param::String("00".into())]),
-    ] {
-        let err = c.raw_call(method, params).unwrap_err().to_string();
-        assert!(err.contains("mempool not available"), "{method}: {err}");
-    }
+    assert_eq!(c.raw_call("blockchain.scripthash.get_mempool", vec![Param::String(sh_hex.clone())]).unwrap(), json!([]));
+    assert_eq!(c.raw_call("mempool.get_fee_histogram", vec![]).unwrap(), json!([]));
+    assert_eq!(c.raw_call("blockchain.estimatefee", vec![Param::Usize(2)]).unwrap(), json!(0.00001));
+    assert_eq!(c.raw_call("mempool.get_info", vec![]).unwrap()["minrelaytxfee"], json!(0.00001));
+    let err = c.raw_call("blockchain.transaction.broadcast", vec![Param::String("00".into())]).unwrap_err().to_string();
+    assert!(err.contains("TX decode failed"), "{err}");
 
     // Notifications: new blocks notify the header and every script whose status changed.
     let before: Vec<Option<String>> = scripts.iter().map(|s| status_of(&e.history[&ScriptHash::of(s)])).collect();
@@ -316,7 +322,7 @@ fn protocol_1_6_answers_in_its_own_shapes() {
     let m = ask(json!({"jsonrpc":"2.0","id":3,"method":"blockchain.transaction.get_merkle","params":[tx.to_string()]}));
     assert_eq!(m["error"]["code"], -32602, "1.4 requires the height");
     let relay = ask(json!({"jsonrpc":"2.0","id":6,"method":"blockchain.relayfee","params":[]}));
-    assert!(relay["error"]["message"].as_str().unwrap().contains("mempool not available"), "1.4 has relayfee: {relay}");
+    assert_eq!(relay["result"], json!(0.00001), "1.4 has relayfee: {relay}");
     let relay16 = c.raw_call("blockchain.relayfee", vec![]).unwrap_err().to_string();
     assert!(relay16.contains("-32601"), "1.6 has no relayfee: {relay16}");
     let none = ask(json!({"jsonrpc":"2.0","id":4,"method":"server.version","params":["t", "1.0"]}));
@@ -459,11 +465,18 @@ fn a_reorg_changes_answers_and_notifies() {
     assert_eq!(header.header, branch_b[6].header);
     let e_a = common::expected(&fx.blocks);
     let mut notified = 0;
+    let branch_a_txids: std::collections::HashSet<bitcoin::Txid> = fx.blocks[140..].iter().flat_map(|b| b.txdata.iter().map(|t| t.compute_txid())).collect();
     for s in &scripts {
-        let want = e.history.get(&ScriptHash::of(s)).map(|h| status_of(h)).unwrap_or(None);
         let old = e_a.history.get(&ScriptHash::of(s)).map(|h| status_of(h)).unwrap_or(None);
-        let got: Vec<(bitcoin::Txid, u32)> = c.script_get_history(s).unwrap().iter().map(|h| (h.tx_hash, h.height as u32)).collect();
-        assert_eq!(got, e.history.get(&ScriptHash::of(s)).cloned().unwrap_or_default());
+        let got = c.script_get_history(s).unwrap();
+        let confirmed: Vec<(bitcoin::Txid, u32)> = got.iter().filter(|h| h.height > 0).map(|h| (h.tx_hash, h.height as u32)).collect();
+        assert_eq!(confirmed, e.history.get(&ScriptHash::of(s)).cloned().unwrap_or_default());
+        // Branch A's transactions that are still valid went back to the mempool.
+        let unconfirmed: Vec<(bitcoin::Txid, i64)> = got.iter().filter(|h| h.height <= 0).map(|h| (h.tx_hash, h.height as i64)).collect();
+        for (t, _) in &unconfirmed {
+            assert!(branch_a_txids.contains(t), "only branch A's transactions return to the mempool");
+        }
+        let want = status_of_with_mempool(&confirmed, &unconfirmed);
         let mut last = None;
         while let Some(st) = c.script_pop(s).unwrap() {
             last = Some(hex::encode(*st));
@@ -477,7 +490,117 @@ fn a_reorg_changes_answers_and_notifies() {
     }
     assert!(notified > 0, "the reorg changed statuses and notified them");
     if !chain_b.iter().any(|b| b.txdata.iter().any(|t| t.compute_txid() == a_tx)) {
-        assert!(c.transaction_get_raw(&a_tx).is_err(), "branch A's transaction is gone");
+        // Gone from the chain: either unknown now, or back in the mempool (no block fields).
+        if let Ok(v) = c.raw_call("blockchain.transaction.get", vec![Param::String(a_tx.to_string()), Param::Bool(true)]) {
+            assert!(v.get("blockhash").is_none(), "branch A's transaction is not confirmed any more");
+        }
     }
     assert_eq!(c.block_header(145).unwrap(), branch_b[4].header);
+}
+
+/// A P2WPKH spend of `coin` (worth `value`) by `key`, paying `value - fee` to `to`.
+fn spend(
+    key: &bitcoin::secp256k1::SecretKey,
+    coin: bitcoin::OutPoint,
+    value: u64,
+    fee: u64,
+    to: &ScriptBuf,
+) -> bitcoin::Transaction {
+    use bitcoin::sighash::{EcdsaSighashType, SighashCache};
+    let secp = bitcoin::secp256k1::Secp256k1::new();
+    let pk = bitcoin::CompressedPublicKey(key.public_key(&secp));
+    let mut tx = bitcoin::Transaction {
+        version: bitcoin::transaction::Version::TWO,
+        lock_time: bitcoin::absolute::LockTime::ZERO,
+        input: vec![bitcoin::TxIn {
+            previous_output: coin,
+            script_sig: ScriptBuf::new(),
+            sequence: bitcoin::Sequence::ENABLE_RBF_NO_LOCKTIME,
+            witness: bitcoin::Witness::new(),
+        }],
+        output: vec![bitcoin::TxOut { value: bitcoin::Amount::from_sat(value - fee), script_pubkey: to.clone() }],
+    };
+    let spk = ScriptBuf::new_p2wpkh(&pk.wpubkey_hash());
+    let sighash = SighashCache::new(&tx)
+        .p2wpkh_signature_hash(0, &spk, bitcoin::Amount::from_sat(value), EcdsaSighashType::All)
+        .unwrap();
+    let msg = bitcoin::secp256k1::Message::from_digest(sighash.to_byte_array());
+    let sig = bitcoin::ecdsa::Signature { signature: secp.sign_ecdsa(&msg, key), sighash_type: EcdsaSighashType::All };
+    tx.input[0].witness = bitcoin::Witness::p2wpkh(&sig, &pk.0);
+    tx
+}
+
+#[test]
+fn mempool_broadcast_replacement_and_notifications() {
+    let fx = Fixture::start(150, 10, 35, |_| {});
+    let c = fx.client();
+    let gen = ChainGenerator::new(GenerateOptions { blocks: 0, txs_per_block: 10, seed: 35 });
+    let key = gen.miner_keys()[0];
+    let secp = bitcoin::secp256k1::Secp256k1::new();
+    let pk = bitcoin::CompressedPublicKey(key.public_key(&secp));
+    let miner = ScriptBuf::new_p2wpkh(&pk.wpubkey_hash());
+    // A mature coin of the miner.
+    let coin = c
+        .script_list_unspent(&miner)
+        .unwrap()
+        .into_iter()
+        .find(|u| u.height + 100 <= 150)
+        .expect("a mature coin");
+    let op = bitcoin::OutPoint::new(coin.tx_hash, coin.tx_pos as u32);
+    let dest = ScriptBuf::new_p2wpkh(&bitcoin::CompressedPublicKey(cairn::generate::derive_key(77, 1).public_key(&secp)).wpubkey_hash());
+    let before = c.script_subscribe(&dest).unwrap();
+    assert!(before.is_none());
+
+    let tx1 = spend(&key, op, coin.value, 1_000, &dest);
+    let txid1 = c.transaction_broadcast(&tx1).unwrap();
+    assert_eq!(txid1, tx1.compute_txid());
+    // Notified, and every answer now includes it.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let status = loop {
+        if let Some(s) = c.script_pop(&dest).unwrap() {
+            break hex::encode(*s);
+        }
+        assert!(Instant::now() < deadline, "no notification for the mempool transaction");
+        c.ping().unwrap();
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(Some(status), status_of_with_mempool(&[], &[(txid1, 0)]));
+    let mempool = c.raw_call("blockchain.scripthash.get_mempool", vec![Param::String(ScriptHash::of(&dest).to_electrum_hex())]).unwrap();
+    assert_eq!(mempool, json!([{"height": 0, "tx_hash": txid1.to_string(), "fee": 1000}]));
+    let bal = c.script_get_balance(&dest).unwrap();
+    assert_eq!((bal.confirmed, bal.unconfirmed), (0, (coin.value - 1_000) as i64));
+    let miner_bal = c.script_get_balance(&miner).unwrap();
+    assert_eq!(miner_bal.unconfirmed, -(coin.value as i64));
+    assert!(!c.script_list_unspent(&miner).unwrap().iter().any(|u| u.tx_hash == coin.tx_hash && u.tx_pos == coin.tx_pos));
+    assert_eq!(c.script_list_unspent(&dest).unwrap()[0].height, 0);
+    assert_eq!(c.transaction_get_raw(&txid1).unwrap(), serialize(&tx1));
+    let hist = c.raw_call("mempool.get_fee_histogram", vec![]).unwrap();
+    assert_eq!(hist.as_array().unwrap().len(), 1);
+
+    // A double spend paying less is refused with the reason; one paying more replaces it.
+    let low = spend(&key, op, coin.value, 900, &dest);
+    let err = c.transaction_broadcast(&low).unwrap_err().to_string();
+    assert!(err.contains("insufficient fee"), "{err}");
+    let high = spend(&key, op, coin.value, 5_000, &dest);
+    let txid2 = c.transaction_broadcast(&high).unwrap();
+    assert!(c.transaction_get_raw(&txid1).is_err(), "the replaced transaction is gone");
+    let mempool = c.raw_call("blockchain.scripthash.get_mempool", vec![Param::String(ScriptHash::of(&dest).to_electrum_hex())]).unwrap();
+    assert_eq!(mempool, json!([{"height": 0, "tx_hash": txid2.to_string(), "fee": 5000}]));
+    // A bad signature is refused by the kernel's script check.
+    let mut forged = spend(&key, op, coin.value, 9_000, &dest);
+    let mut items: Vec<Vec<u8>> = forged.input[0].witness.iter().map(|w| w.to_vec()).collect();
+    items[0][10] ^= 1;
+    forged.input[0].witness = bitcoin::Witness::from_slice(&items);
+    let err = c.transaction_broadcast(&forged).unwrap_err().to_string();
+    assert!(err.contains("script-verify"), "{err}");
+    // Spending something that does not exist.
+    let ghost = spend(&key, bitcoin::OutPoint::new(txid2, 7), 10_000, 1_000, &dest);
+    let err = c.transaction_broadcast(&ghost).unwrap_err().to_string();
+    assert!(err.contains("missingorspent"), "{err}");
+}
+
+fn status_of_with_mempool(confirmed: &[(bitcoin::Txid, u32)], mempool: &[(bitcoin::Txid, i64)]) -> Option<String> {
+    let mut text: String = confirmed.iter().map(|(t, h)| format!("{t}:{h}:")).collect();
+    text.extend(mempool.iter().map(|(t, h)| format!("{t}:{h}:")));
+    (!text.is_empty()).then(|| sha256::Hash::hash(text.as_bytes()).to_string())
 }

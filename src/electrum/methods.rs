@@ -13,11 +13,14 @@ use crate::index::schema::ScriptHash;
 /// Protocol versions served, oldest first.
 const VERSIONS: [(u32, u32, u32); 4] = [(1, 4, 0), (1, 4, 1), (1, 4, 2), (1, 6, 0)];
 
-/// The answer for everything that needs the mempool, which cairn does not have yet.
+/// The minimum relay fee in BTC per 1000 vbytes, as Electrum wants fee rates.
+const MIN_RELAY_BTC_PER_KVB: f64 = crate::mempool::MIN_RELAY_FEERATE as f64 * 1000.0 / 100_000_000.0;
+
+/// The answer for everything that needs the mempool when this cairn runs without one.
 fn no_mempool() -> RpcError {
     RpcError::new(
         BACKEND_ERROR,
-        "mempool not available: this cairn has no mempool or peers yet (it validates blocks it is given); unconfirmed data, fee figures and broadcast are not served",
+        "mempool not available: this cairn runs without an index, so it keeps no mempool; unconfirmed data, fee figures and broadcast are not served",
     )
 }
 
@@ -100,12 +103,12 @@ impl Session {
         match method {
             "blockchain.block.header" => self.block_header(params),
             "blockchain.block.headers" => self.block_headers(params),
-            "blockchain.estimatefee" => Err(no_mempool()),
+            "blockchain.estimatefee" => self.estimatefee(params),
             "blockchain.headers.subscribe" => self.headers_subscribe(),
-            "blockchain.relayfee" if !self.v16() => Err(no_mempool()),
+            "blockchain.relayfee" if !self.v16() => self.mempool().map(|_| json!(MIN_RELAY_BTC_PER_KVB)),
             "blockchain.scripthash.get_balance" => self.get_balance(scripthash_param(params, 0)?),
             "blockchain.scripthash.get_history" => self.get_history(scripthash_param(params, 0)?),
-            "blockchain.scripthash.get_mempool" => Err(no_mempool()),
+            "blockchain.scripthash.get_mempool" => self.get_mempool(scripthash_param(params, 0)?),
             "blockchain.scripthash.listunspent" => self.listunspent(scripthash_param(params, 0)?),
             "blockchain.scripthash.subscribe" => self.subscribe(scripthash_param(params, 0)?),
             "blockchain.scripthash.unsubscribe" => {
@@ -113,18 +116,20 @@ impl Session {
             }
             "blockchain.scriptpubkey.get_balance" if self.v16() => self.get_balance(scriptpubkey_param(params, 0)?),
             "blockchain.scriptpubkey.get_history" if self.v16() => self.get_history(scriptpubkey_param(params, 0)?),
-            "blockchain.scriptpubkey.get_mempool" if self.v16() => Err(no_mempool()),
+            "blockchain.scriptpubkey.get_mempool" if self.v16() => self.get_mempool(scriptpubkey_param(params, 0)?),
             "blockchain.scriptpubkey.listunspent" if self.v16() => self.listunspent(scriptpubkey_param(params, 0)?),
             "blockchain.scriptpubkey.subscribe" if self.v16() => self.subscribe(scriptpubkey_param(params, 0)?),
             "blockchain.scriptpubkey.unsubscribe" if self.v16() => {
                 Ok(json!(self.subscriptions.remove(&scriptpubkey_param(params, 0)?).is_some()))
             }
-            "blockchain.transaction.broadcast" => Err(no_mempool()),
+            "blockchain.transaction.broadcast" => self.broadcast(params),
             "blockchain.transaction.get" => self.transaction_get(params),
             "blockchain.transaction.get_merkle" => self.get_merkle(params),
             "blockchain.transaction.id_from_pos" => self.id_from_pos(params),
-            "mempool.get_fee_histogram" => Err(no_mempool()),
-            "mempool.get_info" => Err(no_mempool()),
+            "mempool.get_fee_histogram" => self.fee_histogram(),
+            "mempool.get_info" => self.mempool().map(|_| {
+                json!({"mempoolminfee": MIN_RELAY_BTC_PER_KVB, "minrelaytxfee": MIN_RELAY_BTC_PER_KVB, "incrementalrelayfee": MIN_RELAY_BTC_PER_KVB})
+            }),
             "server.banner" => Ok(json!(self.backend.config.banner)),
             "server.donation_address" => Ok(json!(self.backend.config.donation_address)),
             "server.features" => Ok(self.features()),
@@ -217,7 +222,7 @@ impl Session {
         let height = self.tip_height()?;
         let hex = self.header_hex(height).ok_or_else(|| RpcError::new(BACKEND_ERROR, "no tip header"))?;
         self.headers_subscribed = true;
-        self.last_notified_height = Some(height);
+        self.last_notified = self.backend.index.with_chain(|c| c.hash(height)).map(|h| (height, h));
         Ok(json!({"height": height, "hex": hex}))
     }
 
@@ -274,30 +279,91 @@ impl Session {
         Ok(result)
     }
 
-    pub(crate) fn status_of(&self, sh: &ScriptHash) -> Result<Option<String>, RpcError> {
-        let history = self
+    fn mempool(&self) -> Result<&crate::mempool::Mempool, RpcError> {
+        self.backend.mempool.as_deref().ok_or_else(no_mempool)
+    }
+
+    /// Confirmed history, then the mempool's part in protocol order.
+    fn full_history(&self, sh: &ScriptHash) -> Result<Vec<(Txid, i64, Option<u64>)>, RpcError> {
+        let confirmed = self
             .backend
             .index
             .history(sh, self.backend.config.max_history)
             .map_err(backend_err)?;
-        Ok(status(history.iter().map(|h| (&h.txid, i64::from(h.height)))))
+        let mut out: Vec<(Txid, i64, Option<u64>)> = confirmed
+            .iter()
+            .map(|h| (h.txid, i64::from(h.height), None))
+            .collect();
+        if let Some(pool) = &self.backend.mempool {
+            out.extend(pool.history(sh).iter().map(|m| (m.txid, m.height, Some(m.fee))));
+        }
+        if out.len() > self.backend.config.max_history {
+            return Err(backend_err(QueryError::TooLarge {
+                limit: self.backend.config.max_history,
+            }));
+        }
+        Ok(out)
+    }
+
+    pub(crate) fn status_of(&self, sh: &ScriptHash) -> Result<Option<String>, RpcError> {
+        let history = self.full_history(sh)?;
+        Ok(status(history.iter().map(|(t, h, _)| (t, *h))))
+    }
+
+    fn get_mempool(&self, sh: ScriptHash) -> Result<Value, RpcError> {
+        let pool = self.mempool()?;
+        Ok(Value::Array(
+            pool.history(&sh)
+                .iter()
+                .map(|m| json!({"height": m.height, "tx_hash": m.txid.to_string(), "fee": m.fee}))
+                .collect(),
+        ))
+    }
+
+    fn estimatefee(&self, params: &[Value]) -> Result<Value, RpcError> {
+        let blocks = u32_param(params, 0, "number", None)?;
+        let pool = self.mempool()?;
+        // Below a full block's worth of the mempool, the minimum relay fee confirms next block.
+        Ok(json!(pool.estimate_fee(blocks).unwrap_or(MIN_RELAY_BTC_PER_KVB)))
+    }
+
+    fn fee_histogram(&self) -> Result<Value, RpcError> {
+        let pool = self.mempool()?;
+        Ok(Value::Array(
+            pool.fee_histogram()
+                .iter()
+                .map(|(rate, vsize)| json!([rate, vsize]))
+                .collect(),
+        ))
+    }
+
+    fn broadcast(&self, params: &[Value]) -> Result<Value, RpcError> {
+        let text = str_param(params, 0, "raw_tx")?;
+        let raw = hex::decode(text).map_err(|_| RpcError::invalid_params("raw_tx is not hex"))?;
+        let pool = self.mempool()?;
+        let accepted = pool
+            .accept(&raw, &self.backend.index)
+            .map_err(|e| RpcError::bad_request(format!("the transaction was rejected by network rules.\n\n{e}")))?;
+        let _ = self.backend.relay.send(accepted.txid);
+        crate::index::runner::publish(&self.backend.index, &self.backend.updates, Some(accepted.touched));
+        Ok(json!(accepted.txid.to_string()))
     }
 
     fn get_balance(&self, sh: ScriptHash) -> Result<Value, RpcError> {
         let confirmed = self.backend.index.balance(&sh).map_err(backend_err)?;
-        Ok(json!({"confirmed": confirmed, "unconfirmed": 0}))
+        let unconfirmed = self.backend.mempool.as_ref().map(|p| p.balance_delta(&sh)).unwrap_or(0);
+        Ok(json!({"confirmed": confirmed, "unconfirmed": unconfirmed}))
     }
 
     fn get_history(&self, sh: ScriptHash) -> Result<Value, RpcError> {
-        let history = self
-            .backend
-            .index
-            .history(&sh, self.backend.config.max_history)
-            .map_err(backend_err)?;
+        let history = self.full_history(&sh)?;
         Ok(Value::Array(
             history
                 .iter()
-                .map(|h| json!({"height": h.height, "tx_hash": h.txid.to_string()}))
+                .map(|(txid, height, fee)| match fee {
+                    Some(fee) => json!({"height": height, "tx_hash": txid.to_string(), "fee": fee}),
+                    None => json!({"height": height, "tx_hash": txid.to_string()}),
+                })
                 .collect(),
         ))
     }
@@ -308,12 +374,20 @@ impl Session {
             .index
             .unspent(&sh, self.backend.config.max_history)
             .map_err(backend_err)?;
-        Ok(Value::Array(
-            utxos
-                .iter()
-                .map(|u| json!({"height": u.height, "tx_pos": u.vout, "tx_hash": u.txid.to_string(), "value": u.value}))
-                .collect(),
-        ))
+        let pool = self.backend.mempool.as_deref();
+        let mut out: Vec<Value> = utxos
+            .iter()
+            .filter(|u| !pool.is_some_and(|p| p.is_spent(&bitcoin::OutPoint::new(u.txid, u.vout))))
+            .map(|u| json!({"height": u.height, "tx_pos": u.vout, "tx_hash": u.txid.to_string(), "value": u.value}))
+            .collect();
+        if let Some(pool) = pool {
+            out.extend(
+                pool.unspent(&sh)
+                    .iter()
+                    .map(|(txid, vout, value)| json!({"height": 0, "tx_pos": vout, "tx_hash": txid.to_string(), "value": value})),
+            );
+        }
+        Ok(Value::Array(out))
     }
 
     fn subscribe(&mut self, sh: ScriptHash) -> Result<Value, RpcError> {
@@ -355,6 +429,15 @@ impl Session {
     fn transaction_get(&self, params: &[Value]) -> Result<Value, RpcError> {
         let txid = txid_param(params, 0)?;
         let verbose = bool_param(params, 1, "verbose")?;
+        if let Some(bytes) = self.backend.mempool.as_ref().and_then(|p| p.raw(&txid)) {
+            if !verbose {
+                return Ok(json!(hex::encode(bytes)));
+            }
+            let tx: bitcoin::Transaction = bitcoin::consensus::deserialize(&bytes)
+                .map_err(|e| RpcError::new(BACKEND_ERROR, e.to_string()))?;
+            let network = self.backend.validator.network().to_bitcoin();
+            return Ok(verbose::unconfirmed(&tx, &bytes, network));
+        }
         let (bytes, height) = self.raw_tx(&txid)?;
         if !verbose {
             return Ok(json!(hex::encode(bytes)));

@@ -19,6 +19,7 @@ use crate::config::Network;
 use crate::index::schema::ScriptHash;
 use crate::index::Index;
 use crate::kernel::Validator;
+use crate::mempool::Mempool;
 
 pub use merkle::{branch_and_root, root_from_branch, rpc_hex};
 pub use status::status;
@@ -93,6 +94,12 @@ pub struct Backend {
     pub index: Arc<Index>,
     /// The validator (raw transactions are cut out of its blocks).
     pub validator: Arc<Validator>,
+    /// The mempool, when cairn keeps one.
+    pub mempool: Option<Arc<Mempool>>,
+    /// Where accepted transactions go to be announced to peers.
+    pub relay: broadcast::Sender<bitcoin::Txid>,
+    /// Where changes are published to every session.
+    pub updates: broadcast::Sender<TipUpdate>,
     /// The configuration.
     pub config: ElectrumConfig,
 }

@@ -63,7 +63,7 @@ pub struct Session {
     /// Negotiated version (major, minor, patch); `None` until `server.version` (1.4 rules).
     pub(crate) version: Option<(u32, u32, u32)>,
     pub(crate) headers_subscribed: bool,
-    pub(crate) last_notified_height: Option<u32>,
+    pub(crate) last_notified: Option<(u32, bitcoin::BlockHash)>,
     /// Subscribed script hashes and their last status sent.
     pub(crate) subscriptions: HashMap<ScriptHash, Option<String>>,
 }
@@ -164,8 +164,9 @@ impl Session {
         let tip = self.backend.index.with_chain(|c| c.tip().map(|(h, _)| h).zip(c.tip().and_then(|(h, _)| c.header(h).copied())));
         if self.headers_subscribed {
             if let Some((height, header)) = tip {
-                if self.last_notified_height != Some(height) || update.is_some() {
-                    self.last_notified_height = Some(height);
+                let now = Some((height, header.block_hash()));
+                if self.last_notified != now {
+                    self.last_notified = now;
                     let hex = hex::encode(bitcoin::consensus::serialize(&header));
                     out.push(
                         json!({"jsonrpc": "2.0", "method": "blockchain.headers.subscribe",
@@ -245,7 +246,7 @@ pub async fn run(
         backend,
         version: None,
         headers_subscribed: false,
-        last_notified_height: None,
+        last_notified: None,
         subscriptions: HashMap::new(),
     };
     let mut reader = BufReader::with_capacity(64 * 1024, read_half);

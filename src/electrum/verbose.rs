@@ -29,6 +29,15 @@ fn script_type(script: &Script) -> &'static str {
     }
 }
 
+/// The verbose form of a mempool transaction (no block fields, as bitcoind).
+pub fn unconfirmed(tx: &Transaction, bytes: &[u8], network: Network) -> Value {
+    let mut v = base(tx, bytes, network);
+    if let Some(obj) = v.as_object_mut() {
+        obj.retain(|k, _| !["blockhash", "confirmations", "time", "blocktime"].contains(&k.as_str()));
+    }
+    v
+}
+
 /// The verbose form of a confirmed transaction.
 pub fn transaction(
     tx: &Transaction,
@@ -38,6 +47,15 @@ pub fn transaction(
     blocktime: u32,
     confirmations: u32,
 ) -> Value {
+    let mut v = base(tx, bytes, network);
+    v["blockhash"] = json!(blockhash.to_string());
+    v["confirmations"] = json!(confirmations);
+    v["time"] = json!(blocktime);
+    v["blocktime"] = json!(blocktime);
+    v
+}
+
+fn base(tx: &Transaction, bytes: &[u8], network: Network) -> Value {
     let vin: Vec<Value> = tx
         .input
         .iter()
@@ -89,9 +107,5 @@ pub fn transaction(
         "vin": vin,
         "vout": vout,
         "hex": hex::encode(bytes),
-        "blockhash": blockhash.to_string(),
-        "confirmations": confirmations,
-        "time": blocktime,
-        "blocktime": blocktime,
     })
 }

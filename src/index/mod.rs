@@ -69,6 +69,8 @@ pub struct SyncStats {
     pub disconnected: u32,
     /// Script hashes whose history changed; `None` when too many to list (any may have).
     pub touched: Option<HashSet<ScriptHash>>,
+    /// The non-coinbase transactions of undone blocks, serialized (for the mempool).
+    pub undone_txs: Vec<Vec<u8>>,
 }
 
 /// Past this many touched script hashes a sync reports "any" instead of the list.
@@ -216,8 +218,13 @@ impl Index {
                     tracing::debug!("index tip {height} is above the kernel's; waiting for it");
                     return Ok(stats);
                 }
-                let undone = self.disconnect_tip(validator, height, hash)?;
+                let (undone, raw) = self.disconnect_tip(validator, height, hash)?;
                 stats.touch(&undone);
+                for tx in undone.txs.iter().skip(1) {
+                    if let Some(bytes) = raw.get(tx.offset as usize..(tx.offset + tx.len) as usize) {
+                        stats.undone_txs.push(bytes.to_vec());
+                    }
+                }
                 stats.disconnected += 1;
             }
             let kernel_tip = validator.tip().height;
@@ -307,7 +314,7 @@ impl Index {
         validator: &Validator,
         height: u32,
         hash: BlockHash,
-    ) -> Result<PreparedBlock, IndexError> {
+    ) -> Result<(PreparedBlock, Vec<u8>), IndexError> {
         if height == 0 {
             return Err(IndexError::Inconsistent(format!(
                 "the indexed genesis {hash} is not the kernel's"
@@ -334,7 +341,7 @@ impl Index {
         writer::disconnect(&self.store, &mut batch, &block, first, parent)?;
         self.store.write(batch)?;
         self.chain_mut().pop();
-        Ok(block)
+        Ok((block, raw))
     }
 
     /// Every row of the logical index, for comparing two indexes in tests: all column families

@@ -194,6 +194,34 @@ impl Index {
         Ok(Some((bytes, pos)))
     }
 
+    /// A confirmed output that nothing in the chain spends: its script and amount, the height
+    /// of its block and whether it is a coinbase output.
+    pub fn confirmed_unspent(
+        &self,
+        op: &bitcoin::OutPoint,
+    ) -> Result<Option<(bitcoin::TxOut, u32, bool)>, QueryError> {
+        let store = self.store();
+        let Some(txnum) = find_txnum(store, None, &op.txid)? else {
+            return Ok(None);
+        };
+        let key = OutPointNum { txnum, vout: op.vout };
+        if store.get(cf::SPENT, &key.encode())?.is_some() {
+            return Ok(None);
+        }
+        let Some((bytes, pos)) = self.raw_tx(&op.txid)? else {
+            return Ok(None);
+        };
+        let tx: bitcoin::Transaction = bitcoin::consensus::deserialize(&bytes)
+            .map_err(|e| IndexError::Inconsistent(format!("stored transaction {} does not decode: {e}", op.txid)))?;
+        let Some(out) = tx.output.get(op.vout as usize) else {
+            return Ok(None);
+        };
+        if out.script_pubkey.is_op_return() || pos.height == 0 {
+            return Ok(None);
+        }
+        Ok(Some((out.clone(), pos.height, pos.pos == 0)))
+    }
+
     /// The txids of a block, in block order.
     pub fn block_txids(&self, height: u32) -> Result<Option<Vec<Txid>>, QueryError> {
         self.with_chain(|chain| {

@@ -9,7 +9,11 @@ use std::time::Duration;
 
 use tokio::sync::broadcast;
 
+use std::collections::HashSet;
+
+use super::schema::ScriptHash;
 use super::{Index, IndexError};
+use crate::mempool::Mempool;
 use crate::electrum::TipUpdate;
 use crate::kernel::{KernelEvent, Validator};
 
@@ -24,6 +28,7 @@ impl IndexRunner {
     pub fn spawn(
         index: Arc<Index>,
         validator: Arc<Validator>,
+        mempool: Option<Arc<Mempool>>,
         events: Receiver<KernelEvent>,
         updates: broadcast::Sender<TipUpdate>,
     ) -> std::io::Result<Self> {
@@ -31,7 +36,7 @@ impl IndexRunner {
         let stop2 = stop.clone();
         let handle = std::thread::Builder::new()
             .name("indexer".into())
-            .spawn(move || run(&index, &validator, events, &updates, &stop2))?;
+            .spawn(move || run(&index, &validator, mempool.as_deref(), events, &updates, &stop2))?;
         Ok(IndexRunner { stop, handle })
     }
 
@@ -51,16 +56,14 @@ impl IndexRunner {
     }
 }
 
-fn publish(index: &Index, updates: &broadcast::Sender<TipUpdate>, stats: &super::SyncStats) {
-    if stats.connected == 0 && stats.disconnected == 0 {
-        return;
-    }
+/// Tells the servers that the tip or these script hashes changed (`None`: any may have).
+pub fn publish(index: &Index, updates: &broadcast::Sender<TipUpdate>, touched: Option<HashSet<ScriptHash>>) {
     let tip = index.with_chain(|c| c.tip().and_then(|(h, _)| c.header(h).map(|hd| (h, *hd))));
     if let Some((height, header)) = tip {
         let _ = updates.send(TipUpdate {
             height,
             header,
-            touched: stats.touched.clone().map(Arc::new),
+            touched: touched.map(Arc::new),
         });
     }
 }
@@ -68,6 +71,7 @@ fn publish(index: &Index, updates: &broadcast::Sender<TipUpdate>, stats: &super:
 fn run(
     index: &Index,
     validator: &Validator,
+    mempool: Option<&Mempool>,
     events: Receiver<KernelEvent>,
     updates: &broadcast::Sender<TipUpdate>,
     stop: &AtomicBool,
@@ -75,7 +79,25 @@ fn run(
     loop {
         let stopping = stop.load(Ordering::SeqCst);
         let stats = index.sync(validator)?;
-        publish(index, updates, &stats);
+        if stats.connected > 0 || stats.disconnected > 0 {
+            let mut touched = stats.touched;
+            if let Some(pool) = mempool {
+                // Drop what the new blocks confirmed or conflicted with, then put back what the
+                // undone blocks had (when still valid).
+                let dropped = pool.revalidate(index);
+                let mut readded = HashSet::new();
+                for raw in &stats.undone_txs {
+                    if let Ok(a) = pool.accept(raw, index) {
+                        readded.extend(a.touched);
+                    }
+                }
+                if let Some(t) = touched.as_mut() {
+                    t.extend(dropped);
+                    t.extend(readded);
+                }
+            }
+            publish(index, updates, touched);
+        }
         if stopping {
             return Ok(events);
         }

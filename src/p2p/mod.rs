@@ -50,6 +50,20 @@ pub enum P2pError {
     Thread(std::io::Error),
 }
 
+/// What transaction relay needs: the mempool, the index it checks against, where accepted
+/// transactions are announced and where changes reach the Electrum sessions.
+#[derive(Clone)]
+pub struct TxRelay {
+    /// The index.
+    pub index: Arc<crate::index::Index>,
+    /// The mempool.
+    pub mempool: Arc<crate::mempool::Mempool>,
+    /// Accepted transactions to announce.
+    pub relay: tokio::sync::broadcast::Sender<bitcoin::Txid>,
+    /// Changes for the Electrum sessions.
+    pub updates: tokio::sync::broadcast::Sender<crate::electrum::TipUpdate>,
+}
+
 /// Banned addresses (by IP) and until when.
 #[derive(Default)]
 struct BanList(Mutex<HashMap<std::net::IpAddr, Instant>>);
@@ -79,7 +93,11 @@ pub struct P2p {
 
 impl P2p {
     /// Starts the peer tasks (and the listener). Must run inside a tokio runtime.
-    pub async fn start(config: P2pConfig, validator: Arc<Validator>) -> Result<Self, P2pError> {
+    pub async fn start(
+        config: P2pConfig,
+        validator: Arc<Validator>,
+        tx_relay: Option<TxRelay>,
+    ) -> Result<Self, P2pError> {
         let bans = Arc::new(BanList::default());
         let downloader = Downloader::new(validator.clone(), |hash, e| {
             tracing::warn!("invalid block {hash} from the network: {e}");
@@ -90,6 +108,7 @@ impl P2p {
             validator,
             downloader,
             services: ServiceFlags::NETWORK | ServiceFlags::WITNESS,
+            tx_relay,
         });
         let ids = Arc::new(AtomicU64::new(1));
         let mut tasks = Vec::new();

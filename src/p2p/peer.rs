@@ -71,6 +71,8 @@ pub struct PeerContext {
     pub downloader: Arc<Downloader>,
     /// The services cairn advertises.
     pub services: ServiceFlags,
+    /// Transaction relay, when cairn keeps a mempool.
+    pub tx_relay: Option<super::TxRelay>,
 }
 
 fn now_secs() -> i64 {
@@ -87,7 +89,7 @@ pub async fn run(stream: TcpStream, addr: SocketAddr, id: PeerId, ctx: Arc<PeerC
     let mut reader = BufReader::with_capacity(256 * 1024, r);
     let mut writer = BufWriter::new(w);
     let result = async {
-        tokio::time::timeout(HANDSHAKE_TIMEOUT, handshake(&mut reader, &mut writer, addr, &ctx))
+        let wtxid_relay = tokio::time::timeout(HANDSHAKE_TIMEOUT, handshake(&mut reader, &mut writer, addr, &ctx))
             .await
             .map_err(|_| PeerError::Timeout)??;
         tracing::info!("peer {id} {addr}: connected");
@@ -103,7 +105,7 @@ pub async fn run(stream: TcpStream, addr: SocketAddr, id: PeerId, ctx: Arc<PeerC
                 }
             }
         });
-        let outcome = session(rx, &mut writer, id, &ctx).await;
+        let outcome = session(rx, &mut writer, id, &ctx, wtxid_relay).await;
         reading.abort();
         outcome
     }
@@ -131,7 +133,7 @@ async fn handshake<R, W>(
     writer: &mut W,
     addr: SocketAddr,
     ctx: &PeerContext,
-) -> Result<(), PeerError>
+) -> Result<bool, PeerError>
 where
     R: tokio::io::AsyncRead + Unpin,
     W: tokio::io::AsyncWrite + Unpin,
@@ -146,10 +148,11 @@ where
         ctx.validator.tip().height as i32,
     );
     version.version = PROTOCOL_VERSION;
-    version.relay = false;
+    version.relay = ctx.tx_relay.is_some();
     send(writer, ctx.magic, NetworkMessage::Version(version)).await?;
     let mut got_version = false;
     let mut got_verack = false;
+    let mut wtxid_relay = false;
     while !(got_version && got_verack) {
         match read_message(reader, ctx.magic).await? {
             Incoming::Message(NetworkMessage::Version(v)) => {
@@ -166,7 +169,8 @@ where
                 send(writer, ctx.magic, NetworkMessage::Verack).await?;
             }
             Incoming::Message(NetworkMessage::Verack) => got_verack = true,
-            Incoming::Message(NetworkMessage::WtxidRelay | NetworkMessage::SendAddrV2) => {}
+            Incoming::Message(NetworkMessage::WtxidRelay) => wtxid_relay = true,
+            Incoming::Message(NetworkMessage::SendAddrV2) => {}
             Incoming::Message(other) if !got_version => {
                 return Err(PeerError::Misbehaving(format!("{} before version", other.cmd())));
             }
@@ -174,7 +178,7 @@ where
         }
     }
     send(writer, ctx.magic, NetworkMessage::SendHeaders).await?;
-    Ok(())
+    Ok(wtxid_relay)
 }
 
 fn rand_nonce() -> u64 {
@@ -195,12 +199,17 @@ async fn session<W>(
     writer: &mut W,
     id: PeerId,
     ctx: &PeerContext,
+    wtxid_relay: bool,
 ) -> Result<(), PeerError>
 where
     W: tokio::io::AsyncWrite + Unpin,
 {
     use tokio::io::AsyncWriteExt;
     let v = &ctx.validator;
+    let mut announced = match &ctx.tx_relay {
+        Some(r) => r.relay.subscribe(),
+        None => tokio::sync::broadcast::channel(1).1,
+    };
     send(writer, ctx.magic, get_headers(v)).await?;
     let mut tick = tokio::time::interval(Duration::from_millis(200));
     let mut last_heard = tokio::time::Instant::now();
@@ -237,8 +246,41 @@ where
                         }
                     }
                     Incoming::Message(NetworkMessage::Inv(items)) => {
+                        if items.len() > 50_000 {
+                            return Err(PeerError::Misbehaving("inv with more than 50000 items".into()));
+                        }
                         if items.iter().any(|i| matches!(i, Inventory::Block(_) | Inventory::WitnessBlock(_))) {
                             send(writer, ctx.magic, get_headers(v)).await?;
+                        }
+                        if let Some(r) = &ctx.tx_relay {
+                            let wanted: Vec<Inventory> = items
+                                .into_iter()
+                                .filter(|i| match i {
+                                    Inventory::Transaction(t) | Inventory::WitnessTransaction(t) => r.mempool.raw(t).is_none(),
+                                    Inventory::WTx(w) => r.mempool.raw_by_wtxid(w).is_none(),
+                                    _ => false,
+                                })
+                                .map(|i| match i {
+                                    Inventory::Transaction(t) => Inventory::WitnessTransaction(t),
+                                    other => other,
+                                })
+                                .collect();
+                            if !wanted.is_empty() {
+                                send(writer, ctx.magic, NetworkMessage::GetData(wanted)).await?;
+                            }
+                        }
+                    }
+                    Incoming::Message(NetworkMessage::Tx(tx)) => {
+                        if let Some(r) = &ctx.tx_relay {
+                            let raw = bitcoin::consensus::serialize(&tx);
+                            match tokio::task::block_in_place(|| r.mempool.accept(&raw, &r.index)) {
+                                Ok(accepted) => {
+                                    tracing::debug!("peer {id}: accepted transaction {}", accepted.txid);
+                                    let _ = r.relay.send(accepted.txid);
+                                    crate::index::runner::publish(&r.index, &r.updates, Some(accepted.touched));
+                                }
+                                Err(e) => tracing::debug!("peer {id}: transaction {} rejected: {e}", tx.compute_txid()),
+                            }
                         }
                     }
                     Incoming::Message(NetworkMessage::Ping(nonce)) => {
@@ -254,6 +296,18 @@ where
                         }
                         let mut missing = Vec::new();
                         for item in items {
+                            let from_pool = match (&ctx.tx_relay, &item) {
+                                (Some(r), Inventory::Transaction(t) | Inventory::WitnessTransaction(t)) => Some(r.mempool.raw(t)),
+                                (Some(r), Inventory::WTx(w)) => Some(r.mempool.raw_by_wtxid(w)),
+                                _ => None,
+                            };
+                            if let Some(found) = from_pool {
+                                match found.and_then(|raw| bitcoin::consensus::deserialize::<bitcoin::Transaction>(&raw).ok()) {
+                                    Some(tx) => write_message(writer, ctx.magic, NetworkMessage::Tx(tx)).await?,
+                                    None => missing.push(item),
+                                }
+                                continue;
+                            }
                             let hash = match item {
                                 Inventory::Block(h) | Inventory::WitnessBlock(h) => h,
                                 other => { missing.push(other); continue; }
@@ -276,6 +330,19 @@ where
                     }
                     Incoming::Message(_) => {}
                 }
+            }
+            txid = announced.recv(), if ctx.tx_relay.is_some() => {
+                let Ok(txid) = txid else { continue };
+                let Some(r) = &ctx.tx_relay else { continue };
+                let item = if wtxid_relay {
+                    match r.mempool.raw(&txid).and_then(|raw| bitcoin::consensus::deserialize::<bitcoin::Transaction>(&raw).ok()) {
+                        Some(tx) => Inventory::WTx(tx.compute_wtxid()),
+                        None => continue,
+                    }
+                } else {
+                    Inventory::Transaction(txid)
+                };
+                send(writer, ctx.magic, NetworkMessage::Inv(vec![item])).await?;
             }
             _ = tick.tick() => {
                 if last_heard.elapsed() > IDLE_TIMEOUT {

@@ -1,0 +1,552 @@
+//! cairn's mempool: unconfirmed transactions checked against the index's unspent outputs and
+//! each other, their scripts verified by the kernel, with Core's simple standardness rules,
+//! full replace-by-fee and eviction by fee rate.
+
+mod policy;
+
+use std::collections::{HashMap, HashSet};
+use std::sync::RwLock;
+
+use bitcoin::{OutPoint, Transaction, TxOut, Txid, Wtxid};
+
+use crate::index::schema::ScriptHash;
+use crate::index::Index;
+pub use policy::MIN_RELAY_FEERATE;
+
+/// Why a transaction was refused; the text is Core's reason where Core has one.
+#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
+pub enum Rejection {
+    /// The bytes are not a transaction.
+    #[error("TX decode failed: {0}")]
+    Decode(String),
+    /// Already in the mempool or the chain.
+    #[error("txn-already-known")]
+    AlreadyKnown,
+    /// A coinbase outside a block.
+    #[error("coinbase")]
+    Coinbase,
+    /// An input spends nothing that exists unspent.
+    #[error("bad-txns-inputs-missingorspent: input {0} spends an output that does not exist or is spent")]
+    MissingInputs(OutPoint),
+    /// An input spends a coinbase output that is not mature.
+    #[error("bad-txns-premature-spend-of-coinbase: {0}")]
+    ImmatureCoinbase(OutPoint),
+    /// Outputs worth more than the inputs.
+    #[error("bad-txns-in-belowout: inputs {inputs} < outputs {outputs}")]
+    InBelowOut {
+        /// Sum of inputs.
+        inputs: u64,
+        /// Sum of outputs.
+        outputs: u64,
+    },
+    /// A script failed.
+    #[error("mandatory-script-verify-flag-failed (input {input}: {message})")]
+    Script {
+        /// The failing input.
+        input: usize,
+        /// The kernel's message.
+        message: String,
+    },
+    /// A standardness rule.
+    #[error("{0}")]
+    NonStandard(String),
+    /// The fee is under the minimum relay fee.
+    #[error("min relay fee not met, {fee} < {needed}")]
+    MinRelayFee {
+        /// The fee paid.
+        fee: u64,
+        /// The fee needed.
+        needed: u64,
+    },
+    /// Spends an output another mempool transaction spends, without paying enough to replace it.
+    #[error("insufficient fee, rejecting replacement {txid}: {reason}")]
+    Replacement {
+        /// The new transaction.
+        txid: Txid,
+        /// Which replacement rule failed.
+        reason: String,
+    },
+    /// The mempool is full of transactions paying more.
+    #[error("mempool full")]
+    MempoolFull,
+    /// The index cannot answer.
+    #[error("cannot check inputs: {0}")]
+    Backend(String),
+}
+
+/// One mempool transaction.
+#[derive(Debug, Clone)]
+pub struct MempoolEntry {
+    /// The transaction.
+    pub tx: Transaction,
+    /// Its serialization.
+    pub raw: Vec<u8>,
+    /// Its id.
+    pub txid: Txid,
+    /// Its witness id.
+    pub wtxid: Wtxid,
+    /// Fee in satoshis.
+    pub fee: u64,
+    /// Virtual size.
+    pub vsize: u64,
+    /// The outputs its inputs spend.
+    pub prevouts: Vec<TxOut>,
+    /// Whether any input spends another mempool transaction.
+    pub has_unconfirmed_parent: bool,
+}
+
+impl MempoolEntry {
+    /// Fee rate in sat/vB.
+    pub fn feerate(&self) -> f64 {
+        self.fee as f64 / self.vsize.max(1) as f64
+    }
+
+    /// Script hashes this transaction funds or spends.
+    pub fn scripthashes(&self) -> impl Iterator<Item = ScriptHash> + '_ {
+        self.tx
+            .output
+            .iter()
+            .chain(self.prevouts.iter())
+            .map(|o| ScriptHash::of(&o.script_pubkey))
+    }
+}
+
+/// Mempool settings.
+#[derive(Debug, Clone, Copy)]
+pub struct MempoolConfig {
+    /// Most virtual bytes held; lower fee rates are evicted above it.
+    pub max_vbytes: u64,
+}
+
+impl Default for MempoolConfig {
+    fn default() -> Self {
+        MempoolConfig {
+            max_vbytes: 300_000_000,
+        }
+    }
+}
+
+#[derive(Default)]
+struct Inner {
+    txs: HashMap<Txid, MempoolEntry>,
+    /// Which mempool transaction spends an outpoint.
+    spends: HashMap<OutPoint, Txid>,
+    /// Mempool transactions per script hash.
+    scripts: HashMap<ScriptHash, HashSet<Txid>>,
+    total_vsize: u64,
+}
+
+impl Inner {
+    fn insert(&mut self, entry: MempoolEntry) {
+        for input in &entry.tx.input {
+            self.spends.insert(input.previous_output, entry.txid);
+        }
+        for sh in entry.scripthashes() {
+            self.scripts.entry(sh).or_default().insert(entry.txid);
+        }
+        self.total_vsize += entry.vsize;
+        self.txs.insert(entry.txid, entry);
+    }
+
+    /// Removes a transaction and everything spending its outputs; returns the touched scripts.
+    fn remove_with_descendants(&mut self, txid: &Txid, touched: &mut HashSet<ScriptHash>) {
+        let mut stack = vec![*txid];
+        while let Some(id) = stack.pop() {
+            let Some(entry) = self.txs.remove(&id) else { continue };
+            self.total_vsize -= entry.vsize;
+            for input in &entry.tx.input {
+                if self.spends.get(&input.previous_output) == Some(&id) {
+                    self.spends.remove(&input.previous_output);
+                }
+            }
+            for sh in entry.scripthashes() {
+                touched.insert(sh);
+                if let Some(set) = self.scripts.get_mut(&sh) {
+                    set.remove(&id);
+                    if set.is_empty() {
+                        self.scripts.remove(&sh);
+                    }
+                }
+            }
+            for vout in 0..entry.tx.output.len() as u32 {
+                if let Some(child) = self.spends.get(&OutPoint::new(id, vout)) {
+                    stack.push(*child);
+                }
+            }
+        }
+    }
+
+    fn descendants(&self, txid: &Txid) -> Vec<Txid> {
+        let mut out = Vec::new();
+        let mut stack = vec![*txid];
+        let mut seen = HashSet::new();
+        while let Some(id) = stack.pop() {
+            if !seen.insert(id) {
+                continue;
+            }
+            out.push(id);
+            if let Some(e) = self.txs.get(&id) {
+                for vout in 0..e.tx.output.len() as u32 {
+                    if let Some(child) = self.spends.get(&OutPoint::new(id, vout)) {
+                        stack.push(*child);
+                    }
+                }
+            }
+        }
+        out
+    }
+}
+
+/// What accepting a transaction changed.
+#[derive(Debug, Clone)]
+pub struct Accepted {
+    /// The accepted transaction.
+    pub txid: Txid,
+    /// Its witness id.
+    pub wtxid: Wtxid,
+    /// Transactions it replaced (with their descendants).
+    pub replaced: Vec<Txid>,
+    /// Script hashes whose mempool part changed.
+    pub touched: HashSet<ScriptHash>,
+}
+
+/// The mempool.
+pub struct Mempool {
+    inner: RwLock<Inner>,
+    config: MempoolConfig,
+}
+
+/// An unconfirmed entry of a script's history.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MempoolHistoryEntry {
+    /// The transaction.
+    pub txid: Txid,
+    /// 0 if all its inputs are confirmed, -1 otherwise.
+    pub height: i64,
+    /// Its fee.
+    pub fee: u64,
+}
+
+impl Mempool {
+    /// An empty mempool.
+    pub fn new(config: MempoolConfig) -> Self {
+        Mempool {
+            inner: RwLock::new(Inner::default()),
+            config,
+        }
+    }
+
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, Inner> {
+        match self.inner.read() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        }
+    }
+
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, Inner> {
+        match self.inner.write() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        }
+    }
+
+    /// Checks a transaction and adds it.
+    pub fn accept(&self, raw: &[u8], index: &Index) -> Result<Accepted, Rejection> {
+        let tx: Transaction =
+            bitcoin::consensus::deserialize(raw).map_err(|e| Rejection::Decode(e.to_string()))?;
+        let txid = tx.compute_txid();
+        if tx.is_coinbase() {
+            return Err(Rejection::Coinbase);
+        }
+        policy::check_standard(&tx)?;
+        if self.read().txs.contains_key(&txid) {
+            return Err(Rejection::AlreadyKnown);
+        }
+        if index
+            .tx_position(&txid)
+            .map_err(|e| Rejection::Backend(e.to_string()))?
+            .is_some()
+        {
+            return Err(Rejection::AlreadyKnown);
+        }
+        // Resolve every input: a mempool parent, or a confirmed unspent output.
+        let tip = index.tip().map(|(h, _)| h).unwrap_or(0);
+        let mut prevouts = Vec::with_capacity(tx.input.len());
+        let mut has_unconfirmed_parent = false;
+        let mut conflicts: HashSet<Txid> = HashSet::new();
+        {
+            let inner = self.read();
+            for input in &tx.input {
+                let op = input.previous_output;
+                if let Some(other) = inner.spends.get(&op) {
+                    conflicts.insert(*other);
+                }
+                if let Some(parent) = inner.txs.get(&op.txid) {
+                    let out = parent
+                        .tx
+                        .output
+                        .get(op.vout as usize)
+                        .ok_or(Rejection::MissingInputs(op))?;
+                    prevouts.push(out.clone());
+                    has_unconfirmed_parent = true;
+                    continue;
+                }
+                let found = index
+                    .confirmed_unspent(&op)
+                    .map_err(|e| Rejection::Backend(e.to_string()))?;
+                let Some((out, height, coinbase)) = found else {
+                    return Err(Rejection::MissingInputs(op));
+                };
+                if coinbase && tip + 1 - height < crate::generate::COINBASE_MATURITY {
+                    return Err(Rejection::ImmatureCoinbase(op));
+                }
+                prevouts.push(out);
+            }
+        }
+        let inputs: u64 = prevouts.iter().map(|o| o.value.to_sat()).sum();
+        let outputs: u64 = tx.output.iter().map(|o| o.value.to_sat()).sum();
+        if inputs < outputs {
+            return Err(Rejection::InBelowOut { inputs, outputs });
+        }
+        let fee = inputs - outputs;
+        let vsize = tx.vsize() as u64;
+        let needed = MIN_RELAY_FEERATE * vsize;
+        if fee < needed {
+            return Err(Rejection::MinRelayFee { fee, needed });
+        }
+        policy::verify_scripts(raw, &prevouts)?;
+        let wtxid = tx.compute_wtxid();
+        let entry = MempoolEntry {
+            tx,
+            raw: raw.to_vec(),
+            txid,
+            wtxid,
+            fee,
+            vsize,
+            prevouts,
+            has_unconfirmed_parent,
+        };
+        let mut inner = self.write();
+        // Full replace-by-fee (BIP125 rules 3 and 4, every transaction replaceable).
+        let mut replaced = Vec::new();
+        if !conflicts.is_empty() {
+            let mut all: Vec<Txid> = Vec::new();
+            for c in &conflicts {
+                all.extend(inner.descendants(c));
+            }
+            all.sort();
+            all.dedup();
+            if all.len() > 100 {
+                return Err(Rejection::Replacement {
+                    txid,
+                    reason: format!("it would replace {} transactions (limit 100)", all.len()),
+                });
+            }
+            let old_fees: u64 = all.iter().filter_map(|t| inner.txs.get(t)).map(|e| e.fee).sum();
+            if fee <= old_fees {
+                return Err(Rejection::Replacement {
+                    txid,
+                    reason: format!("fee {fee} not above the replaced transactions' {old_fees}"),
+                });
+            }
+            if fee - old_fees < needed {
+                return Err(Rejection::Replacement {
+                    txid,
+                    reason: format!("additional fee {} below the relay fee for its size, {needed}", fee - old_fees),
+                });
+            }
+            replaced = all;
+        }
+        let mut touched: HashSet<ScriptHash> = entry.scripthashes().collect();
+        for r in &replaced {
+            inner.remove_with_descendants(r, &mut touched);
+        }
+        inner.insert(entry);
+        // Evict the lowest fee rates while over the size limit.
+        while inner.total_vsize > self.config.max_vbytes {
+            let Some(worst) = inner
+                .txs
+                .values()
+                .min_by(|a, b| a.feerate().total_cmp(&b.feerate()))
+                .map(|e| e.txid)
+            else {
+                break;
+            };
+            inner.remove_with_descendants(&worst, &mut touched);
+            if worst == txid {
+                return Err(Rejection::MempoolFull);
+            }
+        }
+        Ok(Accepted {
+            txid,
+            wtxid,
+            replaced,
+            touched,
+        })
+    }
+
+    /// Drops transactions the chain now confirms or conflicts with (inputs no longer available);
+    /// returns the touched script hashes.
+    pub fn revalidate(&self, index: &Index) -> HashSet<ScriptHash> {
+        let mut touched = HashSet::new();
+        let ids: Vec<Txid> = self.read().txs.keys().copied().collect();
+        let mut gone = Vec::new();
+        for id in ids {
+            let confirmed = index.tx_position(&id).ok().flatten().is_some();
+            let entry = self.read().txs.get(&id).cloned();
+            let Some(entry) = entry else { continue };
+            let inputs_ok = entry.tx.input.iter().all(|i| {
+                let op = i.previous_output;
+                self.read().txs.contains_key(&op.txid)
+                    || index.confirmed_unspent(&op).ok().flatten().is_some()
+            });
+            if confirmed || !inputs_ok {
+                gone.push(id);
+            }
+        }
+        let mut inner = self.write();
+        for id in gone {
+            inner.remove_with_descendants(&id, &mut touched);
+        }
+        // Parents that confirmed make their children's height 0.
+        let ids: Vec<Txid> = inner.txs.keys().copied().collect();
+        for id in ids {
+            let has_parent = inner
+                .txs
+                .get(&id)
+                .map(|e| e.tx.input.iter().any(|i| inner.txs.contains_key(&i.previous_output.txid)))
+                .unwrap_or(false);
+            if let Some(e) = inner.txs.get_mut(&id) {
+                if e.has_unconfirmed_parent != has_parent {
+                    e.has_unconfirmed_parent = has_parent;
+                    touched.extend(e.scripthashes().collect::<Vec<_>>());
+                }
+            }
+        }
+        touched
+    }
+
+    /// A script's unconfirmed history in protocol order: height 0 before -1, then by txid.
+    pub fn history(&self, sh: &ScriptHash) -> Vec<MempoolHistoryEntry> {
+        let inner = self.read();
+        let mut out: Vec<MempoolHistoryEntry> = inner
+            .scripts
+            .get(sh)
+            .into_iter()
+            .flatten()
+            .filter_map(|id| inner.txs.get(id))
+            .map(|e| MempoolHistoryEntry {
+                txid: e.txid,
+                height: if e.has_unconfirmed_parent { -1 } else { 0 },
+                fee: e.fee,
+            })
+            .collect();
+        out.sort_by(|a, b| b.height.cmp(&a.height).then_with(|| a.txid.to_string().cmp(&b.txid.to_string())));
+        out
+    }
+
+    /// The change the mempool makes to a script's balance (may be negative).
+    pub fn balance_delta(&self, sh: &ScriptHash) -> i64 {
+        let inner = self.read();
+        let mut delta: i64 = 0;
+        for id in inner.scripts.get(sh).into_iter().flatten() {
+            let Some(e) = inner.txs.get(id) else { continue };
+            for o in &e.tx.output {
+                if ScriptHash::of(&o.script_pubkey) == *sh {
+                    delta += o.value.to_sat() as i64;
+                }
+            }
+            for p in &e.prevouts {
+                if ScriptHash::of(&p.script_pubkey) == *sh {
+                    delta -= p.value.to_sat() as i64;
+                }
+            }
+        }
+        delta
+    }
+
+    /// Unconfirmed outputs paying a script that nothing in the mempool spends.
+    pub fn unspent(&self, sh: &ScriptHash) -> Vec<(Txid, u32, u64)> {
+        let inner = self.read();
+        let mut out = Vec::new();
+        for id in inner.scripts.get(sh).into_iter().flatten() {
+            let Some(e) = inner.txs.get(id) else { continue };
+            for (vout, o) in e.tx.output.iter().enumerate() {
+                let op = OutPoint::new(e.txid, vout as u32);
+                if ScriptHash::of(&o.script_pubkey) == *sh && !inner.spends.contains_key(&op) {
+                    out.push((e.txid, vout as u32, o.value.to_sat()));
+                }
+            }
+        }
+        out.sort();
+        out
+    }
+
+    /// Whether a mempool transaction spends this outpoint.
+    pub fn is_spent(&self, op: &OutPoint) -> bool {
+        self.read().spends.contains_key(op)
+    }
+
+    /// A mempool transaction's bytes.
+    pub fn raw(&self, txid: &Txid) -> Option<Vec<u8>> {
+        self.read().txs.get(txid).map(|e| e.raw.clone())
+    }
+
+    /// A mempool transaction's bytes by witness id.
+    pub fn raw_by_wtxid(&self, wtxid: &Wtxid) -> Option<Vec<u8>> {
+        self.read().txs.values().find(|e| e.wtxid == *wtxid).map(|e| e.raw.clone())
+    }
+
+    /// Number of transactions, total virtual size and total fees.
+    pub fn info(&self) -> (usize, u64, u64) {
+        let inner = self.read();
+        (inner.txs.len(), inner.total_vsize, inner.txs.values().map(|e| e.fee).sum())
+    }
+
+    /// The fee histogram as ElectrumX builds it: [fee rate, vsize] bins from the highest rate
+    /// down, the first closed at 100 kvB and each next one 10% larger; the rest in a last bin.
+    pub fn fee_histogram(&self) -> Vec<(f64, u64)> {
+        let inner = self.read();
+        let mut rates: Vec<(f64, u64)> = inner.txs.values().map(|e| (e.feerate(), e.vsize)).collect();
+        rates.sort_by(|a, b| b.0.total_cmp(&a.0));
+        let mut out = Vec::new();
+        let mut bin_size = 100_000u64;
+        let mut cum = 0u64;
+        for (rate, vsize) in rates {
+            cum += vsize;
+            if cum >= bin_size {
+                out.push((rate, cum));
+                cum = 0;
+                bin_size += bin_size / 10;
+            }
+        }
+        if cum > 0 {
+            if let Some(last) = inner.txs.values().map(|e| e.feerate()).min_by(f64::total_cmp) {
+                out.push((last, cum));
+            }
+        }
+        out
+    }
+
+    /// A fee rate (BTC/kvB) that would place a transaction within the first `blocks` blocks' worth
+    /// of the mempool, or `None` when the mempool would clear sooner (then the minimum applies).
+    pub fn estimate_fee(&self, blocks: u32) -> Option<f64> {
+        let inner = self.read();
+        let mut rates: Vec<(f64, u64)> = inner.txs.values().map(|e| (e.feerate(), e.vsize)).collect();
+        rates.sort_by(|a, b| b.0.total_cmp(&a.0));
+        let room = u64::from(blocks.max(1)) * 1_000_000;
+        let mut cum = 0;
+        for (rate, vsize) in rates {
+            cum += vsize;
+            if cum >= room {
+                return Some(rate * 1000.0 / 100_000_000.0);
+            }
+        }
+        None
+    }
+
+    /// Every transaction, for re-announcing.
+    pub fn txids(&self) -> Vec<Txid> {
+        self.read().txs.keys().copied().collect()
+    }
+}
