@@ -10,6 +10,8 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use std::str::FromStr;
+
 use common::{free_port, Bitcoind};
 
 struct Cairn {
@@ -51,10 +53,12 @@ impl Cairn {
 
 fn start_cairn(dir: &Path, args: &[String]) -> Cairn {
     let datadir = dir.to_path_buf();
-    let child = Command::new(env!("CARGO_BIN_EXE_cairn"))
-        .arg("--datadir")
-        .arg(&datadir)
-        .args(["--admin-addr", "127.0.0.1:0", "--electrum-addr", "127.0.0.1:0"])
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_cairn"));
+    cmd.arg("--datadir").arg(&datadir).args(["--admin-addr", "127.0.0.1:0"]);
+    if !args.iter().any(|a| a.starts_with("--electrum-addr")) {
+        cmd.args(["--electrum-addr", "127.0.0.1:0"]);
+    }
+    let child = cmd
         .args(args)
         .arg("run")
         .env("CAIRN_LOG", "info")
@@ -162,4 +166,90 @@ fn connect_from(local_ip: &str, to: SocketAddr) -> TcpStream {
     let std_stream = stream.into_std().unwrap();
     std_stream.set_nonblocking(false).unwrap();
     std_stream
+}
+
+#[test]
+fn transactions_relay_both_ways_with_bitcoind() {
+    use electrum_client::raw_client::RawClient;
+    use electrum_client::{ElectrumApi, Param};
+    let tmp = tempfile::tempdir().unwrap();
+    let a = Bitcoind::start(&tmp.path().join("a"), &["-fallbackfee=0.0001".to_string()]);
+    a.rpc(&["createwallet", "w"]);
+    let mine = a.rpc(&["getnewaddress", "", "bech32"]);
+    a.rpc(&["generatetoaddress", "110", &mine]);
+    let electrum_port = free_port();
+    let cairn = start_cairn(
+        &tmp.path().join("cairn"),
+        &[
+            format!("--connect=127.0.0.1:{}", a.p2p_port),
+            format!("--electrum-addr=127.0.0.1:{electrum_port}"),
+        ],
+    );
+    cairn.wait_for(&a.rpc(&["getbestblockhash"]), "initial sync");
+    let c = RawClient::new(("127.0.0.1", electrum_port), Some(Duration::from_secs(30)), None).unwrap();
+
+    // bitcoind's wallet pays an address: cairn's mempool has it within seconds, and a client
+    // subscribed to that address is notified.
+    let dest = a.rpc(&["getnewaddress", "", "bech32"]);
+    let dest_script = bitcoin::Address::from_str(&dest).unwrap().assume_checked().script_pubkey();
+    assert!(c.script_subscribe(&dest_script).unwrap().is_none());
+    let txid: bitcoin::Txid = a.rpc(&["sendtoaddress", &dest, "1.5"]).parse().unwrap();
+    let start = Instant::now();
+    loop {
+        let mempool = c.raw_call("blockchain.scripthash.get_mempool", vec![Param::String(cairn::index::schema::ScriptHash::of(&dest_script).to_electrum_hex())]).unwrap();
+        if mempool.as_array().is_some_and(|m| m.iter().any(|e| e["tx_hash"] == txid.to_string())) {
+            break;
+        }
+        assert!(start.elapsed() < Duration::from_secs(60), "bitcoind's transaction never reached cairn's mempool");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let history = c.script_get_history(&dest_script).unwrap();
+    assert_eq!(history.last().map(|h| (h.tx_hash, h.height)), Some((txid, 0)));
+    let start = Instant::now();
+    while c.script_pop(&dest_script).unwrap().is_none() {
+        assert!(start.elapsed() < Duration::from_secs(30), "no notification");
+        c.ping().unwrap();
+        std::thread::sleep(Duration::from_millis(100));
+    }
+
+    // A transaction broadcast through cairn's Electrum reaches bitcoind's mempool.
+    let unspent: serde_json::Value = serde_json::from_str(&a.rpc(&["listunspent", "100"])).unwrap();
+    let coin = &unspent[0];
+    let amount = coin["amount"].as_f64().unwrap();
+    let to = a.rpc(&["getnewaddress", "", "bech32"]);
+    let inputs = serde_json::json!([{"txid": coin["txid"], "vout": coin["vout"]}]).to_string();
+    let make = |fee: f64| {
+        let outputs = serde_json::json!({ to.clone(): format!("{:.8}", amount - fee) }).to_string();
+        let raw = a.rpc(&["createrawtransaction", &inputs, &outputs]);
+        let signed: serde_json::Value = serde_json::from_str(&a.rpc(&["signrawtransactionwithwallet", &raw])).unwrap();
+        signed["hex"].as_str().unwrap().to_string()
+    };
+    let raw = make(0.0002);
+    let sent = c.raw_call("blockchain.transaction.broadcast", vec![Param::String(raw.clone())]).unwrap();
+    let sent_txid = sent.as_str().unwrap().to_string();
+    let start = Instant::now();
+    loop {
+        let pool: Vec<String> = serde_json::from_str(&a.rpc(&["getrawmempool"])).unwrap();
+        if pool.contains(&sent_txid) {
+            break;
+        }
+        assert!(start.elapsed() < Duration::from_secs(60), "cairn's broadcast never reached bitcoind");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    // A double spend paying less is refused with a reason.
+    let err = c.raw_call("blockchain.transaction.broadcast", vec![Param::String(make(0.0001))]).unwrap_err().to_string();
+    assert!(err.contains("insufficient fee"), "{err}");
+
+    // Mined by bitcoind: the mempool entry becomes confirmed history.
+    a.rpc(&["generatetoaddress", "1", &mine]);
+    cairn.wait_for(&a.rpc(&["getbestblockhash"]), "mined");
+    let start = Instant::now();
+    loop {
+        let h = c.script_get_history(&dest_script).unwrap();
+        if h.last().is_some_and(|e| e.tx_hash == txid && e.height > 0) {
+            break;
+        }
+        assert!(start.elapsed() < Duration::from_secs(30), "mined transaction still unconfirmed: {h:?}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }
