@@ -115,7 +115,11 @@ impl Node {
         };
         let mempool = index
             .as_ref()
-            .map(|_| Arc::new(crate::mempool::Mempool::new(crate::mempool::MempoolConfig::default())));
+            .map(|_| {
+                Arc::new(crate::mempool::Mempool::new(crate::mempool::MempoolConfig {
+                    max_vbytes: settings.mempool_max_vbytes,
+                }))
+            });
         Ok(Node {
             settings,
             datadir,

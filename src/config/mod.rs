@@ -78,6 +78,8 @@ pub struct FileConfig {
     pub connect: Option<Vec<SocketAddr>>,
     /// Where to accept peers (none by default).
     pub p2p_addr: Option<SocketAddr>,
+    /// Mempool size limit in megabytes of virtual size.
+    pub mempool_max_mb: Option<u64>,
 }
 
 impl FileConfig {
@@ -141,6 +143,8 @@ pub struct Settings {
     pub connect: Vec<SocketAddr>,
     /// Where to accept peers.
     pub p2p_addr: Option<SocketAddr>,
+    /// Mempool size limit in virtual bytes.
+    pub mempool_max_vbytes: u64,
 }
 
 impl Settings {
@@ -251,6 +255,7 @@ impl Settings {
             electrum,
             connect,
             p2p_addr: over.p2p_addr.or(file.p2p_addr),
+            mempool_max_vbytes: positive("mempool_max_mb", file.mempool_max_mb.unwrap_or(300) as usize)? as u64 * 1_000_000,
         })
     }
 

@@ -1,0 +1,72 @@
+#!/bin/sh
+# P2P sync: cairn syncing a generated chain from a local bitcoind, against a second bitcoind
+# with -txindex -blockfilterindex syncing the same chain from the same peer. The two sides run
+# interleaved (A B A B ...), RUNS times each; medians and the ratio are printed.
+#
+# Usage: contrib/bench/p2p-sync.sh [BLOCKS] [TXS_PER_BLOCK] [RUNS]
+# Defaults: 2000 blocks, 53 txs per block (about 100k transactions), 3 runs.
+# Needs the bitcoind that contrib/install-bitcoind.sh installs (or $CAIRN_BITCOIND).
+set -eu
+cd "$(dirname "$0")/../.."
+BLOCKS=${1:-2000}
+TXS=${2:-53}
+RUNS=${3:-3}
+BITCOIND=${CAIRN_BITCOIND:-/opt/bitcoind/bitcoind}
+CLI="$(dirname "$BITCOIND")/bitcoin-cli"
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-/var/tmp/cairn-target}"
+cargo build --release --locked --bin cairn >/dev/null 2>&1
+CAIRN="$CARGO_TARGET_DIR/release/cairn"
+CACHE=${CAIRN_BENCH_CACHE:-/var/tmp/cairn-bench}
+CHAIN="$CACHE/chain-$BLOCKS-$TXS-seed1"
+[ -f "$CHAIN/blocks.hex" ] || "$CAIRN" generate --blocks "$BLOCKS" --txs-per-block "$TXS" --seed 1 --out "$CHAIN"
+WORK=$(mktemp -d)
+cleanup() {
+  "$CLI" -regtest -datadir="$WORK/peer" -rpcport=29001 -rpcuser=u -rpcpassword=p stop >/dev/null 2>&1 || true
+  "$CLI" -regtest -datadir="$WORK/b" -rpcport=29011 -rpcuser=u -rpcpassword=p stop >/dev/null 2>&1 || true
+  sleep 2; rm -rf "$WORK"
+}
+trap cleanup EXIT
+now() { date +%s.%N; }
+elapsed() { awk -v s="$1" -v e="$2" 'BEGIN { printf "%.3f\n", e - s }'; }
+# The peer: a bitcoind holding the chain.
+mkdir -p "$WORK/peer"
+"$BITCOIND" -regtest -datadir="$WORK/peer" -port=29000 -bind=127.0.0.1 -rpcport=29001 -rpcuser=u -rpcpassword=p \
+  -loadblock="$CHAIN/blocks/blk00000.dat" -daemon -printtoconsole=0 >/dev/null
+until [ "$("$CLI" -regtest -datadir="$WORK/peer" -rpcport=29001 -rpcuser=u -rpcpassword=p getblockcount 2>/dev/null || echo 0)" = "$BLOCKS" ]; do sleep 0.5; done
+TIP=$("$CLI" -regtest -datadir="$WORK/peer" -rpcport=29001 -rpcuser=u -rpcpassword=p getbestblockhash)
+run_cairn() {
+  rm -rf "$WORK/cairn"
+  start=$(now)
+  "$CAIRN" --datadir "$WORK/cairn" --admin-addr 127.0.0.1:0 --electrum-addr 127.0.0.1:0 --connect 127.0.0.1:29000 run >/dev/null 2>&1 &
+  pid=$!
+  until "$CAIRN" --datadir "$WORK/cairn" status --json 2>/dev/null | grep -q "\"index_tip\":{\"height\":$BLOCKS,\"hash\":\"$TIP\""; do sleep 0.2; done
+  end=$(now)
+  kill "$pid"; wait "$pid" 2>/dev/null || true
+  elapsed "$start" "$end"
+}
+run_bitcoind() {
+  rm -rf "$WORK/b"; mkdir -p "$WORK/b"
+  start=$(now)
+  "$BITCOIND" -regtest -datadir="$WORK/b" -port=29010 -bind=127.0.0.1 -rpcport=29011 -rpcuser=u -rpcpassword=p \
+    -connect=127.0.0.1:29000 -txindex -blockfilterindex -daemon -printtoconsole=0 >/dev/null
+  until [ "$("$CLI" -regtest -datadir="$WORK/b" -rpcport=29011 -rpcuser=u -rpcpassword=p getblockcount 2>/dev/null || echo 0)" = "$BLOCKS" ] &&
+        "$CLI" -regtest -datadir="$WORK/b" -rpcport=29011 -rpcuser=u -rpcpassword=p getindexinfo 2>/dev/null | grep -c '"synced": true' | grep -q 2; do sleep 0.2; done
+  end=$(now)
+  "$CLI" -regtest -datadir="$WORK/b" -rpcport=29011 -rpcuser=u -rpcpassword=p stop >/dev/null
+  while [ -f "$WORK/b/regtest/bitcoind.pid" ]; do sleep 0.2; done
+  elapsed "$start" "$end"
+}
+median() { sort -n | awk '{a[NR]=$1} END {if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
+: > "$WORK/a.txt"; : > "$WORK/bb.txt"
+i=1
+while [ "$i" -le "$RUNS" ]; do
+  a=$(run_cairn); echo "run $i  cairn (validate + index + serve):          ${a}s"; echo "$a" >> "$WORK/a.txt"
+  b=$(run_bitcoind); echo "run $i  bitcoind -txindex -blockfilterindex:   ${b}s"; echo "$b" >> "$WORK/bb.txt"
+  i=$((i + 1))
+done
+ma=$(median < "$WORK/a.txt"); mb=$(median < "$WORK/bb.txt")
+echo
+echo "| chain | cairn (median) | bitcoind -txindex -blockfilterindex (median) | cairn / bitcoind |"
+echo "|---|---|---|---|"
+printf '| %s blocks x %s txs/block | %.2f s | %.2f s | %.3fx |\n' "$BLOCKS" "$TXS" "$ma" "$mb" "$(awk -v a="$ma" -v b="$mb" 'BEGIN { print a / b }')"
+echo "machine: $(nproc) cores, $(free -g | awk '/Mem/ {print $2}') GiB; commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
