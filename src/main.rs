@@ -212,7 +212,16 @@ fn interrupt_flag() -> Arc<AtomicBool> {
 
 /// Opens the node (and its index unless `with_index` is false).
 fn open_node(settings: Settings, with_index: bool) -> Result<Node> {
-    match Node::open(settings, with_index) {
+    // A `cairn status` that looks at a stopped node holds the lock for a moment: wait that out.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    let mut result = Node::open(settings.clone(), with_index);
+    while matches!(result, Err(NodeError::DataDir(DataDirError::Locked { .. })))
+        && std::time::Instant::now() < deadline
+    {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        result = Node::open(settings.clone(), with_index);
+    }
+    match result {
         Ok(node) => Ok(node),
         Err(NodeError::DataDir(DataDirError::Locked { path })) => bail!(
             "{} is in use by a running cairn; stop it first (`cairn stop`)",

@@ -20,7 +20,7 @@ if [ ! -f "$CHAIN/blocks.hex" ]; then
   "$CAIRN" generate --blocks "$BLOCKS" --txs-per-block "$TXS" --seed 1 --out "$CHAIN"
 fi
 WORK=$(mktemp -d)
-trap 'rm -rf "$WORK"' EXIT
+trap 'rm -rf "$WORK"' EXIT INT TERM
 run() { # $1 = label, $2.. = extra import flags
   label=$1; shift
   rm -rf "$WORK/$label"

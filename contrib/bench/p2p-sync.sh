@@ -25,7 +25,7 @@ cleanup() {
   "$CLI" -regtest -datadir="$WORK/b" -rpcport=29011 -rpcuser=u -rpcpassword=p stop >/dev/null 2>&1 || true
   sleep 2; rm -rf "$WORK"
 }
-trap cleanup EXIT
+trap cleanup EXIT INT TERM
 now() { date +%s.%N; }
 elapsed() { awk -v s="$1" -v e="$2" 'BEGIN { printf "%.3f\n", e - s }'; }
 # The peer: a bitcoind holding the chain.
@@ -39,6 +39,7 @@ run_cairn() {
   start=$(now)
   "$CAIRN" --datadir "$WORK/cairn" --admin-addr 127.0.0.1:0 --electrum-addr 127.0.0.1:0 --connect 127.0.0.1:29000 run >/dev/null 2>&1 &
   pid=$!
+  until [ -f "$WORK/cairn/regtest/admin.addr" ]; do sleep 0.05; done
   until "$CAIRN" --datadir "$WORK/cairn" status --json 2>/dev/null | grep -q "\"index_tip\":{\"height\":$BLOCKS,\"hash\":\"$TIP\""; do sleep 0.2; done
   end=$(now)
   kill "$pid"; wait "$pid" 2>/dev/null || true

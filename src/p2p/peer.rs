@@ -186,6 +186,21 @@ fn rand_nonce() -> u64 {
     rand::rngs::OsRng.next_u64()
 }
 
+/// Asks the peer for the blocks the scheduler gives it.
+async fn request_blocks<W: tokio::io::AsyncWrite + Unpin>(
+    writer: &mut W,
+    id: PeerId,
+    ctx: &PeerContext,
+) -> Result<(), PeerError> {
+    let dl = ctx.downloader.clone();
+    let wanted = tokio::task::block_in_place(|| dl.assign(id, dl.in_flight(id)));
+    if !wanted.is_empty() {
+        let inv = wanted.into_iter().map(Inventory::WitnessBlock).collect();
+        send(writer, ctx.magic, NetworkMessage::GetData(inv)).await?;
+    }
+    Ok(())
+}
+
 fn get_headers(validator: &Validator) -> NetworkMessage {
     NetworkMessage::GetHeaders(GetHeadersMessage {
         version: PROTOCOL_VERSION,
@@ -226,6 +241,8 @@ where
                         if outcome == Delivered::Unwanted {
                             tracing::debug!("peer {id}: unrequested block ignored");
                         }
+                        // Keep the pipe full: ask for more as soon as one arrives.
+                        request_blocks(writer, id, ctx).await?;
                     }
                     Incoming::Message(NetworkMessage::Headers(headers)) => {
                         if headers.len() > MAX_HEADERS {
@@ -348,12 +365,7 @@ where
                 if last_heard.elapsed() > IDLE_TIMEOUT {
                     return Err(PeerError::Timeout);
                 }
-                let in_flight = ctx.downloader.in_flight(id);
-                let wanted = ctx.downloader.assign(id, in_flight);
-                if !wanted.is_empty() {
-                    let inv = wanted.into_iter().map(Inventory::WitnessBlock).collect();
-                    send(writer, ctx.magic, NetworkMessage::GetData(inv)).await?;
-                }
+                request_blocks(writer, id, ctx).await?;
             }
         }
     }
