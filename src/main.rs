@@ -46,6 +46,9 @@ struct Cli {
     /// A peer to sync from (repeatable); only these peers are used.
     #[arg(long, global = true)]
     connect: Vec<SocketAddr>,
+    /// A peer to keep connected to, besides any others (repeatable).
+    #[arg(long, global = true)]
+    addnode: Vec<SocketAddr>,
     /// Where to accept peers [default: nowhere].
     #[arg(long, global = true, env = "CAIRN_P2P_ADDR")]
     p2p_addr: Option<SocketAddr>,
@@ -151,7 +154,7 @@ fn settings(cli: &Cli) -> Result<Settings> {
         admin_addr: cli.admin_addr,
         log: cli.log.clone(),
         electrum_addr: cli.electrum_addr,
-        connect: cli.connect.clone(),
+        connect: cli.connect.iter().chain(&cli.addnode).copied().collect(),
         p2p_addr: cli.p2p_addr,
     };
     Ok(Settings::resolve(file, over)?)
@@ -497,6 +500,7 @@ fn serve(mut node: Node) -> Result<()> {
         if let Some(addr) = p2p.as_ref().and_then(|p| p.listen_addr) {
             println!("accepting peers on {addr}");
         }
+        let progress = p2p.as_ref().map(|_| tokio::spawn(sync_progress(node.validator.clone())));
         let tip = node.validator.tip();
         tracing::info!(
             "cairn running on {}: tip {} at height {}; admin RPC on {} (cookie in {})",
@@ -539,6 +543,9 @@ fn serve(mut node: Node) -> Result<()> {
         if let Some(p2p) = p2p {
             p2p.stop();
         }
+        if let Some(task) = progress {
+            task.abort();
+        }
         admin.stop().await;
         anyhow::Ok(())
     });
@@ -552,6 +559,50 @@ fn serve(mut node: Node) -> Result<()> {
     indexed?;
     tracing::info!("cairn stopped");
     Ok(())
+}
+
+/// Shows initial-sync progress: headers, blocks, blocks/s and ETA; a bar on a terminal, a log
+/// line every 10 s otherwise. Quiet once the tip has caught up with the best header.
+async fn sync_progress(validator: Arc<cairn::kernel::Validator>) {
+    let terminal = std::io::stderr().is_terminal();
+    let bar = terminal.then(|| {
+        let bar = indicatif::ProgressBar::new(0);
+        if let Ok(style) = indicatif::ProgressStyle::with_template(
+            "sync {wide_bar} {pos}/{len} blocks, {msg} ETA {eta}",
+        ) {
+            bar.set_style(style);
+        }
+        bar
+    });
+    let mut last = (std::time::Instant::now(), validator.tip().height);
+    let mut last_log = std::time::Instant::now();
+    let mut rate = 0.0f64;
+    loop {
+        tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+        let (tip, best) = (validator.tip().height, validator.best_header().height);
+        let dt = last.0.elapsed().as_secs_f64();
+        rate = 0.7 * rate + 0.3 * ((tip - last.1) as f64 / dt.max(1e-3));
+        last = (std::time::Instant::now(), tip);
+        if best <= tip {
+            if let Some(bar) = &bar {
+                bar.finish_and_clear();
+            }
+            continue;
+        }
+        let eta = if rate > 0.0 { (best - tip) as f64 / rate } else { f64::INFINITY };
+        match &bar {
+            Some(bar) => {
+                bar.set_length(best as u64);
+                bar.set_position(tip as u64);
+                bar.set_message(format!("headers {best}, {rate:.0} blocks/s"));
+            }
+            None if last_log.elapsed() >= std::time::Duration::from_secs(10) => {
+                last_log = std::time::Instant::now();
+                tracing::info!("sync: headers {best}, blocks {tip}, {rate:.0} blocks/s, ETA {eta:.0} s");
+            }
+            None => {}
+        }
+    }
 }
 
 fn run(settings: Settings, with_index: bool) -> Result<()> {

@@ -116,7 +116,7 @@ pub struct Overrides {
     pub log: Option<String>,
     /// `--electrum-addr` / `CAIRN_ELECTRUM_ADDR`.
     pub electrum_addr: Option<SocketAddr>,
-    /// `--connect` (repeatable).
+    /// `--connect` and `--addnode` (repeatable).
     pub connect: Vec<SocketAddr>,
     /// `--p2p-addr` / `CAIRN_P2P_ADDR`.
     pub p2p_addr: Option<SocketAddr>,

@@ -28,6 +28,25 @@ const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(20);
 /// A peer silent for this long is dropped.
 const IDLE_TIMEOUT: Duration = Duration::from_secs(120);
 
+/// A message waiting to be written to the peer.
+pub enum Outgoing {
+    /// A decoded message.
+    Message(NetworkMessage),
+    /// A block as serialized bytes.
+    Block(Vec<u8>),
+}
+
+/// The queue to a peer's writer task.
+type Outbox = tokio::sync::mpsc::Sender<Outgoing>;
+
+async fn queue(out: &Outbox, msg: NetworkMessage) -> Result<(), PeerError> {
+    out.send(Outgoing::Message(msg)).await.map_err(|_| PeerError::Timeout)
+}
+
+async fn queue_block(out: &Outbox, block: Vec<u8>) -> Result<(), PeerError> {
+    out.send(Outgoing::Block(block)).await.map_err(|_| PeerError::Timeout)
+}
+
 /// Why a peer was disconnected.
 #[derive(Debug, thiserror::Error)]
 pub enum PeerError {
@@ -105,8 +124,31 @@ pub async fn run(stream: TcpStream, addr: SocketAddr, id: PeerId, ctx: Arc<PeerC
                 }
             }
         });
-        let outcome = session(rx, &mut writer, id, &ctx, wtxid_relay).await;
+        // Writing has its own task too: the session never stops reading because the peer is
+        // slow to read (two nodes each waiting for the other to read would deadlock).
+        let (out_tx, mut out_rx) = tokio::sync::mpsc::channel::<Outgoing>(256);
+        let writing = tokio::spawn(async move {
+            use tokio::io::AsyncWriteExt;
+            while let Some(first) = out_rx.recv().await {
+                let mut next = Some(first);
+                while let Some(item) = next.take() {
+                    let written = match item {
+                        Outgoing::Message(m) => write_message(&mut writer, magic, m).await,
+                        Outgoing::Block(b) => write_raw_block(&mut writer, magic, &b).await,
+                    };
+                    if written.is_err() {
+                        return;
+                    }
+                    next = out_rx.try_recv().ok();
+                }
+                if writer.flush().await.is_err() {
+                    return;
+                }
+            }
+        });
+        let outcome = session(rx, &out_tx, id, &ctx, wtxid_relay).await;
         reading.abort();
+        writing.abort();
         outcome
     }
     .await;
@@ -187,8 +229,8 @@ fn rand_nonce() -> u64 {
 }
 
 /// Asks the peer for the blocks the scheduler gives it.
-async fn request_blocks<W: tokio::io::AsyncWrite + Unpin>(
-    writer: &mut W,
+async fn request_blocks(
+    writer: &Outbox,
     id: PeerId,
     ctx: &PeerContext,
 ) -> Result<(), PeerError> {
@@ -196,7 +238,7 @@ async fn request_blocks<W: tokio::io::AsyncWrite + Unpin>(
     let wanted = tokio::task::block_in_place(|| dl.assign(id, dl.in_flight(id)));
     if !wanted.is_empty() {
         let inv = wanted.into_iter().map(Inventory::WitnessBlock).collect();
-        send(writer, ctx.magic, NetworkMessage::GetData(inv)).await?;
+        queue(writer, NetworkMessage::GetData(inv)).await?;
     }
     Ok(())
 }
@@ -209,23 +251,19 @@ fn get_headers(validator: &Validator) -> NetworkMessage {
     })
 }
 
-async fn session<W>(
+async fn session(
     mut incoming: tokio::sync::mpsc::Receiver<Result<Incoming, CodecError>>,
-    writer: &mut W,
+    writer: &Outbox,
     id: PeerId,
     ctx: &PeerContext,
     wtxid_relay: bool,
-) -> Result<(), PeerError>
-where
-    W: tokio::io::AsyncWrite + Unpin,
-{
-    use tokio::io::AsyncWriteExt;
+) -> Result<(), PeerError> {
     let v = &ctx.validator;
     let mut announced = match &ctx.tx_relay {
         Some(r) => r.relay.subscribe(),
         None => tokio::sync::broadcast::channel(1).1,
     };
-    send(writer, ctx.magic, get_headers(v)).await?;
+    queue(writer, get_headers(v)).await?;
     let mut tick = tokio::time::interval(Duration::from_millis(200));
     let mut last_heard = tokio::time::Instant::now();
     loop {
@@ -259,7 +297,7 @@ where
                             return Err(PeerError::Misbehaving(format!("bad header: {e}")));
                         }
                         if full {
-                            send(writer, ctx.magic, get_headers(v)).await?;
+                            queue(writer, get_headers(v)).await?;
                         }
                     }
                     Incoming::Message(NetworkMessage::Inv(items)) => {
@@ -267,7 +305,7 @@ where
                             return Err(PeerError::Misbehaving("inv with more than 50000 items".into()));
                         }
                         if items.iter().any(|i| matches!(i, Inventory::Block(_) | Inventory::WitnessBlock(_))) {
-                            send(writer, ctx.magic, get_headers(v)).await?;
+                            queue(writer, get_headers(v)).await?;
                         }
                         if let Some(r) = &ctx.tx_relay {
                             let wanted: Vec<Inventory> = items
@@ -283,7 +321,7 @@ where
                                 })
                                 .collect();
                             if !wanted.is_empty() {
-                                send(writer, ctx.magic, NetworkMessage::GetData(wanted)).await?;
+                                queue(writer, NetworkMessage::GetData(wanted)).await?;
                             }
                         }
                     }
@@ -301,11 +339,11 @@ where
                         }
                     }
                     Incoming::Message(NetworkMessage::Ping(nonce)) => {
-                        send(writer, ctx.magic, NetworkMessage::Pong(nonce)).await?;
+                        queue(writer, NetworkMessage::Pong(nonce)).await?;
                     }
                     Incoming::Message(NetworkMessage::GetHeaders(req)) => {
                         let headers = tokio::task::block_in_place(|| v.headers_after(&req.locator_hashes, &req.stop_hash, MAX_HEADERS));
-                        send(writer, ctx.magic, NetworkMessage::Headers(headers)).await?;
+                        queue(writer, NetworkMessage::Headers(headers)).await?;
                     }
                     Incoming::Message(NetworkMessage::GetData(items)) => {
                         if items.len() > 50_000 {
@@ -320,7 +358,7 @@ where
                             };
                             if let Some(found) = from_pool {
                                 match found.and_then(|raw| bitcoin::consensus::deserialize::<bitcoin::Transaction>(&raw).ok()) {
-                                    Some(tx) => write_message(writer, ctx.magic, NetworkMessage::Tx(tx)).await?,
+                                    Some(tx) => queue(writer, NetworkMessage::Tx(tx)).await?,
                                     None => missing.push(item),
                                 }
                                 continue;
@@ -333,14 +371,13 @@ where
                                 v.active_height(&hash).and_then(|height| v.read_block_bytes(height).ok())
                             });
                             match bytes {
-                                Some(b) => write_raw_block(writer, ctx.magic, &b).await?,
+                                Some(b) => queue_block(writer, b).await?,
                                 None => missing.push(item),
                             }
                         }
                         if !missing.is_empty() {
-                            write_message(writer, ctx.magic, NetworkMessage::NotFound(missing)).await?;
+                            queue(writer, NetworkMessage::NotFound(missing)).await?;
                         }
-                        writer.flush().await.map_err(CodecError::from)?;
                     }
                     Incoming::Message(NetworkMessage::Version(_)) => {
                         return Err(PeerError::Misbehaving("second version message".into()));
@@ -359,7 +396,7 @@ where
                 } else {
                     Inventory::Transaction(txid)
                 };
-                send(writer, ctx.magic, NetworkMessage::Inv(vec![item])).await?;
+                queue(writer, NetworkMessage::Inv(vec![item])).await?;
             }
             _ = tick.tick() => {
                 if last_heard.elapsed() > IDLE_TIMEOUT {

@@ -63,9 +63,12 @@ impl Downloader {
             .spawn(move || {
                 for (height, hash, bytes) in rx {
                     let _span = tracing::debug_span!("validate", height).entered();
-                    if let Err(e) = v.submit_block(&bytes) {
-                        tracing::warn!("block {hash} at height {height} rejected: {e}");
-                        on_invalid(hash, e);
+                    match v.submit_block(&bytes) {
+                        Ok(outcome) => tracing::trace!("block {hash} at height {height}: {outcome:?}"),
+                        Err(e) => {
+                            tracing::warn!("block {hash} at height {height} rejected: {e}");
+                            on_invalid(hash, e);
+                        }
                     }
                     q.fetch_sub(1, Ordering::SeqCst);
                 }
@@ -91,11 +94,16 @@ impl Downloader {
 
     /// The blocks `peer` should request now (it has `in_flight` outstanding).
     pub fn assign(&self, peer: PeerId, in_flight: usize) -> Vec<BlockHash> {
-        let want = self.validator.blocks_to_download(WINDOW);
+        // Under the lock nothing new is handed to the kernel, so when its queue is empty the
+        // list read now matches what it has connected.
         let mut inner = self.lock();
+        // Read before the list: if the kernel's queue is empty now, it stays empty while we hold
+        // the lock, so the list reflects every block handed over.
+        let idle = self.queued.load(Ordering::SeqCst) == 0;
+        let want = self.validator.blocks_to_download(WINDOW);
         // When nothing waits in the kernel's queue, realign with the kernel (after a reorg the
         // next block to feed can be lower than before).
-        if self.queued.load(Ordering::SeqCst) == 0 {
+        if idle {
             if let Some((first, _)) = want.first() {
                 if *first < inner.next_to_feed && inner.buffer.is_empty() {
                     inner.next_to_feed = *first;
@@ -105,6 +113,14 @@ impl Downloader {
         let now = Instant::now();
         let mut out = Vec::new();
         let room = PER_PEER.saturating_sub(in_flight);
+        tracing::trace!(
+            "assign to peer {peer}: {} wanted from {:?}, next to feed {}, {} buffered, {} requested, {in_flight} in flight",
+            want.len(),
+            want.first().map(|w| w.0),
+            inner.next_to_feed,
+            inner.buffer.len(),
+            inner.requested.len()
+        );
         for (height, hash) in want {
             if out.len() >= room {
                 break;
@@ -114,7 +130,6 @@ impl Downloader {
             }
             match inner.requested.get(&hash) {
                 Some((_, at)) if now.duration_since(*at) < STALL_TIMEOUT => continue,
-                Some((who, _)) if *who == peer => continue,
                 Some((who, _)) => tracing::debug!("block {hash} stalled at peer {who}; asking peer {peer}"),
                 None => {}
             }
@@ -135,9 +150,11 @@ impl Downloader {
         let mut inner = self.lock();
         inner.requested.remove(&hash);
         let Some(height) = height.filter(|_| !already) else {
+            tracing::debug!("block {hash}: unknown header or already connected");
             return Delivered::Unwanted;
         };
         if height < inner.next_to_feed {
+            tracing::debug!("block {hash} at {height}: already handed to the kernel (next {})", inner.next_to_feed);
             return Delivered::Unwanted;
         }
         inner.buffer.insert(height, (hash, bytes));
