@@ -20,6 +20,7 @@ if [ ! -f "$CHAIN/blocks.hex" ]; then
   "$CAIRN" generate --blocks "$BLOCKS" --txs-per-block "$TXS" --seed 1 --out "$CHAIN"
 fi
 WORK=$(mktemp -d)
+. contrib/bench/lib.sh
 trap 'rm -rf "$WORK"' EXIT INT TERM
 run() { # $1 = label, $2.. = extra import flags
   label=$1; shift
@@ -27,21 +28,10 @@ run() { # $1 = label, $2.. = extra import flags
   start=$(date +%s.%N)
   "$CAIRN" --datadir "$WORK/$label" import --quiet --blocks-dir "$CHAIN/blocks" "$@" >/dev/null
   end=$(date +%s.%N)
-  awk -v s="$start" -v e="$end" 'BEGIN { printf "%.3f\n", e - s }' 
+  elapsed "$start" "$end"
 }
-median() { sort -n | awk '{a[NR]=$1} END {if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
-: > "$WORK/a.txt"; : > "$WORK/b.txt"
-i=1
-while [ "$i" -le "$RUNS" ]; do
-  a=$(run bare --no-index); echo "run $i  bare validation (--no-index): ${a}s"; echo "$a" >> "$WORK/a.txt"
-  b=$(run indexed);         echo "run $i  validation + index:         ${b}s"; echo "$b" >> "$WORK/b.txt"
-  i=$((i + 1))
-done
-ma=$(median < "$WORK/a.txt"); mb=$(median < "$WORK/b.txt")
-echo
-echo "| chain | bare validation (median) | with index (median) | ratio |"
-echo "|---|---|---|---|"
-printf '| %s blocks x %s txs/block | %.2f s | %.2f s | %.3fx |\n' "$BLOCKS" "$TXS" "$ma" "$mb" "$(awk -v a="$ma" -v b="$mb" 'BEGIN { print b / a }')"
+bare() { run bare --no-index; }
+indexed() { run indexed; }
+compare "bare validation (--no-index)" bare "validation + index" indexed
 echo
 "$CAIRN" --datadir "$WORK/indexed" index-stats
-echo "machine: $(nproc) cores, $(free -g | awk '/Mem/ {print $2}') GiB; commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"

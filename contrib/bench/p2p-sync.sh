@@ -20,6 +20,7 @@ CACHE=${CAIRN_BENCH_CACHE:-/var/tmp/cairn-bench}
 CHAIN="$CACHE/chain-$BLOCKS-$TXS-seed1"
 [ -f "$CHAIN/blocks.hex" ] || "$CAIRN" generate --blocks "$BLOCKS" --txs-per-block "$TXS" --seed 1 --out "$CHAIN"
 WORK=$(mktemp -d)
+. contrib/bench/lib.sh
 cleanup() {
   "$CLI" -regtest -datadir="$WORK/peer" -rpcport=29001 -rpcuser=u -rpcpassword=p stop >/dev/null 2>&1 || true
   "$CLI" -regtest -datadir="$WORK/b" -rpcport=29011 -rpcuser=u -rpcpassword=p stop >/dev/null 2>&1 || true
@@ -27,7 +28,6 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 now() { date +%s.%N; }
-elapsed() { awk -v s="$1" -v e="$2" 'BEGIN { printf "%.3f\n", e - s }'; }
 # The peer: a bitcoind holding the chain.
 mkdir -p "$WORK/peer"
 "$BITCOIND" -regtest -datadir="$WORK/peer" -port=29000 -bind=127.0.0.1 -rpcport=29001 -rpcuser=u -rpcpassword=p \
@@ -57,17 +57,4 @@ run_bitcoind() {
   while [ -f "$WORK/b/regtest/bitcoind.pid" ]; do sleep 0.2; done
   elapsed "$start" "$end"
 }
-median() { sort -n | awk '{a[NR]=$1} END {if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
-: > "$WORK/a.txt"; : > "$WORK/bb.txt"
-i=1
-while [ "$i" -le "$RUNS" ]; do
-  a=$(run_cairn); echo "run $i  cairn (validate + index + serve):          ${a}s"; echo "$a" >> "$WORK/a.txt"
-  b=$(run_bitcoind); echo "run $i  bitcoind -txindex -blockfilterindex:   ${b}s"; echo "$b" >> "$WORK/bb.txt"
-  i=$((i + 1))
-done
-ma=$(median < "$WORK/a.txt"); mb=$(median < "$WORK/bb.txt")
-echo
-echo "| chain | cairn (median) | bitcoind -txindex -blockfilterindex (median) | cairn / bitcoind |"
-echo "|---|---|---|---|"
-printf '| %s blocks x %s txs/block | %.2f s | %.2f s | %.3fx |\n' "$BLOCKS" "$TXS" "$ma" "$mb" "$(awk -v a="$ma" -v b="$mb" 'BEGIN { print a / b }')"
-echo "machine: $(nproc) cores, $(free -g | awk '/Mem/ {print $2}') GiB; commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+compare "bitcoind -txindex -blockfilterindex" run_bitcoind "cairn (validate + index + serve)" run_cairn
