@@ -172,6 +172,7 @@ fn init_logging(filter: &str) -> Result<()> {
 }
 
 fn real_main(cli: Cli) -> Result<()> {
+    // generate needs no network or data folder: it is answered before settings are read.
     if let Command::Generate(args) = &cli.command {
         init_logging(cli.log.as_deref().unwrap_or("info"))?;
         return generate(args);
@@ -185,12 +186,8 @@ fn real_main(cli: Cli) -> Result<()> {
         Command::Status { json } => status(settings, json),
         Command::Stop => stop(settings),
         Command::IndexStats => index_stats(settings),
-        Command::Generate(_) => unreachable_generate(),
+        Command::Generate(args) => generate(&args),
     }
-}
-
-fn unreachable_generate() -> Result<()> {
-    bail!("generate is handled before settings are read")
 }
 
 /// Raised by Ctrl-C or SIGTERM; long loops check it and stop cleanly. Installed once.

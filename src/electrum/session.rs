@@ -161,7 +161,10 @@ impl Session {
     /// Notifications owed after a tip update.
     fn on_update(&mut self, update: Option<&TipUpdate>) -> Vec<String> {
         let mut out = Vec::new();
-        let tip = self.backend.index.with_chain(|c| c.tip().map(|(h, _)| h).zip(c.tip().and_then(|(h, _)| c.header(h).copied())));
+        let tip = self
+            .backend
+            .index
+            .with_chain(|c| c.tip().and_then(|(h, _)| c.header(h).map(|header| (h, *header))));
         if self.headers_subscribed {
             if let Some((height, header)) = tip {
                 let now = Some((height, header.block_hash()));

@@ -441,7 +441,7 @@ impl ChainGenerator {
             for (i, c) in inputs.iter().enumerate() {
                 let owner = &self.owners[c.owner as usize];
                 let sig = wallet::sign_input(&self.secp, &mut cache, i, &prevouts, owner)
-                    .map_err(|e| GenerateError::Sign(e.to_string()))?;
+                    .map_err(GenerateError::Sign)?;
                 sigs.push(sig);
             }
             sigs

@@ -144,7 +144,7 @@ pub fn sign_input(
     index: usize,
     prevouts: &[TxOut],
     owner: &Owner,
-) -> Result<InputSignature, bitcoin::sighash::TaprootError> {
+) -> Result<InputSignature, String> {
     let prevout = &prevouts[index];
     let key0 = &owner.keys[0];
     let pk = PublicKey::new(key0.public_key(secp));
@@ -152,7 +152,7 @@ pub fn sign_input(
         ScriptKind::P2pkh => {
             let sighash = cache
                 .legacy_signature_hash(index, &prevout.script_pubkey, EcdsaSighashType::All.to_u32())
-                .map_err(|_| bitcoin::sighash::TaprootError::InvalidSighashType(0))?;
+                .map_err(|e| e.to_string())?;
             let sig = ecdsa(secp, sighash.to_byte_array(), key0);
             InputSignature {
                 script_sig: Builder::new()
@@ -169,7 +169,7 @@ pub fn sign_input(
             };
             let sighash = cache
                 .p2wpkh_signature_hash(index, &wpkh_script, prevout.value, EcdsaSighashType::All)
-                .map_err(|_| bitcoin::sighash::TaprootError::InvalidSighashType(1))?;
+                .map_err(|e| e.to_string())?;
             let sig = ecdsa(secp, sighash.to_byte_array(), key0);
             let script_sig = match owner.kind {
                 ScriptKind::P2shP2wpkh => Builder::new()
@@ -186,7 +186,7 @@ pub fn sign_input(
             let ws = owner.inner_script.clone().unwrap_or_default();
             let sighash = cache
                 .p2wsh_signature_hash(index, &ws, prevout.value, EcdsaSighashType::All)
-                .map_err(|_| bitcoin::sighash::TaprootError::InvalidSighashType(2))?;
+                .map_err(|e| e.to_string())?;
             let mut witness = Witness::new();
             witness.push([]);
             // Two of the three keys, in script order.
@@ -200,11 +200,9 @@ pub fn sign_input(
             }
         }
         ScriptKind::P2tr => {
-            let sighash = cache.taproot_key_spend_signature_hash(
-                index,
-                &Prevouts::All(prevouts),
-                TapSighashType::Default,
-            )?;
+            let sighash = cache
+                .taproot_key_spend_signature_hash(index, &Prevouts::All(prevouts), TapSighashType::Default)
+                .map_err(|e| e.to_string())?;
             let msg = Message::from_digest(sighash.to_byte_array());
             let keypair = owner
                 .tweaked

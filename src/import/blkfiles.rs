@@ -284,6 +284,8 @@ pub struct FoundBlock {
 pub struct KernelBlockFiles {
     dir: PathBuf,
     magic: [u8; 4],
+    /// The obfuscation key, read once `xor.dat` exists (the kernel writes it when it starts).
+    key: std::sync::Arc<std::sync::OnceLock<[u8; 8]>>,
 }
 
 impl KernelBlockFiles {
@@ -292,7 +294,19 @@ impl KernelBlockFiles {
         KernelBlockFiles {
             dir: dir.to_path_buf(),
             magic,
+            key: Default::default(),
         }
+    }
+
+    fn key(&self) -> Result<[u8; 8], BlkError> {
+        if let Some(k) = self.key.get() {
+            return Ok(*k);
+        }
+        let key = read_xor_key(&self.dir)?;
+        if self.dir.join("xor.dat").exists() {
+            let _ = self.key.set(key);
+        }
+        Ok(key)
     }
 
     fn path(&self, file: u32) -> PathBuf {
@@ -306,7 +320,7 @@ impl KernelBlockFiles {
             path: path.clone(),
             source,
         };
-        let key = read_xor_key(&self.dir)?;
+        let key = self.key()?;
         let mut f = File::open(&path).map_err(io)?;
         f.seek(SeekFrom::Start(at.offset)).map_err(io)?;
         let mut buf = vec![0u8; len as usize];
@@ -319,7 +333,7 @@ impl KernelBlockFiles {
     /// one. Stops at the end of written data (zero padding, a partly written record, or the end
     /// of the newest file).
     pub fn scan_from(&self, from: FilePos) -> Result<(Vec<FoundBlock>, FilePos), BlkError> {
-        let key = read_xor_key(&self.dir)?;
+        let key = self.key()?;
         let mut found = Vec::new();
         let mut pos = from;
         loop {

@@ -194,6 +194,21 @@ impl Index {
         Ok(Some((bytes, pos)))
     }
 
+    /// Whether a confirmed transaction has this output and nothing in the chain spends it
+    /// (without reading the transaction: the mempool asks this for every input after each block).
+    pub fn is_confirmed_unspent(&self, op: &bitcoin::OutPoint) -> Result<bool, QueryError> {
+        let store = self.store();
+        let Some(txnum) = find_txnum(store, None, &op.txid)? else {
+            return Ok(false);
+        };
+        let key = OutPointNum { txnum, vout: op.vout };
+        if store.get(cf::SPENT, &key.encode())?.is_some() {
+            return Ok(false);
+        }
+        // An output index the transaction does not have was never accepted into the mempool.
+        Ok(self.with_chain(|c| c.locate(txnum).is_some()))
+    }
+
     /// A confirmed output that nothing in the chain spends: its script and amount, the height
     /// of its block and whether it is a coinbase output.
     pub fn confirmed_unspent(

@@ -389,16 +389,21 @@ impl Mempool {
     /// returns the touched script hashes.
     pub fn revalidate(&self, index: &Index) -> HashSet<ScriptHash> {
         let mut touched = HashSet::new();
-        let ids: Vec<Txid> = self.read().txs.keys().copied().collect();
+        // One look at the pool, then the index checks without holding the lock.
+        let snapshot: Vec<(Txid, Vec<OutPoint>)> = {
+            let inner = self.read();
+            inner
+                .txs
+                .values()
+                .map(|e| (e.txid, e.tx.input.iter().map(|i| i.previous_output).collect()))
+                .collect()
+        };
+        let in_pool: HashSet<Txid> = snapshot.iter().map(|(id, _)| *id).collect();
         let mut gone = Vec::new();
-        for id in ids {
+        for (id, inputs) in snapshot {
             let confirmed = index.tx_position(&id).ok().flatten().is_some();
-            let entry = self.read().txs.get(&id).cloned();
-            let Some(entry) = entry else { continue };
-            let inputs_ok = entry.tx.input.iter().all(|i| {
-                let op = i.previous_output;
-                self.read().txs.contains_key(&op.txid)
-                    || index.confirmed_unspent(&op).ok().flatten().is_some()
+            let inputs_ok = inputs.iter().all(|op| {
+                in_pool.contains(&op.txid) || index.is_confirmed_unspent(op).unwrap_or(false)
             });
             if confirmed || !inputs_ok {
                 gone.push(id);
