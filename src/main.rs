@@ -43,15 +43,18 @@ struct Cli {
     /// Where the Electrum server listens [default: 127.0.0.1 and the network's port].
     #[arg(long, global = true, env = "CAIRN_ELECTRUM_ADDR")]
     electrum_addr: Option<SocketAddr>,
-    /// A peer to sync from (repeatable); only these peers are used.
+    /// A peer to sync from (repeatable); only these peers are used, no others are looked for.
     #[arg(long, global = true)]
     connect: Vec<SocketAddr>,
-    /// A peer to keep connected to, besides any others (repeatable).
+    /// A peer to keep connected to, besides those found through seeds and peers (repeatable).
     #[arg(long, global = true)]
     addnode: Vec<SocketAddr>,
-    /// Where to accept peers [default: nowhere].
+    /// Where to accept peers [default: 127.0.0.1:18444 on regtest, nowhere elsewhere].
     #[arg(long, global = true, env = "CAIRN_P2P_ADDR")]
     p2p_addr: Option<SocketAddr>,
+    /// Accept no peers (turns off the regtest default listener too).
+    #[arg(long, global = true)]
+    no_listen: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -154,8 +157,10 @@ fn settings(cli: &Cli) -> Result<Settings> {
         admin_addr: cli.admin_addr,
         log: cli.log.clone(),
         electrum_addr: cli.electrum_addr,
-        connect: cli.connect.iter().chain(&cli.addnode).copied().collect(),
+        connect: cli.connect.clone(),
+        addnode: cli.addnode.clone(),
         p2p_addr: cli.p2p_addr,
+        no_listen: cli.no_listen,
     };
     Ok(Settings::resolve(file, over)?)
 }
@@ -386,6 +391,18 @@ fn status(settings: Settings, json: bool) -> Result<()> {
             Some(t) => println!("index tip:  {} at height {}", t.hash, t.height),
             None => println!("index tip:  none (no index yet)"),
         }
+        if let Some(p2p) = &status.p2p {
+            match p2p.listen {
+                Some(addr) => println!("p2p:        accepting peers on {addr}"),
+                None => println!("p2p:        not accepting peers"),
+            }
+            let inbound = p2p.peers.iter().filter(|p| p.inbound).count();
+            println!("peers:      {} outbound, {inbound} inbound; {} known addresses",
+                p2p.peers.len() - inbound, p2p.known_addresses);
+            for p in &p2p.peers {
+                println!("  {} {} {}", if p.inbound { "in " } else { "out" }, p.addr, p.user_agent);
+            }
+        }
     }
     Ok(())
 }
@@ -450,6 +467,9 @@ fn serve(mut node: Node) -> Result<()> {
     let served = rt.block_on(async {
         let (stop_tx, mut stop_rx) = tokio::sync::watch::channel(false);
         let status_index = index.clone();
+        type P2pStatusFn = Box<dyn Fn() -> cairn::p2p::P2pStatus + Send + Sync>;
+        let p2p_status: Arc<std::sync::OnceLock<P2pStatusFn>> = Arc::default();
+        let p2p_status_read = p2p_status.clone();
         let ctx = AdminContext {
             status: Box::new(move || cairn::node::Status {
                 network: label.clone(),
@@ -457,6 +477,7 @@ fn serve(mut node: Node) -> Result<()> {
                 index_tip: node::index_tip(status_index.as_deref()),
                 datadir: datadir_text.clone(),
                 running: true,
+                p2p: p2p_status_read.get().map(|f| f()),
             }),
             stop: stop_tx,
         };
@@ -475,13 +496,21 @@ fn serve(mut node: Node) -> Result<()> {
             }
             None => None,
         };
-        let p2p = if node.settings.connect.is_empty() && node.settings.p2p_addr.is_none() {
+        let p2p = if !node.settings.p2p.enabled(node.settings.network) {
             None
         } else {
+            let p = &node.settings.p2p;
             let config = cairn::p2p::P2pConfig {
-                connect: node.settings.connect.clone(),
-                listen: node.settings.p2p_addr,
+                connect: p.connect.clone(),
+                addnode: p.addnode.clone(),
+                listen: p.listen,
+                listen_required: p.listen_required,
+                network: node.settings.network,
+                custom_signet: node.settings.signet_challenge.is_some(),
                 magic: node.settings.magic(),
+                max_outbound: p.max_outbound,
+                max_inbound: p.max_inbound,
+                dns_seeds: p.dns_seeds,
             };
             let pool = match (&node.index, &node.mempool) {
                 (Some(i), Some(m)) => Some(cairn::p2p::TxRelay {
@@ -494,8 +523,11 @@ fn serve(mut node: Node) -> Result<()> {
             };
             Some(cairn::p2p::P2p::start(config, node.validator.clone(), pool).await?)
         };
-        if let Some(addr) = p2p.as_ref().and_then(|p| p.listen_addr) {
-            println!("accepting peers on {addr}");
+        if let Some(p2p) = &p2p {
+            let _ = p2p_status.set(Box::new(p2p.status_source()));
+            if let Some(addr) = p2p.listen_addr {
+                println!("accepting peers on {addr}");
+            }
         }
         let progress = p2p.as_ref().map(|_| tokio::spawn(sync_progress(node.validator.clone())));
         let tip = node.validator.tip();
@@ -517,8 +549,16 @@ fn serve(mut node: Node) -> Result<()> {
         }
         let interrupted = interrupt_flag();
         let mut tick = tokio::time::interval(std::time::Duration::from_millis(100));
+        // SIGUSR1 asks for a header sync now, as electrs does (test harnesses send it).
+        let mut usr1 = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::user_defined1())?;
         loop {
             tokio::select! {
+                _ = usr1.recv() => {
+                    tracing::debug!("SIGUSR1: asking peers for headers");
+                    if let Some(p2p) = &p2p {
+                        p2p.sync_now();
+                    }
+                }
                 _ = tick.tick() => {
                     if interrupted.load(Ordering::SeqCst) {
                         break;

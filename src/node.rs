@@ -60,6 +60,9 @@ pub struct Status {
     pub datadir: String,
     /// Whether the answer came from a running cairn (over the admin RPC).
     pub running: bool,
+    /// The P2P side of a running cairn: listener, peers, known addresses.
+    #[serde(default)]
+    pub p2p: Option<crate::p2p::P2pStatus>,
 }
 
 /// An open node: the data folder is locked for as long as it lives.
@@ -172,6 +175,7 @@ impl Node {
             index_tip: index_tip(self.index.as_deref()),
             datadir: self.datadir.root().display().to_string(),
             running: false,
+            p2p: None,
         }
     }
 }

@@ -253,3 +253,121 @@ fn transactions_relay_both_ways_with_bitcoind() {
         std::thread::sleep(Duration::from_millis(100));
     }
 }
+
+/// A scripted peer speaking the bitcoin crate's P2P messages over a blocking socket.
+struct ScriptedPeer {
+    stream: TcpStream,
+    reader: bitcoin::io::FromStd<std::io::BufReader<TcpStream>>,
+}
+
+impl ScriptedPeer {
+    const MAGIC: bitcoin::p2p::Magic = bitcoin::p2p::Magic::REGTEST;
+
+    fn connect(local_ip: &str, to: SocketAddr) -> Self {
+        let stream = connect_from(local_ip, to);
+        stream.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        let reader = bitcoin::io::FromStd::new(std::io::BufReader::new(stream.try_clone().unwrap()));
+        ScriptedPeer { stream, reader }
+    }
+
+    fn send(&mut self, msg: bitcoin::p2p::message::NetworkMessage) -> std::io::Result<()> {
+        let raw = bitcoin::p2p::message::RawNetworkMessage::new(Self::MAGIC, msg);
+        self.stream.write_all(&bitcoin::consensus::serialize(&raw))
+    }
+
+    fn recv(&mut self) -> Option<bitcoin::p2p::message::NetworkMessage> {
+        use bitcoin::consensus::Decodable;
+        let raw = bitcoin::p2p::message::RawNetworkMessage::consensus_decode(&mut self.reader).ok()?;
+        Some(raw.payload().clone())
+    }
+
+    /// Version, verack; returns the messages cairn sent during the handshake.
+    fn handshake(&mut self) -> Vec<bitcoin::p2p::message::NetworkMessage> {
+        use bitcoin::p2p::message::NetworkMessage;
+        use bitcoin::p2p::{address::Address, message_network::VersionMessage, ServiceFlags};
+        let any: SocketAddr = "0.0.0.0:0".parse().unwrap();
+        let mut v = VersionMessage::new(
+            ServiceFlags::NETWORK | ServiceFlags::WITNESS,
+            0,
+            Address::new(&any, ServiceFlags::NONE),
+            Address::new(&any, ServiceFlags::NONE),
+            7,
+            "/scripted:0.1/".into(),
+            0,
+        );
+        v.version = 70016;
+        self.send(NetworkMessage::Version(v)).unwrap();
+        self.send(NetworkMessage::Verack).unwrap();
+        let mut seen = Vec::new();
+        while !seen.iter().any(|m| matches!(m, NetworkMessage::Verack)) {
+            seen.push(self.recv().expect("handshake reply"));
+        }
+        seen
+    }
+
+    /// Reads until a message matches, or fails after 20 s of silence.
+    fn recv_until<T>(&mut self, mut pick: impl FnMut(&bitcoin::p2p::message::NetworkMessage) -> Option<T>) -> Option<T> {
+        loop {
+            let m = self.recv()?;
+            if let Some(t) = pick(&m) {
+                return Some(t);
+            }
+        }
+    }
+}
+
+#[test]
+fn learns_peer_addresses_connects_out_to_them_and_answers_getaddr() {
+    use bitcoin::p2p::address::Address;
+    use bitcoin::p2p::message::NetworkMessage;
+    use bitcoin::p2p::ServiceFlags;
+    let tmp = tempfile::tempdir().unwrap();
+    // A bitcoind with 20 blocks that cairn is not told about.
+    let b = Bitcoind::start(&tmp.path().join("b"), &[]);
+    b.rpc(&["generatetoaddress", "20", ADDR]);
+    let b_addr = SocketAddr::from(([127, 0, 0, 1], b.p2p_port));
+
+    // cairn with no peers configured: it only listens.
+    let p2p_port = free_port();
+    let cairn = start_cairn(&tmp.path().join("cairn"), &[format!("--p2p-addr=127.0.0.1:{p2p_port}")]);
+    let cairn_p2p = SocketAddr::from(([127, 0, 0, 1], p2p_port));
+
+    // A peer connects, finishes the handshake (cairn offers addrv2 and wtxid relay)...
+    let mut q = ScriptedPeer::connect("127.0.0.4", cairn_p2p);
+    let handshake = q.handshake();
+    assert!(handshake.iter().any(|m| matches!(m, NetworkMessage::SendAddrV2)), "{handshake:?}");
+    // ...and tells cairn about bitcoind's address.
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() as u32;
+    q.send(NetworkMessage::Addr(vec![(now, Address::new(&b_addr, ServiceFlags::NETWORK | ServiceFlags::WITNESS))]))
+        .unwrap();
+
+    // cairn fills an outbound slot with it and syncs bitcoind's chain from it.
+    cairn.wait_for(&b.rpc(&["getbestblockhash"]), "sync from a peer learnt by addr");
+    let status = cairn.status();
+    let peers = status["p2p"]["peers"].as_array().cloned().unwrap_or_default();
+    assert!(
+        peers.iter().any(|p| p["addr"] == b_addr.to_string() && p["inbound"] == false),
+        "bitcoind not among the outbound peers: {status}"
+    );
+    assert!(status["p2p"]["known_addresses"].as_u64().unwrap_or(0) >= 1, "{status}");
+
+    // An inbound peer's getaddr is answered with what the book holds.
+    q.send(NetworkMessage::GetAddr).unwrap();
+    let answered = q
+        .recv_until(|m| match m {
+            NetworkMessage::Addr(list) => Some(list.iter().filter_map(|(_, a)| a.socket_addr().ok()).collect::<Vec<_>>()),
+            _ => None,
+        })
+        .expect("an addr answer");
+    assert!(answered.contains(&b_addr), "{answered:?}");
+
+    // More than 1,000 addresses in one message is a protocol violation: disconnected.
+    let flood: Vec<(u32, Address)> = (0..1001u32)
+        .map(|i| (now, Address::new(&SocketAddr::from((std::net::Ipv4Addr::from(0x0b00_0000 + i), 8333)), ServiceFlags::NETWORK)))
+        .collect();
+    q.send(NetworkMessage::Addr(flood)).unwrap();
+    assert!(q.recv_until(|_| None::<()>).is_none(), "still connected after an oversized addr");
+    // The honest outbound peer stays.
+    b.rpc(&["generatetoaddress", "1", ADDR]);
+    cairn.wait_for(&b.rpc(&["getbestblockhash"]), "after the flood");
+}

@@ -74,10 +74,20 @@ pub struct FileConfig {
     pub electrum_donation_address: Option<String>,
     /// Hosts announced by `server.peers.subscribe`.
     pub electrum_peers: Option<Vec<String>>,
-    /// Peers to sync from (only these; no other peers are looked for yet).
+    /// Peers to sync from; when set, no other peers are looked for.
     pub connect: Option<Vec<SocketAddr>>,
-    /// Where to accept peers (none by default).
+    /// Peers to keep connected to besides those found through seeds and peers.
+    pub addnode: Option<Vec<SocketAddr>>,
+    /// Where to accept peers (regtest: 127.0.0.1:18444 by default; elsewhere none).
     pub p2p_addr: Option<SocketAddr>,
+    /// Whether to accept peers at all (`false` turns off the regtest default listener).
+    pub p2p_listen: Option<bool>,
+    /// Outbound connections to keep to peers found through seeds and addr messages.
+    pub p2p_max_outbound: Option<usize>,
+    /// Most inbound peers at once.
+    pub p2p_max_inbound: Option<usize>,
+    /// Whether to ask DNS seeds for peer addresses.
+    pub dnsseed: Option<bool>,
     /// Mempool size limit in megabytes of virtual size.
     pub mempool_max_mb: Option<u64>,
 }
@@ -116,10 +126,43 @@ pub struct Overrides {
     pub log: Option<String>,
     /// `--electrum-addr` / `CAIRN_ELECTRUM_ADDR`.
     pub electrum_addr: Option<SocketAddr>,
-    /// `--connect` and `--addnode` (repeatable).
+    /// `--connect` (repeatable).
     pub connect: Vec<SocketAddr>,
+    /// `--addnode` (repeatable).
+    pub addnode: Vec<SocketAddr>,
     /// `--p2p-addr` / `CAIRN_P2P_ADDR`.
     pub p2p_addr: Option<SocketAddr>,
+    /// `--no-listen`.
+    pub no_listen: bool,
+}
+
+/// Which peers cairn talks to and how many.
+#[derive(Debug, Clone)]
+pub struct P2pSettings {
+    /// Only these peers (no discovery).
+    pub connect: Vec<SocketAddr>,
+    /// These peers, besides discovered ones.
+    pub addnode: Vec<SocketAddr>,
+    /// Where to accept peers.
+    pub listen: Option<SocketAddr>,
+    /// Whether `listen` was asked for (a bind failure is then an error, not a warning).
+    pub listen_required: bool,
+    /// Outbound connections to discovered peers.
+    pub max_outbound: usize,
+    /// Most inbound peers.
+    pub max_inbound: usize,
+    /// Whether DNS seeds are asked.
+    pub dns_seeds: bool,
+}
+
+impl P2pSettings {
+    /// Whether the P2P side has anything to do: peers to reach, seeds to ask, or a listener.
+    pub fn enabled(&self, network: Network) -> bool {
+        !self.connect.is_empty()
+            || !self.addnode.is_empty()
+            || self.listen.is_some()
+            || (network != Network::Regtest && self.max_outbound > 0)
+    }
 }
 
 /// The settings cairn runs with, after merging defaults, file, environment and flags.
@@ -139,10 +182,8 @@ pub struct Settings {
     pub kernel_script_threads: i32,
     /// The Electrum server's address and limits.
     pub electrum: crate::electrum::ElectrumConfig,
-    /// Peers to sync from.
-    pub connect: Vec<SocketAddr>,
-    /// Where to accept peers.
-    pub p2p_addr: Option<SocketAddr>,
+    /// The P2P side's peers and limits.
+    pub p2p: P2pSettings,
     /// Mempool size limit in virtual bytes.
     pub mempool_max_vbytes: u64,
 }
@@ -245,6 +286,30 @@ impl Settings {
         } else {
             over.connect
         };
+        let addnode = if over.addnode.is_empty() {
+            file.addnode.unwrap_or_default()
+        } else {
+            over.addnode
+        };
+        let explicit_listen = over.p2p_addr.or(file.p2p_addr);
+        let listening = !over.no_listen && file.p2p_listen.unwrap_or(true);
+        let (listen, listen_required) = match (listening, explicit_listen) {
+            (false, _) => (None, false),
+            (true, Some(addr)) => (Some(addr), true),
+            (true, None) if network == Network::Regtest => {
+                (Some(SocketAddr::from(([127, 0, 0, 1], network.default_p2p_port()))), false)
+            }
+            (true, None) => (None, false),
+        };
+        let p2p = P2pSettings {
+            connect,
+            addnode,
+            listen,
+            listen_required,
+            max_outbound: file.p2p_max_outbound.unwrap_or(8),
+            max_inbound: file.p2p_max_inbound.unwrap_or(117),
+            dns_seeds: file.dnsseed.unwrap_or(true),
+        };
         Ok(Settings {
             network,
             signet_challenge,
@@ -253,8 +318,7 @@ impl Settings {
             log: over.log.or(file.log).unwrap_or_else(|| "info".into()),
             kernel_script_threads,
             electrum,
-            connect,
-            p2p_addr: over.p2p_addr.or(file.p2p_addr),
+            p2p,
             mempool_max_vbytes: positive("mempool_max_mb", file.mempool_max_mb.unwrap_or(300) as usize)? as u64 * 1_000_000,
         })
     }

@@ -47,6 +47,16 @@ impl Network {
         }
     }
 
+    /// The P2P port nodes of this network listen on by default (as Bitcoin Core).
+    pub fn default_p2p_port(self) -> u16 {
+        match self {
+            Network::Mainnet => 8333,
+            Network::Testnet4 => 48333,
+            Network::Signet => 38333,
+            Network::Regtest => 18444,
+        }
+    }
+
     /// The default port of cairn's loopback admin JSON-RPC.
     pub fn default_admin_port(self) -> u16 {
         match self {

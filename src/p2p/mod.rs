@@ -1,11 +1,13 @@
 //! The P2P side: outbound connections to the configured peers, headers-first sync with a
 //! parallel block download, and answers to peers' getheaders and getdata.
 
+pub mod addrbook;
 pub mod codec;
 pub mod peer;
+pub mod seeds;
 pub mod sync;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -15,23 +17,43 @@ use bitcoin::p2p::{Magic, ServiceFlags};
 use tokio::net::{TcpListener, TcpStream};
 
 use crate::kernel::Validator;
+use addrbook::AddrBook;
 use peer::PeerContext;
-use sync::Downloader;
+use sync::{Downloader, PeerId};
 
 /// How long a misbehaving peer's address is refused.
 pub const BAN_TIME: Duration = Duration::from_secs(24 * 3600);
 /// Wait before reconnecting to a configured peer.
 const RECONNECT_DELAY: Duration = Duration::from_secs(5);
+/// How long an outbound connection attempt may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// How often the outbound manager looks for a free slot.
+const MANAGER_TICK: Duration = Duration::from_millis(500);
 
 /// P2P settings.
 #[derive(Debug, Clone)]
 pub struct P2pConfig {
-    /// Peers to connect to (and keep reconnecting to).
+    /// Peers to connect to (and keep reconnecting to); no others are looked for.
     pub connect: Vec<SocketAddr>,
+    /// Peers to keep connected to besides the ones found through the address book.
+    pub addnode: Vec<SocketAddr>,
     /// Where to accept peers, if anywhere.
     pub listen: Option<SocketAddr>,
+    /// Whether failing to bind `listen` is an error (it was asked for) or only a warning
+    /// (it is the regtest default).
+    pub listen_required: bool,
+    /// The network (for seeds and ports).
+    pub network: crate::config::Network,
+    /// A custom signet (no public seeds).
+    pub custom_signet: bool,
     /// The network magic.
     pub magic: [u8; 4],
+    /// Outbound connections to keep, besides `addnode` peers (ignored with `connect`).
+    pub max_outbound: usize,
+    /// Most inbound connections at once.
+    pub max_inbound: usize,
+    /// Whether to ask the network's DNS seeds for addresses when the book is empty.
+    pub dns_seeds: bool,
 }
 
 /// Errors starting the P2P side.
@@ -48,6 +70,90 @@ pub enum P2pError {
     /// A thread could not start.
     #[error("cannot start the block feeder: {0}")]
     Thread(std::io::Error),
+}
+
+/// One connected peer, as `cairn status` shows it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct PeerInfo {
+    /// Its address.
+    pub addr: SocketAddr,
+    /// Whether it connected to us.
+    pub inbound: bool,
+    /// Its user agent.
+    pub user_agent: String,
+}
+
+/// The P2P side's state, for `cairn status`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct P2pStatus {
+    /// Where peers are accepted, if anywhere.
+    pub listen: Option<SocketAddr>,
+    /// The connected peers.
+    pub peers: Vec<PeerInfo>,
+    /// How many addresses the address book holds.
+    pub known_addresses: usize,
+}
+
+/// The connected peers, and the nonces of our own version messages in flight (a version
+/// coming back with one of them means we connected to ourselves).
+#[derive(Default)]
+pub struct Registry {
+    peers: Mutex<HashMap<PeerId, PeerInfo>>,
+    nonces: Mutex<HashSet<u64>>,
+}
+
+/// Removes a peer from the [`Registry`] when its connection ends.
+pub struct Registered<'a> {
+    registry: &'a Registry,
+    id: PeerId,
+}
+
+impl Drop for Registered<'_> {
+    fn drop(&mut self) {
+        if let Ok(mut m) = self.registry.peers.lock() {
+            m.remove(&self.id);
+        }
+    }
+}
+
+impl Registry {
+    /// Records a peer that finished its handshake, until the guard is dropped.
+    pub fn register(&self, id: PeerId, addr: SocketAddr, inbound: bool, traits: &peer::PeerTraits) -> Registered<'_> {
+        if let Ok(mut m) = self.peers.lock() {
+            m.insert(id, PeerInfo { addr, inbound, user_agent: traits.user_agent.clone() });
+        }
+        Registered { registry: self, id }
+    }
+
+    /// The connected peers.
+    pub fn list(&self) -> Vec<PeerInfo> {
+        let mut v: Vec<PeerInfo> = self.peers.lock().map(|m| m.values().cloned().collect()).unwrap_or_default();
+        v.sort_by_key(|p| (p.inbound, p.addr));
+        v
+    }
+
+    fn inbound_count(&self) -> usize {
+        self.peers.lock().map(|m| m.values().filter(|p| p.inbound).count()).unwrap_or(0)
+    }
+
+    /// Notes the nonce of a version message we sent.
+    pub fn remember_nonce(&self, nonce: u64) {
+        if let Ok(mut s) = self.nonces.lock() {
+            s.insert(nonce);
+        }
+    }
+
+    /// Forgets it once that handshake is over.
+    pub fn forget_nonce(&self, nonce: u64) {
+        if let Ok(mut s) = self.nonces.lock() {
+            s.remove(&nonce);
+        }
+    }
+
+    /// Whether a received version carries one of our own nonces.
+    pub fn is_own_nonce(&self, nonce: u64) -> bool {
+        self.nonces.lock().map(|s| s.contains(&nonce)).unwrap_or(false)
+    }
 }
 
 /// What transaction relay needs: the mempool, the index it checks against, where accepted
@@ -88,7 +194,71 @@ impl BanList {
 pub struct P2p {
     /// The address it listens on, if it does.
     pub listen_addr: Option<SocketAddr>,
+    ctx: Arc<PeerContext>,
     tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+/// Outbound addresses in use (connecting or connected), released when the guard drops.
+#[derive(Default)]
+struct Slots(Mutex<HashSet<SocketAddr>>);
+
+struct Slot<'a>(&'a Slots, SocketAddr);
+
+impl Drop for Slot<'_> {
+    fn drop(&mut self) {
+        if let Ok(mut s) = (self.0).0.lock() {
+            s.remove(&self.1);
+        }
+    }
+}
+
+impl Slots {
+    fn take(&self, addr: SocketAddr) -> Option<Slot<'_>> {
+        let mut s = self.0.lock().ok()?;
+        s.insert(addr).then_some(Slot(self, addr))
+    }
+
+    fn snapshot(&self) -> HashSet<SocketAddr> {
+        self.0.lock().map(|s| s.clone()).unwrap_or_default()
+    }
+
+    fn len(&self) -> usize {
+        self.0.lock().map(|s| s.len()).unwrap_or(0)
+    }
+}
+
+/// Shared by the connection tasks.
+struct Shared {
+    ctx: Arc<PeerContext>,
+    bans: BanList,
+    ids: AtomicU64,
+    /// Outbound connections made from the address book.
+    slots: Slots,
+}
+
+impl Shared {
+    /// Connects to `addr` and runs the peer until it disconnects; returns whether the TCP
+    /// connection was made.
+    async fn connect_and_run(&self, addr: SocketAddr) -> bool {
+        let stream = match tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(addr)).await {
+            Ok(Ok(stream)) => stream,
+            Ok(Err(e)) => {
+                tracing::debug!("cannot connect to {addr}: {e}");
+                return false;
+            }
+            Err(_) => {
+                tracing::debug!("cannot connect to {addr}: timed out");
+                return false;
+            }
+        };
+        let id = self.ids.fetch_add(1, Ordering::SeqCst);
+        let why = peer::run(stream, addr, false, id, self.ctx.clone()).await;
+        tracing::info!("peer {id} {addr}: disconnected: {why}");
+        if why.deserves_ban() {
+            self.bans.ban(addr, &why.to_string());
+        }
+        true
+    }
 }
 
 impl P2p {
@@ -98,73 +268,78 @@ impl P2p {
         validator: Arc<Validator>,
         tx_relay: Option<TxRelay>,
     ) -> Result<Self, P2pError> {
-        let bans = Arc::new(BanList::default());
         let downloader = Downloader::new(validator.clone(), |hash, e| {
             tracing::warn!("invalid block {hash} from the network: {e}");
         })
         .map_err(P2pError::Thread)?;
+        let regtest = config.network == crate::config::Network::Regtest;
         let ctx = Arc::new(PeerContext {
             magic: Magic::from_bytes(config.magic),
             validator,
             downloader,
             services: ServiceFlags::NETWORK | ServiceFlags::WITNESS,
             tx_relay,
+            book: Arc::new(AddrBook::new(regtest)),
+            registry: Arc::new(Registry::default()),
+            sync_now: tokio::sync::broadcast::channel(4).0,
         });
-        let ids = Arc::new(AtomicU64::new(1));
+        let shared = Arc::new(Shared {
+            ctx: ctx.clone(),
+            bans: BanList::default(),
+            ids: AtomicU64::new(1),
+            slots: Slots::default(),
+        });
         let mut tasks = Vec::new();
-        for addr in config.connect.clone() {
-            let ctx = ctx.clone();
-            let ids = ids.clone();
-            let bans = bans.clone();
+        // Fixed peers: `connect` (only these) or `addnode` (these and others).
+        let fixed: Vec<SocketAddr> = config.connect.iter().chain(&config.addnode).copied().collect();
+        for addr in fixed {
+            let shared = shared.clone();
             tasks.push(tokio::spawn(async move {
                 loop {
-                    if bans.is_banned(&addr) {
-                        tokio::time::sleep(RECONNECT_DELAY).await;
-                        continue;
-                    }
-                    match TcpStream::connect(addr).await {
-                        Ok(stream) => {
-                            let id = ids.fetch_add(1, Ordering::SeqCst);
-                            let why = peer::run(stream, addr, id, ctx.clone()).await;
-                            tracing::info!("peer {id} {addr}: disconnected: {why}");
-                            if why.deserves_ban() {
-                                bans.ban(addr, &why.to_string());
-                            }
-                        }
-                        Err(e) => tracing::debug!("cannot connect to {addr}: {e}"),
+                    if !shared.bans.is_banned(&addr) {
+                        shared.connect_and_run(addr).await;
                     }
                     tokio::time::sleep(RECONNECT_DELAY).await;
                 }
             }));
         }
+        if config.connect.is_empty() && config.max_outbound > 0 {
+            tasks.push(tokio::spawn(outbound_manager(shared.clone(), config.clone())));
+        }
         let mut listen_addr = None;
         if let Some(addr) = config.listen {
-            let listener = TcpListener::bind(addr)
-                .await
-                .map_err(|source| P2pError::Listen { addr, source })?;
-            listen_addr = listener.local_addr().ok();
-            tracing::info!("accepting peers on {}", listen_addr.unwrap_or(addr));
-            let ctx = ctx.clone();
-            tasks.push(tokio::spawn(async move {
-                loop {
-                    let Ok((stream, peer_addr)) = listener.accept().await else { continue };
-                    if bans.is_banned(&peer_addr) {
-                        continue;
-                    }
-                    let id = ids.fetch_add(1, Ordering::SeqCst);
-                    let ctx = ctx.clone();
-                    let bans = bans.clone();
-                    tokio::spawn(async move {
-                        let why = peer::run(stream, peer_addr, id, ctx).await;
-                        tracing::info!("peer {id} {peer_addr} (inbound): disconnected: {why}");
-                        if why.deserves_ban() {
-                            bans.ban(peer_addr, &why.to_string());
-                        }
-                    });
+            match TcpListener::bind(addr).await {
+                Ok(listener) => {
+                    listen_addr = listener.local_addr().ok();
+                    tracing::info!("accepting peers on {}", listen_addr.unwrap_or(addr));
+                    tasks.push(tokio::spawn(accept_loop(listener, shared.clone(), config.max_inbound)));
                 }
-            }));
+                Err(source) if config.listen_required => return Err(P2pError::Listen { addr, source }),
+                Err(e) => tracing::warn!("not accepting peers: cannot listen on {addr}: {e}"),
+            }
         }
-        Ok(P2p { listen_addr, tasks })
+        Ok(P2p { listen_addr, ctx, tasks })
+    }
+
+    /// Asks every peer for headers now (what electrs does on SIGUSR1).
+    pub fn sync_now(&self) {
+        let _ = self.ctx.sync_now.send(());
+    }
+
+    /// The connected peers and the address book's size.
+    pub fn status(&self) -> P2pStatus {
+        P2pStatus {
+            listen: self.listen_addr,
+            peers: self.ctx.registry.list(),
+            known_addresses: self.ctx.book.len(),
+        }
+    }
+
+    /// A handle that reports [`P2p::status`] from elsewhere (the admin RPC).
+    pub fn status_source(&self) -> impl Fn() -> P2pStatus + Send + Sync + 'static {
+        let ctx = self.ctx.clone();
+        let listen = self.listen_addr;
+        move || P2pStatus { listen, peers: ctx.registry.list(), known_addresses: ctx.book.len() }
     }
 
     /// Stops every peer task.
@@ -172,5 +347,69 @@ impl P2p {
         for t in self.tasks {
             t.abort();
         }
+    }
+}
+
+/// Accepts inbound peers, refusing banned addresses and any beyond `max_inbound`.
+async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, max_inbound: usize) {
+    loop {
+        let Ok((stream, peer_addr)) = listener.accept().await else { continue };
+        if shared.bans.is_banned(&peer_addr) {
+            continue;
+        }
+        if shared.ctx.registry.inbound_count() >= max_inbound {
+            tracing::debug!("refusing {peer_addr}: {max_inbound} inbound peers already");
+            continue;
+        }
+        let id = shared.ids.fetch_add(1, Ordering::SeqCst);
+        let shared = shared.clone();
+        tokio::spawn(async move {
+            let why = peer::run(stream, peer_addr, true, id, shared.ctx.clone()).await;
+            tracing::info!("peer {id} {peer_addr} (inbound): disconnected: {why}");
+            if why.deserves_ban() {
+                shared.bans.ban(peer_addr, &why.to_string());
+            }
+        });
+    }
+}
+
+/// Keeps `max_outbound` connections to addresses from the book, filling the book from the
+/// DNS seeds (then the fixed seeds) when it is empty.
+async fn outbound_manager(shared: Arc<Shared>, config: P2pConfig) {
+    let book = shared.ctx.book.clone();
+    let has_seeds = !seeds::dns_seeds(config.network, config.custom_signet).is_empty();
+    if has_seeds && book.is_empty() {
+        if config.dns_seeds {
+            let found = seeds::resolve_dns_seeds(config.network, config.custom_signet).await;
+            let added = book.add(found);
+            tracing::info!("DNS seeds gave {added} addresses");
+        }
+        if book.is_empty() {
+            let fixed = seeds::fixed_seeds(config.network, config.custom_signet);
+            tracing::info!("trying {} fixed seed addresses", fixed.len());
+            book.add(seeds::as_known(fixed));
+        }
+    }
+    let mut tick = tokio::time::interval(MANAGER_TICK);
+    loop {
+        tick.tick().await;
+        if shared.slots.len() >= config.max_outbound {
+            continue;
+        }
+        let mut exclude = shared.slots.snapshot();
+        exclude.extend(shared.ctx.registry.list().into_iter().map(|p| p.addr));
+        exclude.extend(config.addnode.iter().copied());
+        if let Some(listen) = config.listen {
+            exclude.insert(listen);
+        }
+        let Some(addr) = book.pick(&exclude, |a| shared.bans.is_banned(a)) else { continue };
+        let shared = shared.clone();
+        let book = book.clone();
+        tokio::spawn(async move {
+            let Some(_slot) = shared.slots.take(addr) else { return };
+            if !shared.connect_and_run(addr).await {
+                book.mark_failed(addr);
+            }
+        });
     }
 }

@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use bitcoin::p2p::address::Address;
+use bitcoin::p2p::address::{AddrV2, AddrV2Message, Address};
 use bitcoin::p2p::message::NetworkMessage;
 use bitcoin::p2p::message_blockdata::{GetHeadersMessage, Inventory};
 use bitcoin::p2p::message_network::VersionMessage;
@@ -15,6 +15,7 @@ use bitcoin::hashes::Hash;
 use tokio::io::{BufReader, BufWriter};
 use tokio::net::TcpStream;
 
+use super::addrbook::{KnownAddr, MAX_ADDR_PER_MESSAGE};
 use super::codec::{read_message, write_message, write_raw_block, CodecError, Incoming};
 use super::sync::{Delivered, Downloader, PeerId};
 use crate::kernel::Validator;
@@ -80,6 +81,19 @@ impl PeerError {
     }
 }
 
+/// What the handshake learnt about the peer.
+#[derive(Debug, Clone)]
+pub struct PeerTraits {
+    /// It announces transactions by wtxid (BIP339).
+    pub wtxid_relay: bool,
+    /// It takes `addrv2` (BIP155).
+    pub addrv2: bool,
+    /// The services it advertised.
+    pub services: ServiceFlags,
+    /// Its user agent.
+    pub user_agent: String,
+}
+
 /// What a peer task needs.
 pub struct PeerContext {
     /// The network magic.
@@ -92,6 +106,12 @@ pub struct PeerContext {
     pub services: ServiceFlags,
     /// Transaction relay, when cairn keeps a mempool.
     pub tx_relay: Option<super::TxRelay>,
+    /// Known peer addresses.
+    pub book: Arc<super::addrbook::AddrBook>,
+    /// The connected peers.
+    pub registry: Arc<super::Registry>,
+    /// Fires when a header sync should start now (SIGUSR1, as electrs).
+    pub sync_now: tokio::sync::broadcast::Sender<()>,
 }
 
 fn now_secs() -> i64 {
@@ -102,16 +122,26 @@ fn now_secs() -> i64 {
 }
 
 /// Runs one connection (outbound or inbound) until it ends; returns why it ended.
-pub async fn run(stream: TcpStream, addr: SocketAddr, id: PeerId, ctx: Arc<PeerContext>) -> PeerError {
+pub async fn run(
+    stream: TcpStream,
+    addr: SocketAddr,
+    inbound: bool,
+    id: PeerId,
+    ctx: Arc<PeerContext>,
+) -> PeerError {
     let _ = stream.set_nodelay(true);
     let (r, w) = stream.into_split();
     let mut reader = BufReader::with_capacity(256 * 1024, r);
     let mut writer = BufWriter::new(w);
     let result = async {
-        let wtxid_relay = tokio::time::timeout(HANDSHAKE_TIMEOUT, handshake(&mut reader, &mut writer, addr, &ctx))
+        let traits = tokio::time::timeout(HANDSHAKE_TIMEOUT, handshake(&mut reader, &mut writer, addr, &ctx))
             .await
             .map_err(|_| PeerError::Timeout)??;
-        tracing::info!("peer {id} {addr}: connected");
+        tracing::info!("peer {id} {addr}: connected ({}, {})", if inbound { "inbound" } else { "outbound" }, traits.user_agent);
+        if !inbound {
+            ctx.book.mark_good(addr, traits.services);
+        }
+        let _registered = ctx.registry.register(id, addr, inbound, &traits);
         // Reading is not cancel-safe, so one task reads and hands whole messages over.
         let (tx, rx) = tokio::sync::mpsc::channel(16);
         let magic = ctx.magic;
@@ -146,7 +176,7 @@ pub async fn run(stream: TcpStream, addr: SocketAddr, id: PeerId, ctx: Arc<PeerC
                 }
             }
         });
-        let outcome = session(rx, &out_tx, id, &ctx, wtxid_relay).await;
+        let outcome = session(rx, &out_tx, id, &ctx, &traits, inbound).await;
         reading.abort();
         writing.abort();
         outcome
@@ -175,7 +205,7 @@ async fn handshake<R, W>(
     writer: &mut W,
     addr: SocketAddr,
     ctx: &PeerContext,
-) -> Result<bool, PeerError>
+) -> Result<PeerTraits, PeerError>
 where
     R: tokio::io::AsyncRead + Unpin,
     W: tokio::io::AsyncWrite + Unpin,
@@ -191,10 +221,31 @@ where
     );
     version.version = PROTOCOL_VERSION;
     version.relay = ctx.tx_relay.is_some();
-    send(writer, ctx.magic, NetworkMessage::Version(version)).await?;
+    let our_nonce = version.nonce;
+    ctx.registry.remember_nonce(our_nonce);
+    let sent = send(writer, ctx.magic, NetworkMessage::Version(version)).await;
+    let result = async {
+        sent?;
+        handshake_replies(reader, writer, ctx).await
+    }
+    .await;
+    ctx.registry.forget_nonce(our_nonce);
+    result
+}
+
+async fn handshake_replies<R, W>(reader: &mut R, writer: &mut W, ctx: &PeerContext) -> Result<PeerTraits, PeerError>
+where
+    R: tokio::io::AsyncRead + Unpin,
+    W: tokio::io::AsyncWrite + Unpin,
+{
     let mut got_version = false;
     let mut got_verack = false;
-    let mut wtxid_relay = false;
+    let mut traits = PeerTraits {
+        wtxid_relay: false,
+        addrv2: false,
+        services: ServiceFlags::NONE,
+        user_agent: String::new(),
+    };
     while !(got_version && got_verack) {
         match read_message(reader, ctx.magic).await? {
             Incoming::Message(NetworkMessage::Version(v)) => {
@@ -204,15 +255,21 @@ where
                 if v.version < 70012 {
                     return Err(PeerError::Handshake(format!("protocol version {} too old", v.version)));
                 }
+                if ctx.registry.is_own_nonce(v.nonce) {
+                    return Err(PeerError::Handshake("connected to ourselves".into()));
+                }
                 got_version = true;
+                traits.services = v.services;
+                traits.user_agent = v.user_agent.chars().take(256).collect();
                 if v.version >= 70016 {
                     send(writer, ctx.magic, NetworkMessage::WtxidRelay).await?;
                 }
+                send(writer, ctx.magic, NetworkMessage::SendAddrV2).await?;
                 send(writer, ctx.magic, NetworkMessage::Verack).await?;
             }
             Incoming::Message(NetworkMessage::Verack) => got_verack = true,
-            Incoming::Message(NetworkMessage::WtxidRelay) => wtxid_relay = true,
-            Incoming::Message(NetworkMessage::SendAddrV2) => {}
+            Incoming::Message(NetworkMessage::WtxidRelay) => traits.wtxid_relay = true,
+            Incoming::Message(NetworkMessage::SendAddrV2) => traits.addrv2 = true,
             Incoming::Message(other) if !got_version => {
                 return Err(PeerError::Misbehaving(format!("{} before version", other.cmd())));
             }
@@ -220,7 +277,7 @@ where
         }
     }
     send(writer, ctx.magic, NetworkMessage::SendHeaders).await?;
-    Ok(wtxid_relay)
+    Ok(traits)
 }
 
 fn rand_nonce() -> u64 {
@@ -243,6 +300,28 @@ async fn request_blocks(
     Ok(())
 }
 
+/// An `addr` (or `addrv2`, if the peer asked for it) message carrying these addresses.
+fn addr_message(addrs: Vec<KnownAddr>, addrv2: bool) -> NetworkMessage {
+    if addrv2 {
+        NetworkMessage::AddrV2(
+            addrs
+                .into_iter()
+                .map(|k| AddrV2Message {
+                    time: k.last_seen,
+                    services: k.services,
+                    addr: match k.addr.ip() {
+                        std::net::IpAddr::V4(ip) => AddrV2::Ipv4(ip),
+                        std::net::IpAddr::V6(ip) => AddrV2::Ipv6(ip),
+                    },
+                    port: k.addr.port(),
+                })
+                .collect(),
+        )
+    } else {
+        NetworkMessage::Addr(addrs.into_iter().map(|k| (k.last_seen, Address::new(&k.addr, k.services))).collect())
+    }
+}
+
 fn get_headers(validator: &Validator) -> NetworkMessage {
     NetworkMessage::GetHeaders(GetHeadersMessage {
         version: PROTOCOL_VERSION,
@@ -256,14 +335,21 @@ async fn session(
     writer: &Outbox,
     id: PeerId,
     ctx: &PeerContext,
-    wtxid_relay: bool,
+    traits: &PeerTraits,
+    inbound: bool,
 ) -> Result<(), PeerError> {
     let v = &ctx.validator;
+    let wtxid_relay = traits.wtxid_relay;
     let mut announced = match &ctx.tx_relay {
         Some(r) => r.relay.subscribe(),
         None => tokio::sync::broadcast::channel(1).1,
     };
+    let mut sync_now = ctx.sync_now.subscribe();
+    let mut answered_getaddr = false;
     queue(writer, get_headers(v)).await?;
+    if !inbound {
+        queue(writer, NetworkMessage::GetAddr).await?;
+    }
     let mut tick = tokio::time::interval(Duration::from_millis(200));
     let mut last_heard = tokio::time::Instant::now();
     loop {
@@ -382,6 +468,35 @@ async fn session(
                     Incoming::Message(NetworkMessage::Version(_)) => {
                         return Err(PeerError::Misbehaving("second version message".into()));
                     }
+                    Incoming::Message(NetworkMessage::Addr(list)) => {
+                        if list.len() > MAX_ADDR_PER_MESSAGE {
+                            return Err(PeerError::Misbehaving(format!("addr with {} entries", list.len())));
+                        }
+                        let known = list.iter().filter_map(|(time, a)| {
+                            Some(KnownAddr { addr: a.socket_addr().ok()?, services: a.services, last_seen: *time })
+                        });
+                        let added = ctx.book.add(known.collect::<Vec<_>>());
+                        tracing::debug!("peer {id}: {} addresses, {added} new", list.len());
+                    }
+                    Incoming::Message(NetworkMessage::AddrV2(list)) => {
+                        if list.len() > MAX_ADDR_PER_MESSAGE {
+                            return Err(PeerError::Misbehaving(format!("addrv2 with {} entries", list.len())));
+                        }
+                        // Only IPv4 and IPv6 are reachable without a proxy; the rest is skipped.
+                        let known = list.iter().filter_map(|m| {
+                            Some(KnownAddr { addr: m.socket_addr().ok()?, services: m.services, last_seen: m.time })
+                        });
+                        let added = ctx.book.add(known.collect::<Vec<_>>());
+                        tracing::debug!("peer {id}: {} addresses (addrv2), {added} new", list.len());
+                    }
+                    Incoming::Message(NetworkMessage::GetAddr) => {
+                        // As Bitcoin Core: only inbound peers are answered, once per connection,
+                        // so a peer cannot map the book by asking repeatedly.
+                        if inbound && !answered_getaddr {
+                            answered_getaddr = true;
+                            queue(writer, addr_message(ctx.book.sample(), traits.addrv2)).await?;
+                        }
+                    }
                     Incoming::Message(_) => {}
                 }
             }
@@ -397,6 +512,11 @@ async fn session(
                     Inventory::Transaction(txid)
                 };
                 queue(writer, NetworkMessage::Inv(vec![item])).await?;
+            }
+            nudge = sync_now.recv() => {
+                if nudge.is_ok() {
+                    queue(writer, get_headers(v)).await?;
+                }
             }
             _ = tick.tick() => {
                 if last_heard.elapsed() > IDLE_TIMEOUT {
