@@ -104,6 +104,7 @@ impl Session {
                 ))
             }
         };
+        tracing::trace!("electrum request {method}");
         let result = self.call(method, params);
         let id = id?;
         Some(match result {

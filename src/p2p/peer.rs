@@ -358,6 +358,9 @@ async fn session(
                 let Some(msg) = msg else { return Err(PeerError::Timeout) };
                 let msg = msg?;
                 last_heard = tokio::time::Instant::now();
+                if let Incoming::Message(m) = &msg {
+                    tracing::trace!("peer {id}: received {}", m.cmd());
+                }
                 match msg {
                     Incoming::Block(bytes) => {
                         let dl = ctx.downloader.clone();
