@@ -7,7 +7,7 @@ set -eu
 root=$(cd "$(dirname "$0")/.." && pwd)
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-/var/tmp/cairn-target}"
 work=${CAIRN_BDK_SUITE_DIR:-/var/tmp/cairn-bdk-suite}
-command -v curl >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq curl >/dev/null
+command -v curl >/dev/null || { echo "bdk-suite: needs curl (sh contrib/setup.sh installs it)" >&2; exit 1; }
 (cd "$root" && cargo build --release --locked --bin cairn)
 
 # The package's sources, fetched through a one-dependency project with a pinned lock file.

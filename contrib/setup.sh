@@ -1,11 +1,11 @@
 #!/bin/sh
 # Installs what building cairn needs on Debian 12 (as root): cmake and Boost headers for the
 # embedded Bitcoin Core kernel, libclang for RocksDB's bindings, a C/C++ toolchain, and nc for
-# the README's query example. Checks that
+# the README's query example, curl for the BDK suite's adapter. Checks that
 # cargo is recent enough. Safe to run again: it installs only what is missing.
 set -eu
 missing=""
-for pkg in cmake libboost-dev libclang-dev build-essential pkg-config netcat-openbsd; do
+for pkg in cmake libboost-dev libclang-dev build-essential pkg-config netcat-openbsd curl; do
   dpkg -s "$pkg" >/dev/null 2>&1 || missing="$missing $pkg"
 done
 if [ -n "$missing" ]; then

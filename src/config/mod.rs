@@ -378,6 +378,26 @@ mod tests {
     }
 
     #[test]
+    fn p2p_defaults_per_network() {
+        let resolve = |file: &str, over: Overrides| Settings::resolve(FileConfig::parse(file, Path::new("x")).unwrap(), over).unwrap();
+        let regtest = resolve("", Overrides::default());
+        assert_eq!(regtest.p2p.listen, Some("127.0.0.1:18444".parse().unwrap()));
+        assert!(!regtest.p2p.listen_required, "the default listener may find its port taken");
+        assert!(regtest.p2p.enabled(Network::Regtest));
+        let off = resolve("p2p_listen = false\n", Overrides::default());
+        assert_eq!(off.p2p.listen, None);
+        assert!(!off.p2p.enabled(Network::Regtest), "regtest has no seeds: nothing to do");
+        let asked = resolve("", Overrides { p2p_addr: Some("127.0.0.1:1".parse().unwrap()), ..Default::default() });
+        assert!(asked.p2p.listen_required);
+        let mainnet = resolve("network = \"mainnet\"\n", Overrides::default());
+        assert_eq!(mainnet.p2p.listen, None);
+        assert_eq!(mainnet.p2p.max_outbound, 8);
+        assert!(mainnet.p2p.enabled(Network::Mainnet), "mainnet looks for peers through its seeds");
+        let only = resolve("network = \"mainnet\"\nconnect = [\"192.0.2.1:8333\"]\n", Overrides::default());
+        assert_eq!(only.p2p.connect.len(), 1);
+    }
+
+    #[test]
     fn example_config_parses() {
         let text = include_str!("../../config/cairn.example.toml");
         FileConfig::parse(text, Path::new("cairn.example.toml")).unwrap();
