@@ -252,6 +252,31 @@ fn transactions_relay_both_ways_with_bitcoind() {
         assert!(start.elapsed() < Duration::from_secs(30), "mined transaction still unconfirmed: {h:?}");
         std::thread::sleep(Duration::from_millis(100));
     }
+
+    // A reorg on bitcoind takes the block away: invalidate it and mine two empty blocks on its
+    // parent. The transaction goes back to cairn's mempool (from the disconnected block), its
+    // history entry to height 0, and the subscribed client is told.
+    let mined = a.rpc(&["getbestblockhash"]);
+    while c.script_pop(&dest_script).unwrap().is_some() {}
+    a.rpc(&["invalidateblock", &mined]);
+    a.rpc(&["generateblock", &mine, "[]"]);
+    a.rpc(&["generateblock", &mine, "[]"]);
+    cairn.wait_for(&a.rpc(&["getbestblockhash"]), "reorg");
+    let start = Instant::now();
+    loop {
+        let h = c.script_get_history(&dest_script).unwrap();
+        if h.iter().any(|e| e.tx_hash == txid && e.height == 0) {
+            break;
+        }
+        assert!(start.elapsed() < Duration::from_secs(30), "reorged-out transaction not back in the mempool: {h:?}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let start = Instant::now();
+    while c.script_pop(&dest_script).unwrap().is_none() {
+        assert!(start.elapsed() < Duration::from_secs(30), "no notification after the reorg");
+        c.ping().unwrap();
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }
 
 /// A scripted peer speaking the bitcoin crate's P2P messages over a blocking socket.
