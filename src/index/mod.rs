@@ -4,6 +4,7 @@
 //! amount up: they come with the block from the kernel.
 
 pub mod chain;
+pub mod filters;
 pub mod query;
 pub mod rows;
 pub mod runner;
@@ -12,7 +13,7 @@ mod writer;
 
 use std::collections::HashSet;
 use std::sync::{Arc, RwLock};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use bitcoin::{BlockHash, Txid};
 use rayon::prelude::*;
@@ -23,7 +24,7 @@ use crate::store::{Store, StoreError};
 use chain::IndexedChain;
 use rows::{prepare, PrepareError, PreparedBlock};
 use crate::import::{FilePos, KernelBlockFiles};
-use schema::{cf, meta, BlockPosRow, BlockRow, RowError, ScanPosRow, ScriptHash, TipRow, TxNum};
+use schema::{cf, meta, BlockPosRow, BlockRow, FilterRow, RowError, ScanPosRow, ScriptHash, TipRow, TxNum};
 
 pub use writer::find_txnum;
 
@@ -204,6 +205,7 @@ impl Index {
             touched: Some(HashSet::new()),
             ..Default::default()
         };
+        self.backfill_filters(validator)?;
         loop {
             self.scan_block_files()?;
             // Undo blocks the kernel's active chain no longer has.
@@ -282,13 +284,14 @@ impl Index {
         let mut batch = WriteBatch::default();
         let mut lookup = writer::TxNumLookup::new(&self.store);
         let mut firsts = Vec::with_capacity(blocks.len());
+        let mut prev_filter = self.tip_filter_header()?;
         for block in blocks {
             if let Some(prev) = prev {
                 if block.header.prev_blockhash != prev {
                     return Ok(false);
                 }
             }
-            writer::connect(&self.store, &mut batch, &mut lookup, block, next_txnum)?;
+            prev_filter = writer::connect(&self.store, &mut batch, &mut lookup, block, next_txnum, prev_filter)?;
             firsts.push(next_txnum);
             next_txnum = TxNum(next_txnum.0 + block.txs.len() as u64);
             prev = Some(block.header.block_hash());
@@ -307,6 +310,101 @@ impl Index {
             chain.push(block.header, first, block.txs.len() as u32);
         }
         Ok(true)
+    }
+
+    /// The filter header new blocks chain onto: the tip's (all zeros before genesis), or `None`
+    /// while filters of indexed blocks are still being built.
+    fn tip_filter_header(&self) -> Result<Option<bitcoin::bip158::FilterHeader>, IndexError> {
+        if self.store.get(cf::META, meta::FILTER_BACKFILL)?.is_some() {
+            return Ok(None);
+        }
+        let Some((height, _)) = self.tip() else {
+            return Ok(Some(filters::genesis_prev_header()));
+        };
+        match self.store.get(cf::FILTERS, &FilterRow::key(height))? {
+            Some(bytes) => Ok(Some(FilterRow::decode_header(&bytes)?)),
+            None => Err(IndexError::Inconsistent(format!("no filter row at the tip height {height}"))),
+        }
+    }
+
+    /// Whether every indexed block has its filter (false while a store upgraded from schema 1
+    /// is still building them).
+    pub fn filters_ready(&self) -> Result<bool, IndexError> {
+        Ok(self.store.get(cf::META, meta::FILTER_BACKFILL)?.is_none())
+    }
+
+    /// The filter and filter header of the indexed block at `height`, once filters are ready.
+    pub fn filter_at(&self, height: u32) -> Result<Option<FilterRow>, IndexError> {
+        if !self.filters_ready()? {
+            return Ok(None);
+        }
+        match self.store.get(cf::FILTERS, &FilterRow::key(height))? {
+            Some(bytes) => Ok(Some(FilterRow::decode(&bytes)?)),
+            None => Ok(None),
+        }
+    }
+
+    /// Builds the filters of blocks indexed before filters existed (a store upgraded from
+    /// schema 1), from the kernel's blocks and undo data, in batches that each record how far
+    /// they got: a crash resumes where the last batch ended.
+    fn backfill_filters(&self, validator: &Validator) -> Result<(), IndexError> {
+        let Some(bytes) = self.store.get(cf::META, meta::FILTER_BACKFILL)? else {
+            return Ok(());
+        };
+        let _span = tracing::info_span!("filter_backfill").entered();
+        let mut next = bytes
+            .as_slice()
+            .try_into()
+            .map(u32::from_le_bytes)
+            .map_err(|_| IndexError::Inconsistent("filter backfill marker is not 4 bytes".into()))?;
+        let tip = self.tip().map(|(h, _)| h);
+        let started = Instant::now();
+        let mut last_log = Instant::now();
+        tracing::info!("building the BIP158 filters of indexed blocks {next}..={} (store upgraded from schema 1)",
+            tip.map(i64::from).unwrap_or(-1));
+        let mut prev = match next {
+            0 => filters::genesis_prev_header(),
+            h => match self.store.get(cf::FILTERS, &FilterRow::key(h - 1))? {
+                Some(bytes) => FilterRow::decode_header(&bytes)?,
+                None => return Err(IndexError::Inconsistent(format!("no filter row at height {}", h - 1))),
+            },
+        };
+        while let Some(tip) = tip.filter(|t| next <= *t) {
+            let end = (next + 999).min(tip);
+            let hashes: Vec<BlockHash> = self.with_chain(|c| (next..=end).filter_map(|h| c.hash(h)).collect());
+            if hashes.len() != (end - next + 1) as usize {
+                return Err(IndexError::Inconsistent(format!("indexed chain has gaps in {next}..={end}")));
+            }
+            let built: Result<Vec<Vec<u8>>, IndexError> = hashes
+                .par_iter()
+                .enumerate()
+                .map(|(i, hash)| {
+                    let h = next + i as u32;
+                    let raw = validator.read_block_bytes_by_hash(hash)?;
+                    let undo = validator.read_undo_by_hash(hash)?;
+                    Ok(prepare(h, &raw, &undo)?.filter)
+                })
+                .collect();
+            let mut batch = WriteBatch::default();
+            let built: Vec<Vec<u8>> = built?;
+            for (h, filter) in (next..=end).zip(built) {
+                let header = filters::filter_header(&filter, &prev);
+                batch.put_cf(self.store.cf(cf::FILTERS), FilterRow::key(h), FilterRow { header, filter }.encode());
+                prev = header;
+            }
+            next = end + 1;
+            batch.put_cf(self.store.cf(cf::META), meta::FILTER_BACKFILL, next.to_le_bytes());
+            self.store.write(batch)?;
+            if last_log.elapsed() > Duration::from_secs(10) {
+                tracing::info!("filters built up to height {end} of {tip}");
+                last_log = Instant::now();
+            }
+        }
+        let mut batch = WriteBatch::default();
+        batch.delete_cf(self.store.cf(cf::META), meta::FILTER_BACKFILL);
+        self.store.write(batch)?;
+        tracing::info!("filters of every indexed block built in {:.1} s", started.elapsed().as_secs_f64());
+        Ok(())
     }
 
     fn disconnect_tip(

@@ -76,6 +76,8 @@ pub struct PreparedBlock {
     pub header: bitcoin::block::Header,
     /// Its transactions in block order.
     pub txs: Vec<PreparedTx>,
+    /// Its BIP158 basic filter, serialized.
+    pub filter: Vec<u8>,
 }
 
 fn output(o: &bitcoin::TxOut) -> PreparedOutput {
@@ -117,6 +119,7 @@ pub fn prepare(height: u32, raw: &[u8], undo: &BlockUndo) -> Result<PreparedBloc
         )));
     }
     let mut txs = Vec::with_capacity(count as usize);
+    let mut txdata = Vec::with_capacity(count as usize);
     for i in 0..count as usize {
         let offset = cursor.position() as u32;
         let tx = Transaction::consensus_decode(&mut cursor).map_err(decode_err)?;
@@ -153,10 +156,14 @@ pub fn prepare(height: u32, raw: &[u8], undo: &BlockUndo) -> Result<PreparedBloc
             outputs,
             inputs,
         });
+        txdata.push(tx);
     }
+    let filter = super::filters::basic_filter(&bitcoin::Block { header, txdata }, undo)
+        .map_err(|e| PrepareError::Decode { height, message: format!("filter: {e}") })?;
     Ok(PreparedBlock {
         height,
         header,
         txs,
+        filter,
     })
 }

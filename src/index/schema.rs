@@ -104,8 +104,10 @@ pub mod cf {
     pub const SPENT: &str = "spent";
     /// Block hash to the block's place in the kernel's block files.
     pub const BLOCKPOS: &str = "blockpos";
+    /// Height to the block's BIP158 basic filter and filter header.
+    pub const FILTERS: &str = "filters";
     /// Every column family.
-    pub const ALL: [&str; 8] = [META, BLOCKS, TXS, TXID, HISTORY, UTXO, SPENT, BLOCKPOS];
+    pub const ALL: [&str; 9] = [META, BLOCKS, TXS, TXID, HISTORY, UTXO, SPENT, BLOCKPOS, FILTERS];
 }
 
 /// `meta` keys.
@@ -116,6 +118,9 @@ pub mod meta {
     pub const TIP: &[u8] = b"tip";
     /// How far the kernel's block files have been scanned: [`super::ScanPosRow`].
     pub const BLKSCAN: &[u8] = b"blkscan";
+    /// Present while filters of already indexed blocks are still being built (a store upgraded
+    /// from schema 1): the next height to build, u32 little-endian.
+    pub const FILTER_BACKFILL: &[u8] = b"filter_backfill";
 }
 
 /// `meta/blkscan`: the position in the kernel's block files up to which every record is in
@@ -274,6 +279,56 @@ impl BlockRow {
             first_txnum,
             tx_count: u32::from_le_bytes(c),
         })
+    }
+}
+
+/// `filters` row: a block's BIP158 basic filter and the filter header that commits to it and
+/// to every earlier filter.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FilterRow {
+    /// The filter header (BIP157).
+    pub header: bitcoin::bip158::FilterHeader,
+    /// The serialized filter (N as CompactSize, then the Golomb-Rice coded set).
+    pub filter: Vec<u8>,
+}
+
+impl FilterRow {
+    /// Key: height u32 big-endian (the same as `blocks`).
+    pub fn key(height: u32) -> [u8; 4] {
+        height.to_be_bytes()
+    }
+
+    /// Value: filter header (32), then the filter bytes.
+    pub fn encode(&self) -> Vec<u8> {
+        use bitcoin::hashes::Hash;
+        let mut out = Vec::with_capacity(32 + self.filter.len());
+        out.extend_from_slice(self.header.as_byte_array());
+        out.extend_from_slice(&self.filter);
+        out
+    }
+
+    /// Decodes a value.
+    pub fn decode(bytes: &[u8]) -> Result<Self, RowError> {
+        use bitcoin::hashes::Hash;
+        if bytes.len() < 33 {
+            return Err(row_err(cf::FILTERS, format!("value is {} bytes", bytes.len())));
+        }
+        let mut h = [0u8; 32];
+        h.copy_from_slice(&bytes[..32]);
+        Ok(FilterRow {
+            header: bitcoin::bip158::FilterHeader::from_byte_array(h),
+            filter: bytes[32..].to_vec(),
+        })
+    }
+
+    /// Decodes only the header of a value.
+    pub fn decode_header(bytes: &[u8]) -> Result<bitcoin::bip158::FilterHeader, RowError> {
+        use bitcoin::hashes::Hash;
+        let h: [u8; 32] = bytes
+            .get(..32)
+            .and_then(|b| b.try_into().ok())
+            .ok_or_else(|| row_err(cf::FILTERS, format!("value is {} bytes", bytes.len())))?;
+        Ok(bitcoin::bip158::FilterHeader::from_byte_array(h))
     }
 }
 

@@ -2,12 +2,13 @@
 
 use std::collections::HashMap;
 
+use bitcoin::bip158::FilterHeader;
 use bitcoin::Txid;
 use rocksdb::WriteBatch;
 
 use super::rows::{PreparedBlock, PreparedInput, PreparedTx};
 use super::schema::{
-    cf, meta, BlockRow, HistoryKey, OutPointNum, SpentRow, TipRow, TxNum, TxRow, TxidKey, UtxoKey,
+    cf, meta, BlockRow, FilterRow, HistoryKey, OutPointNum, SpentRow, TipRow, TxNum, TxRow, TxidKey, UtxoKey,
 };
 use super::IndexError;
 use crate::store::Store;
@@ -82,20 +83,28 @@ pub fn find_txnum(
     Ok(found)
 }
 
-/// Adds the rows of `block`, whose coinbase gets `first`, to `batch`.
+/// Adds the rows of `block`, whose coinbase gets `first`, to `batch`; with `prev_filter` (the
+/// filter header of its parent) it writes its filter too and returns its filter header.
 pub fn connect(
     store: &Store,
     batch: &mut WriteBatch,
     lookup: &mut TxNumLookup<'_>,
     block: &PreparedBlock,
     first: TxNum,
-) -> Result<(), IndexError> {
+    prev_filter: Option<FilterHeader>,
+) -> Result<Option<FilterHeader>, IndexError> {
     let row = BlockRow {
         header: block.header,
         first_txnum: first,
         tx_count: block.txs.len() as u32,
     };
     batch.put_cf(store.cf(cf::BLOCKS), BlockRow::key(block.height), row.encode());
+    let filter_header = prev_filter.map(|prev| {
+        let header = super::filters::filter_header(&block.filter, &prev);
+        let filter_row = FilterRow { header, filter: block.filter.clone() };
+        batch.put_cf(store.cf(cf::FILTERS), FilterRow::key(block.height), filter_row.encode());
+        header
+    });
     for (i, tx) in block.txs.iter().enumerate() {
         let t = TxNum(first.0 + i as u64);
         let txrow = TxRow {
@@ -134,7 +143,7 @@ pub fn connect(
         }
         lookup.add(tx.txid, t);
     }
-    Ok(())
+    Ok(filter_header)
 }
 
 /// Adds to `batch` what removes `block` (the index tip, whose coinbase is `first`) and sets the
@@ -176,6 +185,7 @@ pub fn disconnect(
         }
     }
     batch.delete_cf(store.cf(cf::BLOCKS), BlockRow::key(block.height));
+    batch.delete_cf(store.cf(cf::FILTERS), FilterRow::key(block.height));
     batch.put_cf(store.cf(cf::META), meta::TIP, parent.encode());
     Ok(())
 }

@@ -7,7 +7,7 @@ use super::{Store, StoreError};
 use crate::index::schema::{cf, meta};
 
 /// The schema this cairn reads and writes.
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// Reads the stored version: stamps a new store, upgrades an older one step by step, refuses a
 /// newer or unknown one.
@@ -46,8 +46,32 @@ pub fn check_and_upgrade(store: &Store, existed: bool) -> Result<(), StoreError>
             message: "schema version 0 does not exist".into(),
         });
     }
-    // Version 1 is the first; later versions add one upgrade step per version here.
+    // One step per version, each one atomic batch that also writes the version it reaches.
+    let mut version = version;
+    while version < SCHEMA_VERSION {
+        let mut batch = WriteBatch::default();
+        match version {
+            1 => v1_to_v2(store, &mut batch),
+            other => {
+                return Err(StoreError::UnknownSchema {
+                    path: store.path().to_path_buf(),
+                    message: format!("no upgrade from schema version {other}"),
+                })
+            }
+        }
+        version += 1;
+        batch.put_cf(store.cf(cf::META), meta::VERSION, version.to_le_bytes());
+        store.write(batch)?;
+        tracing::info!("index store upgraded to schema version {version}");
+    }
     Ok(())
+}
+
+/// Version 2 adds BIP158 filters (`filters` column family, created on open). The blocks indexed
+/// under version 1 have none: mark them to be built from height 0; the indexer builds them from
+/// the kernel's data before it indexes new blocks (`migrations/v2.md`).
+fn v1_to_v2(store: &Store, batch: &mut WriteBatch) {
+    batch.put_cf(store.cf(cf::META), meta::FILTER_BACKFILL, 0u32.to_le_bytes());
 }
 
 fn store_is_empty(store: &Store) -> Result<bool, StoreError> {

@@ -1,0 +1,152 @@
+//! BIP158 basic filters and BIP157 filter headers against data we did not compute: the BIP's
+//! own test vectors, bitcoind's `getblockfilter` over the 206-block regtest chain; then the same
+//! after a reorg, and built afresh for a store from before filters existed (schema 1).
+
+mod common;
+
+use std::path::Path;
+use std::str::FromStr;
+use std::sync::Arc;
+
+use bitcoin::bip158::FilterHeader;
+use bitcoin::consensus::{deserialize, serialize};
+use bitcoin::{Block, ScriptBuf};
+use cairn::config::Network;
+use cairn::index::schema::{cf, meta};
+use cairn::index::{filters, Index};
+use cairn::kernel::{BlockUndo, SpentOutput, Validator};
+use cairn::store::Store;
+
+fn data(name: &str) -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(name)
+}
+
+fn open(dir: &Path) -> (Validator, Index) {
+    let validator = common::open_validator(dir).0;
+    let store = Arc::new(Store::open(&dir.join("index")).unwrap());
+    let files = cairn::import::KernelBlockFiles::new(&dir.join("kernel/blocks"), Network::Regtest.magic());
+    (validator, Index::open(store, Some(files)).unwrap())
+}
+
+#[test]
+fn bip158_test_vectors() {
+    let rows: Vec<serde_json::Value> = serde_json::from_str(&std::fs::read_to_string(data("bip158-testnet-19.json")).unwrap()).unwrap();
+    let mut checked = 0;
+    for row in rows.iter().skip(1) {
+        let block: Block = deserialize(&hex::decode(row[2].as_str().unwrap()).unwrap()).unwrap();
+        assert_eq!(block.block_hash().to_string(), row[1].as_str().unwrap());
+        let spent = row[3]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| SpentOutput {
+                txout: bitcoin::TxOut {
+                    value: bitcoin::Amount::ZERO,
+                    script_pubkey: ScriptBuf::from_bytes(hex::decode(s.as_str().unwrap()).unwrap()),
+                },
+                height: 0,
+                coinbase: false,
+            })
+            .collect();
+        let undo = BlockUndo { txs: vec![spent] };
+        let filter = filters::basic_filter(&block, &undo).unwrap();
+        assert_eq!(hex::encode(&filter), row[5].as_str().unwrap(), "filter of {} ({})", row[0], row[7]);
+        let prev = FilterHeader::from_str(row[4].as_str().unwrap()).unwrap();
+        assert_eq!(filters::filter_header(&filter, &prev).to_string(), row[6].as_str().unwrap(), "header of {}", row[0]);
+        checked += 1;
+    }
+    assert_eq!(checked, 10);
+}
+
+/// The 206-block chain from the kernel crate's tests, validated and indexed.
+fn index_206(dir: &Path) -> (Validator, Index) {
+    let (v, index) = open(dir);
+    let text = std::fs::read_to_string(data("regtest-206-blocks.hex.txt")).unwrap();
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        v.submit_block(&hex::decode(line.trim()).unwrap()).unwrap();
+    }
+    index.sync(&v).unwrap();
+    (v, index)
+}
+
+fn assert_matches_bitcoind(index: &Index) {
+    let want: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(data("regtest-206-filters-by-bitcoind.json")).unwrap()).unwrap();
+    let rows = want["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 207);
+    for row in rows {
+        let height = row[0].as_u64().unwrap() as u32;
+        let got = index.filter_at(height).unwrap().unwrap_or_else(|| panic!("no filter at {height}"));
+        assert_eq!(index.with_chain(|c| c.hash(height)).unwrap().to_string(), row[1].as_str().unwrap());
+        assert_eq!(hex::encode(&got.filter), row[2].as_str().unwrap(), "filter at {height}");
+        assert_eq!(got.header.to_string(), row[3].as_str().unwrap(), "filter header at {height}");
+    }
+    assert!(index.filter_at(207).unwrap().is_none());
+}
+
+#[test]
+fn regtest_206_filters_equal_bitcoinds() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (_v, index) = index_206(tmp.path());
+    assert_matches_bitcoind(&index);
+}
+
+#[test]
+fn a_store_from_before_filters_builds_them_on_start() {
+    let tmp = tempfile::tempdir().unwrap();
+    {
+        let (_v, index) = index_206(tmp.path());
+        // Make it a schema-1 store: no filter rows, version 1.
+        let store = index.store();
+        let mut batch = rocksdb::WriteBatch::default();
+        for h in 0..=206u32 {
+            batch.delete_cf(store.cf(cf::FILTERS), h.to_be_bytes());
+        }
+        batch.put_cf(store.cf(cf::META), meta::VERSION, 1u32.to_le_bytes());
+        store.write(batch).unwrap();
+        assert!(index.filter_at(0).unwrap().is_none());
+    }
+    // Reopened: upgraded to schema 2, filters pending until the indexer builds them.
+    let (v, index) = open(tmp.path());
+    assert_eq!(index.store().get(cf::META, meta::VERSION).unwrap().unwrap(), 2u32.to_le_bytes());
+    assert!(!index.filters_ready().unwrap());
+    assert!(index.filter_at(0).unwrap().is_none(), "no filters served before they are complete");
+    let stats = index.sync(&v).unwrap();
+    assert_eq!(stats.connected, 0);
+    assert!(index.filters_ready().unwrap());
+    assert_matches_bitcoind(&index);
+}
+
+#[test]
+fn a_reorg_replaces_the_filters_of_disconnected_blocks() {
+    use cairn::generate::{ChainGenerator, GenerateOptions};
+    let tmp = tempfile::tempdir().unwrap();
+    let (v, index) = open(tmp.path());
+    let mut gen = ChainGenerator::new(GenerateOptions { blocks: 0, txs_per_block: 20, seed: 21 });
+    let common: Vec<Block> = (0..120).map(|_| gen.next_block().unwrap()).collect();
+    let mut fork = gen.fork(3);
+    let a: Vec<Block> = (0..5).map(|_| gen.next_block().unwrap()).collect();
+    let b: Vec<Block> = (0..7).map(|_| fork.next_block().unwrap()).collect();
+    for blk in common.iter().chain(&a) {
+        v.submit_block(&serialize(blk)).unwrap();
+    }
+    index.sync(&v).unwrap();
+    let before = index.filter_at(121).unwrap().unwrap();
+    for blk in &b {
+        v.submit_block(&serialize(blk)).unwrap();
+    }
+    index.sync(&v).unwrap();
+    let after = index.filter_at(121).unwrap().unwrap();
+    assert_ne!(before, after, "height 121 now holds branch B's block");
+    // Each filter is the one of the block now at its height, chained from its parent's header.
+    let mut prev = index.filter_at(119).unwrap().unwrap().header;
+    for (i, blk) in common[119..].iter().chain(&b).enumerate() {
+        let height = 120 + i as u32;
+        let row = index.filter_at(height).unwrap().unwrap();
+        let (raw, undo) = v.read_block_with_undo(i64::from(height)).unwrap();
+        assert_eq!(raw, serialize(blk));
+        assert_eq!(row.filter, filters::basic_filter(blk, &undo).unwrap(), "filter at {height}");
+        assert_eq!(row.header, filters::filter_header(&row.filter, &prev), "header at {height}");
+        prev = row.header;
+    }
+    assert!(index.filter_at(128).unwrap().is_none());
+}
