@@ -396,3 +396,103 @@ fn learns_peer_addresses_connects_out_to_them_and_answers_getaddr() {
     b.rpc(&["generatetoaddress", "1", ADDR]);
     cairn.wait_for(&b.rpc(&["getbestblockhash"]), "after the flood");
 }
+
+#[test]
+fn serves_bip157_filters_like_bitcoind_and_disconnects_abusers() {
+    use bitcoin::bip158::{FilterHash, FilterHeader};
+    use bitcoin::hashes::Hash;
+    use bitcoin::p2p::message::NetworkMessage;
+    use bitcoin::p2p::message_filter::{GetCFCheckpt, GetCFHeaders, GetCFilters};
+    use bitcoin::p2p::ServiceFlags;
+    use bitcoin::BlockHash;
+    let tmp = tempfile::tempdir().unwrap();
+    let chain = tmp.path().join("chain");
+    let out = Command::new(env!("CARGO_BIN_EXE_cairn"))
+        .args(["generate", "--blocks", "1050", "--txs-per-block", "3", "--seed", "5", "--out"])
+        .arg(&chain)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let a = Bitcoind::start(
+        &tmp.path().join("a"),
+        &[format!("-loadblock={}", chain.join("blocks/blk00000.dat").display()), "-blockfilterindex=1".into()],
+    );
+    a.wait_for_height(1050, Duration::from_secs(120));
+    let p2p_port = free_port();
+    let cairn = start_cairn(
+        &tmp.path().join("cairn"),
+        &[format!("--connect=127.0.0.1:{}", a.p2p_port), format!("--p2p-addr=127.0.0.1:{p2p_port}")],
+    );
+    cairn.wait_for(&a.rpc(&["getbestblockhash"]), "initial sync");
+    let cairn_p2p = SocketAddr::from(([127, 0, 0, 1], p2p_port));
+    // bitcoind's filters and headers, the reference.
+    let start = Instant::now();
+    while !a.rpc(&["getindexinfo"]).contains("\"synced\": true") {
+        assert!(start.elapsed() < Duration::from_secs(120), "bitcoind's filter index never synced");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let hash = |h: u32| BlockHash::from_str(&a.rpc(&["getblockhash", &h.to_string()])).unwrap();
+    let reference = |h: u32| -> (String, FilterHeader) {
+        let v: serde_json::Value = serde_json::from_str(&a.rpc(&["getblockfilter", &hash(h).to_string()])).unwrap();
+        (v["filter"].as_str().unwrap().to_string(), FilterHeader::from_str(v["header"].as_str().unwrap()).unwrap())
+    };
+
+    let mut q = ScriptedPeer::connect("127.0.0.4", cairn_p2p);
+    let handshake = q.handshake();
+    let services = handshake.iter().find_map(|m| match m {
+        NetworkMessage::Version(v) => Some(v.services),
+        _ => None,
+    });
+    assert!(services.is_some_and(|s| s.has(ServiceFlags::COMPACT_FILTERS)), "{services:?}");
+
+    // getcfcheckpt: the filter header at height 1000.
+    q.send(NetworkMessage::GetCFCheckpt(GetCFCheckpt { filter_type: 0, stop_hash: hash(1050) })).unwrap();
+    let checkpt = q.recv_until(|m| match m { NetworkMessage::CFCheckpt(c) => Some(c.clone()), _ => None }).expect("cfcheckpt");
+    assert_eq!(checkpt.filter_headers, vec![reference(1000).1]);
+
+    // getcfheaders over 2,000 blocks at most: here 1..=1050, chained from height 0's header.
+    q.send(NetworkMessage::GetCFHeaders(GetCFHeaders { filter_type: 0, start_height: 1, stop_hash: hash(1050) })).unwrap();
+    let headers = q.recv_until(|m| match m { NetworkMessage::CFHeaders(c) => Some(c.clone()), _ => None }).expect("cfheaders");
+    assert_eq!(headers.previous_filter_header, reference(0).1);
+    assert_eq!(headers.filter_hashes.len(), 1050);
+    let mut prev = headers.previous_filter_header;
+    for (i, fh) in headers.filter_hashes.iter().enumerate() {
+        prev = fh.filter_header(&prev);
+        if i % 97 == 0 || i == 1049 {
+            assert_eq!(prev, reference(i as u32 + 1).1, "filter header at {}", i + 1);
+        }
+    }
+
+    // getcfilters for 1,000 blocks: every filter equals bitcoind's, in order.
+    q.send(NetworkMessage::GetCFilters(GetCFilters { filter_type: 0, start_height: 50, stop_hash: hash(1049) })).unwrap();
+    for h in 50..=1049u32 {
+        let f = q.recv_until(|m| match m { NetworkMessage::CFilter(f) => Some(f.clone()), _ => None }).expect("cfilter");
+        assert_eq!(f.block_hash, hash(h));
+        let (want, _) = reference(h);
+        assert_eq!(hex::encode(&f.filter), want, "filter at {h}");
+        assert_eq!(FilterHash::hash(&f.filter), headers.filter_hashes[h as usize - 1], "cfheaders agrees at {h}");
+    }
+
+    // Abusive requests get a disconnect: 1,001 filters, a wrong filter type, an unknown stop hash.
+    let abuses = [
+        NetworkMessage::GetCFilters(GetCFilters { filter_type: 0, start_height: 49, stop_hash: hash(1049) }),
+        NetworkMessage::GetCFHeaders(GetCFHeaders { filter_type: 1, start_height: 0, stop_hash: hash(10) }),
+        NetworkMessage::GetCFCheckpt(GetCFCheckpt { filter_type: 0, stop_hash: BlockHash::all_zeros() }),
+        NetworkMessage::GetCFHeaders(GetCFHeaders { filter_type: 0, start_height: 11, stop_hash: hash(10) }),
+    ];
+    for (i, abuse) in abuses.into_iter().enumerate() {
+        let mut bad = ScriptedPeer::connect(&format!("127.0.0.{}", 10 + i), cairn_p2p);
+        bad.handshake();
+        bad.send(abuse.clone()).unwrap();
+        let answered = bad.recv_until(|m| match m {
+            NetworkMessage::CFilter(_) | NetworkMessage::CFHeaders(_) | NetworkMessage::CFCheckpt(_) => Some(()),
+            _ => None,
+        });
+        assert!(answered.is_none(), "{abuse:?} was answered instead of disconnecting");
+    }
+    // The well-behaved peer is still served.
+    q.send(NetworkMessage::GetCFHeaders(GetCFHeaders { filter_type: 0, start_height: 0, stop_hash: hash(3) })).unwrap();
+    let again = q.recv_until(|m| match m { NetworkMessage::CFHeaders(c) => Some(c.clone()), _ => None }).expect("cfheaders");
+    assert_eq!(again.previous_filter_header, FilterHeader::all_zeros());
+    assert_eq!(again.filter_hashes.len(), 4);
+}

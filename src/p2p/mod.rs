@@ -3,6 +3,7 @@
 
 pub mod addrbook;
 pub mod codec;
+pub mod filters;
 pub mod peer;
 pub mod seeds;
 pub mod sync;
@@ -273,11 +274,17 @@ impl P2p {
         })
         .map_err(P2pError::Thread)?;
         let regtest = config.network == crate::config::Network::Regtest;
+        let filters = tx_relay.as_ref().map(|r| r.index.clone());
+        let mut services = ServiceFlags::NETWORK | ServiceFlags::WITNESS;
+        if filters.is_some() {
+            services = services | ServiceFlags::COMPACT_FILTERS;
+        }
         let ctx = Arc::new(PeerContext {
             magic: Magic::from_bytes(config.magic),
             validator,
             downloader,
-            services: ServiceFlags::NETWORK | ServiceFlags::WITNESS,
+            services,
+            filters,
             tx_relay,
             book: Arc::new(AddrBook::new(regtest)),
             registry: Arc::new(Registry::default()),

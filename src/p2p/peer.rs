@@ -63,6 +63,9 @@ pub enum PeerError {
     /// It went silent.
     #[error("timed out")]
     Timeout,
+    /// cairn could not answer (its store failed).
+    #[error("internal error: {0}")]
+    Internal(String),
 }
 
 impl PeerError {
@@ -76,7 +79,7 @@ impl PeerError {
                 c,
                 CodecError::Oversized { .. } | CodecError::BadChecksum(_) | CodecError::Malformed { .. }
             ),
-            PeerError::Handshake(_) | PeerError::Timeout => false,
+            PeerError::Handshake(_) | PeerError::Timeout | PeerError::Internal(_) => false,
         }
     }
 }
@@ -106,6 +109,8 @@ pub struct PeerContext {
     pub services: ServiceFlags,
     /// Transaction relay, when cairn keeps a mempool.
     pub tx_relay: Option<super::TxRelay>,
+    /// The index whose BIP158 filters are served (with NODE_COMPACT_FILTERS), if there is one.
+    pub filters: Option<Arc<crate::index::Index>>,
     /// Known peer addresses.
     pub book: Arc<super::addrbook::AddrBook>,
     /// The connected peers.
@@ -300,6 +305,14 @@ async fn request_blocks(
     Ok(())
 }
 
+/// The index whose filters are served; asking a node that does not advertise
+/// NODE_COMPACT_FILTERS is a protocol violation (Core disconnects too).
+fn serving_filters(ctx: &PeerContext) -> Result<&crate::index::Index, PeerError> {
+    ctx.filters
+        .as_deref()
+        .ok_or_else(|| PeerError::Misbehaving("compact filters requested from a node without an index".into()))
+}
+
 /// An `addr` (or `addrv2`, if the peer asked for it) message carrying these addresses.
 fn addr_message(addrs: Vec<KnownAddr>, addrv2: bool) -> NetworkMessage {
     if addrv2 {
@@ -491,6 +504,24 @@ async fn session(
                         });
                         let added = ctx.book.add(known.collect::<Vec<_>>());
                         tracing::debug!("peer {id}: {} addresses (addrv2), {added} new", list.len());
+                    }
+                    Incoming::Message(NetworkMessage::GetCFilters(req)) => {
+                        let index = serving_filters(ctx)?;
+                        for m in tokio::task::block_in_place(|| super::filters::get_cfilters(index, v, &req))? {
+                            queue(writer, m).await?;
+                        }
+                    }
+                    Incoming::Message(NetworkMessage::GetCFHeaders(req)) => {
+                        let index = serving_filters(ctx)?;
+                        if let Some(m) = tokio::task::block_in_place(|| super::filters::get_cfheaders(index, v, &req))? {
+                            queue(writer, m).await?;
+                        }
+                    }
+                    Incoming::Message(NetworkMessage::GetCFCheckpt(req)) => {
+                        let index = serving_filters(ctx)?;
+                        if let Some(m) = tokio::task::block_in_place(|| super::filters::get_cfcheckpt(index, v, &req))? {
+                            queue(writer, m).await?;
+                        }
                     }
                     Incoming::Message(NetworkMessage::GetAddr) => {
                         // As Bitcoin Core: only inbound peers are answered, once per connection,

@@ -1,0 +1,114 @@
+//! Answers to BIP157 requests (getcfilters, getcfheaders, getcfcheckpt) from the index's
+//! filters, with Bitcoin Core's limits: basic filters only, at most 1,000 filters or 2,000
+//! headers per request, a stop hash on the active chain; anything else is a protocol violation.
+
+use bitcoin::bip158::{FilterHash, FilterHeader};
+use bitcoin::hashes::Hash;
+use bitcoin::p2p::message::NetworkMessage;
+use bitcoin::p2p::message_filter::{CFCheckpt, CFHeaders, CFilter, GetCFCheckpt, GetCFHeaders, GetCFilters};
+use bitcoin::BlockHash;
+
+use super::peer::PeerError;
+use crate::index::schema::FilterRow;
+use crate::index::Index;
+use crate::kernel::Validator;
+
+/// The only filter type (BIP158 basic).
+pub const BASIC_FILTER_TYPE: u8 = 0;
+/// Most filters one getcfilters may ask for (Core's MAX_GETCFILTERS_SIZE).
+pub const MAX_GETCFILTERS: u32 = 1000;
+/// Most headers one getcfheaders may ask for (Core's MAX_GETCFHEADERS_SIZE).
+pub const MAX_GETCFHEADERS: u32 = 2000;
+/// getcfcheckpt returns the header of every block at a multiple of this height.
+pub const CFCHECKPT_INTERVAL: u32 = 1000;
+
+/// Where a request points: its stop block's height, if the filters are there to answer it.
+fn stop_height(index: &Index, validator: &Validator, filter_type: u8, stop: &BlockHash) -> Result<Option<u32>, PeerError> {
+    if filter_type != BASIC_FILTER_TYPE {
+        return Err(PeerError::Misbehaving(format!("filter type {filter_type} requested (only basic, 0)")));
+    }
+    match index.with_chain(|c| c.height_of_hash(stop)) {
+        Some(h) => Ok(index.filters_ready().unwrap_or(false).then_some(h)),
+        // A block we know but have not indexed (yet), or one a reorg just took away: no answer,
+        // as Core stays silent while its filter index catches up.
+        None if validator.knows(stop) => Ok(None),
+        None => Err(PeerError::Misbehaving(format!("filters requested up to unknown block {stop}"))),
+    }
+}
+
+/// Checks the range of a getcfilters/getcfheaders request.
+fn range(start: u32, stop: u32, max: u32, what: &str) -> Result<(), PeerError> {
+    if start > stop {
+        return Err(PeerError::Misbehaving(format!("{what} start height {start} above stop height {stop}")));
+    }
+    if stop - start >= max {
+        return Err(PeerError::Misbehaving(format!("{what} for {} blocks (at most {max})", stop - start + 1)));
+    }
+    Ok(())
+}
+
+/// Reads the filter rows of `start..=stop`, or `None` if one is missing (a reorg under way).
+fn rows(index: &Index, start: u32, stop: u32) -> Result<Option<Vec<(BlockHash, FilterRow)>>, PeerError> {
+    let mut out = Vec::with_capacity((stop - start + 1) as usize);
+    for h in start..=stop {
+        let row = index.filter_at(h).map_err(|e| PeerError::Internal(e.to_string()))?;
+        let hash = index.with_chain(|c| c.hash(h));
+        match (hash, row) {
+            (Some(hash), Some(row)) => out.push((hash, row)),
+            _ => return Ok(None),
+        }
+    }
+    Ok(Some(out))
+}
+
+/// The cfilter messages answering a getcfilters, one per block.
+pub fn get_cfilters(index: &Index, validator: &Validator, req: &GetCFilters) -> Result<Vec<NetworkMessage>, PeerError> {
+    let Some(stop) = stop_height(index, validator, req.filter_type, &req.stop_hash)? else { return Ok(Vec::new()) };
+    range(req.start_height, stop, MAX_GETCFILTERS, "getcfilters")?;
+    let Some(rows) = rows(index, req.start_height, stop)? else { return Ok(Vec::new()) };
+    Ok(rows
+        .into_iter()
+        .map(|(block_hash, row)| {
+            NetworkMessage::CFilter(CFilter { filter_type: BASIC_FILTER_TYPE, block_hash, filter: row.filter })
+        })
+        .collect())
+}
+
+/// The cfheaders message answering a getcfheaders: the header before the range and the hash of
+/// every filter in it.
+pub fn get_cfheaders(index: &Index, validator: &Validator, req: &GetCFHeaders) -> Result<Option<NetworkMessage>, PeerError> {
+    let Some(stop) = stop_height(index, validator, req.filter_type, &req.stop_hash)? else { return Ok(None) };
+    range(req.start_height, stop, MAX_GETCFHEADERS, "getcfheaders")?;
+    let previous_filter_header = match req.start_height {
+        0 => FilterHeader::all_zeros(),
+        h => match index.filter_at(h - 1).map_err(|e| PeerError::Internal(e.to_string()))? {
+            Some(row) => row.header,
+            None => return Ok(None),
+        },
+    };
+    let Some(rows) = rows(index, req.start_height, stop)? else { return Ok(None) };
+    Ok(Some(NetworkMessage::CFHeaders(CFHeaders {
+        filter_type: BASIC_FILTER_TYPE,
+        stop_hash: req.stop_hash,
+        previous_filter_header,
+        filter_hashes: rows.iter().map(|(_, row)| FilterHash::hash(&row.filter)).collect(),
+    })))
+}
+
+/// The cfcheckpt message answering a getcfcheckpt: the filter header at every 1,000th height up
+/// to the stop block.
+pub fn get_cfcheckpt(index: &Index, validator: &Validator, req: &GetCFCheckpt) -> Result<Option<NetworkMessage>, PeerError> {
+    let Some(stop) = stop_height(index, validator, req.filter_type, &req.stop_hash)? else { return Ok(None) };
+    let mut filter_headers = Vec::with_capacity((stop / CFCHECKPT_INTERVAL) as usize);
+    for i in 1..=stop / CFCHECKPT_INTERVAL {
+        match index.filter_at(i * CFCHECKPT_INTERVAL).map_err(|e| PeerError::Internal(e.to_string()))? {
+            Some(row) => filter_headers.push(row.header),
+            None => return Ok(None),
+        }
+    }
+    Ok(Some(NetworkMessage::CFCheckpt(CFCheckpt {
+        filter_type: BASIC_FILTER_TYPE,
+        stop_hash: req.stop_hash,
+        filter_headers,
+    })))
+}
