@@ -496,3 +496,73 @@ fn serves_bip157_filters_like_bitcoind_and_disconnects_abusers() {
     assert_eq!(again.previous_filter_header, FilterHeader::all_zeros());
     assert_eq!(again.filter_hashes.len(), 4);
 }
+
+#[test]
+fn kyoto_light_client_syncs_every_filter_from_cairn() {
+    use bip157::builder::Builder;
+    use bip157::chain::ChainState;
+    use bip157::{Client, Event, HashCheckpoint, TrustedPeer};
+    let tmp = tempfile::tempdir().unwrap();
+    let chain = tmp.path().join("chain");
+    let out = Command::new(env!("CARGO_BIN_EXE_cairn"))
+        .args(["generate", "--blocks", "300", "--txs-per-block", "8", "--seed", "9", "--out"])
+        .arg(&chain)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    // bitcoind holds the chain (and is the reference for filters); cairn syncs it over P2P.
+    let a = Bitcoind::start(
+        &tmp.path().join("a"),
+        &[format!("-loadblock={}", chain.join("blocks/blk00000.dat").display()), "-blockfilterindex=1".into()],
+    );
+    a.wait_for_height(300, Duration::from_secs(120));
+    let p2p_port = free_port();
+    let cairn = start_cairn(
+        &tmp.path().join("cairn"),
+        &[format!("--connect=127.0.0.1:{}", a.p2p_port), format!("--p2p-addr=127.0.0.1:{p2p_port}")],
+    );
+    let tip = a.rpc(&["getbestblockhash"]);
+    cairn.wait_for(&tip, "initial sync");
+
+    // Kyoto, pointed at cairn only, from genesis.
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    let filters: Vec<(u32, bitcoin::BlockHash, Vec<u8>)> = rt.block_on(async {
+        let (node, client) = Builder::new(bitcoin::Network::Regtest)
+            .add_peer(TrustedPeer::from_socket_addr(SocketAddr::from(([127, 0, 0, 1], p2p_port))))
+            .whitelist_only()
+            .required_peers(1)
+            .chain_state(ChainState::Checkpoint(HashCheckpoint::from_genesis(bitcoin::Network::Regtest)))
+            .build();
+        let running = tokio::spawn(async move { node.run().await });
+        let Client { requester, mut event_rx, .. } = client;
+        let mut got = Vec::new();
+        let synced = tokio::time::timeout(Duration::from_secs(120), async {
+            while let Some(event) = event_rx.recv().await {
+                match event {
+                    Event::IndexedFilter(f) => got.push((f.height(), f.block_hash(), f.into_contents())),
+                    Event::FiltersSynced(update) => return Some(update.tip().hash),
+                    Event::ChainUpdate(_) => {}
+                }
+            }
+            None
+        })
+        .await;
+        let _ = requester.shutdown();
+        running.abort();
+        assert_eq!(synced.ok().flatten().map(|h| h.to_string()), Some(tip.clone()), "Kyoto did not sync to cairn's tip");
+        got
+    });
+    // Every block's filter, each equal to bitcoind's (once its filter index has caught up).
+    let start = Instant::now();
+    while !a.rpc(&["getindexinfo"]).contains("\"synced\": true") {
+        assert!(start.elapsed() < Duration::from_secs(120), "bitcoind's filter index never synced");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let heights: Vec<u32> = filters.iter().map(|f| f.0).collect();
+    assert_eq!(heights, (1..=300).collect::<Vec<u32>>());
+    for (height, hash, filter) in filters {
+        assert_eq!(hash.to_string(), a.rpc(&["getblockhash", &height.to_string()]));
+        let want: serde_json::Value = serde_json::from_str(&a.rpc(&["getblockfilter", &hash.to_string()])).unwrap();
+        assert_eq!(hex::encode(filter), want["filter"].as_str().unwrap(), "filter at {height}");
+    }
+}
