@@ -566,3 +566,66 @@ fn kyoto_light_client_syncs_every_filter_from_cairn() {
         assert_eq!(hex::encode(filter), want["filter"].as_str().unwrap(), "filter at {height}");
     }
 }
+
+#[test]
+fn nakamoto_light_client_rescans_every_filter_from_cairn() {
+    use nakamoto::client::traits::Handle as _;
+    use nakamoto::client::{Client, Config};
+    type Reactor = nakamoto::net::poll::Reactor<std::net::TcpStream>;
+    let tmp = tempfile::tempdir().unwrap();
+    let chain = tmp.path().join("chain");
+    let out = Command::new(env!("CARGO_BIN_EXE_cairn"))
+        .args(["generate", "--blocks", "200", "--txs-per-block", "8", "--seed", "10", "--out"])
+        .arg(&chain)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let a = Bitcoind::start(
+        &tmp.path().join("a"),
+        &[format!("-loadblock={}", chain.join("blocks/blk00000.dat").display()), "-blockfilterindex=1".into()],
+    );
+    a.wait_for_height(200, Duration::from_secs(120));
+    let p2p_port = free_port();
+    let cairn = start_cairn(
+        &tmp.path().join("cairn"),
+        &[format!("--connect=127.0.0.1:{}", a.p2p_port), format!("--p2p-addr=127.0.0.1:{p2p_port}")],
+    );
+    let tip = a.rpc(&["getbestblockhash"]);
+    cairn.wait_for(&tip, "initial sync");
+    let start = Instant::now();
+    while !a.rpc(&["getindexinfo"]).contains("\"synced\": true") {
+        assert!(start.elapsed() < Duration::from_secs(120), "bitcoind's filter index never synced");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+
+    // nakamoto, connected to cairn only: it syncs headers and filter headers, then a rescan
+    // fetches every filter (each checked by nakamoto against the filter headers).
+    let mut cfg = Config::new(nakamoto::client::network::Network::Regtest);
+    cfg.connect = vec![SocketAddr::from(([127, 0, 0, 1], p2p_port))];
+    cfg.root = tmp.path().join("nakamoto");
+    std::fs::create_dir_all(&cfg.root).unwrap();
+    let client = Client::<Reactor>::new().unwrap();
+    let handle = client.handle();
+    let filters = handle.filters();
+    std::thread::spawn(move || client.run(cfg));
+    let reached = handle.wait_for_height(200).expect("nakamoto reaches height 200");
+    assert_eq!(reached.to_string(), tip);
+    // Headers first, then filter headers: rescanning waits for them.
+    let script = nakamoto::common::bitcoin::Script::new();
+    let mut got = std::collections::BTreeMap::new();
+    let start = Instant::now();
+    handle.rescan(1..=200, std::iter::once(script)).unwrap();
+    while got.len() < 200 {
+        assert!(start.elapsed() < Duration::from_secs(120), "nakamoto got {} filters", got.len());
+        if let Ok((filter, hash, height)) = filters.recv_timeout(Duration::from_secs(5)) {
+            got.insert(height, (hash.to_string(), filter.content));
+        }
+    }
+    let _ = handle.shutdown();
+    assert_eq!(got.keys().copied().collect::<Vec<u64>>(), (1..=200).collect::<Vec<u64>>());
+    for (height, (hash, content)) in got {
+        assert_eq!(hash, a.rpc(&["getblockhash", &height.to_string()]));
+        let want: serde_json::Value = serde_json::from_str(&a.rpc(&["getblockfilter", &hash])).unwrap();
+        assert_eq!(hex::encode(content), want["filter"].as_str().unwrap(), "filter at {height}");
+    }
+}
