@@ -10,6 +10,7 @@ pub mod config;
 pub mod datadir;
 pub mod electrum;
 pub mod generate;
+pub mod http;
 pub mod import;
 pub mod kernel;
 pub mod mempool;

@@ -55,6 +55,9 @@ struct Cli {
     /// Accept no peers (turns off the regtest default listener too).
     #[arg(long, global = true)]
     no_listen: bool,
+    /// Where to serve compact filters over HTTP (`/filter/{hash}`, `/filterheaders`) [default: nowhere].
+    #[arg(long, global = true, env = "CAIRN_HTTP_ADDR")]
+    http_addr: Option<SocketAddr>,
     #[command(subcommand)]
     command: Command,
 }
@@ -161,6 +164,7 @@ fn settings(cli: &Cli) -> Result<Settings> {
         addnode: cli.addnode.clone(),
         p2p_addr: cli.p2p_addr,
         no_listen: cli.no_listen,
+        http_addr: cli.http_addr,
     };
     Ok(Settings::resolve(file, over)?)
 }
@@ -529,6 +533,13 @@ fn serve(mut node: Node) -> Result<()> {
                 println!("accepting peers on {addr}");
             }
         }
+        let http = match (&index, node.settings.http_addr) {
+            (Some(index), Some(addr)) => Some(cairn::http::HttpServer::start(addr, index.clone()).await?),
+            _ => None,
+        };
+        if let Some(http) = &http {
+            println!("HTTP filter server on {} (/filter/{{blockhash}}, /filterheaders?start=H&count=N)", http.addr);
+        }
         let progress = p2p.as_ref().map(|_| tokio::spawn(sync_progress(node.validator.clone())));
         let tip = node.validator.tip();
         tracing::info!(
@@ -579,6 +590,9 @@ fn serve(mut node: Node) -> Result<()> {
         }
         if let Some(p2p) = p2p {
             p2p.stop();
+        }
+        if let Some(http) = http {
+            http.stop();
         }
         if let Some(task) = progress {
             task.abort();

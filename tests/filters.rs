@@ -150,3 +150,95 @@ fn a_reorg_replaces_the_filters_of_disconnected_blocks() {
     }
     assert!(index.filter_at(128).unwrap().is_none());
 }
+
+/// One HTTP/1.1 request over a plain socket; returns (status, headers, body).
+fn http(addr: std::net::SocketAddr, request: &str) -> (u16, String, String) {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(std::time::Duration::from_secs(20))).unwrap();
+    s.write_all(request.as_bytes()).unwrap();
+    let mut raw = Vec::new();
+    let _ = s.read_to_end(&mut raw);
+    let text = String::from_utf8_lossy(&raw).to_string();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let status = head.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
+    (status, head.to_string(), body.to_string())
+}
+
+fn get(addr: std::net::SocketAddr, path: &str) -> (u16, String, String) {
+    http(addr, &format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"))
+}
+
+#[test]
+fn http_serves_filters_and_headers_as_bitcoind_computed_them() {
+    use std::process::{Command, Stdio};
+    let tmp = tempfile::tempdir().unwrap();
+    let dd = tmp.path().join("dd");
+    let cairn = |args: &[&str]| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_cairn"));
+        c.arg("--datadir").arg(&dd).args(["--admin-addr", "127.0.0.1:0"]).args(args).env("CAIRN_LOG", "warn");
+        c
+    };
+    let out = cairn(&["import", "--quiet", "--blocks-file"]).arg(data("regtest-206-blocks.hex.txt")).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+    let mut child = cairn(&["--http-addr", &addr.to_string(), "--electrum-addr", "127.0.0.1:0", "--no-listen", "run"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    while std::net::TcpStream::connect(addr).is_err() {
+        assert!(start.elapsed() < std::time::Duration::from_secs(60), "HTTP server never started");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let want: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(data("regtest-206-filters-by-bitcoind.json")).unwrap()).unwrap();
+    let rows = want["rows"].as_array().unwrap();
+
+    // /filter/{hash} for a few blocks: bitcoind's filter and header.
+    for h in [0usize, 1, 100, 206] {
+        let (status, head, body) = get(addr, &format!("/filter/{}", rows[h][1].as_str().unwrap()));
+        assert_eq!(status, 200, "{body}");
+        assert!(head.to_ascii_lowercase().contains("access-control-allow-origin: *"), "{head}");
+        let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(v["height"], h);
+        assert_eq!(v["filter"], rows[h][2]);
+        assert_eq!(v["header"], rows[h][3]);
+    }
+    // /filterheaders over the whole chain (count past the tip is cut at the tip).
+    let (status, _, body) = get(addr, "/filterheaders?start=0&count=2000");
+    assert_eq!(status, 200);
+    let list: Vec<serde_json::Value> = serde_json::from_str(&body).unwrap();
+    assert_eq!(list.len(), 207);
+    for (entry, row) in list.iter().zip(rows) {
+        assert_eq!((&entry["height"], &entry["blockhash"], &entry["header"]), (&row[0], &row[1], &row[3]));
+    }
+    // Bad requests get a status and a reason; the server keeps serving.
+    let unknown = "00".repeat(32);
+    for (path, code) in [
+        ("/filter/nothex", 400),
+        (&*format!("/filter/{unknown}"), 404),
+        ("/filterheaders?start=0&count=2001", 400),
+        ("/filterheaders?start=-1&count=5", 400),
+        ("/filterheaders?start=0", 400),
+        ("/filterheaders?start=300&count=5", 404),
+        ("/somewhere", 404),
+    ] {
+        let (status, _, body) = get(addr, path);
+        assert_eq!(status, code, "{path}: {body}");
+        assert!(body.contains("error"), "{path}: {body}");
+    }
+    let (status, _, _) = http(addr, "POST /filterheaders?start=0&count=1 HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+    assert_eq!(status, 405);
+    let (status, _, _) = http(addr, "\x00\x01garbage\r\n\r\n");
+    assert!(status == 400 || status == 0, "garbage got {status}");
+    let (status, _, body) = get(addr, "/filterheaders?start=205&count=5");
+    assert_eq!(status, 200);
+    assert_eq!(serde_json::from_str::<Vec<serde_json::Value>>(&body).unwrap().len(), 2);
+    let _ = child.kill();
+    let _ = child.wait();
+}

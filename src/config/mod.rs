@@ -90,6 +90,8 @@ pub struct FileConfig {
     pub dnsseed: Option<bool>,
     /// Mempool size limit in megabytes of virtual size.
     pub mempool_max_mb: Option<u64>,
+    /// Where the HTTP filter endpoints listen (none by default).
+    pub http_addr: Option<SocketAddr>,
 }
 
 impl FileConfig {
@@ -134,6 +136,8 @@ pub struct Overrides {
     pub p2p_addr: Option<SocketAddr>,
     /// `--no-listen`.
     pub no_listen: bool,
+    /// `--http-addr` / `CAIRN_HTTP_ADDR`.
+    pub http_addr: Option<SocketAddr>,
 }
 
 /// Which peers cairn talks to and how many.
@@ -186,6 +190,8 @@ pub struct Settings {
     pub p2p: P2pSettings,
     /// Mempool size limit in virtual bytes.
     pub mempool_max_vbytes: u64,
+    /// Where the HTTP filter endpoints listen, if anywhere.
+    pub http_addr: Option<SocketAddr>,
 }
 
 impl Settings {
@@ -319,6 +325,7 @@ impl Settings {
             kernel_script_threads,
             electrum,
             p2p,
+            http_addr: over.http_addr.or(file.http_addr),
             mempool_max_vbytes: positive("mempool_max_mb", file.mempool_max_mb.unwrap_or(300) as usize)? as u64 * 1_000_000,
         })
     }

@@ -1,0 +1,183 @@
+//! HTTP access to the compact filters, for light clients that cannot speak P2P (browsers):
+//! `GET /filter/{blockhash}` and `GET /filterheaders?start=H&count=N`, JSON answers with
+//! `Access-Control-Allow-Origin: *`. Read-only; bounded answers; one bad request never
+//! stops the others.
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bitcoin::BlockHash;
+use http_body_util::Full;
+use hyper::body::{Bytes, Incoming};
+use hyper::{Method, Request, Response, StatusCode};
+use serde_json::{json, Value};
+use tokio::net::TcpListener;
+
+use crate::index::Index;
+
+/// Most filter headers one `/filterheaders` request may ask for (as P2P's getcfheaders).
+pub const MAX_FILTER_HEADERS: u32 = 2000;
+/// How long a client may take to send its request.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Errors starting the HTTP server.
+#[derive(Debug, thiserror::Error)]
+pub enum HttpError {
+    /// The listener could not bind.
+    #[error("cannot listen for HTTP on {addr}: {source}")]
+    Listen {
+        /// The address.
+        addr: SocketAddr,
+        /// What the OS said.
+        source: std::io::Error,
+    },
+}
+
+/// The running HTTP server.
+pub struct HttpServer {
+    /// Where it listens.
+    pub addr: SocketAddr,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl HttpServer {
+    /// Binds `addr` and serves the filter endpoints from `index`. Must run inside a tokio
+    /// runtime.
+    pub async fn start(addr: SocketAddr, index: Arc<Index>) -> Result<Self, HttpError> {
+        let listener = TcpListener::bind(addr).await.map_err(|source| HttpError::Listen { addr, source })?;
+        let addr = listener.local_addr().unwrap_or(addr);
+        tracing::info!("HTTP filter server on {addr}");
+        let task = tokio::spawn(async move {
+            loop {
+                let Ok((stream, peer)) = listener.accept().await else { continue };
+                let index = index.clone();
+                tokio::spawn(async move {
+                    let service = hyper::service::service_fn(move |req| {
+                        let index = index.clone();
+                        async move { Ok::<_, Infallible>(answer(&index, req)) }
+                    });
+                    let conn = hyper::server::conn::http1::Builder::new()
+                        .timer(hyper_util::rt::TokioTimer::new())
+                        .header_read_timeout(REQUEST_TIMEOUT)
+                        .max_buf_size(64 * 1024)
+                        .serve_connection(hyper_util::rt::TokioIo::new(stream), service);
+                    if let Err(e) = conn.await {
+                        tracing::debug!("HTTP client {peer}: {e}");
+                    }
+                });
+            }
+        });
+        Ok(HttpServer { addr, task })
+    }
+
+    /// Stops accepting requests.
+    pub fn stop(self) {
+        self.task.abort();
+    }
+}
+
+fn reply(status: StatusCode, body: Value) -> Response<Full<Bytes>> {
+    let mut response = Response::new(Full::new(Bytes::from(body.to_string())));
+    *response.status_mut() = status;
+    let headers = response.headers_mut();
+    headers.insert(hyper::header::CONTENT_TYPE, hyper::header::HeaderValue::from_static("application/json"));
+    headers.insert(
+        hyper::header::ACCESS_CONTROL_ALLOW_ORIGIN,
+        hyper::header::HeaderValue::from_static("*"),
+    );
+    response
+}
+
+fn error(status: StatusCode, message: impl std::fmt::Display) -> Response<Full<Bytes>> {
+    reply(status, json!({ "error": message.to_string() }))
+}
+
+/// Routes one request.
+fn answer(index: &Index, req: Request<Incoming>) -> Response<Full<Bytes>> {
+    if req.method() != Method::GET {
+        return error(StatusCode::METHOD_NOT_ALLOWED, "only GET is served");
+    }
+    match index.filters_ready() {
+        Ok(true) => {}
+        Ok(false) => return error(StatusCode::SERVICE_UNAVAILABLE, "filters are still being built"),
+        Err(e) => return error(StatusCode::INTERNAL_SERVER_ERROR, e),
+    }
+    let path = req.uri().path();
+    if let Some(hash) = path.strip_prefix("/filter/") {
+        return filter(index, hash);
+    }
+    if path == "/filterheaders" {
+        return filter_headers(index, req.uri().query().unwrap_or(""));
+    }
+    error(StatusCode::NOT_FOUND, "unknown path: try /filter/{blockhash} or /filterheaders?start=H&count=N")
+}
+
+/// `GET /filter/{blockhash}`: the block's basic filter and filter header, as bitcoind's
+/// `getblockfilter` gives them, with the height.
+fn filter(index: &Index, hash_text: &str) -> Response<Full<Bytes>> {
+    let Ok(hash) = hash_text.parse::<BlockHash>() else {
+        return error(StatusCode::BAD_REQUEST, "not a block hash (64 hex digits)");
+    };
+    let Some(height) = index.with_chain(|c| c.height_of_hash(&hash)) else {
+        return error(StatusCode::NOT_FOUND, format!("block {hash} is not in the indexed chain"));
+    };
+    match index.filter_at(height) {
+        Ok(Some(row)) => reply(
+            StatusCode::OK,
+            json!({
+                "blockhash": hash.to_string(),
+                "height": height,
+                "filter": hex::encode(&row.filter),
+                "header": row.header.to_string(),
+            }),
+        ),
+        Ok(None) => error(StatusCode::NOT_FOUND, format!("no filter for block {hash}")),
+        Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, e),
+    }
+}
+
+/// `GET /filterheaders?start=H&count=N`: the filter headers of heights `H..H+N` (fewer at the
+/// tip), each with its block hash.
+fn filter_headers(index: &Index, query: &str) -> Response<Full<Bytes>> {
+    let mut start = None;
+    let mut count = None;
+    for pair in query.split('&').filter(|p| !p.is_empty()) {
+        let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+        let parsed = value.parse::<u32>().ok();
+        match key {
+            "start" => start = Some(parsed),
+            "count" => count = Some(parsed),
+            other => return error(StatusCode::BAD_REQUEST, format!("unknown parameter {other:?}")),
+        }
+    }
+    let (Some(Some(start)), Some(Some(count))) = (start, count) else {
+        return error(StatusCode::BAD_REQUEST, "needs start and count, both non-negative integers");
+    };
+    if count == 0 || count > MAX_FILTER_HEADERS {
+        return error(StatusCode::BAD_REQUEST, format!("count must be 1 to {MAX_FILTER_HEADERS}"));
+    }
+    let Some(tip) = index.tip().map(|(h, _)| h) else {
+        return reply(StatusCode::OK, json!([]));
+    };
+    if start > tip {
+        return error(StatusCode::NOT_FOUND, format!("start {start} is above the tip {tip}"));
+    }
+    let end = start.saturating_add(count - 1).min(tip);
+    let mut out = Vec::with_capacity((end - start + 1) as usize);
+    for height in start..=end {
+        let hash = index.with_chain(|c| c.hash(height));
+        match (hash, index.filter_at(height)) {
+            (Some(hash), Ok(Some(row))) => out.push(json!({
+                "height": height,
+                "blockhash": hash.to_string(),
+                "header": row.header.to_string(),
+            })),
+            (_, Err(e)) => return error(StatusCode::INTERNAL_SERVER_ERROR, e),
+            // A reorg under way shortened the chain: answer what is consistent.
+            _ => break,
+        }
+    }
+    reply(StatusCode::OK, Value::Array(out))
+}
