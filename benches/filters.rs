@@ -44,7 +44,7 @@ fn filter_vs_prepare(c: &mut Criterion) {
     group.bench_function(format!("prepare: all rows and the filter, 40 blocks, {txs} txs (blocks/s)"), |b| {
         b.iter(|| {
             for (h, raw, _, undo) in &blocks {
-                std::hint::black_box(rows::prepare(*h, raw, undo).expect("prepare"));
+                std::hint::black_box(rows::prepare(*h, raw, undo, true).expect("prepare"));
             }
         })
     });

@@ -112,7 +112,7 @@ impl Node {
         let index = if with_index {
             let store = Arc::new(Store::open(&datadir.index_dir())?);
             let files = KernelBlockFiles::new(&datadir.blocks_dir(), settings.magic());
-            Some(Arc::new(Index::open(store, Some(files))?))
+            Some(Arc::new(Index::open_with_filters(store, Some(files), settings.block_filters)?))
         } else {
             None
         };

@@ -242,3 +242,28 @@ fn http_serves_filters_and_headers_as_bitcoind_computed_them() {
     let _ = child.kill();
     let _ = child.wait();
 }
+
+#[test]
+fn filters_off_writes_none_and_turning_them_on_builds_them_all() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    {
+        let validator = common::open_validator(dir).0;
+        let store = Arc::new(Store::open(&dir.join("index")).unwrap());
+        let index = Index::open_with_filters(store.clone(), None, false).unwrap();
+        let text = std::fs::read_to_string(data("regtest-206-blocks.hex.txt")).unwrap();
+        for line in text.lines().filter(|l| !l.trim().is_empty()) {
+            validator.submit_block(&hex::decode(line.trim()).unwrap()).unwrap();
+        }
+        index.sync(&validator).unwrap();
+        assert_eq!(index.tip().unwrap().0, 206);
+        assert!(!index.filters_ready().unwrap());
+        assert!(index.filter_at(10).unwrap().is_none());
+        assert_eq!(store.scan_prefix(None, cf::FILTERS, &[]).count(), 0, "no filter rows written");
+    }
+    // On again: every filter is built before anything is served, and equals bitcoind's.
+    let (v, index) = open(dir);
+    assert!(!index.filters_ready().unwrap());
+    index.sync(&v).unwrap();
+    assert_matches_bitcoind(&index);
+}

@@ -92,6 +92,8 @@ pub struct FileConfig {
     pub mempool_max_mb: Option<u64>,
     /// Where the HTTP filter endpoints listen (none by default).
     pub http_addr: Option<SocketAddr>,
+    /// Whether the index builds and serves BIP158 filters (default true).
+    pub block_filters: Option<bool>,
 }
 
 impl FileConfig {
@@ -192,6 +194,8 @@ pub struct Settings {
     pub mempool_max_vbytes: u64,
     /// Where the HTTP filter endpoints listen, if anywhere.
     pub http_addr: Option<SocketAddr>,
+    /// Whether the index builds and serves BIP158 filters.
+    pub block_filters: bool,
 }
 
 impl Settings {
@@ -326,6 +330,7 @@ impl Settings {
             electrum,
             p2p,
             http_addr: over.http_addr.or(file.http_addr),
+            block_filters: file.block_filters.unwrap_or(true),
             mempool_max_vbytes: positive("mempool_max_mb", file.mempool_max_mb.unwrap_or(300) as usize)? as u64 * 1_000_000,
         })
     }

@@ -99,6 +99,9 @@ fn answer(index: &Index, req: Request<Incoming>) -> Response<Full<Bytes>> {
     if req.method() != Method::GET {
         return error(StatusCode::METHOD_NOT_ALLOWED, "only GET is served");
     }
+    if !index.filters_enabled() {
+        return error(StatusCode::SERVICE_UNAVAILABLE, "block filters are turned off (block_filters = false)");
+    }
     match index.filters_ready() {
         Ok(true) => {}
         Ok(false) => return error(StatusCode::SERVICE_UNAVAILABLE, "filters are still being built"),

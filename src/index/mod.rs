@@ -100,6 +100,8 @@ pub struct Index {
     store: Arc<Store>,
     chain: RwLock<IndexedChain>,
     block_files: Option<KernelBlockFiles>,
+    /// Whether BIP158 filters are built and served.
+    filters: bool,
 }
 
 impl Index {
@@ -107,6 +109,29 @@ impl Index {
     /// kernel's `blocks/` folder) it maps where every block sits, so transactions are served
     /// from the files without the kernel's lock.
     pub fn open(store: Arc<Store>, block_files: Option<KernelBlockFiles>) -> Result<Self, IndexError> {
+        Self::open_with_filters(store, block_files, true)
+    }
+
+    /// As [`Index::open`], choosing whether BIP158 filters are built and served. Turning them
+    /// off marks the store; turning them on again rebuilds every filter before new blocks are
+    /// indexed (rows left from before may be stale).
+    pub fn open_with_filters(
+        store: Arc<Store>,
+        block_files: Option<KernelBlockFiles>,
+        filters: bool,
+    ) -> Result<Self, IndexError> {
+        let marked_off = store.get(cf::META, meta::FILTERS_OFF)?.is_some();
+        if filters && marked_off {
+            let mut batch = WriteBatch::default();
+            batch.delete_cf(store.cf(cf::META), meta::FILTERS_OFF);
+            batch.put_cf(store.cf(cf::META), meta::FILTER_BACKFILL, 0u32.to_le_bytes());
+            store.write(batch)?;
+            tracing::info!("block filters turned back on: rebuilding them all");
+        } else if !filters && !marked_off {
+            let mut batch = WriteBatch::default();
+            batch.put_cf(store.cf(cf::META), meta::FILTERS_OFF, []);
+            store.write(batch)?;
+        }
         let mut chain = IndexedChain::default();
         let tip = store.tip()?;
         for item in store.scan_prefix(None, cf::BLOCKS, &[]) {
@@ -138,6 +163,7 @@ impl Index {
             store,
             chain: RwLock::new(chain),
             block_files,
+            filters,
         })
     }
 
@@ -241,7 +267,7 @@ impl Index {
                 .into_par_iter()
                 .map(|h| {
                     let (raw, undo) = validator.read_block_with_undo(h)?;
-                    Ok(prepare(h as u32, &raw, &undo)?)
+                    Ok(prepare(h as u32, &raw, &undo, self.filters)?)
                 })
                 .collect();
             let mut prepared = match prepared {
@@ -315,7 +341,7 @@ impl Index {
     /// The filter header new blocks chain onto: the tip's (all zeros before genesis), or `None`
     /// while filters of indexed blocks are still being built.
     fn tip_filter_header(&self) -> Result<Option<bitcoin::bip158::FilterHeader>, IndexError> {
-        if self.store.get(cf::META, meta::FILTER_BACKFILL)?.is_some() {
+        if !self.filters || self.store.get(cf::META, meta::FILTER_BACKFILL)?.is_some() {
             return Ok(None);
         }
         let Some((height, _)) = self.tip() else {
@@ -330,7 +356,12 @@ impl Index {
     /// Whether every indexed block has its filter (false while a store upgraded from schema 1
     /// is still building them).
     pub fn filters_ready(&self) -> Result<bool, IndexError> {
-        Ok(self.store.get(cf::META, meta::FILTER_BACKFILL)?.is_none())
+        Ok(self.filters && self.store.get(cf::META, meta::FILTER_BACKFILL)?.is_none())
+    }
+
+    /// Whether this index builds and serves BIP158 filters (`block_filters`).
+    pub fn filters_enabled(&self) -> bool {
+        self.filters
     }
 
     /// The filter and filter header of the indexed block at `height`, once filters are ready.
@@ -348,6 +379,9 @@ impl Index {
     /// schema 1), from the kernel's blocks and undo data, in batches that each record how far
     /// they got: a crash resumes where the last batch ended.
     fn backfill_filters(&self, validator: &Validator) -> Result<(), IndexError> {
+        if !self.filters {
+            return Ok(());
+        }
         let Some(bytes) = self.store.get(cf::META, meta::FILTER_BACKFILL)? else {
             return Ok(());
         };
@@ -382,7 +416,7 @@ impl Index {
                     let h = next + i as u32;
                     let raw = validator.read_block_bytes_by_hash(hash)?;
                     let undo = validator.read_undo_by_hash(hash)?;
-                    Ok(prepare(h, &raw, &undo)?.filter)
+                    Ok(prepare(h, &raw, &undo, true)?.filter)
                 })
                 .collect();
             let mut batch = WriteBatch::default();
@@ -401,6 +435,10 @@ impl Index {
             }
         }
         let mut batch = WriteBatch::default();
+        // Rows above the tip are left from blocks disconnected while filters were off.
+        let above = tip.map(|t| t.saturating_add(1)).unwrap_or(0);
+        batch.delete_range_cf(self.store.cf(cf::FILTERS), FilterRow::key(above), FilterRow::key(u32::MAX));
+        batch.delete_cf(self.store.cf(cf::FILTERS), FilterRow::key(u32::MAX));
         batch.delete_cf(self.store.cf(cf::META), meta::FILTER_BACKFILL);
         self.store.write(batch)?;
         tracing::info!("filters of every indexed block built in {:.1} s", started.elapsed().as_secs_f64());
@@ -421,7 +459,7 @@ impl Index {
         tracing::info!("undoing block {hash} at height {height} (reorg)");
         let raw = validator.read_block_bytes_by_hash(&hash)?;
         let undo = validator.read_undo_by_hash(&hash)?;
-        let block = prepare(height, &raw, &undo)?;
+        let block = prepare(height, &raw, &undo, false)?;
         let (first, parent) = self.with_chain(|c| {
             (
                 c.txnums(height).map(|r| TxNum(r.start)),

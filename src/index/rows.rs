@@ -90,8 +90,9 @@ fn output(o: &bitcoin::TxOut) -> PreparedOutput {
     }
 }
 
-/// Decodes a serialized block with its undo data into a [`PreparedBlock`].
-pub fn prepare(height: u32, raw: &[u8], undo: &BlockUndo) -> Result<PreparedBlock, PrepareError> {
+/// Decodes a serialized block with its undo data into a [`PreparedBlock`]; its BIP158 filter
+/// is built only `with_filter` (empty otherwise).
+pub fn prepare(height: u32, raw: &[u8], undo: &BlockUndo, with_filter: bool) -> Result<PreparedBlock, PrepareError> {
     let decode_err = |e: bitcoin::consensus::encode::Error| PrepareError::Decode {
         height,
         message: e.to_string(),
@@ -158,8 +159,12 @@ pub fn prepare(height: u32, raw: &[u8], undo: &BlockUndo) -> Result<PreparedBloc
         });
         txdata.push(tx);
     }
-    let filter = super::filters::basic_filter(&bitcoin::Block { header, txdata }, undo)
-        .map_err(|e| PrepareError::Decode { height, message: format!("filter: {e}") })?;
+    let filter = if with_filter {
+        super::filters::basic_filter(&bitcoin::Block { header, txdata }, undo)
+            .map_err(|e| PrepareError::Decode { height, message: format!("filter: {e}") })?
+    } else {
+        Vec::new()
+    };
     Ok(PreparedBlock {
         height,
         header,

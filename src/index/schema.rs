@@ -121,6 +121,9 @@ pub mod meta {
     /// Present while filters of already indexed blocks are still being built (a store upgraded
     /// from schema 1): the next height to build, u32 little-endian.
     pub const FILTER_BACKFILL: &[u8] = b"filter_backfill";
+    /// Present while cairn runs with `block_filters = false`: filters are neither written nor
+    /// served, and turning them back on rebuilds them all. Empty value.
+    pub const FILTERS_OFF: &[u8] = b"filters_off";
 }
 
 /// `meta/blkscan`: the position in the kernel's block files up to which every record is in

@@ -274,7 +274,7 @@ impl P2p {
         })
         .map_err(P2pError::Thread)?;
         let regtest = config.network == crate::config::Network::Regtest;
-        let filters = tx_relay.as_ref().map(|r| r.index.clone());
+        let filters = tx_relay.as_ref().map(|r| r.index.clone()).filter(|i| i.filters_enabled());
         let mut services = ServiceFlags::NETWORK | ServiceFlags::WITNESS;
         if filters.is_some() {
             services = services | ServiceFlags::COMPACT_FILTERS;
