@@ -3,14 +3,17 @@
 # (`cairn import --no-index`) and with the index on, interleaved A B A B ..., RUNS times each.
 # Prints every sample, the medians and the ratio, then the index size of the last indexed run.
 #
-# Usage: contrib/bench/import-overhead.sh [BLOCKS] [TXS_PER_BLOCK] [RUNS]
+# Usage: contrib/bench/import-overhead.sh [BLOCKS] [TXS_PER_BLOCK] [RUNS] [filters]
 # Defaults: 2000 blocks, 53 txs per block (about 100k transactions), 3 runs.
+# With `filters` as the fourth argument it compares the index without BIP158 filters
+# (`block_filters = false`) against the index with them instead: the sync cost of filters.
 # The chain is generated once into ${CAIRN_BENCH_CACHE:-/var/tmp/cairn-bench}.
 set -eu
 cd "$(dirname "$0")/../.."
 BLOCKS=${1:-2000}
 TXS=${2:-53}
 RUNS=${3:-3}
+MODE=${4:-overhead}
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-/var/tmp/cairn-target}"
 cargo build --release --locked --bin cairn >/dev/null 2>&1
 CAIRN="$CARGO_TARGET_DIR/release/cairn"
@@ -32,6 +35,12 @@ run() { # $1 = label, $2.. = extra import flags
 }
 bare() { run bare --no-index; }
 indexed() { run indexed; }
-compare "bare validation (--no-index)" bare "validation + index" indexed
+if [ "$MODE" = filters ]; then
+  printf 'block_filters = false\n' > "$WORK/no-filters.toml"
+  nofilters() { run nofilters --config "$WORK/no-filters.toml"; }
+  compare "index without filters" nofilters "index with filters" indexed
+else
+  compare "bare validation (--no-index)" bare "validation + index" indexed
+fi
 echo
 "$CAIRN" --datadir "$WORK/indexed" index-stats
