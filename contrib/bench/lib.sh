@@ -21,7 +21,7 @@ compare() {
   echo
   echo "| chain | $1 (median) | $3 (median) | $3 / $1 |"
   echo "|---|---|---|---|"
-  printf '| %s blocks x %s txs/block | %.2f s | %.2f s | %.3fx |\n' "$BLOCKS" "$TXS" "$ma" "$mb" \
+  printf '| %s blocks x %s txs/block | %.3f s | %.3f s | %.3fx |\n' "$BLOCKS" "$TXS" "$ma" "$mb" \
     "$(awk -v a="$ma" -v b="$mb" 'BEGIN { print b / a }')"
   echo "machine: $(nproc) cores, $(free -g | awk '/Mem/ {print $2}') GiB; commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
 }

@@ -1,0 +1,48 @@
+#!/bin/sh
+# BIP157 serving: the time to hand a light client every filter of a generated chain in
+# getcfilters batches of 1,000 blocks, from cairn and from a bitcoind with -blockfilterindex
+# -peerblockfilters holding the same chain (cairn synced it from that bitcoind). The same
+# client (examples/cfilters_client.rs) asks both, interleaved (A B A B ...), RUNS times each,
+# one fresh connection per run; medians and the ratio are printed.
+#
+# Usage: contrib/bench/cfilters-serving.sh [BLOCKS] [TXS_PER_BLOCK] [RUNS]
+# Defaults: 2000 blocks, 53 txs per block (about 100k transactions), 5 runs.
+# Needs the bitcoind that contrib/install-bitcoind.sh installs (or $CAIRN_BITCOIND).
+set -eu
+cd "$(dirname "$0")/../.."
+BLOCKS=${1:-2000}
+TXS=${2:-53}
+RUNS=${3:-5}
+BITCOIND=${CAIRN_BITCOIND:-/opt/bitcoind/bitcoind}
+CLI="$(dirname "$BITCOIND")/bitcoin-cli"
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-/var/tmp/cairn-target}"
+cargo build --release --locked --bin cairn --example cfilters_client >/dev/null 2>&1
+CAIRN="$CARGO_TARGET_DIR/release/cairn"
+CLIENT="$CARGO_TARGET_DIR/release/examples/cfilters_client"
+CACHE=${CAIRN_BENCH_CACHE:-/var/tmp/cairn-bench}
+CHAIN="$CACHE/chain-$BLOCKS-$TXS-seed1"
+[ -f "$CHAIN/blocks.hex" ] || "$CAIRN" generate --blocks "$BLOCKS" --txs-per-block "$TXS" --seed 1 --out "$CHAIN"
+WORK=$(mktemp -d)
+. contrib/bench/lib.sh
+rpc() { "$CLI" -regtest -datadir="$WORK/peer" -rpcport=29021 -rpcuser=u -rpcpassword=p "$@"; }
+cleanup() {
+  [ -n "${CAIRN_PID:-}" ] && kill "$CAIRN_PID" 2>/dev/null
+  rpc stop >/dev/null 2>&1 || true
+  sleep 2; rm -rf "$WORK"
+}
+trap cleanup EXIT INT TERM
+mkdir -p "$WORK/peer"
+"$BITCOIND" -regtest -datadir="$WORK/peer" -port=29020 -bind=127.0.0.1 -rpcport=29021 -rpcuser=u -rpcpassword=p \
+  -loadblock="$CHAIN/blocks/blk00000.dat" -blockfilterindex -peerblockfilters -daemon -printtoconsole=0 >/dev/null
+until [ "$(rpc getblockcount 2>/dev/null || echo 0)" = "$BLOCKS" ] && rpc getindexinfo 2>/dev/null | grep -q '"synced": true'; do sleep 0.5; done
+TIP=$(rpc getbestblockhash)
+"$CAIRN" --datadir "$WORK/cairn" --admin-addr 127.0.0.1:0 --electrum-addr 127.0.0.1:0 --connect 127.0.0.1:29020 \
+  --p2p-addr 127.0.0.1:29030 run >/dev/null 2>&1 &
+CAIRN_PID=$!
+until [ -f "$WORK/cairn/regtest/admin.addr" ]; do sleep 0.05; done
+until "$CAIRN" --datadir "$WORK/cairn" status --json 2>/dev/null | grep -q "\"index_tip\":{\"height\":$BLOCKS,\"hash\":\"$TIP\""; do sleep 0.2; done
+pass() { "$CLIENT" "$1" 1 | sed -n 's/.*"seconds": \[\([0-9.e-]*\)\].*/\1/p'; }
+from_bitcoind() { pass 127.0.0.1:29020; }
+from_cairn() { pass 127.0.0.1:29030; }
+echo "filter bytes per pass: $("$CLIENT" 127.0.0.1:29030 1 | sed -n 's/.*"filter_bytes": \([0-9]*\).*/\1/p') (cairn), $("$CLIENT" 127.0.0.1:29020 1 | sed -n 's/.*"filter_bytes": \([0-9]*\).*/\1/p') (bitcoind)"
+compare "bitcoind -peerblockfilters" from_bitcoind "cairn" from_cairn
