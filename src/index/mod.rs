@@ -375,6 +375,26 @@ impl Index {
         }
     }
 
+    /// The filter hashes of heights `start..=stop` (for `cfheaders`), hashed in place from the
+    /// store: no allocation per block. `None` if filters are not ready or a row is missing.
+    pub fn filter_hashes(&self, start: u32, stop: u32) -> Result<Option<Vec<bitcoin::bip158::FilterHash>>, IndexError> {
+        use bitcoin::hashes::Hash;
+        if !self.filters_ready()? || start > stop {
+            return Ok(None);
+        }
+        let mut out = Vec::with_capacity((stop - start + 1) as usize);
+        for h in start..=stop {
+            let hashed = self.store.read_with(cf::FILTERS, &FilterRow::key(h), |v| {
+                v.get(32..).map(bitcoin::bip158::FilterHash::hash)
+            })?;
+            match hashed.flatten() {
+                Some(hash) => out.push(hash),
+                None => return Ok(None),
+            }
+        }
+        Ok(Some(out))
+    }
+
     /// Builds the filters of blocks indexed before filters existed (a store upgraded from
     /// schema 1), from the kernel's blocks and undo data, in batches that each record how far
     /// they got: a crash resumes where the last batch ended.

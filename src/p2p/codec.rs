@@ -97,9 +97,28 @@ pub async fn write_message<W: AsyncWrite + Unpin>(
     magic: Magic,
     message: NetworkMessage,
 ) -> Result<(), CodecError> {
+    write_message_with(writer, magic, message, &mut Vec::new()).await
+}
+
+/// As [`write_message`], encoding into `buf` (cleared first, kept by the caller): a connection
+/// that reuses one buffer allocates nothing per message once the buffer has grown, however many
+/// hashes or filters a message carries. A buffer grown past 1 MiB is shrunk back afterwards.
+pub async fn write_message_with<W: AsyncWrite + Unpin>(
+    writer: &mut W,
+    magic: Magic,
+    message: NetworkMessage,
+    buf: &mut Vec<u8>,
+) -> Result<(), CodecError> {
+    use bitcoin::consensus::Encodable;
+    // The header's length and checksum are hashed from the payload without a buffer.
     let raw = RawNetworkMessage::new(magic, message);
-    let bytes = bitcoin::consensus::serialize(&raw);
-    writer.write_all(&bytes).await?;
+    buf.clear();
+    raw.consensus_encode(buf).map_err(|e| CodecError::Io(std::io::Error::other(e.to_string())))?;
+    writer.write_all(buf).await?;
+    if buf.capacity() > 1 << 20 {
+        buf.clear();
+        buf.shrink_to(64 << 10);
+    }
     Ok(())
 }
 

@@ -2,7 +2,7 @@
 //! filters, with Bitcoin Core's limits: basic filters only, at most 1,000 filters or 2,000
 //! headers per request, a stop hash on the active chain; anything else is a protocol violation.
 
-use bitcoin::bip158::{FilterHash, FilterHeader};
+use bitcoin::bip158::FilterHeader;
 use bitcoin::hashes::Hash;
 use bitcoin::p2p::message::NetworkMessage;
 use bitcoin::p2p::message_filter::{CFCheckpt, CFHeaders, CFilter, GetCFCheckpt, GetCFHeaders, GetCFilters};
@@ -86,12 +86,17 @@ pub fn get_cfheaders(index: &Index, validator: &Validator, req: &GetCFHeaders) -
             None => return Ok(None),
         },
     };
-    let Some(rows) = rows(index, req.start_height, stop)? else { return Ok(None) };
+    let Some(filter_hashes) = index
+        .filter_hashes(req.start_height, stop)
+        .map_err(|e| PeerError::Internal(e.to_string()))?
+    else {
+        return Ok(None);
+    };
     Ok(Some(NetworkMessage::CFHeaders(CFHeaders {
         filter_type: BASIC_FILTER_TYPE,
         stop_hash: req.stop_hash,
         previous_filter_header,
-        filter_hashes: rows.iter().map(|(_, row)| FilterHash::hash(&row.filter)).collect(),
+        filter_hashes,
     })))
 }
 

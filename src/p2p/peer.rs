@@ -16,7 +16,7 @@ use tokio::io::{BufReader, BufWriter};
 use tokio::net::TcpStream;
 
 use super::addrbook::{KnownAddr, MAX_ADDR_PER_MESSAGE};
-use super::codec::{read_message, write_message, write_raw_block, CodecError, Incoming};
+use super::codec::{read_message, write_message, write_message_with, write_raw_block, CodecError, Incoming};
 use super::sync::{Delivered, Downloader, PeerId};
 use crate::kernel::Validator;
 
@@ -164,11 +164,12 @@ pub async fn run(
         let (out_tx, mut out_rx) = tokio::sync::mpsc::channel::<Outgoing>(256);
         let writing = tokio::spawn(async move {
             use tokio::io::AsyncWriteExt;
+            let mut buf = Vec::new();
             while let Some(first) = out_rx.recv().await {
                 let mut next = Some(first);
                 while let Some(item) = next.take() {
                     let written = match item {
-                        Outgoing::Message(m) => write_message(&mut writer, magic, m).await,
+                        Outgoing::Message(m) => write_message_with(&mut writer, magic, m, &mut buf).await,
                         Outgoing::Block(b) => write_raw_block(&mut writer, magic, &b).await,
                     };
                     if written.is_err() {

@@ -102,6 +102,12 @@ impl Store {
         self.db.get_cf(self.cf(cf), key).map_err(|e| self.db_err(e))
     }
 
+    /// Reads one value in place (no copy out of RocksDB's block cache) and maps it with `f`.
+    pub fn read_with<T>(&self, cf: &'static str, key: &[u8], f: impl FnOnce(&[u8]) -> T) -> Result<Option<T>, StoreError> {
+        let pinned = self.db.get_pinned_cf(self.cf(cf), key).map_err(|e| self.db_err(e))?;
+        Ok(pinned.as_deref().map(f))
+    }
+
     /// Writes a batch atomically and durably (synced to the WAL).
     pub fn write(&self, batch: WriteBatch) -> Result<(), StoreError> {
         let mut opts = WriteOptions::default();
