@@ -277,6 +277,51 @@ fn transactions_relay_both_ways_with_bitcoind() {
         c.ping().unwrap();
         std::thread::sleep(Duration::from_millis(100));
     }
+
+    // Packages (blockchain.transaction.broadcast_package, through the electrum-client crate):
+    // a parent paying no fee is refused alone, accepted with a child that pays for both, and
+    // refused with a child that does not.
+    let coins: serde_json::Value = serde_json::from_str(&a.rpc(&["listunspent", "1"])).unwrap();
+    let mut coins = coins.as_array().unwrap().iter().filter(|c| c["amount"].as_f64().unwrap() > 1.0);
+    let mut package = |child_fee: f64| -> (bitcoin::Transaction, bitcoin::Transaction) {
+        let coin = coins.next().expect("a spendable coin");
+        let amount = coin["amount"].as_f64().unwrap();
+        let to_parent = a.rpc(&["getnewaddress", "", "bech32"]);
+        let inputs = serde_json::json!([{"txid": coin["txid"], "vout": coin["vout"]}]).to_string();
+        let outputs = serde_json::json!({ to_parent.clone(): format!("{amount:.8}") }).to_string();
+        let raw = a.rpc(&["createrawtransaction", &inputs, &outputs]);
+        let signed: serde_json::Value = serde_json::from_str(&a.rpc(&["signrawtransactionwithwallet", &raw])).unwrap();
+        let parent: bitcoin::Transaction = bitcoin::consensus::deserialize(&hex::decode(signed["hex"].as_str().unwrap()).unwrap()).unwrap();
+        let info: serde_json::Value = serde_json::from_str(&a.rpc(&["getaddressinfo", &to_parent])).unwrap();
+        let to_child = a.rpc(&["getnewaddress", "", "bech32"]);
+        let inputs = serde_json::json!([{"txid": parent.compute_txid().to_string(), "vout": 0}]).to_string();
+        let outputs = serde_json::json!({ to_child: format!("{:.8}", amount - child_fee) }).to_string();
+        let prevtxs = serde_json::json!([{"txid": parent.compute_txid().to_string(), "vout": 0,
+            "scriptPubKey": info["scriptPubKey"], "amount": amount}]).to_string();
+        let raw = a.rpc(&["createrawtransaction", &inputs, &outputs]);
+        let signed: serde_json::Value = serde_json::from_str(&a.rpc(&["signrawtransactionwithwallet", &raw, &prevtxs])).unwrap();
+        let child: bitcoin::Transaction = bitcoin::consensus::deserialize(&hex::decode(signed["hex"].as_str().unwrap()).unwrap()).unwrap();
+        (parent, child)
+    };
+    let (parent, child) = package(0.0002);
+    let err = c.transaction_broadcast(&parent).unwrap_err().to_string();
+    assert!(err.contains("min relay fee not met"), "{err}");
+    let err = c.transaction_broadcast_package(&[child.clone(), parent.clone()]).unwrap_err().to_string();
+    assert!(err.contains("package-not-child-with-parents"), "{err}");
+    let res = c.transaction_broadcast_package(&[parent.clone(), child.clone()]).unwrap();
+    assert!(res.success && res.errors.is_empty(), "{res:?}");
+    let in_pool = |t: &bitcoin::Transaction| c.transaction_get(&t.compute_txid()).is_ok();
+    assert!(in_pool(&parent) && in_pool(&child));
+    let child_script = child.output[0].script_pubkey.clone();
+    let hist = c.script_get_history(&child_script).unwrap();
+    assert_eq!(hist.iter().map(|h| (h.tx_hash, h.height)).collect::<Vec<_>>(), vec![(child.compute_txid(), -1)]);
+    let (cheap_parent, cheap_child) = package(0.0000005);
+    let res = c.transaction_broadcast_package(&[cheap_parent.clone(), cheap_child.clone()]).unwrap();
+    assert!(!res.success, "{res:?}");
+    let failed: Vec<bitcoin::Txid> = res.errors.iter().map(|e| e.txid).collect();
+    assert_eq!(failed, vec![cheap_parent.compute_txid(), cheap_child.compute_txid()], "{res:?}");
+    assert!(res.errors.iter().all(|e| e.error.contains("package fee rate too low")), "{res:?}");
+    assert!(!in_pool(&cheap_parent) && !in_pool(&cheap_child), "a refused package left members behind");
 }
 
 /// A scripted peer speaking the bitcoin crate's P2P messages over a blocking socket.

@@ -123,6 +123,7 @@ impl Session {
                 Ok(json!(self.subscriptions.remove(&scriptpubkey_param(params, 0)?).is_some()))
             }
             "blockchain.transaction.broadcast" => self.broadcast(params),
+            "blockchain.transaction.broadcast_package" => self.broadcast_package(params),
             "blockchain.transaction.get" => self.transaction_get(params),
             "blockchain.transaction.get_merkle" => self.get_merkle(params),
             "blockchain.transaction.id_from_pos" => self.id_from_pos(params),
@@ -347,6 +348,57 @@ impl Session {
         let _ = self.backend.relay.send(accepted.txid);
         crate::index::runner::publish(&self.backend.index, &self.backend.updates, Some(accepted.touched));
         Ok(json!(accepted.txid.to_string()))
+    }
+
+    /// `broadcast_package(raw_txs, verbose=false)`: a child with its parents, child last. Each
+    /// accepted transaction is relayed; the answer says whether all were, with a reason per
+    /// refused one (the `verbose` form, bitcoind's own `submitpackage` answer, is not offered).
+    fn broadcast_package(&self, params: &[Value]) -> Result<Value, RpcError> {
+        const MAX_TXS: usize = crate::mempool::MAX_PACKAGE_COUNT;
+        let list = params
+            .first()
+            .and_then(Value::as_array)
+            .ok_or_else(|| RpcError::invalid_params("raw_txs must be a list of hex transactions"))?;
+        if params.get(1).and_then(Value::as_bool) == Some(true) {
+            return Err(RpcError::bad_request("verbose package results are not offered by cairn; use verbose=false"));
+        }
+        if list.is_empty() || list.len() > MAX_TXS {
+            return Err(RpcError::invalid_params(format!("a package has 1 to {MAX_TXS} transactions")));
+        }
+        let raws = list
+            .iter()
+            .map(|v| v.as_str().and_then(|t| hex::decode(t).ok()))
+            .collect::<Option<Vec<Vec<u8>>>>()
+            .ok_or_else(|| RpcError::invalid_params("every raw_txs entry must be a hex string"))?;
+        let pool = self.mempool()?;
+        let results = pool
+            .accept_package(&raws, &self.backend.index)
+            .map_err(|e| RpcError::bad_request(format!("the package was rejected: {e}")))?;
+        let mut errors = Vec::new();
+        let mut touched = std::collections::HashSet::new();
+        for (raw, result) in raws.iter().zip(results) {
+            match result {
+                Ok(accepted) => {
+                    let _ = self.backend.relay.send(accepted.txid);
+                    touched.extend(accepted.touched);
+                }
+                Err(crate::mempool::Rejection::AlreadyKnown) => {}
+                Err(e) => {
+                    let txid = bitcoin::consensus::deserialize::<bitcoin::Transaction>(raw)
+                        .map(|t| t.compute_txid().to_string())
+                        .unwrap_or_default();
+                    errors.push(json!({"txid": txid, "error": e.to_string()}));
+                }
+            }
+        }
+        if !touched.is_empty() {
+            crate::index::runner::publish(&self.backend.index, &self.backend.updates, Some(touched));
+        }
+        if errors.is_empty() {
+            Ok(json!({"success": true}))
+        } else {
+            Ok(json!({"success": false, "errors": errors}))
+        }
     }
 
     fn get_balance(&self, sh: ScriptHash) -> Result<Value, RpcError> {

@@ -11,7 +11,7 @@ use bitcoin::{OutPoint, Transaction, TxOut, Txid, Wtxid};
 
 use crate::index::schema::ScriptHash;
 use crate::index::Index;
-pub use policy::MIN_RELAY_FEERATE;
+pub use policy::{MAX_PACKAGE_COUNT, MIN_RELAY_FEERATE};
 
 /// Why a transaction was refused; the text is Core's reason where Core has one.
 #[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
@@ -50,6 +50,17 @@ pub enum Rejection {
     /// A standardness rule.
     #[error("{0}")]
     NonStandard(String),
+    /// A package's transactions below the relay fee are not paid for by the package.
+    #[error("package fee rate too low: the package's fee {fees} < {needed} for its size")]
+    PackageFee {
+        /// Fees of the transactions that needed the package.
+        fees: u64,
+        /// The fee their size needs.
+        needed: u64,
+    },
+    /// The package is not a child with its parents.
+    #[error("package-not-child-with-parents: {0}")]
+    PackageShape(String),
     /// The fee is under the minimum relay fee.
     #[error("min relay fee not met, {fee} < {needed}")]
     MinRelayFee {
@@ -252,6 +263,12 @@ impl Mempool {
 
     /// Checks a transaction and adds it.
     pub fn accept(&self, raw: &[u8], index: &Index) -> Result<Accepted, Rejection> {
+        self.accept_with(raw, index, true)
+    }
+
+    /// As [`Mempool::accept`]; without `own_fee` the minimum relay fee is not asked of the
+    /// transaction alone (a package parent whose child pays for it: [`Mempool::accept_package`]).
+    fn accept_with(&self, raw: &[u8], index: &Index, own_fee: bool) -> Result<Accepted, Rejection> {
         let tx: Transaction =
             bitcoin::consensus::deserialize(raw).map_err(|e| Rejection::Decode(e.to_string()))?;
         let txid = tx.compute_txid();
@@ -311,7 +328,7 @@ impl Mempool {
         let fee = inputs - outputs;
         let vsize = tx.vsize() as u64;
         let needed = MIN_RELAY_FEERATE * vsize;
-        if fee < needed {
+        if own_fee && fee < needed {
             return Err(Rejection::MinRelayFee { fee, needed });
         }
         policy::verify_scripts(raw, &prevouts)?;
@@ -383,6 +400,78 @@ impl Mempool {
             replaced,
             touched,
         })
+    }
+
+    /// Checks and adds a package: a child with its unconfirmed parents, topologically sorted (the
+    /// child last), no parent spending another (Bitcoin Core's `submitpackage` shape). Each
+    /// parent is first tried alone; parents refused only for paying less than the minimum relay
+    /// fee are then taken together with the child if the package's fee rate (their fees and the
+    /// child's over their sizes) reaches it (CPFP). Returns one result per transaction, in order;
+    /// an `Err` for a malformed package as a whole.
+    pub fn accept_package(&self, raws: &[Vec<u8>], index: &Index) -> Result<Vec<Result<Accepted, Rejection>>, Rejection> {
+        let txs: Vec<Transaction> = raws
+            .iter()
+            .map(|raw| bitcoin::consensus::deserialize(raw).map_err(|e| Rejection::Decode(e.to_string())))
+            .collect::<Result<_, _>>()?;
+        policy::check_package_shape(&txs)?;
+        let (parents, child) = raws.split_at(raws.len() - 1);
+        let mut results: Vec<Result<Accepted, Rejection>> = Vec::with_capacity(raws.len());
+        let mut cheap = Vec::new();
+        for (i, raw) in parents.iter().enumerate() {
+            match self.accept(raw, index) {
+                Err(Rejection::MinRelayFee { .. }) => {
+                    cheap.push(i);
+                    results.push(Err(Rejection::Backend("pending".into())));
+                }
+                other => results.push(other),
+            }
+        }
+        if cheap.is_empty() {
+            results.push(self.accept(&child[0], index));
+            return Ok(results);
+        }
+        // Parents below the relay fee go in on the package's fee rate, decided with the child.
+        for &i in &cheap {
+            results[i] = self.accept_with(&parents[i], index, false);
+        }
+        let child_result = self.accept_with(&child[0], index, false);
+        let members: Vec<Txid> = cheap
+            .iter()
+            .filter_map(|&i| results[i].as_ref().ok().map(|a| a.txid))
+            .chain(child_result.as_ref().ok().map(|a| a.txid))
+            .collect();
+        let (fees, vsize) = {
+            let inner = self.read();
+            members
+                .iter()
+                .filter_map(|t| inner.txs.get(t))
+                .fold((0u64, 0u64), |(f, v), e| (f + e.fee, v + e.vsize))
+        };
+        let needed = MIN_RELAY_FEERATE * vsize;
+        let all_in = child_result.is_ok() && cheap.iter().all(|&i| results[i].is_ok());
+        if all_in && fees >= needed {
+            results.push(child_result);
+            return Ok(results);
+        }
+        // Not paid for: take the cheap parents (and the child) back out.
+        let mut touched = HashSet::new();
+        {
+            let mut inner = self.write();
+            for t in &members {
+                inner.remove_with_descendants(t, &mut touched);
+            }
+        }
+        let why = |_: &Txid| Rejection::PackageFee { fees, needed };
+        for &i in &cheap {
+            if let Ok(a) = &results[i] {
+                results[i] = Err(why(&a.txid));
+            }
+        }
+        results.push(match child_result {
+            Ok(a) => Err(why(&a.txid)),
+            Err(e) => Err(e),
+        });
+        Ok(results)
     }
 
     /// Drops transactions the chain now confirms or conflicts with (inputs no longer available);
