@@ -14,8 +14,3 @@ fi
 export CAIRN_BITCOIND=/opt/bitcoind/bitcoind
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-/var/tmp/cairn-target}"
 cargo test --release --locked "$@"
-# bdk_electrum's own suite against cairn: the tests that do not race the harness (README, "BDK").
-if [ $# -eq 0 ]; then
-  sh contrib/bdk-suite.sh --exact test_sync_with_coinbase test_update_tx_graph_stop_gap \
-    test_update_tx_graph_without_keychain test_stop_gap_past_last_revealed
-fi
