@@ -243,7 +243,7 @@ impl Settings {
                 message: format!("{admin_addr} is not a loopback address; the admin RPC only listens on loopback"),
             });
         }
-        let kernel_script_threads = file.kernel_script_threads.unwrap_or(0);
+        let kernel_script_threads = file.kernel_script_threads.unwrap_or_else(default_script_threads);
         if !(0..=15).contains(&kernel_script_threads) {
             return Err(ConfigError::Invalid {
                 option: "kernel_script_threads",
@@ -355,6 +355,13 @@ impl Settings {
             None => self.network.magic(),
         }
     }
+}
+
+/// Script-check threads beside the validating one, as Bitcoin Core's `-par` default: one fewer
+/// than the cores, at most 15.
+pub fn default_script_threads() -> i32 {
+    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    (cores.saturating_sub(1)).min(15) as i32
 }
 
 /// `$HOME/.cairn`, or `./.cairn` when there is no home.
