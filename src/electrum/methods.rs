@@ -52,6 +52,20 @@ fn version_text(v: (u32, u32, u32)) -> String {
     }
 }
 
+/// A history as `get_history` answers it: `{height, tx_hash}` per entry, with `fee` for
+/// mempool ones.
+pub fn history_json(history: &[(Txid, i64, Option<u64>)]) -> Value {
+    Value::Array(
+        history
+            .iter()
+            .map(|(txid, height, fee)| match fee {
+                Some(fee) => json!({"height": height, "tx_hash": txid.to_string(), "fee": fee}),
+                None => json!({"height": height, "tx_hash": txid.to_string()}),
+            })
+            .collect(),
+    )
+}
+
 fn str_param<'a>(params: &'a [Value], i: usize, name: &str) -> Result<&'a str, RpcError> {
     match params.get(i) {
         Some(Value::String(s)) => Ok(s),
@@ -408,16 +422,7 @@ impl Session {
     }
 
     fn get_history(&self, sh: ScriptHash) -> Result<Value, RpcError> {
-        let history = self.full_history(&sh)?;
-        Ok(Value::Array(
-            history
-                .iter()
-                .map(|(txid, height, fee)| match fee {
-                    Some(fee) => json!({"height": height, "tx_hash": txid.to_string(), "fee": fee}),
-                    None => json!({"height": height, "tx_hash": txid.to_string()}),
-                })
-                .collect(),
-        ))
+        Ok(history_json(&self.full_history(&sh)?))
     }
 
     fn listunspent(&self, sh: ScriptHash) -> Result<Value, RpcError> {

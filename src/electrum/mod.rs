@@ -1,10 +1,12 @@
 //! The Electrum server: newline-delimited JSON-RPC 2.0 over TCP, protocol 1.4 to 1.6, answered
 //! from cairn's index. One task per connection; the index and the kernel are only read.
 
-mod merkle;
+pub mod merkle;
 mod methods;
 mod session;
-mod status;
+pub mod status;
+
+pub use methods::history_json;
 mod verbose;
 
 use std::collections::HashSet;

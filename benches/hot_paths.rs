@@ -1,0 +1,107 @@
+//! The Electrum server's per-request hot paths, each beside a baseline in the same group:
+//! - a 10,000-entry history's status hash, beside hashing the same bytes in one call (what the
+//!   per-entry formatting costs);
+//! - a merkle branch for one of 4,000 transactions, beside the `bitcoin` crate computing only
+//!   the root of the same leaves;
+//! - a 10,000-entry `get_history` answer as JSON text, beside writing the same entries by hand;
+//! - history keys encoded and decoded, beside copying the same bytes.
+
+use std::hint::black_box;
+
+use bitcoin::hashes::{sha256, sha256d, Hash};
+use bitcoin::Txid;
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+
+use cairn::electrum::{history_json, merkle, status};
+use cairn::index::schema::{HistoryKey, ScriptHash, TxNum};
+
+fn history(n: usize) -> Vec<(Txid, i64, Option<u64>)> {
+    (0..n)
+        .map(|i| (Txid::from_byte_array(sha256d::Hash::hash(&i.to_le_bytes()).to_byte_array()), 100 + i as i64 / 3, None))
+        .collect()
+}
+
+fn status_hash(c: &mut Criterion) {
+    let h = history(10_000);
+    let joined: String = h.iter().map(|(t, height, _)| format!("{t}:{height}:")).collect();
+    let mut group = c.benchmark_group("status of a 10k-entry history");
+    group.throughput(Throughput::Elements(10_000));
+    group.bench_function("cairn status()", |b| {
+        b.iter(|| black_box(status::status(h.iter().map(|(t, height, _)| (t, *height)))))
+    });
+    group.bench_function("baseline: sha256 of the preformatted string", |b| {
+        b.iter(|| black_box(sha256::Hash::hash(joined.as_bytes())))
+    });
+    group.finish();
+}
+
+fn merkle_branch(c: &mut Criterion) {
+    let leaves: Vec<[u8; 32]> = (0..4000u32).map(|i| sha256d::Hash::hash(&i.to_le_bytes()).to_byte_array()).collect();
+    let txids: Vec<Txid> = leaves.iter().map(|l| Txid::from_byte_array(*l)).collect();
+    let mut group = c.benchmark_group("merkle, 4000 transactions");
+    group.bench_function("cairn branch_and_root (branch for position 1234)", |b| {
+        b.iter(|| black_box(merkle::branch_and_root(&leaves, 1234)))
+    });
+    group.bench_function("baseline: bitcoin crate, root only", |b| {
+        b.iter(|| black_box(bitcoin::merkle_tree::calculate_root(txids.iter().copied())))
+    });
+    group.finish();
+}
+
+fn history_to_json(c: &mut Criterion) {
+    let h = history(10_000);
+    let mut group = c.benchmark_group("get_history answer, 10k entries");
+    group.throughput(Throughput::Elements(10_000));
+    group.bench_function("cairn history_json + to_string", |b| {
+        b.iter(|| black_box(history_json(&h).to_string()))
+    });
+    group.bench_function("baseline: the same text written by hand", |b| {
+        b.iter(|| {
+            let mut out = String::with_capacity(h.len() * 90);
+            out.push('[');
+            for (i, (t, height, _)) in h.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push_str(&format!("{{\"height\":{height},\"tx_hash\":\"{t}\"}}"));
+            }
+            out.push(']');
+            black_box(out)
+        })
+    });
+    group.finish();
+}
+
+fn key_encoding(c: &mut Criterion) {
+    let sh = ScriptHash::of(bitcoin::Script::from_bytes(&[0x51]));
+    let mut group = c.benchmark_group("history keys, 100k");
+    group.throughput(Throughput::Elements(100_000));
+    group.bench_function("cairn HistoryKey encode + decode", |b| {
+        b.iter(|| {
+            let mut sum = 0u64;
+            for i in 0..100_000u64 {
+                let key = HistoryKey::encode(&sh, TxNum(i));
+                sum = sum.wrapping_add(HistoryKey::decode(&key).map(|t| t.0).unwrap_or(0));
+            }
+            black_box(sum)
+        })
+    });
+    group.bench_function("baseline: copy 17 bytes and read 5 back", |b| {
+        b.iter(|| {
+            let mut sum = 0u64;
+            for i in 0..100_000u64 {
+                let mut key = [0u8; 17];
+                key[..12].copy_from_slice(&sh.0[..12]);
+                key[12..].copy_from_slice(&i.to_be_bytes()[3..]);
+                let mut n = [0u8; 8];
+                n[3..].copy_from_slice(&key[12..]);
+                sum = sum.wrapping_add(u64::from_be_bytes(black_box(n)));
+            }
+            black_box(sum)
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, status_hash, merkle_branch, history_to_json, key_encoding);
+criterion_main!(benches);
