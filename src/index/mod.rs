@@ -429,19 +429,29 @@ impl Index {
             if hashes.len() != (end - next + 1) as usize {
                 return Err(IndexError::Inconsistent(format!("indexed chain has gaps in {next}..={end}")));
             }
-            let built: Result<Vec<Vec<u8>>, IndexError> = hashes
+            let built: Result<Vec<PreparedBlock>, IndexError> = hashes
                 .par_iter()
                 .enumerate()
                 .map(|(i, hash)| {
                     let h = next + i as u32;
                     let raw = validator.read_block_bytes_by_hash(hash)?;
                     let undo = validator.read_undo_by_hash(hash)?;
-                    Ok(prepare(h, &raw, &undo, true)?.filter)
+                    Ok(prepare(h, &raw, &undo, true)?)
                 })
                 .collect();
             let mut batch = WriteBatch::default();
-            let built: Vec<Vec<u8>> = built?;
-            for (h, filter) in (next..=end).zip(built) {
+            let built: Vec<PreparedBlock> = built?;
+            for (h, block) in (next..=end).zip(built) {
+                // Schema 1 also kept history rows for OP_RETURN outputs; schema 2 has none.
+                if let Some(first) = self.with_chain(|c| c.txnums(h).map(|r| r.start)) {
+                    for (i, tx) in block.txs.iter().enumerate() {
+                        for out in tx.outputs.iter().filter(|o| o.op_return) {
+                            let key = schema::HistoryKey::encode(&out.scripthash, TxNum(first + i as u64));
+                            batch.delete_cf(self.store.cf(cf::HISTORY), key);
+                        }
+                    }
+                }
+                let filter = block.filter;
                 let header = filters::filter_header(&filter, &prev);
                 batch.put_cf(self.store.cf(cf::FILTERS), FilterRow::key(h), FilterRow { header, filter }.encode());
                 prev = header;

@@ -39,6 +39,8 @@ pub struct PreparedOutput {
     pub value: u64,
     /// Whether it can ever be spent (not OP_RETURN, not oversized): only those are UTXOs.
     pub spendable: bool,
+    /// Whether its script starts with OP_RETURN: such outputs are in no history (as ElectrumX).
+    pub op_return: bool,
 }
 
 /// An input with what it spends.
@@ -87,6 +89,7 @@ fn output(o: &bitcoin::TxOut) -> PreparedOutput {
         value: o.value.to_sat(),
         // Core never adds these to its UTXO set.
         spendable: !(script.is_op_return() || script.len() > 10_000),
+        op_return: script.is_op_return(),
     }
 }
 

@@ -127,7 +127,9 @@ pub fn connect(
             batch.put_cf(store.cf(cf::SPENT), spent.encode(), by.encode());
         }
         for (vout, out) in tx.outputs.iter().enumerate() {
-            batch.put_cf(store.cf(cf::HISTORY), HistoryKey::encode(&out.scripthash, t), []);
+            if !out.op_return {
+                batch.put_cf(store.cf(cf::HISTORY), HistoryKey::encode(&out.scripthash, t), []);
+            }
             // Genesis's output is not spendable (Core never adds it to the UTXO set).
             if out.spendable && block.height > 0 {
                 let op = OutPointNum {

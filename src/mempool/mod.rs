@@ -117,6 +117,7 @@ impl MempoolEntry {
         self.tx
             .output
             .iter()
+            .filter(|o| !o.script_pubkey.is_op_return())
             .chain(self.prevouts.iter())
             .map(|o| ScriptHash::of(&o.script_pubkey))
     }
