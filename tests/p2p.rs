@@ -442,18 +442,23 @@ fn learns_peer_addresses_connects_out_to_them_and_answers_getaddr() {
     cairn.wait_for(&b.rpc(&["getbestblockhash"]), "after the flood");
 }
 
-#[test]
-fn serves_bip157_filters_like_bitcoind_and_disconnects_abusers() {
-    use bitcoin::bip158::{FilterHash, FilterHeader};
-    use bitcoin::hashes::Hash;
-    use bitcoin::p2p::message::NetworkMessage;
-    use bitcoin::p2p::message_filter::{GetCFCheckpt, GetCFHeaders, GetCFilters};
-    use bitcoin::p2p::ServiceFlags;
-    use bitcoin::BlockHash;
+/// A generated chain held by a bitcoind with its filter index (the reference), and a cairn that
+/// synced it from that bitcoind over P2P and accepts peers: both at the tip, bitcoind's filter
+/// index caught up.
+struct FilteredChain {
+    a: Bitcoind,
+    cairn: Cairn,
+    p2p_port: u16,
+    tip: String,
+    _tmp: tempfile::TempDir,
+}
+
+fn filtered_chain(blocks: u32, txs_per_block: u32, seed: u64) -> FilteredChain {
     let tmp = tempfile::tempdir().unwrap();
     let chain = tmp.path().join("chain");
     let out = Command::new(env!("CARGO_BIN_EXE_cairn"))
-        .args(["generate", "--blocks", "1050", "--txs-per-block", "3", "--seed", "5", "--out"])
+        .args(["generate", "--blocks", &blocks.to_string(), "--txs-per-block", &txs_per_block.to_string()])
+        .args(["--seed", &seed.to_string(), "--out"])
         .arg(&chain)
         .output()
         .unwrap();
@@ -462,20 +467,33 @@ fn serves_bip157_filters_like_bitcoind_and_disconnects_abusers() {
         &tmp.path().join("a"),
         &[format!("-loadblock={}", chain.join("blocks/blk00000.dat").display()), "-blockfilterindex=1".into()],
     );
-    a.wait_for_height(1050, Duration::from_secs(120));
+    a.wait_for_height(u64::from(blocks), Duration::from_secs(120));
     let p2p_port = free_port();
     let cairn = start_cairn(
         &tmp.path().join("cairn"),
         &[format!("--connect=127.0.0.1:{}", a.p2p_port), format!("--p2p-addr=127.0.0.1:{p2p_port}")],
     );
-    cairn.wait_for(&a.rpc(&["getbestblockhash"]), "initial sync");
-    let cairn_p2p = SocketAddr::from(([127, 0, 0, 1], p2p_port));
-    // bitcoind's filters and headers, the reference.
+    let tip = a.rpc(&["getbestblockhash"]);
+    cairn.wait_for(&tip, "initial sync");
     let start = Instant::now();
     while !a.rpc(&["getindexinfo"]).contains("\"synced\": true") {
         assert!(start.elapsed() < Duration::from_secs(120), "bitcoind's filter index never synced");
         std::thread::sleep(Duration::from_millis(200));
     }
+    FilteredChain { a, cairn, p2p_port, tip, _tmp: tmp }
+}
+
+#[test]
+fn serves_bip157_filters_like_bitcoind_and_disconnects_abusers() {
+    use bitcoin::bip158::{FilterHash, FilterHeader};
+    use bitcoin::hashes::Hash;
+    use bitcoin::p2p::message::NetworkMessage;
+    use bitcoin::p2p::message_filter::{GetCFCheckpt, GetCFHeaders, GetCFilters};
+    use bitcoin::p2p::ServiceFlags;
+    use bitcoin::BlockHash;
+    let FilteredChain { a, cairn: _cairn, p2p_port, _tmp, .. } = filtered_chain(1050, 3, 5);
+    let cairn_p2p = SocketAddr::from(([127, 0, 0, 1], p2p_port));
+    // bitcoind's filters and headers, the reference.
     let hash = |h: u32| BlockHash::from_str(&a.rpc(&["getblockhash", &h.to_string()])).unwrap();
     let reference = |h: u32| -> (String, FilterHeader) {
         let v: serde_json::Value = serde_json::from_str(&a.rpc(&["getblockfilter", &hash(h).to_string()])).unwrap();
@@ -547,27 +565,7 @@ fn kyoto_light_client_syncs_every_filter_from_cairn() {
     use bip157::builder::Builder;
     use bip157::chain::ChainState;
     use bip157::{Client, Event, HashCheckpoint, TrustedPeer};
-    let tmp = tempfile::tempdir().unwrap();
-    let chain = tmp.path().join("chain");
-    let out = Command::new(env!("CARGO_BIN_EXE_cairn"))
-        .args(["generate", "--blocks", "300", "--txs-per-block", "8", "--seed", "9", "--out"])
-        .arg(&chain)
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    // bitcoind holds the chain (and is the reference for filters); cairn syncs it over P2P.
-    let a = Bitcoind::start(
-        &tmp.path().join("a"),
-        &[format!("-loadblock={}", chain.join("blocks/blk00000.dat").display()), "-blockfilterindex=1".into()],
-    );
-    a.wait_for_height(300, Duration::from_secs(120));
-    let p2p_port = free_port();
-    let cairn = start_cairn(
-        &tmp.path().join("cairn"),
-        &[format!("--connect=127.0.0.1:{}", a.p2p_port), format!("--p2p-addr=127.0.0.1:{p2p_port}")],
-    );
-    let tip = a.rpc(&["getbestblockhash"]);
-    cairn.wait_for(&tip, "initial sync");
+    let FilteredChain { a, cairn: _cairn, p2p_port, tip, _tmp } = filtered_chain(300, 8, 9);
 
     // Kyoto, pointed at cairn only, from genesis.
     let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
@@ -597,12 +595,7 @@ fn kyoto_light_client_syncs_every_filter_from_cairn() {
         assert_eq!(synced.ok().flatten().map(|h| h.to_string()), Some(tip.clone()), "Kyoto did not sync to cairn's tip");
         got
     });
-    // Every block's filter, each equal to bitcoind's (once its filter index has caught up).
-    let start = Instant::now();
-    while !a.rpc(&["getindexinfo"]).contains("\"synced\": true") {
-        assert!(start.elapsed() < Duration::from_secs(120), "bitcoind's filter index never synced");
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    // Every block's filter, each equal to bitcoind's.
     let heights: Vec<u32> = filters.iter().map(|f| f.0).collect();
     assert_eq!(heights, (1..=300).collect::<Vec<u32>>());
     for (height, hash, filter) in filters {
@@ -617,31 +610,7 @@ fn nakamoto_light_client_rescans_every_filter_from_cairn() {
     use nakamoto::client::traits::Handle as _;
     use nakamoto::client::{Client, Config};
     type Reactor = nakamoto::net::poll::Reactor<std::net::TcpStream>;
-    let tmp = tempfile::tempdir().unwrap();
-    let chain = tmp.path().join("chain");
-    let out = Command::new(env!("CARGO_BIN_EXE_cairn"))
-        .args(["generate", "--blocks", "200", "--txs-per-block", "8", "--seed", "10", "--out"])
-        .arg(&chain)
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    let a = Bitcoind::start(
-        &tmp.path().join("a"),
-        &[format!("-loadblock={}", chain.join("blocks/blk00000.dat").display()), "-blockfilterindex=1".into()],
-    );
-    a.wait_for_height(200, Duration::from_secs(120));
-    let p2p_port = free_port();
-    let cairn = start_cairn(
-        &tmp.path().join("cairn"),
-        &[format!("--connect=127.0.0.1:{}", a.p2p_port), format!("--p2p-addr=127.0.0.1:{p2p_port}")],
-    );
-    let tip = a.rpc(&["getbestblockhash"]);
-    cairn.wait_for(&tip, "initial sync");
-    let start = Instant::now();
-    while !a.rpc(&["getindexinfo"]).contains("\"synced\": true") {
-        assert!(start.elapsed() < Duration::from_secs(120), "bitcoind's filter index never synced");
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    let FilteredChain { a, cairn: _cairn, p2p_port, tip, _tmp: tmp } = filtered_chain(200, 8, 10);
 
     // nakamoto, connected to cairn only: it syncs headers and filter headers, then a rescan
     // fetches every filter (each checked by nakamoto against the filter headers).

@@ -13,17 +13,9 @@ cd "$(dirname "$0")/../.."
 BLOCKS=${1:-2000}
 TXS=${2:-53}
 RUNS=${3:-5}
-BITCOIND=${CAIRN_BITCOIND:-/opt/bitcoind/bitcoind}
-CLI="$(dirname "$BITCOIND")/bitcoin-cli"
-export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-/var/tmp/cairn-target}"
-cargo build --release --locked --bin cairn --example cfilters_client >/dev/null 2>&1
-CAIRN="$CARGO_TARGET_DIR/release/cairn"
-CLIENT="$CARGO_TARGET_DIR/release/examples/cfilters_client"
-CACHE=${CAIRN_BENCH_CACHE:-/var/tmp/cairn-bench}
-CHAIN="$CACHE/chain-$BLOCKS-$TXS-seed1"
-[ -f "$CHAIN/blocks.hex" ] || "$CAIRN" generate --blocks "$BLOCKS" --txs-per-block "$TXS" --seed 1 --out "$CHAIN"
-WORK=$(mktemp -d)
 . contrib/bench/lib.sh
+bench_setup --example cfilters_client
+CLIENT="$CARGO_TARGET_DIR/release/examples/cfilters_client"
 rpc() { "$CLI" -regtest -datadir="$WORK/peer" -rpcport=29021 -rpcuser=u -rpcpassword=p "$@"; }
 cleanup() {
   [ -n "${CAIRN_PID:-}" ] && kill "$CAIRN_PID" 2>/dev/null

@@ -14,16 +14,8 @@ BLOCKS=${1:-2000}
 TXS=${2:-53}
 RUNS=${3:-3}
 MODE=${4:-overhead}
-export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-/var/tmp/cairn-target}"
-cargo build --release --locked --bin cairn >/dev/null 2>&1
-CAIRN="$CARGO_TARGET_DIR/release/cairn"
-CACHE=${CAIRN_BENCH_CACHE:-/var/tmp/cairn-bench}
-CHAIN="$CACHE/chain-$BLOCKS-$TXS-seed1"
-if [ ! -f "$CHAIN/blocks.hex" ]; then
-  "$CAIRN" generate --blocks "$BLOCKS" --txs-per-block "$TXS" --seed 1 --out "$CHAIN"
-fi
-WORK=$(mktemp -d)
 . contrib/bench/lib.sh
+bench_setup
 trap 'rm -rf "$WORK"' EXIT INT TERM
 run() { # $1 = label, $2.. = extra import flags
   label=$1; shift

@@ -1,5 +1,19 @@
-# Shared by the benchmark scripts: elapsed time, medians, and the interleaved A/B comparison.
-# Source it after defining WORK (a scratch folder), RUNS, BLOCKS and TXS.
+# Shared by the benchmark scripts: the build and the cached chain, elapsed time, medians, and
+# the interleaved A/B comparison. Source it after defining RUNS, BLOCKS and TXS.
+
+# bench_setup [CARGO BUILD ARGS...]: builds cairn (and what else is named) in release, sets
+# CAIRN, CHAIN (the generated chain, cached in ${CAIRN_BENCH_CACHE:-/var/tmp/cairn-bench}),
+# BITCOIND, CLI and WORK (a scratch folder).
+bench_setup() {
+  export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-/var/tmp/cairn-target}"
+  cargo build --release --locked --bin cairn "$@" >/dev/null 2>&1
+  CAIRN="$CARGO_TARGET_DIR/release/cairn"
+  CHAIN="${CAIRN_BENCH_CACHE:-/var/tmp/cairn-bench}/chain-$BLOCKS-$TXS-seed1"
+  [ -f "$CHAIN/blocks.hex" ] || "$CAIRN" generate --blocks "$BLOCKS" --txs-per-block "$TXS" --seed 1 --out "$CHAIN"
+  BITCOIND=${CAIRN_BITCOIND:-/opt/bitcoind/bitcoind}
+  CLI="$(dirname "$BITCOIND")/bitcoin-cli"
+  WORK=$(mktemp -d)
+}
 
 # elapsed START END: seconds between two `date +%s.%N` stamps.
 elapsed() { awk -v s="$1" -v e="$2" 'BEGIN { printf "%.3f\n", e - s }'; }

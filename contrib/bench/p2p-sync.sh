@@ -11,16 +11,8 @@ cd "$(dirname "$0")/../.."
 BLOCKS=${1:-2000}
 TXS=${2:-53}
 RUNS=${3:-3}
-BITCOIND=${CAIRN_BITCOIND:-/opt/bitcoind/bitcoind}
-CLI="$(dirname "$BITCOIND")/bitcoin-cli"
-export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-/var/tmp/cairn-target}"
-cargo build --release --locked --bin cairn >/dev/null 2>&1
-CAIRN="$CARGO_TARGET_DIR/release/cairn"
-CACHE=${CAIRN_BENCH_CACHE:-/var/tmp/cairn-bench}
-CHAIN="$CACHE/chain-$BLOCKS-$TXS-seed1"
-[ -f "$CHAIN/blocks.hex" ] || "$CAIRN" generate --blocks "$BLOCKS" --txs-per-block "$TXS" --seed 1 --out "$CHAIN"
-WORK=$(mktemp -d)
 . contrib/bench/lib.sh
+bench_setup
 cleanup() {
   "$CLI" -regtest -datadir="$WORK/peer" -rpcport=29001 -rpcuser=u -rpcpassword=p stop >/dev/null 2>&1 || true
   "$CLI" -regtest -datadir="$WORK/b" -rpcport=29011 -rpcuser=u -rpcpassword=p stop >/dev/null 2>&1 || true

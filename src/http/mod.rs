@@ -168,19 +168,13 @@ fn filter_headers(index: &Index, query: &str) -> Response<Full<Bytes>> {
         return error(StatusCode::NOT_FOUND, format!("start {start} is above the tip {tip}"));
     }
     let end = start.saturating_add(count - 1).min(tip);
-    let mut out = Vec::with_capacity((end - start + 1) as usize);
-    for height in start..=end {
-        let hash = index.with_chain(|c| c.hash(height));
-        match (hash, index.filter_at(height)) {
-            (Some(hash), Ok(Some(row))) => out.push(json!({
-                "height": height,
-                "blockhash": hash.to_string(),
-                "header": row.header.to_string(),
-            })),
-            (_, Err(e)) => return error(StatusCode::INTERNAL_SERVER_ERROR, e),
-            // A reorg under way shortened the chain: answer what is consistent.
-            _ => break,
-        }
-    }
+    let rows = match index.filter_rows(start, end) {
+        Ok(rows) => rows.unwrap_or_default(),
+        Err(e) => return error(StatusCode::INTERNAL_SERVER_ERROR, e),
+    };
+    let out: Vec<Value> = (start..)
+        .zip(rows)
+        .map(|(height, (hash, row))| json!({"height": height, "blockhash": hash.to_string(), "header": row.header.to_string()}))
+        .collect();
     reply(StatusCode::OK, Value::Array(out))
 }

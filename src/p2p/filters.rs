@@ -9,7 +9,6 @@ use bitcoin::p2p::message_filter::{CFCheckpt, CFHeaders, CFilter, GetCFCheckpt, 
 use bitcoin::BlockHash;
 
 use super::peer::PeerError;
-use crate::index::schema::FilterRow;
 use crate::index::Index;
 use crate::kernel::Validator;
 
@@ -47,25 +46,12 @@ fn range(start: u32, stop: u32, max: u32, what: &str) -> Result<(), PeerError> {
     Ok(())
 }
 
-/// Reads the filter rows of `start..=stop`, or `None` if one is missing (a reorg under way).
-fn rows(index: &Index, start: u32, stop: u32) -> Result<Option<Vec<(BlockHash, FilterRow)>>, PeerError> {
-    let mut out = Vec::with_capacity((stop - start + 1) as usize);
-    for h in start..=stop {
-        let row = index.filter_at(h).map_err(|e| PeerError::Internal(e.to_string()))?;
-        let hash = index.with_chain(|c| c.hash(h));
-        match (hash, row) {
-            (Some(hash), Some(row)) => out.push((hash, row)),
-            _ => return Ok(None),
-        }
-    }
-    Ok(Some(out))
-}
-
 /// The cfilter messages answering a getcfilters, one per block.
 pub fn get_cfilters(index: &Index, validator: &Validator, req: &GetCFilters) -> Result<Vec<NetworkMessage>, PeerError> {
     let Some(stop) = stop_height(index, validator, req.filter_type, &req.stop_hash)? else { return Ok(Vec::new()) };
     range(req.start_height, stop, MAX_GETCFILTERS, "getcfilters")?;
-    let Some(rows) = rows(index, req.start_height, stop)? else { return Ok(Vec::new()) };
+    let rows = index.filter_rows(req.start_height, stop).map_err(|e| PeerError::Internal(e.to_string()))?;
+    let Some(rows) = rows else { return Ok(Vec::new()) };
     Ok(rows
         .into_iter()
         .map(|(block_hash, row)| {

@@ -335,11 +335,7 @@ impl P2p {
 
     /// The connected peers and the address book's size.
     pub fn status(&self) -> P2pStatus {
-        P2pStatus {
-            listen: self.listen_addr,
-            peers: self.ctx.registry.list(),
-            known_addresses: self.ctx.book.len(),
-        }
+        (self.status_source())()
     }
 
     /// A handle that reports [`P2p::status`] from elsewhere (the admin RPC).
