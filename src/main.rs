@@ -43,6 +43,9 @@ struct Cli {
     /// Where the Electrum server listens [default: 127.0.0.1 and the network's port].
     #[arg(long, global = true, env = "CAIRN_ELECTRUM_ADDR")]
     electrum_addr: Option<SocketAddr>,
+    /// Where the Electrum server listens for WebSocket clients [default: no WebSocket listener].
+    #[arg(long, global = true, env = "CAIRN_ELECTRUM_WS_ADDR")]
+    electrum_ws_addr: Option<SocketAddr>,
     /// A peer to sync from (repeatable); only these peers are used, no others are looked for.
     #[arg(long, global = true)]
     connect: Vec<SocketAddr>,
@@ -160,6 +163,7 @@ fn settings(cli: &Cli) -> Result<Settings> {
         admin_addr: cli.admin_addr,
         log: cli.log.clone(),
         electrum_addr: cli.electrum_addr,
+        electrum_ws_addr: cli.electrum_ws_addr,
         connect: cli.connect.clone(),
         addnode: cli.addnode.clone(),
         p2p_addr: cli.p2p_addr,
@@ -557,6 +561,9 @@ fn serve(mut node: Node) -> Result<()> {
             println!("Electrum server on {addr}. Try:");
             println!("  echo '{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"blockchain.headers.subscribe\",\"params\":[]}}' | nc -q1 {} {}", addr.ip(), addr.port());
             println!("  electrum --regtest --oneserver --server {}:{}:t", addr.ip(), addr.port());
+            if let Some(ws) = server.ws_addr {
+                println!("Electrum WebSocket server on ws://{ws}");
+            }
         }
         let interrupted = interrupt_flag();
         let mut tick = tokio::time::interval(std::time::Duration::from_millis(100));

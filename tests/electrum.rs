@@ -28,6 +28,7 @@ use cairn::store::Store;
 struct Fixture {
     rt: tokio::runtime::Runtime,
     addr: SocketAddr,
+    ws_addr: Option<SocketAddr>,
     validator: Arc<Validator>,
     runner: Option<IndexRunner>,
     gen: ChainGenerator,
@@ -66,9 +67,9 @@ impl Fixture {
             config: econfig,
         });
         let server = rt.block_on(ElectrumServer::start(backend, updates)).unwrap();
-        let addr = server.addr;
+        let (addr, ws_addr) = (server.addr, server.ws_addr);
         std::mem::forget(server);
-        Fixture { rt, addr, validator, runner: Some(runner), gen, blocks, _tmp: tmp }
+        Fixture { rt, addr, ws_addr, validator, runner: Some(runner), gen, blocks, _tmp: tmp }
     }
 
     fn client(&self) -> RawClient<ElectrumPlaintextStream> {
@@ -425,6 +426,100 @@ fn hostile_clients_get_errors_and_others_keep_being_served() {
         .unwrap();
     assert_eq!(answers[2], fx.blocks[2].header);
     drop(writer);
+}
+
+type Ws = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+/// The next text message of a WebSocket client, as JSON.
+fn ws_next(rt: &tokio::runtime::Runtime, ws: &mut Ws) -> Value {
+    use futures_util::StreamExt;
+    use tokio_tungstenite::tungstenite::Message;
+    rt.block_on(async {
+        loop {
+            match tokio::time::timeout(Duration::from_secs(30), ws.next()).await.unwrap() {
+                Some(Ok(Message::Text(t))) => return serde_json::from_str(t.as_str()).unwrap(),
+                Some(Ok(_)) => continue,
+                other => panic!("no message: {other:?}"),
+            }
+        }
+    })
+}
+
+#[test]
+fn websocket_clients_get_the_tcp_answers_and_notifications() {
+    use futures_util::{SinkExt, StreamExt};
+    use tokio_tungstenite::tungstenite::Message;
+    let mut fx = Fixture::start(102, 3, 41, |c| {
+        c.ws_addr = Some("127.0.0.1:0".parse().unwrap());
+        c.max_line_bytes = 64 * 1024;
+    });
+    let ws_addr = fx.ws_addr.expect("a WebSocket listener");
+    let (mut ws, _) = fx.rt.block_on(tokio_tungstenite::connect_async(format!("ws://{ws_addr}"))).unwrap();
+    let rt = &fx.rt;
+    let ask = |ws: &mut Ws, text: String| -> Value {
+        rt.block_on(ws.send(Message::text(text))).unwrap();
+        ws_next(rt, ws)
+    };
+    let version = ask(&mut ws, json!({"jsonrpc":"2.0","id":0,"method":"server.version","params":["ws-test","1.4"]}).to_string());
+    assert_eq!(version["result"][1], "1.4");
+    // The same requests over TCP and over WebSocket get the same answers.
+    let miner = sha256::Hash::hash(fx.blocks[0].txdata[0].output[0].script_pubkey.as_bytes());
+    let mut miner_hash = miner.to_byte_array();
+    miner_hash.reverse();
+    let requests = [
+        json!({"jsonrpc":"2.0","id":1,"method":"blockchain.headers.subscribe","params":[]}),
+        json!([{"jsonrpc":"2.0","id":2,"method":"blockchain.scripthash.get_history","params":[hex::encode(miner_hash)]},
+               {"jsonrpc":"2.0","id":3,"method":"blockchain.block.headers","params":[10, 5]}]),
+        json!({"jsonrpc":"2.0","id":4,"method":"blockchain.transaction.get","params":[fx.blocks[101].txdata[1].compute_txid().to_string()]}),
+    ];
+    for request in &requests {
+        let over_ws = ask(&mut ws, request.to_string());
+        let over_tcp: Value = serde_json::from_str(&raw_exchange(fx.addr, format!("{request}\n").as_bytes())).unwrap();
+        assert_eq!(over_ws, over_tcp, "{request}");
+        assert!(over_ws.to_string().contains("result"), "{over_ws}");
+    }
+    // Garbage gets an error and the connection keeps serving.
+    let answer = ask(&mut ws, "not json".into());
+    assert_eq!(answer["error"]["code"], -32700);
+    // A TCP request that arrives in two pieces with a notification sent between them is
+    // still read whole.
+    let tcp = TcpStream::connect(fx.addr).unwrap();
+    tcp.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let mut tcp_lines = BufReader::new(tcp.try_clone().unwrap());
+    let mut line = String::new();
+    (&tcp).write_all(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"blockchain.headers.subscribe\",\"params\":[]}\n").unwrap();
+    tcp_lines.read_line(&mut line).unwrap();
+    (&tcp).write_all(b"{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"server.").unwrap();
+    // A new block is pushed to the subscribers (over WebSocket: as a message of its own).
+    fx.add_blocks(1);
+    line.clear();
+    tcp_lines.read_line(&mut line).unwrap();
+    assert!(line.contains("\"height\":103"), "{line}");
+    (&tcp).write_all(b"ping\",\"params\":[]}\n").unwrap();
+    line.clear();
+    tcp_lines.read_line(&mut line).unwrap();
+    let pong: Value = serde_json::from_str(&line).unwrap();
+    assert_eq!((pong["id"].clone(), pong["result"].clone()), (json!(2), Value::Null), "{line}");
+    let note = ws_next(&fx.rt, &mut ws);
+    assert_eq!(note["method"], "blockchain.headers.subscribe");
+    assert_eq!(note["params"][0]["height"], 103);
+    // A message over the size limit gets an error, then the connection is closed.
+    let answer = {
+        fx.rt.block_on(ws.send(Message::text("x".repeat(70 * 1024)))).unwrap();
+        ws_next(&fx.rt, &mut ws)
+    };
+    assert!(answer["error"]["message"].as_str().unwrap().contains("longer than"), "{answer}");
+    let closed = fx.rt.block_on(async {
+        loop {
+            match tokio::time::timeout(Duration::from_secs(30), ws.next()).await.unwrap() {
+                Some(Ok(Message::Close(_))) | None | Some(Err(_)) => return true,
+                Some(Ok(_)) => continue,
+            }
+        }
+    });
+    assert!(closed);
+    // Others are still served.
+    assert_eq!(fx.client().block_headers_subscribe().unwrap().height, 103);
 }
 
 #[test]

@@ -56,6 +56,8 @@ pub struct FileConfig {
     pub kernel_script_threads: Option<i32>,
     /// Where the Electrum server listens.
     pub electrum_addr: Option<SocketAddr>,
+    /// Where the Electrum server listens for WebSocket clients.
+    pub electrum_ws_addr: Option<SocketAddr>,
     /// Longest Electrum request line, bytes.
     pub electrum_max_line_bytes: Option<usize>,
     /// Most requests in one Electrum batch.
@@ -130,6 +132,8 @@ pub struct Overrides {
     pub log: Option<String>,
     /// `--electrum-addr` / `CAIRN_ELECTRUM_ADDR`.
     pub electrum_addr: Option<SocketAddr>,
+    /// `--electrum-ws-addr` / `CAIRN_ELECTRUM_WS_ADDR`.
+    pub electrum_ws_addr: Option<SocketAddr>,
     /// `--connect` (repeatable).
     pub connect: Vec<SocketAddr>,
     /// `--addnode` (repeatable).
@@ -254,6 +258,7 @@ impl Settings {
         if let Some(addr) = over.electrum_addr.or(file.electrum_addr) {
             electrum.addr = addr;
         }
+        electrum.ws_addr = over.electrum_ws_addr.or(file.electrum_ws_addr);
         let positive = |option: &'static str, v: usize| {
             if v == 0 {
                 Err(ConfigError::Invalid {

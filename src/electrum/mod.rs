@@ -36,8 +36,10 @@ pub const SERVER_SOFTWARE: &str = concat!("cairn ", env!("CARGO_PKG_VERSION"));
 /// Limits and identity of the Electrum server; every one is configurable.
 #[derive(Debug, Clone)]
 pub struct ElectrumConfig {
-    /// Where to listen.
+    /// Where to listen for TCP clients.
     pub addr: SocketAddr,
+    /// Where to listen for WebSocket clients (`None`: no WebSocket listener).
+    pub ws_addr: Option<SocketAddr>,
     /// Longest request line in bytes; longer lines get an error and a disconnect.
     pub max_line_bytes: usize,
     /// Most requests in one batch.
@@ -65,6 +67,7 @@ impl ElectrumConfig {
     pub fn defaults(network: Network) -> Self {
         ElectrumConfig {
             addr: SocketAddr::from(([127, 0, 0, 1], network.default_electrum_port())),
+            ws_addr: None,
             max_line_bytes: 2 * 1024 * 1024,
             max_batch: 1_000,
             max_subscriptions: 50_000,
@@ -118,55 +121,95 @@ pub struct ListenError {
 
 /// A running Electrum server.
 pub struct ElectrumServer {
-    /// The address it listens on.
+    /// The address it listens on for TCP clients.
     pub addr: SocketAddr,
-    task: tokio::task::JoinHandle<()>,
+    /// The address it listens on for WebSocket clients, when it does.
+    pub ws_addr: Option<SocketAddr>,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+/// The transports a listener speaks.
+#[derive(Debug, Clone, Copy)]
+enum Transport {
+    /// Newline-delimited JSON over TCP.
+    Tcp,
+    /// One JSON text per WebSocket message.
+    WebSocket,
 }
 
 impl ElectrumServer {
-    /// Starts listening; every accepted client gets a session task.
+    /// Starts listening (TCP, and WebSocket when configured); every accepted client gets a
+    /// session task. Both listeners share the connection limit.
     pub async fn start(
         backend: Arc<Backend>,
         updates: broadcast::Sender<TipUpdate>,
     ) -> Result<Self, ListenError> {
-        let addr = backend.config.addr;
-        let listener = TcpListener::bind(addr)
-            .await
-            .map_err(|source| ListenError { addr, source })?;
-        let local = listener
-            .local_addr()
-            .map_err(|source| ListenError { addr, source })?;
         let permits = Arc::new(Semaphore::new(backend.config.max_connections));
-        let task = tokio::spawn(async move {
-            loop {
-                let (stream, peer) = match listener.accept().await {
-                    Ok(s) => s,
-                    Err(e) => {
-                        tracing::warn!("electrum accept failed: {e}");
-                        tokio::time::sleep(Duration::from_millis(100)).await;
-                        continue;
-                    }
-                };
-                let Ok(permit) = permits.clone().try_acquire_owned() else {
-                    tracing::warn!("electrum: refusing {peer}, connection limit reached");
-                    drop(stream);
-                    continue;
-                };
-                let _ = stream.set_nodelay(true);
-                let backend = backend.clone();
-                let rx = updates.subscribe();
-                tokio::spawn(async move {
-                    session::run(stream, peer, backend, rx).await;
-                    drop(permit);
-                });
+        let (addr, tcp) = listen(backend.config.addr, Transport::Tcp, &backend, &updates, &permits).await?;
+        let mut tasks = vec![tcp];
+        let ws_addr = match backend.config.ws_addr {
+            Some(ws) => {
+                let (local, task) = listen(ws, Transport::WebSocket, &backend, &updates, &permits).await?;
+                tasks.push(task);
+                Some(local)
             }
-        });
-        tracing::info!("Electrum server listening on {local}");
-        Ok(ElectrumServer { addr: local, task })
+            None => None,
+        };
+        Ok(ElectrumServer { addr, ws_addr, tasks })
     }
 
     /// Stops accepting clients.
     pub fn stop(self) {
-        self.task.abort();
+        for task in self.tasks {
+            task.abort();
+        }
     }
+}
+
+async fn listen(
+    addr: SocketAddr,
+    transport: Transport,
+    backend: &Arc<Backend>,
+    updates: &broadcast::Sender<TipUpdate>,
+    permits: &Arc<Semaphore>,
+) -> Result<(SocketAddr, tokio::task::JoinHandle<()>), ListenError> {
+    let listener = TcpListener::bind(addr)
+        .await
+        .map_err(|source| ListenError { addr, source })?;
+    let local = listener
+        .local_addr()
+        .map_err(|source| ListenError { addr, source })?;
+    let (backend, updates, permits) = (backend.clone(), updates.clone(), permits.clone());
+    let task = tokio::spawn(async move {
+        loop {
+            let (stream, peer) = match listener.accept().await {
+                Ok(s) => s,
+                Err(e) => {
+                    tracing::warn!("electrum accept failed: {e}");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    continue;
+                }
+            };
+            let Ok(permit) = permits.clone().try_acquire_owned() else {
+                tracing::warn!("electrum: refusing {peer}, connection limit reached");
+                drop(stream);
+                continue;
+            };
+            let _ = stream.set_nodelay(true);
+            let backend = backend.clone();
+            let rx = updates.subscribe();
+            tokio::spawn(async move {
+                match transport {
+                    Transport::Tcp => session::run(stream, peer, backend, rx).await,
+                    Transport::WebSocket => session::run_websocket(stream, peer, backend, rx).await,
+                }
+                drop(permit);
+            });
+        }
+    });
+    match transport {
+        Transport::Tcp => tracing::info!("Electrum server listening on {local}"),
+        Transport::WebSocket => tracing::info!("Electrum server listening for WebSocket clients on {local}"),
+    }
+    Ok((local, task))
 }

@@ -203,6 +203,15 @@ impl Session {
     }
 }
 
+/// What a transport hands the session: one request text (a line, or a WebSocket message).
+#[derive(Debug)]
+pub(crate) enum Incoming {
+    /// A request or a batch, as received.
+    Request(Vec<u8>),
+    /// A request over the size limit: answered with an error, then the client is dropped.
+    TooLong,
+}
+
 async fn read_line_limited<R: tokio::io::AsyncBufRead + Unpin>(
     reader: &mut R,
     buf: &mut Vec<u8>,
@@ -225,15 +234,39 @@ enum LineRead {
     Eof,
 }
 
-/// Serves one client until it disconnects, times out, or misbehaves.
+/// Serves one TCP client (newline-delimited JSON) until it disconnects, times out, or misbehaves.
 pub async fn run(
     stream: TcpStream,
     peer: SocketAddr,
     backend: Arc<Backend>,
-    mut updates: broadcast::Receiver<TipUpdate>,
+    updates: broadcast::Receiver<TipUpdate>,
 ) {
-    tracing::debug!("electrum client {peer} connected");
     let (read_half, mut write_half) = stream.into_split();
+    let limit = backend.config.max_line_bytes;
+    let (in_tx, in_rx) = mpsc::channel::<Incoming>(1);
+    // Reading happens in its own task so that a line arriving slowly is never cut by a
+    // notification being sent meanwhile.
+    let reader = tokio::spawn(async move {
+        let mut reader = BufReader::with_capacity(64 * 1024, read_half);
+        let mut buf = Vec::with_capacity(4096);
+        loop {
+            let incoming = match read_line_limited(&mut reader, &mut buf, limit).await {
+                Ok(LineRead::Line) => {
+                    let line = buf.trim_ascii();
+                    if line.is_empty() {
+                        continue;
+                    }
+                    Incoming::Request(line.to_vec())
+                }
+                Ok(LineRead::TooLong) => Incoming::TooLong,
+                Ok(LineRead::Eof) | Err(_) => break,
+            };
+            let stop = matches!(incoming, Incoming::TooLong);
+            if in_tx.send(incoming).await.is_err() || stop {
+                break;
+            }
+        }
+    });
     let (out_tx, mut out_rx) = mpsc::channel::<String>(OUTBOX);
     let writer = tokio::spawn(async move {
         while let Some(mut line) = out_rx.recv().await {
@@ -244,6 +277,79 @@ pub async fn run(
         }
         let _ = write_half.shutdown().await;
     });
+    serve(peer, backend, updates, in_rx, out_tx).await;
+    reader.abort();
+    let _ = writer.await;
+}
+
+/// Serves one WebSocket client (one JSON-RPC request, batch or answer per text message) until
+/// it disconnects, times out, or misbehaves.
+pub async fn run_websocket(
+    stream: TcpStream,
+    peer: SocketAddr,
+    backend: Arc<Backend>,
+    updates: broadcast::Receiver<TipUpdate>,
+) {
+    use futures_util::{SinkExt, StreamExt};
+    use tokio_tungstenite::tungstenite::{protocol::WebSocketConfig, Error as WsError, Message};
+    let limit = backend.config.max_line_bytes;
+    let config = WebSocketConfig::default()
+        .max_message_size(Some(limit))
+        .max_frame_size(Some(limit));
+    let handshake = tokio_tungstenite::accept_async_with_config(stream, Some(config));
+    let ws = match tokio::time::timeout(std::time::Duration::from_secs(10), handshake).await {
+        Ok(Ok(ws)) => ws,
+        Ok(Err(e)) => {
+            tracing::debug!("electrum websocket client {peer}: handshake failed: {e}");
+            return;
+        }
+        Err(_) => {
+            tracing::debug!("electrum websocket client {peer}: handshake timed out");
+            return;
+        }
+    };
+    let (mut sink, mut source) = ws.split();
+    let (in_tx, in_rx) = mpsc::channel::<Incoming>(1);
+    let reader = tokio::spawn(async move {
+        while let Some(message) = source.next().await {
+            let incoming = match message {
+                Ok(Message::Text(text)) => Incoming::Request(text.as_bytes().to_vec()),
+                Ok(Message::Binary(bytes)) => Incoming::Request(bytes.to_vec()),
+                Ok(Message::Ping(_) | Message::Pong(_) | Message::Frame(_)) => continue,
+                Ok(Message::Close(_)) => break,
+                Err(WsError::Capacity(_)) => Incoming::TooLong,
+                Err(_) => break,
+            };
+            let stop = matches!(incoming, Incoming::TooLong);
+            if in_tx.send(incoming).await.is_err() || stop {
+                break;
+            }
+        }
+    });
+    let (out_tx, mut out_rx) = mpsc::channel::<String>(OUTBOX);
+    let writer = tokio::spawn(async move {
+        while let Some(text) = out_rx.recv().await {
+            if sink.send(Message::text(text)).await.is_err() {
+                break;
+            }
+        }
+        let _ = sink.close().await;
+    });
+    serve(peer, backend, updates, in_rx, out_tx).await;
+    reader.abort();
+    let _ = writer.await;
+}
+
+/// The transport-independent part of a session: answers requests from `incoming` and sends
+/// answers and notifications to `out_tx`.
+async fn serve(
+    peer: SocketAddr,
+    backend: Arc<Backend>,
+    mut updates: broadcast::Receiver<TipUpdate>,
+    mut incoming: mpsc::Receiver<Incoming>,
+    out_tx: mpsc::Sender<String>,
+) {
+    tracing::debug!("electrum client {peer} connected");
     let idle = backend.config.idle_timeout;
     let limit = backend.config.max_line_bytes;
     let mut session = Session {
@@ -253,33 +359,27 @@ pub async fn run(
         last_notified: None,
         subscriptions: HashMap::new(),
     };
-    let mut reader = BufReader::with_capacity(64 * 1024, read_half);
-    let mut buf = Vec::with_capacity(4096);
     let send = |tx: &mpsc::Sender<String>, line: String| {
         let tx = tx.clone();
         async move { tokio::time::timeout(SEND_TIMEOUT.min(idle), tx.send(line)).await.map(|r| r.is_ok()).unwrap_or(false) }
     };
     loop {
         tokio::select! {
-            read = tokio::time::timeout(idle, read_line_limited(&mut reader, &mut buf, limit)) => {
+            read = tokio::time::timeout(idle, incoming.recv()) => {
                 match read {
                     Err(_) => {
                         tracing::debug!("electrum client {peer}: idle timeout");
                         break;
                     }
-                    Ok(Err(_)) | Ok(Ok(LineRead::Eof)) => break,
-                    Ok(Ok(LineRead::TooLong)) => {
+                    Ok(None) => break,
+                    Ok(Some(Incoming::TooLong)) => {
                         let err = RpcError::bad_request(format!("request line longer than {limit} bytes"));
                         let _ = send(&out_tx, Session::error_value(Value::Null, &err).to_string()).await;
-                        tracing::info!("electrum client {peer}: line over {limit} bytes, disconnecting");
+                        tracing::info!("electrum client {peer}: request over {limit} bytes, disconnecting");
                         break;
                     }
-                    Ok(Ok(LineRead::Line)) => {
-                        let line = buf.trim_ascii();
-                        if line.is_empty() {
-                            continue;
-                        }
-                        let answer = tokio::task::block_in_place(|| session.handle_line(line));
+                    Ok(Some(Incoming::Request(request))) => {
+                        let answer = tokio::task::block_in_place(|| session.handle_line(&request));
                         if let Some(answer) = answer {
                             if !send(&out_tx, answer).await {
                                 tracing::info!("electrum client {peer} does not read its answers; disconnecting");
@@ -312,6 +412,5 @@ pub async fn run(
         }
     }
     drop(out_tx);
-    let _ = writer.await;
     tracing::debug!("electrum client {peer} disconnected");
 }
