@@ -12,7 +12,7 @@ use bitcoin::hashes::{sha256, sha256d, Hash};
 use bitcoin::Txid;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 
-use cairn::electrum::{history_json, merkle, status};
+use cairn::electrum::{history_text, merkle, status};
 use cairn::index::schema::{HistoryKey, ScriptHash, TxNum};
 
 fn history(n: usize) -> Vec<(Txid, i64, Option<u64>)> {
@@ -52,10 +52,18 @@ fn history_to_json(c: &mut Criterion) {
     let h = history(10_000);
     let mut group = c.benchmark_group("get_history answer, 10k entries");
     group.throughput(Throughput::Elements(10_000));
-    group.bench_function("cairn history_json + to_string", |b| {
-        b.iter(|| black_box(history_json(&h).to_string()))
+    group.bench_function("cairn history_text", |b| b.iter(|| black_box(history_text(&h))));
+    group.bench_function("baseline: serde_json::Value tree, then to_string (cairn before)", |b| {
+        b.iter(|| {
+            let v = serde_json::Value::Array(
+                h.iter()
+                    .map(|(t, height, _)| serde_json::json!({"height": height, "tx_hash": t.to_string()}))
+                    .collect(),
+            );
+            black_box(v.to_string())
+        })
     });
-    group.bench_function("baseline: the same text written by hand", |b| {
+    group.bench_function("baseline: format! per entry", |b| {
         b.iter(|| {
             let mut out = String::with_capacity(h.len() * 90);
             out.push('[');

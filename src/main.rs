@@ -124,6 +124,10 @@ struct GenerateArgs {
     /// Output folder: blocks/blk*.dat and blocks.hex are written there.
     #[arg(long)]
     out: PathBuf,
+    /// Also pay a BIP84 wallet of this many receive addresses (2% of all outputs; its
+    /// descriptors are written to OUT/wallet.txt), for wallet-sync benchmarks.
+    #[arg(long, default_value_t = 0)]
+    wallet_addresses: u32,
 }
 
 #[derive(Args, Debug)]
@@ -360,7 +364,19 @@ fn generate(args: &GenerateArgs) -> Result<()> {
         txs_per_block: args.txs_per_block,
         seed: args.seed,
     };
-    let summary = ChainGenerator::new(opts).write_to(&args.out)?;
+    let mut generator = ChainGenerator::new(opts);
+    if args.wallet_addresses > 0 {
+        generator = generator.with_wallet(args.wallet_addresses)?;
+    }
+    let summary = generator.write_to(&args.out)?;
+    if args.wallet_addresses > 0 {
+        println!(
+            "wallet: {} receive addresses, {} transactions; descriptors in {}",
+            args.wallet_addresses,
+            summary.wallet_txs,
+            args.out.join("wallet.txt").display()
+        );
+    }
     println!(
         "generated {} blocks with {} txs ({} bytes, {} scripts, the busiest with {} history entries) into {}: tip {}",
         summary.blocks,

@@ -2,13 +2,19 @@
 # the interleaved A/B comparison. Source it after defining RUNS, BLOCKS and TXS.
 
 # bench_setup [CARGO BUILD ARGS...]: builds cairn (and what else is named) in release, sets
-# CAIRN, CHAIN (the generated chain, cached in ${CAIRN_BENCH_CACHE:-/var/tmp/cairn-bench}),
+# CAIRN, CHAIN (the generated chain, cached in ${CAIRN_BENCH_CACHE:-/var/tmp/cairn-bench}; with
+# WALLET_ADDRESSES set, a chain that also pays a BIP84 wallet of that many addresses),
 # BITCOIND, CLI and WORK (a scratch folder).
 bench_setup() {
   export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-/var/tmp/cairn-target}"
   cargo build --release --locked --bin cairn "$@" >/dev/null 2>&1
   CAIRN="$CARGO_TARGET_DIR/release/cairn"
   CHAIN="${CAIRN_BENCH_CACHE:-/var/tmp/cairn-bench}/chain-$BLOCKS-$TXS-seed1"
+  if [ "${WALLET_ADDRESSES:-0}" -gt 0 ]; then
+    CHAIN="$CHAIN-wallet$WALLET_ADDRESSES"
+    [ -f "$CHAIN/blocks.hex" ] || "$CAIRN" generate --blocks "$BLOCKS" --txs-per-block "$TXS" --seed 1 \
+      --wallet-addresses "$WALLET_ADDRESSES" --out "$CHAIN"
+  fi
   [ -f "$CHAIN/blocks.hex" ] || "$CAIRN" generate --blocks "$BLOCKS" --txs-per-block "$TXS" --seed 1 --out "$CHAIN"
   BITCOIND=${CAIRN_BITCOIND:-/opt/bitcoind/bitcoind}
   CLI="$(dirname "$BITCOIND")/bitcoin-cli"
@@ -37,5 +43,71 @@ compare() {
   echo "|---|---|---|---|"
   printf '| %s blocks x %s txs/block | %.3f s | %.3f s | %.3fx |\n' "$BLOCKS" "$TXS" "$ma" "$mb" \
     "$(awk -v a="$ma" -v b="$mb" 'BEGIN { print b / a }')"
-  echo "machine: $(nproc) cores, $(free -g | awk '/Mem/ {print $2}') GiB; commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
+  echo "machine: $(nproc) cores, $(free -g | awk '/Mem/ {print $2}') GiB; commit $(git describe --always --dirty 2>/dev/null || echo unknown)"
+}
+
+# The ElectrumX side of the query and wallet comparisons.
+# electrumx_stack SERVICES: a bitcoind (-txindex, RPC on port 29041, user u, password p) holding
+# $CHAIN, and ElectrumX indexing it over RPC and then serving SERVICES (e.g. ws://127.0.0.1:29052).
+# ElectrumX runs with its cost throttling off (COST_SOFT_LIMIT=0, COST_HARD_LIMIT=0), room for
+# large answers (MAX_SEND 64 MB), and its TCP transport's hold-back of small answers (up to 1 s,
+# waiting for more to pad a packet with) set to 0 s: it is measured, not its DoS limits or
+# traffic-analysis countermeasures. Padding itself stays. Sets EX_PID and EX_INDEX_SECONDS
+# (from start to listening: ElectrumX listens once it has caught up and flushed).
+electrumx_stack() {
+  ELECTRUMX=${CAIRN_ELECTRUMX:-/opt/electrumx}
+  [ -x "$ELECTRUMX/bin/electrumx_server" ] || sh contrib/install-electrumx.sh "$ELECTRUMX" >/dev/null
+  mkdir -p "$WORK/node" "$WORK/ex"
+  "$BITCOIND" -regtest -datadir="$WORK/node" -rpcport=29041 -rpcuser=u -rpcpassword=p \
+    -listen=0 -txindex -loadblock="$CHAIN/blocks/blk00000.dat" -daemon -printtoconsole=0 >/dev/null
+  until [ "$(node_rpc getblockcount 2>/dev/null || echo 0)" = "$BLOCKS" ] && node_rpc getindexinfo 2>/dev/null | grep -q '"synced": true'; do sleep 0.5; done
+  ex_start=$(date +%s.%N)
+  env COIN=Bitcoin NET=regtest DB_ENGINE=leveldb DB_DIRECTORY="$WORK/ex" \
+    DAEMON_URL="http://u:p@127.0.0.1:29041/" SERVICES="$1" \
+    PEER_DISCOVERY=off PEER_ANNOUNCE= ALLOW_ROOT=1 COST_SOFT_LIMIT=0 COST_HARD_LIMIT=0 \
+    MAX_SEND=64000000 REQUEST_TIMEOUT=600 MAX_SESSIONS=1000 LOG_LEVEL=warning \
+    "$ELECTRUMX/bin/python3" -c 'import sys
+import electrumx.server.transport as t
+t.PaddedRSTransport.WAIT_FOR_BUFFER_GROWTH_SECONDS = 0.0
+from electrumx.cli.electrumx_server import main
+sys.exit(main())' > "$WORK/electrumx.log" 2>&1 &
+  EX_PID=$!
+  port=${1##*:}
+  until nc -z 127.0.0.1 "$port" 2>/dev/null; do
+    kill -0 "$EX_PID" 2>/dev/null || { tail -20 "$WORK/electrumx.log"; return 1; }
+    sleep 0.2
+  done
+  EX_INDEX_SECONDS=$(elapsed "$ex_start" "$(date +%s.%N)")
+}
+node_rpc() { "$CLI" -regtest -datadir="$WORK/node" -rpcport=29041 -rpcuser=u -rpcpassword=p "$@"; }
+
+# cairn_stack ARGS...: cairn validating and indexing $CHAIN (`cairn import`), then serving it
+# with `cairn ARGS... run` (no P2P). Waits for the first --electrum-*addr port. Sets CAIRN_PID and
+# CAIRN_INDEX_SECONDS.
+cairn_stack() {
+  c_start=$(date +%s.%N)
+  "$CAIRN" --datadir "$WORK/cairn" import --blocks-dir "$CHAIN/blocks" >/dev/null 2>&1
+  CAIRN_INDEX_SECONDS=$(elapsed "$c_start" "$(date +%s.%N)")
+  "$CAIRN" --datadir "$WORK/cairn" --admin-addr 127.0.0.1:0 --no-listen "$@" run >"$WORK/cairn.log" 2>&1 &
+  CAIRN_PID=$!
+  port=$(echo "$*" | sed -n 's/.*--electrum[a-z-]*addr[= ][0-9.]*:\([0-9]*\).*/\1/p')
+  until nc -z 127.0.0.1 "$port" 2>/dev/null; do
+    kill -0 "$CAIRN_PID" 2>/dev/null || { tail -20 "$WORK/cairn.log"; return 1; }
+    sleep 0.2
+  done
+}
+
+# stack_cleanup: stops what electrumx_stack and cairn_stack started and removes WORK.
+stack_cleanup() {
+  [ -n "${EX_PID:-}" ] && kill "$EX_PID" 2>/dev/null
+  [ -n "${CAIRN_PID:-}" ] && kill "$CAIRN_PID" 2>/dev/null
+  node_rpc stop >/dev/null 2>&1 || true
+  sleep 2; rm -rf "$WORK"
+}
+
+# results_file NAME: where a benchmark's JSON goes (${CAIRN_BENCH_OUT:-/var/tmp/cairn-bench/results}).
+results_file() {
+  d=${CAIRN_BENCH_OUT:-/var/tmp/cairn-bench/results}
+  mkdir -p "$d"
+  echo "$d/$1-$(date -u +%Y%m%dT%H%M%SZ).json"
 }

@@ -52,18 +52,48 @@ fn version_text(v: (u32, u32, u32)) -> String {
     }
 }
 
-/// A history as `get_history` answers it: `{height, tx_hash}` per entry, with `fee` for
-/// mempool ones.
-pub fn history_json(history: &[(Txid, i64, Option<u64>)]) -> Value {
-    Value::Array(
-        history
-            .iter()
-            .map(|(txid, height, fee)| match fee {
-                Some(fee) => json!({"height": height, "tx_hash": txid.to_string(), "fee": fee}),
-                None => json!({"height": height, "tx_hash": txid.to_string()}),
-            })
-            .collect(),
-    )
+/// A history as `get_history` answers it, as JSON text: `{"height", "tx_hash"}` per entry, with
+/// `"fee"` for mempool ones. Written straight into one string (no JSON tree, no allocation per
+/// entry): histories can have hundreds of thousands of entries.
+pub fn history_text(history: &[(Txid, i64, Option<u64>)]) -> String {
+    let mut out = String::with_capacity(2 + history.len() * 104);
+    let mut hex_txid = [0u8; 64];
+    let mut number = [0u8; 24];
+    out.push('[');
+    for (i, (txid, height, fee)) in history.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push_str("{\"height\":");
+        push_ascii(&mut out, status::decimal(*height, &mut number));
+        out.push_str(",\"tx_hash\":\"");
+        let mut bytes = txid.to_byte_array();
+        bytes.reverse();
+        if hex::encode_to_slice(bytes, &mut hex_txid).is_ok() {
+            push_ascii(&mut out, &hex_txid);
+        }
+        out.push('"');
+        if let Some(fee) = fee {
+            out.push_str(",\"fee\":");
+            push_ascii(&mut out, status::decimal(i64::try_from(*fee).unwrap_or(i64::MAX), &mut number));
+        }
+        out.push('}');
+    }
+    out.push(']');
+    out
+}
+
+/// Appends ASCII bytes (digits, hex) to a string.
+fn push_ascii(out: &mut String, ascii: &[u8]) {
+    out.extend(ascii.iter().map(|&b| char::from(b)));
+}
+
+/// A method's result: a JSON value, or JSON text already written (for the large answers).
+pub(crate) enum Reply {
+    /// A value to serialize.
+    Json(Value),
+    /// Serialized JSON.
+    Text(String),
 }
 
 fn str_param<'a>(params: &'a [Value], i: usize, name: &str) -> Result<&'a str, RpcError> {
@@ -113,7 +143,18 @@ fn txid_param(params: &[Value], i: usize) -> Result<Txid, RpcError> {
 
 impl Session {
     /// Answers one method call.
-    pub(crate) fn call(&mut self, method: &str, params: &[Value]) -> Result<Value, RpcError> {
+    pub(crate) fn call(&mut self, method: &str, params: &[Value]) -> Result<Reply, RpcError> {
+        match method {
+            "blockchain.scripthash.get_history" => self.get_history(scripthash_param(params, 0)?).map(Reply::Text),
+            "blockchain.scriptpubkey.get_history" if self.v16() => {
+                self.get_history(scriptpubkey_param(params, 0)?).map(Reply::Text)
+            }
+            _ => self.call_json(method, params).map(Reply::Json),
+        }
+    }
+
+    /// The methods whose answers are built as JSON values.
+    fn call_json(&mut self, method: &str, params: &[Value]) -> Result<Value, RpcError> {
         match method {
             "blockchain.block.header" => self.block_header(params),
             "blockchain.block.headers" => self.block_headers(params),
@@ -121,7 +162,6 @@ impl Session {
             "blockchain.headers.subscribe" => self.headers_subscribe(),
             "blockchain.relayfee" if !self.v16() => self.mempool().map(|_| json!(MIN_RELAY_BTC_PER_KVB)),
             "blockchain.scripthash.get_balance" => self.get_balance(scripthash_param(params, 0)?),
-            "blockchain.scripthash.get_history" => self.get_history(scripthash_param(params, 0)?),
             "blockchain.scripthash.get_mempool" => self.get_mempool(scripthash_param(params, 0)?),
             "blockchain.scripthash.listunspent" => self.listunspent(scripthash_param(params, 0)?),
             "blockchain.scripthash.subscribe" => self.subscribe(scripthash_param(params, 0)?),
@@ -129,7 +169,6 @@ impl Session {
                 Ok(json!(self.subscriptions.remove(&scripthash_param(params, 0)?).is_some()))
             }
             "blockchain.scriptpubkey.get_balance" if self.v16() => self.get_balance(scriptpubkey_param(params, 0)?),
-            "blockchain.scriptpubkey.get_history" if self.v16() => self.get_history(scriptpubkey_param(params, 0)?),
             "blockchain.scriptpubkey.get_mempool" if self.v16() => self.get_mempool(scriptpubkey_param(params, 0)?),
             "blockchain.scriptpubkey.listunspent" if self.v16() => self.listunspent(scriptpubkey_param(params, 0)?),
             "blockchain.scriptpubkey.subscribe" if self.v16() => self.subscribe(scriptpubkey_param(params, 0)?),
@@ -421,8 +460,8 @@ impl Session {
         Ok(json!({"confirmed": confirmed, "unconfirmed": unconfirmed}))
     }
 
-    fn get_history(&self, sh: ScriptHash) -> Result<Value, RpcError> {
-        Ok(history_json(&self.full_history(&sh)?))
+    fn get_history(&self, sh: ScriptHash) -> Result<String, RpcError> {
+        Ok(history_text(&self.full_history(&sh)?))
     }
 
     fn listunspent(&self, sh: ScriptHash) -> Result<Value, RpcError> {
@@ -571,6 +610,26 @@ impl Session {
 
 #[cfg(test)]
 mod tests {
+    use super::history_text;
+
+    #[test]
+    fn history_text_is_the_json_of_every_entry() {
+        use std::str::FromStr;
+        let txid = |s: &str| bitcoin::Txid::from_str(s).unwrap();
+        let a = txid("a6c9c361bd0bc536d6a22648efbf8f9b200e425ef6c3a7a9669dc444c532a347");
+        let b = txid("bb4c8ab438c13b89ca80d1d5bee25b0b6b7f55673f4d801998ba97db161d9e85");
+        let history = [(a, 0i64, None), (b, 2473, None), (a, 0, Some(1234u64)), (b, -1, Some(2_100_000_000_000_000))];
+        let parsed: serde_json::Value = serde_json::from_str(&history_text(&history)).unwrap();
+        let expected = serde_json::json!([
+            {"height": 0, "tx_hash": a.to_string()},
+            {"height": 2473, "tx_hash": b.to_string()},
+            {"height": 0, "tx_hash": a.to_string(), "fee": 1234},
+            {"height": -1, "tx_hash": b.to_string(), "fee": 2_100_000_000_000_000u64},
+        ]);
+        assert_eq!(parsed, expected);
+        assert_eq!(history_text(&[]), "[]");
+    }
+
     use super::*;
 
     #[test]

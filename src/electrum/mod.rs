@@ -6,7 +6,7 @@ mod methods;
 mod session;
 pub mod status;
 
-pub use methods::history_json;
+pub use methods::history_text;
 mod verbose;
 
 use std::collections::HashSet;

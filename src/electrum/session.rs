@@ -10,6 +10,7 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 use tokio::sync::{broadcast, mpsc};
 
+use super::methods::Reply;
 use super::{Backend, TipUpdate};
 use crate::index::schema::ScriptHash;
 
@@ -78,42 +79,44 @@ impl Session {
         json!({"jsonrpc": "2.0", "id": id, "error": {"code": e.code, "message": e.message}})
     }
 
-    /// Answers one request object (`None` for a notification, which gets no answer).
-    fn handle_request(&mut self, request: &Value) -> Option<Value> {
+    /// Answers one request object as JSON text (`None` for a notification, which gets no
+    /// answer).
+    fn handle_request(&mut self, request: &Value) -> Option<String> {
         let Some(obj) = request.as_object() else {
-            return Some(Self::error_value(
-                Value::Null,
-                &RpcError::new(INVALID_REQUEST, "a request must be a JSON object"),
-            ));
+            return Some(
+                Self::error_value(Value::Null, &RpcError::new(INVALID_REQUEST, "a request must be a JSON object"))
+                    .to_string(),
+            );
         };
         let id = obj.get("id").cloned();
         let Some(method) = obj.get("method").and_then(Value::as_str) else {
-            return Some(Self::error_value(
-                id.unwrap_or(Value::Null),
-                &RpcError::new(INVALID_REQUEST, "missing method"),
-            ));
+            return Some(
+                Self::error_value(id.unwrap_or(Value::Null), &RpcError::new(INVALID_REQUEST, "missing method"))
+                    .to_string(),
+            );
         };
         let empty = Vec::new();
         let params = match obj.get("params") {
             None | Some(Value::Null) => &empty,
             Some(Value::Array(a)) => a,
             Some(_) => {
-                return Some(Self::error_value(
-                    id.unwrap_or(Value::Null),
-                    &RpcError::invalid_params("params must be an array"),
-                ))
+                return Some(
+                    Self::error_value(id.unwrap_or(Value::Null), &RpcError::invalid_params("params must be an array"))
+                        .to_string(),
+                )
             }
         };
         tracing::trace!("electrum request {method}");
         let result = self.call(method, params);
         let id = id?;
         Some(match result {
-            Ok(value) => json!({"jsonrpc": "2.0", "id": id, "result": value}),
-            Err(e) => Self::error_value(id, &e),
+            Ok(Reply::Json(value)) => json!({"jsonrpc": "2.0", "id": id, "result": value}).to_string(),
+            Ok(Reply::Text(text)) => format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{text}}}"),
+            Err(e) => Self::error_value(id, &e).to_string(),
         })
     }
 
-    /// Answers one line: a request or a batch. `Err` means the client must be dropped.
+    /// Answers one line: a request or a batch.
     fn handle_line(&mut self, line: &[u8]) -> Option<String> {
         let parsed: Value = match serde_json::from_slice(line) {
             Ok(v) => v,
@@ -136,26 +139,28 @@ impl Session {
                     ));
                     return Some(Self::error_value(Value::Null, &err).to_string());
                 }
-                let mut answers = Vec::with_capacity(batch.len());
-                let mut bytes = 0usize;
+                let mut out = String::from("[");
+                let mut any = false;
                 for request in &batch {
-                    let answer = if bytes > MAX_BATCH_RESPONSE_BYTES {
+                    let answer = if out.len() > MAX_BATCH_RESPONSE_BYTES {
                         let id = request.get("id").cloned().unwrap_or(Value::Null);
-                        Some(Self::error_value(
-                            id,
-                            &RpcError::bad_request("response too large: the batch's answers exceed the limit"),
-                        ))
+                        let err = RpcError::bad_request("response too large: the batch's answers exceed the limit");
+                        Some(Self::error_value(id, &err).to_string())
                     } else {
                         self.handle_request(request)
                     };
                     if let Some(a) = answer {
-                        bytes += a.to_string().len();
-                        answers.push(a);
+                        if any {
+                            out.push(',');
+                        }
+                        out.push_str(&a);
+                        any = true;
                     }
                 }
-                (!answers.is_empty()).then(|| Value::Array(answers).to_string())
+                out.push(']');
+                any.then_some(out)
             }
-            single => self.handle_request(&single).map(|v| v.to_string()),
+            single => self.handle_request(&single),
         }
     }
 

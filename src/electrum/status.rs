@@ -28,7 +28,7 @@ pub fn status<'a>(history: impl IntoIterator<Item = (&'a Txid, i64)>) -> Option<
 }
 
 /// `n` in decimal, written at the end of `buf`.
-fn decimal(n: i64, buf: &mut [u8; 24]) -> &[u8] {
+pub(crate) fn decimal(n: i64, buf: &mut [u8; 24]) -> &[u8] {
     let mut i = buf.len();
     let mut v = n.unsigned_abs();
     loop {

@@ -35,6 +35,12 @@ pub const REGTEST_HALVING_INTERVAL: u32 = 150;
 /// Outputs below this are never created (Core's dust limit for the largest standard script).
 pub const MIN_OUTPUT: u64 = 1_000;
 
+/// The seed of the BIP32 wallet that `--wallet-addresses` pays (BIP32's test vector 1): the
+/// chain's wallet can be restored by anyone from the descriptors written beside it.
+const WALLET_SEED: [u8; 16] = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15];
+/// Outputs paid to the wallet, per thousand, when it exists.
+const WALLET_PER_MILLE: u32 = 20;
+
 /// What to generate.
 #[derive(Debug, Clone, Copy)]
 pub struct GenerateOptions {
@@ -59,6 +65,8 @@ pub struct GenerateSummary {
     pub tip: BlockHash,
     /// History entries (outputs received plus inputs spent) of the most used script.
     pub max_script_history: u64,
+    /// Transactions that pay or spend the wallet (0 without one).
+    pub wallet_txs: u64,
     /// Distinct scripts paid.
     pub scripts: u64,
 }
@@ -74,6 +82,9 @@ pub enum GenerateError {
         /// What the OS said.
         source: std::io::Error,
     },
+    /// The wallet's keys could not be derived.
+    #[error("wallet key derivation: {0}")]
+    Wallet(String),
     /// Signing failed (a bug: the generator built an inconsistent transaction).
     #[error("signing failed: {0}")]
     Sign(String),
@@ -133,6 +144,11 @@ pub struct ChainGenerator {
     hot: Vec<u32>,
     warm: Vec<u32>,
     miners: Vec<u32>,
+    /// The wallet's receive addresses (owner indexes, contiguous), if it has one.
+    wallet: std::ops::Range<u32>,
+    /// Descriptors of the wallet (receive, change), with private keys.
+    wallet_descriptors: Option<(String, String)>,
+    wallet_txs: u64,
     /// Spendable coins.
     coins: Vec<Coin>,
     /// Coinbase coins and the height at which they mature, in height order.
@@ -155,6 +171,9 @@ impl ChainGenerator {
             hot: Vec::new(),
             warm: Vec::new(),
             miners: Vec::new(),
+            wallet: 0..0,
+            wallet_descriptors: None,
+            wallet_txs: 0,
             coins: Vec::new(),
             immature: Default::default(),
             prev_hash: genesis.block_hash(),
@@ -185,6 +204,31 @@ impl ChainGenerator {
             .collect()
     }
 
+    /// Adds a wallet of `addresses` P2WPKH receive addresses (BIP84 paths `m/84'/1'/0'/0/i` of
+    /// [`WALLET_SEED`]) that gets 2% of all outputs from then on and whose coins are spent like
+    /// any other; `write_to` writes its descriptors to `wallet.txt`. Wallet benchmarks (BDK)
+    /// restore it. Without this call the chain is the same as before wallets existed.
+    pub fn with_wallet(mut self, addresses: u32) -> Result<Self, GenerateError> {
+        use bitcoin::bip32::{ChildNumber, DerivationPath, Xpriv};
+        let err = |e: bitcoin::bip32::Error| GenerateError::Wallet(e.to_string());
+        let master = Xpriv::new_master(bitcoin::NetworkKind::Test, &WALLET_SEED).map_err(err)?;
+        let account: DerivationPath = "m/84'/1'/0'".parse().map_err(err)?;
+        let account_key = master.derive_priv(&self.secp, &account).map_err(err)?;
+        let first = self.owners.len() as u32;
+        for i in 0..addresses {
+            let path = [ChildNumber::Normal { index: 0 }, ChildNumber::Normal { index: i }];
+            let key = account_key.derive_priv(&self.secp, &path).map_err(err)?;
+            self.owners.push(Owner::from_keys(&self.secp, ScriptKind::P2wpkh, vec![key.private_key]));
+            self.uses.push(0);
+        }
+        self.wallet = first..first + addresses;
+        self.wallet_descriptors = Some((
+            format!("wpkh({master}/84'/1'/0'/0/*)"),
+            format!("wpkh({master}/84'/1'/0'/1/*)"),
+        ));
+        Ok(self)
+    }
+
     /// The height of the last block built.
     pub fn height(&self) -> u32 {
         self.height
@@ -201,6 +245,9 @@ impl ChainGenerator {
 
     /// Picks who receives an output: mostly new scripts, some reuse, a heavy tail of hot ones.
     fn pick_recipient(&mut self) -> u32 {
+        if !self.wallet.is_empty() && self.rng.gen_range(0..1000) < WALLET_PER_MILLE {
+            return self.rng.gen_range(self.wallet.clone());
+        }
         let p: u32 = self.rng.gen_range(0..1000);
         match p {
             0..=79 => {
@@ -450,6 +497,9 @@ impl ChainGenerator {
             input.script_sig = sig.script_sig;
             input.witness = sig.witness;
         }
+        if inputs.iter().map(|c| c.owner).chain(recipients.iter().copied()).any(|o| self.wallet.contains(&o)) {
+            self.wallet_txs += 1;
+        }
         let txid = tx.compute_txid();
         for (vout, owner) in recipients.iter().enumerate() {
             fresh.push(Coin {
@@ -485,6 +535,7 @@ impl ChainGenerator {
             bytes: 0,
             tip: self.prev_hash,
             max_script_history: 0,
+            wallet_txs: 0,
             scripts: 0,
         };
         // Core's first block file starts with the genesis block; bitcoind's -loadblock needs it.
@@ -508,6 +559,16 @@ impl ChainGenerator {
         blk.finish().map_err(io(&blocks_dir))?;
         summary.max_script_history = self.uses.iter().copied().max().unwrap_or(0);
         summary.scripts = self.owners.len() as u64;
+        summary.wallet_txs = self.wallet_txs;
+        if let Some((receive, change)) = &self.wallet_descriptors {
+            let path = out.join("wallet.txt");
+            let text = format!(
+                "# The wallet this chain pays ({} receive addresses, {} transactions), BIP84 on regtest.\n# receive descriptor, then change descriptor:\n{receive}\n{change}\n",
+                self.wallet.len(),
+                self.wallet_txs
+            );
+            std::fs::write(&path, text).map_err(io(&path))?;
+        }
         hex_out.flush().map_err(io(&tmp_hex))?;
         drop(hex_out);
         std::fs::rename(&tmp_hex, &hex_path).map_err(io(&hex_path))?;

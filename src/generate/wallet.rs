@@ -74,6 +74,12 @@ impl Owner {
         let keys: Vec<SecretKey> = (0..key_count)
             .map(|k| derive_key(seed, index * 4 + k))
             .collect();
+        Self::from_keys(secp, kind, keys)
+    }
+
+    /// Creates an owner of `kind` from its keys (three for 2-of-3 multisig, one otherwise;
+    /// never none).
+    pub(crate) fn from_keys(secp: &Secp256k1<All>, kind: ScriptKind, keys: Vec<SecretKey>) -> Self {
         let pk = CompressedPublicKey(keys[0].public_key(secp));
         let mut inner_script = None;
         let mut tweaked = None;

@@ -75,25 +75,47 @@ impl Index {
         self.with_chain(|chain| {
             let store = self.store();
             let snap = store.snapshot();
-            let mut out = Vec::new();
+            let mut found = Vec::new();
             for item in store.scan_prefix(Some(&snap), cf::HISTORY, &sh.prefix()) {
                 let (key, _) = item?;
                 let txnum = HistoryKey::decode(&key)?;
                 // Rows of a batch whose blocks the chain does not show yet are not visible.
                 let Some((height, _)) = chain.locate(txnum) else { continue };
-                if out.len() == limit {
+                if found.len() == limit {
                     return Err(QueryError::TooLarge { limit });
                 }
-                let row = store
-                    .get_at(&snap, cf::TXS, &TxRow::key(txnum))?
-                    .ok_or_else(|| IndexError::Inconsistent(format!("no tx row {}", txnum.0)))?;
-                out.push(HistoryEntry {
-                    txid: TxRow::decode(&row)?.txid,
-                    height,
-                });
+                found.push((txnum, height));
             }
-            Ok(out)
+            let txids = self.txids_at(&snap, found.iter().map(|(t, _)| *t))?;
+            Ok(found
+                .into_iter()
+                .zip(txids)
+                .map(|((_, height), txid)| HistoryEntry { txid, height })
+                .collect())
         })
+    }
+
+    /// The txids of transaction numbers (ascending), read from one snapshot in batched
+    /// multi-gets.
+    fn txids_at(
+        &self,
+        snap: &rocksdb::Snapshot<'_>,
+        txnums: impl Iterator<Item = TxNum>,
+    ) -> Result<Vec<Txid>, QueryError> {
+        const CHUNK: usize = 1024;
+        let store = self.store();
+        let txnums: Vec<TxNum> = txnums.collect();
+        let mut out = Vec::with_capacity(txnums.len());
+        for chunk in txnums.chunks(CHUNK) {
+            let keys: Vec<_> = chunk.iter().map(|t| TxRow::key(*t)).collect();
+            for (txnum, row) in chunk.iter().zip(store.multi_read_at(snap, cf::TXS, &keys, true, TxRow::decode)?) {
+                match row {
+                    Some(row) => out.push(row?.txid),
+                    None => return Err(IndexError::Inconsistent(format!("no tx row {}", txnum.0)).into()),
+                }
+            }
+        }
+        Ok(out)
     }
 
     /// The confirmed unspent outputs of a script, in chain order, at most `limit`.
@@ -101,25 +123,22 @@ impl Index {
         self.with_chain(|chain| {
             let store = self.store();
             let snap = store.snapshot();
-            let mut out = Vec::new();
+            let mut found = Vec::new();
             for item in store.scan_prefix(Some(&snap), cf::UTXO, &sh.prefix()) {
                 let (key, value) = item?;
                 let op = UtxoKey::decode(&key)?;
                 let Some((height, _)) = chain.locate(op.txnum) else { continue };
-                if out.len() == limit {
+                if found.len() == limit {
                     return Err(QueryError::TooLarge { limit });
                 }
-                let row = store
-                    .get_at(&snap, cf::TXS, &TxRow::key(op.txnum))?
-                    .ok_or_else(|| IndexError::Inconsistent(format!("no tx row {}", op.txnum.0)))?;
-                out.push(UnspentOutput {
-                    txid: TxRow::decode(&row)?.txid,
-                    vout: op.vout,
-                    height,
-                    value: UtxoKey::decode_value(&value)?,
-                });
+                found.push((op, height, UtxoKey::decode_value(&value)?));
             }
-            Ok(out)
+            let txids = self.txids_at(&snap, found.iter().map(|(op, _, _)| op.txnum))?;
+            Ok(found
+                .into_iter()
+                .zip(txids)
+                .map(|((op, height, value), txid)| UnspentOutput { txid, vout: op.vout, height, value })
+                .collect())
         })
     }
 

@@ -164,6 +164,26 @@ impl Store {
         snapshot.get_cf(self.cf(cf), key).map_err(|e| self.db_err(e))
     }
 
+    /// Reads many values of one column family from a snapshot in one RocksDB `MultiGet` (much
+    /// cheaper than one `get` each), mapping each found value in place with `f`. `sorted` says
+    /// the keys are in ascending order already.
+    pub fn multi_read_at<K: AsRef<[u8]>, T>(
+        &self,
+        snapshot: &rocksdb::Snapshot<'_>,
+        cf: &'static str,
+        keys: &[K],
+        sorted: bool,
+        mut f: impl FnMut(&[u8]) -> T,
+    ) -> Result<Vec<Option<T>>, StoreError> {
+        let mut opts = rocksdb::ReadOptions::default();
+        opts.set_snapshot(snapshot);
+        self.db
+            .batched_multi_get_cf_opt(self.cf(cf), keys.iter().map(|k| k.as_ref()), sorted, &opts)
+            .into_iter()
+            .map(|r| r.map(|v| v.as_deref().map(&mut f)).map_err(|e| self.db_err(e)))
+            .collect()
+    }
+
     /// Approximate bytes on disk of every column family (SST files), for size reports.
     pub fn disk_bytes(&self) -> Vec<(&'static str, u64)> {
         cf::ALL
