@@ -1,7 +1,9 @@
 #!/bin/sh
 # Index overhead: the same generated chain imported with bare kernel validation
 # (`cairn import --no-index`) and with the index on, interleaved A B A B ..., RUNS times each.
-# Prints every sample, the medians and the ratio, then the index size of the last indexed run.
+# Prints every sample, the medians and the ratio, blocks/s, txs/s and peak RSS of each side
+# (medians; RSS needs /usr/bin/time, Debian package `time`), then the index size of the last
+# indexed run.
 #
 # Usage: contrib/bench/import-overhead.sh [BLOCKS] [TXS_PER_BLOCK] [RUNS] [filters]
 # Defaults: 2000 blocks, 53 txs per block (about 100k transactions), 3 runs.
@@ -21,12 +23,29 @@ run() { # $1 = label, $2.. = extra import flags
   label=$1; shift
   rm -rf "$WORK/$label"
   start=$(date +%s.%N)
-  "$CAIRN" --datadir "$WORK/$label" import --quiet --blocks-dir "$CHAIN/blocks" "$@" >/dev/null
+  if [ -x /usr/bin/time ]; then
+    /usr/bin/time -f %M -o "$WORK/rss.txt" "$CAIRN" --datadir "$WORK/$label" import --quiet --blocks-dir "$CHAIN/blocks" "$@" >/dev/null
+    cat "$WORK/rss.txt" >> "$WORK/rss-$label.txt"
+  else
+    "$CAIRN" --datadir "$WORK/$label" import --quiet --blocks-dir "$CHAIN/blocks" "$@" >/dev/null
+  fi
   end=$(date +%s.%N)
   elapsed "$start" "$end"
 }
 bare() { run bare --no-index; }
 indexed() { run indexed; }
+# Throughput and peak memory of each side, recorded with the samples.
+side_stats() { # $1 = label, $2 = median seconds
+  rss=$( [ -s "$WORK/rss-$1.txt" ] && median < "$WORK/rss-$1.txt" || echo 0)
+  awk -v b="$BLOCKS" -v t="$TXS_TOTAL" -v s="$2" -v r="$rss" -v l="$1" \
+    'BEGIN { printf "{\"side\": \"%s\", \"blocks_per_s\": %.1f, \"txs_per_s\": %.0f, \"peak_rss_mib\": %.0f}\n", l, b / s, t / s, r / 1024 }'
+}
+bench_extra() {
+  "$CAIRN" --datadir "$WORK/indexed" index-stats > "$WORK/stats.json"
+  TXS_TOTAL=$(sed -n 's/.*"txs": *\([0-9]*\).*/\1/p' "$WORK/stats.json")
+  if [ "$MODE" = filters ]; then first=nofilters; else first=bare; fi
+  printf '{"sides": [%s, %s], "index_stats": %s}' "$(side_stats "$first" "$ma")" "$(side_stats indexed "$mb")" "$(cat "$WORK/stats.json")"
+}
 if [ "$MODE" = filters ]; then
   printf 'block_filters = false\n' > "$WORK/no-filters.toml"
   nofilters() { run nofilters --config "$WORK/no-filters.toml"; }
@@ -35,4 +54,12 @@ else
   compare "bare validation (--no-index)" bare "validation + index" indexed
 fi
 echo
-"$CAIRN" --datadir "$WORK/indexed" index-stats
+TXS_TOTAL=$(sed -n 's/.*"txs": *\([0-9]*\).*/\1/p' "$WORK/stats.json")
+if [ "$MODE" = filters ]; then first=nofilters; else first=bare; fi
+echo "| side (medians) | blocks/s | txs/s | peak RSS |"
+echo "|---|---|---|---|"
+for side in "$first $ma" "indexed $mb"; do
+  side_stats $side | sed 's/[{}"]//g; s/side: //; s/, [a-z_]*: / | /g; s/^/| /; s/$/ MiB |/'
+done
+echo
+cat "$WORK/stats.json"

@@ -1,5 +1,9 @@
-# Shared by the benchmark scripts: the build and the cached chain, elapsed time, medians, and
-# the interleaved A/B comparison. Source it after defining RUNS, BLOCKS and TXS.
+# Shared by the benchmark scripts: the build and the cached chain, elapsed time, medians, the
+# interleaved A/B comparison with its JSON record, and the ElectrumX and cairn servers of the
+# query and wallet comparisons. Source it after defining RUNS, BLOCKS and TXS.
+
+# The command that is running, for the JSON records.
+BENCH_COMMAND="sh $0 $*"
 
 # bench_setup [CARGO BUILD ARGS...]: builds cairn (and what else is named) in release, sets
 # CAIRN, CHAIN (the generated chain, cached in ${CAIRN_BENCH_CACHE:-/var/tmp/cairn-bench}; with
@@ -28,7 +32,10 @@ elapsed() { awk -v s="$1" -v e="$2" 'BEGIN { printf "%.3f\n", e - s }'; }
 median() { sort -n | awk '{a[NR]=$1} END {if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
 
 # compare LABEL_A FUNC_A LABEL_B FUNC_B: runs FUNC_A and FUNC_B (each prints its seconds)
-# interleaved RUNS times, prints every sample, then a markdown row with both medians and B / A.
+# interleaved RUNS times, prints every sample, then a markdown row with both medians and B / A,
+# and writes every sample, the medians, the commit, the machine and the command to a JSON file
+# (see results_file; the path is printed last). A script may define bench_extra, printing a JSON
+# value recorded as "extra".
 compare() {
   : > "$WORK/samples-a.txt"; : > "$WORK/samples-b.txt"
   i=1
@@ -38,12 +45,29 @@ compare() {
     i=$((i + 1))
   done
   ma=$(median < "$WORK/samples-a.txt"); mb=$(median < "$WORK/samples-b.txt")
+  ratio=$(awk -v a="$ma" -v b="$mb" 'BEGIN { print b / a }')
   echo
   echo "| chain | $1 (median) | $3 (median) | $3 / $1 |"
   echo "|---|---|---|---|"
-  printf '| %s blocks x %s txs/block | %.3f s | %.3f s | %.3fx |\n' "$BLOCKS" "$TXS" "$ma" "$mb" \
-    "$(awk -v a="$ma" -v b="$mb" 'BEGIN { print b / a }')"
-  echo "machine: $(nproc) cores, $(free -g | awk '/Mem/ {print $2}') GiB; commit $(git describe --always --dirty 2>/dev/null || echo unknown)"
+  printf '| %s blocks x %s txs/block | %.3f s | %.3f s | %.3fx |\n' "$BLOCKS" "$TXS" "$ma" "$mb" "$ratio"
+  commit=$(git describe --always --dirty 2>/dev/null || echo unknown)
+  mem=$(awk '/MemTotal/ {printf "%.1f", $2 / 1048576}' /proc/meminfo)
+  echo "machine: $(nproc) cores, $mem GiB; commit $commit"
+  json=$(results_file "$(basename "$0" .sh)-$BLOCKS-$TXS")
+  cat > "$json" <<JSON
+{
+  "benchmark": "$(basename "$0" .sh)",
+  "command": "$BENCH_COMMAND",
+  "commit": "$commit",
+  "machine": {"nproc": $(nproc), "mem_gib": $mem, "cpu": "$(sed -n 's/^model name[^:]*: //p' /proc/cpuinfo | head -1)"},
+  "chain": {"dir": "$CHAIN", "blocks": $BLOCKS, "txs_per_block": $TXS},
+  "unit": "seconds",
+  "a": {"label": "$1", "samples": [$(paste -sd, "$WORK/samples-a.txt")], "median": $ma},
+  "b": {"label": "$3", "samples": [$(paste -sd, "$WORK/samples-b.txt")], "median": $mb},
+  "ratio_b_over_a": $ratio$(command -v bench_extra >/dev/null && printf ',\n  "extra": %s' "$(bench_extra)")
+}
+JSON
+  echo "samples written to $json"
 }
 
 # The ElectrumX side of the query and wallet comparisons.
