@@ -25,7 +25,7 @@ cleanup() {
 trap cleanup EXIT INT TERM
 mkdir -p "$WORK/peer"
 "$BITCOIND" -regtest -datadir="$WORK/peer" -port=29020 -bind=127.0.0.1 -rpcport=29021 -rpcuser=u -rpcpassword=p \
-  -loadblock="$CHAIN/blocks/blk00000.dat" -blockfilterindex -peerblockfilters -daemon -printtoconsole=0 >/dev/null
+  $(loadblock_args) -blockfilterindex -peerblockfilters -daemon -printtoconsole=0 >/dev/null
 until [ "$(rpc getblockcount 2>/dev/null || echo 0)" = "$BLOCKS" ] && rpc getindexinfo 2>/dev/null | grep -q '"synced": true'; do sleep 0.5; done
 TIP=$(rpc getbestblockhash)
 "$CAIRN" --datadir "$WORK/cairn" --admin-addr 127.0.0.1:0 --electrum-addr 127.0.0.1:0 --connect 127.0.0.1:29020 \

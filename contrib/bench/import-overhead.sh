@@ -42,7 +42,7 @@ side_stats() { # $1 = label, $2 = median seconds
 }
 bench_extra() {
   "$CAIRN" --datadir "$WORK/indexed" index-stats > "$WORK/stats.json"
-  TXS_TOTAL=$(sed -n 's/.*"txs": *\([0-9]*\).*/\1/p' "$WORK/stats.json")
+  TXS_TOTAL=$(sed -n 's/^  "txs": *\([0-9]*\).*/\1/p' "$WORK/stats.json")
   if [ "$MODE" = filters ]; then first=nofilters; else first=bare; fi
   printf '{"sides": [%s, %s], "index_stats": %s}' "$(side_stats "$first" "$ma")" "$(side_stats indexed "$mb")" "$(cat "$WORK/stats.json")"
 }
@@ -54,7 +54,7 @@ else
   compare "bare validation (--no-index)" bare "validation + index" indexed
 fi
 echo
-TXS_TOTAL=$(sed -n 's/.*"txs": *\([0-9]*\).*/\1/p' "$WORK/stats.json")
+TXS_TOTAL=$(sed -n 's/^  "txs": *\([0-9]*\).*/\1/p' "$WORK/stats.json")
 if [ "$MODE" = filters ]; then first=nofilters; else first=bare; fi
 echo "| side (medians) | blocks/s | txs/s | peak RSS |"
 echo "|---|---|---|---|"

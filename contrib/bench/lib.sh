@@ -25,6 +25,9 @@ bench_setup() {
   WORK=$(mktemp -d)
 }
 
+# loadblock_args: bitcoind's -loadblock for every blk file of the chain, in order.
+loadblock_args() { for f in "$CHAIN"/blocks/blk*.dat; do printf -- '-loadblock=%s ' "$f"; done; }
+
 # elapsed START END: seconds between two `date +%s.%N` stamps.
 elapsed() { awk -v s="$1" -v e="$2" 'BEGIN { printf "%.3f\n", e - s }'; }
 
@@ -83,7 +86,7 @@ electrumx_stack() {
   [ -x "$ELECTRUMX/bin/electrumx_server" ] || sh contrib/install-electrumx.sh "$ELECTRUMX" >/dev/null
   mkdir -p "$WORK/node" "$WORK/ex"
   "$BITCOIND" -regtest -datadir="$WORK/node" -rpcport=29041 -rpcuser=u -rpcpassword=p \
-    -listen=0 -txindex -loadblock="$CHAIN/blocks/blk00000.dat" -daemon -printtoconsole=0 >/dev/null
+    -listen=0 -txindex $(loadblock_args) -daemon -printtoconsole=0 >/dev/null
   until [ "$(node_rpc getblockcount 2>/dev/null || echo 0)" = "$BLOCKS" ] && node_rpc getindexinfo 2>/dev/null | grep -q '"synced": true'; do sleep 0.5; done
   ex_start=$(date +%s.%N)
   env COIN=Bitcoin NET=regtest DB_ENGINE=leveldb DB_DIRECTORY="$WORK/ex" \

@@ -23,7 +23,7 @@ now() { date +%s.%N; }
 # The peer: a bitcoind holding the chain.
 mkdir -p "$WORK/peer"
 "$BITCOIND" -regtest -datadir="$WORK/peer" -port=29000 -bind=127.0.0.1 -rpcport=29001 -rpcuser=u -rpcpassword=p \
-  -loadblock="$CHAIN/blocks/blk00000.dat" -daemon -printtoconsole=0 >/dev/null
+  $(loadblock_args) -daemon -printtoconsole=0 >/dev/null
 until [ "$("$CLI" -regtest -datadir="$WORK/peer" -rpcport=29001 -rpcuser=u -rpcpassword=p getblockcount 2>/dev/null || echo 0)" = "$BLOCKS" ]; do sleep 0.5; done
 TIP=$("$CLI" -regtest -datadir="$WORK/peer" -rpcport=29001 -rpcuser=u -rpcpassword=p getbestblockhash)
 run_cairn() {

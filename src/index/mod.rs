@@ -3,6 +3,7 @@
 //! Disconnected blocks are undone from the same undo data. It never looks a prevout's script or
 //! amount up: they come with the block from the kernel.
 
+mod batch;
 pub mod chain;
 pub mod filters;
 pub mod query;
@@ -307,7 +308,7 @@ impl Index {
     fn connect_batch(&self, blocks: &[PreparedBlock]) -> Result<bool, IndexError> {
         let (mut prev, mut next_txnum) =
             self.with_chain(|c| (c.tip().map(|(_, h)| h), c.next_txnum()));
-        let mut batch = WriteBatch::default();
+        let mut batch = batch::SortedBatch::default();
         let mut lookup = writer::TxNumLookup::new(&self.store);
         let mut firsts = Vec::with_capacity(blocks.len());
         let mut prev_filter = self.tip_filter_header()?;
@@ -317,7 +318,7 @@ impl Index {
                     return Ok(false);
                 }
             }
-            prev_filter = writer::connect(&self.store, &mut batch, &mut lookup, block, next_txnum, prev_filter)?;
+            prev_filter = writer::connect(&mut batch, &mut lookup, block, next_txnum, prev_filter)?;
             firsts.push(next_txnum);
             next_txnum = TxNum(next_txnum.0 + block.txs.len() as u64);
             prev = Some(block.header.block_hash());
@@ -329,8 +330,8 @@ impl Index {
             height: last.height,
             hash: last.header.block_hash(),
         };
-        batch.put_cf(self.store.cf(cf::META), meta::TIP, tip.encode());
-        self.store.write(batch)?;
+        batch.put(cf::META, meta::TIP, tip.encode());
+        self.store.write(batch.into_write_batch(&self.store))?;
         let mut chain = self.chain_mut();
         for (block, first) in blocks.iter().zip(firsts) {
             chain.push(block.header, first, block.txs.len() as u32);
@@ -516,13 +517,13 @@ impl Index {
         let (Some(first), Some(parent_hash)) = (first, parent) else {
             return Err(IndexError::Inconsistent(format!("no rows for height {height}")));
         };
-        let mut batch = WriteBatch::default();
+        let mut batch = batch::SortedBatch::default();
         let parent = TipRow {
             height: height - 1,
             hash: parent_hash,
         };
         writer::disconnect(&self.store, &mut batch, &block, first, parent)?;
-        self.store.write(batch)?;
+        self.store.write(batch.into_write_batch(&self.store))?;
         self.chain_mut().pop();
         Ok((block, raw))
     }

@@ -4,12 +4,12 @@ use std::collections::HashMap;
 
 use bitcoin::bip158::FilterHeader;
 use bitcoin::Txid;
-use rocksdb::WriteBatch;
 
 use super::rows::{PreparedBlock, PreparedInput, PreparedTx};
 use super::schema::{
     cf, meta, BlockRow, FilterRow, HistoryKey, OutPointNum, SpentRow, TipRow, TxNum, TxRow, TxidKey, UtxoKey,
 };
+use super::batch::SortedBatch;
 use super::IndexError;
 use crate::store::Store;
 
@@ -86,8 +86,7 @@ pub fn find_txnum(
 /// Adds the rows of `block`, whose coinbase gets `first`, to `batch`; with `prev_filter` (the
 /// filter header of its parent) it writes its filter too and returns its filter header.
 pub fn connect(
-    store: &Store,
-    batch: &mut WriteBatch,
+    batch: &mut SortedBatch,
     lookup: &mut TxNumLookup<'_>,
     block: &PreparedBlock,
     first: TxNum,
@@ -98,11 +97,11 @@ pub fn connect(
         first_txnum: first,
         tx_count: block.txs.len() as u32,
     };
-    batch.put_cf(store.cf(cf::BLOCKS), BlockRow::key(block.height), row.encode());
+    batch.put(cf::BLOCKS, BlockRow::key(block.height), row.encode());
     let filter_header = prev_filter.map(|prev| {
         let header = super::filters::filter_header(&block.filter, &prev);
         let filter_row = FilterRow { header, filter: block.filter.clone() };
-        batch.put_cf(store.cf(cf::FILTERS), FilterRow::key(block.height), filter_row.encode());
+        batch.put(cf::FILTERS, FilterRow::key(block.height), filter_row.encode());
         header
     });
     for (i, tx) in block.txs.iter().enumerate() {
@@ -112,23 +111,23 @@ pub fn connect(
             offset: tx.offset,
             len: tx.len,
         };
-        batch.put_cf(store.cf(cf::TXS), TxRow::key(t), txrow.encode());
-        batch.put_cf(store.cf(cf::TXID), TxidKey::encode(&tx.txid, t), []);
+        batch.put(cf::TXS, TxRow::key(t), txrow.encode());
+        batch.put(cf::TXID, TxidKey::encode(&tx.txid, t), []);
         // Inputs first: a transaction's outputs cannot be spent by its own inputs.
         for (vin, input) in tx.inputs.iter().enumerate() {
             let spent = lookup.spent_outpoint(tx, input, block.height)?;
             let sh = &input.spent.scripthash;
-            batch.put_cf(store.cf(cf::HISTORY), HistoryKey::encode(sh, t), []);
-            batch.delete_cf(store.cf(cf::UTXO), UtxoKey::encode(sh, spent));
+            batch.put(cf::HISTORY, HistoryKey::encode(sh, t), []);
+            batch.delete(cf::UTXO, UtxoKey::encode(sh, spent));
             let by = SpentRow {
                 txnum: t,
                 vin: vin as u32,
             };
-            batch.put_cf(store.cf(cf::SPENT), spent.encode(), by.encode());
+            batch.put(cf::SPENT, spent.encode(), by.encode());
         }
         for (vout, out) in tx.outputs.iter().enumerate() {
             if !out.op_return {
-                batch.put_cf(store.cf(cf::HISTORY), HistoryKey::encode(&out.scripthash, t), []);
+                batch.put(cf::HISTORY, HistoryKey::encode(&out.scripthash, t), []);
             }
             // Genesis's output is not spendable (Core never adds it to the UTXO set).
             if out.spendable && block.height > 0 {
@@ -136,8 +135,7 @@ pub fn connect(
                     txnum: t,
                     vout: vout as u32,
                 };
-                batch.put_cf(
-                    store.cf(cf::UTXO),
+                batch.put(cf::UTXO,
                     UtxoKey::encode(&out.scripthash, op),
                     out.value.to_le_bytes(),
                 );
@@ -152,7 +150,7 @@ pub fn connect(
 /// tip to its parent.
 pub fn disconnect(
     store: &Store,
-    batch: &mut WriteBatch,
+    batch: &mut SortedBatch,
     block: &PreparedBlock,
     first: TxNum,
     parent: TipRow,
@@ -160,34 +158,33 @@ pub fn disconnect(
     let lookup = TxNumLookup::new(store);
     for (i, tx) in block.txs.iter().enumerate().rev() {
         let t = TxNum(first.0 + i as u64);
-        batch.delete_cf(store.cf(cf::TXS), TxRow::key(t));
-        batch.delete_cf(store.cf(cf::TXID), TxidKey::encode(&tx.txid, t));
+        batch.delete(cf::TXS, TxRow::key(t));
+        batch.delete(cf::TXID, TxidKey::encode(&tx.txid, t));
         for (vout, out) in tx.outputs.iter().enumerate() {
-            batch.delete_cf(store.cf(cf::HISTORY), HistoryKey::encode(&out.scripthash, t));
+            batch.delete(cf::HISTORY, HistoryKey::encode(&out.scripthash, t));
             let op = OutPointNum {
                 txnum: t,
                 vout: vout as u32,
             };
-            batch.delete_cf(store.cf(cf::UTXO), UtxoKey::encode(&out.scripthash, op));
+            batch.delete(cf::UTXO, UtxoKey::encode(&out.scripthash, op));
         }
         for input in &tx.inputs {
             let spent = lookup.spent_outpoint(tx, input, block.height)?;
             let prev_t = spent.txnum;
             let sh = &input.spent.scripthash;
-            batch.delete_cf(store.cf(cf::HISTORY), HistoryKey::encode(sh, t));
-            batch.delete_cf(store.cf(cf::SPENT), spent.encode());
+            batch.delete(cf::HISTORY, HistoryKey::encode(sh, t));
+            batch.delete(cf::SPENT, spent.encode());
             // The spent output is unspent again, unless this block also created it.
             if prev_t < first && input.spent.spendable {
-                batch.put_cf(
-                    store.cf(cf::UTXO),
+                batch.put(cf::UTXO,
                     UtxoKey::encode(sh, spent),
                     input.spent.value.to_le_bytes(),
                 );
             }
         }
     }
-    batch.delete_cf(store.cf(cf::BLOCKS), BlockRow::key(block.height));
-    batch.delete_cf(store.cf(cf::FILTERS), FilterRow::key(block.height));
-    batch.put_cf(store.cf(cf::META), meta::TIP, parent.encode());
+    batch.delete(cf::BLOCKS, BlockRow::key(block.height));
+    batch.delete(cf::FILTERS, FilterRow::key(block.height));
+    batch.put(cf::META, meta::TIP, parent.encode());
     Ok(())
 }
