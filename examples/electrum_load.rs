@@ -11,8 +11,9 @@
 //!
 //! Usage: electrum_load --chain DIR --server NAME=ws://HOST:PORT [--server NAME=tcp://HOST:PORT]
 //!        [--clients 1,10,100] [--runs 3] [--requests 2000] [--seed 1] [--json FILE]
-//!        [--command TEXT]
-//! The first server is the baseline: ratios are (other / first) for latency and throughput.
+//!        [--command TEXT] [--only KIND]
+//! `--only KIND` (e.g. `--only "get_history huge"`) replays only that kind of request, for looking
+//! at one path. The first server is the baseline: ratios are (other / first) for latency and throughput.
 
 use std::collections::HashMap;
 use std::io::BufRead;
@@ -51,6 +52,7 @@ struct Options {
     seed: u64,
     json: Option<PathBuf>,
     command: String,
+    only: Option<String>,
 }
 
 fn parse_args() -> Result<Options, Error> {
@@ -63,6 +65,7 @@ fn parse_args() -> Result<Options, Error> {
         seed: 1,
         json: None,
         command: std::env::args().collect::<Vec<_>>().join(" "),
+        only: None,
     };
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
@@ -80,6 +83,7 @@ fn parse_args() -> Result<Options, Error> {
             "--seed" => o.seed = value()?.parse()?,
             "--json" => o.json = Some(value()?.into()),
             "--command" => o.command = value()?,
+            "--only" => o.only = Some(value()?),
             other => return Err(format!("unknown argument {other}").into()),
         }
     }
@@ -179,17 +183,21 @@ fn buckets(facts: &ChainFacts) -> [Vec<usize>; 3] {
     [small, medium, huge]
 }
 
-fn build_mix(facts: &ChainFacts, n: usize, seed: u64) -> Result<Vec<Request>, Error> {
+fn build_mix(facts: &ChainFacts, n: usize, seed: u64, only: Option<&str>) -> Result<Vec<Request>, Error> {
     let [small, medium, huge] = buckets(facts);
     if small.is_empty() || medium.is_empty() {
         return Err("the chain has no small or no medium histories".into());
     }
+    let mix: Vec<(&'static str, u32)> = match only {
+        Some(k) => vec![(MIX.iter().find(|m| m.0 == k).ok_or_else(|| format!("no request kind {k:?}"))?.0, 1)],
+        None => MIX.to_vec(),
+    };
     let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(seed);
-    let total: u32 = MIX.iter().map(|m| m.1).sum();
+    let total: u32 = mix.iter().map(|m| m.1).sum();
     let mut out = Vec::with_capacity(n);
     for _ in 0..n {
         let mut p = rng.gen_range(0..total);
-        let kind = MIX.iter().find(|m| if p < m.1 { true } else { p -= m.1; false }).map(|m| m.0).unwrap_or(MIX[0].0);
+        let kind = mix.iter().find(|m| if p < m.1 { true } else { p -= m.1; false }).map(|m| m.0).unwrap_or(mix[0].0);
         let pick = |rng: &mut rand_chacha::ChaCha20Rng, v: &[usize]| facts.scripts[v[rng.gen_range(0..v.len())]].0.clone();
         let (method, params) = match kind {
             "get_history small" => ("blockchain.scripthash.get_history", json!([pick(&mut rng, &small)])),
@@ -236,33 +244,60 @@ impl Conn {
         }
     }
 
-    /// Sends one request and returns its answer (notifications are skipped).
-    async fn call(&mut self, id: usize, method: &str, params: &Value) -> Result<Value, Error> {
+    /// Sends one request and returns when its answer was received (before it is parsed: the
+    /// client's parsing is not the server's latency) and, with `keep`, the answer itself; without,
+    /// only whether it was an error (the text is then scanned, not built into a tree).
+    async fn call(&mut self, id: usize, method: &str, params: &Value, keep: bool) -> Result<(Instant, Answer), Error> {
         let text = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string();
         match self {
             Conn::Tcp(s, _) => s.get_mut().write_all(format!("{text}\n").as_bytes()).await?,
             Conn::Ws(ws) => ws.send(Message::text(text)).await?,
         }
         loop {
-            let answer: Value = match self {
+            let (received, answer) = match self {
                 Conn::Tcp(s, line) => {
                     line.clear();
                     if s.read_line(line).await? == 0 {
                         return Err("connection closed".into());
                     }
-                    serde_json::from_str(line)?
+                    (Instant::now(), Answer::parse(line, keep)?)
                 }
                 Conn::Ws(ws) => match ws.next().await {
-                    Some(Ok(Message::Text(t))) => serde_json::from_str(t.as_str())?,
+                    Some(Ok(Message::Text(t))) => (Instant::now(), Answer::parse(t.as_str(), keep)?),
                     Some(Ok(_)) => continue,
                     Some(Err(e)) => return Err(e.into()),
                     None => return Err("connection closed".into()),
                 },
             };
-            if answer.get("id") == Some(&json!(id)) {
-                return Ok(answer);
+            if answer.id == Some(id as u64) {
+                return Ok((received, answer));
             }
         }
+    }
+}
+
+/// An answer: its id, and its result (`None` for an error; `Null` unless kept).
+struct Answer {
+    id: Option<u64>,
+    result: Option<Value>,
+}
+
+impl Answer {
+    fn parse(text: &str, keep: bool) -> Result<Answer, Error> {
+        #[derive(serde::Deserialize)]
+        struct Head {
+            id: Option<Value>,
+            error: Option<serde::de::IgnoredAny>,
+        }
+        if keep {
+            let v: Value = serde_json::from_str(text)?;
+            let id = v.get("id").and_then(Value::as_u64);
+            let result = v.get("result").filter(|_| v.get("error").is_none_or(Value::is_null)).cloned();
+            return Ok(Answer { id, result });
+        }
+        let head: Head = serde_json::from_str(text)?;
+        let id = head.id.as_ref().and_then(Value::as_u64);
+        Ok(Answer { id, result: head.error.is_none().then_some(Value::Null) })
     }
 }
 
@@ -279,7 +314,7 @@ async fn pass(url: &str, requests: Arc<Vec<Request>>, clients: usize, keep: bool
     let mut conns = Vec::with_capacity(clients);
     for _ in 0..clients {
         let mut c = Conn::open(url).await?;
-        c.call(0, "server.version", &json!(["cairn-load", "1.4"])).await?;
+        c.call(0, "server.version", &json!(["cairn-load", "1.4"]), false).await?;
         conns.push(c);
     }
     let start = Instant::now();
@@ -291,10 +326,9 @@ async fn pass(url: &str, requests: Arc<Vec<Request>>, clients: usize, keep: bool
             for i in (k..requests.len()).step_by(clients) {
                 let r = &requests[i];
                 let t = Instant::now();
-                let answer = conn.call(i + 1, r.method, &r.params).await?;
-                let seconds = t.elapsed().as_secs_f64();
-                let result = answer.get("result").filter(|_| answer.get("error").is_none()).map(|v| if keep { v.clone() } else { Value::Null });
-                out.push((i, Outcome { seconds, result }));
+                let (received, answer) = conn.call(i + 1, r.method, &r.params, keep).await?;
+                let seconds = received.duration_since(t).as_secs_f64();
+                out.push((i, Outcome { seconds, result: answer.result }));
             }
             Ok::<_, Error>(out)
         }));
@@ -375,7 +409,7 @@ async fn main() -> Result<(), Error> {
     };
     let bucket_info = json!({"small": sizes(&small), "medium": sizes(&medium), "huge": sizes(&huge)});
     eprintln!("chain: {} blocks, {} txs, {} scripts; buckets {bucket_info}", facts.blocks, facts.txs, facts.scripts.len());
-    let requests = Arc::new(build_mix(&facts, o.requests, o.seed)?);
+    let requests = Arc::new(build_mix(&facts, o.requests, o.seed, o.only.as_deref())?);
 
     // The untimed pass: every server answers every request; the answers must agree.
     let mut answers: Vec<Vec<Outcome>> = Vec::new();

@@ -110,7 +110,7 @@ impl Node {
         };
         let (validator, events) = Validator::open(&config)?;
         let index = if with_index {
-            let store = Arc::new(Store::open(&datadir.index_dir())?);
+            let store = Arc::new(Store::open_with_cache(&datadir.index_dir(), settings.index_cache_bytes)?);
             let files = KernelBlockFiles::new(&datadir.blocks_dir(), settings.magic());
             Some(Arc::new(Index::open_with_filters(store, Some(files), settings.block_filters)?))
         } else {

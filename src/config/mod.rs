@@ -96,6 +96,8 @@ pub struct FileConfig {
     pub http_addr: Option<SocketAddr>,
     /// Whether the index builds and serves BIP158 filters (default true).
     pub block_filters: Option<bool>,
+    /// The index store's block cache, MiB.
+    pub index_cache_mb: Option<usize>,
 }
 
 impl FileConfig {
@@ -200,6 +202,8 @@ pub struct Settings {
     pub http_addr: Option<SocketAddr>,
     /// Whether the index builds and serves BIP158 filters.
     pub block_filters: bool,
+    /// The index store's block cache, bytes.
+    pub index_cache_bytes: usize,
 }
 
 impl Settings {
@@ -336,6 +340,7 @@ impl Settings {
             p2p,
             http_addr: over.http_addr.or(file.http_addr),
             block_filters: file.block_filters.unwrap_or(true),
+            index_cache_bytes: positive("index_cache_mb", file.index_cache_mb.unwrap_or(crate::store::DEFAULT_CACHE_MB))? << 20,
             mempool_max_vbytes: positive("mempool_max_mb", file.mempool_max_mb.unwrap_or(300) as usize)? as u64 * 1_000_000,
         })
     }

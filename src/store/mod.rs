@@ -43,6 +43,9 @@ pub enum StoreError {
     Row(#[from] RowError),
 }
 
+/// The block cache of [`Store::open`], in MiB.
+pub const DEFAULT_CACHE_MB: usize = 256;
+
 /// The open store.
 pub struct Store {
     db: DB,
@@ -50,8 +53,18 @@ pub struct Store {
 }
 
 impl Store {
-    /// Opens or creates the store in `path`, upgrading an older schema or refusing an unknown one.
+    /// Opens or creates the store in `path`, upgrading an older schema or refusing an unknown one,
+    /// with the default block cache ([`DEFAULT_CACHE_MB`]).
     pub fn open(path: &Path) -> Result<Self, StoreError> {
+        Self::open_with_cache(path, DEFAULT_CACHE_MB << 20)
+    }
+
+    /// [`Store::open`] with a block cache of `cache_bytes` shared by every column family: the
+    /// uncompressed blocks that reads (history scans, txid lookups) come from before the disk.
+    pub fn open_with_cache(path: &Path, cache_bytes: usize) -> Result<Self, StoreError> {
+        let cache = rocksdb::Cache::new_lru_cache(cache_bytes);
+        let mut table = rocksdb::BlockBasedOptions::default();
+        table.set_block_cache(&cache);
         let mut opts = Options::default();
         opts.create_if_missing(true);
         opts.create_missing_column_families(true);
@@ -61,6 +74,7 @@ impl Store {
         let cfs = cf::ALL.iter().map(|name| {
             let mut o = Options::default();
             o.set_compression_type(rocksdb::DBCompressionType::Lz4);
+            o.set_block_based_table_factory(&table);
             ColumnFamilyDescriptor::new(*name, o)
         });
         let existed = path.join("CURRENT").exists();
@@ -147,6 +161,28 @@ impl Store {
                 message: e.to_string(),
             })
         })
+    }
+
+    /// Calls `f` with every key and value of a column family that starts with `prefix`, in key
+    /// order, without copying them out of RocksDB, until `f` returns `false`.
+    pub fn for_each_in_prefix(
+        &self,
+        snapshot: &rocksdb::Snapshot<'_>,
+        cf: &'static str,
+        prefix: &[u8],
+        mut f: impl FnMut(&[u8], &[u8]) -> bool,
+    ) -> Result<(), StoreError> {
+        let mut opts = rocksdb::ReadOptions::default();
+        opts.set_snapshot(snapshot);
+        let mut iter = self.db.raw_iterator_cf_opt(self.cf(cf), opts);
+        iter.seek(prefix);
+        while let (Some(key), Some(value)) = (iter.key(), iter.value()) {
+            if !key.starts_with(prefix) || !f(key, value) {
+                return Ok(());
+            }
+            iter.next();
+        }
+        iter.status().map_err(|e| self.db_err(e))
     }
 
     /// A consistent view for readers: what one request sees does not change under it.
