@@ -88,3 +88,74 @@ fn realistic_mix_of_spends_and_reuse() {
     assert!(once_or_twice * 10 >= counts.len() * 7, "{once_or_twice} of {}", counts.len());
     assert!(max > 2_000, "max {max}");
 }
+
+#[test]
+fn chains_without_a_wallet_did_not_change() {
+    // The tip `cairn generate --blocks 150 --txs-per-block 5 --seed 1` wrote before wallets existed.
+    let blocks = chain(150, 5, 1);
+    assert_eq!(
+        blocks.last().unwrap().block_hash().to_string(),
+        "65a6d6a8a158a83583b6b4a14838fe063463f0a78726eb17675427572f79b35d"
+    );
+}
+
+#[test]
+fn a_wallet_is_paid_spent_and_restorable_from_its_descriptors() {
+    use std::str::FromStr;
+
+    use bitcoin::bip32::{DerivationPath, Xpriv};
+    use bitcoin::secp256k1::Secp256k1;
+    use bitcoin::{CompressedPublicKey, ScriptBuf};
+
+    let tmp = tempfile::tempdir().unwrap();
+    let opts = cairn::generate::GenerateOptions { blocks: 150, txs_per_block: 5, seed: 1 };
+    let summary = cairn::generate::ChainGenerator::new(opts)
+        .with_wallet(20)
+        .unwrap()
+        .write_to(tmp.path())
+        .unwrap();
+    // The descriptors, read the way a wallet would: the key and the path, derived here with
+    // the bitcoin crate alone.
+    let text = std::fs::read_to_string(tmp.path().join("wallet.txt")).unwrap();
+    let descriptors: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
+    assert_eq!(descriptors.len(), 2, "{text}");
+    assert!(descriptors[0].ends_with("/84'/1'/0'/0/*)") && descriptors[1].ends_with("/84'/1'/0'/1/*)"), "{text}");
+    let xprv = descriptors[0].trim_start_matches("wpkh(").split('/').next().unwrap();
+    let master = Xpriv::from_str(xprv).unwrap();
+    let secp = Secp256k1::new();
+    let wallet: Vec<ScriptBuf> = (0..20)
+        .map(|i| {
+            let path = DerivationPath::from_str(&format!("m/84'/1'/0'/0/{i}")).unwrap();
+            let key = master.derive_priv(&secp, &path).unwrap().to_priv();
+            ScriptBuf::new_p2wpkh(&CompressedPublicKey::from_private_key(&secp, &key).unwrap().wpubkey_hash())
+        })
+        .collect();
+    // Every transaction paying or spending those scripts, from the blocks written.
+    let hex = std::fs::read_to_string(tmp.path().join("blocks.hex")).unwrap();
+    let mut owner: HashMap<OutPoint, usize> = HashMap::new();
+    let (mut paid, mut spent, mut wallet_txs) = (vec![0usize; 20], 0usize, 0u64);
+    for line in hex.lines() {
+        let block: bitcoin::Block = bitcoin::consensus::deserialize(&hex::decode(line).unwrap()).unwrap();
+        for tx in &block.txdata {
+            let mut touches = false;
+            for input in &tx.input {
+                if owner.remove(&input.previous_output).is_some() {
+                    spent += 1;
+                    touches = true;
+                }
+            }
+            for (vout, out) in tx.output.iter().enumerate() {
+                if let Some(i) = wallet.iter().position(|s| *s == out.script_pubkey) {
+                    paid[i] += 1;
+                    owner.insert(OutPoint::new(tx.compute_txid(), vout as u32), i);
+                    touches = true;
+                }
+            }
+            wallet_txs += u64::from(touches);
+        }
+    }
+    // Addresses are picked at random: on a chain this short a few get nothing.
+    assert!(paid.iter().filter(|&&n| n > 0).count() >= 15, "the derived addresses are paid: {paid:?}");
+    assert!(spent > 0, "wallet coins are spent too");
+    assert_eq!(summary.wallet_txs, wallet_txs);
+}

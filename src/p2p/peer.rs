@@ -396,6 +396,7 @@ async fn session(
                             }
                             Ok::<_, crate::kernel::KernelError>(())
                         });
+                        ctx.downloader.headers_changed();
                         if let Err(e) = outcome {
                             return Err(PeerError::Misbehaving(format!("bad header: {e}")));
                         }

@@ -14,6 +14,8 @@ use crate::kernel::{KernelError, Validator};
 pub const WINDOW: usize = 1024;
 /// Blocks one peer may have in flight.
 pub const PER_PEER: usize = 16;
+/// How long a download plan is used before it is read from the kernel again.
+const PLAN_AGE: Duration = Duration::from_secs(1);
 /// A request older than this may go to another peer.
 pub const STALL_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -22,8 +24,14 @@ pub type PeerId = u64;
 
 #[derive(Default)]
 struct Inner {
-    /// Requested blocks: who was asked, when.
-    requested: HashMap<BlockHash, (PeerId, Instant)>,
+    /// Requested blocks: who was asked, when, and the block's height.
+    requested: HashMap<BlockHash, (PeerId, Instant, i64)>,
+    /// The blocks to download as last read from the kernel, and when. Reading it walks up to
+    /// WINDOW headers in the kernel, under the lock the validating thread holds while it
+    /// connects a block, so it is read again only when headers arrived, nothing in it is left
+    /// to ask for, or it is older than PLAN_AGE; not for every block received.
+    plan: Vec<(i64, BlockHash)>,
+    plan_at: Option<Instant>,
     /// Received blocks waiting for their turn, by height.
     buffer: BTreeMap<i64, (BlockHash, Vec<u8>)>,
     /// The lowest height not yet handed to the kernel.
@@ -100,40 +108,53 @@ impl Downloader {
         // Read before the list: if the kernel's queue is empty now, it stays empty while we hold
         // the lock, so the list reflects every block handed over.
         let idle = self.queued.load(Ordering::SeqCst) == 0;
-        let want = self.validator.blocks_to_download(WINDOW);
-        // When nothing waits in the kernel's queue, realign with the kernel (after a reorg the
-        // next block to feed can be lower than before).
-        if idle {
-            if let Some((first, _)) = want.first() {
-                if *first < inner.next_to_feed && inner.buffer.is_empty() {
-                    inner.next_to_feed = *first;
+        let now = Instant::now();
+        let open = |inner: &Inner| {
+            inner.plan.iter().any(|(height, hash)| {
+                *height >= inner.next_to_feed
+                    && !inner.buffer.contains_key(height)
+                    && inner.requested.get(hash).is_none_or(|r| now.duration_since(r.1) >= STALL_TIMEOUT)
+            })
+        };
+        let fresh = inner.plan_at.is_some_and(|at| now.duration_since(at) < PLAN_AGE);
+        if !fresh || !open(&inner) {
+            inner.plan = self.validator.blocks_to_download(WINDOW);
+            inner.plan_at = Some(now);
+            // When nothing waits in the kernel's queue, realign with the kernel (after a reorg
+            // the next block to feed can be lower than before).
+            if idle {
+                if let Some((first, _)) = inner.plan.first().copied() {
+                    if first < inner.next_to_feed && inner.buffer.is_empty() {
+                        inner.next_to_feed = first;
+                    }
                 }
             }
         }
-        let now = Instant::now();
         let mut out = Vec::new();
         let room = PER_PEER.saturating_sub(in_flight);
         tracing::trace!(
-            "assign to peer {peer}: {} wanted from {:?}, next to feed {}, {} buffered, {} requested, {in_flight} in flight",
-            want.len(),
-            want.first().map(|w| w.0),
+            "assign to peer {peer}: {} planned from {:?}, next to feed {}, {} buffered, {} requested, {in_flight} in flight",
+            inner.plan.len(),
+            inner.plan.first().map(|w| w.0),
             inner.next_to_feed,
             inner.buffer.len(),
             inner.requested.len()
         );
-        for (height, hash) in want {
+        let next_to_feed = inner.next_to_feed;
+        let Inner { plan, requested, buffer, .. } = &mut *inner;
+        for (height, hash) in plan.iter().copied() {
             if out.len() >= room {
                 break;
             }
-            if height < inner.next_to_feed || inner.buffer.contains_key(&height) {
+            if height < next_to_feed || buffer.contains_key(&height) {
                 continue;
             }
-            match inner.requested.get(&hash) {
-                Some((_, at)) if now.duration_since(*at) < STALL_TIMEOUT => continue,
-                Some((who, _)) => tracing::debug!("block {hash} stalled at peer {who}; asking peer {peer}"),
+            match requested.get(&hash) {
+                Some((_, at, _)) if now.duration_since(*at) < STALL_TIMEOUT => continue,
+                Some((who, _, _)) => tracing::debug!("block {hash} stalled at peer {who}; asking peer {peer}"),
                 None => {}
             }
-            inner.requested.insert(hash, (peer, now));
+            requested.insert(hash, (peer, now, height));
             out.push(hash);
         }
         out
@@ -145,11 +166,15 @@ impl Downloader {
             return Delivered::Unwanted;
         };
         let hash = header.block_hash();
-        let height = self.validator.header_height(&hash);
-        let already = self.validator.active_height(&hash).is_some();
+        // A requested block's height is known; only an unrequested one is looked up in the
+        // kernel (whose lock the validating thread holds while it connects a block).
+        let asked = self.lock().requested.remove(&hash).map(|(_, _, height)| height);
+        let height = match asked {
+            Some(height) => Some(height),
+            None => self.validator.header_height(&hash).filter(|_| self.validator.active_height(&hash).is_none()),
+        };
         let mut inner = self.lock();
-        inner.requested.remove(&hash);
-        let Some(height) = height.filter(|_| !already) else {
+        let Some(height) = height else {
             tracing::debug!("block {hash}: unknown header or already connected");
             return Delivered::Unwanted;
         };
@@ -171,13 +196,18 @@ impl Downloader {
         Delivered::Taken
     }
 
+    /// Says new headers were accepted: the next assignment reads the plan from the kernel.
+    pub fn headers_changed(&self) {
+        self.lock().plan_at = None;
+    }
+
     /// Forgets what a departed peer was asked for, so others get it.
     pub fn forget_peer(&self, peer: PeerId) {
-        self.lock().requested.retain(|_, (who, _)| *who != peer);
+        self.lock().requested.retain(|_, (who, _, _)| *who != peer);
     }
 
     /// Blocks requested from `peer` and not yet received.
     pub fn in_flight(&self, peer: PeerId) -> usize {
-        self.lock().requested.values().filter(|(who, _)| *who == peer).count()
+        self.lock().requested.values().filter(|(who, _, _)| *who == peer).count()
     }
 }

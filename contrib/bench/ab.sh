@@ -1,0 +1,54 @@
+#!/bin/sh
+# Two builds of cairn side by side, for trying a lever: the same work done by binary A and
+# binary B, interleaved (A B A B ...), RUNS times each; medians and B / A, with a JSON record.
+#
+# Usage:
+#   contrib/bench/ab.sh import BIN_A BIN_B [BLOCKS] [TXS_PER_BLOCK] [RUNS]
+#       `cairn import` of the chain with the index (wall seconds).
+#   contrib/bench/ab.sh query BIN_A BIN_B [BLOCKS] [TXS_PER_BLOCK] [RUNS] [KIND] [REQUESTS]
+#       one index (built once by BIN_A) served by each binary in turn; examples/electrum_load
+#       replays REQUESTS (default 40) requests of KIND (default "get_history huge", see
+#       electrum_load's mix) from one client; the median latency of each run is the sample.
+# Keep a copy of a build before changing the code: cp "$CARGO_TARGET_DIR/release/cairn" /tmp/a.
+set -eu
+cd "$(dirname "$0")/../.."
+MODE=$1
+BIN_A=$2
+BIN_B=$3
+BLOCKS=${4:-2000}
+TXS=${5:-53}
+RUNS=${6:-3}
+KIND=${7:-get_history huge}
+REQUESTS=${8:-40}
+. contrib/bench/lib.sh
+bench_setup --example electrum_load
+trap 'kill "${PID:-}" 2>/dev/null; rm -rf "$WORK"' EXIT INT TERM
+import_with() {
+  rm -rf "$WORK/d"
+  start=$(date +%s.%N)
+  "$1" --datadir "$WORK/d" import --quiet --blocks-dir "$CHAIN/blocks" >/dev/null
+  elapsed "$start" "$(date +%s.%N)"
+}
+query_with() {
+  "$1" --datadir "$WORK/q" --admin-addr 127.0.0.1:0 --electrum-addr 127.0.0.1:29181 \
+    --electrum-ws-addr 127.0.0.1:29182 --no-listen run >"$WORK/serve.log" 2>&1 &
+  PID=$!
+  until nc -z 127.0.0.1 29182 2>/dev/null; do sleep 0.2; done
+  # The untimed check pass of electrum_load warms the cache; the timed run's p50 is the sample.
+  p50=$("$CARGO_TARGET_DIR/release/examples/electrum_load" --chain "$CHAIN" --server "x=ws://127.0.0.1:29182" \
+    --clients 1 --runs 1 --requests "$REQUESTS" --only "$KIND" 2>&1 | sed -n 's/^clients 1 run 1 x: .* p50 \([0-9.]*\) ms.*/\1/p')
+  kill "$PID"; wait "$PID" 2>/dev/null || true
+  awk -v ms="$p50" 'BEGIN { printf "%.6f\n", ms / 1000 }'
+}
+case $MODE in
+  import)
+    a() { import_with "$BIN_A"; }
+    b() { import_with "$BIN_B"; }
+    compare "A: $BIN_A" a "B: $BIN_B" b ;;
+  query)
+    "$BIN_A" --datadir "$WORK/q" import --quiet --blocks-dir "$CHAIN/blocks" >/dev/null
+    a() { query_with "$BIN_A"; }
+    b() { query_with "$BIN_B"; }
+    compare "A: $BIN_A ($KIND p50)" a "B: $BIN_B ($KIND p50)" b ;;
+  *) echo "usage: $0 import|query BIN_A BIN_B [BLOCKS] [TXS_PER_BLOCK] [RUNS] [KIND] [REQUESTS]" >&2; exit 2 ;;
+esac
