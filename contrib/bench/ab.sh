@@ -6,7 +6,8 @@
 #   contrib/bench/ab.sh import BIN_A BIN_B [BLOCKS] [TXS_PER_BLOCK] [RUNS]
 #       `cairn import` of the chain with the index (wall seconds).
 #   contrib/bench/ab.sh query BIN_A BIN_B [BLOCKS] [TXS_PER_BLOCK] [RUNS] [KIND] [REQUESTS]
-#       one index (built once by BIN_A) served by each binary in turn; examples/electrum_load
+#       each binary builds its own index once (so storage levers count), then serves it in
+#       turn; examples/electrum_load
 #       replays REQUESTS (default 40) requests of KIND (default "get_history huge", see
 #       electrum_load's mix) from one client; the median latency of each run is the sample.
 # Keep a copy of a build before changing the code: cp "$CARGO_TARGET_DIR/release/cairn" /tmp/a.
@@ -29,8 +30,8 @@ import_with() {
   "$1" --datadir "$WORK/d" import --quiet --blocks-dir "$CHAIN/blocks" >/dev/null
   elapsed "$start" "$(date +%s.%N)"
 }
-query_with() {
-  "$1" --datadir "$WORK/q" --admin-addr 127.0.0.1:0 --electrum-addr 127.0.0.1:29181 \
+query_with() { # $1 = binary, $2 = its datadir
+  "$1" --datadir "$2" --admin-addr 127.0.0.1:0 --electrum-addr 127.0.0.1:29181 \
     --electrum-ws-addr 127.0.0.1:29182 --no-listen run >"$WORK/serve.log" 2>&1 &
   PID=$!
   until nc -z 127.0.0.1 29182 2>/dev/null; do sleep 0.2; done
@@ -46,9 +47,10 @@ case $MODE in
     b() { import_with "$BIN_B"; }
     compare "A: $BIN_A" a "B: $BIN_B" b ;;
   query)
-    "$BIN_A" --datadir "$WORK/q" import --quiet --blocks-dir "$CHAIN/blocks" >/dev/null
-    a() { query_with "$BIN_A"; }
-    b() { query_with "$BIN_B"; }
+    "$BIN_A" --datadir "$WORK/qa" import --quiet --blocks-dir "$CHAIN/blocks" >/dev/null
+    "$BIN_B" --datadir "$WORK/qb" import --quiet --blocks-dir "$CHAIN/blocks" >/dev/null
+    a() { query_with "$BIN_A" "$WORK/qa"; }
+    b() { query_with "$BIN_B" "$WORK/qb"; }
     compare "A: $BIN_A ($KIND p50)" a "B: $BIN_B ($KIND p50)" b ;;
   *) echo "usage: $0 import|query BIN_A BIN_B [BLOCKS] [TXS_PER_BLOCK] [RUNS] [KIND] [REQUESTS]" >&2; exit 2 ;;
 esac

@@ -52,7 +52,7 @@ compare() {
   echo
   echo "| chain | $1 (median) | $3 (median) | $3 / $1 |"
   echo "|---|---|---|---|"
-  printf '| %s blocks x %s txs/block | %.3f s | %.3f s | %.3fx |\n' "$BLOCKS" "$TXS" "$ma" "$mb" "$ratio"
+  printf '| %s blocks x %s txs/block | %.4g s | %.4g s | %.3fx |\n' "$BLOCKS" "$TXS" "$ma" "$mb" "$ratio"
   commit=$(git describe --always --dirty 2>/dev/null || echo unknown)
   mem=$(awk '/MemTotal/ {printf "%.1f", $2 / 1048576}' /proc/meminfo)
   echo "machine: $(nproc) cores, $mem GiB; commit $commit"
