@@ -8,8 +8,16 @@ BENCH_COMMAND="sh $0 $*"
 # bench_setup [CARGO BUILD ARGS...]: builds cairn (and what else is named) in release, sets
 # CAIRN, CHAIN (the generated chain, cached in ${CAIRN_BENCH_CACHE:-/var/tmp/cairn-bench}; with
 # WALLET_ADDRESSES set, a chain that also pays a BIP84 wallet of that many addresses),
-# BITCOIND, CLI and WORK (a scratch folder).
+# BITCOIND, CLI and WORK (a scratch folder). Installs what is missing first.
 bench_setup() {
+  # What a fresh machine lacks: build dependencies and nc (setup.sh), the reference bitcoind,
+  # and GNU time for peak RSS.
+  sh contrib/setup.sh
+  [ -n "${CAIRN_BITCOIND:-}" ] || [ -x /opt/bitcoind/bitcoind ] || sh contrib/install-bitcoind.sh /opt/bitcoind >/dev/null
+  if [ ! -x /usr/bin/time ]; then
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq time >/dev/null 2>&1 ||
+      { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq time >/dev/null; }
+  fi
   export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-/var/tmp/cairn-target}"
   cargo build --release --locked --bin cairn "$@" >/dev/null 2>&1
   CAIRN="$CARGO_TARGET_DIR/release/cairn"

@@ -5,7 +5,7 @@
 #
 # Usage: contrib/bench/p2p-sync.sh [BLOCKS] [TXS_PER_BLOCK] [RUNS]
 # Defaults: 2000 blocks, 53 txs per block (about 100k transactions), 3 runs.
-# Needs the bitcoind that contrib/install-bitcoind.sh installs (or $CAIRN_BITCOIND).
+# Uses the bitcoind of contrib/install-bitcoind.sh (installed when missing) or $CAIRN_BITCOIND.
 set -eu
 cd "$(dirname "$0")/../.."
 BLOCKS=${1:-2000}

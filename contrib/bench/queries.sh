@@ -8,8 +8,8 @@
 #
 # Usage: contrib/bench/queries.sh [BLOCKS] [TXS_PER_BLOCK] [RUNS] [REQUESTS_PER_RUN]
 # Defaults: 2000 blocks, 53 txs per block (about 100k transactions), 3 runs, 2000 requests.
-# Needs bitcoind (contrib/install-bitcoind.sh; ElectrumX reads the chain from it over RPC) and
-# ElectrumX (contrib/install-electrumx.sh, run here when missing). How ElectrumX is configured:
+# Installs what it needs when missing: bitcoind (contrib/install-bitcoind.sh; ElectrumX reads
+# the chain from it over RPC) and ElectrumX (contrib/install-electrumx.sh). How ElectrumX is configured:
 # electrumx_stack in contrib/bench/lib.sh.
 set -eu
 cd "$(dirname "$0")/../.."

@@ -610,8 +610,6 @@ impl Session {
 
 #[cfg(test)]
 mod tests {
-    use super::history_text;
-
     #[test]
     fn history_text_is_the_json_of_every_entry() {
         use std::str::FromStr;

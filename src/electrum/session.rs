@@ -239,6 +239,13 @@ enum LineRead {
     Eof,
 }
 
+/// Hands what a transport read to the session; `false` when reading should stop (the session
+/// is gone, or the request was too long).
+async fn forward(tx: &mpsc::Sender<Incoming>, incoming: Incoming) -> bool {
+    let more = !matches!(incoming, Incoming::TooLong);
+    tx.send(incoming).await.is_ok() && more
+}
+
 /// Serves one TCP client (newline-delimited JSON) until it disconnects, times out, or misbehaves.
 pub async fn run(
     stream: TcpStream,
@@ -266,8 +273,7 @@ pub async fn run(
                 Ok(LineRead::TooLong) => Incoming::TooLong,
                 Ok(LineRead::Eof) | Err(_) => break,
             };
-            let stop = matches!(incoming, Incoming::TooLong);
-            if in_tx.send(incoming).await.is_err() || stop {
+            if !forward(&in_tx, incoming).await {
                 break;
             }
         }
@@ -325,8 +331,7 @@ pub async fn run_websocket(
                 Err(WsError::Capacity(_)) => Incoming::TooLong,
                 Err(_) => break,
             };
-            let stop = matches!(incoming, Incoming::TooLong);
-            if in_tx.send(incoming).await.is_err() || stop {
+            if !forward(&in_tx, incoming).await {
                 break;
             }
         }

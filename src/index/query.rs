@@ -76,27 +76,16 @@ impl Index {
             let store = self.store();
             let snap = store.snapshot();
             let mut found = Vec::new();
-            let mut failure: Option<QueryError> = None;
             store.for_each_in_prefix(&snap, cf::HISTORY, &sh.prefix(), |key, _| {
-                let txnum = match HistoryKey::decode(key) {
-                    Ok(t) => t,
-                    Err(e) => {
-                        failure = Some(IndexError::from(e).into());
-                        return false;
-                    }
-                };
+                let txnum = HistoryKey::decode(key)?;
                 // Rows of a batch whose blocks the chain does not show yet are not visible.
-                let Some((height, _)) = chain.locate(txnum) else { return true };
+                let Some((height, _)) = chain.locate(txnum) else { return Ok(true) };
                 if found.len() == limit {
-                    failure = Some(QueryError::TooLarge { limit });
-                    return false;
+                    return Err(QueryError::TooLarge { limit });
                 }
                 found.push((txnum, height));
-                true
+                Ok(true)
             })?;
-            if let Some(e) = failure {
-                return Err(e);
-            }
             let txids = self.txids_at(&snap, found.iter().map(|(t, _)| *t))?;
             Ok(found
                 .into_iter()
@@ -136,15 +125,15 @@ impl Index {
             let store = self.store();
             let snap = store.snapshot();
             let mut found = Vec::new();
-            for item in store.scan_prefix(Some(&snap), cf::UTXO, &sh.prefix()) {
-                let (key, value) = item?;
-                let op = UtxoKey::decode(&key)?;
-                let Some((height, _)) = chain.locate(op.txnum) else { continue };
+            store.for_each_in_prefix(&snap, cf::UTXO, &sh.prefix(), |key, value| {
+                let op = UtxoKey::decode(key)?;
+                let Some((height, _)) = chain.locate(op.txnum) else { return Ok(true) };
                 if found.len() == limit {
                     return Err(QueryError::TooLarge { limit });
                 }
-                found.push((op, height, UtxoKey::decode_value(&value)?));
-            }
+                found.push((op, height, UtxoKey::decode_value(value)?));
+                Ok(true)
+            })?;
             let txids = self.txids_at(&snap, found.iter().map(|(op, _, _)| op.txnum))?;
             Ok(found
                 .into_iter()

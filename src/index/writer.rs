@@ -135,10 +135,7 @@ pub fn connect(
                     txnum: t,
                     vout: vout as u32,
                 };
-                batch.put(cf::UTXO,
-                    UtxoKey::encode(&out.scripthash, op),
-                    out.value.to_le_bytes(),
-                );
+                batch.put(cf::UTXO, UtxoKey::encode(&out.scripthash, op), out.value.to_le_bytes());
             }
         }
         lookup.add(tx.txid, t);
@@ -176,10 +173,7 @@ pub fn disconnect(
             batch.delete(cf::SPENT, spent.encode());
             // The spent output is unspent again, unless this block also created it.
             if prev_t < first && input.spent.spendable {
-                batch.put(cf::UTXO,
-                    UtxoKey::encode(sh, spent),
-                    input.spent.value.to_le_bytes(),
-                );
+                batch.put(cf::UTXO, UtxoKey::encode(sh, spent), input.spent.value.to_le_bytes());
             }
         }
     }

@@ -38,6 +38,16 @@ struct Inner {
     next_to_feed: i64,
 }
 
+impl Inner {
+    /// Whether the block at `height` should be asked for now: not yet handed to the kernel, not
+    /// held, and not asked of a peer within the stall timeout.
+    fn askable(&self, height: i64, hash: &BlockHash, now: Instant) -> bool {
+        height >= self.next_to_feed
+            && !self.buffer.contains_key(&height)
+            && self.requested.get(hash).is_none_or(|r| now.duration_since(r.1) >= STALL_TIMEOUT)
+    }
+}
+
 /// What a peer's block turned out to be.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Delivered {
@@ -109,15 +119,8 @@ impl Downloader {
         // the lock, so the list reflects every block handed over.
         let idle = self.queued.load(Ordering::SeqCst) == 0;
         let now = Instant::now();
-        let open = |inner: &Inner| {
-            inner.plan.iter().any(|(height, hash)| {
-                *height >= inner.next_to_feed
-                    && !inner.buffer.contains_key(height)
-                    && inner.requested.get(hash).is_none_or(|r| now.duration_since(r.1) >= STALL_TIMEOUT)
-            })
-        };
         let fresh = inner.plan_at.is_some_and(|at| now.duration_since(at) < PLAN_AGE);
-        if !fresh || !open(&inner) {
+        if !fresh || !inner.plan.iter().any(|(height, hash)| inner.askable(*height, hash, now)) {
             inner.plan = self.validator.blocks_to_download(WINDOW);
             inner.plan_at = Some(now);
             // When nothing waits in the kernel's queue, realign with the kernel (after a reorg
@@ -140,21 +143,18 @@ impl Downloader {
             inner.buffer.len(),
             inner.requested.len()
         );
-        let next_to_feed = inner.next_to_feed;
-        let Inner { plan, requested, buffer, .. } = &mut *inner;
-        for (height, hash) in plan.iter().copied() {
+        for i in 0..inner.plan.len() {
             if out.len() >= room {
                 break;
             }
-            if height < next_to_feed || buffer.contains_key(&height) {
+            let (height, hash) = inner.plan[i];
+            if !inner.askable(height, &hash, now) {
                 continue;
             }
-            match requested.get(&hash) {
-                Some((_, at, _)) if now.duration_since(*at) < STALL_TIMEOUT => continue,
-                Some((who, _, _)) => tracing::debug!("block {hash} stalled at peer {who}; asking peer {peer}"),
-                None => {}
+            if let Some((who, _, _)) = inner.requested.get(&hash) {
+                tracing::debug!("block {hash} stalled at peer {who}; asking peer {peer}");
             }
-            requested.insert(hash, (peer, now, height));
+            inner.requested.insert(hash, (peer, now, height));
             out.push(hash);
         }
         out

@@ -164,25 +164,25 @@ impl Store {
     }
 
     /// Calls `f` with every key and value of a column family that starts with `prefix`, in key
-    /// order, without copying them out of RocksDB, until `f` returns `false`.
-    pub fn for_each_in_prefix(
+    /// order, without copying them out of RocksDB, until `f` returns `Ok(false)` or an error.
+    pub fn for_each_in_prefix<E: From<StoreError>>(
         &self,
         snapshot: &rocksdb::Snapshot<'_>,
         cf: &'static str,
         prefix: &[u8],
-        mut f: impl FnMut(&[u8], &[u8]) -> bool,
-    ) -> Result<(), StoreError> {
+        mut f: impl FnMut(&[u8], &[u8]) -> Result<bool, E>,
+    ) -> Result<(), E> {
         let mut opts = rocksdb::ReadOptions::default();
         opts.set_snapshot(snapshot);
         let mut iter = self.db.raw_iterator_cf_opt(self.cf(cf), opts);
         iter.seek(prefix);
         while let (Some(key), Some(value)) = (iter.key(), iter.value()) {
-            if !key.starts_with(prefix) || !f(key, value) {
+            if !key.starts_with(prefix) || !f(key, value)? {
                 return Ok(());
             }
             iter.next();
         }
-        iter.status().map_err(|e| self.db_err(e))
+        Ok(iter.status().map_err(|e| self.db_err(e))?)
     }
 
     /// A consistent view for readers: what one request sees does not change under it.
