@@ -168,6 +168,21 @@ fn connect_from(local_ip: &str, to: SocketAddr) -> TcpStream {
     std_stream
 }
 
+/// Waits (30 s at most) for a `blockchain.scripthash.subscribe` notification of `script`.
+fn wait_for_script_notification(
+    c: &electrum_client::raw_client::RawClient<electrum_client::raw_client::ElectrumPlaintextStream>,
+    script: &bitcoin::Script,
+    what: &str,
+) {
+    use electrum_client::ElectrumApi;
+    let start = Instant::now();
+    while c.script_pop(script).unwrap().is_none() {
+        assert!(start.elapsed() < Duration::from_secs(30), "{what}");
+        c.ping().unwrap();
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
 #[test]
 fn transactions_relay_both_ways_with_bitcoind() {
     use electrum_client::raw_client::RawClient;
@@ -205,12 +220,7 @@ fn transactions_relay_both_ways_with_bitcoind() {
     }
     let history = c.script_get_history(&dest_script).unwrap();
     assert_eq!(history.last().map(|h| (h.tx_hash, h.height)), Some((txid, 0)));
-    let start = Instant::now();
-    while c.script_pop(&dest_script).unwrap().is_none() {
-        assert!(start.elapsed() < Duration::from_secs(30), "no notification");
-        c.ping().unwrap();
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    wait_for_script_notification(&c, &dest_script, "no notification");
 
     // A transaction broadcast through cairn's Electrum reaches bitcoind's mempool.
     let unspent: serde_json::Value = serde_json::from_str(&a.rpc(&["listunspent", "100"])).unwrap();
@@ -271,12 +281,7 @@ fn transactions_relay_both_ways_with_bitcoind() {
         assert!(start.elapsed() < Duration::from_secs(30), "reorged-out transaction not back in the mempool: {h:?}");
         std::thread::sleep(Duration::from_millis(100));
     }
-    let start = Instant::now();
-    while c.script_pop(&dest_script).unwrap().is_none() {
-        assert!(start.elapsed() < Duration::from_secs(30), "no notification after the reorg");
-        c.ping().unwrap();
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    wait_for_script_notification(&c, &dest_script, "no notification after the reorg");
 
     // Packages (blockchain.transaction.broadcast_package, through the electrum-client crate):
     // a parent paying no fee is refused alone, accepted with a child that pays for both, and
