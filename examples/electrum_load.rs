@@ -21,6 +21,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
+use bitcoin::hex::{DisplayHex, FromHex};
 use bitcoin::hashes::{sha256, Hash};
 use bitcoin::{Block, OutPoint, Txid};
 use futures_util::{SinkExt, StreamExt};
@@ -106,7 +107,7 @@ struct ChainFacts {
 fn electrum_hash(script: &[u8]) -> String {
     let mut h = sha256::Hash::hash(script).to_byte_array();
     h.reverse();
-    hex::encode(h)
+    h.to_lower_hex_string()
 }
 
 fn read_chain(dir: &std::path::Path) -> Result<ChainFacts, Error> {
@@ -122,7 +123,7 @@ fn read_chain(dir: &std::path::Path) -> Result<ChainFacts, Error> {
             continue;
         }
         height += 1;
-        let block: Block = bitcoin::consensus::deserialize(&hex::decode(line.trim())?)?;
+        let block: Block = bitcoin::consensus::deserialize(&Vec::<u8>::from_hex(line.trim())?)?;
         for tx in &block.txdata {
             let txid = tx.compute_txid();
             tx_heights.push((txid, height));

@@ -1,20 +1,36 @@
 //! cairn: a validating Electrum and compact-filter server built on Bitcoin Core's kernel.
 //!
-//! Data flows one way: blocks (files, generator, later P2P) go to the [`kernel`] validator,
-//! which connects them; later the indexer and the servers read what it connected.
+//! Data flows one way, and each module imports only those above it in this list:
+//!
+//! - [`config`]: settings from the file, the environment and the flags;
+//! - [`datadir`]: a network's data folder: its identity file, lock and cookie;
+//! - [`kernel`]: the embedded validator, and where blocks sit in its block files;
+//! - [`import`] and [`generate`]: blocks from a Core `blocks/` folder or a hex file into the
+//!   kernel; consensus-valid test chains;
+//! - [`store`]: the RocksDB store, its typed rows and schema versions;
+//! - [`index`]: every block the kernel connects becomes rows in the store, in one batch with
+//!   the index tip; queries read them;
+//! - [`mempool`]: unconfirmed transactions checked against the index;
+//! - [`notify`]: new tips and accepted transactions, published to whoever listens;
+//! - the servers: [`electrum`], [`p2p`], [`http`] and [`admin`], the operator's RPC;
+//! - [`node`]: one opened node, and the indexer thread that keeps index and mempool in step
+//!   with the kernel.
+//!
+//! The `cairn` binary (`src/main.rs`) is the command line over them.
 
 #![warn(missing_docs)]
 
-pub mod admin;
 pub mod config;
 pub mod datadir;
-pub mod electrum;
-pub mod generate;
-pub mod http;
-pub mod import;
 pub mod kernel;
-pub mod mempool;
-pub mod index;
-pub mod node;
-pub mod p2p;
+pub mod import;
+pub mod generate;
 pub mod store;
+pub mod index;
+pub mod mempool;
+pub mod notify;
+pub mod electrum;
+pub mod p2p;
+pub mod http;
+pub mod admin;
+pub mod node;

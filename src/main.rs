@@ -9,14 +9,17 @@ use std::sync::Arc;
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
 
-use cairn::admin::{AdminClient, AdminContext, AdminServer};
-use cairn::electrum::{Backend, ElectrumServer};
-use cairn::index::runner::IndexRunner;
+use cairn::admin::{AdminClient, AdminContext, AdminServer, Status};
 use cairn::config::{FileConfig, Overrides, Settings};
 use cairn::datadir::DataDirError;
+use cairn::electrum::{Backend, ElectrumServer};
 use cairn::generate::{ChainGenerator, GenerateOptions};
+use cairn::http::HttpServer;
 use cairn::import::{BlkDir, ImportStats, Importer, Progress};
+use cairn::node::runner::IndexRunner;
 use cairn::node::{self, Node, NodeError};
+use cairn::notify::Notifier;
+use cairn::p2p::{MempoolAccess, P2p};
 
 /// cairn: a validating Electrum and compact-filter server on Bitcoin Core's kernel.
 #[derive(Parser, Debug)]
@@ -207,24 +210,55 @@ fn real_main(cli: Cli) -> Result<()> {
     }
 }
 
-/// Raised by Ctrl-C or SIGTERM; long loops check it and stop cleanly. Installed once.
-fn interrupt_flag() -> Arc<AtomicBool> {
-    static FLAG: std::sync::OnceLock<Arc<AtomicBool>> = std::sync::OnceLock::new();
-    FLAG.get_or_init(|| {
-        let flag = Arc::new(AtomicBool::new(false));
-        let f = flag.clone();
-        if let Err(e) = ctrlc::set_handler(move || {
-            if f.swap(true, Ordering::SeqCst) {
-                eprintln!("second interrupt: exiting now");
-                std::process::exit(130);
-            }
-            eprintln!("interrupted: stopping after the current step");
-        }) {
-            tracing::warn!("cannot install the Ctrl-C handler: {e}");
-        }
-        flag
-    })
-    .clone()
+/// What the process's signals asked for; one thread receives them all ([`signals`]).
+#[derive(Default)]
+struct Signals {
+    /// Raised by Ctrl-C (SIGINT) or SIGTERM: long loops check it and stop cleanly.
+    interrupted: AtomicBool,
+    /// Raised by SIGUSR1: ask peers for headers now, as electrs does (test harnesses send it).
+    sync_requested: AtomicBool,
+}
+
+/// The signals' flags. The first call installs the handlers, before it returns, and starts the
+/// thread that receives them; a second interrupt exits at once.
+fn signals() -> Result<&'static Signals> {
+    use tokio::signal::unix::{signal, SignalKind};
+    static SIGNALS: std::sync::OnceLock<Signals> = std::sync::OnceLock::new();
+    static INSTALLED: std::sync::Once = std::sync::Once::new();
+    let flags = SIGNALS.get_or_init(Signals::default);
+    let mut result = Ok(());
+    INSTALLED.call_once(|| {
+        result = (|| {
+            let rt = tokio::runtime::Builder::new_current_thread().enable_io().build()?;
+            let mut streams = {
+                let _entered = rt.enter();
+                [signal(SignalKind::interrupt())?, signal(SignalKind::terminate())?, signal(SignalKind::user_defined1())?]
+            };
+            std::thread::Builder::new().name("signals".into()).spawn(move || {
+                rt.block_on(async move {
+                    let [int, term, usr1] = &mut streams;
+                    loop {
+                        tokio::select! {
+                            _ = int.recv() => interrupted(flags),
+                            _ = term.recv() => interrupted(flags),
+                            _ = usr1.recv() => flags.sync_requested.store(true, Ordering::SeqCst),
+                        }
+                    }
+                })
+            })?;
+            anyhow::Ok(())
+        })();
+    });
+    result.context("cannot install the signal handlers")?;
+    Ok(flags)
+}
+
+fn interrupted(flags: &Signals) {
+    if flags.interrupted.swap(true, Ordering::SeqCst) {
+        eprintln!("second interrupt: exiting now");
+        std::process::exit(130);
+    }
+    eprintln!("interrupted: stopping after the current step");
 }
 
 /// Opens the node (and its index unless `with_index` is false).
@@ -250,10 +284,7 @@ fn open_node(settings: Settings, with_index: bool) -> Result<Node> {
 
 /// Starts what consumes the kernel's events: the indexer thread when there is an index, else a
 /// thread that only logs them.
-fn start_consumer(
-    node: &mut Node,
-    updates: &tokio::sync::broadcast::Sender<cairn::electrum::TipUpdate>,
-) -> Result<Option<IndexRunner>> {
+fn start_consumer(node: &mut Node, notifier: &Notifier) -> Result<Option<IndexRunner>> {
     let Some(events) = node.events.take() else {
         return Ok(None);
     };
@@ -263,7 +294,7 @@ fn start_consumer(
             node.validator.clone(),
             node.mempool.clone(),
             events,
-            updates.clone(),
+            notifier.clone(),
         )?)),
         None => {
             std::thread::Builder::new()
@@ -295,10 +326,9 @@ fn log_events(events: std::sync::mpsc::Receiver<cairn::kernel::KernelEvent>) {
 
 fn import(settings: Settings, args: &ImportArgs) -> Result<()> {
     let mut node = open_node(settings, !args.no_index)?;
-    let (updates, _) = tokio::sync::broadcast::channel(16);
-    let runner = start_consumer(&mut node, &updates)?;
-    let stop = interrupt_flag();
-    let result = import_into(&node, args.blocks_dir.as_deref(), args.blocks_file.as_deref(), args.quiet, &stop);
+    let runner = start_consumer(&mut node, &Notifier::default())?;
+    let stop = &signals()?.interrupted;
+    let result = import_into(&node, args.blocks_dir.as_deref(), args.blocks_file.as_deref(), args.quiet, stop);
     let index_started = std::time::Instant::now();
     if let Some(runner) = runner {
         runner.finish()?;
@@ -476,151 +506,19 @@ fn stop(settings: Settings) -> Result<()> {
 /// Serves the node (admin RPC, and the index with its Electrum server) until `stop` is called,
 /// Ctrl-C or SIGTERM.
 fn serve(mut node: Node) -> Result<()> {
+    let signals = signals()?;
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()?;
-    let (updates, _) = tokio::sync::broadcast::channel(64);
-    // Transactions accepted into the mempool, to announce to peers.
-    let (relay, _) = tokio::sync::broadcast::channel::<bitcoin::Txid>(1024);
-    let runner = start_consumer(&mut node, &updates)?;
-    let validator = node.validator.clone();
-    let index = node.index.clone();
-    let label = node::network_label(&node.settings);
-    let datadir_text = node.datadir.root().display().to_string();
+    let notifier = Notifier::default();
+    let runner = start_consumer(&mut node, &notifier)?;
     let served = rt.block_on(async {
-        let (stop_tx, mut stop_rx) = tokio::sync::watch::channel(false);
-        let status_index = index.clone();
-        type P2pStatusFn = Box<dyn Fn() -> cairn::p2p::P2pStatus + Send + Sync>;
-        let p2p_status: Arc<std::sync::OnceLock<P2pStatusFn>> = Arc::default();
-        let p2p_status_read = p2p_status.clone();
-        let ctx = AdminContext {
-            status: Box::new(move || cairn::node::Status {
-                network: label.clone(),
-                kernel_tip: validator.tip().into(),
-                index_tip: node::index_tip(status_index.as_deref()),
-                datadir: datadir_text.clone(),
-                running: true,
-                p2p: p2p_status_read.get().map(|f| f()),
-            }),
-            stop: stop_tx,
-        };
-        let admin = AdminServer::start(node.settings.admin_addr, &node.datadir, ctx).await?;
-        let electrum = match &index {
-            Some(index) => {
-                let backend = Arc::new(Backend {
-                    index: index.clone(),
-                    validator: node.validator.clone(),
-                    mempool: node.mempool.clone(),
-                    relay: relay.clone(),
-                    updates: updates.clone(),
-                    config: node.settings.electrum.clone(),
-                });
-                Some(ElectrumServer::start(backend, updates.clone()).await?)
-            }
-            None => None,
-        };
-        let p2p = if !node.settings.p2p.enabled(node.settings.network) {
-            None
-        } else {
-            let p = &node.settings.p2p;
-            let config = cairn::p2p::P2pConfig {
-                connect: p.connect.clone(),
-                addnode: p.addnode.clone(),
-                listen: p.listen,
-                listen_required: p.listen_required,
-                network: node.settings.network,
-                custom_signet: node.settings.signet_challenge.is_some(),
-                magic: node.settings.magic(),
-                max_outbound: p.max_outbound,
-                max_inbound: p.max_inbound,
-                dns_seeds: p.dns_seeds,
-            };
-            let pool = match (&node.index, &node.mempool) {
-                (Some(i), Some(m)) => Some(cairn::p2p::TxRelay {
-                    index: i.clone(),
-                    mempool: m.clone(),
-                    relay: relay.clone(),
-                    updates: updates.clone(),
-                }),
-                _ => None,
-            };
-            Some(cairn::p2p::P2p::start(config, node.validator.clone(), pool).await?)
-        };
-        if let Some(p2p) = &p2p {
-            let _ = p2p_status.set(Box::new(p2p.status_source()));
-            if let Some(addr) = p2p.listen_addr {
-                println!("accepting peers on {addr}");
-            }
-        }
-        let http = match (&index, node.settings.http_addr) {
-            (Some(index), Some(addr)) => Some(cairn::http::HttpServer::start(addr, index.clone()).await?),
-            _ => None,
-        };
-        if let Some(http) = &http {
-            println!("HTTP filter server on {} (/filter/{{blockhash}}, /filterheaders?start=H&count=N)", http.addr);
-        }
-        let progress = p2p.as_ref().map(|_| tokio::spawn(sync_progress(node.validator.clone())));
-        let tip = node.validator.tip();
-        tracing::info!(
-            "cairn running on {}: tip {} at height {}; admin RPC on {} (cookie in {})",
-            node::network_label(&node.settings),
-            tip.hash,
-            tip.height,
-            admin.addr,
-            node.datadir.cookie_file().display()
-        );
-        println!("cairn is running. `cairn --datadir {} --network {} status` shows its tips; Ctrl-C or `cairn stop` ends it.",
-            node.settings.datadir.display(), node.settings.network);
-        if let Some(server) = &electrum {
-            let addr = server.addr;
-            println!("Electrum server on {addr}. Try:");
-            println!("  echo '{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"blockchain.headers.subscribe\",\"params\":[]}}' | nc -q1 {} {}", addr.ip(), addr.port());
-            println!("  electrum --regtest --oneserver --server {}:{}:t", addr.ip(), addr.port());
-            if let Some(ws) = server.ws_addr {
-                println!("Electrum WebSocket server on ws://{ws}");
-            }
-        }
-        let interrupted = interrupt_flag();
-        let mut tick = tokio::time::interval(std::time::Duration::from_millis(100));
-        // SIGUSR1 asks for a header sync now, as electrs does (test harnesses send it).
-        let mut usr1 = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::user_defined1())?;
-        loop {
-            tokio::select! {
-                _ = usr1.recv() => {
-                    tracing::debug!("SIGUSR1: asking peers for headers");
-                    if let Some(p2p) = &p2p {
-                        p2p.sync_now();
-                    }
-                }
-                _ = tick.tick() => {
-                    if interrupted.load(Ordering::SeqCst) {
-                        break;
-                    }
-                    if runner.as_ref().is_some_and(|r| r.is_finished()) {
-                        tracing::error!("the indexer stopped");
-                        break;
-                    }
-                }
-                _ = stop_rx.wait_for(|s| *s) => {
-                    tracing::info!("stop requested");
-                    break;
-                }
-            }
-        }
-        if let Some(server) = electrum {
-            server.stop();
-        }
-        if let Some(p2p) = p2p {
-            p2p.stop();
-        }
-        if let Some(http) = http {
-            http.stop();
-        }
-        if let Some(task) = progress {
-            task.abort();
-        }
-        admin.stop().await;
+        let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+        let servers = Servers::start(&node, &notifier, stop_tx).await?;
+        servers.tell_user(&node);
+        servers.run_until_stopped(signals, runner.as_ref(), stop_rx).await;
+        servers.stop().await;
         anyhow::Ok(())
     });
     let indexed = match runner {
@@ -633,6 +531,157 @@ fn serve(mut node: Node) -> Result<()> {
     indexed?;
     tracing::info!("cairn stopped");
     Ok(())
+}
+
+/// The servers of a running node, started and stopped together.
+struct Servers {
+    admin: AdminServer,
+    electrum: Option<ElectrumServer>,
+    p2p: Option<P2p>,
+    http: Option<HttpServer>,
+    /// The sync progress display, while there are peers to sync from.
+    progress: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl Servers {
+    /// Starts what the settings ask for: Electrum and HTTP over the index, the P2P side, and
+    /// last the admin RPC (its cookie file tells scripts that the node is up).
+    async fn start(node: &Node, notifier: &Notifier, stop: tokio::sync::watch::Sender<bool>) -> Result<Self> {
+        let settings = &node.settings;
+        let electrum = match &node.index {
+            Some(index) => {
+                let backend = Arc::new(Backend {
+                    index: index.clone(),
+                    validator: node.validator.clone(),
+                    mempool: node.mempool.clone(),
+                    notifier: notifier.clone(),
+                    config: settings.electrum.clone(),
+                });
+                Some(ElectrumServer::start(backend).await?)
+            }
+            None => None,
+        };
+        let p2p = match settings.p2p.enabled() {
+            true => {
+                let mempool = match (&node.index, &node.mempool) {
+                    (Some(index), Some(mempool)) => Some(MempoolAccess {
+                        index: index.clone(),
+                        mempool: mempool.clone(),
+                        notifier: notifier.clone(),
+                    }),
+                    _ => None,
+                };
+                Some(P2p::start(settings.p2p.clone(), node.validator.clone(), mempool).await?)
+            }
+            false => None,
+        };
+        let http = match (&node.index, settings.http_addr) {
+            (Some(index), Some(addr)) => Some(HttpServer::start(addr, index.clone()).await?),
+            _ => None,
+        };
+        let progress = p2p.as_ref().map(|_| tokio::spawn(sync_progress(node.validator.clone())));
+        let admin = AdminServer::start(settings.admin_addr, &node.datadir, admin_context(node, p2p.as_ref(), stop)).await?;
+        Ok(Servers { admin, electrum, p2p, http, progress })
+    }
+
+    /// Prints where each service listens and how to try it.
+    fn tell_user(&self, node: &Node) {
+        if let Some(addr) = self.p2p.as_ref().and_then(|p| p.listen_addr) {
+            println!("accepting peers on {addr}");
+        }
+        if let Some(http) = &self.http {
+            println!("HTTP filter server on {} (/filter/{{blockhash}}, /filterheaders?start=H&count=N)", http.addr);
+        }
+        let tip = node.validator.tip();
+        tracing::info!(
+            "cairn running on {}: tip {} at height {}; admin RPC on {} (cookie in {})",
+            node::network_label(&node.settings),
+            tip.hash,
+            tip.height,
+            self.admin.addr,
+            node.datadir.cookie_file().display()
+        );
+        println!("cairn is running. `cairn --datadir {} --network {} status` shows its tips; Ctrl-C or `cairn stop` ends it.",
+            node.settings.datadir.display(), node.settings.network);
+        if let Some(server) = &self.electrum {
+            let addr = server.addr;
+            println!("Electrum server on {addr}. Try:");
+            println!("  echo '{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"blockchain.headers.subscribe\",\"params\":[]}}' | nc -q1 {} {}", addr.ip(), addr.port());
+            println!("  electrum --regtest --oneserver --server {}:{}:t", addr.ip(), addr.port());
+            if let Some(ws) = server.ws_addr {
+                println!("Electrum WebSocket server on ws://{ws}");
+            }
+        }
+    }
+
+    /// Waits for `stop`, an interrupt or the indexer's end; passes SIGUSR1 on to the peers.
+    async fn run_until_stopped(
+        &self,
+        signals: &Signals,
+        runner: Option<&IndexRunner>,
+        mut stop: tokio::sync::watch::Receiver<bool>,
+    ) {
+        let mut tick = tokio::time::interval(std::time::Duration::from_millis(100));
+        loop {
+            tokio::select! {
+                _ = tick.tick() => {
+                    if signals.interrupted.load(Ordering::SeqCst) {
+                        return;
+                    }
+                    if signals.sync_requested.swap(false, Ordering::SeqCst) {
+                        tracing::debug!("SIGUSR1: asking peers for headers");
+                        if let Some(p2p) = &self.p2p {
+                            p2p.sync_now();
+                        }
+                    }
+                    if runner.is_some_and(|r| r.is_finished()) {
+                        tracing::error!("the indexer stopped");
+                        return;
+                    }
+                }
+                _ = stop.wait_for(|s| *s) => {
+                    tracing::info!("stop requested");
+                    return;
+                }
+            }
+        }
+    }
+
+    async fn stop(self) {
+        if let Some(server) = self.electrum {
+            server.stop();
+        }
+        if let Some(p2p) = self.p2p {
+            p2p.stop();
+        }
+        if let Some(http) = self.http {
+            http.stop();
+        }
+        if let Some(task) = self.progress {
+            task.abort();
+        }
+        self.admin.stop().await;
+    }
+}
+
+/// What the admin RPC answers from: the node's status, read when asked, and the stop signal.
+fn admin_context(node: &Node, p2p: Option<&P2p>, stop: tokio::sync::watch::Sender<bool>) -> AdminContext {
+    let validator = node.validator.clone();
+    let index = node.index.clone();
+    let label = node::network_label(&node.settings);
+    let datadir = node.datadir.root().display().to_string();
+    let p2p_status = p2p.map(|p| p.status_source());
+    AdminContext {
+        status: Box::new(move || Status {
+            network: label.clone(),
+            kernel_tip: validator.tip().into(),
+            index_tip: node::index_tip(index.as_deref()),
+            datadir: datadir.clone(),
+            running: true,
+            p2p: p2p_status.as_ref().map(|f| f()),
+        }),
+        stop,
+    }
 }
 
 /// Shows initial-sync progress: headers, blocks, blocks/s and ETA; a bar on a terminal, a log
@@ -706,10 +755,9 @@ fn demo(settings: Settings, args: &DemoArgs) -> Result<()> {
         println!("generated {} blocks, {} txs, {} bytes", summary.blocks, summary.txs, summary.bytes);
     }
     println!("validating and indexing it ...");
-    let stop = interrupt_flag();
-    let (updates, _) = tokio::sync::broadcast::channel(16);
-    let runner = start_consumer(&mut node, &updates)?;
-    let imported = import_into(&node, Some(&chain_dir.join("blocks")), None, false, &stop);
+    let stop = &signals()?.interrupted;
+    let runner = start_consumer(&mut node, &Notifier::default())?;
+    let imported = import_into(&node, Some(&chain_dir.join("blocks")), None, false, stop);
     if let Some(runner) = runner {
         node.events = Some(runner.finish()?);
     }

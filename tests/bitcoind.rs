@@ -7,6 +7,7 @@ mod common;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
+use bitcoin::hex::DisplayHex;
 use cairn::config::Network;
 use cairn::generate::{ChainGenerator, GenerateOptions};
 use cairn::import::{BlkDir, Importer, Progress};
@@ -66,7 +67,7 @@ fn bitcoind_loads_the_generated_blk_files_to_the_same_tip_as_cairn() {
         let hash = node.rpc(&["getblockhash", &h.to_string()]);
         let want: serde_json::Value = serde_json::from_str(&node.rpc(&["getblockfilter", &hash])).unwrap();
         let got = index.filter_at(h).unwrap().unwrap();
-        assert_eq!(hex::encode(&got.filter), want["filter"].as_str().unwrap(), "filter at {h}");
+        assert_eq!(got.filter.to_lower_hex_string(), want["filter"].as_str().unwrap(), "filter at {h}");
         assert_eq!(got.header.to_string(), want["header"].as_str().unwrap(), "filter header at {h}");
     }
 }

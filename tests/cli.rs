@@ -1,6 +1,7 @@
 //! The `cairn` binary as a user runs it: status over the admin RPC, kill -9 during import, and
 //! bad input of every kind ending in a clear message and a non-zero exit.
 
+use bitcoin::hex::{DisplayHex, FromHex};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -176,12 +177,12 @@ fn bad_input_stops_with_a_clear_message() {
         .map(str::to_string)
         .collect();
     let mut bad: bitcoin::Block =
-        bitcoin::consensus::deserialize(&hex::decode(&lines[50]).unwrap()).unwrap();
+        bitcoin::consensus::deserialize(&Vec::<u8>::from_hex(&lines[50]).unwrap()).unwrap();
     bad.header.merkle_root = bitcoin::TxMerkleNode::from_raw_hash(bitcoin::hashes::Hash::all_zeros());
     cairn::generate::grind(&mut bad.header);
     let mut text = lines[..50].join("\n");
     text.push('\n');
-    text.push_str(&hex::encode(bitcoin::consensus::serialize(&bad)));
+    text.push_str(&bitcoin::consensus::serialize(&bad).to_lower_hex_string());
     let hexfile = tmp.path().join("bad.hex");
     std::fs::write(&hexfile, text).unwrap();
     let err = fails(cairn(&dd).args(["import", "--quiet", "--blocks-file"]).arg(&hexfile).output().unwrap());

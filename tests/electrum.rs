@@ -8,6 +8,7 @@ use std::net::{SocketAddr, TcpStream};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use bitcoin::hex::{DisplayHex, FromHex};
 use bitcoin::consensus::serialize;
 use bitcoin::hashes::{sha256, sha256d, Hash};
 use bitcoin::{Block, ScriptBuf};
@@ -15,14 +16,15 @@ use electrum_client::raw_client::{ElectrumPlaintextStream, RawClient};
 use electrum_client::{ElectrumApi, Param};
 use serde_json::{json, Value};
 
-use cairn::config::Network;
-use cairn::electrum::{Backend, ElectrumConfig, ElectrumServer};
+use cairn::config::{ElectrumConfig, MempoolConfig, Network};
+use cairn::electrum::{Backend, ElectrumServer};
 use cairn::generate::{ChainGenerator, GenerateOptions};
-use cairn::index::runner::IndexRunner;
-use cairn::index::schema::ScriptHash;
 use cairn::index::Index;
 use cairn::kernel::Validator;
-use cairn::mempool::{Mempool, MempoolConfig};
+use cairn::mempool::Mempool;
+use cairn::node::runner::IndexRunner;
+use cairn::notify::Notifier;
+use cairn::store::schema::ScriptHash;
 use cairn::store::Store;
 
 struct Fixture {
@@ -47,26 +49,24 @@ impl Fixture {
             validator.submit_block(&serialize(b)).unwrap();
         }
         let store = Arc::new(Store::open(&tmp.path().join("index")).unwrap());
-        let files = cairn::import::KernelBlockFiles::new(&tmp.path().join("kernel/blocks"), Network::Regtest.magic());
+        let files = cairn::kernel::blockfiles::KernelBlockFiles::new(&tmp.path().join("kernel/blocks"), Network::Regtest.magic());
         let index = Arc::new(Index::open(store, Some(files)).unwrap());
         index.sync(&validator).unwrap();
         let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
-        let (updates, _) = tokio::sync::broadcast::channel(64);
+        let notifier = Notifier::default();
         let mempool = Arc::new(Mempool::new(MempoolConfig::default()));
-        let runner = IndexRunner::spawn(index.clone(), validator.clone(), Some(mempool.clone()), events, updates.clone()).unwrap();
+        let runner = IndexRunner::spawn(index.clone(), validator.clone(), Some(mempool.clone()), events, notifier.clone()).unwrap();
         let mut econfig = ElectrumConfig::defaults(Network::Regtest);
         econfig.addr = "127.0.0.1:0".parse().unwrap();
         tweak(&mut econfig);
-        let (relay, _) = tokio::sync::broadcast::channel(16);
         let backend = Arc::new(Backend {
             index,
             validator: validator.clone(),
             mempool: Some(mempool),
-            relay,
-            updates: updates.clone(),
+            notifier,
             config: econfig,
         });
-        let server = rt.block_on(ElectrumServer::start(backend, updates)).unwrap();
+        let server = rt.block_on(ElectrumServer::start(backend)).unwrap();
         let (addr, ws_addr) = (server.addr, server.ws_addr);
         std::mem::forget(server);
         Fixture { rt, addr, ws_addr, validator, runner: Some(runner), gen, blocks, _tmp: tmp }
@@ -124,7 +124,7 @@ fn status_of(history: &[(bitcoin::Txid, u32)]) -> Option<String> {
 fn fold(leaf: [u8; 32], branch: &[String], mut pos: usize) -> [u8; 32] {
     let mut acc = leaf;
     for hex_hash in branch {
-        let mut sib: [u8; 32] = hex::decode(hex_hash).unwrap().try_into().unwrap();
+        let mut sib: [u8; 32] = Vec::<u8>::from_hex(hex_hash).unwrap().try_into().unwrap();
         sib.reverse();
         let mut data = Vec::with_capacity(64);
         if pos & 1 == 0 {
@@ -178,7 +178,7 @@ fn every_method_answers_what_the_blocks_say() {
         .unwrap();
         let mut root_rpc = root.to_byte_array();
         root_rpc.reverse();
-        assert_eq!(proof["root"], hex::encode(root_rpc));
+        assert_eq!(proof["root"], root_rpc.to_lower_hex_string());
         let branch: Vec<String> = serde_json::from_value(proof["branch"].clone()).unwrap();
         assert_eq!(fold(hashes[height as usize].to_byte_array(), &branch, height as usize), root.to_byte_array());
     }
@@ -206,7 +206,7 @@ fn every_method_answers_what_the_blocks_say() {
             .map(|h| (h.tx_hash, h.height as u32))
             .collect();
         assert_eq!(&got, want);
-        let status = c.script_subscribe(script).unwrap().map(|s| hex::encode(*s));
+        let status = c.script_subscribe(script).unwrap().map(|s| (*s).to_lower_hex_string());
         assert_eq!(status, status_of(want));
         let unspent = e.unspent.get(&sh).cloned().unwrap_or_default();
         let balance: u64 = unspent.values().map(|v| v.1).sum();
@@ -239,7 +239,7 @@ fn every_method_answers_what_the_blocks_say() {
             assert_eq!(c.transaction_get_raw(&txid).unwrap(), serialize(tx));
             let m = c.transaction_get_merkle(&txid, height).unwrap();
             assert_eq!((m.block_height, m.pos), (height, pos));
-            let branch: Vec<String> = m.merkle.iter().map(hex::encode).collect();
+            let branch: Vec<String> = m.merkle.iter().map(|h| h.to_lower_hex_string()).collect();
             assert_eq!(fold(txid.to_byte_array(), &branch, pos), block.header.merkle_root.to_byte_array());
             assert_eq!(c.txid_from_pos(height, pos).unwrap(), txid);
             let with = c.txid_from_pos_with_merkle(height, pos).unwrap();
@@ -277,7 +277,7 @@ fn every_method_answers_what_the_blocks_say() {
             changed += 1;
             let mut last = None;
             while let Some(s) = c.script_pop(script).unwrap() {
-                last = Some(hex::encode(*s));
+                last = Some((*s).to_lower_hex_string());
             }
             assert_eq!(last, new, "notification for a changed script");
         } else {
@@ -300,7 +300,7 @@ fn protocol_1_6_answers_in_its_own_shapes() {
     assert_eq!(m["block_height"], 105);
     assert_eq!(m["block_hash"], fx.blocks[104].block_hash().to_string());
     let spk = &fx.blocks[104].txdata[0].output[0].script_pubkey;
-    let by_spk = c.raw_call("blockchain.scriptpubkey.get_history", vec![Param::String(hex::encode(spk.as_bytes()))]).unwrap();
+    let by_spk = c.raw_call("blockchain.scriptpubkey.get_history", vec![Param::String(spk.as_bytes().to_lower_hex_string())]).unwrap();
     let by_sh = c.raw_call("blockchain.scripthash.get_history", vec![Param::String(ScriptHash::of(spk).to_electrum_hex())]).unwrap();
     assert_eq!(by_spk, by_sh);
     let f = c.server_features().unwrap();
@@ -468,7 +468,7 @@ fn websocket_clients_get_the_tcp_answers_and_notifications() {
     miner_hash.reverse();
     let requests = [
         json!({"jsonrpc":"2.0","id":1,"method":"blockchain.headers.subscribe","params":[]}),
-        json!([{"jsonrpc":"2.0","id":2,"method":"blockchain.scripthash.get_history","params":[hex::encode(miner_hash)]},
+        json!([{"jsonrpc":"2.0","id":2,"method":"blockchain.scripthash.get_history","params":[miner_hash.to_lower_hex_string()]},
                {"jsonrpc":"2.0","id":3,"method":"blockchain.block.headers","params":[10, 5]}]),
         json!({"jsonrpc":"2.0","id":4,"method":"blockchain.transaction.get","params":[fx.blocks[101].txdata[1].compute_txid().to_string()]}),
     ];
@@ -574,7 +574,7 @@ fn a_reorg_changes_answers_and_notifies() {
         let want = status_of_with_mempool(&confirmed, &unconfirmed);
         let mut last = None;
         while let Some(st) = c.script_pop(s).unwrap() {
-            last = Some(hex::encode(*st));
+            last = Some((*st).to_lower_hex_string());
         }
         if want != old {
             notified += 1;
@@ -653,7 +653,7 @@ fn mempool_broadcast_replacement_and_notifications() {
     let deadline = Instant::now() + Duration::from_secs(10);
     let status = loop {
         if let Some(s) = c.script_pop(&dest).unwrap() {
-            break hex::encode(*s);
+            break (*s).to_lower_hex_string();
         }
         assert!(Instant::now() < deadline, "no notification for the mempool transaction");
         c.ping().unwrap();

@@ -8,9 +8,10 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use bitcoin::hex::FromHex;
 use bitcoin::{Amount, Block, PrivateKey, ScriptBuf};
 use cairn::generate::{ChainGenerator, GenerateOptions};
-use cairn::index::schema::ScriptHash;
+use cairn::store::schema::ScriptHash;
 use serde_json::Value;
 
 const ELECTRUM: &str = "/usr/bin/electrum";
@@ -71,7 +72,7 @@ fn electrum_wallet_sees_the_demo_chain() {
     let chain: Vec<Block> = std::fs::read_to_string(dd.join("regtest/demo-chain/blocks.hex"))
         .unwrap()
         .lines()
-        .map(|l| bitcoin::consensus::deserialize(&hex::decode(l).unwrap()).unwrap())
+        .map(|l| bitcoin::consensus::deserialize(&Vec::<u8>::from_hex(l).unwrap()).unwrap())
         .collect();
     assert_eq!(chain.len(), blocks as usize);
     let gen = ChainGenerator::new(GenerateOptions { blocks, txs_per_block: 15, seed: 1 });

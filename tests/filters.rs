@@ -8,11 +8,12 @@ use std::path::Path;
 use std::str::FromStr;
 use std::sync::Arc;
 
+use bitcoin::hex::{DisplayHex, FromHex};
 use bitcoin::bip158::FilterHeader;
 use bitcoin::consensus::{deserialize, serialize};
 use bitcoin::{Block, ScriptBuf};
 use cairn::config::Network;
-use cairn::index::schema::{cf, meta};
+use cairn::store::schema::{cf, meta};
 use cairn::index::{filters, Index};
 use cairn::kernel::{BlockUndo, SpentOutput, Validator};
 use cairn::store::Store;
@@ -24,7 +25,7 @@ fn data(name: &str) -> std::path::PathBuf {
 fn open(dir: &Path) -> (Validator, Index) {
     let validator = common::open_validator(dir).0;
     let store = Arc::new(Store::open(&dir.join("index")).unwrap());
-    let files = cairn::import::KernelBlockFiles::new(&dir.join("kernel/blocks"), Network::Regtest.magic());
+    let files = cairn::kernel::blockfiles::KernelBlockFiles::new(&dir.join("kernel/blocks"), Network::Regtest.magic());
     (validator, Index::open(store, Some(files)).unwrap())
 }
 
@@ -33,7 +34,7 @@ fn bip158_test_vectors() {
     let rows: Vec<serde_json::Value> = serde_json::from_str(&std::fs::read_to_string(data("bip158-testnet-19.json")).unwrap()).unwrap();
     let mut checked = 0;
     for row in rows.iter().skip(1) {
-        let block: Block = deserialize(&hex::decode(row[2].as_str().unwrap()).unwrap()).unwrap();
+        let block: Block = deserialize(&Vec::<u8>::from_hex(row[2].as_str().unwrap()).unwrap()).unwrap();
         assert_eq!(block.block_hash().to_string(), row[1].as_str().unwrap());
         let spent = row[3]
             .as_array()
@@ -42,7 +43,7 @@ fn bip158_test_vectors() {
             .map(|s| SpentOutput {
                 txout: bitcoin::TxOut {
                     value: bitcoin::Amount::ZERO,
-                    script_pubkey: ScriptBuf::from_bytes(hex::decode(s.as_str().unwrap()).unwrap()),
+                    script_pubkey: ScriptBuf::from_bytes(Vec::<u8>::from_hex(s.as_str().unwrap()).unwrap()),
                 },
                 height: 0,
                 coinbase: false,
@@ -50,7 +51,7 @@ fn bip158_test_vectors() {
             .collect();
         let undo = BlockUndo { txs: vec![spent] };
         let filter = filters::basic_filter(&block, &undo).unwrap();
-        assert_eq!(hex::encode(&filter), row[5].as_str().unwrap(), "filter of {} ({})", row[0], row[7]);
+        assert_eq!(filter.to_lower_hex_string(), row[5].as_str().unwrap(), "filter of {} ({})", row[0], row[7]);
         let prev = FilterHeader::from_str(row[4].as_str().unwrap()).unwrap();
         assert_eq!(filters::filter_header(&filter, &prev).to_string(), row[6].as_str().unwrap(), "header of {}", row[0]);
         checked += 1;
@@ -63,7 +64,7 @@ fn index_206(dir: &Path) -> (Validator, Index) {
     let (v, index) = open(dir);
     let text = std::fs::read_to_string(data("regtest-206-blocks.hex.txt")).unwrap();
     for line in text.lines().filter(|l| !l.trim().is_empty()) {
-        v.submit_block(&hex::decode(line.trim()).unwrap()).unwrap();
+        v.submit_block(&Vec::<u8>::from_hex(line.trim()).unwrap()).unwrap();
     }
     index.sync(&v).unwrap();
     (v, index)
@@ -77,7 +78,7 @@ fn assert_matches_bitcoind(index: &Index) {
         let height = row[0].as_u64().unwrap() as u32;
         let got = index.filter_at(height).unwrap().unwrap_or_else(|| panic!("no filter at {height}"));
         assert_eq!(index.with_chain(|c| c.hash(height)).unwrap().to_string(), row[1].as_str().unwrap());
-        assert_eq!(hex::encode(&got.filter), row[2].as_str().unwrap(), "filter at {height}");
+        assert_eq!(got.filter.to_lower_hex_string(), row[2].as_str().unwrap(), "filter at {height}");
         assert_eq!(got.header.to_string(), row[3].as_str().unwrap(), "filter header at {height}");
     }
     assert!(index.filter_at(207).unwrap().is_none());
@@ -106,12 +107,12 @@ fn a_store_from_before_filters_builds_them_on_start() {
         let text = std::fs::read_to_string(data("regtest-206-blocks.hex.txt")).unwrap();
         let mut injected = 0;
         for (i, line) in text.lines().filter(|l| !l.trim().is_empty()).enumerate() {
-            let block: Block = deserialize(&hex::decode(line.trim()).unwrap()).unwrap();
+            let block: Block = deserialize(&Vec::<u8>::from_hex(line.trim()).unwrap()).unwrap();
             let first = index.with_chain(|c| c.txnums(i as u32 + 1).unwrap().start);
             for (pos, tx) in block.txdata.iter().enumerate() {
                 for out in tx.output.iter().filter(|o| o.script_pubkey.is_op_return()) {
-                    let sh = cairn::index::schema::ScriptHash::of(&out.script_pubkey);
-                    let key = cairn::index::schema::HistoryKey::encode(&sh, cairn::index::schema::TxNum(first + pos as u64));
+                    let sh = cairn::store::schema::ScriptHash::of(&out.script_pubkey);
+                    let key = cairn::store::schema::HistoryKey::encode(&sh, cairn::store::schema::TxNum(first + pos as u64));
                     batch.put_cf(store.cf(cf::HISTORY), key, []);
                     injected += 1;
                 }
@@ -273,7 +274,7 @@ fn filters_off_writes_none_and_turning_them_on_builds_them_all() {
         let index = Index::open_with_filters(store.clone(), None, false).unwrap();
         let text = std::fs::read_to_string(data("regtest-206-blocks.hex.txt")).unwrap();
         for line in text.lines().filter(|l| !l.trim().is_empty()) {
-            validator.submit_block(&hex::decode(line.trim()).unwrap()).unwrap();
+            validator.submit_block(&Vec::<u8>::from_hex(line.trim()).unwrap()).unwrap();
         }
         index.sync(&validator).unwrap();
         assert_eq!(index.tip().unwrap().0, 206);

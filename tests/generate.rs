@@ -5,6 +5,7 @@ mod common;
 
 use std::collections::HashMap;
 
+use bitcoin::hex::FromHex;
 use bitcoin::{OutPoint, TxOut};
 
 use common::chain;
@@ -135,7 +136,7 @@ fn a_wallet_is_paid_spent_and_restorable_from_its_descriptors() {
     let mut owner: HashMap<OutPoint, usize> = HashMap::new();
     let (mut paid, mut spent, mut wallet_txs) = (vec![0usize; 20], 0usize, 0u64);
     for line in hex.lines() {
-        let block: bitcoin::Block = bitcoin::consensus::deserialize(&hex::decode(line).unwrap()).unwrap();
+        let block: bitcoin::Block = bitcoin::consensus::deserialize(&Vec::<u8>::from_hex(line).unwrap()).unwrap();
         for tx in &block.txdata {
             let mut touches = false;
             for input in &tx.input {

@@ -17,7 +17,7 @@ use cairn::store::Store;
 fn open(dir: &Path) -> (Validator, Index) {
     let validator = common::open_validator(dir).0;
     let store = Arc::new(Store::open(&dir.join("index")).unwrap());
-    let files = cairn::import::KernelBlockFiles::new(&dir.join("kernel/blocks"), Network::Regtest.magic());
+    let files = cairn::kernel::blockfiles::KernelBlockFiles::new(&dir.join("kernel/blocks"), Network::Regtest.magic());
     (validator, Index::open(store, Some(files)).unwrap())
 }
 

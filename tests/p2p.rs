@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use std::str::FromStr;
 
+use bitcoin::hex::{DisplayHex, FromHex};
 use common::{free_port, Bitcoind};
 
 struct Cairn {
@@ -211,7 +212,7 @@ fn transactions_relay_both_ways_with_bitcoind() {
     let txid: bitcoin::Txid = a.rpc(&["sendtoaddress", &dest, "1.5"]).parse().unwrap();
     let start = Instant::now();
     loop {
-        let mempool = c.raw_call("blockchain.scripthash.get_mempool", vec![Param::String(cairn::index::schema::ScriptHash::of(&dest_script).to_electrum_hex())]).unwrap();
+        let mempool = c.raw_call("blockchain.scripthash.get_mempool", vec![Param::String(cairn::store::schema::ScriptHash::of(&dest_script).to_electrum_hex())]).unwrap();
         if mempool.as_array().is_some_and(|m| m.iter().any(|e| e["tx_hash"] == txid.to_string())) {
             break;
         }
@@ -296,7 +297,7 @@ fn transactions_relay_both_ways_with_bitcoind() {
         let outputs = serde_json::json!({ to_parent.clone(): format!("{amount:.8}") }).to_string();
         let raw = a.rpc(&["createrawtransaction", &inputs, &outputs]);
         let signed: serde_json::Value = serde_json::from_str(&a.rpc(&["signrawtransactionwithwallet", &raw])).unwrap();
-        let parent: bitcoin::Transaction = bitcoin::consensus::deserialize(&hex::decode(signed["hex"].as_str().unwrap()).unwrap()).unwrap();
+        let parent: bitcoin::Transaction = bitcoin::consensus::deserialize(&Vec::<u8>::from_hex(signed["hex"].as_str().unwrap()).unwrap()).unwrap();
         let info: serde_json::Value = serde_json::from_str(&a.rpc(&["getaddressinfo", &to_parent])).unwrap();
         let to_child = a.rpc(&["getnewaddress", "", "bech32"]);
         let inputs = serde_json::json!([{"txid": parent.compute_txid().to_string(), "vout": 0}]).to_string();
@@ -305,7 +306,7 @@ fn transactions_relay_both_ways_with_bitcoind() {
             "scriptPubKey": info["scriptPubKey"], "amount": amount}]).to_string();
         let raw = a.rpc(&["createrawtransaction", &inputs, &outputs]);
         let signed: serde_json::Value = serde_json::from_str(&a.rpc(&["signrawtransactionwithwallet", &raw, &prevtxs])).unwrap();
-        let child: bitcoin::Transaction = bitcoin::consensus::deserialize(&hex::decode(signed["hex"].as_str().unwrap()).unwrap()).unwrap();
+        let child: bitcoin::Transaction = bitcoin::consensus::deserialize(&Vec::<u8>::from_hex(signed["hex"].as_str().unwrap()).unwrap()).unwrap();
         (parent, child)
     };
     let (parent, child) = package(0.0002);
@@ -537,7 +538,7 @@ fn serves_bip157_filters_like_bitcoind_and_disconnects_abusers() {
         let f = q.recv_until(|m| match m { NetworkMessage::CFilter(f) => Some(f.clone()), _ => None }).expect("cfilter");
         assert_eq!(f.block_hash, hash(h));
         let (want, _) = reference(h);
-        assert_eq!(hex::encode(&f.filter), want, "filter at {h}");
+        assert_eq!(f.filter.to_lower_hex_string(), want, "filter at {h}");
         assert_eq!(FilterHash::hash(&f.filter), headers.filter_hashes[h as usize - 1], "cfheaders agrees at {h}");
     }
 
@@ -606,7 +607,7 @@ fn kyoto_light_client_syncs_every_filter_from_cairn() {
     for (height, hash, filter) in filters {
         assert_eq!(hash.to_string(), a.rpc(&["getblockhash", &height.to_string()]));
         let want: serde_json::Value = serde_json::from_str(&a.rpc(&["getblockfilter", &hash.to_string()])).unwrap();
-        assert_eq!(hex::encode(filter), want["filter"].as_str().unwrap(), "filter at {height}");
+        assert_eq!(filter.to_lower_hex_string(), want["filter"].as_str().unwrap(), "filter at {height}");
     }
 }
 
@@ -645,6 +646,6 @@ fn nakamoto_light_client_rescans_every_filter_from_cairn() {
     for (height, (hash, content)) in got {
         assert_eq!(hash, a.rpc(&["getblockhash", &height.to_string()]));
         let want: serde_json::Value = serde_json::from_str(&a.rpc(&["getblockfilter", &hash])).unwrap();
-        assert_eq!(hex::encode(content), want["filter"].as_str().unwrap(), "filter at {height}");
+        assert_eq!(content.to_lower_hex_string(), want["filter"].as_str().unwrap(), "filter at {height}");
     }
 }

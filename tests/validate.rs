@@ -6,6 +6,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 
+use bitcoin::hex::FromHex;
 use bitcoin::consensus::serialize;
 use bitcoin::hashes::Hash;
 use bitcoin::Block;
@@ -111,7 +112,7 @@ fn generated_chain_validates_and_blk_files_import_in_any_order() {
     let blocks: Vec<Vec<u8>> = std::fs::read_to_string(out.join("blocks.hex"))
         .unwrap()
         .lines()
-        .map(|l| hex::decode(l).unwrap())
+        .map(|l| Vec::<u8>::from_hex(l).unwrap())
         .collect();
     let mut order: Vec<usize> = (0..blocks.len()).collect();
     for chunk in order.chunks_mut(16) {

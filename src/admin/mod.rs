@@ -1,19 +1,22 @@
 //! The operator's JSON-RPC: loopback only, HTTP with cookie authentication as bitcoind has it.
 //! `cairn status` uses it to ask a running cairn; `stop` ends one.
 
+mod status;
+
 use std::net::SocketAddr;
 use std::sync::Arc;
 
 use base64::Engine;
+use bitcoin::hex::DisplayHex;
 use jsonrpsee::core::client::ClientT;
-use jsonrpsee::http_client::{HeaderMap, HeaderValue, HttpClientBuilder};
+use jsonrpsee::rpc_params;
 use jsonrpsee::server::{RpcModule, Server, ServerConfig, ServerHandle};
 use jsonrpsee::types::ErrorObjectOwned;
-use jsonrpsee::rpc_params;
+use jsonrpsee_http_client::{HeaderMap, HeaderValue, HttpClient, HttpClientBuilder};
 use tokio::sync::watch;
 
 use crate::datadir::{DataDir, DataDirError};
-use crate::node::Status;
+pub use status::{Status, TipStatus};
 
 /// The user name in the cookie file, as bitcoind writes it.
 pub const COOKIE_USER: &str = "__cookie__";
@@ -139,7 +142,7 @@ impl AdminServer {
 
 /// A client for a running cairn's admin RPC, found through its data folder.
 pub struct AdminClient {
-    client: jsonrpsee::http_client::HttpClient,
+    client: HttpClient,
 }
 
 impl AdminClient {
@@ -193,5 +196,5 @@ fn random_hex(bytes: usize) -> String {
     use rand::RngCore;
     let mut buf = vec![0u8; bytes];
     rand::rngs::OsRng.fill_bytes(&mut buf);
-    hex::encode(buf)
+    buf.to_lower_hex_string()
 }

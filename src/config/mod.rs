@@ -1,13 +1,21 @@
 //! cairn's settings: a TOML file, overridden by `CAIRN_*` environment variables and CLI flags.
 
+mod electrum;
 mod network;
+mod p2p;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
+use bitcoin::hex::{DisplayHex, FromHex};
 use serde::Deserialize;
 
+pub use electrum::{ElectrumConfig, SERVER_SOFTWARE};
 pub use network::{signet_magic, Network, UnknownNetwork};
+pub use p2p::P2pConfig;
+
+/// The index store's block cache when none is configured, MiB.
+pub const DEFAULT_INDEX_CACHE_MB: usize = 256;
 
 /// Errors from reading or checking the configuration.
 #[derive(Debug, thiserror::Error)]
@@ -148,32 +156,18 @@ pub struct Overrides {
     pub http_addr: Option<SocketAddr>,
 }
 
-/// Which peers cairn talks to and how many.
-#[derive(Debug, Clone)]
-pub struct P2pSettings {
-    /// Only these peers (no discovery).
-    pub connect: Vec<SocketAddr>,
-    /// These peers, besides discovered ones.
-    pub addnode: Vec<SocketAddr>,
-    /// Where to accept peers.
-    pub listen: Option<SocketAddr>,
-    /// Whether `listen` was asked for (a bind failure is then an error, not a warning).
-    pub listen_required: bool,
-    /// Outbound connections to discovered peers.
-    pub max_outbound: usize,
-    /// Most inbound peers.
-    pub max_inbound: usize,
-    /// Whether DNS seeds are asked.
-    pub dns_seeds: bool,
+/// Mempool settings.
+#[derive(Debug, Clone, Copy)]
+pub struct MempoolConfig {
+    /// Most virtual bytes held; lower fee rates are evicted above it.
+    pub max_vbytes: u64,
 }
 
-impl P2pSettings {
-    /// Whether the P2P side has anything to do: peers to reach, seeds to ask, or a listener.
-    pub fn enabled(&self, network: Network) -> bool {
-        !self.connect.is_empty()
-            || !self.addnode.is_empty()
-            || self.listen.is_some()
-            || (network != Network::Regtest && self.max_outbound > 0)
+impl Default for MempoolConfig {
+    fn default() -> Self {
+        MempoolConfig {
+            max_vbytes: 300_000_000,
+        }
     }
 }
 
@@ -193,11 +187,11 @@ pub struct Settings {
     /// Kernel script-check worker threads.
     pub kernel_script_threads: i32,
     /// The Electrum server's address and limits.
-    pub electrum: crate::electrum::ElectrumConfig,
+    pub electrum: ElectrumConfig,
     /// The P2P side's peers and limits.
-    pub p2p: P2pSettings,
-    /// Mempool size limit in virtual bytes.
-    pub mempool_max_vbytes: u64,
+    pub p2p: P2pConfig,
+    /// The mempool's size limit.
+    pub mempool: MempoolConfig,
     /// Where the HTTP filter endpoints listen, if anywhere.
     pub http_addr: Option<SocketAddr>,
     /// Whether the index builds and serves BIP158 filters.
@@ -209,48 +203,9 @@ pub struct Settings {
 impl Settings {
     /// Merges the layers: flags and environment over the file over the defaults.
     pub fn resolve(file: FileConfig, over: Overrides) -> Result<Self, ConfigError> {
-        let network: Network = match over.network.or(file.network) {
-            Some(name) => name.parse().map_err(|e: UnknownNetwork| ConfigError::Invalid {
-                option: "network",
-                message: e.to_string(),
-            })?,
-            None => Network::Regtest,
-        };
-        let signet_challenge = match over.signetchallenge.or(file.signetchallenge) {
-            Some(hex_text) => {
-                if network != Network::Signet {
-                    return Err(ConfigError::Invalid {
-                        option: "signetchallenge",
-                        message: format!("only valid with network signet, not {network}"),
-                    });
-                }
-                let bytes = hex::decode(hex_text.trim()).map_err(|e| ConfigError::Invalid {
-                    option: "signetchallenge",
-                    message: format!("not hex: {e}"),
-                })?;
-                if bytes.is_empty() {
-                    return Err(ConfigError::Invalid {
-                        option: "signetchallenge",
-                        message: "empty challenge".into(),
-                    });
-                }
-                Some(bytes)
-            }
-            None => None,
-        };
-        let datadir = over
-            .datadir
-            .or(file.datadir)
-            .unwrap_or_else(default_datadir);
-        let admin_addr = over.admin_addr.or(file.admin_addr).unwrap_or_else(|| {
-            SocketAddr::from(([127, 0, 0, 1], network.default_admin_port()))
-        });
-        if !admin_addr.ip().is_loopback() {
-            return Err(ConfigError::Invalid {
-                option: "admin_addr",
-                message: format!("{admin_addr} is not a loopback address; the admin RPC only listens on loopback"),
-            });
-        }
+        let network = network(over.network.clone().or(file.network.clone()))?;
+        let signet_challenge = signet_challenge(over.signetchallenge.clone().or(file.signetchallenge.clone()), network)?;
+        let admin_addr = admin_addr(over.admin_addr.or(file.admin_addr), network)?;
         let kernel_script_threads = file.kernel_script_threads.unwrap_or_else(default_script_threads);
         if !(0..=15).contains(&kernel_script_threads) {
             return Err(ConfigError::Invalid {
@@ -258,90 +213,27 @@ impl Settings {
                 message: format!("{kernel_script_threads} is outside 0..=15"),
             });
         }
-        let mut electrum = crate::electrum::ElectrumConfig::defaults(network);
-        if let Some(addr) = over.electrum_addr.or(file.electrum_addr) {
-            electrum.addr = addr;
-        }
-        electrum.ws_addr = over.electrum_ws_addr.or(file.electrum_ws_addr);
-        let positive = |option: &'static str, v: usize| {
-            if v == 0 {
-                Err(ConfigError::Invalid {
-                    option,
-                    message: "must be at least 1".into(),
-                })
-            } else {
-                Ok(v)
-            }
+        let magic = match &signet_challenge {
+            Some(challenge) => signet_magic(challenge),
+            None => network.magic(),
         };
-        if let Some(v) = file.electrum_max_line_bytes {
-            electrum.max_line_bytes = positive("electrum_max_line_bytes", v)?;
-        }
-        if let Some(v) = file.electrum_max_batch {
-            electrum.max_batch = positive("electrum_max_batch", v)?;
-        }
-        if let Some(v) = file.electrum_max_subscriptions {
-            electrum.max_subscriptions = positive("electrum_max_subscriptions", v)?;
-        }
-        if let Some(v) = file.electrum_idle_timeout_secs {
-            electrum.idle_timeout = std::time::Duration::from_secs(positive("electrum_idle_timeout_secs", v as usize)? as u64);
-        }
-        if let Some(v) = file.electrum_max_connections {
-            electrum.max_connections = positive("electrum_max_connections", v)?;
-        }
-        if let Some(v) = file.electrum_max_history {
-            electrum.max_history = positive("electrum_max_history", v)?;
-        }
-        if let Some(v) = file.electrum_banner {
-            electrum.banner = v;
-        }
-        if let Some(v) = file.electrum_donation_address {
-            electrum.donation_address = v;
-        }
-        if let Some(v) = file.electrum_peers {
-            electrum.peers = v;
-        }
-        let connect = if over.connect.is_empty() {
-            file.connect.unwrap_or_default()
-        } else {
-            over.connect
-        };
-        let addnode = if over.addnode.is_empty() {
-            file.addnode.unwrap_or_default()
-        } else {
-            over.addnode
-        };
-        let explicit_listen = over.p2p_addr.or(file.p2p_addr);
-        let listening = !over.no_listen && file.p2p_listen.unwrap_or(true);
-        let (listen, listen_required) = match (listening, explicit_listen) {
-            (false, _) => (None, false),
-            (true, Some(addr)) => (Some(addr), true),
-            (true, None) if network == Network::Regtest => {
-                (Some(SocketAddr::from(([127, 0, 0, 1], network.default_p2p_port()))), false)
-            }
-            (true, None) => (None, false),
-        };
-        let p2p = P2pSettings {
-            connect,
-            addnode,
-            listen,
-            listen_required,
-            max_outbound: file.p2p_max_outbound.unwrap_or(8),
-            max_inbound: file.p2p_max_inbound.unwrap_or(117),
-            dns_seeds: file.dnsseed.unwrap_or(true),
-        };
+        let index_cache_mb = positive("index_cache_mb", file.index_cache_mb.unwrap_or(DEFAULT_INDEX_CACHE_MB))?;
+        let mempool_max_mb = positive("mempool_max_mb", file.mempool_max_mb.unwrap_or(300) as usize)?;
         Ok(Settings {
+            electrum: electrum_config(network, &file, &over)?,
+            p2p: p2p_config(network, signet_challenge.is_some(), magic, &file, &over),
             network,
             signet_challenge,
-            datadir,
+            datadir: over.datadir.or(file.datadir).unwrap_or_else(default_datadir),
             admin_addr,
             log: over.log.or(file.log).unwrap_or_else(|| "info".into()),
             kernel_script_threads,
-            electrum,
-            p2p,
             http_addr: over.http_addr.or(file.http_addr),
             block_filters: file.block_filters.unwrap_or(true),
-            index_cache_bytes: positive("index_cache_mb", file.index_cache_mb.unwrap_or(crate::store::DEFAULT_CACHE_MB))? << 20,
-            mempool_max_vbytes: positive("mempool_max_mb", file.mempool_max_mb.unwrap_or(300) as usize)? as u64 * 1_000_000,
+            index_cache_bytes: index_cache_mb << 20,
+            mempool: MempoolConfig {
+                max_vbytes: mempool_max_mb as u64 * 1_000_000,
+            },
         })
     }
 
@@ -351,7 +243,7 @@ impl Settings {
             Some(challenge) => {
                 use bitcoin::hashes::{sha256, Hash};
                 let digest = sha256::Hash::hash(challenge);
-                let tag = hex::encode(&digest.as_byte_array()[..4]);
+                let tag = digest.as_byte_array()[..4].to_lower_hex_string();
                 self.datadir.join(format!("signet-{tag}"))
             }
             None => self.datadir.join(self.network.name()),
@@ -360,10 +252,125 @@ impl Settings {
 
     /// The network magic in block files and P2P messages.
     pub fn magic(&self) -> [u8; 4] {
-        match &self.signet_challenge {
-            Some(challenge) => signet_magic(challenge),
-            None => self.network.magic(),
+        self.p2p.magic
+    }
+}
+
+/// The network named by `name`; regtest when none is.
+fn network(name: Option<String>) -> Result<Network, ConfigError> {
+    match name {
+        Some(name) => name.parse().map_err(|e: UnknownNetwork| ConfigError::Invalid {
+            option: "network",
+            message: e.to_string(),
+        }),
+        None => Ok(Network::Regtest),
+    }
+}
+
+/// A custom signet's challenge script from its hex: only on signet, and not empty.
+fn signet_challenge(hex_text: Option<String>, network: Network) -> Result<Option<Vec<u8>>, ConfigError> {
+    let Some(hex_text) = hex_text else { return Ok(None) };
+    let invalid = |message: String| ConfigError::Invalid {
+        option: "signetchallenge",
+        message,
+    };
+    if network != Network::Signet {
+        return Err(invalid(format!("only valid with network signet, not {network}")));
+    }
+    let bytes = Vec::<u8>::from_hex(hex_text.trim()).map_err(|e| invalid(format!("not hex: {e}")))?;
+    if bytes.is_empty() {
+        return Err(invalid("empty challenge".into()));
+    }
+    Ok(Some(bytes))
+}
+
+/// The admin RPC's address: the network's default port on loopback, and loopback only.
+fn admin_addr(asked: Option<SocketAddr>, network: Network) -> Result<SocketAddr, ConfigError> {
+    let addr = asked.unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], network.default_admin_port())));
+    if !addr.ip().is_loopback() {
+        return Err(ConfigError::Invalid {
+            option: "admin_addr",
+            message: format!("{addr} is not a loopback address; the admin RPC only listens on loopback"),
+        });
+    }
+    Ok(addr)
+}
+
+/// `v`, refusing zero for an option that must be at least 1.
+fn positive(option: &'static str, v: usize) -> Result<usize, ConfigError> {
+    if v == 0 {
+        return Err(ConfigError::Invalid {
+            option,
+            message: "must be at least 1".into(),
+        });
+    }
+    Ok(v)
+}
+
+/// The Electrum server's settings: the network's defaults under the file's options.
+fn electrum_config(network: Network, file: &FileConfig, over: &Overrides) -> Result<ElectrumConfig, ConfigError> {
+    let mut electrum = ElectrumConfig::defaults(network);
+    if let Some(addr) = over.electrum_addr.or(file.electrum_addr) {
+        electrum.addr = addr;
+    }
+    electrum.ws_addr = over.electrum_ws_addr.or(file.electrum_ws_addr);
+    let limits = [
+        (&mut electrum.max_line_bytes, file.electrum_max_line_bytes, "electrum_max_line_bytes"),
+        (&mut electrum.max_batch, file.electrum_max_batch, "electrum_max_batch"),
+        (&mut electrum.max_subscriptions, file.electrum_max_subscriptions, "electrum_max_subscriptions"),
+        (&mut electrum.max_connections, file.electrum_max_connections, "electrum_max_connections"),
+        (&mut electrum.max_history, file.electrum_max_history, "electrum_max_history"),
+    ];
+    for (field, value, option) in limits {
+        if let Some(v) = value {
+            *field = positive(option, v)?;
         }
+    }
+    if let Some(v) = file.electrum_idle_timeout_secs {
+        electrum.idle_timeout = std::time::Duration::from_secs(positive("electrum_idle_timeout_secs", v as usize)? as u64);
+    }
+    if let Some(v) = &file.electrum_banner {
+        electrum.banner = v.clone();
+    }
+    if let Some(v) = &file.electrum_donation_address {
+        electrum.donation_address = v.clone();
+    }
+    if let Some(v) = &file.electrum_peers {
+        electrum.peers = v.clone();
+    }
+    Ok(electrum)
+}
+
+/// The P2P side's settings: flags win over the file; regtest listens on loopback by default.
+fn p2p_config(network: Network, custom_signet: bool, magic: [u8; 4], file: &FileConfig, over: &Overrides) -> P2pConfig {
+    let flag_or_file = |flag: &Vec<SocketAddr>, file: &Option<Vec<SocketAddr>>| {
+        if flag.is_empty() {
+            file.clone().unwrap_or_default()
+        } else {
+            flag.clone()
+        }
+    };
+    let explicit_listen = over.p2p_addr.or(file.p2p_addr);
+    let listening = !over.no_listen && file.p2p_listen.unwrap_or(true);
+    let (listen, listen_required) = match (listening, explicit_listen) {
+        (false, _) => (None, false),
+        (true, Some(addr)) => (Some(addr), true),
+        (true, None) if network == Network::Regtest => {
+            (Some(SocketAddr::from(([127, 0, 0, 1], network.default_p2p_port()))), false)
+        }
+        (true, None) => (None, false),
+    };
+    P2pConfig {
+        connect: flag_or_file(&over.connect, &file.connect),
+        addnode: flag_or_file(&over.addnode, &file.addnode),
+        listen,
+        listen_required,
+        network,
+        custom_signet,
+        magic,
+        max_outbound: file.p2p_max_outbound.unwrap_or(8),
+        max_inbound: file.p2p_max_inbound.unwrap_or(117),
+        dns_seeds: file.dnsseed.unwrap_or(true),
     }
 }
 
@@ -412,16 +419,16 @@ mod tests {
         let regtest = resolve("", Overrides::default());
         assert_eq!(regtest.p2p.listen, Some("127.0.0.1:18444".parse().unwrap()));
         assert!(!regtest.p2p.listen_required, "the default listener may find its port taken");
-        assert!(regtest.p2p.enabled(Network::Regtest));
+        assert!(regtest.p2p.enabled());
         let off = resolve("p2p_listen = false\n", Overrides::default());
         assert_eq!(off.p2p.listen, None);
-        assert!(!off.p2p.enabled(Network::Regtest), "regtest has no seeds: nothing to do");
+        assert!(!off.p2p.enabled(), "regtest has no seeds: nothing to do");
         let asked = resolve("", Overrides { p2p_addr: Some("127.0.0.1:1".parse().unwrap()), ..Default::default() });
         assert!(asked.p2p.listen_required);
         let mainnet = resolve("network = \"mainnet\"\n", Overrides::default());
         assert_eq!(mainnet.p2p.listen, None);
         assert_eq!(mainnet.p2p.max_outbound, 8);
-        assert!(mainnet.p2p.enabled(Network::Mainnet), "mainnet looks for peers through its seeds");
+        assert!(mainnet.p2p.enabled(), "mainnet looks for peers through its seeds");
         let only = resolve("network = \"mainnet\"\nconnect = [\"192.0.2.1:8333\"]\n", Overrides::default());
         assert_eq!(only.p2p.connect.len(), 1);
     }

@@ -67,15 +67,10 @@ impl Network {
         }
     }
 
-    /// The message-start bytes (magic) of this network, as written in `blk*.dat` records.
-    /// A custom signet has its own magic: see [`signet_magic`].
+    /// The message-start bytes (magic) of this network, as written in `blk*.dat` records and
+    /// P2P messages (the `bitcoin` crate's). A custom signet has its own: see [`signet_magic`].
     pub fn magic(self) -> [u8; 4] {
-        match self {
-            Network::Mainnet => [0xf9, 0xbe, 0xb4, 0xd9],
-            Network::Testnet4 => [0x1c, 0x16, 0x3f, 0x28],
-            Network::Signet => [0x0a, 0x03, 0xcf, 0x40],
-            Network::Regtest => [0xfa, 0xbf, 0xb5, 0xda],
-        }
+        self.to_bitcoin().magic().to_bytes()
     }
 
     /// The `bitcoin` crate's view of this network (for addresses and genesis blocks).
@@ -93,26 +88,10 @@ impl Network {
 /// the double SHA-256 of the challenge serialized with its length prefix (BIP325).
 pub fn signet_magic(challenge: &[u8]) -> [u8; 4] {
     use bitcoin::hashes::{sha256d, Hash};
-    let mut data = Vec::with_capacity(challenge.len() + 9);
-    bitcoin::consensus::encode::VarInt(challenge.len() as u64)
-        .consensus_encode_to(&mut data);
-    data.extend_from_slice(challenge);
-    let hash = sha256d::Hash::hash(&data);
+    let hash = sha256d::Hash::hash(&bitcoin::consensus::serialize(&challenge.to_vec()));
     let mut magic = [0u8; 4];
     magic.copy_from_slice(&hash.as_byte_array()[..4]);
     magic
-}
-
-/// Encoding a value into a byte vector never fails; this trait hides the `io::Result`.
-trait EncodeTo {
-    fn consensus_encode_to(&self, out: &mut Vec<u8>);
-}
-
-impl<T: bitcoin::consensus::Encodable> EncodeTo for T {
-    fn consensus_encode_to(&self, out: &mut Vec<u8>) {
-        // Writing into a Vec cannot fail.
-        let _ = self.consensus_encode(out);
-    }
 }
 
 impl fmt::Display for Network {
@@ -142,14 +121,13 @@ impl FromStr for Network {
 
 #[cfg(test)]
 mod tests {
+    use bitcoin::hex::FromHex;
     use super::*;
 
     #[test]
     fn default_signet_challenge_gives_default_signet_magic() {
         // The default signet challenge from Bitcoin Core's chainparams.
-        let challenge = hex::decode(
-            "512103ad5e0edad18cb1f0fc0d28a3d4f1f3e445640337489abb10404f2d1e086be430210359ef5021964fe22d6f8e05b2463c9540ce96883fe3b278760f048f5189f2e6c452ae",
-        )
+        let challenge = Vec::<u8>::from_hex("512103ad5e0edad18cb1f0fc0d28a3d4f1f3e445640337489abb10404f2d1e086be430210359ef5021964fe22d6f8e05b2463c9540ce96883fe3b278760f048f5189f2e6c452ae",)
         .unwrap();
         assert_eq!(signet_magic(&challenge), Network::Signet.magic());
     }

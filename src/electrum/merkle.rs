@@ -1,6 +1,7 @@
 //! Merkle branches: a transaction's proof against its block's merkle root, and a header's proof
 //! against the root of all block hashes up to a checkpoint.
 
+use bitcoin::hex::DisplayHex;
 use bitcoin::hashes::{sha256d, Hash};
 
 /// The branch of the leaf at `pos` (deepest pairing first) and the root. An odd last node is
@@ -36,7 +37,7 @@ pub fn branch_and_root(leaves: &[[u8; 32]], mut pos: usize) -> (Vec<[u8; 32]>, [
 pub fn rpc_hex(hash: &[u8; 32]) -> String {
     let mut b = *hash;
     b.reverse();
-    hex::encode(b)
+    b.to_lower_hex_string()
 }
 
 /// Folds a branch back into a root (for tests and clients' checks).
@@ -59,6 +60,7 @@ pub fn root_from_branch(leaf: [u8; 32], branch: &[[u8; 32]], mut pos: usize) -> 
 
 #[cfg(test)]
 mod tests {
+    use bitcoin::hex::FromHex;
     use super::*;
 
     #[test]
@@ -70,7 +72,7 @@ mod tests {
             .unwrap()
             .iter()
             .map(|t| {
-                let mut b: [u8; 32] = hex::decode(t.as_str().unwrap()).unwrap().try_into().unwrap();
+                let mut b: [u8; 32] = Vec::<u8>::from_hex(t.as_str().unwrap()).unwrap().try_into().unwrap();
                 b.reverse();
                 b
             })

@@ -1,20 +1,34 @@
 //! The dispatcher: one function per Electrum method, in the order of the protocol's method list.
 
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
 use bitcoin::hashes::Hash;
+use bitcoin::hex::{DisplayHex, FromHex};
 use bitcoin::{BlockHash, Txid};
 use serde_json::{json, Value};
 
+use super::backend::Backend;
 use super::merkle::{branch_and_root, rpc_hex};
-use super::session::{RpcError, Session, BACKEND_ERROR, METHOD_NOT_FOUND};
-use super::{status, verbose, PROTOCOL_MAX, PROTOCOL_MIN, SERVER_SOFTWARE};
+use super::params::{bool_param, scripthash_param, scriptpubkey_param, str_param, txid_param, u32_param};
+use super::rpc::{Reply, RpcError, BACKEND_ERROR, METHOD_NOT_FOUND};
+use super::{status, verbose};
+use crate::config::SERVER_SOFTWARE;
 use crate::index::query::QueryError;
-use crate::index::schema::ScriptHash;
+use crate::mempool::{Mempool, Rejection, MAX_PACKAGE_COUNT, MIN_RELAY_FEERATE};
+use crate::store::schema::ScriptHash;
 
 /// Protocol versions served, oldest first.
 const VERSIONS: [(u32, u32, u32); 4] = [(1, 4, 0), (1, 4, 1), (1, 4, 2), (1, 6, 0)];
+/// The oldest protocol version served.
+pub const PROTOCOL_MIN: (u32, u32) = (1, 4);
+/// The newest protocol version served.
+pub const PROTOCOL_MAX: (u32, u32) = (1, 6);
 
 /// The minimum relay fee in BTC per 1000 vbytes, as Electrum wants fee rates.
-const MIN_RELAY_BTC_PER_KVB: f64 = crate::mempool::MIN_RELAY_FEERATE as f64 * 1000.0 / 100_000_000.0;
+fn min_relay_btc_per_kvb() -> f64 {
+    bitcoin::Amount::from_sat(MIN_RELAY_FEERATE * 1000).to_btc()
+}
 
 /// The answer for everything that needs the mempool when this cairn runs without one.
 fn no_mempool() -> RpcError {
@@ -57,7 +71,6 @@ fn version_text(v: (u32, u32, u32)) -> String {
 /// entry): histories can have hundreds of thousands of entries.
 pub fn history_text(history: &[(Txid, i64, Option<u64>)]) -> String {
     let mut out = String::with_capacity(2 + history.len() * 104);
-    let mut hex_txid = [0u8; 64];
     let mut number = [0u8; 24];
     out.push('[');
     for (i, (txid, height, fee)) in history.iter().enumerate() {
@@ -67,11 +80,7 @@ pub fn history_text(history: &[(Txid, i64, Option<u64>)]) -> String {
         out.push_str("{\"height\":");
         push_ascii(&mut out, status::decimal(*height, &mut number));
         out.push_str(",\"tx_hash\":\"");
-        let mut bytes = txid.to_byte_array();
-        bytes.reverse();
-        if hex::encode_to_slice(bytes, &mut hex_txid).is_ok() {
-            push_ascii(&mut out, &hex_txid);
-        }
+        out.push_str(status::txid_hex(txid).as_str());
         out.push('"');
         if let Some(fee) = fee {
             out.push_str(",\"fee\":");
@@ -88,57 +97,33 @@ fn push_ascii(out: &mut String, ascii: &[u8]) {
     out.extend(ascii.iter().map(|&b| char::from(b)));
 }
 
-/// A method's result: a JSON value, or JSON text already written (for the large answers).
-pub(crate) enum Reply {
-    /// A value to serialize.
-    Json(Value),
-    /// Serialized JSON.
-    Text(String),
+/// Per-connection protocol state.
+pub struct Session {
+    pub(crate) backend: Arc<Backend>,
+    /// Negotiated version (major, minor, patch); `None` until `server.version` (1.4 rules).
+    pub(crate) version: Option<(u32, u32, u32)>,
+    pub(crate) headers_subscribed: bool,
+    pub(crate) last_notified: Option<(u32, bitcoin::BlockHash)>,
+    /// Subscribed script hashes and their last status sent.
+    pub(crate) subscriptions: HashMap<ScriptHash, Option<String>>,
 }
 
-fn str_param<'a>(params: &'a [Value], i: usize, name: &str) -> Result<&'a str, RpcError> {
-    match params.get(i) {
-        Some(Value::String(s)) => Ok(s),
-        Some(other) => Err(RpcError::invalid_params(format!("{name} must be a string, not {other}"))),
-        None => Err(RpcError::invalid_params(format!("missing parameter {name}"))),
+impl Session {
+    /// A new connection's state: nothing negotiated or subscribed yet.
+    pub(crate) fn new(backend: Arc<Backend>) -> Self {
+        Session {
+            backend,
+            version: None,
+            headers_subscribed: false,
+            last_notified: None,
+            subscriptions: HashMap::new(),
+        }
     }
-}
 
-fn u32_param(params: &[Value], i: usize, name: &str, default: Option<u32>) -> Result<u32, RpcError> {
-    match params.get(i) {
-        None | Some(Value::Null) => default.ok_or_else(|| RpcError::invalid_params(format!("missing parameter {name}"))),
-        Some(v) => v
-            .as_u64()
-            .and_then(|n| u32::try_from(n).ok())
-            .ok_or_else(|| RpcError::invalid_params(format!("{name} must be a non-negative integer, not {v}"))),
+    /// Whether the client negotiated protocol 1.6 or later.
+    pub(crate) fn v16(&self) -> bool {
+        self.version.is_some_and(|v| v >= (1, 6, 0))
     }
-}
-
-fn bool_param(params: &[Value], i: usize, name: &str) -> Result<bool, RpcError> {
-    match params.get(i) {
-        None | Some(Value::Null) => Ok(false),
-        Some(Value::Bool(b)) => Ok(*b),
-        Some(other) => Err(RpcError::invalid_params(format!("{name} must be a boolean, not {other}"))),
-    }
-}
-
-fn scripthash_param(params: &[Value], i: usize) -> Result<ScriptHash, RpcError> {
-    let text = str_param(params, i, "scripthash")?;
-    ScriptHash::from_electrum_hex(text)
-        .ok_or_else(|| RpcError::invalid_params(format!("{text:?} is not a 32-byte hex script hash")))
-}
-
-fn scriptpubkey_param(params: &[Value], i: usize) -> Result<ScriptHash, RpcError> {
-    let text = str_param(params, i, "scriptpubkey")?;
-    let bytes = hex::decode(text)
-        .map_err(|_| RpcError::invalid_params(format!("{text:?} is not a hex script")))?;
-    Ok(ScriptHash::of(bitcoin::Script::from_bytes(&bytes)))
-}
-
-fn txid_param(params: &[Value], i: usize) -> Result<Txid, RpcError> {
-    let text = str_param(params, i, "tx_hash")?;
-    text.parse()
-        .map_err(|_| RpcError::invalid_params(format!("{text:?} is not a transaction hash")))
 }
 
 impl Session {
@@ -160,7 +145,7 @@ impl Session {
             "blockchain.block.headers" => self.block_headers(params),
             "blockchain.estimatefee" => self.estimatefee(params),
             "blockchain.headers.subscribe" => self.headers_subscribe(),
-            "blockchain.relayfee" if !self.v16() => self.mempool().map(|_| json!(MIN_RELAY_BTC_PER_KVB)),
+            "blockchain.relayfee" if !self.v16() => self.mempool().map(|_| json!(min_relay_btc_per_kvb())),
             "blockchain.scripthash.get_balance" => self.get_balance(scripthash_param(params, 0)?),
             "blockchain.scripthash.get_mempool" => self.get_mempool(scripthash_param(params, 0)?),
             "blockchain.scripthash.listunspent" => self.listunspent(scripthash_param(params, 0)?),
@@ -182,7 +167,7 @@ impl Session {
             "blockchain.transaction.id_from_pos" => self.id_from_pos(params),
             "mempool.get_fee_histogram" => self.fee_histogram(),
             "mempool.get_info" => self.mempool().map(|_| {
-                json!({"mempoolminfee": MIN_RELAY_BTC_PER_KVB, "minrelaytxfee": MIN_RELAY_BTC_PER_KVB, "incrementalrelayfee": MIN_RELAY_BTC_PER_KVB})
+                json!({"mempoolminfee": min_relay_btc_per_kvb(), "minrelaytxfee": min_relay_btc_per_kvb(), "incrementalrelayfee": min_relay_btc_per_kvb()})
             }),
             "server.banner" => Ok(json!(self.backend.config.banner)),
             "server.donation_address" => Ok(json!(self.backend.config.donation_address)),
@@ -269,7 +254,7 @@ impl Session {
     fn header_hex(&self, height: u32) -> Option<String> {
         self.backend
             .index
-            .with_chain(|c| c.header(height).map(|h| hex::encode(bitcoin::consensus::serialize(h))))
+            .with_chain(|c| c.header(height).map(|h| bitcoin::consensus::serialize(h).to_lower_hex_string()))
     }
 
     fn headers_subscribe(&mut self) -> Result<Value, RpcError> {
@@ -316,7 +301,7 @@ impl Session {
         let headers: Vec<String> = self.backend.index.with_chain(|c| {
             (start..start.saturating_add(count.min(max)))
                 .map_while(|h| c.header(h))
-                .map(|h| hex::encode(bitcoin::consensus::serialize(h)))
+                .map(|h| bitcoin::consensus::serialize(h).to_lower_hex_string())
                 .collect()
         });
         let mut result = if self.v16() {
@@ -333,7 +318,7 @@ impl Session {
         Ok(result)
     }
 
-    fn mempool(&self) -> Result<&crate::mempool::Mempool, RpcError> {
+    fn mempool(&self) -> Result<&Mempool, RpcError> {
         self.backend.mempool.as_deref().ok_or_else(no_mempool)
     }
 
@@ -378,7 +363,7 @@ impl Session {
         let blocks = u32_param(params, 0, "number", None)?;
         let pool = self.mempool()?;
         // Below a full block's worth of the mempool, the minimum relay fee confirms next block.
-        Ok(json!(pool.estimate_fee(blocks).unwrap_or(MIN_RELAY_BTC_PER_KVB)))
+        Ok(json!(pool.estimate_fee(blocks).unwrap_or(min_relay_btc_per_kvb())))
     }
 
     fn fee_histogram(&self) -> Result<Value, RpcError> {
@@ -393,21 +378,21 @@ impl Session {
 
     fn broadcast(&self, params: &[Value]) -> Result<Value, RpcError> {
         let text = str_param(params, 0, "raw_tx")?;
-        let raw = hex::decode(text).map_err(|_| RpcError::invalid_params("raw_tx is not hex"))?;
+        let raw = Vec::<u8>::from_hex(text).map_err(|_| RpcError::invalid_params("raw_tx is not hex"))?;
         let pool = self.mempool()?;
         let accepted = pool
             .accept(&raw, &self.backend.index)
             .map_err(|e| RpcError::bad_request(format!("the transaction was rejected by network rules.\n\n{e}")))?;
-        let _ = self.backend.relay.send(accepted.txid);
-        crate::index::runner::publish(&self.backend.index, &self.backend.updates, Some(accepted.touched));
-        Ok(json!(accepted.txid.to_string()))
+        let txid = accepted.txid;
+        self.backend.notifier.accepted(&self.backend.index, accepted);
+        Ok(json!(txid.to_string()))
     }
 
     /// `broadcast_package(raw_txs, verbose=false)`: a child with its parents, child last. Each
     /// accepted transaction is relayed; the answer says whether all were, with a reason per
     /// refused one (the `verbose` form, bitcoind's own `submitpackage` answer, is not offered).
     fn broadcast_package(&self, params: &[Value]) -> Result<Value, RpcError> {
-        const MAX_TXS: usize = crate::mempool::MAX_PACKAGE_COUNT;
+        const MAX_TXS: usize = MAX_PACKAGE_COUNT;
         let list = params
             .first()
             .and_then(Value::as_array)
@@ -420,7 +405,7 @@ impl Session {
         }
         let raws = list
             .iter()
-            .map(|v| v.as_str().and_then(|t| hex::decode(t).ok()))
+            .map(|v| v.as_str().and_then(|t| Vec::<u8>::from_hex(t).ok()))
             .collect::<Option<Vec<Vec<u8>>>>()
             .ok_or_else(|| RpcError::invalid_params("every raw_txs entry must be a hex string"))?;
         let pool = self.mempool()?;
@@ -428,14 +413,14 @@ impl Session {
             .accept_package(&raws, &self.backend.index)
             .map_err(|e| RpcError::bad_request(format!("the package was rejected: {e}")))?;
         let mut errors = Vec::new();
-        let mut touched = std::collections::HashSet::new();
+        let mut touched = HashSet::new();
         for (raw, result) in raws.iter().zip(results) {
             match result {
                 Ok(accepted) => {
-                    let _ = self.backend.relay.send(accepted.txid);
+                    self.backend.notifier.announce(accepted.txid);
                     touched.extend(accepted.touched);
                 }
-                Err(crate::mempool::Rejection::AlreadyKnown) => {}
+                Err(Rejection::AlreadyKnown) => {}
                 Err(e) => {
                     let txid = bitcoin::consensus::deserialize::<bitcoin::Transaction>(raw)
                         .map(|t| t.compute_txid().to_string())
@@ -445,7 +430,7 @@ impl Session {
             }
         }
         if !touched.is_empty() {
-            crate::index::runner::publish(&self.backend.index, &self.backend.updates, Some(touched));
+            self.backend.notifier.publish(&self.backend.index, Some(touched));
         }
         if errors.is_empty() {
             Ok(json!({"success": true}))
@@ -527,7 +512,7 @@ impl Session {
         let verbose = bool_param(params, 1, "verbose")?;
         if let Some(bytes) = self.backend.mempool.as_ref().and_then(|p| p.raw(&txid)) {
             if !verbose {
-                return Ok(json!(hex::encode(bytes)));
+                return Ok(json!(bytes.to_lower_hex_string()));
             }
             let tx: bitcoin::Transaction = bitcoin::consensus::deserialize(&bytes)
                 .map_err(|e| RpcError::new(BACKEND_ERROR, e.to_string()))?;
@@ -536,7 +521,7 @@ impl Session {
         }
         let (bytes, height) = self.raw_tx(&txid)?;
         if !verbose {
-            return Ok(json!(hex::encode(bytes)));
+            return Ok(json!(bytes.to_lower_hex_string()));
         }
         let tx: bitcoin::Transaction = bitcoin::consensus::deserialize(&bytes)
             .map_err(|e| RpcError::new(BACKEND_ERROR, e.to_string()))?;

@@ -1,55 +1,20 @@
 //! One client connection: line framing with a size limit, batches, subscriptions and the
 //! notifications they owe, idle timeout, and backpressure on a client that does not read.
 
-use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+use bitcoin::hex::DisplayHex;
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 use tokio::sync::{broadcast, mpsc};
 
-use super::methods::Reply;
-use super::{Backend, TipUpdate};
-use crate::index::schema::ScriptHash;
-
-/// A JSON-RPC error as Electrum servers send it.
-#[derive(Debug, Clone)]
-pub struct RpcError {
-    /// The code: JSON-RPC's (-32xxx) or ElectrumX's application codes (1 bad request, 2 back end).
-    pub code: i64,
-    /// The message.
-    pub message: String,
-}
-
-impl RpcError {
-    pub(crate) fn new(code: i64, message: impl Into<String>) -> Self {
-        RpcError {
-            code,
-            message: message.into(),
-        }
-    }
-    pub(crate) fn bad_request(message: impl Into<String>) -> Self {
-        Self::new(BAD_REQUEST, message)
-    }
-    pub(crate) fn invalid_params(message: impl Into<String>) -> Self {
-        Self::new(INVALID_PARAMS, message)
-    }
-}
-
-/// ElectrumX's code for a request the server will not satisfy.
-pub const BAD_REQUEST: i64 = 1;
-/// ElectrumX's code for a failure of the server's back end (daemon, index, mempool).
-pub const BACKEND_ERROR: i64 = 2;
-/// JSON-RPC: not JSON.
-pub const PARSE_ERROR: i64 = -32700;
-/// JSON-RPC: not a request object.
-pub const INVALID_REQUEST: i64 = -32600;
-/// JSON-RPC: unknown method.
-pub const METHOD_NOT_FOUND: i64 = -32601;
-/// JSON-RPC: wrong parameters.
-pub const INVALID_PARAMS: i64 = -32602;
+use super::backend::Backend;
+use super::methods::Session;
+use super::rpc::{error_value, Reply, RpcError, INVALID_REQUEST, PARSE_ERROR};
+use crate::notify::TipUpdate;
+use crate::store::schema::ScriptHash;
 
 /// Total bytes of one batch's answers before the rest of the batch is refused.
 const MAX_BATCH_RESPONSE_BYTES: usize = 64 * 1024 * 1024;
@@ -58,40 +23,20 @@ const OUTBOX: usize = 8;
 /// How long an answer may wait for a client that does not read before it is dropped.
 const SEND_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
 
-/// Per-connection protocol state.
-pub struct Session {
-    pub(crate) backend: Arc<Backend>,
-    /// Negotiated version (major, minor, patch); `None` until `server.version` (1.4 rules).
-    pub(crate) version: Option<(u32, u32, u32)>,
-    pub(crate) headers_subscribed: bool,
-    pub(crate) last_notified: Option<(u32, bitcoin::BlockHash)>,
-    /// Subscribed script hashes and their last status sent.
-    pub(crate) subscriptions: HashMap<ScriptHash, Option<String>>,
-}
-
 impl Session {
-    /// Whether the client negotiated protocol 1.6 or later.
-    pub(crate) fn v16(&self) -> bool {
-        self.version.is_some_and(|v| v >= (1, 6, 0))
-    }
-
-    fn error_value(id: Value, e: &RpcError) -> Value {
-        json!({"jsonrpc": "2.0", "id": id, "error": {"code": e.code, "message": e.message}})
-    }
-
     /// Answers one request object as JSON text (`None` for a notification, which gets no
     /// answer).
     fn handle_request(&mut self, request: &Value) -> Option<String> {
         let Some(obj) = request.as_object() else {
             return Some(
-                Self::error_value(Value::Null, &RpcError::new(INVALID_REQUEST, "a request must be a JSON object"))
+                error_value(Value::Null, &RpcError::new(INVALID_REQUEST, "a request must be a JSON object"))
                     .to_string(),
             );
         };
         let id = obj.get("id").cloned();
         let Some(method) = obj.get("method").and_then(Value::as_str) else {
             return Some(
-                Self::error_value(id.unwrap_or(Value::Null), &RpcError::new(INVALID_REQUEST, "missing method"))
+                error_value(id.unwrap_or(Value::Null), &RpcError::new(INVALID_REQUEST, "missing method"))
                     .to_string(),
             );
         };
@@ -101,7 +46,7 @@ impl Session {
             Some(Value::Array(a)) => a,
             Some(_) => {
                 return Some(
-                    Self::error_value(id.unwrap_or(Value::Null), &RpcError::invalid_params("params must be an array"))
+                    error_value(id.unwrap_or(Value::Null), &RpcError::invalid_params("params must be an array"))
                         .to_string(),
                 )
             }
@@ -112,7 +57,7 @@ impl Session {
         Some(match result {
             Ok(Reply::Json(value)) => json!({"jsonrpc": "2.0", "id": id, "result": value}).to_string(),
             Ok(Reply::Text(text)) => format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{text}}}"),
-            Err(e) => Self::error_value(id, &e).to_string(),
+            Err(e) => error_value(id, &e).to_string(),
         })
     }
 
@@ -122,14 +67,14 @@ impl Session {
             Ok(v) => v,
             Err(e) => {
                 let err = RpcError::new(PARSE_ERROR, format!("invalid JSON: {e}"));
-                return Some(Self::error_value(Value::Null, &err).to_string());
+                return Some(error_value(Value::Null, &err).to_string());
             }
         };
         match parsed {
             Value::Array(batch) => {
                 if batch.is_empty() {
                     let err = RpcError::new(INVALID_REQUEST, "empty batch");
-                    return Some(Self::error_value(Value::Null, &err).to_string());
+                    return Some(error_value(Value::Null, &err).to_string());
                 }
                 if batch.len() > self.backend.config.max_batch {
                     let err = RpcError::bad_request(format!(
@@ -137,7 +82,7 @@ impl Session {
                         batch.len(),
                         self.backend.config.max_batch
                     ));
-                    return Some(Self::error_value(Value::Null, &err).to_string());
+                    return Some(error_value(Value::Null, &err).to_string());
                 }
                 let mut out = String::from("[");
                 let mut any = false;
@@ -145,7 +90,7 @@ impl Session {
                     let answer = if out.len() > MAX_BATCH_RESPONSE_BYTES {
                         let id = request.get("id").cloned().unwrap_or(Value::Null);
                         let err = RpcError::bad_request("response too large: the batch's answers exceed the limit");
-                        Some(Self::error_value(id, &err).to_string())
+                        Some(error_value(id, &err).to_string())
                     } else {
                         self.handle_request(request)
                     };
@@ -176,7 +121,7 @@ impl Session {
                 let now = Some((height, header.block_hash()));
                 if self.last_notified != now {
                     self.last_notified = now;
-                    let hex = hex::encode(bitcoin::consensus::serialize(&header));
+                    let hex = bitcoin::consensus::serialize(&header).to_lower_hex_string();
                     out.push(
                         json!({"jsonrpc": "2.0", "method": "blockchain.headers.subscribe",
                                "params": [{"height": height, "hex": hex}]})
@@ -351,7 +296,8 @@ pub async fn run_websocket(
 }
 
 /// The transport-independent part of a session: answers requests from `incoming` and sends
-/// answers and notifications to `out_tx`.
+/// answers and notifications to `out_tx`, until the client leaves, idles, sends an oversized
+/// request or does not read what it is sent.
 async fn serve(
     peer: SocketAddr,
     backend: Arc<Backend>,
@@ -362,21 +308,12 @@ async fn serve(
     tracing::debug!("electrum client {peer} connected");
     let idle = backend.config.idle_timeout;
     let limit = backend.config.max_line_bytes;
-    let mut session = Session {
-        backend,
-        version: None,
-        headers_subscribed: false,
-        last_notified: None,
-        subscriptions: HashMap::new(),
-    };
-    let send = |tx: &mpsc::Sender<String>, line: String| {
-        let tx = tx.clone();
-        async move { tokio::time::timeout(SEND_TIMEOUT.min(idle), tx.send(line)).await.map(|r| r.is_ok()).unwrap_or(false) }
-    };
+    let out = Outbox { tx: out_tx, timeout: SEND_TIMEOUT.min(idle) };
+    let mut session = Session::new(backend);
     loop {
         tokio::select! {
             read = tokio::time::timeout(idle, incoming.recv()) => {
-                match read {
+                let request = match read {
                     Err(_) => {
                         tracing::debug!("electrum client {peer}: idle timeout");
                         break;
@@ -384,43 +321,53 @@ async fn serve(
                     Ok(None) => break,
                     Ok(Some(Incoming::TooLong)) => {
                         let err = RpcError::bad_request(format!("request line longer than {limit} bytes"));
-                        let _ = send(&out_tx, Session::error_value(Value::Null, &err).to_string()).await;
+                        out.send(error_value(Value::Null, &err).to_string()).await;
                         tracing::info!("electrum client {peer}: request over {limit} bytes, disconnecting");
                         break;
                     }
-                    Ok(Some(Incoming::Request(request))) => {
-                        let answer = tokio::task::block_in_place(|| session.handle_line(&request));
-                        if let Some(answer) = answer {
-                            if !send(&out_tx, answer).await {
-                                tracing::info!("electrum client {peer} does not read its answers; disconnecting");
-                                break;
-                            }
-                        }
-                    }
+                    Ok(Some(Incoming::Request(request))) => request,
+                };
+                let answer = tokio::task::block_in_place(|| session.handle_line(&request));
+                if !out.send_all(answer).await {
+                    tracing::info!("electrum client {peer} does not read its answers; disconnecting");
+                    break;
                 }
             }
             update = updates.recv() => {
                 let notes = match update {
                     Ok(u) => tokio::task::block_in_place(|| session.on_update(Some(&u))),
-                    Err(broadcast::error::RecvError::Lagged(_)) => {
-                        tokio::task::block_in_place(|| session.on_update(None))
-                    }
+                    Err(broadcast::error::RecvError::Lagged(_)) => tokio::task::block_in_place(|| session.on_update(None)),
                     Err(broadcast::error::RecvError::Closed) => break,
                 };
-                let mut ok = true;
-                for note in notes {
-                    if !send(&out_tx, note).await {
-                        ok = false;
-                        break;
-                    }
-                }
-                if !ok {
+                if !out.send_all(notes).await {
                     tracing::info!("electrum client {peer} does not read its notifications; disconnecting");
                     break;
                 }
             }
         }
     }
-    drop(out_tx);
     tracing::debug!("electrum client {peer} disconnected");
+}
+
+/// The queue to a client's writer task, with how long a line may wait for room in it.
+struct Outbox {
+    tx: mpsc::Sender<String>,
+    timeout: std::time::Duration,
+}
+
+impl Outbox {
+    /// Queues one line; `false` if the client did not make room in time or is gone.
+    async fn send(&self, line: String) -> bool {
+        matches!(tokio::time::timeout(self.timeout, self.tx.send(line)).await, Ok(Ok(())))
+    }
+
+    /// Queues every line, in order; `false` as soon as one cannot be.
+    async fn send_all(&self, lines: impl IntoIterator<Item = String>) -> bool {
+        for line in lines {
+            if !self.send(line).await {
+                return false;
+            }
+        }
+        true
+    }
 }

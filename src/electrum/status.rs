@@ -2,29 +2,32 @@
 //! transactions in chain order, then mempool ones by (-height, txid). `None` for no history.
 
 use bitcoin::hashes::{sha256, Hash, HashEngine};
+use bitcoin::hex::buf_encoder::BufEncoder;
+use bitcoin::hex::Case;
 use bitcoin::Txid;
 
 /// Computes the status from history entries already in protocol order.
 pub fn status<'a>(history: impl IntoIterator<Item = (&'a Txid, i64)>) -> Option<String> {
     let mut engine = sha256::Hash::engine();
     let mut any = false;
-    // Fed to the hash piece by piece, from stack buffers: the txid as its displayed hex (bytes
-    // reversed), then ":height:". No formatting machinery, no allocation per entry.
-    let mut hex_txid = [0u8; 64];
+    // Fed to the hash piece by piece, from stack buffers: the txid as its displayed hex, then
+    // ":height:". No formatting machinery, no allocation per entry.
     let mut number = [0u8; 24];
     for (txid, height) in history {
         any = true;
-        let mut bytes = txid.to_byte_array();
-        bytes.reverse();
-        if hex::encode_to_slice(bytes, &mut hex_txid).is_err() {
-            return None;
-        }
-        engine.input(&hex_txid);
+        engine.input(txid_hex(txid).as_str().as_bytes());
         engine.input(b":");
         engine.input(decimal(height, &mut number));
         engine.input(b":");
     }
     any.then(|| sha256::Hash::from_engine(engine).to_string())
+}
+
+/// A txid as clients see it (hex of the bytes reversed), in a stack buffer.
+pub(crate) fn txid_hex(txid: &Txid) -> BufEncoder<64> {
+    let mut hex = BufEncoder::new();
+    hex.put_bytes(txid.as_byte_array().iter().rev(), Case::Lower);
+    hex
 }
 
 /// `n` in decimal, written at the end of `buf`.

@@ -1,6 +1,7 @@
 //! `blockchain.transaction.get` with `verbose=true`: the shape of bitcoind's
 //! `getrawtransaction <txid> true`.
 
+use bitcoin::hex::DisplayHex;
 use bitcoin::{Address, BlockHash, Network, Script, Transaction};
 use serde_json::{json, Value};
 
@@ -61,19 +62,19 @@ fn base(tx: &Transaction, bytes: &[u8], network: Network) -> Value {
         .iter()
         .map(|input| {
             let mut v = if tx.is_coinbase() {
-                json!({"coinbase": hex::encode(input.script_sig.as_bytes())})
+                json!({"coinbase": input.script_sig.as_bytes().to_lower_hex_string()})
             } else {
                 json!({
                     "txid": input.previous_output.txid.to_string(),
                     "vout": input.previous_output.vout,
                     "scriptSig": {
                         "asm": input.script_sig.to_asm_string(),
-                        "hex": hex::encode(input.script_sig.as_bytes()),
+                        "hex": input.script_sig.as_bytes().to_lower_hex_string(),
                     },
                 })
             };
             if !input.witness.is_empty() {
-                v["txinwitness"] = Value::Array(input.witness.iter().map(|w| json!(hex::encode(w))).collect());
+                v["txinwitness"] = Value::Array(input.witness.iter().map(|w| json!(w.to_lower_hex_string())).collect());
             }
             v["sequence"] = json!(input.sequence.0);
             v
@@ -87,7 +88,7 @@ fn base(tx: &Transaction, bytes: &[u8], network: Network) -> Value {
             let script = &out.script_pubkey;
             let mut spk = json!({
                 "asm": script.to_asm_string(),
-                "hex": hex::encode(script.as_bytes()),
+                "hex": script.as_bytes().to_lower_hex_string(),
                 "type": script_type(script),
             });
             if let Ok(address) = Address::from_script(script, network) {
@@ -106,6 +107,6 @@ fn base(tx: &Transaction, bytes: &[u8], network: Network) -> Value {
         "locktime": tx.lock_time.to_consensus_u32(),
         "vin": vin,
         "vout": vout,
-        "hex": hex::encode(bytes),
+        "hex": bytes.to_lower_hex_string(),
     })
 }

@@ -10,6 +10,7 @@ mod wallet;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use bitcoin::hex::DisplayHex;
 use bitcoin::absolute::LockTime;
 use bitcoin::block::{Header, Version};
 use bitcoin::hashes::Hash;
@@ -17,6 +18,7 @@ use bitcoin::script::Builder;
 use bitcoin::secp256k1::{All, Secp256k1};
 use bitcoin::sighash::SighashCache;
 use bitcoin::transaction::Version as TxVersion;
+use bitcoin::constants::COINBASE_MATURITY;
 use bitcoin::{
     Amount, Block, BlockHash, CompactTarget, OutPoint, ScriptBuf, Sequence, Transaction, TxIn,
     TxMerkleNode, TxOut, Witness,
@@ -28,8 +30,6 @@ use crate::config::Network;
 use crate::import::BlkWriter;
 pub use wallet::{derive_key, Owner, ScriptKind};
 
-/// Coinbase outputs can be spent this many blocks later.
-pub const COINBASE_MATURITY: u32 = 100;
 /// Regtest halves the subsidy every 150 blocks.
 pub const REGTEST_HALVING_INTERVAL: u32 = 150;
 /// Outputs below this are never created (Core's dust limit for the largest standard script).
@@ -273,7 +273,7 @@ impl ChainGenerator {
         if halvings >= 64 {
             0
         } else {
-            (50 * 100_000_000u64) >> halvings
+            Amount::from_int_btc(50).to_sat() >> halvings
         }
     }
 
@@ -381,6 +381,40 @@ impl ChainGenerator {
 
     /// Builds and signs one transaction, or `None` when nothing is spendable.
     fn build_tx(&mut self, fresh: &mut Vec<Coin>) -> Result<Option<(Transaction, u64)>, GenerateError> {
+        let Some(inputs) = self.take_inputs(fresh) else {
+            return Ok(None);
+        };
+        let total_in: u64 = inputs.iter().map(|c| c.value).sum();
+        let pool = self.coins.len() + fresh.len();
+        let Some((n_out, fee, with_op_return)) = self.plan_outputs(inputs.len(), total_in, pool) else {
+            return Ok(None);
+        };
+        let (mut outputs, recipients) = self.pay_recipients(total_in - fee, n_out);
+        if with_op_return {
+            let len = self.rng.gen_range(4..=40);
+            let data: Vec<u8> = (0..len).map(|_| self.rng.gen()).collect();
+            outputs.push(TxOut {
+                value: Amount::ZERO,
+                script_pubkey: ScriptBuf::new_op_return(wallet::push_bytes(&data)),
+            });
+        }
+        let tx = self.signed_tx(&inputs, outputs)?;
+        if inputs.iter().map(|c| c.owner).chain(recipients.iter().copied()).any(|o| self.wallet.contains(&o)) {
+            self.wallet_txs += 1;
+        }
+        let txid = tx.compute_txid();
+        for (vout, owner) in recipients.iter().enumerate() {
+            fresh.push(Coin {
+                outpoint: OutPoint::new(txid, vout as u32),
+                value: tx.output[vout].value.to_sat(),
+                owner: *owner,
+            });
+        }
+        Ok(Some((tx, fee)))
+    }
+
+    /// One to three coins to spend (mostly one); `None` when none is left.
+    fn take_inputs(&mut self, fresh: &mut Vec<Coin>) -> Option<Vec<Coin>> {
         let want_inputs = match self.rng.gen_range(0..10) {
             0..=6 => 1,
             7..=8 => 2,
@@ -394,14 +428,19 @@ impl ChainGenerator {
             }
         }
         if inputs.is_empty() {
-            return Ok(None);
+            return None;
         }
         for c in &inputs {
             self.uses[c.owner as usize] += 1;
         }
-        let total_in: u64 = inputs.iter().map(|c| c.value).sum();
+        Some(inputs)
+    }
+
+    /// How many outputs, the fee, and whether an OP_RETURN output is added, for `n_in` inputs
+    /// worth `total_in` while `pool` coins are spendable; `None` when the inputs cannot pay for
+    /// one output of at least [`MIN_OUTPUT`].
+    fn plan_outputs(&mut self, n_in: usize, total_in: u64, pool: usize) -> Option<(usize, u64, bool)> {
         // Fan out while there are fewer coins than a block's worth of spends.
-        let pool = self.coins.len() + fresh.len();
         let target = self.opts.txs_per_block as usize * 3;
         let mut n_out = if pool < target {
             self.rng.gen_range(10..=40)
@@ -414,23 +453,26 @@ impl ChainGenerator {
         };
         let feerate: u64 = self.rng.gen_range(1..=25);
         let with_op_return = self.rng.gen_range(0..20) == 0;
-        let vsize_estimate = |n_out: usize| 11 + 100 * inputs.len() as u64 + 43 * n_out as u64;
+        let vsize_estimate = |n_out: usize| 11 + 100 * n_in as u64 + 43 * n_out as u64;
         let mut fee = feerate * vsize_estimate(n_out);
         while n_out > 1 && total_in < fee + MIN_OUTPUT * n_out as u64 {
             n_out -= 1;
             fee = feerate * vsize_estimate(n_out);
         }
         if total_in < fee + MIN_OUTPUT {
-            // Too small to pay anything: burn it all as fee to a single output-less... keep it
-            // simple and spend it whole into the fee of a one-output tx at the minimum.
-            fee = total_in.saturating_sub(MIN_OUTPUT);
+            // Too small for this fee rate: one output at the minimum, the rest is fee. No
+            // output is ever below MIN_OUTPUT, so no coin is too small for that.
             if total_in < MIN_OUTPUT {
-                // Unspendable dust never arises (no output is below MIN_OUTPUT).
-                return Ok(None);
+                return None;
             }
+            fee = total_in - MIN_OUTPUT;
         }
-        let spend = total_in - fee;
-        // Split the amount: random cuts, every piece at least MIN_OUTPUT.
+        Some((n_out, fee, with_op_return))
+    }
+
+    /// `n_out` outputs sharing `spend` at random cuts, each at least [`MIN_OUTPUT`], to
+    /// recipients picked as [`ChainGenerator::pick_recipient`] does; and who they are.
+    fn pay_recipients(&mut self, spend: u64, n_out: usize) -> (Vec<TxOut>, Vec<u32>) {
         let spare = spend - MIN_OUTPUT * n_out as u64;
         let mut cuts: Vec<u64> = (0..n_out.saturating_sub(1))
             .map(|_| self.rng.gen_range(0..=spare))
@@ -440,27 +482,24 @@ impl ChainGenerator {
         cuts.sort_unstable();
         let mut outputs = Vec::with_capacity(n_out + 1);
         let mut recipients = Vec::with_capacity(n_out);
-        for w in cuts.windows(2).skip(0) {
+        for w in cuts.windows(2) {
             if recipients.len() == n_out {
                 break;
             }
-            let value = MIN_OUTPUT + (w[1] - w[0]);
             let owner = self.pick_recipient();
             self.uses[owner as usize] += 1;
             recipients.push(owner);
             outputs.push(TxOut {
-                value: Amount::from_sat(value),
+                value: Amount::from_sat(MIN_OUTPUT + (w[1] - w[0])),
                 script_pubkey: self.owners[owner as usize].script_pubkey.clone(),
             });
         }
-        if with_op_return {
-            let len = self.rng.gen_range(4..=40);
-            let data: Vec<u8> = (0..len).map(|_| self.rng.gen()).collect();
-            outputs.push(TxOut {
-                value: Amount::ZERO,
-                script_pubkey: ScriptBuf::new_op_return(wallet::push_bytes(&data)),
-            });
-        }
+        (outputs, recipients)
+    }
+
+    /// A version-2 transaction spending `inputs` (replaceable) into `outputs`, every input
+    /// signed by its owner's key.
+    fn signed_tx(&self, inputs: &[Coin], outputs: Vec<TxOut>) -> Result<Transaction, GenerateError> {
         let mut tx = Transaction {
             version: TxVersion::TWO,
             lock_time: LockTime::ZERO,
@@ -482,33 +521,19 @@ impl ChainGenerator {
                 script_pubkey: self.owners[c.owner as usize].script_pubkey.clone(),
             })
             .collect();
-        let signatures = {
-            let mut cache = SighashCache::new(&tx);
-            let mut sigs = Vec::with_capacity(inputs.len());
-            for (i, c) in inputs.iter().enumerate() {
-                let owner = &self.owners[c.owner as usize];
-                let sig = wallet::sign_input(&self.secp, &mut cache, i, &prevouts, owner)
-                    .map_err(GenerateError::Sign)?;
-                sigs.push(sig);
-            }
-            sigs
-        };
+        let mut cache = SighashCache::new(&tx);
+        let signatures = inputs
+            .iter()
+            .enumerate()
+            .map(|(i, c)| wallet::sign_input(&self.secp, &mut cache, i, &prevouts, &self.owners[c.owner as usize]))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(GenerateError::Sign)?;
+        drop(cache);
         for (input, sig) in tx.input.iter_mut().zip(signatures) {
             input.script_sig = sig.script_sig;
             input.witness = sig.witness;
         }
-        if inputs.iter().map(|c| c.owner).chain(recipients.iter().copied()).any(|o| self.wallet.contains(&o)) {
-            self.wallet_txs += 1;
-        }
-        let txid = tx.compute_txid();
-        for (vout, owner) in recipients.iter().enumerate() {
-            fresh.push(Coin {
-                outpoint: OutPoint::new(txid, vout as u32),
-                value: tx.output[vout].value.to_sat(),
-                owner: *owner,
-            });
-        }
-        Ok(Some((tx, fee)))
+        Ok(tx)
     }
 
     /// Generates every block into `out`: `blocks/blk*.dat` (Core's format, genesis first) and
@@ -547,7 +572,7 @@ impl ChainGenerator {
             let block = self.next_block()?;
             let raw = bitcoin::consensus::serialize(&block);
             blk.write_block(&raw).map_err(io(&blocks_dir))?;
-            writeln!(hex_out, "{}", hex::encode(&raw)).map_err(io(&tmp_hex))?;
+            writeln!(hex_out, "{}", raw.to_lower_hex_string()).map_err(io(&tmp_hex))?;
             summary.blocks += 1;
             summary.txs += block.txdata.len() as u64;
             summary.bytes += raw.len() as u64;

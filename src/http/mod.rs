@@ -8,6 +8,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use bitcoin::hex::DisplayHex;
 use bitcoin::BlockHash;
 use http_body_util::Full;
 use hyper::body::{Bytes, Incoming};
@@ -132,7 +133,7 @@ fn filter(index: &Index, hash_text: &str) -> Response<Full<Bytes>> {
             json!({
                 "blockhash": hash.to_string(),
                 "height": height,
-                "filter": hex::encode(&row.filter),
+                "filter": row.filter.to_lower_hex_string(),
                 "header": row.header.to_string(),
             }),
         ),

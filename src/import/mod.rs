@@ -8,12 +8,14 @@ use std::collections::HashMap;
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
+use bitcoin::hex::FromHex;
 use bitcoin::BlockHash;
 
 use crate::kernel::{Accepted, KernelError, Validator};
-pub use blkfiles::{BlkDir, BlkError, BlkPos, BlkWriter, FilePos, FoundBlock, KernelBlockFiles};
+pub use blkfiles::{BlkDir, BlkPos, BlkWriter};
+use crate::kernel::blockfiles::BlkError;
 pub use progress::Progress;
 
 /// Errors that stop an import.
@@ -86,8 +88,15 @@ impl ImportStats {
 
 /// A block waiting for its parent: where to find it again.
 enum Held {
+    /// In a block file: read again from disk once its parent is in.
     Blk(BlkPos),
-    Bytes(Vec<u8>, usize),
+    /// A line of a hex file, kept in memory; its line number names it in messages.
+    Line {
+        /// The block.
+        raw: Vec<u8>,
+        /// 1-based line number.
+        line: usize,
+    },
 }
 
 /// Drives the validator with blocks in any order, holding children until their parent is in.
@@ -125,10 +134,10 @@ impl<'a> Importer<'a> {
                 let raw = &data[start..start + pos.len as usize];
                 self.offer(raw, Held::Blk(pos), &|held| match held {
                     Held::Blk(p) => dir.read_at(*p).map_err(ImportError::from),
-                    Held::Bytes(b, _) => Ok(b.clone()),
+                    Held::Line { raw, .. } => Ok(raw.clone()),
                 }, &|held| match held {
                     Held::Blk(p) => format!("{} offset {}", dir.files()[p.file].display(), p.offset),
-                    Held::Bytes(_, line) => format!("line {line}"),
+                    Held::Line { line, .. } => format!("line {line}"),
                 })?;
                 self.progress.set_position(done_bytes + pos.offset + u64::from(pos.len));
             }
@@ -156,18 +165,18 @@ impl<'a> Importer<'a> {
             if text.is_empty() {
                 continue;
             }
-            let raw = hex::decode(text).map_err(|e| ImportError::BadLine {
+            let raw = Vec::<u8>::from_hex(text).map_err(|e| ImportError::BadLine {
                 path: path.to_path_buf(),
                 line: i + 1,
                 message: format!("not a hex block: {e}"),
             })?;
-            let held = Held::Bytes(raw.clone(), i + 1);
+            let held = Held::Line { raw: raw.clone(), line: i + 1 };
             let origin = |h: &Held| match h {
-                Held::Bytes(_, line) => format!("{} line {line}", path.display()),
+                Held::Line { line, .. } => format!("{} line {line}", path.display()),
                 Held::Blk(_) => String::new(),
             };
             self.offer(&raw, held, &|h| match h {
-                Held::Bytes(b, _) => Ok(b.clone()),
+                Held::Line { raw, .. } => Ok(raw.clone()),
                 Held::Blk(_) => Ok(Vec::new()),
             }, &origin)?;
             self.progress.set_position(read);
@@ -284,6 +293,3 @@ fn tx_count(raw: &[u8]) -> u64 {
         .map(|(n, _)| n.0)
         .unwrap_or(0)
 }
-
-/// How often progress is logged when stderr is not a terminal.
-pub const LOG_INTERVAL: Duration = Duration::from_secs(10);

@@ -1,9 +1,12 @@
 //! Import progress: a bar with height, blocks/s and ETA on a terminal, log lines otherwise.
 
 use std::io::IsTerminal;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressStyle};
+
+/// How often progress is logged when stderr is not a terminal.
+pub const LOG_INTERVAL: Duration = Duration::from_secs(10);
 
 /// Reports how far an import is. The length and position are in input bytes.
 pub struct Progress {
@@ -65,7 +68,7 @@ impl Progress {
             if blocks % 16 == 0 {
                 bar.set_message(format!("height {height} {rate:.0} blocks/s"));
             }
-        } else if self.last_log.elapsed() >= super::LOG_INTERVAL {
+        } else if self.last_log.elapsed() >= LOG_INTERVAL {
             self.last_log = Instant::now();
             let pct = if self.length > 0 {
                 100.0 * self.position as f64 / self.length as f64

@@ -66,7 +66,7 @@ impl SortedBatch {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::index::schema::cf;
+    use crate::store::schema::cf;
 
     #[test]
     fn keys_are_sorted_and_one_keys_operations_keep_their_order() {

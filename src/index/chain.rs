@@ -4,7 +4,7 @@
 use bitcoin::block::Header;
 use bitcoin::BlockHash;
 
-use super::schema::TxNum;
+use crate::store::schema::TxNum;
 
 /// Headers and TxNum ranges of the indexed blocks, height 0 upwards.
 #[derive(Debug, Default, Clone)]

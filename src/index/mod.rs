@@ -3,64 +3,32 @@
 //! Disconnected blocks are undone from the same undo data. It never looks a prevout's script or
 //! amount up: they come with the block from the kernel.
 
+mod backfill;
 mod batch;
 pub mod chain;
+mod error;
 pub mod filters;
 pub mod query;
 pub mod rows;
-pub mod runner;
-pub mod schema;
 mod writer;
 
 use std::collections::HashSet;
-use std::sync::{Arc, RwLock};
-use std::time::{Duration, Instant};
+use std::sync::{Arc, PoisonError, RwLock};
+use std::time::Instant;
 
-use bitcoin::{BlockHash, Txid};
+use bitcoin::BlockHash;
 use rayon::prelude::*;
 use rocksdb::WriteBatch;
 
-use crate::kernel::{KernelError, Validator};
-use crate::store::{Store, StoreError};
+use crate::kernel::blockfiles::{FilePos, KernelBlockFiles};
+use crate::kernel::Validator;
+use crate::store::schema::{cf, meta, BlockPosRow, BlockRow, FilterRow, ScanPosRow, ScriptHash, TipRow, TxNum};
+use crate::store::Store;
 use chain::IndexedChain;
-use rows::{prepare, PrepareError, PreparedBlock};
-use crate::import::{FilePos, KernelBlockFiles};
-use schema::{cf, meta, BlockPosRow, BlockRow, FilterRow, RowError, ScanPosRow, ScriptHash, TipRow, TxNum};
+use rows::{prepare, PreparedBlock};
 
+pub use error::IndexError;
 pub use writer::find_txnum;
-
-/// Errors of the indexer.
-#[derive(Debug, thiserror::Error)]
-pub enum IndexError {
-    /// The store failed.
-    #[error(transparent)]
-    Store(#[from] StoreError),
-    /// A stored row is damaged.
-    #[error(transparent)]
-    Row(#[from] RowError),
-    /// Reading a block from the kernel failed.
-    #[error(transparent)]
-    Kernel(#[from] KernelError),
-    /// A block did not decode or its undo data did not fit.
-    #[error(transparent)]
-    Prepare(#[from] PrepareError),
-    /// An input spends a transaction the index does not have: the index is damaged.
-    #[error("transaction {txid} at height {height} spends {prev}, which the index does not have; the index is damaged: remove it to rebuild")]
-    MissingPrevout {
-        /// The spending transaction.
-        txid: Txid,
-        /// The missing one.
-        prev: Txid,
-        /// The height being indexed.
-        height: u32,
-    },
-    /// The kernel's block files could not be read.
-    #[error("reading the kernel's block files: {0}")]
-    BlockFiles(String),
-    /// The stored rows disagree with each other.
-    #[error("the index is inconsistent: {0}; remove it to rebuild")]
-    Inconsistent(String),
-}
 
 /// What one [`Index::sync`] did.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -206,10 +174,7 @@ impl Index {
 
     /// A copy-free read of the indexed chain.
     pub fn with_chain<R>(&self, f: impl FnOnce(&IndexedChain) -> R) -> R {
-        match self.chain.read() {
-            Ok(chain) => f(&chain),
-            Err(poisoned) => f(&poisoned.into_inner()),
-        }
+        f(&self.chain.read().unwrap_or_else(PoisonError::into_inner))
     }
 
     /// The index tip.
@@ -218,10 +183,7 @@ impl Index {
     }
 
     fn chain_mut(&self) -> std::sync::RwLockWriteGuard<'_, IndexedChain> {
-        match self.chain.write() {
-            Ok(c) => c,
-            Err(poisoned) => poisoned.into_inner(),
-        }
+        self.chain.write().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Brings the index to the kernel's active chain: undoes blocks that left it, then adds
@@ -235,72 +197,85 @@ impl Index {
         self.backfill_filters(validator)?;
         loop {
             self.scan_block_files()?;
-            // Undo blocks the kernel's active chain no longer has.
-            while let Some((height, hash)) = self.tip() {
-                if validator.hash_at(i64::from(height)) == Some(hash) {
-                    break;
-                }
-                if i64::from(height) > validator.tip().height {
-                    // The kernel is behind the index: after a crash it can lose blocks it had
-                    // not flushed, which the index had already written. Wait until it has
-                    // validated that height again; then the hashes decide.
-                    tracing::debug!("index tip {height} is above the kernel's; waiting for it");
-                    return Ok(stats);
-                }
-                let (undone, raw) = self.disconnect_tip(validator, height, hash)?;
-                stats.touch(&undone);
-                for tx in undone.txs.iter().skip(1) {
-                    if let Some(bytes) = raw.get(tx.offset as usize..(tx.offset + tx.len) as usize) {
-                        stats.undone_txs.push(bytes.to_vec());
-                    }
-                }
-                stats.disconnected += 1;
+            if !self.undo_blocks_left_behind(validator, &mut stats)? {
+                return Ok(stats);
             }
             let kernel_tip = validator.tip().height;
             let next = self.tip().map(|(h, _)| i64::from(h) + 1).unwrap_or(0);
             if next > kernel_tip {
                 return Ok(stats);
             }
-            let mut end = (next + BATCH_BLOCKS as i64 - 1).min(kernel_tip);
-            // Read and decode in parallel while the kernel may validate later blocks.
             let started = Instant::now();
-            let prepared: Result<Vec<PreparedBlock>, IndexError> = (next..=end)
-                .into_par_iter()
-                .map(|h| {
-                    let (raw, undo) = validator.read_block_with_undo(h)?;
-                    Ok(prepare(h as u32, &raw, &undo, self.filters)?)
-                })
-                .collect();
-            let mut prepared = match prepared {
-                Ok(p) => p,
-                // The kernel's chain got shorter while we read (a reorg): start over.
-                Err(_) if validator.tip().height < end => continue,
-                Err(e) => return Err(e),
-            };
-            // Cap the batch by transactions too.
-            let mut txs = 0usize;
-            if let Some(cut) = prepared.iter().position(|b| {
-                txs += b.txs.len();
-                txs > BATCH_TXS
-            }) {
-                prepared.truncate(cut.max(1));
-                end = next + prepared.len() as i64 - 1;
+            // The kernel's chain moved under us (a reorg) when either step says so: start over
+            // from the tip check.
+            let Some(prepared) = self.prepare_batch(validator, next, kernel_tip)? else { continue };
+            if !self.connect_batch(&prepared)? {
+                continue;
             }
-            match self.connect_batch(&prepared)? {
-                true => {
-                    stats.connected += prepared.len() as u32;
-                    for block in &prepared {
-                        stats.touch(block);
-                    }
-                    tracing::debug!(
-                        "indexed heights {next}..={end} ({txs} txs) in {:.0} ms",
-                        started.elapsed().as_secs_f64() * 1000.0
-                    );
-                }
-                // The kernel's chain moved under us (a reorg): start over from the tip check.
-                false => continue,
+            stats.connected += prepared.len() as u32;
+            let mut txs = 0;
+            for block in &prepared {
+                stats.touch(block);
+                txs += block.txs.len();
             }
+            tracing::debug!(
+                "indexed heights {next}..={} ({txs} txs) in {:.0} ms",
+                next + prepared.len() as i64 - 1,
+                started.elapsed().as_secs_f64() * 1000.0
+            );
         }
+    }
+
+    /// Undoes indexed blocks the kernel's active chain no longer has, recording them in
+    /// `stats`. `false` when the kernel is behind the index: after a crash it can lose blocks it
+    /// had not flushed, which the index had already written; the index then waits until the
+    /// kernel has validated that height again, and the hashes decide.
+    fn undo_blocks_left_behind(&self, validator: &Validator, stats: &mut SyncStats) -> Result<bool, IndexError> {
+        while let Some((height, hash)) = self.tip() {
+            if validator.hash_at(i64::from(height)) == Some(hash) {
+                break;
+            }
+            if i64::from(height) > validator.tip().height {
+                tracing::debug!("index tip {height} is above the kernel's; waiting for it");
+                return Ok(false);
+            }
+            let (undone, raw) = self.disconnect_tip(validator, height, hash)?;
+            stats.touch(&undone);
+            for tx in undone.txs.iter().skip(1) {
+                if let Some(bytes) = raw.get(tx.offset as usize..(tx.offset + tx.len) as usize) {
+                    stats.undone_txs.push(bytes.to_vec());
+                }
+            }
+            stats.disconnected += 1;
+        }
+        Ok(true)
+    }
+
+    /// Reads and prepares the blocks from `next` on, in parallel while the kernel may validate
+    /// later ones: at most [`BATCH_BLOCKS`] and [`BATCH_TXS`] transactions (at least one block).
+    /// `None` if the kernel's chain got shorter meanwhile (a reorg).
+    fn prepare_batch(&self, validator: &Validator, next: i64, kernel_tip: i64) -> Result<Option<Vec<PreparedBlock>>, IndexError> {
+        let end = (next + BATCH_BLOCKS as i64 - 1).min(kernel_tip);
+        let prepared: Result<Vec<PreparedBlock>, IndexError> = (next..=end)
+            .into_par_iter()
+            .map(|h| {
+                let (raw, undo) = validator.read_block_with_undo(h)?;
+                Ok(prepare(h as u32, &raw, &undo, self.filters)?)
+            })
+            .collect();
+        let mut prepared = match prepared {
+            Ok(p) => p,
+            Err(_) if validator.tip().height < end => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        let mut txs = 0usize;
+        if let Some(cut) = prepared.iter().position(|b| {
+            txs += b.txs.len();
+            txs > BATCH_TXS
+        }) {
+            prepared.truncate(cut.max(1));
+        }
+        Ok(Some(prepared))
     }
 
     /// Writes `blocks` (consecutive, on top of the tip) in one batch; `false` if they do not
@@ -411,86 +386,6 @@ impl Index {
             }
         }
         Ok(Some(out))
-    }
-
-    /// Builds the filters of blocks indexed before filters existed (a store upgraded from
-    /// schema 1), from the kernel's blocks and undo data, in batches that each record how far
-    /// they got: a crash resumes where the last batch ended.
-    fn backfill_filters(&self, validator: &Validator) -> Result<(), IndexError> {
-        if !self.filters {
-            return Ok(());
-        }
-        let Some(bytes) = self.store.get(cf::META, meta::FILTER_BACKFILL)? else {
-            return Ok(());
-        };
-        let _span = tracing::info_span!("filter_backfill").entered();
-        let mut next = bytes
-            .as_slice()
-            .try_into()
-            .map(u32::from_le_bytes)
-            .map_err(|_| IndexError::Inconsistent("filter backfill marker is not 4 bytes".into()))?;
-        let tip = self.tip().map(|(h, _)| h);
-        let started = Instant::now();
-        let mut last_log = Instant::now();
-        tracing::info!("building the BIP158 filters of indexed blocks {next}..={} (store upgraded from schema 1)",
-            tip.map(i64::from).unwrap_or(-1));
-        let mut prev = match next {
-            0 => filters::genesis_prev_header(),
-            h => match self.store.get(cf::FILTERS, &FilterRow::key(h - 1))? {
-                Some(bytes) => FilterRow::decode_header(&bytes)?,
-                None => return Err(IndexError::Inconsistent(format!("no filter row at height {}", h - 1))),
-            },
-        };
-        while let Some(tip) = tip.filter(|t| next <= *t) {
-            let end = (next + 999).min(tip);
-            let hashes: Vec<BlockHash> = self.with_chain(|c| (next..=end).filter_map(|h| c.hash(h)).collect());
-            if hashes.len() != (end - next + 1) as usize {
-                return Err(IndexError::Inconsistent(format!("indexed chain has gaps in {next}..={end}")));
-            }
-            let built: Result<Vec<PreparedBlock>, IndexError> = hashes
-                .par_iter()
-                .enumerate()
-                .map(|(i, hash)| {
-                    let h = next + i as u32;
-                    let raw = validator.read_block_bytes_by_hash(hash)?;
-                    let undo = validator.read_undo_by_hash(hash)?;
-                    Ok(prepare(h, &raw, &undo, true)?)
-                })
-                .collect();
-            let mut batch = WriteBatch::default();
-            let built: Vec<PreparedBlock> = built?;
-            for (h, block) in (next..=end).zip(built) {
-                // Schema 1 also kept history rows for OP_RETURN outputs; schema 2 has none.
-                if let Some(first) = self.with_chain(|c| c.txnums(h).map(|r| r.start)) {
-                    for (i, tx) in block.txs.iter().enumerate() {
-                        for out in tx.outputs.iter().filter(|o| o.op_return) {
-                            let key = schema::HistoryKey::encode(&out.scripthash, TxNum(first + i as u64));
-                            batch.delete_cf(self.store.cf(cf::HISTORY), key);
-                        }
-                    }
-                }
-                let filter = block.filter;
-                let header = filters::filter_header(&filter, &prev);
-                batch.put_cf(self.store.cf(cf::FILTERS), FilterRow::key(h), FilterRow { header, filter }.encode());
-                prev = header;
-            }
-            next = end + 1;
-            batch.put_cf(self.store.cf(cf::META), meta::FILTER_BACKFILL, next.to_le_bytes());
-            self.store.write(batch)?;
-            if last_log.elapsed() > Duration::from_secs(10) {
-                tracing::info!("filters built up to height {end} of {tip}");
-                last_log = Instant::now();
-            }
-        }
-        let mut batch = WriteBatch::default();
-        // Rows above the tip are left from blocks disconnected while filters were off.
-        let above = tip.map(|t| t.saturating_add(1)).unwrap_or(0);
-        batch.delete_range_cf(self.store.cf(cf::FILTERS), FilterRow::key(above), FilterRow::key(u32::MAX));
-        batch.delete_cf(self.store.cf(cf::FILTERS), FilterRow::key(u32::MAX));
-        batch.delete_cf(self.store.cf(cf::META), meta::FILTER_BACKFILL);
-        self.store.write(batch)?;
-        tracing::info!("filters of every indexed block built in {:.1} s", started.elapsed().as_secs_f64());
-        Ok(())
     }
 
     fn disconnect_tip(

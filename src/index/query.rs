@@ -3,8 +3,10 @@
 
 use bitcoin::Txid;
 
-use super::schema::{cf, BlockPosRow, BlockRow, HistoryKey, OutPointNum, ScriptHash, SpentRow, TxNum, TxRow, UtxoKey};
 use super::{find_txnum, Index, IndexError};
+use crate::kernel::blockfiles::FilePos;
+use crate::store::schema::{cf, BlockPosRow, BlockRow, HistoryKey, OutPointNum, RowError, ScriptHash, SpentRow, TxNum, TxRow, UtxoKey};
+use crate::store::StoreError;
 
 /// One confirmed transaction of a script's history.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,14 +59,14 @@ pub enum QueryError {
     },
 }
 
-impl From<crate::store::StoreError> for QueryError {
-    fn from(e: crate::store::StoreError) -> Self {
+impl From<StoreError> for QueryError {
+    fn from(e: StoreError) -> Self {
         QueryError::Index(e.into())
     }
 }
 
-impl From<super::schema::RowError> for QueryError {
-    fn from(e: super::schema::RowError) -> Self {
+impl From<RowError> for QueryError {
+    fn from(e: RowError) -> Self {
         QueryError::Index(e.into())
     }
 }
@@ -204,7 +206,7 @@ impl Index {
         if pos.offset + pos.len > row.len {
             return Err(IndexError::Inconsistent(format!("transaction {txid} lies outside its block")).into());
         }
-        let at = crate::import::FilePos {
+        let at = FilePos {
             file: row.at.file,
             offset: row.at.offset + u64::from(pos.offset),
         };

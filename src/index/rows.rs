@@ -4,8 +4,8 @@
 use bitcoin::consensus::Decodable;
 use bitcoin::{BlockHash, Transaction, Txid};
 
-use super::schema::ScriptHash;
 use crate::kernel::BlockUndo;
+use crate::store::schema::ScriptHash;
 
 /// Errors from reading a block for the index.
 #[derive(Debug, thiserror::Error)]

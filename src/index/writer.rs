@@ -5,12 +5,12 @@ use std::collections::HashMap;
 use bitcoin::bip158::FilterHeader;
 use bitcoin::Txid;
 
+use super::batch::SortedBatch;
+use super::error::IndexError;
 use super::rows::{PreparedBlock, PreparedInput, PreparedTx};
-use super::schema::{
+use crate::store::schema::{
     cf, meta, BlockRow, FilterRow, HistoryKey, OutPointNum, SpentRow, TipRow, TxNum, TxRow, TxidKey, UtxoKey,
 };
-use super::batch::SortedBatch;
-use super::IndexError;
 use crate::store::Store;
 
 /// Finds the TxNum of a confirmed txid: first among the batch being built, then in the store.

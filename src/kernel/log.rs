@@ -2,7 +2,7 @@
 //! block can be reported with the kernel's own reason.
 
 use std::collections::VecDeque;
-use std::sync::{Mutex, Once};
+use std::sync::{Mutex, Once, PoisonError};
 
 use bitcoinkernel::{Log, Logger};
 
@@ -22,12 +22,11 @@ impl Log for TracingLog {
         } else {
             tracing::debug!(target: "kernel", "{line}");
         }
-        if let Ok(mut recent) = RECENT.lock() {
-            if recent.len() == RECENT_LINES {
-                recent.pop_front();
-            }
-            recent.push_back(line.to_string());
+        let mut recent = RECENT.lock().unwrap_or_else(PoisonError::into_inner);
+        if recent.len() == RECENT_LINES {
+            recent.pop_front();
         }
+        recent.push_back(line.to_string());
     }
 }
 
@@ -44,7 +43,7 @@ pub fn install() {
 /// the last [`clear`]: Core writes the validation state (e.g. `bad-txnmrklroot, hashMerkleRoot
 /// mismatch`) into its error lines.
 pub(crate) fn rejection_reason(block_hash: &str) -> Option<String> {
-    let recent = RECENT.lock().ok()?;
+    let recent = RECENT.lock().unwrap_or_else(PoisonError::into_inner);
     // Core's lines that carry the validation state, most specific first.
     let patterns: [(&str, &str); 5] = [
         ("ConnectBlock", "failed, "),
@@ -74,7 +73,6 @@ pub(crate) fn rejection_reason(block_hash: &str) -> Option<String> {
 
 /// Clears the recent-lines buffer (before a call whose lines will be searched).
 pub(crate) fn clear() {
-    if let Ok(mut recent) = RECENT.lock() {
-        recent.clear();
-    }
+    let mut recent = RECENT.lock().unwrap_or_else(PoisonError::into_inner);
+    recent.clear();
 }

@@ -2,12 +2,13 @@
 //! typed API. It validates blocks, reports the tip, reads blocks with their undo data, and turns
 //! the kernel's notifications into [`KernelEvent`]s on a channel.
 
+pub mod blockfiles;
 pub mod log;
 mod undo;
 
 use std::path::PathBuf;
 use std::sync::mpsc::{channel, Receiver, Sender};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use bitcoin::hashes::Hash;
 use bitcoin::BlockHash;
@@ -171,16 +172,19 @@ struct Shared {
     events: Mutex<Option<Sender<KernelEvent>>>,
     last_checked: Mutex<Option<Checked>>,
     fatal: Mutex<Option<String>>,
+    /// Held through one block submission: a rejection's reason is read from the kernel's
+    /// notification and log after `process_block` returns, which another submission at the
+    /// same time would overwrite.
+    submitting: Mutex<()>,
 }
 
 impl Shared {
     fn send(&self, event: KernelEvent) {
-        if let Ok(mut guard) = self.events.lock() {
-            if let Some(tx) = guard.as_ref() {
-                if tx.send(event).is_err() {
-                    // Nobody listens any more; stop queueing.
-                    *guard = None;
-                }
+        let mut guard = self.events.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(tx) = guard.as_ref() {
+            if tx.send(event).is_err() {
+                // Nobody listens any more; stop queueing.
+                *guard = None;
             }
         }
     }
@@ -190,7 +194,8 @@ fn to_hash(bytes: [u8; 32]) -> BlockHash {
     BlockHash::from_byte_array(bytes)
 }
 
-/// The embedded validator. Cheap to share behind an `Arc`; every method takes `&self`.
+/// The embedded validator. Cheap to share behind an `Arc`; every method takes `&self` and may be
+/// called from any thread. Block submissions are taken one at a time ([`Validator::submit_block`]).
 pub struct Validator {
     // Field order matters: the chainstate manager must be dropped before its context.
     chainman: ChainstateManager,
@@ -208,11 +213,11 @@ impl Validator {
             message,
         };
         std::fs::create_dir_all(&config.blocks_dir).map_err(|e| open_err(e.to_string()))?;
-        let shared = Arc::new(Shared::default());
         let (tx, rx) = channel();
-        if let Ok(mut events) = shared.events.lock() {
-            *events = Some(tx);
-        }
+        let shared = Arc::new(Shared {
+            events: Mutex::new(Some(tx)),
+            ..Shared::default()
+        });
         let mut builder = ContextBuilder::new();
         builder = match (&config.signet_challenge, config.network) {
             (Some(challenge), _) => builder.signet(challenge),
@@ -276,17 +281,13 @@ impl Validator {
         let s = shared.clone();
         let builder = builder.with_flush_error_notification(move |message| {
             tracing::error!(target: "kernel", "flush error: {message}");
-            if let Ok(mut fatal) = s.fatal.lock() {
-                fatal.get_or_insert_with(|| format!("flush error: {message}"));
-            }
+            s.fatal.lock().unwrap_or_else(PoisonError::into_inner).get_or_insert_with(|| format!("flush error: {message}"));
             s.send(KernelEvent::FlushError(message));
         });
         let s = shared.clone();
         let builder = builder.with_fatal_error_notification(move |message: String| {
             tracing::error!(target: "kernel", "fatal error: {message}");
-            if let Ok(mut fatal) = s.fatal.lock() {
-                fatal.get_or_insert_with(|| message.clone());
-            }
+            s.fatal.lock().unwrap_or_else(PoisonError::into_inner).get_or_insert_with(|| message.clone());
             s.send(KernelEvent::Fatal(message));
         });
         let s = shared.clone();
@@ -303,9 +304,7 @@ impl Validator {
                         result: result.clone(),
                     });
                 }
-                if let Ok(mut last) = s.last_checked.lock() {
-                    *last = Some(Checked { hash, invalid });
-                }
+                *s.last_checked.lock().unwrap_or_else(PoisonError::into_inner) = Some(Checked { hash, invalid });
             },
         );
         let s = shared.clone();
@@ -331,7 +330,7 @@ impl Validator {
 
     /// The kernel's fatal error, if one happened: after it nothing more may be validated.
     pub fn fatal(&self) -> Option<String> {
-        self.shared.fatal.lock().ok().and_then(|f| f.clone())
+        self.shared.fatal.lock().unwrap_or_else(PoisonError::into_inner).clone()
     }
 
     /// The tip of the active chain.
@@ -382,8 +381,10 @@ impl Validator {
         self.chainman.get_block_tree_entry(&kernel_hash).is_some()
     }
 
-    /// Validates one serialized block and, if it has the most work, connects it.
+    /// Validates one serialized block and, if it has the most work, connects it. Submissions
+    /// from several threads wait for each other, so each gets its own block's rejection reason.
     pub fn submit_block(&self, raw: &[u8]) -> Result<Accepted, KernelError> {
+        let _one_at_a_time = self.shared.submitting.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(message) = self.fatal() {
             return Err(KernelError::Fatal(message));
         }
@@ -399,9 +400,7 @@ impl Validator {
             .get_block_tree_entry(&parent)
             .map(|e| i64::from(e.height()));
         let height = parent_height.map(|h| h + 1).unwrap_or(-1);
-        if let Ok(mut last) = self.shared.last_checked.lock() {
-            *last = None;
-        }
+        *self.shared.last_checked.lock().unwrap_or_else(PoisonError::into_inner) = None;
         log::clear();
         let result = self.chainman.process_block(&block);
         if let Some(message) = self.fatal() {
@@ -411,8 +410,8 @@ impl Validator {
             .shared
             .last_checked
             .lock()
-            .ok()
-            .and_then(|c| c.clone())
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
             .filter(|c| c.hash == hash);
         let invalid = |kind: Option<String>| {
             let reason = log::rejection_reason(&hash.to_string())

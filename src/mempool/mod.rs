@@ -3,87 +3,19 @@
 //! full replace-by-fee and eviction by fee rate.
 
 mod policy;
+mod rejection;
 
 use std::collections::{HashMap, HashSet};
-use std::sync::RwLock;
+use std::sync::{PoisonError, RwLock};
 
+use bitcoin::constants::COINBASE_MATURITY;
 use bitcoin::{OutPoint, Transaction, TxOut, Txid, Wtxid};
 
-use crate::index::schema::ScriptHash;
+use crate::config::MempoolConfig;
 use crate::index::Index;
+use crate::store::schema::ScriptHash;
 pub use policy::{MAX_PACKAGE_COUNT, MIN_RELAY_FEERATE};
-
-/// Why a transaction was refused; the text is Core's reason where Core has one.
-#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
-pub enum Rejection {
-    /// The bytes are not a transaction.
-    #[error("TX decode failed: {0}")]
-    Decode(String),
-    /// Already in the mempool or the chain.
-    #[error("txn-already-known")]
-    AlreadyKnown,
-    /// A coinbase outside a block.
-    #[error("coinbase")]
-    Coinbase,
-    /// An input spends nothing that exists unspent.
-    #[error("bad-txns-inputs-missingorspent: input {0} spends an output that does not exist or is spent")]
-    MissingInputs(OutPoint),
-    /// An input spends a coinbase output that is not mature.
-    #[error("bad-txns-premature-spend-of-coinbase: {0}")]
-    ImmatureCoinbase(OutPoint),
-    /// Outputs worth more than the inputs.
-    #[error("bad-txns-in-belowout: inputs {inputs} < outputs {outputs}")]
-    InBelowOut {
-        /// Sum of inputs.
-        inputs: u64,
-        /// Sum of outputs.
-        outputs: u64,
-    },
-    /// A script failed.
-    #[error("mandatory-script-verify-flag-failed (input {input}: {message})")]
-    Script {
-        /// The failing input.
-        input: usize,
-        /// The kernel's message.
-        message: String,
-    },
-    /// A standardness rule.
-    #[error("{0}")]
-    NonStandard(String),
-    /// A package's transactions below the relay fee are not paid for by the package.
-    #[error("package fee rate too low: the package's fee {fees} < {needed} for its size")]
-    PackageFee {
-        /// Fees of the transactions that needed the package.
-        fees: u64,
-        /// The fee their size needs.
-        needed: u64,
-    },
-    /// The package is not a child with its parents.
-    #[error("package-not-child-with-parents: {0}")]
-    PackageShape(String),
-    /// The fee is under the minimum relay fee.
-    #[error("min relay fee not met, {fee} < {needed}")]
-    MinRelayFee {
-        /// The fee paid.
-        fee: u64,
-        /// The fee needed.
-        needed: u64,
-    },
-    /// Spends an output another mempool transaction spends, without paying enough to replace it.
-    #[error("insufficient fee, rejecting replacement {txid}: {reason}")]
-    Replacement {
-        /// The new transaction.
-        txid: Txid,
-        /// Which replacement rule failed.
-        reason: String,
-    },
-    /// The mempool is full of transactions paying more.
-    #[error("mempool full")]
-    MempoolFull,
-    /// The index cannot answer.
-    #[error("cannot check inputs: {0}")]
-    Backend(String),
-}
+pub use rejection::Rejection;
 
 /// One mempool transaction.
 #[derive(Debug, Clone)]
@@ -120,21 +52,6 @@ impl MempoolEntry {
             .filter(|o| !o.script_pubkey.is_op_return())
             .chain(self.prevouts.iter())
             .map(|o| ScriptHash::of(&o.script_pubkey))
-    }
-}
-
-/// Mempool settings.
-#[derive(Debug, Clone, Copy)]
-pub struct MempoolConfig {
-    /// Most virtual bytes held; lower fee rates are evicted above it.
-    pub max_vbytes: u64,
-}
-
-impl Default for MempoolConfig {
-    fn default() -> Self {
-        MempoolConfig {
-            max_vbytes: 300_000_000,
-        }
     }
 }
 
@@ -209,6 +126,62 @@ impl Inner {
     }
 }
 
+/// What a transaction's inputs spend, found by [`Mempool::resolve_inputs`].
+struct ResolvedInputs {
+    /// The outputs spent, in input order.
+    prevouts: Vec<TxOut>,
+    /// Whether any input spends a mempool transaction.
+    has_unconfirmed_parent: bool,
+    /// Mempool transactions spending an output it spends too.
+    conflicts: HashSet<Txid>,
+}
+
+/// The fee (inputs minus outputs) and virtual size of a transaction.
+fn fee_and_size(tx: &Transaction, prevouts: &[TxOut]) -> Result<(u64, u64), Rejection> {
+    let inputs: u64 = prevouts.iter().map(|o| o.value.to_sat()).sum();
+    let outputs: u64 = tx.output.iter().map(|o| o.value.to_sat()).sum();
+    if inputs < outputs {
+        return Err(Rejection::InBelowOut { inputs, outputs });
+    }
+    Ok((inputs - outputs, tx.vsize() as u64))
+}
+
+/// Full replace-by-fee (BIP125 rules 3 and 4, every transaction replaceable): the mempool
+/// transactions that a new one paying `fee` replaces (the conflicts and their descendants),
+/// refused if they are over 100 or it does not pay more than them by the relay fee `needed`
+/// for its size.
+fn replacement(inner: &Inner, conflicts: &HashSet<Txid>, txid: Txid, fee: u64, needed: u64) -> Result<Vec<Txid>, Rejection> {
+    if conflicts.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut all: Vec<Txid> = Vec::new();
+    for c in conflicts {
+        all.extend(inner.descendants(c));
+    }
+    all.sort();
+    all.dedup();
+    if all.len() > 100 {
+        return Err(Rejection::Replacement {
+            txid,
+            reason: format!("it would replace {} transactions (limit 100)", all.len()),
+        });
+    }
+    let old_fees: u64 = all.iter().filter_map(|t| inner.txs.get(t)).map(|e| e.fee).sum();
+    if fee <= old_fees {
+        return Err(Rejection::Replacement {
+            txid,
+            reason: format!("fee {fee} not above the replaced transactions' {old_fees}"),
+        });
+    }
+    if fee - old_fees < needed {
+        return Err(Rejection::Replacement {
+            txid,
+            reason: format!("additional fee {} below the relay fee for its size, {needed}", fee - old_fees),
+        });
+    }
+    Ok(all)
+}
+
 /// What accepting a transaction changed.
 #[derive(Debug, Clone)]
 pub struct Accepted {
@@ -249,17 +222,11 @@ impl Mempool {
     }
 
     fn read(&self) -> std::sync::RwLockReadGuard<'_, Inner> {
-        match self.inner.read() {
-            Ok(g) => g,
-            Err(p) => p.into_inner(),
-        }
+        self.inner.read().unwrap_or_else(PoisonError::into_inner)
     }
 
     fn write(&self) -> std::sync::RwLockWriteGuard<'_, Inner> {
-        match self.inner.write() {
-            Ok(g) => g,
-            Err(p) => p.into_inner(),
-        }
+        self.inner.write().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Checks a transaction and adds it.
@@ -277,62 +244,14 @@ impl Mempool {
             return Err(Rejection::Coinbase);
         }
         policy::check_standard(&tx)?;
-        if self.read().txs.contains_key(&txid) {
-            return Err(Rejection::AlreadyKnown);
-        }
-        if index
-            .tx_position(&txid)
-            .map_err(|e| Rejection::Backend(e.to_string()))?
-            .is_some()
-        {
-            return Err(Rejection::AlreadyKnown);
-        }
-        // Resolve every input: a mempool parent, or a confirmed unspent output.
-        let tip = index.tip().map(|(h, _)| h).unwrap_or(0);
-        let mut prevouts = Vec::with_capacity(tx.input.len());
-        let mut has_unconfirmed_parent = false;
-        let mut conflicts: HashSet<Txid> = HashSet::new();
-        {
-            let inner = self.read();
-            for input in &tx.input {
-                let op = input.previous_output;
-                if let Some(other) = inner.spends.get(&op) {
-                    conflicts.insert(*other);
-                }
-                if let Some(parent) = inner.txs.get(&op.txid) {
-                    let out = parent
-                        .tx
-                        .output
-                        .get(op.vout as usize)
-                        .ok_or(Rejection::MissingInputs(op))?;
-                    prevouts.push(out.clone());
-                    has_unconfirmed_parent = true;
-                    continue;
-                }
-                let found = index
-                    .confirmed_unspent(&op)
-                    .map_err(|e| Rejection::Backend(e.to_string()))?;
-                let Some((out, height, coinbase)) = found else {
-                    return Err(Rejection::MissingInputs(op));
-                };
-                if coinbase && tip + 1 - height < crate::generate::COINBASE_MATURITY {
-                    return Err(Rejection::ImmatureCoinbase(op));
-                }
-                prevouts.push(out);
-            }
-        }
-        let inputs: u64 = prevouts.iter().map(|o| o.value.to_sat()).sum();
-        let outputs: u64 = tx.output.iter().map(|o| o.value.to_sat()).sum();
-        if inputs < outputs {
-            return Err(Rejection::InBelowOut { inputs, outputs });
-        }
-        let fee = inputs - outputs;
-        let vsize = tx.vsize() as u64;
+        self.check_new(&txid, index)?;
+        let inputs = self.resolve_inputs(&tx, index)?;
+        let (fee, vsize) = fee_and_size(&tx, &inputs.prevouts)?;
         let needed = MIN_RELAY_FEERATE * vsize;
         if own_fee && fee < needed {
             return Err(Rejection::MinRelayFee { fee, needed });
         }
-        policy::verify_scripts(raw, &prevouts)?;
+        policy::verify_scripts(raw, &inputs.prevouts)?;
         let wtxid = tx.compute_wtxid();
         let entry = MempoolEntry {
             tx,
@@ -341,46 +260,79 @@ impl Mempool {
             wtxid,
             fee,
             vsize,
-            prevouts,
-            has_unconfirmed_parent,
+            prevouts: inputs.prevouts,
+            has_unconfirmed_parent: inputs.has_unconfirmed_parent,
         };
         let mut inner = self.write();
-        // Full replace-by-fee (BIP125 rules 3 and 4, every transaction replaceable).
-        let mut replaced = Vec::new();
-        if !conflicts.is_empty() {
-            let mut all: Vec<Txid> = Vec::new();
-            for c in &conflicts {
-                all.extend(inner.descendants(c));
-            }
-            all.sort();
-            all.dedup();
-            if all.len() > 100 {
-                return Err(Rejection::Replacement {
-                    txid,
-                    reason: format!("it would replace {} transactions (limit 100)", all.len()),
-                });
-            }
-            let old_fees: u64 = all.iter().filter_map(|t| inner.txs.get(t)).map(|e| e.fee).sum();
-            if fee <= old_fees {
-                return Err(Rejection::Replacement {
-                    txid,
-                    reason: format!("fee {fee} not above the replaced transactions' {old_fees}"),
-                });
-            }
-            if fee - old_fees < needed {
-                return Err(Rejection::Replacement {
-                    txid,
-                    reason: format!("additional fee {} below the relay fee for its size, {needed}", fee - old_fees),
-                });
-            }
-            replaced = all;
-        }
+        let replaced = replacement(&inner, &inputs.conflicts, txid, fee, needed)?;
         let mut touched: HashSet<ScriptHash> = entry.scripthashes().collect();
         for r in &replaced {
             inner.remove_with_descendants(r, &mut touched);
         }
         inner.insert(entry);
-        // Evict the lowest fee rates while over the size limit.
+        self.evict_over_limit(&mut inner, &txid, &mut touched)?;
+        Ok(Accepted {
+            txid,
+            wtxid,
+            replaced,
+            touched,
+        })
+    }
+
+    /// Refuses a transaction the mempool or the chain already has.
+    fn check_new(&self, txid: &Txid, index: &Index) -> Result<(), Rejection> {
+        if self.read().txs.contains_key(txid) {
+            return Err(Rejection::AlreadyKnown);
+        }
+        let confirmed = index.tx_position(txid).map_err(|e| Rejection::Backend(e.to_string()))?;
+        if confirmed.is_some() {
+            return Err(Rejection::AlreadyKnown);
+        }
+        Ok(())
+    }
+
+    /// Finds what every input spends: an output of a mempool parent, or a confirmed unspent
+    /// (and, for a coinbase's, mature) output; and the mempool transactions that spend the same.
+    fn resolve_inputs(&self, tx: &Transaction, index: &Index) -> Result<ResolvedInputs, Rejection> {
+        let tip = index.tip().map(|(h, _)| h).unwrap_or(0);
+        let mut resolved = ResolvedInputs {
+            prevouts: Vec::with_capacity(tx.input.len()),
+            has_unconfirmed_parent: false,
+            conflicts: HashSet::new(),
+        };
+        let inner = self.read();
+        for input in &tx.input {
+            let op = input.previous_output;
+            if let Some(other) = inner.spends.get(&op) {
+                resolved.conflicts.insert(*other);
+            }
+            if let Some(parent) = inner.txs.get(&op.txid) {
+                let out = parent
+                    .tx
+                    .output
+                    .get(op.vout as usize)
+                    .ok_or(Rejection::MissingInputs(op))?;
+                resolved.prevouts.push(out.clone());
+                resolved.has_unconfirmed_parent = true;
+                continue;
+            }
+            let found = index
+                .confirmed_unspent(&op)
+                .map_err(|e| Rejection::Backend(e.to_string()))?;
+            let Some((out, height, coinbase)) = found else {
+                return Err(Rejection::MissingInputs(op));
+            };
+            if coinbase && tip + 1 - height < COINBASE_MATURITY {
+                return Err(Rejection::ImmatureCoinbase(op));
+            }
+            resolved.prevouts.push(out);
+        }
+        Ok(resolved)
+    }
+
+    /// Evicts the lowest fee rates while the mempool is over its size limit; refuses `txid` if
+    /// it is among them.
+    fn evict_over_limit(&self, inner: &mut Inner, txid: &Txid, touched: &mut HashSet<ScriptHash>) -> Result<(), Rejection> {
         while inner.total_vsize > self.config.max_vbytes {
             let Some(worst) = inner
                 .txs
@@ -390,17 +342,12 @@ impl Mempool {
             else {
                 break;
             };
-            inner.remove_with_descendants(&worst, &mut touched);
-            if worst == txid {
+            inner.remove_with_descendants(&worst, touched);
+            if worst == *txid {
                 return Err(Rejection::MempoolFull);
             }
         }
-        Ok(Accepted {
-            txid,
-            wtxid,
-            replaced,
-            touched,
-        })
+        Ok(())
     }
 
     /// Checks and adds a package: a child with its unconfirmed parents, topologically sorted (the
@@ -634,7 +581,7 @@ impl Mempool {
         for (rate, vsize) in rates {
             cum += vsize;
             if cum >= room {
-                return Some(rate * 1000.0 / 100_000_000.0);
+                return Some(rate * 1000.0 / bitcoin::Amount::ONE_BTC.to_sat() as f64);
             }
         }
         None

@@ -2,7 +2,7 @@
 
 use bitcoin::{Transaction, TxOut};
 
-use super::Rejection;
+use super::rejection::Rejection;
 
 /// Minimum relay fee rate, sat/vB (Core's -minrelaytxfee default, 1000 sat/kvB).
 pub const MIN_RELAY_FEERATE: u64 = 1;
@@ -110,8 +110,8 @@ pub const MAX_PACKAGE_WEIGHT: u64 = 404_000;
 /// Checks a package is a child with its parents: at most 25 transactions and 404,000 weight,
 /// no duplicates, the last one spending an output of every other, no parent spending another
 /// member, no two members spending the same output.
-pub fn check_package_shape(txs: &[bitcoin::Transaction]) -> Result<(), super::Rejection> {
-    use super::Rejection::PackageShape;
+pub fn check_package_shape(txs: &[bitcoin::Transaction]) -> Result<(), Rejection> {
+    use Rejection::PackageShape;
     use std::collections::HashSet;
     if txs.is_empty() || txs.len() > MAX_PACKAGE_COUNT {
         return Err(PackageShape(format!("{} transactions (1 to {MAX_PACKAGE_COUNT})", txs.len())));

@@ -4,7 +4,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::net::{IpAddr, SocketAddr};
-use std::sync::Mutex;
+use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use bitcoin::p2p::ServiceFlags;
@@ -104,7 +104,7 @@ impl AddrBook {
     /// Timestamps from the future are clamped to now.
     pub fn add(&self, addrs: impl IntoIterator<Item = KnownAddr>) -> usize {
         let now = now_secs();
-        let Ok(mut map) = self.entries.lock() else { return 0 };
+        let mut map = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
         let mut added = 0;
         for known in addrs {
             if !self.usable(&known.addr) {
@@ -140,7 +140,7 @@ impl AddrBook {
 
     /// How many addresses are known.
     pub fn len(&self) -> usize {
-        self.entries.lock().map(|m| m.len()).unwrap_or(0)
+        self.entries.lock().unwrap_or_else(PoisonError::into_inner).len()
     }
 
     /// Whether no address is known.
@@ -153,7 +153,7 @@ impl AddrBook {
     /// failures. Picks at random among the candidates, preferring the recently seen.
     pub fn pick(&self, exclude: &HashSet<SocketAddr>, banned: impl Fn(&SocketAddr) -> bool) -> Option<SocketAddr> {
         let now = Instant::now();
-        let Ok(mut map) = self.entries.lock() else { return None };
+        let mut map = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
         let wanted = ServiceFlags::NETWORK | ServiceFlags::WITNESS;
         let mut candidates: Vec<(u32, SocketAddr)> = map
             .iter()
@@ -180,36 +180,34 @@ impl AddrBook {
 
     /// Records a completed handshake: the address is good and seen now.
     pub fn mark_good(&self, addr: SocketAddr, services: ServiceFlags) {
-        if let Ok(mut map) = self.entries.lock() {
-            if let Some(e) = map.get_mut(&addr) {
-                e.failures = 0;
-                e.last_seen = now_secs();
-                e.services = services;
-            }
+        let mut map = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(e) = map.get_mut(&addr) {
+            e.failures = 0;
+            e.last_seen = now_secs();
+            e.services = services;
         }
     }
 
     /// Records a failed attempt; after [`MAX_FAILURES`] in a row the address is dropped.
     pub fn mark_failed(&self, addr: SocketAddr) {
-        if let Ok(mut map) = self.entries.lock() {
-            let forget = match map.get_mut(&addr) {
-                Some(e) => {
-                    e.failures += 1;
-                    e.last_try = Some(Instant::now());
-                    e.failures >= MAX_FAILURES
-                }
-                None => false,
-            };
-            if forget {
-                map.remove(&addr);
+        let mut map = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
+        let forget = match map.get_mut(&addr) {
+            Some(e) => {
+                e.failures += 1;
+                e.last_try = Some(Instant::now());
+                e.failures >= MAX_FAILURES
             }
+            None => false,
+        };
+        if forget {
+            map.remove(&addr);
         }
     }
 
     /// A random sample for a `getaddr` answer: at most [`GETADDR_PERCENT`]% of the book
     /// (at least one when there is any) and at most [`MAX_ADDR_PER_MESSAGE`].
     pub fn sample(&self) -> Vec<KnownAddr> {
-        let Ok(map) = self.entries.lock() else { return Vec::new() };
+        let map = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
         let mut all: Vec<KnownAddr> = map
             .iter()
             .filter(|(_, e)| e.failures < 3)

@@ -2,6 +2,7 @@
 //! before any payload byte is allocated. Blocks stay raw bytes (they go to the kernel as they
 //! came); every other message is decoded by the `bitcoin` crate.
 
+use bitcoin::hex::DisplayHex;
 use bitcoin::hashes::{sha256d, Hash};
 use bitcoin::p2p::message::{NetworkMessage, RawNetworkMessage};
 use bitcoin::p2p::Magic;
@@ -62,7 +63,7 @@ pub async fn read_message<R: AsyncRead + Unpin>(
     let mut head = [0u8; 24];
     reader.read_exact(&mut head).await?;
     if head[..4] != magic.to_bytes() {
-        return Err(CodecError::BadMagic(hex::encode(&head[..4])));
+        return Err(CodecError::BadMagic(head[..4].to_lower_hex_string()));
     }
     let mut cmd = [0u8; 12];
     cmd.copy_from_slice(&head[4..16]);
@@ -172,5 +173,26 @@ mod tests {
         let last = bad.len() - 1;
         bad[last] ^= 1;
         assert!(matches!(read_message(&mut bad.as_slice(), magic).await, Err(CodecError::BadChecksum(_))));
+    }
+}
+
+/// A message waiting in a peer's queue to be written.
+pub enum Outgoing {
+    /// A decoded message.
+    Message(NetworkMessage),
+    /// A block as serialized bytes.
+    Block(Vec<u8>),
+}
+
+/// Writes one queued message; `buf` is reused for encoding.
+pub async fn write_outgoing<W: AsyncWrite + Unpin>(
+    writer: &mut W,
+    magic: Magic,
+    item: Outgoing,
+    buf: &mut Vec<u8>,
+) -> Result<(), CodecError> {
+    match item {
+        Outgoing::Message(m) => write_message_with(writer, magic, m, buf).await,
+        Outgoing::Block(b) => write_raw_block(writer, magic, &b).await,
     }
 }

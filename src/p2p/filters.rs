@@ -8,7 +8,7 @@ use bitcoin::p2p::message::NetworkMessage;
 use bitcoin::p2p::message_filter::{CFCheckpt, CFHeaders, CFilter, GetCFCheckpt, GetCFHeaders, GetCFilters};
 use bitcoin::BlockHash;
 
-use super::peer::PeerError;
+use super::error::PeerError;
 use crate::index::Index;
 use crate::kernel::Validator;
 

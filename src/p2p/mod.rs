@@ -3,24 +3,32 @@
 
 pub mod addrbook;
 pub mod codec;
+mod context;
+mod error;
 pub mod filters;
+mod handshake;
 pub mod peer;
+mod registry;
 pub mod seeds;
+mod session;
 pub mod sync;
 
 use std::collections::{HashMap, HashSet};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use bitcoin::p2p::{Magic, ServiceFlags};
 use tokio::net::{TcpListener, TcpStream};
 
+use crate::config::{Network, P2pConfig};
 use crate::kernel::Validator;
 use addrbook::AddrBook;
-use peer::PeerContext;
-use sync::{Downloader, PeerId};
+pub use context::{MempoolAccess, PeerContext};
+pub use error::PeerError;
+pub use registry::{PeerInfo, Registry};
+use sync::Downloader;
 
 /// How long a misbehaving peer's address is refused.
 pub const BAN_TIME: Duration = Duration::from_secs(24 * 3600);
@@ -30,32 +38,6 @@ const RECONNECT_DELAY: Duration = Duration::from_secs(5);
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// How often the outbound manager looks for a free slot.
 const MANAGER_TICK: Duration = Duration::from_millis(500);
-
-/// P2P settings.
-#[derive(Debug, Clone)]
-pub struct P2pConfig {
-    /// Peers to connect to (and keep reconnecting to); no others are looked for.
-    pub connect: Vec<SocketAddr>,
-    /// Peers to keep connected to besides the ones found through the address book.
-    pub addnode: Vec<SocketAddr>,
-    /// Where to accept peers, if anywhere.
-    pub listen: Option<SocketAddr>,
-    /// Whether failing to bind `listen` is an error (it was asked for) or only a warning
-    /// (it is the regtest default).
-    pub listen_required: bool,
-    /// The network (for seeds and ports).
-    pub network: crate::config::Network,
-    /// A custom signet (no public seeds).
-    pub custom_signet: bool,
-    /// The network magic.
-    pub magic: [u8; 4],
-    /// Outbound connections to keep, besides `addnode` peers (ignored with `connect`).
-    pub max_outbound: usize,
-    /// Most inbound connections at once.
-    pub max_inbound: usize,
-    /// Whether to ask the network's DNS seeds for addresses when the book is empty.
-    pub dns_seeds: bool,
-}
 
 /// Errors starting the P2P side.
 #[derive(Debug, thiserror::Error)]
@@ -73,17 +55,6 @@ pub enum P2pError {
     Thread(std::io::Error),
 }
 
-/// One connected peer, as `cairn status` shows it.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct PeerInfo {
-    /// Its address.
-    pub addr: SocketAddr,
-    /// Whether it connected to us.
-    pub inbound: bool,
-    /// Its user agent.
-    pub user_agent: String,
-}
-
 /// The P2P side's state, for `cairn status`.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct P2pStatus {
@@ -95,82 +66,6 @@ pub struct P2pStatus {
     pub known_addresses: usize,
 }
 
-/// The connected peers, and the nonces of our own version messages in flight (a version
-/// coming back with one of them means we connected to ourselves).
-#[derive(Default)]
-pub struct Registry {
-    peers: Mutex<HashMap<PeerId, PeerInfo>>,
-    nonces: Mutex<HashSet<u64>>,
-}
-
-/// Removes a peer from the [`Registry`] when its connection ends.
-pub struct Registered<'a> {
-    registry: &'a Registry,
-    id: PeerId,
-}
-
-impl Drop for Registered<'_> {
-    fn drop(&mut self) {
-        if let Ok(mut m) = self.registry.peers.lock() {
-            m.remove(&self.id);
-        }
-    }
-}
-
-impl Registry {
-    /// Records a peer that finished its handshake, until the guard is dropped.
-    pub fn register(&self, id: PeerId, addr: SocketAddr, inbound: bool, traits: &peer::PeerTraits) -> Registered<'_> {
-        if let Ok(mut m) = self.peers.lock() {
-            m.insert(id, PeerInfo { addr, inbound, user_agent: traits.user_agent.clone() });
-        }
-        Registered { registry: self, id }
-    }
-
-    /// The connected peers.
-    pub fn list(&self) -> Vec<PeerInfo> {
-        let mut v: Vec<PeerInfo> = self.peers.lock().map(|m| m.values().cloned().collect()).unwrap_or_default();
-        v.sort_by_key(|p| (p.inbound, p.addr));
-        v
-    }
-
-    fn inbound_count(&self) -> usize {
-        self.peers.lock().map(|m| m.values().filter(|p| p.inbound).count()).unwrap_or(0)
-    }
-
-    /// Notes the nonce of a version message we sent.
-    pub fn remember_nonce(&self, nonce: u64) {
-        if let Ok(mut s) = self.nonces.lock() {
-            s.insert(nonce);
-        }
-    }
-
-    /// Forgets it once that handshake is over.
-    pub fn forget_nonce(&self, nonce: u64) {
-        if let Ok(mut s) = self.nonces.lock() {
-            s.remove(&nonce);
-        }
-    }
-
-    /// Whether a received version carries one of our own nonces.
-    pub fn is_own_nonce(&self, nonce: u64) -> bool {
-        self.nonces.lock().map(|s| s.contains(&nonce)).unwrap_or(false)
-    }
-}
-
-/// What transaction relay needs: the mempool, the index it checks against, where accepted
-/// transactions are announced and where changes reach the Electrum sessions.
-#[derive(Clone)]
-pub struct TxRelay {
-    /// The index.
-    pub index: Arc<crate::index::Index>,
-    /// The mempool.
-    pub mempool: Arc<crate::mempool::Mempool>,
-    /// Accepted transactions to announce.
-    pub relay: tokio::sync::broadcast::Sender<bitcoin::Txid>,
-    /// Changes for the Electrum sessions.
-    pub updates: tokio::sync::broadcast::Sender<crate::electrum::TipUpdate>,
-}
-
 /// Banned addresses (by IP) and until when.
 #[derive(Default)]
 struct BanList(Mutex<HashMap<std::net::IpAddr, Instant>>);
@@ -178,16 +73,13 @@ struct BanList(Mutex<HashMap<std::net::IpAddr, Instant>>);
 impl BanList {
     fn ban(&self, addr: SocketAddr, why: &str) {
         tracing::warn!("banning {addr}: {why}");
-        if let Ok(mut m) = self.0.lock() {
-            m.insert(addr.ip(), Instant::now() + BAN_TIME);
-        }
+        let mut m = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        m.insert(addr.ip(), Instant::now() + BAN_TIME);
     }
 
     fn is_banned(&self, addr: &SocketAddr) -> bool {
-        self.0
-            .lock()
-            .map(|m| m.get(&addr.ip()).is_some_and(|until| *until > Instant::now()))
-            .unwrap_or(false)
+        let bans = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        bans.get(&addr.ip()).is_some_and(|until| *until > Instant::now())
     }
 }
 
@@ -207,24 +99,23 @@ struct Slot<'a>(&'a Slots, SocketAddr);
 
 impl Drop for Slot<'_> {
     fn drop(&mut self) {
-        if let Ok(mut s) = (self.0).0.lock() {
-            s.remove(&self.1);
-        }
+        let mut s = (self.0).0.lock().unwrap_or_else(PoisonError::into_inner);
+        s.remove(&self.1);
     }
 }
 
 impl Slots {
     fn take(&self, addr: SocketAddr) -> Option<Slot<'_>> {
-        let mut s = self.0.lock().ok()?;
+        let mut s = self.0.lock().unwrap_or_else(PoisonError::into_inner);
         s.insert(addr).then_some(Slot(self, addr))
     }
 
     fn snapshot(&self) -> HashSet<SocketAddr> {
-        self.0.lock().map(|s| s.clone()).unwrap_or_default()
+        self.0.lock().unwrap_or_else(PoisonError::into_inner).clone()
     }
 
     fn len(&self) -> usize {
-        self.0.lock().map(|s| s.len()).unwrap_or(0)
+        self.0.lock().unwrap_or_else(PoisonError::into_inner).len()
     }
 }
 
@@ -267,49 +158,18 @@ impl P2p {
     pub async fn start(
         config: P2pConfig,
         validator: Arc<Validator>,
-        tx_relay: Option<TxRelay>,
+        mempool: Option<MempoolAccess>,
     ) -> Result<Self, P2pError> {
-        let downloader = Downloader::new(validator.clone(), |hash, e| {
-            tracing::warn!("invalid block {hash} from the network: {e}");
-        })
-        .map_err(P2pError::Thread)?;
-        let regtest = config.network == crate::config::Network::Regtest;
-        let filters = tx_relay.as_ref().map(|r| r.index.clone()).filter(|i| i.filters_enabled());
-        let mut services = ServiceFlags::NETWORK | ServiceFlags::WITNESS;
-        if filters.is_some() {
-            services = services | ServiceFlags::COMPACT_FILTERS;
-        }
-        let ctx = Arc::new(PeerContext {
-            magic: Magic::from_bytes(config.magic),
-            validator,
-            downloader,
-            services,
-            filters,
-            tx_relay,
-            book: Arc::new(AddrBook::new(regtest)),
-            registry: Arc::new(Registry::default()),
-            sync_now: tokio::sync::broadcast::channel(4).0,
-        });
+        let ctx = Arc::new(peer_context(&config, validator, mempool)?);
         let shared = Arc::new(Shared {
             ctx: ctx.clone(),
             bans: BanList::default(),
             ids: AtomicU64::new(1),
             slots: Slots::default(),
         });
-        let mut tasks = Vec::new();
         // Fixed peers: `connect` (only these) or `addnode` (these and others).
-        let fixed: Vec<SocketAddr> = config.connect.iter().chain(&config.addnode).copied().collect();
-        for addr in fixed {
-            let shared = shared.clone();
-            tasks.push(tokio::spawn(async move {
-                loop {
-                    if !shared.bans.is_banned(&addr) {
-                        shared.connect_and_run(addr).await;
-                    }
-                    tokio::time::sleep(RECONNECT_DELAY).await;
-                }
-            }));
-        }
+        let fixed = config.connect.iter().chain(&config.addnode);
+        let mut tasks: Vec<_> = fixed.map(|addr| tokio::spawn(keep_connected(shared.clone(), *addr))).collect();
         if config.connect.is_empty() && config.max_outbound > 0 {
             tasks.push(tokio::spawn(outbound_manager(shared.clone(), config.clone())));
         }
@@ -350,6 +210,41 @@ impl P2p {
         for t in self.tasks {
             t.abort();
         }
+    }
+}
+
+/// What every peer connection shares; the services advertised follow from it (compact
+/// filters only with an index that builds them).
+fn peer_context(config: &P2pConfig, validator: Arc<Validator>, mempool: Option<MempoolAccess>) -> Result<PeerContext, P2pError> {
+    let downloader = Downloader::new(validator.clone(), |hash, e| {
+        tracing::warn!("invalid block {hash} from the network: {e}");
+    })
+    .map_err(P2pError::Thread)?;
+    let filter_index = mempool.as_ref().map(|m| m.index.clone()).filter(|i| i.filters_enabled());
+    let mut services = ServiceFlags::NETWORK | ServiceFlags::WITNESS;
+    if filter_index.is_some() {
+        services = services | ServiceFlags::COMPACT_FILTERS;
+    }
+    Ok(PeerContext {
+        magic: Magic::from_bytes(config.magic),
+        validator,
+        downloader,
+        services,
+        filter_index,
+        mempool,
+        book: Arc::new(AddrBook::new(config.network == Network::Regtest)),
+        registry: Arc::new(Registry::default()),
+        sync_now: tokio::sync::broadcast::channel(4).0,
+    })
+}
+
+/// Keeps a configured peer connected: reconnects after every disconnect, unless it is banned.
+async fn keep_connected(shared: Arc<Shared>, addr: SocketAddr) {
+    loop {
+        if !shared.bans.is_banned(&addr) {
+            shared.connect_and_run(addr).await;
+        }
+        tokio::time::sleep(RECONNECT_DELAY).await;
     }
 }
 

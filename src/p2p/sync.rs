@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{mpsc, Arc, Mutex};
+use std::sync::{mpsc, Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use bitcoin::BlockHash;
@@ -67,7 +67,8 @@ pub struct Downloader {
 
 impl Downloader {
     /// A scheduler feeding `validator` from a dedicated thread. `on_invalid` hears of blocks the
-    /// kernel rejected (the sending peer is to blame).
+    /// kernel rejected; which peer sent a block is not kept once it is buffered, so the caller
+    /// cannot blame the sender.
     pub fn new(
         validator: Arc<Validator>,
         on_invalid: impl Fn(BlockHash, KernelError) + Send + 'static,
@@ -104,10 +105,7 @@ impl Downloader {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
-        match self.inner.lock() {
-            Ok(g) => g,
-            Err(p) => p.into_inner(),
-        }
+        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// The blocks `peer` should request now (it has `in_flight` outstanding).

@@ -3,11 +3,8 @@
 
 use rocksdb::WriteBatch;
 
-use super::{Store, StoreError};
-use crate::index::schema::{cf, meta};
-
-/// The schema this cairn reads and writes.
-pub const SCHEMA_VERSION: u32 = 2;
+use super::db::{Store, StoreError};
+use super::schema::{cf, meta, SCHEMA_VERSION};
 
 /// Reads the stored version: stamps a new store, upgrades an older one step by step, refuses a
 /// newer or unknown one.

@@ -1,259 +1,28 @@
-//! cairn's RocksDB store: opening it, checking its schema version, atomic batches and
-//! consistent snapshots for readers. What the rows mean lives in [`crate::index::schema`].
+//! cairn's RocksDB store: the database ([`db`]), the typed rows it holds ([`schema`]) and the
+//! upgrades between schema versions ([`migrations`]). Opening a store checks its version first:
+//! an older one is upgraded, a newer or unknown one refused.
 
+pub mod db;
 pub mod migrations;
+pub mod schema;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use rocksdb::{ColumnFamily, ColumnFamilyDescriptor, Options, WriteBatch, WriteOptions, DB};
-
-use crate::index::schema::{cf, meta, RowError, TipRow};
-
-pub use migrations::SCHEMA_VERSION;
-
-/// Errors of the store.
-#[derive(Debug, thiserror::Error)]
-pub enum StoreError {
-    /// RocksDB failed (I/O, corruption, lock held by another process).
-    #[error("index store {path}: {message}")]
-    Db {
-        /// The store's folder.
-        path: PathBuf,
-        /// RocksDB's message.
-        message: String,
-    },
-    /// The store was written by a newer cairn.
-    #[error("index store {path} has schema version {found}, newer than this cairn's {SCHEMA_VERSION}; use a newer cairn or remove the index folder to rebuild it")]
-    NewerSchema {
-        /// The store's folder.
-        path: PathBuf,
-        /// Its version.
-        found: u32,
-    },
-    /// The store has no version or a version no migration knows.
-    #[error("index store {path}: {message}; remove the index folder to rebuild it")]
-    UnknownSchema {
-        /// The store's folder.
-        path: PathBuf,
-        /// What was found.
-        message: String,
-    },
-    /// A row could not be decoded.
-    #[error(transparent)]
-    Row(#[from] RowError),
-}
-
-/// The block cache of [`Store::open`], in MiB.
-pub const DEFAULT_CACHE_MB: usize = 256;
-
-/// The open store.
-pub struct Store {
-    db: DB,
-    path: PathBuf,
-}
+use crate::config::DEFAULT_INDEX_CACHE_MB;
+pub use db::{Store, StoreError};
+pub use schema::SCHEMA_VERSION;
 
 impl Store {
     /// Opens or creates the store in `path`, upgrading an older schema or refusing an unknown one,
-    /// with the default block cache ([`DEFAULT_CACHE_MB`]).
+    /// with the default block cache ([`DEFAULT_INDEX_CACHE_MB`]).
     pub fn open(path: &Path) -> Result<Self, StoreError> {
-        Self::open_with_cache(path, DEFAULT_CACHE_MB << 20)
+        Self::open_with_cache(path, DEFAULT_INDEX_CACHE_MB << 20)
     }
 
-    /// [`Store::open`] with a block cache of `cache_bytes` shared by every column family: the
-    /// uncompressed blocks that reads (history scans, txid lookups) come from before the disk.
+    /// [`Store::open`] with a block cache of `cache_bytes` shared by every column family.
     pub fn open_with_cache(path: &Path, cache_bytes: usize) -> Result<Self, StoreError> {
-        let cache = rocksdb::Cache::new_lru_cache(cache_bytes);
-        let mut table = rocksdb::BlockBasedOptions::default();
-        table.set_block_cache(&cache);
-        let mut opts = Options::default();
-        opts.create_if_missing(true);
-        opts.create_missing_column_families(true);
-        opts.set_max_open_files(256);
-        opts.set_keep_log_file_num(4);
-        opts.increase_parallelism(2);
-        let cfs = cf::ALL.iter().map(|name| {
-            let mut o = Options::default();
-            o.set_compression_type(rocksdb::DBCompressionType::Lz4);
-            o.set_block_based_table_factory(&table);
-            ColumnFamilyDescriptor::new(*name, o)
-        });
-        let existed = path.join("CURRENT").exists();
-        let db = DB::open_cf_descriptors(&opts, path, cfs).map_err(|e| StoreError::Db {
-            path: path.to_path_buf(),
-            message: e.to_string(),
-        })?;
-        let store = Store {
-            db,
-            path: path.to_path_buf(),
-        };
+        let (store, existed) = Store::open_db(path, cache_bytes)?;
         migrations::check_and_upgrade(&store, existed)?;
         Ok(store)
     }
-
-    /// The store's folder.
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
-    fn db_err(&self, e: rocksdb::Error) -> StoreError {
-        StoreError::Db {
-            path: self.path.clone(),
-            message: e.to_string(),
-        }
-    }
-
-    /// A column family handle; every name in [`cf::ALL`] exists once the store is open.
-    pub fn cf(&self, name: &'static str) -> &ColumnFamily {
-        match self.db.cf_handle(name) {
-            Some(handle) => handle,
-            // open_cf_descriptors created every family in cf::ALL.
-            None => unreachable_cf(name),
-        }
-    }
-
-    /// Reads one value.
-    pub fn get(&self, cf: &'static str, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError> {
-        self.db.get_cf(self.cf(cf), key).map_err(|e| self.db_err(e))
-    }
-
-    /// Reads one value in place (no copy out of RocksDB's block cache) and maps it with `f`.
-    pub fn read_with<T>(&self, cf: &'static str, key: &[u8], f: impl FnOnce(&[u8]) -> T) -> Result<Option<T>, StoreError> {
-        let pinned = self.db.get_pinned_cf(self.cf(cf), key).map_err(|e| self.db_err(e))?;
-        Ok(pinned.as_deref().map(f))
-    }
-
-    /// Writes a batch atomically and durably (synced to the WAL).
-    pub fn write(&self, batch: WriteBatch) -> Result<(), StoreError> {
-        let mut opts = WriteOptions::default();
-        opts.set_sync(true);
-        self.db.write_opt(batch, &opts).map_err(|e| self.db_err(e))
-    }
-
-    /// The index tip, if any block is indexed.
-    pub fn tip(&self) -> Result<Option<TipRow>, StoreError> {
-        match self.get(cf::META, meta::TIP)? {
-            Some(bytes) => Ok(Some(TipRow::decode(&bytes)?)),
-            None => Ok(None),
-        }
-    }
-
-    /// Every key and value of a column family that starts with `prefix`, in key order.
-    pub fn scan_prefix<'a>(
-        &'a self,
-        snapshot: Option<&'a rocksdb::Snapshot<'a>>,
-        cf: &'static str,
-        prefix: &[u8],
-    ) -> impl Iterator<Item = Result<(Box<[u8]>, Box<[u8]>), StoreError>> + 'a {
-        let mode = rocksdb::IteratorMode::From(prefix, rocksdb::Direction::Forward);
-        let prefix = prefix.to_vec();
-        let iter = match snapshot {
-            Some(s) => s.iterator_cf(self.cf(cf), mode),
-            None => self.db.iterator_cf(self.cf(cf), mode),
-        };
-        let path = self.path.clone();
-        iter.take_while(move |item| match item {
-            Ok((k, _)) => k.starts_with(&prefix),
-            Err(_) => true,
-        })
-        .map(move |item| {
-            item.map_err(|e| StoreError::Db {
-                path: path.clone(),
-                message: e.to_string(),
-            })
-        })
-    }
-
-    /// Calls `f` with every key and value of a column family that starts with `prefix`, in key
-    /// order, without copying them out of RocksDB, until `f` returns `Ok(false)` or an error.
-    pub fn for_each_in_prefix<E: From<StoreError>>(
-        &self,
-        snapshot: &rocksdb::Snapshot<'_>,
-        cf: &'static str,
-        prefix: &[u8],
-        mut f: impl FnMut(&[u8], &[u8]) -> Result<bool, E>,
-    ) -> Result<(), E> {
-        let mut opts = rocksdb::ReadOptions::default();
-        opts.set_snapshot(snapshot);
-        let mut iter = self.db.raw_iterator_cf_opt(self.cf(cf), opts);
-        iter.seek(prefix);
-        while let (Some(key), Some(value)) = (iter.key(), iter.value()) {
-            if !key.starts_with(prefix) || !f(key, value)? {
-                return Ok(());
-            }
-            iter.next();
-        }
-        Ok(iter.status().map_err(|e| self.db_err(e))?)
-    }
-
-    /// A consistent view for readers: what one request sees does not change under it.
-    pub fn snapshot(&self) -> rocksdb::Snapshot<'_> {
-        self.db.snapshot()
-    }
-
-    /// Reads one value from a snapshot.
-    pub fn get_at(
-        &self,
-        snapshot: &rocksdb::Snapshot<'_>,
-        cf: &'static str,
-        key: &[u8],
-    ) -> Result<Option<Vec<u8>>, StoreError> {
-        snapshot.get_cf(self.cf(cf), key).map_err(|e| self.db_err(e))
-    }
-
-    /// Reads many values of one column family from a snapshot in one RocksDB `MultiGet` (much
-    /// cheaper than one `get` each), mapping each found value in place with `f`. `sorted` says
-    /// the keys are in ascending order already.
-    pub fn multi_read_at<K: AsRef<[u8]>, T>(
-        &self,
-        snapshot: &rocksdb::Snapshot<'_>,
-        cf: &'static str,
-        keys: &[K],
-        sorted: bool,
-        mut f: impl FnMut(&[u8]) -> T,
-    ) -> Result<Vec<Option<T>>, StoreError> {
-        let mut opts = rocksdb::ReadOptions::default();
-        opts.set_snapshot(snapshot);
-        self.db
-            .batched_multi_get_cf_opt(self.cf(cf), keys.iter().map(|k| k.as_ref()), sorted, &opts)
-            .into_iter()
-            .map(|r| r.map(|v| v.as_deref().map(&mut f)).map_err(|e| self.db_err(e)))
-            .collect()
-    }
-
-    /// Approximate bytes on disk of every column family (SST files), for size reports.
-    pub fn disk_bytes(&self) -> Vec<(&'static str, u64)> {
-        cf::ALL
-            .iter()
-            .map(|name| {
-                let size = self
-                    .db
-                    .property_int_value_cf(self.cf(name), "rocksdb.total-sst-files-size")
-                    .ok()
-                    .flatten()
-                    .unwrap_or(0);
-                (*name, size)
-            })
-            .collect()
-    }
-
-    /// Flushes memtables to SST files (so size figures are real).
-    pub fn flush(&self) -> Result<(), StoreError> {
-        for name in cf::ALL {
-            self.db.flush_cf(self.cf(name)).map_err(|e| self.db_err(e))?;
-        }
-        Ok(())
-    }
-
-    /// Compacts every column family (for size measurements).
-    pub fn compact(&self) {
-        for name in cf::ALL {
-            self.db
-                .compact_range_cf::<&[u8], &[u8]>(self.cf(name), None, None);
-        }
-    }
-}
-
-#[cold]
-fn unreachable_cf(name: &str) -> ! {
-    panic!("column family {name} missing although the store opened with it")
 }

@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 use bitcoin::{Block, OutPoint, Txid};
-use cairn::index::schema::ScriptHash;
+use cairn::store::schema::ScriptHash;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 

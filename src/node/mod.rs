@@ -1,15 +1,18 @@
-//! One opened cairn node: its settings, its locked data folder and its validator.
+//! One opened cairn node: its settings, its locked data folder, its validator, index and
+//! mempool; and the indexer thread that keeps them in step ([`runner`]).
+
+pub mod runner;
 
 use std::sync::mpsc::Receiver;
 use std::sync::Arc;
 
-use serde::{Deserialize, Serialize};
-
+use crate::admin::{Status, TipStatus};
 use crate::config::Settings;
 use crate::datadir::{DataDir, DataDirError, DataDirLock};
-use crate::import::KernelBlockFiles;
 use crate::index::{Index, IndexError};
-use crate::kernel::{ChainTip, KernelError, KernelEvent, Validator, ValidatorConfig};
+use crate::kernel::blockfiles::KernelBlockFiles;
+use crate::kernel::{KernelError, KernelEvent, Validator, ValidatorConfig};
+use crate::mempool::Mempool;
 use crate::store::{Store, StoreError};
 
 /// Errors from opening a node.
@@ -29,42 +32,6 @@ pub enum NodeError {
     Index(#[from] IndexError),
 }
 
-/// A tip as reported by `cairn status`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct TipStatus {
-    /// Height of the tip.
-    pub height: i64,
-    /// Hash of the tip, hex in display order.
-    pub hash: String,
-}
-
-impl From<ChainTip> for TipStatus {
-    fn from(tip: ChainTip) -> Self {
-        TipStatus {
-            height: tip.height,
-            hash: tip.hash.to_string(),
-        }
-    }
-}
-
-/// What `cairn status --json` prints.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Status {
-    /// The network name (a custom signet shows as `signet-<tag>`).
-    pub network: String,
-    /// The kernel's active tip.
-    pub kernel_tip: TipStatus,
-    /// The index's tip; `null` until the index exists.
-    pub index_tip: Option<TipStatus>,
-    /// The network's data folder.
-    pub datadir: String,
-    /// Whether the answer came from a running cairn (over the admin RPC).
-    pub running: bool,
-    /// The P2P side of a running cairn: listener, peers, known addresses.
-    #[serde(default)]
-    pub p2p: Option<crate::p2p::P2pStatus>,
-}
-
 /// An open node: the data folder is locked for as long as it lives.
 pub struct Node {
     /// The settings it was opened with.
@@ -78,7 +45,7 @@ pub struct Node {
     /// The index, unless the node was opened without one.
     pub index: Option<Arc<Index>>,
     /// The mempool (it needs the index to find the outputs transactions spend).
-    pub mempool: Option<Arc<crate::mempool::Mempool>>,
+    pub mempool: Option<Arc<Mempool>>,
     _lock: DataDirLock,
 }
 
@@ -116,13 +83,7 @@ impl Node {
         } else {
             None
         };
-        let mempool = index
-            .as_ref()
-            .map(|_| {
-                Arc::new(crate::mempool::Mempool::new(crate::mempool::MempoolConfig {
-                    max_vbytes: settings.mempool_max_vbytes,
-                }))
-            });
+        let mempool = index.as_ref().map(|_| Arc::new(Mempool::new(settings.mempool)));
         Ok(Node {
             settings,
             datadir,

@@ -1,21 +1,18 @@
-//! The indexer thread: follows the kernel's events, keeps the index at the kernel's tip, and
-//! tells the servers what changed.
+//! The indexer thread: follows the kernel's events, keeps the index at the kernel's tip, brings
+//! the mempool in line with each new tip, and tells the servers what changed.
 
+use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use tokio::sync::broadcast;
-
-use std::collections::HashSet;
-
-use super::schema::ScriptHash;
-use super::{Index, IndexError};
-use crate::mempool::Mempool;
-use crate::electrum::TipUpdate;
+use crate::index::{Index, IndexError, SyncStats};
 use crate::kernel::{KernelEvent, Validator};
+use crate::mempool::Mempool;
+use crate::notify::Notifier;
+use crate::store::schema::ScriptHash;
 
 /// A running indexer thread.
 pub struct IndexRunner {
@@ -24,19 +21,19 @@ pub struct IndexRunner {
 }
 
 impl IndexRunner {
-    /// Starts the thread; it syncs at once, then on every kernel event (and every second).
+    /// Starts the thread; it syncs at once, then on every kernel event (and every 250 ms).
     pub fn spawn(
         index: Arc<Index>,
         validator: Arc<Validator>,
         mempool: Option<Arc<Mempool>>,
         events: Receiver<KernelEvent>,
-        updates: broadcast::Sender<TipUpdate>,
+        notifier: Notifier,
     ) -> std::io::Result<Self> {
         let stop = Arc::new(AtomicBool::new(false));
         let stop2 = stop.clone();
         let handle = std::thread::Builder::new()
             .name("indexer".into())
-            .spawn(move || run(&index, &validator, mempool.as_deref(), events, &updates, &stop2))?;
+            .spawn(move || run(&index, &validator, mempool.as_deref(), events, &notifier, &stop2))?;
         Ok(IndexRunner { stop, handle })
     }
 
@@ -56,47 +53,23 @@ impl IndexRunner {
     }
 }
 
-/// Tells the servers that the tip or these script hashes changed (`None`: any may have).
-pub fn publish(index: &Index, updates: &broadcast::Sender<TipUpdate>, touched: Option<HashSet<ScriptHash>>) {
-    let tip = index.with_chain(|c| c.tip().and_then(|(h, _)| c.header(h).map(|hd| (h, *hd))));
-    if let Some((height, header)) = tip {
-        let _ = updates.send(TipUpdate {
-            height,
-            header,
-            touched: touched.map(Arc::new),
-        });
-    }
-}
-
 fn run(
     index: &Index,
     validator: &Validator,
     mempool: Option<&Mempool>,
     events: Receiver<KernelEvent>,
-    updates: &broadcast::Sender<TipUpdate>,
+    notifier: &Notifier,
     stop: &AtomicBool,
 ) -> Result<Receiver<KernelEvent>, IndexError> {
     loop {
         let stopping = stop.load(Ordering::SeqCst);
         let stats = index.sync(validator)?;
         if stats.connected > 0 || stats.disconnected > 0 {
-            let mut touched = stats.touched;
-            if let Some(pool) = mempool {
-                // Drop what the new blocks confirmed or conflicted with, then put back what the
-                // undone blocks had (when still valid).
-                let dropped = pool.revalidate(index);
-                let mut readded = HashSet::new();
-                for raw in &stats.undone_txs {
-                    if let Ok(a) = pool.accept(raw, index) {
-                        readded.extend(a.touched);
-                    }
-                }
-                if let Some(t) = touched.as_mut() {
-                    t.extend(dropped);
-                    t.extend(readded);
-                }
-            }
-            publish(index, updates, touched);
+            let touched = match mempool {
+                Some(pool) => follow_tip(pool, index, stats),
+                None => stats.touched,
+            };
+            notifier.publish(index, touched);
         }
         if stopping {
             return Ok(events);
@@ -112,4 +85,23 @@ fn run(
         // Coalesce a burst of events into one sync.
         while events.try_recv().is_ok() {}
     }
+}
+
+/// Brings the mempool in line with a new index tip: drops what the new blocks confirmed or
+/// conflicted with, then puts back what undone blocks had (when still valid). Returns the
+/// script hashes touched by the blocks and by the mempool's changes.
+fn follow_tip(pool: &Mempool, index: &Index, stats: SyncStats) -> Option<HashSet<ScriptHash>> {
+    let mut touched = stats.touched;
+    let dropped = pool.revalidate(index);
+    let mut readded = HashSet::new();
+    for raw in &stats.undone_txs {
+        if let Ok(a) = pool.accept(raw, index) {
+            readded.extend(a.touched);
+        }
+    }
+    if let Some(t) = touched.as_mut() {
+        t.extend(dropped);
+        t.extend(readded);
+    }
+    touched
 }

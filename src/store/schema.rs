@@ -1,8 +1,15 @@
-//! The index's typed rows: one encode/decode place per column family. The layout is written
+//! The store's typed rows: one encode/decode place per column family. The layout is written
 //! down in `migrations/schema.md`; change both together, with a new schema version.
 
+use bitcoin::hex::{DisplayHex, FromHex};
 use bitcoin::hashes::{sha256, Hash};
 use bitcoin::{BlockHash, Script, Txid};
+
+use crate::kernel::blockfiles::FilePos;
+
+/// The schema this cairn reads and writes; `migrations/` at the top of the repository has each
+/// version's layout and the upgrades between them.
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// Bytes of a [`TxNum`] in keys: 2^40 transactions is about a thousand times mainnet's count.
 pub const TXNUM_LEN: usize = 5;
@@ -66,7 +73,7 @@ impl ScriptHash {
 
     /// Parses the Electrum form (hex, reversed byte order).
     pub fn from_electrum_hex(text: &str) -> Option<Self> {
-        let mut bytes: [u8; 32] = hex::decode(text).ok()?.try_into().ok()?;
+        let mut bytes: [u8; 32] = Vec::<u8>::from_hex(text).ok()?.try_into().ok()?;
         bytes.reverse();
         Some(ScriptHash(bytes))
     }
@@ -75,7 +82,7 @@ impl ScriptHash {
     pub fn to_electrum_hex(&self) -> String {
         let mut bytes = self.0;
         bytes.reverse();
-        hex::encode(bytes)
+        bytes.to_lower_hex_string()
     }
 
     /// The part of the hash that keys carry.
@@ -132,7 +139,7 @@ pub struct ScanPosRow;
 
 impl ScanPosRow {
     /// Value: file u32 LE, offset u64 LE.
-    pub fn encode(pos: crate::import::FilePos) -> [u8; 12] {
+    pub fn encode(pos: FilePos) -> [u8; 12] {
         let mut out = [0u8; 12];
         out[..4].copy_from_slice(&pos.file.to_le_bytes());
         out[4..].copy_from_slice(&pos.offset.to_le_bytes());
@@ -140,7 +147,7 @@ impl ScanPosRow {
     }
 
     /// Decodes the value.
-    pub fn decode(bytes: &[u8]) -> Result<crate::import::FilePos, RowError> {
+    pub fn decode(bytes: &[u8]) -> Result<FilePos, RowError> {
         if bytes.len() != 12 {
             return Err(row_err(cf::META, "blkscan is not 12 bytes"));
         }
@@ -148,7 +155,7 @@ impl ScanPosRow {
         f.copy_from_slice(&bytes[..4]);
         let mut o = [0u8; 8];
         o.copy_from_slice(&bytes[4..]);
-        Ok(crate::import::FilePos {
+        Ok(FilePos {
             file: u32::from_le_bytes(f),
             offset: u64::from_le_bytes(o),
         })
@@ -159,7 +166,7 @@ impl ScanPosRow {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BlockPosRow {
     /// Where the block's bytes start.
-    pub at: crate::import::FilePos,
+    pub at: FilePos,
     /// Its serialized length.
     pub len: u32,
 }
@@ -190,7 +197,7 @@ impl BlockPosRow {
             u32::from_le_bytes(b)
         };
         Ok(BlockPosRow {
-            at: crate::import::FilePos {
+            at: FilePos {
                 file: word(0),
                 offset: u64::from(word(4)),
             },

@@ -1,0 +1,58 @@
+//! The Electrum server's settings.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use super::network::Network;
+
+/// What the servers report as their software: Electrum's `server.version`, the default banner.
+pub const SERVER_SOFTWARE: &str = concat!("cairn ", env!("CARGO_PKG_VERSION"));
+
+/// Limits and identity of the Electrum server; every one is configurable.
+#[derive(Debug, Clone)]
+pub struct ElectrumConfig {
+    /// Where to listen for TCP clients.
+    pub addr: SocketAddr,
+    /// Where to listen for WebSocket clients (`None`: no WebSocket listener).
+    pub ws_addr: Option<SocketAddr>,
+    /// Longest request line in bytes; longer lines get an error and a disconnect.
+    pub max_line_bytes: usize,
+    /// Most requests in one batch.
+    pub max_batch: usize,
+    /// Most script-hash subscriptions on one connection.
+    pub max_subscriptions: usize,
+    /// A connection that sends nothing for this long is closed.
+    pub idle_timeout: Duration,
+    /// Most connections at once.
+    pub max_connections: usize,
+    /// Most history entries in one answer (a larger history is an explicit error).
+    pub max_history: usize,
+    /// Most headers in one `blockchain.block.headers` answer.
+    pub max_headers: u32,
+    /// Text of `server.banner`.
+    pub banner: String,
+    /// Answer of `server.donation_address` (empty: none).
+    pub donation_address: String,
+    /// Peers announced by `server.peers.subscribe`, as `host` strings.
+    pub peers: Vec<String>,
+}
+
+impl ElectrumConfig {
+    /// Defaults for `network`, listening on loopback at the conventional port.
+    pub fn defaults(network: Network) -> Self {
+        ElectrumConfig {
+            addr: SocketAddr::from(([127, 0, 0, 1], network.default_electrum_port())),
+            ws_addr: None,
+            max_line_bytes: 2 * 1024 * 1024,
+            max_batch: 1_000,
+            max_subscriptions: 50_000,
+            idle_timeout: Duration::from_secs(600),
+            max_connections: 1_000,
+            max_history: 200_000,
+            max_headers: 2016,
+            banner: format!("Welcome to {SERVER_SOFTWARE}, a validating Electrum server"),
+            donation_address: String::new(),
+            peers: Vec::new(),
+        }
+    }
+}

@@ -1,0 +1,41 @@
+//! The P2P side's settings: which peers cairn talks to and how many.
+
+use std::net::SocketAddr;
+
+use super::network::Network;
+
+/// Which peers cairn talks to, how many, and on which network.
+#[derive(Debug, Clone)]
+pub struct P2pConfig {
+    /// Peers to connect to (and keep reconnecting to); no others are looked for.
+    pub connect: Vec<SocketAddr>,
+    /// Peers to keep connected to besides the ones found through the address book.
+    pub addnode: Vec<SocketAddr>,
+    /// Where to accept peers, if anywhere.
+    pub listen: Option<SocketAddr>,
+    /// Whether failing to bind `listen` is an error (it was asked for) or only a warning
+    /// (it is the regtest default).
+    pub listen_required: bool,
+    /// The network (for seeds and ports).
+    pub network: Network,
+    /// A custom signet (no public seeds).
+    pub custom_signet: bool,
+    /// The network magic.
+    pub magic: [u8; 4],
+    /// Outbound connections to keep, besides `addnode` peers (ignored with `connect`).
+    pub max_outbound: usize,
+    /// Most inbound connections at once.
+    pub max_inbound: usize,
+    /// Whether to ask the network's DNS seeds for addresses when the book is empty.
+    pub dns_seeds: bool,
+}
+
+impl P2pConfig {
+    /// Whether the P2P side has anything to do: peers to reach, seeds to ask, or a listener.
+    pub fn enabled(&self) -> bool {
+        !self.connect.is_empty()
+            || !self.addnode.is_empty()
+            || self.listen.is_some()
+            || (self.network != Network::Regtest && self.max_outbound > 0)
+    }
+}

@@ -1,0 +1,23 @@
+//! What the Electrum sessions read from and publish to.
+
+use std::sync::Arc;
+
+use crate::config::ElectrumConfig;
+use crate::index::Index;
+use crate::kernel::Validator;
+use crate::mempool::Mempool;
+use crate::notify::Notifier;
+
+/// What the sessions read from.
+pub struct Backend {
+    /// The index.
+    pub index: Arc<Index>,
+    /// The validator (raw transactions are cut out of its blocks).
+    pub validator: Arc<Validator>,
+    /// The mempool, when cairn keeps one.
+    pub mempool: Option<Arc<Mempool>>,
+    /// Where accepted transactions are announced to peers and changes published to sessions.
+    pub notifier: Notifier,
+    /// The configuration.
+    pub config: ElectrumConfig,
+}

@@ -1,0 +1,242 @@
+//! Bitcoin Core's block files as the kernel writes them: records of `[magic][size LE u32][block]`
+//! in `blkNNNNN.dat`, in arrival order, obfuscated with the key in `xor.dat`. Where a block sits
+//! in them ([`FilePos`]) and reading blocks straight from them ([`KernelBlockFiles`]), so the
+//! index can serve transactions without the kernel's lock; also the record format's checks that
+//! reading any blocks folder shares.
+
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+
+/// The largest serialized block consensus allows: its weight limit, every byte counted once
+/// (all of it witness).
+pub const MAX_BLOCK_SIZE: u32 = bitcoin::Weight::MAX_BLOCK.to_wu() as u32;
+
+/// Errors from reading block files.
+#[derive(Debug, thiserror::Error)]
+pub enum BlkError {
+    /// A file or folder could not be read.
+    #[error("{path}: {source}")]
+    Io {
+        /// The path.
+        path: PathBuf,
+        /// What the OS said.
+        source: std::io::Error,
+    },
+    /// The folder has no `blk*.dat` files.
+    #[error("{0} holds no blk*.dat files")]
+    NoFiles(PathBuf),
+    /// `xor.dat` is not an 8-byte key.
+    #[error("{path} is {len} bytes, expected an 8-byte obfuscation key")]
+    BadXorKey {
+        /// The key file.
+        path: PathBuf,
+        /// Its length.
+        len: u64,
+    },
+    /// A record does not start with this network's magic.
+    #[error("{path} at offset {offset}: expected the {network} magic {expected}, found {found}{hint}")]
+    BadMagic {
+        /// The file.
+        path: PathBuf,
+        /// Where the record should start.
+        offset: u64,
+        /// This network's name.
+        network: String,
+        /// The expected magic, hex.
+        expected: String,
+        /// What is there, hex.
+        found: String,
+        /// Which network the bytes belong to, when they are another network's magic.
+        hint: String,
+    },
+    /// A record's size field is larger than any block can be.
+    #[error("{path} at offset {offset}: record size {size} exceeds the maximum block size")]
+    BadSize {
+        /// The file.
+        path: PathBuf,
+        /// Where the record starts.
+        offset: u64,
+        /// The size it claims.
+        size: u32,
+    },
+    /// The file ends inside a record.
+    #[error("{path} is truncated: the record at offset {offset} needs {needed} bytes, only {available} remain")]
+    Truncated {
+        /// The file.
+        path: PathBuf,
+        /// Where the record starts.
+        offset: u64,
+        /// Bytes the record needs.
+        needed: u64,
+        /// Bytes left in the file.
+        available: u64,
+    },
+}
+
+/// Undoes Core's block-file obfuscation: byte i of a file is XORed with key[i % 8].
+pub fn xor_in_place(key: &[u8; 8], buf: &mut [u8], file_offset: u64) {
+    if *key == [0u8; 8] {
+        return;
+    }
+    for (i, b) in buf.iter_mut().enumerate() {
+        *b ^= key[((file_offset + i as u64) % 8) as usize];
+    }
+}
+
+/// Reads `dir/xor.dat`, Core's obfuscation key; all zeros (plain files) when absent.
+pub fn read_xor_key(dir: &Path) -> Result<[u8; 8], BlkError> {
+    let mut key = [0u8; 8];
+    let key_path = dir.join("xor.dat");
+    if key_path.exists() {
+        let bytes = std::fs::read(&key_path).map_err(|source| BlkError::Io {
+            path: key_path.clone(),
+            source,
+        })?;
+        if bytes.len() != 8 {
+            return Err(BlkError::BadXorKey {
+                path: key_path,
+                len: bytes.len() as u64,
+            });
+        }
+        key.copy_from_slice(&bytes);
+    }
+    Ok(key)
+}
+
+/// A position in a block-file folder: file number and byte offset.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
+pub struct FilePos {
+    /// The `blkNNNNN.dat` number.
+    pub file: u32,
+    /// Byte offset inside it.
+    pub offset: u64,
+}
+
+/// A block found in the kernel's block files.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FoundBlock {
+    /// The block's hash (from its header).
+    pub hash: bitcoin::BlockHash,
+    /// Where its bytes start (after magic and size).
+    pub at: FilePos,
+    /// Its serialized length.
+    pub len: u32,
+}
+
+/// The block files the embedded kernel writes, read directly: so serving a block or a
+/// transaction never takes the kernel's lock.
+#[derive(Debug, Clone)]
+pub struct KernelBlockFiles {
+    dir: PathBuf,
+    magic: [u8; 4],
+    /// The obfuscation key, read once `xor.dat` exists (the kernel writes it when it starts).
+    key: std::sync::Arc<std::sync::OnceLock<[u8; 8]>>,
+}
+
+impl KernelBlockFiles {
+    /// The kernel's `blocks/` folder and the network magic.
+    pub fn new(dir: &Path, magic: [u8; 4]) -> Self {
+        KernelBlockFiles {
+            dir: dir.to_path_buf(),
+            magic,
+            key: Default::default(),
+        }
+    }
+
+    fn key(&self) -> Result<[u8; 8], BlkError> {
+        if let Some(k) = self.key.get() {
+            return Ok(*k);
+        }
+        let key = read_xor_key(&self.dir)?;
+        if self.dir.join("xor.dat").exists() {
+            let _ = self.key.set(key);
+        }
+        Ok(key)
+    }
+
+    fn path(&self, file: u32) -> PathBuf {
+        self.dir.join(format!("blk{file:05}.dat"))
+    }
+
+    /// Reads `len` bytes at `at` (deobfuscated).
+    pub fn read(&self, at: FilePos, len: u32) -> Result<Vec<u8>, BlkError> {
+        let path = self.path(at.file);
+        let io = |source| BlkError::Io {
+            path: path.clone(),
+            source,
+        };
+        let key = self.key()?;
+        let mut f = File::open(&path).map_err(io)?;
+        f.seek(SeekFrom::Start(at.offset)).map_err(io)?;
+        let mut buf = vec![0u8; len as usize];
+        f.read_exact(&mut buf).map_err(io)?;
+        xor_in_place(&key, &mut buf, at.offset);
+        Ok(buf)
+    }
+
+    /// Lists the complete block records written since `from`, and the position after the last
+    /// one. Stops at the end of written data (zero padding, a partly written record, or the end
+    /// of the newest file).
+    pub fn scan_from(&self, from: FilePos) -> Result<(Vec<FoundBlock>, FilePos), BlkError> {
+        let key = self.key()?;
+        let mut found = Vec::new();
+        let mut pos = from;
+        loop {
+            let path = self.path(pos.file);
+            // Only the part after `pos` is read: the rest was scanned before.
+            let mut data = Vec::new();
+            match File::open(&path) {
+                Ok(mut f) => {
+                    let io = |source| BlkError::Io {
+                        path: path.clone(),
+                        source,
+                    };
+                    f.seek(SeekFrom::Start(pos.offset)).map_err(io)?;
+                    f.read_to_end(&mut data).map_err(io)?;
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((found, pos)),
+                Err(source) => return Err(BlkError::Io { path, source }),
+            }
+            let base = pos.offset as usize;
+            let mut off = 0usize;
+            while off + 8 <= data.len() {
+                let mut head = [0u8; 8];
+                head.copy_from_slice(&data[off..off + 8]);
+                xor_in_place(&key, &mut head, (base + off) as u64);
+                if head[..4] != self.magic {
+                    break; // zero padding: nothing written here yet
+                }
+                let size = u32::from_le_bytes([head[4], head[5], head[6], head[7]]);
+                let end = off + 8 + size as usize;
+                if !(81..=MAX_BLOCK_SIZE).contains(&size) || end > data.len() {
+                    break;
+                }
+                let mut header = data[off + 8..off + 8 + 80].to_vec();
+                xor_in_place(&key, &mut header, (base + off + 8) as u64);
+                if let Ok(h) = bitcoin::consensus::deserialize::<bitcoin::block::Header>(&header) {
+                    found.push(FoundBlock {
+                        hash: h.block_hash(),
+                        at: FilePos {
+                            file: pos.file,
+                            offset: (base + off + 8) as u64,
+                        },
+                        len: size,
+                    });
+                }
+                off = end;
+            }
+            pos.offset = (base + off) as u64;
+            // Core only starts the next file once this one is full.
+            if self.path(pos.file + 1).exists() {
+                pos = FilePos {
+                    file: pos.file + 1,
+                    offset: 0,
+                };
+            } else {
+                return Ok((found, pos));
+            }
+        }
+    }
+}
+

@@ -1,0 +1,75 @@
+//! Why the mempool refuses a transaction, in Bitcoin Core's words where Core has them.
+
+use bitcoin::{OutPoint, Txid};
+
+/// Why a transaction was refused; the text is Core's reason where Core has one.
+#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
+pub enum Rejection {
+    /// The bytes are not a transaction.
+    #[error("TX decode failed: {0}")]
+    Decode(String),
+    /// Already in the mempool or the chain.
+    #[error("txn-already-known")]
+    AlreadyKnown,
+    /// A coinbase outside a block.
+    #[error("coinbase")]
+    Coinbase,
+    /// An input spends nothing that exists unspent.
+    #[error("bad-txns-inputs-missingorspent: input {0} spends an output that does not exist or is spent")]
+    MissingInputs(OutPoint),
+    /// An input spends a coinbase output that is not mature.
+    #[error("bad-txns-premature-spend-of-coinbase: {0}")]
+    ImmatureCoinbase(OutPoint),
+    /// Outputs worth more than the inputs.
+    #[error("bad-txns-in-belowout: inputs {inputs} < outputs {outputs}")]
+    InBelowOut {
+        /// Sum of inputs.
+        inputs: u64,
+        /// Sum of outputs.
+        outputs: u64,
+    },
+    /// A script failed.
+    #[error("mandatory-script-verify-flag-failed (input {input}: {message})")]
+    Script {
+        /// The failing input.
+        input: usize,
+        /// The kernel's message.
+        message: String,
+    },
+    /// A standardness rule.
+    #[error("{0}")]
+    NonStandard(String),
+    /// A package's transactions below the relay fee are not paid for by the package.
+    #[error("package fee rate too low: the package's fee {fees} < {needed} for its size")]
+    PackageFee {
+        /// Fees of the transactions that needed the package.
+        fees: u64,
+        /// The fee their size needs.
+        needed: u64,
+    },
+    /// The package is not a child with its parents.
+    #[error("package-not-child-with-parents: {0}")]
+    PackageShape(String),
+    /// The fee is under the minimum relay fee.
+    #[error("min relay fee not met, {fee} < {needed}")]
+    MinRelayFee {
+        /// The fee paid.
+        fee: u64,
+        /// The fee needed.
+        needed: u64,
+    },
+    /// Spends an output another mempool transaction spends, without paying enough to replace it.
+    #[error("insufficient fee, rejecting replacement {txid}: {reason}")]
+    Replacement {
+        /// The new transaction.
+        txid: Txid,
+        /// Which replacement rule failed.
+        reason: String,
+    },
+    /// The mempool is full of transactions paying more.
+    #[error("mempool full")]
+    MempoolFull,
+    /// The index cannot answer.
+    #[error("cannot check inputs: {0}")]
+    Backend(String),
+}

@@ -1,0 +1,84 @@
+//! Telling the servers what changed: a new index tip with the script hashes whose history
+//! changed (for Electrum notifications), and transactions accepted into the mempool (to announce
+//! to peers). Whoever makes a change publishes it here; sessions and peers subscribe.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use bitcoin::Txid;
+use tokio::sync::broadcast;
+
+use crate::index::Index;
+use crate::mempool::Accepted;
+use crate::store::schema::ScriptHash;
+
+/// Tip updates a slow subscriber may fall behind by before it is told "anything may have
+/// changed" instead.
+const TIP_UPDATES: usize = 64;
+/// Accepted transactions a slow peer may fall behind by before it misses announcements.
+const ACCEPTED_TXS: usize = 1024;
+
+/// A new index tip and the script hashes whose history changed to reach it.
+#[derive(Debug, Clone)]
+pub struct TipUpdate {
+    /// The new tip's height.
+    pub height: u32,
+    /// The new tip's header.
+    pub header: bitcoin::block::Header,
+    /// Script hashes touched by connected or undone blocks; `None` means "any may have".
+    pub touched: Option<Arc<HashSet<ScriptHash>>>,
+}
+
+/// The channels changes travel on; each component that makes or hears of changes holds a clone.
+#[derive(Clone)]
+pub struct Notifier {
+    tips: broadcast::Sender<TipUpdate>,
+    txs: broadcast::Sender<Txid>,
+}
+
+impl Default for Notifier {
+    fn default() -> Self {
+        Notifier {
+            tips: broadcast::channel(TIP_UPDATES).0,
+            txs: broadcast::channel(ACCEPTED_TXS).0,
+        }
+    }
+}
+
+impl Notifier {
+    /// Tip updates from now on.
+    pub fn subscribe_tips(&self) -> broadcast::Receiver<TipUpdate> {
+        self.tips.subscribe()
+    }
+
+    /// Transactions accepted into the mempool from now on.
+    pub fn subscribe_txs(&self) -> broadcast::Receiver<Txid> {
+        self.txs.subscribe()
+    }
+
+    /// Tells the sessions that the index tip or these script hashes changed (`None`: any may
+    /// have).
+    pub fn publish(&self, index: &Index, touched: Option<HashSet<ScriptHash>>) {
+        let tip = index.with_chain(|c| c.tip().and_then(|(h, _)| c.header(h).map(|hd| (h, *hd))));
+        if let Some((height, header)) = tip {
+            // No subscriber is not an error: nobody needs telling.
+            let _ = self.tips.send(TipUpdate {
+                height,
+                header,
+                touched: touched.map(Arc::new),
+            });
+        }
+    }
+
+    /// Announces a transaction the mempool accepted to the peers.
+    pub fn announce(&self, txid: Txid) {
+        let _ = self.txs.send(txid);
+    }
+
+    /// A transaction entered the mempool: announce it to the peers and tell the sessions whose
+    /// scripts it touched.
+    pub fn accepted(&self, index: &Index, accepted: Accepted) {
+        self.announce(accepted.txid);
+        self.publish(index, Some(accepted.touched));
+    }
+}

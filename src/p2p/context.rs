@@ -1,0 +1,48 @@
+//! What every peer connection shares: the chain, the download scheduler, the mempool, the
+//! filters, the address book and the list of connected peers.
+
+use std::sync::Arc;
+
+use bitcoin::p2p::{Magic, ServiceFlags};
+
+use super::addrbook::AddrBook;
+use super::registry::Registry;
+use super::sync::Downloader;
+use crate::index::Index;
+use crate::kernel::Validator;
+use crate::mempool::Mempool;
+use crate::notify::Notifier;
+
+/// What taking in and relaying transactions needs: the mempool, the index it checks spends
+/// against, and the notifier that announces accepted transactions to peers and sessions.
+#[derive(Clone)]
+pub struct MempoolAccess {
+    /// The index.
+    pub index: Arc<Index>,
+    /// The mempool.
+    pub mempool: Arc<Mempool>,
+    /// Announces accepted transactions and publishes what they changed.
+    pub notifier: Notifier,
+}
+
+/// What a peer task needs.
+pub struct PeerContext {
+    /// The network magic.
+    pub magic: Magic,
+    /// The validator.
+    pub validator: Arc<Validator>,
+    /// The shared download scheduler.
+    pub downloader: Arc<Downloader>,
+    /// The services cairn advertises.
+    pub services: ServiceFlags,
+    /// The mempool peers' transactions go into, when cairn keeps one.
+    pub mempool: Option<MempoolAccess>,
+    /// The index whose BIP158 filters are served (with NODE_COMPACT_FILTERS), if there is one.
+    pub filter_index: Option<Arc<Index>>,
+    /// Known peer addresses.
+    pub book: Arc<AddrBook>,
+    /// The connected peers.
+    pub registry: Arc<Registry>,
+    /// Fires when a header sync should start now (SIGUSR1, as electrs).
+    pub sync_now: tokio::sync::broadcast::Sender<()>,
+}

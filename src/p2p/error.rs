@@ -1,0 +1,49 @@
+//! Why a peer connection ended, and whether that deserves a ban.
+
+use super::codec::CodecError;
+
+/// Why a peer was disconnected.
+#[derive(Debug, thiserror::Error)]
+pub enum PeerError {
+    /// Its bytes were refused.
+    #[error(transparent)]
+    Codec(#[from] CodecError),
+    /// The handshake failed.
+    #[error("handshake: {0}")]
+    Handshake(String),
+    /// It broke the protocol.
+    #[error("misbehaving: {0}")]
+    Misbehaving(String),
+    /// It went silent, or took too long over the handshake.
+    #[error("timed out")]
+    Timeout,
+    /// The connection closed: reading from it ended.
+    #[error("connection closed")]
+    Closed,
+    /// Writing to it failed, so its writer task ended.
+    #[error("write failed")]
+    WriterGone,
+    /// cairn could not answer (its store failed).
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+impl PeerError {
+    /// Whether the peer broke the protocol on purpose or by a bug, rather than speaking another
+    /// transport (a BIP324 v2 handshake looks like a wrong magic: the peer then retries with v1)
+    /// or going away.
+    pub fn deserves_ban(&self) -> bool {
+        match self {
+            PeerError::Misbehaving(_) => true,
+            PeerError::Codec(c) => matches!(
+                c,
+                CodecError::Oversized { .. } | CodecError::BadChecksum(_) | CodecError::Malformed { .. }
+            ),
+            PeerError::Handshake(_)
+            | PeerError::Timeout
+            | PeerError::Closed
+            | PeerError::WriterGone
+            | PeerError::Internal(_) => false,
+        }
+    }
+}

@@ -1,0 +1,136 @@
+//! The version handshake: version, verack and the feature messages that come with them
+//! (wtxidrelay, sendaddrv2, sendheaders).
+
+use std::net::SocketAddr;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use bitcoin::p2p::address::Address;
+use bitcoin::p2p::message::NetworkMessage;
+use bitcoin::p2p::message_network::VersionMessage;
+use bitcoin::p2p::{Magic, ServiceFlags};
+
+use super::codec::{read_message, write_message, CodecError, Incoming};
+use super::context::PeerContext;
+use super::error::PeerError;
+
+/// The protocol version cairn speaks (wtxidrelay, sendheaders).
+pub const PROTOCOL_VERSION: u32 = 70016;
+
+/// What the handshake learnt about the peer.
+#[derive(Debug, Clone)]
+pub struct PeerTraits {
+    /// It announces transactions by wtxid (BIP339).
+    pub wtxid_relay: bool,
+    /// It takes `addrv2` (BIP155).
+    pub addrv2: bool,
+    /// The services it advertised.
+    pub services: ServiceFlags,
+    /// Its user agent.
+    pub user_agent: String,
+}
+
+fn now_secs() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0)
+}
+
+/// Writes one message and flushes it (the handshake runs before the writer task exists).
+async fn send<W: tokio::io::AsyncWrite + Unpin>(
+    writer: &mut W,
+    magic: Magic,
+    msg: NetworkMessage,
+) -> Result<(), PeerError> {
+    use tokio::io::AsyncWriteExt;
+    write_message(writer, magic, msg).await?;
+    writer.flush().await.map_err(CodecError::from)?;
+    Ok(())
+}
+
+/// Sends our version and reads the peer's, with the feature messages and veracks around them;
+/// refuses old versions, a connection to ourselves, and messages out of order.
+pub async fn handshake<R, W>(
+    reader: &mut R,
+    writer: &mut W,
+    addr: SocketAddr,
+    ctx: &PeerContext,
+) -> Result<PeerTraits, PeerError>
+where
+    R: tokio::io::AsyncRead + Unpin,
+    W: tokio::io::AsyncWrite + Unpin,
+{
+    let mut version = VersionMessage::new(
+        ctx.services,
+        now_secs(),
+        Address::new(&addr, ServiceFlags::NONE),
+        Address::new(&SocketAddr::from(([0, 0, 0, 0], 0)), ctx.services),
+        rand_nonce(),
+        format!("/cairn:{}/", env!("CARGO_PKG_VERSION")),
+        ctx.validator.tip().height as i32,
+    );
+    version.version = PROTOCOL_VERSION;
+    version.relay = ctx.mempool.is_some();
+    let our_nonce = version.nonce;
+    ctx.registry.remember_nonce(our_nonce);
+    let sent = send(writer, ctx.magic, NetworkMessage::Version(version)).await;
+    let result = async {
+        sent?;
+        handshake_replies(reader, writer, ctx).await
+    }
+    .await;
+    ctx.registry.forget_nonce(our_nonce);
+    result
+}
+
+async fn handshake_replies<R, W>(reader: &mut R, writer: &mut W, ctx: &PeerContext) -> Result<PeerTraits, PeerError>
+where
+    R: tokio::io::AsyncRead + Unpin,
+    W: tokio::io::AsyncWrite + Unpin,
+{
+    let mut got_version = false;
+    let mut got_verack = false;
+    let mut traits = PeerTraits {
+        wtxid_relay: false,
+        addrv2: false,
+        services: ServiceFlags::NONE,
+        user_agent: String::new(),
+    };
+    while !(got_version && got_verack) {
+        match read_message(reader, ctx.magic).await? {
+            Incoming::Message(NetworkMessage::Version(v)) => {
+                if got_version {
+                    return Err(PeerError::Misbehaving("second version message".into()));
+                }
+                if v.version < 70012 {
+                    return Err(PeerError::Handshake(format!("protocol version {} too old", v.version)));
+                }
+                if ctx.registry.is_own_nonce(v.nonce) {
+                    return Err(PeerError::Handshake("connected to ourselves".into()));
+                }
+                got_version = true;
+                traits.services = v.services;
+                traits.user_agent = v.user_agent.chars().take(256).collect();
+                if v.version >= 70016 {
+                    send(writer, ctx.magic, NetworkMessage::WtxidRelay).await?;
+                }
+                send(writer, ctx.magic, NetworkMessage::SendAddrV2).await?;
+                send(writer, ctx.magic, NetworkMessage::Verack).await?;
+            }
+            Incoming::Message(NetworkMessage::Verack) => got_verack = true,
+            Incoming::Message(NetworkMessage::WtxidRelay) => traits.wtxid_relay = true,
+            Incoming::Message(NetworkMessage::SendAddrV2) => traits.addrv2 = true,
+            Incoming::Message(other) if !got_version => {
+                return Err(PeerError::Misbehaving(format!("{} before version", other.cmd())));
+            }
+            _ => {}
+        }
+    }
+    send(writer, ctx.magic, NetworkMessage::SendHeaders).await?;
+    Ok(traits)
+}
+
+fn rand_nonce() -> u64 {
+    use rand::RngCore;
+    rand::rngs::OsRng.next_u64()
+}

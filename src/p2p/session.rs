@@ -1,0 +1,363 @@
+//! A peer connection after its handshake: one handler per message the peer sends, block
+//! requests from the shared [`super::sync::Downloader`], and announcements of the transactions
+//! the mempool accepts.
+
+use std::convert::Infallible;
+use std::time::Duration;
+
+use bitcoin::hashes::Hash;
+use bitcoin::p2p::address::{AddrV2, AddrV2Message, Address};
+use bitcoin::p2p::message::NetworkMessage;
+use bitcoin::p2p::message_blockdata::{GetHeadersMessage, Inventory};
+use bitcoin::{BlockHash, Transaction};
+use tokio::sync::{broadcast, mpsc};
+
+use super::addrbook::{KnownAddr, MAX_ADDR_PER_MESSAGE};
+use super::codec::{CodecError, Incoming, Outgoing};
+use super::context::PeerContext;
+use super::error::PeerError;
+use super::filters;
+use super::handshake::{PeerTraits, PROTOCOL_VERSION};
+use super::sync::{Delivered, PeerId};
+use crate::index::Index;
+use crate::kernel::Validator;
+
+/// Most headers in one `headers` message.
+pub const MAX_HEADERS: usize = 2000;
+/// Most entries of an `inv` or `getdata` (Core's MAX_INV_SZ).
+const MAX_INV: usize = 50_000;
+/// A peer silent for this long is dropped.
+const IDLE_TIMEOUT: Duration = Duration::from_secs(120);
+/// How often block requests are topped up and silence is checked.
+const TICK: Duration = Duration::from_millis(200);
+
+/// One connected peer's state and the queue to its writer task.
+pub struct Session<'a> {
+    /// Where messages to the peer are queued.
+    out: &'a mpsc::Sender<Outgoing>,
+    id: PeerId,
+    ctx: &'a PeerContext,
+    traits: &'a PeerTraits,
+    inbound: bool,
+    /// Whether this peer's one `getaddr` was answered.
+    answered_getaddr: bool,
+}
+
+impl<'a> Session<'a> {
+    /// A session over a connection whose handshake is done.
+    pub fn new(out: &'a mpsc::Sender<Outgoing>, id: PeerId, ctx: &'a PeerContext, traits: &'a PeerTraits, inbound: bool) -> Self {
+        Session { out, id, ctx, traits, inbound, answered_getaddr: false }
+    }
+
+    /// Runs until the peer disconnects, misbehaves or goes silent; returns why it ended.
+    pub async fn run(mut self, mut incoming: mpsc::Receiver<Result<Incoming, CodecError>>) -> Result<Infallible, PeerError> {
+        let mut accepted = match &self.ctx.mempool {
+            Some(m) => m.notifier.subscribe_txs(),
+            None => broadcast::channel(1).1,
+        };
+        let mut sync_now = self.ctx.sync_now.subscribe();
+        self.queue(get_headers(&self.ctx.validator)).await?;
+        if !self.inbound {
+            self.queue(NetworkMessage::GetAddr).await?;
+        }
+        let mut tick = tokio::time::interval(TICK);
+        let mut last_heard = tokio::time::Instant::now();
+        loop {
+            tokio::select! {
+                msg = incoming.recv() => {
+                    let msg = msg.ok_or(PeerError::Closed)??;
+                    last_heard = tokio::time::Instant::now();
+                    self.on_message(msg).await?;
+                }
+                txid = accepted.recv(), if self.ctx.mempool.is_some() => {
+                    if let Ok(txid) = txid {
+                        self.announce(txid).await?;
+                    }
+                }
+                nudge = sync_now.recv() => {
+                    if nudge.is_ok() {
+                        self.queue(get_headers(&self.ctx.validator)).await?;
+                    }
+                }
+                _ = tick.tick() => {
+                    if last_heard.elapsed() > IDLE_TIMEOUT {
+                        return Err(PeerError::Timeout);
+                    }
+                    self.request_blocks().await?;
+                }
+            }
+        }
+    }
+
+    /// Answers one message from the peer.
+    async fn on_message(&mut self, msg: Incoming) -> Result<(), PeerError> {
+        let msg = match msg {
+            Incoming::Block(bytes) => return self.on_block(bytes).await,
+            Incoming::Message(m) => m,
+        };
+        tracing::trace!("peer {}: received {}", self.id, msg.cmd());
+        match msg {
+            NetworkMessage::Headers(headers) => self.on_headers(headers).await,
+            NetworkMessage::Inv(items) => self.on_inv(items).await,
+            NetworkMessage::Tx(tx) => {
+                self.on_tx(tx);
+                Ok(())
+            }
+            NetworkMessage::Ping(nonce) => self.queue(NetworkMessage::Pong(nonce)).await,
+            NetworkMessage::GetHeaders(req) => {
+                let v = &self.ctx.validator;
+                let headers = tokio::task::block_in_place(|| v.headers_after(&req.locator_hashes, &req.stop_hash, MAX_HEADERS));
+                self.queue(NetworkMessage::Headers(headers)).await
+            }
+            NetworkMessage::GetData(items) => self.on_getdata(items).await,
+            NetworkMessage::Version(_) => Err(PeerError::Misbehaving("second version message".into())),
+            NetworkMessage::Addr(list) => {
+                check_addr_count(list.len(), "addr")?;
+                let known = list.iter().filter_map(|(time, a)| {
+                    Some(KnownAddr { addr: a.socket_addr().ok()?, services: a.services, last_seen: *time })
+                });
+                self.learn_addresses(known.collect(), list.len(), "addr");
+                Ok(())
+            }
+            NetworkMessage::AddrV2(list) => {
+                check_addr_count(list.len(), "addrv2")?;
+                // Only IPv4 and IPv6 are reachable without a proxy; the rest is skipped.
+                let known = list.iter().filter_map(|m| {
+                    Some(KnownAddr { addr: m.socket_addr().ok()?, services: m.services, last_seen: m.time })
+                });
+                self.learn_addresses(known.collect(), list.len(), "addrv2");
+                Ok(())
+            }
+            NetworkMessage::GetCFilters(req) => {
+                let (index, v) = (self.serving_filters()?, &self.ctx.validator);
+                for m in tokio::task::block_in_place(|| filters::get_cfilters(index, v, &req))? {
+                    self.queue(m).await?;
+                }
+                Ok(())
+            }
+            NetworkMessage::GetCFHeaders(req) => {
+                let (index, v) = (self.serving_filters()?, &self.ctx.validator);
+                let answer = tokio::task::block_in_place(|| filters::get_cfheaders(index, v, &req))?;
+                self.queue_some(answer).await
+            }
+            NetworkMessage::GetCFCheckpt(req) => {
+                let (index, v) = (self.serving_filters()?, &self.ctx.validator);
+                let answer = tokio::task::block_in_place(|| filters::get_cfcheckpt(index, v, &req))?;
+                self.queue_some(answer).await
+            }
+            NetworkMessage::GetAddr => self.on_getaddr().await,
+            _ => Ok(()),
+        }
+    }
+
+    /// A block: to the scheduler, then ask for more at once to keep the pipe full.
+    async fn on_block(&mut self, bytes: Vec<u8>) -> Result<(), PeerError> {
+        let dl = self.ctx.downloader.clone();
+        if tokio::task::block_in_place(|| dl.deliver(bytes)) == Delivered::Unwanted {
+            tracing::debug!("peer {}: unrequested block ignored", self.id);
+        }
+        self.request_blocks().await
+    }
+
+    /// Headers: each checked by the kernel; a full message means the peer has more.
+    async fn on_headers(&mut self, headers: Vec<bitcoin::block::Header>) -> Result<(), PeerError> {
+        if headers.len() > MAX_HEADERS {
+            return Err(PeerError::Misbehaving(format!("{} headers in one message", headers.len())));
+        }
+        let v = &self.ctx.validator;
+        let outcome = tokio::task::block_in_place(|| headers.iter().try_for_each(|h| v.submit_header(h)));
+        self.ctx.downloader.headers_changed();
+        if let Err(e) = outcome {
+            return Err(PeerError::Misbehaving(format!("bad header: {e}")));
+        }
+        if headers.len() == MAX_HEADERS {
+            self.queue(get_headers(v)).await?;
+        }
+        Ok(())
+    }
+
+    /// An announcement: blocks are fetched through headers, transactions the mempool lacks are
+    /// asked for.
+    async fn on_inv(&mut self, items: Vec<Inventory>) -> Result<(), PeerError> {
+        if items.len() > MAX_INV {
+            return Err(PeerError::Misbehaving(format!("inv with more than {MAX_INV} items")));
+        }
+        if items.iter().any(|i| matches!(i, Inventory::Block(_) | Inventory::WitnessBlock(_))) {
+            self.queue(get_headers(&self.ctx.validator)).await?;
+        }
+        let Some(m) = &self.ctx.mempool else { return Ok(()) };
+        let wanted: Vec<Inventory> = items
+            .into_iter()
+            .filter(|i| match i {
+                Inventory::Transaction(t) | Inventory::WitnessTransaction(t) => m.mempool.raw(t).is_none(),
+                Inventory::WTx(w) => m.mempool.raw_by_wtxid(w).is_none(),
+                _ => false,
+            })
+            .map(|i| match i {
+                Inventory::Transaction(t) => Inventory::WitnessTransaction(t),
+                other => other,
+            })
+            .collect();
+        if wanted.is_empty() {
+            return Ok(());
+        }
+        self.queue(NetworkMessage::GetData(wanted)).await
+    }
+
+    /// A transaction: into the mempool, announced if accepted.
+    fn on_tx(&self, tx: Transaction) {
+        let Some(m) = &self.ctx.mempool else { return };
+        let raw = bitcoin::consensus::serialize(&tx);
+        match tokio::task::block_in_place(|| m.mempool.accept(&raw, &m.index)) {
+            Ok(accepted) => {
+                tracing::debug!("peer {}: accepted transaction {}", self.id, accepted.txid);
+                m.notifier.accepted(&m.index, accepted);
+            }
+            Err(e) => tracing::debug!("peer {}: transaction {} rejected: {e}", self.id, tx.compute_txid()),
+        }
+    }
+
+    /// A request for transactions (from the mempool) and blocks (from the active chain); what
+    /// is not found is listed in one `notfound`.
+    async fn on_getdata(&mut self, items: Vec<Inventory>) -> Result<(), PeerError> {
+        if items.len() > MAX_INV {
+            return Err(PeerError::Misbehaving(format!("getdata with more than {MAX_INV} items")));
+        }
+        let mut missing = Vec::new();
+        for item in items {
+            let found = match item {
+                Inventory::Transaction(_) | Inventory::WitnessTransaction(_) | Inventory::WTx(_) if self.ctx.mempool.is_some() => {
+                    self.pool_tx(&item).map(|tx| Outgoing::Message(NetworkMessage::Tx(tx)))
+                }
+                Inventory::Block(h) | Inventory::WitnessBlock(h) => self.active_block(&h).map(Outgoing::Block),
+                _ => None,
+            };
+            match found {
+                Some(out) => self.out.send(out).await.map_err(|_| PeerError::WriterGone)?,
+                None => missing.push(item),
+            }
+        }
+        if missing.is_empty() {
+            return Ok(());
+        }
+        self.queue(NetworkMessage::NotFound(missing)).await
+    }
+
+    /// The mempool transaction an inventory item names.
+    fn pool_tx(&self, item: &Inventory) -> Option<Transaction> {
+        let m = self.ctx.mempool.as_ref()?;
+        let raw = match item {
+            Inventory::Transaction(t) | Inventory::WitnessTransaction(t) => m.mempool.raw(t),
+            Inventory::WTx(w) => m.mempool.raw_by_wtxid(w),
+            _ => None,
+        };
+        raw.and_then(|raw| bitcoin::consensus::deserialize::<Transaction>(&raw).ok())
+    }
+
+    /// A block of the active chain, serialized.
+    fn active_block(&self, hash: &BlockHash) -> Option<Vec<u8>> {
+        let v = &self.ctx.validator;
+        tokio::task::block_in_place(|| v.active_height(hash).and_then(|height| v.read_block_bytes(height).ok()))
+    }
+
+    /// Adds what an `addr` or `addrv2` message carried to the address book.
+    fn learn_addresses(&self, known: Vec<KnownAddr>, sent: usize, what: &str) {
+        let added = self.ctx.book.add(known);
+        tracing::debug!("peer {}: {sent} addresses ({what}), {added} new", self.id);
+    }
+
+    /// As Bitcoin Core: only inbound peers are answered, once per connection, so a peer cannot
+    /// map the book by asking repeatedly.
+    async fn on_getaddr(&mut self) -> Result<(), PeerError> {
+        if !self.inbound || self.answered_getaddr {
+            return Ok(());
+        }
+        self.answered_getaddr = true;
+        self.queue(addr_message(self.ctx.book.sample(), self.traits.addrv2)).await
+    }
+
+    /// Announces a transaction the mempool accepted, by wtxid if the peer asked for that.
+    async fn announce(&mut self, txid: bitcoin::Txid) -> Result<(), PeerError> {
+        let Some(m) = &self.ctx.mempool else { return Ok(()) };
+        let item = if self.traits.wtxid_relay {
+            let tx = m.mempool.raw(&txid).and_then(|raw| bitcoin::consensus::deserialize::<Transaction>(&raw).ok());
+            match tx {
+                Some(tx) => Inventory::WTx(tx.compute_wtxid()),
+                None => return Ok(()),
+            }
+        } else {
+            Inventory::Transaction(txid)
+        };
+        self.queue(NetworkMessage::Inv(vec![item])).await
+    }
+
+    /// Asks the peer for the blocks the scheduler gives it.
+    async fn request_blocks(&mut self) -> Result<(), PeerError> {
+        let (dl, id) = (self.ctx.downloader.clone(), self.id);
+        let wanted = tokio::task::block_in_place(|| dl.assign(id, dl.in_flight(id)));
+        if wanted.is_empty() {
+            return Ok(());
+        }
+        let inv = wanted.into_iter().map(Inventory::WitnessBlock).collect();
+        self.queue(NetworkMessage::GetData(inv)).await
+    }
+
+    /// The index whose filters are served; asking a node that does not advertise
+    /// NODE_COMPACT_FILTERS is a protocol violation (Core disconnects too).
+    fn serving_filters(&self) -> Result<&'a Index, PeerError> {
+        self.ctx
+            .filter_index
+            .as_deref()
+            .ok_or_else(|| PeerError::Misbehaving("compact filters requested from a node without an index".into()))
+    }
+
+    async fn queue(&self, msg: NetworkMessage) -> Result<(), PeerError> {
+        self.out.send(Outgoing::Message(msg)).await.map_err(|_| PeerError::WriterGone)
+    }
+
+    async fn queue_some(&self, msg: Option<NetworkMessage>) -> Result<(), PeerError> {
+        match msg {
+            Some(m) => self.queue(m).await,
+            None => Ok(()),
+        }
+    }
+}
+
+/// An `addr` or `addrv2` over Core's limit is a protocol violation.
+fn check_addr_count(len: usize, what: &str) -> Result<(), PeerError> {
+    if len > MAX_ADDR_PER_MESSAGE {
+        return Err(PeerError::Misbehaving(format!("{what} with {len} entries")));
+    }
+    Ok(())
+}
+
+/// An `addr` (or `addrv2`, if the peer asked for it) message carrying these addresses.
+fn addr_message(addrs: Vec<KnownAddr>, addrv2: bool) -> NetworkMessage {
+    if addrv2 {
+        NetworkMessage::AddrV2(
+            addrs
+                .into_iter()
+                .map(|k| AddrV2Message {
+                    time: k.last_seen,
+                    services: k.services,
+                    addr: match k.addr.ip() {
+                        std::net::IpAddr::V4(ip) => AddrV2::Ipv4(ip),
+                        std::net::IpAddr::V6(ip) => AddrV2::Ipv6(ip),
+                    },
+                    port: k.addr.port(),
+                })
+                .collect(),
+        )
+    } else {
+        NetworkMessage::Addr(addrs.into_iter().map(|k| (k.last_seen, Address::new(&k.addr, k.services))).collect())
+    }
+}
+
+/// A `getheaders` from the kernel's locator, up to the peer's best.
+fn get_headers(validator: &Validator) -> NetworkMessage {
+    NetworkMessage::GetHeaders(GetHeadersMessage {
+        version: PROTOCOL_VERSION,
+        locator_hashes: validator.locator(),
+        stop_hash: BlockHash::all_zeros(),
+    })
+}
