@@ -9,17 +9,15 @@ use std::sync::Arc;
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
 
-use cairn::admin::{AdminClient, AdminContext, AdminServer, Status};
+use cairn::admin::AdminClient;
 use cairn::config::{FileConfig, Overrides, Settings};
 use cairn::datadir::DataDirError;
-use cairn::electrum::{Backend, ElectrumServer};
 use cairn::generate::{ChainGenerator, GenerateOptions};
-use cairn::http::HttpServer;
 use cairn::import::{BlkDir, ImportStats, Importer, Progress};
 use cairn::node::runner::IndexRunner;
+use cairn::node::services::Services;
 use cairn::node::{self, Node, NodeError};
 use cairn::notify::Notifier;
-use cairn::p2p::{MempoolAccess, P2p};
 
 /// cairn: a validating Electrum and compact-filter server on Bitcoin Core's kernel.
 #[derive(Parser, Debug)]
@@ -515,10 +513,14 @@ fn serve(mut node: Node) -> Result<()> {
     let runner = start_consumer(&mut node, &notifier)?;
     let served = rt.block_on(async {
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-        let servers = Servers::start(&node, &notifier, stop_tx).await?;
-        servers.tell_user(&node);
-        servers.run_until_stopped(signals, runner.as_ref(), stop_rx).await;
-        servers.stop().await;
+        let services = Services::start(&node, &notifier, stop_tx).await?;
+        let progress = services.p2p.as_ref().map(|_| tokio::spawn(sync_progress(node.validator.clone())));
+        tell_user(&services, &node);
+        run_until_stopped(&services, signals, runner.as_ref(), stop_rx).await;
+        if let Some(task) = progress {
+            task.abort();
+        }
+        services.stop().await;
         anyhow::Ok(())
     });
     let indexed = match runner {
@@ -533,154 +535,66 @@ fn serve(mut node: Node) -> Result<()> {
     Ok(())
 }
 
-/// The servers of a running node, started and stopped together.
-struct Servers {
-    admin: AdminServer,
-    electrum: Option<ElectrumServer>,
-    p2p: Option<P2p>,
-    http: Option<HttpServer>,
-    /// The sync progress display, while there are peers to sync from.
-    progress: Option<tokio::task::JoinHandle<()>>,
+/// Prints where each service listens and how to try it.
+fn tell_user(services: &Services, node: &Node) {
+    if let Some(addr) = services.p2p.as_ref().and_then(|p| p.listen_addr) {
+        println!("accepting peers on {addr}");
+    }
+    if let Some(http) = &services.http {
+        println!("HTTP filter server on {} (/filter/{{blockhash}}, /filterheaders?start=H&count=N)", http.addr);
+    }
+    let tip = node.validator.tip();
+    tracing::info!(
+        "cairn running on {}: tip {} at height {}; admin RPC on {} (cookie in {})",
+        node::network_label(&node.settings),
+        tip.hash,
+        tip.height,
+        services.admin.addr,
+        node.datadir.cookie_file().display()
+    );
+    println!("cairn is running. `cairn --datadir {} --network {} status` shows its tips; Ctrl-C or `cairn stop` ends it.",
+        node.settings.datadir.display(), node.settings.network);
+    if let Some(server) = &services.electrum {
+        let addr = server.addr;
+        println!("Electrum server on {addr}. Try:");
+        println!("  echo '{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"blockchain.headers.subscribe\",\"params\":[]}}' | nc -q1 {} {}", addr.ip(), addr.port());
+        println!("  electrum --regtest --oneserver --server {}:{}:t", addr.ip(), addr.port());
+        if let Some(ws) = server.ws_addr {
+            println!("Electrum WebSocket server on ws://{ws}");
+        }
+    }
 }
 
-impl Servers {
-    /// Starts what the settings ask for: Electrum and HTTP over the index, the P2P side, and
-    /// last the admin RPC (its cookie file tells scripts that the node is up).
-    async fn start(node: &Node, notifier: &Notifier, stop: tokio::sync::watch::Sender<bool>) -> Result<Self> {
-        let settings = &node.settings;
-        let electrum = match &node.index {
-            Some(index) => {
-                let backend = Arc::new(Backend {
-                    index: index.clone(),
-                    validator: node.validator.clone(),
-                    mempool: node.mempool.clone(),
-                    notifier: notifier.clone(),
-                    config: settings.electrum.clone(),
-                });
-                Some(ElectrumServer::start(backend).await?)
-            }
-            None => None,
-        };
-        let p2p = match settings.p2p.enabled() {
-            true => {
-                let mempool = match (&node.index, &node.mempool) {
-                    (Some(index), Some(mempool)) => Some(MempoolAccess {
-                        index: index.clone(),
-                        mempool: mempool.clone(),
-                        notifier: notifier.clone(),
-                    }),
-                    _ => None,
-                };
-                Some(P2p::start(settings.p2p.clone(), node.validator.clone(), mempool).await?)
-            }
-            false => None,
-        };
-        let http = match (&node.index, settings.http_addr) {
-            (Some(index), Some(addr)) => Some(HttpServer::start(addr, index.clone()).await?),
-            _ => None,
-        };
-        let progress = p2p.as_ref().map(|_| tokio::spawn(sync_progress(node.validator.clone())));
-        let admin = AdminServer::start(settings.admin_addr, &node.datadir, admin_context(node, p2p.as_ref(), stop)).await?;
-        Ok(Servers { admin, electrum, p2p, http, progress })
-    }
-
-    /// Prints where each service listens and how to try it.
-    fn tell_user(&self, node: &Node) {
-        if let Some(addr) = self.p2p.as_ref().and_then(|p| p.listen_addr) {
-            println!("accepting peers on {addr}");
-        }
-        if let Some(http) = &self.http {
-            println!("HTTP filter server on {} (/filter/{{blockhash}}, /filterheaders?start=H&count=N)", http.addr);
-        }
-        let tip = node.validator.tip();
-        tracing::info!(
-            "cairn running on {}: tip {} at height {}; admin RPC on {} (cookie in {})",
-            node::network_label(&node.settings),
-            tip.hash,
-            tip.height,
-            self.admin.addr,
-            node.datadir.cookie_file().display()
-        );
-        println!("cairn is running. `cairn --datadir {} --network {} status` shows its tips; Ctrl-C or `cairn stop` ends it.",
-            node.settings.datadir.display(), node.settings.network);
-        if let Some(server) = &self.electrum {
-            let addr = server.addr;
-            println!("Electrum server on {addr}. Try:");
-            println!("  echo '{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"blockchain.headers.subscribe\",\"params\":[]}}' | nc -q1 {} {}", addr.ip(), addr.port());
-            println!("  electrum --regtest --oneserver --server {}:{}:t", addr.ip(), addr.port());
-            if let Some(ws) = server.ws_addr {
-                println!("Electrum WebSocket server on ws://{ws}");
-            }
-        }
-    }
-
-    /// Waits for `stop`, an interrupt or the indexer's end; passes SIGUSR1 on to the peers.
-    async fn run_until_stopped(
-        &self,
-        signals: &Signals,
-        runner: Option<&IndexRunner>,
-        mut stop: tokio::sync::watch::Receiver<bool>,
-    ) {
-        let mut tick = tokio::time::interval(std::time::Duration::from_millis(100));
-        loop {
-            tokio::select! {
-                _ = tick.tick() => {
-                    if signals.interrupted.load(Ordering::SeqCst) {
-                        return;
-                    }
-                    if signals.sync_requested.swap(false, Ordering::SeqCst) {
-                        tracing::debug!("SIGUSR1: asking peers for headers");
-                        if let Some(p2p) = &self.p2p {
-                            p2p.sync_now();
-                        }
-                    }
-                    if runner.is_some_and(|r| r.is_finished()) {
-                        tracing::error!("the indexer stopped");
-                        return;
+/// Waits for `stop`, an interrupt or the indexer's end; passes SIGUSR1 on to the peers.
+async fn run_until_stopped(
+    services: &Services,
+    signals: &Signals,
+    runner: Option<&IndexRunner>,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) {
+    let mut tick = tokio::time::interval(std::time::Duration::from_millis(100));
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {
+                if signals.interrupted.load(Ordering::SeqCst) {
+                    return;
+                }
+                if signals.sync_requested.swap(false, Ordering::SeqCst) {
+                    tracing::debug!("SIGUSR1: asking peers for headers");
+                    if let Some(p2p) = &services.p2p {
+                        p2p.sync_now();
                     }
                 }
-                _ = stop.wait_for(|s| *s) => {
-                    tracing::info!("stop requested");
+                if runner.is_some_and(|r| r.is_finished()) {
+                    tracing::error!("the indexer stopped");
                     return;
                 }
             }
+            _ = stop.wait_for(|s| *s) => {
+                tracing::info!("stop requested");
+                return;
+            }
         }
-    }
-
-    async fn stop(self) {
-        if let Some(server) = self.electrum {
-            server.stop();
-        }
-        if let Some(p2p) = self.p2p {
-            p2p.stop();
-        }
-        if let Some(http) = self.http {
-            http.stop();
-        }
-        if let Some(task) = self.progress {
-            task.abort();
-        }
-        self.admin.stop().await;
-    }
-}
-
-/// What the admin RPC answers from: the node's status, read when asked, and the stop signal.
-fn admin_context(node: &Node, p2p: Option<&P2p>, stop: tokio::sync::watch::Sender<bool>) -> AdminContext {
-    let validator = node.validator.clone();
-    let index = node.index.clone();
-    let label = node::network_label(&node.settings);
-    let datadir = node.datadir.root().display().to_string();
-    let p2p_status = p2p.map(|p| p.status_source());
-    AdminContext {
-        status: Box::new(move || Status {
-            network: label.clone(),
-            kernel_tip: validator.tip().into(),
-            index_tip: node::index_tip(index.as_deref()),
-            datadir: datadir.clone(),
-            running: true,
-            p2p: p2p_status.as_ref().map(|f| f()),
-        }),
-        stop,
     }
 }
 

@@ -80,7 +80,7 @@ pub fn history_text(history: &[(Txid, i64, Option<u64>)]) -> String {
         out.push_str("{\"height\":");
         push_ascii(&mut out, status::decimal(*height, &mut number));
         out.push_str(",\"tx_hash\":\"");
-        out.push_str(status::txid_hex(txid).as_str());
+        push_ascii(&mut out, &status::txid_hex(txid));
         out.push('"');
         if let Some(fee) = fee {
             out.push_str(",\"fee\":");

@@ -2,8 +2,6 @@
 //! transactions in chain order, then mempool ones by (-height, txid). `None` for no history.
 
 use bitcoin::hashes::{sha256, Hash, HashEngine};
-use bitcoin::hex::buf_encoder::BufEncoder;
-use bitcoin::hex::Case;
 use bitcoin::Txid;
 
 /// Computes the status from history entries already in protocol order.
@@ -15,7 +13,7 @@ pub fn status<'a>(history: impl IntoIterator<Item = (&'a Txid, i64)>) -> Option<
     let mut number = [0u8; 24];
     for (txid, height) in history {
         any = true;
-        engine.input(txid_hex(txid).as_str().as_bytes());
+        engine.input(&txid_hex(txid));
         engine.input(b":");
         engine.input(decimal(height, &mut number));
         engine.input(b":");
@@ -23,10 +21,18 @@ pub fn status<'a>(history: impl IntoIterator<Item = (&'a Txid, i64)>) -> Option<
     any.then(|| sha256::Hash::from_engine(engine).to_string())
 }
 
-/// A txid as clients see it (hex of the bytes reversed), in a stack buffer.
-pub(crate) fn txid_hex(txid: &Txid) -> BufEncoder<64> {
-    let mut hex = BufEncoder::new();
-    hex.put_bytes(txid.as_byte_array().iter().rev(), Case::Lower);
+/// A txid as clients see it (hex of the bytes reversed), ASCII in a stack buffer. Written with a
+/// nibble table: the `bitcoin` crate's hex encoders (`BufEncoder`, `BytesToHexIter`) took 1.3x
+/// to 3.8x the time of the status and history answers (`cargo bench --bench hot_paths`).
+pub(crate) fn txid_hex(txid: &Txid) -> [u8; 64] {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut bytes = txid.to_byte_array();
+    bytes.reverse();
+    let mut hex = [0u8; 64];
+    for (pair, byte) in hex.chunks_exact_mut(2).zip(bytes) {
+        pair[0] = DIGITS[usize::from(byte >> 4)];
+        pair[1] = DIGITS[usize::from(byte & 0x0f)];
+    }
     hex
 }
 

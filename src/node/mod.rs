@@ -1,7 +1,9 @@
 //! One opened cairn node: its settings, its locked data folder, its validator, index and
-//! mempool; and the indexer thread that keeps them in step ([`runner`]).
+//! mempool; the indexer thread that keeps them in step ([`runner`]) and the servers wired to
+//! them ([`services`]).
 
 pub mod runner;
+pub mod services;
 
 use std::sync::mpsc::Receiver;
 use std::sync::Arc;

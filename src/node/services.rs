@@ -1,0 +1,118 @@
+//! The servers of a running node, wired to its index, mempool and validator: Electrum and HTTP
+//! over the index, the P2P side, and the admin RPC. Started and stopped together.
+
+use std::sync::Arc;
+
+use tokio::sync::watch;
+
+use super::{index_tip, network_label, Node};
+use crate::admin::{AdminContext, AdminError, AdminServer, Status};
+use crate::electrum::{Backend, ElectrumServer, ListenError};
+use crate::http::{HttpError, HttpServer};
+use crate::notify::Notifier;
+use crate::p2p::{MempoolAccess, P2p, P2pError};
+
+/// A server that could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// The Electrum server.
+    #[error(transparent)]
+    Electrum(#[from] ListenError),
+    /// The P2P side.
+    #[error(transparent)]
+    P2p(#[from] P2pError),
+    /// The HTTP server.
+    #[error(transparent)]
+    Http(#[from] HttpError),
+    /// The admin RPC.
+    #[error(transparent)]
+    Admin(#[from] AdminError),
+}
+
+/// The running servers of a node.
+pub struct Services {
+    /// The admin RPC.
+    pub admin: AdminServer,
+    /// The Electrum server, when the node has an index.
+    pub electrum: Option<ElectrumServer>,
+    /// The P2P side, when it has peers to reach or a listener.
+    pub p2p: Option<P2p>,
+    /// The HTTP server, when the node has an index and `http_addr` is set.
+    pub http: Option<HttpServer>,
+}
+
+impl Services {
+    /// Starts what the settings ask for: Electrum and HTTP over the index, the P2P side, and
+    /// last the admin RPC (its cookie file tells scripts that the node is up).
+    pub async fn start(node: &Node, notifier: &Notifier, stop: watch::Sender<bool>) -> Result<Self, ServeError> {
+        let settings = &node.settings;
+        let electrum = match &node.index {
+            Some(index) => {
+                let backend = Arc::new(Backend {
+                    index: index.clone(),
+                    validator: node.validator.clone(),
+                    mempool: node.mempool.clone(),
+                    notifier: notifier.clone(),
+                    config: settings.electrum.clone(),
+                });
+                Some(ElectrumServer::start(backend).await?)
+            }
+            None => None,
+        };
+        let p2p = match settings.p2p.enabled() {
+            true => {
+                let mempool = match (&node.index, &node.mempool) {
+                    (Some(index), Some(mempool)) => Some(MempoolAccess {
+                        index: index.clone(),
+                        mempool: mempool.clone(),
+                        notifier: notifier.clone(),
+                    }),
+                    _ => None,
+                };
+                Some(P2p::start(settings.p2p.clone(), node.validator.clone(), mempool).await?)
+            }
+            false => None,
+        };
+        let http = match (&node.index, settings.http_addr) {
+            (Some(index), Some(addr)) => Some(HttpServer::start(addr, index.clone()).await?),
+            _ => None,
+        };
+        let admin = AdminServer::start(settings.admin_addr, &node.datadir, admin_context(node, p2p.as_ref(), stop)).await?;
+        Ok(Services { admin, electrum, p2p, http })
+    }
+
+    /// Stops every server; the admin RPC last, removing its cookie file.
+    pub async fn stop(self) {
+        if let Some(server) = self.electrum {
+            server.stop();
+        }
+        if let Some(p2p) = self.p2p {
+            p2p.stop();
+        }
+        if let Some(http) = self.http {
+            http.stop();
+        }
+        self.admin.stop().await;
+    }
+}
+
+/// What the admin RPC answers from: the node's status, read when asked, and the stop signal.
+fn admin_context(node: &Node, p2p: Option<&P2p>, stop: watch::Sender<bool>) -> AdminContext {
+    let validator = node.validator.clone();
+    let index = node.index.clone();
+    let label = network_label(&node.settings);
+    let datadir = node.datadir.root().display().to_string();
+    let p2p_status = p2p.map(|p| p.status_source());
+    AdminContext {
+        status: Box::new(move || Status {
+            network: label.clone(),
+            kernel_tip: validator.tip().into(),
+            index_tip: index_tip(index.as_deref()),
+            datadir: datadir.clone(),
+            running: true,
+            p2p: p2p_status.as_ref().map(|f| f()),
+        }),
+        stop,
+    }
+}
+
