@@ -1,10 +1,11 @@
-//! The `cairn` command line.
+//! The `cairn` command line: arguments, settings, and one function per command.
+
+mod cli;
 
 use std::io::IsTerminal;
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
@@ -14,10 +15,10 @@ use cairn::config::{FileConfig, Overrides, Settings};
 use cairn::datadir::DataDirError;
 use cairn::generate::{ChainGenerator, GenerateOptions};
 use cairn::import::{BlkDir, ImportStats, Importer, Progress};
-use cairn::node::runner::IndexRunner;
-use cairn::node::services::Services;
 use cairn::node::{self, Node, NodeError};
 use cairn::notify::Notifier;
+use cli::serve::{serve, start_consumer};
+use cli::signals::signals;
 
 /// cairn: a validating Electrum and compact-filter server on Bitcoin Core's kernel.
 #[derive(Parser, Debug)]
@@ -208,57 +209,6 @@ fn real_main(cli: Cli) -> Result<()> {
     }
 }
 
-/// What the process's signals asked for; one thread receives them all ([`signals`]).
-#[derive(Default)]
-struct Signals {
-    /// Raised by Ctrl-C (SIGINT) or SIGTERM: long loops check it and stop cleanly.
-    interrupted: AtomicBool,
-    /// Raised by SIGUSR1: ask peers for headers now, as electrs does (test harnesses send it).
-    sync_requested: AtomicBool,
-}
-
-/// The signals' flags. The first call installs the handlers, before it returns, and starts the
-/// thread that receives them; a second interrupt exits at once.
-fn signals() -> Result<&'static Signals> {
-    use tokio::signal::unix::{signal, SignalKind};
-    static SIGNALS: std::sync::OnceLock<Signals> = std::sync::OnceLock::new();
-    static INSTALLED: std::sync::Once = std::sync::Once::new();
-    let flags = SIGNALS.get_or_init(Signals::default);
-    let mut result = Ok(());
-    INSTALLED.call_once(|| {
-        result = (|| {
-            let rt = tokio::runtime::Builder::new_current_thread().enable_io().build()?;
-            let mut streams = {
-                let _entered = rt.enter();
-                [signal(SignalKind::interrupt())?, signal(SignalKind::terminate())?, signal(SignalKind::user_defined1())?]
-            };
-            std::thread::Builder::new().name("signals".into()).spawn(move || {
-                rt.block_on(async move {
-                    let [int, term, usr1] = &mut streams;
-                    loop {
-                        tokio::select! {
-                            _ = int.recv() => interrupted(flags),
-                            _ = term.recv() => interrupted(flags),
-                            _ = usr1.recv() => flags.sync_requested.store(true, Ordering::SeqCst),
-                        }
-                    }
-                })
-            })?;
-            anyhow::Ok(())
-        })();
-    });
-    result.context("cannot install the signal handlers")?;
-    Ok(flags)
-}
-
-fn interrupted(flags: &Signals) {
-    if flags.interrupted.swap(true, Ordering::SeqCst) {
-        eprintln!("second interrupt: exiting now");
-        std::process::exit(130);
-    }
-    eprintln!("interrupted: stopping after the current step");
-}
-
 /// Opens the node (and its index unless `with_index` is false).
 fn open_node(settings: Settings, with_index: bool) -> Result<Node> {
     // A `cairn status` that looks at a stopped node holds the lock for a moment: wait that out.
@@ -277,48 +227,6 @@ fn open_node(settings: Settings, with_index: bool) -> Result<Node> {
             path.display()
         ),
         Err(e) => Err(e.into()),
-    }
-}
-
-/// Starts what consumes the kernel's events: the indexer thread when there is an index, else a
-/// thread that only logs them.
-fn start_consumer(node: &mut Node, notifier: &Notifier) -> Result<Option<IndexRunner>> {
-    let Some(events) = node.events.take() else {
-        return Ok(None);
-    };
-    match &node.index {
-        Some(index) => Ok(Some(IndexRunner::spawn(
-            index.clone(),
-            node.validator.clone(),
-            node.mempool.clone(),
-            events,
-            notifier.clone(),
-        )?)),
-        None => {
-            std::thread::Builder::new()
-                .name("kernel-events".into())
-                .spawn(move || log_events(events))?;
-            Ok(None)
-        }
-    }
-}
-
-fn log_events(events: std::sync::mpsc::Receiver<cairn::kernel::KernelEvent>) {
-    use cairn::kernel::KernelEvent;
-    for event in events {
-        match event {
-            KernelEvent::BlockConnected { hash, height } => {
-                tracing::debug!(target: "kernel", "connected {hash} at height {height}")
-            }
-            KernelEvent::BlockDisconnected { hash, height } => {
-                tracing::info!(target: "kernel", "disconnected {hash} at height {height}")
-            }
-            KernelEvent::BlockInvalid { hash, result } => {
-                tracing::warn!(target: "kernel", "invalid block {hash}: {result}")
-            }
-            KernelEvent::Warning(Some(message)) => tracing::warn!(target: "kernel", "{message}"),
-            other => tracing::trace!(target: "kernel", "{other:?}"),
-        }
     }
 }
 
@@ -499,147 +407,6 @@ fn stop(settings: Settings) -> Result<()> {
     let answer = rt.block_on(async { AdminClient::connect(&datadir)?.stop().await })?;
     println!("{answer}");
     Ok(())
-}
-
-/// Serves the node (admin RPC, and the index with its Electrum server) until `stop` is called,
-/// Ctrl-C or SIGTERM.
-fn serve(mut node: Node) -> Result<()> {
-    let signals = signals()?;
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()?;
-    let notifier = Notifier::default();
-    let runner = start_consumer(&mut node, &notifier)?;
-    let served = rt.block_on(async {
-        let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
-        let services = Services::start(&node, &notifier, stop_tx).await?;
-        let progress = services.p2p.as_ref().map(|_| tokio::spawn(sync_progress(node.validator.clone())));
-        tell_user(&services, &node);
-        run_until_stopped(&services, signals, runner.as_ref(), stop_rx).await;
-        if let Some(task) = progress {
-            task.abort();
-        }
-        services.stop().await;
-        anyhow::Ok(())
-    });
-    let indexed = match runner {
-        Some(runner) => runner.finish().map(drop).map_err(anyhow::Error::from),
-        None => Ok(()),
-    };
-    drop(rt);
-    node.close();
-    served?;
-    indexed?;
-    tracing::info!("cairn stopped");
-    Ok(())
-}
-
-/// Prints where each service listens and how to try it.
-fn tell_user(services: &Services, node: &Node) {
-    if let Some(addr) = services.p2p.as_ref().and_then(|p| p.listen_addr) {
-        println!("accepting peers on {addr}");
-    }
-    if let Some(http) = &services.http {
-        println!("HTTP filter server on {} (/filter/{{blockhash}}, /filterheaders?start=H&count=N)", http.addr);
-    }
-    let tip = node.validator.tip();
-    tracing::info!(
-        "cairn running on {}: tip {} at height {}; admin RPC on {} (cookie in {})",
-        node::network_label(&node.settings),
-        tip.hash,
-        tip.height,
-        services.admin.addr,
-        node.datadir.cookie_file().display()
-    );
-    println!("cairn is running. `cairn --datadir {} --network {} status` shows its tips; Ctrl-C or `cairn stop` ends it.",
-        node.settings.datadir.display(), node.settings.network);
-    if let Some(server) = &services.electrum {
-        let addr = server.addr;
-        println!("Electrum server on {addr}. Try:");
-        println!("  echo '{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"blockchain.headers.subscribe\",\"params\":[]}}' | nc -q1 {} {}", addr.ip(), addr.port());
-        println!("  electrum --regtest --oneserver --server {}:{}:t", addr.ip(), addr.port());
-        if let Some(ws) = server.ws_addr {
-            println!("Electrum WebSocket server on ws://{ws}");
-        }
-    }
-}
-
-/// Waits for `stop`, an interrupt or the indexer's end; passes SIGUSR1 on to the peers.
-async fn run_until_stopped(
-    services: &Services,
-    signals: &Signals,
-    runner: Option<&IndexRunner>,
-    mut stop: tokio::sync::watch::Receiver<bool>,
-) {
-    let mut tick = tokio::time::interval(std::time::Duration::from_millis(100));
-    loop {
-        tokio::select! {
-            _ = tick.tick() => {
-                if signals.interrupted.load(Ordering::SeqCst) {
-                    return;
-                }
-                if signals.sync_requested.swap(false, Ordering::SeqCst) {
-                    tracing::debug!("SIGUSR1: asking peers for headers");
-                    if let Some(p2p) = &services.p2p {
-                        p2p.sync_now();
-                    }
-                }
-                if runner.is_some_and(|r| r.is_finished()) {
-                    tracing::error!("the indexer stopped");
-                    return;
-                }
-            }
-            _ = stop.wait_for(|s| *s) => {
-                tracing::info!("stop requested");
-                return;
-            }
-        }
-    }
-}
-
-/// Shows initial-sync progress: headers, blocks, blocks/s and ETA; a bar on a terminal, a log
-/// line every 10 s otherwise. Quiet once the tip has caught up with the best header.
-async fn sync_progress(validator: Arc<cairn::kernel::Validator>) {
-    let terminal = std::io::stderr().is_terminal();
-    let bar = terminal.then(|| {
-        let bar = indicatif::ProgressBar::new(0);
-        if let Ok(style) = indicatif::ProgressStyle::with_template(
-            "sync {wide_bar} {pos}/{len} blocks, {msg} ETA {eta}",
-        ) {
-            bar.set_style(style);
-        }
-        bar
-    });
-    let mut last = (std::time::Instant::now(), validator.tip().height);
-    let mut last_log = std::time::Instant::now();
-    let mut rate = 0.0f64;
-    loop {
-        tokio::time::sleep(std::time::Duration::from_secs(1)).await;
-        let (tip, best) = (validator.tip().height, validator.best_header().height);
-        let dt = last.0.elapsed().as_secs_f64();
-        rate = 0.7 * rate + 0.3 * ((tip - last.1) as f64 / dt.max(1e-3));
-        last = (std::time::Instant::now(), tip);
-        if best <= tip {
-            if let Some(bar) = &bar {
-                bar.finish_and_clear();
-            }
-            continue;
-        }
-        let eta = if rate > 0.0 { (best - tip) as f64 / rate } else { f64::INFINITY };
-        match &bar {
-            Some(bar) => {
-                bar.set_length(best as u64);
-                bar.set_position(tip as u64);
-                bar.set_message(format!("headers {best}, {rate:.0} blocks/s"));
-            }
-            None if last_log.elapsed() >= std::time::Duration::from_secs(10) => {
-                last_log = std::time::Instant::now();
-                tracing::info!("sync: headers {best}, blocks {tip}, {rate:.0} blocks/s, ETA {eta:.0} s");
-            }
-            None => {}
-        }
-    }
 }
 
 fn run(settings: Settings, with_index: bool) -> Result<()> {

@@ -152,78 +152,113 @@ pub fn sign_input(
     owner: &Owner,
 ) -> Result<InputSignature, String> {
     let prevout = &prevouts[index];
+    match owner.kind {
+        ScriptKind::P2pkh => sign_p2pkh(secp, cache, index, prevout, owner),
+        ScriptKind::P2wpkh | ScriptKind::P2shP2wpkh => sign_p2wpkh(secp, cache, index, prevout, owner),
+        ScriptKind::P2wsh2of3 => sign_p2wsh_2of3(secp, cache, index, prevout, owner),
+        ScriptKind::P2tr => sign_p2tr_key_path(secp, cache, index, prevouts, owner),
+    }
+}
+
+/// A legacy signature and the public key in the script sig.
+fn sign_p2pkh(
+    secp: &Secp256k1<All>,
+    cache: &mut SighashCache<&Transaction>,
+    index: usize,
+    prevout: &TxOut,
+    owner: &Owner,
+) -> Result<InputSignature, String> {
     let key0 = &owner.keys[0];
-    let pk = PublicKey::new(key0.public_key(secp));
-    let sig = match owner.kind {
-        ScriptKind::P2pkh => {
-            let sighash = cache
-                .legacy_signature_hash(index, &prevout.script_pubkey, EcdsaSighashType::All.to_u32())
-                .map_err(|e| e.to_string())?;
-            let sig = ecdsa(secp, sighash.to_byte_array(), key0);
-            InputSignature {
-                script_sig: Builder::new()
-                    .push_slice(push_bytes(sig.serialize().as_ref()))
-                    .push_key(&pk)
-                    .into_script(),
-                witness: Witness::new(),
-            }
-        }
-        ScriptKind::P2wpkh | ScriptKind::P2shP2wpkh => {
-            let wpkh_script = match &owner.inner_script {
-                Some(redeem) => redeem.clone(),
-                None => prevout.script_pubkey.clone(),
-            };
-            let sighash = cache
-                .p2wpkh_signature_hash(index, &wpkh_script, prevout.value, EcdsaSighashType::All)
-                .map_err(|e| e.to_string())?;
-            let sig = ecdsa(secp, sighash.to_byte_array(), key0);
-            let script_sig = match owner.kind {
-                ScriptKind::P2shP2wpkh => Builder::new()
-                    .push_slice(push_bytes(wpkh_script.as_bytes()))
-                    .into_script(),
-                _ => ScriptBuf::new(),
-            };
-            InputSignature {
-                script_sig,
-                witness: Witness::p2wpkh(&sig, &pk.inner),
-            }
-        }
-        ScriptKind::P2wsh2of3 => {
-            let ws = owner.inner_script.clone().unwrap_or_default();
-            let sighash = cache
-                .p2wsh_signature_hash(index, &ws, prevout.value, EcdsaSighashType::All)
-                .map_err(|e| e.to_string())?;
-            let mut witness = Witness::new();
-            witness.push([]);
-            // Two of the three keys, in script order.
-            for key in owner.keys.iter().take(2) {
-                witness.push(ecdsa(secp, sighash.to_byte_array(), key).serialize());
-            }
-            witness.push(ws.as_bytes());
-            InputSignature {
-                script_sig: ScriptBuf::new(),
-                witness,
-            }
-        }
-        ScriptKind::P2tr => {
-            let sighash = cache
-                .taproot_key_spend_signature_hash(index, &Prevouts::All(prevouts), TapSighashType::Default)
-                .map_err(|e| e.to_string())?;
-            let msg = Message::from_digest(sighash.to_byte_array());
-            let keypair = owner
-                .tweaked
-                .map(|t| t.to_keypair())
-                .unwrap_or_else(|| Keypair::from_secret_key(secp, key0));
-            let sig = secp.sign_schnorr_no_aux_rand(&msg, &keypair);
-            let mut witness = Witness::new();
-            witness.push(sig.as_ref());
-            InputSignature {
-                script_sig: ScriptBuf::new(),
-                witness,
-            }
-        }
+    let sighash = cache
+        .legacy_signature_hash(index, &prevout.script_pubkey, EcdsaSighashType::All.to_u32())
+        .map_err(|e| e.to_string())?;
+    let sig = ecdsa(secp, sighash.to_byte_array(), key0);
+    Ok(InputSignature {
+        script_sig: Builder::new()
+            .push_slice(push_bytes(sig.serialize().as_ref()))
+            .push_key(&PublicKey::new(key0.public_key(secp)))
+            .into_script(),
+        witness: Witness::new(),
+    })
+}
+
+/// A BIP143 signature and the public key in the witness; nested in P2SH, the redeem script in
+/// the script sig.
+fn sign_p2wpkh(
+    secp: &Secp256k1<All>,
+    cache: &mut SighashCache<&Transaction>,
+    index: usize,
+    prevout: &TxOut,
+    owner: &Owner,
+) -> Result<InputSignature, String> {
+    let key0 = &owner.keys[0];
+    let wpkh_script = match &owner.inner_script {
+        Some(redeem) => redeem.clone(),
+        None => prevout.script_pubkey.clone(),
     };
-    Ok(sig)
+    let sighash = cache
+        .p2wpkh_signature_hash(index, &wpkh_script, prevout.value, EcdsaSighashType::All)
+        .map_err(|e| e.to_string())?;
+    let sig = ecdsa(secp, sighash.to_byte_array(), key0);
+    let script_sig = match owner.kind {
+        ScriptKind::P2shP2wpkh => Builder::new()
+            .push_slice(push_bytes(wpkh_script.as_bytes()))
+            .into_script(),
+        _ => ScriptBuf::new(),
+    };
+    Ok(InputSignature {
+        script_sig,
+        witness: Witness::p2wpkh(&sig, &PublicKey::new(key0.public_key(secp)).inner),
+    })
+}
+
+/// Two of the three keys' signatures, in script order, then the witness script.
+fn sign_p2wsh_2of3(
+    secp: &Secp256k1<All>,
+    cache: &mut SighashCache<&Transaction>,
+    index: usize,
+    prevout: &TxOut,
+    owner: &Owner,
+) -> Result<InputSignature, String> {
+    let ws = owner.inner_script.clone().unwrap_or_default();
+    let sighash = cache
+        .p2wsh_signature_hash(index, &ws, prevout.value, EcdsaSighashType::All)
+        .map_err(|e| e.to_string())?;
+    let mut witness = Witness::new();
+    witness.push([]);
+    for key in owner.keys.iter().take(2) {
+        witness.push(ecdsa(secp, sighash.to_byte_array(), key).serialize());
+    }
+    witness.push(ws.as_bytes());
+    Ok(InputSignature {
+        script_sig: ScriptBuf::new(),
+        witness,
+    })
+}
+
+/// A BIP341 key-path signature with the tweaked key (every prevout is signed for).
+fn sign_p2tr_key_path(
+    secp: &Secp256k1<All>,
+    cache: &mut SighashCache<&Transaction>,
+    index: usize,
+    prevouts: &[TxOut],
+    owner: &Owner,
+) -> Result<InputSignature, String> {
+    let sighash = cache
+        .taproot_key_spend_signature_hash(index, &Prevouts::All(prevouts), TapSighashType::Default)
+        .map_err(|e| e.to_string())?;
+    let msg = Message::from_digest(sighash.to_byte_array());
+    let keypair = owner
+        .tweaked
+        .map(|t| t.to_keypair())
+        .unwrap_or_else(|| Keypair::from_secret_key(secp, &owner.keys[0]));
+    let sig = secp.sign_schnorr_no_aux_rand(&msg, &keypair);
+    let mut witness = Witness::new();
+    witness.push(sig.as_ref());
+    Ok(InputSignature {
+        script_sig: ScriptBuf::new(),
+        witness,
+    })
 }
 
 /// Script pushes of at most 520 bytes; every push here is far below that.

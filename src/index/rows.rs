@@ -103,9 +103,8 @@ pub fn prepare(height: u32, raw: &[u8], undo: &BlockUndo, with_filter: bool) -> 
     let mut cursor = std::io::Cursor::new(raw);
     let header = bitcoin::block::Header::consensus_decode(&mut cursor).map_err(decode_err)?;
     let count = bitcoin::VarInt::consensus_decode(&mut cursor).map_err(decode_err)?.0;
-    let hash = header.block_hash();
     let mismatch = |message: String| PrepareError::UndoMismatch {
-        hash,
+        hash: header.block_hash(),
         height,
         message,
     };
@@ -128,36 +127,15 @@ pub fn prepare(height: u32, raw: &[u8], undo: &BlockUndo, with_filter: bool) -> 
         let offset = cursor.position() as u32;
         let tx = Transaction::consensus_decode(&mut cursor).map_err(decode_err)?;
         let len = cursor.position() as u32 - offset;
-        let outputs = tx.output.iter().map(output).collect();
-        let inputs = if i == 0 {
-            Vec::new()
-        } else {
-            let spent = undo
-                .txs
-                .get(i - 1)
-                .ok_or_else(|| mismatch(format!("no undo entry for transaction {i}")))?;
-            if spent.len() != tx.input.len() {
-                return Err(mismatch(format!(
-                    "transaction {i} has {} inputs, undo data {}",
-                    tx.input.len(),
-                    spent.len()
-                )));
-            }
-            tx.input
-                .iter()
-                .zip(spent)
-                .map(|(input, coin)| PreparedInput {
-                    prev_txid: input.previous_output.txid,
-                    prev_vout: input.previous_output.vout,
-                    spent: output(&coin.txout),
-                })
-                .collect()
+        let inputs = match i {
+            0 => Vec::new(),
+            _ => spent_inputs(&tx, i, undo).map_err(mismatch)?,
         };
         txs.push(PreparedTx {
             txid: tx.compute_txid(),
             offset,
             len,
-            outputs,
+            outputs: tx.output.iter().map(output).collect(),
             inputs,
         });
         txdata.push(tx);
@@ -174,4 +152,26 @@ pub fn prepare(height: u32, raw: &[u8], undo: &BlockUndo, with_filter: bool) -> 
         txs,
         filter,
     })
+}
+
+/// The inputs of the block's `i`th transaction, each with the output it spends from the undo
+/// data; the error says how the undo data does not fit the block.
+fn spent_inputs(tx: &Transaction, i: usize, undo: &BlockUndo) -> Result<Vec<PreparedInput>, String> {
+    let spent = undo
+        .txs
+        .get(i - 1)
+        .ok_or_else(|| format!("no undo entry for transaction {i}"))?;
+    if spent.len() != tx.input.len() {
+        return Err(format!("transaction {i} has {} inputs, undo data {}", tx.input.len(), spent.len()));
+    }
+    Ok(tx
+        .input
+        .iter()
+        .zip(spent)
+        .map(|(input, coin)| PreparedInput {
+            prev_txid: input.previous_output.txid,
+            prev_vout: input.previous_output.vout,
+            spent: output(&coin.txout),
+        })
+        .collect())
 }

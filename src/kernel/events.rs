@@ -107,7 +107,8 @@ pub(super) fn to_hash(bytes: [u8; 32]) -> BlockHash {
 }
 
 /// The kernel's notifications and validation callbacks, turned into [`KernelEvent`]s on
-/// `shared`'s channel and into what [`super::Validator::submit_block`] reads back.
+/// `shared`'s channel and into what [`super::Validator::submit_block`] reads back. The
+/// notifications: tips, progress, warnings, flush and fatal errors.
 pub(super) fn with_handlers(builder: ContextBuilder, shared: &Arc<Shared>) -> ContextBuilder {
     let s = shared.clone();
     let builder = builder.with_block_tip_notification(move |state, hash: bitcoinkernel::BlockHash, progress| {
@@ -147,6 +148,12 @@ pub(super) fn with_handlers(builder: ContextBuilder, shared: &Arc<Shared>) -> Co
         s.fatal.lock().unwrap_or_else(PoisonError::into_inner).get_or_insert_with(|| message.clone());
         s.send(KernelEvent::Fatal(message));
     });
+    validation_callbacks(builder, shared)
+}
+
+/// The validation callbacks: a block checked (its verdict, kept for
+/// [`super::Validator::submit_block`]), connected or disconnected.
+fn validation_callbacks(builder: ContextBuilder, shared: &Arc<Shared>) -> ContextBuilder {
     let s = shared.clone();
     let builder = builder.with_block_checked_validation(
         move |block: KernelBlock, state: BlockValidationStateRef<'_>| {

@@ -20,7 +20,7 @@ use bitcoinkernel::{
 };
 
 use crate::config::Network;
-use events::{to_hash, with_handlers, Checked, Shared};
+use events::{to_hash, with_handlers, Shared};
 pub use events::KernelEvent;
 pub use undo::{BlockUndo, SpentOutput};
 
@@ -246,46 +246,30 @@ impl Validator {
         if let Some(message) = self.fatal() {
             return Err(KernelError::Fatal(message));
         }
-        let checked = self
-            .shared
-            .last_checked
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
-            .filter(|c| c.hash == hash);
-        let invalid = |kind: Option<String>| {
-            let reason = log::rejection_reason(&hash.to_string())
-                .or(kind)
-                .unwrap_or_else(|| "rejected by the kernel".to_string());
-            KernelError::Invalid {
-                hash,
-                height,
-                reason,
-            }
-        };
         if parent_height.is_none() && result.is_rejected() {
             return Err(KernelError::UnknownParent {
                 hash,
                 prev: header.prev_blockhash,
             });
         }
-        if let Some(Checked {
-            invalid: Some(kind),
-            ..
-        }) = checked
-        {
-            return Err(invalid(Some(kind)));
+        self.outcome(result, hash, height)
+    }
+
+    /// What `process_block` did with the block `hash` at `height`: an invalid block carries the
+    /// kernel's reason (its log line, else its `block_checked` verdict).
+    fn outcome(&self, result: ProcessBlockResult, hash: BlockHash, height: i64) -> Result<Accepted, KernelError> {
+        let checked = self.shared.last_checked.lock().unwrap_or_else(PoisonError::into_inner).clone();
+        let verdict = checked.filter(|c| c.hash == hash).and_then(|c| c.invalid);
+        if verdict.is_some() || matches!(result, ProcessBlockResult::Rejected) {
+            let reason = log::rejection_reason(&hash.to_string())
+                .or(verdict)
+                .unwrap_or_else(|| "rejected by the kernel".to_string());
+            return Err(KernelError::Invalid { hash, height, reason });
         }
         match result {
-            ProcessBlockResult::Rejected => Err(invalid(None)),
             ProcessBlockResult::Duplicate => Ok(Accepted::Duplicate),
-            ProcessBlockResult::NewBlock => {
-                if self.active_height(&hash).is_some() {
-                    Ok(Accepted::Connected)
-                } else {
-                    Ok(Accepted::Stored)
-                }
-            }
+            _ if self.active_height(&hash).is_some() => Ok(Accepted::Connected),
+            _ => Ok(Accepted::Stored),
         }
     }
 

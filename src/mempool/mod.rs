@@ -376,13 +376,27 @@ impl Mempool {
         }
         if cheap.is_empty() {
             results.push(self.accept(&child[0], index));
-            return Ok(results);
+        } else {
+            self.accept_paid_by_child(parents, &child[0], &cheap, &mut results, index);
         }
-        // Parents below the relay fee go in on the package's fee rate, decided with the child.
-        for &i in &cheap {
+        Ok(results)
+    }
+
+    /// CPFP: the `cheap` parents (below the relay fee alone) and the child go in together if
+    /// their fees over their sizes reach the relay fee, else all of them come back out. Fills in
+    /// the results of the cheap parents and pushes the child's.
+    fn accept_paid_by_child(
+        &self,
+        parents: &[Vec<u8>],
+        child: &[u8],
+        cheap: &[usize],
+        results: &mut Vec<Result<Accepted, Rejection>>,
+        index: &Index,
+    ) {
+        for &i in cheap {
             results[i] = self.accept_with(&parents[i], index, false);
         }
-        let child_result = self.accept_with(&child[0], index, false);
+        let child_result = self.accept_with(child, index, false);
         let members: Vec<Txid> = cheap
             .iter()
             .filter_map(|&i| results[i].as_ref().ok().map(|a| a.txid))
@@ -399,7 +413,7 @@ impl Mempool {
         let all_in = child_result.is_ok() && cheap.iter().all(|&i| results[i].is_ok());
         if all_in && fees >= needed {
             results.push(child_result);
-            return Ok(results);
+            return;
         }
         // Not paid for: take the cheap parents (and the child) back out.
         let mut touched = HashSet::new();
@@ -409,17 +423,15 @@ impl Mempool {
                 inner.remove_with_descendants(t, &mut touched);
             }
         }
-        let why = |_: &Txid| Rejection::PackageFee { fees, needed };
-        for &i in &cheap {
-            if let Ok(a) = &results[i] {
-                results[i] = Err(why(&a.txid));
+        for &i in cheap {
+            if results[i].is_ok() {
+                results[i] = Err(Rejection::PackageFee { fees, needed });
             }
         }
         results.push(match child_result {
-            Ok(a) => Err(why(&a.txid)),
+            Ok(_) => Err(Rejection::PackageFee { fees, needed }),
             Err(e) => Err(e),
         });
-        Ok(results)
     }
 
     /// Drops transactions the chain now confirms or conflicts with (inputs no longer available);
