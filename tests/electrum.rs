@@ -699,3 +699,87 @@ fn status_of_with_mempool(confirmed: &[(bitcoin::Txid, u32)], mempool: &[(bitcoi
     text.extend(mempool.iter().map(|(t, h)| format!("{t}:{h}:")));
     (!text.is_empty()).then(|| sha256::Hash::hash(text.as_bytes()).to_string())
 }
+
+/// A transaction spending `coins` (the miner's P2WPKH outputs, with their values) into
+/// `outputs`, every input signed.
+fn spend_all(key: &bitcoin::secp256k1::SecretKey, coins: &[(bitcoin::OutPoint, u64)], outputs: Vec<bitcoin::TxOut>) -> bitcoin::Transaction {
+    use bitcoin::sighash::{EcdsaSighashType, SighashCache};
+    let secp = bitcoin::secp256k1::Secp256k1::new();
+    let pk = bitcoin::CompressedPublicKey(key.public_key(&secp));
+    let spk = ScriptBuf::new_p2wpkh(&pk.wpubkey_hash());
+    let mut tx = bitcoin::Transaction {
+        version: bitcoin::transaction::Version::TWO,
+        lock_time: bitcoin::absolute::LockTime::ZERO,
+        input: coins
+            .iter()
+            .map(|(op, _)| bitcoin::TxIn {
+                previous_output: *op,
+                script_sig: ScriptBuf::new(),
+                sequence: bitcoin::Sequence::ENABLE_RBF_NO_LOCKTIME,
+                witness: bitcoin::Witness::new(),
+            })
+            .collect(),
+        output: outputs,
+    };
+    let witnesses: Vec<bitcoin::Witness> = {
+        let mut cache = SighashCache::new(&tx);
+        coins
+            .iter()
+            .enumerate()
+            .map(|(i, (_, value))| {
+                let sighash = cache
+                    .p2wpkh_signature_hash(i, &spk, bitcoin::Amount::from_sat(*value), EcdsaSighashType::All)
+                    .unwrap();
+                let msg = bitcoin::secp256k1::Message::from_digest(sighash.to_byte_array());
+                let sig = bitcoin::ecdsa::Signature { signature: secp.sign_ecdsa(&msg, key), sighash_type: EcdsaSighashType::All };
+                bitcoin::Witness::p2wpkh(&sig, &pk.0)
+            })
+            .collect()
+    };
+    for (input, witness) in tx.input.iter_mut().zip(witnesses) {
+        input.witness = witness;
+    }
+    tx
+}
+
+/// Issue 12's attacks through `broadcast`: a signed transaction spending one coin twice (its
+/// input value counted twice) and one paying two outputs of 2^63 sat (a `u64` sum that wraps to
+/// 0) are refused with Core's reasons, leave no trace in balances, and an honest payment from
+/// the same coin is then accepted.
+#[test]
+fn consensus_invalid_transactions_are_refused_with_cores_reason() {
+    let fx = Fixture::start(150, 10, 36, |_| {});
+    let c = fx.client();
+    let gen = ChainGenerator::new(GenerateOptions { blocks: 0, txs_per_block: 10, seed: 36 });
+    let key = gen.miner_keys()[0];
+    let secp = bitcoin::secp256k1::Secp256k1::new();
+    let miner = ScriptBuf::new_p2wpkh(&bitcoin::CompressedPublicKey(key.public_key(&secp)).wpubkey_hash());
+    let coin = c
+        .script_list_unspent(&miner)
+        .unwrap()
+        .into_iter()
+        .find(|u| u.height + 100 <= 150)
+        .expect("a mature coin");
+    let op = bitcoin::OutPoint::new(coin.tx_hash, coin.tx_pos as u32);
+    let dest = ScriptBuf::new_p2wpkh(&bitcoin::CompressedPublicKey(cairn::generate::derive_key(78, 1).public_key(&secp)).wpubkey_hash());
+    let pay = |sats: u64| bitcoin::TxOut { value: bitcoin::Amount::from_sat(sats), script_pubkey: dest.clone() };
+
+    let twice = spend_all(&key, &[(op, coin.value), (op, coin.value)], vec![pay(2 * coin.value - 10_000)]);
+    let err = c.transaction_broadcast(&twice).unwrap_err().to_string();
+    assert!(err.contains("bad-txns-inputs-duplicate"), "{err}");
+    let wrap = spend_all(&key, &[(op, coin.value)], vec![pay(1 << 63), pay(1 << 63)]);
+    let err = c.transaction_broadcast(&wrap).unwrap_err().to_string();
+    assert!(err.contains("bad-txns-vout-negative"), "{err}");
+    let over = spend_all(&key, &[(op, coin.value)], vec![pay(bitcoin::Amount::MAX_MONEY.to_sat() + 1)]);
+    let err = c.transaction_broadcast(&over).unwrap_err().to_string();
+    assert!(err.contains("bad-txns-vout-toolarge"), "{err}");
+    for script in [&miner, &dest] {
+        let bal = c.script_get_balance(script).unwrap();
+        assert_eq!(bal.unconfirmed, 0, "a refused transaction left a trace");
+    }
+    assert_eq!(c.raw_call("mempool.get_fee_histogram", vec![]).unwrap(), json!([]));
+
+    let honest = spend_all(&key, &[(op, coin.value)], vec![pay(coin.value - 1_000)]);
+    assert_eq!(c.transaction_broadcast(&honest).unwrap(), honest.compute_txid());
+    assert_eq!(c.script_get_balance(&dest).unwrap().unconfirmed, (coin.value - 1_000) as i64);
+}

@@ -2,6 +2,7 @@
 //! each other, their scripts verified by the kernel, with Core's simple standardness rules,
 //! full replace-by-fee and eviction by fee rate.
 
+mod consensus;
 mod policy;
 mod rejection;
 
@@ -58,6 +59,8 @@ impl MempoolEntry {
 #[derive(Default)]
 struct Inner {
     txs: HashMap<Txid, MempoolEntry>,
+    /// The txid of each transaction by its wtxid (peers announce and ask by wtxid).
+    by_wtxid: HashMap<Wtxid, Txid>,
     /// Which mempool transaction spends an outpoint.
     spends: HashMap<OutPoint, Txid>,
     /// Mempool transactions per script hash.
@@ -74,6 +77,7 @@ impl Inner {
             self.scripts.entry(sh).or_default().insert(entry.txid);
         }
         self.total_vsize += entry.vsize;
+        self.by_wtxid.insert(entry.wtxid, entry.txid);
         self.txs.insert(entry.txid, entry);
     }
 
@@ -83,6 +87,7 @@ impl Inner {
         while let Some(id) = stack.pop() {
             let Some(entry) = self.txs.remove(&id) else { continue };
             self.total_vsize -= entry.vsize;
+            self.by_wtxid.remove(&entry.wtxid);
             for input in &entry.tx.input {
                 if self.spends.get(&input.previous_output) == Some(&id) {
                     self.spends.remove(&input.previous_output);
@@ -134,16 +139,6 @@ struct ResolvedInputs {
     has_unconfirmed_parent: bool,
     /// Mempool transactions spending an output it spends too.
     conflicts: HashSet<Txid>,
-}
-
-/// The fee (inputs minus outputs) and virtual size of a transaction.
-fn fee_and_size(tx: &Transaction, prevouts: &[TxOut]) -> Result<(u64, u64), Rejection> {
-    let inputs: u64 = prevouts.iter().map(|o| o.value.to_sat()).sum();
-    let outputs: u64 = tx.output.iter().map(|o| o.value.to_sat()).sum();
-    if inputs < outputs {
-        return Err(Rejection::InBelowOut { inputs, outputs });
-    }
-    Ok((inputs - outputs, tx.vsize() as u64))
 }
 
 /// Full replace-by-fee (BIP125 rules 3 and 4, every transaction replaceable): the mempool
@@ -240,13 +235,16 @@ impl Mempool {
         let tx: Transaction =
             bitcoin::consensus::deserialize(raw).map_err(|e| Rejection::Decode(e.to_string()))?;
         let txid = tx.compute_txid();
+        // The order of Core's PreChecks: consensus, coinbase, standardness, then what is known.
+        consensus::check_transaction(&tx)?;
         if tx.is_coinbase() {
             return Err(Rejection::Coinbase);
         }
         policy::check_standard(&tx)?;
         self.check_new(&txid, index)?;
         let inputs = self.resolve_inputs(&tx, index)?;
-        let (fee, vsize) = fee_and_size(&tx, &inputs.prevouts)?;
+        let fee = consensus::check_tx_inputs(&tx, &inputs.prevouts)?;
+        let vsize = tx.vsize() as u64;
         let needed = MIN_RELAY_FEERATE * vsize;
         if own_fee && fee < needed {
             return Err(Rejection::MinRelayFee { fee, needed });
@@ -548,7 +546,9 @@ impl Mempool {
 
     /// A mempool transaction's bytes by witness id.
     pub fn raw_by_wtxid(&self, wtxid: &Wtxid) -> Option<Vec<u8>> {
-        self.read().txs.values().find(|e| e.wtxid == *wtxid).map(|e| e.raw.clone())
+        let inner = self.read();
+        let txid = inner.by_wtxid.get(wtxid)?;
+        inner.txs.get(txid).map(|e| e.raw.clone())
     }
 
     /// Number of transactions, total virtual size and total fees.

@@ -15,14 +15,9 @@ fn non_standard(reason: &str) -> Rejection {
     Rejection::NonStandard(reason.to_string())
 }
 
-/// Size, version, output script and dust rules.
+/// Size, version, output script and dust rules (after [`super::consensus::check_transaction`],
+/// which refuses a transaction without inputs or outputs).
 pub fn check_standard(tx: &Transaction) -> Result<(), Rejection> {
-    if tx.input.is_empty() {
-        return Err(non_standard("bad-txns-vin-empty"));
-    }
-    if tx.output.is_empty() {
-        return Err(non_standard("bad-txns-vout-empty"));
-    }
     if !(1..=3).contains(&tx.version.0) {
         return Err(non_standard("version"));
     }

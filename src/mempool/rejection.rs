@@ -8,6 +8,15 @@ pub enum Rejection {
     /// The bytes are not a transaction.
     #[error("TX decode failed: {0}")]
     Decode(String),
+    /// Breaks a consensus rule of Core's `CheckTransaction` or `CheckTxInputs`; `reason` is
+    /// Core's reject reason.
+    #[error("{reason}: {detail}")]
+    Invalid {
+        /// Core's reject reason, e.g. `bad-txns-inputs-duplicate`.
+        reason: &'static str,
+        /// Which input, output or amount.
+        detail: String,
+    },
     /// Already in the mempool or the chain.
     #[error("txn-already-known")]
     AlreadyKnown,
