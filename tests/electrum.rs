@@ -601,28 +601,8 @@ fn spend(
     fee: u64,
     to: &ScriptBuf,
 ) -> bitcoin::Transaction {
-    use bitcoin::sighash::{EcdsaSighashType, SighashCache};
-    let secp = bitcoin::secp256k1::Secp256k1::new();
-    let pk = bitcoin::CompressedPublicKey(key.public_key(&secp));
-    let mut tx = bitcoin::Transaction {
-        version: bitcoin::transaction::Version::TWO,
-        lock_time: bitcoin::absolute::LockTime::ZERO,
-        input: vec![bitcoin::TxIn {
-            previous_output: coin,
-            script_sig: ScriptBuf::new(),
-            sequence: bitcoin::Sequence::ENABLE_RBF_NO_LOCKTIME,
-            witness: bitcoin::Witness::new(),
-        }],
-        output: vec![bitcoin::TxOut { value: bitcoin::Amount::from_sat(value - fee), script_pubkey: to.clone() }],
-    };
-    let spk = ScriptBuf::new_p2wpkh(&pk.wpubkey_hash());
-    let sighash = SighashCache::new(&tx)
-        .p2wpkh_signature_hash(0, &spk, bitcoin::Amount::from_sat(value), EcdsaSighashType::All)
-        .unwrap();
-    let msg = bitcoin::secp256k1::Message::from_digest(sighash.to_byte_array());
-    let sig = bitcoin::ecdsa::Signature { signature: secp.sign_ecdsa(&msg, key), sighash_type: EcdsaSighashType::All };
-    tx.input[0].witness = bitcoin::Witness::p2wpkh(&sig, &pk.0);
-    tx
+    let out = bitcoin::TxOut { value: bitcoin::Amount::from_sat(value - fee), script_pubkey: to.clone() };
+    spend_all(key, &[(coin, value)], vec![out])
 }
 
 #[test]
