@@ -763,3 +763,44 @@ fn consensus_invalid_transactions_are_refused_with_cores_reason() {
     assert_eq!(c.transaction_broadcast(&honest).unwrap(), honest.compute_txid());
     assert_eq!(c.script_get_balance(&dest).unwrap().unconfirmed, (coin.value - 1_000) as i64);
 }
+
+/// Two clients broadcast conflicting spends of the same coin at the same moment, for many coins:
+/// acceptance re-reads the mempool under the lock that inserts, so exactly one of each pair
+/// enters (the other is an under-paying replacement) and the mempool never holds both.
+#[test]
+fn conflicting_transactions_broadcast_at_once_never_both_enter() {
+    let fx = Fixture::start(150, 10, 37, |_| {});
+    let gen = ChainGenerator::new(GenerateOptions { blocks: 0, txs_per_block: 10, seed: 37 });
+    let secp = bitcoin::secp256k1::Secp256k1::new();
+    let c = fx.client();
+    let mut coins = Vec::new();
+    for key in gen.miner_keys() {
+        let script = ScriptBuf::new_p2wpkh(&bitcoin::CompressedPublicKey(key.public_key(&secp)).wpubkey_hash());
+        for u in c.script_list_unspent(&script).unwrap().into_iter().filter(|u| u.height + 100 <= 150) {
+            coins.push((key, bitcoin::OutPoint::new(u.tx_hash, u.tx_pos as u32), u.value));
+        }
+    }
+    assert!(coins.len() >= 8, "only {} mature coins", coins.len());
+    let to = |n: u64| ScriptBuf::new_p2wpkh(&bitcoin::CompressedPublicKey(cairn::generate::derive_key(79, n).public_key(&secp)).wpubkey_hash());
+    let (dest_a, dest_b) = (to(1), to(2));
+    for (key, op, value) in coins.iter().take(16) {
+        let pair = [spend(key, *op, *value, 1_000, &dest_a), spend(key, *op, *value, 1_000, &dest_b)];
+        let barrier = std::sync::Arc::new(std::sync::Barrier::new(2));
+        let accepted: usize = std::thread::scope(|s| {
+            let racers: Vec<_> = pair
+                .iter()
+                .map(|tx| {
+                    let (barrier, client) = (barrier.clone(), fx.client());
+                    s.spawn(move || {
+                        barrier.wait();
+                        client.transaction_broadcast(tx).is_ok() as usize
+                    })
+                })
+                .collect();
+            racers.into_iter().map(|r| r.join().unwrap()).sum()
+        });
+        assert_eq!(accepted, 1, "both or neither of two conflicting spends of {op} were accepted");
+    }
+    let in_pool: usize = [&dest_a, &dest_b].iter().map(|d| c.script_get_history(d).unwrap().len()).sum();
+    assert_eq!(in_pool, coins.len().min(16), "the mempool holds one spend per coin");
+}

@@ -81,6 +81,19 @@ impl Inner {
         self.txs.insert(entry.txid, entry);
     }
 
+    /// For a transaction about to be inserted: refuses it if it is in already or a mempool
+    /// parent it spends (`from_parents`) has left; else the mempool transactions that spend the
+    /// same outputs, which it must replace.
+    fn still_valid(&self, tx: &Transaction, txid: &Txid, from_parents: &[OutPoint]) -> Result<HashSet<Txid>, Rejection> {
+        if self.txs.contains_key(txid) {
+            return Err(Rejection::AlreadyKnown);
+        }
+        if let Some(gone) = from_parents.iter().find(|op| !self.txs.contains_key(&op.txid)) {
+            return Err(Rejection::MissingInputs(*gone));
+        }
+        Ok(tx.input.iter().filter_map(|i| self.spends.get(&i.previous_output)).copied().collect())
+    }
+
     /// Removes a transaction and everything spending its outputs; returns the touched scripts.
     fn remove_with_descendants(&mut self, txid: &Txid, touched: &mut HashSet<ScriptHash>) {
         let mut stack = vec![*txid];
@@ -137,8 +150,8 @@ struct ResolvedInputs {
     prevouts: Vec<TxOut>,
     /// Whether any input spends a mempool transaction.
     has_unconfirmed_parent: bool,
-    /// Mempool transactions spending an output it spends too.
-    conflicts: HashSet<Txid>,
+    /// The inputs that spend mempool transactions.
+    from_parents: Vec<OutPoint>,
 }
 
 /// Full replace-by-fee (BIP125 rules 3 and 4, every transaction replaceable): the mempool
@@ -261,8 +274,12 @@ impl Mempool {
             prevouts: inputs.prevouts,
             has_unconfirmed_parent: inputs.has_unconfirmed_parent,
         };
+        // Everything read from the mempool before (under a read lock, while the scripts were
+        // checked) is read again under the write lock that inserts: another acceptance may have
+        // run meanwhile, and two conflicting transactions must not both enter.
         let mut inner = self.write();
-        let replaced = replacement(&inner, &inputs.conflicts, txid, fee, needed)?;
+        let conflicts = inner.still_valid(&entry.tx, &txid, &inputs.from_parents)?;
+        let replaced = replacement(&inner, &conflicts, txid, fee, needed)?;
         let mut touched: HashSet<ScriptHash> = entry.scripthashes().collect();
         for r in &replaced {
             inner.remove_with_descendants(r, &mut touched);
@@ -296,14 +313,11 @@ impl Mempool {
         let mut resolved = ResolvedInputs {
             prevouts: Vec::with_capacity(tx.input.len()),
             has_unconfirmed_parent: false,
-            conflicts: HashSet::new(),
+            from_parents: Vec::new(),
         };
         let inner = self.read();
         for input in &tx.input {
             let op = input.previous_output;
-            if let Some(other) = inner.spends.get(&op) {
-                resolved.conflicts.insert(*other);
-            }
             if let Some(parent) = inner.txs.get(&op.txid) {
                 let out = parent
                     .tx
@@ -312,6 +326,7 @@ impl Mempool {
                     .ok_or(Rejection::MissingInputs(op))?;
                 resolved.prevouts.push(out.clone());
                 resolved.has_unconfirmed_parent = true;
+                resolved.from_parents.push(op);
                 continue;
             }
             let found = index
