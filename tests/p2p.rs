@@ -649,3 +649,34 @@ fn nakamoto_light_client_rescans_every_filter_from_cairn() {
         assert_eq!(content.to_lower_hex_string(), want["filter"].as_str().unwrap(), "filter at {height}");
     }
 }
+
+/// Issue 12's oversized locator: a `getheaders` with more than Core's 101 locator hashes (here
+/// 50,000) is answered with a disconnect, as Core does, and not a ban: the same address is
+/// served again, and a 101-hash locator gets the headers bitcoind's chain has.
+#[test]
+fn oversized_getheaders_locator_disconnects_without_a_ban() {
+    use bitcoin::hashes::Hash;
+    use bitcoin::p2p::message::NetworkMessage;
+    use bitcoin::p2p::message_blockdata::GetHeadersMessage;
+    use bitcoin::BlockHash;
+    let FilteredChain { a, cairn: _cairn, p2p_port, _tmp, .. } = filtered_chain(120, 1, 11);
+    let cairn_p2p = SocketAddr::from(([127, 0, 0, 1], p2p_port));
+    let genesis = BlockHash::from_str(&a.rpc(&["getblockhash", "0"])).unwrap();
+    let getheaders = |n: usize| {
+        let mut locator: Vec<BlockHash> = (0..n - 1).map(|i| BlockHash::from_byte_array([(i % 251) as u8 + 1; 32])).collect();
+        locator.push(genesis);
+        NetworkMessage::GetHeaders(GetHeadersMessage { version: 70016, locator_hashes: locator, stop_hash: BlockHash::all_zeros() })
+    };
+    let headers_of = |m: &NetworkMessage| match m {
+        NetworkMessage::Headers(h) => Some(h.len()),
+        _ => None,
+    };
+    let mut big = ScriptedPeer::connect("127.0.0.21", cairn_p2p);
+    big.handshake();
+    big.send(getheaders(50_000)).unwrap();
+    assert_eq!(big.recv_until(headers_of), None, "a 50,000-hash locator was answered instead of disconnecting");
+    let mut again = ScriptedPeer::connect("127.0.0.21", cairn_p2p);
+    again.handshake();
+    again.send(getheaders(101)).unwrap();
+    assert_eq!(again.recv_until(headers_of), Some(120), "the same address, with a 101-hash locator, gets every header after genesis");
+}

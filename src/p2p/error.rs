@@ -14,6 +14,10 @@ pub enum PeerError {
     /// It broke the protocol.
     #[error("misbehaving: {0}")]
     Misbehaving(String),
+    /// It asked for something Bitcoin Core answers with a disconnect but not a ban (an
+    /// oversized locator).
+    #[error("disconnected: {0}")]
+    Refused(String),
     /// It went silent, or took too long over the handshake.
     #[error("timed out")]
     Timeout,
@@ -40,6 +44,7 @@ impl PeerError {
                 CodecError::Oversized { .. } | CodecError::BadChecksum(_) | CodecError::Malformed { .. }
             ),
             PeerError::Handshake(_)
+            | PeerError::Refused(_)
             | PeerError::Timeout
             | PeerError::Closed
             | PeerError::WriterGone

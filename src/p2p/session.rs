@@ -24,6 +24,8 @@ use crate::kernel::Validator;
 
 /// Most headers in one `headers` message.
 pub const MAX_HEADERS: usize = 2000;
+/// Most hashes in a `getheaders` locator (Core's MAX_LOCATOR_SZ).
+pub const MAX_LOCATOR: usize = 101;
 /// Most entries of an `inv` or `getdata` (Core's MAX_INV_SZ).
 const MAX_INV: usize = 50_000;
 /// A peer silent for this long is dropped.
@@ -105,6 +107,10 @@ impl<'a> Session<'a> {
             }
             NetworkMessage::Ping(nonce) => self.queue(NetworkMessage::Pong(nonce)).await,
             NetworkMessage::GetHeaders(req) => {
+                // As Core: a longer locator is a disconnect, without a ban.
+                if req.locator_hashes.len() > MAX_LOCATOR {
+                    return Err(PeerError::Refused(format!("getheaders locator of {} hashes", req.locator_hashes.len())));
+                }
                 let v = &self.ctx.validator;
                 let headers = tokio::task::block_in_place(|| v.headers_after(&req.locator_hashes, &req.stop_hash, MAX_HEADERS));
                 self.queue(NetworkMessage::Headers(headers)).await
