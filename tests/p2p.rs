@@ -340,7 +340,11 @@ impl ScriptedPeer {
     const MAGIC: bitcoin::p2p::Magic = bitcoin::p2p::Magic::REGTEST;
 
     fn connect(local_ip: &str, to: SocketAddr) -> Self {
-        let stream = connect_from(local_ip, to);
+        Self::over(connect_from(local_ip, to))
+    }
+
+    /// A scripted peer on a connection made either way.
+    fn over(stream: TcpStream) -> Self {
         stream.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
         let reader = bitcoin::io::FromStd::new(std::io::BufReader::new(stream.try_clone().unwrap()));
         ScriptedPeer { stream, reader }
@@ -679,4 +683,101 @@ fn oversized_getheaders_locator_disconnects_without_a_ban() {
     again.handshake();
     again.send(getheaders(101)).unwrap();
     assert_eq!(again.recv_until(headers_of), Some(120), "the same address, with a 101-hash locator, gets every header after genesis");
+}
+
+/// Issue 12's unconnecting headers: a `headers` message whose first header follows an unknown
+/// block is answered with `getheaders`, as Core does, not with a ban; only the eleventh in a row
+/// (Core's MAX_NUM_UNCONNECTING_HEADERS_MSGS is 10) disconnects.
+#[test]
+fn unconnecting_headers_get_getheaders_until_too_many() {
+    use bitcoin::hashes::Hash;
+    use bitcoin::p2p::message::NetworkMessage;
+    let FilteredChain { cairn: _cairn, p2p_port, _tmp, .. } = filtered_chain(20, 1, 12);
+    let cairn_p2p = SocketAddr::from(([127, 0, 0, 1], p2p_port));
+    let mut q = ScriptedPeer::connect("127.0.0.31", cairn_p2p);
+    q.handshake();
+    let getheaders = |m: &NetworkMessage| matches!(m, NetworkMessage::GetHeaders(_)).then_some(());
+    assert_eq!(q.recv_until(getheaders), Some(()), "cairn's first getheaders");
+    let orphan = |n: u8| bitcoin::block::Header {
+        version: bitcoin::block::Version::TWO,
+        prev_blockhash: bitcoin::BlockHash::from_byte_array([n; 32]),
+        merkle_root: bitcoin::TxMerkleNode::all_zeros(),
+        time: 1_700_000_000,
+        bits: bitcoin::CompactTarget::from_consensus(0x207fffff),
+        nonce: 0,
+    };
+    for n in 1..=10u8 {
+        q.send(NetworkMessage::Headers(vec![orphan(n)])).unwrap();
+        assert_eq!(q.recv_until(getheaders), Some(()), "unconnecting headers message {n} not answered with getheaders");
+    }
+    q.send(NetworkMessage::Headers(vec![orphan(11)])).unwrap();
+    assert_eq!(q.recv_until(getheaders), None, "the eleventh unconnecting headers message in a row must disconnect");
+}
+
+/// Issue 12: a `--connect` peer that misbehaves is disconnected but not banned, as Core never
+/// punishes manual connections, and cairn dials it again.
+#[test]
+fn a_misbehaving_connect_peer_is_redialled_not_banned() {
+    let tmp = tempfile::tempdir().unwrap();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let _cairn = start_cairn(&tmp.path().join("cairn"), &[format!("--connect=127.0.0.1:{port}"), "--no-listen".into()]);
+    let accept = |what: &str| {
+        listener.set_nonblocking(true).unwrap();
+        let start = Instant::now();
+        loop {
+            match listener.accept() {
+                Ok((stream, _)) => {
+                    stream.set_nonblocking(false).unwrap();
+                    return stream;
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                    assert!(start.elapsed() < Duration::from_secs(30), "cairn never {what}");
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+                Err(e) => panic!("{e}"),
+            }
+        }
+    };
+    let mut first = ScriptedPeer::over(accept("dialled its --connect peer"));
+    first.handshake();
+    // A message with a bad checksum: a ban for any other peer.
+    let mut msg = Vec::new();
+    msg.extend_from_slice(&[0xfa, 0xbf, 0xb5, 0xda]);
+    msg.extend_from_slice(b"ping\0\0\0\0\0\0\0\0");
+    msg.extend_from_slice(&8u32.to_le_bytes());
+    msg.extend_from_slice(&[1, 2, 3, 4]);
+    msg.extend_from_slice(&[0u8; 8]);
+    first.stream.write_all(&msg).unwrap();
+    assert_eq!(first.recv_until(|_| None::<()>), None, "cairn must drop the connection");
+    let mut second = ScriptedPeer::over(accept("dialled its --connect peer again after it misbehaved"));
+    assert!(second.handshake().iter().any(|m| matches!(m, bitcoin::p2p::message::NetworkMessage::Verack)));
+}
+
+/// Issue 12's half-open connections: connections that never finish the handshake hold inbound
+/// places too, so with `p2p_max_inbound = 2` two silent connections keep a third peer out until
+/// one of them goes away.
+#[test]
+fn half_open_connections_count_against_the_inbound_limit() {
+    let tmp = tempfile::tempdir().unwrap();
+    let config = tmp.path().join("cairn.toml");
+    std::fs::write(&config, "p2p_max_inbound = 2\n").unwrap();
+    let p2p_port = free_port();
+    let _cairn = start_cairn(
+        &tmp.path().join("cairn"),
+        &[format!("--config={}", config.display()), format!("--p2p-addr=127.0.0.1:{p2p_port}")],
+    );
+    let cairn_p2p = SocketAddr::from(([127, 0, 0, 1], p2p_port));
+    let silent_a = connect_from("127.0.0.41", cairn_p2p);
+    let _silent_b = connect_from("127.0.0.42", cairn_p2p);
+    std::thread::sleep(Duration::from_millis(500));
+    let mut third = ScriptedPeer::connect("127.0.0.43", cairn_p2p);
+    assert!(third.recv().is_none(), "a third connection was let in beside two half-open ones");
+    drop(silent_a);
+    std::thread::sleep(Duration::from_millis(500));
+    let mut fourth = ScriptedPeer::connect("127.0.0.44", cairn_p2p);
+    assert!(
+        matches!(fourth.recv(), Some(bitcoin::p2p::message::NetworkMessage::Version(_))),
+        "a place freed by a closed half-open connection is not given to the next peer"
+    );
 }

@@ -130,8 +130,9 @@ struct Shared {
 
 impl Shared {
     /// Connects to `addr` and runs the peer until it disconnects; returns whether the TCP
-    /// connection was made.
-    async fn connect_and_run(&self, addr: SocketAddr) -> bool {
+    /// connection was made. A `manual` peer (`connect`, `addnode`) is never banned, as Core
+    /// never punishes manual connections: it is redialled instead.
+    async fn connect_and_run(&self, addr: SocketAddr, manual: bool) -> bool {
         let stream = match tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(addr)).await {
             Ok(Ok(stream)) => stream,
             Ok(Err(e)) => {
@@ -146,8 +147,10 @@ impl Shared {
         let id = self.ids.fetch_add(1, Ordering::SeqCst);
         let why = peer::run(stream, addr, false, id, self.ctx.clone()).await;
         tracing::info!("peer {id} {addr}: disconnected: {why}");
-        if why.deserves_ban() {
-            self.bans.ban(addr, &why.to_string());
+        match (why.deserves_ban(), manual) {
+            (true, true) => tracing::warn!("not banning manually connected peer {addr}: {why}"),
+            (true, false) => self.bans.ban(addr, &why.to_string()),
+            (false, _) => {}
         }
         true
     }
@@ -238,31 +241,41 @@ fn peer_context(config: &P2pConfig, validator: Arc<Validator>, mempool: Option<M
     })
 }
 
-/// Keeps a configured peer connected: reconnects after every disconnect, unless it is banned.
+/// Keeps a configured peer connected: reconnects after every disconnect.
 async fn keep_connected(shared: Arc<Shared>, addr: SocketAddr) {
     loop {
-        if !shared.bans.is_banned(&addr) {
-            shared.connect_and_run(addr).await;
-        }
+        shared.connect_and_run(addr, true).await;
         tokio::time::sleep(RECONNECT_DELAY).await;
     }
 }
 
-/// Accepts inbound peers, refusing banned addresses and any beyond `max_inbound`.
+/// Accepts inbound peers, refusing banned addresses and any beyond `max_inbound`. A connection
+/// holds its place from accept to close, handshake or not, so half-open connections count
+/// against the limit too (each is dropped after the handshake timeout).
 async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, max_inbound: usize) {
+    let places = Arc::new(tokio::sync::Semaphore::new(max_inbound));
     loop {
-        let Ok((stream, peer_addr)) = listener.accept().await else { continue };
+        let (stream, peer_addr) = match listener.accept().await {
+            Ok(accepted) => accepted,
+            Err(e) => {
+                // Out of file descriptors, say: wait instead of spinning.
+                tracing::warn!("accepting a peer failed: {e}");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            }
+        };
         if shared.bans.is_banned(&peer_addr) {
             continue;
         }
-        if shared.ctx.registry.inbound_count() >= max_inbound {
-            tracing::debug!("refusing {peer_addr}: {max_inbound} inbound peers already");
+        let Ok(place) = places.clone().try_acquire_owned() else {
+            tracing::debug!("refusing {peer_addr}: {max_inbound} inbound connections already");
             continue;
-        }
+        };
         let id = shared.ids.fetch_add(1, Ordering::SeqCst);
         let shared = shared.clone();
         tokio::spawn(async move {
             let why = peer::run(stream, peer_addr, true, id, shared.ctx.clone()).await;
+            drop(place);
             tracing::info!("peer {id} {peer_addr} (inbound): disconnected: {why}");
             if why.deserves_ban() {
                 shared.bans.ban(peer_addr, &why.to_string());
@@ -305,7 +318,7 @@ async fn outbound_manager(shared: Arc<Shared>, config: P2pConfig) {
         let book = book.clone();
         tokio::spawn(async move {
             let Some(_slot) = shared.slots.take(addr) else { return };
-            if !shared.connect_and_run(addr).await {
+            if !shared.connect_and_run(addr, false).await {
                 book.mark_failed(addr);
             }
         });

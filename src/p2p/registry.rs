@@ -1,4 +1,4 @@
-//! The connected peers (for `cairn status` and the inbound limit), and the nonces of our own
+//! The connected peers (for `cairn status`), and the nonces of our own
 //! version messages in flight (to notice a connection to ourselves).
 
 use std::collections::{HashMap, HashSet};
@@ -55,11 +55,6 @@ impl Registry {
         let mut v: Vec<PeerInfo> = self.peers.lock().unwrap_or_else(PoisonError::into_inner).values().cloned().collect();
         v.sort_by_key(|p| (p.inbound, p.addr));
         v
-    }
-
-    /// How many connected peers are inbound.
-    pub fn inbound_count(&self) -> usize {
-        self.peers.lock().unwrap_or_else(PoisonError::into_inner).values().filter(|p| p.inbound).count()
     }
 
     /// Notes the nonce of a version message we sent.

@@ -26,6 +26,10 @@ use crate::kernel::Validator;
 pub const MAX_HEADERS: usize = 2000;
 /// Most hashes in a `getheaders` locator (Core's MAX_LOCATOR_SZ).
 pub const MAX_LOCATOR: usize = 101;
+/// `headers` messages that do not connect to a known header a peer may send before it is
+/// treated as misbehaving (Core's MAX_NUM_UNCONNECTING_HEADERS_MSGS); each is answered with a
+/// `getheaders`, as after a reorg the peer may simply be ahead of what it announced.
+const MAX_UNCONNECTING_HEADERS: u32 = 10;
 /// Most entries of an `inv` or `getdata` (Core's MAX_INV_SZ).
 const MAX_INV: usize = 50_000;
 /// A peer silent for this long is dropped.
@@ -43,12 +47,14 @@ pub struct Session<'a> {
     inbound: bool,
     /// Whether this peer's one `getaddr` was answered.
     answered_getaddr: bool,
+    /// `headers` messages in a row that did not connect.
+    unconnecting_headers: u32,
 }
 
 impl<'a> Session<'a> {
     /// A session over a connection whose handshake is done.
     pub fn new(out: &'a mpsc::Sender<Outgoing>, id: PeerId, ctx: &'a PeerContext, traits: &'a PeerTraits, inbound: bool) -> Self {
-        Session { out, id, ctx, traits, inbound, answered_getaddr: false }
+        Session { out, id, ctx, traits, inbound, answered_getaddr: false, unconnecting_headers: 0 }
     }
 
     /// Runs until the peer disconnects, misbehaves or goes silent; returns why it ended.
@@ -165,12 +171,22 @@ impl<'a> Session<'a> {
         self.request_blocks().await
     }
 
-    /// Headers: each checked by the kernel; a full message means the peer has more.
+    /// Headers: each checked by the kernel; a full message means the peer has more. Headers
+    /// whose first does not connect get a `getheaders` (Core's answer), until too many in a row.
     async fn on_headers(&mut self, headers: Vec<bitcoin::block::Header>) -> Result<(), PeerError> {
         if headers.len() > MAX_HEADERS {
             return Err(PeerError::Misbehaving(format!("{} headers in one message", headers.len())));
         }
         let v = &self.ctx.validator;
+        if let Some(first) = headers.first().filter(|h| !v.knows(&h.prev_blockhash)) {
+            self.unconnecting_headers += 1;
+            if self.unconnecting_headers > MAX_UNCONNECTING_HEADERS {
+                return Err(PeerError::Misbehaving(format!("{} headers messages in a row that do not connect", self.unconnecting_headers)));
+            }
+            tracing::debug!("peer {}: headers from unknown {}; asking for headers", self.id, first.prev_blockhash);
+            return self.queue(get_headers(v)).await;
+        }
+        self.unconnecting_headers = 0;
         let outcome = tokio::task::block_in_place(|| headers.iter().try_for_each(|h| v.submit_header(h)));
         self.ctx.downloader.headers_changed();
         if let Err(e) = outcome {
