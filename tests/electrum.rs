@@ -594,6 +594,17 @@ fn a_reorg_changes_answers_and_notifies() {
 }
 
 /// A P2WPKH spend of `coin` (worth `value`) by `key`, paying `value - fee` to `to`.
+/// The P2WPKH output script of a key.
+fn p2wpkh(key: &bitcoin::secp256k1::SecretKey) -> ScriptBuf {
+    let secp = bitcoin::secp256k1::Secp256k1::signing_only();
+    ScriptBuf::new_p2wpkh(&bitcoin::CompressedPublicKey(key.public_key(&secp)).wpubkey_hash())
+}
+
+/// The unspent outputs of `script` that are mature (100 blocks deep) at the fixtures' 150-block tip.
+fn mature_coins(c: &RawClient<ElectrumPlaintextStream>, script: &ScriptBuf) -> Vec<electrum_client::ListUnspentRes> {
+    c.script_list_unspent(script).unwrap().into_iter().filter(|u| u.height + 100 <= 150).collect()
+}
+
 fn spend(
     key: &bitcoin::secp256k1::SecretKey,
     coin: bitcoin::OutPoint,
@@ -611,18 +622,11 @@ fn mempool_broadcast_replacement_and_notifications() {
     let c = fx.client();
     let gen = ChainGenerator::new(GenerateOptions { blocks: 0, txs_per_block: 10, seed: 35 });
     let key = gen.miner_keys()[0];
-    let secp = bitcoin::secp256k1::Secp256k1::new();
-    let pk = bitcoin::CompressedPublicKey(key.public_key(&secp));
-    let miner = ScriptBuf::new_p2wpkh(&pk.wpubkey_hash());
+    let miner = p2wpkh(&key);
     // A mature coin of the miner.
-    let coin = c
-        .script_list_unspent(&miner)
-        .unwrap()
-        .into_iter()
-        .find(|u| u.height + 100 <= 150)
-        .expect("a mature coin");
+    let coin = mature_coins(&c, &miner).into_iter().next().expect("a mature coin");
     let op = bitcoin::OutPoint::new(coin.tx_hash, coin.tx_pos as u32);
-    let dest = ScriptBuf::new_p2wpkh(&bitcoin::CompressedPublicKey(cairn::generate::derive_key(77, 1).public_key(&secp)).wpubkey_hash());
+    let dest = p2wpkh(&cairn::generate::derive_key(77, 1));
     let before = c.script_subscribe(&dest).unwrap();
     assert!(before.is_none());
 
@@ -732,16 +736,10 @@ fn consensus_invalid_transactions_are_refused_with_cores_reason() {
     let c = fx.client();
     let gen = ChainGenerator::new(GenerateOptions { blocks: 0, txs_per_block: 10, seed: 36 });
     let key = gen.miner_keys()[0];
-    let secp = bitcoin::secp256k1::Secp256k1::new();
-    let miner = ScriptBuf::new_p2wpkh(&bitcoin::CompressedPublicKey(key.public_key(&secp)).wpubkey_hash());
-    let coin = c
-        .script_list_unspent(&miner)
-        .unwrap()
-        .into_iter()
-        .find(|u| u.height + 100 <= 150)
-        .expect("a mature coin");
+    let miner = p2wpkh(&key);
+    let coin = mature_coins(&c, &miner).into_iter().next().expect("a mature coin");
     let op = bitcoin::OutPoint::new(coin.tx_hash, coin.tx_pos as u32);
-    let dest = ScriptBuf::new_p2wpkh(&bitcoin::CompressedPublicKey(cairn::generate::derive_key(78, 1).public_key(&secp)).wpubkey_hash());
+    let dest = p2wpkh(&cairn::generate::derive_key(78, 1));
     let pay = |sats: u64| bitcoin::TxOut { value: bitcoin::Amount::from_sat(sats), script_pubkey: dest.clone() };
 
     let twice = spend_all(&key, &[(op, coin.value), (op, coin.value)], vec![pay(2 * coin.value - 10_000)]);
@@ -771,18 +769,15 @@ fn consensus_invalid_transactions_are_refused_with_cores_reason() {
 fn conflicting_transactions_broadcast_at_once_never_both_enter() {
     let fx = Fixture::start(150, 10, 37, |_| {});
     let gen = ChainGenerator::new(GenerateOptions { blocks: 0, txs_per_block: 10, seed: 37 });
-    let secp = bitcoin::secp256k1::Secp256k1::new();
     let c = fx.client();
     let mut coins = Vec::new();
     for key in gen.miner_keys() {
-        let script = ScriptBuf::new_p2wpkh(&bitcoin::CompressedPublicKey(key.public_key(&secp)).wpubkey_hash());
-        for u in c.script_list_unspent(&script).unwrap().into_iter().filter(|u| u.height + 100 <= 150) {
+        for u in mature_coins(&c, &p2wpkh(&key)) {
             coins.push((key, bitcoin::OutPoint::new(u.tx_hash, u.tx_pos as u32), u.value));
         }
     }
     assert!(coins.len() >= 8, "only {} mature coins", coins.len());
-    let to = |n: u64| ScriptBuf::new_p2wpkh(&bitcoin::CompressedPublicKey(cairn::generate::derive_key(79, n).public_key(&secp)).wpubkey_hash());
-    let (dest_a, dest_b) = (to(1), to(2));
+    let (dest_a, dest_b) = (p2wpkh(&cairn::generate::derive_key(79, 1)), p2wpkh(&cairn::generate::derive_key(79, 2)));
     for (key, op, value) in coins.iter().take(16) {
         let pair = [spend(key, *op, *value, 1_000, &dest_a), spend(key, *op, *value, 1_000, &dest_b)];
         let barrier = std::sync::Arc::new(std::sync::Barrier::new(2));

@@ -134,13 +134,7 @@ fn syncs_from_bitcoind_follows_reorgs_serves_peers_and_bans_garbage() {
     // A peer from another address sends a message with a bad checksum: disconnected, banned.
     let cairn_p2p = SocketAddr::from(([127, 0, 0, 1], p2p_port));
     let mut s = connect_from("127.0.0.2", cairn_p2p);
-    let mut msg = Vec::new();
-    msg.extend_from_slice(&[0xfa, 0xbf, 0xb5, 0xda]);
-    msg.extend_from_slice(b"ping\0\0\0\0\0\0\0\0");
-    msg.extend_from_slice(&8u32.to_le_bytes());
-    msg.extend_from_slice(&[1, 2, 3, 4]);
-    msg.extend_from_slice(&[0u8; 8]);
-    s.write_all(&msg).unwrap();
+    s.write_all(&bad_checksum_ping()).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     let mut rest = Vec::new();
     let _ = s.read_to_end(&mut rest);
@@ -153,6 +147,17 @@ fn syncs_from_bitcoind_follows_reorgs_serves_peers_and_bans_garbage() {
     // Sync goes on with the honest peer.
     a.rpc(&["generatetoaddress", "1", ADDR]);
     cairn.wait_for(&a.rpc(&["getbestblockhash"]), "after the ban");
+}
+
+/// A regtest `ping` whose checksum does not match its payload.
+fn bad_checksum_ping() -> Vec<u8> {
+    let mut msg = Vec::new();
+    msg.extend_from_slice(&[0xfa, 0xbf, 0xb5, 0xda]);
+    msg.extend_from_slice(b"ping\0\0\0\0\0\0\0\0");
+    msg.extend_from_slice(&8u32.to_le_bytes());
+    msg.extend_from_slice(&[1, 2, 3, 4]);
+    msg.extend_from_slice(&[0u8; 8]);
+    msg
 }
 
 /// A blocking stream connected from a chosen local address (another loopback IP).
@@ -742,13 +747,7 @@ fn a_misbehaving_connect_peer_is_redialled_not_banned() {
     let mut first = ScriptedPeer::over(accept("dialled its --connect peer"));
     first.handshake();
     // A message with a bad checksum: a ban for any other peer.
-    let mut msg = Vec::new();
-    msg.extend_from_slice(&[0xfa, 0xbf, 0xb5, 0xda]);
-    msg.extend_from_slice(b"ping\0\0\0\0\0\0\0\0");
-    msg.extend_from_slice(&8u32.to_le_bytes());
-    msg.extend_from_slice(&[1, 2, 3, 4]);
-    msg.extend_from_slice(&[0u8; 8]);
-    first.stream.write_all(&msg).unwrap();
+    first.stream.write_all(&bad_checksum_ping()).unwrap();
     assert_eq!(first.recv_until(|_| None::<()>), None, "cairn must drop the connection");
     let mut second = ScriptedPeer::over(accept("dialled its --connect peer again after it misbehaved"));
     assert!(second.handshake().iter().any(|m| matches!(m, bitcoin::p2p::message::NetworkMessage::Verack)));
