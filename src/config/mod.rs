@@ -459,6 +459,23 @@ mod tests {
     }
 
     #[test]
+    fn zero_limits_are_refused_by_name_and_others_apply() {
+        for option in ["electrum_max_line_bytes", "electrum_max_batch", "electrum_max_subscriptions",
+            "electrum_max_connections", "electrum_max_history", "electrum_idle_timeout_secs",
+            "index_cache_mb", "mempool_max_mb"] {
+            let file = FileConfig::parse(&format!("{option} = 0\n"), Path::new("x")).unwrap();
+            let err = Settings::resolve(file, Overrides::default()).unwrap_err().to_string();
+            assert!(err.contains(option) && err.contains("at least 1"), "{option}: {err}");
+        }
+        let file = FileConfig::parse("electrum_max_batch = 7\nelectrum_idle_timeout_secs = 9\nmempool_max_mb = 2\n", Path::new("x")).unwrap();
+        let s = Settings::resolve(file, Overrides::default()).unwrap();
+        assert_eq!(s.electrum.max_batch, 7);
+        assert_eq!(s.electrum.idle_timeout, std::time::Duration::from_secs(9));
+        assert_eq!(s.mempool.max_vbytes, 2_000_000);
+        assert_eq!(s.electrum.max_history, ElectrumConfig::defaults(Network::Regtest).max_history);
+    }
+
+    #[test]
     fn admin_must_be_loopback() {
         let over = Overrides {
             admin_addr: Some("0.0.0.0:1".parse().unwrap()),

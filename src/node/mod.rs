@@ -132,11 +132,36 @@ impl Node {
 
     /// The node's status, read directly.
     pub fn status(&self) -> Status {
-        Status {
+        self.status_source().read()
+    }
+
+    /// What reads the node's status later, from elsewhere (the admin RPC).
+    pub fn status_source(&self) -> StatusSource {
+        StatusSource {
             network: network_label(&self.settings),
+            datadir: self.datadir.root().display().to_string(),
+            validator: self.validator.clone(),
+            index: self.index.clone(),
+        }
+    }
+}
+
+/// Reads a node's tips for `cairn status`, holding what the node lends it.
+pub struct StatusSource {
+    network: String,
+    datadir: String,
+    validator: Arc<Validator>,
+    index: Option<Arc<Index>>,
+}
+
+impl StatusSource {
+    /// The status now, as a node that is not serving reports it (`running` false, no P2P).
+    pub fn read(&self) -> Status {
+        Status {
+            network: self.network.clone(),
             kernel_tip: self.validator.tip().into(),
             index_tip: index_tip(self.index.as_deref()),
-            datadir: self.datadir.root().display().to_string(),
+            datadir: self.datadir.clone(),
             running: false,
             p2p: None,
         }

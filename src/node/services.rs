@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use tokio::sync::watch;
 
-use super::{index_tip, network_label, Node};
+use super::Node;
 use crate::admin::{AdminContext, AdminError, AdminServer, Status};
 use crate::electrum::{Backend, ElectrumServer, ListenError};
 use crate::http::{HttpError, HttpServer};
@@ -98,21 +98,14 @@ impl Services {
 
 /// What the admin RPC answers from: the node's status, read when asked, and the stop signal.
 fn admin_context(node: &Node, p2p: Option<&P2p>, stop: watch::Sender<bool>) -> AdminContext {
-    let validator = node.validator.clone();
-    let index = node.index.clone();
-    let label = network_label(&node.settings);
-    let datadir = node.datadir.root().display().to_string();
+    let source = node.status_source();
     let p2p_status = p2p.map(|p| p.status_source());
     AdminContext {
         status: Box::new(move || Status {
-            network: label.clone(),
-            kernel_tip: validator.tip().into(),
-            index_tip: index_tip(index.as_deref()),
-            datadir: datadir.clone(),
             running: true,
             p2p: p2p_status.as_ref().map(|f| f()),
+            ..source.read()
         }),
         stop,
     }
 }
-
