@@ -1,7 +1,7 @@
 #!/bin/sh
 # The whole test suite: installs build dependencies, the reference bitcoind and the Electrum
-# wallet, then runs every test in the release profile (a debug build would compile RocksDB and
-# the kernel a second time).
+# wallet, then runs every test in the `ci` profile: release speed (a debug build of RocksDB and
+# the kernel is too slow to test with) with overflow checks and debug assertions on.
 set -eu
 cd "$(dirname "$0")/.."
 sh contrib/setup.sh
@@ -13,4 +13,4 @@ if [ ! -x /usr/bin/electrum ]; then
 fi
 export CAIRN_BITCOIND=/opt/bitcoind/bitcoind
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-/var/tmp/cairn-target}"
-cargo test --release --locked "$@"
+cargo test --profile ci --locked "$@"

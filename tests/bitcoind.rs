@@ -71,3 +71,89 @@ fn bitcoind_loads_the_generated_blk_files_to_the_same_tip_as_cairn() {
         assert_eq!(got.header.to_string(), want["header"].as_str().unwrap(), "filter header at {h}");
     }
 }
+
+/// A regtest address for coinbases, so bitcoind mines without a wallet.
+const MINE_TO: &str = "bcrt1qw508d6qejxtdg4y5r3zarvary0c5xw7kygt080";
+
+/// Imports `blocks` into a fresh cairn validator and returns its tip.
+fn import_into_cairn(dir: &std::path::Path, blocks: &std::path::Path) -> (bitcoin::BlockHash, i64) {
+    let (validator, _events) = common::open_validator(dir);
+    let stop = AtomicBool::new(false);
+    let blk = BlkDir::open(blocks, Network::Regtest.magic(), "regtest").unwrap();
+    Importer::new(&validator, Progress::new(true), &stop)
+        .import_blk_dir(&blk)
+        .unwrap();
+    let tip = validator.tip();
+    (tip.hash, tip.height)
+}
+
+#[test]
+fn a_blocks_folder_written_by_bitcoind_imports_with_its_preallocated_tail() {
+    let tmp = tempfile::tempdir().unwrap();
+    let node = common::Bitcoind::start(&tmp.path().join("core"), &[]);
+    node.rpc(&["generatetoaddress", "150", MINE_TO]);
+    let tip = node.rpc(&["getbestblockhash"]);
+    drop(node);
+    let blocks = tmp.path().join("core/regtest/blocks");
+    // What makes this case: Core pre-allocates blk files in 16 MiB steps (raw zeros on disk)
+    // and obfuscates what it writes with a random key.
+    let len = std::fs::metadata(blocks.join("blk00000.dat")).unwrap().len();
+    assert!(len >= 16 << 20, "blk00000.dat is {len} bytes: not pre-allocated");
+    assert_ne!(std::fs::read(blocks.join("xor.dat")).unwrap(), [0u8; 8], "no obfuscation key");
+    let (hash, height) = import_into_cairn(&tmp.path().join("cairn"), &blocks);
+    assert_eq!((hash.to_string(), height), (tip, 150));
+}
+
+#[test]
+fn a_blocks_folder_of_a_killed_bitcoind_imports_to_the_tip_its_reindex_finds() {
+    let tmp = tempfile::tempdir().unwrap();
+    let datadir = tmp.path().join("core");
+    let mut node = common::Bitcoind::start(&datadir, &[]);
+    let miner = {
+        let args = (node.rpc_port, common::bitcoind_exe().with_file_name("bitcoin-cli"));
+        std::thread::spawn(move || {
+            // Mines until the node is gone.
+            while std::process::Command::new(&args.1)
+                .args(["-regtest", "-rpcconnect=127.0.0.1", "-rpcuser=u", "-rpcpassword=p"])
+                .arg(format!("-rpcport={}", args.0))
+                .args(["generatetoaddress", "5", MINE_TO])
+                .output()
+                .is_ok_and(|o| o.status.success())
+            {}
+        })
+    };
+    // At a random instant, not a fixed delay: the kill lands anywhere in a block's write.
+    let delay = 400 + rand::random::<u64>() % 1600;
+    eprintln!("killing bitcoind after {delay} ms");
+    std::thread::sleep(Duration::from_millis(delay));
+    node.kill();
+    miner.join().unwrap();
+    drop(node);
+
+    let copy = tmp.path().join("blocks-copy");
+    std::fs::create_dir_all(&copy).unwrap();
+    for entry in std::fs::read_dir(datadir.join("regtest/blocks")).unwrap() {
+        let entry = entry.unwrap();
+        if entry.file_type().unwrap().is_file() {
+            std::fs::copy(entry.path(), copy.join(entry.file_name())).unwrap();
+        }
+    }
+    let (hash, height) = import_into_cairn(&tmp.path().join("cairn"), &copy);
+    assert!(height > 0, "bitcoind mined nothing before the kill");
+
+    // The oracle: Core's own -reindex of the same files.
+    let node = common::Bitcoind::start(&datadir, &["-reindex".into()]);
+    let start = std::time::Instant::now();
+    loop {
+        let best = node.rpc(&["getbestblockhash"]);
+        if best == hash.to_string() {
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(120),
+            "bitcoind's reindex ends at {best} (height {}), cairn's import at {hash} (height {height})",
+            node.rpc(&["getblockcount"])
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}

@@ -55,7 +55,7 @@ impl Fixture {
         let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
         let notifier = Notifier::default();
         let mempool = Arc::new(Mempool::new(MempoolConfig::default()));
-        let runner = IndexRunner::spawn(index.clone(), validator.clone(), Some(mempool.clone()), events, notifier.clone()).unwrap();
+        let runner = IndexRunner::spawn(index.clone(), validator.clone(), Some((mempool.clone(), None)), events, notifier.clone()).unwrap();
         let mut econfig = ElectrumConfig::defaults(Network::Regtest);
         econfig.addr = "127.0.0.1:0".parse().unwrap();
         tweak(&mut econfig);

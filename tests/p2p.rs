@@ -6,75 +6,13 @@ mod common;
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use std::str::FromStr;
 
 use bitcoin::hex::{DisplayHex, FromHex};
-use common::{free_port, Bitcoind};
-
-struct Cairn {
-    child: Child,
-    datadir: std::path::PathBuf,
-}
-
-impl Drop for Cairn {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Cairn {
-    fn status(&self) -> serde_json::Value {
-        let out = Command::new(env!("CARGO_BIN_EXE_cairn"))
-            .arg("--datadir")
-            .arg(&self.datadir)
-            .args(["status", "--json"])
-            .env("CAIRN_LOG", "warn")
-            .output()
-            .unwrap();
-        serde_json::from_slice(&out.stdout).unwrap_or(serde_json::Value::Null)
-    }
-
-    fn wait_for(&self, hash: &str, what: &str) {
-        let start = Instant::now();
-        loop {
-            let s = self.status();
-            if s["kernel_tip"]["hash"] == hash && s["index_tip"]["hash"] == hash {
-                return;
-            }
-            assert!(start.elapsed() < Duration::from_secs(120), "{what}: cairn at {s}, wanted {hash}");
-            std::thread::sleep(Duration::from_millis(250));
-        }
-    }
-}
-
-fn start_cairn(dir: &Path, args: &[String]) -> Cairn {
-    let datadir = dir.to_path_buf();
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_cairn"));
-    cmd.arg("--datadir").arg(&datadir).args(["--admin-addr", "127.0.0.1:0"]);
-    if !args.iter().any(|a| a.starts_with("--electrum-addr")) {
-        cmd.args(["--electrum-addr", "127.0.0.1:0"]);
-    }
-    let child = cmd
-        .args(args)
-        .arg("run")
-        .env("CAIRN_LOG", "info")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let c = Cairn { child, datadir };
-    let start = Instant::now();
-    while !dir.join("regtest/admin.addr").exists() {
-        assert!(start.elapsed() < Duration::from_secs(60), "cairn run never started");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    c
-}
+use common::{free_port, start_cairn, Bitcoind, Cairn};
 
 const ADDR: &str = "bcrt1qs758ursh4q9z627kt3pp5yysm78ddny6txaqgw";
 
@@ -131,19 +69,22 @@ fn syncs_from_bitcoind_follows_reorgs_serves_peers_and_bans_garbage() {
     b.wait_for_height(1003, Duration::from_secs(120));
     assert_eq!(b.rpc(&["getbestblockhash"]), new_tip);
 
-    // A peer from another address sends a message with a bad checksum: disconnected, banned.
+    // A peer from a non-local address sends a message with a bad checksum: disconnected and
+    // banned. The same from a loopback address (every inbound peer of an onion service) is
+    // disconnected, not banned, as Core.
     let cairn_p2p = SocketAddr::from(([127, 0, 0, 1], p2p_port));
-    let mut s = connect_from("127.0.0.2", cairn_p2p);
-    s.write_all(&bad_checksum_ping()).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    let mut rest = Vec::new();
-    let _ = s.read_to_end(&mut rest);
-    // Banned: the next connection from that address is closed before any byte.
-    let mut s2 = connect_from("127.0.0.2", cairn_p2p);
-    s2.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    let mut buf = [0u8; 1];
-    assert!(matches!(s2.read(&mut buf), Ok(0) | Err(_)), "banned peer must be dropped");
-
+    let remote = non_loopback_ip();
+    for (from, banned) in [("127.0.0.2", false), (remote.as_str(), true)] {
+        let mut s = connect_from(from, cairn_p2p);
+        s.write_all(&bad_checksum_ping()).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let mut rest = Vec::new();
+        let _ = s.read_to_end(&mut rest);
+        // Banned: the next connection from that address is closed at once. Not banned: it
+        // completes a handshake.
+        let refused = if banned { banned_within(from, cairn_p2p) } else { ScriptedPeer::connect(from, cairn_p2p).try_handshake().is_none() };
+        assert_eq!(refused, banned, "peer {from}: banned {banned} expected");
+    }
     // Sync goes on with the honest peer.
     a.rpc(&["generatetoaddress", "1", ADDR]);
     cairn.wait_for(&a.rpc(&["getbestblockhash"]), "after the ban");
@@ -160,7 +101,34 @@ fn bad_checksum_ping() -> Vec<u8> {
     msg
 }
 
-/// A blocking stream connected from a chosen local address (another loopback IP).
+/// Whether connections from `from` are refused (closed before a handshake) within 5 s: the ban
+/// is written as the misbehaving peer's connection ends, so the first try can come first.
+fn banned_within(from: &str, to: SocketAddr) -> bool {
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(5) {
+        if ScriptedPeer::connect(from, to).try_handshake().is_none() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    false
+}
+
+/// This machine's address on its default route: a peer from it is not local to cairn, as a
+/// peer from another host would not be (`CNetAddr::IsLocal` only covers 127/8 and 0/8).
+fn non_loopback_ip() -> String {
+    let socket = std::net::UdpSocket::bind("0.0.0.0:0").unwrap();
+    // A UDP connect only picks the route; nothing is sent.
+    socket
+        .connect("198.51.100.1:9")
+        .expect("this test needs an IPv4 address besides loopback (a default route)");
+    let ip = socket.local_addr().unwrap().ip();
+    assert!(!ip.is_loopback() && !ip.is_unspecified(), "no non-loopback address: {ip}");
+    ip.to_string()
+}
+
+/// A blocking stream connected from a chosen local address (another loopback IP, or
+/// [`non_loopback_ip`]).
 fn connect_from(local_ip: &str, to: SocketAddr) -> TcpStream {
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     let local: SocketAddr = format!("{local_ip}:0").parse().unwrap();
@@ -368,6 +336,11 @@ impl ScriptedPeer {
 
     /// Version, verack; returns the messages cairn sent during the handshake.
     fn handshake(&mut self) -> Vec<bitcoin::p2p::message::NetworkMessage> {
+        self.try_handshake().expect("handshake reply")
+    }
+
+    /// The handshake, or `None` if cairn closes the connection instead.
+    fn try_handshake(&mut self) -> Option<Vec<bitcoin::p2p::message::NetworkMessage>> {
         use bitcoin::p2p::message::NetworkMessage;
         use bitcoin::p2p::{address::Address, message_network::VersionMessage, ServiceFlags};
         let any: SocketAddr = "0.0.0.0:0".parse().unwrap();
@@ -381,13 +354,30 @@ impl ScriptedPeer {
             0,
         );
         v.version = 70016;
-        self.send(NetworkMessage::Version(v)).unwrap();
-        self.send(NetworkMessage::Verack).unwrap();
+        self.send(NetworkMessage::Version(v)).ok()?;
+        self.send(NetworkMessage::Verack).ok()?;
         let mut seen = Vec::new();
         while !seen.iter().any(|m| matches!(m, NetworkMessage::Verack)) {
-            seen.push(self.recv().expect("handshake reply"));
+            seen.push(self.recv()?);
         }
-        seen
+        Some(seen)
+    }
+
+    /// Whether cairn closes the connection within `within`; what it sends meanwhile is skipped.
+    /// (Silence is not a close: a read timeout answers false.)
+    fn is_closed_within(&mut self, within: Duration) -> bool {
+        use bitcoin::consensus::Decodable;
+        self.stream.set_read_timeout(Some(Duration::from_millis(500))).unwrap();
+        let deadline = Instant::now() + within;
+        while Instant::now() < deadline {
+            match bitcoin::p2p::message::RawNetworkMessage::consensus_decode(&mut self.reader) {
+                Ok(_) => {}
+                Err(bitcoin::consensus::encode::Error::Io(e))
+                    if matches!(e.kind(), bitcoin::io::ErrorKind::WouldBlock | bitcoin::io::ErrorKind::TimedOut) => {}
+                Err(_) => return true,
+            }
+        }
+        false
     }
 
     /// Reads until a message matches, or fails after 20 s of silence.
@@ -779,4 +769,239 @@ fn half_open_connections_count_against_the_inbound_limit() {
         matches!(fourth.recv(), Some(bitcoin::p2p::message::NetworkMessage::Version(_))),
         "a place freed by a closed half-open connection is not given to the next peer"
     );
+}
+
+/// Issue 12: the mempool outlives a restart. A `mempool.dat` that bitcoind saved (Core's version
+/// 2 format, obfuscated) loads into a cairn that has no peers, and the file cairn saves on its
+/// clean shutdown is read by bitcoind's `importmempool` and by cairn's next start.
+#[test]
+fn mempool_dat_round_trips_between_bitcoind_and_cairn() {
+    use electrum_client::raw_client::RawClient;
+    use electrum_client::ElectrumApi;
+    let tmp = tempfile::tempdir().unwrap();
+    let a = Bitcoind::start(&tmp.path().join("a"), &["-fallbackfee=0.0001".to_string()]);
+    a.rpc(&["createwallet", "w"]);
+    let mine = a.rpc(&["getnewaddress", "", "bech32"]);
+    a.rpc(&["generatetoaddress", "110", &mine]);
+    let tip = a.rpc(&["getbestblockhash"]);
+    let dir = tmp.path().join("cairn");
+    let cairn = start_cairn(&dir, &[format!("--connect=127.0.0.1:{}", a.p2p_port)]);
+    cairn.wait_for(&tip, "initial sync");
+    cairn.stop();
+
+    // While cairn is down, bitcoind's wallet makes transactions, one of them spending another's
+    // unconfirmed output (so the file's order matters), then saves its mempool.
+    let mut txids: Vec<String> = (0..4)
+        .map(|i| a.rpc(&["sendtoaddress", &a.rpc(&["getnewaddress", "", "bech32"]), &format!("{}.5", i + 1)]))
+        .collect();
+    let unconfirmed: serde_json::Value = serde_json::from_str(&a.rpc(&["listunspent", "0", "0"])).unwrap();
+    let coin = &unconfirmed[0];
+    let inputs = serde_json::json!([{"txid": coin["txid"], "vout": coin["vout"]}]).to_string();
+    let value = format!("{:.8}", coin["amount"].as_f64().unwrap() - 0.0001);
+    let outputs = serde_json::json!({ a.rpc(&["getnewaddress", "", "bech32"]): value }).to_string();
+    let child = a.rpc(&["createrawtransaction", &inputs, &outputs]);
+    let signed: serde_json::Value = serde_json::from_str(&a.rpc(&["signrawtransactionwithwallet", &child])).unwrap();
+    txids.push(a.rpc(&["sendrawtransaction", signed["hex"].as_str().unwrap()]));
+    txids.sort();
+    let mut in_a: Vec<String> = serde_json::from_str(&a.rpc(&["getrawmempool"])).unwrap();
+    in_a.sort();
+    assert_eq!(in_a, txids);
+    a.rpc(&["savemempool"]);
+    let saved = tmp.path().join("a/regtest/mempool.dat");
+    assert_eq!(std::fs::read(&saved).unwrap()[0], 2, "bitcoind wrote a version 2 (obfuscated) file");
+    std::fs::copy(&saved, dir.join("regtest/mempool.dat")).unwrap();
+
+    // cairn, with no peer to hear them from, has them from the file.
+    let in_cairn = |what: &str| {
+        let port = free_port();
+        let cairn = start_cairn(&dir, &["--no-listen".into(), format!("--electrum-addr=127.0.0.1:{port}")]);
+        let c = RawClient::new(("127.0.0.1", port), Some(Duration::from_secs(30)), None).unwrap();
+        for txid in &txids {
+            let txid = bitcoin::Txid::from_str(txid).unwrap();
+            let start = Instant::now();
+            while c.transaction_get_raw(&txid).is_err() {
+                assert!(start.elapsed() < Duration::from_secs(30), "{what}: {txid} not in cairn's mempool");
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        }
+        cairn.stop();
+    };
+    in_cairn("bitcoind's mempool.dat");
+
+    // The file cairn saved on stopping: bitcoind imports it (a node that synced the chain but
+    // never saw the transactions), and cairn loads it again.
+    // (-blocksonly: bitcoind announces its unbroadcast wallet transactions to a new peer.)
+    let b = Bitcoind::start(&tmp.path().join("b"), &[format!("-connect=127.0.0.1:{}", a.p2p_port), "-blocksonly=1".into()]);
+    b.wait_for_height(110, Duration::from_secs(60));
+    assert_eq!(serde_json::from_str::<Vec<String>>(&b.rpc(&["getrawmempool"])).unwrap(), Vec::<String>::new());
+    let ours = dir.join("regtest/mempool.dat");
+    b.rpc(&["importmempool", &ours.display().to_string()]);
+    let mut in_b: Vec<String> = serde_json::from_str(&b.rpc(&["getrawmempool"])).unwrap();
+    in_b.sort();
+    assert_eq!(in_b, txids, "bitcoind's importmempool of cairn's mempool.dat");
+    in_cairn("cairn's own mempool.dat");
+}
+
+/// Issue 12: transactions that were in peers' mempools before cairn connected reach it. A peer
+/// that offers NODE_BLOOM is asked for its mempool (BIP35); a transaction whose parent cairn has
+/// not seen is kept as an orphan while the parent is asked for from the peer that sent it.
+#[test]
+fn earlier_transactions_arrive_by_bip35_and_orphans_fetch_their_parents() {
+    use bitcoin::p2p::message::NetworkMessage;
+    use bitcoin::p2p::message_blockdata::Inventory;
+    use electrum_client::raw_client::RawClient;
+    use electrum_client::ElectrumApi;
+    let tmp = tempfile::tempdir().unwrap();
+    let a = Bitcoind::start(&tmp.path().join("a"), &["-fallbackfee=0.0001".into(), "-peerbloomfilters=1".into()]);
+    a.rpc(&["createwallet", "w"]);
+    let mine = a.rpc(&["getnewaddress", "", "bech32"]);
+    a.rpc(&["generatetoaddress", "110", &mine]);
+    // Broadcast before cairn exists.
+    let early = bitcoin::Txid::from_str(&a.rpc(&["sendtoaddress", &mine, "2.5"])).unwrap();
+
+    // A parent and its child that no node has: made and signed, never sent.
+    let sign = |inputs: serde_json::Value, to: &str, amount: f64, prevtxs: Option<serde_json::Value>| -> bitcoin::Transaction {
+        let outputs = serde_json::json!({ to: format!("{amount:.8}") }).to_string();
+        let raw = a.rpc(&["createrawtransaction", &inputs.to_string(), &outputs]);
+        let mut args = vec!["signrawtransactionwithwallet".to_string(), raw];
+        if let Some(p) = prevtxs {
+            args.push(p.to_string());
+        }
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let signed: serde_json::Value = serde_json::from_str(&a.rpc(&args)).unwrap();
+        assert_eq!(signed["complete"], true, "{signed}");
+        bitcoin::consensus::deserialize(&Vec::from_hex(signed["hex"].as_str().unwrap()).unwrap()).unwrap()
+    };
+    let unspent: serde_json::Value = serde_json::from_str(&a.rpc(&["listunspent", "1"])).unwrap();
+    let coin = unspent.as_array().unwrap().iter().find(|c| c["txid"] != early.to_string()).unwrap().clone();
+    let parent = sign(serde_json::json!([{"txid": coin["txid"], "vout": coin["vout"]}]), &mine, coin["amount"].as_f64().unwrap() - 0.001, None);
+    let out = &parent.output[0];
+    let prevtx = serde_json::json!([{
+        "txid": parent.compute_txid().to_string(), "vout": 0,
+        "scriptPubKey": out.script_pubkey.to_hex_string(), "amount": out.value.to_btc(),
+    }]);
+    let child = sign(serde_json::json!([{"txid": parent.compute_txid().to_string(), "vout": 0}]), &mine, out.value.to_btc() - 0.001, Some(prevtx));
+
+    let (p2p_port, electrum_port) = (free_port(), free_port());
+    let cairn = start_cairn(
+        &tmp.path().join("cairn"),
+        &[
+            format!("--connect=127.0.0.1:{}", a.p2p_port),
+            format!("--p2p-addr=127.0.0.1:{p2p_port}"),
+            format!("--electrum-addr=127.0.0.1:{electrum_port}"),
+        ],
+    );
+    cairn.wait_for(&a.rpc(&["getbestblockhash"]), "initial sync");
+    let c = RawClient::new(("127.0.0.1", electrum_port), Some(Duration::from_secs(30)), None).unwrap();
+    let wait_in_mempool = |txid: bitcoin::Txid, what: &str| {
+        let start = Instant::now();
+        while c.transaction_get_raw(&txid).is_err() {
+            assert!(start.elapsed() < Duration::from_secs(60), "{what}: {txid} never reached cairn");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    };
+    wait_in_mempool(early, "BIP35 mempool request");
+
+    // The child first: cairn asks this peer for the parent, then takes both.
+    let mut q = ScriptedPeer::connect("127.0.0.51", SocketAddr::from(([127, 0, 0, 1], p2p_port)));
+    q.handshake();
+    q.send(NetworkMessage::Tx(child.clone())).unwrap();
+    let asked = q.recv_until(|m| match m {
+        NetworkMessage::GetData(items) => Some(items.clone()),
+        _ => None,
+    });
+    assert_eq!(asked, Some(vec![Inventory::WitnessTransaction(parent.compute_txid())]));
+    q.send(NetworkMessage::Tx(parent.clone())).unwrap();
+    wait_in_mempool(parent.compute_txid(), "the orphan's parent");
+    wait_in_mempool(child.compute_txid(), "the orphan");
+}
+
+/// Issue 12: the peer that sends a block the kernel finds invalid is the one disconnected and
+/// banned (Core's MaybePunishNodeForBlock), and the block is not held against the chain. A peer
+/// that sends `mempool` to cairn, which does not offer NODE_BLOOM, is disconnected without a ban,
+/// as by Core.
+#[test]
+fn the_sender_of_an_invalid_block_is_banned() {
+    use bitcoin::hashes::Hash;
+    use bitcoin::p2p::message::NetworkMessage;
+    use bitcoin::p2p::message_blockdata::Inventory;
+    let tmp = tempfile::tempdir().unwrap();
+    let p2p_port = free_port();
+    let cairn = start_cairn(&tmp.path().join("cairn"), &[format!("--p2p-addr=127.0.0.1:{p2p_port}")]);
+    let cairn_p2p = SocketAddr::from(([127, 0, 0, 1], p2p_port));
+    let genesis = bitcoin::constants::genesis_block(bitcoin::Network::Regtest);
+
+    // A block on genesis with valid proof of work whose merkle root does not match its coinbase.
+    let coinbase = bitcoin::Transaction {
+        version: bitcoin::transaction::Version::ONE,
+        lock_time: bitcoin::absolute::LockTime::ZERO,
+        input: vec![bitcoin::TxIn {
+            script_sig: bitcoin::ScriptBuf::from_bytes(vec![0x51, 0x51]),
+            ..Default::default()
+        }],
+        output: vec![bitcoin::TxOut { value: bitcoin::Amount::from_sat(50 * 100_000_000), script_pubkey: bitcoin::ScriptBuf::new() }],
+    };
+    let mut header = bitcoin::block::Header {
+        version: bitcoin::block::Version::from_consensus(0x2000_0000),
+        prev_blockhash: genesis.block_hash(),
+        merkle_root: bitcoin::TxMerkleNode::from_byte_array([7; 32]),
+        time: genesis.header.time + 600,
+        bits: genesis.header.bits,
+        nonce: 0,
+    };
+    while header.validate_pow(header.target()).is_err() {
+        header.nonce += 1;
+    }
+    let block = bitcoin::Block { header, txdata: vec![coinbase] };
+
+    let remote = non_loopback_ip();
+    let mut bad = ScriptedPeer::connect(&remote, cairn_p2p);
+    bad.handshake();
+    bad.send(NetworkMessage::Headers(vec![header])).unwrap();
+    let asked = bad.recv_until(|m| match m {
+        NetworkMessage::GetData(items) => Some(items.clone()),
+        _ => None,
+    });
+    assert_eq!(asked, Some(vec![Inventory::WitnessBlock(header.block_hash())]));
+    bad.send(NetworkMessage::Block(block)).unwrap();
+    assert!(bad.is_closed_within(Duration::from_secs(20)), "the invalid block's sender must be disconnected");
+    assert!(banned_within(&remote, cairn_p2p), "the invalid block's sender must be banned");
+    assert_eq!(cairn.status()["kernel_tip"]["height"], 0);
+
+    // `mempool` without NODE_BLOOM: disconnected, and welcome again.
+    let mut asker = ScriptedPeer::connect("127.0.0.61", cairn_p2p);
+    asker.handshake();
+    asker.send(NetworkMessage::MemPool).unwrap();
+    assert!(asker.is_closed_within(Duration::from_secs(20)), "a mempool request must disconnect");
+    let mut back = ScriptedPeer::connect("127.0.0.61", cairn_p2p);
+    assert!(back.try_handshake().is_some(), "and not ban");
+}
+
+/// Issue 12: a message longer than its command can be is refused from its header, before cairn
+/// reads or holds its payload: a `ping` that claims 3.9 MB is a disconnect at once, while a
+/// `tx` of the same length would be read.
+#[test]
+fn a_message_longer_than_its_command_allows_is_refused_from_its_header() {
+    let tmp = tempfile::tempdir().unwrap();
+    let p2p_port = free_port();
+    let _cairn = start_cairn(&tmp.path().join("cairn"), &[format!("--p2p-addr=127.0.0.1:{p2p_port}")]);
+    let cairn_p2p = SocketAddr::from(([127, 0, 0, 1], p2p_port));
+    let header = |command: &[u8], len: u32| {
+        let mut h = vec![0xfa, 0xbf, 0xb5, 0xda];
+        let mut name = [0u8; 12];
+        name[..command.len()].copy_from_slice(command);
+        h.extend_from_slice(&name);
+        h.extend_from_slice(&len.to_le_bytes());
+        h.extend_from_slice(&[0u8; 4]);
+        h
+    };
+    let mut ping = ScriptedPeer::connect("127.0.0.71", cairn_p2p);
+    ping.handshake();
+    ping.stream.write_all(&header(b"ping", 3_900_000)).unwrap();
+    assert!(ping.is_closed_within(Duration::from_secs(10)), "an oversized ping header must disconnect at once");
+    // The same length for a tx is allowed: cairn waits for the payload (and closes nothing).
+    let mut tx = ScriptedPeer::connect("127.0.0.72", cairn_p2p);
+    tx.handshake();
+    tx.stream.write_all(&header(b"tx", 3_900_000)).unwrap();
+    assert!(!tx.is_closed_within(Duration::from_secs(2)), "a tx of 3.9 MB may come");
 }

@@ -25,7 +25,7 @@ pub fn start_consumer(node: &mut Node, notifier: &Notifier) -> Result<Option<Ind
         Some(index) => Ok(Some(IndexRunner::spawn(
             index.clone(),
             node.validator.clone(),
-            node.mempool.clone(),
+            node.mempool.clone().map(|pool| (pool, node.settings.mempool.persist.then(|| node.datadir.mempool_file()))),
             events,
             notifier.clone(),
         )?)),
@@ -83,12 +83,23 @@ pub fn serve(mut node: Node) -> Result<()> {
         Some(runner) => runner.finish().map(drop).map_err(anyhow::Error::from),
         None => Ok(()),
     };
+    save_mempool(&node);
     drop(rt);
     node.close();
     served?;
     indexed?;
     tracing::info!("cairn stopped");
     Ok(())
+}
+
+/// Saves the mempool for the next start (Core's `-persistmempool`), unless turned off.
+fn save_mempool(node: &Node) {
+    let Some(pool) = node.mempool.as_ref().filter(|_| node.settings.mempool.persist) else { return };
+    let path = node.datadir.mempool_file();
+    match cairn::mempool::persist::save(pool, &path) {
+        Ok(n) => tracing::info!("saved {n} mempool transactions to {}", path.display()),
+        Err(e) => tracing::warn!("the mempool was not saved: {e}"),
+    }
 }
 
 /// Prints where each service listens and how to try it.

@@ -100,6 +100,8 @@ pub struct FileConfig {
     pub dnsseed: Option<bool>,
     /// Mempool size limit in megabytes of virtual size.
     pub mempool_max_mb: Option<u64>,
+    /// Whether the mempool is saved to `mempool.dat` on shutdown and loaded on start.
+    pub persist_mempool: Option<bool>,
     /// Where the HTTP filter endpoints listen (none by default).
     pub http_addr: Option<SocketAddr>,
     /// Whether the index builds and serves BIP158 filters (default true).
@@ -161,12 +163,15 @@ pub struct Overrides {
 pub struct MempoolConfig {
     /// Most virtual bytes held; lower fee rates are evicted above it.
     pub max_vbytes: u64,
+    /// Whether it is saved on shutdown and loaded on start (Core's `-persistmempool`).
+    pub persist: bool,
 }
 
 impl Default for MempoolConfig {
     fn default() -> Self {
         MempoolConfig {
             max_vbytes: 300_000_000,
+            persist: true,
         }
     }
 }
@@ -233,6 +238,7 @@ impl Settings {
             index_cache_bytes: index_cache_mb << 20,
             mempool: MempoolConfig {
                 max_vbytes: mempool_max_mb as u64 * 1_000_000,
+                persist: file.persist_mempool.unwrap_or(true),
             },
         })
     }

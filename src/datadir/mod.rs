@@ -160,6 +160,11 @@ impl DataDir {
         self.root.join("index")
     }
 
+    /// Where the mempool is saved on shutdown (Core's `mempool.dat` format).
+    pub fn mempool_file(&self) -> PathBuf {
+        self.root.join("mempool.dat")
+    }
+
     /// The admin RPC cookie file, written by `cairn run` while it serves.
     pub fn cookie_file(&self) -> PathBuf {
         self.root.join(".cookie")

@@ -81,56 +81,31 @@ impl BlkDir {
         xor_in_place(&self.key, buf, file_offset);
     }
 
-    /// Reads one whole file (deobfuscated) and lists the positions of its blocks.
-    pub fn scan_file(&self, file: usize) -> Result<(Vec<u8>, Vec<BlkPos>), BlkError> {
+    /// Reads one whole file (deobfuscated) and lists the positions of its blocks, as Core's
+    /// `-reindex` reads them (`LoadExternalBlockFile`): it searches for the network magic, skips
+    /// a size outside 80 bytes to [`MAX_BLOCK_SIZE`] and a record cut short, and goes on from the
+    /// byte after that magic. So a pre-allocated tail (raw zeros on disk, which come out of the
+    /// obfuscation as the key itself) and a record torn by a node killed mid-write are passed
+    /// over, not fatal.
+    pub fn scan_file(&self, file: usize) -> Result<FileScan, BlkError> {
         let path = &self.files[file];
-        let mut data = std::fs::read(path).map_err(|source| BlkError::Io {
+        let io = |source| BlkError::Io {
             path: path.clone(),
             source,
-        })?;
-        self.deobfuscate(&mut data, 0);
-        let mut positions = Vec::new();
-        let mut pos = 0usize;
-        while pos < data.len() {
-            let rest = &data[pos..];
-            if rest.iter().all(|&b| b == 0) {
-                break; // zero padding at the end of a pre-allocated file
-            }
-            if rest.len() < 8 {
-                return Err(BlkError::Truncated {
-                    path: path.clone(),
-                    offset: pos as u64,
-                    needed: 8,
-                    available: rest.len() as u64,
-                });
-            }
-            if rest[..4] != self.magic {
-                return Err(self.bad_magic(path, pos as u64, &rest[..4]));
-            }
-            let size = u32::from_le_bytes([rest[4], rest[5], rest[6], rest[7]]);
-            if size > MAX_BLOCK_SIZE || size < 81 {
-                return Err(BlkError::BadSize {
-                    path: path.clone(),
-                    offset: pos as u64,
-                    size,
-                });
-            }
-            if (rest.len() as u64) < 8 + u64::from(size) {
-                return Err(BlkError::Truncated {
-                    path: path.clone(),
-                    offset: pos as u64,
-                    needed: 8 + u64::from(size),
-                    available: rest.len() as u64,
-                });
-            }
-            positions.push(BlkPos {
-                file,
-                offset: (pos + 8) as u64,
-                len: size,
-            });
-            pos += 8 + size as usize;
+        };
+        let len = std::fs::metadata(path).map_err(io)?.len();
+        if len > MAX_BLK_FILE_SIZE {
+            return Err(BlkError::TooLarge { path: path.clone(), len });
         }
-        Ok((data, positions))
+        let mut data = std::fs::read(path).map_err(io)?;
+        self.deobfuscate(&mut data, 0);
+        let (blocks, skipped) = find_records(&data, self.magic, file);
+        if blocks.is_empty() && data.len() >= 4 && data[..4] != self.magic {
+            if let Some(other) = Network::ALL.iter().find(|n| n.magic() == data[..4]) {
+                return Err(self.bad_magic(path, other));
+            }
+        }
+        Ok(FileScan { data, blocks, skipped })
     }
 
     /// Reads one block back from disk (for blocks held until their parent arrives).
@@ -148,21 +123,69 @@ impl BlkDir {
         Ok(buf)
     }
 
-    fn bad_magic(&self, path: &Path, offset: u64, found: &[u8]) -> BlkError {
-        let hint = Network::ALL
-            .iter()
-            .find(|n| n.magic() == found)
-            .map(|n| format!(" (these are {n} blocks; pass --network {n})"))
-            .unwrap_or_else(|| " (a damaged file, or not a Bitcoin Core block file)".into());
+    fn bad_magic(&self, path: &Path, found: &Network) -> BlkError {
         BlkError::BadMagic {
             path: path.to_path_buf(),
-            offset,
+            offset: 0,
             network: self.network.clone(),
             expected: self.magic.to_lower_hex_string(),
-            found: found.to_lower_hex_string(),
-            hint,
+            found: found.magic().to_lower_hex_string(),
+            hint: format!(" (these are {found} blocks; pass --network {found})"),
         }
     }
+}
+
+/// Core's limit on one block file (`MAX_BLOCKFILE_SIZE`): no file it writes is larger, and
+/// [`BlkDir::scan_file`] reads a whole file into memory, so a larger one is refused.
+pub const MAX_BLK_FILE_SIZE: u64 = 128 * 1024 * 1024;
+
+/// One block file read by [`BlkDir::scan_file`].
+#[derive(Debug)]
+pub struct FileScan {
+    /// The whole file, deobfuscated.
+    pub data: Vec<u8>,
+    /// Where its blocks are, in file order.
+    pub blocks: Vec<BlkPos>,
+    /// Bytes that belong to no complete record: pre-allocated space, torn or damaged records.
+    pub skipped: u64,
+}
+
+/// The complete records of this network in `data`, found by searching for the magic as Core's
+/// reindex does, and the count of bytes outside them.
+fn find_records(data: &[u8], magic: [u8; 4], file: usize) -> (Vec<BlkPos>, u64) {
+    let mut blocks = Vec::new();
+    let mut covered = 0u64;
+    let mut pos = 0usize;
+    while let Some(found) = find_magic(&data[pos..], magic) {
+        let start = pos + found;
+        let body = start + 8;
+        let Some(head) = data.get(start..body) else { break };
+        let size = u32::from_le_bytes([head[4], head[5], head[6], head[7]]);
+        let end = body.checked_add(size as usize);
+        match end {
+            Some(end) if (80..=MAX_BLOCK_SIZE).contains(&size) && end <= data.len() => {
+                blocks.push(BlkPos { file, offset: body as u64, len: size });
+                covered += 8 + u64::from(size);
+                pos = end;
+            }
+            // Not a record (a stray magic, a torn write): go on from the next byte, as Core.
+            _ => pos = start + 1,
+        }
+    }
+    (blocks, data.len() as u64 - covered)
+}
+
+/// The offset of the first `magic` in `data`.
+fn find_magic(data: &[u8], magic: [u8; 4]) -> Option<usize> {
+    let mut from = 0usize;
+    while let Some(i) = data.get(from..)?.iter().position(|&b| b == magic[0]) {
+        let at = from + i;
+        if data.get(at..at + 4)? == magic {
+            return Some(at);
+        }
+        from = at + 1;
+    }
+    None
 }
 
 /// Writes blocks as Core's block files: `blk00000.dat`, `blk00001.dat`, ... of at most
@@ -178,7 +201,7 @@ pub struct BlkWriter {
 
 impl BlkWriter {
     /// Core's limit on one block file.
-    pub const MAX_FILE_SIZE: u64 = 128 * 1024 * 1024;
+    pub const MAX_FILE_SIZE: u64 = MAX_BLK_FILE_SIZE;
 
     /// Starts writing into `dir` (created if missing).
     pub fn new(dir: &Path, magic: [u8; 4], max_file_size: u64) -> std::io::Result<Self> {
@@ -234,44 +257,94 @@ impl BlkWriter {
 mod tests {
     use super::*;
 
-    #[test]
-    fn round_trip_with_xor_and_padding() {
-        let tmp = tempfile::tempdir().unwrap();
+    /// Writes `blocks` as block files of at most 300 bytes, obfuscated with `key` as Core 28+
+    /// does, and returns the folder.
+    fn obfuscated_dir(tmp: &Path, blocks: &[Vec<u8>], key: [u8; 8]) -> BlkDir {
         let magic = Network::Regtest.magic();
-        let blocks: Vec<Vec<u8>> = (0..5u8).map(|i| vec![i; 100 + i as usize]).collect();
-        let mut w = BlkWriter::new(tmp.path(), magic, 300).unwrap();
-        for b in &blocks {
+        let mut w = BlkWriter::new(tmp, magic, 300).unwrap();
+        for b in blocks {
             w.write_block(b).unwrap();
         }
         w.finish().unwrap();
-        // Obfuscate every file with a key, as Core 28+ does, and pad the first with zeros.
-        let key = [1u8, 2, 3, 4, 5, 6, 7, 8];
-        std::fs::write(tmp.path().join("xor.dat"), key).unwrap();
-        let dir = BlkDir::open(tmp.path(), magic, "regtest").unwrap();
-        for (n, path) in dir.files().iter().enumerate() {
+        std::fs::write(tmp.join("xor.dat"), key).unwrap();
+        let dir = BlkDir::open(tmp, magic, "regtest").unwrap();
+        for path in dir.files() {
             let mut data = std::fs::read(path).unwrap();
-            if n == 0 {
-                data.extend_from_slice(&[0u8; 50]);
-            }
-            for (i, b) in data.iter_mut().enumerate() {
-                *b ^= key[i % 8];
-            }
+            xor_in_place(&key, &mut data, 0);
             std::fs::write(path, data).unwrap();
         }
+        dir
+    }
+
+    fn read_all(dir: &BlkDir) -> Vec<Vec<u8>> {
         let mut seen = Vec::new();
         for f in 0..dir.files().len() {
-            let (data, positions) = dir.scan_file(f).unwrap();
-            for p in positions {
-                let slice = &data[p.offset as usize..p.offset as usize + p.len as usize];
+            let scan = dir.scan_file(f).unwrap();
+            for p in scan.blocks {
+                let slice = &scan.data[p.offset as usize..p.offset as usize + p.len as usize];
                 assert_eq!(dir.read_at(p).unwrap(), slice);
                 seen.push(slice.to_vec());
             }
         }
-        assert_eq!(seen, blocks);
+        seen
+    }
+
+    fn append(path: &Path, bytes: &[u8]) {
+        use std::io::Write;
+        std::fs::OpenOptions::new().append(true).open(path).unwrap().write_all(bytes).unwrap();
     }
 
     #[test]
-    fn truncated_and_foreign_files_are_named() {
+    fn round_trip_with_xor() {
+        let tmp = tempfile::tempdir().unwrap();
+        let blocks: Vec<Vec<u8>> = (0..5u8).map(|i| vec![i; 100 + i as usize]).collect();
+        let dir = obfuscated_dir(tmp.path(), &blocks, [1, 2, 3, 4, 5, 6, 7, 8]);
+        assert!(dir.files().len() > 1);
+        assert_eq!(read_all(&dir), blocks);
+    }
+
+    #[test]
+    fn preallocated_raw_zero_tails_are_passed_over() {
+        // Core pre-allocates in 16 MiB steps with raw zeros, never obfuscated: read through the
+        // key they come out as the key itself.
+        let tmp = tempfile::tempdir().unwrap();
+        let blocks: Vec<Vec<u8>> = (0..5u8).map(|i| vec![i; 100 + i as usize]).collect();
+        let dir = obfuscated_dir(tmp.path(), &blocks, [0xfc, 0x13, 0x27, 0x8c, 9, 8, 7, 6]);
+        for path in dir.files() {
+            append(path, &[0u8; 4099]);
+        }
+        assert_eq!(read_all(&dir), blocks);
+        assert!(dir.scan_file(0).unwrap().skipped >= 4099);
+    }
+
+    #[test]
+    fn torn_records_and_stray_magic_are_skipped_as_core_reindex_does() {
+        let tmp = tempfile::tempdir().unwrap();
+        let blocks: Vec<Vec<u8>> = (0..5u8).map(|i| vec![i; 100 + i as usize]).collect();
+        let dir = obfuscated_dir(tmp.path(), &blocks, [0; 8]);
+        let magic = Network::Regtest.magic();
+        let last = dir.files().last().unwrap().clone();
+        // A stray magic with an impossible size, then a record whose write was cut short.
+        let mut junk = magic.to_vec();
+        junk.extend_from_slice(&5u32.to_le_bytes());
+        junk.extend_from_slice(&magic);
+        junk.extend_from_slice(&100_000u32.to_le_bytes());
+        junk.extend_from_slice(&[9u8; 120]);
+        append(&last, &junk);
+        assert_eq!(read_all(&dir), blocks);
+        // A complete record after the torn one is still found (the search goes on from the byte
+        // after a magic whose record does not fit).
+        let mut more = magic.to_vec();
+        more.extend_from_slice(&90u32.to_le_bytes());
+        more.extend_from_slice(&[7u8; 90]);
+        append(&last, &more);
+        let mut want = blocks.clone();
+        want.push(vec![7u8; 90]);
+        assert_eq!(read_all(&dir), want);
+    }
+
+    #[test]
+    fn another_networks_files_are_named() {
         let tmp = tempfile::tempdir().unwrap();
         let mut w = BlkWriter::new(tmp.path(), Network::Mainnet.magic(), 1 << 20).unwrap();
         w.write_block(&[7u8; 200]).unwrap();
@@ -279,13 +352,16 @@ mod tests {
         let dir = BlkDir::open(tmp.path(), Network::Regtest.magic(), "regtest").unwrap();
         let err = dir.scan_file(0).unwrap_err().to_string();
         assert!(err.contains("mainnet blocks"), "{err}");
+    }
 
-        let path = tmp.path().join("blk00000.dat");
-        let mut data = std::fs::read(&path).unwrap();
-        data[..4].copy_from_slice(&Network::Regtest.magic());
-        data.truncate(100);
-        std::fs::write(&path, data).unwrap();
-        let err = dir.scan_file(0).unwrap_err().to_string();
-        assert!(err.contains("truncated"), "{err}");
+    #[test]
+    fn magic_search_finds_every_offset() {
+        let magic = [0xfa, 0xbf, 0xb5, 0xda];
+        for at in 0..12 {
+            let mut data = vec![0xfau8; 16];
+            data[at..at + 4].copy_from_slice(&magic);
+            assert_eq!(find_magic(&data, magic), Some(at));
+            assert_eq!(find_magic(&data[..at + 3], magic), None);
+        }
     }
 }

@@ -127,9 +127,13 @@ impl<'a> Importer<'a> {
         self.progress.set_length(dir.total_bytes());
         let mut done_bytes = 0u64;
         for file in 0..dir.files().len() {
-            let (data, positions) = dir.scan_file(file)?;
+            let scan = dir.scan_file(file)?;
             let name = dir.files()[file].display().to_string();
-            for pos in positions {
+            if scan.skipped > 0 {
+                tracing::debug!("{name}: {} bytes outside block records (pre-allocated space or torn writes)", scan.skipped);
+            }
+            let data = &scan.data;
+            for pos in scan.blocks.iter().copied() {
                 let start = pos.offset as usize;
                 let raw = &data[start..start + pos.len as usize];
                 self.offer(raw, Held::Blk(pos), &|held| match held {

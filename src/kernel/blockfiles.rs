@@ -50,27 +50,13 @@ pub enum BlkError {
         /// Which network the bytes belong to, when they are another network's magic.
         hint: String,
     },
-    /// A record's size field is larger than any block can be.
-    #[error("{path} at offset {offset}: record size {size} exceeds the maximum block size")]
-    BadSize {
+    /// A file larger than any block file Core writes.
+    #[error("{path} is {len} bytes, larger than any Bitcoin Core block file (128 MiB)")]
+    TooLarge {
         /// The file.
         path: PathBuf,
-        /// Where the record starts.
-        offset: u64,
-        /// The size it claims.
-        size: u32,
-    },
-    /// The file ends inside a record.
-    #[error("{path} is truncated: the record at offset {offset} needs {needed} bytes, only {available} remain")]
-    Truncated {
-        /// The file.
-        path: PathBuf,
-        /// Where the record starts.
-        offset: u64,
-        /// Bytes the record needs.
-        needed: u64,
-        /// Bytes left in the file.
-        available: u64,
+        /// Its length.
+        len: u64,
     },
 }
 

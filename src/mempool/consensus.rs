@@ -24,6 +24,20 @@ fn money_range(sats: u64) -> bool {
     sats <= Amount::MAX_MONEY.to_sat()
 }
 
+/// Decodes a transaction as Core's `UnserializeTransaction` does. The `bitcoin` crate reads one
+/// more thing than Core: a segwit-flagged encoding whose witnesses are all empty, which it also
+/// writes for a transaction without inputs. Core refuses those bytes ("Superfluous witness
+/// record"), so a transaction without inputs never gets past decoding there; neither does it here
+/// (found by the differential test against `testmempoolaccept`).
+pub fn decode(raw: &[u8]) -> Result<Transaction, Rejection> {
+    let tx: Transaction = bitcoin::consensus::deserialize(raw).map_err(|e| Rejection::Decode(e.to_string()))?;
+    let segwit_flag = raw.get(4..6) == Some(&[0, 1][..]);
+    if segwit_flag && tx.input.iter().all(|i| i.witness.is_empty()) {
+        return Err(Rejection::Decode("Superfluous witness record".into()));
+    }
+    Ok(tx)
+}
+
 /// `CheckTransaction`: inputs and outputs present, the size without witness under the block
 /// weight limit, every output and their total within the money range, no input twice, and
 /// (outside a coinbase) no null prevout; a coinbase's script sig of 2 to 100 bytes.

@@ -3,6 +3,7 @@
 //! full replace-by-fee and eviction by fee rate.
 
 mod consensus;
+pub mod persist;
 mod policy;
 mod rejection;
 
@@ -37,6 +38,8 @@ pub struct MempoolEntry {
     pub prevouts: Vec<TxOut>,
     /// Whether any input spends another mempool transaction.
     pub has_unconfirmed_parent: bool,
+    /// When it entered, seconds since 1970 (kept across restarts by [`persist`]).
+    pub time: i64,
 }
 
 impl MempoolEntry {
@@ -239,14 +242,13 @@ impl Mempool {
 
     /// Checks a transaction and adds it.
     pub fn accept(&self, raw: &[u8], index: &Index) -> Result<Accepted, Rejection> {
-        self.accept_with(raw, index, true)
+        self.accept_with(raw, index, true, persist::now())
     }
 
     /// As [`Mempool::accept`]; without `own_fee` the minimum relay fee is not asked of the
     /// transaction alone (a package parent whose child pays for it: [`Mempool::accept_package`]).
-    fn accept_with(&self, raw: &[u8], index: &Index, own_fee: bool) -> Result<Accepted, Rejection> {
-        let tx: Transaction =
-            bitcoin::consensus::deserialize(raw).map_err(|e| Rejection::Decode(e.to_string()))?;
+    fn accept_with(&self, raw: &[u8], index: &Index, own_fee: bool, time: i64) -> Result<Accepted, Rejection> {
+        let tx = consensus::decode(raw)?;
         let txid = tx.compute_txid();
         // The order of Core's PreChecks: consensus, coinbase, standardness, then what is known.
         consensus::check_transaction(&tx)?;
@@ -273,6 +275,7 @@ impl Mempool {
             vsize,
             prevouts: inputs.prevouts,
             has_unconfirmed_parent: inputs.has_unconfirmed_parent,
+            time,
         };
         // Everything read from the mempool before (under a read lock, while the scripts were
         // checked) is read again under the write lock that inserts: another acceptance may have
@@ -372,7 +375,7 @@ impl Mempool {
     pub fn accept_package(&self, raws: &[Vec<u8>], index: &Index) -> Result<Vec<Result<Accepted, Rejection>>, Rejection> {
         let txs: Vec<Transaction> = raws
             .iter()
-            .map(|raw| bitcoin::consensus::deserialize(raw).map_err(|e| Rejection::Decode(e.to_string())))
+            .map(|raw| consensus::decode(raw))
             .collect::<Result<_, _>>()?;
         policy::check_package_shape(&txs)?;
         let (parents, child) = raws.split_at(raws.len() - 1);
@@ -407,9 +410,9 @@ impl Mempool {
         index: &Index,
     ) {
         for &i in cheap {
-            results[i] = self.accept_with(&parents[i], index, false);
+            results[i] = self.accept_with(&parents[i], index, false, persist::now());
         }
-        let child_result = self.accept_with(child, index, false);
+        let child_result = self.accept_with(child, index, false, persist::now());
         let members: Vec<Txid> = cheap
             .iter()
             .filter_map(|&i| results[i].as_ref().ok().map(|a| a.txid))

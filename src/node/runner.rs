@@ -4,13 +4,14 @@
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
 use crate::index::{Index, IndexError, SyncStats};
 use crate::kernel::{KernelEvent, Validator};
-use crate::mempool::Mempool;
+use crate::mempool::{persist, Mempool};
 use crate::notify::Notifier;
 use crate::store::schema::ScriptHash;
 
@@ -21,19 +22,28 @@ pub struct IndexRunner {
 }
 
 impl IndexRunner {
-    /// Starts the thread; it syncs at once, then on every kernel event (and every 250 ms).
+    /// Starts the thread; it syncs at once (then loads the mempool saved at `saved_mempool`, if
+    /// given), then syncs on every kernel event (and every 250 ms).
     pub fn spawn(
         index: Arc<Index>,
         validator: Arc<Validator>,
-        mempool: Option<Arc<Mempool>>,
+        mempool: Option<(Arc<Mempool>, Option<PathBuf>)>,
         events: Receiver<KernelEvent>,
         notifier: Notifier,
     ) -> std::io::Result<Self> {
         let stop = Arc::new(AtomicBool::new(false));
         let stop2 = stop.clone();
-        let handle = std::thread::Builder::new()
-            .name("indexer".into())
-            .spawn(move || run(&index, &validator, mempool.as_deref(), events, &notifier, &stop2))?;
+        let handle = std::thread::Builder::new().name("indexer".into()).spawn(move || {
+            let (pool, saved) = mempool.unzip();
+            let first = index.sync(&validator)?;
+            if first.connected > 0 || first.disconnected > 0 {
+                notifier.publish(&index, first.touched);
+            }
+            if let (Some(pool), Some(path)) = (&pool, saved.flatten()) {
+                load_mempool(pool, &index, &path, &notifier);
+            }
+            run(&index, &validator, pool.as_deref(), events, &notifier, &stop2)
+        })?;
         Ok(IndexRunner { stop, handle })
     }
 
@@ -84,6 +94,18 @@ fn run(
         }
         // Coalesce a burst of events into one sync.
         while events.try_recv().is_ok() {}
+    }
+}
+
+/// Loads a saved mempool (once the index is at the kernel's tip, which its checks need); a
+/// damaged file costs what it held, never the start.
+fn load_mempool(pool: &Mempool, index: &Index, path: &std::path::Path, notifier: &Notifier) {
+    match persist::load(pool, index, path, |accepted| notifier.accepted(index, accepted)) {
+        Ok(s) => tracing::info!(
+            "loaded the saved mempool: {} accepted, {} failed, {} expired, {} already there",
+            s.accepted, s.failed, s.expired, s.already_there
+        ),
+        Err(e) => tracing::warn!("the saved mempool was not (fully) loaded: {e}"),
     }
 }
 

@@ -11,6 +11,28 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 /// Core's limit on one message's payload (MAX_PROTOCOL_MESSAGE_LENGTH).
 pub const MAX_PAYLOAD: u32 = 4_000_000;
 
+/// The largest payload a command can have when its content is within Core's limits: a peer
+/// cannot make cairn hold 4 MB for a `ping`. Commands whose limit the session checks after
+/// decoding (`getheaders` locators: a disconnect without a ban, as Core) and ones cairn does not
+/// know keep [`MAX_PAYLOAD`].
+pub fn max_payload(command: &str) -> u32 {
+    const SMALL: u32 = 1_000;
+    match command {
+        // 2,000 headers of 81 bytes (Core's MAX_HEADERS_RESULTS), CompactSize count.
+        "headers" => 3 + 2_000 * 81,
+        // 50,000 entries of 36 bytes (Core's MAX_INV_SZ).
+        "inv" | "getdata" | "notfound" => 5 + 50_000 * 36,
+        // 1,000 addresses (Core's MAX_ADDR_TO_SEND): 30 bytes each, or at most 537 in addrv2
+        // (time, services, network, a 512-byte address at most, port).
+        "addr" => 3 + 1_000 * 30,
+        "addrv2" => 3 + 1_000 * (4 + 9 + 1 + 9 + 512 + 2),
+        // A user agent of at most 256 bytes (Core's MAX_SUBVERSION_LENGTH) and fixed fields.
+        "version" | "ping" | "pong" | "verack" | "getaddr" | "mempool" | "sendheaders" | "sendaddrv2"
+        | "wtxidrelay" | "feefilter" | "sendcmpct" | "getcfilters" | "getcfheaders" | "getcfcheckpt" => SMALL,
+        _ => MAX_PAYLOAD,
+    }
+}
+
 /// Why a peer's bytes were refused.
 #[derive(Debug, thiserror::Error)]
 pub enum CodecError {
@@ -21,7 +43,7 @@ pub enum CodecError {
     #[error("wrong network magic {0}")]
     BadMagic(String),
     /// The length field is over the limit.
-    #[error("oversized message: {command} of {len} bytes (limit {MAX_PAYLOAD})")]
+    #[error("oversized message: {command} of {len} bytes (limit {})", max_payload(command))]
     Oversized {
         /// The command.
         command: String,
@@ -60,6 +82,42 @@ pub async fn read_message<R: AsyncRead + Unpin>(
     reader: &mut R,
     magic: Magic,
 ) -> Result<Incoming, CodecError> {
+    read_within(reader, magic, None).await.map(|(message, _)| message)
+}
+
+/// Bytes read from one peer and not yet handled, at most (Core's `-maxreceivebuffer`, 5,000 kB):
+/// past it cairn stops reading from that peer until the session has caught up.
+pub const RECV_BUDGET: u32 = 5_000_000;
+
+/// One peer's receive budget ([`RECV_BUDGET`]).
+#[derive(Clone)]
+pub struct RecvBudget(std::sync::Arc<tokio::sync::Semaphore>);
+
+impl Default for RecvBudget {
+    fn default() -> Self {
+        RecvBudget(std::sync::Arc::new(tokio::sync::Semaphore::new(RECV_BUDGET as usize)))
+    }
+}
+
+/// A message's share of its peer's [`RecvBudget`], given back when dropped (once handled).
+pub struct Held(#[allow(dead_code)] Option<tokio::sync::OwnedSemaphorePermit>);
+
+impl RecvBudget {
+    /// Waits until `len` bytes (a header's worth at least) fit in the budget.
+    async fn acquire(&self, len: u32) -> Held {
+        let want = len.clamp(24, RECV_BUDGET);
+        // The semaphore is never closed, so acquiring only waits.
+        Held(self.0.clone().acquire_many_owned(want).await.ok())
+    }
+}
+
+/// Reads one message, first taking its size out of `budget` (when given): the returned share is
+/// given back when the caller drops it, after handling the message.
+pub async fn read_within<R: AsyncRead + Unpin>(
+    reader: &mut R,
+    magic: Magic,
+    budget: Option<&RecvBudget>,
+) -> Result<(Incoming, Option<Held>), CodecError> {
     let mut head = [0u8; 24];
     reader.read_exact(&mut head).await?;
     if head[..4] != magic.to_bytes() {
@@ -69,17 +127,25 @@ pub async fn read_message<R: AsyncRead + Unpin>(
     cmd.copy_from_slice(&head[4..16]);
     let command = command_name(&cmd);
     let len = u32::from_le_bytes([head[16], head[17], head[18], head[19]]);
-    if len > MAX_PAYLOAD {
+    if len > max_payload(&command) {
         return Err(CodecError::Oversized { command, len });
     }
-    let mut payload = vec![0u8; len as usize];
-    reader.read_exact(&mut payload).await?;
+    let held = match budget {
+        Some(budget) => Some(budget.acquire(len).await),
+        None => None,
+    };
+    // Grown as bytes arrive: a length field alone does not make cairn allocate.
+    let mut payload = Vec::with_capacity((len as usize).min(64 * 1024));
+    (&mut *reader).take(u64::from(len)).read_to_end(&mut payload).await?;
+    if payload.len() != len as usize {
+        return Err(CodecError::Io(std::io::ErrorKind::UnexpectedEof.into()));
+    }
     let checksum = sha256d::Hash::hash(&payload);
     if checksum.as_byte_array()[..4] != head[20..24] {
         return Err(CodecError::BadChecksum(command));
     }
     if command == "block" {
-        return Ok(Incoming::Block(payload));
+        return Ok((Incoming::Block(payload), held));
     }
     let mut whole = Vec::with_capacity(24 + payload.len());
     whole.extend_from_slice(&head);
@@ -89,7 +155,7 @@ pub async fn read_message<R: AsyncRead + Unpin>(
             command: command.clone(),
             message: e.to_string(),
         })?;
-    Ok(Incoming::Message(raw.into_payload()))
+    Ok((Incoming::Message(raw.into_payload()), held))
 }
 
 /// Writes one message.

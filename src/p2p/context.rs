@@ -6,6 +6,7 @@ use std::sync::Arc;
 use bitcoin::p2p::{Magic, ServiceFlags};
 
 use super::addrbook::AddrBook;
+use super::orphans::Orphans;
 use super::registry::Registry;
 use super::sync::Downloader;
 use crate::index::Index;
@@ -37,6 +38,8 @@ pub struct PeerContext {
     pub services: ServiceFlags,
     /// The mempool peers' transactions go into, when cairn keeps one.
     pub mempool: Option<MempoolAccess>,
+    /// Peers' transactions waiting for their parents.
+    pub orphans: Orphans,
     /// The index whose BIP158 filters are served (with NODE_COMPACT_FILTERS), if there is one.
     pub filter_index: Option<Arc<Index>>,
     /// Known peer addresses.

@@ -7,6 +7,7 @@ mod context;
 mod error;
 pub mod filters;
 mod handshake;
+pub mod orphans;
 pub mod peer;
 mod registry;
 pub mod seeds;
@@ -23,8 +24,9 @@ use bitcoin::p2p::{Magic, ServiceFlags};
 use tokio::net::{TcpListener, TcpStream};
 
 use crate::config::{Network, P2pConfig};
-use crate::kernel::Validator;
+use crate::kernel::{KernelError, Validator};
 use addrbook::AddrBook;
+use orphans::Orphans;
 pub use context::{MempoolAccess, PeerContext};
 pub use error::PeerError;
 pub use registry::{PeerInfo, Registry};
@@ -147,12 +149,35 @@ impl Shared {
         let id = self.ids.fetch_add(1, Ordering::SeqCst);
         let why = peer::run(stream, addr, false, id, self.ctx.clone()).await;
         tracing::info!("peer {id} {addr}: disconnected: {why}");
-        match (why.deserves_ban(), manual) {
-            (true, true) => tracing::warn!("not banning manually connected peer {addr}: {why}"),
-            (true, false) => self.bans.ban(addr, &why.to_string()),
-            (false, _) => {}
-        }
+        self.punish(addr, &why, manual);
         true
+    }
+
+    /// After a peer left because of `why`: bans its address if it misbehaved, except where Core's
+    /// `MaybeDiscourageAndDisconnect` only disconnects: a manual connection, and a local address
+    /// (behind a Tor onion service every inbound peer comes from 127.0.0.1, so a ban would shut
+    /// out every honest one with it).
+    fn punish(&self, addr: SocketAddr, why: &PeerError, manual: bool) {
+        if !why.deserves_ban() {
+            return;
+        }
+        if manual {
+            tracing::warn!("not banning manually connected peer {addr}: {why}");
+        } else if is_local(addr.ip()) {
+            tracing::warn!("disconnected but not banning local peer {addr}: {why}");
+        } else {
+            self.bans.ban(addr, &why.to_string());
+        }
+    }
+}
+
+/// Core's `CNetAddr::IsLocal`: IPv4 0.0.0.0/8 and 127.0.0.0/8, IPv6 `::1` (and those IPv4
+/// ranges mapped into IPv6).
+fn is_local(ip: std::net::IpAddr) -> bool {
+    let v4 = |ip: std::net::Ipv4Addr| ip.octets()[0] == 0 || ip.is_loopback();
+    match ip {
+        std::net::IpAddr::V4(ip) => v4(ip),
+        std::net::IpAddr::V6(ip) => ip.is_loopback() || ip.to_ipv4_mapped().is_some_and(v4),
     }
 }
 
@@ -219,8 +244,14 @@ impl P2p {
 /// What every peer connection shares; the services advertised follow from it (compact
 /// filters only with an index that builds them).
 fn peer_context(config: &P2pConfig, validator: Arc<Validator>, mempool: Option<MempoolAccess>) -> Result<PeerContext, P2pError> {
-    let downloader = Downloader::new(validator.clone(), |hash, e| {
-        tracing::warn!("invalid block {hash} from the network: {e}");
+    let registry = Arc::new(Registry::default());
+    let blame = registry.clone();
+    // As Core's MaybePunishNodeForBlock: the peer that sent a block the kernel finds invalid
+    // (or that does not parse) is disconnected and banned; the block is not held against others.
+    let downloader = Downloader::new(validator.clone(), move |hash, from, e| {
+        if matches!(e, KernelError::Invalid { .. } | KernelError::Malformed(_)) {
+            blame.report_offence(from, format!("sent block {hash}, which is invalid: {e}"));
+        }
     })
     .map_err(P2pError::Thread)?;
     let filter_index = mempool.as_ref().map(|m| m.index.clone()).filter(|i| i.filters_enabled());
@@ -235,8 +266,9 @@ fn peer_context(config: &P2pConfig, validator: Arc<Validator>, mempool: Option<M
         services,
         filter_index,
         mempool,
+        orphans: Orphans::default(),
         book: Arc::new(AddrBook::new(config.network == Network::Regtest)),
-        registry: Arc::new(Registry::default()),
+        registry,
         sync_now: tokio::sync::broadcast::channel(4).0,
     })
 }
@@ -277,9 +309,7 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, max_inbound: us
             let why = peer::run(stream, peer_addr, true, id, shared.ctx.clone()).await;
             drop(place);
             tracing::info!("peer {id} {peer_addr} (inbound): disconnected: {why}");
-            if why.deserves_ban() {
-                shared.bans.ban(peer_addr, &why.to_string());
-            }
+            shared.punish(peer_addr, &why, false);
         });
     }
 }
@@ -322,5 +352,20 @@ async fn outbound_manager(shared: Arc<Shared>, config: P2pConfig) {
                 book.mark_failed(addr);
             }
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_local;
+
+    #[test]
+    fn local_addresses_are_cores() {
+        for local in ["127.0.0.1", "127.9.8.7", "0.0.0.0", "0.1.2.3", "::1", "::ffff:127.0.0.1"] {
+            assert!(is_local(local.parse().unwrap()), "{local}");
+        }
+        for remote in ["192.0.2.2", "10.0.0.1", "1.0.0.0", "128.0.0.1", "::2", "fd00::2", "::ffff:8.8.8.8"] {
+            assert!(!is_local(remote.parse().unwrap()), "{remote}");
+        }
     }
 }

@@ -12,7 +12,7 @@ use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-use super::codec::{read_message, write_outgoing, CodecError, Incoming, Outgoing};
+use super::codec::{read_within, write_outgoing, CodecError, Held, Incoming, Outgoing, RecvBudget};
 use super::context::PeerContext;
 use super::error::PeerError;
 use super::handshake::handshake;
@@ -57,19 +57,21 @@ pub async fn run(
     }
     .await;
     ctx.downloader.forget_peer(id);
+    ctx.orphans.forget_peer(id);
     match result {
         Ok(never) => match never {},
         Err(e) => e,
     }
 }
 
-/// Reading is not cancel-safe, so one task reads and hands whole messages over; it ends after
-/// handing over the first error.
-fn spawn_reader(mut reader: BufReader<OwnedReadHalf>, magic: Magic) -> (JoinHandle<()>, mpsc::Receiver<Result<Incoming, CodecError>>) {
+/// Reading is not cancel-safe, so one task reads and hands whole messages over, each with its
+/// share of the peer's receive budget; it ends after handing over the first error.
+fn spawn_reader(mut reader: BufReader<OwnedReadHalf>, magic: Magic) -> (JoinHandle<()>, mpsc::Receiver<Result<(Incoming, Option<Held>), CodecError>>) {
     let (tx, rx) = mpsc::channel(INCOMING);
+    let budget = RecvBudget::default();
     let task = tokio::spawn(async move {
         loop {
-            let msg = read_message(&mut reader, magic).await;
+            let msg = read_within(&mut reader, magic, Some(&budget)).await;
             let end = msg.is_err();
             if tx.send(msg).await.is_err() || end {
                 break;

@@ -23,6 +23,9 @@ pub struct PeerInfo {
 #[derive(Default)]
 pub struct Registry {
     peers: Mutex<HashMap<PeerId, PeerInfo>>,
+    /// Misbehaviour found outside a peer's own task (an invalid block, found by the validating
+    /// thread), waiting for that task to end the connection.
+    offences: Mutex<HashMap<PeerId, String>>,
     nonces: Mutex<HashSet<u64>>,
 }
 
@@ -36,7 +39,8 @@ impl Drop for Registered<'_> {
     fn drop(&mut self) {
         let mut m = self.registry.peers.lock().unwrap_or_else(PoisonError::into_inner);
         m.remove(&self.id);
-        
+        let mut o = self.registry.offences.lock().unwrap_or_else(PoisonError::into_inner);
+        o.remove(&self.id);
     }
 }
 
@@ -57,18 +61,32 @@ impl Registry {
         v
     }
 
+    /// Records that a connected peer misbehaved; its task ends the connection as for any
+    /// misbehaviour ([`Registry::take_offence`]). Ignored once the peer has gone.
+    pub fn report_offence(&self, id: PeerId, what: String) {
+        if !self.peers.lock().unwrap_or_else(PoisonError::into_inner).contains_key(&id) {
+            return;
+        }
+        self.offences.lock().unwrap_or_else(PoisonError::into_inner).insert(id, what);
+    }
+
+    /// The misbehaviour reported for `id`, if any, taken out.
+    pub fn take_offence(&self, id: PeerId) -> Option<String> {
+        self.offences.lock().unwrap_or_else(PoisonError::into_inner).remove(&id)
+    }
+
     /// Notes the nonce of a version message we sent.
     pub fn remember_nonce(&self, nonce: u64) {
         let mut s = self.nonces.lock().unwrap_or_else(PoisonError::into_inner);
         s.insert(nonce);
-        
+
     }
 
     /// Forgets it once that handshake is over.
     pub fn forget_nonce(&self, nonce: u64) {
         let mut s = self.nonces.lock().unwrap_or_else(PoisonError::into_inner);
         s.remove(&nonce);
-        
+
     }
 
     /// Whether a received version carries one of our own nonces.

@@ -9,21 +9,33 @@ use bitcoin::hashes::Hash;
 use bitcoin::p2p::address::{AddrV2, AddrV2Message, Address};
 use bitcoin::p2p::message::NetworkMessage;
 use bitcoin::p2p::message_blockdata::{GetHeadersMessage, Inventory};
+use bitcoin::p2p::ServiceFlags;
 use bitcoin::{BlockHash, Transaction};
 use tokio::sync::{broadcast, mpsc};
 
 use super::addrbook::{KnownAddr, MAX_ADDR_PER_MESSAGE};
-use super::codec::{CodecError, Incoming, Outgoing};
-use super::context::PeerContext;
+use super::codec::{CodecError, Held, Incoming, Outgoing};
+use super::context::{MempoolAccess, PeerContext};
 use super::error::PeerError;
 use super::filters;
 use super::handshake::{PeerTraits, PROTOCOL_VERSION};
 use super::sync::{Delivered, PeerId};
 use crate::index::Index;
+use crate::mempool::Rejection;
 use crate::kernel::Validator;
 
 /// Most headers in one `headers` message.
 pub const MAX_HEADERS: usize = 2000;
+/// The transactions `tx` spends from that neither the mempool nor the chain has: the parents to
+/// ask for (an input of a known transaction that is spent or missing makes no orphan).
+fn unknown_parents(tx: &Transaction, m: &MempoolAccess) -> Vec<bitcoin::Txid> {
+    let mut parents: Vec<bitcoin::Txid> = tx.input.iter().map(|i| i.previous_output.txid).collect();
+    parents.sort();
+    parents.dedup();
+    parents.retain(|p| m.mempool.raw(p).is_none() && matches!(m.index.tx_position(p), Ok(None)));
+    parents
+}
+
 /// Most hashes in a `getheaders` locator (Core's MAX_LOCATOR_SZ).
 pub const MAX_LOCATOR: usize = 101;
 /// `headers` messages that do not connect to a known header a peer may send before it is
@@ -58,7 +70,7 @@ impl<'a> Session<'a> {
     }
 
     /// Runs until the peer disconnects, misbehaves or goes silent; returns why it ended.
-    pub async fn run(mut self, mut incoming: mpsc::Receiver<Result<Incoming, CodecError>>) -> Result<Infallible, PeerError> {
+    pub async fn run(mut self, mut incoming: mpsc::Receiver<Result<(Incoming, Option<Held>), CodecError>>) -> Result<Infallible, PeerError> {
         let mut accepted = match &self.ctx.mempool {
             Some(m) => m.notifier.subscribe_txs(),
             None => broadcast::channel(1).1,
@@ -67,13 +79,19 @@ impl<'a> Session<'a> {
         self.queue(get_headers(&self.ctx.validator)).await?;
         if !self.inbound {
             self.queue(NetworkMessage::GetAddr).await?;
+            // BIP35: what a peer that serves it already holds reaches cairn too (transactions
+            // broadcast before cairn connected). Core serves it only with NODE_BLOOM.
+            if self.ctx.mempool.is_some() && self.traits.services.has(ServiceFlags::BLOOM) {
+                self.queue(NetworkMessage::MemPool).await?;
+            }
         }
         let mut tick = tokio::time::interval(TICK);
         let mut last_heard = tokio::time::Instant::now();
         loop {
             tokio::select! {
                 msg = incoming.recv() => {
-                    let msg = msg.ok_or(PeerError::Closed)??;
+                    // The message's share of the receive budget goes back once it is handled.
+                    let (msg, _held) = msg.ok_or(PeerError::Closed)??;
                     last_heard = tokio::time::Instant::now();
                     self.on_message(msg).await?;
                 }
@@ -91,6 +109,9 @@ impl<'a> Session<'a> {
                     if last_heard.elapsed() > IDLE_TIMEOUT {
                         return Err(PeerError::Timeout);
                     }
+                    if let Some(offence) = self.ctx.registry.take_offence(self.id) {
+                        return Err(PeerError::Misbehaving(offence));
+                    }
                     self.request_blocks().await?;
                 }
             }
@@ -107,10 +128,9 @@ impl<'a> Session<'a> {
         match msg {
             NetworkMessage::Headers(headers) => self.on_headers(headers).await,
             NetworkMessage::Inv(items) => self.on_inv(items).await,
-            NetworkMessage::Tx(tx) => {
-                self.on_tx(tx);
-                Ok(())
-            }
+            NetworkMessage::Tx(tx) => self.on_tx(tx).await,
+            // As Core without NODE_BLOOM (which cairn does not offer): a disconnect, no ban.
+            NetworkMessage::MemPool => Err(PeerError::Refused("mempool request, and cairn does not offer NODE_BLOOM".into())),
             NetworkMessage::Ping(nonce) => self.queue(NetworkMessage::Pong(nonce)).await,
             NetworkMessage::GetHeaders(req) => {
                 // As Core: a longer locator is a disconnect, without a ban.
@@ -165,7 +185,7 @@ impl<'a> Session<'a> {
     /// A block: to the scheduler, then ask for more at once to keep the pipe full.
     async fn on_block(&mut self, bytes: Vec<u8>) -> Result<(), PeerError> {
         let dl = self.ctx.downloader.clone();
-        if tokio::task::block_in_place(|| dl.deliver(bytes)) == Delivered::Unwanted {
+        if tokio::task::block_in_place(|| dl.deliver(bytes, self.id)) == Delivered::Unwanted {
             tracing::debug!("peer {}: unrequested block ignored", self.id);
         }
         self.request_blocks().await
@@ -226,16 +246,52 @@ impl<'a> Session<'a> {
         self.queue(NetworkMessage::GetData(wanted)).await
     }
 
-    /// A transaction: into the mempool, announced if accepted.
-    fn on_tx(&self, tx: Transaction) {
-        let Some(m) = &self.ctx.mempool else { return };
+    /// A transaction: into the mempool, announced if accepted, and then the orphans waiting for
+    /// it. One whose parents are unknown is kept as an orphan and its parents are asked for from
+    /// this peer.
+    async fn on_tx(&mut self, tx: Transaction) -> Result<(), PeerError> {
+        let Some(m) = &self.ctx.mempool else { return Ok(()) };
         let raw = bitcoin::consensus::serialize(&tx);
+        let txid = tx.compute_txid();
         match tokio::task::block_in_place(|| m.mempool.accept(&raw, &m.index)) {
             Ok(accepted) => {
-                tracing::debug!("peer {}: accepted transaction {}", self.id, accepted.txid);
+                tracing::debug!("peer {}: accepted transaction {txid}", self.id);
                 m.notifier.accepted(&m.index, accepted);
+                tokio::task::block_in_place(|| self.accept_orphans_of(txid, m));
             }
-            Err(e) => tracing::debug!("peer {}: transaction {} rejected: {e}", self.id, tx.compute_txid()),
+            Err(Rejection::MissingInputs(_)) => {
+                let parents = tokio::task::block_in_place(|| unknown_parents(&tx, m));
+                if self.ctx.orphans.add(txid, raw, self.id, parents.clone()) {
+                    tracing::debug!("peer {}: orphan {txid}, asking for {} parents", self.id, parents.len());
+                    let ask = parents.into_iter().map(Inventory::WitnessTransaction).collect();
+                    self.queue(NetworkMessage::GetData(ask)).await?;
+                }
+            }
+            Err(e) => tracing::debug!("peer {}: transaction {txid} rejected: {e}", self.id),
+        }
+        Ok(())
+    }
+
+    /// Tries again the orphans that waited for `parent`, and theirs in turn (Core's
+    /// `ProcessOrphanTx`); one still missing another parent waits on.
+    fn accept_orphans_of(&self, parent: bitcoin::Txid, m: &MempoolAccess) {
+        let mut accepted = vec![parent];
+        while let Some(parent) = accepted.pop() {
+            for (txid, raw, from) in self.ctx.orphans.take_children(&parent) {
+                match m.mempool.accept(&raw, &m.index) {
+                    Ok(a) => {
+                        tracing::debug!("accepted orphan {txid} from peer {from}");
+                        m.notifier.accepted(&m.index, a);
+                        accepted.push(txid);
+                    }
+                    Err(Rejection::MissingInputs(_)) => {
+                        if let Ok(tx) = bitcoin::consensus::deserialize::<Transaction>(&raw) {
+                            self.ctx.orphans.add(txid, raw, from, unknown_parents(&tx, m));
+                        }
+                    }
+                    Err(e) => tracing::debug!("orphan {txid} from peer {from} rejected: {e}"),
+                }
+            }
         }
     }
 

@@ -32,8 +32,8 @@ struct Inner {
     /// to ask for, or it is older than PLAN_AGE; not for every block received.
     plan: Vec<(i64, BlockHash)>,
     plan_at: Option<Instant>,
-    /// Received blocks waiting for their turn, by height.
-    buffer: BTreeMap<i64, (BlockHash, Vec<u8>)>,
+    /// Received blocks waiting for their turn, by height, with the peer that sent each.
+    buffer: BTreeMap<i64, (BlockHash, Vec<u8>, PeerId)>,
     /// The lowest height not yet handed to the kernel.
     next_to_feed: i64,
 }
@@ -57,36 +57,38 @@ pub enum Delivered {
     Unwanted,
 }
 
+/// A block handed to the validating thread: height, hash, bytes and the peer that sent it.
+type ToValidate = (i64, BlockHash, Vec<u8>, PeerId);
+
 /// The download scheduler, shared by every peer task.
 pub struct Downloader {
     validator: Arc<Validator>,
     inner: Mutex<Inner>,
-    feeder: mpsc::SyncSender<(i64, BlockHash, Vec<u8>)>,
+    feeder: mpsc::SyncSender<ToValidate>,
     queued: Arc<AtomicUsize>,
 }
 
 impl Downloader {
     /// A scheduler feeding `validator` from a dedicated thread. `on_invalid` hears of blocks the
-    /// kernel rejected; which peer sent a block is not kept once it is buffered, so the caller
-    /// cannot blame the sender.
+    /// kernel rejected, with the peer that sent each.
     pub fn new(
         validator: Arc<Validator>,
-        on_invalid: impl Fn(BlockHash, KernelError) + Send + 'static,
+        on_invalid: impl Fn(BlockHash, PeerId, KernelError) + Send + 'static,
     ) -> std::io::Result<Arc<Self>> {
-        let (tx, rx) = mpsc::sync_channel::<(i64, BlockHash, Vec<u8>)>(64);
+        let (tx, rx) = mpsc::sync_channel::<ToValidate>(64);
         let queued = Arc::new(AtomicUsize::new(0));
         let v = validator.clone();
         let q = queued.clone();
         std::thread::Builder::new()
             .name("block-feeder".into())
             .spawn(move || {
-                for (height, hash, bytes) in rx {
+                for (height, hash, bytes, from) in rx {
                     let _span = tracing::debug_span!("validate", height).entered();
                     match v.submit_block(&bytes) {
                         Ok(outcome) => tracing::trace!("block {hash} at height {height}: {outcome:?}"),
                         Err(e) => {
-                            tracing::warn!("block {hash} at height {height} rejected: {e}");
-                            on_invalid(hash, e);
+                            tracing::warn!("block {hash} at height {height} from peer {from} rejected: {e}");
+                            on_invalid(hash, from, e);
                         }
                     }
                     q.fetch_sub(1, Ordering::SeqCst);
@@ -158,8 +160,8 @@ impl Downloader {
         out
     }
 
-    /// Takes a block a peer sent; hands every block that is next in line to the kernel.
-    pub fn deliver(&self, bytes: Vec<u8>) -> Delivered {
+    /// Takes a block peer `from` sent; hands every block that is next in line to the kernel.
+    pub fn deliver(&self, bytes: Vec<u8>, from: PeerId) -> Delivered {
         let Ok((header, _)) = bitcoin::consensus::deserialize_partial::<bitcoin::block::Header>(&bytes) else {
             return Delivered::Unwanted;
         };
@@ -180,12 +182,12 @@ impl Downloader {
             tracing::debug!("block {hash} at {height}: already handed to the kernel (next {})", inner.next_to_feed);
             return Delivered::Unwanted;
         }
-        inner.buffer.insert(height, (hash, bytes));
+        inner.buffer.insert(height, (hash, bytes, from));
         loop {
             let next = inner.next_to_feed;
-            let Some((hash, bytes)) = inner.buffer.remove(&next) else { break };
+            let Some((hash, bytes, sender)) = inner.buffer.remove(&next) else { break };
             self.queued.fetch_add(1, Ordering::SeqCst);
-            if self.feeder.send((next, hash, bytes)).is_err() {
+            if self.feeder.send((next, hash, bytes, sender)).is_err() {
                 self.queued.fetch_sub(1, Ordering::SeqCst);
                 break;
             }

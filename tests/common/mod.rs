@@ -99,6 +99,11 @@ impl Bitcoind {
     }
 
     fn try_rpc(&self, args: &[&str]) -> Option<String> {
+        self.rpc_result(args).ok()
+    }
+
+    /// Calls an RPC: its output, or its error message.
+    pub fn rpc_result(&self, args: &[&str]) -> Result<String, String> {
         let cli = bitcoind_exe().with_file_name("bitcoin-cli");
         let out = Command::new(cli)
             .arg("-regtest")
@@ -106,16 +111,23 @@ impl Bitcoind {
             .args(["-rpcconnect=127.0.0.1", "-rpcuser=u", "-rpcpassword=p"])
             .args(args)
             .output()
-            .ok()?;
-        out.status
-            .success()
-            .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+            .map_err(|e| e.to_string())?;
+        match out.status.success() {
+            true => Ok(String::from_utf8_lossy(&out.stdout).trim().to_string()),
+            false => Err(String::from_utf8_lossy(&out.stderr).trim().to_string()),
+        }
     }
 
     /// Calls an RPC and returns its output, panicking on failure.
     pub fn rpc(&self, args: &[&str]) -> String {
         self.try_rpc(args)
             .unwrap_or_else(|| panic!("bitcoin-cli {args:?} failed"))
+    }
+
+    /// Kills the node with SIGKILL, as a crash or power cut would, and reaps it.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 
     /// Waits until `getblockcount` reaches `height`.
@@ -195,5 +207,103 @@ pub fn expected(blocks: &[Block]) -> Expected {
         }
     }
     e
+}
+
+
+/// A `cairn run` process, killed with SIGKILL when dropped (`stop` ends it cleanly).
+pub struct Cairn {
+    child: Child,
+    /// Its data folder.
+    pub datadir: std::path::PathBuf,
+}
+
+impl Drop for Cairn {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Cairn {
+    /// `cairn status --json` of its data folder.
+    pub fn status(&self) -> serde_json::Value {
+        let out = Command::new(env!("CARGO_BIN_EXE_cairn"))
+            .arg("--datadir")
+            .arg(&self.datadir)
+            .args(["status", "--json"])
+            .env("CAIRN_LOG", "warn")
+            .output()
+            .unwrap();
+        serde_json::from_slice(&out.stdout).unwrap_or(serde_json::Value::Null)
+    }
+
+    /// Stops cairn cleanly (`cairn stop`) and waits for it to exit.
+    pub fn stop(mut self) {
+        let out = Command::new(env!("CARGO_BIN_EXE_cairn"))
+            .arg("--datadir")
+            .arg(&self.datadir)
+            .arg("stop")
+            .env("CAIRN_LOG", "warn")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "cairn stop: {}", String::from_utf8_lossy(&out.stderr));
+        let start = Instant::now();
+        while self.child.try_wait().unwrap().is_none() {
+            assert!(start.elapsed() < Duration::from_secs(60), "cairn did not stop");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Waits (60 s at most) until its status passes `ready`, and returns that status.
+    pub fn status_when(&self, ready: impl Fn(&serde_json::Value) -> bool) -> serde_json::Value {
+        let start = Instant::now();
+        loop {
+            let s = self.status();
+            if ready(&s) {
+                return s;
+            }
+            assert!(start.elapsed() < Duration::from_secs(60), "cairn never got there: {s}");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// Waits until both its kernel and its index are at block `hash`.
+    pub fn wait_for(&self, hash: &str, what: &str) {
+        let start = Instant::now();
+        loop {
+            let s = self.status();
+            if s["kernel_tip"]["hash"] == hash && s["index_tip"]["hash"] == hash {
+                return;
+            }
+            assert!(start.elapsed() < Duration::from_secs(120), "{what}: cairn at {s}, wanted {hash}");
+            std::thread::sleep(Duration::from_millis(250));
+        }
+    }
+}
+
+/// Starts `cairn run` on `dir` with `args` (admin and Electrum on free ports unless given) and
+/// waits until it serves.
+pub fn start_cairn(dir: &Path, args: &[String]) -> Cairn {
+    let datadir = dir.to_path_buf();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_cairn"));
+    cmd.arg("--datadir").arg(&datadir).args(["--admin-addr", "127.0.0.1:0"]);
+    if !args.iter().any(|a| a.starts_with("--electrum-addr")) {
+        cmd.args(["--electrum-addr", "127.0.0.1:0"]);
+    }
+    let child = cmd
+        .args(args)
+        .arg("run")
+        .env("CAIRN_LOG", "info")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let c = Cairn { child, datadir };
+    let start = Instant::now();
+    while !dir.join("regtest/admin.addr").exists() {
+        assert!(start.elapsed() < Duration::from_secs(60), "cairn run never started");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    c
 }
 

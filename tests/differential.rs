@@ -1,0 +1,270 @@
+//! Issue 12, part 1: cairn's mempool acceptance against bitcoind's `testmempoolaccept`, the
+//! oracle. bitcoind's wallet mines a chain and builds transactions from its coins; `proptest`
+//! mutates them (an input twice, amounts at the edges, no inputs or outputs, an unknown, spent or
+//! immature prevout, a broken signature, fees too low or negative); each result is signed by the
+//! wallet again where the mutation allows and given to both. Accept or refuse must agree, and a
+//! refusal must name the same rule.
+
+mod common;
+
+use std::sync::Arc;
+
+use bitcoin::hex::{DisplayHex, FromHex};
+use bitcoin::{Amount, OutPoint, Transaction, TxIn, TxOut, Txid};
+use cairn::config::{MempoolConfig, Network};
+use cairn::index::Index;
+use cairn::mempool::Mempool;
+use cairn::store::Store;
+use proptest::prelude::*;
+use serde_json::{json, Value};
+
+/// bitcoind and a cairn index on the same chain.
+struct Pair {
+    node: common::Bitcoind,
+    index: Arc<Index>,
+    _validator: cairn::kernel::Validator,
+    /// Confirmed, mature coins of the wallet: (outpoint, value, script).
+    coins: Vec<(OutPoint, u64, bitcoin::ScriptBuf)>,
+    /// Coinbase outputs of the last blocks, not yet mature.
+    immature: Vec<(OutPoint, u64)>,
+    /// An output spent in the chain.
+    spent: OutPoint,
+    _tmp: tempfile::TempDir,
+}
+
+fn rpc_json(node: &common::Bitcoind, args: &[&str]) -> Value {
+    serde_json::from_str(&node.rpc(args)).unwrap()
+}
+
+impl Pair {
+    fn start() -> Pair {
+        let tmp = tempfile::tempdir().unwrap();
+        let node = common::Bitcoind::start(&tmp.path().join("core"), &["-fallbackfee=0.0001".into(), "-txindex=1".into()]);
+        node.rpc(&["createwallet", "w"]);
+        let addr = node.rpc(&["getnewaddress", "", "bech32"]);
+        node.rpc(&["generatetoaddress", "110", &addr]);
+        // Spread coins over many confirmed outputs, then mine them in (and some immature
+        // coinbases on top).
+        let targets: serde_json::Map<String, Value> =
+            (0..40).map(|_| (node.rpc(&["getnewaddress", "", "bech32"]), json!(0.5))).collect();
+        let spent_txid = node.rpc(&["sendmany", "", &Value::Object(targets).to_string()]);
+        node.rpc(&["generatetoaddress", "5", &addr]);
+
+        let (validator, _events) = common::open_validator(tmp.path());
+        let height: u32 = node.rpc(&["getblockcount"]).parse().unwrap();
+        for h in 1..=height {
+            let hash = node.rpc(&["getblockhash", &h.to_string()]);
+            let raw = Vec::from_hex(&node.rpc(&["getblock", &hash, "0"])).unwrap();
+            validator.submit_block(&raw).unwrap();
+        }
+        let store = Arc::new(Store::open(&tmp.path().join("index")).unwrap());
+        let files = cairn::kernel::blockfiles::KernelBlockFiles::new(&tmp.path().join("kernel/blocks"), Network::Regtest.magic());
+        let index = Arc::new(Index::open(store, Some(files)).unwrap());
+        index.sync(&validator).unwrap();
+        assert_eq!(validator.tip().hash.to_string(), node.rpc(&["getbestblockhash"]));
+
+        let unspent = rpc_json(&node, &["listunspent", "1"]);
+        let coins = unspent
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|u| u["confirmations"].as_u64().unwrap() >= 100 || u["txid"] == spent_txid.as_str())
+            .map(|u| {
+                let op = OutPoint::new(u["txid"].as_str().unwrap().parse().unwrap(), u["vout"].as_u64().unwrap() as u32);
+                let value = Amount::from_btc(u["amount"].as_f64().unwrap()).unwrap().to_sat();
+                let script = bitcoin::ScriptBuf::from_hex(u["scriptPubKey"].as_str().unwrap()).unwrap();
+                (op, value, script)
+            })
+            .collect::<Vec<_>>();
+        // The coinbases of the last blocks (the wallet does not list immature coins).
+        let immature = (height - 5..=height)
+            .map(|h| {
+                let block = rpc_json(&node, &["getblock", &node.rpc(&["getblockhash", &h.to_string()]), "2"]);
+                let coinbase = &block["tx"][0];
+                let value = Amount::from_btc(coinbase["vout"][0]["value"].as_f64().unwrap()).unwrap().to_sat();
+                (OutPoint::new(coinbase["txid"].as_str().unwrap().parse().unwrap(), 0), value)
+            })
+            .collect::<Vec<_>>();
+        let spent_tx = rpc_json(&node, &["getrawtransaction", &spent_txid, "1"]);
+        let spent = OutPoint::new(
+            spent_tx["vin"][0]["txid"].as_str().unwrap().parse().unwrap(),
+            spent_tx["vin"][0]["vout"].as_u64().unwrap() as u32,
+        );
+        assert!(coins.len() >= 40 && !immature.is_empty(), "{} coins, {} immature", coins.len(), immature.len());
+        Pair { node, index, _validator: validator, coins, immature, spent, _tmp: tmp }
+    }
+
+    /// Signs with bitcoind's wallet (inputs it does not know stay unsigned).
+    fn sign(&self, tx: &Transaction) -> Transaction {
+        let hex = bitcoin::consensus::serialize(tx).to_lower_hex_string();
+        let signed = rpc_json(&self.node, &["signrawtransactionwithwallet", &hex]);
+        let raw = Vec::from_hex(signed["hex"].as_str().unwrap()).unwrap();
+        bitcoin::consensus::deserialize(&raw).unwrap()
+    }
+
+    /// bitcoind's verdict: `None` if accepted, else its reject reason.
+    fn core(&self, tx: &Transaction) -> Option<String> {
+        let hex = bitcoin::consensus::serialize(tx).to_lower_hex_string();
+        // maxfeerate 0: the RPC's guard against absurd fees is not a mempool rule.
+        let result = match self.node.rpc_result(&["testmempoolaccept", &json!([hex]).to_string(), "0"]) {
+            Ok(text) => serde_json::from_str::<Value>(&text).unwrap(),
+            Err(message) => return Some(message),
+        };
+        match result[0]["allowed"].as_bool() {
+            Some(true) => None,
+            _ => Some(result[0]["reject-reason"].as_str().unwrap_or("?").to_string()),
+        }
+    }
+
+    /// cairn's verdict on a fresh mempool: `None` if accepted, else its reason.
+    fn cairn(&self, tx: &Transaction) -> Option<String> {
+        let mempool = Mempool::new(MempoolConfig::default());
+        mempool.accept(&bitcoin::consensus::serialize(tx), &self.index).err().map(|e| e.to_string())
+    }
+}
+
+/// The rule a reason names: its first word, with Core's two names for a missing input made one
+/// (`testmempoolaccept` reports `bad-txns-inputs-missingorspent` as `missing-inputs`), Knots's
+/// name for Core's `dust` (`dust-nonanchor`: Knots 29, the oracle installed here) and script
+/// failures by their class.
+fn rule(reason: &str) -> String {
+    if reason.contains("TX decode failed") {
+        return "decode".into();
+    }
+    let word = reason.split([':', ' ', ',', '(']).next().unwrap_or(reason);
+    match word {
+        "bad-txns-inputs-missingorspent" => "missing-inputs".into(),
+        "dust-nonanchor" => "dust".into(),
+        w if w.contains("script-verify-flag-failed") => "script-verify-flag-failed".into(),
+        "min" if reason.starts_with("min relay fee not met") => "min-relay-fee-not-met".into(),
+        "mempool" if reason.starts_with("mempool min fee not met") => "min-relay-fee-not-met".into(),
+        w => w.to_string(),
+    }
+}
+
+/// How a wallet transaction is changed before both judge it.
+#[derive(Debug, Clone)]
+enum Mutation {
+    None,
+    DuplicateInput,
+    OutputValue(u64),
+    NoOutputs,
+    NoInputs,
+    UnknownPrevout,
+    SpentPrevout,
+    ImmaturePrevout,
+    BreakSignature,
+    Fee(u64),
+}
+
+fn mutation() -> impl Strategy<Value = Mutation> {
+    let max = Amount::MAX_MONEY.to_sat();
+    prop_oneof![
+        Just(Mutation::None),
+        Just(Mutation::DuplicateInput),
+        prop::sample::select(vec![0, 1, 293, 294, 545, 546, max - 1, max, max + 1, 1 << 63, u64::MAX]).prop_map(Mutation::OutputValue),
+        Just(Mutation::NoOutputs),
+        Just(Mutation::NoInputs),
+        Just(Mutation::UnknownPrevout),
+        Just(Mutation::SpentPrevout),
+        Just(Mutation::ImmaturePrevout),
+        Just(Mutation::BreakSignature),
+        prop::sample::select(vec![0, 50, 109, 110, 111, 1_000, 100_000]).prop_map(Mutation::Fee),
+    ]
+}
+
+/// A transaction of the wallet spending `inputs` coins into `outputs` outputs paying 1,000 sat fee,
+/// then mutated (and signed where the mutation keeps it signable).
+fn build(pair: &Pair, first: usize, inputs: usize, outputs: usize, m: &Mutation) -> Transaction {
+    let coins: Vec<_> = (0..inputs).map(|i| pair.coins[(first + i) % pair.coins.len()].clone()).collect();
+    let total: u64 = coins.iter().map(|c| c.1).sum();
+    let fee = match m {
+        Mutation::Fee(f) => *f,
+        _ => 1_000,
+    };
+    let each = (total - fee) / outputs as u64;
+    let mut tx = Transaction {
+        version: bitcoin::transaction::Version::TWO,
+        lock_time: bitcoin::absolute::LockTime::ZERO,
+        input: coins.iter().map(|c| TxIn { previous_output: c.0, sequence: bitcoin::Sequence::ENABLE_RBF_NO_LOCKTIME, ..Default::default() }).collect(),
+        output: (0..outputs).map(|i| TxOut { value: Amount::from_sat(each), script_pubkey: coins[i % coins.len()].2.clone() }).collect(),
+    };
+    // Whatever `each` left over goes to the first output, so the fee is exactly `fee`.
+    tx.output[0].value = Amount::from_sat(each + (total - fee) % outputs as u64);
+    match m {
+        Mutation::None | Mutation::Fee(_) => {}
+        Mutation::DuplicateInput => tx.input.push(tx.input[0].clone()),
+        Mutation::OutputValue(v) => tx.output[0].value = Amount::from_sat(*v),
+        Mutation::NoOutputs => tx.output.clear(),
+        Mutation::NoInputs => tx.input.clear(),
+        Mutation::UnknownPrevout => tx.input[0].previous_output = OutPoint::new(Txid::from_byte_array_for_test(first), 0),
+        Mutation::SpentPrevout => tx.input[0].previous_output = pair.spent,
+        Mutation::ImmaturePrevout => {
+            let (op, value) = pair.immature[first % pair.immature.len()];
+            tx.input[0].previous_output = op;
+            tx.output[0].value = Amount::from_sat(value.saturating_sub(1_000));
+        }
+        Mutation::BreakSignature => {}
+    }
+    // A transaction without inputs reads as a segwit marker: nothing to sign, and it does not
+    // decode (the same bytes go to both).
+    let mut signed = if tx.input.is_empty() { tx } else { pair.sign(&tx) };
+    if let Mutation::BreakSignature = m {
+        if let Some(sig) = signed.input[0].witness.nth(0).map(<[u8]>::to_vec) {
+            let mut broken = sig.clone();
+            broken[10] ^= 1;
+            let mut w = bitcoin::Witness::new();
+            w.push(broken);
+            for item in signed.input[0].witness.iter().skip(1) {
+                w.push(item);
+            }
+            signed.input[0].witness = w;
+        }
+    }
+    signed
+}
+
+/// A txid nobody made.
+trait ForTest {
+    fn from_byte_array_for_test(n: usize) -> Txid;
+}
+
+impl ForTest for Txid {
+    fn from_byte_array_for_test(n: usize) -> Txid {
+        use bitcoin::hashes::Hash;
+        let mut b = [0xabu8; 32];
+        b[..8].copy_from_slice(&(n as u64).to_le_bytes());
+        Txid::from_byte_array(b)
+    }
+}
+
+#[test]
+fn mempool_acceptance_agrees_with_bitcoinds_testmempoolaccept() {
+    let pair = Pair::start();
+    let agreed = std::cell::Cell::new(0u32);
+    let cases: u32 = std::env::var("CAIRN_DIFF_CASES").ok().and_then(|n| n.parse().ok()).unwrap_or(400);
+    let config = ProptestConfig { cases, failure_persistence: None, max_shrink_iters: 64, ..ProptestConfig::default() };
+    let mut runner = proptest::test_runner::TestRunner::new(config);
+    let result = runner.run(&(0usize..40, 1usize..=3, 1usize..=3, mutation()), |(first, inputs, outputs, m)| {
+        let tx = build(&pair, first, inputs, outputs, &m);
+        let (core, ours) = (pair.core(&tx), pair.cairn(&tx));
+        eprintln!("{m:?} {inputs}x{outputs}: bitcoind {core:?}, cairn {ours:?}");
+        prop_assert_eq!(
+            core.as_deref().map(rule),
+            ours.as_deref().map(rule),
+            "{:?} ({} in, {} out): bitcoind {:?}, cairn {:?}",
+            m,
+            inputs,
+            outputs,
+            core,
+            ours
+        );
+        agreed.set(agreed.get() + 1);
+        Ok(())
+    });
+    if let Err(e) = result {
+        panic!("{e}");
+    }
+    eprintln!("{} cases agreed with bitcoind", agreed.get());
+    assert_eq!(agreed.get(), cases);
+}
