@@ -232,7 +232,7 @@ fn open_node(settings: Settings, with_index: bool) -> Result<Node> {
 
 fn import(settings: Settings, args: &ImportArgs) -> Result<()> {
     let mut node = open_node(settings, !args.no_index)?;
-    let runner = start_consumer(&mut node, &Notifier::default())?;
+    let runner = start_consumer(&mut node, &Notifier::default(), false)?;
     let stop = &signals()?.interrupted;
     let result = import_into(&node, args.blocks_dir.as_deref(), args.blocks_file.as_deref(), args.quiet, stop);
     let index_started = std::time::Instant::now();
@@ -437,7 +437,7 @@ fn demo(settings: Settings, args: &DemoArgs) -> Result<()> {
     }
     println!("validating and indexing it ...");
     let stop = &signals()?.interrupted;
-    let runner = start_consumer(&mut node, &Notifier::default())?;
+    let runner = start_consumer(&mut node, &Notifier::default(), false)?;
     let imported = import_into(&node, Some(&chain_dir.join("blocks")), None, false, stop);
     if let Some(runner) = runner {
         node.events = Some(runner.finish()?);

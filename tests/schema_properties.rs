@@ -8,6 +8,7 @@ use bitcoin::{BlockHash, Txid};
 use cairn::store::schema::{
     BlockRow, FilterRow, HistoryKey, OutPointNum, ScriptHash, SpentRow, TipRow, TxNum, TxRow, TxidKey, UtxoKey,
 };
+use cairn::store::undo::{UndoInput, UndoRow, UndoTx};
 use proptest::prelude::*;
 
 /// A TxNum a key can hold: 5 bytes, 2^40 transactions.
@@ -102,5 +103,22 @@ proptest! {
         let _ = FilterRow::decode_header(&bytes);
         let _ = cairn::store::schema::ScanPosRow::decode(&bytes);
         let _ = cairn::store::schema::BlockPosRow::decode(&bytes);
+        let _ = UndoRow::decode(&bytes);
     }
+
+    /// `undo` rows of any shape round-trip, and every cut-short value is an error.
+    #[test]
+    fn undo_rows_round_trip(row in undo_row()) {
+        let bytes = row.encode();
+        prop_assert_eq!(UndoRow::decode(&bytes).unwrap(), row);
+        prop_assert!(UndoRow::decode(&bytes[..bytes.len() - 1]).is_err());
+    }
+}
+
+fn undo_row() -> impl Strategy<Value = UndoRow> {
+    let input = (outpoint(), any::<[u8; 12]>(), any::<u64>(), any::<bool>())
+        .prop_map(|(spent, scripthash, value, spendable)| UndoInput { spent, scripthash, value, spendable });
+    let tx = (proptest::collection::vec(any::<[u8; 12]>(), 0..4), proptest::collection::vec(input, 0..4))
+        .prop_map(|(outputs, inputs)| UndoTx { outputs, inputs });
+    proptest::collection::vec(tx, 0..5).prop_map(|txs| UndoRow { txs })
 }

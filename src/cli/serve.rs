@@ -16,8 +16,8 @@ use cairn::notify::Notifier;
 use super::signals::{signals, Signals};
 
 /// Starts what consumes the kernel's events: the indexer thread when there is an index, else a
-/// thread that only logs them.
-pub fn start_consumer(node: &mut Node, notifier: &Notifier) -> Result<Option<IndexRunner>> {
+/// thread that only logs them. A serving node (`serving`) also loads its saved mempool.
+pub fn start_consumer(node: &mut Node, notifier: &Notifier, serving: bool) -> Result<Option<IndexRunner>> {
     let Some(events) = node.events.take() else {
         return Ok(None);
     };
@@ -25,7 +25,7 @@ pub fn start_consumer(node: &mut Node, notifier: &Notifier) -> Result<Option<Ind
         Some(index) => Ok(Some(IndexRunner::spawn(
             index.clone(),
             node.validator.clone(),
-            node.mempool.clone().map(|pool| (pool, node.settings.mempool.persist.then(|| node.datadir.mempool_file()))),
+            node.mempool.clone().map(|pool| (pool, (serving && node.settings.mempool.persist).then(|| node.datadir.mempool_file()))),
             events,
             notifier.clone(),
         )?)),
@@ -66,7 +66,7 @@ pub fn serve(mut node: Node) -> Result<()> {
         .enable_all()
         .build()?;
     let notifier = Notifier::default();
-    let runner = start_consumer(&mut node, &notifier)?;
+    let runner = start_consumer(&mut node, &notifier, true)?;
     let served = rt.block_on(async {
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
         let services = Services::start(&node, &notifier, stop_tx).await?;

@@ -16,13 +16,14 @@ use std::collections::HashSet;
 use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Instant;
 
-use bitcoin::BlockHash;
+use bitcoin::{BlockHash, Txid};
 use rayon::prelude::*;
 use rocksdb::WriteBatch;
 
 use crate::kernel::blockfiles::{FilePos, KernelBlockFiles};
 use crate::kernel::Validator;
-use crate::store::schema::{cf, meta, BlockPosRow, BlockRow, FilterRow, ScanPosRow, ScriptHash, TipRow, TxNum};
+use crate::store::schema::{cf, meta, BlockPosRow, BlockRow, FilterRow, ScanPosRow, ScriptHash, TipRow, TxNum, TxRow};
+use crate::store::undo::UndoRow;
 use crate::store::Store;
 use chain::IndexedChain;
 use rows::{prepare, PreparedBlock};
@@ -41,6 +42,8 @@ pub struct SyncStats {
     pub touched: Option<HashSet<ScriptHash>>,
     /// The non-coinbase transactions of undone blocks, serialized (for the mempool).
     pub undone_txs: Vec<Vec<u8>>,
+    /// The lowest height undone, if any block was.
+    pub lowest_undone: Option<u32>,
 }
 
 /// Past this many touched script hashes a sync reports "any" instead of the list.
@@ -239,14 +242,21 @@ impl Index {
                 tracing::debug!("index tip {height} is above the kernel's; waiting for it");
                 return Ok(false);
             }
-            let (undone, raw) = self.disconnect_tip(validator, height, hash)?;
-            stats.touch(&undone);
-            for tx in undone.txs.iter().skip(1) {
-                if let Some(bytes) = raw.get(tx.offset as usize..(tx.offset + tx.len) as usize) {
-                    stats.undone_txs.push(bytes.to_vec());
+            match self.disconnect_tip(validator, height, hash)? {
+                Some((undone, raw)) => {
+                    stats.touch(&undone);
+                    for tx in undone.txs.iter().skip(1) {
+                        if let Some(bytes) = raw.get(tx.offset as usize..(tx.offset + tx.len) as usize) {
+                            stats.undone_txs.push(bytes.to_vec());
+                        }
+                    }
                 }
+                // Undone from the index's own rows, which keep script hash prefixes only: any
+                // script may have changed (and its transactions cannot go back to the mempool).
+                None => stats.touched = None,
             }
             stats.disconnected += 1;
+            stats.lowest_undone = Some(height);
         }
         Ok(true)
     }
@@ -388,48 +398,80 @@ impl Index {
         Ok(Some(out))
     }
 
+    /// Undoes the tip block `hash` at `height`, from its `undo` row, or from the kernel's block
+    /// and undo data when the row is gone (pruned once the kernel had the block on disk).
+    /// Returns the block as the kernel has it, when it still does (after a crash it may not).
     fn disconnect_tip(
         &self,
         validator: &Validator,
         height: u32,
         hash: BlockHash,
-    ) -> Result<(PreparedBlock, Vec<u8>), IndexError> {
+    ) -> Result<Option<(PreparedBlock, Vec<u8>)>, IndexError> {
         if height == 0 {
             return Err(IndexError::Inconsistent(format!(
                 "the indexed genesis {hash} is not the kernel's"
             )));
         }
         tracing::info!("undoing block {hash} at height {height} (reorg)");
-        let raw = validator.read_block_bytes_by_hash(&hash)?;
-        let undo = validator.read_undo_by_hash(&hash)?;
-        let block = prepare(height, &raw, &undo, false)?;
-        let (first, parent) = self.with_chain(|c| {
-            (
-                c.txnums(height).map(|r| TxNum(r.start)),
-                c.hash(height - 1),
-            )
-        });
-        let (Some(first), Some(parent_hash)) = (first, parent) else {
+        let kernel_copy = validator
+            .read_block_bytes_by_hash(&hash)
+            .and_then(|raw| Ok((validator.read_undo_by_hash(&hash)?, raw)))
+            .map_err(IndexError::from)
+            .and_then(|(undo, raw)| Ok((prepare(height, &raw, &undo, false)?, raw)));
+        let (range, parent) = self.with_chain(|c| (c.txnums(height), c.hash(height - 1)));
+        let (Some(range), Some(parent_hash)) = (range, parent) else {
             return Err(IndexError::Inconsistent(format!("no rows for height {height}")));
         };
-        let mut batch = batch::SortedBatch::default();
-        let parent = TipRow {
-            height: height - 1,
-            hash: parent_hash,
+        let undo = match (self.store.get(cf::UNDO, &UndoRow::key(height))?, &kernel_copy) {
+            (Some(bytes), _) => UndoRow::decode(&bytes)?,
+            (None, Ok((block, _))) => writer::undo_row_of(&self.store, block)?,
+            (None, Err(e)) => {
+                return Err(IndexError::Inconsistent(format!(
+                    "block {hash} at height {height} can be undone neither from the index (no undo row) nor by the kernel ({e})"
+                )))
+            }
         };
-        writer::disconnect(&self.store, &mut batch, &block, first, parent)?;
+        let txids = match &kernel_copy {
+            Ok((block, _)) => block.txs.iter().map(|t| t.txid).collect(),
+            Err(e) => {
+                tracing::warn!("the kernel no longer has block {hash} ({e}); undoing it from the index's own rows");
+                self.txids(range.clone())?
+            }
+        };
+        let mut batch = batch::SortedBatch::default();
+        let parent = TipRow { height: height - 1, hash: parent_hash };
+        writer::disconnect(&mut batch, height, &txids, &undo, TxNum(range.start), parent)?;
         self.store.write(batch.into_write_batch(&self.store))?;
         self.chain_mut().pop();
-        Ok((block, raw))
+        Ok(kernel_copy.ok())
+    }
+
+    /// The txids of a run of indexed transactions, from their `txs` rows.
+    fn txids(&self, range: std::ops::Range<u64>) -> Result<Vec<Txid>, IndexError> {
+        range
+            .map(|n| {
+                let bytes = self.store.get(cf::TXS, &TxRow::key(TxNum(n)))?;
+                let bytes = bytes.ok_or_else(|| IndexError::Inconsistent(format!("no txs row for TxNum {n}")))?;
+                Ok(TxRow::decode(&bytes)?.txid)
+            })
+            .collect()
+    }
+
+    /// Deletes the `undo` rows up to `height`: the kernel has those blocks on disk and can undo
+    /// them itself.
+    pub fn prune_undo_through(&self, height: u32) -> Result<(), IndexError> {
+        self.store.delete_range(cf::UNDO, &UndoRow::key(0), &UndoRow::key(height.saturating_add(1)))?;
+        Ok(())
     }
 
     /// Every row of the logical index, for comparing two indexes in tests: all column families
     /// but the map of the kernel's block files (`blockpos`, `meta/blkscan`), which depends on
-    /// the order blocks reached the kernel, not on the chain.
+    /// the order blocks reached the kernel, not on the chain, and the `undo` rows, which depend on
+    /// when the kernel last wrote its state.
     pub fn dump(&self) -> Result<Vec<(&'static str, Vec<(Box<[u8]>, Box<[u8]>)>)>, IndexError> {
         let mut out = Vec::new();
         for name in cf::ALL {
-            if name == cf::BLOCKPOS {
+            if name == cf::BLOCKPOS || name == cf::UNDO {
                 continue;
             }
             let rows: Result<Vec<_>, _> = self

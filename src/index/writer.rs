@@ -11,6 +11,7 @@ use super::rows::{PreparedBlock, PreparedInput, PreparedTx};
 use crate::store::schema::{
     cf, meta, BlockRow, FilterRow, HistoryKey, OutPointNum, SpentRow, TipRow, TxNum, TxRow, TxidKey, UtxoKey,
 };
+use crate::store::undo::{UndoInput, UndoRow, UndoTx};
 use crate::store::Store;
 
 /// Finds the TxNum of a confirmed txid: first among the batch being built, then in the store.
@@ -104,8 +105,13 @@ pub fn connect(
         batch.put(cf::FILTERS, FilterRow::key(block.height), filter_row.encode());
         header
     });
+    let mut undo = UndoRow { txs: Vec::with_capacity(block.txs.len()) };
     for (i, tx) in block.txs.iter().enumerate() {
         let t = TxNum(first.0 + i as u64);
+        let mut undo_tx = UndoTx {
+            outputs: tx.outputs.iter().map(|o| o.scripthash.prefix()).collect(),
+            inputs: Vec::with_capacity(tx.inputs.len()),
+        };
         let txrow = TxRow {
             txid: tx.txid,
             offset: tx.offset,
@@ -124,6 +130,12 @@ pub fn connect(
                 vin: vin as u32,
             };
             batch.put(cf::SPENT, spent.encode(), by.encode());
+            undo_tx.inputs.push(UndoInput {
+                spent,
+                scripthash: sh.prefix(),
+                value: input.spent.value,
+                spendable: input.spent.spendable,
+            });
         }
         for (vout, out) in tx.outputs.iter().enumerate() {
             if !out.op_return {
@@ -139,46 +151,70 @@ pub fn connect(
             }
         }
         lookup.add(tx.txid, t);
+        undo.txs.push(undo_tx);
     }
+    batch.put(cf::UNDO, UndoRow::key(block.height), undo.encode());
     Ok(filter_header)
 }
 
-/// Adds to `batch` what removes `block` (the index tip, whose coinbase is `first`) and sets the
-/// tip to its parent.
+/// What undoing `block` (indexed, its coinbase at `first`) takes, from the block and the
+/// kernel's undo data: the same row [`connect`] wrote, for blocks whose row is gone.
+pub fn undo_row_of(store: &Store, block: &PreparedBlock) -> Result<UndoRow, IndexError> {
+    let lookup = TxNumLookup::new(store);
+    let mut undo = UndoRow { txs: Vec::with_capacity(block.txs.len()) };
+    for tx in &block.txs {
+        let mut inputs = Vec::with_capacity(tx.inputs.len());
+        for input in &tx.inputs {
+            inputs.push(UndoInput {
+                spent: lookup.spent_outpoint(tx, input, block.height)?,
+                scripthash: input.spent.scripthash.prefix(),
+                value: input.spent.value,
+                spendable: input.spent.spendable,
+            });
+        }
+        undo.txs.push(UndoTx { outputs: tx.outputs.iter().map(|o| o.scripthash.prefix()).collect(), inputs });
+    }
+    Ok(undo)
+}
+
+/// Adds to `batch` what removes the block at `height` (the index tip, whose coinbase is
+/// `first`, whose transactions are `txids`) as `undo` says, and sets the tip to its parent.
 pub fn disconnect(
-    store: &Store,
     batch: &mut SortedBatch,
-    block: &PreparedBlock,
+    height: u32,
+    txids: &[Txid],
+    undo: &UndoRow,
     first: TxNum,
     parent: TipRow,
 ) -> Result<(), IndexError> {
-    let lookup = TxNumLookup::new(store);
-    for (i, tx) in block.txs.iter().enumerate().rev() {
+    if txids.len() != undo.txs.len() {
+        return Err(IndexError::Inconsistent(format!(
+            "block at height {height}: {} transactions, undo row for {}",
+            txids.len(),
+            undo.txs.len()
+        )));
+    }
+    for (i, (txid, tx)) in txids.iter().zip(&undo.txs).enumerate().rev() {
         let t = TxNum(first.0 + i as u64);
         batch.delete(cf::TXS, TxRow::key(t));
-        batch.delete(cf::TXID, TxidKey::encode(&tx.txid, t));
-        for (vout, out) in tx.outputs.iter().enumerate() {
-            batch.delete(cf::HISTORY, HistoryKey::encode(&out.scripthash, t));
-            let op = OutPointNum {
-                txnum: t,
-                vout: vout as u32,
-            };
-            batch.delete(cf::UTXO, UtxoKey::encode(&out.scripthash, op));
+        batch.delete(cf::TXID, TxidKey::encode(txid, t));
+        for (vout, prefix) in tx.outputs.iter().enumerate() {
+            batch.delete(cf::HISTORY, HistoryKey::encode_prefix(prefix, t));
+            let op = OutPointNum { txnum: t, vout: vout as u32 };
+            batch.delete(cf::UTXO, UtxoKey::encode_prefix(prefix, op));
         }
         for input in &tx.inputs {
-            let spent = lookup.spent_outpoint(tx, input, block.height)?;
-            let prev_t = spent.txnum;
-            let sh = &input.spent.scripthash;
-            batch.delete(cf::HISTORY, HistoryKey::encode(sh, t));
-            batch.delete(cf::SPENT, spent.encode());
+            batch.delete(cf::HISTORY, HistoryKey::encode_prefix(&input.scripthash, t));
+            batch.delete(cf::SPENT, input.spent.encode());
             // The spent output is unspent again, unless this block also created it.
-            if prev_t < first && input.spent.spendable {
-                batch.put(cf::UTXO, UtxoKey::encode(sh, spent), input.spent.value.to_le_bytes());
+            if input.spent.txnum < first && input.spendable {
+                batch.put(cf::UTXO, UtxoKey::encode_prefix(&input.scripthash, input.spent), input.value.to_le_bytes());
             }
         }
     }
-    batch.delete(cf::BLOCKS, BlockRow::key(block.height));
-    batch.delete(cf::FILTERS, FilterRow::key(block.height));
+    batch.delete(cf::BLOCKS, BlockRow::key(height));
+    batch.delete(cf::FILTERS, FilterRow::key(height));
+    batch.delete(cf::UNDO, UndoRow::key(height));
     batch.put(cf::META, meta::TIP, parent.encode());
     Ok(())
 }

@@ -114,6 +114,7 @@ pub struct Validator {
     _context: Context,
     shared: Arc<Shared>,
     network: Network,
+    on_disk_at_open: Option<ChainTip>,
 }
 
 impl Validator {
@@ -148,6 +149,14 @@ impl Validator {
             .worker_threads(config.script_threads)
             .build()
             .map_err(|e| open_err(format!("{e} (a damaged chainstate or another network's data?)")))?;
+        // What the kernel loaded from disk, before `import_blocks` connects anything more.
+        let on_disk = {
+            let chain = chainman.active_chain();
+            usize::try_from(chain.height()).ok().and_then(|h| chain.at_height(h)).map(|entry| ChainTip {
+                height: i64::from(entry.height()),
+                hash: to_hash(entry.block_hash().to_bytes()),
+            })
+        };
         chainman
             .import_blocks()
             .map_err(|e| open_err(e.to_string()))?;
@@ -156,11 +165,19 @@ impl Validator {
             _context: context,
             shared,
             network: config.network,
+            on_disk_at_open: on_disk,
         };
         if let Some(message) = validator.fatal() {
             return Err(KernelError::Fatal(message));
         }
         Ok((validator, rx))
+    }
+
+    /// The tip the kernel loaded from its files when opened: a chain it certainly has on disk
+    /// (whatever it validated after may be lost in a crash until it flushes again). `None` for a
+    /// new data folder.
+    pub fn on_disk_at_open(&self) -> Option<ChainTip> {
+        self.on_disk_at_open
     }
 
     /// The network this validator checks.

@@ -187,19 +187,19 @@ fn read_header(file: &mut File) -> std::io::Result<([u8; 8], u64)> {
 }
 
 /// Loads `path` into the mempool, each transaction checked as a new one would be and handed to
-/// `on_accepted` once in; those older than [`EXPIRY_SECS`] are skipped. A missing file loads nothing. Reads as it goes: memory is
-/// bounded by the mempool's own limit, not by what the file claims.
+/// `on_accepted` once in; those older than [`EXPIRY_SECS`] are skipped. `None` without a file.
+/// Reads as it goes: memory is bounded by the mempool's own limit, not by what the file claims.
 pub fn load(
     mempool: &Mempool,
     index: &Index,
     path: &Path,
     mut on_accepted: impl FnMut(Accepted),
-) -> Result<LoadStats, PersistError> {
+) -> Result<Option<LoadStats>, PersistError> {
     let name = path.display().to_string();
     let io = |source| PersistError::Io { path: name.clone(), source };
     let mut file = match File::open(path) {
         Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(LoadStats::default()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(io(e)),
     };
     let format = |message: String| PersistError::Format { path: name.clone(), message };
@@ -233,5 +233,5 @@ pub fn load(
             }
         }
     }
-    Ok(stats)
+    Ok(Some(stats))
 }

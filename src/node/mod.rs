@@ -2,6 +2,7 @@
 //! mempool; the indexer thread that keeps them in step ([`runner`]) and the servers wired to
 //! them ([`services`]).
 
+pub mod durability;
 pub mod runner;
 pub mod services;
 

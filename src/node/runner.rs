@@ -7,8 +7,9 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
+use super::durability::FlushWatch;
 use crate::index::{Index, IndexError, SyncStats};
 use crate::kernel::{KernelEvent, Validator};
 use crate::mempool::{persist, Mempool};
@@ -71,9 +72,11 @@ fn run(
     notifier: &Notifier,
     stop: &AtomicBool,
 ) -> Result<Receiver<KernelEvent>, IndexError> {
+    let mut pruner = UndoPruner::default();
     loop {
         let stopping = stop.load(Ordering::SeqCst);
         let stats = index.sync(validator)?;
+        pruner.after_sync(index, validator, stats.lowest_undone)?;
         if stats.connected > 0 || stats.disconnected > 0 {
             let touched = match mempool {
                 Some(pool) => follow_tip(pool, index, stats),
@@ -101,11 +104,43 @@ fn run(
 /// damaged file costs what it held, never the start.
 fn load_mempool(pool: &Mempool, index: &Index, path: &std::path::Path, notifier: &Notifier) {
     match persist::load(pool, index, path, |accepted| notifier.accepted(index, accepted)) {
-        Ok(s) => tracing::info!(
+        Ok(None) => {}
+        Ok(Some(s)) => tracing::info!(
             "loaded the saved mempool: {} accepted, {} failed, {} expired, {} already there",
             s.accepted, s.failed, s.expired, s.already_there
         ),
         Err(e) => tracing::warn!("the saved mempool was not (fully) loaded: {e}"),
+    }
+}
+
+/// Deletes the index's `undo` rows of blocks the kernel certainly has on disk: at start, up to
+/// the tip it loaded; then as [`FlushWatch`] infers its writes.
+#[derive(Default)]
+struct UndoPruner {
+    watch: FlushWatch,
+    pruned_through: Option<u32>,
+}
+
+impl UndoPruner {
+    fn after_sync(&mut self, index: &Index, validator: &Validator, lowest_undone: Option<u32>) -> Result<(), IndexError> {
+        let tip = validator.tip();
+        self.watch.look(Instant::now(), (tip.height, tip.hash), lowest_undone.map(i64::from));
+        let Some((index_height, index_hash)) = index.tip() else { return Ok(()) };
+        // Only while the index is on the kernel's chain: its rows at those heights are then the
+        // kernel's blocks.
+        if validator.hash_at(i64::from(index_height)) != Some(index_hash) {
+            return Ok(());
+        }
+        let loaded = validator.on_disk_at_open().filter(|t| validator.hash_at(t.height) == Some(t.hash));
+        let on_disk = self.watch.on_disk().max(loaded.map(|t| t.height));
+        let Some(through) = on_disk.and_then(|h| u32::try_from(h).ok()).map(|h| h.min(index_height)) else { return Ok(()) };
+        if self.pruned_through.is_some_and(|p| p >= through) {
+            return Ok(());
+        }
+        index.prune_undo_through(through)?;
+        tracing::debug!("undo rows through height {through} deleted: the kernel has those blocks on disk");
+        self.pruned_through = Some(through);
+        Ok(())
     }
 }
 

@@ -49,6 +49,10 @@ pub fn check_and_upgrade(store: &Store, existed: bool) -> Result<(), StoreError>
         let mut batch = WriteBatch::default();
         match version {
             1 => v1_to_v2(store, &mut batch),
+            // Version 3 adds the `undo` family (created on open); blocks indexed before have no
+            // rows there, and need none: the older cairn stopped cleanly, so the kernel has them
+            // on disk (`migrations/v3.md`).
+            2 => {}
             other => {
                 return Err(StoreError::UnknownSchema {
                     path: store.path().to_path_buf(),

@@ -5,6 +5,7 @@
 pub mod db;
 pub mod migrations;
 pub mod schema;
+pub mod undo;
 
 use std::path::Path;
 

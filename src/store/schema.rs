@@ -9,7 +9,7 @@ use crate::kernel::blockfiles::FilePos;
 
 /// The schema this cairn reads and writes; `migrations/` at the top of the repository has each
 /// version's layout and the upgrades between them.
-pub const SCHEMA_VERSION: u32 = 2;
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// Bytes of a [`TxNum`] in keys: 2^40 transactions is about a thousand times mainnet's count.
 pub const TXNUM_LEN: usize = 5;
@@ -113,8 +113,11 @@ pub mod cf {
     pub const BLOCKPOS: &str = "blockpos";
     /// Height to the block's BIP158 basic filter and filter header.
     pub const FILTERS: &str = "filters";
+    /// What undoing each recent block takes, kept until the kernel has the block on disk
+    /// ([`crate::store::undo`]).
+    pub const UNDO: &str = "undo";
     /// Every column family.
-    pub const ALL: [&str; 9] = [META, BLOCKS, TXS, TXID, HISTORY, UTXO, SPENT, BLOCKPOS, FILTERS];
+    pub const ALL: [&str; 10] = [META, BLOCKS, TXS, TXID, HISTORY, UTXO, SPENT, BLOCKPOS, FILTERS, UNDO];
 }
 
 /// `meta` keys.
@@ -420,8 +423,13 @@ pub struct HistoryKey;
 impl HistoryKey {
     /// The full key.
     pub fn encode(sh: &ScriptHash, txnum: TxNum) -> [u8; SCRIPTHASH_PREFIX_LEN + TXNUM_LEN] {
+        Self::encode_prefix(&sh.prefix(), txnum)
+    }
+
+    /// The full key, from the script hash prefix a key carries.
+    pub fn encode_prefix(prefix: &[u8; SCRIPTHASH_PREFIX_LEN], txnum: TxNum) -> [u8; SCRIPTHASH_PREFIX_LEN + TXNUM_LEN] {
         let mut out = [0u8; SCRIPTHASH_PREFIX_LEN + TXNUM_LEN];
-        out[..SCRIPTHASH_PREFIX_LEN].copy_from_slice(&sh.prefix());
+        out[..SCRIPTHASH_PREFIX_LEN].copy_from_slice(prefix);
         out[SCRIPTHASH_PREFIX_LEN..].copy_from_slice(&txnum.encode());
         out
     }
@@ -473,8 +481,13 @@ pub struct UtxoKey;
 impl UtxoKey {
     /// The full key.
     pub fn encode(sh: &ScriptHash, out: OutPointNum) -> [u8; SCRIPTHASH_PREFIX_LEN + TXNUM_LEN + 4] {
+        Self::encode_prefix(&sh.prefix(), out)
+    }
+
+    /// The full key, from the script hash prefix a key carries.
+    pub fn encode_prefix(prefix: &[u8; SCRIPTHASH_PREFIX_LEN], out: OutPointNum) -> [u8; SCRIPTHASH_PREFIX_LEN + TXNUM_LEN + 4] {
         let mut key = [0u8; SCRIPTHASH_PREFIX_LEN + TXNUM_LEN + 4];
-        key[..SCRIPTHASH_PREFIX_LEN].copy_from_slice(&sh.prefix());
+        key[..SCRIPTHASH_PREFIX_LEN].copy_from_slice(prefix);
         key[SCRIPTHASH_PREFIX_LEN..].copy_from_slice(&out.encode());
         key
     }
