@@ -268,3 +268,29 @@ fn mempool_acceptance_agrees_with_bitcoinds_testmempoolaccept() {
     eprintln!("{} cases agreed with bitcoind", agreed.get());
     assert_eq!(agreed.get(), cases);
 }
+
+/// A conflicting spend, the case the mutations above cannot make alone: a first spend of a coin
+/// enters both mempools, then a second spend of the same coin with another fee and size is
+/// judged by both (replace-by-fee: Core's rules 3, 4 and 6 against cairn's).
+#[test]
+fn replacements_agree_with_bitcoind() {
+    let pair = Pair::start();
+    let mempool = Mempool::new(MempoolConfig::default());
+    let mut cases = 0;
+    for (i, (fee, outputs)) in [(500, 1), (1_000, 1), (1_001, 2), (1_100, 1), (1_200, 2), (1_300, 3), (2_000, 1), (2_000, 3), (5_000, 2), (50_000, 1)]
+        .into_iter()
+        .enumerate()
+    {
+        let first = build(&pair, i, 1, 1, &Mutation::Fee(1_000));
+        let raw = bitcoin::consensus::serialize(&first);
+        pair.node.rpc(&["sendrawtransaction", &raw.to_lower_hex_string()]);
+        mempool.accept(&raw, &pair.index).expect("the first spend enters cairn's mempool");
+        let second = build(&pair, i, 1, outputs, &Mutation::Fee(fee));
+        let core = pair.core(&second);
+        let ours = mempool.accept(&bitcoin::consensus::serialize(&second), &pair.index).err().map(|e| e.to_string());
+        eprintln!("replacement paying {fee} in {outputs} outputs: bitcoind {core:?}, cairn {ours:?}");
+        assert_eq!(core.as_deref().map(rule), ours.as_deref().map(rule), "fee {fee}, {outputs} outputs: bitcoind {core:?}, cairn {ours:?}");
+        cases += 1;
+    }
+    assert_eq!(cases, 10);
+}

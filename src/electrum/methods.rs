@@ -420,7 +420,7 @@ impl Session {
                     self.backend.notifier.announce(accepted.txid);
                     touched.extend(accepted.touched);
                 }
-                Err(Rejection::AlreadyKnown) => {}
+                Err(Rejection::AlreadyKnown | Rejection::AlreadyInMempool) => {}
                 Err(e) => {
                     let txid = bitcoin::consensus::deserialize::<bitcoin::Transaction>(raw)
                         .map(|t| t.compute_txid().to_string())

@@ -89,7 +89,7 @@ impl Inner {
     /// same outputs, which it must replace.
     fn still_valid(&self, tx: &Transaction, txid: &Txid, from_parents: &[OutPoint]) -> Result<HashSet<Txid>, Rejection> {
         if self.txs.contains_key(txid) {
-            return Err(Rejection::AlreadyKnown);
+            return Err(Rejection::AlreadyInMempool);
         }
         if let Some(gone) = from_parents.iter().find(|op| !self.txs.contains_key(&op.txid)) {
             return Err(Rejection::MissingInputs(*gone));
@@ -157,11 +157,12 @@ struct ResolvedInputs {
     from_parents: Vec<OutPoint>,
 }
 
-/// Full replace-by-fee (BIP125 rules 3 and 4, every transaction replaceable): the mempool
-/// transactions that a new one paying `fee` replaces (the conflicts and their descendants),
-/// refused if they are over 100 or it does not pay more than them by the relay fee `needed`
-/// for its size.
-fn replacement(inner: &Inner, conflicts: &HashSet<Txid>, txid: Txid, fee: u64, needed: u64) -> Result<Vec<Txid>, Rejection> {
+/// Full replace-by-fee (every transaction replaceable), Core's `ReplacementChecks` order: the
+/// mempool transactions that a new one paying `fee` for `vsize` replaces (the conflicts and
+/// their descendants), refused if they are over 100 (rule 5), if its fee rate is not above each
+/// direct conflict's (rule 6, `PaysMoreThanConflicts`, in Core's whole sat/kvB), or if it does
+/// not pay more than all of them by the relay fee `needed` for its size (rules 3 and 4).
+fn replacement(inner: &Inner, conflicts: &HashSet<Txid>, txid: Txid, fee: u64, vsize: u64, needed: u64) -> Result<Vec<Txid>, Rejection> {
     if conflicts.is_empty() {
         return Ok(Vec::new());
     }
@@ -176,6 +177,18 @@ fn replacement(inner: &Inner, conflicts: &HashSet<Txid>, txid: Txid, fee: u64, n
             txid,
             reason: format!("it would replace {} transactions (limit 100)", all.len()),
         });
+    }
+    // Core's CFeeRate: satoshis per 1,000 virtual bytes, rounded down.
+    let per_kvb = |fee: u64, size: u64| fee.saturating_mul(1000) / size.max(1);
+    let new_rate = per_kvb(fee, vsize);
+    for old in conflicts.iter().filter_map(|c| inner.txs.get(c)) {
+        let old_rate = per_kvb(old.fee, old.vsize);
+        if new_rate <= old_rate {
+            return Err(Rejection::Replacement {
+                txid,
+                reason: format!("new feerate {new_rate} sat/kvB <= old feerate {old_rate} sat/kvB"),
+            });
+        }
     }
     let old_fees: u64 = all.iter().filter_map(|t| inner.txs.get(t)).map(|e| e.fee).sum();
     if fee <= old_fees {
@@ -282,7 +295,7 @@ impl Mempool {
         // run meanwhile, and two conflicting transactions must not both enter.
         let mut inner = self.write();
         let conflicts = inner.still_valid(&entry.tx, &txid, &inputs.from_parents)?;
-        let replaced = replacement(&inner, &conflicts, txid, fee, needed)?;
+        let replaced = replacement(&inner, &conflicts, txid, fee, vsize, needed)?;
         let mut touched: HashSet<ScriptHash> = entry.scripthashes().collect();
         for r in &replaced {
             inner.remove_with_descendants(r, &mut touched);
@@ -300,7 +313,7 @@ impl Mempool {
     /// Refuses a transaction the mempool or the chain already has.
     fn check_new(&self, txid: &Txid, index: &Index) -> Result<(), Rejection> {
         if self.read().txs.contains_key(txid) {
-            return Err(Rejection::AlreadyKnown);
+            return Err(Rejection::AlreadyInMempool);
         }
         let confirmed = index.tx_position(txid).map_err(|e| Rejection::Backend(e.to_string()))?;
         if confirmed.is_some() {

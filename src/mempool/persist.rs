@@ -225,7 +225,7 @@ pub fn load(
                 stats.accepted += 1;
                 on_accepted(accepted);
             }
-            Err(Rejection::AlreadyKnown) => stats.already_there += 1,
+            Err(Rejection::AlreadyKnown | Rejection::AlreadyInMempool) => stats.already_there += 1,
             Err(Rejection::Backend(e)) => return Err(format(format!("the index cannot answer: {e}"))),
             Err(e) => {
                 tracing::debug!("{name}: transaction {} not loaded: {e}", tx.compute_txid());

@@ -17,7 +17,10 @@ pub enum Rejection {
         /// Which input, output or amount.
         detail: String,
     },
-    /// Already in the mempool or the chain.
+    /// Already in the mempool.
+    #[error("txn-already-in-mempool")]
+    AlreadyInMempool,
+    /// Already in the chain.
     #[error("txn-already-known")]
     AlreadyKnown,
     /// A coinbase outside a block.
