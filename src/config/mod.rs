@@ -104,6 +104,8 @@ pub struct FileConfig {
     pub persist_mempool: Option<bool>,
     /// Where the HTTP filter endpoints listen (none by default).
     pub http_addr: Option<SocketAddr>,
+    /// Most HTTP connections at once.
+    pub http_max_connections: Option<usize>,
     /// Whether the index builds and serves BIP158 filters (default true).
     pub block_filters: Option<bool>,
     /// The index store's block cache, MiB.
@@ -158,6 +160,9 @@ pub struct Overrides {
     pub http_addr: Option<SocketAddr>,
 }
 
+/// Most HTTP connections at once unless `http_max_connections` says otherwise.
+pub const DEFAULT_HTTP_MAX_CONNECTIONS: usize = 256;
+
 /// Mempool settings.
 #[derive(Debug, Clone, Copy)]
 pub struct MempoolConfig {
@@ -199,6 +204,8 @@ pub struct Settings {
     pub mempool: MempoolConfig,
     /// Where the HTTP filter endpoints listen, if anywhere.
     pub http_addr: Option<SocketAddr>,
+    /// Most HTTP connections at once.
+    pub http_max_connections: usize,
     /// Whether the index builds and serves BIP158 filters.
     pub block_filters: bool,
     /// The index store's block cache, bytes.
@@ -234,6 +241,7 @@ impl Settings {
             log: over.log.or(file.log).unwrap_or_else(|| "info".into()),
             kernel_script_threads,
             http_addr: over.http_addr.or(file.http_addr),
+            http_max_connections: positive("http_max_connections", file.http_max_connections.unwrap_or(DEFAULT_HTTP_MAX_CONNECTIONS))?,
             block_filters: file.block_filters.unwrap_or(true),
             index_cache_bytes: index_cache_mb << 20,
             mempool: MempoolConfig {
@@ -468,7 +476,7 @@ mod tests {
     fn zero_limits_are_refused_by_name_and_others_apply() {
         for option in ["electrum_max_line_bytes", "electrum_max_batch", "electrum_max_subscriptions",
             "electrum_max_connections", "electrum_max_history", "electrum_idle_timeout_secs",
-            "index_cache_mb", "mempool_max_mb"] {
+            "index_cache_mb", "mempool_max_mb", "http_max_connections"] {
             let file = FileConfig::parse(&format!("{option} = 0\n"), Path::new("x")).unwrap();
             let err = Settings::resolve(file, Overrides::default()).unwrap_err().to_string();
             assert!(err.contains(option) && err.contains("at least 1"), "{option}: {err}");

@@ -44,20 +44,34 @@ pub struct HttpServer {
 }
 
 impl HttpServer {
-    /// Binds `addr` and serves the filter endpoints from `index`. Must run inside a tokio
-    /// runtime.
-    pub async fn start(addr: SocketAddr, index: Arc<Index>) -> Result<Self, HttpError> {
+    /// Binds `addr` and serves the filter endpoints from `index` to at most `max_connections`
+    /// clients at once (more are closed as they connect). Must run inside a tokio runtime.
+    pub async fn start(addr: SocketAddr, index: Arc<Index>, max_connections: usize) -> Result<Self, HttpError> {
         let listener = TcpListener::bind(addr).await.map_err(|source| HttpError::Listen { addr, source })?;
         let addr = listener.local_addr().unwrap_or(addr);
         tracing::info!("HTTP filter server on {addr}");
+        let places = Arc::new(tokio::sync::Semaphore::new(max_connections));
         let task = tokio::spawn(async move {
             loop {
-                let Ok((stream, peer)) = listener.accept().await else { continue };
+                let (stream, peer) = match listener.accept().await {
+                    Ok(accepted) => accepted,
+                    Err(e) => {
+                        // Out of file descriptors, say: wait instead of spinning.
+                        tracing::warn!("accepting an HTTP client failed: {e}");
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                        continue;
+                    }
+                };
+                let Ok(place) = places.clone().try_acquire_owned() else {
+                    tracing::debug!("refusing HTTP client {peer}: {max_connections} connections already");
+                    continue;
+                };
                 let index = index.clone();
                 tokio::spawn(async move {
+                    let _place = place;
                     let service = hyper::service::service_fn(move |req| {
                         let index = index.clone();
-                        async move { Ok::<_, Infallible>(answer(&index, req)) }
+                        async move { Ok::<_, Infallible>(answer_off_the_workers(index, req).await) }
                     });
                     let conn = hyper::server::conn::http1::Builder::new()
                         .timer(hyper_util::rt::TokioTimer::new())
@@ -95,11 +109,21 @@ fn error(status: StatusCode, message: impl std::fmt::Display) -> Response<Full<B
     reply(status, json!({ "error": message.to_string() }))
 }
 
-/// Routes one request.
-fn answer(index: &Index, req: Request<Incoming>) -> Response<Full<Bytes>> {
+/// Answers one request on a blocking thread: its RocksDB reads never hold up the async workers
+/// that every connection shares.
+async fn answer_off_the_workers(index: Arc<Index>, req: Request<Incoming>) -> Response<Full<Bytes>> {
     if req.method() != Method::GET {
         return error(StatusCode::METHOD_NOT_ALLOWED, "only GET is served");
     }
+    let uri = req.uri().clone();
+    match tokio::task::spawn_blocking(move || answer(&index, uri.path(), uri.query())).await {
+        Ok(response) => response,
+        Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, e),
+    }
+}
+
+/// Routes one GET request.
+fn answer(index: &Index, path: &str, query: Option<&str>) -> Response<Full<Bytes>> {
     if !index.filters_enabled() {
         return error(StatusCode::SERVICE_UNAVAILABLE, "block filters are turned off (block_filters = false)");
     }
@@ -108,12 +132,11 @@ fn answer(index: &Index, req: Request<Incoming>) -> Response<Full<Bytes>> {
         Ok(false) => return error(StatusCode::SERVICE_UNAVAILABLE, "filters are still being built"),
         Err(e) => return error(StatusCode::INTERNAL_SERVER_ERROR, e),
     }
-    let path = req.uri().path();
     if let Some(hash) = path.strip_prefix("/filter/") {
         return filter(index, hash);
     }
     if path == "/filterheaders" {
-        return filter_headers(index, req.uri().query().unwrap_or(""));
+        return filter_headers(index, query.unwrap_or(""));
     }
     error(StatusCode::NOT_FOUND, "unknown path: try /filter/{blockhash} or /filterheaders?start=H&count=N")
 }
