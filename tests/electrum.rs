@@ -799,3 +799,39 @@ fn conflicting_transactions_broadcast_at_once_never_both_enter() {
     let in_pool: usize = [&dest_a, &dest_b].iter().map(|d| c.script_get_history(d).unwrap().len()).sum();
     assert_eq!(in_pool, coins.len().min(16), "the mempool holds one spend per coin");
 }
+
+/// Issue 12, part 3: answers queued for clients share one budget. A client that asks for big
+/// answers and never reads is disconnected as soon as it holds more than its share (a quarter
+/// of `electrum_answer_budget_mb`), long before the 60 s a slow reader is given, while another
+/// client is served.
+#[test]
+fn a_client_over_its_share_of_the_answer_budget_is_disconnected() {
+    let fx = Fixture::start(150, 3, 38, |c| c.answer_budget_bytes = 8 << 20);
+    let addr = fx.addr;
+    let mut hog = TcpStream::connect(addr).unwrap();
+    // Each line a batch of 30 requests of 150 headers: about 720 kB of answer.
+    let batch: Vec<Value> = (0..30)
+        .map(|i| json!({"jsonrpc":"2.0","id":i,"method":"blockchain.block.headers","params":[0, 150]}))
+        .collect();
+    let line = format!("{}\n", Value::Array(batch));
+    let started = Instant::now();
+    for _ in 0..40 {
+        if hog.write_all(line.as_bytes()).is_err() {
+            break;
+        }
+    }
+    // Someone else is served meanwhile.
+    let c = fx.client();
+    assert_eq!(c.block_header(150).unwrap().block_hash(), fx.blocks[149].block_hash());
+    // The hog reads nothing for a while: the socket buffers fill, then its queue.
+    std::thread::sleep(Duration::from_secs(5));
+    // Its connection has ended: what was written before reaches it, then EOF.
+    hog.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let mut sink = Vec::new();
+    let ended = hog.read_to_end(&mut sink);
+    // Closed with requests of it still unread: a reset rather than EOF.
+    let closed = ended.is_ok() || ended.as_ref().is_err_and(|e| e.kind() == std::io::ErrorKind::ConnectionReset);
+    assert!(closed, "the hog was not disconnected: {ended:?}");
+    assert!(started.elapsed() < Duration::from_secs(30), "disconnected by a timeout, not by the budget");
+    assert!(sink.len() < 40 * 720_000, "every answer was sent: {} bytes", sink.len());
+}

@@ -25,6 +25,9 @@ pub struct ElectrumConfig {
     pub idle_timeout: Duration,
     /// Most connections at once.
     pub max_connections: usize,
+    /// Bytes of answers and notifications queued for all clients together, not yet written;
+    /// one client may hold a quarter of it at most.
+    pub answer_budget_bytes: usize,
     /// Most history entries in one answer (a larger history is an explicit error).
     pub max_history: usize,
     /// Most headers in one `blockchain.block.headers` answer.
@@ -48,6 +51,7 @@ impl ElectrumConfig {
             max_subscriptions: 50_000,
             idle_timeout: Duration::from_secs(600),
             max_connections: 1_000,
+            answer_budget_bytes: 512 << 20,
             max_history: 200_000,
             max_headers: 2016,
             banner: format!("Welcome to {SERVER_SOFTWARE}, a validating Electrum server"),

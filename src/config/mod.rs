@@ -76,6 +76,8 @@ pub struct FileConfig {
     pub electrum_idle_timeout_secs: Option<u64>,
     /// Most Electrum connections at once.
     pub electrum_max_connections: Option<usize>,
+    /// MiB of answers queued for all Electrum clients together.
+    pub electrum_answer_budget_mb: Option<usize>,
     /// Most history entries (or unspent outputs) in one answer.
     pub electrum_max_history: Option<usize>,
     /// Text of `server.banner`.
@@ -340,6 +342,9 @@ fn electrum_config(network: Network, file: &FileConfig, over: &Overrides) -> Res
             *field = positive(option, v)?;
         }
     }
+    if let Some(mb) = file.electrum_answer_budget_mb {
+        electrum.answer_budget_bytes = positive("electrum_answer_budget_mb", mb)?.saturating_mul(1 << 20);
+    }
     if let Some(v) = file.electrum_idle_timeout_secs {
         electrum.idle_timeout = std::time::Duration::from_secs(positive("electrum_idle_timeout_secs", v as usize)? as u64);
     }
@@ -476,7 +481,7 @@ mod tests {
     fn zero_limits_are_refused_by_name_and_others_apply() {
         for option in ["electrum_max_line_bytes", "electrum_max_batch", "electrum_max_subscriptions",
             "electrum_max_connections", "electrum_max_history", "electrum_idle_timeout_secs",
-            "index_cache_mb", "mempool_max_mb", "http_max_connections"] {
+            "index_cache_mb", "mempool_max_mb", "http_max_connections", "electrum_answer_budget_mb"] {
             let file = FileConfig::parse(&format!("{option} = 0\n"), Path::new("x")).unwrap();
             let err = Settings::resolve(file, Overrides::default()).unwrap_err().to_string();
             assert!(err.contains(option) && err.contains("at least 1"), "{option}: {err}");

@@ -55,11 +55,12 @@ impl ElectrumServer {
     /// session task. Both listeners share the connection limit.
     pub async fn start(backend: Arc<Backend>) -> Result<Self, ListenError> {
         let permits = Arc::new(Semaphore::new(backend.config.max_connections));
-        let (addr, tcp) = listen(backend.config.addr, Transport::Tcp, &backend, &permits).await?;
+        let budget = session::AnswerBudget::new(backend.config.answer_budget_bytes);
+        let (addr, tcp) = listen(backend.config.addr, Transport::Tcp, &backend, &permits, &budget).await?;
         let mut tasks = vec![tcp];
         let ws_addr = match backend.config.ws_addr {
             Some(ws) => {
-                let (local, task) = listen(ws, Transport::WebSocket, &backend, &permits).await?;
+                let (local, task) = listen(ws, Transport::WebSocket, &backend, &permits, &budget).await?;
                 tasks.push(task);
                 Some(local)
             }
@@ -81,6 +82,7 @@ async fn listen(
     transport: Transport,
     backend: &Arc<Backend>,
     permits: &Arc<Semaphore>,
+    budget: &session::AnswerBudget,
 ) -> Result<(SocketAddr, tokio::task::JoinHandle<()>), ListenError> {
     let listener = TcpListener::bind(addr)
         .await
@@ -88,7 +90,7 @@ async fn listen(
     let local = listener
         .local_addr()
         .map_err(|source| ListenError { addr, source })?;
-    let (backend, permits) = (backend.clone(), permits.clone());
+    let (backend, permits, budget) = (backend.clone(), permits.clone(), budget.clone());
     let task = tokio::spawn(async move {
         loop {
             let (stream, peer) = match listener.accept().await {
@@ -107,10 +109,11 @@ async fn listen(
             let _ = stream.set_nodelay(true);
             let backend = backend.clone();
             let rx = backend.notifier.subscribe_tips();
+            let budget = budget.clone();
             tokio::spawn(async move {
                 match transport {
-                    Transport::Tcp => session::run(stream, peer, backend, rx).await,
-                    Transport::WebSocket => session::run_websocket(stream, peer, backend, rx).await,
+                    Transport::Tcp => session::run(stream, peer, backend, rx, budget).await,
+                    Transport::WebSocket => session::run_websocket(stream, peer, backend, rx, budget).await,
                 }
                 drop(permit);
             });

@@ -197,6 +197,7 @@ pub async fn run(
     peer: SocketAddr,
     backend: Arc<Backend>,
     updates: broadcast::Receiver<TipUpdate>,
+    budget: AnswerBudget,
 ) {
     let (read_half, mut write_half) = stream.into_split();
     let limit = backend.config.max_line_bytes;
@@ -223,17 +224,18 @@ pub async fn run(
             }
         }
     });
-    let (out_tx, mut out_rx) = mpsc::channel::<String>(OUTBOX);
+    let (out_tx, mut out_rx) = mpsc::channel::<Queued>(OUTBOX);
     let writer = tokio::spawn(async move {
-        while let Some(mut line) = out_rx.recv().await {
-            line.push('\n');
-            if write_half.write_all(line.as_bytes()).await.is_err() {
+        // Each line's share of the budget goes back once it is written (when `queued` drops).
+        while let Some(mut queued) = out_rx.recv().await {
+            queued.line.push('\n');
+            if write_half.write_all(queued.line.as_bytes()).await.is_err() {
                 break;
             }
         }
         let _ = write_half.shutdown().await;
     });
-    serve(peer, backend, updates, in_rx, out_tx).await;
+    serve(peer, backend, updates, in_rx, Outbox::new(out_tx, budget)).await;
     reader.abort();
     let _ = writer.await;
 }
@@ -245,6 +247,7 @@ pub async fn run_websocket(
     peer: SocketAddr,
     backend: Arc<Backend>,
     updates: broadcast::Receiver<TipUpdate>,
+    budget: AnswerBudget,
 ) {
     use futures_util::{SinkExt, StreamExt};
     use tokio_tungstenite::tungstenite::{protocol::WebSocketConfig, Error as WsError, Message};
@@ -281,16 +284,16 @@ pub async fn run_websocket(
             }
         }
     });
-    let (out_tx, mut out_rx) = mpsc::channel::<String>(OUTBOX);
+    let (out_tx, mut out_rx) = mpsc::channel::<Queued>(OUTBOX);
     let writer = tokio::spawn(async move {
-        while let Some(text) = out_rx.recv().await {
-            if sink.send(Message::text(text)).await.is_err() {
+        while let Some(queued) = out_rx.recv().await {
+            if sink.send(Message::text(queued.line.as_str())).await.is_err() {
                 break;
             }
         }
         let _ = sink.close().await;
     });
-    serve(peer, backend, updates, in_rx, out_tx).await;
+    serve(peer, backend, updates, in_rx, Outbox::new(out_tx, budget)).await;
     reader.abort();
     let _ = writer.await;
 }
@@ -303,12 +306,12 @@ async fn serve(
     backend: Arc<Backend>,
     mut updates: broadcast::Receiver<TipUpdate>,
     mut incoming: mpsc::Receiver<Incoming>,
-    out_tx: mpsc::Sender<String>,
+    mut out: Outbox,
 ) {
     tracing::debug!("electrum client {peer} connected");
     let idle = backend.config.idle_timeout;
     let limit = backend.config.max_line_bytes;
-    let out = Outbox { tx: out_tx, timeout: SEND_TIMEOUT.min(idle) };
+    out.timeout = SEND_TIMEOUT.min(idle);
     let mut session = Session::new(backend);
     loop {
         tokio::select! {
@@ -349,16 +352,65 @@ async fn serve(
     tracing::debug!("electrum client {peer} disconnected");
 }
 
+/// The bytes of answers queued for all clients and not yet written, at most
+/// (`electrum_answer_budget_mb`); one client may hold a quarter of it.
+#[derive(Clone)]
+pub struct AnswerBudget {
+    bytes: Arc<tokio::sync::Semaphore>,
+    share: usize,
+}
+
+impl AnswerBudget {
+    /// A budget of `total` bytes.
+    pub fn new(total: usize) -> Self {
+        let total = total.clamp(1, tokio::sync::Semaphore::MAX_PERMITS);
+        AnswerBudget { bytes: Arc::new(tokio::sync::Semaphore::new(total)), share: (total / 4).max(1) }
+    }
+}
+
+/// One line queued for a client's writer, holding its bytes of the budget until written.
+struct Queued {
+    line: String,
+    _held: tokio::sync::OwnedSemaphorePermit,
+    _mine: HeldByClient,
+}
+
+/// A client's queued bytes, counted down when a line is written.
+struct HeldByClient(Arc<std::sync::atomic::AtomicUsize>, usize);
+
+impl Drop for HeldByClient {
+    fn drop(&mut self) {
+        self.0.fetch_sub(self.1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
 /// The queue to a client's writer task, with how long a line may wait for room in it.
 struct Outbox {
-    tx: mpsc::Sender<String>,
+    tx: mpsc::Sender<Queued>,
     timeout: std::time::Duration,
+    budget: AnswerBudget,
+    mine: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl Outbox {
-    /// Queues one line; `false` if the client did not make room in time or is gone.
+    fn new(tx: mpsc::Sender<Queued>, budget: AnswerBudget) -> Self {
+        Outbox { tx, timeout: SEND_TIMEOUT, budget, mine: Arc::default() }
+    }
+
+    /// Queues one line; `false` if the client holds more than its share of the budget unread,
+    /// the budget or its queue did not make room in time, or it is gone.
     async fn send(&self, line: String) -> bool {
-        matches!(tokio::time::timeout(self.timeout, self.tx.send(line)).await, Ok(Ok(())))
+        use std::sync::atomic::Ordering;
+        let size = line.len().max(1);
+        if self.mine.load(Ordering::SeqCst) + size > self.budget.share {
+            return false;
+        }
+        let Ok(permits) = u32::try_from(size) else { return false };
+        let acquire = self.budget.bytes.clone().acquire_many_owned(permits);
+        let Ok(Ok(held)) = tokio::time::timeout(self.timeout, acquire).await else { return false };
+        self.mine.fetch_add(size, Ordering::SeqCst);
+        let queued = Queued { line, _held: held, _mine: HeldByClient(self.mine.clone(), size) };
+        matches!(tokio::time::timeout(self.timeout, self.tx.send(queued)).await, Ok(Ok(())))
     }
 
     /// Queues every line, in order; `false` as soon as one cannot be.
