@@ -65,6 +65,7 @@ impl Fixture {
             mempool: Some(mempool),
             notifier,
             config: econfig,
+            header_roots: Default::default(),
         });
         let server = rt.block_on(ElectrumServer::start(backend)).unwrap();
         let (addr, ws_addr) = (server.addr, server.ws_addr);

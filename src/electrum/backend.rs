@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use super::merkle::HeaderRoots;
 use crate::config::ElectrumConfig;
 use crate::index::Index;
 use crate::kernel::Validator;
@@ -20,4 +21,6 @@ pub struct Backend {
     pub notifier: Notifier,
     /// The configuration.
     pub config: ElectrumConfig,
+    /// Cached roots of the header tree's subtrees, for `cp_height` proofs.
+    pub header_roots: HeaderRoots,
 }

@@ -1,6 +1,9 @@
 //! Merkle branches: a transaction's proof against its block's merkle root, and a header's proof
 //! against the root of all block hashes up to a checkpoint.
 
+use std::collections::HashMap;
+use std::sync::Mutex;
+
 use bitcoin::hex::DisplayHex;
 use bitcoin::hashes::{sha256d, Hash};
 
@@ -19,18 +22,92 @@ pub fn branch_and_root(leaves: &[[u8; 32]], mut pos: usize) -> (Vec<[u8; 32]>, [
             }
         }
         branch.push(level[pos ^ 1]);
-        level = level
-            .chunks(2)
-            .map(|pair| {
-                let mut data = [0u8; 64];
-                data[..32].copy_from_slice(&pair[0]);
-                data[32..].copy_from_slice(&pair[1]);
-                sha256d::Hash::hash(&data).to_byte_array()
-            })
-            .collect();
+        level = level.chunks(2).map(|pair| hash_pair(&pair[0], &pair[1])).collect();
         pos /= 2;
     }
     (branch, level[0])
+}
+
+/// Log2 of the headers one cached subtree covers (1,024): a checkpoint proof hashes at most one
+/// such subtree and the cached roots above it, not every header up to the checkpoint.
+pub const CHUNK_LEVELS: u32 = 10;
+
+/// Roots of complete 1,024-header subtrees of the header tree, as ElectrumX's `MerkleCache`
+/// keeps levels: keyed by the subtree's index and its last block hash, which commits to every
+/// header in it (each block hash commits to its parent), so a reorg can never serve a stale root.
+#[derive(Default)]
+pub struct HeaderRoots(Mutex<HashMap<(u32, [u8; 32]), [u8; 32]>>);
+
+/// Most subtree roots kept: more than a chain of 100 million headers needs; a full cache is
+/// emptied (its entries of stale branches go with it).
+const MAX_ROOTS: usize = 100_000;
+
+impl HeaderRoots {
+    /// The branch of leaf `pos` among the `n` leaves that `leaf(i)` gives (deepest pairing
+    /// first) and the root: the same as [`branch_and_root`] over all of them, with the subtrees of
+    /// `1 << levels` leaves that hold neither `pos` nor the last leaf taken from the cache.
+    pub fn branch_and_root(&self, n: usize, pos: usize, levels: u32, leaf: impl Fn(usize) -> [u8; 32]) -> (Vec<[u8; 32]>, [u8; 32]) {
+        let size = 1usize << levels;
+        if n <= size {
+            let leaves: Vec<[u8; 32]> = (0..n).map(&leaf).collect();
+            return branch_and_root(&leaves, pos);
+        }
+        let chunks = n.div_ceil(size);
+        let chunk_leaves = |c: usize| -> Vec<[u8; 32]> { (c * size..((c + 1) * size).min(n)).map(&leaf).collect() };
+        let roots: Vec<[u8; 32]> = (0..chunks)
+            .map(|c| {
+                let complete = (c + 1) * size <= n;
+                if !complete {
+                    return subtree(&chunk_leaves(c), 0, levels).1;
+                }
+                let key = (c as u32, leaf((c + 1) * size - 1));
+                if let Some(root) = self.lock().get(&key) {
+                    return *root;
+                }
+                let root = subtree(&chunk_leaves(c), 0, levels).1;
+                let mut cache = self.lock();
+                if cache.len() >= MAX_ROOTS {
+                    cache.clear();
+                }
+                cache.insert(key, root);
+                root
+            })
+            .collect();
+        let (mut branch, _) = subtree(&chunk_leaves(pos / size), pos % size, levels);
+        let (upper, root) = branch_and_root(&roots, pos / size);
+        branch.extend(upper);
+        (branch, root)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<(u32, [u8; 32]), [u8; 32]>> {
+        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// The branch of `pos` up `levels` levels and the node reached: a subtree of the header tree
+/// whose first leaf sits at a multiple of `1 << levels`. Its last node, once alone at a level
+/// below the top, is paired with itself, as it is in the whole tree when a later subtree exists.
+fn subtree(leaves: &[[u8; 32]], mut pos: usize, levels: u32) -> (Vec<[u8; 32]>, [u8; 32]) {
+    let mut level = leaves.to_vec();
+    let mut branch = Vec::with_capacity(levels as usize);
+    for _ in 0..levels {
+        if level.len() % 2 == 1 {
+            if let Some(last) = level.last().copied() {
+                level.push(last);
+            }
+        }
+        branch.push(level[pos ^ 1]);
+        level = level.chunks(2).map(|pair| hash_pair(&pair[0], &pair[1])).collect();
+        pos /= 2;
+    }
+    (branch, level.first().copied().unwrap_or([0u8; 32]))
+}
+
+fn hash_pair(left: &[u8; 32], right: &[u8; 32]) -> [u8; 32] {
+    let mut data = [0u8; 64];
+    data[..32].copy_from_slice(left);
+    data[32..].copy_from_slice(right);
+    sha256d::Hash::hash(&data).to_byte_array()
 }
 
 /// Hex of a hash in RPC (reversed) byte order, as Electrum shows hashes.
@@ -62,6 +139,33 @@ pub fn root_from_branch(leaf: [u8; 32], branch: &[[u8; 32]], mut pos: usize) -> 
 mod tests {
     use bitcoin::hex::FromHex;
     use super::*;
+
+    #[test]
+    fn cached_subtrees_give_the_whole_trees_branch_and_root() {
+        let leaf = |i: usize| {
+            let mut b = [0u8; 32];
+            b[..8].copy_from_slice(&(i as u64).to_le_bytes());
+            sha256d::Hash::hash(&b).to_byte_array()
+        };
+        let roots = HeaderRoots::default();
+        for levels in [1u32, 2, 3] {
+            for n in 1..70usize {
+                let leaves: Vec<[u8; 32]> = (0..n).map(leaf).collect();
+                for pos in 0..n {
+                    let want = branch_and_root(&leaves, pos);
+                    assert_eq!(roots.branch_and_root(n, pos, levels, leaf), want, "n {n}, pos {pos}, levels {levels}");
+                    assert_eq!(root_from_branch(leaves[pos], &want.0, pos), want.1);
+                }
+            }
+        }
+        assert!(!roots.lock().is_empty(), "complete subtrees were cached");
+        // The production size, past two complete subtrees.
+        let leaves: Vec<[u8; 32]> = (0..2_500).map(leaf).collect();
+        for pos in [0, 1, 1_023, 1_024, 2_047, 2_048, 2_499] {
+            let want = branch_and_root(&leaves, pos);
+            assert_eq!(roots.branch_and_root(2_500, pos, CHUNK_LEVELS, leaf), want, "pos {pos}");
+        }
+    }
 
     #[test]
     fn root_matches_the_blocks_merkle_root() {

@@ -9,7 +9,7 @@ use bitcoin::{BlockHash, Txid};
 use serde_json::{json, Value};
 
 use super::backend::Backend;
-use super::merkle::{branch_and_root, rpc_hex};
+use super::merkle::{branch_and_root, rpc_hex, CHUNK_LEVELS};
 use super::params::{bool_param, scripthash_param, scriptpubkey_param, str_param, txid_param, u32_param};
 use super::rpc::{Reply, RpcError, BACKEND_ERROR, METHOD_NOT_FOUND};
 use super::{status, verbose};
@@ -273,10 +273,11 @@ impl Session {
                 "header height {height} must be <= cp_height {cp_height} <= tip height {tip}"
             )));
         }
-        let hashes: Vec<[u8; 32]> = self.backend.index.with_chain(|c| {
-            (0..=cp_height).filter_map(|h| c.hash(h)).map(|h| h.to_byte_array()).collect()
+        let (branch, root) = self.backend.index.with_chain(|c| {
+            let leaf = |h: usize| c.hash(h as u32).map(|h| h.to_byte_array()).unwrap_or_default();
+            let cache = &self.backend.header_roots;
+            cache.branch_and_root(cp_height as usize + 1, height as usize, CHUNK_LEVELS, leaf)
         });
-        let (branch, root) = branch_and_root(&hashes, height as usize);
         Ok((branch.iter().map(rpc_hex).collect(), rpc_hex(&root)))
     }
 

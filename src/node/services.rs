@@ -54,6 +54,7 @@ impl Services {
                     mempool: node.mempool.clone(),
                     notifier: notifier.clone(),
                     config: settings.electrum.clone(),
+                    header_roots: Default::default(),
                 });
                 Some(ElectrumServer::start(backend).await?)
             }
