@@ -4,7 +4,9 @@
 //! - a merkle branch for one of 4,000 transactions, beside the `bitcoin` crate computing only
 //!   the root of the same leaves;
 //! - a 10,000-entry `get_history` answer as JSON text, beside writing the same entries by hand;
-//! - history keys encoded and decoded, beside copying the same bytes.
+//! - history keys encoded and decoded, beside copying the same bytes;
+//! - a `cp_height` proof at height 100,000 from cached subtree roots, beside the whole tree of
+//!   100,000 header hashes (what it cost before the cache).
 
 use std::hint::black_box;
 
@@ -111,5 +113,18 @@ fn key_encoding(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, status_hash, merkle_branch, history_to_json, key_encoding);
+fn checkpoint_proof(c: &mut Criterion) {
+    let n = 100_000usize;
+    let leaves: Vec<[u8; 32]> = (0..n as u32).map(|i| sha256d::Hash::hash(&i.to_le_bytes()).to_byte_array()).collect();
+    let roots = merkle::HeaderRoots::default();
+    let _warm = roots.branch_and_root(n, 0, merkle::CHUNK_LEVELS, |i| leaves[i]);
+    let mut group = c.benchmark_group("cp_height proof over 100k headers");
+    group.bench_function("cairn: cached 1,024-header subtree roots", |b| {
+        b.iter(|| black_box(roots.branch_and_root(n, 61_234, merkle::CHUNK_LEVELS, |i| leaves[i])))
+    });
+    group.bench_function("baseline: the whole tree", |b| b.iter(|| black_box(merkle::branch_and_root(&leaves, 61_234))));
+    group.finish();
+}
+
+criterion_group!(benches, status_hash, merkle_branch, history_to_json, key_encoding, checkpoint_proof);
 criterion_main!(benches);
