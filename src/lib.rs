@@ -12,6 +12,7 @@
 //!   the index tip; queries read them;
 //! - [`mempool`]: unconfirmed transactions checked against the index;
 //! - [`notify`]: new tips and accepted transactions, published to whoever listens;
+//! - [`listen`]: accepting clients, shared by the servers' listeners;
 //! - the servers: [`electrum`], [`p2p`], [`http`] and [`admin`], the operator's RPC;
 //! - [`node`]: one opened node, and the indexer thread that keeps index and mempool in step
 //!   with the kernel.
@@ -29,6 +30,7 @@ pub mod store;
 pub mod index;
 pub mod mempool;
 pub mod notify;
+pub mod listen;
 pub mod electrum;
 pub mod p2p;
 pub mod http;

@@ -12,7 +12,6 @@ mod verbose;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Duration;
 
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
@@ -93,14 +92,7 @@ async fn listen(
     let (backend, permits, budget) = (backend.clone(), permits.clone(), budget.clone());
     let task = tokio::spawn(async move {
         loop {
-            let (stream, peer) = match listener.accept().await {
-                Ok(s) => s,
-                Err(e) => {
-                    tracing::warn!("electrum accept failed: {e}");
-                    tokio::time::sleep(Duration::from_millis(100)).await;
-                    continue;
-                }
-            };
+            let (stream, peer) = crate::listen::accept(&listener, "Electrum").await;
             let Ok(permit) = permits.clone().try_acquire_owned() else {
                 tracing::warn!("electrum: refusing {peer}, connection limit reached");
                 drop(stream);

@@ -53,15 +53,7 @@ impl HttpServer {
         let places = Arc::new(tokio::sync::Semaphore::new(max_connections));
         let task = tokio::spawn(async move {
             loop {
-                let (stream, peer) = match listener.accept().await {
-                    Ok(accepted) => accepted,
-                    Err(e) => {
-                        // Out of file descriptors, say: wait instead of spinning.
-                        tracing::warn!("accepting an HTTP client failed: {e}");
-                        tokio::time::sleep(Duration::from_millis(100)).await;
-                        continue;
-                    }
-                };
+                let (stream, peer) = crate::listen::accept(&listener, "HTTP").await;
                 let Ok(place) = places.clone().try_acquire_owned() else {
                     tracing::debug!("refusing HTTP client {peer}: {max_connections} connections already");
                     continue;

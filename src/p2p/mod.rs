@@ -287,15 +287,7 @@ async fn keep_connected(shared: Arc<Shared>, addr: SocketAddr) {
 async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, max_inbound: usize) {
     let places = Arc::new(tokio::sync::Semaphore::new(max_inbound));
     loop {
-        let (stream, peer_addr) = match listener.accept().await {
-            Ok(accepted) => accepted,
-            Err(e) => {
-                // Out of file descriptors, say: wait instead of spinning.
-                tracing::warn!("accepting a peer failed: {e}");
-                tokio::time::sleep(Duration::from_millis(100)).await;
-                continue;
-            }
-        };
+        let (stream, peer_addr) = crate::listen::accept(&listener, "P2P").await;
         if shared.bans.is_banned(&peer_addr) {
             continue;
         }

@@ -1,0 +1,24 @@
+//! What every server's listener shares: accepting the next client without spinning when accept
+//! fails (out of file descriptors, say), which would starve every other task.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use tokio::net::{TcpListener, TcpStream};
+
+/// How long to wait after a failed accept before trying again.
+const AFTER_FAILURE: Duration = Duration::from_millis(100);
+
+/// The next client of `listener`; a failure is logged (naming `what` listens) and retried after
+/// a pause.
+pub async fn accept(listener: &TcpListener, what: &str) -> (TcpStream, SocketAddr) {
+    loop {
+        match listener.accept().await {
+            Ok(accepted) => return accepted,
+            Err(e) => {
+                tracing::warn!("accepting a {what} client failed: {e}");
+                tokio::time::sleep(AFTER_FAILURE).await;
+            }
+        }
+    }
+}
