@@ -19,6 +19,10 @@ use bitcoin::BlockHash;
 const WRITE_INTERVAL: Duration = Duration::from_secs(75 * 60);
 /// Wait after that move before the next move proves its step has ended.
 const STEP_END: Duration = Duration::from_secs(10 * 60);
+/// Moves seen within this of the last one are merged into it (its interval only grows, which
+/// proves less, never more): during a sync the tip moves at every look, and the list, which
+/// [`FlushWatch::on_disk`] walks in quadratic time, stays at about 150 entries.
+const MERGE: Duration = Duration::from_secs(60);
 
 /// One tip move: the last look before it, when it was seen, and the tip height then; with the
 /// lowest height a reorg rewrote, if the move was a reorg.
@@ -43,8 +47,20 @@ impl FlushWatch {
     pub fn look(&mut self, now: Instant, tip: (i64, BlockHash), rewrote_from: Option<i64>) {
         let moved = self.last_look.is_none_or(|(_, hash)| hash != tip.1);
         if moved {
-            let after = self.last_look.map(|(at, _)| at).unwrap_or(now);
-            self.moves.push_back(Move { after, seen: now, height: tip.0, rewrote_from });
+            match self.moves.back_mut() {
+                Some(last) if now.saturating_duration_since(last.seen) < MERGE => {
+                    last.seen = now;
+                    last.height = tip.0;
+                    last.rewrote_from = match (last.rewrote_from, rewrote_from) {
+                        (Some(a), Some(b)) => Some(a.min(b)),
+                        (a, b) => a.or(b),
+                    };
+                }
+                _ => {
+                    let after = self.last_look.map(|(at, _)| at).unwrap_or(now);
+                    self.moves.push_back(Move { after, seen: now, height: tip.0, rewrote_from });
+                }
+            }
         }
         self.last_look = Some((now, tip.1));
     }
@@ -84,6 +100,11 @@ mod tests {
         let mut w = FlushWatch::default();
         w.look(min(0), (10, hash(10)), None);
         assert_eq!(w.on_disk(), None);
+        // A sync's many moves a second apart are one entry.
+        for s in 1..=30u64 {
+            w.look(min(1) + Duration::from_secs(s), (10, hash(100 + s as u8)), None);
+        }
+        assert_eq!(w.moves.len(), 2);
         // Moves within 75 minutes prove nothing.
         w.look(min(30), (11, hash(11)), None);
         w.look(min(74), (12, hash(12)), None);
