@@ -293,4 +293,23 @@ fn replacements_agree_with_bitcoind() {
         cases += 1;
     }
     assert_eq!(cases, 10);
+
+    // Rule 2: a replacement may not spend an unconfirmed output that none of the transactions
+    // it replaces spends from (BIP125), however much it pays.
+    let first = build(&pair, 20, 1, 1, &Mutation::Fee(1_000));
+    let parent = build(&pair, 21, 1, 1, &Mutation::Fee(1_000));
+    for tx in [&first, &parent] {
+        let raw = bitcoin::consensus::serialize(tx);
+        pair.node.rpc(&["sendrawtransaction", &raw.to_lower_hex_string()]);
+        mempool.accept(&raw, &pair.index).expect("enters cairn's mempool");
+    }
+    let mut second = first.clone();
+    second.input.push(TxIn { previous_output: OutPoint::new(parent.compute_txid(), 0), ..first.input[0].clone() });
+    second.output[0].value = first.output[0].value + parent.output[0].value - Amount::from_sat(20_000);
+    let second = pair.sign(&second);
+    let core = pair.core(&second);
+    let ours = mempool.accept(&bitcoin::consensus::serialize(&second), &pair.index).err().map(|e| e.to_string());
+    eprintln!("replacement adding an unconfirmed input: bitcoind {core:?}, cairn {ours:?}");
+    assert_eq!(core.as_deref().map(rule), Some("replacement-adds-unconfirmed".to_string()), "{core:?}");
+    assert_eq!(ours.as_deref().map(rule), core.as_deref().map(rule), "cairn {ours:?}");
 }

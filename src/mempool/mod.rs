@@ -157,12 +157,14 @@ struct ResolvedInputs {
     from_parents: Vec<OutPoint>,
 }
 
-/// Full replace-by-fee (every transaction replaceable), Core's `ReplacementChecks` order: the
-/// mempool transactions that a new one paying `fee` for `vsize` replaces (the conflicts and
-/// their descendants), refused if they are over 100 (rule 5), if its fee rate is not above each
-/// direct conflict's (rule 6, `PaysMoreThanConflicts`, in Core's whole sat/kvB), or if it does
-/// not pay more than all of them by the relay fee `needed` for its size (rules 3 and 4).
-fn replacement(inner: &Inner, conflicts: &HashSet<Txid>, txid: Txid, fee: u64, vsize: u64, needed: u64) -> Result<Vec<Txid>, Rejection> {
+/// Full replace-by-fee (every transaction replaceable): the mempool transactions that `new`
+/// replaces (the conflicts and their descendants), refused if they are over 100 (rule 5), if its
+/// fee rate is not above each direct conflict's (rule 6, `PaysMoreThanConflicts`, in Core's
+/// whole sat/kvB), if it spends an unconfirmed output (`from_parents`) of a transaction none of
+/// the conflicts spends from (rule 2, `HasNoNewUnconfirmed`), or if it does not pay more than all
+/// of them by the relay fee `needed` for its size (rules 3 and 4).
+fn replacement(inner: &Inner, conflicts: &HashSet<Txid>, new: &MempoolEntry, from_parents: &[OutPoint], needed: u64) -> Result<Vec<Txid>, Rejection> {
+    let (txid, fee, vsize) = (new.txid, new.fee, new.vsize);
     if conflicts.is_empty() {
         return Ok(Vec::new());
     }
@@ -189,6 +191,15 @@ fn replacement(inner: &Inner, conflicts: &HashSet<Txid>, txid: Txid, fee: u64, v
                 reason: format!("new feerate {new_rate} sat/kvB <= old feerate {old_rate} sat/kvB"),
             });
         }
+    }
+    let parents_of_conflicts: HashSet<Txid> = conflicts
+        .iter()
+        .filter_map(|c| inner.txs.get(c))
+        .flat_map(|e| e.tx.input.iter().map(|i| i.previous_output.txid))
+        .filter(|parent| inner.txs.contains_key(parent))
+        .collect();
+    if let Some(added) = from_parents.iter().find(|op| !parents_of_conflicts.contains(&op.txid)) {
+        return Err(Rejection::AddsUnconfirmed { txid, input: *added });
     }
     let old_fees: u64 = all.iter().filter_map(|t| inner.txs.get(t)).map(|e| e.fee).sum();
     if fee <= old_fees {
@@ -295,7 +306,7 @@ impl Mempool {
         // run meanwhile, and two conflicting transactions must not both enter.
         let mut inner = self.write();
         let conflicts = inner.still_valid(&entry.tx, &txid, &inputs.from_parents)?;
-        let replaced = replacement(&inner, &conflicts, txid, fee, vsize, needed)?;
+        let replaced = replacement(&inner, &conflicts, &entry, &inputs.from_parents, needed)?;
         let mut touched: HashSet<ScriptHash> = entry.scripthashes().collect();
         for r in &replaced {
             inner.remove_with_descendants(r, &mut touched);

@@ -78,6 +78,15 @@ pub enum Rejection {
         /// Which replacement rule failed.
         reason: String,
     },
+    /// A replacement that spends an unconfirmed output of a transaction none of those it
+    /// replaces spends from (BIP125 rule 2).
+    #[error("replacement-adds-unconfirmed: replacement {txid} spends new unconfirmed output {input}")]
+    AddsUnconfirmed {
+        /// The new transaction.
+        txid: Txid,
+        /// The input that spends a new unconfirmed output.
+        input: OutPoint,
+    },
     /// The mempool is full of transactions paying more.
     #[error("mempool full")]
     MempoolFull,
