@@ -108,22 +108,9 @@ fn err(message: impl Into<String>) -> RowError {
     RowError { cf: cf::UNDO, message: message.into() }
 }
 
+/// Appends `n` as a CompactSize (the `bitcoin` crate's encoding; writing to a `Vec` cannot fail).
 fn put_varint(out: &mut Vec<u8>, n: u64) {
-    match n {
-        0..=0xfc => out.push(n as u8),
-        0xfd..=0xffff => {
-            out.push(0xfd);
-            out.extend_from_slice(&(n as u16).to_le_bytes());
-        }
-        0x1_0000..=0xffff_ffff => {
-            out.push(0xfe);
-            out.extend_from_slice(&(n as u32).to_le_bytes());
-        }
-        _ => {
-            out.push(0xff);
-            out.extend_from_slice(&n.to_le_bytes());
-        }
-    }
+    let _ = bitcoin::consensus::Encodable::consensus_encode(&bitcoin::VarInt(n), out);
 }
 
 /// Reads a value front to back, every read checked against what is left.
@@ -146,15 +133,12 @@ impl<'a> Reader<'a> {
         Ok(p)
     }
 
+    /// A CompactSize, decoded by the `bitcoin` crate (which also refuses non-canonical ones).
     fn varint(&mut self) -> Result<u64, RowError> {
-        let first = self.take(1)?[0];
-        let wide = |b: &[u8]| b.iter().rev().fold(0u64, |n, &x| n << 8 | u64::from(x));
-        Ok(match first {
-            0xfd => wide(self.take(2)?),
-            0xfe => wide(self.take(4)?),
-            0xff => wide(self.take(8)?),
-            n => u64::from(n),
-        })
+        let rest = &self.bytes[self.at..];
+        let (n, used) = bitcoin::consensus::deserialize_partial::<bitcoin::VarInt>(rest).map_err(|e| err(e.to_string()))?;
+        self.at += used;
+        Ok(n.0)
     }
 
     /// A count of items each at least `min_len` bytes long: never more than the bytes left allow.
