@@ -281,7 +281,7 @@ fn import_into(
     stop: &AtomicBool,
 ) -> Result<ImportStats> {
     let _span = tracing::info_span!("import").entered();
-    let importer = Importer::new(&node.validator, Progress::new(quiet), stop);
+    let importer = Importer::new(&node.validator, Progress::new(quiet), stop).with_space(&node.space);
     let stats = match (blocks_dir, blocks_file) {
         (Some(dir), _) => {
             let label = node::network_label(&node.settings);
@@ -362,6 +362,13 @@ fn status(settings: Settings, json: bool) -> Result<()> {
             for p in &p2p.peers {
                 println!("  {} {} {}", if p.inbound { "in " } else { "out" }, p.addr, p.user_agent);
             }
+        }
+        if let Some(error) = &status.kernel_error {
+            println!("kernel:     stopped: {error}");
+        }
+        if let Some(disk) = &status.disk {
+            let low = if disk.low { "; too low: no blocks are taken until space is freed" } else { "" };
+            println!("disk:       {} MiB free (min_free_space_mb {}){low}", disk.free_mb, disk.min_free_mb);
         }
     }
     Ok(())

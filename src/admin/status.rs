@@ -39,4 +39,21 @@ pub struct Status {
     /// The P2P side of a running cairn: listener, peers, known addresses.
     #[serde(default)]
     pub p2p: Option<P2pStatus>,
+    /// The kernel's fatal error, once it had one (it then validates nothing more).
+    #[serde(default)]
+    pub kernel_error: Option<String>,
+    /// Free space under a running cairn's data folder.
+    #[serde(default)]
+    pub disk: Option<DiskStatus>,
+}
+
+/// Free disk space as a running cairn sees it (`min_free_space_mb`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DiskStatus {
+    /// Free MiB on the fullest file system holding the data folder.
+    pub free_mb: u64,
+    /// The margin below which no blocks are taken, MiB.
+    pub min_free_mb: u64,
+    /// Whether it is below the margin now (blocks wait until space is freed).
+    pub low: bool,
 }

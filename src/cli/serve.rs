@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use anyhow::Result;
 
+use cairn::datadir::space::SpaceWatch;
 use cairn::kernel::{KernelEvent, Validator};
 use cairn::node::runner::IndexRunner;
 use cairn::node::services::Services;
@@ -72,12 +73,12 @@ pub fn serve(mut node: Node) -> Result<()> {
         let services = Services::start(&node, &notifier, stop_tx).await?;
         let progress = services.p2p.as_ref().map(|_| tokio::spawn(sync_progress(node.validator.clone())));
         tell_user(&services, &node);
-        run_until_stopped(&services, signals, runner.as_ref(), stop_rx).await;
+        let ended = run_until_stopped(&services, signals, &node, runner.as_ref(), stop_rx).await;
         if let Some(task) = progress {
             task.abort();
         }
         services.stop().await;
-        anyhow::Ok(())
+        anyhow::Ok(ended)
     });
     let indexed = match runner {
         Some(runner) => runner.finish().map(drop).map_err(anyhow::Error::from),
@@ -86,10 +87,41 @@ pub fn serve(mut node: Node) -> Result<()> {
     save_mempool(&node);
     drop(rt);
     node.close();
-    served?;
+    let ended = served?;
+    if ended == Ended::SpaceReturned {
+        return Err(restart());
+    }
     indexed?;
+    if ended == Ended::Broken {
+        anyhow::bail!("cairn stopped: the indexer or the kernel could not go on (see the log)");
+    }
     tracing::info!("cairn stopped");
     Ok(())
+}
+
+/// Why serving ended.
+#[derive(Debug, PartialEq, Eq)]
+enum Ended {
+    /// `stop`, Ctrl-C or SIGTERM.
+    Asked,
+    /// The indexer or the kernel stopped, and not for want of disk space.
+    Broken,
+    /// The indexer or the kernel stopped when the disk was full, and space is back.
+    SpaceReturned,
+}
+
+/// Runs this program again with the same arguments in this process (after a clean shutdown): a
+/// kernel that stopped for a full disk validates nothing more, so a fresh one is opened. Returns
+/// only if that failed.
+fn restart() -> anyhow::Error {
+    use std::os::unix::process::CommandExt;
+    tracing::warn!("restarting cairn: the kernel or the indexer had stopped for a full disk, and space is back");
+    let exe = match std::env::current_exe() {
+        Ok(exe) => exe,
+        Err(e) => return anyhow::anyhow!("cannot restart: {e}"),
+    };
+    let err = std::process::Command::new(exe).args(std::env::args_os().skip(1)).exec();
+    anyhow::anyhow!("cannot restart: {err}")
 }
 
 /// Saves the mempool for the next start (Core's `-persistmempool`), unless turned off.
@@ -132,19 +164,23 @@ fn tell_user(services: &Services, node: &Node) {
     }
 }
 
-/// Waits for `stop`, an interrupt or the indexer's end; passes SIGUSR1 on to the peers.
+/// Waits for `stop`, an interrupt or the indexer's end; passes SIGUSR1 on to the peers. When the
+/// indexer or the kernel stopped while the disk is too full, keeps serving what is committed
+/// until space is freed.
 async fn run_until_stopped(
     services: &Services,
     signals: &Signals,
+    node: &Node,
     runner: Option<&IndexRunner>,
     mut stop: tokio::sync::watch::Receiver<bool>,
-) {
+) -> Ended {
     let mut tick = tokio::time::interval(std::time::Duration::from_millis(100));
+    let mut waiting_for_space = false;
     loop {
         tokio::select! {
             _ = tick.tick() => {
                 if signals.interrupted.load(Ordering::SeqCst) {
-                    return;
+                    return Ended::Asked;
                 }
                 if signals.sync_requested.swap(false, Ordering::SeqCst) {
                     tracing::debug!("SIGUSR1: asking peers for headers");
@@ -152,14 +188,33 @@ async fn run_until_stopped(
                         p2p.sync_now();
                     }
                 }
-                if runner.is_some_and(|r| r.is_finished()) {
-                    tracing::error!("the indexer stopped");
-                    return;
+                let fatal = node.validator.fatal();
+                if fatal.is_none() && !runner.is_some_and(|r| r.is_finished()) {
+                    continue;
+                }
+                let space = &node.space;
+                if !waiting_for_space {
+                    let low = tokio::task::block_in_place(|| space.is_low());
+                    let failure = runner.and_then(IndexRunner::failure);
+                    let what = match (&fatal, &failure) {
+                        (Some(m), _) => format!("the kernel stopped: {m}"),
+                        (None, Some(m)) => format!("the indexer stopped: {m}"),
+                        (None, None) => "the indexer stopped".to_string(),
+                    };
+                    let disk_error = fatal.iter().chain(&failure).any(|m| SpaceWatch::is_disk_error(m));
+                    if !low && !disk_error {
+                        tracing::error!("{what}");
+                        return Ended::Broken;
+                    }
+                    tracing::error!("{what}; the disk is full: cairn keeps answering from what it has and restarts by itself once space is freed");
+                    waiting_for_space = true;
+                } else if tokio::task::block_in_place(|| space.has_room_for_kernel()) {
+                    return Ended::SpaceReturned;
                 }
             }
             _ = stop.wait_for(|s| *s) => {
                 tracing::info!("stop requested");
-                return;
+                return Ended::Asked;
             }
         }
     }

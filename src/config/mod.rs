@@ -112,6 +112,8 @@ pub struct FileConfig {
     pub block_filters: Option<bool>,
     /// The index store's block cache, MiB.
     pub index_cache_mb: Option<usize>,
+    /// Free disk space, MiB, below which no more blocks are taken (until space returns).
+    pub min_free_space_mb: Option<u64>,
 }
 
 impl FileConfig {
@@ -165,6 +167,11 @@ pub struct Overrides {
 /// Most HTTP connections at once unless `http_max_connections` says otherwise.
 pub const DEFAULT_HTTP_MAX_CONNECTIONS: usize = 256;
 
+/// Free disk space, MiB, below which cairn takes no more blocks unless `min_free_space_mb` says
+/// otherwise: above what the kernel itself needs before it gives up (Core's 50 MiB margin plus
+/// a 16 MiB block-file chunk), with room for the index's writes and compactions.
+pub const DEFAULT_MIN_FREE_SPACE_MB: u64 = 256;
+
 /// Mempool settings.
 #[derive(Debug, Clone, Copy)]
 pub struct MempoolConfig {
@@ -212,6 +219,8 @@ pub struct Settings {
     pub block_filters: bool,
     /// The index store's block cache, bytes.
     pub index_cache_bytes: usize,
+    /// Free disk space, bytes, below which no more blocks are taken.
+    pub min_free_space: u64,
 }
 
 impl Settings {
@@ -246,6 +255,7 @@ impl Settings {
             http_max_connections: positive("http_max_connections", file.http_max_connections.unwrap_or(DEFAULT_HTTP_MAX_CONNECTIONS))?,
             block_filters: file.block_filters.unwrap_or(true),
             index_cache_bytes: index_cache_mb << 20,
+            min_free_space: min_free_space(file.min_free_space_mb)?,
             mempool: MempoolConfig {
                 max_vbytes: mempool_max_mb as u64 * 1_000_000,
                 persist: file.persist_mempool.unwrap_or(true),
@@ -313,6 +323,16 @@ fn admin_addr(asked: Option<SocketAddr>, network: Network) -> Result<SocketAddr,
 }
 
 /// `v`, refusing zero for an option that must be at least 1.
+/// `min_free_space_mb` in bytes: at least 1 MiB, and a count of bytes that fits 64 bits.
+fn min_free_space(mb: Option<u64>) -> Result<u64, ConfigError> {
+    let mb = mb.unwrap_or(DEFAULT_MIN_FREE_SPACE_MB);
+    let bytes = mb.checked_mul(1 << 20).ok_or_else(|| ConfigError::Invalid {
+        option: "min_free_space_mb",
+        message: format!("{mb} MiB is more than any disk"),
+    })?;
+    positive("min_free_space_mb", usize::from(bytes > 0)).map(|_| bytes)
+}
+
 fn positive(option: &'static str, v: usize) -> Result<usize, ConfigError> {
     if v == 0 {
         return Err(ConfigError::Invalid {
@@ -481,7 +501,7 @@ mod tests {
     fn zero_limits_are_refused_by_name_and_others_apply() {
         for option in ["electrum_max_line_bytes", "electrum_max_batch", "electrum_max_subscriptions",
             "electrum_max_connections", "electrum_max_history", "electrum_idle_timeout_secs",
-            "index_cache_mb", "mempool_max_mb", "http_max_connections", "electrum_answer_budget_mb"] {
+            "index_cache_mb", "mempool_max_mb", "http_max_connections", "electrum_answer_budget_mb", "min_free_space_mb"] {
             let file = FileConfig::parse(&format!("{option} = 0\n"), Path::new("x")).unwrap();
             let err = Settings::resolve(file, Overrides::default()).unwrap_err().to_string();
             assert!(err.contains(option) && err.contains("at least 1"), "{option}: {err}");

@@ -1,6 +1,8 @@
 //! A network's data folder: who owns it, which network it holds, and the lock that keeps one
 //! process writing it.
 
+pub mod space;
+
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};

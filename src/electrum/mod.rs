@@ -17,6 +17,7 @@ use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 
 pub use backend::Backend;
+pub use session::Requests;
 pub use merkle::{branch_and_root, root_from_branch, rpc_hex};
 pub use methods::{history_text, PROTOCOL_MAX, PROTOCOL_MIN};
 pub use status::status;

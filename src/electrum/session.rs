@@ -298,6 +298,22 @@ pub async fn run_websocket(
     let _ = writer.await;
 }
 
+/// One client's requests answered without a socket: the request parser and dispatcher a session
+/// runs, for the request fuzzer (`fuzz/fuzz_targets/electrum_request.rs`).
+pub struct Requests(Session);
+
+impl Requests {
+    /// A fresh client (no version negotiated, no subscriptions) of `backend`.
+    pub fn new(backend: Arc<Backend>) -> Self {
+        Requests(Session::new(backend))
+    }
+
+    /// The answer to one request line (a request or a batch), `None` when it owes none.
+    pub fn answer(&mut self, line: &[u8]) -> Option<String> {
+        self.0.handle_line(line)
+    }
+}
+
 /// The transport-independent part of a session: answers requests from `incoming` and sends
 /// answers and notifications to `out_tx`, until the client leaves, idles, sends an oversized
 /// request or does not read what it is sent.

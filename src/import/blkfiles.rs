@@ -151,8 +151,9 @@ pub struct FileScan {
 }
 
 /// The complete records of this network in `data`, found by searching for the magic as Core's
-/// reindex does, and the count of bytes outside them.
-fn find_records(data: &[u8], magic: [u8; 4], file: usize) -> (Vec<BlkPos>, u64) {
+/// reindex does, and the count of bytes outside them. Public for the blk-file fuzzer
+/// (`fuzz/fuzz_targets/blk_scan.rs`); [`BlkDir::scan_file`] is what an import calls.
+pub fn find_records(data: &[u8], magic: [u8; 4], file: usize) -> (Vec<BlkPos>, u64) {
     let mut blocks = Vec::new();
     let mut covered = 0u64;
     let mut pos = 0usize;

@@ -13,6 +13,7 @@ use std::time::Instant;
 use bitcoin::hex::FromHex;
 use bitcoin::BlockHash;
 
+use crate::datadir::space::SpaceWatch;
 use crate::kernel::{Accepted, KernelError, Validator};
 pub use blkfiles::{BlkDir, BlkPos, BlkWriter};
 use crate::kernel::blockfiles::BlkError;
@@ -107,6 +108,7 @@ pub struct Importer<'a> {
     progress: Progress,
     stop: &'a AtomicBool,
     started: Instant,
+    space: Option<&'a SpaceWatch>,
 }
 
 impl<'a> Importer<'a> {
@@ -119,7 +121,26 @@ impl<'a> Importer<'a> {
             progress,
             stop,
             started: Instant::now(),
+            space: None,
         }
+    }
+
+    /// Waits before each block while `space` says the disk is too low (until space is freed or
+    /// the import is stopped), instead of letting the kernel fill it and stop for good.
+    pub fn with_space(mut self, space: &'a SpaceWatch) -> Self {
+        self.space = Some(space);
+        self
+    }
+
+    /// Returns once the disk has room for another block, or with `Interrupted` when stopped.
+    fn wait_for_space(&self) -> Result<(), ImportError> {
+        while self.space.is_some_and(SpaceWatch::is_low) {
+            if self.stop.load(Ordering::Relaxed) {
+                return Err(ImportError::Interrupted);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(500));
+        }
+        Ok(())
     }
 
     /// Imports every block of a Core `blocks/` folder.
@@ -259,6 +280,7 @@ impl<'a> Importer<'a> {
             self.stats.already_had += 1;
             return Ok(());
         }
+        self.wait_for_space()?;
         match self.validator.submit_block(raw) {
             Ok(Accepted::Connected) => self.stats.connected += 1,
             Ok(Accepted::Stored) => self.stats.stored += 1,

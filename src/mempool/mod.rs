@@ -2,7 +2,7 @@
 //! each other, their scripts verified by the kernel, with Core's simple standardness rules,
 //! full replace-by-fee and eviction by fee rate.
 
-mod consensus;
+pub mod consensus;
 pub mod persist;
 mod policy;
 mod rejection;

@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use crate::admin::{Status, TipStatus};
 use crate::config::Settings;
+use crate::datadir::space::SpaceWatch;
 use crate::datadir::{DataDir, DataDirError, DataDirLock};
 use crate::index::{Index, IndexError};
 use crate::kernel::blockfiles::KernelBlockFiles;
@@ -49,6 +50,8 @@ pub struct Node {
     pub index: Option<Arc<Index>>,
     /// The mempool (it needs the index to find the outputs transactions spend).
     pub mempool: Option<Arc<Mempool>>,
+    /// Free space under the data folder: no more blocks are taken while it is low.
+    pub space: SpaceWatch,
     _lock: DataDirLock,
 }
 
@@ -87,6 +90,7 @@ impl Node {
             None
         };
         let mempool = index.as_ref().map(|_| Arc::new(Mempool::new(settings.mempool)));
+        let space = SpaceWatch::new(vec![datadir.root().to_path_buf(), datadir.blocks_dir()], settings.min_free_space);
         Ok(Node {
             settings,
             datadir,
@@ -94,6 +98,7 @@ impl Node {
             events: Some(events),
             index,
             mempool,
+            space,
             _lock: lock,
         })
     }
@@ -165,6 +170,8 @@ impl StatusSource {
             datadir: self.datadir.clone(),
             running: false,
             p2p: None,
+            kernel_error: self.validator.fatal(),
+            disk: None,
         }
     }
 }

@@ -5,7 +5,7 @@ use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -19,6 +19,7 @@ use crate::store::schema::ScriptHash;
 /// A running indexer thread.
 pub struct IndexRunner {
     stop: Arc<AtomicBool>,
+    failure: Arc<Mutex<Option<String>>>,
     handle: JoinHandle<Result<Receiver<KernelEvent>, IndexError>>,
 }
 
@@ -33,19 +34,31 @@ impl IndexRunner {
         notifier: Notifier,
     ) -> std::io::Result<Self> {
         let stop = Arc::new(AtomicBool::new(false));
-        let stop2 = stop.clone();
+        let failure = Arc::new(Mutex::new(None));
+        let (stop2, failure2) = (stop.clone(), failure.clone());
         let handle = std::thread::Builder::new().name("indexer".into()).spawn(move || {
-            let (pool, saved) = mempool.unzip();
-            let first = index.sync(&validator)?;
-            if first.connected > 0 || first.disconnected > 0 {
-                notifier.publish(&index, first.touched);
+            let result = (|| {
+                let (pool, saved) = mempool.unzip();
+                let first = index.sync(&validator)?;
+                if first.connected > 0 || first.disconnected > 0 {
+                    notifier.publish(&index, first.touched);
+                }
+                if let (Some(pool), Some(path)) = (&pool, saved.flatten()) {
+                    load_mempool(pool, &index, &path, &notifier);
+                }
+                run(&index, &validator, pool.as_deref(), events, &notifier, &stop2)
+            })();
+            if let Err(e) = &result {
+                *failure2.lock().unwrap_or_else(PoisonError::into_inner) = Some(e.to_string());
             }
-            if let (Some(pool), Some(path)) = (&pool, saved.flatten()) {
-                load_mempool(pool, &index, &path, &notifier);
-            }
-            run(&index, &validator, pool.as_deref(), events, &notifier, &stop2)
+            result
         })?;
-        Ok(IndexRunner { stop, handle })
+        Ok(IndexRunner { stop, failure, handle })
+    }
+
+    /// The error the thread ended with, if it ended with one.
+    pub fn failure(&self) -> Option<String> {
+        self.failure.lock().unwrap_or_else(PoisonError::into_inner).clone()
     }
 
     /// Asks the thread to finish: it syncs once more to the kernel's tip, then hands the

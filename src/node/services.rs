@@ -6,7 +6,7 @@ use std::sync::Arc;
 use tokio::sync::watch;
 
 use super::Node;
-use crate::admin::{AdminContext, AdminError, AdminServer, Status};
+use crate::admin::{AdminContext, AdminError, AdminServer, DiskStatus, Status};
 use crate::electrum::{Backend, ElectrumServer, ListenError};
 use crate::http::{HttpError, HttpServer};
 use crate::notify::Notifier;
@@ -70,7 +70,7 @@ impl Services {
                     }),
                     _ => None,
                 };
-                Some(P2p::start(settings.p2p.clone(), node.validator.clone(), mempool).await?)
+                Some(P2p::start(settings.p2p.clone(), node.validator.clone(), mempool, Some(node.space.clone())).await?)
             }
             false => None,
         };
@@ -101,10 +101,16 @@ impl Services {
 fn admin_context(node: &Node, p2p: Option<&P2p>, stop: watch::Sender<bool>) -> AdminContext {
     let source = node.status_source();
     let p2p_status = p2p.map(|p| p.status_source());
+    let space = node.space.clone();
     AdminContext {
         status: Box::new(move || Status {
             running: true,
             p2p: p2p_status.as_ref().map(|f| f()),
+            disk: Some(DiskStatus {
+                free_mb: space.least_free() >> 20,
+                min_free_mb: space.min_free() >> 20,
+                low: space.is_low(),
+            }),
             ..source.read()
         }),
         stop,

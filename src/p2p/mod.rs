@@ -24,6 +24,7 @@ use bitcoin::p2p::{Magic, ServiceFlags};
 use tokio::net::{TcpListener, TcpStream};
 
 use crate::config::{Network, P2pConfig};
+use crate::datadir::space::SpaceWatch;
 use crate::kernel::{KernelError, Validator};
 use addrbook::AddrBook;
 use orphans::Orphans;
@@ -187,8 +188,9 @@ impl P2p {
         config: P2pConfig,
         validator: Arc<Validator>,
         mempool: Option<MempoolAccess>,
+        space: Option<SpaceWatch>,
     ) -> Result<Self, P2pError> {
-        let ctx = Arc::new(peer_context(&config, validator, mempool)?);
+        let ctx = Arc::new(peer_context(&config, validator, mempool, space)?);
         let shared = Arc::new(Shared {
             ctx: ctx.clone(),
             bans: BanList::default(),
@@ -243,12 +245,17 @@ impl P2p {
 
 /// What every peer connection shares; the services advertised follow from it (compact
 /// filters only with an index that builds them).
-fn peer_context(config: &P2pConfig, validator: Arc<Validator>, mempool: Option<MempoolAccess>) -> Result<PeerContext, P2pError> {
+fn peer_context(
+    config: &P2pConfig,
+    validator: Arc<Validator>,
+    mempool: Option<MempoolAccess>,
+    space: Option<SpaceWatch>,
+) -> Result<PeerContext, P2pError> {
     let registry = Arc::new(Registry::default());
     let blame = registry.clone();
     // As Core's MaybePunishNodeForBlock: the peer that sent a block the kernel finds invalid
     // (or that does not parse) is disconnected and banned; the block is not held against others.
-    let downloader = Downloader::new(validator.clone(), move |hash, from, e| {
+    let downloader = Downloader::new(validator.clone(), space, move |hash, from, e| {
         if matches!(e, KernelError::Invalid { .. } | KernelError::Malformed(_)) {
             blame.report_offence(from, format!("sent block {hash}, which is invalid: {e}"));
         }

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use bitcoin::BlockHash;
 
+use crate::datadir::space::SpaceWatch;
 use crate::kernel::{KernelError, Validator};
 
 /// Blocks ahead of the next one to validate that may be requested or held.
@@ -66,13 +67,16 @@ pub struct Downloader {
     inner: Mutex<Inner>,
     feeder: mpsc::SyncSender<ToValidate>,
     queued: Arc<AtomicUsize>,
+    space: Option<SpaceWatch>,
 }
 
 impl Downloader {
-    /// A scheduler feeding `validator` from a dedicated thread. `on_invalid` hears of blocks the
-    /// kernel rejected, with the peer that sent each.
+    /// A scheduler feeding `validator` from a dedicated thread; it asks for no blocks while
+    /// `space` says the disk is low. `on_invalid` hears of blocks the kernel rejected, with the
+    /// peer that sent each.
     pub fn new(
         validator: Arc<Validator>,
+        space: Option<SpaceWatch>,
         on_invalid: impl Fn(BlockHash, PeerId, KernelError) + Send + 'static,
     ) -> std::io::Result<Arc<Self>> {
         let (tx, rx) = mpsc::sync_channel::<ToValidate>(64);
@@ -103,6 +107,7 @@ impl Downloader {
             }),
             feeder: tx,
             queued,
+            space,
         }))
     }
 
@@ -112,6 +117,10 @@ impl Downloader {
 
     /// The blocks `peer` should request now (it has `in_flight` outstanding).
     pub fn assign(&self, peer: PeerId, in_flight: usize) -> Vec<BlockHash> {
+        // A full disk would make the kernel stop for good; what is in flight still fits.
+        if self.space.as_ref().is_some_and(SpaceWatch::is_low) {
+            return Vec::new();
+        }
         // Under the lock nothing new is handed to the kernel, so when its queue is empty the
         // list read now matches what it has connected.
         let mut inner = self.lock();
