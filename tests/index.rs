@@ -130,3 +130,86 @@ fn reopened_index_continues_where_it_stopped() {
     assert_eq!(stats.connected, 30);
     check(&index, &blocks);
 }
+
+/// Issue 12, part 3: a query holds no lock while it reads, so a commit never waits for one, and
+/// every answer is the index's state after some whole commit: during a reorg a reader never sees
+/// a block half undone or half written.
+#[test]
+fn readers_see_whole_commits_during_a_reorg_and_never_hold_up_the_writer() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (v, index) = open(tmp.path());
+    let mut gen = ChainGenerator::new(GenerateOptions { blocks: 0, txs_per_block: 30, seed: 31 });
+    let common = generated(&mut gen, 150);
+    let mut fork = gen.fork(1);
+    let branch_a = generated(&mut gen, 20);
+    let branch_b = generated(&mut fork, 25);
+    submit(&v, &common);
+    submit(&v, &branch_a);
+    index.sync(&v).unwrap();
+
+    // Holding a view (what a query does while it scans) does not stop a commit.
+    let index = Arc::new(index);
+    let v = Arc::new(v);
+    let (done_tx, done_rx) = std::sync::mpsc::channel();
+    let (i2, v2, branch) = (index.clone(), v.clone(), branch_b.clone());
+    std::thread::spawn(move || {
+        let view = i2.view();
+        submit(&v2, &branch[..1]);
+        let _ = done_tx.send(i2.sync(&v2).map(|s| s.connected));
+        drop(view);
+    });
+    let synced = done_rx.recv_timeout(std::time::Duration::from_secs(60)).expect("the commit waited for a reader");
+    assert_eq!(synced.unwrap(), 0, "one block of B has less work than A: nothing to do yet");
+
+    // Every state the reorg may pass through: the common chain plus a prefix of either branch.
+    let mut states: Vec<Vec<Block>> = Vec::new();
+    for k in 0..=branch_a.len() {
+        states.push(common.iter().chain(&branch_a[..k]).cloned().collect());
+    }
+    for k in 1..=branch_b.len() {
+        states.push(common.iter().chain(&branch_b[..k]).cloned().collect());
+    }
+    let expected: Vec<_> = states.iter().map(|s| common::expected(s)).collect();
+    let mut watched: Vec<_> = expected.last().unwrap().history.keys().copied().collect();
+    watched.sort_by_key(|sh| sh.to_electrum_hex());
+    watched.truncate(40);
+    // Each answer on its own must be that of some state.
+    let allowed = |sh: &cairn::store::schema::ScriptHash, got: &[(Txid, u32)], balance: u64| {
+        let history_of_a_state = expected.iter().any(|e| e.history.get(sh).map(Vec::as_slice).unwrap_or_default() == got);
+        let balance_of_a_state =
+            expected.iter().any(|e| e.unspent.get(sh).map(|m| m.values().map(|v| v.1).sum()).unwrap_or(0) == balance);
+        history_of_a_state && balance_of_a_state
+    };
+
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let readers: Vec<_> = (0..2)
+        .map(|_| {
+            let (index, stop, watched) = (index.clone(), stop.clone(), watched.clone());
+            std::thread::spawn(move || {
+                let mut seen = Vec::new();
+                while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                    for sh in &watched {
+                        let got = index.history(sh, usize::MAX).unwrap();
+                        let balance = index.balance(sh).unwrap();
+                        seen.push((*sh, got.iter().map(|h| (h.txid, h.height)).collect::<Vec<_>>(), balance));
+                    }
+                }
+                seen
+            })
+        })
+        .collect();
+    submit(&v, &branch_b[1..]);
+    let stats = index.sync(&v).unwrap();
+    assert_eq!((stats.disconnected, stats.connected), (20, 25));
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    let mut observed = 0;
+    for r in readers {
+        for (sh, got, balance) in r.join().unwrap() {
+            assert!(allowed(&sh, &got, balance), "a reader saw a state no commit left: {} with {} entries, balance {balance}", sh.to_electrum_hex(), got.len());
+            observed += 1;
+        }
+    }
+    assert!(observed > 0);
+    check(&index, &states.last().unwrap()[..]);
+}

@@ -70,7 +70,9 @@ const BATCH_TXS: usize = 100_000;
 /// The index: the store plus the indexed chain in memory.
 pub struct Index {
     store: Arc<Store>,
-    chain: RwLock<IndexedChain>,
+    /// Replaced, never changed in place, and only together with a store write: a reader that
+    /// takes it and a snapshot under the read lock has the two agree.
+    chain: RwLock<Arc<IndexedChain>>,
     block_files: Option<KernelBlockFiles>,
     /// Whether BIP158 filters are built and served.
     filters: bool,
@@ -133,7 +135,7 @@ impl Index {
         }
         Ok(Index {
             store,
-            chain: RwLock::new(chain),
+            chain: RwLock::new(Arc::new(chain)),
             block_files,
             filters,
         })
@@ -175,18 +177,32 @@ impl Index {
         &self.store
     }
 
-    /// A copy-free read of the indexed chain.
+    /// A read of the indexed chain as it is now (a shared copy: no lock is held while `f` runs).
     pub fn with_chain<R>(&self, f: impl FnOnce(&IndexedChain) -> R) -> R {
-        f(&self.chain.read().unwrap_or_else(PoisonError::into_inner))
+        let chain = self.chain.read().unwrap_or_else(PoisonError::into_inner).clone();
+        f(&chain)
+    }
+
+    /// The indexed chain and a store snapshot taken together: the snapshot holds exactly the
+    /// rows of the chain's blocks. A query scans them without a lock, so the writer never waits
+    /// for it, and never sees a block half written or half undone.
+    pub fn view(&self) -> (Arc<IndexedChain>, rocksdb::Snapshot<'_>) {
+        let chain = self.chain.read().unwrap_or_else(PoisonError::into_inner);
+        (chain.clone(), self.store.snapshot())
+    }
+
+    /// Writes `batch` and then changes the chain by `change`, both under the write lock, so no
+    /// reader takes a snapshot of one without the other.
+    fn commit(&self, batch: rocksdb::WriteBatch, change: impl FnOnce(&mut IndexedChain)) -> Result<(), IndexError> {
+        let mut chain = self.chain.write().unwrap_or_else(PoisonError::into_inner);
+        self.store.write(batch)?;
+        change(Arc::make_mut(&mut *chain));
+        Ok(())
     }
 
     /// The index tip.
     pub fn tip(&self) -> Option<(u32, BlockHash)> {
         self.with_chain(|c| c.tip())
-    }
-
-    fn chain_mut(&self) -> std::sync::RwLockWriteGuard<'_, IndexedChain> {
-        self.chain.write().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Brings the index to the kernel's active chain: undoes blocks that left it, then adds
@@ -316,11 +332,11 @@ impl Index {
             hash: last.header.block_hash(),
         };
         batch.put(cf::META, meta::TIP, tip.encode());
-        self.store.write(batch.into_write_batch(&self.store))?;
-        let mut chain = self.chain_mut();
-        for (block, first) in blocks.iter().zip(firsts) {
-            chain.push(block.header, first, block.txs.len() as u32);
-        }
+        self.commit(batch.into_write_batch(&self.store), |chain| {
+            for (block, first) in blocks.iter().zip(firsts) {
+                chain.push(block.header, first, block.txs.len() as u32);
+            }
+        })?;
         Ok(true)
     }
 
@@ -441,8 +457,7 @@ impl Index {
         let mut batch = batch::SortedBatch::default();
         let parent = TipRow { height: height - 1, hash: parent_hash };
         writer::disconnect(&mut batch, height, &txids, &undo, TxNum(range.start), parent)?;
-        self.store.write(batch.into_write_batch(&self.store))?;
-        self.chain_mut().pop();
+        self.commit(batch.into_write_batch(&self.store), IndexedChain::pop)?;
         Ok(kernel_copy.ok())
     }
 

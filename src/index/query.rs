@@ -1,7 +1,11 @@
-//! Reading the index for clients: every call works on one RocksDB snapshot and never waits for
-//! the writer's batches.
+//! Reading the index for clients: every call works on one view (the indexed chain and a RocksDB
+//! snapshot taken together, [`Index::view`]) and holds no lock while it reads, so the writer's
+//! batches never wait for a query, and no query sees a block half written or half undone.
 
 use bitcoin::Txid;
+use rocksdb::Snapshot;
+
+use super::chain::IndexedChain;
 
 use super::{find_txnum, Index, IndexError};
 use crate::kernel::blockfiles::FilePos;
@@ -74,27 +78,25 @@ impl From<RowError> for QueryError {
 impl Index {
     /// The confirmed history of a script, in chain order, at most `limit` entries.
     pub fn history(&self, sh: &ScriptHash, limit: usize) -> Result<Vec<HistoryEntry>, QueryError> {
-        self.with_chain(|chain| {
-            let store = self.store();
-            let snap = store.snapshot();
-            let mut found = Vec::new();
-            store.for_each_in_prefix(&snap, cf::HISTORY, &sh.prefix(), |key, _| {
-                let txnum = HistoryKey::decode(key)?;
-                // Rows of a batch whose blocks the chain does not show yet are not visible.
-                let Some((height, _)) = chain.locate(txnum) else { return Ok(true) };
-                if found.len() == limit {
-                    return Err(QueryError::TooLarge { limit });
-                }
-                found.push((txnum, height));
-                Ok(true)
-            })?;
-            let txids = self.txids_at(&snap, found.iter().map(|(t, _)| *t))?;
-            Ok(found
-                .into_iter()
-                .zip(txids)
-                .map(|((_, height), txid)| HistoryEntry { txid, height })
-                .collect())
-        })
+        let (chain, snap) = self.view();
+        let store = self.store();
+        let mut found = Vec::new();
+        store.for_each_in_prefix(&snap, cf::HISTORY, &sh.prefix(), |key, _| {
+            let txnum = HistoryKey::decode(key)?;
+            // Rows of a batch whose blocks the chain does not show yet are not visible.
+            let Some((height, _)) = chain.locate(txnum) else { return Ok(true) };
+            if found.len() == limit {
+                return Err(QueryError::TooLarge { limit });
+            }
+            found.push((txnum, height));
+            Ok(true)
+        })?;
+        let txids = self.txids_at(&snap, found.iter().map(|(t, _)| *t))?;
+        Ok(found
+            .into_iter()
+            .zip(txids)
+            .map(|((_, height), txid)| HistoryEntry { txid, height })
+            .collect())
     }
 
     /// The txids of transaction numbers (ascending), read from one snapshot in batched
@@ -123,87 +125,87 @@ impl Index {
 
     /// The confirmed unspent outputs of a script, in chain order, at most `limit`.
     pub fn unspent(&self, sh: &ScriptHash, limit: usize) -> Result<Vec<UnspentOutput>, QueryError> {
-        self.with_chain(|chain| {
-            let store = self.store();
-            let snap = store.snapshot();
-            let mut found = Vec::new();
-            store.for_each_in_prefix(&snap, cf::UTXO, &sh.prefix(), |key, value| {
-                let op = UtxoKey::decode(key)?;
-                let Some((height, _)) = chain.locate(op.txnum) else { return Ok(true) };
-                if found.len() == limit {
-                    return Err(QueryError::TooLarge { limit });
-                }
-                found.push((op, height, UtxoKey::decode_value(value)?));
-                Ok(true)
-            })?;
-            let txids = self.txids_at(&snap, found.iter().map(|(op, _, _)| op.txnum))?;
-            Ok(found
-                .into_iter()
-                .zip(txids)
-                .map(|((op, height, value), txid)| UnspentOutput { txid, vout: op.vout, height, value })
-                .collect())
-        })
+        let (chain, snap) = self.view();
+        let store = self.store();
+        let mut found = Vec::new();
+        store.for_each_in_prefix(&snap, cf::UTXO, &sh.prefix(), |key, value| {
+            let op = UtxoKey::decode(key)?;
+            let Some((height, _)) = chain.locate(op.txnum) else { return Ok(true) };
+            if found.len() == limit {
+                return Err(QueryError::TooLarge { limit });
+            }
+            found.push((op, height, UtxoKey::decode_value(value)?));
+            Ok(true)
+        })?;
+        let txids = self.txids_at(&snap, found.iter().map(|(op, _, _)| op.txnum))?;
+        Ok(found
+            .into_iter()
+            .zip(txids)
+            .map(|((op, height, value), txid)| UnspentOutput { txid, vout: op.vout, height, value })
+            .collect())
     }
 
     /// The confirmed balance of a script, in satoshis.
     pub fn balance(&self, sh: &ScriptHash) -> Result<u64, QueryError> {
-        self.with_chain(|chain| {
-            let store = self.store();
-            let snap = store.snapshot();
-            let mut total = 0u64;
-            for item in store.scan_prefix(Some(&snap), cf::UTXO, &sh.prefix()) {
-                let (key, value) = item?;
-                let op = UtxoKey::decode(&key)?;
-                if chain.locate(op.txnum).is_some() {
-                    total = total.saturating_add(UtxoKey::decode_value(&value)?);
-                }
+        let (chain, snap) = self.view();
+        let store = self.store();
+        let mut total = 0u64;
+        for item in store.scan_prefix(Some(&snap), cf::UTXO, &sh.prefix()) {
+            let (key, value) = item?;
+            let op = UtxoKey::decode(&key)?;
+            if chain.locate(op.txnum).is_some() {
+                total = total.saturating_add(UtxoKey::decode_value(&value)?);
             }
-            Ok(total)
-        })
+        }
+        Ok(total)
     }
 
     /// Where a confirmed transaction is.
     pub fn tx_position(&self, txid: &Txid) -> Result<Option<TxPosition>, QueryError> {
-        self.with_chain(|chain| {
-            let store = self.store();
-            let snap = store.snapshot();
-            let Some(txnum) = find_txnum(store, Some(&snap), txid)? else {
-                return Ok(None);
-            };
-            let Some((height, pos)) = chain.locate(txnum) else {
-                return Ok(None);
-            };
-            let row = store
-                .get_at(&snap, cf::TXS, &TxRow::key(txnum))?
-                .ok_or_else(|| IndexError::Inconsistent(format!("no tx row {}", txnum.0)))?;
-            let row = TxRow::decode(&row)?;
-            Ok(Some(TxPosition {
-                txnum,
-                height,
-                pos,
-                offset: row.offset,
-                len: row.len,
-            }))
-        })
+        let (chain, snap) = self.view();
+        self.tx_position_in(&chain, &snap, txid)
+    }
+
+    /// Where a confirmed transaction is in one view of the index.
+    fn tx_position_in(&self, chain: &IndexedChain, snap: &Snapshot<'_>, txid: &Txid) -> Result<Option<TxPosition>, QueryError> {
+        let store = self.store();
+        let Some(txnum) = find_txnum(store, Some(snap), txid)? else {
+            return Ok(None);
+        };
+        let Some((height, pos)) = chain.locate(txnum) else {
+            return Ok(None);
+        };
+        let row = store
+            .get_at(snap, cf::TXS, &TxRow::key(txnum))?
+            .ok_or_else(|| IndexError::Inconsistent(format!("no tx row {}", txnum.0)))?;
+        let row = TxRow::decode(&row)?;
+        Ok(Some(TxPosition { txnum, height, pos, offset: row.offset, len: row.len }))
     }
 
     /// A confirmed transaction's bytes, read straight from the kernel's block files (no kernel
     /// lock). `None` if the transaction is unknown or the files are not mapped.
     pub fn raw_tx(&self, txid: &Txid) -> Result<Option<(Vec<u8>, TxPosition)>, QueryError> {
+        let (chain, snap) = self.view();
+        self.raw_tx_in(&chain, &snap, txid)
+    }
+
+    /// [`Index::raw_tx`] in one view of the index: the position, the block it names and where
+    /// that block sits all read from the same snapshot.
+    fn raw_tx_in(&self, chain: &IndexedChain, snap: &Snapshot<'_>, txid: &Txid) -> Result<Option<(Vec<u8>, TxPosition)>, QueryError> {
         let Some(files) = self.block_files() else {
             return Ok(None);
         };
-        let Some(pos) = self.tx_position(txid)? else {
+        let Some(pos) = self.tx_position_in(chain, snap, txid)? else {
             return Ok(None);
         };
-        let Some(hash) = self.with_chain(|c| c.hash(pos.height)) else {
+        let Some(hash) = chain.hash(pos.height) else {
             return Ok(None);
         };
-        let Some(row) = self.store().get(cf::BLOCKPOS, &BlockPosRow::key(&hash))? else {
+        let Some(row) = self.store().get_at(snap, cf::BLOCKPOS, &BlockPosRow::key(&hash))? else {
             return Ok(None);
         };
         let row = BlockPosRow::decode(&row)?;
-        if pos.offset + pos.len > row.len {
+        if pos.offset.checked_add(pos.len).is_none_or(|end| end > row.len) {
             return Err(IndexError::Inconsistent(format!("transaction {txid} lies outside its block")).into());
         }
         let at = FilePos {
@@ -219,16 +221,17 @@ impl Index {
     /// Whether a confirmed transaction has this output and nothing in the chain spends it
     /// (without reading the transaction: the mempool asks this for every input after each block).
     pub fn is_confirmed_unspent(&self, op: &bitcoin::OutPoint) -> Result<bool, QueryError> {
+        let (chain, snap) = self.view();
         let store = self.store();
-        let Some(txnum) = find_txnum(store, None, &op.txid)? else {
+        let Some(txnum) = find_txnum(store, Some(&snap), &op.txid)? else {
             return Ok(false);
         };
         let key = OutPointNum { txnum, vout: op.vout };
-        if store.get(cf::SPENT, &key.encode())?.is_some() {
+        if store.get_at(&snap, cf::SPENT, &key.encode())?.is_some() {
             return Ok(false);
         }
         // An output index the transaction does not have was never accepted into the mempool.
-        Ok(self.with_chain(|c| c.locate(txnum).is_some()))
+        Ok(chain.locate(txnum).is_some())
     }
 
     /// A confirmed output that nothing in the chain spends: its script and amount, the height
@@ -237,15 +240,16 @@ impl Index {
         &self,
         op: &bitcoin::OutPoint,
     ) -> Result<Option<(bitcoin::TxOut, u32, bool)>, QueryError> {
+        let (chain, snap) = self.view();
         let store = self.store();
-        let Some(txnum) = find_txnum(store, None, &op.txid)? else {
+        let Some(txnum) = find_txnum(store, Some(&snap), &op.txid)? else {
             return Ok(None);
         };
         let key = OutPointNum { txnum, vout: op.vout };
-        if store.get(cf::SPENT, &key.encode())?.is_some() {
+        if store.get_at(&snap, cf::SPENT, &key.encode())?.is_some() {
             return Ok(None);
         }
-        let Some((bytes, pos)) = self.raw_tx(&op.txid)? else {
+        let Some((bytes, pos)) = self.raw_tx_in(&chain, &snap, &op.txid)? else {
             return Ok(None);
         };
         let tx: bitcoin::Transaction = bitcoin::consensus::deserialize(&bytes)
@@ -261,44 +265,40 @@ impl Index {
 
     /// The txids of a block, in block order.
     pub fn block_txids(&self, height: u32) -> Result<Option<Vec<Txid>>, QueryError> {
-        self.with_chain(|chain| {
-            let Some(range) = chain.txnums(height) else {
-                return Ok(None);
-            };
-            let store = self.store();
-            let snap = store.snapshot();
-            let mut out = Vec::with_capacity((range.end - range.start) as usize);
-            for n in range {
-                let row = store
-                    .get_at(&snap, cf::TXS, &TxRow::key(TxNum(n)))?
-                    .ok_or_else(|| IndexError::Inconsistent(format!("no tx row {n}")))?;
-                out.push(TxRow::decode(&row)?.txid);
-            }
-            Ok(Some(out))
-        })
+        let (chain, snap) = self.view();
+        let Some(range) = chain.txnums(height) else {
+            return Ok(None);
+        };
+        let store = self.store();
+        let mut out = Vec::with_capacity((range.end - range.start) as usize);
+        for n in range {
+            let row = store
+                .get_at(&snap, cf::TXS, &TxRow::key(TxNum(n)))?
+                .ok_or_else(|| IndexError::Inconsistent(format!("no tx row {n}")))?;
+            out.push(TxRow::decode(&row)?.txid);
+        }
+        Ok(Some(out))
     }
 
     /// The transaction and input that spend an output, with the spending block's height.
     pub fn spender(&self, txid: &Txid, vout: u32) -> Result<Option<(Txid, u32, u32)>, QueryError> {
-        self.with_chain(|chain| {
-            let store = self.store();
-            let snap = store.snapshot();
-            let Some(txnum) = find_txnum(store, Some(&snap), txid)? else {
-                return Ok(None);
-            };
-            let op = OutPointNum { txnum, vout };
-            let Some(bytes) = store.get_at(&snap, cf::SPENT, &op.encode())? else {
-                return Ok(None);
-            };
-            let by = SpentRow::decode(&bytes)?;
-            let Some((height, _)) = chain.locate(by.txnum) else {
-                return Ok(None);
-            };
-            let row = store
-                .get_at(&snap, cf::TXS, &TxRow::key(by.txnum))?
-                .ok_or_else(|| IndexError::Inconsistent(format!("no tx row {}", by.txnum.0)))?;
-            Ok(Some((TxRow::decode(&row)?.txid, by.vin, height)))
-        })
+        let (chain, snap) = self.view();
+        let store = self.store();
+        let Some(txnum) = find_txnum(store, Some(&snap), txid)? else {
+            return Ok(None);
+        };
+        let op = OutPointNum { txnum, vout };
+        let Some(bytes) = store.get_at(&snap, cf::SPENT, &op.encode())? else {
+            return Ok(None);
+        };
+        let by = SpentRow::decode(&bytes)?;
+        let Some((height, _)) = chain.locate(by.txnum) else {
+            return Ok(None);
+        };
+        let row = store
+            .get_at(&snap, cf::TXS, &TxRow::key(by.txnum))?
+            .ok_or_else(|| IndexError::Inconsistent(format!("no tx row {}", by.txnum.0)))?;
+        Ok(Some((TxRow::decode(&row)?.txid, by.vin, height)))
     }
 
     /// The stored block row at a height (header and TxNum range), straight from the store.
