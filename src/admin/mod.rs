@@ -102,8 +102,10 @@ impl AdminServer {
             message: e.to_string(),
         })?;
         let mut module = RpcModule::new(Arc::new(ctx));
+        // On a blocking thread: the status reads the kernel's tip, under the lock it holds while
+        // it connects a block, and the free disk space.
         module
-            .register_method("status", |_params, ctx, _| {
+            .register_blocking_method("status", |_params, ctx, _| {
                 let mut status = (ctx.status)();
                 status.running = true;
                 Ok::<_, ErrorObjectOwned>(status)

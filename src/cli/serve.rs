@@ -142,7 +142,7 @@ fn tell_user(services: &Services, node: &Node) {
     if let Some(http) = &services.http {
         println!("HTTP filter server on {} (/filter/{{blockhash}}, /filterheaders?start=H&count=N)", http.addr);
     }
-    let tip = node.validator.tip();
+    let tip = tokio::task::block_in_place(|| node.validator.tip());
     tracing::info!(
         "cairn running on {}: tip {} at height {}; admin RPC on {} (cookie in {})",
         node::network_label(&node.settings),
@@ -233,12 +233,14 @@ async fn sync_progress(validator: Arc<Validator>) {
         }
         bar
     });
-    let mut last = (std::time::Instant::now(), validator.tip().height);
+    // The kernel's tips are read off the async workers: its lock is held while a block connects.
+    let tips = || tokio::task::block_in_place(|| (validator.tip().height, validator.best_header().height));
+    let mut last = (std::time::Instant::now(), tips().0);
     let mut last_log = std::time::Instant::now();
     let mut rate = 0.0f64;
     loop {
         tokio::time::sleep(std::time::Duration::from_secs(1)).await;
-        let (tip, best) = (validator.tip().height, validator.best_header().height);
+        let (tip, best) = tips();
         let dt = last.0.elapsed().as_secs_f64();
         rate = 0.7 * rate + 0.3 * ((tip - last.1) as f64 / dt.max(1e-3));
         last = (std::time::Instant::now(), tip);

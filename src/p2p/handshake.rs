@@ -67,7 +67,7 @@ where
         Address::new(&SocketAddr::from(([0, 0, 0, 0], 0)), ctx.services),
         rand_nonce(),
         format!("/cairn:{}/", env!("CARGO_PKG_VERSION")),
-        ctx.validator.tip().height as i32,
+        tokio::task::block_in_place(|| ctx.validator.tip().height) as i32,
     );
     version.version = PROTOCOL_VERSION;
     version.relay = ctx.mempool.is_some();

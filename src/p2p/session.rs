@@ -198,7 +198,7 @@ impl<'a> Session<'a> {
             return Err(PeerError::Misbehaving(format!("{} headers in one message", headers.len())));
         }
         let v = &self.ctx.validator;
-        if let Some(first) = headers.first().filter(|h| !v.knows(&h.prev_blockhash)) {
+        if let Some(first) = headers.first().filter(|h| !tokio::task::block_in_place(|| v.knows(&h.prev_blockhash))) {
             self.unconnecting_headers += 1;
             if self.unconnecting_headers > MAX_UNCONNECTING_HEADERS {
                 return Err(PeerError::Misbehaving(format!("{} headers messages in a row that do not connect", self.unconnecting_headers)));
@@ -431,11 +431,12 @@ fn addr_message(addrs: Vec<KnownAddr>, addrv2: bool) -> NetworkMessage {
     }
 }
 
-/// A `getheaders` from the kernel's locator, up to the peer's best.
+/// A `getheaders` from the kernel's locator, up to the peer's best. Called from peer tasks: the
+/// kernel's lock is waited for off the async workers.
 fn get_headers(validator: &Validator) -> NetworkMessage {
     NetworkMessage::GetHeaders(GetHeadersMessage {
         version: PROTOCOL_VERSION,
-        locator_hashes: validator.locator(),
+        locator_hashes: tokio::task::block_in_place(|| validator.locator()),
         stop_hash: BlockHash::all_zeros(),
     })
 }

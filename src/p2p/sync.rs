@@ -17,6 +17,12 @@ pub const WINDOW: usize = 1024;
 pub const PER_PEER: usize = 16;
 /// How long a download plan is used before it is read from the kernel again.
 const PLAN_AGE: Duration = Duration::from_secs(1);
+/// How far above the next block to validate an unrequested block may be and still be kept
+/// (Core's `MIN_BLOCKS_TO_KEEP`, the bound of its `fTooFarAhead`).
+const MIN_BLOCKS_TO_KEEP: i64 = 288;
+/// Blocks handed to the validating thread and not yet validated, at most; the rest wait in the
+/// buffer (within the window).
+const FEED_QUEUE: usize = 64;
 /// A request older than this may go to another peer.
 pub const STALL_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -79,10 +85,19 @@ impl Downloader {
         space: Option<SpaceWatch>,
         on_invalid: impl Fn(BlockHash, PeerId, KernelError) + Send + 'static,
     ) -> std::io::Result<Arc<Self>> {
-        let (tx, rx) = mpsc::sync_channel::<ToValidate>(64);
-        let queued = Arc::new(AtomicUsize::new(0));
-        let v = validator.clone();
-        let q = queued.clone();
+        let (tx, rx) = mpsc::sync_channel::<ToValidate>(FEED_QUEUE);
+        let next = validator.tip().height + 1;
+        let downloader = Arc::new(Downloader {
+            validator: validator.clone(),
+            inner: Mutex::new(Inner {
+                next_to_feed: next,
+                ..Default::default()
+            }),
+            feeder: tx,
+            queued: Arc::new(AtomicUsize::new(0)),
+            space,
+        });
+        let (v, q, weak) = (validator, downloader.queued.clone(), Arc::downgrade(&downloader));
         std::thread::Builder::new()
             .name("block-feeder".into())
             .spawn(move || {
@@ -96,19 +111,13 @@ impl Downloader {
                         }
                     }
                     q.fetch_sub(1, Ordering::SeqCst);
+                    // Room in the queue: move up what waited for it.
+                    if let Some(dl) = weak.upgrade() {
+                        dl.feed_ready(&mut dl.lock());
+                    }
                 }
             })?;
-        let next = validator.tip().height + 1;
-        Ok(Arc::new(Downloader {
-            validator,
-            inner: Mutex::new(Inner {
-                next_to_feed: next,
-                ..Default::default()
-            }),
-            feeder: tx,
-            queued,
-            space,
-        }))
+        Ok(downloader)
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
@@ -191,18 +200,38 @@ impl Downloader {
             tracing::debug!("block {hash} at {height}: already handed to the kernel (next {})", inner.next_to_feed);
             return Delivered::Unwanted;
         }
+        // Core's AcceptBlock ignores an unrequested block more than MIN_BLOCKS_TO_KEEP (288)
+        // above the tip: held here it would only take memory.
+        if asked.is_none() && height > inner.next_to_feed.saturating_add(MIN_BLOCKS_TO_KEEP) {
+            tracing::debug!("block {hash} at {height}: not asked for and too far ahead (next {})", inner.next_to_feed);
+            return Delivered::Unwanted;
+        }
         inner.buffer.insert(height, (hash, bytes, from));
+        self.feed_ready(&mut inner);
+        Delivered::Taken
+    }
+
+    /// Hands the blocks next in line to the validating thread while its queue has room. It
+    /// never waits (the lock is held): a block that does not fit stays in the buffer, and the
+    /// validating thread calls this again when it has taken one.
+    fn feed_ready(&self, inner: &mut Inner) {
         loop {
             let next = inner.next_to_feed;
             let Some((hash, bytes, sender)) = inner.buffer.remove(&next) else { break };
             self.queued.fetch_add(1, Ordering::SeqCst);
-            if self.feeder.send((next, hash, bytes, sender)).is_err() {
-                self.queued.fetch_sub(1, Ordering::SeqCst);
-                break;
+            match self.feeder.try_send((next, hash, bytes, sender)) {
+                Ok(()) => inner.next_to_feed += 1,
+                Err(mpsc::TrySendError::Full((_, hash, bytes, sender))) => {
+                    self.queued.fetch_sub(1, Ordering::SeqCst);
+                    inner.buffer.insert(next, (hash, bytes, sender));
+                    break;
+                }
+                Err(mpsc::TrySendError::Disconnected(_)) => {
+                    self.queued.fetch_sub(1, Ordering::SeqCst);
+                    break;
+                }
             }
-            inner.next_to_feed += 1;
         }
-        Delivered::Taken
     }
 
     /// Says new headers were accepted: the next assignment reads the plan from the kernel.

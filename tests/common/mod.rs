@@ -1,6 +1,8 @@
 //! Helpers shared by integration tests: a real bitcoind as reference.
 #![allow(dead_code)]
 
+pub mod peer;
+
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
@@ -225,6 +227,21 @@ impl Drop for Cairn {
 }
 
 impl Cairn {
+    /// Its process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Its resident memory now, KiB (`VmRSS` in /proc).
+    pub fn rss_kib(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid())).unwrap_or_default();
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap_or(0)
+    }
+
     /// `cairn status --json` of its data folder.
     pub fn status(&self) -> serde_json::Value {
         let out = Command::new(env!("CARGO_BIN_EXE_cairn"))
