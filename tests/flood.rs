@@ -49,7 +49,7 @@ fn under_a_combined_flood_an_honest_bitcoind_keeps_syncing_from_cairn() {
     let cairn_p2p = SocketAddr::from(([127, 0, 0, 1], p2p_port));
     cairn.wait_for(&a.rpc(&["getbestblockhash"]), "initial sync");
     // The honest peer: syncs only from cairn.
-    let b = Bitcoind::start(&tmp.path().join("b"), &[format!("-connect=127.0.0.1:{p2p_port}")]);
+    let b = Bitcoind::start(&tmp.path().join("b"), &[format!("-connect=127.0.0.1:{p2p_port}"), "-v2transport=0".into()]);
     b.wait_for_height(200, Duration::from_secs(120));
     let rss_before = cairn.rss_kib();
 
@@ -112,7 +112,7 @@ fn under_a_combined_flood_an_honest_bitcoind_keeps_syncing_from_cairn() {
     // An invalid block on the tip, from a non-local address: disconnected and banned.
     let tip_header: bitcoin::block::Header = {
         let hex = a.rpc(&["getblockheader", &new_tip, "false"]);
-        bitcoin::consensus::deserialize(&bitcoin::hex::FromHex::from_hex(&hex).unwrap()).unwrap()
+        bitcoin::consensus::encode::deserialize_hex(&hex).unwrap()
     };
     cairn.wait_for(&new_tip, "following bitcoind A under the flood");
     let block = invalid_block_on(&tip_header);

@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use bitcoin::BlockHash;
 use bitcoin::p2p::{Magic, ServiceFlags};
 
 use super::addrbook::AddrBook;
@@ -48,4 +49,7 @@ pub struct PeerContext {
     pub registry: Arc<Registry>,
     /// Fires when a header sync should start now (SIGUSR1, as electrs).
     pub sync_now: tokio::sync::broadcast::Sender<()>,
+    /// The kernel's tip once it has caught up with the best header (`None` before): what the
+    /// sessions announce to their peers.
+    pub tip: tokio::sync::watch::Sender<Option<BlockHash>>,
 }

@@ -200,6 +200,7 @@ impl P2p {
         // Fixed peers: `connect` (only these) or `addnode` (these and others).
         let fixed = config.connect.iter().chain(&config.addnode);
         let mut tasks: Vec<_> = fixed.map(|addr| tokio::spawn(keep_connected(shared.clone(), *addr))).collect();
+        tasks.push(tokio::spawn(watch_tip(ctx.clone())));
         if config.connect.is_empty() && config.max_outbound > 0 {
             tasks.push(tokio::spawn(outbound_manager(shared.clone(), config.clone())));
         }
@@ -277,6 +278,7 @@ fn peer_context(
         book: Arc::new(AddrBook::new(config.network == Network::Regtest)),
         registry,
         sync_now: tokio::sync::broadcast::channel(4).0,
+        tip: tokio::sync::watch::channel(None).0,
     })
 }
 
@@ -351,6 +353,27 @@ async fn outbound_manager(shared: Arc<Shared>, config: P2pConfig) {
                 book.mark_failed(addr);
             }
         });
+    }
+}
+
+/// How often the kernel's tip is looked at for announcements.
+const TIP_WATCH: Duration = Duration::from_millis(250);
+
+/// Publishes the kernel's tip to the sessions whenever it moves, once it has caught up with the
+/// best header: Core announces no blocks during its initial download either.
+async fn watch_tip(ctx: Arc<PeerContext>) {
+    let mut tick = tokio::time::interval(TIP_WATCH);
+    loop {
+        tick.tick().await;
+        let v = &ctx.validator;
+        let (tip, best) = tokio::task::block_in_place(|| (v.tip(), v.best_header()));
+        if tip.hash == best.hash {
+            ctx.tip.send_if_modified(|seen| {
+                let moved = *seen != Some(tip.hash);
+                *seen = Some(tip.hash);
+                moved
+            });
+        }
     }
 }
 

@@ -61,12 +61,14 @@ pub struct Session<'a> {
     answered_getaddr: bool,
     /// `headers` messages in a row that did not connect.
     unconnecting_headers: u32,
+    /// It asked for new blocks as `headers` (BIP130 `sendheaders`) rather than `inv`.
+    wants_headers: bool,
 }
 
 impl<'a> Session<'a> {
     /// A session over a connection whose handshake is done.
     pub fn new(out: &'a mpsc::Sender<Outgoing>, id: PeerId, ctx: &'a PeerContext, traits: &'a PeerTraits, inbound: bool) -> Self {
-        Session { out, id, ctx, traits, inbound, answered_getaddr: false, unconnecting_headers: 0 }
+        Session { out, id, ctx, traits, inbound, answered_getaddr: false, unconnecting_headers: 0, wants_headers: false }
     }
 
     /// Runs until the peer disconnects, misbehaves or goes silent; returns why it ended.
@@ -76,6 +78,10 @@ impl<'a> Session<'a> {
             None => broadcast::channel(1).1,
         };
         let mut sync_now = self.ctx.sync_now.subscribe();
+        let mut tips = self.ctx.tip.subscribe();
+        // Blocks are announced from the tip at the start on; the peer learns older ones from its
+        // own `getheaders`.
+        let mut announced = *tips.borrow_and_update();
         self.queue(get_headers(&self.ctx.validator)).await?;
         if !self.inbound {
             self.queue(NetworkMessage::GetAddr).await?;
@@ -98,6 +104,13 @@ impl<'a> Session<'a> {
                 txid = accepted.recv(), if self.ctx.mempool.is_some() => {
                     if let Ok(txid) = txid {
                         self.announce(txid).await?;
+                    }
+                }
+                moved = tips.changed() => {
+                    let tip = *tips.borrow_and_update();
+                    if let (Ok(()), Some(tip)) = (moved, tip) {
+                        self.announce_block(announced, tip).await?;
+                        announced = Some(tip);
                     }
                 }
                 nudge = sync_now.recv() => {
@@ -132,6 +145,10 @@ impl<'a> Session<'a> {
             // As Core without NODE_BLOOM (which cairn does not offer): a disconnect, no ban.
             NetworkMessage::MemPool => Err(PeerError::Refused("mempool request, and cairn does not offer NODE_BLOOM".into())),
             NetworkMessage::Ping(nonce) => self.queue(NetworkMessage::Pong(nonce)).await,
+            NetworkMessage::SendHeaders => {
+                self.wants_headers = true;
+                Ok(())
+            }
             NetworkMessage::GetHeaders(req) => {
                 // As Core: a longer locator is a disconnect, without a ban.
                 if req.locator_hashes.len() > MAX_LOCATOR {
@@ -367,6 +384,23 @@ impl<'a> Session<'a> {
             Inventory::Transaction(txid)
         };
         self.queue(NetworkMessage::Inv(vec![item])).await
+    }
+
+    /// Announces a new tip as Core does (`SendMessages`): the headers from the last announced
+    /// block up to it when the peer asked for headers and there are at most eight
+    /// (`MAX_BLOCKS_TO_ANNOUNCE`), else an `inv` of the tip, which the peer follows with
+    /// `getheaders`.
+    async fn announce_block(&mut self, from: Option<BlockHash>, tip: BlockHash) -> Result<(), PeerError> {
+        const MAX_BLOCKS_TO_ANNOUNCE: usize = 8;
+        if let (true, Some(from)) = (self.wants_headers, from) {
+            let v = &self.ctx.validator;
+            let headers = tokio::task::block_in_place(|| v.headers_after(&[from], &tip, MAX_BLOCKS_TO_ANNOUNCE + 1));
+            let connects = headers.first().is_some_and(|h| h.prev_blockhash == from);
+            if connects && headers.len() <= MAX_BLOCKS_TO_ANNOUNCE && headers.last().is_some_and(|h| h.block_hash() == tip) {
+                return self.queue(NetworkMessage::Headers(headers)).await;
+            }
+        }
+        self.queue(NetworkMessage::Inv(vec![Inventory::Block(tip)])).await
     }
 
     /// Asks the peer for the blocks the scheduler gives it.
