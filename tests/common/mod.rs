@@ -302,6 +302,8 @@ impl Cairn {
 /// waits until it serves.
 pub fn start_cairn(dir: &Path, args: &[String]) -> Cairn {
     let datadir = dir.to_path_buf();
+    // A killed cairn leaves its admin address behind: waiting for the file must wait for this one.
+    let _ = std::fs::remove_file(dir.join("regtest/admin.addr"));
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_cairn"));
     cmd.arg("--datadir").arg(&datadir).args(["--admin-addr", "127.0.0.1:0"]);
     if !args.iter().any(|a| a.starts_with("--electrum-addr")) {
