@@ -109,13 +109,75 @@ fn chain_on_bitcoind(tmp: &std::path::Path) -> (Bitcoind, String, std::path::Pat
     (node, summary.tip.to_string(), out.join("blocks"))
 }
 
-/// The index of a clean sync of the same chain, to compare with.
-fn clean_rows(tmp: &std::path::Path, connect: &str, tip: &str) -> Vec<(&'static str, Vec<(Box<[u8]>, Box<[u8]>)>)> {
+/// The index of a clean sync of the same chain and its Electrum answers, to compare with.
+fn clean_rows(tmp: &std::path::Path, connect: &str, tip: &str) -> (Vec<(&'static str, Vec<(Box<[u8]>, Box<[u8]>)>)>, Vec<String>) {
     let dir = tmp.join("clean");
-    let cairn = start_cairn(&dir, &[connect.to_string(), "--no-listen".into()]);
-    cairn.wait_for(tip, "clean sync");
+    let answers = answers_at_tip(&dir, &[connect.to_string()], tip);
+    (index_rows(&dir), answers)
+}
+
+/// Requests whose answers must not depend on the kills: the tip, headers with proofs, and the
+/// history, balance and unspent outputs of 30 scripts the chain pays, and 20 of its transactions
+/// with their proofs.
+fn requests() -> Vec<String> {
+    let blocks = common::chain(BLOCKS as u32, 60, 12);
+    let e = common::expected(&blocks);
+    let mut scripts: Vec<_> = e.history.keys().map(|sh| sh.to_electrum_hex()).collect();
+    scripts.sort();
+    let mut txs: Vec<_> = e.positions.iter().map(|(txid, (height, _))| (txid.to_string(), *height)).collect();
+    txs.sort();
+    let mut out = vec![serde_json::json!({"method": "blockchain.headers.subscribe", "params": []})];
+    out.extend((1..BLOCKS).step_by(97).map(|h| serde_json::json!({"method": "blockchain.block.header", "params": [h, BLOCKS]})));
+    for sh in scripts.iter().step_by(scripts.len() / 30).take(30) {
+        for method in ["get_history", "get_balance", "listunspent"] {
+            out.push(serde_json::json!({"method": format!("blockchain.scripthash.{method}"), "params": [sh]}));
+        }
+    }
+    for (txid, height) in txs.iter().step_by(txs.len() / 20).take(20) {
+        out.push(serde_json::json!({"method": "blockchain.transaction.get", "params": [txid, false]}));
+        out.push(serde_json::json!({"method": "blockchain.transaction.get_merkle", "params": [txid, height]}));
+    }
+    out.into_iter()
+        .enumerate()
+        .map(|(id, mut r)| {
+            r["id"] = id.into();
+            r.to_string()
+        })
+        .collect()
+}
+
+/// Starts cairn on `dir` (with `args`), waits for `tip`, asks [`requests`] over Electrum and
+/// stops it: the answers, one line each.
+fn answers_at_tip(dir: &std::path::Path, args: &[String], tip: &str) -> Vec<String> {
+    use std::io::{BufRead, Write};
+    let port = common::free_port();
+    let mut args = args.to_vec();
+    args.extend(["--no-listen".to_string(), format!("--electrum-addr=127.0.0.1:{port}")]);
+    let cairn = start_cairn(dir, &args);
+    cairn.wait_for(tip, "sync before asking");
+    let stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    stream.set_read_timeout(Some(std::time::Duration::from_secs(30))).unwrap();
+    let mut reader = std::io::BufReader::new(stream.try_clone().unwrap());
+    let answers = requests()
+        .iter()
+        .map(|request| {
+            (&stream).write_all(format!("{request}\n").as_bytes()).unwrap();
+            let mut line = String::new();
+            reader.read_line(&mut line).unwrap();
+            assert!(!line.contains("\"error\""), "{request}: {line}");
+            line
+        })
+        .collect();
     cairn.stop();
-    index_rows(&dir)
+    answers
+}
+
+/// Every answer equal to the clean index's.
+fn assert_same_answers(ours: &[String], clean: &[String]) {
+    assert_eq!(ours.len(), clean.len());
+    for (a, b) in ours.iter().zip(clean) {
+        assert_eq!(a, b, "an Electrum answer differs from a clean index's");
+    }
 }
 
 fn assert_same_rows(ours: &[(&'static str, Vec<(Box<[u8]>, Box<[u8]>)>)], clean: &[(&'static str, Vec<(Box<[u8]>, Box<[u8]>)>)]) {
@@ -139,10 +201,10 @@ fn killed_at_random_instants_during_a_p2p_sync_it_resumes_to_a_clean_index() {
         mid_sync += usize::from(index_height_after_kill(&dir) < BLOCKS);
     }
     assert!(mid_sync > 0, "no kill landed before the sync was over");
-    let cairn = start_cairn(&dir, &[connect.clone(), "--no-listen".into()]);
-    cairn.wait_for(&tip, "sync after the kills");
-    cairn.stop();
-    assert_same_rows(&index_rows(&dir), &clean_rows(tmp.path(), &connect, &tip));
+    let answers = answers_at_tip(&dir, &[connect.clone()], &tip);
+    let (rows, clean_answers) = clean_rows(tmp.path(), &connect, &tip);
+    assert_same_rows(&index_rows(&dir), &rows);
+    assert_same_answers(&answers, &clean_answers);
 }
 
 #[test]
@@ -167,5 +229,7 @@ fn killed_at_random_instants_during_an_import_it_resumes_to_a_clean_index() {
     }
     assert!(mid_import > 0, "no kill landed before the import was over");
     assert!(import().status().unwrap().success(), "the import after the kills failed");
-    assert_same_rows(&index_rows(&dir), &clean_rows(tmp.path(), &connect, &tip));
+    let (rows, clean_answers) = clean_rows(tmp.path(), &connect, &tip);
+    assert_same_rows(&index_rows(&dir), &rows);
+    assert_same_answers(&answers_at_tip(&dir, &[], &tip), &clean_answers);
 }

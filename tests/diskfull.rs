@@ -180,7 +180,10 @@ fn a_disk_filled_mid_sync_stops_the_kernel_and_cairn_keeps_answering_then_restar
     let stopped = cairn.status_when(|s| s["kernel_error"].is_string());
     eprintln!("disk filled at height {at}: {stopped}");
     assert!(stopped["kernel_error"].as_str().unwrap().contains("Disk space is too low"), "{stopped}");
+    // The indexer ends at the stopped kernel's last tip, and stays there.
+    let settled = cairn.status_when(|s| s["index_tip"]["hash"].is_string() && s["index_tip"] == s["kernel_tip"]);
     let answered = electrum_height(port);
+    assert_eq!(Some(answered), settled["kernel_tip"]["height"].as_u64());
     assert!(answered < 1_000);
     for _ in 0..10 {
         std::thread::sleep(Duration::from_millis(300));

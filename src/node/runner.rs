@@ -86,8 +86,11 @@ fn run(
     stop: &AtomicBool,
 ) -> Result<Receiver<KernelEvent>, IndexError> {
     let mut pruner = UndoPruner::default();
+    let mut kernel_stopped = false;
     loop {
-        let stopping = stop.load(Ordering::SeqCst);
+        // After a stop request or the kernel's fatal error, one more sync: the index ends at the
+        // kernel's last tip.
+        let stopping = stop.load(Ordering::SeqCst) || kernel_stopped;
         let stats = index.sync(validator)?;
         pruner.after_sync(index, validator, stats.lowest_undone)?;
         if stats.connected > 0 || stats.disconnected > 0 {
@@ -103,7 +106,7 @@ fn run(
         match events.recv_timeout(Duration::from_millis(250)) {
             Ok(KernelEvent::Fatal(message)) => {
                 tracing::error!("indexer stops: the kernel hit a fatal error: {message}");
-                return Ok(events);
+                kernel_stopped = true;
             }
             Ok(_) | Err(RecvTimeoutError::Timeout) => {}
             Err(RecvTimeoutError::Disconnected) => std::thread::sleep(Duration::from_millis(250)),
