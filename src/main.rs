@@ -363,6 +363,9 @@ fn status(settings: Settings, json: bool) -> Result<()> {
                 println!("  {} {} {}", if p.inbound { "in " } else { "out" }, p.addr, p.user_agent);
             }
         }
+        if let Some(sync) = &status.syncing {
+            println!("syncing:    height {} of {} (clients are answered once it is done)", sync.height, sync.headers);
+        }
         if let Some(error) = &status.kernel_error {
             println!("kernel:     stopped: {error}");
         }

@@ -5,7 +5,7 @@
 mod common;
 
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::net::SocketAddr;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -784,7 +784,6 @@ fn earlier_transactions_arrive_by_bip35_and_orphans_fetch_their_parents() {
 /// as by Core.
 #[test]
 fn the_sender_of_an_invalid_block_is_banned() {
-    use bitcoin::hashes::Hash;
     use bitcoin::p2p::message::NetworkMessage;
     use bitcoin::p2p::message_blockdata::Inventory;
     let tmp = tempfile::tempdir().unwrap();

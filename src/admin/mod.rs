@@ -16,7 +16,7 @@ use jsonrpsee_http_client::{HeaderMap, HeaderValue, HttpClient, HttpClientBuilde
 use tokio::sync::watch;
 
 use crate::datadir::{DataDir, DataDirError};
-pub use status::{DiskStatus, Status, TipStatus};
+pub use status::{DiskStatus, Status, SyncStatus, TipStatus};
 
 /// The user name in the cookie file, as bitcoind writes it.
 pub const COOKIE_USER: &str = "__cookie__";

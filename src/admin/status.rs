@@ -39,12 +39,24 @@ pub struct Status {
     /// The P2P side of a running cairn: listener, peers, known addresses.
     #[serde(default)]
     pub p2p: Option<P2pStatus>,
+    /// While the node is in its initial download: how far (clients are then refused).
+    #[serde(default)]
+    pub syncing: Option<SyncStatus>,
     /// The kernel's fatal error, once it had one (it then validates nothing more).
     #[serde(default)]
     pub kernel_error: Option<String>,
     /// Free space under a running cairn's data folder.
     #[serde(default)]
     pub disk: Option<DiskStatus>,
+}
+
+/// How far an initial download has come.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SyncStatus {
+    /// The validated tip's height.
+    pub height: i64,
+    /// The best known header's height.
+    pub headers: i64,
 }
 
 /// Free disk space as a running cairn sees it (`min_free_space_mb`).

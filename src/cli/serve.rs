@@ -157,7 +157,16 @@ fn tell_user(services: &Services, node: &Node) {
         let addr = server.addr;
         println!("Electrum server on {addr}. Try:");
         println!("  echo '{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"blockchain.headers.subscribe\",\"params\":[]}}' | nc -q1 {} {}", addr.ip(), addr.port());
-        println!("  electrum --regtest --oneserver --server {}:{}:t", addr.ip(), addr.port());
+        let flag = match node.settings.network {
+            cairn::config::Network::Mainnet => "",
+            cairn::config::Network::Testnet4 => "--testnet4 ",
+            cairn::config::Network::Signet => "--signet ",
+            cairn::config::Network::Regtest => "--regtest ",
+        };
+        println!("  electrum {flag}--oneserver --server {}:{}:t", addr.ip(), addr.port());
+        if let Some(sync) = tokio::task::block_in_place(|| node.validator.initial_download()) {
+            println!("It answers wallets once the initial download is done (now at height {} of {}).", sync.height, sync.headers);
+        }
         if let Some(ws) = server.ws_addr {
             println!("Electrum WebSocket server on ws://{ws}");
         }

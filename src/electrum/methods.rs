@@ -38,6 +38,11 @@ fn no_mempool() -> RpcError {
     )
 }
 
+/// The answer to every request but `server.*` during the initial download.
+fn syncing_error(sync: crate::kernel::SyncProgress) -> RpcError {
+    RpcError::new(BACKEND_ERROR, format!("server is syncing: height {} of {}", sync.height, sync.headers))
+}
+
 fn backend_err(e: QueryError) -> RpcError {
     match e {
         QueryError::TooLarge { limit } => RpcError::bad_request(format!(
@@ -129,6 +134,13 @@ impl Session {
 impl Session {
     /// Answers one method call.
     pub(crate) fn call(&mut self, method: &str, params: &[Value]) -> Result<Reply, RpcError> {
+        // While the node is in its initial download only the `server.*` methods answer: a wallet
+        // must not take an old tip and empty histories for the chain.
+        if !method.starts_with("server.") {
+            if let Some(sync) = self.backend.validator.initial_download() {
+                return Err(syncing_error(sync));
+            }
+        }
         match method {
             "blockchain.scripthash.get_history" => self.get_history(scripthash_param(params, 0)?).map(Reply::Text),
             "blockchain.scriptpubkey.get_history" if self.v16() => {
@@ -222,6 +234,10 @@ impl Session {
             "server_version": SERVER_SOFTWARE,
             "hash_function": "sha256",
         });
+        if let Some(sync) = self.backend.validator.initial_download() {
+            // Not a key of the spec: clients ignore what they do not know.
+            features["syncing"] = json!({"height": sync.height, "headers": sync.headers});
+        }
         if self.v16() {
             features["method_flavours"] = json!({
                 "blockchain.block.header": {"cp_height": true},

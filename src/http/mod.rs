@@ -17,6 +17,7 @@ use serde_json::{json, Value};
 use tokio::net::TcpListener;
 
 use crate::index::Index;
+use crate::kernel::Validator;
 
 /// Most filter headers one `/filterheaders` request may ask for (as P2P's getcfheaders).
 pub const MAX_FILTER_HEADERS: u32 = 2000;
@@ -45,8 +46,14 @@ pub struct HttpServer {
 
 impl HttpServer {
     /// Binds `addr` and serves the filter endpoints from `index` to at most `max_connections`
-    /// clients at once (more are closed as they connect). Must run inside a tokio runtime.
-    pub async fn start(addr: SocketAddr, index: Arc<Index>, max_connections: usize) -> Result<Self, HttpError> {
+    /// clients at once (more are closed as they connect); while `validator` is in its initial
+    /// download every request gets 503 and how far it is. Must run inside a tokio runtime.
+    pub async fn start(
+        addr: SocketAddr,
+        index: Arc<Index>,
+        validator: Arc<Validator>,
+        max_connections: usize,
+    ) -> Result<Self, HttpError> {
         let listener = TcpListener::bind(addr).await.map_err(|source| HttpError::Listen { addr, source })?;
         let addr = listener.local_addr().unwrap_or(addr);
         tracing::info!("HTTP filter server on {addr}");
@@ -58,12 +65,12 @@ impl HttpServer {
                     tracing::debug!("refusing HTTP client {peer}: {max_connections} connections already");
                     continue;
                 };
-                let index = index.clone();
+                let (index, validator) = (index.clone(), validator.clone());
                 tokio::spawn(async move {
                     let _place = place;
                     let service = hyper::service::service_fn(move |req| {
-                        let index = index.clone();
-                        async move { Ok::<_, Infallible>(answer_off_the_workers(index, req).await) }
+                        let (index, validator) = (index.clone(), validator.clone());
+                        async move { Ok::<_, Infallible>(answer_off_the_workers(index, validator, req).await) }
                     });
                     let conn = hyper::server::conn::http1::Builder::new()
                         .timer(hyper_util::rt::TokioTimer::new())
@@ -103,12 +110,19 @@ fn error(status: StatusCode, message: impl std::fmt::Display) -> Response<Full<B
 
 /// Answers one request on a blocking thread: its RocksDB reads never hold up the async workers
 /// that every connection shares.
-async fn answer_off_the_workers(index: Arc<Index>, req: Request<Incoming>) -> Response<Full<Bytes>> {
+async fn answer_off_the_workers(index: Arc<Index>, validator: Arc<Validator>, req: Request<Incoming>) -> Response<Full<Bytes>> {
     if req.method() != Method::GET {
         return error(StatusCode::METHOD_NOT_ALLOWED, "only GET is served");
     }
     let uri = req.uri().clone();
-    match tokio::task::spawn_blocking(move || answer(&index, uri.path(), uri.query())).await {
+    let answered = tokio::task::spawn_blocking(move || match validator.initial_download() {
+        Some(sync) => error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("server is syncing: height {} of {}", sync.height, sync.headers),
+        ),
+        None => answer(&index, uri.path(), uri.query()),
+    });
+    match answered.await {
         Ok(response) => response,
         Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, e),
     }

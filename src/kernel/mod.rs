@@ -5,6 +5,7 @@
 pub mod blockfiles;
 mod events;
 pub mod log;
+pub mod sync_state;
 mod undo;
 
 use std::path::PathBuf;
@@ -22,6 +23,7 @@ use bitcoinkernel::{
 use crate::config::Network;
 use events::{to_hash, with_handlers, Shared};
 pub use events::KernelEvent;
+pub use sync_state::SyncProgress;
 pub use undo::{BlockUndo, SpentOutput};
 
 /// Errors from the validator.
@@ -115,6 +117,8 @@ pub struct Validator {
     shared: Arc<Shared>,
     network: Network,
     on_disk_at_open: Option<ChainTip>,
+    /// Set once the initial download is over ([`Validator::initial_download`]).
+    caught_up: std::sync::atomic::AtomicBool,
 }
 
 impl Validator {
@@ -166,6 +170,7 @@ impl Validator {
             shared,
             network: config.network,
             on_disk_at_open: on_disk,
+            caught_up: Default::default(),
         };
         if let Some(message) = validator.fatal() {
             return Err(KernelError::Fatal(message));

@@ -9,7 +9,7 @@ pub mod services;
 use std::sync::mpsc::Receiver;
 use std::sync::Arc;
 
-use crate::admin::{Status, TipStatus};
+use crate::admin::{Status, SyncStatus, TipStatus};
 use crate::config::Settings;
 use crate::datadir::space::SpaceWatch;
 use crate::datadir::{DataDir, DataDirError, DataDirLock};
@@ -170,6 +170,7 @@ impl StatusSource {
             datadir: self.datadir.clone(),
             running: false,
             p2p: None,
+            syncing: self.validator.initial_download().map(|s| SyncStatus { height: s.height, headers: s.headers }),
             kernel_error: self.validator.fatal(),
             disk: None,
         }

@@ -75,7 +75,7 @@ impl Services {
             false => None,
         };
         let http = match (&node.index, settings.http_addr) {
-            (Some(index), Some(addr)) => Some(HttpServer::start(addr, index.clone(), settings.http_max_connections).await?),
+            (Some(index), Some(addr)) => Some(HttpServer::start(addr, index.clone(), node.validator.clone(), settings.http_max_connections).await?),
             _ => None,
         };
         let admin = AdminServer::start(settings.admin_addr, &node.datadir, admin_context(node, p2p.as_ref(), stop)).await?;
