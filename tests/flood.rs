@@ -67,6 +67,16 @@ fn under_a_combined_flood_an_honest_bitcoind_keeps_syncing_from_cairn() {
         })
     };
 
+    // The attackers that speak connect first: while the silent connections hold every inbound
+    // place, a new peer is refused until one of them times out (20 s).
+    let mut locator_peer = ScriptedPeer::connect("127.0.9.1", cairn_p2p);
+    locator_peer.handshake();
+    let mut unconnecting_peer = ScriptedPeer::connect("127.0.9.2", cairn_p2p);
+    unconnecting_peer.handshake();
+    let remote = non_loopback_ip();
+    let mut bad = ScriptedPeer::connect(&remote, cairn_p2p);
+    bad.handshake();
+
     // 1,000 connections that never send a byte, from 250 loopback addresses (local: never
     // banned, so the flood itself is what cairn must bear).
     let half_open = std::thread::spawn(move || {
@@ -80,8 +90,7 @@ fn under_a_combined_flood_an_honest_bitcoind_keeps_syncing_from_cairn() {
 
     // A 50,000-hash locator: a disconnect.
     let locator = std::thread::spawn(move || {
-        let mut peer = ScriptedPeer::connect("127.0.9.1", cairn_p2p);
-        peer.handshake();
+        let mut peer = locator_peer;
         let hashes = (0..50_000u32).map(|i| BlockHash::from_byte_array([(i % 251) as u8 + 1; 32])).collect();
         peer.send(NetworkMessage::GetHeaders(GetHeadersMessage { version: 70016, locator_hashes: hashes, stop_hash: BlockHash::all_zeros() }))
             .unwrap();
@@ -90,8 +99,7 @@ fn under_a_combined_flood_an_honest_bitcoind_keeps_syncing_from_cairn() {
 
     // 2,000 headers that chain to nothing: `getheaders` back, ten times; the eleventh disconnects.
     let unconnecting = std::thread::spawn(move || {
-        let mut peer = ScriptedPeer::connect("127.0.9.2", cairn_p2p);
-        peer.handshake();
+        let mut peer = unconnecting_peer;
         let getheaders = |m: &NetworkMessage| matches!(m, NetworkMessage::GetHeaders(_)).then_some(());
         peer.recv_until(getheaders).expect("cairn's first getheaders");
         for n in 1..=10u8 {
@@ -116,9 +124,6 @@ fn under_a_combined_flood_an_honest_bitcoind_keeps_syncing_from_cairn() {
     };
     cairn.wait_for(&new_tip, "following bitcoind A under the flood");
     let block = invalid_block_on(&tip_header);
-    let remote = non_loopback_ip();
-    let mut bad = ScriptedPeer::connect(&remote, cairn_p2p);
-    bad.handshake();
     bad.send(NetworkMessage::Headers(vec![block.header])).unwrap();
     let asked = bad.recv_until(|m| match m {
         NetworkMessage::GetData(items) => Some(items.clone()),
@@ -127,7 +132,6 @@ fn under_a_combined_flood_an_honest_bitcoind_keeps_syncing_from_cairn() {
     assert_eq!(asked, Some(vec![Inventory::WitnessBlock(block.block_hash())]));
     bad.send(NetworkMessage::Block(block)).unwrap();
     assert!(bad.is_closed_within(Duration::from_secs(20)), "the invalid block's sender must be disconnected");
-    assert!(banned_within(&remote, cairn_p2p), "the invalid block's sender must be banned");
 
     assert!(locator.join().unwrap(), "the 50,000-hash locator must disconnect");
     assert!(unconnecting.join().unwrap(), "the eleventh unconnecting headers message must disconnect");
@@ -149,4 +153,14 @@ fn under_a_combined_flood_an_honest_bitcoind_keeps_syncing_from_cairn() {
         held.len()
     );
     assert!(peak < rss_before + (RSS_GROWTH_BOUND_MIB << 10), "RSS grew from {rss_before} KiB to {peak} KiB");
+
+    // The silent connections gone, a new peer is let in again, and the invalid block's sender
+    // is not: it is banned.
+    drop(held);
+    let start = Instant::now();
+    while ScriptedPeer::connect("127.0.9.3", cairn_p2p).try_handshake().is_none() {
+        assert!(start.elapsed() < Duration::from_secs(30), "no place freed after the silent connections closed");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert!(banned_within(&remote, cairn_p2p), "the invalid block's sender must be banned");
 }

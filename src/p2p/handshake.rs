@@ -27,6 +27,8 @@ pub struct PeerTraits {
     pub services: ServiceFlags,
     /// Its user agent.
     pub user_agent: String,
+    /// The height it said it had in its `version` message.
+    pub start_height: i64,
 }
 
 fn now_secs() -> i64 {
@@ -95,6 +97,7 @@ where
         addrv2: false,
         services: ServiceFlags::NONE,
         user_agent: String::new(),
+        start_height: 0,
     };
     while !(got_version && got_verack) {
         match read_message(reader, ctx.magic).await? {
@@ -110,6 +113,7 @@ where
                 }
                 got_version = true;
                 traits.services = v.services;
+                traits.start_height = i64::from(v.start_height);
                 traits.user_agent = v.user_agent.chars().take(256).collect();
                 if v.version >= 70016 {
                     send(writer, ctx.magic, NetworkMessage::WtxidRelay).await?;

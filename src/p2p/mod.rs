@@ -359,15 +359,16 @@ async fn outbound_manager(shared: Arc<Shared>, config: P2pConfig) {
 /// How often the kernel's tip is looked at for announcements.
 const TIP_WATCH: Duration = Duration::from_millis(250);
 
-/// Publishes the kernel's tip to the sessions whenever it moves, once it has caught up with the
-/// best header: Core announces no blocks during its initial download either.
+/// Publishes the kernel's tip to the sessions whenever it moves, once the initial download is
+/// over: Core announces no blocks before either. (Not "tip equals the best header": a valid
+/// header whose block turns out invalid stays the best header and would stop announcements.)
 async fn watch_tip(ctx: Arc<PeerContext>) {
     let mut tick = tokio::time::interval(TIP_WATCH);
     loop {
         tick.tick().await;
         let v = &ctx.validator;
-        let (tip, best) = tokio::task::block_in_place(|| (v.tip(), v.best_header()));
-        if tip.hash == best.hash {
+        let (tip, syncing) = tokio::task::block_in_place(|| (v.tip(), v.initial_download()));
+        if syncing.is_none() {
             ctx.tip.send_if_modified(|seen| {
                 let moved = *seen != Some(tip.hash);
                 *seen = Some(tip.hash);

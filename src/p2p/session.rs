@@ -63,12 +63,25 @@ pub struct Session<'a> {
     unconnecting_headers: u32,
     /// It asked for new blocks as `headers` (BIP130 `sendheaders`) rather than `inv`.
     wants_headers: bool,
+    /// The highest block it is known to have: the height it gave in `version`, raised by every
+    /// header it sends.
+    best_known: i64,
 }
 
 impl<'a> Session<'a> {
     /// A session over a connection whose handshake is done.
     pub fn new(out: &'a mpsc::Sender<Outgoing>, id: PeerId, ctx: &'a PeerContext, traits: &'a PeerTraits, inbound: bool) -> Self {
-        Session { out, id, ctx, traits, inbound, answered_getaddr: false, unconnecting_headers: 0, wants_headers: false }
+        Session {
+            out,
+            id,
+            ctx,
+            traits,
+            inbound,
+            answered_getaddr: false,
+            unconnecting_headers: 0,
+            wants_headers: false,
+            best_known: traits.start_height,
+        }
     }
 
     /// Runs until the peer disconnects, misbehaves or goes silent; returns why it ended.
@@ -228,6 +241,10 @@ impl<'a> Session<'a> {
         self.ctx.downloader.headers_changed();
         if let Err(e) = outcome {
             return Err(PeerError::Misbehaving(format!("bad header: {e}")));
+        }
+        if let Some(last) = headers.last() {
+            let height = tokio::task::block_in_place(|| v.header_height(&last.block_hash()));
+            self.best_known = self.best_known.max(height.unwrap_or(0));
         }
         if headers.len() == MAX_HEADERS {
             self.queue(get_headers(v)).await?;
@@ -406,7 +423,8 @@ impl<'a> Session<'a> {
     /// Asks the peer for the blocks the scheduler gives it.
     async fn request_blocks(&mut self) -> Result<(), PeerError> {
         let (dl, id) = (self.ctx.downloader.clone(), self.id);
-        let wanted = tokio::task::block_in_place(|| dl.assign(id, dl.in_flight(id)));
+        let has = self.best_known;
+        let wanted = tokio::task::block_in_place(|| dl.assign(id, dl.in_flight(id), has));
         if wanted.is_empty() {
             return Ok(());
         }

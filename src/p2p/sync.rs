@@ -124,8 +124,10 @@ impl Downloader {
         self.inner.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// The blocks `peer` should request now (it has `in_flight` outstanding).
-    pub fn assign(&self, peer: PeerId, in_flight: usize) -> Vec<BlockHash> {
+    /// The blocks `peer` should request now: it has `in_flight` outstanding and is known to have
+    /// the chain up to height `has` (Core asks a peer only for blocks up to its
+    /// `pindexBestKnownBlock`; a peer asked for a block it lacks stalls the download).
+    pub fn assign(&self, peer: PeerId, in_flight: usize, has: i64) -> Vec<BlockHash> {
         // A full disk would make the kernel stop for good; what is in flight still fits.
         if self.space.as_ref().is_some_and(SpaceWatch::is_low) {
             return Vec::new();
@@ -166,6 +168,9 @@ impl Downloader {
                 break;
             }
             let (height, hash) = inner.plan[i];
+            if height > has {
+                break;
+            }
             if !inner.askable(height, &hash, now) {
                 continue;
             }
