@@ -317,9 +317,12 @@ pub fn start_cairn(dir: &Path, args: &[String]) -> Cairn {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let c = Cairn { child, datadir };
+    let mut c = Cairn { child, datadir };
     let start = Instant::now();
     while !dir.join("regtest/admin.addr").exists() {
+        if let Ok(Some(status)) = c.child.try_wait() {
+            panic!("cairn run {args:?} exited before serving: {status}");
+        }
         assert!(start.elapsed() < Duration::from_secs(60), "cairn run never started");
         std::thread::sleep(Duration::from_millis(50));
     }
