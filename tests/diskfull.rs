@@ -59,25 +59,25 @@ impl Drop for Tmpfs {
     }
 }
 
-/// The Electrum server's answer to `blockchain.headers.subscribe`: the tip height it serves.
-fn electrum_height(port: u16) -> u64 {
+/// The Electrum server's whole answer to `blockchain.headers.subscribe`.
+fn headers_subscribe(port: u16) -> serde_json::Value {
     let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
     stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     stream.write_all(b"{\"id\":1,\"method\":\"blockchain.headers.subscribe\",\"params\":[]}\n").unwrap();
     let mut line = String::new();
     BufReader::new(stream).read_line(&mut line).unwrap();
-    let answer: serde_json::Value = serde_json::from_str(&line).unwrap();
+    serde_json::from_str(&line).unwrap()
+}
+
+/// The tip height the Electrum server serves.
+fn electrum_height(port: u16) -> u64 {
+    let answer = headers_subscribe(port);
     answer["result"]["height"].as_u64().unwrap_or_else(|| panic!("no height in {answer}"))
 }
 
-/// The error message `blockchain.headers.subscribe` is answered with.
+/// The error the Electrum server answers instead of its tip.
 fn electrum_error(port: u16) -> String {
-    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-    stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    stream.write_all(b"{\"id\":1,\"method\":\"blockchain.headers.subscribe\",\"params\":[]}\n").unwrap();
-    let mut line = String::new();
-    BufReader::new(stream).read_line(&mut line).unwrap();
-    let answer: serde_json::Value = serde_json::from_str(&line).unwrap();
+    let answer = headers_subscribe(port);
     answer["error"]["message"].as_str().unwrap_or_else(|| panic!("no error in {answer}")).to_string()
 }
 
