@@ -4,7 +4,7 @@
 # input saved under fuzz/artifacts/<target>/ (add it to the target's regression test).
 #
 # Usage: sh contrib/fuzz.sh [SECONDS] [TARGET...]
-# Needs the nightly toolchain (rustup toolchain install nightly); installs cargo-fuzz if missing.
+# Installs the nightly toolchain and cargo-fuzz when missing.
 # The first build compiles RocksDB and the kernel again (about 30 minutes here); point
 # ROCKSDB_LIB_DIR at a built librocksdb.a (with ROCKSDB_STATIC=1) to skip RocksDB's part.
 set -eu
@@ -12,6 +12,7 @@ cd "$(dirname "$0")/../fuzz"
 SECONDS_=${1:-60}
 [ $# -gt 0 ] && shift
 TARGETS=${*:-electrum_request p2p_message blk_scan tx_checks}
+rustup toolchain list | grep -q '^nightly' || rustup toolchain install nightly --profile minimal
 command -v cargo-fuzz >/dev/null 2>&1 || cargo install cargo-fuzz --locked
 export CARGO_TARGET_DIR="${CAIRN_FUZZ_TARGET_DIR:-/var/tmp/cairn-fuzz-target}"
 cargo +nightly fuzz build

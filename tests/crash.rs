@@ -5,17 +5,10 @@
 
 mod common;
 
-use std::sync::Arc;
 
-use common::{start_cairn, Bitcoind};
+use common::{index_rows, start_cairn, Bitcoind};
 
 const ADDR: &str = "bcrt1qs758ursh4q9z627kt3pp5yysm78ddny6txaqgw";
-
-/// Every row of a stopped cairn's index.
-fn index_rows(datadir: &std::path::Path) -> Vec<(&'static str, Vec<(Box<[u8]>, Box<[u8]>)>)> {
-    let store = Arc::new(cairn::store::Store::open(&datadir.join("regtest/index")).unwrap());
-    cairn::index::Index::open(store, None).unwrap().dump().unwrap()
-}
 
 #[test]
 fn after_a_crash_the_index_undoes_blocks_the_kernel_forgot_and_follows_its_reorg() {

@@ -8,10 +8,9 @@ mod common;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::{start_cairn, Bitcoind};
+use common::{index_rows, start_cairn, Bitcoind};
 
 const ADDR: &str = "bcrt1qs758ursh4q9z627kt3pp5yysm78ddny6txaqgw";
 
@@ -79,11 +78,6 @@ fn electrum_height(port: u16) -> u64 {
 fn electrum_error(port: u16) -> String {
     let answer = headers_subscribe(port);
     answer["error"]["message"].as_str().unwrap_or_else(|| panic!("no error in {answer}")).to_string()
-}
-
-fn index_rows(datadir: &Path) -> Vec<(&'static str, Vec<(Box<[u8]>, Box<[u8]>)>)> {
-    let store = Arc::new(cairn::store::Store::open(&datadir.join("regtest/index")).unwrap());
-    cairn::index::Index::open(store, None).unwrap().dump().unwrap()
 }
 
 /// Waits until cairn's status says the disk is low, and returns that status.

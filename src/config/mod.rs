@@ -506,6 +506,10 @@ mod tests {
             let err = Settings::resolve(file, Overrides::default()).unwrap_err().to_string();
             assert!(err.contains(option) && err.contains("at least 1"), "{option}: {err}");
         }
+        // A margin whose bytes overflow 64 bits is refused by name, not wrapped.
+        let file = FileConfig::parse(&format!("min_free_space_mb = {}\n", u64::MAX / 1024), Path::new("x")).unwrap();
+        let err = Settings::resolve(file, Overrides::default()).unwrap_err().to_string();
+        assert!(err.contains("min_free_space_mb"), "{err}");
         let file = FileConfig::parse("electrum_max_batch = 7\nelectrum_idle_timeout_secs = 9\nmempool_max_mb = 2\n", Path::new("x")).unwrap();
         let s = Settings::resolve(file, Overrides::default()).unwrap();
         assert_eq!(s.electrum.max_batch, 7);

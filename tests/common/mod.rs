@@ -212,6 +212,12 @@ pub fn expected(blocks: &[Block]) -> Expected {
 }
 
 
+/// Every row of a stopped cairn's index (regtest), per column family.
+pub fn index_rows(datadir: &Path) -> Vec<(&'static str, Vec<(Box<[u8]>, Box<[u8]>)>)> {
+    let store = std::sync::Arc::new(cairn::store::Store::open(&datadir.join("regtest/index")).unwrap());
+    cairn::index::Index::open(store, None).unwrap().dump().unwrap()
+}
+
 /// A `cairn run` process, killed with SIGKILL when dropped (`stop` ends it cleanly).
 pub struct Cairn {
     child: Child,
