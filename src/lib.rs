@@ -13,6 +13,7 @@
 //! - [`mempool`]: unconfirmed transactions checked against the index;
 //! - [`notify`]: new tips and accepted transactions, published to whoever listens;
 //! - [`listen`]: accepting clients, shared by the servers' listeners;
+//! - [`tls`]: the TLS certificate the Electrum listeners present, self-signed when not given;
 //! - the servers: [`electrum`], [`p2p`], [`http`] and [`admin`], the operator's RPC;
 //! - [`node`]: one opened node, and the indexer thread that keeps index and mempool in step
 //!   with the kernel.
@@ -31,6 +32,7 @@ pub mod index;
 pub mod mempool;
 pub mod notify;
 pub mod listen;
+pub mod tls;
 pub mod electrum;
 pub mod p2p;
 pub mod http;

@@ -48,6 +48,20 @@ struct Cli {
     /// Where the Electrum server listens for WebSocket clients [default: no WebSocket listener].
     #[arg(long, global = true, env = "CAIRN_ELECTRUM_WS_ADDR")]
     electrum_ws_addr: Option<SocketAddr>,
+    /// Serve Electrum over TLS at HOST:PORT, or at an IP alone with the network's port (50002
+    /// mainnet, 60002 testnet4 and signet, 60402 regtest); the flag alone: 127.0.0.1 [default: no TLS listener].
+    #[arg(long, global = true, env = "CAIRN_ELECTRUM_TLS_ADDR", value_name = "HOST:PORT", num_args = 0..=1, default_missing_value = "")]
+    electrum_tls_addr: Option<String>,
+    /// Serve Electrum over WebSocket with TLS (wss://), addressed as --electrum-tls-addr (ports
+    /// 50004, 60004, 60404) [default: no WSS listener].
+    #[arg(long, global = true, env = "CAIRN_ELECTRUM_WSS_ADDR", value_name = "HOST:PORT", num_args = 0..=1, default_missing_value = "")]
+    electrum_wss_addr: Option<String>,
+    /// The TLS certificate chain, PEM [default: a self-signed certificate made in the data dir].
+    #[arg(long, global = true, env = "CAIRN_TLS_CERT", requires = "tls_key")]
+    tls_cert: Option<std::path::PathBuf>,
+    /// The TLS certificate's private key, PEM (re-read with the certificate on SIGHUP).
+    #[arg(long, global = true, env = "CAIRN_TLS_KEY", requires = "tls_cert")]
+    tls_key: Option<std::path::PathBuf>,
     /// A peer to sync from (repeatable); only these peers are used, no others are looked for.
     #[arg(long, global = true)]
     connect: Vec<SocketAddr>,
@@ -170,6 +184,10 @@ fn settings(cli: &Cli) -> Result<Settings> {
         log: cli.log.clone(),
         electrum_addr: cli.electrum_addr,
         electrum_ws_addr: cli.electrum_ws_addr,
+        electrum_tls_addr: cli.electrum_tls_addr.clone(),
+        electrum_wss_addr: cli.electrum_wss_addr.clone(),
+        tls_cert: cli.tls_cert.clone(),
+        tls_key: cli.tls_key.clone(),
         connect: cli.connect.clone(),
         addnode: cli.addnode.clone(),
         p2p_addr: cli.p2p_addr,

@@ -67,7 +67,7 @@ impl Fixture {
             config: econfig,
             header_roots: Default::default(),
         });
-        let server = rt.block_on(ElectrumServer::start(backend)).unwrap();
+        let server = rt.block_on(ElectrumServer::start(backend, None)).unwrap();
         let (addr, ws_addr) = (server.addr, server.ws_addr);
         std::mem::forget(server);
         Fixture { rt, addr, ws_addr, validator, runner: Some(runner), gen, blocks, _tmp: tmp }

@@ -1,6 +1,6 @@
 //! The Electrum wallet 4.3.4 (Debian's `electrum`) against `cairn demo`: a wallet holding a key
 //! the demo chain pays sees the history and balance this test computes from the blocks, and
-//! verifies every transaction's SPV proof.
+//! verifies every transaction's SPV proof, over TCP and over TLS (the self-signed certificate).
 
 mod common;
 
@@ -50,12 +50,14 @@ fn electrum_wallet_sees_the_demo_chain() {
     let tmp = tempfile::tempdir().unwrap();
     let dd = tmp.path().join("cairn");
     let port = common::free_port();
+    let tls_port = common::free_port();
     let blocks = 160u32;
     let _cairn = Killer(
         Command::new(env!("CARGO_BIN_EXE_cairn"))
             .arg("--datadir")
             .arg(&dd)
             .args(["--admin-addr", "127.0.0.1:0", "--electrum-addr", &format!("127.0.0.1:{port}")])
+            .args(["--electrum-tls-addr", &format!("127.0.0.1:{tls_port}")])
             .args(["demo", "--blocks", &blocks.to_string(), "--txs-per-block", "15"])
             .env("CAIRN_LOG", "warn")
             .stdout(Stdio::null())
@@ -86,31 +88,50 @@ fn electrum_wallet_sees_the_demo_chain() {
     assert!(want_history.len() > 10, "the key must have a history");
     let want_balance: u64 = e.unspent.get(&sh).map(|m| m.values().map(|v| v.1).sum()).unwrap_or(0);
 
-    let wallet_dir = tmp.path().join("electrum");
-    electrum(&wallet_dir, &["--offline", "restore", &format!("p2wpkh:{}", key.to_wif())]);
-    electrum(&wallet_dir, &["daemon", "-d", "--oneserver", "--server", &format!("127.0.0.1:{port}:t")]);
+    // Over TCP, then over TLS against the self-signed certificate cairn made on first start
+    // (the wallet trusts it on first use, as it does ElectrumX's and Fulcrum's).
+    let want = Want { blocks, history: want_history, balance: want_balance };
+    wallet_sees(&tmp.path().join("electrum-tcp"), &key, &format!("127.0.0.1:{port}:t"), &want);
+    wallet_sees(&tmp.path().join("electrum-tls"), &key, &format!("127.0.0.1:{tls_port}:s"), &want);
+    let saved = tmp.path().join("electrum-tls/regtest/certs");
+    assert!(saved.read_dir().is_ok_and(|mut d| d.next().is_some()), "the wallet saved no certificate in {}", saved.display());
+}
+
+/// What a wallet holding the key should see.
+struct Want {
+    blocks: u32,
+    history: Vec<(bitcoin::Txid, u32)>,
+    balance: u64,
+}
+
+/// Restores a wallet of `key` in `wallet_dir`, syncs it from `server` alone (Electrum's
+/// `HOST:PORT:t` or `:s`) and checks its history, SPV proofs and balance.
+fn wallet_sees(wallet_dir: &Path, key: &PrivateKey, server: &str, want: &Want) {
+    let (blocks, want_history, want_balance) = (want.blocks, &want.history, want.balance);
+    electrum(wallet_dir, &["--offline", "restore", &format!("p2wpkh:{}", key.to_wif())]);
+    electrum(wallet_dir, &["daemon", "-d", "--oneserver", "--server", server]);
     struct StopDaemon<'a>(&'a Path);
     impl Drop for StopDaemon<'_> {
         fn drop(&mut self) {
             let _ = Command::new(ELECTRUM).arg("--regtest").arg("-D").arg(self.0).arg("stop").output();
         }
     }
-    let _stop = StopDaemon(&wallet_dir);
-    electrum(&wallet_dir, &["load_wallet"]);
+    let _stop = StopDaemon(wallet_dir);
+    electrum(wallet_dir, &["load_wallet"]);
     let start = Instant::now();
     loop {
-        let info = electrum(&wallet_dir, &["getinfo"]);
-        let synced = electrum(&wallet_dir, &["is_synchronized"]);
+        let info = electrum(wallet_dir, &["getinfo"]);
+        let synced = electrum(wallet_dir, &["is_synchronized"]);
         if info["connected"] == true
             && info["blockchain_height"] == blocks
             && synced == true
         {
             break;
         }
-        assert!(start.elapsed() < Duration::from_secs(120), "wallet never synced: {info}");
+        assert!(start.elapsed() < Duration::from_secs(120), "wallet never synced over {server}: {info}");
         std::thread::sleep(Duration::from_millis(500));
     }
-    let history = electrum(&wallet_dir, &["onchain_history"]);
+    let history = electrum(wallet_dir, &["onchain_history"]);
     let txs = history["transactions"].as_array().expect("transactions");
     let mut got: Vec<(String, u64)> = txs
         .iter()
@@ -127,7 +148,7 @@ fn electrum_wallet_sees_the_demo_chain() {
     for t in txs {
         assert!(t["confirmations"].as_u64().unwrap() > 0, "unverified: {t}");
     }
-    let balance = electrum(&wallet_dir, &["getbalance"]);
+    let balance = electrum(wallet_dir, &["getbalance"]);
     // Electrum splits off coinbase outputs that are not mature yet.
     let btc = |field: &str| {
         balance[field]

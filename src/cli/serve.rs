@@ -170,10 +170,18 @@ fn tell_user(services: &Services, node: &Node) {
         if let Some(ws) = server.ws_addr {
             println!("Electrum WebSocket server on ws://{ws}");
         }
+        if let (Some(tls), Some(identity)) = (server.tls_addr, &services.tls) {
+            println!("Electrum server over TLS on {tls} (certificate SHA-256 {}):", identity.fingerprint());
+            println!("  electrum {flag}--oneserver --server {}:{}:s", tls.ip(), tls.port());
+        }
+        if let Some(wss) = server.wss_addr {
+            println!("Electrum WebSocket server over TLS on wss://{wss}");
+        }
     }
 }
 
-/// Waits for `stop`, an interrupt or the indexer's end; passes SIGUSR1 on to the peers. When the
+/// Waits for `stop`, an interrupt or the indexer's end; passes SIGUSR1 on to the peers and
+/// SIGHUP to the TLS listeners. When the
 /// indexer or the kernel stopped while the disk is too full, keeps serving what is committed
 /// until space is freed.
 async fn run_until_stopped(
@@ -190,6 +198,9 @@ async fn run_until_stopped(
             _ = tick.tick() => {
                 if signals.interrupted.load(Ordering::SeqCst) {
                     return Ended::Asked;
+                }
+                if signals.reload_requested.swap(false, Ordering::SeqCst) {
+                    tokio::task::block_in_place(|| services.reload_tls());
                 }
                 if signals.sync_requested.swap(false, Ordering::SeqCst) {
                     tracing::debug!("SIGUSR1: asking peers for headers");

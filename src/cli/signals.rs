@@ -1,5 +1,5 @@
 //! The process's signals, all received on one thread: SIGINT and SIGTERM stop cairn cleanly
-//! (a second one at once), SIGUSR1 asks peers for headers.
+//! (a second one at once), SIGUSR1 asks peers for headers, SIGHUP re-reads the TLS certificate.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -12,6 +12,8 @@ pub struct Signals {
     pub interrupted: AtomicBool,
     /// Raised by SIGUSR1: ask peers for headers now, as electrs does (test harnesses send it).
     pub sync_requested: AtomicBool,
+    /// Raised by SIGHUP: re-read the TLS certificate and key.
+    pub reload_requested: AtomicBool,
 }
 
 /// The signals' flags. The first call installs the handlers, before it returns, and starts the
@@ -27,16 +29,17 @@ pub fn signals() -> Result<&'static Signals> {
             let rt = tokio::runtime::Builder::new_current_thread().enable_io().build()?;
             let mut streams = {
                 let _entered = rt.enter();
-                [signal(SignalKind::interrupt())?, signal(SignalKind::terminate())?, signal(SignalKind::user_defined1())?]
+                [signal(SignalKind::interrupt())?, signal(SignalKind::terminate())?, signal(SignalKind::user_defined1())?, signal(SignalKind::hangup())?]
             };
             std::thread::Builder::new().name("signals".into()).spawn(move || {
                 rt.block_on(async move {
-                    let [int, term, usr1] = &mut streams;
+                    let [int, term, usr1, hup] = &mut streams;
                     loop {
                         tokio::select! {
                             _ = int.recv() => interrupted(flags),
                             _ = term.recv() => interrupted(flags),
                             _ = usr1.recv() => flags.sync_requested.store(true, Ordering::SeqCst),
+                            _ = hup.recv() => flags.reload_requested.store(true, Ordering::SeqCst),
                         }
                     }
                 })

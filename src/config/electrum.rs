@@ -1,6 +1,7 @@
 //! The Electrum server's settings.
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use super::network::Network;
@@ -15,6 +16,12 @@ pub struct ElectrumConfig {
     pub addr: SocketAddr,
     /// Where to listen for WebSocket clients (`None`: no WebSocket listener).
     pub ws_addr: Option<SocketAddr>,
+    /// Where to listen for clients over TLS (`None`: no TLS listener).
+    pub tls_addr: Option<SocketAddr>,
+    /// Where to listen for WebSocket clients over TLS (`None`: none).
+    pub wss_addr: Option<SocketAddr>,
+    /// The TLS certificate chain and key, PEM (`None`: a self-signed pair in the data dir).
+    pub tls_files: Option<(PathBuf, PathBuf)>,
     /// Longest request line in bytes; longer lines get an error and a disconnect.
     pub max_line_bytes: usize,
     /// Most requests in one batch.
@@ -46,6 +53,9 @@ impl ElectrumConfig {
         ElectrumConfig {
             addr: SocketAddr::from(([127, 0, 0, 1], network.default_electrum_port())),
             ws_addr: None,
+            tls_addr: None,
+            wss_addr: None,
+            tls_files: None,
             max_line_bytes: 2 * 1024 * 1024,
             max_batch: 1_000,
             max_subscriptions: 50_000,

@@ -66,6 +66,14 @@ pub struct FileConfig {
     pub electrum_addr: Option<SocketAddr>,
     /// Where the Electrum server listens for WebSocket clients.
     pub electrum_ws_addr: Option<SocketAddr>,
+    /// Where the Electrum server listens over TLS: `HOST:PORT`, or `HOST` for the network's port.
+    pub electrum_tls_addr: Option<String>,
+    /// Where the Electrum server listens for WebSocket clients over TLS, as `electrum_tls_addr`.
+    pub electrum_wss_addr: Option<String>,
+    /// The TLS certificate chain, PEM (with `tls_key`; neither: a self-signed pair).
+    pub tls_cert: Option<PathBuf>,
+    /// The TLS certificate's private key, PEM.
+    pub tls_key: Option<PathBuf>,
     /// Longest Electrum request line, bytes.
     pub electrum_max_line_bytes: Option<usize>,
     /// Most requests in one Electrum batch.
@@ -152,6 +160,14 @@ pub struct Overrides {
     pub electrum_addr: Option<SocketAddr>,
     /// `--electrum-ws-addr` / `CAIRN_ELECTRUM_WS_ADDR`.
     pub electrum_ws_addr: Option<SocketAddr>,
+    /// `--electrum-tls-addr` / `CAIRN_ELECTRUM_TLS_ADDR`.
+    pub electrum_tls_addr: Option<String>,
+    /// `--electrum-wss-addr` / `CAIRN_ELECTRUM_WSS_ADDR`.
+    pub electrum_wss_addr: Option<String>,
+    /// `--tls-cert` / `CAIRN_TLS_CERT`.
+    pub tls_cert: Option<PathBuf>,
+    /// `--tls-key` / `CAIRN_TLS_KEY`.
+    pub tls_key: Option<PathBuf>,
     /// `--connect` (repeatable).
     pub connect: Vec<SocketAddr>,
     /// `--addnode` (repeatable).
@@ -350,6 +366,18 @@ fn electrum_config(network: Network, file: &FileConfig, over: &Overrides) -> Res
         electrum.addr = addr;
     }
     electrum.ws_addr = over.electrum_ws_addr.or(file.electrum_ws_addr);
+    let tls = over.electrum_tls_addr.as_ref().or(file.electrum_tls_addr.as_ref());
+    electrum.tls_addr = tls.map(|t| listen_addr("electrum_tls_addr", t, network.default_electrum_tls_port())).transpose()?;
+    let wss = over.electrum_wss_addr.as_ref().or(file.electrum_wss_addr.as_ref());
+    electrum.wss_addr = wss.map(|t| listen_addr("electrum_wss_addr", t, network.default_electrum_wss_port())).transpose()?;
+    electrum.tls_files = match (over.tls_cert.clone().or(file.tls_cert.clone()), over.tls_key.clone().or(file.tls_key.clone())) {
+        (Some(cert), Some(key)) => Some((cert, key)),
+        (None, None) => None,
+        (cert, _) => {
+            let (option, other) = if cert.is_some() { ("tls_key", "tls_cert") } else { ("tls_cert", "tls_key") };
+            return Err(ConfigError::Invalid { option, message: format!("missing: {other} is set, and the two go together") });
+        }
+    };
     let limits = [
         (&mut electrum.max_line_bytes, file.electrum_max_line_bytes, "electrum_max_line_bytes"),
         (&mut electrum.max_batch, file.electrum_max_batch, "electrum_max_batch"),
@@ -378,6 +406,23 @@ fn electrum_config(network: Network, file: &FileConfig, over: &Overrides) -> Res
         electrum.peers = v.clone();
     }
     Ok(electrum)
+}
+
+/// A listener's address: `HOST:PORT`, or an IP address alone (or nothing) for `default_port`
+/// on it (on loopback).
+fn listen_addr(option: &'static str, text: &str, default_port: u16) -> Result<SocketAddr, ConfigError> {
+    let text = text.trim();
+    if text.is_empty() {
+        return Ok(SocketAddr::from(([127, 0, 0, 1], default_port)));
+    }
+    if let Ok(addr) = text.parse::<SocketAddr>() {
+        return Ok(addr);
+    }
+    let ip = text.strip_prefix('[').and_then(|t| t.strip_suffix(']')).unwrap_or(text);
+    match ip.parse::<std::net::IpAddr>() {
+        Ok(ip) => Ok(SocketAddr::new(ip, default_port)),
+        Err(_) => Err(ConfigError::Invalid { option, message: format!("{text:?} is neither HOST:PORT nor an IP address") }),
+    }
 }
 
 /// The P2P side's settings: flags win over the file; regtest listens on loopback by default.
@@ -516,6 +561,26 @@ mod tests {
         assert_eq!(s.electrum.idle_timeout, std::time::Duration::from_secs(9));
         assert_eq!(s.mempool.max_vbytes, 2_000_000);
         assert_eq!(s.electrum.max_history, ElectrumConfig::defaults(Network::Regtest).max_history);
+    }
+
+    #[test]
+    fn tls_listeners_take_default_ports_and_the_pair_goes_together() {
+        let resolve = |file: &str| Settings::resolve(FileConfig::parse(file, Path::new("x")).unwrap(), Overrides::default());
+        let s = resolve("electrum_tls_addr = \"0.0.0.0\"\nelectrum_wss_addr = \"\"\n").unwrap();
+        assert_eq!(s.electrum.tls_addr, Some("0.0.0.0:60402".parse().unwrap()));
+        assert_eq!(s.electrum.wss_addr, Some("127.0.0.1:60404".parse().unwrap()));
+        assert_eq!(s.electrum.tls_files, None);
+        let s = resolve("network = \"mainnet\"\nelectrum_tls_addr = \"[::1]\"\n").unwrap();
+        assert_eq!(s.electrum.tls_addr, Some("[::1]:50002".parse().unwrap()));
+        let s = resolve("network = \"signet\"\nelectrum_tls_addr = \"127.0.0.1:7\"\n").unwrap();
+        assert_eq!(s.electrum.tls_addr, Some("127.0.0.1:7".parse().unwrap()));
+        assert_eq!(Network::Testnet4.default_electrum_tls_port(), 60002);
+        let err = resolve("electrum_tls_addr = \"example.com:50002\"\n").unwrap_err().to_string();
+        assert!(err.contains("electrum_tls_addr"), "{err}");
+        let err = resolve("tls_cert = \"/c.pem\"\n").unwrap_err().to_string();
+        assert!(err.contains("tls_key"), "{err}");
+        let s = resolve("tls_cert = \"/c.pem\"\ntls_key = \"/k.pem\"\n").unwrap();
+        assert_eq!(s.electrum.tls_files, Some(("/c.pem".into(), "/k.pem".into())));
     }
 
     #[test]

@@ -47,6 +47,18 @@ impl Network {
         }
     }
 
+    /// The conventional Electrum-over-TLS port: 50002 mainnet, 60002 testnet4 and signet, 60402
+    /// regtest (the TCP port plus one, as Electrum, ElectrumX and Fulcrum number them).
+    pub fn default_electrum_tls_port(self) -> u16 {
+        self.default_electrum_port() + 1
+    }
+
+    /// The WebSocket-over-TLS port when none is given: the TCP port plus three (ElectrumX's
+    /// 50004 on mainnet).
+    pub fn default_electrum_wss_port(self) -> u16 {
+        self.default_electrum_port() + 3
+    }
+
     /// The P2P port nodes of this network listen on by default (as Bitcoin Core).
     pub fn default_p2p_port(self) -> u16 {
         match self {

@@ -1,5 +1,5 @@
-//! The Electrum server: newline-delimited JSON-RPC 2.0 over TCP, protocol 1.4 to 1.6, answered
-//! from cairn's index. One task per connection; the index and the kernel are only read.
+//! The Electrum server: newline-delimited JSON-RPC 2.0 over TCP or TLS, or over WebSocket (with
+//! or without TLS), protocol 1.4 to 1.6, answered from cairn's index. One task per connection; the index and the kernel are only read.
 
 mod backend;
 pub mod merkle;
@@ -13,7 +13,7 @@ mod verbose;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
 
 pub use backend::Backend;
@@ -21,6 +21,8 @@ pub use session::Requests;
 pub use merkle::{branch_and_root, root_from_branch, rpc_hex};
 pub use methods::{history_text, PROTOCOL_MAX, PROTOCOL_MIN};
 pub use status::status;
+
+use crate::tls::Tls;
 
 /// Errors starting the server.
 #[derive(Debug, thiserror::Error)]
@@ -38,35 +40,73 @@ pub struct ElectrumServer {
     pub addr: SocketAddr,
     /// The address it listens on for WebSocket clients, when it does.
     pub ws_addr: Option<SocketAddr>,
+    /// The address it listens on for clients over TLS, when it does.
+    pub tls_addr: Option<SocketAddr>,
+    /// The address it listens on for WebSocket clients over TLS, when it does.
+    pub wss_addr: Option<SocketAddr>,
     tasks: Vec<tokio::task::JoinHandle<()>>,
 }
 
-/// The transports a listener speaks.
-#[derive(Debug, Clone, Copy)]
-enum Transport {
-    /// Newline-delimited JSON over TCP.
-    Tcp,
+/// How a listener's clients frame their requests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Framing {
+    /// Newline-delimited JSON.
+    Lines,
     /// One JSON text per WebSocket message.
     WebSocket,
 }
 
+/// What one listener speaks: a framing, over TLS or not.
+#[derive(Clone)]
+struct Transport {
+    framing: Framing,
+    tls: Option<Arc<Tls>>,
+}
+
+impl std::fmt::Display for Transport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match (self.framing, self.tls.is_some()) {
+            (Framing::Lines, false) => "TCP",
+            (Framing::Lines, true) => "TLS",
+            (Framing::WebSocket, false) => "WebSocket",
+            (Framing::WebSocket, true) => "WebSocket over TLS",
+        })
+    }
+}
+
+/// How long a client may take over its TLS handshake.
+const HANDSHAKE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
 impl ElectrumServer {
-    /// Starts listening (TCP, and WebSocket when configured); every accepted client gets a
-    /// session task. Both listeners share the connection limit.
-    pub async fn start(backend: Arc<Backend>) -> Result<Self, ListenError> {
+    /// Starts listening (TCP, and WebSocket, TLS and WebSocket over TLS when configured); every
+    /// accepted client gets a session task. The listeners share the connection limit and the
+    /// answer budget. `tls` is the identity the TLS listeners present (needed when either is
+    /// configured).
+    pub async fn start(backend: Arc<Backend>, tls: Option<Arc<Tls>>) -> Result<Self, ListenError> {
         let permits = Arc::new(Semaphore::new(backend.config.max_connections));
         let budget = session::AnswerBudget::new(backend.config.answer_budget_bytes);
-        let (addr, tcp) = listen(backend.config.addr, Transport::Tcp, &backend, &permits, &budget).await?;
-        let mut tasks = vec![tcp];
-        let ws_addr = match backend.config.ws_addr {
-            Some(ws) => {
-                let (local, task) = listen(ws, Transport::WebSocket, &backend, &permits, &budget).await?;
-                tasks.push(task);
-                Some(local)
-            }
-            None => None,
-        };
-        Ok(ElectrumServer { addr, ws_addr, tasks })
+        let config = &backend.config;
+        let wanted = [
+            (Some(config.addr), Framing::Lines, false),
+            (config.ws_addr, Framing::WebSocket, false),
+            (config.tls_addr, Framing::Lines, true),
+            (config.wss_addr, Framing::WebSocket, true),
+        ];
+        let mut tasks = Vec::new();
+        let mut bound = [None; 4];
+        for (slot, (addr, framing, secure)) in bound.iter_mut().zip(wanted) {
+            let Some(addr) = addr else { continue };
+            let tls = match secure {
+                true => Some(tls.clone().ok_or_else(|| ListenError { addr, source: std::io::Error::other("no TLS certificate loaded") })?),
+                false => None,
+            };
+            let (local, task) = listen(addr, Transport { framing, tls }, &backend, &permits, &budget).await?;
+            tasks.push(task);
+            *slot = Some(local);
+        }
+        let [addr, ws_addr, tls_addr, wss_addr] = bound;
+        let addr = addr.unwrap_or(config.addr);
+        Ok(ElectrumServer { addr, ws_addr, tls_addr, wss_addr, tasks })
     }
 
     /// Stops accepting clients.
@@ -91,6 +131,7 @@ async fn listen(
         .local_addr()
         .map_err(|source| ListenError { addr, source })?;
     let (backend, permits, budget) = (backend.clone(), permits.clone(), budget.clone());
+    tracing::info!("Electrum server listening for {transport} clients on {local}");
     let task = tokio::spawn(async move {
         loop {
             let (stream, peer) = crate::listen::accept(&listener, "Electrum").await;
@@ -100,21 +141,48 @@ async fn listen(
                 continue;
             };
             let _ = stream.set_nodelay(true);
-            let backend = backend.clone();
-            let rx = backend.notifier.subscribe_tips();
-            let budget = budget.clone();
+            let client = Client { peer, backend: backend.clone(), budget: budget.clone() };
+            let transport = transport.clone();
             tokio::spawn(async move {
-                match transport {
-                    Transport::Tcp => session::run(stream, peer, backend, rx, budget).await,
-                    Transport::WebSocket => session::run_websocket(stream, peer, backend, rx, budget).await,
-                }
+                client.serve(stream, transport).await;
                 drop(permit);
             });
         }
     });
-    match transport {
-        Transport::Tcp => tracing::info!("Electrum server listening on {local}"),
-        Transport::WebSocket => tracing::info!("Electrum server listening for WebSocket clients on {local}"),
-    }
     Ok((local, task))
+}
+
+/// One accepted client, before its transport is set up.
+struct Client {
+    peer: SocketAddr,
+    backend: Arc<Backend>,
+    budget: session::AnswerBudget,
+}
+
+impl Client {
+    /// Completes the TLS handshake when the transport has one (within [`HANDSHAKE_TIMEOUT`]),
+    /// then serves the session.
+    async fn serve(self, stream: TcpStream, transport: Transport) {
+        let Some(tls) = &transport.tls else {
+            return self.session(stream, transport.framing).await;
+        };
+        let peer = self.peer;
+        match tokio::time::timeout(HANDSHAKE_TIMEOUT, tls.acceptor().accept(stream)).await {
+            Ok(Ok(secured)) => self.session(secured, transport.framing).await,
+            Ok(Err(e)) => tracing::debug!("electrum client {peer}: TLS handshake failed: {e}"),
+            Err(_) => tracing::debug!("electrum client {peer}: TLS handshake timed out"),
+        }
+    }
+
+    async fn session<S>(self, stream: S, framing: Framing)
+    where
+        S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+    {
+        let Client { peer, backend, budget } = self;
+        let rx = backend.notifier.subscribe_tips();
+        match framing {
+            Framing::Lines => session::run(stream, peer, backend, rx, budget).await,
+            Framing::WebSocket => session::run_websocket(stream, peer, backend, rx, budget).await,
+        }
+    }
 }

@@ -7,7 +7,6 @@ use std::sync::Arc;
 use bitcoin::hex::DisplayHex;
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
-use tokio::net::TcpStream;
 use tokio::sync::{broadcast, mpsc};
 
 use super::backend::Backend;
@@ -191,15 +190,20 @@ async fn forward(tx: &mpsc::Sender<Incoming>, incoming: Incoming) -> bool {
     tx.send(incoming).await.is_ok() && more
 }
 
-/// Serves one TCP client (newline-delimited JSON) until it disconnects, times out, or misbehaves.
+/// A client's byte stream: a TCP connection, or TLS over one.
+pub trait Stream: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static {}
+
+impl<S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static> Stream for S {}
+
+/// Serves one client of newline-delimited JSON until it disconnects, times out, or misbehaves.
 pub async fn run(
-    stream: TcpStream,
+    stream: impl Stream,
     peer: SocketAddr,
     backend: Arc<Backend>,
     updates: broadcast::Receiver<TipUpdate>,
     budget: AnswerBudget,
 ) {
-    let (read_half, mut write_half) = stream.into_split();
+    let (read_half, mut write_half) = tokio::io::split(stream);
     let limit = backend.config.max_line_bytes;
     let (in_tx, in_rx) = mpsc::channel::<Incoming>(1);
     // Reading happens in its own task so that a line arriving slowly is never cut by a
@@ -243,7 +247,7 @@ pub async fn run(
 /// Serves one WebSocket client (one JSON-RPC request, batch or answer per text message) until
 /// it disconnects, times out, or misbehaves.
 pub async fn run_websocket(
-    stream: TcpStream,
+    stream: impl Stream,
     peer: SocketAddr,
     backend: Arc<Backend>,
     updates: broadcast::Receiver<TipUpdate>,

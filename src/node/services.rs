@@ -11,6 +11,7 @@ use crate::electrum::{Backend, ElectrumServer, ListenError};
 use crate::http::{HttpError, HttpServer};
 use crate::notify::Notifier;
 use crate::p2p::{MempoolAccess, P2p, P2pError};
+use crate::tls::{Tls, TlsError, TlsFiles};
 
 /// A server that could not start.
 #[derive(Debug, thiserror::Error)]
@@ -27,6 +28,9 @@ pub enum ServeError {
     /// The admin RPC.
     #[error(transparent)]
     Admin(#[from] AdminError),
+    /// The TLS certificate or key.
+    #[error("TLS: {0}")]
+    Tls(#[from] TlsError),
 }
 
 /// The running servers of a node.
@@ -39,6 +43,8 @@ pub struct Services {
     pub p2p: Option<P2p>,
     /// The HTTP server, when the node has an index and `http_addr` is set.
     pub http: Option<HttpServer>,
+    /// The certificate the TLS listeners present, when there are any.
+    pub tls: Option<Arc<Tls>>,
 }
 
 impl Services {
@@ -46,6 +52,10 @@ impl Services {
     /// last the admin RPC (its cookie file tells scripts that the node is up).
     pub async fn start(node: &Node, notifier: &Notifier, stop: watch::Sender<bool>) -> Result<Self, ServeError> {
         let settings = &node.settings;
+        let tls = match &node.index {
+            Some(_) => tls_identity(node)?,
+            None => None,
+        };
         let electrum = match &node.index {
             Some(index) => {
                 let backend = Arc::new(Backend {
@@ -56,7 +66,7 @@ impl Services {
                     config: settings.electrum.clone(),
                     header_roots: Default::default(),
                 });
-                Some(ElectrumServer::start(backend).await?)
+                Some(ElectrumServer::start(backend, tls.clone()).await?)
             }
             None => None,
         };
@@ -79,7 +89,17 @@ impl Services {
             _ => None,
         };
         let admin = AdminServer::start(settings.admin_addr, &node.datadir, admin_context(node, p2p.as_ref(), stop)).await?;
-        Ok(Services { admin, electrum, p2p, http })
+        Ok(Services { admin, electrum, p2p, http, tls })
+    }
+
+    /// Re-reads the TLS certificate and key (SIGHUP): new clients get the new pair, connected
+    /// ones keep theirs; a pair that does not load is logged and the old one stays.
+    pub fn reload_tls(&self) {
+        let Some(tls) = &self.tls else { return };
+        match tls.reload() {
+            Ok(fingerprint) => tracing::info!("TLS certificate reloaded from {}: SHA-256 fingerprint {fingerprint}", tls.files().cert.display()),
+            Err(e) => tracing::error!("TLS certificate not reloaded, the previous one stays in use: {e}"),
+        }
     }
 
     /// Stops every server; the admin RPC last, removing its cookie file.
@@ -95,6 +115,22 @@ impl Services {
         }
         self.admin.stop().await;
     }
+}
+
+/// The TLS identity, when a TLS listener is configured: the operator's pair, or the data dir's
+/// self-signed one (made now if missing). Its fingerprint is logged, for wallets that pin it.
+fn tls_identity(node: &Node) -> Result<Option<Arc<Tls>>, TlsError> {
+    let electrum = &node.settings.electrum;
+    if electrum.tls_addr.is_none() && electrum.wss_addr.is_none() {
+        return Ok(None);
+    }
+    let files = match &electrum.tls_files {
+        Some((cert, key)) => TlsFiles { cert: cert.clone(), key: key.clone() },
+        None => TlsFiles::self_signed(&node.datadir)?,
+    };
+    let tls = Tls::open(files)?;
+    tracing::info!("TLS certificate {}: SHA-256 fingerprint {}", tls.files().cert.display(), tls.fingerprint());
+    Ok(Some(Arc::new(tls)))
 }
 
 /// What the admin RPC answers from: the node's status, read when asked, and the stop signal.
