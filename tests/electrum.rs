@@ -297,15 +297,27 @@ fn protocol_1_6_answers_in_its_own_shapes() {
     assert_eq!(h["headers"].as_array().unwrap().len(), 3);
     assert!(h.get("hex").is_none());
     let tx = fx.blocks[104].txdata[0].compute_txid();
-    let m = c.raw_call("blockchain.transaction.get_merkle", vec![Param::String(tx.to_string())]).unwrap();
+    // 1.6 (the released spec) still wants the height and answers without the block hash; the
+    // scriptPubKey methods, outpoints and the new ping are 1.7's.
+    let err = c.raw_call("blockchain.transaction.get_merkle", vec![Param::String(tx.to_string())]).unwrap_err().to_string();
+    assert!(err.contains("-32602"), "{err}");
+    let m = c.raw_call("blockchain.transaction.get_merkle", vec![Param::String(tx.to_string()), Param::Usize(105)]).unwrap();
     assert_eq!(m["block_height"], 105);
-    assert_eq!(m["block_hash"], fx.blocks[104].block_hash().to_string());
+    assert!(m.get("block_hash").is_none(), "{m}");
     let spk = &fx.blocks[104].txdata[0].output[0].script_pubkey;
-    let by_spk = c.raw_call("blockchain.scriptpubkey.get_history", vec![Param::String(spk.as_bytes().to_lower_hex_string())]).unwrap();
-    let by_sh = c.raw_call("blockchain.scripthash.get_history", vec![Param::String(ScriptHash::of(spk).to_electrum_hex())]).unwrap();
-    assert_eq!(by_spk, by_sh);
+    for (method, param) in [
+        ("blockchain.scriptpubkey.get_history", Param::String(spk.as_bytes().to_lower_hex_string())),
+        ("blockchain.outpoint.get_status", Param::String(tx.to_string())),
+    ] {
+        let err = c.raw_call(method, vec![param, Param::Usize(0)]).unwrap_err().to_string();
+        assert!(err.contains("-32601"), "{method} on 1.6: {err}");
+    }
+    assert_eq!(c.raw_call("server.ping", vec![]).unwrap(), Value::Null);
     let f = c.server_features().unwrap();
-    assert_eq!(f.protocol_max, "1.6");
+    assert_eq!(f.protocol_max, "1.7");
+    let raw_features = c.raw_call("server.features", vec![]).unwrap();
+    assert_eq!(raw_features["hash_function"], "sha256");
+    assert!(raw_features.get("method_flavours").is_none());
 
     // The same over a raw socket, negotiating 1.4 and then asking in 1.4 shapes.
     let mut s = TcpStream::connect(fx.addr).unwrap();
@@ -334,6 +346,155 @@ fn protocol_1_6_answers_in_its_own_shapes() {
     let mut line = String::new();
     BufReader::new(fresh).read_line(&mut line).unwrap();
     assert!(line.contains("unsupported protocol version"), "{line}");
+}
+
+/// A raw newline-JSON client: answers are matched by id, notifications kept aside.
+struct Lines {
+    s: TcpStream,
+    r: BufReader<TcpStream>,
+    notes: Vec<Value>,
+    id: u64,
+}
+
+impl Lines {
+    fn connect(addr: SocketAddr, version: &str) -> Lines {
+        let s = TcpStream::connect(addr).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        let r = BufReader::new(s.try_clone().unwrap());
+        let mut lines = Lines { s, r, notes: Vec::new(), id: 0 };
+        let v = lines.call("server.version", json!(["lines", ["1.4", version]]));
+        assert_eq!(v["result"][1], version, "{v}");
+        lines
+    }
+
+    fn read(&mut self) -> Value {
+        let mut line = String::new();
+        self.r.read_line(&mut line).unwrap();
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line:?}"))
+    }
+
+    /// The whole answer (with `result` or `error`) to one request.
+    fn call(&mut self, method: &str, params: Value) -> Value {
+        self.id += 1;
+        let req = json!({"jsonrpc": "2.0", "id": self.id, "method": method, "params": params});
+        self.s.write_all(format!("{req}\n").as_bytes()).unwrap();
+        loop {
+            let v = self.read();
+            if v.get("id").is_some() {
+                assert_eq!(v["id"], self.id, "answers come in order: {v}");
+                return v;
+            }
+            self.notes.push(v);
+        }
+    }
+
+    /// The next notification of `method` (pings and others set aside), within 30 s.
+    fn note(&mut self, method: &str) -> Value {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Some(i) = self.notes.iter().position(|n| n["method"] == method) {
+                return self.notes.remove(i);
+            }
+            assert!(Instant::now() < deadline, "no {method} notification; got {:?}", self.notes);
+            let v = self.read();
+            assert!(v.get("id").is_none(), "an answer nobody asked for: {v}");
+            self.notes.push(v);
+        }
+    }
+}
+
+#[test]
+fn protocol_1_7_methods_outpoints_and_pings() {
+    let mut fx = Fixture::start(150, 10, 35, |c| c.max_history = 12);
+    let e = common::expected(&fx.blocks);
+    let mut c = Lines::connect(fx.addr, "1.7");
+    let f = c.call("server.features", json!([]))["result"].clone();
+    assert_eq!(f["protocol_max"], "1.7");
+    assert_eq!(f["method_flavours"], json!({}), "every optional feature is served");
+    assert!(f.get("hash_function").is_none(), "1.7 dropped it");
+    // The script hash methods are gone; the scriptPubKey ones answer from the blocks.
+    let some = &fx.blocks[120].txdata[1].output[0].script_pubkey;
+    let sh = ScriptHash::of(some);
+    assert_eq!(c.call("blockchain.scripthash.get_history", json!([sh.to_electrum_hex()]))["error"]["code"], -32601);
+    let spk = json!([some.as_bytes().to_lower_hex_string()]);
+    let history = c.call("blockchain.scriptpubkey.get_history", spk.clone());
+    let want: Vec<Value> = e.history[&sh].iter().map(|(t, h)| json!({"height": h, "tx_hash": t.to_string()})).collect();
+    if want.len() <= 12 {
+        assert_eq!(history["result"], json!(want));
+    }
+    // A history over electrum_max_history: 1.7's code, and the old code for a 1.6 client.
+    let (big, _) = e.history.iter().find(|(_, h)| h.len() > 12).expect("a busy script");
+    let big_spk = fx.blocks.iter().flat_map(|b| &b.txdata).flat_map(|t| &t.output)
+        .find(|o| ScriptHash::of(&o.script_pubkey) == *big).unwrap().script_pubkey.clone();
+    let err = c.call("blockchain.scriptpubkey.get_history", json!([big_spk.as_bytes().to_lower_hex_string()]));
+    assert_eq!(err["error"]["code"], 10001, "{err}");
+    assert!(err["error"]["message"].as_str().unwrap().contains("history too large"));
+    let mut old = Lines::connect(fx.addr, "1.6");
+    let err = old.call("blockchain.scripthash.get_history", json!([big.to_electrum_hex()]));
+    assert_eq!(err["error"]["code"], 1, "{err}");
+
+    // get_merkle: the height is optional and the block hash is given.
+    let tx = fx.blocks[130].txdata[2].compute_txid();
+    let m = c.call("blockchain.transaction.get_merkle", json!([tx.to_string()]))["result"].clone();
+    assert_eq!((m["block_height"].clone(), m["pos"].clone()), (json!(131), json!(2)));
+    assert_eq!(m["block_hash"], fx.blocks[130].block_hash().to_string());
+
+    // server.ping: pong_len hex characters back; a ping sent as a notification gets no answer.
+    assert_eq!(c.call("server.ping", json!([5, "deadbeef"]))["result"], json!({"data": "00000"}));
+    assert_eq!(c.call("server.ping", json!([]))["result"], json!({"data": ""}));
+    assert_eq!(c.call("server.ping", json!([0, "xyz"]))["error"]["code"], -32602);
+    assert_eq!(c.call("server.ping", json!([8_000_001]))["error"]["code"], 1);
+    assert_eq!(c.call("server.ping", json!([-1]))["error"]["code"], -32602);
+    c.s.write_all(b"{\"jsonrpc\":\"2.0\",\"method\":\"server.ping\",\"params\":[\"00\"]}\n").unwrap();
+    assert_eq!(c.call("server.ping", json!([1]))["result"], json!({"data": "0"}), "the notification was not answered");
+
+    // Outpoint statuses, computed here from the blocks: spent, unspent, no such output.
+    let (spent, (spender, _, spent_at)) = e.spent_by.iter().next().unwrap();
+    let funded_at = e.positions[&spent.txid].0;
+    let status = |c: &mut Lines, op: &bitcoin::OutPoint| {
+        c.call("blockchain.outpoint.get_status", json!([op.txid.to_string(), op.vout]))["result"].clone()
+    };
+    assert_eq!(status(&mut c, spent), json!({"height": funded_at, "spender_txhash": spender.to_string(), "spender_height": spent_at}));
+    let unspent = e.outputs.keys().find(|op| !e.spent_by.contains_key(op)).unwrap();
+    assert_eq!(status(&mut c, unspent), json!({"height": e.positions[&unspent.txid].0}));
+    assert_eq!(status(&mut c, &bitcoin::OutPoint::new(unspent.txid, 1000)), json!({}));
+    assert_eq!(status(&mut c, &bitcoin::OutPoint::new(bitcoin::Txid::all_zeros(), 0)), json!({}));
+    let hint = c.call("blockchain.outpoint.get_status", json!([unspent.txid.to_string(), unspent.vout, "0014ab"]));
+    assert_eq!(hint["result"], json!({"height": e.positions[&unspent.txid].0}), "the hint is not needed");
+    for bad in [json!([unspent.txid.to_string(), -1]), json!(["zz", 0]), json!([unspent.txid.to_string(), 0, "xyz"]), json!([unspent.txid.to_string()])] {
+        assert_eq!(c.call("blockchain.outpoint.get_status", bad.clone())["error"]["code"], -32602, "{bad}");
+    }
+
+    // Subscriptions: a mature coin spent in the mempool, and the output of that spend before it
+    // exists; each notified as [[txid, vout], status].
+    let gen = ChainGenerator::new(GenerateOptions { blocks: 0, txs_per_block: 10, seed: 35 });
+    let key = gen.miner_keys()[0];
+    let ((height, _, vout), (coin_txid, value)) = e.unspent[&ScriptHash::of(&p2wpkh(&key))]
+        .iter()
+        .find(|((h, _, _), _)| h + 100 <= 150)
+        .map(|(k, v)| (*k, *v))
+        .expect("a mature coin");
+    let coin_op = bitcoin::OutPoint::new(coin_txid, vout);
+    let tx1 = spend(&key, coin_op, value, 1_000, &p2wpkh(&cairn::generate::derive_key(77, 2)));
+    let txid1 = tx1.compute_txid();
+    let sub = |c: &mut Lines, op: &bitcoin::OutPoint| {
+        c.call("blockchain.outpoint.subscribe", json!([op.txid.to_string(), op.vout]))["result"].clone()
+    };
+    assert_eq!(sub(&mut c, &coin_op), json!({"height": height}));
+    assert_eq!(sub(&mut c, &bitcoin::OutPoint::new(txid1, 0)), json!({}), "kept though it does not exist yet");
+    let broadcast = c.call("blockchain.transaction.broadcast", json!([serialize(&tx1).to_lower_hex_string()]));
+    assert_eq!(broadcast["result"], txid1.to_string());
+    let mut notes = [c.note("blockchain.outpoint.subscribe"), c.note("blockchain.outpoint.subscribe")];
+    notes.sort_by_key(|n| n["params"][0][0] != coin_op.txid.to_string());
+    assert_eq!(notes[0]["params"], json!([[coin_op.txid.to_string(), coin_op.vout], {"height": height, "spender_txhash": txid1.to_string(), "spender_height": 0}]));
+    assert_eq!(notes[1]["params"], json!([[txid1.to_string(), 0], {"height": 0}]));
+    assert_eq!(c.call("blockchain.outpoint.unsubscribe", json!([txid1.to_string(), 0]))["result"], true);
+    assert_eq!(c.call("blockchain.outpoint.unsubscribe", json!([txid1.to_string(), 0]))["result"], false);
+    // A block that brings a 1.7 client fewer than two notifications brings a ping as cover.
+    fx.add_blocks(1);
+    assert_eq!(c.note("server.ping")["params"], json!(["0".repeat(128)]));
+    assert_eq!(old.call("server.ping", json!([]))["result"], Value::Null);
+    assert!(old.notes.iter().all(|n| n["method"] != "server.ping"), "1.6 clients get no pings");
 }
 
 fn raw_exchange(addr: SocketAddr, send: &[u8]) -> String {

@@ -1,6 +1,6 @@
 //! The dispatcher: one function per Electrum method, in the order of the protocol's method list.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use bitcoin::hashes::Hash;
@@ -11,19 +11,25 @@ use serde_json::{json, Value};
 use super::backend::Backend;
 use super::merkle::{branch_and_root, rpc_hex, CHUNK_LEVELS};
 use super::params::{bool_param, scripthash_param, scriptpubkey_param, str_param, txid_param, u32_param};
-use super::rpc::{Reply, RpcError, BACKEND_ERROR, METHOD_NOT_FOUND};
+use super::outpoint::OutpointSub;
+use super::rpc::{Reply, RpcError, BACKEND_ERROR, BAD_REQUEST, HISTORY_TOO_LARGE, METHOD_NOT_FOUND};
 use super::{status, verbose};
 use crate::config::SERVER_SOFTWARE;
 use crate::index::query::QueryError;
 use crate::mempool::{Mempool, Rejection, MAX_PACKAGE_COUNT, MIN_RELAY_FEERATE};
+use crate::notify::Changes;
 use crate::store::schema::ScriptHash;
 
 /// Protocol versions served, oldest first.
-const VERSIONS: [(u32, u32, u32); 4] = [(1, 4, 0), (1, 4, 1), (1, 4, 2), (1, 6, 0)];
+const VERSIONS: [(u32, u32, u32); 5] = [(1, 4, 0), (1, 4, 1), (1, 4, 2), (1, 6, 0), (1, 7, 0)];
 /// The oldest protocol version served.
 pub const PROTOCOL_MIN: (u32, u32) = (1, 4);
 /// The newest protocol version served.
-pub const PROTOCOL_MAX: (u32, u32) = (1, 6);
+pub const PROTOCOL_MAX: (u32, u32) = (1, 7);
+/// Most hex characters a `server.ping` may ask back (protocol 1.7): the hex of the largest
+/// transaction consensus allows (4,000,000 weight units, so at most 4,000,000 bytes), as the
+/// spec asks pings to support.
+const MAX_PONG_LEN: u64 = 2 * bitcoin::Weight::MAX_BLOCK.to_wu();
 
 /// The minimum relay fee in BTC per 1000 vbytes, as Electrum wants fee rates.
 fn min_relay_btc_per_kvb() -> f64 {
@@ -43,13 +49,34 @@ fn syncing_error(sync: crate::kernel::SyncProgress) -> RpcError {
     RpcError::new(BACKEND_ERROR, format!("server is syncing: height {} of {}", sync.height, sync.headers))
 }
 
-fn backend_err(e: QueryError) -> RpcError {
+/// A query's failure as an answer; a history over the limit gets the code protocol 1.7
+/// standardised (older sessions see ElectrumX 1.x's code 1, [`Session::call`]).
+pub(crate) fn backend_err(e: QueryError) -> RpcError {
     match e {
-        QueryError::TooLarge { limit } => RpcError::bad_request(format!(
-            "history too large: more than {limit} entries (the server's max_history limit)"
-        )),
+        QueryError::TooLarge { limit } => RpcError::new(
+            HISTORY_TOO_LARGE,
+            format!("history too large: more than {limit} entries (the server's max_history limit)"),
+        ),
         other => RpcError::new(BACKEND_ERROR, other.to_string()),
     }
+}
+
+/// `server.ping(pong_len=0, data="")` as 1.7 defines it: `data` (hex, ignored) and an answer
+/// `{"data"}` of `pong_len` hex characters.
+fn ping(params: &[Value]) -> Result<Value, RpcError> {
+    let pong_len = match params.first() {
+        None | Some(Value::Null) => 0,
+        Some(v) => v.as_u64().ok_or_else(|| RpcError::invalid_params(format!("pong_len must be a non-negative integer, not {v}")))?,
+    };
+    if pong_len > MAX_PONG_LEN {
+        return Err(RpcError::bad_request(format!("pong_len over {MAX_PONG_LEN}")));
+    }
+    match params.get(1) {
+        None | Some(Value::Null) => {}
+        Some(Value::String(data)) if data.bytes().all(|b| b.is_ascii_hexdigit()) => {}
+        Some(other) => return Err(RpcError::invalid_params(format!("data must be a hex string, not {other}"))),
+    }
+    Ok(json!({"data": "0".repeat(pong_len as usize)}))
 }
 
 fn parse_version(text: &str) -> Option<(u32, u32, u32)> {
@@ -111,6 +138,12 @@ pub struct Session {
     pub(crate) last_notified: Option<(u32, bitcoin::BlockHash)>,
     /// Subscribed script hashes and their last status sent.
     pub(crate) subscriptions: HashMap<ScriptHash, Option<String>>,
+    /// Subscribed outpoints (1.7) and their last status sent.
+    pub(crate) outpoints: HashMap<bitcoin::OutPoint, OutpointSub>,
+    /// The tip height of the last update handled, to tell a new block from a mempool change.
+    pub(crate) seen_height: Option<u32>,
+    /// When the server last sent this client a `server.ping` (1.7).
+    pub(crate) last_ping: std::time::Instant,
 }
 
 impl Session {
@@ -122,12 +155,30 @@ impl Session {
             headers_subscribed: false,
             last_notified: None,
             subscriptions: HashMap::new(),
+            outpoints: HashMap::new(),
+            seen_height: None,
+            last_ping: std::time::Instant::now(),
         }
     }
 
     /// Whether the client negotiated protocol 1.6 or later.
     pub(crate) fn v16(&self) -> bool {
         self.version.is_some_and(|v| v >= (1, 6, 0))
+    }
+
+    /// Whether the client negotiated protocol 1.7 or later.
+    pub(crate) fn v17(&self) -> bool {
+        self.version.is_some_and(|v| v >= (1, 7, 0))
+    }
+
+    /// Refuses a new subscription when the connection holds its limit of script and outpoint
+    /// subscriptions together.
+    pub(crate) fn check_subscription_room(&self) -> Result<(), RpcError> {
+        let limit = self.backend.config.max_subscriptions;
+        if self.subscriptions.len() + self.outpoints.len() >= limit {
+            return Err(RpcError::bad_request(format!("too many subscriptions on this connection (limit {limit})")));
+        }
+        Ok(())
     }
 }
 
@@ -141,50 +192,63 @@ impl Session {
                 return Err(syncing_error(sync));
             }
         }
-        match method {
-            "blockchain.scripthash.get_history" => self.get_history(scripthash_param(params, 0)?).map(Reply::Text),
-            "blockchain.scriptpubkey.get_history" if self.v16() => {
+        let answer = match method {
+            "blockchain.scripthash.get_history" if !self.v17() => self.get_history(scripthash_param(params, 0)?).map(Reply::Text),
+            "blockchain.scriptpubkey.get_history" if self.v17() => {
                 self.get_history(scriptpubkey_param(params, 0)?).map(Reply::Text)
             }
             _ => self.call_json(method, params).map(Reply::Json),
-        }
+        };
+        // Before 1.7 a history over the limit was a plain "bad request".
+        answer.map_err(|mut e| {
+            if e.code == HISTORY_TOO_LARGE && !self.v17() {
+                e.code = BAD_REQUEST;
+            }
+            e
+        })
     }
 
-    /// The methods whose answers are built as JSON values.
+    /// The methods whose answers are built as JSON values; each one only in the protocol
+    /// versions that have it.
     fn call_json(&mut self, method: &str, params: &[Value]) -> Result<Value, RpcError> {
+        let (v16, v17) = (self.v16(), self.v17());
         match method {
             "blockchain.block.header" => self.block_header(params),
             "blockchain.block.headers" => self.block_headers(params),
             "blockchain.estimatefee" => self.estimatefee(params),
             "blockchain.headers.subscribe" => self.headers_subscribe(),
-            "blockchain.relayfee" if !self.v16() => self.mempool().map(|_| json!(min_relay_btc_per_kvb())),
-            "blockchain.scripthash.get_balance" => self.get_balance(scripthash_param(params, 0)?),
-            "blockchain.scripthash.get_mempool" => self.get_mempool(scripthash_param(params, 0)?),
-            "blockchain.scripthash.listunspent" => self.listunspent(scripthash_param(params, 0)?),
-            "blockchain.scripthash.subscribe" => self.subscribe(scripthash_param(params, 0)?),
-            "blockchain.scripthash.unsubscribe" => {
+            "blockchain.outpoint.get_status" if v17 => self.outpoint_get_status(params),
+            "blockchain.outpoint.subscribe" if v17 => self.outpoint_subscribe(params),
+            "blockchain.outpoint.unsubscribe" if v17 => self.outpoint_unsubscribe(params),
+            "blockchain.relayfee" if !v16 => self.mempool().map(|_| json!(min_relay_btc_per_kvb())),
+            "blockchain.scripthash.get_balance" if !v17 => self.get_balance(scripthash_param(params, 0)?),
+            "blockchain.scripthash.get_mempool" if !v17 => self.get_mempool(scripthash_param(params, 0)?),
+            "blockchain.scripthash.listunspent" if !v17 => self.listunspent(scripthash_param(params, 0)?),
+            "blockchain.scripthash.subscribe" if !v17 => self.subscribe(scripthash_param(params, 0)?),
+            "blockchain.scripthash.unsubscribe" if !v17 => {
                 Ok(json!(self.subscriptions.remove(&scripthash_param(params, 0)?).is_some()))
             }
-            "blockchain.scriptpubkey.get_balance" if self.v16() => self.get_balance(scriptpubkey_param(params, 0)?),
-            "blockchain.scriptpubkey.get_mempool" if self.v16() => self.get_mempool(scriptpubkey_param(params, 0)?),
-            "blockchain.scriptpubkey.listunspent" if self.v16() => self.listunspent(scriptpubkey_param(params, 0)?),
-            "blockchain.scriptpubkey.subscribe" if self.v16() => self.subscribe(scriptpubkey_param(params, 0)?),
-            "blockchain.scriptpubkey.unsubscribe" if self.v16() => {
+            "blockchain.scriptpubkey.get_balance" if v17 => self.get_balance(scriptpubkey_param(params, 0)?),
+            "blockchain.scriptpubkey.get_mempool" if v17 => self.get_mempool(scriptpubkey_param(params, 0)?),
+            "blockchain.scriptpubkey.listunspent" if v17 => self.listunspent(scriptpubkey_param(params, 0)?),
+            "blockchain.scriptpubkey.subscribe" if v17 => self.subscribe(scriptpubkey_param(params, 0)?),
+            "blockchain.scriptpubkey.unsubscribe" if v17 => {
                 Ok(json!(self.subscriptions.remove(&scriptpubkey_param(params, 0)?).is_some()))
             }
             "blockchain.transaction.broadcast" => self.broadcast(params),
-            "blockchain.transaction.broadcast_package" => self.broadcast_package(params),
+            "blockchain.transaction.broadcast_package" if v16 => self.broadcast_package(params),
             "blockchain.transaction.get" => self.transaction_get(params),
             "blockchain.transaction.get_merkle" => self.get_merkle(params),
             "blockchain.transaction.id_from_pos" => self.id_from_pos(params),
             "mempool.get_fee_histogram" => self.fee_histogram(),
-            "mempool.get_info" => self.mempool().map(|_| {
+            "mempool.get_info" if v16 => self.mempool().map(|_| {
                 json!({"mempoolminfee": min_relay_btc_per_kvb(), "minrelaytxfee": min_relay_btc_per_kvb(), "incrementalrelayfee": min_relay_btc_per_kvb()})
             }),
             "server.banner" => Ok(json!(self.backend.config.banner)),
             "server.donation_address" => Ok(json!(self.backend.config.donation_address)),
             "server.features" => Ok(self.features()),
             "server.peers.subscribe" => Ok(self.peers()),
+            "server.ping" if v17 => ping(params),
             "server.ping" => Ok(Value::Null),
             "server.version" => self.server_version(params),
             _ => Err(RpcError::new(METHOD_NOT_FOUND, format!("unknown method {method:?}"))),
@@ -232,18 +296,17 @@ impl Session {
             "protocol_max": version_text(VERSIONS[VERSIONS.len() - 1]),
             "pruning": null,
             "server_version": SERVER_SOFTWARE,
-            "hash_function": "sha256",
         });
+        if self.v17() {
+            // Every optional feature of 1.7 is served and no optional argument is required, so
+            // no method has a flavour to declare.
+            features["method_flavours"] = json!({});
+        } else {
+            features["hash_function"] = json!("sha256");
+        }
         if let Some(sync) = self.backend.validator.initial_download() {
             // Not a key of the spec: clients ignore what they do not know.
             features["syncing"] = json!({"height": sync.height, "headers": sync.headers});
-        }
-        if self.v16() {
-            features["method_flavours"] = json!({
-                "blockchain.block.header": {"cp_height": true},
-                "blockchain.block.headers": {"cp_height": true},
-                "blockchain.transaction.get": {"verbose": true},
-            });
         }
         features
     }
@@ -430,12 +493,12 @@ impl Session {
             .accept_package(&raws, &self.backend.index)
             .map_err(|e| RpcError::bad_request(format!("the package was rejected: {e}")))?;
         let mut errors = Vec::new();
-        let mut touched = HashSet::new();
+        let mut changes = Changes::none();
         for (raw, result) in raws.iter().zip(results) {
             match result {
                 Ok(accepted) => {
                     self.backend.notifier.announce(accepted.txid);
-                    touched.extend(accepted.touched);
+                    changes.extend(Changes::accepted(&accepted));
                 }
                 Err(Rejection::AlreadyKnown | Rejection::AlreadyInMempool) => {}
                 Err(e) => {
@@ -446,8 +509,8 @@ impl Session {
                 }
             }
         }
-        if !touched.is_empty() {
-            self.backend.notifier.publish(&self.backend.index, Some(touched));
+        if !changes.is_empty() {
+            self.backend.notifier.publish(&self.backend.index, changes);
         }
         if errors.is_empty() {
             Ok(json!({"success": true}))
@@ -489,20 +552,16 @@ impl Session {
     }
 
     fn subscribe(&mut self, sh: ScriptHash) -> Result<Value, RpcError> {
-        if !self.subscriptions.contains_key(&sh)
-            && self.subscriptions.len() >= self.backend.config.max_subscriptions
-        {
-            return Err(RpcError::bad_request(format!(
-                "too many subscriptions on this connection (limit {})",
-                self.backend.config.max_subscriptions
-            )));
+        if !self.subscriptions.contains_key(&sh) {
+            self.check_subscription_room()?;
         }
         let status = self.status_of(&sh)?;
         self.subscriptions.insert(sh, status.clone());
         Ok(json!(status))
     }
 
-    fn raw_tx(&self, txid: &Txid) -> Result<(Vec<u8>, u32), RpcError> {
+    /// A confirmed transaction's bytes and block height.
+    pub(crate) fn raw_tx(&self, txid: &Txid) -> Result<(Vec<u8>, u32), RpcError> {
         // From the block files directly; through the kernel only if they are not mapped.
         if let Some((bytes, pos)) = self.backend.index.raw_tx(txid).map_err(backend_err)? {
             return Ok((bytes, pos.height));
@@ -585,12 +644,12 @@ impl Session {
                     pos.height
                 )));
             }
-        } else if !self.v16() {
+        } else if !self.v17() {
             return Err(RpcError::invalid_params("missing parameter height"));
         }
         let (merkle, _) = self.merkle_of(pos.height, pos.pos)?;
         let mut result = json!({"block_height": pos.height, "merkle": merkle, "pos": pos.pos});
-        if self.v16() {
+        if self.v17() {
             let hash: Option<BlockHash> = self.backend.index.with_chain(|c| c.hash(pos.height));
             result["block_hash"] = json!(hash.map(|h| h.to_string()));
         }

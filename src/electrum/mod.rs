@@ -1,9 +1,11 @@
 //! The Electrum server: newline-delimited JSON-RPC 2.0 over TCP or TLS, or over WebSocket (with
-//! or without TLS), protocol 1.4 to 1.6, answered from cairn's index. One task per connection; the index and the kernel are only read.
+//! or without TLS), protocol 1.4 to 1.7, answered from cairn's index. One task per connection;
+//! the index and the kernel are only read.
 
 mod backend;
 pub mod merkle;
 mod methods;
+mod outpoint;
 mod params;
 pub mod rpc;
 mod session;

@@ -33,6 +33,8 @@ impl RpcError {
 pub const BAD_REQUEST: i64 = 1;
 /// ElectrumX's code for a failure of the server's back end (daemon, index, mempool).
 pub const BACKEND_ERROR: i64 = 2;
+/// Protocol 1.7's code for a history over the server's limit (ElectrumX uses it since 1.7).
+pub const HISTORY_TOO_LARGE: i64 = 10_001;
 /// JSON-RPC: not JSON.
 pub const PARSE_ERROR: i64 = -32700;
 /// JSON-RPC: not a request object.

@@ -40,6 +40,8 @@ pub struct SyncStats {
     pub disconnected: u32,
     /// Script hashes whose history changed; `None` when too many to list (any may have).
     pub touched: Option<HashSet<ScriptHash>>,
+    /// Transactions of the connected and undone blocks; `None` when too many to list.
+    pub txids: Option<HashSet<bitcoin::Txid>>,
     /// The non-coinbase transactions of undone blocks, serialized (for the mempool).
     pub undone_txs: Vec<Vec<u8>>,
     /// The lowest height undone, if any block was.
@@ -51,6 +53,12 @@ const MAX_TOUCHED: usize = 100_000;
 
 impl SyncStats {
     fn touch(&mut self, block: &PreparedBlock) {
+        if let Some(set) = self.txids.as_mut() {
+            set.extend(block.txs.iter().map(|tx| tx.txid));
+            if set.len() > MAX_TOUCHED {
+                self.txids = None;
+            }
+        }
         let Some(set) = self.touched.as_mut() else { return };
         for tx in &block.txs {
             set.extend(tx.outputs.iter().map(|o| o.scripthash));
@@ -211,6 +219,7 @@ impl Index {
         let _span = tracing::info_span!("index_sync").entered();
         let mut stats = SyncStats {
             touched: Some(HashSet::new()),
+            txids: Some(HashSet::new()),
             ..Default::default()
         };
         self.backfill_filters(validator)?;
@@ -269,7 +278,7 @@ impl Index {
                 }
                 // Undone from the index's own rows, which keep script hash prefixes only: any
                 // script may have changed (and its transactions cannot go back to the mempool).
-                None => stats.touched = None,
+                None => (stats.touched, stats.txids) = (None, None),
             }
             stats.disconnected += 1;
             stats.lowest_undone = Some(height);

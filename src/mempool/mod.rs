@@ -531,7 +531,7 @@ impl Mempool {
             .filter_map(|id| inner.txs.get(id))
             .map(|e| MempoolHistoryEntry {
                 txid: e.txid,
-                height: if e.has_unconfirmed_parent { -1 } else { 0 },
+                height: electrum_height(e),
                 fee: e.fee,
             })
             .collect();
@@ -574,6 +574,23 @@ impl Mempool {
         }
         out.sort();
         out
+    }
+
+    /// A mempool transaction's output, with the transaction's height as Electrum shows it (0,
+    /// or -1 when it spends another mempool transaction): `None` if the transaction is not in
+    /// the mempool, an output of `None` if it has no such output.
+    pub fn output(&self, op: &OutPoint) -> Option<(Option<TxOut>, i64)> {
+        let inner = self.read();
+        let entry = inner.txs.get(&op.txid)?;
+        let out = usize::try_from(op.vout).ok().and_then(|i| entry.tx.output.get(i)).cloned();
+        Some((out, electrum_height(entry)))
+    }
+
+    /// The mempool transaction that spends an outpoint, with its height as Electrum shows it.
+    pub fn spender(&self, op: &OutPoint) -> Option<(Txid, i64)> {
+        let inner = self.read();
+        let txid = inner.spends.get(op)?;
+        Some((*txid, inner.txs.get(txid).map(electrum_height).unwrap_or(0)))
     }
 
     /// Whether a mempool transaction spends this outpoint.
@@ -645,4 +662,10 @@ impl Mempool {
     pub fn txids(&self) -> Vec<Txid> {
         self.read().txs.keys().copied().collect()
     }
+}
+
+/// A mempool transaction's height as Electrum shows it: -1 when it spends another mempool
+/// transaction, else 0.
+fn electrum_height(entry: &MempoolEntry) -> i64 {
+    if entry.has_unconfirmed_parent { -1 } else { 0 }
 }

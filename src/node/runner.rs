@@ -13,8 +13,7 @@ use super::durability::FlushWatch;
 use crate::index::{Index, IndexError, SyncStats};
 use crate::kernel::{KernelEvent, Validator};
 use crate::mempool::{persist, Mempool};
-use crate::notify::Notifier;
-use crate::store::schema::ScriptHash;
+use crate::notify::{Changes, Notifier};
 
 /// A running indexer thread.
 pub struct IndexRunner {
@@ -41,7 +40,7 @@ impl IndexRunner {
                 let (pool, saved) = mempool.unzip();
                 let first = index.sync(&validator)?;
                 if first.connected > 0 || first.disconnected > 0 {
-                    notifier.publish(&index, first.touched);
+                    notifier.publish(&index, Changes { scripts: first.touched, added: first.txids });
                 }
                 if let (Some(pool), Some(path)) = (&pool, saved.flatten()) {
                     load_mempool(pool, &index, &path, &notifier);
@@ -94,11 +93,11 @@ fn run(
         let stats = index.sync(validator)?;
         pruner.after_sync(index, validator, stats.lowest_undone)?;
         if stats.connected > 0 || stats.disconnected > 0 {
-            let touched = match mempool {
+            let changes = match mempool {
                 Some(pool) => follow_tip(pool, index, stats),
-                None => stats.touched,
+                None => Changes { scripts: stats.touched, added: stats.txids },
             };
-            notifier.publish(index, touched);
+            notifier.publish(index, changes);
         }
         if stopping {
             return Ok(events);
@@ -162,19 +161,15 @@ impl UndoPruner {
 
 /// Brings the mempool in line with a new index tip: drops what the new blocks confirmed or
 /// conflicted with, then puts back what undone blocks had (when still valid). Returns the
-/// script hashes touched by the blocks and by the mempool's changes.
-fn follow_tip(pool: &Mempool, index: &Index, stats: SyncStats) -> Option<HashSet<ScriptHash>> {
-    let mut touched = stats.touched;
+/// script hashes touched and the transactions added by the blocks and by the mempool's changes.
+fn follow_tip(pool: &Mempool, index: &Index, stats: SyncStats) -> Changes {
+    let mut changes = Changes { scripts: stats.touched, added: stats.txids };
     let dropped = pool.revalidate(index);
-    let mut readded = HashSet::new();
+    changes.extend(Changes { scripts: Some(dropped), added: Some(HashSet::new()) });
     for raw in &stats.undone_txs {
         if let Ok(a) = pool.accept(raw, index) {
-            readded.extend(a.touched);
+            changes.extend(Changes::accepted(&a));
         }
     }
-    if let Some(t) = touched.as_mut() {
-        t.extend(dropped);
-        t.extend(readded);
-    }
-    touched
+    changes
 }
