@@ -26,6 +26,7 @@ use cairn::node::runner::IndexRunner;
 use cairn::notify::Notifier;
 use cairn::store::schema::ScriptHash;
 use cairn::store::Store;
+use common::lines::Lines;
 
 struct Fixture {
     rt: tokio::runtime::Runtime,
@@ -346,61 +347,6 @@ fn protocol_1_6_answers_in_its_own_shapes() {
     let mut line = String::new();
     BufReader::new(fresh).read_line(&mut line).unwrap();
     assert!(line.contains("unsupported protocol version"), "{line}");
-}
-
-/// A raw newline-JSON client: answers are matched by id, notifications kept aside.
-struct Lines {
-    s: TcpStream,
-    r: BufReader<TcpStream>,
-    notes: Vec<Value>,
-    id: u64,
-}
-
-impl Lines {
-    fn connect(addr: SocketAddr, version: &str) -> Lines {
-        let s = TcpStream::connect(addr).unwrap();
-        s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-        let r = BufReader::new(s.try_clone().unwrap());
-        let mut lines = Lines { s, r, notes: Vec::new(), id: 0 };
-        let v = lines.call("server.version", json!(["lines", ["1.4", version]]));
-        assert_eq!(v["result"][1], version, "{v}");
-        lines
-    }
-
-    fn read(&mut self) -> Value {
-        let mut line = String::new();
-        self.r.read_line(&mut line).unwrap();
-        serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line:?}"))
-    }
-
-    /// The whole answer (with `result` or `error`) to one request.
-    fn call(&mut self, method: &str, params: Value) -> Value {
-        self.id += 1;
-        let req = json!({"jsonrpc": "2.0", "id": self.id, "method": method, "params": params});
-        self.s.write_all(format!("{req}\n").as_bytes()).unwrap();
-        loop {
-            let v = self.read();
-            if v.get("id").is_some() {
-                assert_eq!(v["id"], self.id, "answers come in order: {v}");
-                return v;
-            }
-            self.notes.push(v);
-        }
-    }
-
-    /// The next notification of `method` (pings and others set aside), within 30 s.
-    fn note(&mut self, method: &str) -> Value {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            if let Some(i) = self.notes.iter().position(|n| n["method"] == method) {
-                return self.notes.remove(i);
-            }
-            assert!(Instant::now() < deadline, "no {method} notification; got {:?}", self.notes);
-            let v = self.read();
-            assert!(v.get("id").is_none(), "an answer nobody asked for: {v}");
-            self.notes.push(v);
-        }
-    }
 }
 
 #[test]

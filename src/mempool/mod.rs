@@ -101,29 +101,36 @@ impl Inner {
     fn remove_with_descendants(&mut self, txid: &Txid, touched: &mut HashSet<ScriptHash>) {
         let mut stack = vec![*txid];
         while let Some(id) = stack.pop() {
-            let Some(entry) = self.txs.remove(&id) else { continue };
-            self.total_vsize -= entry.vsize;
-            self.by_wtxid.remove(&entry.wtxid);
-            for input in &entry.tx.input {
-                if self.spends.get(&input.previous_output) == Some(&id) {
-                    self.spends.remove(&input.previous_output);
-                }
-            }
-            for sh in entry.scripthashes() {
-                touched.insert(sh);
-                if let Some(set) = self.scripts.get_mut(&sh) {
-                    set.remove(&id);
-                    if set.is_empty() {
-                        self.scripts.remove(&sh);
-                    }
-                }
-            }
+            let Some(entry) = self.remove_one(&id, touched) else { continue };
             for vout in 0..entry.tx.output.len() as u32 {
                 if let Some(child) = self.spends.get(&OutPoint::new(id, vout)) {
                     stack.push(*child);
                 }
             }
         }
+    }
+
+    /// Removes one transaction, leaving those that spend it (a block confirmed it: its outputs
+    /// are now the chain's); adds the scripts it touched.
+    fn remove_one(&mut self, id: &Txid, touched: &mut HashSet<ScriptHash>) -> Option<MempoolEntry> {
+        let entry = self.txs.remove(id)?;
+        self.total_vsize -= entry.vsize;
+        self.by_wtxid.remove(&entry.wtxid);
+        for input in &entry.tx.input {
+            if self.spends.get(&input.previous_output) == Some(id) {
+                self.spends.remove(&input.previous_output);
+            }
+        }
+        for sh in entry.scripthashes() {
+            touched.insert(sh);
+            if let Some(set) = self.scripts.get_mut(&sh) {
+                set.remove(id);
+                if set.is_empty() {
+                    self.scripts.remove(&sh);
+                }
+            }
+        }
+        Some(entry)
     }
 
     fn descendants(&self, txid: &Txid) -> Vec<Txid> {
@@ -487,20 +494,29 @@ impl Mempool {
                 .map(|e| (e.txid, e.tx.input.iter().map(|i| i.previous_output).collect()))
                 .collect()
         };
-        let in_pool: HashSet<Txid> = snapshot.iter().map(|(id, _)| *id).collect();
-        let mut gone = Vec::new();
-        for (id, inputs) in snapshot {
-            let confirmed = index.tx_position(&id).ok().flatten().is_some();
-            let inputs_ok = inputs.iter().all(|op| {
-                in_pool.contains(&op.txid) || index.is_confirmed_unspent(op).unwrap_or(false)
-            });
-            if confirmed || !inputs_ok {
-                gone.push(id);
-            }
-        }
+        // Confirmed transactions leave alone: their children stay, spending what is now the
+        // chain's (Core's removeForBlock). A transaction whose input is gone leaves with its
+        // descendants.
+        let confirmed: HashSet<Txid> = snapshot
+            .iter()
+            .filter(|(id, _)| index.tx_position(id).ok().flatten().is_some())
+            .map(|(id, _)| *id)
+            .collect();
+        let in_pool: HashSet<Txid> = snapshot.iter().map(|(id, _)| *id).filter(|id| !confirmed.contains(id)).collect();
+        let conflicted: Vec<Txid> = snapshot
+            .iter()
+            .filter(|(id, _)| !confirmed.contains(id))
+            .filter(|(_, inputs)| {
+                !inputs.iter().all(|op| in_pool.contains(&op.txid) || index.is_confirmed_unspent(op).unwrap_or(false))
+            })
+            .map(|(id, _)| *id)
+            .collect();
         let mut inner = self.write();
-        for id in gone {
-            inner.remove_with_descendants(&id, &mut touched);
+        for id in &confirmed {
+            inner.remove_one(id, &mut touched);
+        }
+        for id in &conflicted {
+            inner.remove_with_descendants(id, &mut touched);
         }
         // Parents that confirmed make their children's height 0.
         let ids: Vec<Txid> = inner.txs.keys().copied().collect();

@@ -1,0 +1,83 @@
+//! A raw newline-JSON Electrum client for tests: answers matched by id, notifications kept.
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+/// A raw newline-JSON client: answers are matched by id, notifications kept aside.
+pub struct Lines {
+    /// The socket, for writing raw bytes.
+    pub s: TcpStream,
+    r: BufReader<TcpStream>,
+    /// Notifications read while waiting for answers, not yet taken.
+    pub notes: Vec<Value>,
+    id: u64,
+}
+
+impl Lines {
+    /// Connects and negotiates `version` (offering 1.4 to it).
+    pub fn connect(addr: SocketAddr, version: &str) -> Lines {
+        let s = TcpStream::connect(addr).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        let r = BufReader::new(s.try_clone().unwrap());
+        let mut lines = Lines { s, r, notes: Vec::new(), id: 0 };
+        let v = lines.call("server.version", json!(["lines", ["1.4", version]]));
+        assert_eq!(v["result"][1], version, "{v}");
+        lines
+    }
+
+    fn read(&mut self) -> Value {
+        let mut line = String::new();
+        self.r.read_line(&mut line).unwrap();
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line:?}"))
+    }
+
+    /// The whole answer (with `result` or `error`) to one request.
+    pub fn call(&mut self, method: &str, params: Value) -> Value {
+        self.id += 1;
+        let req = json!({"jsonrpc": "2.0", "id": self.id, "method": method, "params": params});
+        self.s.write_all(format!("{req}\n").as_bytes()).unwrap();
+        loop {
+            let v = self.read();
+            if v.get("id").is_some() {
+                assert_eq!(v["id"], self.id, "answers come in order: {v}");
+                return v;
+            }
+            self.notes.push(v);
+        }
+    }
+
+    /// The next notification of `method` (pings and others set aside), within 30 s.
+    pub fn note(&mut self, method: &str) -> Value {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Some(i) = self.notes.iter().position(|n| n["method"] == method) {
+                return self.notes.remove(i);
+            }
+            assert!(Instant::now() < deadline, "no {method} notification; got {:?}", self.notes);
+            let v = self.read();
+            assert!(v.get("id").is_none(), "an answer nobody asked for: {v}");
+            self.notes.push(v);
+        }
+    }
+}
+
+impl Lines {
+    /// The next notification (set-aside ones first), or `None` if none comes within `within`.
+    pub fn next_note(&mut self, within: Duration) -> Option<Value> {
+        if !self.notes.is_empty() {
+            return Some(self.notes.remove(0));
+        }
+        self.s.set_read_timeout(Some(within)).unwrap();
+        let mut line = String::new();
+        let read = self.r.read_line(&mut line);
+        self.s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        match read {
+            Ok(n) if n > 0 => Some(serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line:?}"))),
+            _ => None,
+        }
+    }
+}
