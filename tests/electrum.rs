@@ -67,6 +67,7 @@ impl Fixture {
             notifier,
             config: econfig,
             header_roots: Default::default(),
+            status_cache: Default::default(),
         });
         let server = rt.block_on(ElectrumServer::start(backend, None)).unwrap();
         let (addr, ws_addr) = (server.addr, server.ws_addr);
@@ -144,7 +145,8 @@ fn fold(leaf: [u8; 32], branch: &[String], mut pos: usize) -> [u8; 32] {
 
 #[test]
 fn every_method_answers_what_the_blocks_say() {
-    let mut fx = Fixture::start(160, 25, 31, |_| {});
+    // Every status cached, so the notifications after new blocks extend cached statuses.
+    let mut fx = Fixture::start(160, 25, 31, |c| c.cache_status_from = 1);
     let c = fx.client();
     let e = common::expected(&fx.blocks);
     let genesis = bitcoin::blockdata::constants::genesis_block(bitcoin::Network::Regtest);
@@ -632,7 +634,8 @@ fn websocket_clients_get_the_tcp_answers_and_notifications() {
 
 #[test]
 fn a_reorg_changes_answers_and_notifies() {
-    let mut fx = Fixture::start(140, 20, 34, |_| {});
+    // Every status cached: the reorg must be noticed and the statuses computed afresh.
+    let mut fx = Fixture::start(140, 20, 34, |c| c.cache_status_from = 1);
     let fork = fx.gen.fork(5);
     fx.add_blocks(5);
     let c = fx.client();
@@ -943,3 +946,73 @@ fn a_client_over_its_share_of_the_answer_budget_is_disconnected() {
     assert!(started.elapsed() < Duration::from_secs(30), "disconnected by a timeout, not by the budget");
     assert!(sink.len() < 40 * 720_000, "every answer was sent: {} bytes", sink.len());
 }
+
+/// The script with the longest history in `blocks`, and that history as the protocol lists it.
+fn longest_history(blocks: &[Block]) -> (ScriptBuf, Value) {
+    let e = common::expected(blocks);
+    let (sh, history) = e.history.iter().max_by_key(|(_, h)| h.len()).unwrap();
+    let script = blocks.iter().flat_map(|b| &b.txdata).flat_map(|t| &t.output)
+        .find(|o| ScriptHash::of(&o.script_pubkey) == *sh).unwrap().script_pubkey.clone();
+    let list: Vec<Value> = history.iter().map(|(t, h)| json!({"height": h, "tx_hash": t.to_string()})).collect();
+    (script, Value::Array(list))
+}
+
+#[test]
+fn long_histories_are_streamed_and_match_the_blocks() {
+    // Histories of more than 50 entries are streamed in pages of 50 (4096 in production); the
+    // busiest script here has over a hundred.
+    let fx = Fixture::start(150, 20, 36, |c| {
+        c.stream_history_from = 50;
+        c.cache_status_from = 50;
+        c.ws_addr = Some("127.0.0.1:0".parse().unwrap());
+    });
+    let (script, want) = longest_history(&fx.blocks);
+    assert!(want.as_array().unwrap().len() > 100, "a long history: {}", want.as_array().unwrap().len());
+    let sh = ScriptHash::of(&script).to_electrum_hex();
+    // Streamed over TCP, then a request right behind it: answered in order, whole.
+    let mut c = Lines::connect(fx.addr, "1.4");
+    let mut line = format!("{}\n", json!({"jsonrpc": "2.0", "id": 7, "method": "blockchain.scripthash.get_history", "params": [sh]}));
+    line.push_str(&format!("{}\n", json!({"jsonrpc": "2.0", "id": 8, "method": "server.ping", "params": []})));
+    c.s.write_all(line.as_bytes()).unwrap();
+    let streamed: Value = c.next_note(Duration::from_secs(30)).unwrap();
+    assert_eq!((streamed["id"].clone(), streamed["result"].clone()), (json!(7), want.clone()));
+    assert_eq!(c.next_note(Duration::from_secs(30)).unwrap()["id"], 8);
+    // In a batch and over WebSocket it is built whole: the same entries.
+    c.s.write_all(format!("{}\n", json!([{"jsonrpc": "2.0", "id": 9, "method": "blockchain.scripthash.get_history", "params": [sh]}])).as_bytes()).unwrap();
+    let batch = c.next_note(Duration::from_secs(30)).unwrap();
+    assert_eq!(batch[0]["result"], want);
+    let rt = &fx.rt;
+    let (mut ws, _) = rt.block_on(tokio_tungstenite::connect_async(format!("ws://{}", fx.ws_addr.unwrap()))).unwrap();
+    use futures_util::SinkExt;
+    rt.block_on(ws.send(tokio_tungstenite::tungstenite::Message::text(
+        json!({"jsonrpc": "2.0", "id": 10, "method": "blockchain.scripthash.get_history", "params": [sh]}).to_string(),
+    ))).unwrap();
+    assert_eq!(ws_next(rt, &mut ws)["result"], want);
+    // The status is the hash of that history (from the cache the first call filled).
+    let status = c.call("blockchain.scripthash.subscribe", json!([sh]))["result"].clone();
+    let again = Lines::connect(fx.addr, "1.4").call("blockchain.scripthash.subscribe", json!([sh]))["result"].clone();
+    let text: String = want.as_array().unwrap().iter().map(|e| format!("{}:{}:", e["tx_hash"].as_str().unwrap(), e["height"])).collect();
+    assert_eq!(status, json!(sha256::Hash::hash(text.as_bytes()).to_string()));
+    assert_eq!(again, status);
+}
+
+#[test]
+fn a_history_over_the_limit_is_an_error_before_any_of_it() {
+    let fx = Fixture::start(150, 20, 36, |c| {
+        c.stream_history_from = 50;
+        c.max_history = 100;
+    });
+    let (script, want) = longest_history(&fx.blocks);
+    assert!(want.as_array().unwrap().len() > 100);
+    let sh = ScriptHash::of(&script).to_electrum_hex();
+    let mut old = Lines::connect(fx.addr, "1.4");
+    let err = old.call("blockchain.scripthash.get_history", json!([sh]));
+    assert_eq!(err["error"]["code"], 1, "{err}");
+    assert!(err.get("result").is_none());
+    let mut new = Lines::connect(fx.addr, "1.7");
+    let err = new.call("blockchain.scriptpubkey.get_history", json!([script.as_bytes().to_lower_hex_string()]));
+    assert_eq!(err["error"]["code"], 10001, "{err}");
+    // The connection goes on.
+    assert_eq!(new.call("server.ping", json!([2]))["result"], json!({"data": "00"}));
+}
+

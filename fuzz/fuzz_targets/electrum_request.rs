@@ -47,6 +47,7 @@ fn backend() -> Arc<Backend> {
             notifier: Notifier::default(),
             config: ElectrumConfig::defaults(Network::Regtest),
             header_roots: Default::default(),
+            status_cache: Default::default(),
         };
         (Arc::new(backend), dir)
     });

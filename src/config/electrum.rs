@@ -35,8 +35,15 @@ pub struct ElectrumConfig {
     /// Bytes of answers and notifications queued for all clients together, not yet written;
     /// one client may hold a quarter of it at most.
     pub answer_budget_bytes: usize,
-    /// Most history entries in one answer (a larger history is an explicit error).
+    /// Most entries of a history (a longer one is an explicit error); histories are streamed,
+    /// so this bounds time, not memory.
     pub max_history: usize,
+    /// Histories longer than this are streamed to TCP and TLS clients instead of built whole
+    /// (not a file option: the page size, lowered by tests).
+    pub stream_history_from: usize,
+    /// Histories at least this long get their status hash cached and extended block by block
+    /// (not a file option: lowered by tests).
+    pub cache_status_from: usize,
     /// Most headers in one `blockchain.block.headers` answer.
     pub max_headers: u32,
     /// Text of `server.banner`.
@@ -62,7 +69,9 @@ impl ElectrumConfig {
             idle_timeout: Duration::from_secs(600),
             max_connections: 1_000,
             answer_budget_bytes: 512 << 20,
-            max_history: 200_000,
+            max_history: 10_000_000,
+            stream_history_from: 4096,
+            cache_status_from: 1_000,
             max_headers: 2016,
             banner: format!("Welcome to {SERVER_SOFTWARE}, a validating Electrum server"),
             donation_address: String::new(),

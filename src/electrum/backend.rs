@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use super::history::StatusCache;
 use super::merkle::HeaderRoots;
 use crate::config::ElectrumConfig;
 use crate::index::Index;
@@ -23,4 +24,6 @@ pub struct Backend {
     pub config: ElectrumConfig,
     /// Cached roots of the header tree's subtrees, for `cp_height` proofs.
     pub header_roots: HeaderRoots,
+    /// Status hashes of long histories, extended block by block.
+    pub status_cache: StatusCache,
 }

@@ -11,6 +11,7 @@ use serde_json::{json, Value};
 use super::backend::Backend;
 use super::merkle::{branch_and_root, rpc_hex, CHUNK_LEVELS};
 use super::params::{bool_param, scripthash_param, scriptpubkey_param, str_param, txid_param, u32_param};
+use super::history::MAX_BUFFERED_HISTORY;
 use super::outpoint::OutpointSub;
 use super::rpc::{Reply, RpcError, BACKEND_ERROR, BAD_REQUEST, HISTORY_TOO_LARGE, METHOD_NOT_FOUND};
 use super::{status, verbose};
@@ -103,25 +104,32 @@ fn version_text(v: (u32, u32, u32)) -> String {
 /// entry): histories can have hundreds of thousands of entries.
 pub fn history_text(history: &[(Txid, i64, Option<u64>)]) -> String {
     let mut out = String::with_capacity(2 + history.len() * 104);
-    let mut number = [0u8; 24];
     out.push('[');
+    history_entries_text(&mut out, history, true);
+    out.push(']');
+    out
+}
+
+/// Appends history entries to a JSON list being written: comma-separated, with a comma before
+/// the first unless it is the list's `first`.
+pub(crate) fn history_entries_text(out: &mut String, history: &[(Txid, i64, Option<u64>)], first: bool) {
+    out.reserve(history.len() * 104);
+    let mut number = [0u8; 24];
     for (i, (txid, height, fee)) in history.iter().enumerate() {
-        if i > 0 {
+        if i > 0 || !first {
             out.push(',');
         }
         out.push_str("{\"height\":");
-        push_ascii(&mut out, status::decimal(*height, &mut number));
+        push_ascii(out, status::decimal(*height, &mut number));
         out.push_str(",\"tx_hash\":\"");
-        push_ascii(&mut out, &status::txid_hex(txid));
+        push_ascii(out, &status::txid_hex(txid));
         out.push('"');
         if let Some(fee) = fee {
             out.push_str(",\"fee\":");
-            push_ascii(&mut out, status::decimal(i64::try_from(*fee).unwrap_or(i64::MAX), &mut number));
+            push_ascii(out, status::decimal(i64::try_from(*fee).unwrap_or(i64::MAX), &mut number));
         }
         out.push('}');
     }
-    out.push(']');
-    out
 }
 
 /// Appends ASCII bytes (digits, hex) to a string.
@@ -144,6 +152,10 @@ pub struct Session {
     pub(crate) seen_height: Option<u32>,
     /// When the server last sent this client a `server.ping` (1.7).
     pub(crate) last_ping: std::time::Instant,
+    /// Whether the transport can take an answer in pieces (newline-delimited, not WebSocket).
+    pub(crate) streams: bool,
+    /// Whether a batch is being answered (its answers are built whole).
+    pub(crate) in_batch: bool,
 }
 
 impl Session {
@@ -158,7 +170,14 @@ impl Session {
             outpoints: HashMap::new(),
             seen_height: None,
             last_ping: std::time::Instant::now(),
+            streams: false,
+            in_batch: false,
         }
+    }
+
+    /// Whether a long answer may be streamed now.
+    pub(crate) fn streams_answers(&self) -> bool {
+        self.streams && !self.in_batch
     }
 
     /// Whether the client negotiated protocol 1.6 or later.
@@ -193,10 +212,8 @@ impl Session {
             }
         }
         let answer = match method {
-            "blockchain.scripthash.get_history" if !self.v17() => self.get_history(scripthash_param(params, 0)?).map(Reply::Text),
-            "blockchain.scriptpubkey.get_history" if self.v17() => {
-                self.get_history(scriptpubkey_param(params, 0)?).map(Reply::Text)
-            }
+            "blockchain.scripthash.get_history" if !self.v17() => self.get_history(scripthash_param(params, 0)?),
+            "blockchain.scriptpubkey.get_history" if self.v17() => self.get_history(scriptpubkey_param(params, 0)?),
             _ => self.call_json(method, params).map(Reply::Json),
         };
         // Before 1.7 a history over the limit was a plain "bad request".
@@ -402,33 +419,6 @@ impl Session {
         self.backend.mempool.as_deref().ok_or_else(no_mempool)
     }
 
-    /// Confirmed history, then the mempool's part in protocol order.
-    fn full_history(&self, sh: &ScriptHash) -> Result<Vec<(Txid, i64, Option<u64>)>, RpcError> {
-        let confirmed = self
-            .backend
-            .index
-            .history(sh, self.backend.config.max_history)
-            .map_err(backend_err)?;
-        let mut out: Vec<(Txid, i64, Option<u64>)> = confirmed
-            .iter()
-            .map(|h| (h.txid, i64::from(h.height), None))
-            .collect();
-        if let Some(pool) = &self.backend.mempool {
-            out.extend(pool.history(sh).iter().map(|m| (m.txid, m.height, Some(m.fee))));
-        }
-        if out.len() > self.backend.config.max_history {
-            return Err(backend_err(QueryError::TooLarge {
-                limit: self.backend.config.max_history,
-            }));
-        }
-        Ok(out)
-    }
-
-    pub(crate) fn status_of(&self, sh: &ScriptHash) -> Result<Option<String>, RpcError> {
-        let history = self.full_history(sh)?;
-        Ok(status(history.iter().map(|(t, h, _)| (t, *h))))
-    }
-
     fn get_mempool(&self, sh: ScriptHash) -> Result<Value, RpcError> {
         let pool = self.mempool()?;
         Ok(Value::Array(
@@ -525,16 +515,19 @@ impl Session {
         Ok(json!({"confirmed": confirmed, "unconfirmed": unconfirmed}))
     }
 
-    fn get_history(&self, sh: ScriptHash) -> Result<String, RpcError> {
-        Ok(history_text(&self.full_history(&sh)?))
+    /// A history answer: built here when short (or where it cannot be streamed), else left to
+    /// the session to stream.
+    fn get_history(&self, sh: ScriptHash) -> Result<Reply, RpcError> {
+        Ok(match self.history_in_memory(&sh)? {
+            Some(text) => Reply::Text(text),
+            None => Reply::History(sh),
+        })
     }
 
     fn listunspent(&self, sh: ScriptHash) -> Result<Value, RpcError> {
-        let utxos = self
-            .backend
-            .index
-            .unspent(&sh, self.backend.config.max_history)
-            .map_err(backend_err)?;
+        // Built whole in memory: bounded like a history that cannot be streamed.
+        let limit = self.backend.config.max_history.min(MAX_BUFFERED_HISTORY);
+        let utxos = self.backend.index.unspent(&sh, limit).map_err(backend_err)?;
         let pool = self.backend.mempool.as_deref();
         let mut out: Vec<Value> = utxos
             .iter()

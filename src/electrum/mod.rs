@@ -3,6 +3,7 @@
 //! the index and the kernel are only read.
 
 mod backend;
+mod history;
 pub mod merkle;
 mod methods;
 mod outpoint;
@@ -19,6 +20,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
 
 pub use backend::Backend;
+pub use history::StatusCache;
 pub use session::Requests;
 pub use merkle::{branch_and_root, root_from_branch, rpc_hex};
 pub use methods::{history_text, PROTOCOL_MAX, PROTOCOL_MIN};

@@ -50,6 +50,8 @@ pub enum Reply {
     Json(Value),
     /// Serialized JSON.
     Text(String),
+    /// A script's history too long to build in memory: the session streams it.
+    History(crate::store::schema::ScriptHash),
 }
 
 /// The error answer to the request with `id`, as a JSON value.

@@ -10,6 +10,7 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::{broadcast, mpsc};
 
 use super::backend::Backend;
+use super::history::{HistoryJob, Piece};
 use super::methods::Session;
 use super::rpc::{error_value, Reply, RpcError, INVALID_REQUEST, PARSE_ERROR};
 use crate::notify::TipUpdate;
@@ -22,90 +23,109 @@ const OUTBOX: usize = 8;
 /// How long an answer may wait for a client that does not read before it is dropped.
 const SEND_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
 
+/// What one request line gets back.
+pub(crate) enum Answer {
+    /// A whole answer (or a batch's answers), JSON text.
+    Line(String),
+    /// A long history, written in pieces by [`HistoryJob::run`].
+    History(HistoryJob),
+}
+
 impl Session {
     /// Answers one request object as JSON text (`None` for a notification, which gets no
     /// answer).
-    fn handle_request(&mut self, request: &Value) -> Option<String> {
+    fn handle_request(&mut self, request: &Value) -> Option<Answer> {
         let Some(obj) = request.as_object() else {
-            return Some(
-                error_value(Value::Null, &RpcError::new(INVALID_REQUEST, "a request must be a JSON object"))
-                    .to_string(),
-            );
+            let err = RpcError::new(INVALID_REQUEST, "a request must be a JSON object");
+            return Some(Answer::Line(error_value(Value::Null, &err).to_string()));
         };
         let id = obj.get("id").cloned();
         let Some(method) = obj.get("method").and_then(Value::as_str) else {
-            return Some(
-                error_value(id.unwrap_or(Value::Null), &RpcError::new(INVALID_REQUEST, "missing method"))
-                    .to_string(),
-            );
+            let err = RpcError::new(INVALID_REQUEST, "missing method");
+            return Some(Answer::Line(error_value(id.unwrap_or(Value::Null), &err).to_string()));
         };
         let empty = Vec::new();
         let params = match obj.get("params") {
             None | Some(Value::Null) => &empty,
             Some(Value::Array(a)) => a,
             Some(_) => {
-                return Some(
-                    error_value(id.unwrap_or(Value::Null), &RpcError::invalid_params("params must be an array"))
-                        .to_string(),
-                )
+                let err = RpcError::invalid_params("params must be an array");
+                return Some(Answer::Line(error_value(id.unwrap_or(Value::Null), &err).to_string()));
             }
         };
         tracing::trace!("electrum request {method}");
         let result = self.call(method, params);
         let id = id?;
         Some(match result {
-            Ok(Reply::Json(value)) => json!({"jsonrpc": "2.0", "id": id, "result": value}).to_string(),
-            Ok(Reply::Text(text)) => format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{text}}}"),
-            Err(e) => error_value(id, &e).to_string(),
+            Ok(Reply::Json(value)) => Answer::Line(json!({"jsonrpc": "2.0", "id": id, "result": value}).to_string()),
+            Ok(Reply::Text(text)) => Answer::Line(format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{text}}}")),
+            Ok(Reply::History(sh)) => Answer::History(HistoryJob { backend: self.backend.clone(), sh, id, v17: self.v17() }),
+            Err(e) => Answer::Line(error_value(id, &e).to_string()),
         })
     }
 
     /// Answers one line: a request or a batch.
-    fn handle_line(&mut self, line: &[u8]) -> Option<String> {
+    fn handle_line(&mut self, line: &[u8]) -> Option<Answer> {
         let parsed: Value = match serde_json::from_slice(line) {
             Ok(v) => v,
             Err(e) => {
                 let err = RpcError::new(PARSE_ERROR, format!("invalid JSON: {e}"));
-                return Some(error_value(Value::Null, &err).to_string());
+                return Some(Answer::Line(error_value(Value::Null, &err).to_string()));
             }
         };
         match parsed {
             Value::Array(batch) => {
-                if batch.is_empty() {
-                    let err = RpcError::new(INVALID_REQUEST, "empty batch");
-                    return Some(error_value(Value::Null, &err).to_string());
-                }
-                if batch.len() > self.backend.config.max_batch {
-                    let err = RpcError::bad_request(format!(
-                        "batch of {} requests exceeds the limit of {}",
-                        batch.len(),
-                        self.backend.config.max_batch
-                    ));
-                    return Some(error_value(Value::Null, &err).to_string());
-                }
-                let mut out = String::from("[");
-                let mut any = false;
-                for request in &batch {
-                    let answer = if out.len() > MAX_BATCH_RESPONSE_BYTES {
-                        let id = request.get("id").cloned().unwrap_or(Value::Null);
-                        let err = RpcError::bad_request("response too large: the batch's answers exceed the limit");
-                        Some(error_value(id, &err).to_string())
-                    } else {
-                        self.handle_request(request)
-                    };
-                    if let Some(a) = answer {
-                        if any {
-                            out.push(',');
-                        }
-                        out.push_str(&a);
-                        any = true;
-                    }
-                }
-                out.push(']');
-                any.then_some(out)
+                self.in_batch = true;
+                let answer = self.handle_batch(&batch);
+                self.in_batch = false;
+                answer.map(Answer::Line)
             }
             single => self.handle_request(&single),
         }
+    }
+
+    /// A batch's answers, built whole (nothing in it is streamed).
+    fn handle_batch(&mut self, batch: &[Value]) -> Option<String> {
+        if batch.is_empty() {
+            let err = RpcError::new(INVALID_REQUEST, "empty batch");
+            return Some(error_value(Value::Null, &err).to_string());
+        }
+        if batch.len() > self.backend.config.max_batch {
+            let err = RpcError::bad_request(format!(
+                "batch of {} requests exceeds the limit of {}",
+                batch.len(),
+                self.backend.config.max_batch
+            ));
+            return Some(error_value(Value::Null, &err).to_string());
+        }
+        let mut out = String::from("[");
+        let mut any = false;
+        for request in batch {
+            let answer = if out.len() > MAX_BATCH_RESPONSE_BYTES {
+                let id = request.get("id").cloned().unwrap_or(Value::Null);
+                let err = RpcError::bad_request("response too large: the batch's answers exceed the limit");
+                Some(error_value(id, &err).to_string())
+            } else {
+                match self.handle_request(request) {
+                    Some(Answer::Line(text)) => Some(text),
+                    // Not reached: a session in a batch builds every answer whole.
+                    Some(Answer::History(job)) => {
+                        let err = RpcError::bad_request("history too large for a batch");
+                        Some(error_value(job.id, &err).to_string())
+                    }
+                    None => None,
+                }
+            };
+            if let Some(a) = answer {
+                if any {
+                    out.push(',');
+                }
+                out.push_str(&a);
+                any = true;
+            }
+        }
+        out.push(']');
+        any.then_some(out)
     }
 
     /// Notifications owed after a tip update.
@@ -264,14 +284,16 @@ pub async fn run(
     let writer = tokio::spawn(async move {
         // Each line's share of the budget goes back once it is written (when `queued` drops).
         while let Some(mut queued) = out_rx.recv().await {
-            queued.line.push('\n');
+            if queued.ends_line {
+                queued.line.push('\n');
+            }
             if write_half.write_all(queued.line.as_bytes()).await.is_err() {
                 break;
             }
         }
         let _ = write_half.shutdown().await;
     });
-    serve(peer, backend, updates, in_rx, Outbox::new(out_tx, budget)).await;
+    serve(peer, backend, updates, in_rx, Outbox::new(out_tx, budget), true).await;
     reader.abort();
     let _ = writer.await;
 }
@@ -329,7 +351,7 @@ pub async fn run_websocket(
         }
         let _ = sink.close().await;
     });
-    serve(peer, backend, updates, in_rx, Outbox::new(out_tx, budget)).await;
+    serve(peer, backend, updates, in_rx, Outbox::new(out_tx, budget), false).await;
     reader.abort();
     let _ = writer.await;
 }
@@ -346,25 +368,32 @@ impl Requests {
 
     /// The answer to one request line (a request or a batch), `None` when it owes none.
     pub fn answer(&mut self, line: &[u8]) -> Option<String> {
-        self.0.handle_line(line)
+        match self.0.handle_line(line)? {
+            Answer::Line(text) => Some(text),
+            // A session without a socket builds every answer whole.
+            Answer::History(job) => Some(error_value(job.id, &RpcError::bad_request("not streamed here")).to_string()),
+        }
     }
 }
 
 /// The transport-independent part of a session: answers requests from `incoming` and sends
 /// answers and notifications to `out_tx`, until the client leaves, idles, sends an oversized
-/// request or does not read what it is sent.
+/// request or does not read what it is sent. `streams`: whether the transport takes a long
+/// answer in pieces.
 async fn serve(
     peer: SocketAddr,
     backend: Arc<Backend>,
     mut updates: broadcast::Receiver<TipUpdate>,
     mut incoming: mpsc::Receiver<Incoming>,
     mut out: Outbox,
+    streams: bool,
 ) {
     tracing::debug!("electrum client {peer} connected");
     let idle = backend.config.idle_timeout;
     let limit = backend.config.max_line_bytes;
     out.timeout = SEND_TIMEOUT.min(idle);
     let mut session = Session::new(backend);
+    session.streams = streams;
     loop {
         tokio::select! {
             read = tokio::time::timeout(idle, incoming.recv()) => {
@@ -383,7 +412,12 @@ async fn serve(
                     Ok(Some(Incoming::Request(request))) => request,
                 };
                 let answer = tokio::task::block_in_place(|| session.handle_line(&request));
-                if !out.send_all(answer).await {
+                let sent = match answer {
+                    None => true,
+                    Some(Answer::Line(text)) => out.send(text).await,
+                    Some(Answer::History(job)) => stream(job, &out).await,
+                };
+                if !sent {
                     tracing::info!("electrum client {peer} does not read its answers; disconnecting");
                     break;
                 }
@@ -404,6 +438,27 @@ async fn serve(
     tracing::debug!("electrum client {peer} disconnected");
 }
 
+/// Writes a long history answer as its pieces are read (on a blocking thread, two pieces
+/// ahead at most), each held against the answer budget like a line; `false` if the client
+/// does not take them or the read failed midway (the answer cannot be finished).
+async fn stream(job: HistoryJob, out: &Outbox) -> bool {
+    let (tx, mut rx) = mpsc::channel::<Piece>(2);
+    let reader = tokio::task::spawn_blocking(move || job.run(tx));
+    let mut finished = false;
+    while let Some((text, last)) = rx.recv().await {
+        if !out.send_piece(text, last).await {
+            break;
+        }
+        if last {
+            finished = true;
+            break;
+        }
+    }
+    drop(rx);
+    let _ = reader.await;
+    finished
+}
+
 /// The bytes of answers queued for all clients and not yet written, at most
 /// (`electrum_answer_budget_mb`); one client may hold a quarter of it.
 #[derive(Clone)]
@@ -420,9 +475,12 @@ impl AnswerBudget {
     }
 }
 
-/// One line queued for a client's writer, holding its bytes of the budget until written.
+/// One line, or a piece of one, queued for a client's writer, holding its bytes of the budget
+/// until written.
 struct Queued {
     line: String,
+    /// Whether a newline follows (the line's last piece).
+    ends_line: bool,
     _held: tokio::sync::OwnedSemaphorePermit,
     _mine: HeldByClient,
 }
@@ -452,6 +510,11 @@ impl Outbox {
     /// Queues one line; `false` if the client holds more than its share of the budget unread,
     /// the budget or its queue did not make room in time, or it is gone.
     async fn send(&self, line: String) -> bool {
+        self.send_piece(line, true).await
+    }
+
+    /// Queues a piece of a line (`last`: the piece that ends it), as [`Outbox::send`].
+    async fn send_piece(&self, line: String, last: bool) -> bool {
         use std::sync::atomic::Ordering;
         let size = line.len().max(1);
         if self.mine.load(Ordering::SeqCst) + size > self.budget.share {
@@ -461,7 +524,7 @@ impl Outbox {
         let acquire = self.budget.bytes.clone().acquire_many_owned(permits);
         let Ok(Ok(held)) = tokio::time::timeout(self.timeout, acquire).await else { return false };
         self.mine.fetch_add(size, Ordering::SeqCst);
-        let queued = Queued { line, _held: held, _mine: HeldByClient(self.mine.clone(), size) };
+        let queued = Queued { line, ends_line: last, _held: held, _mine: HeldByClient(self.mine.clone(), size) };
         matches!(tokio::time::timeout(self.timeout, self.tx.send(queued)).await, Ok(Ok(())))
     }
 

@@ -8,17 +8,22 @@ use bitcoin::Txid;
 pub fn status<'a>(history: impl IntoIterator<Item = (&'a Txid, i64)>) -> Option<String> {
     let mut engine = sha256::Hash::engine();
     let mut any = false;
-    // Fed to the hash piece by piece, from stack buffers: the txid as its displayed hex, then
-    // ":height:". No formatting machinery, no allocation per entry.
-    let mut number = [0u8; 24];
     for (txid, height) in history {
         any = true;
-        engine.input(&txid_hex(txid));
-        engine.input(b":");
-        engine.input(decimal(height, &mut number));
-        engine.input(b":");
+        feed(&mut engine, txid, height);
     }
     any.then(|| sha256::Hash::from_engine(engine).to_string())
+}
+
+/// Hashes one history entry into a status being computed: `"{txid}:{height}:"`, fed piece by
+/// piece from stack buffers (the txid as its displayed hex; no formatting machinery, no
+/// allocation per entry).
+pub fn feed(engine: &mut sha256::HashEngine, txid: &Txid, height: i64) {
+    let mut number = [0u8; 24];
+    engine.input(&txid_hex(txid));
+    engine.input(b":");
+    engine.input(decimal(height, &mut number));
+    engine.input(b":");
 }
 
 /// A txid as clients see it (hex of the bytes reversed), ASCII in a stack buffer. Written with a

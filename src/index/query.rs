@@ -2,7 +2,9 @@
 //! snapshot taken together, [`Index::view`]) and holds no lock while it reads, so the writer's
 //! batches never wait for a query, and no query sees a block half written or half undone.
 
-use bitcoin::Txid;
+use std::sync::Arc;
+
+use bitcoin::{BlockHash, Txid};
 use rocksdb::Snapshot;
 
 use super::chain::IndexedChain;
@@ -75,28 +77,111 @@ impl From<RowError> for QueryError {
     }
 }
 
+/// History entries read and resolved to txids at a time: a page's txids come from one batched
+/// multi-get, and a page is all a history answer holds in memory at once.
+pub const HISTORY_PAGE: usize = 4096;
+
+/// One view of the index (the indexed chain and a store snapshot taken together) for a read
+/// made of many steps, such as a long history answered in pages.
+pub struct IndexView<'a> {
+    index: &'a Index,
+    chain: Arc<IndexedChain>,
+    snap: Snapshot<'a>,
+}
+
+impl IndexView<'_> {
+    /// The tip the view shows.
+    pub fn tip(&self) -> Option<(u32, BlockHash)> {
+        self.chain.tip()
+    }
+
+    /// Whether the view's chain has this block at this height.
+    pub fn has_block(&self, height: u32, hash: &BlockHash) -> bool {
+        self.chain.hash(height).as_ref() == Some(hash)
+    }
+
+    /// The TxNum after the view's last transaction: the view holds every row below it.
+    pub fn next_txnum(&self) -> TxNum {
+        self.chain.next_txnum()
+    }
+
+    /// How many confirmed history entries a script has from TxNum `from` on; `TooLarge` past
+    /// `limit`. Reads keys only.
+    pub fn history_len(&self, sh: &ScriptHash, from: TxNum, limit: usize) -> Result<usize, QueryError> {
+        let mut count = 0usize;
+        let start = HistoryKey::encode(sh, from);
+        self.index.store().for_each_from::<QueryError>(&self.snap, cf::HISTORY, &sh.prefix(), &start, |key, _| {
+            if self.chain.locate(HistoryKey::decode(key)?).is_some() {
+                count += 1;
+                if count > limit {
+                    return Err(QueryError::TooLarge { limit });
+                }
+            }
+            Ok(true)
+        })?;
+        Ok(count)
+    }
+
+    /// Visits a script's confirmed history from TxNum `from` on, in chain order, in pages of at
+    /// most `page` entries; stops early when `visit` returns `false`.
+    pub fn history_pages(
+        &self,
+        sh: &ScriptHash,
+        from: TxNum,
+        page: usize,
+        mut visit: impl FnMut(&[HistoryEntry]) -> Result<bool, QueryError>,
+    ) -> Result<(), QueryError> {
+        let page = page.max(1);
+        let mut pending: Vec<(TxNum, u32)> = Vec::with_capacity(page);
+        let mut more = true;
+        let start = HistoryKey::encode(sh, from);
+        self.index.store().for_each_from::<QueryError>(&self.snap, cf::HISTORY, &sh.prefix(), &start, |key, _| {
+            let txnum = HistoryKey::decode(key)?;
+            // Rows of a batch whose blocks the chain does not show yet are not visible.
+            let Some((height, _)) = self.chain.locate(txnum) else { return Ok(true) };
+            pending.push((txnum, height));
+            if pending.len() == page {
+                more = self.flush(&mut pending, &mut visit)?;
+            }
+            Ok(more)
+        })?;
+        if more && !pending.is_empty() {
+            self.flush(&mut pending, &mut visit)?;
+        }
+        Ok(())
+    }
+
+    /// Resolves a page's txids and hands it to `visit`.
+    fn flush(
+        &self,
+        pending: &mut Vec<(TxNum, u32)>,
+        visit: &mut impl FnMut(&[HistoryEntry]) -> Result<bool, QueryError>,
+    ) -> Result<bool, QueryError> {
+        let txids = self.index.txids_at(&self.snap, pending.iter().map(|(t, _)| *t))?;
+        let entries: Vec<HistoryEntry> =
+            pending.drain(..).zip(txids).map(|((_, height), txid)| HistoryEntry { txid, height }).collect();
+        visit(&entries)
+    }
+}
+
 impl Index {
     /// The confirmed history of a script, in chain order, at most `limit` entries.
     pub fn history(&self, sh: &ScriptHash, limit: usize) -> Result<Vec<HistoryEntry>, QueryError> {
-        let (chain, snap) = self.view();
-        let store = self.store();
         let mut found = Vec::new();
-        store.for_each_in_prefix(&snap, cf::HISTORY, &sh.prefix(), |key, _| {
-            let txnum = HistoryKey::decode(key)?;
-            // Rows of a batch whose blocks the chain does not show yet are not visible.
-            let Some((height, _)) = chain.locate(txnum) else { return Ok(true) };
-            if found.len() == limit {
+        self.reader().history_pages(sh, TxNum(0), HISTORY_PAGE, |page| {
+            if found.len() + page.len() > limit {
                 return Err(QueryError::TooLarge { limit });
             }
-            found.push((txnum, height));
+            found.extend_from_slice(page);
             Ok(true)
         })?;
-        let txids = self.txids_at(&snap, found.iter().map(|(t, _)| *t))?;
-        Ok(found
-            .into_iter()
-            .zip(txids)
-            .map(|((_, height), txid)| HistoryEntry { txid, height })
-            .collect())
+        Ok(found)
+    }
+
+    /// A view of the index for reads that span many calls: one chain and one snapshot.
+    pub fn reader(&self) -> IndexView<'_> {
+        let (chain, snap) = self.view();
+        IndexView { index: self, chain, snap }
     }
 
     /// The txids of transaction numbers (ascending), read from one snapshot in batched

@@ -65,6 +65,7 @@ impl Services {
                     notifier: notifier.clone(),
                     config: settings.electrum.clone(),
                     header_roots: Default::default(),
+                    status_cache: Default::default(),
                 });
                 Some(ElectrumServer::start(backend, tls.clone()).await?)
             }

@@ -166,12 +166,25 @@ impl Store {
         snapshot: &rocksdb::Snapshot<'_>,
         cf: &'static str,
         prefix: &[u8],
+        f: impl FnMut(&[u8], &[u8]) -> Result<bool, E>,
+    ) -> Result<(), E> {
+        self.for_each_from(snapshot, cf, prefix, prefix, f)
+    }
+
+    /// As [`Store::for_each_in_prefix`], starting at the first key at or after `start` (a key
+    /// under `prefix`).
+    pub fn for_each_from<E: From<StoreError>>(
+        &self,
+        snapshot: &rocksdb::Snapshot<'_>,
+        cf: &'static str,
+        prefix: &[u8],
+        start: &[u8],
         mut f: impl FnMut(&[u8], &[u8]) -> Result<bool, E>,
     ) -> Result<(), E> {
         let mut opts = rocksdb::ReadOptions::default();
         opts.set_snapshot(snapshot);
         let mut iter = self.db.raw_iterator_cf_opt(self.cf(cf), opts);
-        iter.seek(prefix);
+        iter.seek(start);
         while let (Some(key), Some(value)) = (iter.key(), iter.value()) {
             if !key.starts_with(prefix) || !f(key, value)? {
                 return Ok(());
