@@ -144,6 +144,10 @@ struct GenerateArgs {
     /// descriptors are written to OUT/wallet.txt), for wallet-sync benchmarks.
     #[arg(long, default_value_t = 0)]
     wallet_addresses: u32,
+    /// Also pay this many outputs per thousand (at most 1000) to one script, for a history as
+    /// long as a benchmark needs (500: about one history entry per transaction).
+    #[arg(long, default_value_t = 0)]
+    hot_per_mille: u32,
 }
 
 #[derive(Args, Debug)]
@@ -321,6 +325,9 @@ fn generate(args: &GenerateArgs) -> Result<()> {
     let mut generator = ChainGenerator::new(opts);
     if args.wallet_addresses > 0 {
         generator = generator.with_wallet(args.wallet_addresses)?;
+    }
+    if args.hot_per_mille > 0 {
+        generator = generator.with_hot_script(args.hot_per_mille);
     }
     let summary = generator.write_to(&args.out)?;
     if args.wallet_addresses > 0 {

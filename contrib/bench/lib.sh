@@ -7,7 +7,8 @@ BENCH_COMMAND="sh $0 $*"
 
 # bench_setup [CARGO BUILD ARGS...]: builds cairn (and what else is named) in release, sets
 # CAIRN, CHAIN (the generated chain, cached in ${CAIRN_BENCH_CACHE:-/var/tmp/cairn-bench}; with
-# WALLET_ADDRESSES set, a chain that also pays a BIP84 wallet of that many addresses),
+# WALLET_ADDRESSES set, a chain that also pays a BIP84 wallet of that many addresses; with
+# HOT_PER_MILLE set, one whose busiest script gets that share of all outputs),
 # BITCOIND, CLI and WORK (a scratch folder). Installs what is missing first.
 bench_setup() {
   # What a fresh machine lacks: build dependencies and nc (setup.sh), the reference bitcoind,
@@ -22,6 +23,11 @@ bench_setup() {
   cargo build --release --locked --bin cairn "$@" >/dev/null 2>&1
   CAIRN="$CARGO_TARGET_DIR/release/cairn"
   CHAIN="${CAIRN_BENCH_CACHE:-/var/tmp/cairn-bench}/chain-$BLOCKS-$TXS-seed1"
+  if [ "${HOT_PER_MILLE:-0}" -gt 0 ]; then
+    CHAIN="$CHAIN-hot$HOT_PER_MILLE"
+    [ -f "$CHAIN/blocks.hex" ] || "$CAIRN" generate --blocks "$BLOCKS" --txs-per-block "$TXS" --seed 1 \
+      --hot-per-mille "$HOT_PER_MILLE" --out "$CHAIN"
+  fi
   if [ "${WALLET_ADDRESSES:-0}" -gt 0 ]; then
     CHAIN="$CHAIN-wallet$WALLET_ADDRESSES"
     [ -f "$CHAIN/blocks.hex" ] || "$CAIRN" generate --blocks "$BLOCKS" --txs-per-block "$TXS" --seed 1 \
@@ -87,7 +93,8 @@ JSON
 # ElectrumX runs with its cost throttling off (COST_SOFT_LIMIT=0, COST_HARD_LIMIT=0), room for
 # large answers (MAX_SEND 64 MB), and its TCP transport's hold-back of small answers (up to 1 s,
 # waiting for more to pad a packet with) set to 0 s: it is measured, not its DoS limits or
-# traffic-analysis countermeasures. Padding itself stays. Sets EX_PID and EX_INDEX_SECONDS
+# traffic-analysis countermeasures. Padding itself stays. EX_MAX_SEND overrides MAX_SEND. Sets
+# EX_PID and EX_INDEX_SECONDS
 # (from start to listening: ElectrumX listens once it has caught up and flushed).
 electrumx_stack() {
   ELECTRUMX=${CAIRN_ELECTRUMX:-/opt/electrumx}
@@ -100,7 +107,7 @@ electrumx_stack() {
   env COIN=Bitcoin NET=regtest DB_ENGINE=leveldb DB_DIRECTORY="$WORK/ex" \
     DAEMON_URL="http://u:p@127.0.0.1:29041/" SERVICES="$1" \
     PEER_DISCOVERY=off PEER_ANNOUNCE= ALLOW_ROOT=1 COST_SOFT_LIMIT=0 COST_HARD_LIMIT=0 \
-    MAX_SEND=64000000 REQUEST_TIMEOUT=600 MAX_SESSIONS=1000 LOG_LEVEL=warning \
+    MAX_SEND=${EX_MAX_SEND:-64000000} REQUEST_TIMEOUT=600 MAX_SESSIONS=1000 LOG_LEVEL=warning \
     "$ELECTRUMX/bin/python3" -c 'import sys
 import electrumx.server.transport as t
 t.PaddedRSTransport.WAIT_FOR_BUFFER_GROWTH_SECONDS = 0.0

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use super::history::StatusCache;
+use super::status::StatusCache;
 use super::merkle::HeaderRoots;
 use crate::config::ElectrumConfig;
 use crate::index::Index;

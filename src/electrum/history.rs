@@ -3,81 +3,19 @@
 //! `get_history` answer is written to the client page by page as it is read from the store, so
 //! the memory an answer holds is one page, however long the history.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
 use bitcoin::hashes::{sha256, Hash};
-use bitcoin::BlockHash;
 use tokio::sync::mpsc;
 
 use super::backend::Backend;
-use super::methods::{backend_err, history_entries_text, Session};
+use super::methods::{backend_err, history_entries_text, Session, MAX_BUFFERED_HISTORY};
 use super::rpc::{error_value, RpcError};
-use super::status;
+use super::status::{self, Cached};
 use crate::index::query::{QueryError, HISTORY_PAGE};
 use crate::mempool::MempoolHistoryEntry;
 use crate::store::schema::{ScriptHash, TxNum};
 
-/// Scripts whose status is cached, at most; the least recently used leaves first.
-const CACHE_SCRIPTS: usize = 4_096;
-/// Most entries of a history answer built whole in memory: in a batch, or over WebSocket (one
-/// message per answer). Longer ones are answered alone over TCP or TLS, streamed.
-pub const MAX_BUFFERED_HISTORY: usize = 200_000;
-
-/// The status hash of a script's confirmed history up to a block, ready to be extended.
-#[derive(Clone)]
-struct Cached {
-    /// SHA-256 state after every confirmed entry below `next`.
-    engine: sha256::HashEngine,
-    /// Entries hashed.
-    count: usize,
-    /// The block the entries run to: valid while the chain still has it.
-    tip: (u32, BlockHash),
-    /// The TxNum after that block's last transaction.
-    next: TxNum,
-    /// When it was last used (a counter), for eviction.
-    used: u64,
-}
-
-/// Status hashes of long histories, shared by every session.
-#[derive(Default)]
-pub struct StatusCache {
-    inner: Mutex<(HashMap<ScriptHash, Cached>, u64)>,
-}
-
-impl StatusCache {
-    fn get(&self, sh: &ScriptHash) -> Option<Cached> {
-        let mut inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
-        let (map, clock) = &mut *inner;
-        *clock += 1;
-        let entry = map.get_mut(sh)?;
-        entry.used = *clock;
-        Some(entry.clone())
-    }
-
-    fn put(&self, sh: ScriptHash, mut entry: Cached) {
-        let mut inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
-        let (map, clock) = &mut *inner;
-        *clock += 1;
-        entry.used = *clock;
-        if map.len() >= CACHE_SCRIPTS && !map.contains_key(&sh) {
-            if let Some(oldest) = map.iter().min_by_key(|(_, c)| c.used).map(|(k, _)| *k) {
-                map.remove(&oldest);
-            }
-        }
-        map.insert(sh, entry);
-    }
-
-    /// Scripts cached now.
-    pub fn len(&self) -> usize {
-        self.inner.lock().unwrap_or_else(PoisonError::into_inner).0.len()
-    }
-
-    /// Whether nothing is cached.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-}
 
 impl Session {
     /// A script's status: its confirmed history (from the cache, extended by newer rows, for a
@@ -120,7 +58,7 @@ impl Session {
         .map_err(backend_err)?;
         if count >= self.backend.config.cache_status_from {
             if let Some(tip) = view.tip() {
-                cache.put(*sh, Cached { engine: engine.clone(), count, tip, next: view.next_txnum(), used: 0 });
+                cache.put(*sh, Cached::new(engine.clone(), count, tip, view.next_txnum()));
             }
         }
         Ok((engine, count))

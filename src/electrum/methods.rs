@@ -11,7 +11,6 @@ use serde_json::{json, Value};
 use super::backend::Backend;
 use super::merkle::{branch_and_root, rpc_hex, CHUNK_LEVELS};
 use super::params::{bool_param, scripthash_param, scriptpubkey_param, str_param, txid_param, u32_param};
-use super::history::MAX_BUFFERED_HISTORY;
 use super::outpoint::OutpointSub;
 use super::rpc::{Reply, RpcError, BACKEND_ERROR, BAD_REQUEST, HISTORY_TOO_LARGE, METHOD_NOT_FOUND};
 use super::{status, verbose};
@@ -27,6 +26,10 @@ const VERSIONS: [(u32, u32, u32); 5] = [(1, 4, 0), (1, 4, 1), (1, 4, 2), (1, 6, 
 pub const PROTOCOL_MIN: (u32, u32) = (1, 4);
 /// The newest protocol version served.
 pub const PROTOCOL_MAX: (u32, u32) = (1, 7);
+/// Most entries of a history answer built whole in memory: in a batch, or over WebSocket (one
+/// message per answer), and of a `listunspent`. Longer histories are answered alone over TCP or
+/// TLS, streamed.
+pub const MAX_BUFFERED_HISTORY: usize = 200_000;
 /// Most hex characters a `server.ping` may ask back (protocol 1.7): the hex of the largest
 /// transaction consensus allows (4,000,000 weight units, so at most 4,000,000 bytes), as the
 /// spec asks pings to support.

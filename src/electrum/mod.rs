@@ -7,6 +7,7 @@ mod history;
 pub mod merkle;
 mod methods;
 mod outpoint;
+mod outpoint_calls;
 mod params;
 pub mod rpc;
 mod session;
@@ -20,7 +21,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
 
 pub use backend::Backend;
-pub use history::StatusCache;
+pub use status::StatusCache;
 pub use session::Requests;
 pub use merkle::{branch_and_root, root_from_branch, rpc_hex};
 pub use methods::{history_text, PROTOCOL_MAX, PROTOCOL_MIN};

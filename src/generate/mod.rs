@@ -142,6 +142,8 @@ pub struct ChainGenerator {
     /// History entries per owner (funding and spending), for the summary.
     uses: Vec<u64>,
     hot: Vec<u32>,
+    /// Outputs per thousand paid to the first hot script before anything else is drawn.
+    hot_per_mille: u32,
     warm: Vec<u32>,
     miners: Vec<u32>,
     /// The wallet's receive addresses (owner indexes, contiguous), if it has one.
@@ -169,6 +171,7 @@ impl ChainGenerator {
             owners: Vec::new(),
             uses: Vec::new(),
             hot: Vec::new(),
+            hot_per_mille: 0,
             warm: Vec::new(),
             miners: Vec::new(),
             wallet: 0..0,
@@ -229,6 +232,14 @@ impl ChainGenerator {
         Ok(self)
     }
 
+    /// Pays `per_mille` of all outputs (at most 1000) to the busiest script from then on, on top
+    /// of its usual share: a history as long as a benchmark needs (500 gives a script about one
+    /// history entry per transaction). Without this call the chain is the same as before.
+    pub fn with_hot_script(mut self, per_mille: u32) -> Self {
+        self.hot_per_mille = per_mille.min(1000);
+        self
+    }
+
     /// The height of the last block built.
     pub fn height(&self) -> u32 {
         self.height
@@ -245,6 +256,9 @@ impl ChainGenerator {
 
     /// Picks who receives an output: mostly new scripts, some reuse, a heavy tail of hot ones.
     fn pick_recipient(&mut self) -> u32 {
+        if self.hot_per_mille > 0 && self.rng.gen_range(0..1000) < self.hot_per_mille {
+            return self.hot[0];
+        }
         if !self.wallet.is_empty() && self.rng.gen_range(0..1000) < WALLET_PER_MILLE {
             return self.rng.gen_range(self.wallet.clone());
         }
@@ -583,6 +597,12 @@ impl ChainGenerator {
         }
         blk.finish().map_err(io(&blocks_dir))?;
         summary.max_script_history = self.uses.iter().copied().max().unwrap_or(0);
+        // The busiest script, for benchmarks of long histories.
+        if let Some(busiest) = (0..self.uses.len()).max_by_key(|&i| self.uses[i]) {
+            let path = out.join("busiest-script.txt");
+            let text = format!("{} {}\n", self.owners[busiest].script_pubkey.as_bytes().to_lower_hex_string(), self.uses[busiest]);
+            std::fs::write(&path, text).map_err(io(&path))?;
+        }
         summary.scripts = self.owners.len() as u64;
         summary.wallet_txs = self.wallet_txs;
         if let Some((receive, change)) = &self.wallet_descriptors {
