@@ -220,6 +220,8 @@ fn main() -> Result<(), Error> {
     // Untimed: every server's history and status, compared.
     let mut reference: Option<(String, Vec<(String, i64)>, Vec<u8>)> = None;
     let mut cold_subscribe = Vec::new();
+    // Each server's memory before it was asked anything.
+    let rss_at_start: Vec<f64> = o.servers.iter().map(|s| s.pid.map(rss_kib).unwrap_or(0) as f64 / 1024.0).collect();
     for server in &o.servers {
         let (mut s, mut r) = connect(&server.addr)?;
         // The status first, from nothing cached: the cold figure (one sample per server).
@@ -276,13 +278,17 @@ fn main() -> Result<(), Error> {
         "first subscribe, nothing cached (one sample each): {}\n",
         o.servers.iter().zip(&cold_subscribe).map(|(s, t)| format!("{} {t:.3} s", s.name)).collect::<Vec<_>>().join(", ")
     );
+    println!(
+        "RSS before any request: {}\n",
+        o.servers.iter().zip(&rss_at_start).map(|(s, m)| format!("{} {m:.0} MiB", s.name)).collect::<Vec<_>>().join(", ")
+    );
     let names: Vec<&str> = o.servers.iter().map(|s| s.name.as_str()).collect();
     println!("| measure | {} | {} |", names.join(" | "), names.iter().skip(1).map(|n| format!("{n} / {}", names[0])).collect::<Vec<_>>().join(" | "));
     println!("|---|{}{}", "---|".repeat(names.len()), "---|".repeat(names.len().saturating_sub(1)));
     for (label, f) in rows {
         let values: Vec<f64> = (0..names.len()).map(|i| med(i, f)).collect();
         let ratios: Vec<String> = values.iter().skip(1).map(|v| format!("{:.3}x", v / values[0].max(1e-9))).collect();
-        println!("| {label} | {} | {} |", values.iter().map(|v| format!("{v:.3}")).collect::<Vec<_>>().join(" | "), ratios.join(" | "));
+        println!("| {label} | {} | {} |", values.iter().map(|v| format!("{v:.4}")).collect::<Vec<_>>().join(" | "), ratios.join(" | "));
     }
     if let Some(path) = &o.json {
         let record = json!({
@@ -290,6 +296,7 @@ fn main() -> Result<(), Error> {
             "command": o.command,
             "entries": entries_count,
             "first_subscribe_s": cold_subscribe,
+            "rss_at_start_mib": rss_at_start,
             "clients": o.clients,
             "servers": o.servers.iter().enumerate().map(|(i, s)| json!({
                 "name": s.name,

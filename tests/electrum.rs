@@ -387,6 +387,39 @@ fn protocol_1_7_methods_outpoints_and_pings() {
     assert_eq!((m["block_height"].clone(), m["pos"].clone()), (json!(131), json!(2)));
     assert_eq!(m["block_hash"], fx.blocks[130].block_hash().to_string());
 
+    // get_merkle_witness: the wtxid's branch folds to the root the coinbase commits to (BIP141,
+    // computed here with the witness reserved value), and the coinbase's own branch to the
+    // header's merkle root.
+    let block = &fx.blocks[130];
+    let proof = c.call("blockchain.transaction.get_merkle_witness", json!([tx.to_string(), 131, true]))["result"].clone();
+    let wtx = &block.txdata[2];
+    assert_eq!(proof["wtxid"], wtx.compute_wtxid().to_string());
+    assert_eq!((proof["block_height"].clone(), proof["pos"].clone()), (json!(131), json!(2)));
+    let strings = |v: &Value| -> Vec<String> { v.as_array().unwrap().iter().map(|h| h.as_str().unwrap().to_string()).collect() };
+    let coinbase = &block.txdata[0];
+    assert_eq!(proof["cb_tx"], serialize(coinbase).to_lower_hex_string());
+    let cb_root = fold(coinbase.compute_txid().to_byte_array(), &strings(&proof["cb_proof"]), 0);
+    assert_eq!(cb_root, block.header.merkle_root.to_byte_array());
+    assert!(proof.get("merkle").is_none(), "a block with a witness commitment gets wmerkle only");
+    let witness_root = fold(wtx.compute_wtxid().to_byte_array(), &strings(&proof["wmerkle"]), 2);
+    let mut preimage = witness_root.to_vec();
+    preimage.extend_from_slice(&coinbase.input[0].witness.nth(0).unwrap());
+    let commitment = sha256d::Hash::hash(&preimage).to_byte_array();
+    let committed = coinbase.output.iter().rev().map(|o| o.script_pubkey.as_bytes())
+        .find(|s| s.len() >= 38 && s[..6] == [0x6a, 0x24, 0xaa, 0x21, 0xa9, 0xed]).unwrap();
+    assert_eq!(&committed[6..38], &commitment[..]);
+    let short = c.call("blockchain.transaction.get_merkle_witness", json!([tx.to_string()]))["result"].clone();
+    assert!(short.get("cb_tx").is_none() && short["wmerkle"] == proof["wmerkle"], "{short}");
+    // A block whose coinbase commits to no witnesses: the plain branch instead.
+    let bare = fx.blocks.iter().position(|b| !b.txdata[0].output.iter().any(|o| o.script_pubkey.as_bytes().starts_with(&[0x6a, 0x24, 0xaa, 0x21, 0xa9, 0xed])));
+    if let Some(i) = bare {
+        let cb_txid = fx.blocks[i].txdata[0].compute_txid();
+        let p = c.call("blockchain.transaction.get_merkle_witness", json!([cb_txid.to_string()]))["result"].clone();
+        assert!(p.get("wmerkle").is_none());
+        assert_eq!(fold(cb_txid.to_byte_array(), &strings(&p["merkle"]), 0), fx.blocks[i].header.merkle_root.to_byte_array());
+    }
+    assert_eq!(c.call("blockchain.transaction.get_merkle_witness", json!([tx.to_string(), 7]))["error"]["code"], 1);
+
     // server.ping: pong_len hex characters back; a ping sent as a notification gets no answer.
     assert_eq!(c.call("server.ping", json!([5, "deadbeef"]))["result"], json!({"data": "00000"}));
     assert_eq!(c.call("server.ping", json!([]))["result"], json!({"data": ""}));

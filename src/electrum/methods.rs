@@ -259,6 +259,7 @@ impl Session {
             "blockchain.transaction.broadcast_package" if v16 => self.broadcast_package(params),
             "blockchain.transaction.get" => self.transaction_get(params),
             "blockchain.transaction.get_merkle" => self.get_merkle(params),
+            "blockchain.transaction.get_merkle_witness" if v17 => self.get_merkle_witness(params),
             "blockchain.transaction.id_from_pos" => self.id_from_pos(params),
             "mempool.get_fee_histogram" => self.fee_histogram(),
             "mempool.get_info" if v16 => self.mempool().map(|_| {

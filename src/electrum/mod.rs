@@ -5,6 +5,7 @@
 mod backend;
 mod history;
 pub mod merkle;
+mod merkle_witness;
 mod methods;
 mod outpoint;
 mod outpoint_calls;
