@@ -47,7 +47,7 @@ impl Session {
             .index
             .with_chain(|c| c.hash(pos.height))
             .ok_or_else(|| RpcError::new(BACKEND_ERROR, "block of the transaction left the chain"))?;
-        let raw = tokio::task::block_in_place(|| self.backend.validator.read_block_bytes_by_hash(&hash))
+        let raw = self.backend.validator.read_block_bytes_by_hash(&hash)
             .map_err(|e| RpcError::new(BACKEND_ERROR, e.to_string()))?;
         let block: Block = bitcoin::consensus::deserialize(&raw).map_err(|e| RpcError::new(BACKEND_ERROR, e.to_string()))?;
         let index = pos.pos as usize;
