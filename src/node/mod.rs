@@ -82,12 +82,9 @@ impl Node {
             script_threads: settings.kernel_script_threads,
         };
         let (validator, events) = Validator::open(&config)?;
-        let index = if with_index {
-            let store = Arc::new(Store::open_with_cache(&datadir.index_dir(), settings.index_cache_bytes)?);
-            let files = KernelBlockFiles::new(&datadir.blocks_dir(), settings.magic());
-            Some(Arc::new(Index::open_with_filters(store, Some(files), settings.block_filters)?))
-        } else {
-            None
+        let index = match with_index {
+            true => Some(open_index(&datadir, &settings)?),
+            false => None,
         };
         let mempool = index.as_ref().map(|_| Arc::new(Mempool::new(settings.mempool)));
         let space = SpaceWatch::new(vec![datadir.root().to_path_buf(), datadir.blocks_dir()], settings.min_free_space);
@@ -101,6 +98,32 @@ impl Node {
             space,
             _lock: lock,
         })
+    }
+
+    /// Throws the index away and opens an empty one in its place, with a fresh mempool, for
+    /// `cairn reindex` (which then rebuilds it from the kernel's blocks and undo data; the kernel
+    /// is untouched). The old index is first renamed, in one step, then deleted: a crash at any
+    /// point leaves either the old index or none, and no index means a full rebuild at the next
+    /// start.
+    pub fn fresh_index(&mut self) -> Result<Arc<Index>, NodeError> {
+        self.mempool = None;
+        self.index = None;
+        let dir = self.datadir.index_dir();
+        let discarded = dir.with_file_name("index.discarded");
+        let io = |path: &std::path::Path| {
+            let path = path.to_path_buf();
+            move |source| DataDirError::Io { path, source }
+        };
+        remove_if_present(&discarded).map_err(io(&discarded))?;
+        match std::fs::rename(&dir, &discarded) {
+            Ok(()) => remove_if_present(&discarded).map_err(io(&discarded))?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(io(&dir)(e).into()),
+        }
+        let index = open_index(&self.datadir, &self.settings)?;
+        self.index = Some(index.clone());
+        self.mempool = Some(Arc::new(Mempool::new(self.settings.mempool)));
+        Ok(index)
     }
 
     /// Closes the node cleanly: waits (up to a minute) until nothing else holds the validator,
@@ -149,6 +172,21 @@ impl Node {
             validator: self.validator.clone(),
             index: self.index.clone(),
         }
+    }
+}
+
+/// Opens (or creates) the data folder's index store with the configured cache and filters.
+fn open_index(datadir: &DataDir, settings: &Settings) -> Result<Arc<Index>, NodeError> {
+    let store = Arc::new(Store::open_with_cache(&datadir.index_dir(), settings.index_cache_bytes)?);
+    let files = KernelBlockFiles::new(&datadir.blocks_dir(), settings.magic());
+    Ok(Arc::new(Index::open_with_filters(store, Some(files), settings.block_filters)?))
+}
+
+/// Deletes a folder and what it holds; nothing there is not an error.
+fn remove_if_present(dir: &std::path::Path) -> std::io::Result<()> {
+    match std::fs::remove_dir_all(dir) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+        _ => Ok(()),
     }
 }
 
