@@ -1,0 +1,161 @@
+#!/bin/sh
+# Cold start, the comparison a user makes: from an empty disk to the first correct Electrum
+# answer at the tip, and the disk that took, for
+#   cairn     syncing over P2P from a local bitcoind (the peer) that holds the chain;
+#   electrs   a second bitcoind syncing from the peer, with electrs 0.11.1 indexing it as soon as
+#             bitcoind leaves initial block download;
+#   ElectrumX a third bitcoind (-txindex, which ElectrumX needs) syncing from the peer, with
+#             ElectrumX 1.20 indexing it from its RPC.
+# Each side starts empty, RUNS times, the sides taking turns. "At the tip": the server answers
+# blockchain.headers.subscribe with the peer's tip height and header. Reports each side's
+# median seconds and their ratios to cairn, and each side's disk bytes (blocks, chainstate,
+# indexes) after its last run.
+#
+# The generated chain's timestamps are from 2011: the bitcoinds get -maxtipage=2000000000 so
+# they leave initial block download at the tip (electrs waits for that); cairn's own rule counts
+# a regtest tip's age only at genesis.
+#
+# Usage: contrib/bench/cold-start.sh [BLOCKS] [TXS_PER_BLOCK] [RUNS]
+# Defaults: 2000 blocks, 53 txs per block (about 100k transactions), 3 runs.
+# Installs what is missing: bitcoind, ElectrumX (contrib/install-electrumx.sh) and electrs
+# (contrib/install-electrs.sh, about 15 minutes of building the first time).
+set -eu
+cd "$(dirname "$0")/../.."
+BLOCKS=${1:-2000}
+TXS=${2:-53}
+RUNS=${3:-3}
+. contrib/bench/lib.sh
+bench_setup
+ELECTRS=${CAIRN_ELECTRS:-/opt/electrs/bin/electrs}
+[ -x "$ELECTRS" ] || sh contrib/install-electrs.sh "$(dirname "$(dirname "$ELECTRS")")" >/dev/null
+ELECTRUMX=${CAIRN_ELECTRUMX:-/opt/electrumx}
+[ -x "$ELECTRUMX/bin/electrumx_server" ] || sh contrib/install-electrumx.sh "$ELECTRUMX" >/dev/null
+rpc() { dir=$1; port=$2; shift 2; "$CLI" -regtest -datadir="$dir" -rpcport="$port" -rpcuser=u -rpcpassword=p "$@"; }
+PIDS=""
+cleanup() {
+  for p in $PIDS; do kill "$p" 2>/dev/null || true; done
+  rpc "$WORK/peer" 29101 stop >/dev/null 2>&1 || true
+  rpc "$WORK/node" 29111 stop >/dev/null 2>&1 || true
+  sleep 2; rm -rf "$WORK"
+}
+trap cleanup EXIT INT TERM
+now() { date +%s.%N; }
+
+# The peer: a bitcoind holding the chain.
+mkdir -p "$WORK/peer"
+"$BITCOIND" -regtest -datadir="$WORK/peer" -port=29100 -bind=127.0.0.1 -rpcport=29101 -rpcuser=u -rpcpassword=p \
+  $(loadblock_args) -daemon -printtoconsole=0 >/dev/null
+until [ "$(rpc "$WORK/peer" 29101 getblockcount 2>/dev/null || echo 0)" = "$BLOCKS" ]; do sleep 0.5; done
+TIP_HEADER=$(rpc "$WORK/peer" 29101 getblockheader "$(rpc "$WORK/peer" 29101 getbestblockhash)" false)
+
+# at_tip PORT: whether the Electrum server on PORT answers headers.subscribe with the tip.
+at_tip() {
+  python3 - "$1" "$BLOCKS" "$TIP_HEADER" <<'PY' 2>/dev/null
+import json, socket, sys
+port, height, header = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+s = socket.create_connection(("127.0.0.1", port), timeout=5)
+f = s.makefile("rwb")
+for i, (m, p) in enumerate([("server.version", ["cold-start", "1.4"]), ("blockchain.headers.subscribe", [])]):
+    f.write((json.dumps({"jsonrpc": "2.0", "id": i, "method": m, "params": p}) + "\n").encode()); f.flush()
+    answer = json.loads(f.readline())
+r = answer.get("result") or {}
+sys.exit(0 if r.get("height") == height and r.get("hex") == header else 1)
+PY
+}
+wait_at_tip() { until at_tip "$1"; do sleep 0.2; done; }
+
+# A syncing bitcoind in $WORK/node (P2P from the peer) with extra arguments.
+start_node() {
+  rm -rf "$WORK/node"; mkdir -p "$WORK/node"
+  "$BITCOIND" -regtest -datadir="$WORK/node" -port=29110 -bind=127.0.0.1 -rpcport=29111 -rpcuser=u -rpcpassword=p \
+    -connect=127.0.0.1:29100 -maxtipage=2000000000 -listen=1 "$@" -daemon -printtoconsole=0 >/dev/null
+  until rpc "$WORK/node" 29111 getblockcount >/dev/null 2>&1; do sleep 0.1; done
+}
+stop_node() {
+  rpc "$WORK/node" 29111 stop >/dev/null 2>&1 || true
+  while [ -f "$WORK/node/regtest/bitcoind.pid" ]; do sleep 0.2; done
+}
+# disk DIR...: bytes under each, summed.
+disk() { du -sb "$@" 2>/dev/null | awk '{s += $1} END {print s + 0}'; }
+
+run_cairn() {
+  rm -rf "$WORK/cairn"
+  start=$(now)
+  "$CAIRN" --datadir "$WORK/cairn" --admin-addr 127.0.0.1:0 --electrum-addr 127.0.0.1:29120 --no-listen \
+    --connect 127.0.0.1:29100 run >"$WORK/cairn.log" 2>&1 &
+  pid=$!; PIDS="$PIDS $pid"
+  wait_at_tip 29120
+  end=$(now)
+  kill "$pid"; wait "$pid" 2>/dev/null || true
+  d=$WORK/cairn/regtest
+  CAIRN_DISK="blocks $(disk "$d/kernel/blocks") chainstate $(disk "$d/kernel/chainstate") index $(disk "$d/index") total $(disk "$d")"
+  elapsed "$start" "$end"
+}
+
+run_electrs() {
+  start=$(now)
+  start_node
+  rm -rf "$WORK/electrs"; mkdir -p "$WORK/electrs"
+  "$ELECTRS" --network regtest --daemon-dir "$WORK/node" --daemon-rpc-addr 127.0.0.1:29111 \
+    --daemon-p2p-addr 127.0.0.1:29110 --db-dir "$WORK/electrs" --electrum-rpc-addr 127.0.0.1:29130 \
+    --auth u:p --log-filters warn >"$WORK/electrs.log" 2>&1 &
+  pid=$!; PIDS="$PIDS $pid"
+  wait_at_tip 29130
+  end=$(now)
+  kill "$pid"; wait "$pid" 2>/dev/null || true
+  ELECTRS_DISK="blocks $(disk "$WORK/node/regtest/blocks") chainstate $(disk "$WORK/node/regtest/chainstate") index $(disk "$WORK/electrs") total $(disk "$WORK/node/regtest/blocks" "$WORK/node/regtest/chainstate" "$WORK/electrs")"
+  stop_node
+  elapsed "$start" "$end"
+}
+
+run_electrumx() {
+  start=$(now)
+  start_node -txindex
+  until rpc "$WORK/node" 29111 getindexinfo 2>/dev/null | grep -q '"synced": true' &&
+    [ "$(rpc "$WORK/node" 29111 getblockcount)" = "$BLOCKS" ]; do sleep 0.2; done
+  rm -rf "$WORK/ex"; mkdir -p "$WORK/ex"
+  env COIN=Bitcoin NET=regtest DB_ENGINE=leveldb DB_DIRECTORY="$WORK/ex" \
+    DAEMON_URL="http://u:p@127.0.0.1:29111/" SERVICES=tcp://127.0.0.1:29140 \
+    PEER_DISCOVERY=off PEER_ANNOUNCE= ALLOW_ROOT=1 LOG_LEVEL=warning \
+    "$ELECTRUMX/bin/electrumx_server" >"$WORK/electrumx.log" 2>&1 &
+  pid=$!; PIDS="$PIDS $pid"
+  wait_at_tip 29140
+  end=$(now)
+  kill "$pid"; wait "$pid" 2>/dev/null || true
+  r=$WORK/node/regtest
+  EX_DISK="blocks $(disk "$r/blocks") chainstate $(disk "$r/chainstate") index $(disk "$r/indexes" "$WORK/ex") total $(disk "$r/blocks" "$r/chainstate" "$r/indexes" "$WORK/ex")"
+  stop_node
+  elapsed "$start" "$end"
+}
+
+: > "$WORK/cairn.txt"; : > "$WORK/electrs.txt"; : > "$WORK/electrumx.txt"
+i=1
+while [ "$i" -le "$RUNS" ]; do
+  t=$(run_cairn); echo "run $i  cairn: ${t}s"; echo "$t" >> "$WORK/cairn.txt"
+  t=$(run_electrs); echo "run $i  bitcoind + electrs: ${t}s"; echo "$t" >> "$WORK/electrs.txt"
+  t=$(run_electrumx); echo "run $i  bitcoind -txindex + ElectrumX: ${t}s"; echo "$t" >> "$WORK/electrumx.txt"
+  i=$((i + 1))
+done
+mc=$(median < "$WORK/cairn.txt"); me=$(median < "$WORK/electrs.txt"); mx=$(median < "$WORK/electrumx.txt")
+# The disk figures come from subshells ($(run_...)): measure them once more here.
+sizes() {
+  run_cairn >/dev/null; echo "cairn: $CAIRN_DISK"
+  run_electrs >/dev/null; echo "bitcoind + electrs: $ELECTRS_DISK"
+  run_electrumx >/dev/null; echo "bitcoind -txindex + ElectrumX: $EX_DISK"
+}
+echo
+echo "| chain | cairn (median) | bitcoind + electrs | bitcoind -txindex + ElectrumX | cairn / the faster other |"
+echo "|---|---|---|---|---|"
+awk -v c="$mc" -v e="$me" -v x="$mx" -v b="$BLOCKS" -v t="$TXS" \
+  'BEGIN { f = (e < x) ? e : x; printf "| %s blocks x %s txs/block | %.2f s | %.2f s | %.2f s | %.3fx |\n", b, t, c, e, x, c / f }'
+echo
+echo "disk in bytes after a run (one more run each):"
+sizes
+commit=$(git describe --always --dirty 2>/dev/null || echo unknown)
+json=$(results_file "cold-start-$BLOCKS-$TXS")
+cat > "$json" <<JSON
+{"benchmark": "cold-start", "command": "$BENCH_COMMAND", "commit": "$commit", "blocks": $BLOCKS, "txs_per_block": $TXS,
+ "cairn": [$(paste -sd, "$WORK/cairn.txt")], "electrs": [$(paste -sd, "$WORK/electrs.txt")], "electrumx": [$(paste -sd, "$WORK/electrumx.txt")],
+ "medians": {"cairn": $mc, "electrs": $me, "electrumx": $mx}}
+JSON
+echo "samples written to $json"
