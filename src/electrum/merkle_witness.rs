@@ -8,7 +8,7 @@ use bitcoin::{Block, Transaction};
 use serde_json::{json, Value};
 
 use super::merkle::{branch_and_root, rpc_hex};
-use super::methods::{backend_err, Session};
+use super::methods::Session;
 use super::params::{bool_param, txid_param};
 use super::rpc::{RpcError, BACKEND_ERROR};
 
@@ -30,18 +30,7 @@ impl Session {
     pub(crate) fn get_merkle_witness(&self, params: &[Value]) -> Result<Value, RpcError> {
         let txid = txid_param(params, 0)?;
         let cb = bool_param(params, 2, "cb")?;
-        let pos = self
-            .backend
-            .index
-            .tx_position(&txid)
-            .map_err(backend_err)?
-            .ok_or_else(|| RpcError::bad_request(format!("transaction {txid} is not confirmed")))?;
-        if let Some(asked) = params.get(1).filter(|v| !v.is_null()) {
-            let asked = asked.as_u64().ok_or_else(|| RpcError::invalid_params("height must be an integer"))?;
-            if asked != u64::from(pos.height) {
-                return Err(RpcError::bad_request(format!("transaction {txid} is not in block {asked} (it is in {})", pos.height)));
-            }
-        }
+        let pos = self.confirmed_position(params, false)?;
         let hash = self
             .backend
             .index

@@ -15,7 +15,7 @@ use super::outpoint::OutpointSub;
 use super::rpc::{Reply, RpcError, BACKEND_ERROR, BAD_REQUEST, HISTORY_TOO_LARGE, METHOD_NOT_FOUND};
 use super::{status, verbose};
 use crate::config::SERVER_SOFTWARE;
-use crate::index::query::QueryError;
+use crate::index::query::{QueryError, TxPosition};
 use crate::mempool::{Mempool, Rejection, MAX_PACKAGE_COUNT, MIN_RELAY_FEERATE};
 use crate::notify::Changes;
 use crate::store::schema::ScriptHash;
@@ -623,7 +623,9 @@ impl Session {
         Ok((branch.iter().map(rpc_hex).collect(), txid))
     }
 
-    fn get_merkle(&self, params: &[Value]) -> Result<Value, RpcError> {
+    /// Where the confirmed transaction of parameter 0 is, checked against the height of
+    /// parameter 1 when given (required when `height_required`).
+    pub(crate) fn confirmed_position(&self, params: &[Value], height_required: bool) -> Result<TxPosition, RpcError> {
         let txid = txid_param(params, 0)?;
         let pos = self
             .backend
@@ -631,19 +633,25 @@ impl Session {
             .tx_position(&txid)
             .map_err(backend_err)?
             .ok_or_else(|| RpcError::bad_request(format!("transaction {txid} is not confirmed")))?;
-        if let Some(asked) = params.get(1).filter(|v| !v.is_null()) {
-            let asked = asked
-                .as_u64()
-                .ok_or_else(|| RpcError::invalid_params("height must be an integer"))?;
-            if asked != u64::from(pos.height) {
-                return Err(RpcError::bad_request(format!(
-                    "transaction {txid} is not in block {asked} (it is in {})",
-                    pos.height
-                )));
+        match params.get(1).filter(|v| !v.is_null()) {
+            Some(asked) => {
+                let asked = asked.as_u64().ok_or_else(|| RpcError::invalid_params("height must be an integer"))?;
+                if asked != u64::from(pos.height) {
+                    return Err(RpcError::bad_request(format!(
+                        "transaction {txid} is not in block {asked} (it is in {})",
+                        pos.height
+                    )));
+                }
             }
-        } else if !self.v17() {
-            return Err(RpcError::invalid_params("missing parameter height"));
+            None if height_required => return Err(RpcError::invalid_params("missing parameter height")),
+            None => {}
         }
+        Ok(pos)
+    }
+
+    fn get_merkle(&self, params: &[Value]) -> Result<Value, RpcError> {
+        // 1.7 made the height optional.
+        let pos = self.confirmed_position(params, !self.v17())?;
         let (merkle, _) = self.merkle_of(pos.height, pos.pos)?;
         let mut result = json!({"block_height": pos.height, "merkle": merkle, "pos": pos.pos});
         if self.v17() {
