@@ -75,7 +75,8 @@ stop_node() {
   rpc "$WORK/node" 29111 stop >/dev/null 2>&1 || true
   while [ -f "$WORK/node/regtest/bitcoind.pid" ]; do sleep 0.2; done
 }
-# disk DIR...: bytes under each, summed.
+# disk DIR...: bytes under each (apparent sizes: blk files are pre-allocated in 16 MiB steps
+# on every side alike), summed.
 disk() { du -sb "$@" 2>/dev/null | awk '{s += $1} END {print s + 0}'; }
 
 run_cairn() {
@@ -96,15 +97,17 @@ run_electrs() {
   start=$(now)
   start_node
   rm -rf "$WORK/electrs"; mkdir -p "$WORK/electrs"
+  # electrs reads RPC credentials as a cookie file's "user:password".
+  printf 'u:p' > "$WORK/electrs.cookie"
   "$ELECTRS" --network regtest --daemon-dir "$WORK/node" --daemon-rpc-addr 127.0.0.1:29111 \
     --daemon-p2p-addr 127.0.0.1:29110 --db-dir "$WORK/electrs" --electrum-rpc-addr 127.0.0.1:29130 \
-    --auth u:p --log-filters warn >"$WORK/electrs.log" 2>&1 &
+    --cookie-file "$WORK/electrs.cookie" --log-filters warn >"$WORK/electrs.log" 2>&1 &
   pid=$!; PIDS="$PIDS $pid"
   wait_at_tip 29130
   end=$(now)
   kill "$pid"; wait "$pid" 2>/dev/null || true
+  stop_node # flushes bitcoind's chainstate, as cairn's is when it stops
   ELECTRS_DISK="blocks $(disk "$WORK/node/regtest/blocks") chainstate $(disk "$WORK/node/regtest/chainstate") index $(disk "$WORK/electrs") total $(disk "$WORK/node/regtest/blocks" "$WORK/node/regtest/chainstate" "$WORK/electrs")"
-  stop_node
   elapsed "$start" "$end"
 }
 
@@ -122,9 +125,9 @@ run_electrumx() {
   wait_at_tip 29140
   end=$(now)
   kill "$pid"; wait "$pid" 2>/dev/null || true
+  stop_node
   r=$WORK/node/regtest
   EX_DISK="blocks $(disk "$r/blocks") chainstate $(disk "$r/chainstate") index $(disk "$r/indexes" "$WORK/ex") total $(disk "$r/blocks" "$r/chainstate" "$r/indexes" "$WORK/ex")"
-  stop_node
   elapsed "$start" "$end"
 }
 
