@@ -98,6 +98,7 @@ pub struct StatusCache {
 }
 
 impl StatusCache {
+    /// The cached state of a script, if any (marked as just used).
     pub(crate) fn get(&self, sh: &ScriptHash) -> Option<Cached> {
         let mut inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
         let (map, clock) = &mut *inner;
@@ -107,6 +108,7 @@ impl StatusCache {
         Some(entry.clone())
     }
 
+    /// Keeps a script's state, making room by dropping the least recently used when full.
     pub(crate) fn put(&self, sh: ScriptHash, mut entry: Cached) {
         let mut inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
         let (map, clock) = &mut *inner;
@@ -118,16 +120,6 @@ impl StatusCache {
             }
         }
         map.insert(sh, entry);
-    }
-
-    /// Scripts cached now.
-    pub fn len(&self) -> usize {
-        self.inner.lock().unwrap_or_else(PoisonError::into_inner).0.len()
-    }
-
-    /// Whether nothing is cached.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 }
 
