@@ -1,4 +1,5 @@
-//! One index batch, its rows kept per column family and handed to RocksDB in key order.
+//! One index batch, its rows kept per column family (in one byte arena each) and handed to
+//! RocksDB in key order.
 //!
 //! RocksDB's memtable is a skip list that continues from where its last insert ended, so keys
 //! inserted in order cost a step or two each, while the random order in which a block produces
@@ -9,53 +10,73 @@ use rocksdb::WriteBatch;
 
 use crate::store::Store;
 
-/// What happens to a key.
-enum Op {
-    Put(Box<[u8]>),
-    Delete,
+/// One row: where its key (and its value, for a put) sit in the family's byte arena.
+struct Row {
+    key: std::ops::Range<usize>,
+    /// `None`: the key is deleted.
+    value: Option<std::ops::Range<usize>>,
+}
+
+/// One column family's rows, their bytes in one arena (no allocation per key or value).
+struct Family {
+    cf: &'static str,
+    bytes: Vec<u8>,
+    rows: Vec<Row>,
+}
+
+impl Family {
+    fn push(&mut self, data: &[u8]) -> std::ops::Range<usize> {
+        let start = self.bytes.len();
+        self.bytes.extend_from_slice(data);
+        start..self.bytes.len()
+    }
 }
 
 /// Rows of one atomic index batch, per column family.
 #[derive(Default)]
 pub struct SortedBatch {
-    families: Vec<(&'static str, Vec<(Box<[u8]>, Op)>)>,
+    families: Vec<Family>,
 }
 
 impl SortedBatch {
-    fn rows(&mut self, cf: &'static str) -> &mut Vec<(Box<[u8]>, Op)> {
-        let i = match self.families.iter().position(|(name, _)| *name == cf) {
+    fn family(&mut self, cf: &'static str) -> &mut Family {
+        let i = match self.families.iter().position(|f| f.cf == cf) {
             Some(i) => i,
             None => {
-                self.families.push((cf, Vec::new()));
+                self.families.push(Family { cf, bytes: Vec::new(), rows: Vec::new() });
                 self.families.len() - 1
             }
         };
-        &mut self.families[i].1
+        &mut self.families[i]
     }
 
     /// Sets `key` to `value` in column family `cf`.
     pub fn put(&mut self, cf: &'static str, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) {
-        let row = (Box::from(key.as_ref()), Op::Put(Box::from(value.as_ref())));
-        self.rows(cf).push(row);
+        let family = self.family(cf);
+        let key = family.push(key.as_ref());
+        let value = Some(family.push(value.as_ref()));
+        family.rows.push(Row { key, value });
     }
 
     /// Removes `key` from column family `cf`.
     pub fn delete(&mut self, cf: &'static str, key: impl AsRef<[u8]>) {
-        let row = (Box::from(key.as_ref()), Op::Delete);
-        self.rows(cf).push(row);
+        let family = self.family(cf);
+        let key = family.push(key.as_ref());
+        family.rows.push(Row { key, value: None });
     }
 
     /// The RocksDB batch: every family's rows sorted by key; operations on one key keep the
     /// order they were added in (a stable sort), so a put followed by a delete still deletes.
     pub fn into_write_batch(self, store: &Store) -> WriteBatch {
         let mut batch = WriteBatch::default();
-        for (cf, mut rows) in self.families {
-            rows.sort_by(|a, b| a.0.cmp(&b.0));
+        for Family { cf, bytes, mut rows } in self.families {
+            rows.sort_by(|a, b| bytes[a.key.clone()].cmp(&bytes[b.key.clone()]));
             let handle = store.cf(cf);
-            for (key, op) in rows {
-                match op {
-                    Op::Put(value) => batch.put_cf(handle, key, value),
-                    Op::Delete => batch.delete_cf(handle, key),
+            for row in rows {
+                let key = &bytes[row.key];
+                match row.value {
+                    Some(value) => batch.put_cf(handle, key, &bytes[value]),
+                    None => batch.delete_cf(handle, key),
                 }
             }
         }
