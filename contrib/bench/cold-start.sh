@@ -42,10 +42,7 @@ trap cleanup EXIT INT TERM
 now() { date +%s.%N; }
 
 # The peer: a bitcoind holding the chain.
-mkdir -p "$WORK/peer"
-"$BITCOIND" -regtest -datadir="$WORK/peer" -port=29100 -bind=127.0.0.1 -rpcport=29101 -rpcuser=u -rpcpassword=p \
-  $(loadblock_args) -daemon -printtoconsole=0 >/dev/null
-until [ "$(rpc "$WORK/peer" 29101 getblockcount 2>/dev/null || echo 0)" = "$BLOCKS" ]; do sleep 0.5; done
+peer_stack 29100 29101
 TIP_HEADER=$(rpc "$WORK/peer" 29101 getblockheader "$(rpc "$WORK/peer" 29101 getbestblockhash)" false)
 
 # at_tip PORT: whether the Electrum server on PORT answers headers.subscribe with the tip.

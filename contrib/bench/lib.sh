@@ -42,6 +42,15 @@ bench_setup() {
 # loadblock_args: bitcoind's -loadblock for every blk file of the chain, in order.
 loadblock_args() { for f in "$CHAIN"/blocks/blk*.dat; do printf -- '-loadblock=%s ' "$f"; done; }
 
+# peer_stack P2P_PORT RPC_PORT: a bitcoind in $WORK/peer holding $CHAIN (user u, password p),
+# listening on 127.0.0.1:P2P_PORT; returns once it has every block.
+peer_stack() {
+  mkdir -p "$WORK/peer"
+  "$BITCOIND" -regtest -datadir="$WORK/peer" -port="$1" -bind=127.0.0.1 -rpcport="$2" -rpcuser=u -rpcpassword=p \
+    $(loadblock_args) -daemon -printtoconsole=0 >/dev/null
+  until [ "$("$CLI" -regtest -datadir="$WORK/peer" -rpcport="$2" -rpcuser=u -rpcpassword=p getblockcount 2>/dev/null || echo 0)" = "$BLOCKS" ]; do sleep 0.5; done
+}
+
 # elapsed START END: seconds between two `date +%s.%N` stamps.
 elapsed() { awk -v s="$1" -v e="$2" 'BEGIN { printf "%.3f\n", e - s }'; }
 

@@ -21,10 +21,7 @@ cleanup() {
 trap cleanup EXIT INT TERM
 now() { date +%s.%N; }
 # The peer: a bitcoind holding the chain.
-mkdir -p "$WORK/peer"
-"$BITCOIND" -regtest -datadir="$WORK/peer" -port=29000 -bind=127.0.0.1 -rpcport=29001 -rpcuser=u -rpcpassword=p \
-  $(loadblock_args) -daemon -printtoconsole=0 >/dev/null
-until [ "$("$CLI" -regtest -datadir="$WORK/peer" -rpcport=29001 -rpcuser=u -rpcpassword=p getblockcount 2>/dev/null || echo 0)" = "$BLOCKS" ]; do sleep 0.5; done
+peer_stack 29000 29001
 TIP=$("$CLI" -regtest -datadir="$WORK/peer" -rpcport=29001 -rpcuser=u -rpcpassword=p getbestblockhash)
 run_cairn() {
   rm -rf "$WORK/cairn"

@@ -82,18 +82,19 @@ impl Session {
             confirmed.extend(page.iter().map(|e| (e.txid, i64::from(e.height), None)));
             Ok(true)
         });
+        // Over the limit: stream it when it may be and is under the cap, else say why not.
+        let too_long = || match (streamable, limit < max) {
+            (true, true) => Ok(None),
+            (false, true) => Err(too_long_to_buffer(limit)),
+            (_, false) => Err(backend_err(QueryError::TooLarge { limit })),
+        };
         match read {
-            Err(QueryError::TooLarge { .. }) if streamable && limit < max => return Ok(None),
-            Err(QueryError::TooLarge { .. }) if limit < max => return Err(too_long_to_buffer(limit)),
+            Err(QueryError::TooLarge { .. }) => return too_long(),
             other => other.map_err(backend_err)?,
         }
         let mempool = self.backend.mempool.as_ref().map(|p| p.history(sh)).unwrap_or_default();
         if confirmed.len() + mempool.len() > limit {
-            return match streamable && limit < max {
-                true => Ok(None),
-                false if limit < max => Err(too_long_to_buffer(limit)),
-                false => Err(backend_err(QueryError::TooLarge { limit })),
-            };
+            return too_long();
         }
         confirmed.extend(mempool.iter().map(|m| (m.txid, m.height, Some(m.fee))));
         Ok(Some(super::methods::history_text(&confirmed)))

@@ -559,16 +559,20 @@ impl Session {
 
     /// A confirmed transaction's bytes and block height.
     pub(crate) fn raw_tx(&self, txid: &Txid) -> Result<(Vec<u8>, u32), RpcError> {
-        // From the block files directly; through the kernel only if they are not mapped.
+        self.confirmed_raw_tx(txid)?
+            .ok_or_else(|| RpcError::bad_request(format!("no transaction {txid} in the chain (the mempool is not available)")))
+    }
+
+    /// A confirmed transaction's bytes and block height; `None` if the chain has no such
+    /// transaction. From the block files directly; through the kernel only if they are not
+    /// mapped.
+    pub(crate) fn confirmed_raw_tx(&self, txid: &Txid) -> Result<Option<(Vec<u8>, u32)>, RpcError> {
         if let Some((bytes, pos)) = self.backend.index.raw_tx(txid).map_err(backend_err)? {
-            return Ok((bytes, pos.height));
+            return Ok(Some((bytes, pos.height)));
         }
-        let pos = self
-            .backend
-            .index
-            .tx_position(txid)
-            .map_err(backend_err)?
-            .ok_or_else(|| RpcError::bad_request(format!("no transaction {txid} in the chain (the mempool is not available)")))?;
+        let Some(pos) = self.backend.index.tx_position(txid).map_err(backend_err)? else {
+            return Ok(None);
+        };
         let block = self
             .backend
             .validator
@@ -577,7 +581,7 @@ impl Session {
         let bytes = block
             .get(pos.offset as usize..(pos.offset + pos.len) as usize)
             .ok_or_else(|| RpcError::new(BACKEND_ERROR, "transaction position outside its block"))?;
-        Ok((bytes.to_vec(), pos.height))
+        Ok(Some((bytes.to_vec(), pos.height)))
     }
 
     fn transaction_get(&self, params: &[Value]) -> Result<Value, RpcError> {

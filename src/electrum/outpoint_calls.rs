@@ -31,8 +31,7 @@ impl Session {
     /// The status of `op` now, and the script hash of its output when the output exists.
     pub(crate) fn outpoint_status(&self, op: &OutPoint) -> Result<(OutpointStatus, Option<ScriptHash>), RpcError> {
         let pool = self.backend.mempool.as_deref();
-        if self.backend.index.tx_position(&op.txid).map_err(backend_err)?.is_some() {
-            let (bytes, height) = self.raw_tx(&op.txid)?;
+        if let Some((bytes, height)) = self.confirmed_raw_tx(&op.txid)? {
             let tx: bitcoin::Transaction = bitcoin::consensus::deserialize(&bytes)
                 .map_err(|e| RpcError::new(BACKEND_ERROR, format!("stored transaction {} does not decode: {e}", op.txid)))?;
             let Some(out) = usize::try_from(op.vout).ok().and_then(|i| tx.output.get(i)) else {
