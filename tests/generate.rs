@@ -160,3 +160,65 @@ fn a_wallet_is_paid_spent_and_restorable_from_its_descriptors() {
     assert!(spent > 0, "wallet coins are spent too");
     assert_eq!(summary.wallet_txs, wallet_txs);
 }
+
+/// `--shape mainnet`: the chain's transactions have mainnet block 951658's input counts, output
+/// kinds and OP_RETURN share (within a few points: the first blocks fan coins out, and reused
+/// scripts keep the kind they were created with), far from the unshaped chain's.
+#[test]
+fn a_mainnet_shaped_chain_has_the_blocks_proportions() {
+    use cairn::generate::{ChainGenerator, GenerateOptions, Shapes};
+
+    let shapes = Shapes::mainnet().unwrap();
+    let block = Proportions::of_shapes(shapes.all());
+    let opts = GenerateOptions { blocks: 300, txs_per_block: 40, seed: 5 };
+    let mut gen = ChainGenerator::new(opts).with_shapes(shapes);
+    let blocks: Vec<bitcoin::Block> = (0..opts.blocks).map(|_| gen.next_block().unwrap()).collect();
+    let shaped = Proportions::of_blocks(&blocks[150..]);
+    let plain = Proportions::of_blocks(&common::chain(300, 40, 5)[150..]);
+    eprintln!("block {block:?}\nshaped {shaped:?}\nplain {plain:?}");
+    assert!(shaped.txs > 5_000, "{shaped:?}");
+    let near = |a: f64, b: f64, points: f64| (a - b).abs() <= points / 100.0;
+    assert!(near(shaped.one_input, block.one_input, 3.0), "{shaped:?} {block:?}");
+    assert!(near(shaped.op_return, block.op_return, 3.0), "{shaped:?} {block:?}");
+    assert!(near(shaped.p2tr, block.p2tr, 5.0), "{shaped:?} {block:?}");
+    assert!(near(shaped.p2wpkh, block.p2wpkh, 8.0), "{shaped:?} {block:?}");
+    assert!(!near(plain.op_return, block.op_return, 10.0) && !near(plain.one_input, block.one_input, 10.0), "{plain:?}");
+}
+
+/// Shares of transactions with one input, and of outputs that are OP_RETURN, P2TR, P2WPKH.
+#[derive(Debug)]
+struct Proportions {
+    txs: usize,
+    one_input: f64,
+    op_return: f64,
+    p2tr: f64,
+    p2wpkh: f64,
+}
+
+impl Proportions {
+    fn of_shapes(shapes: &[cairn::generate::TxShape]) -> Self {
+        use cairn::generate::{OutputShape, ScriptKind};
+        let outputs: Vec<&OutputShape> = shapes.iter().flat_map(|s| s.outputs.iter()).collect();
+        let share = |f: &dyn Fn(&OutputShape) -> bool| outputs.iter().filter(|o| f(o)).count() as f64 / outputs.len() as f64;
+        Proportions {
+            txs: shapes.len(),
+            one_input: shapes.iter().filter(|s| s.inputs.len() == 1).count() as f64 / shapes.len() as f64,
+            op_return: share(&|o| matches!(o, OutputShape::Data(_))),
+            p2tr: share(&|o| *o == OutputShape::Pay(ScriptKind::P2tr)),
+            p2wpkh: share(&|o| *o == OutputShape::Pay(ScriptKind::P2wpkh)),
+        }
+    }
+
+    fn of_blocks(blocks: &[bitcoin::Block]) -> Self {
+        let txs: Vec<&bitcoin::Transaction> = blocks.iter().flat_map(|b| b.txdata.iter().skip(1)).collect();
+        let outputs: Vec<&TxOut> = txs.iter().flat_map(|t| t.output.iter()).collect();
+        let share = |f: &dyn Fn(&TxOut) -> bool| outputs.iter().filter(|o| f(o)).count() as f64 / outputs.len() as f64;
+        Proportions {
+            txs: txs.len(),
+            one_input: txs.iter().filter(|t| t.input.len() == 1).count() as f64 / txs.len() as f64,
+            op_return: share(&|o| o.script_pubkey.is_op_return()),
+            p2tr: share(&|o| o.script_pubkey.is_p2tr()),
+            p2wpkh: share(&|o| o.script_pubkey.is_p2wpkh()),
+        }
+    }
+}

@@ -8,7 +8,8 @@ BENCH_COMMAND="sh $0 $*"
 # bench_setup [CARGO BUILD ARGS...]: builds cairn (and what else is named) in release, sets
 # CAIRN, CHAIN (the generated chain, cached in ${CAIRN_BENCH_CACHE:-/var/tmp/cairn-bench}; with
 # WALLET_ADDRESSES set, a chain that also pays a BIP84 wallet of that many addresses; with
-# HOT_PER_MILLE set, one whose busiest script gets that share of all outputs),
+# HOT_PER_MILLE set, one whose busiest script gets that share of all outputs; with SHAPE=mainnet,
+# one whose transactions copy mainnet block 951658's shapes: `cairn generate --shape`),
 # BITCOIND, CLI and WORK (a scratch folder). Installs what is missing first.
 bench_setup() {
   # What a fresh machine lacks: build dependencies and nc (setup.sh), the reference bitcoind,
@@ -23,17 +24,20 @@ bench_setup() {
   cargo build --release --locked --bin cairn "$@" >/dev/null 2>&1
   CAIRN="$CARGO_TARGET_DIR/release/cairn"
   CHAIN="${CAIRN_BENCH_CACHE:-/var/tmp/cairn-bench}/chain-$BLOCKS-$TXS-seed1"
+  set -- --blocks "$BLOCKS" --txs-per-block "$TXS" --seed 1
+  if [ -n "${SHAPE:-}" ]; then
+    CHAIN="$CHAIN-$SHAPE"
+    set -- "$@" --shape "$SHAPE"
+  fi
   if [ "${HOT_PER_MILLE:-0}" -gt 0 ]; then
     CHAIN="$CHAIN-hot$HOT_PER_MILLE"
-    [ -f "$CHAIN/blocks.hex" ] || "$CAIRN" generate --blocks "$BLOCKS" --txs-per-block "$TXS" --seed 1 \
-      --hot-per-mille "$HOT_PER_MILLE" --out "$CHAIN"
+    set -- "$@" --hot-per-mille "$HOT_PER_MILLE"
   fi
   if [ "${WALLET_ADDRESSES:-0}" -gt 0 ]; then
     CHAIN="$CHAIN-wallet$WALLET_ADDRESSES"
-    [ -f "$CHAIN/blocks.hex" ] || "$CAIRN" generate --blocks "$BLOCKS" --txs-per-block "$TXS" --seed 1 \
-      --wallet-addresses "$WALLET_ADDRESSES" --out "$CHAIN"
+    set -- "$@" --wallet-addresses "$WALLET_ADDRESSES"
   fi
-  [ -f "$CHAIN/blocks.hex" ] || "$CAIRN" generate --blocks "$BLOCKS" --txs-per-block "$TXS" --seed 1 --out "$CHAIN"
+  [ -f "$CHAIN/blocks.hex" ] || "$CAIRN" generate "$@" --out "$CHAIN"
   BITCOIND=${CAIRN_BITCOIND:-/opt/bitcoind/bitcoind}
   CLI="$(dirname "$BITCOIND")/bitcoin-cli"
   WORK=$(mktemp -d)

@@ -5,6 +5,7 @@
 //! signatures, carry OP_RETURN outputs, spend each other inside one block, and pay scripts with a
 //! heavy-tailed reuse: most once or twice, a few hot ones very often.
 
+mod shape;
 mod wallet;
 
 use std::io::Write;
@@ -28,6 +29,7 @@ use rand_chacha::ChaCha20Rng;
 
 use crate::config::Network;
 use crate::import::BlkWriter;
+pub use shape::{OutputShape, ShapeError, Shapes, TxShape};
 pub use wallet::{derive_key, Owner, ScriptKind};
 
 /// Regtest halves the subsidy every 150 blocks.
@@ -40,6 +42,8 @@ pub const MIN_OUTPUT: u64 = 1_000;
 const WALLET_SEED: [u8; 16] = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15];
 /// Outputs paid to the wallet, per thousand, when it exists.
 const WALLET_PER_MILLE: u32 = 20;
+/// Random coins looked at for one of the kind a shape's input wants, before any coin will do.
+const KIND_TRIES: usize = 8;
 
 /// What to generate.
 #[derive(Debug, Clone, Copy)]
@@ -144,6 +148,8 @@ pub struct ChainGenerator {
     hot: Vec<u32>,
     /// Outputs per thousand paid to the first hot script before anything else is drawn.
     hot_per_mille: u32,
+    /// Real transactions' shapes to copy, if set (`--shape mainnet`).
+    shapes: Option<Shapes>,
     warm: Vec<u32>,
     miners: Vec<u32>,
     /// The wallet's receive addresses (owner indexes, contiguous), if it has one.
@@ -172,6 +178,7 @@ impl ChainGenerator {
             uses: Vec::new(),
             hot: Vec::new(),
             hot_per_mille: 0,
+            shapes: None,
             warm: Vec::new(),
             miners: Vec::new(),
             wallet: 0..0,
@@ -240,13 +247,25 @@ impl ChainGenerator {
         self
     }
 
+    /// Shapes every transaction from then on after a random one of `shapes` (its input count
+    /// and kinds, output kinds and OP_RETURN sizes), and gives new scripts the kinds of its
+    /// payments. Without this call the chain is the same as before.
+    pub fn with_shapes(mut self, shapes: Shapes) -> Self {
+        self.shapes = Some(shapes);
+        self
+    }
+
     /// The height of the last block built.
     pub fn height(&self) -> u32 {
         self.height
     }
 
     fn new_owner(&mut self, kind: Option<ScriptKind>) -> u32 {
-        let kind = kind.unwrap_or_else(|| ScriptKind::from_percent(self.rng.gen_range(0..100)));
+        let kind = match (kind, &self.shapes) {
+            (Some(kind), _) => kind,
+            (None, Some(shapes)) => shapes.payment_kind(&mut self.rng),
+            (None, None) => ScriptKind::from_percent(self.rng.gen_range(0..100)),
+        };
         let index = self.owners.len() as u64;
         self.owners
             .push(Owner::new(&self.secp, kind, self.opts.seed, index));
@@ -254,8 +273,9 @@ impl ChainGenerator {
         index as u32
     }
 
-    /// Picks who receives an output: mostly new scripts, some reuse, a heavy tail of hot ones.
-    fn pick_recipient(&mut self) -> u32 {
+    /// Picks who receives an output: mostly new scripts (of `kind` if given), some reuse, a
+    /// heavy tail of hot ones.
+    fn pick_recipient(&mut self, kind: Option<ScriptKind>) -> u32 {
         if self.hot_per_mille > 0 && self.rng.gen_range(0..1000) < self.hot_per_mille {
             return self.hot[0];
         }
@@ -278,7 +298,7 @@ impl ChainGenerator {
                 // Reuse of an existing script, uniformly: most end with one or two uses.
                 self.rng.gen_range(0..self.owners.len()) as u32
             }
-            _ => self.new_owner(None),
+            _ => self.new_owner(kind),
         }
     }
 
@@ -381,31 +401,67 @@ impl ChainGenerator {
     }
 
     fn take_coin(&mut self, fresh: &mut Vec<Coin>) -> Option<Coin> {
-        // A third of the time spend an output of this very block (chains of spends).
+        let (in_block, i) = self.pick_coin(fresh)?;
+        Some(if in_block { fresh.swap_remove(i) } else { self.coins.swap_remove(i) })
+    }
+
+    /// A random coin, as (whether it is from this block, its index), without taking it. A third
+    /// of the time an output of this very block (chains of spends).
+    fn pick_coin(&mut self, fresh: &[Coin]) -> Option<(bool, usize)> {
         if !fresh.is_empty() && (self.coins.is_empty() || self.rng.gen_range(0..3) == 0) {
-            let i = self.rng.gen_range(0..fresh.len());
-            return Some(fresh.swap_remove(i));
+            return Some((true, self.rng.gen_range(0..fresh.len())));
         }
         if self.coins.is_empty() {
             return None;
         }
-        let i = self.rng.gen_range(0..self.coins.len());
-        Some(self.coins.swap_remove(i))
+        Some((false, self.rng.gen_range(0..self.coins.len())))
+    }
+
+    /// A coin of `kind` if one of [`KIND_TRIES`] random ones is, else any coin.
+    fn take_coin_of(&mut self, fresh: &mut Vec<Coin>, kind: Option<ScriptKind>) -> Option<Coin> {
+        if let Some(kind) = kind {
+            for _ in 0..KIND_TRIES {
+                let (in_block, i) = self.pick_coin(fresh)?;
+                let coin = if in_block { fresh[i] } else { self.coins[i] };
+                if self.owners[coin.owner as usize].kind == kind {
+                    return Some(if in_block { fresh.swap_remove(i) } else { self.coins.swap_remove(i) });
+                }
+            }
+        }
+        self.take_coin(fresh)
     }
 
     /// Builds and signs one transaction, or `None` when nothing is spendable.
     fn build_tx(&mut self, fresh: &mut Vec<Coin>) -> Result<Option<(Transaction, u64)>, GenerateError> {
-        let Some(inputs) = self.take_inputs(fresh) else {
+        let shape = match &self.shapes {
+            Some(shapes) => Some(shapes.pick(&mut self.rng).clone()),
+            None => None,
+        };
+        let Some(inputs) = self.take_inputs(fresh, shape.as_ref()) else {
             return Ok(None);
         };
         let total_in: u64 = inputs.iter().map(|c| c.value).sum();
         let pool = self.coins.len() + fresh.len();
-        let Some((n_out, fee, with_op_return)) = self.plan_outputs(inputs.len(), total_in, pool) else {
+        let shaped_payments = shape.as_ref().map(TxShape::payments);
+        let Some((n_out, fee, with_op_return)) = self.plan_outputs(inputs.len(), total_in, pool, shaped_payments)
+        else {
             return Ok(None);
         };
-        let (mut outputs, recipients) = self.pay_recipients(total_in - fee, n_out);
-        if with_op_return {
-            let len = self.rng.gen_range(4..=40);
+        let kinds: Vec<ScriptKind> = shape.iter().flat_map(|s| s.outputs.iter()).filter_map(|o| match o {
+            OutputShape::Pay(kind) => Some(*kind),
+            OutputShape::Data(_) => None,
+        }).collect();
+        let (mut outputs, recipients) = self.pay_recipients(total_in - fee, n_out, &kinds);
+        let data_lens: Vec<usize> = match &shape {
+            Some(shape) => shape.outputs.iter().filter_map(|o| match o {
+                OutputShape::Data(len) => Some(*len),
+                OutputShape::Pay(_) => None,
+            }).collect(),
+            // Drawn as an i32, as before shapes existed: a usize draw takes other random bits.
+            None if with_op_return => vec![self.rng.gen_range(4..=40i32).unsigned_abs() as usize],
+            None => Vec::new(),
+        };
+        for len in data_lens {
             let data: Vec<u8> = (0..len).map(|_| self.rng.gen()).collect();
             outputs.push(TxOut {
                 value: Amount::ZERO,
@@ -427,16 +483,20 @@ impl ChainGenerator {
         Ok(Some((tx, fee)))
     }
 
-    /// One to three coins to spend (mostly one); `None` when none is left.
-    fn take_inputs(&mut self, fresh: &mut Vec<Coin>) -> Option<Vec<Coin>> {
-        let want_inputs = match self.rng.gen_range(0..10) {
-            0..=6 => 1,
-            7..=8 => 2,
-            _ => 3,
+    /// The coins to spend: as many as `shape` has inputs, each of its kind where one is found,
+    /// or without a shape one to three (mostly one); `None` when none is left.
+    fn take_inputs(&mut self, fresh: &mut Vec<Coin>, shape: Option<&TxShape>) -> Option<Vec<Coin>> {
+        let kinds: Vec<Option<ScriptKind>> = match shape {
+            Some(shape) => shape.inputs.clone(),
+            None => match self.rng.gen_range(0..10) {
+                0..=6 => vec![None],
+                7..=8 => vec![None; 2],
+                _ => vec![None; 3],
+            },
         };
-        let mut inputs: Vec<Coin> = Vec::with_capacity(want_inputs);
-        for _ in 0..want_inputs {
-            match self.take_coin(fresh) {
+        let mut inputs: Vec<Coin> = Vec::with_capacity(kinds.len());
+        for kind in kinds {
+            match self.take_coin_of(fresh, kind) {
                 Some(c) => inputs.push(c),
                 None => break,
             }
@@ -451,19 +511,19 @@ impl ChainGenerator {
     }
 
     /// How many outputs, the fee, and whether an OP_RETURN output is added, for `n_in` inputs
-    /// worth `total_in` while `pool` coins are spendable; `None` when the inputs cannot pay for
-    /// one output of at least [`MIN_OUTPUT`].
-    fn plan_outputs(&mut self, n_in: usize, total_in: u64, pool: usize) -> Option<(usize, u64, bool)> {
+    /// worth `total_in` while `pool` coins are spendable (`shaped`: the shape's payment count);
+    /// `None` when the inputs cannot pay for one output of at least [`MIN_OUTPUT`].
+    fn plan_outputs(&mut self, n_in: usize, total_in: u64, pool: usize, shaped: Option<usize>) -> Option<(usize, u64, bool)> {
         // Fan out while there are fewer coins than a block's worth of spends.
         let target = self.opts.txs_per_block as usize * 3;
-        let mut n_out = if pool < target {
-            self.rng.gen_range(10..=40)
-        } else {
-            match self.rng.gen_range(0..20) {
+        let mut n_out = match shaped {
+            _ if pool < target => self.rng.gen_range(10..=40),
+            Some(payments) => payments.max(1),
+            None => match self.rng.gen_range(0..20) {
                 0..=2 => 1,
                 3..=14 => 2,
                 _ => self.rng.gen_range(3..=5),
-            }
+            },
         };
         let feerate: u64 = self.rng.gen_range(1..=25);
         let with_op_return = self.rng.gen_range(0..20) == 0;
@@ -485,8 +545,9 @@ impl ChainGenerator {
     }
 
     /// `n_out` outputs sharing `spend` at random cuts, each at least [`MIN_OUTPUT`], to
-    /// recipients picked as [`ChainGenerator::pick_recipient`] does; and who they are.
-    fn pay_recipients(&mut self, spend: u64, n_out: usize) -> (Vec<TxOut>, Vec<u32>) {
+    /// recipients picked as [`ChainGenerator::pick_recipient`] does (new scripts of `kinds[i]`
+    /// for the i-th where given); and who they are.
+    fn pay_recipients(&mut self, spend: u64, n_out: usize, kinds: &[ScriptKind]) -> (Vec<TxOut>, Vec<u32>) {
         let spare = spend - MIN_OUTPUT * n_out as u64;
         let mut cuts: Vec<u64> = (0..n_out.saturating_sub(1))
             .map(|_| self.rng.gen_range(0..=spare))
@@ -500,7 +561,7 @@ impl ChainGenerator {
             if recipients.len() == n_out {
                 break;
             }
-            let owner = self.pick_recipient();
+            let owner = self.pick_recipient(kinds.get(recipients.len()).copied());
             self.uses[owner as usize] += 1;
             recipients.push(owner);
             outputs.push(TxOut {

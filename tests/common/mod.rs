@@ -145,6 +145,19 @@ impl Bitcoind {
             std::thread::sleep(Duration::from_millis(200));
         }
     }
+
+    /// Waits until bitcoind's BIP158 filter index (built in the background) reports synced.
+    pub fn wait_for_filter_index(&self, timeout: Duration) {
+        let start = Instant::now();
+        loop {
+            let info: serde_json::Value = serde_json::from_str(&self.rpc(&["getindexinfo"])).unwrap();
+            if info["basic block filter index"]["synced"] == true {
+                return;
+            }
+            assert!(start.elapsed() < timeout, "bitcoind's filter index never synced: {info}");
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
 }
 
 impl Drop for Bitcoind {
