@@ -8,12 +8,12 @@ use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 
 use anyhow::{bail, Context, Result};
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use cairn::admin::AdminClient;
 use cairn::config::{FileConfig, Overrides, Settings};
 use cairn::datadir::DataDirError;
-use cairn::generate::{ChainGenerator, GenerateOptions};
+use cairn::generate::{ChainGenerator, GenerateOptions, Shapes};
 use cairn::import::{BlkDir, ImportStats, Importer, Progress};
 use cairn::node::{self, Node, NodeError};
 use cairn::notify::Notifier;
@@ -155,6 +155,17 @@ struct GenerateArgs {
     /// long as a benchmark needs (500: about one history entry per transaction).
     #[arg(long, default_value_t = 0)]
     hot_per_mille: u32,
+    /// Copy each transaction's shape (input count and kinds, output script kinds, OP_RETURN
+    /// sizes) from a random transaction of a real block: `mainnet` is block 951658.
+    #[arg(long, value_enum)]
+    shape: Option<ShapeSource>,
+}
+
+/// Where `cairn generate --shape` takes its transaction shapes from.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum ShapeSource {
+    /// Mainnet block 951658 (374 transactions, mined 2026).
+    Mainnet,
 }
 
 #[derive(Args, Debug)]
@@ -337,6 +348,9 @@ fn generate(args: &GenerateArgs) -> Result<()> {
     if args.hot_per_mille > 0 {
         generator = generator.with_hot_script(args.hot_per_mille);
     }
+    if let Some(ShapeSource::Mainnet) = args.shape {
+        generator = generator.with_shapes(Shapes::mainnet()?);
+    }
     let summary = generator.write_to(&args.out)?;
     if args.wallet_addresses > 0 {
         println!(
@@ -416,6 +430,8 @@ fn reindex(settings: Settings, json: bool) -> Result<()> {
     let mut node = open_node(settings, false)?;
     let tip = node.validator.tip();
     let index = node.fresh_index()?;
+    // An interrupted reindex resumes from whatever it flushed, so the log is not needed.
+    index.store().set_bulk_load(true)?;
     let started = std::time::Instant::now();
     let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let progress = {
@@ -436,7 +452,7 @@ fn reindex(settings: Settings, json: bool) -> Result<()> {
     done.store(true, std::sync::atomic::Ordering::SeqCst);
     let _ = progress.join();
     synced?;
-    index.store().flush()?;
+    index.store().set_bulk_load(false)?;
     let seconds = started.elapsed().as_secs_f64();
     let txs = index.with_chain(|c| c.next_txnum().0);
     let blocks = index.tip().map(|(h, _)| u64::from(h) + 1).unwrap_or(0);

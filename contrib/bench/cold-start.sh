@@ -65,8 +65,13 @@ wait_at_tip() { until at_tip "$1"; do sleep 0.2; done; }
 start_node() {
   rm -rf "$WORK/node"; mkdir -p "$WORK/node"
   "$BITCOIND" -regtest -datadir="$WORK/node" -port=29110 -bind=127.0.0.1 -rpcport=29111 -rpcuser=u -rpcpassword=p \
-    -connect=127.0.0.1:29100 -maxtipage=2000000000 -listen=1 "$@" -daemon -printtoconsole=0 >/dev/null
+    -connect=127.0.0.1:29100 -maxtipage=2000000000 -listen=1 ${NODE_EXTRA:-} "$@" -daemon -printtoconsole=0 >/dev/null
   until rpc "$WORK/node" 29111 getblockcount >/dev/null 2>&1; do sleep 0.1; done
+}
+# wait_indexes: until the node is at the tip and every index it builds reports synced.
+wait_indexes() {
+  until [ "$(rpc "$WORK/node" 29111 getblockcount)" = "$BLOCKS" ] &&
+    ! rpc "$WORK/node" 29111 getindexinfo | grep -q '"synced": false'; do sleep 0.2; done
 }
 stop_node() {
   rpc "$WORK/node" 29111 stop >/dev/null 2>&1 || true
@@ -103,16 +108,18 @@ run_electrs() {
   wait_at_tip 29130
   end=$(now)
   kill "$pid"; wait "$pid" 2>/dev/null || true
+  wait_indexes
   stop_node # flushes bitcoind's chainstate, as cairn's is when it stops
-  ELECTRS_DISK="blocks $(disk "$WORK/node/regtest/blocks") chainstate $(disk "$WORK/node/regtest/chainstate") index $(disk "$WORK/electrs") total $(disk "$WORK/node/regtest/blocks" "$WORK/node/regtest/chainstate" "$WORK/electrs")"
+  r=$WORK/node/regtest
+  ELECTRS_DISK="blocks $(disk "$r/blocks") chainstate $(disk "$r/chainstate") index $(disk "$r/indexes" "$WORK/electrs") total $(disk "$r/blocks" "$r/chainstate" "$r/indexes" "$WORK/electrs")"
+  ELECTRS_INDEX="electrs $(disk "$WORK/electrs") txindex $(disk "$r/indexes/txindex") blockfilterindex $(disk "$r/indexes/blockfilter") sum $(disk "$WORK/electrs" "$r/indexes")"
   elapsed "$start" "$end"
 }
 
 run_electrumx() {
   start=$(now)
   start_node -txindex
-  until rpc "$WORK/node" 29111 getindexinfo 2>/dev/null | grep -q '"synced": true' &&
-    [ "$(rpc "$WORK/node" 29111 getblockcount)" = "$BLOCKS" ]; do sleep 0.2; done
+  wait_indexes
   rm -rf "$WORK/ex"; mkdir -p "$WORK/ex"
   env COIN=Bitcoin NET=regtest DB_ENGINE=leveldb DB_DIRECTORY="$WORK/ex" \
     DAEMON_URL="http://u:p@127.0.0.1:29111/" SERVICES=tcp://127.0.0.1:29140 \
@@ -125,6 +132,7 @@ run_electrumx() {
   stop_node
   r=$WORK/node/regtest
   EX_DISK="blocks $(disk "$r/blocks") chainstate $(disk "$r/chainstate") index $(disk "$r/indexes" "$WORK/ex") total $(disk "$r/blocks" "$r/chainstate" "$r/indexes" "$WORK/ex")"
+  EX_INDEX="ElectrumX $(disk "$WORK/ex") txindex $(disk "$r/indexes/txindex") blockfilterindex $(disk "$r/indexes/blockfilter") sum $(disk "$WORK/ex" "$r/indexes")"
   elapsed "$start" "$end"
 }
 
@@ -143,6 +151,26 @@ sizes() {
   run_electrs >/dev/null; echo "bitcoind + electrs: $ELECTRS_DISK"
   run_electrumx >/dev/null; echo "bitcoind -txindex + ElectrumX: $EX_DISK"
 }
+# index_sizes: what each side keeps to answer the same questions (any transaction by txid,
+# histories, BIP158 filters): cairn's index compacted (`cairn index-stats`), also without the
+# undo rows of recent blocks that a restart deletes, electrs's and ElectrumX's databases each with a
+# bitcoind's -txindex and -blockfilterindex (one more, untimed, run each).
+index_sizes() {
+  "$CAIRN" --datadir "$WORK/cairn" index-stats > "$WORK/cairn-stats.json" 2>/dev/null
+  python3 - "$WORK/cairn-stats.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+cfs = " ".join(f"{k} {v}" for k, v in sorted(d["column_families"].items()))
+kept = d["index_bytes"] - d["column_families"].get("undo", 0)
+print(f"cairn index (compacted): {d['index_bytes']}; without the undo rows of blocks the kernel "
+      f"had not yet certainly written, which the next start deletes: {kept} "
+      f"({kept / d['txs']:.0f} bytes per transaction; {cfs})")
+PY
+  NODE_EXTRA="-txindex -blockfilterindex"
+  run_electrs >/dev/null; echo "electrs + bitcoind's indexes: $ELECTRS_INDEX"
+  run_electrumx >/dev/null; echo "ElectrumX + bitcoind's indexes: $EX_INDEX"
+  NODE_EXTRA=
+}
 echo
 echo "| chain | cairn (median) | bitcoind + electrs | bitcoind -txindex + ElectrumX | cairn / the faster other |"
 echo "|---|---|---|---|---|"
@@ -151,6 +179,9 @@ awk -v c="$mc" -v e="$me" -v x="$mx" -v b="$BLOCKS" -v t="$TXS" \
 echo
 echo "disk in bytes after a run (one more run each):"
 sizes
+echo
+echo "index bytes to answer the same questions (transactions by txid, histories, BIP158 filters):"
+index_sizes
 commit=$(git describe --always --dirty 2>/dev/null || echo unknown)
 json=$(results_file "cold-start-$BLOCKS-$TXS")
 cat > "$json" <<JSON
