@@ -74,3 +74,51 @@ fn a_running_node_is_not_reindexed_under_it() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("in use by a running cairn"), "{}", String::from_utf8_lossy(&out.stderr));
     node.stop();
 }
+
+/// A node that indexes 1,000 blocks or more in one catch-up compacts its whole index once it is
+/// done (in the background, after it serves): the log says so with sizes that shrank, and the
+/// rows are the import's.
+#[test]
+fn a_long_catch_up_ends_with_the_index_compacted() {
+    let tmp = tempfile::tempdir().unwrap();
+    let chain = tmp.path().join("chain");
+    let summary = ChainGenerator::new(GenerateOptions { blocks: 1_050, txs_per_block: 8, seed: 43 }).write_to(&chain).unwrap();
+    let indexed = tmp.path().join("indexed");
+    let out = cairn(&indexed).args(["import", "--quiet", "--blocks-dir"]).arg(chain.join("blocks")).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let want = index_rows(&indexed);
+
+    // The kernel holds the chain, the index nothing: the node's first sync indexes it all.
+    let dir = tmp.path().join("cairn");
+    let out = cairn(&dir).args(["import", "--quiet", "--no-index", "--blocks-dir"]).arg(chain.join("blocks")).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let log = tmp.path().join("run.log");
+    let mut child = cairn(&dir)
+        .args(["--admin-addr", "127.0.0.1:0", "--electrum-addr", "127.0.0.1:0", "--no-listen", "run"])
+        .env("CAIRN_LOG", "info")
+        .stderr(std::fs::File::create(&log).unwrap())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    let line = loop {
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        if let Some(line) = text.lines().find(|l| l.contains("index compacted after the initial sync")) {
+            break line.to_string();
+        }
+        assert!(started.elapsed() < Duration::from_secs(120), "no compaction logged:\n{text}");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let after_colon = line.rsplit("initial sync:").next().unwrap_or_default();
+    let sizes: Vec<u64> = after_colon
+        .split(|c: char| !c.is_ascii_digit())
+        .filter_map(|w| w.parse().ok())
+        .filter(|&n| n > 1_000)
+        .collect();
+    assert!(sizes.len() == 2 && sizes[1] < sizes[0], "{line}");
+    let stopped = cairn(&dir).arg("stop").output().unwrap();
+    assert!(stopped.status.success());
+    assert!(child.wait().unwrap().success());
+    assert!(index_rows(&dir) == want, "the rows after the catch-up differ from the import's");
+    eprintln!("{line}; tip {}", summary.tip);
+}

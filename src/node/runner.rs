@@ -45,7 +45,8 @@ impl IndexRunner {
                 if let (Some(pool), Some(path)) = (&pool, saved.flatten()) {
                     load_mempool(pool, &index, &path, &notifier);
                 }
-                run(&index, &validator, pool.as_deref(), events, &notifier, &stop2)
+                let settle = SettleCompaction::new(first.connected);
+                run(&index, &validator, pool.as_deref(), events, &notifier, &stop2, settle)
             })();
             if let Err(e) = &result {
                 *failure2.lock().unwrap_or_else(PoisonError::into_inner) = Some(e.to_string());
@@ -83,6 +84,7 @@ fn run(
     events: Receiver<KernelEvent>,
     notifier: &Notifier,
     stop: &AtomicBool,
+    mut settle: SettleCompaction,
 ) -> Result<Receiver<KernelEvent>, IndexError> {
     let mut pruner = UndoPruner::default();
     let mut kernel_stopped = false;
@@ -92,6 +94,7 @@ fn run(
         let stopping = stop.load(Ordering::SeqCst) || kernel_stopped;
         let stats = index.sync(validator)?;
         pruner.after_sync(index, validator, stats.lowest_undone)?;
+        settle.after_sync(index, validator, stats.connected);
         if stats.connected > 0 || stats.disconnected > 0 {
             let changes = match mempool {
                 Some(pool) => follow_tip(pool, index, stats),
@@ -125,6 +128,48 @@ fn load_mempool(pool: &Mempool, index: &Index, path: &std::path::Path, notifier:
             s.accepted, s.failed, s.expired, s.already_there
         ),
         Err(e) => tracing::warn!("the saved mempool was not (fully) loaded: {e}"),
+    }
+}
+
+/// Blocks indexed in one catch-up after which the whole index is compacted once it is done.
+const SETTLE_AFTER_BLOCKS: u64 = 1_000;
+
+/// Compacts the whole index, in a thread of its own, once the node has left its initial
+/// download after indexing [`SETTLE_AFTER_BLOCKS`] or more blocks (once per process, as electrs
+/// does after its initial sync): rows deleted or rewritten during the catch-up (spent outputs,
+/// undo rows) then leave the files, and every file gets the last level's compression. Until
+/// then RocksDB compacts as it sees fit; a stop meanwhile abandons the compaction safely.
+struct SettleCompaction {
+    indexed: u64,
+    started: bool,
+}
+
+impl SettleCompaction {
+    /// Counts `connected` blocks already indexed (the first sync's).
+    fn new(connected: u32) -> Self {
+        SettleCompaction { indexed: u64::from(connected), started: false }
+    }
+
+    fn after_sync(&mut self, index: &Index, validator: &Validator, connected: u32) {
+        self.indexed = self.indexed.saturating_add(u64::from(connected));
+        if self.started || self.indexed < SETTLE_AFTER_BLOCKS || validator.initial_download().is_some() {
+            return;
+        }
+        self.started = true;
+        let store = index.store().clone();
+        let compaction = std::thread::Builder::new().name("compaction".into()).spawn(move || {
+            let started = Instant::now();
+            let before: u64 = store.disk_bytes().iter().map(|(_, b)| b).sum();
+            store.compact();
+            let after: u64 = store.disk_bytes().iter().map(|(_, b)| b).sum();
+            tracing::info!(
+                "index compacted after the initial sync: {before} to {after} bytes in {:.1} s",
+                started.elapsed().as_secs_f64()
+            );
+        });
+        if let Err(e) = compaction {
+            tracing::warn!("the index's compaction did not start: {e}");
+        }
     }
 }
 
