@@ -354,13 +354,18 @@ impl Index {
         let Some(range) = chain.txnums(height) else {
             return Ok(None);
         };
-        let store = self.store();
+        // The block's rows are consecutive keys: one seek, then the next rows in order.
         let mut out = Vec::with_capacity((range.end - range.start) as usize);
-        for n in range {
-            let row = store
-                .get_at(&snap, cf::TXS, &TxRow::key(TxNum(n)))?
-                .ok_or_else(|| IndexError::Inconsistent(format!("no tx row {n}")))?;
-            out.push(TxRow::decode(&row)?.txid);
+        let end = TxRow::key(TxNum(range.end));
+        self.store().for_each_from(&snap, cf::TXS, &[], &TxRow::key(TxNum(range.start)), |key, value| {
+            if key >= end.as_slice() {
+                return Ok::<bool, QueryError>(false);
+            }
+            out.push(TxRow::decode(value).map_err(IndexError::from)?.txid);
+            Ok(true)
+        })?;
+        if out.len() as u64 != range.end - range.start {
+            return Err(IndexError::Inconsistent(format!("block {height} has {} of its tx rows", out.len())).into());
         }
         Ok(Some(out))
     }
