@@ -6,7 +6,8 @@
 # Usage: sh contrib/fuzz.sh [SECONDS] [TARGET...]
 # Installs the nightly toolchain and cargo-fuzz when missing.
 # The first build compiles RocksDB and the kernel again (about 30 minutes here); point
-# ROCKSDB_LIB_DIR at a built librocksdb.a (with ROCKSDB_STATIC=1) to skip RocksDB's part.
+# ROCKSDB_LIB_DIR at a built librocksdb.a with LZ4 and zstd (with ROCKSDB_STATIC=1) to skip
+# RocksDB's part: the out/ folder of a librocksdb-sys build of this lock file has one.
 set -eu
 cd "$(dirname "$0")/../fuzz"
 SECONDS_=${1:-60}
