@@ -50,7 +50,7 @@ const SCAN_BLOCK: usize = 16 << 10;
 /// The zstd level of files in the last level (RocksDB's default is zstd's 3): 9 takes 6% off
 /// the index on chain S; the files are written once, in background compactions.
 const ZSTD_LEVEL: i32 = 9;
-/// zstd's window, RocksDB's default (negative: the library's own for the level).
+/// RocksDB's default `window_bits`, passed along with the level (zlib's setting; zstd ignores it).
 const ZSTD_WINDOW_BITS: i32 = -14;
 
 /// The open store.
@@ -151,8 +151,10 @@ impl Store {
     /// Bulk loading on: batches skip the write-ahead log, so each row is written once (to the
     /// memtable, later its SST file) instead of twice, and nothing waits for a sync. A crash
     /// loses the batches since the last flush, all families alike (atomic flush), and the
-    /// index resumes from the older tip it then finds, as after any crash. Off: flushes first,
-    /// so everything written in bulk is durable once this returns. For `cairn reindex`.
+    /// index resumes from the older tip it then finds, as after any crash. Off: writes use the
+    /// log again and everything written in bulk is flushed, durable once this returns. Every
+    /// write in between must be a bulk one (a logged write replayed after a crash without the
+    /// unlogged ones before it could be out of order). For `cairn reindex`.
     pub fn set_bulk_load(&self, on: bool) -> Result<(), StoreError> {
         self.bulk_load.store(on, std::sync::atomic::Ordering::Relaxed);
         if !on {
