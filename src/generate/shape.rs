@@ -40,7 +40,23 @@ pub struct TxShape {
 impl TxShape {
     /// The number of payment (non-OP_RETURN) outputs.
     pub fn payments(&self) -> usize {
-        self.outputs.iter().filter(|o| matches!(o, OutputShape::Pay(_))).count()
+        self.payment_kinds().count()
+    }
+
+    /// The script kind of each payment output, in order.
+    pub fn payment_kinds(&self) -> impl Iterator<Item = ScriptKind> + '_ {
+        self.outputs.iter().filter_map(|o| match o {
+            OutputShape::Pay(kind) => Some(*kind),
+            OutputShape::Data(_) => None,
+        })
+    }
+
+    /// The payload size of each OP_RETURN output, in order.
+    pub fn data_lens(&self) -> impl Iterator<Item = usize> + '_ {
+        self.outputs.iter().filter_map(|o| match o {
+            OutputShape::Data(len) => Some(*len),
+            OutputShape::Pay(_) => None,
+        })
     }
 }
 
@@ -66,14 +82,7 @@ impl Shapes {
     /// The shapes of `block`'s transactions after the coinbase; an error if it has none.
     pub fn from_block(block: &Block) -> Result<Self, ShapeError> {
         let txs: Vec<TxShape> = block.txdata.iter().skip(1).map(tx_shape).collect();
-        let payments: Vec<ScriptKind> = txs
-            .iter()
-            .flat_map(|t| t.outputs.iter())
-            .filter_map(|o| match o {
-                OutputShape::Pay(kind) => Some(*kind),
-                OutputShape::Data(_) => None,
-            })
-            .collect();
+        let payments: Vec<ScriptKind> = txs.iter().flat_map(TxShape::payment_kinds).collect();
         if txs.is_empty() || payments.is_empty() {
             return Err(ShapeError("the block has no payments besides the coinbase".into()));
         }

@@ -7,12 +7,21 @@ use bitcoin::transaction::Version as TxVersion;
 use bitcoin::{Amount, OutPoint, ScriptBuf, Sequence, Transaction, TxIn, TxOut, Witness};
 use rand::Rng;
 
-use super::{wallet, ChainGenerator, Coin, GenerateError, OutputShape, ScriptKind, TxShape, KIND_TRIES, MIN_OUTPUT};
+use super::{wallet, ChainGenerator, Coin, GenerateError, ScriptKind, TxShape, KIND_TRIES, MIN_OUTPUT};
 
 impl ChainGenerator {
     fn take_coin(&mut self, fresh: &mut Vec<Coin>) -> Option<Coin> {
         let (in_block, i) = self.pick_coin(fresh)?;
-        Some(if in_block { fresh.swap_remove(i) } else { self.coins.swap_remove(i) })
+        Some(self.remove_coin(fresh, in_block, i))
+    }
+
+    /// Takes the coin [`ChainGenerator::pick_coin`] chose.
+    fn remove_coin(&mut self, fresh: &mut Vec<Coin>, in_block: bool, i: usize) -> Coin {
+        if in_block {
+            fresh.swap_remove(i)
+        } else {
+            self.coins.swap_remove(i)
+        }
     }
 
     /// A random coin, as (whether it is from this block, its index), without taking it. A third
@@ -34,7 +43,7 @@ impl ChainGenerator {
                 let (in_block, i) = self.pick_coin(fresh)?;
                 let coin = if in_block { fresh[i] } else { self.coins[i] };
                 if self.owners[coin.owner as usize].kind == kind {
-                    return Some(if in_block { fresh.swap_remove(i) } else { self.coins.swap_remove(i) });
+                    return Some(self.remove_coin(fresh, in_block, i));
                 }
             }
         }
@@ -57,16 +66,10 @@ impl ChainGenerator {
         else {
             return Ok(None);
         };
-        let kinds: Vec<ScriptKind> = shape.iter().flat_map(|s| s.outputs.iter()).filter_map(|o| match o {
-            OutputShape::Pay(kind) => Some(*kind),
-            OutputShape::Data(_) => None,
-        }).collect();
+        let kinds: Vec<ScriptKind> = shape.iter().flat_map(TxShape::payment_kinds).collect();
         let (mut outputs, recipients) = self.pay_recipients(total_in - fee, n_out, &kinds);
         let data_lens: Vec<usize> = match &shape {
-            Some(shape) => shape.outputs.iter().filter_map(|o| match o {
-                OutputShape::Data(len) => Some(*len),
-                OutputShape::Pay(_) => None,
-            }).collect(),
+            Some(shape) => shape.data_lens().collect(),
             // Drawn as an i32, as before shapes existed: a usize draw takes other random bits.
             None if with_op_return => vec![self.rng.gen_range(4..=40i32).unsigned_abs() as usize],
             None => Vec::new(),
