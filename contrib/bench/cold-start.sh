@@ -28,8 +28,7 @@ TXS=${2:-53}
 RUNS=${3:-3}
 . contrib/bench/lib.sh
 bench_setup
-ELECTRS=${CAIRN_ELECTRS:-/opt/electrs/bin/electrs}
-[ -x "$ELECTRS" ] || sh contrib/install-electrs.sh "$(dirname "$(dirname "$ELECTRS")")" >/dev/null
+need_electrs
 ELECTRUMX=${CAIRN_ELECTRUMX:-/opt/electrumx}
 [ -x "$ELECTRUMX/bin/electrumx_server" ] || sh contrib/install-electrumx.sh "$ELECTRUMX" >/dev/null
 rpc() { dir=$1; port=$2; shift 2; "$CLI" -regtest -datadir="$dir" -rpcport="$port" -rpcuser=u -rpcpassword=p "$@"; }
@@ -47,21 +46,8 @@ now() { date +%s.%N; }
 peer_stack 29100 29101
 TIP_HEADER=$(rpc "$WORK/peer" 29101 getblockheader "$(rpc "$WORK/peer" 29101 getbestblockhash)" false)
 
-# at_tip PORT: whether the Electrum server on PORT answers headers.subscribe with the tip.
-at_tip() {
-  python3 - "$1" "$BLOCKS" "$TIP_HEADER" <<'PY' 2>/dev/null
-import json, socket, sys
-port, height, header = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
-s = socket.create_connection(("127.0.0.1", port), timeout=5)
-f = s.makefile("rwb")
-for i, (m, p) in enumerate([("server.version", ["cold-start", "1.4"]), ("blockchain.headers.subscribe", [])]):
-    f.write((json.dumps({"jsonrpc": "2.0", "id": i, "method": m, "params": p}) + "\n").encode()); f.flush()
-    answer = json.loads(f.readline())
-r = answer.get("result") or {}
-sys.exit(0 if r.get("height") == height and r.get("hex") == header else 1)
-PY
-}
-wait_at_tip() { until at_tip "$1"; do sleep 0.2; done; }
+# wait_at_tip PORT: until the Electrum server on PORT answers headers.subscribe with the tip.
+wait_at_tip() { until electrum_at "$1" "$BLOCKS" "$TIP_HEADER"; do sleep 0.2; done; }
 
 # A syncing bitcoind in $WORK/node (P2P from the peer) with extra arguments.
 start_node() {
@@ -79,9 +65,8 @@ stop_node() {
   rpc "$WORK/node" 29111 stop >/dev/null 2>&1 || true
   while [ -f "$WORK/node/regtest/bitcoind.pid" ]; do sleep 0.2; done
 }
-# disk DIR...: bytes under each (apparent sizes: blk files are pre-allocated in 16 MiB steps
-# on every side alike), summed.
-disk() { du -sb "$@" 2>/dev/null | awk '{s += $1} END {print s + 0}'; }
+# Disk figures are apparent sizes (`disk` in lib.sh): blk files are pre-allocated in 16 MiB
+# steps on every side alike.
 
 run_cairn() {
   rm -rf "$WORK/cairn"
@@ -106,12 +91,8 @@ run_electrs() {
   start=$(now)
   start_node
   rm -rf "$WORK/electrs"; mkdir -p "$WORK/electrs"
-  # electrs reads RPC credentials as a cookie file's "user:password".
-  printf 'u:p' > "$WORK/electrs.cookie"
-  "$ELECTRS" --network regtest --daemon-dir "$WORK/node" --daemon-rpc-addr 127.0.0.1:29111 \
-    --daemon-p2p-addr 127.0.0.1:29110 --db-dir "$WORK/electrs" --electrum-rpc-addr 127.0.0.1:29130 \
-    --cookie-file "$WORK/electrs.cookie" --log-filters warn >"$WORK/electrs.log" 2>&1 &
-  pid=$!; PIDS="$PIDS $pid"
+  start_electrs "$WORK/node" 29111 29110 "$WORK/electrs" 29130
+  pid=$ELECTRS_PID; PIDS="$PIDS $pid"
   wait_at_tip 29130
   end=$(now)
   kill "$pid"; wait "$pid" 2>/dev/null || true
@@ -155,7 +136,7 @@ mc=$(median < "$WORK/cairn.txt"); me=$(median < "$WORK/electrs.txt"); mx=$(media
 # The disk figures come from subshells ($(run_...)): measure them once more here.
 sizes() {
   run_cairn >/dev/null; echo "cairn, stopped at the first answer at the tip: $CAIRN_DISK"
-  SETTLE=1 run_cairn >/dev/null; echo "cairn, stopped after its compaction once synced: $CAIRN_DISK"
+  SETTLE=1 run_cairn >/dev/null; echo "cairn, stopped once it compacted after the sync (2 minutes at most; a sync under 1,000 blocks does not compact): $CAIRN_DISK"
   run_electrs >/dev/null; echo "bitcoind + electrs: $ELECTRS_DISK"
   run_electrumx >/dev/null; echo "bitcoind -txindex + ElectrumX: $EX_DISK"
 }

@@ -16,8 +16,7 @@ BLOCKS=${1:-2000}
 TXS=${2:-53}
 . contrib/bench/lib.sh
 bench_setup
-ELECTRS=${CAIRN_ELECTRS:-/opt/electrs/bin/electrs}
-[ -x "$ELECTRS" ] || sh contrib/install-electrs.sh "$(dirname "$(dirname "$ELECTRS")")" >/dev/null
+need_electrs
 rpc() { "$CLI" -regtest -datadir="$WORK/node" -rpcport=29161 -rpcuser=u -rpcpassword=p "$@"; }
 ELECTRS_PID=""
 cleanup() {
@@ -26,7 +25,6 @@ cleanup() {
   sleep 2; rm -rf "$WORK"
 }
 trap cleanup EXIT INT TERM
-disk() { du -sb "$@" 2>/dev/null | awk '{s += $1} END {print s + 0}'; }
 
 # cairn
 CAIRN_LOG=warn "$CAIRN" --datadir "$WORK/cairn" import --quiet --blocks-dir "$CHAIN/blocks" >/dev/null
@@ -39,19 +37,8 @@ mkdir -p "$WORK/node" "$WORK/electrs"
   -txindex -blockfilterindex -maxtipage=2000000000 -connect=0 -listen=1 $(loadblock_args) -daemon -printtoconsole=0 >/dev/null
 until [ "$(rpc getblockcount 2>/dev/null || echo 0)" = "$BLOCKS" ] &&
   ! rpc getindexinfo | grep -q '"synced": false'; do sleep 0.5; done
-printf 'u:p' > "$WORK/electrs.cookie"
-"$ELECTRS" --network regtest --daemon-dir "$WORK/node" --daemon-rpc-addr 127.0.0.1:29161 \
-  --daemon-p2p-addr 127.0.0.1:29160 --db-dir "$WORK/electrs" --electrum-rpc-addr 127.0.0.1:29162 \
-  --cookie-file "$WORK/electrs.cookie" --log-filters warn >"$WORK/electrs.log" 2>&1 &
-ELECTRS_PID=$!
-until python3 - "$BLOCKS" <<'PY' 2>/dev/null
-import json, socket, sys
-s = socket.create_connection(("127.0.0.1", 29162), timeout=5)
-f = s.makefile("rwb")
-f.write(b'{"jsonrpc": "2.0", "id": 1, "method": "blockchain.headers.subscribe", "params": []}\n'); f.flush()
-sys.exit(0 if json.loads(f.readline())["result"]["height"] == int(sys.argv[1]) else 1)
-PY
-do sleep 0.5; done
+start_electrs "$WORK/node" 29161 29160 "$WORK/electrs" 29162
+until electrum_at 29162 "$BLOCKS"; do sleep 0.5; done
 kill "$ELECTRS_PID"; wait "$ELECTRS_PID" 2>/dev/null || true; ELECTRS_PID=""
 rpc stop >/dev/null; while [ -f "$WORK/node/regtest/bitcoind.pid" ]; do sleep 0.2; done
 r=$WORK/node/regtest

@@ -55,6 +55,45 @@ peer_stack() {
   until [ "$("$CLI" -regtest -datadir="$WORK/peer" -rpcport="$2" -rpcuser=u -rpcpassword=p getblockcount 2>/dev/null || echo 0)" = "$BLOCKS" ]; do sleep 0.5; done
 }
 
+# need_electrs: sets ELECTRS (CAIRN_ELECTRS or /opt/electrs/bin/electrs), installing electrs
+# 0.11.1 there when missing (contrib/install-electrs.sh, about 15 minutes the first time).
+need_electrs() {
+  ELECTRS=${CAIRN_ELECTRS:-/opt/electrs/bin/electrs}
+  [ -x "$ELECTRS" ] || sh contrib/install-electrs.sh "$(dirname "$(dirname "$ELECTRS")")" >/dev/null
+}
+
+# start_electrs NODE_DIR RPC_PORT P2P_PORT DB_DIR ELECTRUM_PORT: electrs indexing the regtest
+# bitcoind of NODE_DIR (user u, password p) into DB_DIR, serving Electrum on ELECTRUM_PORT, in
+# the background (log: DB_DIR.log); sets ELECTRS_PID.
+start_electrs() {
+  # electrs reads RPC credentials as a cookie file's "user:password".
+  printf 'u:p' > "$4.cookie"
+  "$ELECTRS" --network regtest --daemon-dir "$1" --daemon-rpc-addr "127.0.0.1:$2" \
+    --daemon-p2p-addr "127.0.0.1:$3" --db-dir "$4" --electrum-rpc-addr "127.0.0.1:$5" \
+    --cookie-file "$4.cookie" --log-filters warn >"$4.log" 2>&1 &
+  ELECTRS_PID=$!
+}
+
+# electrum_at PORT HEIGHT [HEADER_HEX]: whether the Electrum server on PORT answers
+# blockchain.headers.subscribe with HEIGHT (and that header, when given).
+electrum_at() {
+  python3 - "$@" <<'PY' 2>/dev/null
+import json, socket, sys
+port, height = int(sys.argv[1]), int(sys.argv[2])
+header = sys.argv[3] if len(sys.argv) > 3 else None
+s = socket.create_connection(("127.0.0.1", port), timeout=5)
+f = s.makefile("rwb")
+for i, (m, p) in enumerate([("server.version", ["cairn-bench", "1.4"]), ("blockchain.headers.subscribe", [])]):
+    f.write((json.dumps({"jsonrpc": "2.0", "id": i, "method": m, "params": p}) + "\n").encode()); f.flush()
+    answer = json.loads(f.readline())
+r = answer.get("result") or {}
+sys.exit(0 if r.get("height") == height and header in (None, r.get("hex")) else 1)
+PY
+}
+
+# disk DIR...: bytes under each (apparent sizes), summed; missing folders count 0.
+disk() { du -sb "$@" 2>/dev/null | awk '{s += $1} END {print s + 0}'; }
+
 # elapsed START END: seconds between two `date +%s.%N` stamps.
 elapsed() { awk -v s="$1" -v e="$2" 'BEGIN { printf "%.3f\n", e - s }'; }
 
