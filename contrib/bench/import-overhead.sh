@@ -9,6 +9,9 @@
 # Defaults: 2000 blocks, 53 txs per block (about 100k transactions), 3 runs.
 # With `filters` as the fourth argument it compares the index without BIP158 filters
 # (`block_filters = false`) against the index with them instead: the sync cost of filters.
+# With `neighbour` it compares bare validation alone against bare validation beside a busy loop
+# in another process at the lowest CPU priority (SCHED_IDLE, `chrt -i 0`): what any work on the
+# second core costs validation on this machine, whatever its priority.
 # The chain is generated once into ${CAIRN_BENCH_CACHE:-/var/tmp/cairn-bench}.
 set -eu
 cd "$(dirname "$0")/../.."
@@ -46,7 +49,17 @@ bench_extra() {
   if [ "$MODE" = filters ]; then first=nofilters; else first=bare; fi
   printf '{"sides": [%s, %s], "index_stats": %s}' "$(side_stats "$first" "$ma")" "$(side_stats indexed "$mb")" "$(cat "$WORK/stats.json")"
 }
-if [ "$MODE" = filters ]; then
+if [ "$MODE" = neighbour ]; then
+  beside_spinner() {
+    chrt -i 0 sh -c 'while :; do :; done' >/dev/null 2>&1 &
+    spinner=$!
+    run bare --no-index
+    kill "$spinner"; wait "$spinner" 2>/dev/null || true
+  }
+  unset -f bench_extra
+  compare "bare validation" bare "bare validation beside a SCHED_IDLE busy loop" beside_spinner
+  exit 0
+elif [ "$MODE" = filters ]; then
   printf 'block_filters = false\n' > "$WORK/no-filters.toml"
   nofilters() { run nofilters --config "$WORK/no-filters.toml"; }
   compare "index without filters" nofilters "index with filters" indexed
