@@ -173,24 +173,7 @@ fn a_reorg_replaces_the_filters_of_disconnected_blocks() {
     assert!(index.filter_at(128).unwrap().is_none());
 }
 
-/// One HTTP/1.1 request over a plain socket; returns (status, headers, body).
-fn http(addr: std::net::SocketAddr, request: &str) -> (u16, String, String) {
-    use std::io::{Read, Write};
-    let mut s = std::net::TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(std::time::Duration::from_secs(20))).unwrap();
-    // A server that closes at once (over its connection limit) may refuse the write too.
-    let _ = s.write_all(request.as_bytes());
-    let mut raw = Vec::new();
-    let _ = s.read_to_end(&mut raw);
-    let text = String::from_utf8_lossy(&raw).to_string();
-    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
-    let status = head.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
-    (status, head.to_string(), body.to_string())
-}
-
-fn get(addr: std::net::SocketAddr, path: &str) -> (u16, String, String) {
-    http(addr, &format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"))
-}
+use common::http::{get, text as http};
 
 #[test]
 fn http_serves_filters_and_headers_as_bitcoind_computed_them() {
@@ -253,12 +236,14 @@ fn http_serves_filters_and_headers_as_bitcoind_computed_them() {
         ("/filterheaders?start=-1&count=5", 400),
         ("/filterheaders?start=0", 400),
         ("/filterheaders?start=300&count=5", 404),
-        ("/somewhere", 404),
     ] {
         let (status, _, body) = get(addr, path);
         assert_eq!(status, code, "{path}: {body}");
         assert!(body.contains("error"), "{path}: {body}");
     }
+    // Paths of neither the filters nor the Esplora API: Esplora's 404 and text.
+    let (status, _, body) = get(addr, "/somewhere");
+    assert_eq!((status, body.as_str()), (404, "endpoint does not exist \"/somewhere\""));
     let (status, _, _) = http(addr, "POST /filterheaders?start=0&count=1 HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
     assert_eq!(status, 405);
     let (status, _, _) = http(addr, "\x00\x01garbage\r\n\r\n");

@@ -567,21 +567,8 @@ impl Session {
     /// transaction. From the block files directly; through the kernel only if they are not
     /// mapped.
     pub(crate) fn confirmed_raw_tx(&self, txid: &Txid) -> Result<Option<(Vec<u8>, u32)>, RpcError> {
-        if let Some((bytes, pos)) = self.backend.index.raw_tx(txid).map_err(backend_err)? {
-            return Ok(Some((bytes, pos.height)));
-        }
-        let Some(pos) = self.backend.index.tx_position(txid).map_err(backend_err)? else {
-            return Ok(None);
-        };
-        let block = self
-            .backend
-            .validator
-            .read_block_bytes(i64::from(pos.height))
-            .map_err(|e| RpcError::new(BACKEND_ERROR, e.to_string()))?;
-        let bytes = block
-            .get(pos.offset as usize..(pos.offset + pos.len) as usize)
-            .ok_or_else(|| RpcError::new(BACKEND_ERROR, "transaction position outside its block"))?;
-        Ok(Some((bytes.to_vec(), pos.height)))
+        let found = self.backend.index.confirmed_tx_bytes(&self.backend.validator, txid).map_err(backend_err)?;
+        Ok(found.map(|(bytes, pos)| (bytes, pos.height)))
     }
 
     fn transaction_get(&self, params: &[Value]) -> Result<Value, RpcError> {

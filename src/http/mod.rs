@@ -1,7 +1,10 @@
-//! HTTP access to the compact filters, for light clients that cannot speak P2P (browsers):
-//! `GET /filter/{blockhash}` and `GET /filterheaders?start=H&count=N`, JSON answers with
-//! `Access-Control-Allow-Origin: *`. Read-only; bounded answers; one bad request never
-//! stops the others.
+//! The HTTP server: the compact filters for light clients that cannot speak P2P (browsers),
+//! `GET /filter/{blockhash}` and `GET /filterheaders?start=H&count=N`, and the Esplora REST
+//! API ([`esplora`]) over the same index and the mempool. Every answer carries
+//! `Access-Control-Allow-Origin: *`; answers are bounded; one bad request never stops the
+//! others.
+
+pub mod esplora;
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -10,7 +13,7 @@ use std::time::Duration;
 
 use bitcoin::hex::DisplayHex;
 use bitcoin::BlockHash;
-use http_body_util::Full;
+use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::{Bytes, Incoming};
 use hyper::{Method, Request, Response, StatusCode};
 use serde_json::{json, Value};
@@ -18,11 +21,15 @@ use tokio::net::TcpListener;
 
 use crate::index::Index;
 use crate::kernel::Validator;
+use crate::mempool::Mempool;
+use crate::notify::Notifier;
 
 /// Most filter headers one `/filterheaders` request may ask for (as P2P's getcfheaders).
 pub const MAX_FILTER_HEADERS: u32 = 2000;
 /// How long a client may take to send its request.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+/// Largest request body (`POST /tx`: a transaction in hex; Esplora's limit).
+pub const MAX_BODY_BYTES: usize = 1_000_000;
 
 /// Errors starting the HTTP server.
 #[derive(Debug, thiserror::Error)]
@@ -37,6 +44,18 @@ pub enum HttpError {
     },
 }
 
+/// What the HTTP endpoints read from, and where broadcast transactions go.
+pub struct HttpContext {
+    /// The index.
+    pub index: Arc<Index>,
+    /// The validator (blocks and undo data; whether it is still in its initial download).
+    pub validator: Arc<Validator>,
+    /// The mempool, when cairn keeps one.
+    pub mempool: Option<Arc<Mempool>>,
+    /// Where accepted transactions are announced to peers and published to sessions.
+    pub notifier: Notifier,
+}
+
 /// The running HTTP server.
 pub struct HttpServer {
     /// Where it listens.
@@ -45,19 +64,16 @@ pub struct HttpServer {
 }
 
 impl HttpServer {
-    /// Binds `addr` and serves the filter endpoints from `index` to at most `max_connections`
-    /// clients at once (more are closed as they connect); while `validator` is in its initial
-    /// download every request gets 503 and how far it is. Must run inside a tokio runtime.
-    pub async fn start(
-        addr: SocketAddr,
-        index: Arc<Index>,
-        validator: Arc<Validator>,
-        max_connections: usize,
-    ) -> Result<Self, HttpError> {
+    /// Binds `addr` and serves the filter endpoints and the Esplora API from `ctx` to at most
+    /// `max_connections` clients at once (more are closed as they connect); while the validator
+    /// is in its initial download every request gets 503 and how far it is. Must run inside a
+    /// tokio runtime.
+    pub async fn start(addr: SocketAddr, ctx: HttpContext, max_connections: usize) -> Result<Self, HttpError> {
         let listener = TcpListener::bind(addr).await.map_err(|source| HttpError::Listen { addr, source })?;
         let addr = listener.local_addr().unwrap_or(addr);
-        tracing::info!("HTTP filter server on {addr}");
+        tracing::info!("HTTP server (filters, Esplora API) on {addr}");
         let places = Arc::new(tokio::sync::Semaphore::new(max_connections));
+        let ctx = Arc::new(ctx);
         let task = tokio::spawn(async move {
             loop {
                 let (stream, peer) = crate::listen::accept(&listener, "HTTP").await;
@@ -65,12 +81,12 @@ impl HttpServer {
                     tracing::debug!("refusing HTTP client {peer}: {max_connections} connections already");
                     continue;
                 };
-                let (index, validator) = (index.clone(), validator.clone());
+                let ctx = ctx.clone();
                 tokio::spawn(async move {
                     let _place = place;
                     let service = hyper::service::service_fn(move |req| {
-                        let (index, validator) = (index.clone(), validator.clone());
-                        async move { Ok::<_, Infallible>(answer_off_the_workers(index, validator, req).await) }
+                        let ctx = ctx.clone();
+                        async move { Ok::<_, Infallible>(with_cors(answer_off_the_workers(ctx, req).await)) }
                     });
                     let conn = hyper::server::conn::http1::Builder::new()
                         .timer(hyper_util::rt::TokioTimer::new())
@@ -92,15 +108,20 @@ impl HttpServer {
     }
 }
 
-fn reply(status: StatusCode, body: Value) -> Response<Full<Bytes>> {
-    let mut response = Response::new(Full::new(Bytes::from(body.to_string())));
-    *response.status_mut() = status;
-    let headers = response.headers_mut();
-    headers.insert(hyper::header::CONTENT_TYPE, hyper::header::HeaderValue::from_static("application/json"));
-    headers.insert(
+fn with_cors(mut response: Response<Full<Bytes>>) -> Response<Full<Bytes>> {
+    response.headers_mut().insert(
         hyper::header::ACCESS_CONTROL_ALLOW_ORIGIN,
         hyper::header::HeaderValue::from_static("*"),
     );
+    response
+}
+
+fn reply(status: StatusCode, body: Value) -> Response<Full<Bytes>> {
+    let mut response = Response::new(Full::new(Bytes::from(body.to_string())));
+    *response.status_mut() = status;
+    response
+        .headers_mut()
+        .insert(hyper::header::CONTENT_TYPE, hyper::header::HeaderValue::from_static("application/json"));
     response
 }
 
@@ -108,19 +129,35 @@ fn error(status: StatusCode, message: impl std::fmt::Display) -> Response<Full<B
     reply(status, json!({ "error": message.to_string() }))
 }
 
-/// Answers one request on a blocking thread: its RocksDB reads never hold up the async workers
-/// that every connection shares.
-async fn answer_off_the_workers(index: Arc<Index>, validator: Arc<Validator>, req: Request<Incoming>) -> Response<Full<Bytes>> {
-    if req.method() != Method::GET {
-        return error(StatusCode::METHOD_NOT_ALLOWED, "only GET is served");
-    }
-    let uri = req.uri().clone();
-    let answered = tokio::task::spawn_blocking(move || match validator.initial_download() {
+/// An Esplora failure as Esplora sends it: the status and a text body.
+fn failure(esplora::Failure(status, message): esplora::Failure) -> Response<Full<Bytes>> {
+    let mut response = Response::new(Full::new(Bytes::from(message)));
+    *response.status_mut() = status;
+    response
+        .headers_mut()
+        .insert(hyper::header::CONTENT_TYPE, hyper::header::HeaderValue::from_static("text/plain"));
+    response
+}
+
+/// Reads the body (at most [`MAX_BODY_BYTES`], within [`REQUEST_TIMEOUT`]), then answers on a
+/// blocking thread: RocksDB and block-file reads never hold up the async workers that every
+/// connection shares.
+async fn answer_off_the_workers(ctx: Arc<HttpContext>, req: Request<Incoming>) -> Response<Full<Bytes>> {
+    let (parts, body) = req.into_parts();
+    let body = match tokio::time::timeout(REQUEST_TIMEOUT, Limited::new(body, MAX_BODY_BYTES).collect()).await {
+        Ok(Ok(collected)) => collected.to_bytes(),
+        Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => {
+            return failure(esplora::Failure(StatusCode::PAYLOAD_TOO_LARGE, "Request body too large".into()))
+        }
+        Ok(Err(e)) => return failure(esplora::Failure(StatusCode::BAD_REQUEST, e.to_string())),
+        Err(_) => return failure(esplora::Failure(StatusCode::REQUEST_TIMEOUT, "Request timeout".into())),
+    };
+    let answered = tokio::task::spawn_blocking(move || match ctx.validator.initial_download() {
         Some(sync) => error(
             StatusCode::SERVICE_UNAVAILABLE,
             format!("server is syncing: height {} of {}", sync.height, sync.headers),
         ),
-        None => answer(&index, uri.path(), uri.query()),
+        None => answer(&ctx, &parts.method, parts.uri.path(), parts.uri.query(), &body),
     });
     match answered.await {
         Ok(response) => response,
@@ -128,8 +165,20 @@ async fn answer_off_the_workers(index: Arc<Index>, validator: Arc<Validator>, re
     }
 }
 
-/// Routes one GET request.
-fn answer(index: &Index, path: &str, query: Option<&str>) -> Response<Full<Bytes>> {
+/// Routes one request: the filter endpoints, else the Esplora API.
+fn answer(ctx: &HttpContext, method: &Method, path: &str, query: Option<&str>, body: &[u8]) -> Response<Full<Bytes>> {
+    let is_filter_path = path.starts_with("/filter/") || path == "/filterheaders";
+    if !is_filter_path {
+        return esplora::route(ctx, method, path, body).unwrap_or_else(failure);
+    }
+    if method != Method::GET {
+        return error(StatusCode::METHOD_NOT_ALLOWED, "only GET is served");
+    }
+    filter_answer(&ctx.index, path, query)
+}
+
+/// Answers one GET request for filters.
+fn filter_answer(index: &Index, path: &str, query: Option<&str>) -> Response<Full<Bytes>> {
     if !index.filters_enabled() {
         return error(StatusCode::SERVICE_UNAVAILABLE, "block filters are turned off (block_filters = false)");
     }

@@ -11,7 +11,7 @@ use super::chain::IndexedChain;
 
 use super::{find_txnum, Index, IndexError};
 use crate::kernel::blockfiles::FilePos;
-use crate::store::schema::{cf, BlockPosRow, BlockRow, HistoryKey, OutPointNum, RowError, ScriptHash, SpentRow, TxNum, TxRow, UtxoKey};
+use crate::store::schema::{cf, TXNUM_LEN, BlockPosRow, BlockRow, HistoryKey, OutPointNum, RowError, ScriptHash, SpentRow, TxNum, TxRow, UtxoKey};
 use crate::store::StoreError;
 
 /// One confirmed transaction of a script's history.
@@ -34,6 +34,19 @@ pub struct UnspentOutput {
     pub height: u32,
     /// Amount in satoshis.
     pub value: u64,
+}
+
+/// A confirmed output's spending input.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Spend {
+    /// The spent output's index.
+    pub vout: u32,
+    /// The spending transaction.
+    pub txid: Txid,
+    /// Its input that spends the output.
+    pub vin: u32,
+    /// The spending block's height.
+    pub height: u32,
 }
 
 /// Where a confirmed transaction is.
@@ -149,6 +162,44 @@ impl IndexView<'_> {
             self.flush(&mut pending, &mut visit)?;
         }
         Ok(())
+    }
+
+    /// A script's confirmed history newest first: at most `limit` entries, all below TxNum
+    /// `below` when given.
+    pub fn history_newest(&self, sh: &ScriptHash, below: Option<TxNum>, limit: usize) -> Result<Vec<HistoryEntry>, QueryError> {
+        let start = match below {
+            Some(TxNum(0)) => return Ok(Vec::new()),
+            Some(TxNum(n)) => HistoryKey::encode(sh, TxNum(n - 1)).to_vec(),
+            // After every key of the script: its prefix followed by the largest TxNum bytes.
+            None => [&sh.prefix()[..], &[0xff; TXNUM_LEN]].concat(),
+        };
+        let mut found: Vec<(TxNum, u32)> = Vec::new();
+        self.index.store().for_each_back_from::<QueryError>(&self.snap, cf::HISTORY, &sh.prefix(), &start, |key, _| {
+            let txnum = HistoryKey::decode(key)?;
+            if let Some((height, _)) = self.chain.locate(txnum) {
+                found.push((txnum, height));
+            }
+            Ok(found.len() < limit)
+        })?;
+        // Read in ascending order, as the batched read wants them.
+        found.reverse();
+        let txids = self.index.txids_at(&self.snap, found.iter().map(|(t, _)| *t))?;
+        let mut entries: Vec<HistoryEntry> =
+            found.into_iter().zip(txids).map(|((_, height), txid)| HistoryEntry { txid, height }).collect();
+        entries.reverse();
+        Ok(entries)
+    }
+
+    /// The TxNum of a transaction in this view's chain, if it is in `sh`'s history.
+    pub fn history_txnum(&self, sh: &ScriptHash, txid: &Txid) -> Result<Option<TxNum>, QueryError> {
+        let store = self.index.store();
+        let Some(txnum) = find_txnum(store, Some(&self.snap), txid)? else {
+            return Ok(None);
+        };
+        if self.chain.locate(txnum).is_none() {
+            return Ok(None);
+        }
+        Ok(store.get_at(&self.snap, cf::HISTORY, &HistoryKey::encode(sh, txnum))?.map(|_| txnum))
     }
 
     /// Resolves a page's txids and hands it to `visit`.
@@ -303,6 +354,27 @@ impl Index {
         Ok(Some((bytes, pos)))
     }
 
+    /// A confirmed transaction's bytes and position: from the block files directly, through the
+    /// kernel (`validator`) only if they are not mapped. `None` if the chain has no such
+    /// transaction.
+    pub fn confirmed_tx_bytes(
+        &self,
+        validator: &crate::kernel::Validator,
+        txid: &Txid,
+    ) -> Result<Option<(Vec<u8>, TxPosition)>, QueryError> {
+        if let Some(found) = self.raw_tx(txid)? {
+            return Ok(Some(found));
+        }
+        let Some(pos) = self.tx_position(txid)? else {
+            return Ok(None);
+        };
+        let block = validator.read_block_bytes(i64::from(pos.height)).map_err(IndexError::from)?;
+        let bytes = block
+            .get(pos.offset as usize..pos.offset as usize + pos.len as usize)
+            .ok_or_else(|| IndexError::Inconsistent(format!("transaction {txid} lies outside its block")))?;
+        Ok(Some((bytes.to_vec(), pos)))
+    }
+
     /// Whether a confirmed transaction has this output and nothing in the chain spends it
     /// (without reading the transaction: the mempool asks this for every input after each block).
     pub fn is_confirmed_unspent(&self, op: &bitcoin::OutPoint) -> Result<bool, QueryError> {
@@ -389,6 +461,34 @@ impl Index {
             .get_at(&snap, cf::TXS, &TxRow::key(by.txnum))?
             .ok_or_else(|| IndexError::Inconsistent(format!("no tx row {}", by.txnum.0)))?;
         Ok(Some((TxRow::decode(&row)?.txid, by.vin, height)))
+    }
+
+    /// The spent outputs of a confirmed transaction, in output order, with what spends each;
+    /// `None` if the chain has no such transaction. One scan of its `spent` rows.
+    pub fn spenders(&self, txid: &Txid) -> Result<Option<Vec<Spend>>, QueryError> {
+        let (chain, snap) = self.view();
+        let store = self.store();
+        let Some(txnum) = find_txnum(store, Some(&snap), txid)? else {
+            return Ok(None);
+        };
+        let mut found = Vec::new();
+        store.for_each_in_prefix(&snap, cf::SPENT, &txnum.encode(), |key, value| {
+            let op = OutPointNum::decode(key, cf::SPENT)?;
+            let by = SpentRow::decode(value)?;
+            // Spends in blocks the view's chain does not show yet are not visible.
+            if let Some((height, _)) = chain.locate(by.txnum) {
+                found.push((op.vout, by, height));
+            }
+            Ok::<bool, QueryError>(true)
+        })?;
+        let txids = self.txids_at(&snap, found.iter().map(|(_, by, _)| by.txnum))?;
+        Ok(Some(
+            found
+                .into_iter()
+                .zip(txids)
+                .map(|((vout, by, height), txid)| Spend { vout, txid, vin: by.vin, height })
+                .collect(),
+        ))
     }
 
     /// The stored block row at a height (header and TxNum range), straight from the store.

@@ -237,6 +237,21 @@ pub struct Accepted {
     pub touched: HashSet<ScriptHash>,
 }
 
+/// What a script's unconfirmed transactions do to it (Esplora's `mempool_stats`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ScriptActivity {
+    /// Transactions that fund or spend it.
+    pub txs: u64,
+    /// Outputs paying it.
+    pub funded: u64,
+    /// Their sum in satoshis.
+    pub funded_sum: u64,
+    /// Inputs spending its outputs.
+    pub spent: u64,
+    /// Their sum in satoshis.
+    pub spent_sum: u64,
+}
+
 /// The mempool.
 pub struct Mempool {
     inner: RwLock<Inner>,
@@ -555,6 +570,28 @@ impl Mempool {
         out
     }
 
+    /// What a script's unconfirmed transactions do to it.
+    pub fn script_activity(&self, sh: &ScriptHash) -> ScriptActivity {
+        let inner = self.read();
+        let mut activity = ScriptActivity::default();
+        for entry in inner.scripts.get(sh).into_iter().flatten().filter_map(|id| inner.txs.get(id)) {
+            activity.txs += 1;
+            for out in entry.tx.output.iter().filter(|o| !o.script_pubkey.is_op_return()) {
+                if ScriptHash::of(&out.script_pubkey) == *sh {
+                    activity.funded += 1;
+                    activity.funded_sum = activity.funded_sum.saturating_add(out.value.to_sat());
+                }
+            }
+            for prevout in &entry.prevouts {
+                if ScriptHash::of(&prevout.script_pubkey) == *sh {
+                    activity.spent += 1;
+                    activity.spent_sum = activity.spent_sum.saturating_add(prevout.value.to_sat());
+                }
+            }
+        }
+        activity
+    }
+
     /// The change the mempool makes to a script's balance (may be negative).
     pub fn balance_delta(&self, sh: &ScriptHash) -> i64 {
         let inner = self.read();
@@ -619,6 +656,26 @@ impl Mempool {
         self.read().txs.get(txid).map(|e| e.raw.clone())
     }
 
+    /// A mempool transaction with what its inputs spend (a copy).
+    pub fn entry(&self, txid: &Txid) -> Option<MempoolEntry> {
+        self.read().txs.get(txid).cloned()
+    }
+
+    /// The `n` transactions that entered last, newest first (ties by txid), copied: one pass
+    /// over the mempool keeping `n`, not a sort of it.
+    pub fn newest(&self, n: usize) -> Vec<MempoolEntry> {
+        let inner = self.read();
+        newest_of(inner.txs.values(), n)
+    }
+
+    /// The `n` transactions of a script's unconfirmed history that entered last, newest first,
+    /// copied.
+    pub fn newest_of_script(&self, sh: &ScriptHash, n: usize) -> Vec<MempoolEntry> {
+        let inner = self.read();
+        let entries = inner.scripts.get(sh).into_iter().flatten().filter_map(|id| inner.txs.get(id));
+        newest_of(entries, n)
+    }
+
     /// A mempool transaction's bytes by witness id.
     pub fn raw_by_wtxid(&self, wtxid: &Wtxid) -> Option<Vec<u8>> {
         let inner = self.read();
@@ -678,6 +735,19 @@ impl Mempool {
     pub fn txids(&self) -> Vec<Txid> {
         self.read().txs.keys().copied().collect()
     }
+}
+
+/// The `n` newest of `entries` (ties by txid), newest first, copied.
+fn newest_of<'a>(entries: impl Iterator<Item = &'a MempoolEntry>, n: usize) -> Vec<MempoolEntry> {
+    let mut kept: Vec<&MempoolEntry> = Vec::with_capacity(n.saturating_add(1));
+    for entry in entries {
+        let at = kept.partition_point(|k| (k.time, k.txid) > (entry.time, entry.txid));
+        if at < n {
+            kept.insert(at, entry);
+            kept.truncate(n);
+        }
+    }
+    kept.into_iter().cloned().collect()
 }
 
 /// A mempool transaction's height as Electrum shows it: -1 when it spends another mempool

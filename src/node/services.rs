@@ -8,7 +8,7 @@ use tokio::sync::watch;
 use super::Node;
 use crate::admin::{AdminContext, AdminError, AdminServer, DiskStatus, Status};
 use crate::electrum::{Backend, ElectrumServer, ListenError};
-use crate::http::{HttpError, HttpServer};
+use crate::http::{HttpContext, HttpError, HttpServer};
 use crate::notify::Notifier;
 use crate::p2p::{MempoolAccess, P2p, P2pError};
 use crate::tls::{Tls, TlsError, TlsFiles};
@@ -86,7 +86,15 @@ impl Services {
             false => None,
         };
         let http = match (&node.index, settings.http_addr) {
-            (Some(index), Some(addr)) => Some(HttpServer::start(addr, index.clone(), node.validator.clone(), settings.http_max_connections).await?),
+            (Some(index), Some(addr)) => {
+                let ctx = HttpContext {
+                    index: index.clone(),
+                    validator: node.validator.clone(),
+                    mempool: node.mempool.clone(),
+                    notifier: notifier.clone(),
+                };
+                Some(HttpServer::start(addr, ctx, settings.http_max_connections).await?)
+            }
             _ => None,
         };
         let admin = AdminServer::start(settings.admin_addr, &node.datadir, admin_context(node, p2p.as_ref(), stop)).await?;

@@ -242,6 +242,29 @@ impl Store {
         Ok(iter.status().map_err(|e| self.db_err(e))?)
     }
 
+    /// As [`Store::for_each_from`], backwards: from the last key at or before `start` down, while
+    /// the keys are under `prefix` and `f` returns `true`.
+    pub fn for_each_back_from<E: From<StoreError>>(
+        &self,
+        snapshot: &rocksdb::Snapshot<'_>,
+        cf: &'static str,
+        prefix: &[u8],
+        start: &[u8],
+        mut f: impl FnMut(&[u8], &[u8]) -> Result<bool, E>,
+    ) -> Result<(), E> {
+        let mut opts = rocksdb::ReadOptions::default();
+        opts.set_snapshot(snapshot);
+        let mut iter = self.db.raw_iterator_cf_opt(self.cf(cf), opts);
+        iter.seek_for_prev(start);
+        while let (Some(key), Some(value)) = (iter.key(), iter.value()) {
+            if !key.starts_with(prefix) || !f(key, value)? {
+                return Ok(());
+            }
+            iter.prev();
+        }
+        Ok(iter.status().map_err(|e| self.db_err(e))?)
+    }
+
     /// A consistent view for readers: what one request sees does not change under it.
     pub fn snapshot(&self) -> rocksdb::Snapshot<'_> {
         self.db.snapshot()

@@ -1,0 +1,186 @@
+//! Blocks as Esplora shows them, and the `/block`, `/block-height` and `/blocks` endpoints.
+//! Blocks of the indexed chain only: a block another branch holds is not found.
+
+use bitcoin::hashes::Hash;
+use bitcoin::{Block, BlockHash, Txid};
+use serde::Serialize;
+
+use super::tx::{spent_outputs, undo_of, TxValue};
+use super::{binary, json, text, Failure, Reply, TxStatus, BLOCKS_PER_PAGE, TXS_PER_PAGE};
+use crate::http::HttpContext;
+
+/// A block's summary as Esplora shows it.
+#[derive(Debug, Serialize)]
+struct BlockValue {
+    id: BlockHash,
+    height: u32,
+    version: u32,
+    timestamp: u32,
+    tx_count: u32,
+    size: usize,
+    weight: u64,
+    merkle_root: bitcoin::TxMerkleNode,
+    previousblockhash: Option<BlockHash>,
+    mediantime: u32,
+    nonce: u32,
+    bits: u32,
+    difficulty: f64,
+}
+
+/// Timestamps of a block and the ten before it: their median is its median time past.
+const MEDIAN_SPAN: u32 = 11;
+
+fn block_not_found() -> Failure {
+    Failure::not_found("Block not found")
+}
+
+/// The height of an indexed block.
+fn height_of(ctx: &HttpContext, hash: &BlockHash) -> Result<u32, Failure> {
+    ctx.index.with_chain(|c| c.height_of_hash(hash)).ok_or_else(block_not_found)
+}
+
+/// The serialized block, from the kernel.
+fn raw_block(ctx: &HttpContext, hash: &BlockHash) -> Result<Vec<u8>, Failure> {
+    ctx.validator.read_block_bytes_by_hash(hash).map_err(Failure::internal)
+}
+
+fn decode_block(raw: &[u8]) -> Result<Block, Failure> {
+    bitcoin::consensus::deserialize(raw).map_err(|e| Failure::internal(format!("a stored block does not decode: {e}")))
+}
+
+/// The median time past of the block at `height` (Core's `GetMedianTimePast`).
+fn median_time(ctx: &HttpContext, height: u32) -> u32 {
+    let mut times: Vec<u32> = ctx.index.with_chain(|c| {
+        (height.saturating_sub(MEDIAN_SPAN - 1)..=height).filter_map(|h| c.header(h).map(|h| h.time)).collect()
+    });
+    times.sort_unstable();
+    times.get(times.len() / 2).copied().unwrap_or(0)
+}
+
+fn block_value(ctx: &HttpContext, height: u32, hash: &BlockHash) -> Result<BlockValue, Failure> {
+    let raw = raw_block(ctx, hash)?;
+    let block = decode_block(&raw)?;
+    let header = block.header;
+    Ok(BlockValue {
+        id: *hash,
+        height,
+        version: header.version.to_consensus() as u32,
+        timestamp: header.time,
+        tx_count: block.txdata.len() as u32,
+        size: raw.len(),
+        weight: block.weight().to_wu(),
+        merkle_root: header.merkle_root,
+        previousblockhash: (header.prev_blockhash != BlockHash::all_zeros()).then_some(header.prev_blockhash),
+        mediantime: median_time(ctx, height),
+        nonce: header.nonce,
+        bits: header.bits.to_consensus(),
+        difficulty: header.difficulty_float(),
+    })
+}
+
+/// `GET /blocks/tip/height`.
+pub fn tip_height(ctx: &HttpContext) -> Reply {
+    let (height, _) = ctx.index.tip().ok_or_else(block_not_found)?;
+    text(height.to_string())
+}
+
+/// `GET /blocks/tip/hash`.
+pub fn tip_hash(ctx: &HttpContext) -> Reply {
+    let (_, hash) = ctx.index.tip().ok_or_else(block_not_found)?;
+    text(hash.to_string())
+}
+
+/// `GET /block-height/:height`.
+pub fn hash_at(ctx: &HttpContext, height: u32) -> Reply {
+    let hash = ctx.index.with_chain(|c| c.hash(height)).ok_or_else(block_not_found)?;
+    text(hash.to_string())
+}
+
+/// `GET /blocks[/:start_height]`: ten blocks down from the start (the tip by default).
+pub fn list(ctx: &HttpContext, start: Option<u32>) -> Reply {
+    let (tip, _) = ctx.index.tip().ok_or_else(block_not_found)?;
+    let start = start.unwrap_or(tip);
+    if start > tip {
+        return Err(block_not_found());
+    }
+    let mut blocks = Vec::new();
+    for height in (start.saturating_sub(BLOCKS_PER_PAGE - 1)..=start).rev() {
+        let hash = ctx.index.with_chain(|c| c.hash(height)).ok_or_else(block_not_found)?;
+        blocks.push(block_value(ctx, height, &hash)?);
+    }
+    json(&blocks)
+}
+
+/// `GET /block/:hash`.
+pub fn summary(ctx: &HttpContext, hash: &BlockHash) -> Reply {
+    let height = height_of(ctx, hash)?;
+    json(&block_value(ctx, height, hash)?)
+}
+
+/// `GET /block/:hash/header`: the 80 bytes in hex.
+pub fn header(ctx: &HttpContext, hash: &BlockHash) -> Reply {
+    let height = height_of(ctx, hash)?;
+    let header = ctx.index.with_chain(|c| c.header(height).copied()).ok_or_else(block_not_found)?;
+    text(bitcoin::consensus::encode::serialize_hex(&header))
+}
+
+/// Whether a block is in the best chain (`/block/:hash/status`).
+#[derive(Debug, Serialize)]
+struct BlockStatus {
+    in_best_chain: bool,
+    height: Option<u32>,
+    next_best: Option<BlockHash>,
+}
+
+/// `GET /block/:hash/status`: not in the best chain also for a block nobody knows (as Esplora).
+pub fn status(ctx: &HttpContext, hash: &BlockHash) -> Reply {
+    let status = ctx.index.with_chain(|c| match c.height_of_hash(hash) {
+        Some(height) => BlockStatus { in_best_chain: true, height: Some(height), next_best: c.hash(height + 1) },
+        None => BlockStatus { in_best_chain: false, height: None, next_best: None },
+    });
+    json(&status)
+}
+
+fn block_txids(ctx: &HttpContext, hash: &BlockHash) -> Result<Vec<Txid>, Failure> {
+    let height = height_of(ctx, hash)?;
+    ctx.index.block_txids(height)?.ok_or_else(block_not_found)
+}
+
+/// `GET /block/:hash/txids`.
+pub fn txids(ctx: &HttpContext, hash: &BlockHash) -> Reply {
+    json(&block_txids(ctx, hash)?)
+}
+
+/// `GET /block/:hash/txid/:index`.
+pub fn txid_at(ctx: &HttpContext, hash: &BlockHash, index: usize) -> Reply {
+    let txids = block_txids(ctx, hash)?;
+    let txid = txids.get(index).ok_or_else(|| Failure::not_found("tx index out of range"))?;
+    text(txid.to_string())
+}
+
+/// `GET /block/:hash/txs[/:start_index]`: 25 transactions from `start`, a multiple of 25.
+pub fn txs(ctx: &HttpContext, hash: &BlockHash, start: usize) -> Reply {
+    let height = height_of(ctx, hash)?;
+    if start % TXS_PER_PAGE != 0 {
+        return Err(Failure::bad(format!("start index must be a multiple of {TXS_PER_PAGE}")));
+    }
+    let block = decode_block(&raw_block(ctx, hash)?)?;
+    if start >= block.txdata.len() {
+        return Err(Failure::bad("start index out of range"));
+    }
+    let undo = undo_of(ctx, hash)?;
+    let status = TxStatus::at(ctx, height);
+    let network = ctx.validator.network().to_bitcoin();
+    let mut page = Vec::with_capacity(TXS_PER_PAGE);
+    for (pos, tx) in block.txdata.iter().enumerate().skip(start).take(TXS_PER_PAGE) {
+        let prevouts = spent_outputs(&undo, pos as u32, tx)?;
+        page.push(TxValue::new(tx, &prevouts, status, network));
+    }
+    json(&page)
+}
+
+/// `GET /block/:hash/raw`: the serialized block.
+pub fn raw(ctx: &HttpContext, hash: &BlockHash) -> Reply {
+    height_of(ctx, hash)?;
+    binary(raw_block(ctx, hash)?)
+}
