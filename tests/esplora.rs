@@ -323,6 +323,37 @@ fn esplora_answers_agree_with_bitcoind() {
     let want: BTreeSet<_> = want.into_iter().filter(|(t, v, _)| (t.clone(), *v) != spent_by_mempool).collect();
     assert_eq!(ours, want);
 
+    // Pages: an address paid 27 times over two blocks lists 25 transactions, then the other 2
+    // after the last one seen, newest first (by height, then by position in the block).
+    let many = node.rpc(&["getnewaddress", "", "bech32"]);
+    for i in 0..27 {
+        node.rpc(&["sendtoaddress", &many, "0.01"]);
+        if i == 12 {
+            node.rpc(&["generatetoaddress", "1", &mine]);
+        }
+    }
+    node.rpc(&["generatetoaddress", "1", &mine]);
+    synced(&cairn, &node);
+    let first = get_json(addr, &format!("/address/{many}/txs/chain"));
+    assert_eq!(first.as_array().unwrap().len(), 25);
+    let last_seen = first[24]["txid"].as_str().unwrap();
+    let second = get_json(addr, &format!("/address/{many}/txs/chain/{last_seen}"));
+    let heights = |page: &Value| page.as_array().unwrap().iter().map(|t| (t["txid"].clone(), t["status"]["block_height"].clone())).collect::<Vec<_>>();
+    assert_eq!(second.as_array().unwrap().len(), 2, "first page {:?}, second {:?}", heights(&first), heights(&second));
+    let listed: Vec<String> = first.as_array().unwrap().iter().chain(second.as_array().unwrap()).map(|t| t["txid"].as_str().unwrap().to_string()).collect();
+    let place = |txid: &str| {
+        let hash = rpc_json(&node, &["getrawtransaction", txid, "1"])["blockhash"].as_str().unwrap().to_string();
+        let block = rpc_json(&node, &["getblock", &hash, "1"]);
+        let pos = block["tx"].as_array().unwrap().iter().position(|t| t == txid).unwrap();
+        (block["height"].as_u64().unwrap(), pos)
+    };
+    let mut want = listed.clone();
+    want.sort_by_key(|t| std::cmp::Reverse(place(t)));
+    assert_eq!(listed, want, "newest first");
+    assert_eq!(listed.iter().collect::<BTreeSet<_>>().len(), 27);
+    assert_eq!(get_json(addr, &format!("/address/{many}"))["chain_stats"]["tx_count"], 27);
+    let tip = tip + 2;
+
     // A reorg: bitcoind drops the tip and mines two other blocks; cairn follows.
     let old_tip = node.rpc(&["getbestblockhash"]);
     node.rpc(&["invalidateblock", &old_tip]);

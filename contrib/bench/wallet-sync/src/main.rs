@@ -1,11 +1,12 @@
 //! One wallet sync as BDK does it, for `contrib/bench/wallet-sync.sh`: a wallet restored from its
 //! descriptors (`wallet.txt` of `cairn generate --wallet-addresses N`) with a fresh connection and
-//! fully scanned with `bdk_electrum`. Prints the seconds the scan took on stdout (the script's
+//! fully scanned with `bdk_electrum` (a `tcp://` server) or `bdk_esplora` (an `http://` one, the
+//! Esplora API; `--batch-size` is then its parallel requests). Prints the seconds the scan took on stdout (the script's
 //! `compare` takes medians and ratios) and appends what the wallet found (transactions, balance,
 //! last used receive index) to the `--found` file, so the script can check every server found
 //! the same.
 //!
-//! Usage: cairn-wallet-sync --descriptors FILE --server tcp://HOST:PORT --found FILE
+//! Usage: cairn-wallet-sync --descriptors FILE --server tcp://HOST:PORT|http://HOST:PORT --found FILE
 //!        [--stop-gap 50] [--batch-size 5]
 //! Stop gap and batch size default to BDK's own Electrum wallet example.
 
@@ -13,6 +14,7 @@ use std::io::Write;
 use std::time::Instant;
 
 use bdk_electrum::{electrum_client, BdkElectrumClient};
+use bdk_esplora::{esplora_client, EsploraExt};
 use bdk_wallet::bitcoin::Network;
 use bdk_wallet::{KeychainKind, Wallet};
 
@@ -46,9 +48,15 @@ fn main() -> Result<(), Error> {
         .network(Network::Regtest)
         .create_wallet_no_persist()?;
     let start = Instant::now();
-    let client = BdkElectrumClient::new(electrum_client::Client::new(&server)?);
-    let update = client.full_scan(wallet.start_full_scan().build(), stop_gap, batch, true)?;
-    wallet.apply_update(update)?;
+    if server.starts_with("http://") {
+        let client = esplora_client::Builder::new(&server).build_blocking();
+        let update = client.full_scan(wallet.start_full_scan().build(), stop_gap, batch)?;
+        wallet.apply_update(update)?;
+    } else {
+        let client = BdkElectrumClient::new(electrum_client::Client::new(&server)?);
+        let update = client.full_scan(wallet.start_full_scan().build(), stop_gap, batch, true)?;
+        wallet.apply_update(update)?;
+    }
     let seconds = start.elapsed().as_secs_f64();
 
     let txs = wallet.transactions().count();
