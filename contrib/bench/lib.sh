@@ -191,6 +191,14 @@ cairn_stack() {
   done
 }
 
+# wallet_sync_client: builds the BDK client of contrib/bench/wallet-sync (its own target dir,
+# CAIRN_WALLET_SYNC_TARGET) and sets CLIENT to it.
+wallet_sync_client() {
+  (cd contrib/bench/wallet-sync && CARGO_TARGET_DIR=${CAIRN_WALLET_SYNC_TARGET:-/var/tmp/cairn-wallet-sync-target} \
+    cargo build --release --locked >/dev/null 2>&1)
+  CLIENT=${CAIRN_WALLET_SYNC_TARGET:-/var/tmp/cairn-wallet-sync-target}/release/cairn-wallet-sync
+}
+
 # stack_cleanup: stops what electrumx_stack and cairn_stack started and removes WORK.
 stack_cleanup() {
   [ -n "${EX_PID:-}" ] && kill "$EX_PID" 2>/dev/null

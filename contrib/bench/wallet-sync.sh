@@ -19,9 +19,7 @@ RUNS=${3:-3}
 WALLET_ADDRESSES=${4:-1000}
 . contrib/bench/lib.sh
 bench_setup
-(cd contrib/bench/wallet-sync && CARGO_TARGET_DIR=${CAIRN_WALLET_SYNC_TARGET:-/var/tmp/cairn-wallet-sync-target} \
-  cargo build --release --locked >/dev/null 2>&1)
-CLIENT=${CAIRN_WALLET_SYNC_TARGET:-/var/tmp/cairn-wallet-sync-target}/release/cairn-wallet-sync
+wallet_sync_client
 trap stack_cleanup EXIT INT TERM
 electrumx_stack tcp://127.0.0.1:29051
 cairn_stack --electrum-addr 127.0.0.1:29061
