@@ -68,6 +68,7 @@ impl Fixture {
             config: econfig,
             header_roots: Default::default(),
             status_cache: Default::default(),
+            history_cache: Default::default(),
         });
         let server = rt.block_on(ElectrumServer::start(backend, None)).unwrap();
         let (addr, ws_addr) = (server.addr, server.ws_addr);
@@ -287,6 +288,10 @@ fn every_method_answers_what_the_blocks_say() {
         } else {
             assert!(c.script_pop(script).unwrap().is_none(), "no notification without a change");
         }
+        // Histories cached before the new blocks, extended by their entries.
+        let got: Vec<(bitcoin::Txid, u32)> =
+            c.script_get_history(script).unwrap().iter().filter(|h| h.height > 0).map(|h| (h.tx_hash, h.height as u32)).collect();
+        assert_eq!(got, e2.history[&ScriptHash::of(script)], "history after new blocks");
     }
     assert!(changed > 0);
 }
@@ -691,6 +696,8 @@ fn a_reorg_changes_answers_and_notifies() {
     assert!(!scripts.is_empty());
     for s in &scripts {
         c.script_subscribe(s).unwrap();
+        // Asked on branch A too: the history cache holds them when branch B replaces it.
+        assert!(!c.script_get_history(s).unwrap().is_empty());
     }
     let a_tx = a_block.txdata[1].compute_txid();
     assert!(c.transaction_get_raw(&a_tx).is_ok());

@@ -318,28 +318,40 @@ fn esplora_answers_agree_with_bitcoind() {
         .filter(|u| u["status"]["confirmed"] == true)
         .map(|u| (u["txid"].as_str().unwrap().to_string(), u["vout"].as_u64().unwrap(), u["value"].as_u64().unwrap()))
         .collect();
-    // The mempool transaction spends one of them: it is in bitcoind's scan, not in ours.
-    let spent_by_mempool = (parent["txid"].as_str().unwrap().to_string(), parent["vout"].as_u64().unwrap());
-    let want: BTreeSet<_> = want.into_iter().filter(|(t, v, _)| (t.clone(), *v) != spent_by_mempool).collect();
+    // Outputs the mempool spends are in bitcoind's scan of its chainstate, not in our list.
+    let spent_by_mempool: BTreeSet<(String, u64)> = rpc_json(&node, &["getrawmempool"])
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|t| rpc_json(&node, &["getrawtransaction", t.as_str().unwrap(), "1"])["vin"].as_array().unwrap().clone())
+        .map(|i| (i["txid"].as_str().unwrap().to_string(), i["vout"].as_u64().unwrap()))
+        .collect();
+    let want: BTreeSet<_> = want.into_iter().filter(|(t, v, _)| !spent_by_mempool.contains(&(t.clone(), *v))).collect();
     assert_eq!(ours, want);
 
-    // Pages: an address paid 27 times over two blocks lists 25 transactions, then the other 2
+    // Pages: an address paid 30 times over two blocks lists 25 transactions, then the other 5
     // after the last one seen, newest first (by height, then by position in the block).
     let many = node.rpc(&["getnewaddress", "", "bech32"]);
-    for i in 0..27 {
-        node.rpc(&["sendtoaddress", &many, "0.01"]);
-        if i == 12 {
+    let mut sent = BTreeSet::new();
+    for i in 0..30 {
+        sent.insert(node.rpc(&["sendtoaddress", &many, "0.01"]));
+        if i == 2 {
             node.rpc(&["generatetoaddress", "1", &mine]);
         }
     }
     node.rpc(&["generatetoaddress", "1", &mine]);
     synced(&cairn, &node);
+    let unmined: Vec<&String> = sent.iter().filter(|t| rpc_json(&node, &["getrawtransaction", t, "1"]).get("blockhash").is_none()).collect();
+    assert!(unmined.is_empty(), "bitcoind left {unmined:?} in its mempool");
     let first = get_json(addr, &format!("/address/{many}/txs/chain"));
     assert_eq!(first.as_array().unwrap().len(), 25);
     let last_seen = first[24]["txid"].as_str().unwrap();
     let second = get_json(addr, &format!("/address/{many}/txs/chain/{last_seen}"));
     let heights = |page: &Value| page.as_array().unwrap().iter().map(|t| (t["txid"].clone(), t["status"]["block_height"].clone())).collect::<Vec<_>>();
-    assert_eq!(second.as_array().unwrap().len(), 2, "first page {:?}, second {:?}", heights(&first), heights(&second));
+    let listed: BTreeSet<String> = first.as_array().unwrap().iter().chain(second.as_array().unwrap()).map(|t| t["txid"].as_str().unwrap().to_string()).collect();
+    let missing: Vec<_> = sent.difference(&listed).collect();
+    assert!(missing.is_empty(), "sent and confirmed but not listed: {missing:?}; first page {:?}, second {:?}", heights(&first), heights(&second));
+    assert_eq!(second.as_array().unwrap().len(), 5);
     let listed: Vec<String> = first.as_array().unwrap().iter().chain(second.as_array().unwrap()).map(|t| t["txid"].as_str().unwrap().to_string()).collect();
     let place = |txid: &str| {
         let hash = rpc_json(&node, &["getrawtransaction", txid, "1"])["blockhash"].as_str().unwrap().to_string();
@@ -350,9 +362,24 @@ fn esplora_answers_agree_with_bitcoind() {
     let mut want = listed.clone();
     want.sort_by_key(|t| std::cmp::Reverse(place(t)));
     assert_eq!(listed, want, "newest first");
-    assert_eq!(listed.iter().collect::<BTreeSet<_>>().len(), 27);
-    assert_eq!(get_json(addr, &format!("/address/{many}"))["chain_stats"]["tx_count"], 27);
+    assert_eq!(listed.iter().collect::<BTreeSet<_>>().len(), 30);
+    assert_eq!(get_json(addr, &format!("/address/{many}"))["chain_stats"]["tx_count"], 30);
     let tip = tip + 2;
+    // The second block holds 28 transactions: its second page has 3, each as bitcoind has it.
+    let full = node.rpc(&["getblockhash", &tip.to_string()]);
+    let block = rpc_json(&node, &["getblock", &full, "1"]);
+    assert_eq!(block["nTx"], 28);
+    let page = get_json(addr, &format!("/block/{full}/txs/25"));
+    assert_eq!(page.as_array().unwrap().iter().map(|t| &t["txid"]).collect::<Vec<_>>(), block["tx"].as_array().unwrap()[25..].iter().collect::<Vec<_>>());
+    for tx in page.as_array().unwrap() {
+        check_tx_value(tx, &rpc_json(&node, &["getrawtransaction", tx["txid"].as_str().unwrap(), "2"]), &node);
+    }
+    // Fee estimates with a mempool far below a block: the minimum relay fee rate, 1 sat/vB, for
+    // every target Esplora lists.
+    let estimates = get_json(addr, "/fee-estimates");
+    let targets: BTreeSet<u64> = estimates.as_object().unwrap().keys().map(|k| k.parse().unwrap()).collect();
+    assert_eq!(targets, (1..=25).chain([144, 504, 1008]).collect());
+    assert!(estimates.as_object().unwrap().values().all(|v| v == &json!(1.0)), "{estimates}");
 
     // A reorg: bitcoind drops the tip and mines two other blocks; cairn follows.
     let old_tip = node.rpc(&["getbestblockhash"]);

@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use super::history_cache::HistoryCache;
 use super::status::StatusCache;
 use super::merkle::HeaderRoots;
 use crate::config::ElectrumConfig;
@@ -26,4 +27,6 @@ pub struct Backend {
     pub header_roots: HeaderRoots,
     /// Status hashes of long histories, extended block by block.
     pub status_cache: StatusCache,
+    /// Long confirmed histories, extended block by block.
+    pub history_cache: HistoryCache,
 }

@@ -9,6 +9,7 @@ use bitcoin::hashes::{sha256, Hash};
 use tokio::sync::mpsc;
 
 use super::backend::Backend;
+use super::history_cache::CachedHistory;
 use super::methods::{backend_err, history_entries_text, Session, MAX_BUFFERED_HISTORY};
 use super::rpc::{error_value, RpcError};
 use super::status::{self, Cached};
@@ -74,12 +75,18 @@ impl Session {
             false => (MAX_BUFFERED_HISTORY.min(max), false),
         };
         let view = self.backend.index.reader();
-        let mut confirmed = Vec::new();
-        let read = view.history_pages(sh, TxNum(0), HISTORY_PAGE, |page| {
-            if confirmed.len() + page.len() > limit {
+        // A long history read before: only the entries of blocks since.
+        let cached = self.backend.history_cache.get(sh).filter(|c| view.has_block(c.tip.0, &c.tip.1));
+        let (known, from) = match &cached {
+            Some(c) => (c.entries.as_slice(), c.next),
+            None => (&[][..], TxNum(0)),
+        };
+        let mut newer = Vec::new();
+        let read = view.history_pages(sh, from, HISTORY_PAGE, |page| {
+            if known.len() + newer.len() + page.len() > limit {
                 return Err(QueryError::TooLarge { limit });
             }
-            confirmed.extend(page.iter().map(|e| (e.txid, i64::from(e.height), None)));
+            newer.extend(page.iter().map(|e| (e.txid, e.height)));
             Ok(true)
         });
         // Over the limit: stream it when it may be and is under the cap, else say why not.
@@ -92,12 +99,21 @@ impl Session {
             Err(QueryError::TooLarge { .. }) => return too_long(),
             other => other.map_err(backend_err)?,
         }
+        let count = known.len() + newer.len();
+        if count >= self.backend.config.cache_status_from && (cached.is_none() || !newer.is_empty()) {
+            if let Some(tip) = view.tip() {
+                let entries = Arc::new([known, &newer[..]].concat());
+                self.backend.history_cache.put(*sh, CachedHistory::new(entries, tip, view.next_txnum()));
+            }
+        }
         let mempool = self.backend.mempool.as_ref().map(|p| p.history(sh)).unwrap_or_default();
-        if confirmed.len() + mempool.len() > limit {
+        if count + mempool.len() > limit {
             return too_long();
         }
-        confirmed.extend(mempool.iter().map(|m| (m.txid, m.height, Some(m.fee))));
-        Ok(Some(super::methods::history_text(&confirmed)))
+        let mut all: Vec<(bitcoin::Txid, i64, Option<u64>)> = Vec::with_capacity(count + mempool.len());
+        all.extend(known.iter().chain(&newer).map(|(txid, height)| (*txid, i64::from(*height), None)));
+        all.extend(mempool.iter().map(|m| (m.txid, m.height, Some(m.fee))));
+        Ok(Some(super::methods::history_text(&all)))
     }
 }
 

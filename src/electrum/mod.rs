@@ -4,6 +4,7 @@
 
 mod backend;
 mod history;
+pub mod history_cache;
 pub mod merkle;
 mod merkle_witness;
 mod methods;
@@ -22,6 +23,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
 
 pub use backend::Backend;
+pub use history_cache::HistoryCache;
 pub use status::StatusCache;
 pub use session::Requests;
 pub use merkle::{branch_and_root, root_from_branch, rpc_hex};

@@ -66,6 +66,7 @@ impl Services {
                     config: settings.electrum.clone(),
                     header_roots: Default::default(),
                     status_cache: Default::default(),
+                    history_cache: Default::default(),
                 });
                 Some(ElectrumServer::start(backend, tls.clone()).await?)
             }
