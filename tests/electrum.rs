@@ -146,8 +146,11 @@ fn fold(leaf: [u8; 32], branch: &[String], mut pos: usize) -> [u8; 32] {
 
 #[test]
 fn every_method_answers_what_the_blocks_say() {
-    // Every status cached, so the notifications after new blocks extend cached statuses.
-    let mut fx = Fixture::start(160, 25, 31, |c| c.cache_status_from = 1);
+    // Every status and history cached, so the answers after new blocks extend cached ones.
+    let mut fx = Fixture::start(160, 25, 31, |c| {
+        c.cache_status_from = 1;
+        c.cache_history_from = 1;
+    });
     let c = fx.client();
     let e = common::expected(&fx.blocks);
     let genesis = bitcoin::blockdata::constants::genesis_block(bitcoin::Network::Regtest);
@@ -672,8 +675,11 @@ fn websocket_clients_get_the_tcp_answers_and_notifications() {
 
 #[test]
 fn a_reorg_changes_answers_and_notifies() {
-    // Every status cached: the reorg must be noticed and the statuses computed afresh.
-    let mut fx = Fixture::start(140, 20, 34, |c| c.cache_status_from = 1);
+    // Every status and history cached: the reorg must be noticed and both computed afresh.
+    let mut fx = Fixture::start(140, 20, 34, |c| {
+        c.cache_status_from = 1;
+        c.cache_history_from = 1;
+    });
     let fork = fx.gen.fork(5);
     fx.add_blocks(5);
     let c = fx.client();

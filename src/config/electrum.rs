@@ -44,6 +44,9 @@ pub struct ElectrumConfig {
     /// Histories at least this long get their status hash cached and extended block by block
     /// (not a file option: lowered by tests).
     pub cache_status_from: usize,
+    /// Histories at least this long are kept for `get_history` answers built in memory and
+    /// extended block by block (not a file option: lowered by tests).
+    pub cache_history_from: usize,
     /// Most headers in one `blockchain.block.headers` answer.
     pub max_headers: u32,
     /// Text of `server.banner`.
@@ -72,6 +75,8 @@ impl ElectrumConfig {
             max_history: 10_000_000,
             stream_history_from: 4096,
             cache_status_from: 1_000,
+            // Shorter histories cost about a round trip to read again.
+            cache_history_from: 20,
             max_headers: 2016,
             banner: format!("Welcome to {SERVER_SOFTWARE}, a validating Electrum server"),
             donation_address: String::new(),

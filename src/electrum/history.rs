@@ -100,7 +100,7 @@ impl Session {
             other => other.map_err(backend_err)?,
         }
         let count = known.len() + newer.len();
-        if count >= self.backend.config.cache_status_from && (cached.is_none() || !newer.is_empty()) {
+        if count >= self.backend.config.cache_history_from && (cached.is_none() || !newer.is_empty()) {
             if let Some(tip) = view.tip() {
                 let entries = Arc::new([known, &newer[..]].concat());
                 self.backend.history_cache.put(*sh, CachedHistory::new(entries, tip, view.next_txnum()));

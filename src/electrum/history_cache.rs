@@ -13,6 +13,8 @@ use crate::store::schema::{ScriptHash, TxNum};
 /// History entries kept over all cached scripts, at most (36 bytes each: about 72 MB); the
 /// least recently used scripts leave first.
 pub const CACHE_ENTRIES: usize = 2_000_000;
+/// Scripts kept, at most (which also bounds the scan that finds the least recently used).
+pub const CACHE_SCRIPTS: usize = 4_096;
 
 /// A script's confirmed history up to a block.
 #[derive(Clone)]
@@ -63,7 +65,8 @@ impl HistoryCache {
     }
 
     /// Keeps a script's history, dropping the least recently used ones while the total would
-    /// pass [`CACHE_ENTRIES`]; one longer than half of that is not kept.
+    /// pass [`CACHE_ENTRIES`] or [`CACHE_SCRIPTS`]; one longer than half of the entries is not
+    /// kept.
     pub(crate) fn put(&self, sh: ScriptHash, mut entry: CachedHistory) {
         let len = entry.entries.len();
         if len > CACHE_ENTRIES / 2 {
@@ -75,7 +78,7 @@ impl HistoryCache {
         if let Some(old) = inner.map.remove(&sh) {
             inner.held -= old.entries.len();
         }
-        while inner.held + len > CACHE_ENTRIES {
+        while inner.held + len > CACHE_ENTRIES || inner.map.len() >= CACHE_SCRIPTS {
             let Some(oldest) = inner.map.iter().min_by_key(|(_, c)| c.used).map(|(k, _)| *k) else { break };
             if let Some(gone) = inner.map.remove(&oldest) {
                 inner.held -= gone.entries.len();
@@ -110,5 +113,18 @@ mod tests {
         assert_eq!(cache.lock().held, CACHE_ENTRIES / 2 + 10, "a replaced, not added");
         cache.put(b, history(CACHE_ENTRIES / 2 + 1));
         assert!(cache.get(&b).is_none(), "too long to keep");
+    }
+
+    #[test]
+    fn the_number_of_scripts_is_bounded_too() {
+        let cache = HistoryCache::default();
+        for i in 0..CACHE_SCRIPTS + 10 {
+            let mut key = [0u8; 32];
+            key[..8].copy_from_slice(&(i as u64).to_le_bytes());
+            cache.put(ScriptHash(key), history(20));
+        }
+        assert_eq!(cache.lock().map.len(), CACHE_SCRIPTS);
+        assert_eq!(cache.lock().held, CACHE_SCRIPTS * 20);
+        assert!(cache.get(&ScriptHash([0; 32])).is_none(), "the first in left first");
     }
 }
