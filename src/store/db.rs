@@ -227,19 +227,9 @@ impl Store {
         cf: &'static str,
         prefix: &[u8],
         start: &[u8],
-        mut f: impl FnMut(&[u8], &[u8]) -> Result<bool, E>,
+        f: impl FnMut(&[u8], &[u8]) -> Result<bool, E>,
     ) -> Result<(), E> {
-        let mut opts = rocksdb::ReadOptions::default();
-        opts.set_snapshot(snapshot);
-        let mut iter = self.db.raw_iterator_cf_opt(self.cf(cf), opts);
-        iter.seek(start);
-        while let (Some(key), Some(value)) = (iter.key(), iter.value()) {
-            if !key.starts_with(prefix) || !f(key, value)? {
-                return Ok(());
-            }
-            iter.next();
-        }
-        Ok(iter.status().map_err(|e| self.db_err(e))?)
+        self.walk(snapshot, cf, prefix, start, false, f)
     }
 
     /// As [`Store::for_each_from`], backwards: from the last key at or before `start` down, while
@@ -250,17 +240,37 @@ impl Store {
         cf: &'static str,
         prefix: &[u8],
         start: &[u8],
+        f: impl FnMut(&[u8], &[u8]) -> Result<bool, E>,
+    ) -> Result<(), E> {
+        self.walk(snapshot, cf, prefix, start, true, f)
+    }
+
+    /// Visits the keys under `prefix` from `start` on, forwards or `backwards`, while `f`
+    /// returns `true`.
+    fn walk<E: From<StoreError>>(
+        &self,
+        snapshot: &rocksdb::Snapshot<'_>,
+        cf: &'static str,
+        prefix: &[u8],
+        start: &[u8],
+        backwards: bool,
         mut f: impl FnMut(&[u8], &[u8]) -> Result<bool, E>,
     ) -> Result<(), E> {
         let mut opts = rocksdb::ReadOptions::default();
         opts.set_snapshot(snapshot);
         let mut iter = self.db.raw_iterator_cf_opt(self.cf(cf), opts);
-        iter.seek_for_prev(start);
+        match backwards {
+            true => iter.seek_for_prev(start),
+            false => iter.seek(start),
+        }
         while let (Some(key), Some(value)) = (iter.key(), iter.value()) {
             if !key.starts_with(prefix) || !f(key, value)? {
                 return Ok(());
             }
-            iter.prev();
+            match backwards {
+                true => iter.prev(),
+                false => iter.next(),
+            }
         }
         Ok(iter.status().map_err(|e| self.db_err(e))?)
     }

@@ -4,12 +4,11 @@
 use std::collections::{HashMap, HashSet};
 use std::str::FromStr;
 
-use bitcoin::consensus::Decodable;
 use bitcoin::hex::FromHex;
 use bitcoin::{OutPoint, Transaction, Txid};
 use serde::Serialize;
 
-use super::tx::{spent_outputs, undo_of, TxValue};
+use super::tx::{decode, spent_outputs, undo_of, TxValue};
 use super::{json, txid, unknown, Failure, Reply, TxStatus, MEMPOOL_TXS, TXS_PER_PAGE};
 use crate::http::HttpContext;
 use crate::index::query::HistoryEntry;
@@ -114,8 +113,7 @@ fn confirmed_tx(ctx: &HttpContext, txid: &Txid) -> Result<(Transaction, crate::i
     let (raw, pos) = ctx.index.confirmed_tx_bytes(&ctx.validator, txid)?.ok_or_else(|| {
         Failure(hyper::StatusCode::SERVICE_UNAVAILABLE, "the chain changed during the request; try again".into())
     })?;
-    let tx = Transaction::consensus_decode(&mut &raw[..]).map_err(|e| Failure::internal(format!("a stored transaction does not decode: {e}")))?;
-    Ok((tx, pos))
+    Ok((decode(&raw)?, pos))
 }
 
 /// Confirmed history entries as Esplora transactions, each block's undo data read once.

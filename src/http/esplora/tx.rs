@@ -196,7 +196,8 @@ pub struct Found {
     pub status: TxStatus,
 }
 
-fn decode(raw: &[u8]) -> Result<Transaction, Failure> {
+/// Decodes a stored transaction.
+pub fn decode(raw: &[u8]) -> Result<Transaction, Failure> {
     Transaction::consensus_decode(&mut &raw[..]).map_err(|e| Failure::internal(format!("a stored transaction does not decode: {e}")))
 }
 
