@@ -1,8 +1,9 @@
 //! Issue 13, part 4: a node still in its initial download does not serve its old tip as if it
 //! were current. A scripted peer hands cairn 30 headers and holds the blocks back: Electrum
 //! answers every request but `server.*` with "server is syncing: height 0 of 30",
-//! `server.features` and `cairn status` say so, the HTTP endpoints answer 503; once the peer
-//! sends the blocks everything answers from the synced chain, by itself.
+//! `server.features` and `cairn status` say so, the HTTP endpoints (the health check among
+//! them) answer 503; once the peer sends the blocks everything answers from the synced chain,
+//! by itself.
 
 mod common;
 
@@ -79,6 +80,9 @@ fn while_syncing_clients_are_told_so_and_served_once_synced() {
     assert_eq!(answers[2]["result"]["syncing"], serde_json::json!({"height": 0, "headers": 30}));
     let filters = http_get(http, "/filterheaders?start=0&count=1");
     assert!(filters.starts_with("HTTP/1.1 503") && filters.contains("server is syncing: height 0 of 30"), "{filters}");
+    // A load balancer's health check sends no wallets here yet.
+    let health = http_get(http, "/health");
+    assert!(health.starts_with("HTTP/1.1 503") && health.contains("initial download: height 0 of 30"), "{health}");
 
     // The blocks, as asked for: caught up, everything answers by itself.
     let served = std::thread::spawn(move || {
@@ -104,6 +108,8 @@ fn while_syncing_clients_are_told_so_and_served_once_synced() {
     assert_eq!(answers[1]["result"]["height"], 30, "{} after {:?}; {status}", answers[1], start.elapsed());
     assert!(answers[2]["result"].get("syncing").is_none(), "{}", answers[2]);
     assert!(http_get(http, "/filterheaders?start=0&count=1").starts_with("HTTP/1.1 200"));
+    let health = http_get(http, "/health");
+    assert!(health.starts_with("HTTP/1.1 200") && health.contains(r#""index_height":30"#), "{health}");
     drop(cairn);
     let _ = served.join();
 }

@@ -153,6 +153,7 @@ async fn answer_off_the_workers(ctx: Arc<HttpContext>, req: Request<Incoming>) -
         Err(_) => return failure(esplora::Failure(StatusCode::REQUEST_TIMEOUT, "Request timeout".into())),
     };
     let answered = tokio::task::spawn_blocking(move || match ctx.validator.initial_download() {
+        _ if parts.uri.path() == "/health" => health(&ctx),
         Some(sync) => error(
             StatusCode::SERVICE_UNAVAILABLE,
             format!("server is syncing: height {} of {}", sync.height, sync.headers),
@@ -162,6 +163,47 @@ async fn answer_off_the_workers(ctx: Arc<HttpContext>, req: Request<Incoming>) -
     match answered.await {
         Ok(response) => response,
         Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, e),
+    }
+}
+
+/// `GET /health`, for load balancers: 200 only when the node is in sync ([`unhealthy`] finds
+/// nothing), 503 with the reason otherwise. The body is JSON with the heights either way.
+fn health(ctx: &HttpContext) -> Response<Full<Bytes>> {
+    let kernel = ctx.validator.tip();
+    let best = ctx.validator.best_header();
+    let index = ctx.index.tip();
+    let reason = unhealthy(ctx.validator.initial_download(), &kernel, &best, index);
+    let body = json!({
+        "status": if reason.is_none() { "ok" } else { "unavailable" },
+        "reason": reason,
+        "kernel_height": kernel.height,
+        "best_header_height": best.height,
+        "index_height": index.map(|(height, _)| height),
+    });
+    reply(if reason.is_none() { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE }, body)
+}
+
+/// Why a node should get no wallets, if it should not: still in its initial download, its
+/// kernel more than one block behind the best header it knows, or its index not at the
+/// kernel's tip.
+fn unhealthy(
+    syncing: Option<crate::kernel::SyncProgress>,
+    kernel: &crate::kernel::ChainTip,
+    best: &crate::kernel::ChainTip,
+    index: Option<(u32, BlockHash)>,
+) -> Option<String> {
+    if let Some(sync) = syncing {
+        return Some(format!("initial download: height {} of {}", sync.height, sync.headers));
+    }
+    if best.height > kernel.height.saturating_add(1) {
+        return Some(format!("the kernel is at height {}, the best header at {}", kernel.height, best.height));
+    }
+    match index {
+        Some((_, hash)) if hash == kernel.hash => None,
+        _ => {
+            let at = index.map_or(-1, |(height, _)| i64::from(height));
+            Some(format!("the index is at height {at}, the kernel at {}", kernel.height))
+        }
     }
 }
 
@@ -256,4 +298,30 @@ fn filter_headers(index: &Index, query: &str) -> Response<Full<Bytes>> {
         .map(|(height, (hash, row))| json!({"height": height, "blockhash": hash.to_string(), "header": row.header.to_string()}))
         .collect();
     reply(StatusCode::OK, Value::Array(out))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernel::{ChainTip, SyncProgress};
+    use bitcoin::hashes::Hash;
+
+    fn tip(height: i64, byte: u8) -> ChainTip {
+        ChainTip { height, hash: BlockHash::from_byte_array([byte; 32]) }
+    }
+
+    #[test]
+    fn healthy_only_in_sync_with_the_index_at_the_kernels_tip() {
+        let (kernel, hash) = (tip(100, 1), BlockHash::from_byte_array([1; 32]));
+        assert_eq!(unhealthy(None, &kernel, &tip(100, 1), Some((100, hash))), None);
+        // One block behind the best header is still in sync (it is being validated).
+        assert_eq!(unhealthy(None, &kernel, &tip(101, 2), Some((100, hash))), None);
+        let reason = |syncing, best: ChainTip, index| unhealthy(syncing, &kernel, &best, index).unwrap();
+        assert_eq!(reason(Some(SyncProgress { height: 5, headers: 30 }), tip(30, 3), Some((5, hash))), "initial download: height 5 of 30");
+        assert_eq!(reason(None, tip(102, 2), Some((100, hash))), "the kernel is at height 100, the best header at 102");
+        assert_eq!(reason(None, tip(100, 1), Some((99, BlockHash::all_zeros()))), "the index is at height 99, the kernel at 100");
+        // Same height, another block (the index has not followed a reorg yet).
+        assert_eq!(reason(None, tip(100, 1), Some((100, BlockHash::all_zeros()))), "the index is at height 100, the kernel at 100");
+        assert_eq!(reason(None, tip(100, 1), None), "the index is at height -1, the kernel at 100");
+    }
 }
