@@ -11,11 +11,14 @@ if [ ! -x /usr/bin/electrum ]; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends electrum >/dev/null ||
     { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends electrum >/dev/null; }
 fi
-# systemd-analyze, which checks contrib/cairn.service in tests/service.rs.
-if ! command -v systemd-analyze >/dev/null 2>&1; then
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends systemd >/dev/null ||
-    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends systemd >/dev/null; }
-fi
+# systemd-analyze, which checks contrib/cairn.service (tests/service.rs), and HAProxy, in front
+# of two nodes in tests/haproxy.rs.
+for tool in systemd-analyze:systemd haproxy:haproxy; do
+  if ! command -v "${tool%%:*}" >/dev/null 2>&1; then
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${tool#*:}" >/dev/null ||
+      { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${tool#*:}" >/dev/null; }
+  fi
+done
 export CAIRN_BITCOIND=/opt/bitcoind/bitcoind
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-/var/tmp/cairn-target}"
 cargo test --profile ci --locked "$@"
