@@ -309,6 +309,40 @@ fn learns_peer_addresses_connects_out_to_them_and_answers_getaddr() {
     cairn.wait_for(&b.rpc(&["getbestblockhash"]), "after the flood");
 }
 
+#[test]
+fn a_restart_reconnects_to_the_peers_of_the_saved_address_book() {
+    let tmp = tempfile::tempdir().unwrap();
+    let b = Bitcoind::start(&tmp.path().join("b"), &[]);
+    b.rpc(&["generatetoaddress", "20", ADDR]);
+    let b_addr = SocketAddr::from(([127, 0, 0, 1], b.p2p_port));
+    let dir = tmp.path().join("cairn");
+    let listen = || format!("--p2p-addr=127.0.0.1:{}", free_port());
+
+    // Run 1: bitcoind named with --addnode; a clean stop saves the book.
+    let cairn = start_cairn(&dir, &[format!("--addnode={b_addr}"), listen()]);
+    cairn.wait_for(&b.rpc(&["getbestblockhash"]), "sync from the addnode peer");
+    cairn.stop();
+    let saved = dir.join("regtest/addrbook.dat");
+    assert!(saved.exists(), "no address book saved on stop");
+
+    // Run 2: no peer named (and regtest has no DNS seeds): the saved book brings bitcoind back.
+    b.rpc(&["generatetoaddress", "1", ADDR]);
+    let cairn = start_cairn(&dir, &[listen()]);
+    cairn.wait_for(&b.rpc(&["getbestblockhash"]), "reconnect from the saved book");
+    cairn.stop();
+
+    // A damaged book is set aside, not fatal: the node starts with an empty one.
+    let mut bytes = std::fs::read(&saved).unwrap();
+    bytes[20] ^= 0x01;
+    std::fs::write(&saved, bytes).unwrap();
+    let cairn = start_cairn(&dir, &[listen()]);
+    let status = cairn.status_when(|s| s["running"] == true);
+    assert_eq!(status["p2p"]["known_addresses"], 0, "{status}");
+    let aside: Vec<String> = std::fs::read_dir(dir.join("regtest")).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+    assert!(aside.iter().any(|n| n.starts_with("addrbook.dat.bad-")), "{aside:?}");
+    cairn.stop();
+}
+
 /// A generated chain held by a bitcoind with its filter index (the reference), and a cairn that
 /// synced it from that bitcoind over P2P and accepts peers: both at the tip, bitcoind's filter
 /// index caught up.

@@ -455,6 +455,7 @@ fn p2p_config(network: Network, custom_signet: bool, magic: [u8; 4], file: &File
         max_outbound: file.p2p_max_outbound.unwrap_or(8),
         max_inbound: file.p2p_max_inbound.unwrap_or(117),
         dns_seeds: file.dnsseed.unwrap_or(true),
+        addrbook_file: None,
     }
 }
 

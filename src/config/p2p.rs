@@ -1,6 +1,7 @@
 //! The P2P side's settings: which peers cairn talks to and how many.
 
 use std::net::SocketAddr;
+use std::path::PathBuf;
 
 use super::network::Network;
 
@@ -28,6 +29,9 @@ pub struct P2pConfig {
     pub max_inbound: usize,
     /// Whether to ask the network's DNS seeds for addresses when the book is empty.
     pub dns_seeds: bool,
+    /// Where the address book is saved and loaded from (set by the node from its data dir;
+    /// `None`: the book lives in memory only).
+    pub addrbook_file: Option<PathBuf>,
 }
 
 impl P2pConfig {

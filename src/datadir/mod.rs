@@ -167,6 +167,11 @@ impl DataDir {
         self.root.join("mempool.dat")
     }
 
+    /// Where the P2P address book is saved, periodically and on shutdown.
+    pub fn addrbook_file(&self) -> PathBuf {
+        self.root.join("addrbook.dat")
+    }
+
     /// The admin RPC cookie file, written by `cairn run` while it serves.
     pub fn cookie_file(&self) -> PathBuf {
         self.root.join(".cookie")

@@ -11,6 +11,7 @@ use crate::electrum::{Backend, ElectrumServer, ListenError};
 use crate::http::{HttpContext, HttpError, HttpServer};
 use crate::notify::Notifier;
 use crate::p2p::{MempoolAccess, P2p, P2pError};
+use crate::config::P2pConfig;
 use crate::tls::{Tls, TlsError, TlsFiles};
 
 /// A server that could not start.
@@ -82,7 +83,8 @@ impl Services {
                     }),
                     _ => None,
                 };
-                Some(P2p::start(settings.p2p.clone(), node.validator.clone(), mempool, Some(node.space.clone())).await?)
+                let config = P2pConfig { addrbook_file: Some(node.datadir.addrbook_file()), ..settings.p2p.clone() };
+                Some(P2p::start(config, node.validator.clone(), mempool, Some(node.space.clone())).await?)
             }
             false => None,
         };

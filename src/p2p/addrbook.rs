@@ -178,13 +178,17 @@ impl AddrBook {
         Some(chosen)
     }
 
-    /// Records a completed handshake: the address is good and seen now.
+    /// Records a completed outbound handshake: the address is good and seen now. One the book
+    /// did not have (an `addnode` or `connect` peer) is added, so that a saved book keeps it.
     pub fn mark_good(&self, addr: SocketAddr, services: ServiceFlags) {
+        let now = now_secs();
         let mut map = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(e) = map.get_mut(&addr) {
             e.failures = 0;
-            e.last_seen = now_secs();
+            e.last_seen = now;
             e.services = services;
+        } else if self.usable(&addr) && map.len() < MAX_ADDRESSES {
+            map.insert(addr, Entry { services, last_seen: now, failures: 0, last_try: None });
         }
     }
 
@@ -202,6 +206,12 @@ impl AddrBook {
         if forget {
             map.remove(&addr);
         }
+    }
+
+    /// Every address, for saving the book.
+    pub fn all(&self) -> Vec<KnownAddr> {
+        let map = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
+        map.iter().map(|(a, e)| KnownAddr { addr: *a, services: e.services, last_seen: e.last_seen }).collect()
     }
 
     /// A random sample for a `getaddr` answer: at most [`GETADDR_PERCENT`]% of the book

@@ -2,6 +2,7 @@
 //! parallel block download, and answers to peers' getheaders and getdata.
 
 pub mod addrbook;
+pub mod addrbook_file;
 pub mod codec;
 mod context;
 mod error;
@@ -92,6 +93,8 @@ pub struct P2p {
     pub listen_addr: Option<SocketAddr>,
     ctx: Arc<PeerContext>,
     tasks: Vec<tokio::task::JoinHandle<()>>,
+    /// Where the address book is saved, with the network magic it is saved under.
+    book_file: Option<(std::path::PathBuf, [u8; 4])>,
 }
 
 /// Outbound addresses in use (connecting or connected), released when the guard drops.
@@ -191,6 +194,10 @@ impl P2p {
         space: Option<SpaceWatch>,
     ) -> Result<Self, P2pError> {
         let ctx = Arc::new(peer_context(&config, validator, mempool, space)?);
+        let book_file = config.addrbook_file.clone().map(|path| (path, config.magic));
+        if let Some((path, magic)) = &book_file {
+            addrbook_file::load(&ctx.book, path, *magic);
+        }
         let shared = Arc::new(Shared {
             ctx: ctx.clone(),
             bans: BanList::default(),
@@ -201,6 +208,9 @@ impl P2p {
         let fixed = config.connect.iter().chain(&config.addnode);
         let mut tasks: Vec<_> = fixed.map(|addr| tokio::spawn(keep_connected(shared.clone(), *addr))).collect();
         tasks.push(tokio::spawn(watch_tip(ctx.clone())));
+        if let Some((path, magic)) = book_file.clone() {
+            tasks.push(tokio::spawn(save_book_periodically(ctx.book.clone(), path, magic)));
+        }
         if config.connect.is_empty() && config.max_outbound > 0 {
             tasks.push(tokio::spawn(outbound_manager(shared.clone(), config.clone())));
         }
@@ -216,7 +226,7 @@ impl P2p {
                 Err(e) => tracing::warn!("not accepting peers: cannot listen on {addr}: {e}"),
             }
         }
-        Ok(P2p { listen_addr, ctx, tasks })
+        Ok(P2p { listen_addr, ctx, tasks, book_file })
     }
 
     /// Asks every peer for headers now (what electrs does on SIGUSR1).
@@ -236,11 +246,30 @@ impl P2p {
         move || P2pStatus { listen, peers: ctx.registry.list(), known_addresses: ctx.book.len() }
     }
 
-    /// Stops every peer task.
+    /// Stops every peer task, then saves the address book.
     pub fn stop(self) {
         for t in self.tasks {
             t.abort();
         }
+        if let Some((path, magic)) = &self.book_file {
+            save_book(&self.ctx.book, path, *magic);
+        }
+    }
+}
+
+/// Saves the address book every [`addrbook_file::SAVE_INTERVAL`].
+async fn save_book_periodically(book: Arc<AddrBook>, path: std::path::PathBuf, magic: [u8; 4]) {
+    loop {
+        tokio::time::sleep(addrbook_file::SAVE_INTERVAL).await;
+        let (book, path) = (book.clone(), path.clone());
+        let _ = tokio::task::spawn_blocking(move || save_book(&book, &path, magic)).await;
+    }
+}
+
+fn save_book(book: &AddrBook, path: &std::path::Path, magic: [u8; 4]) {
+    match addrbook_file::save(book, path, magic) {
+        Ok(n) => tracing::debug!("address book: {n} addresses saved to {}", path.display()),
+        Err(e) => tracing::warn!("address book not saved to {}: {e}", path.display()),
     }
 }
 
