@@ -11,9 +11,10 @@ if [ ! -x /usr/bin/electrum ]; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends electrum >/dev/null ||
     { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends electrum >/dev/null; }
 fi
-# systemd-analyze, which checks contrib/cairn.service (tests/service.rs), and HAProxy, in front
-# of two nodes in tests/haproxy.rs.
-for tool in systemd-analyze:systemd haproxy:haproxy; do
+# systemd-analyze, which checks contrib/cairn.service (tests/service.rs), HAProxy, in front of
+# two nodes in tests/haproxy.rs, promtool, which checks /metrics (tests/metrics.rs), and
+# Chromium, which draws the status page (tests/status_page.rs).
+for tool in systemd-analyze:systemd haproxy:haproxy promtool:prometheus chromium:chromium; do
   if ! command -v "${tool%%:*}" >/dev/null 2>&1; then
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${tool#*:}" >/dev/null ||
       { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${tool#*:}" >/dev/null; }

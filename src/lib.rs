@@ -3,6 +3,7 @@
 //! Data flows one way, and each module imports only those above it in this list:
 //!
 //! - [`config`]: settings from the file, the environment and the flags;
+//! - [`metrics`]: what cairn counts for Prometheus, recorded by the modules below it;
 //! - [`datadir`]: a network's data folder: its identity file, lock and cookie;
 //! - [`kernel`]: the embedded validator, and where blocks sit in its block files;
 //! - [`import`] and [`generate`]: blocks from a Core `blocks/` folder or a hex file into the
@@ -23,6 +24,7 @@
 #![warn(missing_docs)]
 
 pub mod config;
+pub mod metrics;
 pub mod datadir;
 pub mod kernel;
 pub mod import;

@@ -77,6 +77,9 @@ struct Cli {
     /// Where to serve compact filters over HTTP (`/filter/{hash}`, `/filterheaders`) [default: nowhere].
     #[arg(long, global = true, env = "CAIRN_HTTP_ADDR")]
     http_addr: Option<SocketAddr>,
+    /// Where to serve Prometheus metrics (`GET /metrics`) [default: nowhere].
+    #[arg(long, global = true, env = "CAIRN_METRICS_ADDR")]
+    metrics_addr: Option<SocketAddr>,
     #[command(subcommand)]
     command: Command,
 }
@@ -215,6 +218,7 @@ fn settings(cli: &Cli) -> Result<Settings> {
         p2p_addr: cli.p2p_addr,
         no_listen: cli.no_listen,
         http_addr: cli.http_addr,
+        metrics_addr: cli.metrics_addr,
     };
     Ok(Settings::resolve(file, over)?)
 }

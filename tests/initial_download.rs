@@ -59,8 +59,8 @@ fn while_syncing_clients_are_told_so_and_served_once_synced() {
             format!("--http-addr=127.0.0.1:{http}"),
         ],
     );
-    let (stream, _) = listener.accept().unwrap();
-    let mut peer = ScriptedPeer::over(stream);
+    // cairn tries BIP324 first; the scripted peer speaks v1 only.
+    let mut peer = ScriptedPeer::over(common::peer::accept_v1(&listener));
     peer.handshake();
     peer.recv_until(|m| matches!(m, NetworkMessage::GetHeaders(_)).then_some(())).expect("getheaders");
     peer.send(NetworkMessage::Headers(blocks.iter().map(|b| b.header).collect())).unwrap();

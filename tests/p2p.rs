@@ -4,7 +4,7 @@
 
 mod common;
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::SocketAddr;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -12,10 +12,16 @@ use std::time::{Duration, Instant};
 use std::str::FromStr;
 
 use bitcoin::hex::{DisplayHex, FromHex};
-use common::peer::{bad_checksum_ping, banned_within, connect_from, invalid_block_on, non_loopback_ip, ScriptedPeer};
+use common::peer::{accept_v1, bad_checksum_ping, banned_within, connect_from, invalid_block_on, non_loopback_ip, ScriptedPeer};
 use common::{free_port, start_cairn, Bitcoind, Cairn};
 
 const ADDR: &str = "bcrt1qs758ursh4q9z627kt3pp5yysm78ddny6txaqgw";
+
+/// The transport (`v1`, `v2`) of each of bitcoind's connections.
+fn transports(node: &Bitcoind) -> Vec<String> {
+    let peers: serde_json::Value = serde_json::from_str(&node.rpc(&["getpeerinfo"])).unwrap();
+    peers.as_array().unwrap().iter().map(|p| p["transport_protocol_type"].as_str().unwrap_or("?").to_string()).collect()
+}
 
 #[test]
 fn syncs_from_bitcoind_follows_reorgs_serves_peers_and_bans_garbage() {
@@ -43,6 +49,8 @@ fn syncs_from_bitcoind_follows_reorgs_serves_peers_and_bans_garbage() {
         ],
     );
     cairn.wait_for(&a.rpc(&["getbestblockhash"]), "initial sync");
+    // bitcoind at its defaults speaks BIP324, and so does cairn's connection to it.
+    assert_eq!(transports(&a), ["v2"], "cairn's outbound connection to bitcoind");
 
     // New blocks are followed.
     a.rpc(&["generatetoaddress", "2", ADDR]);
@@ -62,13 +70,17 @@ fn syncs_from_bitcoind_follows_reorgs_serves_peers_and_bans_garbage() {
     cairn.wait_for(&new_tip, "reorg");
     assert_eq!(cairn.status()["kernel_tip"]["height"], 1003);
 
-    // A second bitcoind syncs the whole chain from cairn (v1 transport: cairn has no BIP324 yet).
-    let b = Bitcoind::start(
-        &tmp.path().join("b"),
-        &[format!("-connect=127.0.0.1:{p2p_port}"), "-v2transport=0".into()],
-    );
+    // A second bitcoind, at its defaults, syncs the whole chain from cairn over BIP324; a third
+    // with v2 off over v1 (cairn tells them apart by their first bytes).
+    let b = Bitcoind::start(&tmp.path().join("b"), &[format!("-connect=127.0.0.1:{p2p_port}")]);
     b.wait_for_height(1003, Duration::from_secs(120));
     assert_eq!(b.rpc(&["getbestblockhash"]), new_tip);
+    assert_eq!(transports(&b), ["v2"], "bitcoind's connection to cairn");
+    let services = b.rpc(&["getpeerinfo"]);
+    assert!(services.contains("\"P2P_V2\"") && services.contains("\"COMPACT_FILTERS\""), "cairn's advertised services: {services}");
+    let c = Bitcoind::start(&tmp.path().join("c"), &[format!("-connect=127.0.0.1:{p2p_port}"), "-v2transport=0".into()]);
+    c.wait_for_height(1003, Duration::from_secs(120));
+    assert_eq!(transports(&c), ["v1"], "a v1-only bitcoind's connection to cairn");
 
     // A peer from a non-local address sends a message with a bad checksum: disconnected and
     // banned. The same from a loopback address (every inbound peer of an onion service) is
@@ -76,11 +88,10 @@ fn syncs_from_bitcoind_follows_reorgs_serves_peers_and_bans_garbage() {
     let cairn_p2p = SocketAddr::from(([127, 0, 0, 1], p2p_port));
     let remote = non_loopback_ip();
     for (from, banned) in [("127.0.0.2", false), (remote.as_str(), true)] {
-        let mut s = connect_from(from, cairn_p2p);
-        s.write_all(&bad_checksum_ping()).unwrap();
-        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-        let mut rest = Vec::new();
-        let _ = s.read_to_end(&mut rest);
+        let mut peer = ScriptedPeer::connect(from, cairn_p2p);
+        peer.handshake();
+        peer.stream.write_all(&bad_checksum_ping()).unwrap();
+        assert_eq!(peer.recv_until(|_| None::<()>), None, "cairn must drop the connection");
         // Banned: the next connection from that address is closed at once. Not banned: it
         // completes a handshake.
         let refused = if banned { banned_within(from, cairn_p2p) } else { ScriptedPeer::connect(from, cairn_p2p).try_handshake().is_none() };
@@ -613,29 +624,13 @@ fn a_misbehaving_connect_peer_is_redialled_not_banned() {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     let _cairn = start_cairn(&tmp.path().join("cairn"), &[format!("--connect=127.0.0.1:{port}"), "--no-listen".into()]);
-    let accept = |what: &str| {
-        listener.set_nonblocking(true).unwrap();
-        let start = Instant::now();
-        loop {
-            match listener.accept() {
-                Ok((stream, _)) => {
-                    stream.set_nonblocking(false).unwrap();
-                    return stream;
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                    assert!(start.elapsed() < Duration::from_secs(30), "cairn never {what}");
-                    std::thread::sleep(Duration::from_millis(50));
-                }
-                Err(e) => panic!("{e}"),
-            }
-        }
-    };
-    let mut first = ScriptedPeer::over(accept("dialled its --connect peer"));
+    // cairn dials with BIP324 first; the scripted peer speaks v1 only (`accept_v1`).
+    let mut first = ScriptedPeer::over(accept_v1(&listener));
     first.handshake();
     // A message with a bad checksum: a ban for any other peer.
     first.stream.write_all(&bad_checksum_ping()).unwrap();
     assert_eq!(first.recv_until(|_| None::<()>), None, "cairn must drop the connection");
-    let mut second = ScriptedPeer::over(accept("dialled its --connect peer again after it misbehaved"));
+    let mut second = ScriptedPeer::over(accept_v1(&listener));
     assert!(second.handshake().iter().any(|m| matches!(m, bitcoin::p2p::message::NetworkMessage::Verack)));
 }
 
@@ -656,13 +651,14 @@ fn half_open_connections_count_against_the_inbound_limit() {
     let silent_a = connect_from("127.0.0.41", cairn_p2p);
     let _silent_b = connect_from("127.0.0.42", cairn_p2p);
     std::thread::sleep(Duration::from_millis(500));
+    // cairn waits for an inbound peer's first bytes (v1 or BIP324), so each peer speaks first.
     let mut third = ScriptedPeer::connect("127.0.0.43", cairn_p2p);
-    assert!(third.recv().is_none(), "a third connection was let in beside two half-open ones");
+    assert!(third.try_handshake().is_none(), "a third connection was let in beside two half-open ones");
     drop(silent_a);
     std::thread::sleep(Duration::from_millis(500));
     let mut fourth = ScriptedPeer::connect("127.0.0.44", cairn_p2p);
     assert!(
-        matches!(fourth.recv(), Some(bitcoin::p2p::message::NetworkMessage::Version(_))),
+        fourth.try_handshake().is_some_and(|got| got.iter().any(|m| matches!(m, bitcoin::p2p::message::NetworkMessage::Version(_)))),
         "a place freed by a closed half-open connection is not given to the next peer"
     );
 }

@@ -108,6 +108,8 @@ pub struct FileConfig {
     pub p2p_max_inbound: Option<usize>,
     /// Whether to ask DNS seeds for peer addresses.
     pub dnsseed: Option<bool>,
+    /// Whether to speak BIP324, the v2 transport (default true, as Core's `-v2transport`).
+    pub v2transport: Option<bool>,
     /// Mempool size limit in megabytes of virtual size.
     pub mempool_max_mb: Option<u64>,
     /// Whether the mempool is saved to `mempool.dat` on shutdown and loaded on start.
@@ -116,6 +118,8 @@ pub struct FileConfig {
     pub http_addr: Option<SocketAddr>,
     /// Most HTTP connections at once.
     pub http_max_connections: Option<usize>,
+    /// Where Prometheus metrics are served (none by default).
+    pub metrics_addr: Option<SocketAddr>,
     /// Whether the index builds and serves BIP158 filters (default true).
     pub block_filters: Option<bool>,
     /// The index store's block cache, MiB.
@@ -178,6 +182,8 @@ pub struct Overrides {
     pub no_listen: bool,
     /// `--http-addr` / `CAIRN_HTTP_ADDR`.
     pub http_addr: Option<SocketAddr>,
+    /// `--metrics-addr` / `CAIRN_METRICS_ADDR`.
+    pub metrics_addr: Option<SocketAddr>,
 }
 
 /// Most HTTP connections at once unless `http_max_connections` says otherwise.
@@ -231,6 +237,8 @@ pub struct Settings {
     pub http_addr: Option<SocketAddr>,
     /// Most HTTP connections at once.
     pub http_max_connections: usize,
+    /// Where `/metrics` is served, if anywhere.
+    pub metrics_addr: Option<SocketAddr>,
     /// Whether the index builds and serves BIP158 filters.
     pub block_filters: bool,
     /// The index store's block cache, bytes.
@@ -269,6 +277,7 @@ impl Settings {
             kernel_script_threads,
             http_addr: over.http_addr.or(file.http_addr),
             http_max_connections: positive("http_max_connections", file.http_max_connections.unwrap_or(DEFAULT_HTTP_MAX_CONNECTIONS))?,
+            metrics_addr: over.metrics_addr.or(file.metrics_addr),
             block_filters: file.block_filters.unwrap_or(true),
             index_cache_bytes: index_cache_mb << 20,
             min_free_space: min_free_space(file.min_free_space_mb)?,
@@ -455,6 +464,7 @@ fn p2p_config(network: Network, custom_signet: bool, magic: [u8; 4], file: &File
         max_outbound: file.p2p_max_outbound.unwrap_or(8),
         max_inbound: file.p2p_max_inbound.unwrap_or(117),
         dns_seeds: file.dnsseed.unwrap_or(true),
+        v2_transport: file.v2transport.unwrap_or(true),
         addrbook_file: None,
     }
 }

@@ -29,6 +29,9 @@ pub struct P2pConfig {
     pub max_inbound: usize,
     /// Whether to ask the network's DNS seeds for addresses when the book is empty.
     pub dns_seeds: bool,
+    /// Whether to speak BIP324 (v2 transport): outbound first, inbound when the peer does;
+    /// advertised as NODE_P2P_V2.
+    pub v2_transport: bool,
     /// Where the address book is saved and loaded from (set by the node from its data dir;
     /// `None`: the book lives in memory only).
     pub addrbook_file: Option<PathBuf>,

@@ -132,6 +132,10 @@ pub struct HistoryJob {
     pub(crate) id: serde_json::Value,
     /// Whether the client speaks 1.7 (whose "history too large" code is 10001, not 1).
     pub(crate) v17: bool,
+    /// The method's metrics label, and when its request came: the request is counted once
+    /// the whole answer is written.
+    pub(crate) method: &'static str,
+    pub(crate) started: std::time::Instant,
 }
 
 /// One piece of a streamed answer; `true` with the last.

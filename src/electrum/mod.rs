@@ -71,6 +71,19 @@ struct Transport {
     tls: Option<Arc<Tls>>,
 }
 
+impl Transport {
+    /// The metrics label.
+    fn label(&self) -> &'static str {
+        use crate::metrics::transport;
+        match (self.framing, self.tls.is_some()) {
+            (Framing::Lines, false) => transport::TCP,
+            (Framing::Lines, true) => transport::TLS,
+            (Framing::WebSocket, false) => transport::WS,
+            (Framing::WebSocket, true) => transport::WSS,
+        }
+    }
+}
+
 impl std::fmt::Display for Transport {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match (self.framing, self.tls.is_some()) {
@@ -172,25 +185,26 @@ impl Client {
     /// then serves the session.
     async fn serve(self, stream: TcpStream, transport: Transport) {
         let Some(tls) = &transport.tls else {
-            return self.session(stream, transport.framing).await;
+            return self.session(stream, &transport).await;
         };
         let peer = self.peer;
         match tokio::time::timeout(HANDSHAKE_TIMEOUT, tls.acceptor().accept(stream)).await {
-            Ok(Ok(secured)) => self.session(secured, transport.framing).await,
+            Ok(Ok(secured)) => self.session(secured, &transport).await,
             Ok(Err(e)) => tracing::debug!("electrum client {peer}: TLS handshake failed: {e}"),
             Err(_) => tracing::debug!("electrum client {peer}: TLS handshake timed out"),
         }
     }
 
-    async fn session<S>(self, stream: S, framing: Framing)
+    async fn session<S>(self, stream: S, transport: &Transport)
     where
         S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
     {
         let Client { peer, backend, budget } = self;
         let rx = backend.notifier.subscribe_tips();
-        match framing {
-            Framing::Lines => session::run(stream, peer, backend, rx, budget).await,
-            Framing::WebSocket => session::run_websocket(stream, peer, backend, rx, budget).await,
+        let label = transport.label();
+        match transport.framing {
+            Framing::Lines => session::run(stream, peer, label, backend, rx, budget).await,
+            Framing::WebSocket => session::run_websocket(stream, peer, label, backend, rx, budget).await,
         }
     }
 }

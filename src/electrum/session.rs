@@ -11,7 +11,7 @@ use tokio::sync::{broadcast, mpsc};
 
 use super::backend::Backend;
 use super::history::{HistoryJob, Piece};
-use super::methods::Session;
+use super::methods::{method_label, Session};
 use super::rpc::{error_value, Reply, RpcError, INVALID_REQUEST, PARSE_ERROR};
 use crate::notify::TipUpdate;
 use crate::store::schema::ScriptHash;
@@ -54,12 +54,25 @@ impl Session {
             }
         };
         tracing::trace!("electrum request {method}");
+        let (started, label) = (std::time::Instant::now(), method_label(method));
         let result = self.call(method, params);
-        let id = id?;
+        // A streamed history is counted when its last piece is written (`stream`).
+        if !matches!(result, Ok(Reply::History(_))) {
+            crate::metrics::metrics().electrum_request(label, started.elapsed(), result.is_err());
+        }
+        let Some(id) = id else {
+            if let Ok(Reply::History(_)) = result {
+                crate::metrics::metrics().electrum_request(label, started.elapsed(), false);
+            }
+            return None;
+        };
         Some(match result {
             Ok(Reply::Json(value)) => Answer::Line(json!({"jsonrpc": "2.0", "id": id, "result": value}).to_string()),
             Ok(Reply::Text(text)) => Answer::Line(format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{text}}}")),
-            Ok(Reply::History(sh)) => Answer::History(HistoryJob { backend: self.backend.clone(), sh, id, v17: self.v17() }),
+            Ok(Reply::History(sh)) => {
+                let v17 = self.v17();
+                Answer::History(HistoryJob { backend: self.backend.clone(), sh, id, v17, method: label, started })
+            }
             Err(e) => Answer::Line(error_value(id, &e).to_string()),
         })
     }
@@ -251,6 +264,7 @@ impl<S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static> S
 pub async fn run(
     stream: impl Stream,
     peer: SocketAddr,
+    transport: &'static str,
     backend: Arc<Backend>,
     updates: broadcast::Receiver<TipUpdate>,
     budget: AnswerBudget,
@@ -293,7 +307,7 @@ pub async fn run(
         }
         let _ = write_half.shutdown().await;
     });
-    serve(peer, backend, updates, in_rx, Outbox::new(out_tx, budget), true).await;
+    serve(peer, backend, updates, in_rx, Outbox::new(out_tx, budget, transport), true).await;
     reader.abort();
     let _ = writer.await;
 }
@@ -303,6 +317,7 @@ pub async fn run(
 pub async fn run_websocket(
     stream: impl Stream,
     peer: SocketAddr,
+    transport: &'static str,
     backend: Arc<Backend>,
     updates: broadcast::Receiver<TipUpdate>,
     budget: AnswerBudget,
@@ -351,7 +366,7 @@ pub async fn run_websocket(
         }
         let _ = sink.close().await;
     });
-    serve(peer, backend, updates, in_rx, Outbox::new(out_tx, budget), false).await;
+    serve(peer, backend, updates, in_rx, Outbox::new(out_tx, budget, transport), false).await;
     reader.abort();
     let _ = writer.await;
 }
@@ -389,6 +404,7 @@ async fn serve(
     streams: bool,
 ) {
     tracing::debug!("electrum client {peer} connected");
+    let mut gauges = SessionGauges::open(out.transport);
     let idle = backend.config.idle_timeout;
     let limit = backend.config.max_line_bytes;
     out.timeout = SEND_TIMEOUT.min(idle);
@@ -412,6 +428,7 @@ async fn serve(
                     Ok(Some(Incoming::Request(request))) => request,
                 };
                 let answer = tokio::task::block_in_place(|| session.handle_line(&request));
+                gauges.subscriptions(session.subscriptions.len() + session.outpoints.len());
                 let sent = match answer {
                     None => true,
                     Some(Answer::Line(text)) => out.send(text).await,
@@ -438,10 +455,44 @@ async fn serve(
     tracing::debug!("electrum client {peer} disconnected");
 }
 
+/// A session's share of the Electrum gauges: its connection, and its subscriptions as they
+/// change; both taken back when the session ends.
+struct SessionGauges {
+    transport: &'static str,
+    subscriptions: i64,
+}
+
+impl SessionGauges {
+    fn open(transport: &'static str) -> Self {
+        let m = crate::metrics::metrics();
+        m.electrum_connections_accepted.with_label_values(&[transport]).inc();
+        m.electrum_connections.with_label_values(&[transport]).inc();
+        SessionGauges { transport, subscriptions: 0 }
+    }
+
+    /// The session now holds `now` subscriptions.
+    fn subscriptions(&mut self, now: usize) {
+        let now = i64::try_from(now).unwrap_or(i64::MAX);
+        if now != self.subscriptions {
+            let gauge = crate::metrics::metrics().electrum_subscriptions.with_label_values(&[self.transport]);
+            gauge.add(now - self.subscriptions);
+            self.subscriptions = now;
+        }
+    }
+}
+
+impl Drop for SessionGauges {
+    fn drop(&mut self) {
+        self.subscriptions(0);
+        crate::metrics::metrics().electrum_connections.with_label_values(&[self.transport]).dec();
+    }
+}
+
 /// Writes a long history answer as its pieces are read (on a blocking thread, two pieces
 /// ahead at most), each held against the answer budget like a line; `false` if the client
 /// does not take them or the read failed midway (the answer cannot be finished).
 async fn stream(job: HistoryJob, out: &Outbox) -> bool {
+    let (method, started) = (job.method, job.started);
     let (tx, mut rx) = mpsc::channel::<Piece>(2);
     let reader = tokio::task::spawn_blocking(move || job.run(tx));
     let mut finished = false;
@@ -456,6 +507,7 @@ async fn stream(job: HistoryJob, out: &Outbox) -> bool {
     }
     drop(rx);
     let _ = reader.await;
+    crate::metrics::metrics().electrum_request(method, started.elapsed(), !finished);
     finished
 }
 
@@ -500,11 +552,16 @@ struct Outbox {
     timeout: std::time::Duration,
     budget: AnswerBudget,
     mine: Arc<std::sync::atomic::AtomicUsize>,
+    /// The transport's label, for the metrics.
+    transport: &'static str,
+    /// Bytes queued to this client (`cairn_electrum_sent_bytes_total`).
+    sent: prometheus::IntCounter,
 }
 
 impl Outbox {
-    fn new(tx: mpsc::Sender<Queued>, budget: AnswerBudget) -> Self {
-        Outbox { tx, timeout: SEND_TIMEOUT, budget, mine: Arc::default() }
+    fn new(tx: mpsc::Sender<Queued>, budget: AnswerBudget, transport: &'static str) -> Self {
+        let sent = crate::metrics::metrics().electrum_sent_bytes.with_label_values(&[transport]);
+        Outbox { tx, timeout: SEND_TIMEOUT, budget, mine: Arc::default(), transport, sent }
     }
 
     /// Queues one line; `false` if the client holds more than its share of the budget unread,
@@ -524,6 +581,7 @@ impl Outbox {
         let acquire = self.budget.bytes.clone().acquire_many_owned(permits);
         let Ok(Ok(held)) = tokio::time::timeout(self.timeout, acquire).await else { return false };
         self.mine.fetch_add(size, Ordering::SeqCst);
+        self.sent.inc_by(size as u64);
         let queued = Queued { line, ends_line: last, _held: held, _mine: HeldByClient(self.mine.clone(), size) };
         matches!(tokio::time::timeout(self.timeout, self.tx.send(queued)).await, Ok(Ok(())))
     }

@@ -1,10 +1,13 @@
 //! The HTTP server: the compact filters for light clients that cannot speak P2P (browsers),
 //! `GET /filter/{blockhash}` and `GET /filterheaders?start=H&count=N`, and the Esplora REST
-//! API ([`esplora`]) over the same index and the mempool. Every answer carries
+//! API ([`esplora`]) over the same index and the mempool; and, on a listener of its own,
+//! Prometheus' `/metrics` ([`metrics`]). Every answer carries
 //! `Access-Control-Allow-Origin: *`; answers are bounded; one bad request never stops the
 //! others.
 
 pub mod esplora;
+pub mod metrics;
+pub mod status_page;
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -54,6 +57,10 @@ pub struct HttpContext {
     pub mempool: Option<Arc<Mempool>>,
     /// Where accepted transactions are announced to peers and published to sessions.
     pub notifier: Notifier,
+    /// The node's status as `cairn status --json` prints it, for the status page.
+    pub node_status: Option<status_page::NodeStatus>,
+    /// The status page's samples of the last hour.
+    pub samples: status_page::Samples,
 }
 
 /// The running HTTP server.
@@ -61,6 +68,7 @@ pub struct HttpServer {
     /// Where it listens.
     pub addr: SocketAddr,
     task: tokio::task::JoinHandle<()>,
+    sampler: tokio::task::JoinHandle<()>,
 }
 
 impl HttpServer {
@@ -72,39 +80,69 @@ impl HttpServer {
         let listener = TcpListener::bind(addr).await.map_err(|source| HttpError::Listen { addr, source })?;
         let addr = listener.local_addr().unwrap_or(addr);
         tracing::info!("HTTP server (filters, Esplora API) on {addr}");
-        let places = Arc::new(tokio::sync::Semaphore::new(max_connections));
         let ctx = Arc::new(ctx);
-        let task = tokio::spawn(async move {
-            loop {
-                let (stream, peer) = crate::listen::accept(&listener, "HTTP").await;
-                let Ok(place) = places.clone().try_acquire_owned() else {
-                    tracing::debug!("refusing HTTP client {peer}: {max_connections} connections already");
-                    continue;
-                };
-                let ctx = ctx.clone();
-                tokio::spawn(async move {
-                    let _place = place;
-                    let service = hyper::service::service_fn(move |req| {
-                        let ctx = ctx.clone();
-                        async move { Ok::<_, Infallible>(with_cors(answer_off_the_workers(ctx, req).await)) }
-                    });
-                    let conn = hyper::server::conn::http1::Builder::new()
-                        .timer(hyper_util::rt::TokioTimer::new())
-                        .header_read_timeout(REQUEST_TIMEOUT)
-                        .max_buf_size(64 * 1024)
-                        .serve_connection(hyper_util::rt::TokioIo::new(stream), service);
-                    if let Err(e) = conn.await {
-                        tracing::debug!("HTTP client {peer}: {e}");
-                    }
-                });
+        let sampler = tokio::spawn(take_samples(ctx.clone()));
+        let task = tokio::spawn(serve(listener, "HTTP", max_connections, move |req| {
+            let ctx = ctx.clone();
+            async move {
+                let response = answer_off_the_workers(ctx, req).await;
+                crate::metrics::metrics().http_requests.with_label_values(&[response.status().as_str()]).inc();
+                with_cors(response)
             }
-        });
-        Ok(HttpServer { addr, task })
+        }));
+        Ok(HttpServer { addr, task, sampler })
     }
 
     /// Stops accepting requests.
     pub fn stop(self) {
         self.task.abort();
+        self.sampler.abort();
+    }
+}
+
+/// Accepts clients of `listener` (`what` names them in logs) for ever, at most
+/// `max_connections` at once (more are closed as they connect), and serves each over HTTP/1.1
+/// with `handle`: the request head must come within [`REQUEST_TIMEOUT`] and fit 64 KiB.
+async fn serve<H, F>(listener: TcpListener, what: &'static str, max_connections: usize, handle: H)
+where
+    H: Fn(Request<Incoming>) -> F + Clone + Send + Sync + 'static,
+    F: std::future::Future<Output = Response<Full<Bytes>>> + Send + 'static,
+{
+    let places = Arc::new(tokio::sync::Semaphore::new(max_connections));
+    loop {
+        let (stream, peer) = crate::listen::accept(&listener, what).await;
+        let Ok(place) = places.clone().try_acquire_owned() else {
+            tracing::debug!("refusing {what} client {peer}: {max_connections} connections already");
+            continue;
+        };
+        let handle = handle.clone();
+        tokio::spawn(async move {
+            let _place = place;
+            let service = hyper::service::service_fn(move |req| {
+                let answered = handle(req);
+                async move { Ok::<_, Infallible>(answered.await) }
+            });
+            let conn = hyper::server::conn::http1::Builder::new()
+                .timer(hyper_util::rt::TokioTimer::new())
+                .header_read_timeout(REQUEST_TIMEOUT)
+                .max_buf_size(64 * 1024)
+                .serve_connection(hyper_util::rt::TokioIo::new(stream), service);
+            if let Err(e) = conn.await {
+                tracing::debug!("{what} client {peer}: {e}");
+            }
+        });
+    }
+}
+
+/// Samples the node for the status page every [`status_page::SAMPLE_EVERY`].
+async fn take_samples(ctx: Arc<HttpContext>) {
+    let mut ticks = tokio::time::interval(status_page::SAMPLE_EVERY);
+    loop {
+        ticks.tick().await;
+        let ctx = ctx.clone();
+        if tokio::task::spawn_blocking(move || ctx.samples.take(&ctx)).await.is_err() {
+            return;
+        }
     }
 }
 
@@ -154,6 +192,8 @@ async fn answer_off_the_workers(ctx: Arc<HttpContext>, req: Request<Incoming>) -
     };
     let answered = tokio::task::spawn_blocking(move || match ctx.validator.initial_download() {
         _ if parts.uri.path() == "/health" => health(&ctx),
+        // The status page shows an initial download too.
+        _ if matches!(parts.uri.path(), "/" | "/api/status") => status_page(&ctx, &parts.method, parts.uri.path()),
         Some(sync) => error(
             StatusCode::SERVICE_UNAVAILABLE,
             format!("server is syncing: height {} of {}", sync.height, sync.headers),
@@ -164,6 +204,27 @@ async fn answer_off_the_workers(ctx: Arc<HttpContext>, req: Request<Incoming>) -
         Ok(response) => response,
         Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, e),
     }
+}
+
+/// `GET /`, the status page, and `GET /api/status`, what it draws.
+fn status_page(ctx: &HttpContext, method: &Method, path: &str) -> Response<Full<Bytes>> {
+    if method != Method::GET {
+        return error(StatusCode::METHOD_NOT_ALLOWED, "only GET is served");
+    }
+    if path == "/api/status" {
+        return reply(StatusCode::OK, status_page::api_status(ctx, ctx.node_status.as_ref(), &ctx.samples));
+    }
+    let mut response = Response::new(Full::new(Bytes::from_static(status_page::PAGE.as_bytes())));
+    let headers = response.headers_mut();
+    headers.insert(hyper::header::CONTENT_TYPE, hyper::header::HeaderValue::from_static("text/html; charset=utf-8"));
+    // Nothing from elsewhere: the page's own inline script and style, and /api/status.
+    headers.insert(
+        hyper::header::CONTENT_SECURITY_POLICY,
+        hyper::header::HeaderValue::from_static(
+            "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; img-src data:",
+        ),
+    );
+    response
 }
 
 /// `GET /health`, for load balancers: 200 only when the node is in sync ([`unhealthy`] finds
@@ -230,9 +291,11 @@ fn filter_answer(index: &Index, path: &str, query: Option<&str>) -> Response<Ful
         Err(e) => return error(StatusCode::INTERNAL_SERVER_ERROR, e),
     }
     if let Some(hash) = path.strip_prefix("/filter/") {
+        crate::metrics::metrics().bip157_request("cfilters", "http");
         return filter(index, hash);
     }
     if path == "/filterheaders" {
+        crate::metrics::metrics().bip157_request("cfheaders", "http");
         return filter_headers(index, query.unwrap_or(""));
     }
     error(StatusCode::NOT_FOUND, "unknown path: try /filter/{blockhash} or /filterheaders?start=H&count=N")

@@ -26,6 +26,13 @@ use crate::store::schema::{cf, meta, BlockPosRow, BlockRow, FilterRow, ScanPosRo
 use crate::store::undo::UndoRow;
 use crate::store::Store;
 use chain::IndexedChain;
+
+/// What one index batch does, for the metrics.
+struct BatchCounts {
+    connected: u64,
+    disconnected: u64,
+    txs: u64,
+}
 use rows::{prepare, PreparedBlock};
 
 pub use error::IndexError;
@@ -200,10 +207,13 @@ impl Index {
     }
 
     /// Writes `batch` and then changes the chain by `change`, both under the write lock, so no
-    /// reader takes a snapshot of one without the other.
-    fn commit(&self, batch: rocksdb::WriteBatch, change: impl FnOnce(&mut IndexedChain)) -> Result<(), IndexError> {
+    /// reader takes a snapshot of one without the other. `counts` (blocks connected and
+    /// disconnected, transactions added) and the write's time go to the metrics.
+    fn commit(&self, batch: rocksdb::WriteBatch, counts: BatchCounts, change: impl FnOnce(&mut IndexedChain)) -> Result<(), IndexError> {
         let mut chain = self.chain.write().unwrap_or_else(PoisonError::into_inner);
+        let started = Instant::now();
         self.store.write(batch)?;
+        crate::metrics::metrics().index_batch(counts.connected, counts.disconnected, counts.txs, started.elapsed());
         change(Arc::make_mut(&mut *chain));
         Ok(())
     }
@@ -341,7 +351,12 @@ impl Index {
             hash: last.header.block_hash(),
         };
         batch.put(cf::META, meta::TIP, tip.encode());
-        self.commit(batch.into_write_batch(&self.store), |chain| {
+        let counts = BatchCounts {
+            connected: blocks.len() as u64,
+            disconnected: 0,
+            txs: blocks.iter().map(|b| b.txs.len() as u64).sum(),
+        };
+        self.commit(batch.into_write_batch(&self.store), counts, |chain| {
             for (block, first) in blocks.iter().zip(firsts) {
                 chain.push(block.header, first, block.txs.len() as u32);
             }
@@ -466,7 +481,8 @@ impl Index {
         let mut batch = batch::SortedBatch::default();
         let parent = TipRow { height: height - 1, hash: parent_hash };
         writer::disconnect(&mut batch, height, &txids, &undo, TxNum(range.start), parent)?;
-        self.commit(batch.into_write_batch(&self.store), IndexedChain::pop)?;
+        let counts = BatchCounts { connected: 0, disconnected: 1, txs: 0 };
+        self.commit(batch.into_write_batch(&self.store), counts, IndexedChain::pop)?;
         Ok(kernel_copy.ok())
     }
 

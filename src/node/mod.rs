@@ -3,6 +3,7 @@
 //! them ([`services`]).
 
 pub mod durability;
+mod gauges;
 pub mod runner;
 pub mod services;
 

@@ -8,6 +8,7 @@ use tokio::sync::watch;
 use super::Node;
 use crate::admin::{AdminContext, AdminError, AdminServer, DiskStatus, Status};
 use crate::electrum::{Backend, ElectrumServer, ListenError};
+use crate::http::metrics::MetricsServer;
 use crate::http::{HttpContext, HttpError, HttpServer};
 use crate::notify::Notifier;
 use crate::p2p::{MempoolAccess, P2p, P2pError};
@@ -46,6 +47,8 @@ pub struct Services {
     pub http: Option<HttpServer>,
     /// The certificate the TLS listeners present, when there are any.
     pub tls: Option<Arc<Tls>>,
+    /// Prometheus' `/metrics`, when `metrics_addr` is set.
+    pub metrics: Option<MetricsServer>,
 }
 
 impl Services {
@@ -90,18 +93,25 @@ impl Services {
         };
         let http = match (&node.index, settings.http_addr) {
             (Some(index), Some(addr)) => {
+                let status = node_status(node, p2p.as_ref());
                 let ctx = HttpContext {
                     index: index.clone(),
                     validator: node.validator.clone(),
                     mempool: node.mempool.clone(),
                     notifier: notifier.clone(),
+                    node_status: Some(Box::new(move || serde_json::to_value(status()).unwrap_or_default())),
+                    samples: Default::default(),
                 };
                 Some(HttpServer::start(addr, ctx, settings.http_max_connections).await?)
             }
             _ => None,
         };
+        let metrics = match settings.metrics_addr {
+            Some(addr) => Some(MetricsServer::start(addr, super::gauges::refresh(node, p2p.as_ref())).await?),
+            None => None,
+        };
         let admin = AdminServer::start(settings.admin_addr, &node.datadir, admin_context(node, p2p.as_ref(), stop)).await?;
-        Ok(Services { admin, electrum, p2p, http, tls })
+        Ok(Services { admin, electrum, p2p, http, tls, metrics })
     }
 
     /// Re-reads the TLS certificate and key (SIGHUP): new clients get the new pair, connected
@@ -125,6 +135,9 @@ impl Services {
         if let Some(http) = self.http {
             http.stop();
         }
+        if let Some(metrics) = self.metrics {
+            metrics.stop();
+        }
         self.admin.stop().await;
     }
 }
@@ -147,20 +160,23 @@ fn tls_identity(node: &Node) -> Result<Option<Arc<Tls>>, TlsError> {
 
 /// What the admin RPC answers from: the node's status, read when asked, and the stop signal.
 fn admin_context(node: &Node, p2p: Option<&P2p>, stop: watch::Sender<bool>) -> AdminContext {
+    AdminContext { status: Box::new(node_status(node, p2p)), stop }
+}
+
+/// The running node's status (`cairn status --json`), read when called: for the admin RPC and
+/// the status page.
+fn node_status(node: &Node, p2p: Option<&P2p>) -> impl Fn() -> Status + Send + Sync + 'static {
     let source = node.status_source();
     let p2p_status = p2p.map(|p| p.status_source());
     let space = node.space.clone();
-    AdminContext {
-        status: Box::new(move || Status {
-            running: true,
-            p2p: p2p_status.as_ref().map(|f| f()),
-            disk: Some(DiskStatus {
-                free_mb: space.least_free() >> 20,
-                min_free_mb: space.min_free() >> 20,
-                low: space.is_low(),
-            }),
-            ..source.read()
+    move || Status {
+        running: true,
+        p2p: p2p_status.as_ref().map(|f| f()),
+        disk: Some(DiskStatus {
+            free_mb: space.least_free() >> 20,
+            min_free_mb: space.min_free() >> 20,
+            low: space.is_low(),
         }),
-        stop,
+        ..source.read()
     }
 }

@@ -53,6 +53,10 @@ pub enum CodecError {
     /// The payload does not match its checksum.
     #[error("bad checksum on {0}")]
     BadChecksum(String),
+    /// A BIP324 handshake or packet failed (a wrong key, no garbage terminator, a packet that
+    /// does not authenticate): the connection is dropped, as Core drops it, without a ban.
+    #[error("v2 transport: {0}")]
+    Transport(String),
     /// The payload does not decode as its command says.
     #[error("malformed {command}: {message}")]
     Malformed {
@@ -104,7 +108,7 @@ pub struct Held(#[allow(dead_code)] Option<tokio::sync::OwnedSemaphorePermit>);
 
 impl RecvBudget {
     /// Waits until `len` bytes (a header's worth at least) fit in the budget.
-    async fn acquire(&self, len: u32) -> Held {
+    pub(super) async fn acquire(&self, len: u32) -> Held {
         let want = len.clamp(24, RECV_BUDGET);
         // The semaphore is never closed, so acquiring only waits.
         Held(self.0.clone().acquire_many_owned(want).await.ok())
@@ -144,18 +148,52 @@ pub async fn read_within<R: AsyncRead + Unpin>(
     if checksum.as_byte_array()[..4] != head[20..24] {
         return Err(CodecError::BadChecksum(command));
     }
+    Ok((decode_framed(&command, head, payload)?, held))
+}
+
+/// A message from its command and payload (a v2 packet's contents): framed as v1 for the
+/// `bitcoin` crate's decoder.
+pub fn decode(magic: Magic, command: &str, payload: Vec<u8>) -> Result<Incoming, CodecError> {
+    let mut head = [0u8; 24];
+    head[..4].copy_from_slice(&magic.to_bytes());
+    let name = command.as_bytes();
+    if name.len() > 12 {
+        return Err(CodecError::Malformed { command: command.into(), message: "command over 12 bytes".into() });
+    }
+    head[4..4 + name.len()].copy_from_slice(name);
+    head[16..20].copy_from_slice(&(payload.len() as u32).to_le_bytes());
+    if command != "block" {
+        head[20..24].copy_from_slice(&sha256d::Hash::hash(&payload).as_byte_array()[..4]);
+    }
+    decode_framed(command, head, payload)
+}
+
+/// A message whose header (checked) and payload were read: a block stays bytes, the rest is
+/// decoded.
+fn decode_framed(command: &str, head: [u8; 24], payload: Vec<u8>) -> Result<Incoming, CodecError> {
     if command == "block" {
-        return Ok((Incoming::Block(payload), held));
+        return Ok(Incoming::Block(payload));
     }
     let mut whole = Vec::with_capacity(24 + payload.len());
     whole.extend_from_slice(&head);
     whole.extend_from_slice(&payload);
-    let raw: RawNetworkMessage =
-        bitcoin::consensus::deserialize(&whole).map_err(|e| CodecError::Malformed {
-            command: command.clone(),
-            message: e.to_string(),
-        })?;
-    Ok((Incoming::Message(raw.into_payload()), held))
+    let raw: RawNetworkMessage = bitcoin::consensus::deserialize(&whole).map_err(|e| CodecError::Malformed {
+        command: command.into(),
+        message: e.to_string(),
+    })?;
+    Ok(Incoming::Message(raw.into_payload()))
+}
+
+/// Encodes `message` as v1 into `buf` (cleared first); returns its command. The payload is
+/// `buf[24..]`, which is what a v2 packet carries.
+pub fn encode_v1(message: NetworkMessage, buf: &mut Vec<u8>) -> Result<String, CodecError> {
+    use bitcoin::consensus::Encodable;
+    let raw = RawNetworkMessage::new(Magic::BITCOIN, message);
+    buf.clear();
+    raw.consensus_encode(buf).map_err(|e| CodecError::Io(std::io::Error::other(e.to_string())))?;
+    let mut name = [0u8; 12];
+    name.copy_from_slice(buf.get(4..16).unwrap_or(&[0; 12]));
+    Ok(command_name(&name))
 }
 
 /// Writes one message.

@@ -30,6 +30,9 @@ pub enum PeerError {
     /// cairn could not answer (its store failed).
     #[error("internal error: {0}")]
     Internal(String),
+    /// It closed the connection on cairn's BIP324 handshake: it speaks v1 only.
+    #[error("no v2 transport (BIP324): the peer closed the connection on its handshake")]
+    NoV2,
 }
 
 impl PeerError {
@@ -48,6 +51,7 @@ impl PeerError {
             | PeerError::Timeout
             | PeerError::Closed
             | PeerError::WriterGone
+            | PeerError::NoV2
             | PeerError::Internal(_) => false,
         }
     }

@@ -7,11 +7,12 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use bitcoin::p2p::address::Address;
 use bitcoin::p2p::message::NetworkMessage;
 use bitcoin::p2p::message_network::VersionMessage;
-use bitcoin::p2p::{Magic, ServiceFlags};
+use bitcoin::p2p::ServiceFlags;
 
-use super::codec::{read_message, write_message, CodecError, Incoming};
+use super::codec::Incoming;
 use super::context::PeerContext;
 use super::error::PeerError;
+use super::wire::{ReadWire, WriteWire};
 
 /// The protocol version cairn speaks (wtxidrelay, sendheaders).
 pub const PROTOCOL_VERSION: u32 = 70016;
@@ -39,29 +40,18 @@ fn now_secs() -> i64 {
 }
 
 /// Writes one message and flushes it (the handshake runs before the writer task exists).
-async fn send<W: tokio::io::AsyncWrite + Unpin>(
-    writer: &mut W,
-    magic: Magic,
-    msg: NetworkMessage,
-) -> Result<(), PeerError> {
-    use tokio::io::AsyncWriteExt;
-    write_message(writer, magic, msg).await?;
-    writer.flush().await.map_err(CodecError::from)?;
-    Ok(())
+async fn send(writer: &mut WriteWire, msg: NetworkMessage) -> Result<(), PeerError> {
+    Ok(writer.send_now(msg).await?)
 }
 
 /// Sends our version and reads the peer's, with the feature messages and veracks around them;
 /// refuses old versions, a connection to ourselves, and messages out of order.
-pub async fn handshake<R, W>(
-    reader: &mut R,
-    writer: &mut W,
+pub async fn handshake(
+    reader: &mut ReadWire,
+    writer: &mut WriteWire,
     addr: SocketAddr,
     ctx: &PeerContext,
-) -> Result<PeerTraits, PeerError>
-where
-    R: tokio::io::AsyncRead + Unpin,
-    W: tokio::io::AsyncWrite + Unpin,
-{
+) -> Result<PeerTraits, PeerError> {
     let mut version = VersionMessage::new(
         ctx.services,
         now_secs(),
@@ -75,7 +65,7 @@ where
     version.relay = ctx.mempool.is_some();
     let our_nonce = version.nonce;
     ctx.registry.remember_nonce(our_nonce);
-    let sent = send(writer, ctx.magic, NetworkMessage::Version(version)).await;
+    let sent = send(writer, NetworkMessage::Version(version)).await;
     let result = async {
         sent?;
         handshake_replies(reader, writer, ctx).await
@@ -85,11 +75,7 @@ where
     result
 }
 
-async fn handshake_replies<R, W>(reader: &mut R, writer: &mut W, ctx: &PeerContext) -> Result<PeerTraits, PeerError>
-where
-    R: tokio::io::AsyncRead + Unpin,
-    W: tokio::io::AsyncWrite + Unpin,
-{
+async fn handshake_replies(reader: &mut ReadWire, writer: &mut WriteWire, ctx: &PeerContext) -> Result<PeerTraits, PeerError> {
     let mut got_version = false;
     let mut got_verack = false;
     let mut traits = PeerTraits {
@@ -100,7 +86,7 @@ where
         start_height: 0,
     };
     while !(got_version && got_verack) {
-        match read_message(reader, ctx.magic).await? {
+        match reader.read_message().await? {
             Incoming::Message(NetworkMessage::Version(v)) => {
                 if got_version {
                     return Err(PeerError::Misbehaving("second version message".into()));
@@ -116,10 +102,10 @@ where
                 traits.start_height = i64::from(v.start_height);
                 traits.user_agent = v.user_agent.chars().take(256).collect();
                 if v.version >= 70016 {
-                    send(writer, ctx.magic, NetworkMessage::WtxidRelay).await?;
+                    send(writer, NetworkMessage::WtxidRelay).await?;
                 }
-                send(writer, ctx.magic, NetworkMessage::SendAddrV2).await?;
-                send(writer, ctx.magic, NetworkMessage::Verack).await?;
+                send(writer, NetworkMessage::SendAddrV2).await?;
+                send(writer, NetworkMessage::Verack).await?;
             }
             Incoming::Message(NetworkMessage::Verack) => got_verack = true,
             Incoming::Message(NetworkMessage::WtxidRelay) => traits.wtxid_relay = true,
@@ -130,7 +116,7 @@ where
             _ => {}
         }
     }
-    send(writer, ctx.magic, NetworkMessage::SendHeaders).await?;
+    send(writer, NetworkMessage::SendHeaders).await?;
     Ok(traits)
 }
 

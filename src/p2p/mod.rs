@@ -14,6 +14,8 @@ mod registry;
 pub mod seeds;
 mod session;
 pub mod sync;
+pub mod v2;
+mod wire;
 
 use std::collections::{HashMap, HashSet};
 use std::net::SocketAddr;
@@ -139,19 +141,16 @@ impl Shared {
     /// connection was made. A `manual` peer (`connect`, `addnode`) is never banned, as Core
     /// never punishes manual connections: it is redialled instead.
     async fn connect_and_run(&self, addr: SocketAddr, manual: bool) -> bool {
-        let stream = match tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(addr)).await {
-            Ok(Ok(stream)) => stream,
-            Ok(Err(e)) => {
-                tracing::debug!("cannot connect to {addr}: {e}");
-                return false;
-            }
-            Err(_) => {
-                tracing::debug!("cannot connect to {addr}: timed out");
-                return false;
-            }
-        };
+        let Some(stream) = dial(addr).await else { return false };
+        let v2 = self.ctx.services.has(ServiceFlags::P2P_V2);
         let id = self.ids.fetch_add(1, Ordering::SeqCst);
-        let why = peer::run(stream, addr, false, id, self.ctx.clone()).await;
+        let mut why = peer::run(stream, addr, false, v2, id, self.ctx.clone()).await;
+        // As Core: a peer that hangs up on the v2 handshake is dialled again with v1.
+        if matches!(why, PeerError::NoV2) {
+            tracing::debug!("peer {id} {addr}: {why}; reconnecting with v1");
+            let Some(stream) = dial(addr).await else { return true };
+            why = peer::run(stream, addr, false, false, id, self.ctx.clone()).await;
+        }
         tracing::info!("peer {id} {addr}: disconnected: {why}");
         self.punish(addr, &why, manual);
         true
@@ -171,6 +170,21 @@ impl Shared {
             tracing::warn!("disconnected but not banning local peer {addr}: {why}");
         } else {
             self.bans.ban(addr, &why.to_string());
+        }
+    }
+}
+
+/// Opens a TCP connection to `addr` within [`CONNECT_TIMEOUT`].
+async fn dial(addr: SocketAddr) -> Option<TcpStream> {
+    match tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(addr)).await {
+        Ok(Ok(stream)) => Some(stream),
+        Ok(Err(e)) => {
+            tracing::debug!("cannot connect to {addr}: {e}");
+            None
+        }
+        Err(_) => {
+            tracing::debug!("cannot connect to {addr}: timed out");
+            None
         }
     }
 }
@@ -296,6 +310,9 @@ fn peer_context(
     if filter_index.is_some() {
         services = services | ServiceFlags::COMPACT_FILTERS;
     }
+    if config.v2_transport {
+        services = services | ServiceFlags::P2P_V2;
+    }
     Ok(PeerContext {
         magic: Magic::from_bytes(config.magic),
         validator,
@@ -336,7 +353,8 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, max_inbound: us
         let id = shared.ids.fetch_add(1, Ordering::SeqCst);
         let shared = shared.clone();
         tokio::spawn(async move {
-            let why = peer::run(stream, peer_addr, true, id, shared.ctx.clone()).await;
+            let v2 = shared.ctx.services.has(ServiceFlags::P2P_V2);
+            let why = peer::run(stream, peer_addr, true, v2, id, shared.ctx.clone()).await;
             drop(place);
             tracing::info!("peer {id} {peer_addr} (inbound): disconnected: {why}");
             shared.punish(peer_addr, &why, false);

@@ -5,19 +5,17 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bitcoin::p2p::Magic;
-use tokio::io::{AsyncWriteExt, BufReader, BufWriter};
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-use super::codec::{read_within, write_outgoing, CodecError, Held, Incoming, Outgoing, RecvBudget};
+use super::codec::{CodecError, Held, Incoming, Outgoing, RecvBudget};
 use super::context::PeerContext;
 use super::error::PeerError;
 use super::handshake::handshake;
 use super::session::Session;
 use super::sync::PeerId;
+use super::wire::{self, OpenError, ReadWire, WriteWire};
 
 /// How long the handshake may take.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(20);
@@ -27,29 +25,36 @@ const INCOMING: usize = 16;
 /// Messages queued for a peer and not yet written, at most.
 const OUTGOING: usize = 256;
 
-/// Runs one connection (outbound or inbound) until it ends; returns why it ended.
+/// Runs one connection (outbound or inbound) until it ends; returns why it ended. `v2`: whether
+/// to speak BIP324 (outbound: start with it; inbound: accept it).
 pub async fn run(
     stream: TcpStream,
     addr: SocketAddr,
     inbound: bool,
+    v2: bool,
     id: PeerId,
     ctx: Arc<PeerContext>,
 ) -> PeerError {
     let _ = stream.set_nodelay(true);
-    let (r, w) = stream.into_split();
-    let mut reader = BufReader::with_capacity(256 * 1024, r);
-    let mut writer = BufWriter::new(w);
     let result = async {
-        let traits = tokio::time::timeout(HANDSHAKE_TIMEOUT, handshake(&mut reader, &mut writer, addr, &ctx))
-            .await
-            .map_err(|_| PeerError::Timeout)??;
-        tracing::info!("peer {id} {addr}: connected ({}, {})", if inbound { "inbound" } else { "outbound" }, traits.user_agent);
+        let opened = async {
+            let (mut reader, mut writer, transport) = wire::open(stream, inbound, v2, ctx.magic).await.map_err(|e| match e {
+                OpenError::NoV2 => PeerError::NoV2,
+                OpenError::Failed(e) => PeerError::Codec(e),
+            })?;
+            let traits = handshake(&mut reader, &mut writer, addr, &ctx).await?;
+            Ok::<_, PeerError>((reader, writer, transport, traits))
+        };
+        let (reader, writer, transport, traits) =
+            tokio::time::timeout(HANDSHAKE_TIMEOUT, opened).await.map_err(|_| PeerError::Timeout)??;
+        let direction = if inbound { "inbound" } else { "outbound" };
+        tracing::info!("peer {id} {addr}: connected ({direction}, {transport}, {})", traits.user_agent);
         if !inbound {
             ctx.book.mark_good(addr, traits.services);
         }
         let _registered = ctx.registry.register(id, addr, inbound, &traits.user_agent);
-        let (reading, incoming) = spawn_reader(reader, ctx.magic);
-        let (writing, outgoing) = spawn_writer(writer, ctx.magic);
+        let (reading, incoming) = spawn_reader(reader);
+        let (writing, outgoing) = spawn_writer(writer);
         let outcome = Session::new(&outgoing, id, &ctx, &traits, inbound).run(incoming).await;
         reading.abort();
         writing.abort();
@@ -66,12 +71,12 @@ pub async fn run(
 
 /// Reading is not cancel-safe, so one task reads and hands whole messages over, each with its
 /// share of the peer's receive budget; it ends after handing over the first error.
-fn spawn_reader(mut reader: BufReader<OwnedReadHalf>, magic: Magic) -> (JoinHandle<()>, mpsc::Receiver<Result<(Incoming, Option<Held>), CodecError>>) {
+fn spawn_reader(mut reader: ReadWire) -> (JoinHandle<()>, mpsc::Receiver<Result<(Incoming, Option<Held>), CodecError>>) {
     let (tx, rx) = mpsc::channel(INCOMING);
     let budget = RecvBudget::default();
     let task = tokio::spawn(async move {
         loop {
-            let msg = read_within(&mut reader, magic, Some(&budget)).await;
+            let msg = reader.read(Some(&budget)).await;
             let end = msg.is_err();
             if tx.send(msg).await.is_err() || end {
                 break;
@@ -84,14 +89,13 @@ fn spawn_reader(mut reader: BufReader<OwnedReadHalf>, magic: Magic) -> (JoinHand
 /// Writing has its own task too: the session never stops reading because the peer is slow to
 /// read (two nodes each waiting for the other to read would deadlock). Queued messages are
 /// written together, then flushed once.
-fn spawn_writer(mut writer: BufWriter<OwnedWriteHalf>, magic: Magic) -> (JoinHandle<()>, mpsc::Sender<Outgoing>) {
+fn spawn_writer(mut writer: WriteWire) -> (JoinHandle<()>, mpsc::Sender<Outgoing>) {
     let (tx, mut rx) = mpsc::channel::<Outgoing>(OUTGOING);
     let task = tokio::spawn(async move {
-        let mut buf = Vec::new();
         while let Some(first) = rx.recv().await {
             let mut next = Some(first);
             while let Some(item) = next.take() {
-                if write_outgoing(&mut writer, magic, item, &mut buf).await.is_err() {
+                if writer.send(item).await.is_err() {
                     return;
                 }
                 next = rx.try_recv().ok();

@@ -191,6 +191,7 @@ impl<'a> Session<'a> {
                 Ok(())
             }
             NetworkMessage::GetCFilters(req) => {
+                crate::metrics::metrics().bip157_request("cfilters", "p2p");
                 let (index, v) = (self.serving_filters()?, &self.ctx.validator);
                 for m in tokio::task::block_in_place(|| filters::get_cfilters(index, v, &req))? {
                     self.queue(m).await?;
@@ -198,11 +199,13 @@ impl<'a> Session<'a> {
                 Ok(())
             }
             NetworkMessage::GetCFHeaders(req) => {
+                crate::metrics::metrics().bip157_request("cfheaders", "p2p");
                 let (index, v) = (self.serving_filters()?, &self.ctx.validator);
                 let answer = tokio::task::block_in_place(|| filters::get_cfheaders(index, v, &req))?;
                 self.queue_some(answer).await
             }
             NetworkMessage::GetCFCheckpt(req) => {
+                crate::metrics::metrics().bip157_request("cfcheckpt", "p2p");
                 let (index, v) = (self.serving_filters()?, &self.ctx.validator);
                 let answer = tokio::task::block_in_place(|| filters::get_cfcheckpt(index, v, &req))?;
                 self.queue_some(answer).await

@@ -53,10 +53,24 @@ const ZSTD_LEVEL: i32 = 9;
 /// RocksDB's default `window_bits`, passed along with the level (zlib's setting; zstd ignores it).
 const ZSTD_WINDOW_BITS: i32 = -14;
 
+/// The block cache's state, for /metrics.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CacheStats {
+    /// Bytes held.
+    pub usage: u64,
+    /// Reads it answered.
+    pub hits: u64,
+    /// Reads that went to the files.
+    pub misses: u64,
+}
+
 /// The open store.
 pub struct Store {
     db: DB,
     path: PathBuf,
+    /// The options it was opened with: they hold RocksDB's statistics (block cache hits).
+    opts: Options,
+    cache: rocksdb::Cache,
     /// Writes skip the write-ahead log (see [`Store::set_bulk_load`]).
     bulk_load: std::sync::atomic::AtomicBool,
 }
@@ -85,6 +99,10 @@ impl Store {
         // Memtables of all families flush together, so that writes made without the WAL (bulk
         // loading) come back after a crash as of one batch, never some families ahead of others.
         opts.set_atomic_flush(true);
+        // Counters only (no timers or histograms): the block cache's hits and misses, for
+        // /metrics.
+        opts.enable_statistics();
+        opts.set_statistics_level(rocksdb::statistics::StatsLevel::ExceptHistogramOrTimers);
         let cfs = cf::ALL.iter().map(|name| {
             let mut o = Options::default();
             // LZ4 where files are rewritten soon; zstd where rows settle, which is nearly all.
@@ -100,7 +118,7 @@ impl Store {
             path: path.to_path_buf(),
             message: e.to_string(),
         })?;
-        let store = Store { db, path: path.to_path_buf(), bulk_load: Default::default() };
+        let store = Store { db, path: path.to_path_buf(), opts, cache, bulk_load: Default::default() };
         Ok((store, existed))
     }
 
@@ -324,6 +342,16 @@ impl Store {
                 (*name, size)
             })
             .collect()
+    }
+
+    /// The block cache: bytes held, and reads it answered and missed since the store opened.
+    pub fn cache_stats(&self) -> CacheStats {
+        use rocksdb::statistics::Ticker;
+        CacheStats {
+            usage: self.cache.get_usage() as u64,
+            hits: self.opts.get_ticker_count(Ticker::BlockCacheHit),
+            misses: self.opts.get_ticker_count(Ticker::BlockCacheMiss),
+        }
     }
 
     /// Flushes every family's memtable to SST files, all in one atomic step (size figures are

@@ -128,6 +128,11 @@ impl Bitcoind {
             .unwrap_or_else(|| panic!("bitcoin-cli {args:?} failed"))
     }
 
+    /// Calls an RPC whose output is JSON.
+    pub fn rpc_json(&self, args: &[&str]) -> serde_json::Value {
+        serde_json::from_str(&self.rpc(args)).unwrap_or_else(|e| panic!("bitcoin-cli {args:?}: {e}"))
+    }
+
     /// Kills the node with SIGKILL, as a crash or power cut would, and reaps it.
     pub fn kill(&mut self) {
         let _ = self.child.kill();
@@ -317,6 +322,18 @@ impl Cairn {
             std::thread::sleep(Duration::from_millis(250));
         }
     }
+}
+
+/// A loopback address on a free port.
+pub fn free_addr() -> std::net::SocketAddr {
+    std::net::SocketAddr::from(([127, 0, 0, 1], free_port()))
+}
+
+/// Starts `cairn run` on `dir` syncing from `node` only (no listener), with `args` besides.
+pub fn start_cairn_from(dir: &Path, node: &Bitcoind, args: &[String]) -> Cairn {
+    let mut all = vec![format!("--connect=127.0.0.1:{}", node.p2p_port), "--no-listen".into()];
+    all.extend_from_slice(args);
+    start_cairn(dir, &all)
 }
 
 /// Starts `cairn run` on `dir` with `args` (admin and Electrum on free ports unless given) and

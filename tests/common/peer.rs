@@ -58,6 +58,31 @@ pub fn connect_from(local_ip: &str, to: SocketAddr) -> TcpStream {
     std_stream
 }
 
+/// The next connection cairn makes to `listener` that starts in v1 (within 30 s), as a v1-only
+/// node sees it: a BIP324 handshake (64 bytes that are not the network magic) is closed, as
+/// such a node closes it, and cairn dials again with v1.
+pub fn accept_v1(listener: &std::net::TcpListener) -> TcpStream {
+    let start = Instant::now();
+    listener.set_nonblocking(true).unwrap();
+    loop {
+        match listener.accept() {
+            Ok((stream, _)) => {
+                stream.set_nonblocking(false).unwrap();
+                stream.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+                let mut first = [0u8; 4];
+                if stream.peek(&mut first).is_ok_and(|n| n == 4) && first == ScriptedPeer::MAGIC.to_bytes() {
+                    return stream;
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                assert!(start.elapsed() < Duration::from_secs(30), "cairn never dialled with v1");
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            Err(e) => panic!("{e}"),
+        }
+    }
+}
+
 /// A scripted peer speaking the bitcoin crate's P2P messages over a blocking socket.
 pub struct ScriptedPeer {
     /// The connection.

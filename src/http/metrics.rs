@@ -1,0 +1,72 @@
+//! `--metrics-addr`: `GET /metrics` in the Prometheus text format, on a listener of its own (so
+//! it can stay on a private address while the API is public). Each scrape first sets the gauges
+//! read from the node (tips, mempool, peers, store) through the `refresh` it was given.
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use http_body_util::Full;
+use hyper::body::{Bytes, Incoming};
+use hyper::{Method, Request, Response, StatusCode};
+use tokio::net::TcpListener;
+
+use super::HttpError;
+
+/// Most scrapers connected at once (Prometheus keeps one connection per target).
+const MAX_CONNECTIONS: usize = 16;
+
+/// Sets the gauges read from the node just before a scrape.
+pub type Refresh = Box<dyn Fn() + Send + Sync>;
+
+/// The running metrics listener.
+pub struct MetricsServer {
+    /// Where it listens.
+    pub addr: SocketAddr,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl MetricsServer {
+    /// Binds `addr` and answers `GET /metrics`. Must run inside a tokio runtime.
+    pub async fn start(addr: SocketAddr, refresh: Refresh) -> Result<Self, HttpError> {
+        let listener = TcpListener::bind(addr).await.map_err(|source| HttpError::Listen { addr, source })?;
+        let addr = listener.local_addr().unwrap_or(addr);
+        tracing::info!("Prometheus metrics on http://{addr}/metrics");
+        // One scrape at a time: the counters caught up from RocksDB's totals are read and
+        // advanced in two steps.
+        let refresh = Arc::new(Mutex::new(refresh));
+        let task = tokio::spawn(super::serve(listener, "metrics", MAX_CONNECTIONS, move |req| answer(refresh.clone(), req)));
+        Ok(MetricsServer { addr, task })
+    }
+
+    /// Stops answering.
+    pub fn stop(self) {
+        self.task.abort();
+    }
+}
+
+async fn answer(refresh: Arc<Mutex<Refresh>>, req: Request<Incoming>) -> Response<Full<Bytes>> {
+    if req.uri().path() != "/metrics" {
+        return text(StatusCode::NOT_FOUND, "not found: metrics are at /metrics".into(), "text/plain");
+    }
+    if req.method() != Method::GET && req.method() != Method::HEAD {
+        return text(StatusCode::METHOD_NOT_ALLOWED, "only GET is served".into(), "text/plain");
+    }
+    let scraped = tokio::task::spawn_blocking(move || {
+        let refresh = refresh.lock().unwrap_or_else(PoisonError::into_inner);
+        refresh();
+        crate::metrics::metrics().encode()
+    });
+    match scraped.await {
+        Ok(body) => text(StatusCode::OK, body, prometheus::TEXT_FORMAT),
+        Err(e) => text(StatusCode::INTERNAL_SERVER_ERROR, e.to_string(), "text/plain"),
+    }
+}
+
+fn text(status: StatusCode, body: String, content_type: &'static str) -> Response<Full<Bytes>> {
+    let mut response = Response::new(Full::new(Bytes::from(body)));
+    *response.status_mut() = status;
+    response
+        .headers_mut()
+        .insert(hyper::header::CONTENT_TYPE, hyper::header::HeaderValue::from_static(content_type));
+    response
+}
