@@ -70,7 +70,8 @@ fn the_page_drawn_by_chromium_shows_what_cairn_status_says() {
     // A payment bitcoind relays to cairn.
     node.rpc(&["sendtoaddress", &node.rpc(&["getnewaddress"]), "1.0"]);
     let start = Instant::now();
-    while api_status(http)["mempool"]["transactions"] != 1 {
+    // The fee histogram is built at each sample (every 5 s).
+    while api_status(http)["mempool"]["fee_histogram"].as_array().map(Vec::len) != Some(1) {
         assert!(start.elapsed() < Duration::from_secs(30), "the payment never reached cairn's mempool");
         std::thread::sleep(Duration::from_millis(100));
     }

@@ -44,30 +44,35 @@ pub struct Sample {
     pub requests: u64,
 }
 
-/// The last hour of samples.
+/// The last hour of samples, and the mempool's fee histogram as of the last one (it sorts the
+/// whole mempool: built once a sample, not once a request).
 #[derive(Default)]
-pub struct Samples(Mutex<VecDeque<Sample>>);
+pub struct Samples(Mutex<(VecDeque<Sample>, Vec<(f64, u64)>)>);
 
 impl Samples {
     /// Takes a sample of `ctx` now, dropping the oldest past an hour's.
     pub fn take(&self, ctx: &HttpContext) {
         let sample = sample_now(ctx);
-        let mut samples = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let histogram = ctx.mempool.as_ref().map(|m| m.fee_histogram()).unwrap_or_default();
+        let mut taken = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let (samples, last_histogram) = &mut *taken;
         if samples.len() == SAMPLES {
             samples.pop_front();
         }
         samples.push_back(sample);
+        *last_histogram = histogram;
     }
 
-    fn list(&self) -> Vec<Sample> {
-        self.0.lock().unwrap_or_else(PoisonError::into_inner).iter().copied().collect()
+    fn list(&self) -> (Vec<Sample>, Vec<(f64, u64)>) {
+        let taken = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        (taken.0.iter().copied().collect(), taken.1.clone())
     }
 }
 
 fn sample_now(ctx: &HttpContext) -> Sample {
     let (mempool_transactions, mempool_vsize) = match &ctx.mempool {
         Some(m) => {
-            let (count, vsize, _) = m.info();
+            let (count, vsize) = m.size();
             (count as u64, vsize)
         }
         None => (0, 0),
@@ -112,7 +117,7 @@ fn requests_per_second(samples: &[Sample]) -> Option<f64> {
 /// `GET /api/status`.
 pub fn api_status(ctx: &HttpContext, node: Option<&NodeStatus>, samples: &Samples) -> Value {
     let now = sample_now(ctx);
-    let list = samples.list();
+    let (list, histogram) = samples.list();
     let rate = blocks_per_second(&list);
     let m = metrics();
     let per_transport = |gauge: &prometheus::IntGaugeVec| {
@@ -122,7 +127,6 @@ pub fn api_status(ctx: &HttpContext, node: Option<&NodeStatus>, samples: &Sample
         }
         Value::Object(map)
     };
-    let histogram = ctx.mempool.as_ref().map(|m| m.fee_histogram()).unwrap_or_default();
     json!({
         "node": node.map(|f| f()),
         "best_header_height": now.best_header_height,

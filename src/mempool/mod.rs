@@ -683,6 +683,12 @@ impl Mempool {
         inner.txs.get(txid).map(|e| e.raw.clone())
     }
 
+    /// Number of transactions and their total virtual size (without reading every entry).
+    pub fn size(&self) -> (usize, u64) {
+        let inner = self.read();
+        (inner.txs.len(), inner.total_vsize)
+    }
+
     /// Number of transactions, total virtual size and total fees.
     pub fn info(&self) -> (usize, u64, u64) {
         let inner = self.read();

@@ -31,7 +31,7 @@ pub(super) fn refresh(node: &Node, p2p: Option<&P2p>) -> Refresh {
             catch_up(&m.rocksdb_block_cache_misses, cache.misses);
         }
         if let Some(mempool) = &mempool {
-            let (count, vsize, _fees) = mempool.info();
+            let (count, vsize) = mempool.size();
             m.mempool_transactions.set(saturating_i64(count as u64));
             m.mempool_vsize.set(saturating_i64(vsize));
         }

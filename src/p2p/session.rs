@@ -66,6 +66,9 @@ pub struct Session<'a> {
     /// The highest block it is known to have: the height it gave in `version`, raised by every
     /// header it sends.
     best_known: i64,
+    /// Whether a BIP35 `mempool` request is still owed to it (an outbound NODE_BLOOM peer),
+    /// sent once cairn's mempool is at the tip.
+    mempool_owed: bool,
 }
 
 impl<'a> Session<'a> {
@@ -81,6 +84,7 @@ impl<'a> Session<'a> {
             unconnecting_headers: 0,
             wants_headers: false,
             best_known: traits.start_height,
+            mempool_owed: !inbound && ctx.mempool.is_some() && traits.services.has(ServiceFlags::BLOOM),
         }
     }
 
@@ -98,11 +102,6 @@ impl<'a> Session<'a> {
         self.queue(get_headers(&self.ctx.validator)).await?;
         if !self.inbound {
             self.queue(NetworkMessage::GetAddr).await?;
-            // BIP35: what a peer that serves it already holds reaches cairn too (transactions
-            // broadcast before cairn connected). Core serves it only with NODE_BLOOM.
-            if self.ctx.mempool.is_some() && self.traits.services.has(ServiceFlags::BLOOM) {
-                self.queue(NetworkMessage::MemPool).await?;
-            }
         }
         let mut tick = tokio::time::interval(TICK);
         let mut last_heard = tokio::time::Instant::now();
@@ -139,9 +138,28 @@ impl<'a> Session<'a> {
                         return Err(PeerError::Misbehaving(offence));
                     }
                     self.request_blocks().await?;
+                    self.ask_mempool_when_synced().await?;
                 }
             }
         }
+    }
+
+    /// BIP35: what a peer that serves it already holds reaches cairn too (transactions broadcast
+    /// before cairn connected; Core serves it only with NODE_BLOOM). Asked once the kernel is out
+    /// of its initial download and the index at its tip: a transaction whose coins were not yet
+    /// indexed would be refused, and not offered again.
+    async fn ask_mempool_when_synced(&mut self) -> Result<(), PeerError> {
+        let Some(m) = self.ctx.mempool.as_ref().filter(|_| self.mempool_owed) else { return Ok(()) };
+        let validator = &self.ctx.validator;
+        let synced = tokio::task::block_in_place(|| {
+            validator.initial_download().is_none()
+                && m.index.tip().map(|(height, _)| i64::from(height)) == Some(validator.tip().height)
+        });
+        if synced {
+            self.mempool_owed = false;
+            self.queue(NetworkMessage::MemPool).await?;
+        }
+        Ok(())
     }
 
     /// Answers one message from the peer.

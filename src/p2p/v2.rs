@@ -147,8 +147,9 @@ pub async fn read_packet_body<R: AsyncRead + Unpin>(
     Ok(Some((command, payload.to_vec())))
 }
 
-/// A message's contents: its type (short or long) and its payload.
-fn split_contents(contents: &[u8]) -> Result<(String, &[u8]), CodecError> {
+/// A message's contents: its type (short or long) and its payload; an unknown short type is
+/// named `unknown-<id>` (no message cairn handles).
+pub fn split_contents(contents: &[u8]) -> Result<(String, &[u8]), CodecError> {
     let malformed = |message: &str| CodecError::Malformed { command: "v2 message type".into(), message: message.into() };
     match contents.split_first() {
         None => Err(malformed("empty contents")),
