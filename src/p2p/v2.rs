@@ -239,6 +239,49 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn garbage_past_bip324s_limit_ends_the_handshake() {
+        let (a, b) = tokio::io::duplex(1 << 16);
+        let (mut br, mut bw) = tokio::io::split(b);
+        let (_ar, mut aw) = tokio::io::split(a);
+        // A key (any 64 bytes decode as ElligatorSwift), then garbage with no terminator.
+        let peer = async move {
+            aw.write_all(&[7u8; KEY_BYTES]).await.unwrap();
+            let _ = aw.write_all(&[0u8; MAX_GARBAGE + TERMINATOR_BYTES + 100]).await;
+            aw
+        };
+        let (ours, _aw) = tokio::join!(handshake(Magic::REGTEST, Role::Responder, &mut br, &mut bw), peer);
+        assert!(matches!(ours, Err(CodecError::Transport(_))), "{:?}", ours.err());
+    }
+
+    #[tokio::test]
+    async fn a_handshake_packet_over_64_kib_is_refused_before_it_is_read() {
+        let (a, b) = tokio::io::duplex(1 << 20);
+        let (ar, mut aw) = tokio::io::split(a);
+        let (mut br, mut bw) = tokio::io::split(b);
+        // The crate's own initiator, sending one decoy of 70,000 bytes before its version.
+        let theirs = bip324::futures::handshake(Magic::REGTEST.to_bytes(), Role::Initiator, None, Some(vec![vec![0u8; 70_000]]), ar, &mut aw);
+        let ours = handshake(Magic::REGTEST, Role::Responder, &mut br, &mut bw);
+        let (ours, _) = tokio::join!(ours, async { tokio::time::timeout(std::time::Duration::from_secs(5), theirs).await });
+        assert!(matches!(ours, Err(CodecError::Oversized { .. })), "{:?}", ours.err());
+    }
+
+    #[tokio::test]
+    async fn the_crates_own_initiator_and_cairn_agree() {
+        let (a, b) = tokio::io::duplex(1 << 16);
+        let (ar, mut aw) = tokio::io::split(a);
+        let (mut br, mut bw) = tokio::io::split(b);
+        // Garbage and a decoy from the other end: skipped.
+        let theirs = bip324::futures::handshake(Magic::REGTEST.to_bytes(), Role::Initiator, Some(vec![1, 2, 3]), Some(vec![vec![9u8; 100]]), ar, &mut aw);
+        let (ours, theirs) = tokio::join!(handshake(Magic::REGTEST, Role::Responder, &mut br, &mut bw), theirs);
+        let (mut ours, (_inbound, mut outbound, _reader)) = (ours.unwrap(), theirs.unwrap());
+        let packet = outbound.encrypt_to_vec(&contents("pong", &9u64.to_le_bytes()), PacketType::Genuine, None);
+        aw.write_all(&packet).await.unwrap();
+        let len = read_packet_len(&mut br, &mut ours.inbound).await.unwrap();
+        let got = read_packet_body(&mut br, &mut ours.inbound, len).await.unwrap();
+        assert_eq!(got, Some(("pong".to_string(), 9u64.to_le_bytes().to_vec())));
+    }
+
+    #[tokio::test]
     async fn two_ends_agree_and_exchange_packets() {
         let (a, b) = tokio::io::duplex(1 << 16);
         let (mut ar, mut aw) = tokio::io::split(a);
