@@ -111,18 +111,24 @@ fn the_page_drawn_by_chromium_shows_what_cairn_status_says() {
     let mempool = node.rpc_json(&["getmempoolinfo"]);
     assert_eq!(text_of(&dom, "mempool-transactions"), mempool["size"].to_string());
     assert_eq!(text_of(&dom, "mempool-vsize"), format!("{} vB", mempool["bytes"]));
-    // The peer table: bitcoind, outbound.
-    assert!(dom.contains(&format!("127.0.0.1:{}</td><td>outbound</td>", node.p2p_port)), "{dom}");
+    // The peer table: bitcoind, outbound, its address hidden (`status_page_details` is off), and
+    // the data folder nowhere.
+    assert!(dom.contains("<td>(hidden)</td><td>outbound</td><td>/Satoshi:"), "{dom}");
+    let bitcoind_addr = format!("127.0.0.1:{}", node.p2p_port);
+    let datadir = status["datadir"].as_str().unwrap();
+    assert!(!dom.contains(&bitcoind_addr) && !dom.contains(datadir), "{dom}");
     // The plots: at least the sample taken at start, and the mempool's one fee bin.
     let points: usize = attribute_of(&dom, "chart-height", "data-points").unwrap().parse().unwrap();
     assert!(points >= 1, "{dom}");
     assert_eq!(attribute_of(&dom, "chart-fees", "data-bars").as_deref(), Some("1"));
 
-    // /api/status carries the same status object, for scripts.
+    // /api/status carries the same status object, for scripts, less the same details.
     let api = api_status(http);
     for field in ["network", "kernel_tip", "index_tip", "running"] {
         assert_eq!(api["node"][field], status[field], "{field}");
     }
+    let api_text = api.to_string();
+    assert!(!api_text.contains(&bitcoind_addr) && !api_text.contains(datadir), "{api_text}");
 
     // The screenshot, kept for people to look at.
     let shot = Path::new(env!("CARGO_TARGET_TMPDIR")).join("status-page.png");
@@ -131,5 +137,23 @@ fn the_page_drawn_by_chromium_shows_what_cairn_status_says() {
     let png = std::fs::read(&shot).unwrap();
     assert!(png.starts_with(b"\x89PNG") && png.len() > 10_000, "screenshot of {} bytes", png.len());
     drop(wallet);
+    cairn.stop();
+
+    // With `status_page_details = true` the addresses and the data folder are there.
+    let config = tmp.path().join("cairn.toml");
+    std::fs::write(&config, "status_page_details = true\n").unwrap();
+    let args = [format!("--http-addr={http}"), format!("--electrum-addr={electrum}"), format!("--config={}", config.display())];
+    let cairn = start_cairn_from(&tmp.path().join("cairn"), &node, &args);
+    let start = Instant::now();
+    let detailed = loop {
+        let api = api_status(http);
+        if api["node"]["p2p"]["peers"].as_array().is_some_and(|p| !p.is_empty()) {
+            break api;
+        }
+        assert!(start.elapsed() < Duration::from_secs(30), "bitcoind never reconnected: {api}");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(detailed["node"]["p2p"]["peers"][0]["addr"], bitcoind_addr.as_str());
+    assert_eq!(detailed["node"]["datadir"], status["datadir"]);
     cairn.stop();
 }

@@ -120,6 +120,8 @@ pub struct FileConfig {
     pub http_max_connections: Option<usize>,
     /// Where Prometheus metrics are served (none by default).
     pub metrics_addr: Option<SocketAddr>,
+    /// Whether the status page shows peers' addresses and the data folder (default false).
+    pub status_page_details: Option<bool>,
     /// Whether the index builds and serves BIP158 filters (default true).
     pub block_filters: Option<bool>,
     /// The index store's block cache, MiB.
@@ -239,6 +241,8 @@ pub struct Settings {
     pub http_max_connections: usize,
     /// Where `/metrics` is served, if anywhere.
     pub metrics_addr: Option<SocketAddr>,
+    /// Whether the status page shows peers' addresses and the data folder.
+    pub status_page_details: bool,
     /// Whether the index builds and serves BIP158 filters.
     pub block_filters: bool,
     /// The index store's block cache, bytes.
@@ -278,6 +282,7 @@ impl Settings {
             http_addr: over.http_addr.or(file.http_addr),
             http_max_connections: positive("http_max_connections", file.http_max_connections.unwrap_or(DEFAULT_HTTP_MAX_CONNECTIONS))?,
             metrics_addr: over.metrics_addr.or(file.metrics_addr),
+            status_page_details: file.status_page_details.unwrap_or(false),
             block_filters: file.block_filters.unwrap_or(true),
             index_cache_bytes: index_cache_mb << 20,
             min_free_space: min_free_space(file.min_free_space_mb)?,

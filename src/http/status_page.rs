@@ -25,6 +25,24 @@ const RATE_WINDOW_SECS: f64 = 60.0;
 /// The node's status as `cairn status --json` prints it, read when asked.
 pub type NodeStatus = Box<dyn Fn() -> Value + Send + Sync>;
 
+/// The node's status (as `cairn status --json`) as the page shows it: without `details`, peers'
+/// addresses and the data folder are left out (the HTTP listener may be public; a node's peers
+/// are its own business, as Core shows them only over its authenticated RPC).
+pub fn public(mut value: Value, details: bool) -> Value {
+    if !details {
+        if let Some(node) = value.as_object_mut() {
+            node.remove("datadir");
+        }
+        let peers = value.pointer_mut("/p2p/peers").and_then(Value::as_array_mut);
+        for peer in peers.into_iter().flatten() {
+            if let Some(peer) = peer.as_object_mut() {
+                peer.remove("addr");
+            }
+        }
+    }
+    value
+}
+
 /// One moment of the node.
 #[derive(Debug, Clone, Copy, Serialize, PartialEq)]
 pub struct Sample {
@@ -169,6 +187,19 @@ mod tests {
         assert_eq!(requests_per_second(&samples[..1]), None);
         // A counter that went back (it cannot; still) gives 0, not a wrap.
         assert_eq!(requests_per_second(&[at(0.0, 0, 9), at(5.0, 0, 3)]), Some(0.0));
+    }
+
+    #[test]
+    fn without_details_peers_addresses_and_the_data_folder_are_left_out() {
+        let status = json!({
+            "network": "regtest", "datadir": "/home/x/.cairn",
+            "p2p": {"listen": null, "known_addresses": 3, "peers": [{"addr": "1.2.3.4:8333", "inbound": true, "user_agent": "/a/"}]},
+        });
+        let public_view = public(status.clone(), false);
+        assert_eq!(public_view["datadir"], Value::Null);
+        assert_eq!(public_view["p2p"]["peers"], json!([{"inbound": true, "user_agent": "/a/"}]));
+        assert_eq!(public_view["p2p"]["known_addresses"], 3);
+        assert_eq!(public(status.clone(), true), status);
     }
 
     #[test]

@@ -93,13 +93,15 @@ impl Services {
         };
         let http = match (&node.index, settings.http_addr) {
             (Some(index), Some(addr)) => {
-                let status = node_status(node, p2p.as_ref());
+                let (status, details) = (node_status(node, p2p.as_ref()), settings.status_page_details);
                 let ctx = HttpContext {
                     index: index.clone(),
                     validator: node.validator.clone(),
                     mempool: node.mempool.clone(),
                     notifier: notifier.clone(),
-                    node_status: Some(Box::new(move || serde_json::to_value(status()).unwrap_or_default())),
+                    node_status: Some(Box::new(move || {
+                        crate::http::status_page::public(serde_json::to_value(status()).unwrap_or_default(), details)
+                    })),
                     samples: Default::default(),
                 };
                 Some(HttpServer::start(addr, ctx, settings.http_max_connections).await?)
