@@ -340,6 +340,8 @@ fn a_restart_reconnects_to_the_peers_of_the_saved_address_book() {
     b.rpc(&["generatetoaddress", "1", ADDR]);
     let cairn = start_cairn(&dir, &[listen()]);
     cairn.wait_for(&b.rpc(&["getbestblockhash"]), "reconnect from the saved book");
+    // The book kept the services of bitcoind's handshake (NODE_P2P_V2 among them): BIP324.
+    assert_eq!(transports(&b), ["v2"], "a book peer known to offer v2");
     cairn.stop();
 
     // A damaged book is set aside, not fatal: the node starts with an empty one.

@@ -178,6 +178,12 @@ impl AddrBook {
         Some(chosen)
     }
 
+    /// The services the book knows `addr` by (from gossip, or from its last handshake).
+    pub fn services(&self, addr: &SocketAddr) -> Option<ServiceFlags> {
+        let map = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
+        map.get(addr).map(|e| e.services)
+    }
+
     /// Records a completed outbound handshake: the address is good and seen now. One the book
     /// did not have (an `addnode` or `connect` peer) is added, so that a saved book keeps it.
     pub fn mark_good(&self, addr: SocketAddr, services: ServiceFlags) {

@@ -139,10 +139,13 @@ struct Shared {
 impl Shared {
     /// Connects to `addr` and runs the peer until it disconnects; returns whether the TCP
     /// connection was made. A `manual` peer (`connect`, `addnode`) is never banned, as Core
-    /// never punishes manual connections: it is redialled instead.
+    /// never punishes manual connections: it is redialled instead. With v2 on, a manual peer
+    /// is tried with BIP324 first, a peer from the book when the book knows it offers it
+    /// (NODE_P2P_V2), as Core's `CConnman` decides.
     async fn connect_and_run(&self, addr: SocketAddr, manual: bool) -> bool {
         let Some(stream) = dial(addr).await else { return false };
-        let v2 = self.ctx.services.has(ServiceFlags::P2P_V2);
+        let offers_v2 = manual || self.ctx.book.services(&addr).is_some_and(|s| s.has(ServiceFlags::P2P_V2));
+        let v2 = self.ctx.services.has(ServiceFlags::P2P_V2) && offers_v2;
         let id = self.ids.fetch_add(1, Ordering::SeqCst);
         let mut why = peer::run(stream, addr, false, v2, id, self.ctx.clone()).await;
         // As Core: a peer that hangs up on the v2 handshake is dialled again with v1.
