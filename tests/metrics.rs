@@ -105,6 +105,13 @@ fn metrics_pass_promtool_agree_with_bitcoind_and_count_requests() {
     assert!(value(&first, "cairn_index_batch_write_seconds_count") >= 1.0);
     assert_eq!(value(&first, "cairn_p2p_peers{direction=\"outbound\"}"), 1.0);
     assert_eq!(value(&first, "cairn_p2p_peers{direction=\"inbound\"}"), 0.0);
+    // Every block came over P2P: at least their bytes were received (BIP324 adds its own).
+    let block_bytes: f64 = (1..=height as u64)
+        .map(|h| node.rpc_json(&["getblock", &node.rpc(&["getblockhash", &h.to_string()]), "1"])["size"].as_f64().unwrap())
+        .sum();
+    let received = value(&first, "cairn_p2p_received_bytes_total");
+    assert!(received >= block_bytes && received < block_bytes * 2.0 + 1e6, "{received} bytes for {block_bytes} of blocks");
+    assert!(value(&first, "cairn_p2p_sent_bytes_total") > 0.0);
     assert!(value(&first, "cairn_rocksdb_size_bytes") >= 0.0);
     assert!(value(&first, "cairn_process_resident_memory_bytes") > 1e6);
     assert!(value(&first, "cairn_disk_free_bytes") > 0.0);

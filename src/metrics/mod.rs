@@ -71,6 +71,10 @@ pub struct Metrics {
     pub mempool_vsize: IntGauge,
     /// Connected P2P peers, by direction.
     pub p2p_peers: IntGaugeVec,
+    /// Bytes received from P2P peers (handshakes included).
+    pub p2p_received_bytes: IntCounter,
+    /// Bytes sent to P2P peers (handshakes included).
+    pub p2p_sent_bytes: IntCounter,
     /// Bytes of the index store's SST files.
     pub rocksdb_size: IntGauge,
     /// Bytes held in the index store's block cache.
@@ -131,6 +135,8 @@ impl Metrics {
             mempool_transactions: registered(&r, IntGauge::with_opts(opts("mempool_transactions", "Transactions in the mempool."))),
             mempool_vsize: registered(&r, IntGauge::with_opts(opts("mempool_vsize_bytes", "Virtual size of the mempool's transactions."))),
             p2p_peers: registered(&r, IntGaugeVec::new(opts("p2p_peers", "Connected P2P peers."), &["direction"])),
+            p2p_received_bytes: registered(&r, IntCounter::with_opts(opts("p2p_received_bytes_total", "Bytes received from P2P peers."))),
+            p2p_sent_bytes: registered(&r, IntCounter::with_opts(opts("p2p_sent_bytes_total", "Bytes sent to P2P peers."))),
             rocksdb_size: registered(&r, IntGauge::with_opts(opts("rocksdb_size_bytes", "Bytes of the index store's SST files."))),
             rocksdb_block_cache_usage: registered(&r, IntGauge::with_opts(opts("rocksdb_block_cache_usage_bytes", "Bytes held in the index store's block cache."))),
             rocksdb_block_cache_hits: registered(&r, IntCounter::with_opts(opts("rocksdb_block_cache_hits_total", "Index store reads answered by the block cache."))),

@@ -3,10 +3,12 @@
 //! never see which.
 
 use std::io::Cursor;
+use std::pin::Pin;
+use std::task::{Context, Poll};
 
 use bitcoin::p2p::message::NetworkMessage;
 use bitcoin::p2p::Magic;
-use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader, BufWriter, Chain};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader, BufWriter, Chain, ReadBuf};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
 
@@ -14,7 +16,40 @@ use super::codec::{self, read_within, write_outgoing, CodecError, Held, Incoming
 use super::v2::{self, Ciphers};
 
 /// Bytes read from the socket, after the ones an inbound connection's first look took.
-pub type Reader = Chain<Cursor<Vec<u8>>, BufReader<OwnedReadHalf>>;
+pub type Reader = Chain<Cursor<Vec<u8>>, BufReader<Counted<OwnedReadHalf>>>;
+
+/// A socket half that counts the bytes through it (`cairn_p2p_{received,sent}_bytes_total`).
+pub struct Counted<T> {
+    inner: T,
+    bytes: prometheus::IntCounter,
+}
+
+impl<T: AsyncRead + Unpin> AsyncRead for Counted<T> {
+    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let polled = Pin::new(&mut self.inner).poll_read(cx, buf);
+        self.bytes.inc_by((buf.filled().len() - before) as u64);
+        polled
+    }
+}
+
+impl<T: AsyncWrite + Unpin> AsyncWrite for Counted<T> {
+    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<std::io::Result<usize>> {
+        let polled = Pin::new(&mut self.inner).poll_write(cx, buf);
+        if let Poll::Ready(Ok(n)) = polled {
+            self.bytes.inc_by(n as u64);
+        }
+        polled
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}
 
 /// Which transport a connection speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,7 +78,7 @@ pub struct ReadWire {
 
 /// The sending direction.
 pub struct WriteWire {
-    writer: BufWriter<OwnedWriteHalf>,
+    writer: BufWriter<Counted<OwnedWriteHalf>>,
     magic: Magic,
     v2: Option<bip324::OutboundCipher>,
     /// Reused for encoding: a connection allocates nothing per message once it has grown.
@@ -65,8 +100,9 @@ pub enum OpenError {
 /// v1.
 pub async fn open(stream: TcpStream, inbound: bool, v2: bool, magic: Magic) -> Result<(ReadWire, WriteWire, Transport), OpenError> {
     let (r, w) = stream.into_split();
-    let mut plain = BufReader::with_capacity(256 * 1024, r);
-    let mut writer = BufWriter::new(w);
+    let m = crate::metrics::metrics();
+    let mut plain = BufReader::with_capacity(256 * 1024, Counted { inner: r, bytes: m.p2p_received_bytes.clone() });
+    let mut writer = BufWriter::new(Counted { inner: w, bytes: m.p2p_sent_bytes.clone() });
     let mut first = Vec::new();
     if inbound {
         let mut head = [0u8; 16];
@@ -91,7 +127,7 @@ pub async fn open(stream: TcpStream, inbound: bool, v2: bool, magic: Magic) -> R
     }
 }
 
-fn v1(reader: Reader, writer: BufWriter<OwnedWriteHalf>, magic: Magic) -> (ReadWire, WriteWire, Transport) {
+fn v1(reader: Reader, writer: BufWriter<Counted<OwnedWriteHalf>>, magic: Magic) -> (ReadWire, WriteWire, Transport) {
     (ReadWire { reader, magic, v2: None }, WriteWire { writer, magic, v2: None, buf: Vec::new() }, Transport::V1)
 }
 
