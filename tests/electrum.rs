@@ -367,6 +367,10 @@ fn protocol_1_7_methods_outpoints_and_pings() {
     let f = c.call("server.features", json!([]))["result"].clone();
     assert_eq!(f["protocol_max"], "1.7");
     assert_eq!(f["method_flavours"], json!({}), "every optional feature is served");
+    // A server introducing itself: cairn discovers no peers, so not added (ElectrumX with
+    // discovery off); anything but a features object is refused.
+    assert_eq!(c.call("server.add_peer", json!([f.clone()]))["result"], false);
+    assert_eq!(c.call("server.add_peer", json!(["x"]))["error"]["code"], -32602);
     assert!(f.get("hash_function").is_none(), "1.7 dropped it");
     // The script hash methods are gone; the scriptPubKey ones answer from the blocks.
     let some = &fx.blocks[120].txdata[1].output[0].script_pubkey;

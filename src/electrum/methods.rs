@@ -65,6 +65,16 @@ pub(crate) fn backend_err(e: QueryError) -> RpcError {
     }
 }
 
+/// `server.add_peer(features)`: a server introducing itself. cairn does no peer discovery (the
+/// peers it lists are `electrum_peers`), so it answers `false`, as ElectrumX does with discovery
+/// off; `features` must still be the object `server.features` returns.
+fn add_peer(params: &[Value]) -> Result<Value, RpcError> {
+    match params.first() {
+        Some(Value::Object(_)) => Ok(json!(false)),
+        _ => Err(RpcError::invalid_params("server.add_peer takes the features object of server.features")),
+    }
+}
+
 /// `server.ping(pong_len=0, data="")` as 1.7 defines it: `data` (hex, ignored) and an answer
 /// `{"data"}` of `pong_len` hex characters.
 fn ping(params: &[Value]) -> Result<Value, RpcError> {
@@ -170,6 +180,7 @@ const METHODS: &[&str] = &[
     "blockchain.transaction.id_from_pos",
     "mempool.get_fee_histogram",
     "mempool.get_info",
+    "server.add_peer",
     "server.banner",
     "server.donation_address",
     "server.features",
@@ -311,6 +322,7 @@ impl Session {
             }),
             "server.banner" => Ok(json!(self.backend.config.banner)),
             "server.donation_address" => Ok(json!(self.backend.config.donation_address)),
+            "server.add_peer" => add_peer(params),
             "server.features" => Ok(self.features()),
             "server.peers.subscribe" => Ok(self.peers()),
             "server.ping" if v17 => ping(params),
