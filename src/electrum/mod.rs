@@ -7,6 +7,7 @@ mod history;
 pub mod history_cache;
 pub mod merkle;
 mod merkle_witness;
+mod method_names;
 mod methods;
 mod outpoint;
 mod outpoint_calls;
