@@ -172,7 +172,8 @@ fn metrics_pass_promtool_agree_with_bitcoind_and_count_requests() {
     assert_eq!(value(&mined, "cairn_index_transactions_total"), chain_txs + 2.0, "coinbase and the payment");
     scrape_until(metrics, "the mempool emptied", |t| sample(t, "cairn_mempool_transactions") == Some(0.0));
 
-    // Only /metrics is served there.
+    // Only GET /metrics is served there.
     assert_eq!(get(metrics, "/").0, 404);
+    assert_eq!(common::http::post(metrics, "/metrics", "x").0, 405);
     cairn.stop();
 }

@@ -86,6 +86,8 @@ fn the_page_drawn_by_chromium_shows_what_cairn_status_says() {
     assert_eq!(status, 200);
     assert!(head.to_ascii_lowercase().contains("content-security-policy: default-src 'none'"), "{head}");
     assert!(!page.contains(" src=") && !page.contains(" href="), "the page loads nothing else");
+    assert_eq!(common::http::post(http, "/", "x").0, 405);
+    assert_eq!(common::http::post(http, "/api/status", "x").0, 405);
 
     let url = format!("http://{http}/");
     let dom = rendered(&url);

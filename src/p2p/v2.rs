@@ -295,6 +295,14 @@ mod tests {
         let len = read_packet_len(&mut br, &mut r.inbound).await.unwrap();
         let got = read_packet_body(&mut br, &mut r.inbound, len).await.unwrap();
         assert_eq!(got, Some(("ping".to_string(), 7u64.to_le_bytes().to_vec())));
+        // A packet changed on the way does not authenticate: the connection ends, without a ban.
+        let mut packet = vec![0u8; OutboundCipher::encryption_buffer_len(13)];
+        i.outbound.encrypt(&contents("verack", &[]), &mut packet, PacketType::Genuine, None).unwrap();
+        let last = packet.len() - 1;
+        packet[last] ^= 1;
+        aw.write_all(&packet).await.unwrap();
+        let len = read_packet_len(&mut br, &mut r.inbound).await.unwrap();
+        assert!(matches!(read_packet_body(&mut br, &mut r.inbound, len).await, Err(CodecError::Transport(_))));
         // A ping of 2,000 bytes is over its command's limit.
         write_packet(&mut bw, &mut r.outbound, &contents("ping", &[0; 2000])).await.unwrap();
         let len = read_packet_len(&mut ar, &mut i.inbound).await.unwrap();
