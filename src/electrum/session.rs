@@ -57,16 +57,12 @@ impl Session {
         tracing::trace!("electrum request {method}");
         let (started, label) = (std::time::Instant::now(), method_label(method));
         let result = self.call(method, params);
-        // A streamed history is counted when its last piece is written (`stream`).
-        if !matches!(result, Ok(Reply::History(_))) {
+        // A history streamed in pieces is counted when its last piece is written (`stream`).
+        let streamed = id.is_some() && matches!(result, Ok(Reply::History(_)));
+        if !streamed {
             crate::metrics::metrics().electrum_request(label, started.elapsed(), result.is_err());
         }
-        let Some(id) = id else {
-            if let Ok(Reply::History(_)) = result {
-                crate::metrics::metrics().electrum_request(label, started.elapsed(), false);
-            }
-            return None;
-        };
+        let id = id?;
         Some(match result {
             Ok(Reply::Json(value)) => Answer::Line(json!({"jsonrpc": "2.0", "id": id, "result": value}).to_string()),
             Ok(Reply::Text(text)) => Answer::Line(format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{text}}}")),

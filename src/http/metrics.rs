@@ -46,10 +46,10 @@ impl MetricsServer {
 
 async fn answer(refresh: Arc<Mutex<Refresh>>, req: Request<Incoming>) -> Response<Full<Bytes>> {
     if req.uri().path() != "/metrics" {
-        return text(StatusCode::NOT_FOUND, "not found: metrics are at /metrics".into(), "text/plain");
+        return super::answer_with(StatusCode::NOT_FOUND, "text/plain", "not found: metrics are at /metrics");
     }
     if req.method() != Method::GET && req.method() != Method::HEAD {
-        return text(StatusCode::METHOD_NOT_ALLOWED, "only GET is served".into(), "text/plain");
+        return super::answer_with(StatusCode::METHOD_NOT_ALLOWED, "text/plain", "only GET is served");
     }
     let scraped = tokio::task::spawn_blocking(move || {
         let refresh = refresh.lock().unwrap_or_else(PoisonError::into_inner);
@@ -57,16 +57,7 @@ async fn answer(refresh: Arc<Mutex<Refresh>>, req: Request<Incoming>) -> Respons
         crate::metrics::metrics().encode()
     });
     match scraped.await {
-        Ok(body) => text(StatusCode::OK, body, prometheus::TEXT_FORMAT),
-        Err(e) => text(StatusCode::INTERNAL_SERVER_ERROR, e.to_string(), "text/plain"),
+        Ok(body) => super::answer_with(StatusCode::OK, prometheus::TEXT_FORMAT, body),
+        Err(e) => super::answer_with(StatusCode::INTERNAL_SERVER_ERROR, "text/plain", e.to_string()),
     }
-}
-
-fn text(status: StatusCode, body: String, content_type: &'static str) -> Response<Full<Bytes>> {
-    let mut response = Response::new(Full::new(Bytes::from(body)));
-    *response.status_mut() = status;
-    response
-        .headers_mut()
-        .insert(hyper::header::CONTENT_TYPE, hyper::header::HeaderValue::from_static(content_type));
-    response
 }

@@ -154,13 +154,18 @@ fn with_cors(mut response: Response<Full<Bytes>>) -> Response<Full<Bytes>> {
     response
 }
 
-fn reply(status: StatusCode, body: Value) -> Response<Full<Bytes>> {
-    let mut response = Response::new(Full::new(Bytes::from(body.to_string())));
+/// An answer with `status` and a body of `content_type`: every answer of the HTTP listeners.
+fn answer_with(status: StatusCode, content_type: &'static str, body: impl Into<Bytes>) -> Response<Full<Bytes>> {
+    let mut response = Response::new(Full::new(body.into()));
     *response.status_mut() = status;
     response
         .headers_mut()
-        .insert(hyper::header::CONTENT_TYPE, hyper::header::HeaderValue::from_static("application/json"));
+        .insert(hyper::header::CONTENT_TYPE, hyper::header::HeaderValue::from_static(content_type));
     response
+}
+
+fn reply(status: StatusCode, body: Value) -> Response<Full<Bytes>> {
+    answer_with(status, "application/json", body.to_string())
 }
 
 fn error(status: StatusCode, message: impl std::fmt::Display) -> Response<Full<Bytes>> {
@@ -169,12 +174,7 @@ fn error(status: StatusCode, message: impl std::fmt::Display) -> Response<Full<B
 
 /// An Esplora failure as Esplora sends it: the status and a text body.
 fn failure(esplora::Failure(status, message): esplora::Failure) -> Response<Full<Bytes>> {
-    let mut response = Response::new(Full::new(Bytes::from(message)));
-    *response.status_mut() = status;
-    response
-        .headers_mut()
-        .insert(hyper::header::CONTENT_TYPE, hyper::header::HeaderValue::from_static("text/plain"));
-    response
+    answer_with(status, "text/plain", message)
 }
 
 /// Reads the body (at most [`MAX_BODY_BYTES`], within [`REQUEST_TIMEOUT`]), then answers on a
@@ -214,11 +214,9 @@ fn status_page(ctx: &HttpContext, method: &Method, path: &str) -> Response<Full<
     if path == "/api/status" {
         return reply(StatusCode::OK, status_page::api_status(ctx, ctx.node_status.as_ref(), &ctx.samples));
     }
-    let mut response = Response::new(Full::new(Bytes::from_static(status_page::PAGE.as_bytes())));
-    let headers = response.headers_mut();
-    headers.insert(hyper::header::CONTENT_TYPE, hyper::header::HeaderValue::from_static("text/html; charset=utf-8"));
+    let mut response = answer_with(StatusCode::OK, "text/html; charset=utf-8", status_page::PAGE);
     // Nothing from elsewhere: the page's own inline script and style, and /api/status.
-    headers.insert(
+    response.headers_mut().insert(
         hyper::header::CONTENT_SECURITY_POLICY,
         hyper::header::HeaderValue::from_static(
             "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; img-src data:",

@@ -1,8 +1,6 @@
 //! The gauges a scrape of `/metrics` reads from the running node: tips, mempool, peers, the
 //! index store and free disk space. The counters are recorded where the work happens.
 
-use std::sync::Arc;
-
 use crate::http::metrics::Refresh;
 use crate::metrics::{catch_up, metrics};
 use crate::p2p::P2p;
@@ -14,7 +12,7 @@ pub(super) fn refresh(node: &Node, p2p: Option<&P2p>) -> Refresh {
     let validator = node.validator.clone();
     let index = node.index.clone();
     let mempool = node.mempool.clone();
-    let peers = p2p.map(|p| Arc::new(p.status_source()));
+    let peers = p2p.map(|p| p.status_source());
     let space = node.space.clone();
     Box::new(move || {
         let m = metrics();

@@ -122,12 +122,7 @@ fn number<T: FromStr>(text: &str) -> Result<T, Failure> {
 
 /// A 200 answer with a body of `content_type`.
 fn ok(content_type: &'static str, body: impl Into<Bytes>) -> Response<Full<Bytes>> {
-    let mut response = Response::new(Full::new(body.into()));
-    response.headers_mut().insert(
-        hyper::header::CONTENT_TYPE,
-        hyper::header::HeaderValue::from_static(content_type),
-    );
-    response
+    super::answer_with(hyper::StatusCode::OK, content_type, body)
 }
 
 fn json(value: &impl Serialize) -> Reply {
