@@ -21,10 +21,16 @@ fn workload(dir: &std::path::Path) -> Vec<(u32, Vec<u8>, bitcoin::Block, BlockUn
         script_threads: 0,
     };
     let (validator, _events) = Validator::open(&config).expect("validator");
-    let mut gen = ChainGenerator::new(GenerateOptions { blocks: 140, txs_per_block: 53, seed: 6 });
+    let mut gen = ChainGenerator::new(GenerateOptions {
+        blocks: 140,
+        txs_per_block: 53,
+        seed: 6,
+    });
     for _ in 0..140 {
         let block = gen.next_block().expect("block");
-        validator.submit_block(&bitcoin::consensus::serialize(&block)).expect("valid block");
+        validator
+            .submit_block(&bitcoin::consensus::serialize(&block))
+            .expect("valid block");
     }
     (101..=140)
         .map(|h| {
@@ -41,13 +47,16 @@ fn filter_vs_prepare(c: &mut Criterion) {
     let txs: u64 = blocks.iter().map(|b| b.2.txdata.len() as u64).sum();
     let mut group = c.benchmark_group("index a block");
     group.throughput(Throughput::Elements(blocks.len() as u64));
-    group.bench_function(format!("prepare: all rows and the filter, 40 blocks, {txs} txs (blocks/s)"), |b| {
-        b.iter(|| {
-            for (h, raw, _, undo) in &blocks {
-                std::hint::black_box(rows::prepare(*h, raw, undo, true).expect("prepare"));
-            }
-        })
-    });
+    group.bench_function(
+        format!("prepare: all rows and the filter, 40 blocks, {txs} txs (blocks/s)"),
+        |b| {
+            b.iter(|| {
+                for (h, raw, _, undo) in &blocks {
+                    std::hint::black_box(rows::prepare(*h, raw, undo, true).expect("prepare"));
+                }
+            })
+        },
+    );
     group.bench_function("basic_filter alone, same blocks (blocks/s)", |b| {
         b.iter(|| {
             for (_, _, block, undo) in &blocks {

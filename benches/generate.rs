@@ -36,8 +36,12 @@ fn scan_blk_files(c: &mut Criterion) {
     })
     .write_to(tmp.path())
     .expect("generate");
-    let dir = BlkDir::open(&tmp.path().join("blocks"), Network::Regtest.magic(), "regtest")
-        .expect("blk dir");
+    let dir = BlkDir::open(
+        &tmp.path().join("blocks"),
+        Network::Regtest.magic(),
+        "regtest",
+    )
+    .expect("blk dir");
     let mut group = c.benchmark_group("blk");
     group.throughput(Throughput::Bytes(summary.bytes));
     group.bench_function("scan 300 generated blocks", |b| {

@@ -19,13 +19,22 @@ use cairn::store::schema::{HistoryKey, ScriptHash, TxNum};
 
 fn history(n: usize) -> Vec<(Txid, i64, Option<u64>)> {
     (0..n)
-        .map(|i| (Txid::from_byte_array(sha256d::Hash::hash(&i.to_le_bytes()).to_byte_array()), 100 + i as i64 / 3, None))
+        .map(|i| {
+            (
+                Txid::from_byte_array(sha256d::Hash::hash(&i.to_le_bytes()).to_byte_array()),
+                100 + i as i64 / 3,
+                None,
+            )
+        })
         .collect()
 }
 
 fn status_hash(c: &mut Criterion) {
     let h = history(10_000);
-    let joined: String = h.iter().map(|(t, height, _)| format!("{t}:{height}:")).collect();
+    let joined: String = h
+        .iter()
+        .map(|(t, height, _)| format!("{t}:{height}:"))
+        .collect();
     let mut group = c.benchmark_group("status of a 10k-entry history");
     group.throughput(Throughput::Elements(10_000));
     group.bench_function("cairn status()", |b| {
@@ -38,7 +47,9 @@ fn status_hash(c: &mut Criterion) {
 }
 
 fn merkle_branch(c: &mut Criterion) {
-    let leaves: Vec<[u8; 32]> = (0..4000u32).map(|i| sha256d::Hash::hash(&i.to_le_bytes()).to_byte_array()).collect();
+    let leaves: Vec<[u8; 32]> = (0..4000u32)
+        .map(|i| sha256d::Hash::hash(&i.to_le_bytes()).to_byte_array())
+        .collect();
     let txids: Vec<Txid> = leaves.iter().map(|l| Txid::from_byte_array(*l)).collect();
     let mut group = c.benchmark_group("merkle, 4000 transactions");
     group.bench_function("cairn branch_and_root (branch for position 1234)", |b| {
@@ -54,7 +65,9 @@ fn history_to_json(c: &mut Criterion) {
     let h = history(10_000);
     let mut group = c.benchmark_group("get_history answer, 10k entries");
     group.throughput(Throughput::Elements(10_000));
-    group.bench_function("cairn history_text", |b| b.iter(|| black_box(history_text(&h))));
+    group.bench_function("cairn history_text", |b| {
+        b.iter(|| black_box(history_text(&h)))
+    });
     group.bench_function("baseline: serde_json::Value tree, then to_string (cairn before)", |b| {
         b.iter(|| {
             let v = serde_json::Value::Array(
@@ -115,16 +128,27 @@ fn key_encoding(c: &mut Criterion) {
 
 fn checkpoint_proof(c: &mut Criterion) {
     let n = 100_000usize;
-    let leaves: Vec<[u8; 32]> = (0..n as u32).map(|i| sha256d::Hash::hash(&i.to_le_bytes()).to_byte_array()).collect();
+    let leaves: Vec<[u8; 32]> = (0..n as u32)
+        .map(|i| sha256d::Hash::hash(&i.to_le_bytes()).to_byte_array())
+        .collect();
     let roots = merkle::HeaderRoots::default();
     let _warm = roots.branch_and_root(n, 0, merkle::CHUNK_LEVELS, |i| leaves[i]);
     let mut group = c.benchmark_group("cp_height proof over 100k headers");
     group.bench_function("cairn: cached 1,024-header subtree roots", |b| {
         b.iter(|| black_box(roots.branch_and_root(n, 61_234, merkle::CHUNK_LEVELS, |i| leaves[i])))
     });
-    group.bench_function("baseline: the whole tree", |b| b.iter(|| black_box(merkle::branch_and_root(&leaves, 61_234))));
+    group.bench_function("baseline: the whole tree", |b| {
+        b.iter(|| black_box(merkle::branch_and_root(&leaves, 61_234)))
+    });
     group.finish();
 }
 
-criterion_group!(benches, status_hash, merkle_branch, history_to_json, key_encoding, checkpoint_proof);
+criterion_group!(
+    benches,
+    status_hash,
+    merkle_branch,
+    history_to_json,
+    key_encoding,
+    checkpoint_proof
+);
 criterion_main!(benches);

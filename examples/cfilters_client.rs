@@ -25,7 +25,8 @@ struct Peer {
 
 impl Peer {
     fn send(&mut self, msg: NetworkMessage) -> std::io::Result<()> {
-        self.out.write_all(&serialize(&RawNetworkMessage::new(Magic::REGTEST, msg)))
+        self.out
+            .write_all(&serialize(&RawNetworkMessage::new(Magic::REGTEST, msg)))
     }
 
     fn recv(&mut self) -> Result<NetworkMessage, String> {
@@ -37,13 +38,25 @@ impl Peer {
 
 fn main() -> Result<(), String> {
     let args: Vec<String> = std::env::args().collect();
-    let addr: SocketAddr = args.get(1).ok_or("usage: cfilters_client HOST:PORT [PASSES]")?.parse().map_err(|e| format!("{e}"))?;
+    let addr: SocketAddr = args
+        .get(1)
+        .ok_or("usage: cfilters_client HOST:PORT [PASSES]")?
+        .parse()
+        .map_err(|e| format!("{e}"))?;
     let passes: u32 = args.get(2).map(|p| p.parse().unwrap_or(1)).unwrap_or(1);
     let stream = TcpStream::connect(addr).map_err(|e| e.to_string())?;
-    stream.set_read_timeout(Some(Duration::from_secs(60))).map_err(|e| e.to_string())?;
+    stream
+        .set_read_timeout(Some(Duration::from_secs(60)))
+        .map_err(|e| e.to_string())?;
     let _ = stream.set_nodelay(true);
-    let reader = bitcoin::io::FromStd::new(BufReader::with_capacity(1 << 20, stream.try_clone().map_err(|e| e.to_string())?));
-    let mut peer = Peer { out: stream, reader };
+    let reader = bitcoin::io::FromStd::new(BufReader::with_capacity(
+        1 << 20,
+        stream.try_clone().map_err(|e| e.to_string())?,
+    ));
+    let mut peer = Peer {
+        out: stream,
+        reader,
+    };
     let any: SocketAddr = ([0, 0, 0, 0], 0).into();
     let mut version = VersionMessage::new(
         ServiceFlags::NONE,
@@ -56,15 +69,18 @@ fn main() -> Result<(), String> {
     );
     version.version = 70016;
     version.relay = false;
-    peer.send(NetworkMessage::Version(version)).map_err(|e| e.to_string())?;
-    peer.send(NetworkMessage::Verack).map_err(|e| e.to_string())?;
+    peer.send(NetworkMessage::Version(version))
+        .map_err(|e| e.to_string())?;
+    peer.send(NetworkMessage::Verack)
+        .map_err(|e| e.to_string())?;
     loop {
         if let NetworkMessage::Verack = peer.recv()? {
             break;
         }
     }
     // The chain, by getheaders from genesis (2,000 at a time).
-    let mut hashes = vec![bitcoin::constants::genesis_block(bitcoin::Network::Regtest).block_hash()];
+    let mut hashes =
+        vec![bitcoin::constants::genesis_block(bitcoin::Network::Regtest).block_hash()];
     loop {
         let tip = *hashes.last().ok_or("no genesis")?;
         peer.send(NetworkMessage::GetHeaders(GetHeadersMessage {
@@ -110,6 +126,9 @@ fn main() -> Result<(), String> {
         }
         seconds.push(started.elapsed().as_secs_f64());
     }
-    println!("{{\"blocks\": {}, \"filter_bytes\": {bytes}, \"seconds\": {seconds:?}}}", tip + 1);
+    println!(
+        "{{\"blocks\": {}, \"filter_bytes\": {bytes}, \"seconds\": {seconds:?}}}",
+        tip + 1
+    );
     Ok(())
 }

@@ -21,8 +21,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
-use bitcoin::hex::{DisplayHex, FromHex};
 use bitcoin::hashes::{sha256, Hash};
+use bitcoin::hex::{DisplayHex, FromHex};
 use bitcoin::{Block, OutPoint, Txid};
 use futures_util::{SinkExt, StreamExt};
 use rand::{Rng, SeedableRng};
@@ -78,7 +78,12 @@ fn parse_args() -> Result<Options, Error> {
                 let (name, url) = v.split_once('=').ok_or("--server NAME=URL")?;
                 o.servers.push((name.to_string(), url.to_string()));
             }
-            "--clients" => o.clients = value()?.split(',').map(str::parse).collect::<Result<_, _>>()?,
+            "--clients" => {
+                o.clients = value()?
+                    .split(',')
+                    .map(str::parse)
+                    .collect::<Result<_, _>>()?
+            }
             "--runs" => o.runs = value()?.parse()?,
             "--requests" => o.requests = value()?.parse()?,
             "--seed" => o.seed = value()?.parse()?,
@@ -158,7 +163,10 @@ fn read_chain(dir: &std::path::Path) -> Result<ChainFacts, Error> {
     Ok(ChainFacts {
         blocks: height,
         txs: tx_heights.len(),
-        scripts: scripts.into_iter().map(|(s, n)| (electrum_hash(&s), n)).collect(),
+        scripts: scripts
+            .into_iter()
+            .map(|(s, n)| (electrum_hash(&s), n))
+            .collect(),
         tx_heights,
     })
 }
@@ -173,24 +181,44 @@ struct Request {
 
 /// Scripts with 1 to 5 entries, 20 to 1,000, and the largest (over 1,000 when there are any).
 fn buckets(facts: &ChainFacts) -> [Vec<usize>; 3] {
-    let small: Vec<usize> = (0..facts.scripts.len()).filter(|&i| (1..=5).contains(&facts.scripts[i].1)).collect();
-    let medium: Vec<usize> = (0..facts.scripts.len()).filter(|&i| (20..=1000).contains(&facts.scripts[i].1)).collect();
+    let small: Vec<usize> = (0..facts.scripts.len())
+        .filter(|&i| (1..=5).contains(&facts.scripts[i].1))
+        .collect();
+    let medium: Vec<usize> = (0..facts.scripts.len())
+        .filter(|&i| (20..=1000).contains(&facts.scripts[i].1))
+        .collect();
     let mut by_size: Vec<usize> = (0..facts.scripts.len()).collect();
     by_size.sort_by_key(|&i| std::cmp::Reverse(facts.scripts[i].1));
-    let mut huge: Vec<usize> = by_size.iter().copied().take(5).filter(|&i| facts.scripts[i].1 > 1000).collect();
+    let mut huge: Vec<usize> = by_size
+        .iter()
+        .copied()
+        .take(5)
+        .filter(|&i| facts.scripts[i].1 > 1000)
+        .collect();
     if huge.is_empty() {
         huge = by_size.into_iter().take(1).collect();
     }
     [small, medium, huge]
 }
 
-fn build_mix(facts: &ChainFacts, n: usize, seed: u64, only: Option<&str>) -> Result<Vec<Request>, Error> {
+fn build_mix(
+    facts: &ChainFacts,
+    n: usize,
+    seed: u64,
+    only: Option<&str>,
+) -> Result<Vec<Request>, Error> {
     let [small, medium, huge] = buckets(facts);
     if small.is_empty() || medium.is_empty() {
         return Err("the chain has no small or no medium histories".into());
     }
     let mix: Vec<(&'static str, u32)> = match only {
-        Some(k) => vec![(MIX.iter().find(|m| m.0 == k).ok_or_else(|| format!("no request kind {k:?}"))?.0, 1)],
+        Some(k) => vec![(
+            MIX.iter()
+                .find(|m| m.0 == k)
+                .ok_or_else(|| format!("no request kind {k:?}"))?
+                .0,
+            1,
+        )],
         None => MIX.to_vec(),
     };
     let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(seed);
@@ -198,15 +226,45 @@ fn build_mix(facts: &ChainFacts, n: usize, seed: u64, only: Option<&str>) -> Res
     let mut out = Vec::with_capacity(n);
     for _ in 0..n {
         let mut p = rng.gen_range(0..total);
-        let kind = mix.iter().find(|m| if p < m.1 { true } else { p -= m.1; false }).map(|m| m.0).unwrap_or(mix[0].0);
-        let pick = |rng: &mut rand_chacha::ChaCha20Rng, v: &[usize]| facts.scripts[v[rng.gen_range(0..v.len())]].0.clone();
+        let kind = mix
+            .iter()
+            .find(|m| {
+                if p < m.1 {
+                    true
+                } else {
+                    p -= m.1;
+                    false
+                }
+            })
+            .map(|m| m.0)
+            .unwrap_or(mix[0].0);
+        let pick = |rng: &mut rand_chacha::ChaCha20Rng, v: &[usize]| {
+            facts.scripts[v[rng.gen_range(0..v.len())]].0.clone()
+        };
         let (method, params) = match kind {
-            "get_history small" => ("blockchain.scripthash.get_history", json!([pick(&mut rng, &small)])),
-            "get_history medium" => ("blockchain.scripthash.get_history", json!([pick(&mut rng, &medium)])),
-            "get_history huge" => ("blockchain.scripthash.get_history", json!([pick(&mut rng, &huge)])),
+            "get_history small" => (
+                "blockchain.scripthash.get_history",
+                json!([pick(&mut rng, &small)]),
+            ),
+            "get_history medium" => (
+                "blockchain.scripthash.get_history",
+                json!([pick(&mut rng, &medium)]),
+            ),
+            "get_history huge" => (
+                "blockchain.scripthash.get_history",
+                json!([pick(&mut rng, &huge)]),
+            ),
             "listunspent" | "get_balance" => {
-                let sh = if rng.gen_bool(0.5) { pick(&mut rng, &small) } else { pick(&mut rng, &medium) };
-                let method = if kind == "listunspent" { "blockchain.scripthash.listunspent" } else { "blockchain.scripthash.get_balance" };
+                let sh = if rng.gen_bool(0.5) {
+                    pick(&mut rng, &small)
+                } else {
+                    pick(&mut rng, &medium)
+                };
+                let method = if kind == "listunspent" {
+                    "blockchain.scripthash.listunspent"
+                } else {
+                    "blockchain.scripthash.get_balance"
+                };
                 (method, json!([sh]))
             }
             "transaction.get" => {
@@ -215,14 +273,21 @@ fn build_mix(facts: &ChainFacts, n: usize, seed: u64, only: Option<&str>) -> Res
             }
             "get_merkle" => {
                 let (txid, height) = facts.tx_heights[rng.gen_range(0..facts.tx_heights.len())];
-                ("blockchain.transaction.get_merkle", json!([txid.to_string(), height]))
+                (
+                    "blockchain.transaction.get_merkle",
+                    json!([txid.to_string(), height]),
+                )
             }
             _ => {
                 let start = rng.gen_range(0..=facts.blocks.saturating_sub(100));
                 ("blockchain.block.headers", json!([start, 100]))
             }
         };
-        out.push(Request { kind, method, params });
+        out.push(Request {
+            kind,
+            method,
+            params,
+        });
     }
     Ok(out)
 }
@@ -230,7 +295,13 @@ fn build_mix(facts: &ChainFacts, n: usize, seed: u64, only: Option<&str>) -> Res
 /// One client connection, over TCP (newline-delimited) or WebSocket.
 enum Conn {
     Tcp(BufReader<tokio::net::TcpStream>, String),
-    Ws(Box<tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>>),
+    Ws(
+        Box<
+            tokio_tungstenite::WebSocketStream<
+                tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>,
+            >,
+        >,
+    ),
 }
 
 impl Conn {
@@ -238,7 +309,10 @@ impl Conn {
         if let Some(addr) = url.strip_prefix("tcp://") {
             let s = tokio::net::TcpStream::connect(addr).await?;
             s.set_nodelay(true)?;
-            Ok(Conn::Tcp(BufReader::with_capacity(1 << 16, s), String::new()))
+            Ok(Conn::Tcp(
+                BufReader::with_capacity(1 << 16, s),
+                String::new(),
+            ))
         } else {
             let (ws, _) = tokio_tungstenite::connect_async_with_config(url, None, true).await?;
             Ok(Conn::Ws(Box::new(ws)))
@@ -248,10 +322,21 @@ impl Conn {
     /// Sends one request and returns when its answer was received (before it is parsed: the
     /// client's parsing is not the server's latency) and, with `keep`, the answer itself; without,
     /// only whether it was an error (the text is then scanned, not built into a tree).
-    async fn call(&mut self, id: usize, method: &str, params: &Value, keep: bool) -> Result<(Instant, Answer), Error> {
-        let text = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string();
+    async fn call(
+        &mut self,
+        id: usize,
+        method: &str,
+        params: &Value,
+        keep: bool,
+    ) -> Result<(Instant, Answer), Error> {
+        let text =
+            json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string();
         match self {
-            Conn::Tcp(s, _) => s.get_mut().write_all(format!("{text}\n").as_bytes()).await?,
+            Conn::Tcp(s, _) => {
+                s.get_mut()
+                    .write_all(format!("{text}\n").as_bytes())
+                    .await?
+            }
             Conn::Ws(ws) => ws.send(Message::text(text)).await?,
         }
         loop {
@@ -264,7 +349,9 @@ impl Conn {
                     (Instant::now(), Answer::parse(line, keep)?)
                 }
                 Conn::Ws(ws) => match ws.next().await {
-                    Some(Ok(Message::Text(t))) => (Instant::now(), Answer::parse(t.as_str(), keep)?),
+                    Some(Ok(Message::Text(t))) => {
+                        (Instant::now(), Answer::parse(t.as_str(), keep)?)
+                    }
                     Some(Ok(_)) => continue,
                     Some(Err(e)) => return Err(e.into()),
                     None => return Err("connection closed".into()),
@@ -293,12 +380,18 @@ impl Answer {
         if keep {
             let v: Value = serde_json::from_str(text)?;
             let id = v.get("id").and_then(Value::as_u64);
-            let result = v.get("result").filter(|_| v.get("error").is_none_or(Value::is_null)).cloned();
+            let result = v
+                .get("result")
+                .filter(|_| v.get("error").is_none_or(Value::is_null))
+                .cloned();
             return Ok(Answer { id, result });
         }
         let head: Head = serde_json::from_str(text)?;
         let id = head.id.as_ref().and_then(Value::as_u64);
-        Ok(Answer { id, result: head.error.is_none().then_some(Value::Null) })
+        Ok(Answer {
+            id,
+            result: head.error.is_none().then_some(Value::Null),
+        })
     }
 }
 
@@ -311,11 +404,17 @@ struct Outcome {
 /// Runs `requests` over `clients` connections (request i on connection i mod clients), each
 /// connection sending its next request when the last is answered. Returns the outcomes in
 /// request order and the wall-clock time of the whole pass.
-async fn pass(url: &str, requests: Arc<Vec<Request>>, clients: usize, keep: bool) -> Result<(Vec<Outcome>, f64), Error> {
+async fn pass(
+    url: &str,
+    requests: Arc<Vec<Request>>,
+    clients: usize,
+    keep: bool,
+) -> Result<(Vec<Outcome>, f64), Error> {
     let mut conns = Vec::with_capacity(clients);
     for _ in 0..clients {
         let mut c = Conn::open(url).await?;
-        c.call(0, "server.version", &json!(["cairn-load", "1.4"]), false).await?;
+        c.call(0, "server.version", &json!(["cairn-load", "1.4"]), false)
+            .await?;
         conns.push(c);
     }
     let start = Instant::now();
@@ -329,7 +428,13 @@ async fn pass(url: &str, requests: Arc<Vec<Request>>, clients: usize, keep: bool
                 let t = Instant::now();
                 let (received, answer) = conn.call(i + 1, r.method, &r.params, keep).await?;
                 let seconds = received.duration_since(t).as_secs_f64();
-                out.push((i, Outcome { seconds, result: answer.result }));
+                out.push((
+                    i,
+                    Outcome {
+                        seconds,
+                        result: answer.result,
+                    },
+                ));
             }
             Ok::<_, Error>(out)
         }));
@@ -348,7 +453,13 @@ fn canonical(kind: &str, v: &Value) -> Value {
     let mut v = v.clone();
     if kind == "listunspent" {
         if let Some(a) = v.as_array_mut() {
-            a.sort_by_key(|e| (e["height"].as_i64(), e["tx_hash"].as_str().map(String::from), e["tx_pos"].as_u64()));
+            a.sort_by_key(|e| {
+                (
+                    e["height"].as_i64(),
+                    e["tx_hash"].as_str().map(String::from),
+                    e["tx_pos"].as_u64(),
+                )
+            });
         }
     }
     v
@@ -376,12 +487,16 @@ fn median(v: &[f64]) -> f64 {
 }
 
 fn machine() -> Value {
-    let mem_kib = std::fs::read_to_string("/proc/meminfo")
-        .ok()
-        .and_then(|m| m.lines().find(|l| l.starts_with("MemTotal")).and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok()));
-    let cpu = std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|c| c.lines().find(|l| l.starts_with("model name")).map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string()));
+    let mem_kib = std::fs::read_to_string("/proc/meminfo").ok().and_then(|m| {
+        m.lines()
+            .find(|l| l.starts_with("MemTotal"))
+            .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+    });
+    let cpu = std::fs::read_to_string("/proc/cpuinfo").ok().and_then(|c| {
+        c.lines()
+            .find(|l| l.starts_with("model name"))
+            .map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string())
+    });
     json!({
         "nproc": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0),
         "mem_gib": mem_kib.map(|k| (k as f64 / 1048576.0 * 10.0).round() / 10.0),
@@ -408,8 +523,14 @@ async fn main() -> Result<(), Error> {
         let n: Vec<u32> = v.iter().map(|&i| facts.scripts[i].1).collect();
         json!({"scripts": v.len(), "min_entries": n.iter().min(), "max_entries": n.iter().max()})
     };
-    let bucket_info = json!({"small": sizes(&small), "medium": sizes(&medium), "huge": sizes(&huge)});
-    eprintln!("chain: {} blocks, {} txs, {} scripts; buckets {bucket_info}", facts.blocks, facts.txs, facts.scripts.len());
+    let bucket_info =
+        json!({"small": sizes(&small), "medium": sizes(&medium), "huge": sizes(&huge)});
+    eprintln!(
+        "chain: {} blocks, {} txs, {} scripts; buckets {bucket_info}",
+        facts.blocks,
+        facts.txs,
+        facts.scripts.len()
+    );
     let requests = Arc::new(build_mix(&facts, o.requests, o.seed, o.only.as_deref())?);
 
     // The untimed pass: every server answers every request; the answers must agree.
@@ -418,7 +539,10 @@ async fn main() -> Result<(), Error> {
     for (name, url) in &o.servers {
         let (outcomes, wall) = pass(url, requests.clone(), 10, true).await?;
         let errors = outcomes.iter().filter(|x| x.result.is_none()).count();
-        eprintln!("check pass {name}: {} requests in {wall:.2} s, {errors} errors", outcomes.len());
+        eprintln!(
+            "check pass {name}: {} requests in {wall:.2} s, {errors} errors",
+            outcomes.len()
+        );
         check_errors.push(json!({"server": name, "errors": errors}));
         answers.push(outcomes);
     }
@@ -432,17 +556,36 @@ async fn main() -> Result<(), Error> {
                 if mismatches.len() < 5 {
                     eprintln!(
                         "MISMATCH {} {} {}: {} says {}, {} says {}",
-                        i, requests[i].method, requests[i].params, o.servers[0].0,
-                        first.as_ref().map(|v| v.to_string()).unwrap_or("an error".into()).chars().take(300).collect::<String>(),
+                        i,
+                        requests[i].method,
+                        requests[i].params,
+                        o.servers[0].0,
+                        first
+                            .as_ref()
+                            .map(|v| v.to_string())
+                            .unwrap_or("an error".into())
+                            .chars()
+                            .take(300)
+                            .collect::<String>(),
                         o.servers[s].0,
-                        other.as_ref().map(|v| v.to_string()).unwrap_or("an error".into()).chars().take(300).collect::<String>()
+                        other
+                            .as_ref()
+                            .map(|v| v.to_string())
+                            .unwrap_or("an error".into())
+                            .chars()
+                            .take(300)
+                            .collect::<String>()
                     );
                 }
                 mismatches.push(json!({"request": i, "server": o.servers[s].0}));
             }
         }
     }
-    eprintln!("answers compared: {} requests, {} mismatches", requests.len(), mismatches.len());
+    eprintln!(
+        "answers compared: {} requests, {} mismatches",
+        requests.len(),
+        mismatches.len()
+    );
     drop(answers);
 
     // Timed runs, the servers interleaved.
@@ -456,7 +599,12 @@ async fn main() -> Result<(), Error> {
                 let errors = outcomes.iter().filter(|x| x.result.is_none()).count();
                 let mut per_kind = serde_json::Map::new();
                 for (kind, _) in MIX {
-                    let mut l: Vec<f64> = outcomes.iter().zip(requests.iter()).filter(|(_, r)| r.kind == *kind).map(|(x, _)| x.seconds).collect();
+                    let mut l: Vec<f64> = outcomes
+                        .iter()
+                        .zip(requests.iter())
+                        .filter(|(_, r)| r.kind == *kind)
+                        .map(|(x, _)| x.seconds)
+                        .collect();
                     l.sort_by(f64::total_cmp);
                     per_kind.insert(kind.to_string(), json!({"n": l.len(), "p50_ms": percentile(&l, 0.5) * 1e3, "p99_ms": percentile(&l, 0.99) * 1e3}));
                 }
@@ -475,13 +623,26 @@ async fn main() -> Result<(), Error> {
 
     // Medians per (server, clients) and the ratios against the first server.
     let med = |server: &str, clients: usize, field: &str| {
-        let v: Vec<f64> = samples.iter().filter(|s| s["server"] == server && s["clients"] == clients).filter_map(|s| s[field].as_f64()).collect();
+        let v: Vec<f64> = samples
+            .iter()
+            .filter(|s| s["server"] == server && s["clients"] == clients)
+            .filter_map(|s| s[field].as_f64())
+            .collect();
         median(&v)
     };
     let base = &o.servers[0].0;
     let mut summary = Vec::new();
-    println!("{} requests per run ({}), {} runs, medians; chain {} blocks, {} txs", o.requests,
-        MIX.iter().map(|(k, p)| format!("{k} {p}%")).collect::<Vec<_>>().join(", "), o.runs, facts.blocks, facts.txs);
+    println!(
+        "{} requests per run ({}), {} runs, medians; chain {} blocks, {} txs",
+        o.requests,
+        MIX.iter()
+            .map(|(k, p)| format!("{k} {p}%"))
+            .collect::<Vec<_>>()
+            .join(", "),
+        o.runs,
+        facts.blocks,
+        facts.txs
+    );
     println!();
     for (other, _) in o.servers.iter().skip(1) {
         println!("| clients | p50 {base} | p50 {other} | ratio | p99 {base} | p99 {other} | ratio | req/s {base} | req/s {other} | ratio |");
@@ -489,7 +650,10 @@ async fn main() -> Result<(), Error> {
         for &c in &o.clients {
             let (a50, b50) = (med(base, c, "p50_ms"), med(other, c, "p50_ms"));
             let (a99, b99) = (med(base, c, "p99_ms"), med(other, c, "p99_ms"));
-            let (at, bt) = (med(base, c, "throughput_rps"), med(other, c, "throughput_rps"));
+            let (at, bt) = (
+                med(base, c, "throughput_rps"),
+                med(other, c, "throughput_rps"),
+            );
             println!("| {c} | {a50:.2} ms | {b50:.2} ms | {:.2}x | {a99:.2} ms | {b99:.2} ms | {:.2}x | {at:.0} | {bt:.0} | {:.2}x |", b50 / a50, b99 / a99, bt / at);
             summary.push(json!({"clients": c, "baseline": base, "other": other,
                 "p50_ms": [a50, b50], "p99_ms": [a99, b99], "throughput_rps": [at, bt],
@@ -498,11 +662,18 @@ async fn main() -> Result<(), Error> {
         println!();
         // Per kind at one client: where the time goes.
         if let Some(&c) = o.clients.first() {
-            println!("| request ({c} client{}) | p50 {base} | p50 {other} | ratio |", if c == 1 { "" } else { "s" });
+            println!(
+                "| request ({c} client{}) | p50 {base} | p50 {other} | ratio |",
+                if c == 1 { "" } else { "s" }
+            );
             println!("|---|---|---|---|");
             for (kind, _) in MIX {
                 let pk = |server: &str| {
-                    let v: Vec<f64> = samples.iter().filter(|s| s["server"] == server && s["clients"] == c).filter_map(|s| s["per_kind"][*kind]["p50_ms"].as_f64()).collect();
+                    let v: Vec<f64> = samples
+                        .iter()
+                        .filter(|s| s["server"] == server && s["clients"] == c)
+                        .filter_map(|s| s["per_kind"][*kind]["p50_ms"].as_f64())
+                        .collect();
                     median(&v)
                 };
                 let (a, b) = (pk(base), pk(other));
@@ -511,7 +682,13 @@ async fn main() -> Result<(), Error> {
             println!();
         }
     }
-    println!("answers compared before timing: {} requests, {} mismatches; commit {}; machine {}", requests.len(), mismatches.len(), commit(), machine());
+    println!(
+        "answers compared before timing: {} requests, {} mismatches; commit {}; machine {}",
+        requests.len(),
+        mismatches.len(),
+        commit(),
+        machine()
+    );
     if let Some(path) = &o.json {
         let doc = json!({
             "benchmark": "queries", "commit": commit(), "machine": machine(), "command": o.command,

@@ -40,7 +40,14 @@ struct Options {
 }
 
 fn parse_args() -> Result<Options, Error> {
-    let mut o = Options { script_hash: String::new(), servers: Vec::new(), clients: 10, runs: 3, json: None, command: String::new() };
+    let mut o = Options {
+        script_hash: String::new(),
+        servers: Vec::new(),
+        clients: 10,
+        runs: 3,
+        json: None,
+        command: String::new(),
+    };
     let mut args = std::env::args().skip(1);
     while let Some(flag) = args.next() {
         let mut value = || args.next().ok_or_else(|| format!("{flag} needs a value"));
@@ -53,12 +60,18 @@ fn parse_args() -> Result<Options, Error> {
             }
             "--server" => {
                 let text = value()?;
-                let (name, rest) = text.split_once('=').ok_or("--server NAME=HOST:PORT[@PID]")?;
+                let (name, rest) = text
+                    .split_once('=')
+                    .ok_or("--server NAME=HOST:PORT[@PID]")?;
                 let (addr, pid) = match rest.split_once('@') {
                     Some((a, p)) => (a.to_string(), Some(p.parse()?)),
                     None => (rest.to_string(), None),
                 };
-                o.servers.push(Server { name: name.into(), addr, pid });
+                o.servers.push(Server {
+                    name: name.into(),
+                    addr,
+                    pid,
+                });
             }
             "--clients" => o.clients = value()?.parse()?,
             "--runs" => o.runs = value()?.parse()?,
@@ -96,9 +109,21 @@ struct Timed {
 }
 
 /// Sends `method(script hash)` and reads the answer line; keeps it when `keep`.
-fn ask(s: &mut TcpStream, r: &mut BufReader<TcpStream>, method: &str, sh: &str, keep: bool) -> Result<Timed, Error> {
+fn ask(
+    s: &mut TcpStream,
+    r: &mut BufReader<TcpStream>,
+    method: &str,
+    sh: &str,
+    keep: bool,
+) -> Result<Timed, Error> {
     let start = Instant::now();
-    s.write_all(format!("{}\n", json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": [sh]})).as_bytes())?;
+    s.write_all(
+        format!(
+            "{}\n",
+            json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": [sh]})
+        )
+        .as_bytes(),
+    )?;
     let mut first = None;
     let mut bytes = 0u64;
     let mut body = Vec::new();
@@ -121,7 +146,12 @@ fn ask(s: &mut TcpStream, r: &mut BufReader<TcpStream>, method: &str, sh: &str, 
             break;
         }
     }
-    Ok(Timed { first: first.unwrap_or_default(), total: start.elapsed(), bytes, body: keep.then_some(body) })
+    Ok(Timed {
+        first: first.unwrap_or_default(),
+        total: start.elapsed(),
+        bytes,
+        body: keep.then_some(body),
+    })
 }
 
 /// The resident memory of a process, KiB.
@@ -137,8 +167,21 @@ fn rss_kib(pid: u32) -> u64 {
 /// The entries of a history answer, as (txid, height), and an error text if it is one.
 fn entries(body: &[u8]) -> Result<Vec<(String, i64)>, Error> {
     let v: Value = serde_json::from_slice(body)?;
-    let list = v["result"].as_array().ok_or_else(|| format!("not a history: {}", String::from_utf8_lossy(&body[..body.len().min(300)])))?;
-    Ok(list.iter().map(|e| (e["tx_hash"].as_str().unwrap_or("").to_string(), e["height"].as_i64().unwrap_or(-2))).collect())
+    let list = v["result"].as_array().ok_or_else(|| {
+        format!(
+            "not a history: {}",
+            String::from_utf8_lossy(&body[..body.len().min(300)])
+        )
+    })?;
+    Ok(list
+        .iter()
+        .map(|e| {
+            (
+                e["tx_hash"].as_str().unwrap_or("").to_string(),
+                e["height"].as_i64().unwrap_or(-2),
+            )
+        })
+        .collect())
 }
 
 /// One server's figures in one run.
@@ -160,10 +203,26 @@ struct Sample {
 fn run_once(server: &Server, sh: &str, clients: usize) -> Result<Sample, Error> {
     let mut sample = Sample::default();
     let (mut s, mut r) = connect(&server.addr)?;
-    sample.subscribe_s = ask(&mut s, &mut r, "blockchain.scripthash.subscribe", sh, false)?.total.as_secs_f64();
+    sample.subscribe_s = ask(&mut s, &mut r, "blockchain.scripthash.subscribe", sh, false)?
+        .total
+        .as_secs_f64();
     let (mut s2, mut r2) = connect(&server.addr)?;
-    sample.subscribe_again_s = ask(&mut s2, &mut r2, "blockchain.scripthash.subscribe", sh, false)?.total.as_secs_f64();
-    let one = ask(&mut s, &mut r, "blockchain.scripthash.get_history", sh, false)?;
+    sample.subscribe_again_s = ask(
+        &mut s2,
+        &mut r2,
+        "blockchain.scripthash.subscribe",
+        sh,
+        false,
+    )?
+    .total
+    .as_secs_f64();
+    let one = ask(
+        &mut s,
+        &mut r,
+        "blockchain.scripthash.get_history",
+        sh,
+        false,
+    )?;
     sample.first_byte_s = one.first.as_secs_f64();
     sample.history_s = one.total.as_secs_f64();
     sample.mb_per_s = one.bytes as f64 / 1e6 / one.total.as_secs_f64();
@@ -190,7 +249,14 @@ fn run_once(server: &Server, sh: &str, clients: usize) -> Result<Sample, Error> 
             let (addr, sh) = (server.addr.clone(), sh.to_string());
             std::thread::spawn(move || -> Result<u64, Error> {
                 let (mut s, mut r) = connect(&addr)?;
-                Ok(ask(&mut s, &mut r, "blockchain.scripthash.get_history", &sh, false)?.bytes)
+                Ok(ask(
+                    &mut s,
+                    &mut r,
+                    "blockchain.scripthash.get_history",
+                    &sh,
+                    false,
+                )?
+                .bytes)
             })
         })
         .collect();
@@ -221,21 +287,51 @@ fn main() -> Result<(), Error> {
     let mut reference: Option<(String, Vec<(String, i64)>, Vec<u8>)> = None;
     let mut cold_subscribe = Vec::new();
     // Each server's memory before it was asked anything.
-    let rss_at_start: Vec<f64> = o.servers.iter().map(|s| s.pid.map(rss_kib).unwrap_or(0) as f64 / 1024.0).collect();
+    let rss_at_start: Vec<f64> = o
+        .servers
+        .iter()
+        .map(|s| s.pid.map(rss_kib).unwrap_or(0) as f64 / 1024.0)
+        .collect();
     for server in &o.servers {
         let (mut s, mut r) = connect(&server.addr)?;
         // The status first, from nothing cached: the cold figure (one sample per server).
-        let cold = ask(&mut s, &mut r, "blockchain.scripthash.subscribe", &o.script_hash, true)?;
+        let cold = ask(
+            &mut s,
+            &mut r,
+            "blockchain.scripthash.subscribe",
+            &o.script_hash,
+            true,
+        )?;
         cold_subscribe.push(cold.total.as_secs_f64());
         let status: Value = serde_json::from_slice(&cold.body.unwrap_or_default())?;
         let status = serde_json::to_vec(&status["result"])?;
-        let history = entries(&ask(&mut s, &mut r, "blockchain.scripthash.get_history", &o.script_hash, true)?.body.unwrap_or_default())?;
-        eprintln!("{}: {} history entries, status {}, first subscribe {:.3}s", server.name, history.len(), String::from_utf8_lossy(&status), cold.total.as_secs_f64());
+        let history = entries(
+            &ask(
+                &mut s,
+                &mut r,
+                "blockchain.scripthash.get_history",
+                &o.script_hash,
+                true,
+            )?
+            .body
+            .unwrap_or_default(),
+        )?;
+        eprintln!(
+            "{}: {} history entries, status {}, first subscribe {:.3}s",
+            server.name,
+            history.len(),
+            String::from_utf8_lossy(&status),
+            cold.total.as_secs_f64()
+        );
         match &reference {
             None => reference = Some((server.name.clone(), history, status)),
             Some((name, h, st)) => {
                 if *h != history || *st != status {
-                    return Err(format!("{} and {name} disagree on the history or its status", server.name).into());
+                    return Err(format!(
+                        "{} and {name} disagree on the history or its status",
+                        server.name
+                    )
+                    .into());
                 }
             }
         }
@@ -262,33 +358,83 @@ fn main() -> Result<(), Error> {
     let med = |i: usize, f: fn(&Sample) -> f64| median(samples[i].iter().map(f).collect());
     let rows: [(&str, fn(&Sample) -> f64); 11] = [
         ("subscribe, status cached (s)", |s| s.subscribe_s),
-        ("subscribe again, new connection (s)", |s| s.subscribe_again_s),
+        ("subscribe again, new connection (s)", |s| {
+            s.subscribe_again_s
+        }),
         ("get_history, first byte (s)", |s| s.first_byte_s),
         ("get_history, whole answer (s)", |s| s.history_s),
         ("get_history, one client (entries/s)", |s| s.entries_per_s),
-        ("get_history, one client (MB/s; ElectrumX's JSON has spaces)", |s| s.mb_per_s),
-        ("get_history, clients at once, all answered (s)", |s| s.many_s),
-        ("get_history, clients at once (entries/s, all together)", |s| s.many_entries_per_s),
-        ("get_history, clients at once (MB/s, all together)", |s| s.many_mb_per_s),
+        (
+            "get_history, one client (MB/s; ElectrumX's JSON has spaces)",
+            |s| s.mb_per_s,
+        ),
+        ("get_history, clients at once, all answered (s)", |s| {
+            s.many_s
+        }),
+        (
+            "get_history, clients at once (entries/s, all together)",
+            |s| s.many_entries_per_s,
+        ),
+        ("get_history, clients at once (MB/s, all together)", |s| {
+            s.many_mb_per_s
+        }),
         ("server RSS before (MiB)", |s| s.rss_before_mib),
         ("server RSS peak with the clients (MiB)", |s| s.rss_peak_mib),
     ];
-    println!("history of {entries_count} entries, {} clients at once, {} runs (medians)\n", o.clients, o.runs);
+    println!(
+        "history of {entries_count} entries, {} clients at once, {} runs (medians)\n",
+        o.clients, o.runs
+    );
     println!(
         "first subscribe, nothing cached (one sample each): {}\n",
-        o.servers.iter().zip(&cold_subscribe).map(|(s, t)| format!("{} {t:.3} s", s.name)).collect::<Vec<_>>().join(", ")
+        o.servers
+            .iter()
+            .zip(&cold_subscribe)
+            .map(|(s, t)| format!("{} {t:.3} s", s.name))
+            .collect::<Vec<_>>()
+            .join(", ")
     );
     println!(
         "RSS before any request: {}\n",
-        o.servers.iter().zip(&rss_at_start).map(|(s, m)| format!("{} {m:.0} MiB", s.name)).collect::<Vec<_>>().join(", ")
+        o.servers
+            .iter()
+            .zip(&rss_at_start)
+            .map(|(s, m)| format!("{} {m:.0} MiB", s.name))
+            .collect::<Vec<_>>()
+            .join(", ")
     );
     let names: Vec<&str> = o.servers.iter().map(|s| s.name.as_str()).collect();
-    println!("| measure | {} | {} |", names.join(" | "), names.iter().skip(1).map(|n| format!("{n} / {}", names[0])).collect::<Vec<_>>().join(" | "));
-    println!("|---|{}{}", "---|".repeat(names.len()), "---|".repeat(names.len().saturating_sub(1)));
+    println!(
+        "| measure | {} | {} |",
+        names.join(" | "),
+        names
+            .iter()
+            .skip(1)
+            .map(|n| format!("{n} / {}", names[0]))
+            .collect::<Vec<_>>()
+            .join(" | ")
+    );
+    println!(
+        "|---|{}{}",
+        "---|".repeat(names.len()),
+        "---|".repeat(names.len().saturating_sub(1))
+    );
     for (label, f) in rows {
         let values: Vec<f64> = (0..names.len()).map(|i| med(i, f)).collect();
-        let ratios: Vec<String> = values.iter().skip(1).map(|v| format!("{:.3}x", v / values[0].max(1e-9))).collect();
-        println!("| {label} | {} | {} |", values.iter().map(|v| format!("{v:.4}")).collect::<Vec<_>>().join(" | "), ratios.join(" | "));
+        let ratios: Vec<String> = values
+            .iter()
+            .skip(1)
+            .map(|v| format!("{:.3}x", v / values[0].max(1e-9)))
+            .collect();
+        println!(
+            "| {label} | {} | {} |",
+            values
+                .iter()
+                .map(|v| format!("{v:.4}"))
+                .collect::<Vec<_>>()
+                .join(" | "),
+            ratios.join(" | ")
+        );
     }
     if let Some(path) = &o.json {
         let record = json!({

@@ -92,7 +92,13 @@ fn electrum_hash(script: &ScriptBuf) -> String {
 }
 
 /// One client: subscribes, then records every notification until the end.
-async fn client(id: usize, addr: String, hashes: Vec<String>, log: Arc<Mutex<Log>>, until: Instant) {
+async fn client(
+    id: usize,
+    addr: String,
+    hashes: Vec<String>,
+    log: Arc<Mutex<Log>>,
+    until: Instant,
+) {
     let fail = |e: String| log.lock().unwrap().errors.push(format!("client {id}: {e}"));
     let stream = match TcpStream::connect(&addr).await {
         Ok(s) => s,
@@ -104,7 +110,9 @@ async fn client(id: usize, addr: String, hashes: Vec<String>, log: Arc<Mutex<Log
         json!({"id": 0, "method": "server.version", "params": ["soak", "1.4"]}),
         json!({"id": 1, "method": "blockchain.headers.subscribe", "params": []}),
     ];
-    hello.extend(hashes.iter().enumerate().map(|(i, h)| json!({"id": 2 + i, "method": "blockchain.scripthash.subscribe", "params": [h]})));
+    hello.extend(hashes.iter().enumerate().map(
+        |(i, h)| json!({"id": 2 + i, "method": "blockchain.scripthash.subscribe", "params": [h]}),
+    ));
     let text = format!("{}\n", Value::Array(hello));
     if let Err(e) = write.write_all(text.as_bytes()).await {
         return fail(format!("write: {e}"));
@@ -118,9 +126,14 @@ async fn client(id: usize, addr: String, hashes: Vec<String>, log: Arc<Mutex<Log
             Ok(Err(e)) => return fail(format!("read: {e}")),
         };
         let now = Instant::now();
-        let Ok(value) = serde_json::from_str::<Value>(&line) else { return fail(format!("not JSON: {line:.80}")) };
+        let Ok(value) = serde_json::from_str::<Value>(&line) else {
+            return fail(format!("not JSON: {line:.80}"));
+        };
         if let Some(answers) = value.as_array() {
-            if let Some(err) = answers.iter().find(|a| a.get("error").is_some_and(|e| !e.is_null())) {
+            if let Some(err) = answers
+                .iter()
+                .find(|a| a.get("error").is_some_and(|e| !e.is_null()))
+            {
                 fail(format!("error answer: {err}"));
             }
             continue;
@@ -135,14 +148,19 @@ async fn client(id: usize, addr: String, hashes: Vec<String>, log: Arc<Mutex<Log
                 let sh = params[0].as_str().unwrap_or_default().to_string();
                 log.lock().unwrap().status_notes.push((sh, now));
             }
-            _ if value.get("error").is_some_and(|e| !e.is_null()) => fail(format!("error answer: {value}")),
+            _ if value.get("error").is_some_and(|e| !e.is_null()) => {
+                fail(format!("error answer: {value}"))
+            }
             _ => {}
         }
     }
 }
 
 fn cli(o: &Options, args: &[&str]) -> Result<String, Error> {
-    let out = std::process::Command::new(&o.cli[0]).args(&o.cli[1..]).args(args).output()?;
+    let out = std::process::Command::new(&o.cli[0])
+        .args(&o.cli[1..])
+        .args(args)
+        .output()?;
     if !out.status.success() {
         return Err(format!("{args:?}: {}", String::from_utf8_lossy(&out.stderr)).into());
     }
@@ -167,7 +185,12 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
 }
 
 /// Drives bitcoind (payments and blocks) until the end, sampling the server's RSS.
-fn drive(o: &Options, scripts: &[ScriptBuf], log: &Mutex<Log>, until: Instant) -> Result<Vec<(u64, u64)>, Error> {
+fn drive(
+    o: &Options,
+    scripts: &[ScriptBuf],
+    log: &Mutex<Log>,
+    until: Instant,
+) -> Result<Vec<(u64, u64)>, Error> {
     let mut rng = rand::rngs::StdRng::seed_from_u64(2);
     let miner = cli(o, &["getnewaddress"])?;
     let start = Instant::now();
@@ -183,7 +206,11 @@ fn drive(o: &Options, scripts: &[ScriptBuf], log: &Mutex<Log>, until: Instant) -
             let script = &scripts[rng.gen_range(0..scripts.len())];
             let address = Address::from_script(script, Network::Regtest)?.to_string();
             match cli(o, &["sendtoaddress", &address, "0.0001"]) {
-                Ok(_) => log.lock().unwrap().paid.push((electrum_hash(script), Instant::now())),
+                Ok(_) => log
+                    .lock()
+                    .unwrap()
+                    .paid
+                    .push((electrum_hash(script), Instant::now())),
                 Err(e) => log.lock().unwrap().errors.push(format!("bitcoind: {e}")),
             }
             next_tx += Duration::from_secs_f64(1.0 / o.txs_per_sec);
@@ -209,7 +236,10 @@ fn tally(log: &Log, clients: usize, final_height: u64) -> Value {
     let mut payment_ms = Vec::new();
     let mut missed_payments = 0;
     for (sh, sent) in &log.paid {
-        match notes.get(sh.as_str()).and_then(|v| v.iter().filter(|t| *t >= sent).min()) {
+        match notes
+            .get(sh.as_str())
+            .and_then(|v| v.iter().filter(|t| *t >= sent).min())
+        {
             Some(at) => payment_ms.push(at.duration_since(*sent).as_secs_f64() * 1e3),
             None => missed_payments += 1,
         }
@@ -218,7 +248,11 @@ fn tally(log: &Log, clients: usize, final_height: u64) -> Value {
     let mut header_ms: Vec<f64> = log
         .header_notes
         .iter()
-        .filter_map(|(_, h, at)| mined.get(h).map(|m| at.saturating_duration_since(*m).as_secs_f64() * 1e3))
+        .filter_map(|(_, h, at)| {
+            mined
+                .get(h)
+                .map(|m| at.saturating_duration_since(*m).as_secs_f64() * 1e3)
+        })
         .collect();
     let mut last_seen = vec![0u64; clients];
     for (c, h, _) in &log.header_notes {
@@ -246,18 +280,30 @@ fn main() -> Result<(), Error> {
         .map(|_| ScriptBuf::new_p2wpkh(&WPubkeyHash::from_byte_array(rng.gen())))
         .collect();
     let log = Arc::new(Mutex::new(Log::default()));
-    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
     let connect_time = Duration::from_secs(o.clients as u64 / 50 + 10);
     let until = Instant::now() + connect_time + Duration::from_secs(o.seconds);
     let mut tasks = Vec::new();
     for (id, chunk) in scripts.chunks(o.subs).enumerate() {
         let hashes = chunk.iter().map(electrum_hash).collect();
-        tasks.push(runtime.spawn(client(id, o.electrum.clone(), hashes, log.clone(), until + Duration::from_secs(15))));
+        tasks.push(runtime.spawn(client(
+            id,
+            o.electrum.clone(),
+            hashes,
+            log.clone(),
+            until + Duration::from_secs(15),
+        )));
         if id % 50 == 49 {
             std::thread::sleep(Duration::from_millis(200));
         }
     }
-    eprintln!("{} clients with {} subscriptions each connecting; soak for {} s", o.clients, o.subs, o.seconds);
+    eprintln!(
+        "{} clients with {} subscriptions each connecting; soak for {} s",
+        o.clients, o.subs, o.seconds
+    );
     std::thread::sleep(connect_time);
     let rss = drive(&o, &scripts, &log, until)?;
     let final_height: u64 = cli(&o, &["getblockcount"])?.parse()?;

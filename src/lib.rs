@@ -23,20 +23,20 @@
 
 #![warn(missing_docs)]
 
-pub mod config;
-pub mod metrics;
-pub mod datadir;
-pub mod kernel;
-pub mod import;
-pub mod generate;
-pub mod store;
-pub mod index;
-pub mod mempool;
-pub mod notify;
-pub mod listen;
-pub mod tls;
-pub mod electrum;
-pub mod p2p;
-pub mod http;
 pub mod admin;
+pub mod config;
+pub mod datadir;
+pub mod electrum;
+pub mod generate;
+pub mod http;
+pub mod import;
+pub mod index;
+pub mod kernel;
+pub mod listen;
+pub mod mempool;
+pub mod metrics;
 pub mod node;
+pub mod notify;
+pub mod p2p;
+pub mod store;
+pub mod tls;

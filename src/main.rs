@@ -120,7 +120,11 @@ enum Command {
 #[derive(Args, Debug)]
 struct ImportArgs {
     /// A Bitcoin Core `blocks/` folder with blk*.dat files (xor.dat obfuscation is handled).
-    #[arg(long, conflicts_with = "blocks_file", required_unless_present = "blocks_file")]
+    #[arg(
+        long,
+        conflicts_with = "blocks_file",
+        required_unless_present = "blocks_file"
+    )]
     blocks_dir: Option<PathBuf>,
     /// A file with one hex-encoded block per line.
     #[arg(long)]
@@ -279,7 +283,13 @@ fn import(settings: Settings, args: &ImportArgs) -> Result<()> {
     let mut node = open_node(settings, !args.no_index)?;
     let runner = start_consumer(&mut node, &Notifier::default(), false)?;
     let stop = &signals()?.interrupted;
-    let result = import_into(&node, args.blocks_dir.as_deref(), args.blocks_file.as_deref(), args.quiet, stop);
+    let result = import_into(
+        &node,
+        args.blocks_dir.as_deref(),
+        args.blocks_file.as_deref(),
+        args.quiet,
+        stop,
+    );
     let index_started = std::time::Instant::now();
     if let Some(runner) = runner {
         runner.finish()?;
@@ -311,7 +321,10 @@ fn import(settings: Settings, args: &ImportArgs) -> Result<()> {
             tip.height
         );
         match index_tip {
-            Some(t) => println!("index at height {} ({:.1}s after validation ended)", t.height, index_wait),
+            Some(t) => println!(
+                "index at height {} ({:.1}s after validation ended)",
+                t.height, index_wait
+            ),
             None => println!("no index (--no-index)"),
         }
     }
@@ -326,7 +339,8 @@ fn import_into(
     stop: &AtomicBool,
 ) -> Result<ImportStats> {
     let _span = tracing::info_span!("import").entered();
-    let importer = Importer::new(&node.validator, Progress::new(quiet), stop).with_space(&node.space);
+    let importer =
+        Importer::new(&node.validator, Progress::new(quiet), stop).with_space(&node.space);
     let stats = match (blocks_dir, blocks_file) {
         (Some(dir), _) => {
             let label = node::network_label(&node.settings);
@@ -386,7 +400,9 @@ fn status(settings: Settings, json: bool) -> Result<()> {
             open_node(settings, has_index)?.status()
         }
         Err(DataDirError::Locked { .. }) => {
-            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()?;
             rt.block_on(async { AdminClient::connect(&datadir)?.status().await })?
         }
         Err(e) => return Err(e.into()),
@@ -397,7 +413,10 @@ fn status(settings: Settings, json: bool) -> Result<()> {
         println!("network:    {}", status.network);
         println!("datadir:    {}", status.datadir);
         println!("running:    {}", status.running);
-        println!("kernel tip: {} at height {}", status.kernel_tip.hash, status.kernel_tip.height);
+        println!(
+            "kernel tip: {} at height {}",
+            status.kernel_tip.hash, status.kernel_tip.height
+        );
         match &status.index_tip {
             Some(t) => println!("index tip:  {} at height {}", t.hash, t.height),
             None => println!("index tip:  none (no index yet)"),
@@ -408,21 +427,39 @@ fn status(settings: Settings, json: bool) -> Result<()> {
                 None => println!("p2p:        not accepting peers"),
             }
             let inbound = p2p.peers.iter().filter(|p| p.inbound).count();
-            println!("peers:      {} outbound, {inbound} inbound; {} known addresses",
-                p2p.peers.len() - inbound, p2p.known_addresses);
+            println!(
+                "peers:      {} outbound, {inbound} inbound; {} known addresses",
+                p2p.peers.len() - inbound,
+                p2p.known_addresses
+            );
             for p in &p2p.peers {
-                println!("  {} {} {}", if p.inbound { "in " } else { "out" }, p.addr, p.user_agent);
+                println!(
+                    "  {} {} {}",
+                    if p.inbound { "in " } else { "out" },
+                    p.addr,
+                    p.user_agent
+                );
             }
         }
         if let Some(sync) = &status.syncing {
-            println!("syncing:    height {} of {} (clients are answered once it is done)", sync.height, sync.headers);
+            println!(
+                "syncing:    height {} of {} (clients are answered once it is done)",
+                sync.height, sync.headers
+            );
         }
         if let Some(error) = &status.kernel_error {
             println!("kernel:     stopped: {error}");
         }
         if let Some(disk) = &status.disk {
-            let low = if disk.low { "; too low: no blocks are taken until space is freed" } else { "" };
-            println!("disk:       {} MiB free (min_free_space_mb {}){low}", disk.free_mb, disk.min_free_mb);
+            let low = if disk.low {
+                "; too low: no blocks are taken until space is freed"
+            } else {
+                ""
+            };
+            println!(
+                "disk:       {} MiB free (min_free_space_mb {}){low}",
+                disk.free_mb, disk.min_free_mb
+            );
         }
     }
     Ok(())
@@ -464,7 +501,10 @@ fn reindex(settings: Settings, json: bool) -> Result<()> {
     node.close();
     let rate = txs as f64 / seconds.max(1e-9);
     if json {
-        println!("{}", serde_json::json!({"blocks": blocks, "txs": txs, "seconds": seconds, "txs_per_second": rate}));
+        println!(
+            "{}",
+            serde_json::json!({"blocks": blocks, "txs": txs, "seconds": seconds, "txs_per_second": rate})
+        );
     } else {
         println!("reindexed {blocks} blocks, {txs} transactions in {seconds:.2} s ({rate:.0} transactions/s)");
     }
@@ -507,7 +547,9 @@ fn index_stats(settings: Settings) -> Result<()> {
 
 fn stop(settings: Settings) -> Result<()> {
     let datadir = node::open_datadir(&settings)?;
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
     let answer = rt.block_on(async { AdminClient::connect(&datadir)?.stop().await })?;
     println!("{answer}");
     Ok(())
@@ -520,7 +562,10 @@ fn run(settings: Settings, with_index: bool) -> Result<()> {
 
 fn demo(settings: Settings, args: &DemoArgs) -> Result<()> {
     if settings.network != cairn::config::Network::Regtest {
-        bail!("the demo runs on regtest only (got --network {})", settings.network);
+        bail!(
+            "the demo runs on regtest only (got --network {})",
+            settings.network
+        );
     }
     let mut node = open_node(settings, true)?;
     let chain_dir = node.datadir.root().join("demo-chain");
@@ -537,7 +582,10 @@ fn demo(settings: Settings, args: &DemoArgs) -> Result<()> {
             chain_dir.display()
         );
         let summary = ChainGenerator::new(opts).write_to(&chain_dir)?;
-        println!("generated {} blocks, {} txs, {} bytes", summary.blocks, summary.txs, summary.bytes);
+        println!(
+            "generated {} blocks, {} txs, {} bytes",
+            summary.blocks, summary.txs, summary.bytes
+        );
     }
     println!("validating and indexing it ...");
     let stop = &signals()?.interrupted;
@@ -555,7 +603,9 @@ fn demo(settings: Settings, args: &DemoArgs) -> Result<()> {
         stats.seconds,
         tip.hash,
         tip.height,
-        node::index_tip(node.index.as_deref()).map(|t| t.height).unwrap_or(-1)
+        node::index_tip(node.index.as_deref())
+            .map(|t| t.height)
+            .unwrap_or(-1)
     );
 
     if args.no_serve {

@@ -43,12 +43,18 @@ pub struct Changes {
 impl Changes {
     /// Nothing touched yet.
     pub fn none() -> Self {
-        Changes { scripts: Some(HashSet::new()), added: Some(HashSet::new()) }
+        Changes {
+            scripts: Some(HashSet::new()),
+            added: Some(HashSet::new()),
+        }
     }
 
     /// A transaction that entered the mempool.
     pub fn accepted(accepted: &Accepted) -> Self {
-        Changes { scripts: Some(accepted.touched.clone()), added: Some(HashSet::from([accepted.txid])) }
+        Changes {
+            scripts: Some(accepted.touched.clone()),
+            added: Some(HashSet::from([accepted.txid])),
+        }
     }
 
     /// Adds what `other` touched.
@@ -65,7 +71,8 @@ impl Changes {
 
     /// Whether nothing is touched.
     pub fn is_empty(&self) -> bool {
-        self.scripts.as_ref().is_some_and(HashSet::is_empty) && self.added.as_ref().is_some_and(HashSet::is_empty)
+        self.scripts.as_ref().is_some_and(HashSet::is_empty)
+            && self.added.as_ref().is_some_and(HashSet::is_empty)
     }
 }
 

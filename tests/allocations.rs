@@ -52,43 +52,85 @@ fn cfcheckpt(n: usize) -> NetworkMessage {
     NetworkMessage::CFCheckpt(CFCheckpt {
         filter_type: 0,
         stop_hash: BlockHash::all_zeros(),
-        filter_headers: (0..n).map(|i| FilterHeader::hash(&i.to_le_bytes())).collect(),
+        filter_headers: (0..n)
+            .map(|i| FilterHeader::hash(&i.to_le_bytes()))
+            .collect(),
     })
 }
 
 fn cfilter(bytes: usize) -> NetworkMessage {
-    NetworkMessage::CFilter(CFilter { filter_type: 0, block_hash: BlockHash::all_zeros(), filter: vec![7u8; bytes] })
+    NetworkMessage::CFilter(CFilter {
+        filter_type: 0,
+        block_hash: BlockHash::all_zeros(),
+        filter: vec![7u8; bytes],
+    })
 }
 
 #[test]
 fn bip157_messages_cost_a_constant_number_of_allocations() {
-    let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
     let magic = Magic::REGTEST;
     let mut buf = Vec::new();
     let mut sink = Vec::with_capacity(1 << 20);
     // Warm the reused encode buffer with the largest message.
-    rt.block_on(write_message_with(&mut sink, magic, cfheaders(2000), &mut buf)).unwrap();
+    rt.block_on(write_message_with(
+        &mut sink,
+        magic,
+        cfheaders(2000),
+        &mut buf,
+    ))
+    .unwrap();
     for (small, large, what) in [
-        (cfheaders(20), cfheaders(2000), "cfheaders 20 vs 2000 hashes"),
+        (
+            cfheaders(20),
+            cfheaders(2000),
+            "cfheaders 20 vs 2000 hashes",
+        ),
         (cfcheckpt(2), cfcheckpt(1000), "cfcheckpt 2 vs 1000 headers"),
         (cfilter(10), cfilter(30_000), "cfilter 10 vs 30,000 bytes"),
     ] {
         // Encoding into the connection's reused buffer: nothing once it has grown.
         sink.clear();
         let (small_msg, large_msg) = (small.clone(), large.clone());
-        let (_, enc_small) = counted(|| rt.block_on(write_message_with(&mut sink, magic, small_msg, &mut buf)).unwrap());
+        let (_, enc_small) = counted(|| {
+            rt.block_on(write_message_with(&mut sink, magic, small_msg, &mut buf))
+                .unwrap()
+        });
         let small_bytes = sink.clone();
         sink.clear();
-        let (_, enc_large) = counted(|| rt.block_on(write_message_with(&mut sink, magic, large_msg, &mut buf)).unwrap());
+        let (_, enc_large) = counted(|| {
+            rt.block_on(write_message_with(&mut sink, magic, large_msg, &mut buf))
+                .unwrap()
+        });
         let large_bytes = sink.clone();
         assert_eq!(enc_small, 0, "{what}: encoding allocated {enc_small} times");
         assert_eq!(enc_large, 0, "{what}: encoding allocated {enc_large} times");
         // Decoding: the payload buffer and the message's one vector, whatever the count.
-        let (msg, dec_small) = counted(|| rt.block_on(read_message(&mut small_bytes.as_slice(), magic)).unwrap());
-        let (msg_large, dec_large) = counted(|| rt.block_on(read_message(&mut large_bytes.as_slice(), magic)).unwrap());
-        assert!(matches!(msg, Incoming::Message(ref m) if *m == small), "{what}: round trip");
-        assert!(matches!(msg_large, Incoming::Message(ref m) if *m == large), "{what}: round trip");
-        assert_eq!(dec_small, dec_large, "{what}: decoding allocated {dec_small} vs {dec_large} times");
-        assert!(dec_large <= 8, "{what}: decoding allocated {dec_large} times");
+        let (msg, dec_small) = counted(|| {
+            rt.block_on(read_message(&mut small_bytes.as_slice(), magic))
+                .unwrap()
+        });
+        let (msg_large, dec_large) = counted(|| {
+            rt.block_on(read_message(&mut large_bytes.as_slice(), magic))
+                .unwrap()
+        });
+        assert!(
+            matches!(msg, Incoming::Message(ref m) if *m == small),
+            "{what}: round trip"
+        );
+        assert!(
+            matches!(msg_large, Incoming::Message(ref m) if *m == large),
+            "{what}: round trip"
+        );
+        assert_eq!(
+            dec_small, dec_large,
+            "{what}: decoding allocated {dec_small} vs {dec_large} times"
+        );
+        assert!(
+            dec_large <= 8,
+            "{what}: decoding allocated {dec_large} times"
+        );
     }
 }

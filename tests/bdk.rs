@@ -40,17 +40,38 @@ fn restore(descriptors: &[String; 2], scan: impl FnOnce(&Wallet) -> bdk_wallet::
         })
         .collect();
     let b = wallet.balance();
-    let balance = [b.confirmed.to_sat(), b.trusted_pending.to_sat(), b.untrusted_pending.to_sat(), b.immature.to_sat()];
-    (txs, balance, wallet.derivation_index(KeychainKind::External))
+    let balance = [
+        b.confirmed.to_sat(),
+        b.trusted_pending.to_sat(),
+        b.untrusted_pending.to_sat(),
+        b.immature.to_sat(),
+    ];
+    (
+        txs,
+        balance,
+        wallet.derivation_index(KeychainKind::External),
+    )
 }
 
 #[test]
 fn bdk_esplora_finds_what_bdk_electrum_finds() {
     let tmp = tempfile::tempdir().unwrap();
     let chain = tmp.path().join("chain");
-    let opts = GenerateOptions { blocks: 150, txs_per_block: 8, seed: 7 };
-    let summary = ChainGenerator::new(opts).with_wallet(30).unwrap().write_to(&chain).unwrap();
-    assert!(summary.wallet_txs > 20, "the wallet must be used: {}", summary.wallet_txs);
+    let opts = GenerateOptions {
+        blocks: 150,
+        txs_per_block: 8,
+        seed: 7,
+    };
+    let summary = ChainGenerator::new(opts)
+        .with_wallet(30)
+        .unwrap()
+        .write_to(&chain)
+        .unwrap();
+    assert!(
+        summary.wallet_txs > 20,
+        "the wallet must be used: {}",
+        summary.wallet_txs
+    );
     let dd = tmp.path().join("cairn");
     let out = Command::new(env!("CARGO_BIN_EXE_cairn"))
         .arg("--datadir")
@@ -59,32 +80,62 @@ fn bdk_esplora_finds_what_bdk_electrum_finds() {
         .arg(chain.join("blocks.hex"))
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let electrum_port = free_port();
     let http: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
     let _cairn = start_cairn(
         &dd,
-        &[format!("--electrum-addr=127.0.0.1:{electrum_port}"), format!("--http-addr={http}"), "--no-listen".into()],
+        &[
+            format!("--electrum-addr=127.0.0.1:{electrum_port}"),
+            format!("--http-addr={http}"),
+            "--no-listen".into(),
+        ],
     );
     let start = Instant::now();
     while common::http::get(http, "/blocks/tip/height").2 != opts.blocks.to_string() {
-        assert!(start.elapsed() < Duration::from_secs(60), "the HTTP server never served the tip");
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "the HTTP server never served the tip"
+        );
         std::thread::sleep(Duration::from_millis(100));
     }
     let text = std::fs::read_to_string(chain.join("wallet.txt")).unwrap();
-    let lines: Vec<String> = text.lines().filter(|l| !l.starts_with('#') && !l.trim().is_empty()).map(String::from).collect();
+    let lines: Vec<String> = text
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .map(String::from)
+        .collect();
     let descriptors: [String; 2] = lines.try_into().unwrap();
 
     let over_electrum = restore(&descriptors, |wallet| {
-        let client = BdkElectrumClient::new(electrum_client::Client::new(&format!("tcp://127.0.0.1:{electrum_port}")).unwrap());
-        client.full_scan(wallet.start_full_scan().build(), 20, 5, true).unwrap().into()
+        let client = BdkElectrumClient::new(
+            electrum_client::Client::new(&format!("tcp://127.0.0.1:{electrum_port}")).unwrap(),
+        );
+        client
+            .full_scan(wallet.start_full_scan().build(), 20, 5, true)
+            .unwrap()
+            .into()
     });
     let over_esplora = restore(&descriptors, |wallet| {
         let client = esplora_client::Builder::new(&format!("http://{http}")).build_blocking();
-        client.full_scan(wallet.start_full_scan().build(), 20, 4).unwrap().into()
+        client
+            .full_scan(wallet.start_full_scan().build(), 20, 4)
+            .unwrap()
+            .into()
     });
     assert_eq!(over_esplora, over_electrum);
-    assert_eq!(over_esplora.0.len() as u64, summary.wallet_txs, "every wallet transaction the generator wrote");
-    assert!(over_esplora.0.iter().all(|(_, height)| height.is_some()), "all confirmed");
+    assert_eq!(
+        over_esplora.0.len() as u64,
+        summary.wallet_txs,
+        "every wallet transaction the generator wrote"
+    );
+    assert!(
+        over_esplora.0.iter().all(|(_, height)| height.is_some()),
+        "all confirmed"
+    );
     assert!(over_esplora.1[0] > 0, "a confirmed balance");
 }

@@ -26,13 +26,19 @@ fn bitcoind_loads_the_generated_blk_files_to_the_same_tip_as_cairn() {
 
     let node = common::Bitcoind::start(
         &tmp.path().join("bitcoind"),
-        &[format!("-loadblock={}", out.join("blocks/blk00000.dat").display()), "-blockfilterindex=1".into()],
+        &[
+            format!("-loadblock={}", out.join("blocks/blk00000.dat").display()),
+            "-blockfilterindex=1".into(),
+        ],
     );
     node.wait_for_height(300, Duration::from_secs(120));
     assert_eq!(node.rpc(&["getbestblockhash"]), summary.tip.to_string());
-    let info: serde_json::Value =
-        serde_json::from_str(&node.rpc(&["getchaintxstats"])).unwrap();
-    assert_eq!(info["txcount"].as_u64().unwrap(), summary.txs + 1, "plus genesis");
+    let info: serde_json::Value = serde_json::from_str(&node.rpc(&["getchaintxstats"])).unwrap();
+    assert_eq!(
+        info["txcount"].as_u64().unwrap(),
+        summary.txs + 1,
+        "plus genesis"
+    );
 
     let dir = tmp.path().join("cairn");
     let (validator, _events) = common::open_validator(&dir);
@@ -41,7 +47,10 @@ fn bitcoind_loads_the_generated_blk_files_to_the_same_tip_as_cairn() {
     Importer::new(&validator, Progress::new(true), &stop)
         .import_blk_dir(&blk)
         .unwrap();
-    assert_eq!(validator.tip().hash.to_string(), node.rpc(&["getbestblockhash"]));
+    assert_eq!(
+        validator.tip().hash.to_string(),
+        node.rpc(&["getbestblockhash"])
+    );
     for h in [1i64, 101, 150, 299] {
         assert_eq!(
             validator.hash_at(h).unwrap().to_string(),
@@ -57,10 +66,19 @@ fn bitcoind_loads_the_generated_blk_files_to_the_same_tip_as_cairn() {
     node.wait_for_filter_index(Duration::from_secs(120));
     for h in 0..=300u32 {
         let hash = node.rpc(&["getblockhash", &h.to_string()]);
-        let want: serde_json::Value = serde_json::from_str(&node.rpc(&["getblockfilter", &hash])).unwrap();
+        let want: serde_json::Value =
+            serde_json::from_str(&node.rpc(&["getblockfilter", &hash])).unwrap();
         let got = index.filter_at(h).unwrap().unwrap();
-        assert_eq!(got.filter.to_lower_hex_string(), want["filter"].as_str().unwrap(), "filter at {h}");
-        assert_eq!(got.header.to_string(), want["header"].as_str().unwrap(), "filter header at {h}");
+        assert_eq!(
+            got.filter.to_lower_hex_string(),
+            want["filter"].as_str().unwrap(),
+            "filter at {h}"
+        );
+        assert_eq!(
+            got.header.to_string(),
+            want["header"].as_str().unwrap(),
+            "filter header at {h}"
+        );
     }
 }
 
@@ -71,12 +89,22 @@ fn bitcoind_loads_the_generated_blk_files_to_the_same_tip_as_cairn() {
 fn bitcoind_accepts_a_mainnet_shaped_chain_and_cairn_indexes_it_the_same() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("chain");
-    let opts = GenerateOptions { blocks: 200, txs_per_block: 40, seed: 8 };
+    let opts = GenerateOptions {
+        blocks: 200,
+        txs_per_block: 40,
+        seed: 8,
+    };
     let shapes = cairn::generate::Shapes::mainnet().unwrap();
-    let summary = ChainGenerator::new(opts).with_shapes(shapes).write_to(&out).unwrap();
+    let summary = ChainGenerator::new(opts)
+        .with_shapes(shapes)
+        .write_to(&out)
+        .unwrap();
     let node = common::Bitcoind::start(
         &tmp.path().join("bitcoind"),
-        &[format!("-loadblock={}", out.join("blocks/blk00000.dat").display()), "-blockfilterindex=1".into()],
+        &[
+            format!("-loadblock={}", out.join("blocks/blk00000.dat").display()),
+            "-blockfilterindex=1".into(),
+        ],
     );
     node.wait_for_height(200, Duration::from_secs(120));
     assert_eq!(node.rpc(&["getbestblockhash"]), summary.tip.to_string());
@@ -91,10 +119,19 @@ fn bitcoind_accepts_a_mainnet_shaped_chain_and_cairn_indexes_it_the_same() {
     node.wait_for_filter_index(Duration::from_secs(120));
     for h in 150..=200u32 {
         let hash = node.rpc(&["getblockhash", &h.to_string()]);
-        let want: serde_json::Value = serde_json::from_str(&node.rpc(&["getblockfilter", &hash])).unwrap();
+        let want: serde_json::Value =
+            serde_json::from_str(&node.rpc(&["getblockfilter", &hash])).unwrap();
         let got = index.filter_at(h).unwrap().unwrap();
-        assert_eq!(got.filter.to_lower_hex_string(), want["filter"].as_str().unwrap(), "filter at {h}");
-        assert_eq!(got.header.to_string(), want["header"].as_str().unwrap(), "filter header at {h}");
+        assert_eq!(
+            got.filter.to_lower_hex_string(),
+            want["filter"].as_str().unwrap(),
+            "filter at {h}"
+        );
+        assert_eq!(
+            got.header.to_string(),
+            want["header"].as_str().unwrap(),
+            "filter header at {h}"
+        );
     }
 }
 
@@ -123,9 +160,18 @@ fn a_blocks_folder_written_by_bitcoind_imports_with_its_preallocated_tail() {
     let blocks = tmp.path().join("core/regtest/blocks");
     // What makes this case: Core pre-allocates blk files in 16 MiB steps (raw zeros on disk)
     // and obfuscates what it writes with a random key.
-    let len = std::fs::metadata(blocks.join("blk00000.dat")).unwrap().len();
-    assert!(len >= 16 << 20, "blk00000.dat is {len} bytes: not pre-allocated");
-    assert_ne!(std::fs::read(blocks.join("xor.dat")).unwrap(), [0u8; 8], "no obfuscation key");
+    let len = std::fs::metadata(blocks.join("blk00000.dat"))
+        .unwrap()
+        .len();
+    assert!(
+        len >= 16 << 20,
+        "blk00000.dat is {len} bytes: not pre-allocated"
+    );
+    assert_ne!(
+        std::fs::read(blocks.join("xor.dat")).unwrap(),
+        [0u8; 8],
+        "no obfuscation key"
+    );
     let (hash, height) = import_into_cairn(&tmp.path().join("cairn"), &blocks);
     assert_eq!((hash.to_string(), height), (tip, 150));
 }
@@ -136,11 +182,19 @@ fn a_blocks_folder_of_a_killed_bitcoind_imports_to_the_tip_its_reindex_finds() {
     let datadir = tmp.path().join("core");
     let mut node = common::Bitcoind::start(&datadir, &[]);
     let miner = {
-        let args = (node.rpc_port, common::bitcoind_exe().with_file_name("bitcoin-cli"));
+        let args = (
+            node.rpc_port,
+            common::bitcoind_exe().with_file_name("bitcoin-cli"),
+        );
         std::thread::spawn(move || {
             // Mines until the node is gone.
             while std::process::Command::new(&args.1)
-                .args(["-regtest", "-rpcconnect=127.0.0.1", "-rpcuser=u", "-rpcpassword=p"])
+                .args([
+                    "-regtest",
+                    "-rpcconnect=127.0.0.1",
+                    "-rpcuser=u",
+                    "-rpcpassword=p",
+                ])
                 .arg(format!("-rpcport={}", args.0))
                 .args(["generatetoaddress", "5", MINE_TO])
                 .output()

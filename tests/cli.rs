@@ -8,7 +8,10 @@ use std::time::{Duration, Instant};
 
 fn cairn(datadir: &Path) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_cairn"));
-    cmd.arg("--datadir").arg(datadir).arg("--network").arg("regtest");
+    cmd.arg("--datadir")
+        .arg(datadir)
+        .arg("--network")
+        .arg("regtest");
     cmd.env_remove("CAIRN_CONFIG").env("CAIRN_LOG", "warn");
     cmd
 }
@@ -24,7 +27,11 @@ fn ok(out: Output) -> String {
 }
 
 fn fails(out: Output) -> String {
-    assert!(!out.status.success(), "should have failed: {}", String::from_utf8_lossy(&out.stdout));
+    assert!(
+        !out.status.success(),
+        "should have failed: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
@@ -34,12 +41,20 @@ fn status(datadir: &Path) -> serde_json::Value {
 }
 
 fn data(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(name)
 }
 
 fn generate(out: &Path, blocks: u32, txs: u32, seed: u64) -> String {
     let text = ok(Command::new(env!("CARGO_BIN_EXE_cairn"))
-        .args(["generate", "--blocks", &blocks.to_string(), "--txs-per-block", &txs.to_string()])
+        .args([
+            "generate",
+            "--blocks",
+            &blocks.to_string(),
+            "--txs-per-block",
+            &txs.to_string(),
+        ])
         .args(["--seed", &seed.to_string(), "--out"])
         .arg(out)
         .output()
@@ -60,25 +75,43 @@ fn status_asks_the_running_node_and_stop_ends_it() {
     let offline = status(dd);
     assert_eq!(offline["network"], "regtest");
     assert_eq!(offline["kernel_tip"]["height"], 206);
-    assert_eq!(offline["index_tip"], offline["kernel_tip"], "import indexes as it validates");
+    assert_eq!(
+        offline["index_tip"], offline["kernel_tip"],
+        "import indexes as it validates"
+    );
     assert_eq!(offline["running"], false);
 
     let mut run = cairn(dd)
-        .args(["--admin-addr", "127.0.0.1:0", "--electrum-addr", "127.0.0.1:0", "run"])
+        .args([
+            "--admin-addr",
+            "127.0.0.1:0",
+            "--electrum-addr",
+            "127.0.0.1:0",
+            "run",
+        ])
         .stdout(Stdio::null())
         .spawn()
         .unwrap();
     let addr_file = dd.join("regtest/admin.addr");
     let start = Instant::now();
     while !addr_file.exists() {
-        assert!(start.elapsed() < Duration::from_secs(60), "run never started");
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "run never started"
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
     let online = status(dd);
     assert_eq!(online["running"], true);
     assert_eq!(online["kernel_tip"], offline["kernel_tip"]);
     // A second writer is refused while the node runs.
-    let err = fails(cairn(dd).args(["import", "--blocks-file"]).arg(data("regtest-206-blocks.hex.txt")).output().unwrap());
+    let err = fails(
+        cairn(dd)
+            .args(["import", "--blocks-file"])
+            .arg(data("regtest-206-blocks.hex.txt"))
+            .output()
+            .unwrap(),
+    );
     assert!(err.contains("in use by a running cairn"), "{err}");
     // Without the cookie the admin RPC refuses.
     let addr = std::fs::read_to_string(&addr_file).unwrap();
@@ -97,7 +130,10 @@ fn status_asks_the_running_node_and_stop_ends_it() {
             assert!(code.success());
             break;
         }
-        assert!(start.elapsed() < Duration::from_secs(60), "run did not stop");
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "run did not stop"
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
     assert!(!addr_file.exists());
@@ -143,10 +179,17 @@ fn kill_9_during_import_then_restart_reaches_the_same_tip() {
         .output()
         .unwrap());
     let dump = |dir: &Path| {
-        let store = std::sync::Arc::new(cairn::store::Store::open(&dir.join("regtest/index")).unwrap());
-        cairn::index::Index::open(store, None).unwrap().dump().unwrap()
+        let store =
+            std::sync::Arc::new(cairn::store::Store::open(&dir.join("regtest/index")).unwrap());
+        cairn::index::Index::open(store, None)
+            .unwrap()
+            .dump()
+            .unwrap()
     };
-    assert!(dump(&dd) == dump(&fresh), "index after kill -9 differs from a fresh index");
+    assert!(
+        dump(&dd) == dump(&fresh),
+        "index after kill -9 differs from a fresh index"
+    );
 }
 
 #[test]
@@ -157,7 +200,14 @@ fn bad_input_stops_with_a_clear_message() {
     // A config typo names the option.
     let cfg = tmp.path().join("bad.toml");
     std::fs::write(&cfg, "network = \"regtest\"\ndatadri = \"/x\"\n").unwrap();
-    let err = fails(cairn(&dd).arg("--config").arg(&cfg).args(["status"]).output().unwrap());
+    let err = fails(
+        cairn(&dd)
+            .arg("--config")
+            .arg(&cfg)
+            .args(["status"])
+            .output()
+            .unwrap(),
+    );
     assert!(err.contains("datadri"), "{err}");
 
     // A blk file whose last record was cut short (a node killed mid-write) imports up to it, as
@@ -167,9 +217,16 @@ fn bad_input_stops_with_a_clear_message() {
     let blk = chain.join("blocks/blk00000.dat");
     let bytes = std::fs::read(&blk).unwrap();
     std::fs::write(&blk, &bytes[..bytes.len() - 100]).unwrap();
-    let out = cairn(&tmp.path().join("torn")).args(["import", "--quiet", "--blocks-dir"]).arg(chain.join("blocks")).output().unwrap();
+    let out = cairn(&tmp.path().join("torn"))
+        .args(["import", "--quiet", "--blocks-dir"])
+        .arg(chain.join("blocks"))
+        .output()
+        .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success() && text.contains("at height 119"), "{text}");
+    assert!(
+        out.status.success() && text.contains("at height 119"),
+        "{text}"
+    );
 
     // An invalid block (a bad merkle root) names its hash, height and the kernel's reason; the
     // blocks before it stay validated.
@@ -180,31 +237,52 @@ fn bad_input_stops_with_a_clear_message() {
         .collect();
     let mut bad: bitcoin::Block =
         bitcoin::consensus::deserialize(&Vec::<u8>::from_hex(&lines[50]).unwrap()).unwrap();
-    bad.header.merkle_root = bitcoin::TxMerkleNode::from_raw_hash(bitcoin::hashes::Hash::all_zeros());
+    bad.header.merkle_root =
+        bitcoin::TxMerkleNode::from_raw_hash(bitcoin::hashes::Hash::all_zeros());
     cairn::generate::grind(&mut bad.header);
     let mut text = lines[..50].join("\n");
     text.push('\n');
     text.push_str(&bitcoin::consensus::serialize(&bad).to_lower_hex_string());
     let hexfile = tmp.path().join("bad.hex");
     std::fs::write(&hexfile, text).unwrap();
-    let err = fails(cairn(&dd).args(["import", "--quiet", "--blocks-file"]).arg(&hexfile).output().unwrap());
+    let err = fails(
+        cairn(&dd)
+            .args(["import", "--quiet", "--blocks-file"])
+            .arg(&hexfile)
+            .output()
+            .unwrap(),
+    );
     assert!(err.contains(&bad.block_hash().to_string()), "{err}");
-    assert!(err.contains("height 51") && err.contains("bad-txnmrklroot"), "{err}");
+    assert!(
+        err.contains("height 51") && err.contains("bad-txnmrklroot"),
+        "{err}"
+    );
     assert!(err.contains("line 51"), "{err}");
     assert_eq!(status(&dd)["kernel_tip"]["height"], 50);
 
     // Non-hex input names the line.
     std::fs::write(&hexfile, "zz\n").unwrap();
-    let err = fails(cairn(&dd).args(["import", "--blocks-file"]).arg(&hexfile).output().unwrap());
+    let err = fails(
+        cairn(&dd)
+            .args(["import", "--blocks-file"])
+            .arg(&hexfile)
+            .output()
+            .unwrap(),
+    );
     assert!(err.contains("line 1"), "{err}");
 
     // A data dir of another network, or of another program, is refused.
     let other = tmp.path().join("other");
     ok(cairn(&other).args(["status"]).output().unwrap());
     std::fs::rename(other.join("regtest"), other.join("signet")).unwrap();
-    let err = fails(Command::new(env!("CARGO_BIN_EXE_cairn"))
-        .arg("--datadir").arg(&other).args(["--network", "signet", "status"])
-        .output().unwrap());
+    let err = fails(
+        Command::new(env!("CARGO_BIN_EXE_cairn"))
+            .arg("--datadir")
+            .arg(&other)
+            .args(["--network", "signet", "status"])
+            .output()
+            .unwrap(),
+    );
     assert!(err.contains("holds a regtest chain"), "{err}");
     let foreign = tmp.path().join("foreign");
     std::fs::create_dir_all(foreign.join("regtest/chainstate")).unwrap();
@@ -212,9 +290,14 @@ fn bad_input_stops_with_a_clear_message() {
     assert!(err.contains("not a cairn data dir"), "{err}");
 
     // Another network's block files are named as such.
-    let err = fails(Command::new(env!("CARGO_BIN_EXE_cairn"))
-        .arg("--datadir").arg(tmp.path().join("sig")).args(["--network", "signet", "import", "--blocks-dir"])
-        .arg(chain.join("blocks"))
-        .output().unwrap());
+    let err = fails(
+        Command::new(env!("CARGO_BIN_EXE_cairn"))
+            .arg("--datadir")
+            .arg(tmp.path().join("sig"))
+            .args(["--network", "signet", "import", "--blocks-dir"])
+            .arg(chain.join("blocks"))
+            .output()
+            .unwrap(),
+    );
     assert!(err.contains("regtest blocks"), "{err}");
 }

@@ -5,7 +5,6 @@
 
 mod common;
 
-
 use common::{index_rows, start_cairn, Bitcoind};
 
 const ADDR: &str = "bcrt1qs758ursh4q9z627kt3pp5yysm78ddny6txaqgw";
@@ -34,13 +33,20 @@ fn after_a_crash_the_index_undoes_blocks_the_kernel_forgot_and_follows_its_reorg
     // Without peers: the kernel is back at 110, the index still at 115.
     let cairn = start_cairn(&dir, &["--no-listen".into()]);
     let status = cairn.status_when(|s| s["index_tip"]["height"] == 115);
-    assert_eq!(status["kernel_tip"]["height"], 110, "the kernel kept blocks it had not flushed: {status}");
+    assert_eq!(
+        status["kernel_tip"]["height"], 110,
+        "the kernel kept blocks it had not flushed: {status}"
+    );
     cairn.stop();
 
     // bitcoind abandons those five blocks for a longer branch.
     let first_lost = a.rpc(&["getblockhash", "111"]);
     a.rpc(&["invalidateblock", &first_lost]);
-    a.rpc(&["generatetoaddress", "8", "bcrt1qw508d6qejxtdg4y5r3zarvary0c5xw7kygt080"]);
+    a.rpc(&[
+        "generatetoaddress",
+        "8",
+        "bcrt1qw508d6qejxtdg4y5r3zarvary0c5xw7kygt080",
+    ]);
     let new_tip = a.rpc(&["getbestblockhash"]);
     assert_eq!(a.rpc(&["getblockcount"]), "118");
 
@@ -55,7 +61,13 @@ fn after_a_crash_the_index_undoes_blocks_the_kernel_forgot_and_follows_its_reorg
     fresh.stop();
     let (ours, theirs) = (index_rows(&dir), index_rows(&fresh_dir));
     for ((name, a), (_, b)) in ours.iter().zip(&theirs) {
-        assert_eq!(a.len(), b.len(), "{name}: {} rows after the crash, {} fresh", a.len(), b.len());
+        assert_eq!(
+            a.len(),
+            b.len(),
+            "{name}: {} rows after the crash, {} fresh",
+            a.len(),
+            b.len()
+        );
         assert!(a == b, "{name} differs from a fresh index");
     }
 }
@@ -63,7 +75,10 @@ fn after_a_crash_the_index_undoes_blocks_the_kernel_forgot_and_follows_its_reorg
 /// How many kills a run makes: `CAIRN_CRASH_KILLS` (`contrib/crash-test.sh` asks for 50), else a
 /// number that keeps the suite quick.
 fn kills() -> usize {
-    std::env::var("CAIRN_CRASH_KILLS").ok().and_then(|n| n.parse().ok()).unwrap_or(6)
+    std::env::var("CAIRN_CRASH_KILLS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(6)
 }
 
 /// A random delay in `range` milliseconds, printed so a failing run can be told apart.
@@ -87,23 +102,43 @@ fn index_height_after_kill(dir: &std::path::Path) -> i64 {
         .unwrap();
     let status: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
     let height = status["index_tip"]["height"].as_i64().unwrap_or(-1);
-    eprintln!("killed with the index at height {height} (kernel {})", status["kernel_tip"]["height"]);
+    eprintln!(
+        "killed with the index at height {height} (kernel {})",
+        status["kernel_tip"]["height"]
+    );
     height
 }
 
 /// A generated chain with many transactions, served by a bitcoind that loaded it.
 fn chain_on_bitcoind(tmp: &std::path::Path) -> (Bitcoind, String, std::path::PathBuf) {
     let out = tmp.join("chain");
-    let summary = cairn::generate::ChainGenerator::new(cairn::generate::GenerateOptions { blocks: BLOCKS as u32, txs_per_block: 60, seed: 12 })
-        .write_to(&out)
-        .unwrap();
-    let node = Bitcoind::start(&tmp.join("a"), &[format!("-loadblock={}", out.join("blocks/blk00000.dat").display())]);
+    let summary = cairn::generate::ChainGenerator::new(cairn::generate::GenerateOptions {
+        blocks: BLOCKS as u32,
+        txs_per_block: 60,
+        seed: 12,
+    })
+    .write_to(&out)
+    .unwrap();
+    let node = Bitcoind::start(
+        &tmp.join("a"),
+        &[format!(
+            "-loadblock={}",
+            out.join("blocks/blk00000.dat").display()
+        )],
+    );
     node.wait_for_height(BLOCKS as u64, std::time::Duration::from_secs(120));
     (node, summary.tip.to_string(), out.join("blocks"))
 }
 
 /// The index of a clean sync of the same chain and its Electrum answers, to compare with.
-fn clean_rows(tmp: &std::path::Path, connect: &str, tip: &str) -> (Vec<(&'static str, Vec<(Box<[u8]>, Box<[u8]>)>)>, Vec<String>) {
+fn clean_rows(
+    tmp: &std::path::Path,
+    connect: &str,
+    tip: &str,
+) -> (
+    Vec<(&'static str, Vec<(Box<[u8]>, Box<[u8]>)>)>,
+    Vec<String>,
+) {
     let dir = tmp.join("clean");
     let answers = answers_at_tip(&dir, &[connect.to_string()], tip);
     (index_rows(&dir), answers)
@@ -117,17 +152,27 @@ fn requests() -> Vec<String> {
     let e = common::expected(&blocks);
     let mut scripts: Vec<_> = e.history.keys().map(|sh| sh.to_electrum_hex()).collect();
     scripts.sort();
-    let mut txs: Vec<_> = e.positions.iter().map(|(txid, (height, _))| (txid.to_string(), *height)).collect();
+    let mut txs: Vec<_> = e
+        .positions
+        .iter()
+        .map(|(txid, (height, _))| (txid.to_string(), *height))
+        .collect();
     txs.sort();
     let mut out = vec![serde_json::json!({"method": "blockchain.headers.subscribe", "params": []})];
-    out.extend((1..BLOCKS).step_by(97).map(|h| serde_json::json!({"method": "blockchain.block.header", "params": [h, BLOCKS]})));
+    out.extend(
+        (1..BLOCKS).step_by(97).map(
+            |h| serde_json::json!({"method": "blockchain.block.header", "params": [h, BLOCKS]}),
+        ),
+    );
     for sh in scripts.iter().step_by(scripts.len() / 30).take(30) {
         for method in ["get_history", "get_balance", "listunspent"] {
             out.push(serde_json::json!({"method": format!("blockchain.scripthash.{method}"), "params": [sh]}));
         }
     }
     for (txid, height) in txs.iter().step_by(txs.len() / 20).take(20) {
-        out.push(serde_json::json!({"method": "blockchain.transaction.get", "params": [txid, false]}));
+        out.push(
+            serde_json::json!({"method": "blockchain.transaction.get", "params": [txid, false]}),
+        );
         out.push(serde_json::json!({"method": "blockchain.transaction.get_merkle", "params": [txid, height]}));
     }
     out.into_iter()
@@ -145,16 +190,23 @@ fn answers_at_tip(dir: &std::path::Path, args: &[String], tip: &str) -> Vec<Stri
     use std::io::{BufRead, Write};
     let port = common::free_port();
     let mut args = args.to_vec();
-    args.extend(["--no-listen".to_string(), format!("--electrum-addr=127.0.0.1:{port}")]);
+    args.extend([
+        "--no-listen".to_string(),
+        format!("--electrum-addr=127.0.0.1:{port}"),
+    ]);
     let cairn = start_cairn(dir, &args);
     cairn.wait_for(tip, "sync before asking");
     let stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-    stream.set_read_timeout(Some(std::time::Duration::from_secs(30))).unwrap();
+    stream
+        .set_read_timeout(Some(std::time::Duration::from_secs(30)))
+        .unwrap();
     let mut reader = std::io::BufReader::new(stream.try_clone().unwrap());
     let answers = requests()
         .iter()
         .map(|request| {
-            (&stream).write_all(format!("{request}\n").as_bytes()).unwrap();
+            (&stream)
+                .write_all(format!("{request}\n").as_bytes())
+                .unwrap();
             let mut line = String::new();
             reader.read_line(&mut line).unwrap();
             assert!(!line.contains("\"error\""), "{request}: {line}");
@@ -173,9 +225,18 @@ fn assert_same_answers(ours: &[String], clean: &[String]) {
     }
 }
 
-fn assert_same_rows(ours: &[(&'static str, Vec<(Box<[u8]>, Box<[u8]>)>)], clean: &[(&'static str, Vec<(Box<[u8]>, Box<[u8]>)>)]) {
+fn assert_same_rows(
+    ours: &[(&'static str, Vec<(Box<[u8]>, Box<[u8]>)>)],
+    clean: &[(&'static str, Vec<(Box<[u8]>, Box<[u8]>)>)],
+) {
     for ((name, a), (_, b)) in ours.iter().zip(clean) {
-        assert_eq!(a.len(), b.len(), "{name}: {} rows after the kills, {} in a clean index", a.len(), b.len());
+        assert_eq!(
+            a.len(),
+            b.len(),
+            "{name}: {} rows after the kills, {} in a clean index",
+            a.len(),
+            b.len()
+        );
         assert!(a == b, "{name} differs from a clean index");
     }
 }
@@ -208,8 +269,13 @@ fn killed_at_random_instants_during_an_import_it_resumes_to_a_clean_index() {
     let dir = tmp.path().join("cairn");
     let import = || {
         let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_cairn"));
-        cmd.arg("--datadir").arg(&dir).args(["import", "--blocks-dir"]).arg(&blocks);
-        cmd.env("CAIRN_LOG", "warn").stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null());
+        cmd.arg("--datadir")
+            .arg(&dir)
+            .args(["import", "--blocks-dir"])
+            .arg(&blocks);
+        cmd.env("CAIRN_LOG", "warn")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null());
         cmd
     };
     let mut mid_import = 0;
@@ -221,7 +287,10 @@ fn killed_at_random_instants_during_an_import_it_resumes_to_a_clean_index() {
         mid_import += usize::from(index_height_after_kill(&dir) < BLOCKS);
     }
     assert!(mid_import > 0, "no kill landed before the import was over");
-    assert!(import().status().unwrap().success(), "the import after the kills failed");
+    assert!(
+        import().status().unwrap().success(),
+        "the import after the kills failed"
+    );
     let (rows, clean_answers) = clean_rows(tmp.path(), &connect, &tip);
     assert_same_rows(&index_rows(&dir), &rows);
     assert_same_answers(&answers_at_tip(&dir, &[], &tip), &clean_answers);

@@ -39,14 +39,18 @@ fn rpc_json(node: &common::Bitcoind, args: &[&str]) -> Value {
 impl Pair {
     fn start() -> Pair {
         let tmp = tempfile::tempdir().unwrap();
-        let node = common::Bitcoind::start(&tmp.path().join("core"), &["-fallbackfee=0.0001".into(), "-txindex=1".into()]);
+        let node = common::Bitcoind::start(
+            &tmp.path().join("core"),
+            &["-fallbackfee=0.0001".into(), "-txindex=1".into()],
+        );
         node.rpc(&["createwallet", "w"]);
         let addr = node.rpc(&["getnewaddress", "", "bech32"]);
         node.rpc(&["generatetoaddress", "110", &addr]);
         // Spread coins over many confirmed outputs, then mine them in (and some immature
         // coinbases on top).
-        let targets: serde_json::Map<String, Value> =
-            (0..40).map(|_| (node.rpc(&["getnewaddress", "", "bech32"]), json!(0.5))).collect();
+        let targets: serde_json::Map<String, Value> = (0..40)
+            .map(|_| (node.rpc(&["getnewaddress", "", "bech32"]), json!(0.5)))
+            .collect();
         let spent_txid = node.rpc(&["sendmany", "", &Value::Object(targets).to_string()]);
         node.rpc(&["generatetoaddress", "5", &addr]);
 
@@ -58,40 +62,83 @@ impl Pair {
             validator.submit_block(&raw).unwrap();
         }
         let store = Arc::new(Store::open(&tmp.path().join("index")).unwrap());
-        let files = cairn::kernel::blockfiles::KernelBlockFiles::new(&tmp.path().join("kernel/blocks"), Network::Regtest.magic());
+        let files = cairn::kernel::blockfiles::KernelBlockFiles::new(
+            &tmp.path().join("kernel/blocks"),
+            Network::Regtest.magic(),
+        );
         let index = Arc::new(Index::open(store, Some(files)).unwrap());
         index.sync(&validator).unwrap();
-        assert_eq!(validator.tip().hash.to_string(), node.rpc(&["getbestblockhash"]));
+        assert_eq!(
+            validator.tip().hash.to_string(),
+            node.rpc(&["getbestblockhash"])
+        );
 
         let unspent = rpc_json(&node, &["listunspent", "1"]);
         let coins = unspent
             .as_array()
             .unwrap()
             .iter()
-            .filter(|u| u["confirmations"].as_u64().unwrap() >= 100 || u["txid"] == spent_txid.as_str())
+            .filter(|u| {
+                u["confirmations"].as_u64().unwrap() >= 100 || u["txid"] == spent_txid.as_str()
+            })
             .map(|u| {
-                let op = OutPoint::new(u["txid"].as_str().unwrap().parse().unwrap(), u["vout"].as_u64().unwrap() as u32);
-                let value = Amount::from_btc(u["amount"].as_f64().unwrap()).unwrap().to_sat();
-                let script = bitcoin::ScriptBuf::from_hex(u["scriptPubKey"].as_str().unwrap()).unwrap();
+                let op = OutPoint::new(
+                    u["txid"].as_str().unwrap().parse().unwrap(),
+                    u["vout"].as_u64().unwrap() as u32,
+                );
+                let value = Amount::from_btc(u["amount"].as_f64().unwrap())
+                    .unwrap()
+                    .to_sat();
+                let script =
+                    bitcoin::ScriptBuf::from_hex(u["scriptPubKey"].as_str().unwrap()).unwrap();
                 (op, value, script)
             })
             .collect::<Vec<_>>();
         // The coinbases of the last blocks (the wallet does not list immature coins).
         let immature = (height - 5..=height)
             .map(|h| {
-                let block = rpc_json(&node, &["getblock", &node.rpc(&["getblockhash", &h.to_string()]), "2"]);
+                let block = rpc_json(
+                    &node,
+                    &[
+                        "getblock",
+                        &node.rpc(&["getblockhash", &h.to_string()]),
+                        "2",
+                    ],
+                );
                 let coinbase = &block["tx"][0];
-                let value = Amount::from_btc(coinbase["vout"][0]["value"].as_f64().unwrap()).unwrap().to_sat();
-                (OutPoint::new(coinbase["txid"].as_str().unwrap().parse().unwrap(), 0), value)
+                let value = Amount::from_btc(coinbase["vout"][0]["value"].as_f64().unwrap())
+                    .unwrap()
+                    .to_sat();
+                (
+                    OutPoint::new(coinbase["txid"].as_str().unwrap().parse().unwrap(), 0),
+                    value,
+                )
             })
             .collect::<Vec<_>>();
         let spent_tx = rpc_json(&node, &["getrawtransaction", &spent_txid, "1"]);
         let spent = OutPoint::new(
-            spent_tx["vin"][0]["txid"].as_str().unwrap().parse().unwrap(),
+            spent_tx["vin"][0]["txid"]
+                .as_str()
+                .unwrap()
+                .parse()
+                .unwrap(),
             spent_tx["vin"][0]["vout"].as_u64().unwrap() as u32,
         );
-        assert!(coins.len() >= 40 && !immature.is_empty(), "{} coins, {} immature", coins.len(), immature.len());
-        Pair { node, index, _validator: validator, coins, immature, spent, _tmp: tmp }
+        assert!(
+            coins.len() >= 40 && !immature.is_empty(),
+            "{} coins, {} immature",
+            coins.len(),
+            immature.len()
+        );
+        Pair {
+            node,
+            index,
+            _validator: validator,
+            coins,
+            immature,
+            spent,
+            _tmp: tmp,
+        }
     }
 
     /// Signs with bitcoind's wallet (inputs it does not know stay unsigned).
@@ -106,20 +153,32 @@ impl Pair {
     fn core(&self, tx: &Transaction) -> Option<String> {
         let hex = bitcoin::consensus::serialize(tx).to_lower_hex_string();
         // maxfeerate 0: the RPC's guard against absurd fees is not a mempool rule.
-        let result = match self.node.rpc_result(&["testmempoolaccept", &json!([hex]).to_string(), "0"]) {
-            Ok(text) => serde_json::from_str::<Value>(&text).unwrap(),
-            Err(message) => return Some(message),
-        };
+        let result =
+            match self
+                .node
+                .rpc_result(&["testmempoolaccept", &json!([hex]).to_string(), "0"])
+            {
+                Ok(text) => serde_json::from_str::<Value>(&text).unwrap(),
+                Err(message) => return Some(message),
+            };
         match result[0]["allowed"].as_bool() {
             Some(true) => None,
-            _ => Some(result[0]["reject-reason"].as_str().unwrap_or("?").to_string()),
+            _ => Some(
+                result[0]["reject-reason"]
+                    .as_str()
+                    .unwrap_or("?")
+                    .to_string(),
+            ),
         }
     }
 
     /// cairn's verdict on a fresh mempool: `None` if accepted, else its reason.
     fn cairn(&self, tx: &Transaction) -> Option<String> {
         let mempool = Mempool::new(MempoolConfig::default());
-        mempool.accept(&bitcoin::consensus::serialize(tx), &self.index).err().map(|e| e.to_string())
+        mempool
+            .accept(&bitcoin::consensus::serialize(tx), &self.index)
+            .err()
+            .map(|e| e.to_string())
     }
 }
 
@@ -137,7 +196,9 @@ fn rule(reason: &str) -> String {
         "dust-nonanchor" => "dust".into(),
         w if w.contains("script-verify-flag-failed") => "script-verify-flag-failed".into(),
         "min" if reason.starts_with("min relay fee not met") => "min-relay-fee-not-met".into(),
-        "mempool" if reason.starts_with("mempool min fee not met") => "min-relay-fee-not-met".into(),
+        "mempool" if reason.starts_with("mempool min fee not met") => {
+            "min-relay-fee-not-met".into()
+        }
         w => w.to_string(),
     }
 }
@@ -162,7 +223,20 @@ fn mutation() -> impl Strategy<Value = Mutation> {
     prop_oneof![
         Just(Mutation::None),
         Just(Mutation::DuplicateInput),
-        prop::sample::select(vec![0, 1, 293, 294, 545, 546, max - 1, max, max + 1, 1 << 63, u64::MAX]).prop_map(Mutation::OutputValue),
+        prop::sample::select(vec![
+            0,
+            1,
+            293,
+            294,
+            545,
+            546,
+            max - 1,
+            max,
+            max + 1,
+            1 << 63,
+            u64::MAX
+        ])
+        .prop_map(Mutation::OutputValue),
         Just(Mutation::NoOutputs),
         Just(Mutation::NoInputs),
         Just(Mutation::UnknownPrevout),
@@ -176,7 +250,9 @@ fn mutation() -> impl Strategy<Value = Mutation> {
 /// A transaction of the wallet spending `inputs` coins into `outputs` outputs paying 1,000 sat fee,
 /// then mutated (and signed where the mutation keeps it signable).
 fn build(pair: &Pair, first: usize, inputs: usize, outputs: usize, m: &Mutation) -> Transaction {
-    let coins: Vec<_> = (0..inputs).map(|i| pair.coins[(first + i) % pair.coins.len()].clone()).collect();
+    let coins: Vec<_> = (0..inputs)
+        .map(|i| pair.coins[(first + i) % pair.coins.len()].clone())
+        .collect();
     let total: u64 = coins.iter().map(|c| c.1).sum();
     let fee = match m {
         Mutation::Fee(f) => *f,
@@ -186,8 +262,20 @@ fn build(pair: &Pair, first: usize, inputs: usize, outputs: usize, m: &Mutation)
     let mut tx = Transaction {
         version: bitcoin::transaction::Version::TWO,
         lock_time: bitcoin::absolute::LockTime::ZERO,
-        input: coins.iter().map(|c| TxIn { previous_output: c.0, sequence: bitcoin::Sequence::ENABLE_RBF_NO_LOCKTIME, ..Default::default() }).collect(),
-        output: (0..outputs).map(|i| TxOut { value: Amount::from_sat(each), script_pubkey: coins[i % coins.len()].2.clone() }).collect(),
+        input: coins
+            .iter()
+            .map(|c| TxIn {
+                previous_output: c.0,
+                sequence: bitcoin::Sequence::ENABLE_RBF_NO_LOCKTIME,
+                ..Default::default()
+            })
+            .collect(),
+        output: (0..outputs)
+            .map(|i| TxOut {
+                value: Amount::from_sat(each),
+                script_pubkey: coins[i % coins.len()].2.clone(),
+            })
+            .collect(),
     };
     // Whatever `each` left over goes to the first output, so the fee is exactly `fee`.
     tx.output[0].value = Amount::from_sat(each + (total - fee) % outputs as u64);
@@ -197,7 +285,9 @@ fn build(pair: &Pair, first: usize, inputs: usize, outputs: usize, m: &Mutation)
         Mutation::OutputValue(v) => tx.output[0].value = Amount::from_sat(*v),
         Mutation::NoOutputs => tx.output.clear(),
         Mutation::NoInputs => tx.input.clear(),
-        Mutation::UnknownPrevout => tx.input[0].previous_output = OutPoint::new(Txid::from_byte_array_for_test(first), 0),
+        Mutation::UnknownPrevout => {
+            tx.input[0].previous_output = OutPoint::new(Txid::from_byte_array_for_test(first), 0)
+        }
         Mutation::SpentPrevout => tx.input[0].previous_output = pair.spent,
         Mutation::ImmaturePrevout => {
             let (op, value) = pair.immature[first % pair.immature.len()];
@@ -208,7 +298,11 @@ fn build(pair: &Pair, first: usize, inputs: usize, outputs: usize, m: &Mutation)
     }
     // A transaction without inputs reads as a segwit marker: nothing to sign, and it does not
     // decode (the same bytes go to both).
-    let mut signed = if tx.input.is_empty() { tx } else { pair.sign(&tx) };
+    let mut signed = if tx.input.is_empty() {
+        tx
+    } else {
+        pair.sign(&tx)
+    };
     if let Mutation::BreakSignature = m {
         if let Some(sig) = signed.input[0].witness.nth(0).map(<[u8]>::to_vec) {
             let mut broken = sig.clone();
@@ -242,26 +336,37 @@ impl ForTest for Txid {
 fn mempool_acceptance_agrees_with_bitcoinds_testmempoolaccept() {
     let pair = Pair::start();
     let agreed = std::cell::Cell::new(0u32);
-    let cases: u32 = std::env::var("CAIRN_DIFF_CASES").ok().and_then(|n| n.parse().ok()).unwrap_or(400);
-    let config = ProptestConfig { cases, failure_persistence: None, max_shrink_iters: 64, ..ProptestConfig::default() };
+    let cases: u32 = std::env::var("CAIRN_DIFF_CASES")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(400);
+    let config = ProptestConfig {
+        cases,
+        failure_persistence: None,
+        max_shrink_iters: 64,
+        ..ProptestConfig::default()
+    };
     let mut runner = proptest::test_runner::TestRunner::new(config);
-    let result = runner.run(&(0usize..40, 1usize..=3, 1usize..=3, mutation()), |(first, inputs, outputs, m)| {
-        let tx = build(&pair, first, inputs, outputs, &m);
-        let (core, ours) = (pair.core(&tx), pair.cairn(&tx));
-        eprintln!("{m:?} {inputs}x{outputs}: bitcoind {core:?}, cairn {ours:?}");
-        prop_assert_eq!(
-            core.as_deref().map(rule),
-            ours.as_deref().map(rule),
-            "{:?} ({} in, {} out): bitcoind {:?}, cairn {:?}",
-            m,
-            inputs,
-            outputs,
-            core,
-            ours
-        );
-        agreed.set(agreed.get() + 1);
-        Ok(())
-    });
+    let result = runner.run(
+        &(0usize..40, 1usize..=3, 1usize..=3, mutation()),
+        |(first, inputs, outputs, m)| {
+            let tx = build(&pair, first, inputs, outputs, &m);
+            let (core, ours) = (pair.core(&tx), pair.cairn(&tx));
+            eprintln!("{m:?} {inputs}x{outputs}: bitcoind {core:?}, cairn {ours:?}");
+            prop_assert_eq!(
+                core.as_deref().map(rule),
+                ours.as_deref().map(rule),
+                "{:?} ({} in, {} out): bitcoind {:?}, cairn {:?}",
+                m,
+                inputs,
+                outputs,
+                core,
+                ours
+            );
+            agreed.set(agreed.get() + 1);
+            Ok(())
+        },
+    );
     if let Err(e) = result {
         panic!("{e}");
     }
@@ -277,19 +382,42 @@ fn replacements_agree_with_bitcoind() {
     let pair = Pair::start();
     let mempool = Mempool::new(MempoolConfig::default());
     let mut cases = 0;
-    for (i, (fee, outputs)) in [(500, 1), (1_000, 1), (1_001, 2), (1_100, 1), (1_200, 2), (1_300, 3), (2_000, 1), (2_000, 3), (5_000, 2), (50_000, 1)]
-        .into_iter()
-        .enumerate()
+    for (i, (fee, outputs)) in [
+        (500, 1),
+        (1_000, 1),
+        (1_001, 2),
+        (1_100, 1),
+        (1_200, 2),
+        (1_300, 3),
+        (2_000, 1),
+        (2_000, 3),
+        (5_000, 2),
+        (50_000, 1),
+    ]
+    .into_iter()
+    .enumerate()
     {
         let first = build(&pair, i, 1, 1, &Mutation::Fee(1_000));
         let raw = bitcoin::consensus::serialize(&first);
-        pair.node.rpc(&["sendrawtransaction", &raw.to_lower_hex_string()]);
-        mempool.accept(&raw, &pair.index).expect("the first spend enters cairn's mempool");
+        pair.node
+            .rpc(&["sendrawtransaction", &raw.to_lower_hex_string()]);
+        mempool
+            .accept(&raw, &pair.index)
+            .expect("the first spend enters cairn's mempool");
         let second = build(&pair, i, 1, outputs, &Mutation::Fee(fee));
         let core = pair.core(&second);
-        let ours = mempool.accept(&bitcoin::consensus::serialize(&second), &pair.index).err().map(|e| e.to_string());
-        eprintln!("replacement paying {fee} in {outputs} outputs: bitcoind {core:?}, cairn {ours:?}");
-        assert_eq!(core.as_deref().map(rule), ours.as_deref().map(rule), "fee {fee}, {outputs} outputs: bitcoind {core:?}, cairn {ours:?}");
+        let ours = mempool
+            .accept(&bitcoin::consensus::serialize(&second), &pair.index)
+            .err()
+            .map(|e| e.to_string());
+        eprintln!(
+            "replacement paying {fee} in {outputs} outputs: bitcoind {core:?}, cairn {ours:?}"
+        );
+        assert_eq!(
+            core.as_deref().map(rule),
+            ours.as_deref().map(rule),
+            "fee {fee}, {outputs} outputs: bitcoind {core:?}, cairn {ours:?}"
+        );
         cases += 1;
     }
     assert_eq!(cases, 10);
@@ -300,16 +428,34 @@ fn replacements_agree_with_bitcoind() {
     let parent = build(&pair, 21, 1, 1, &Mutation::Fee(1_000));
     for tx in [&first, &parent] {
         let raw = bitcoin::consensus::serialize(tx);
-        pair.node.rpc(&["sendrawtransaction", &raw.to_lower_hex_string()]);
-        mempool.accept(&raw, &pair.index).expect("enters cairn's mempool");
+        pair.node
+            .rpc(&["sendrawtransaction", &raw.to_lower_hex_string()]);
+        mempool
+            .accept(&raw, &pair.index)
+            .expect("enters cairn's mempool");
     }
     let mut second = first.clone();
-    second.input.push(TxIn { previous_output: OutPoint::new(parent.compute_txid(), 0), ..first.input[0].clone() });
-    second.output[0].value = first.output[0].value + parent.output[0].value - Amount::from_sat(20_000);
+    second.input.push(TxIn {
+        previous_output: OutPoint::new(parent.compute_txid(), 0),
+        ..first.input[0].clone()
+    });
+    second.output[0].value =
+        first.output[0].value + parent.output[0].value - Amount::from_sat(20_000);
     let second = pair.sign(&second);
     let core = pair.core(&second);
-    let ours = mempool.accept(&bitcoin::consensus::serialize(&second), &pair.index).err().map(|e| e.to_string());
+    let ours = mempool
+        .accept(&bitcoin::consensus::serialize(&second), &pair.index)
+        .err()
+        .map(|e| e.to_string());
     eprintln!("replacement adding an unconfirmed input: bitcoind {core:?}, cairn {ours:?}");
-    assert_eq!(core.as_deref().map(rule), Some("replacement-adds-unconfirmed".to_string()), "{core:?}");
-    assert_eq!(ours.as_deref().map(rule), core.as_deref().map(rule), "cairn {ours:?}");
+    assert_eq!(
+        core.as_deref().map(rule),
+        Some("replacement-adds-unconfirmed".to_string()),
+        "{core:?}"
+    );
+    assert_eq!(
+        ours.as_deref().map(rule),
+        core.as_deref().map(rule),
+        "cairn {ours:?}"
+    );
 }

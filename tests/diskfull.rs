@@ -25,7 +25,11 @@ impl Tmpfs {
             .arg(at)
             .output()
             .expect("mount");
-        assert!(out.status.success(), "mount -t tmpfs (the test needs root): {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "mount -t tmpfs (the test needs root): {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         Tmpfs(at.to_path_buf())
     }
 
@@ -44,7 +48,11 @@ impl Tmpfs {
                 break;
             }
             let n = (free - leave).min(chunk.len() as u64) as usize;
-            if file.write_all(&chunk[..n]).and_then(|_| file.flush()).is_err() {
+            if file
+                .write_all(&chunk[..n])
+                .and_then(|_| file.flush())
+                .is_err()
+            {
                 break; // full
             }
         }
@@ -61,8 +69,12 @@ impl Drop for Tmpfs {
 /// The Electrum server's whole answer to `blockchain.headers.subscribe`.
 fn headers_subscribe(port: u16) -> serde_json::Value {
     let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-    stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    stream.write_all(b"{\"id\":1,\"method\":\"blockchain.headers.subscribe\",\"params\":[]}\n").unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    stream
+        .write_all(b"{\"id\":1,\"method\":\"blockchain.headers.subscribe\",\"params\":[]}\n")
+        .unwrap();
     let mut line = String::new();
     BufReader::new(stream).read_line(&mut line).unwrap();
     serde_json::from_str(&line).unwrap()
@@ -71,13 +83,18 @@ fn headers_subscribe(port: u16) -> serde_json::Value {
 /// The tip height the Electrum server serves.
 fn electrum_height(port: u16) -> u64 {
     let answer = headers_subscribe(port);
-    answer["result"]["height"].as_u64().unwrap_or_else(|| panic!("no height in {answer}"))
+    answer["result"]["height"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("no height in {answer}"))
 }
 
 /// The error the Electrum server answers instead of its tip.
 fn electrum_error(port: u16) -> String {
     let answer = headers_subscribe(port);
-    answer["error"]["message"].as_str().unwrap_or_else(|| panic!("no error in {answer}")).to_string()
+    answer["error"]["message"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no error in {answer}"))
+        .to_string()
 }
 
 /// Waits until cairn's status says the disk is low, and returns that status.
@@ -92,7 +109,13 @@ fn assert_as_fresh(tmp: &Path, dir: &Path, connect: &str, tip: &str) {
     fresh.wait_for(tip, "fresh sync");
     fresh.stop();
     for ((name, a), (_, b)) in index_rows(dir).iter().zip(&index_rows(&fresh_dir)) {
-        assert_eq!(a.len(), b.len(), "{name}: {} rows after the full disk, {} fresh", a.len(), b.len());
+        assert_eq!(
+            a.len(),
+            b.len(),
+            "{name}: {} rows after the full disk, {} fresh",
+            a.len(),
+            b.len()
+        );
         assert!(a == b, "{name} differs from a fresh index");
     }
 }
@@ -125,7 +148,12 @@ fn below_the_free_space_margin_no_blocks_are_taken_until_space_returns() {
     let port = common::free_port();
     let config = tmp.path().join("cairn.toml");
     std::fs::write(&config, "min_free_space_mb = 150\n").unwrap();
-    let args = [connect.clone(), "--no-listen".into(), format!("--electrum-addr=127.0.0.1:{port}"), format!("--config={}", config.display())];
+    let args = [
+        connect.clone(),
+        "--no-listen".into(),
+        format!("--electrum-addr=127.0.0.1:{port}"),
+        format!("--config={}", config.display()),
+    ];
     let cairn = start_cairn(&dir, &args);
     cairn.wait_for(&node.rpc(&["getbestblockhash"]), "first sync");
     mine_with_txs(&node, 5);
@@ -140,7 +168,10 @@ fn below_the_free_space_margin_no_blocks_are_taken_until_space_returns() {
     let until = Instant::now() + Duration::from_secs(5);
     while Instant::now() < until {
         let s = cairn.status();
-        assert_eq!(s["kernel_tip"]["height"], 115, "a block was taken with the disk low: {s}");
+        assert_eq!(
+            s["kernel_tip"]["height"], 115,
+            "a block was taken with the disk low: {s}"
+        );
         assert_eq!(electrum_height(port), 115);
         std::thread::sleep(Duration::from_millis(250));
     }
@@ -156,9 +187,21 @@ fn below_the_free_space_margin_no_blocks_are_taken_until_space_returns() {
 /// A generated chain of `blocks` blocks with 60 transactions each, served by a bitcoind.
 fn generated_chain_on_bitcoind(tmp: &Path, blocks: u32) -> (Bitcoind, String) {
     let out = tmp.join("chain");
-    let options = cairn::generate::GenerateOptions { blocks, txs_per_block: 60, seed: 21 };
-    let summary = cairn::generate::ChainGenerator::new(options).write_to(&out).unwrap();
-    let node = Bitcoind::start(&tmp.join("a"), &[format!("-loadblock={}", out.join("blocks/blk00000.dat").display())]);
+    let options = cairn::generate::GenerateOptions {
+        blocks,
+        txs_per_block: 60,
+        seed: 21,
+    };
+    let summary = cairn::generate::ChainGenerator::new(options)
+        .write_to(&out)
+        .unwrap();
+    let node = Bitcoind::start(
+        &tmp.join("a"),
+        &[format!(
+            "-loadblock={}",
+            out.join("blocks/blk00000.dat").display()
+        )],
+    );
     node.wait_for_height(u64::from(blocks), Duration::from_secs(120));
     (node, summary.tip.to_string())
 }
@@ -175,7 +218,12 @@ fn a_disk_filled_mid_sync_stops_the_kernel_and_cairn_keeps_answering_then_restar
     // A margin below the kernel's own (Core's 50 MiB and a block-file chunk): the kernel meets
     // the full disk first, and stops for good.
     std::fs::write(&config, "min_free_space_mb = 1\n").unwrap();
-    let args = [connect.clone(), "--no-listen".into(), format!("--electrum-addr=127.0.0.1:{port}"), format!("--config={}", config.display())];
+    let args = [
+        connect.clone(),
+        "--no-listen".into(),
+        format!("--electrum-addr=127.0.0.1:{port}"),
+        format!("--config={}", config.display()),
+    ];
     let cairn = start_cairn(&dir, &args);
     // Mid-sync: somewhere after the first blocks, early enough that the kernel has to grow its
     // block or undo files again.
@@ -184,15 +232,26 @@ fn a_disk_filled_mid_sync_stops_the_kernel_and_cairn_keeps_answering_then_restar
     let filler = fs.fill(8 << 20);
     let stopped = cairn.status_when(|s| s["kernel_error"].is_string());
     eprintln!("disk filled at height {at}: {stopped}");
-    assert!(stopped["kernel_error"].as_str().unwrap().contains("Disk space is too low"), "{stopped}");
+    assert!(
+        stopped["kernel_error"]
+            .as_str()
+            .unwrap()
+            .contains("Disk space is too low"),
+        "{stopped}"
+    );
     // The indexer ends at the stopped kernel's last tip, and stays there.
-    let settled = cairn.status_when(|s| s["index_tip"]["hash"].is_string() && s["index_tip"] == s["kernel_tip"]);
+    let settled = cairn
+        .status_when(|s| s["index_tip"]["hash"].is_string() && s["index_tip"] == s["kernel_tip"]);
     // Mid-sync, so Electrum says how far it got (issue 13's rule), and that does not move.
     let height = settled["kernel_tip"]["height"].as_u64().unwrap();
     assert!(height < 1_000);
     let syncing = format!("server is syncing: height {height} of 1000");
     for _ in 0..10 {
-        assert_eq!(electrum_error(port), syncing, "Electrum moved with the kernel stopped");
+        assert_eq!(
+            electrum_error(port),
+            syncing,
+            "Electrum moved with the kernel stopped"
+        );
         std::thread::sleep(Duration::from_millis(300));
     }
 

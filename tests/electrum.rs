@@ -8,9 +8,9 @@ use std::net::{SocketAddr, TcpStream};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bitcoin::hex::{DisplayHex, FromHex};
 use bitcoin::consensus::serialize;
 use bitcoin::hashes::{sha256, sha256d, Hash};
+use bitcoin::hex::{DisplayHex, FromHex};
 use bitcoin::{Block, ScriptBuf};
 use electrum_client::raw_client::{ElectrumPlaintextStream, RawClient};
 use electrum_client::{ElectrumApi, Param};
@@ -44,19 +44,37 @@ impl Fixture {
         let tmp = tempfile::tempdir().unwrap();
         let (validator, events) = common::open_validator(tmp.path());
         let validator = Arc::new(validator);
-        let mut gen = ChainGenerator::new(GenerateOptions { blocks: 0, txs_per_block: txs, seed });
+        let mut gen = ChainGenerator::new(GenerateOptions {
+            blocks: 0,
+            txs_per_block: txs,
+            seed,
+        });
         let blocks: Vec<Block> = (0..n).map(|_| gen.next_block().unwrap()).collect();
         for b in &blocks {
             validator.submit_block(&serialize(b)).unwrap();
         }
         let store = Arc::new(Store::open(&tmp.path().join("index")).unwrap());
-        let files = cairn::kernel::blockfiles::KernelBlockFiles::new(&tmp.path().join("kernel/blocks"), Network::Regtest.magic());
+        let files = cairn::kernel::blockfiles::KernelBlockFiles::new(
+            &tmp.path().join("kernel/blocks"),
+            Network::Regtest.magic(),
+        );
         let index = Arc::new(Index::open(store, Some(files)).unwrap());
         index.sync(&validator).unwrap();
-        let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
         let notifier = Notifier::default();
         let mempool = Arc::new(Mempool::new(MempoolConfig::default()));
-        let runner = IndexRunner::spawn(index.clone(), validator.clone(), Some((mempool.clone(), None)), events, notifier.clone()).unwrap();
+        let runner = IndexRunner::spawn(
+            index.clone(),
+            validator.clone(),
+            Some((mempool.clone(), None)),
+            events,
+            notifier.clone(),
+        )
+        .unwrap();
         let mut econfig = ElectrumConfig::defaults(Network::Regtest);
         econfig.addr = "127.0.0.1:0".parse().unwrap();
         tweak(&mut econfig);
@@ -73,7 +91,16 @@ impl Fixture {
         let server = rt.block_on(ElectrumServer::start(backend, None)).unwrap();
         let (addr, ws_addr) = (server.addr, server.ws_addr);
         std::mem::forget(server);
-        Fixture { rt, addr, ws_addr, validator, runner: Some(runner), gen, blocks, _tmp: tmp }
+        Fixture {
+            rt,
+            addr,
+            ws_addr,
+            validator,
+            runner: Some(runner),
+            gen,
+            blocks,
+            _tmp: tmp,
+        }
     }
 
     fn client(&self) -> RawClient<ElectrumPlaintextStream> {
@@ -111,7 +138,10 @@ fn wait_for_header(
             }
             continue;
         }
-        assert!(Instant::now() < deadline, "no header notification for height {height}");
+        assert!(
+            Instant::now() < deadline,
+            "no header notification for height {height}"
+        );
         c.ping().unwrap();
         std::thread::sleep(Duration::from_millis(100));
     }
@@ -156,15 +186,29 @@ fn every_method_answers_what_the_blocks_say() {
     let genesis = bitcoin::blockdata::constants::genesis_block(bitcoin::Network::Regtest);
 
     // The client negotiated 1.6 when it connected; only the first server.version counts.
-    assert!(c.raw_call("server.version", vec![]).is_err(), "only the first server.version is accepted");
+    assert!(
+        c.raw_call("server.version", vec![]).is_err(),
+        "only the first server.version is accepted"
+    );
     let features = c.server_features().unwrap();
     let mut genesis_display = genesis.block_hash().to_byte_array();
     genesis_display.reverse();
     assert_eq!(features.genesis_hash, genesis_display);
     c.ping().unwrap();
-    assert!(c.raw_call("server.banner", vec![]).unwrap().as_str().unwrap().contains("cairn"));
-    assert_eq!(c.raw_call("server.donation_address", vec![]).unwrap(), json!(""));
-    assert_eq!(c.raw_call("server.peers.subscribe", vec![]).unwrap(), json!([]));
+    assert!(c
+        .raw_call("server.banner", vec![])
+        .unwrap()
+        .as_str()
+        .unwrap()
+        .contains("cairn"));
+    assert_eq!(
+        c.raw_call("server.donation_address", vec![]).unwrap(),
+        json!("")
+    );
+    assert_eq!(
+        c.raw_call("server.peers.subscribe", vec![]).unwrap(),
+        json!([])
+    );
 
     // Headers.
     let tip = c.block_headers_subscribe().unwrap();
@@ -179,27 +223,55 @@ fn every_method_answers_what_the_blocks_say() {
     let mut hashes = vec![genesis.block_hash()];
     hashes.extend(fx.blocks.iter().map(|b| b.block_hash()));
     for (height, cp) in [(5u32, 100u32), (100, 100), (0, 160), (159, 160)] {
-        let proof = c.raw_call("blockchain.block.header", vec![Param::Usize(height as usize), Param::Usize(cp as usize)]).unwrap();
+        let proof = c
+            .raw_call(
+                "blockchain.block.header",
+                vec![Param::Usize(height as usize), Param::Usize(cp as usize)],
+            )
+            .unwrap();
         let root: bitcoin::TxMerkleNode = bitcoin::merkle_tree::calculate_root(
-            hashes[..=cp as usize].iter().map(|h| bitcoin::TxMerkleNode::from_byte_array(h.to_byte_array())),
+            hashes[..=cp as usize]
+                .iter()
+                .map(|h| bitcoin::TxMerkleNode::from_byte_array(h.to_byte_array())),
         )
         .unwrap();
         let mut root_rpc = root.to_byte_array();
         root_rpc.reverse();
         assert_eq!(proof["root"], root_rpc.to_lower_hex_string());
         let branch: Vec<String> = serde_json::from_value(proof["branch"].clone()).unwrap();
-        assert_eq!(fold(hashes[height as usize].to_byte_array(), &branch, height as usize), root.to_byte_array());
+        assert_eq!(
+            fold(
+                hashes[height as usize].to_byte_array(),
+                &branch,
+                height as usize
+            ),
+            root.to_byte_array()
+        );
     }
-    let headers = c.raw_call("blockchain.block.headers", vec![Param::Usize(10), Param::Usize(5), Param::Usize(50)]).unwrap();
+    let headers = c
+        .raw_call(
+            "blockchain.block.headers",
+            vec![Param::Usize(10), Param::Usize(5), Param::Usize(50)],
+        )
+        .unwrap();
     assert_eq!(headers["count"], 5);
     assert!(headers["root"].is_string() && headers["branch"].is_array());
-    assert!(c.raw_call("blockchain.block.header", vec![Param::Usize(10), Param::Usize(500)]).is_err());
+    assert!(c
+        .raw_call(
+            "blockchain.block.header",
+            vec![Param::Usize(10), Param::Usize(500)]
+        )
+        .is_err());
 
     // Scripts: history, status, balance, unspent for every script of the last 30 blocks and
     // the busiest ones.
     let mut scripts: Vec<ScriptBuf> = fx.blocks[130..]
         .iter()
-        .flat_map(|b| b.txdata.iter().flat_map(|t| t.output.iter().map(|o| o.script_pubkey.clone())))
+        .flat_map(|b| {
+            b.txdata
+                .iter()
+                .flat_map(|t| t.output.iter().map(|o| o.script_pubkey.clone()))
+        })
         .filter(|s| !s.is_op_return())
         .collect();
     scripts.sort();
@@ -214,7 +286,10 @@ fn every_method_answers_what_the_blocks_say() {
             .map(|h| (h.tx_hash, h.height as u32))
             .collect();
         assert_eq!(&got, want);
-        let status = c.script_subscribe(script).unwrap().map(|s| (*s).to_lower_hex_string());
+        let status = c
+            .script_subscribe(script)
+            .unwrap()
+            .map(|s| (*s).to_lower_hex_string());
         assert_eq!(status, status_of(want));
         let unspent = e.unspent.get(&sh).cloned().unwrap_or_default();
         let balance: u64 = unspent.values().map(|v| v.1).sum();
@@ -222,7 +297,10 @@ fn every_method_answers_what_the_blocks_say() {
         assert_eq!((got.confirmed, got.unconfirmed), (balance, 0));
         // Raw, because the client re-sorts by (height, tx_pos) and loses the block order.
         let list = c
-            .raw_call("blockchain.scripthash.listunspent", vec![Param::String(sh.to_electrum_hex())])
+            .raw_call(
+                "blockchain.scripthash.listunspent",
+                vec![Param::String(sh.to_electrum_hex())],
+            )
             .unwrap();
         let want: Vec<Value> = unspent
             .iter()
@@ -235,44 +313,97 @@ fn every_method_answers_what_the_blocks_say() {
     let unused = ScriptBuf::from_bytes(vec![0x51; 3]);
     assert!(c.script_get_history(&unused).unwrap().is_empty());
     let unused_sh = Param::String(ScriptHash::of(&unused).to_electrum_hex());
-    assert_eq!(c.raw_call("blockchain.scripthash.subscribe", vec![unused_sh.clone()]).unwrap(), Value::Null);
-    assert_eq!(c.raw_call("blockchain.scripthash.unsubscribe", vec![unused_sh.clone()]).unwrap(), json!(true));
-    assert_eq!(c.raw_call("blockchain.scripthash.unsubscribe", vec![unused_sh]).unwrap(), json!(false));
+    assert_eq!(
+        c.raw_call("blockchain.scripthash.subscribe", vec![unused_sh.clone()])
+            .unwrap(),
+        Value::Null
+    );
+    assert_eq!(
+        c.raw_call("blockchain.scripthash.unsubscribe", vec![unused_sh.clone()])
+            .unwrap(),
+        json!(true)
+    );
+    assert_eq!(
+        c.raw_call("blockchain.scripthash.unsubscribe", vec![unused_sh])
+            .unwrap(),
+        json!(false)
+    );
 
     // Transactions: raw, merkle proofs against the header's root, id_from_pos, verbose.
     for block in [&fx.blocks[120], &fx.blocks[159]] {
-        let height = fx.blocks.iter().position(|b| b.block_hash() == block.block_hash()).unwrap() + 1;
+        let height = fx
+            .blocks
+            .iter()
+            .position(|b| b.block_hash() == block.block_hash())
+            .unwrap()
+            + 1;
         for (pos, tx) in block.txdata.iter().enumerate().step_by(7) {
             let txid = tx.compute_txid();
             assert_eq!(c.transaction_get_raw(&txid).unwrap(), serialize(tx));
             let m = c.transaction_get_merkle(&txid, height).unwrap();
             assert_eq!((m.block_height, m.pos), (height, pos));
             let branch: Vec<String> = m.merkle.iter().map(|h| h.to_lower_hex_string()).collect();
-            assert_eq!(fold(txid.to_byte_array(), &branch, pos), block.header.merkle_root.to_byte_array());
+            assert_eq!(
+                fold(txid.to_byte_array(), &branch, pos),
+                block.header.merkle_root.to_byte_array()
+            );
             assert_eq!(c.txid_from_pos(height, pos).unwrap(), txid);
             let with = c.txid_from_pos_with_merkle(height, pos).unwrap();
             assert_eq!(with.tx_hash, txid);
-            let verbose = c.raw_call("blockchain.transaction.get", vec![Param::String(txid.to_string()), Param::Bool(true)]).unwrap();
+            let verbose = c
+                .raw_call(
+                    "blockchain.transaction.get",
+                    vec![Param::String(txid.to_string()), Param::Bool(true)],
+                )
+                .unwrap();
             assert_eq!(verbose["txid"], txid.to_string());
             assert_eq!(verbose["blockhash"], block.block_hash().to_string());
             assert_eq!(verbose["confirmations"], json!(161 - height));
             assert_eq!(verbose["vout"].as_array().unwrap().len(), tx.output.len());
         }
     }
-    assert!(c.transaction_get_merkle(&fx.blocks[10].txdata[0].compute_txid(), 12).is_err());
+    assert!(c
+        .transaction_get_merkle(&fx.blocks[10].txdata[0].compute_txid(), 12)
+        .is_err());
 
     // The mempool is empty: real answers about an empty mempool.
     let some = &scripts[0];
     let sh_hex = ScriptHash::of(some).to_electrum_hex();
-    assert_eq!(c.raw_call("blockchain.scripthash.get_mempool", vec![Param::String(sh_hex.clone())]).unwrap(), json!([]));
-    assert_eq!(c.raw_call("mempool.get_fee_histogram", vec![]).unwrap(), json!([]));
-    assert_eq!(c.raw_call("blockchain.estimatefee", vec![Param::Usize(2)]).unwrap(), json!(0.00001));
-    assert_eq!(c.raw_call("mempool.get_info", vec![]).unwrap()["minrelaytxfee"], json!(0.00001));
-    let err = c.raw_call("blockchain.transaction.broadcast", vec![Param::String("00".into())]).unwrap_err().to_string();
+    assert_eq!(
+        c.raw_call(
+            "blockchain.scripthash.get_mempool",
+            vec![Param::String(sh_hex.clone())]
+        )
+        .unwrap(),
+        json!([])
+    );
+    assert_eq!(
+        c.raw_call("mempool.get_fee_histogram", vec![]).unwrap(),
+        json!([])
+    );
+    assert_eq!(
+        c.raw_call("blockchain.estimatefee", vec![Param::Usize(2)])
+            .unwrap(),
+        json!(0.00001)
+    );
+    assert_eq!(
+        c.raw_call("mempool.get_info", vec![]).unwrap()["minrelaytxfee"],
+        json!(0.00001)
+    );
+    let err = c
+        .raw_call(
+            "blockchain.transaction.broadcast",
+            vec![Param::String("00".into())],
+        )
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("TX decode failed"), "{err}");
 
     // Notifications: new blocks notify the header and every script whose status changed.
-    let before: Vec<Option<String>> = scripts.iter().map(|s| status_of(&e.history[&ScriptHash::of(s)])).collect();
+    let before: Vec<Option<String>> = scripts
+        .iter()
+        .map(|s| status_of(&e.history[&ScriptHash::of(s)]))
+        .collect();
     while c.block_headers_pop().unwrap().is_some() {}
     fx.add_blocks(3);
     let header = wait_for_header(&c, 163);
@@ -289,12 +420,24 @@ fn every_method_answers_what_the_blocks_say() {
             }
             assert_eq!(last, new, "notification for a changed script");
         } else {
-            assert!(c.script_pop(script).unwrap().is_none(), "no notification without a change");
+            assert!(
+                c.script_pop(script).unwrap().is_none(),
+                "no notification without a change"
+            );
         }
         // Histories cached before the new blocks, extended by their entries.
-        let got: Vec<(bitcoin::Txid, u32)> =
-            c.script_get_history(script).unwrap().iter().filter(|h| h.height > 0).map(|h| (h.tx_hash, h.height as u32)).collect();
-        assert_eq!(got, e2.history[&ScriptHash::of(script)], "history after new blocks");
+        let got: Vec<(bitcoin::Txid, u32)> = c
+            .script_get_history(script)
+            .unwrap()
+            .iter()
+            .filter(|h| h.height > 0)
+            .map(|h| (h.tx_hash, h.height as u32))
+            .collect();
+        assert_eq!(
+            got,
+            e2.history[&ScriptHash::of(script)],
+            "history after new blocks"
+        );
     }
     assert!(changed > 0);
 }
@@ -303,24 +446,53 @@ fn every_method_answers_what_the_blocks_say() {
 fn protocol_1_6_answers_in_its_own_shapes() {
     let fx = Fixture::start(105, 5, 32, |_| {});
     let c = fx.client();
-    assert_eq!(c.protocol_version().ok().as_deref(), Some("1.6"), "negotiated on connect");
-    let h = c.raw_call("blockchain.block.headers", vec![Param::Usize(0), Param::Usize(3)]).unwrap();
+    assert_eq!(
+        c.protocol_version().ok().as_deref(),
+        Some("1.6"),
+        "negotiated on connect"
+    );
+    let h = c
+        .raw_call(
+            "blockchain.block.headers",
+            vec![Param::Usize(0), Param::Usize(3)],
+        )
+        .unwrap();
     assert_eq!(h["headers"].as_array().unwrap().len(), 3);
     assert!(h.get("hex").is_none());
     let tx = fx.blocks[104].txdata[0].compute_txid();
     // 1.6 (the released spec) still wants the height and answers without the block hash; the
     // scriptPubKey methods, outpoints and the new ping are 1.7's.
-    let err = c.raw_call("blockchain.transaction.get_merkle", vec![Param::String(tx.to_string())]).unwrap_err().to_string();
+    let err = c
+        .raw_call(
+            "blockchain.transaction.get_merkle",
+            vec![Param::String(tx.to_string())],
+        )
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("-32602"), "{err}");
-    let m = c.raw_call("blockchain.transaction.get_merkle", vec![Param::String(tx.to_string()), Param::Usize(105)]).unwrap();
+    let m = c
+        .raw_call(
+            "blockchain.transaction.get_merkle",
+            vec![Param::String(tx.to_string()), Param::Usize(105)],
+        )
+        .unwrap();
     assert_eq!(m["block_height"], 105);
     assert!(m.get("block_hash").is_none(), "{m}");
     let spk = &fx.blocks[104].txdata[0].output[0].script_pubkey;
     for (method, param) in [
-        ("blockchain.scriptpubkey.get_history", Param::String(spk.as_bytes().to_lower_hex_string())),
-        ("blockchain.outpoint.get_status", Param::String(tx.to_string())),
+        (
+            "blockchain.scriptpubkey.get_history",
+            Param::String(spk.as_bytes().to_lower_hex_string()),
+        ),
+        (
+            "blockchain.outpoint.get_status",
+            Param::String(tx.to_string()),
+        ),
     ] {
-        let err = c.raw_call(method, vec![param, Param::Usize(0)]).unwrap_err().to_string();
+        let err = c
+            .raw_call(method, vec![param, Param::Usize(0)])
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("-32601"), "{method} on 1.6: {err}");
     }
     assert_eq!(c.raw_call("server.ping", vec![]).unwrap(), Value::Null);
@@ -340,15 +512,23 @@ fn protocol_1_6_answers_in_its_own_shapes() {
         reader.read_line(&mut line).unwrap();
         serde_json::from_str(&line).unwrap()
     };
-    let v = ask(json!({"jsonrpc":"2.0","id":1,"method":"server.version","params":["t", ["1.1", "1.4.2"]]}));
+    let v = ask(
+        json!({"jsonrpc":"2.0","id":1,"method":"server.version","params":["t", ["1.1", "1.4.2"]]}),
+    );
     assert_eq!(v["result"][1], "1.4.2");
-    let h = ask(json!({"jsonrpc":"2.0","id":2,"method":"blockchain.block.headers","params":[0, 3]}));
+    let h =
+        ask(json!({"jsonrpc":"2.0","id":2,"method":"blockchain.block.headers","params":[0, 3]}));
     assert_eq!(h["result"]["hex"].as_str().unwrap().len(), 3 * 160);
-    let m = ask(json!({"jsonrpc":"2.0","id":3,"method":"blockchain.transaction.get_merkle","params":[tx.to_string()]}));
+    let m = ask(
+        json!({"jsonrpc":"2.0","id":3,"method":"blockchain.transaction.get_merkle","params":[tx.to_string()]}),
+    );
     assert_eq!(m["error"]["code"], -32602, "1.4 requires the height");
     let relay = ask(json!({"jsonrpc":"2.0","id":6,"method":"blockchain.relayfee","params":[]}));
     assert_eq!(relay["result"], json!(0.00001), "1.4 has relayfee: {relay}");
-    let relay16 = c.raw_call("blockchain.relayfee", vec![]).unwrap_err().to_string();
+    let relay16 = c
+        .raw_call("blockchain.relayfee", vec![])
+        .unwrap_err()
+        .to_string();
     assert!(relay16.contains("-32601"), "1.6 has no relayfee: {relay16}");
     let none = ask(json!({"jsonrpc":"2.0","id":4,"method":"server.version","params":["t", "1.0"]}));
     assert!(none["error"].is_object());
@@ -366,101 +546,258 @@ fn protocol_1_7_methods_outpoints_and_pings() {
     let mut c = Lines::connect(fx.addr, "1.7");
     let f = c.call("server.features", json!([]))["result"].clone();
     assert_eq!(f["protocol_max"], "1.7");
-    assert_eq!(f["method_flavours"], json!({}), "every optional feature is served");
+    assert_eq!(
+        f["method_flavours"],
+        json!({}),
+        "every optional feature is served"
+    );
     // A server introducing itself: cairn discovers no peers, so not added (ElectrumX with
     // discovery off); anything but a features object is refused.
-    assert_eq!(c.call("server.add_peer", json!([f.clone()]))["result"], false);
-    assert_eq!(c.call("server.add_peer", json!(["x"]))["error"]["code"], -32602);
+    assert_eq!(
+        c.call("server.add_peer", json!([f.clone()]))["result"],
+        false
+    );
+    assert_eq!(
+        c.call("server.add_peer", json!(["x"]))["error"]["code"],
+        -32602
+    );
     assert!(f.get("hash_function").is_none(), "1.7 dropped it");
     // The script hash methods are gone; the scriptPubKey ones answer from the blocks.
     let some = &fx.blocks[120].txdata[1].output[0].script_pubkey;
     let sh = ScriptHash::of(some);
-    assert_eq!(c.call("blockchain.scripthash.get_history", json!([sh.to_electrum_hex()]))["error"]["code"], -32601);
+    assert_eq!(
+        c.call(
+            "blockchain.scripthash.get_history",
+            json!([sh.to_electrum_hex()])
+        )["error"]["code"],
+        -32601
+    );
     let spk = json!([some.as_bytes().to_lower_hex_string()]);
     let history = c.call("blockchain.scriptpubkey.get_history", spk.clone());
-    let want: Vec<Value> = e.history[&sh].iter().map(|(t, h)| json!({"height": h, "tx_hash": t.to_string()})).collect();
+    let want: Vec<Value> = e.history[&sh]
+        .iter()
+        .map(|(t, h)| json!({"height": h, "tx_hash": t.to_string()}))
+        .collect();
     if want.len() <= 12 {
         assert_eq!(history["result"], json!(want));
     }
     // A history over electrum_max_history: 1.7's code, and the old code for a 1.6 client.
-    let (big, _) = e.history.iter().find(|(_, h)| h.len() > 12).expect("a busy script");
-    let big_spk = fx.blocks.iter().flat_map(|b| &b.txdata).flat_map(|t| &t.output)
-        .find(|o| ScriptHash::of(&o.script_pubkey) == *big).unwrap().script_pubkey.clone();
-    let err = c.call("blockchain.scriptpubkey.get_history", json!([big_spk.as_bytes().to_lower_hex_string()]));
+    let (big, _) = e
+        .history
+        .iter()
+        .find(|(_, h)| h.len() > 12)
+        .expect("a busy script");
+    let big_spk = fx
+        .blocks
+        .iter()
+        .flat_map(|b| &b.txdata)
+        .flat_map(|t| &t.output)
+        .find(|o| ScriptHash::of(&o.script_pubkey) == *big)
+        .unwrap()
+        .script_pubkey
+        .clone();
+    let err = c.call(
+        "blockchain.scriptpubkey.get_history",
+        json!([big_spk.as_bytes().to_lower_hex_string()]),
+    );
     assert_eq!(err["error"]["code"], 10001, "{err}");
-    assert!(err["error"]["message"].as_str().unwrap().contains("history too large"));
+    assert!(err["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("history too large"));
     let mut old = Lines::connect(fx.addr, "1.6");
-    let err = old.call("blockchain.scripthash.get_history", json!([big.to_electrum_hex()]));
+    let err = old.call(
+        "blockchain.scripthash.get_history",
+        json!([big.to_electrum_hex()]),
+    );
     assert_eq!(err["error"]["code"], 1, "{err}");
 
     // get_merkle: the height is optional and the block hash is given.
     let tx = fx.blocks[130].txdata[2].compute_txid();
     let m = c.call("blockchain.transaction.get_merkle", json!([tx.to_string()]))["result"].clone();
-    assert_eq!((m["block_height"].clone(), m["pos"].clone()), (json!(131), json!(2)));
+    assert_eq!(
+        (m["block_height"].clone(), m["pos"].clone()),
+        (json!(131), json!(2))
+    );
     assert_eq!(m["block_hash"], fx.blocks[130].block_hash().to_string());
 
     // get_merkle_witness: the wtxid's branch folds to the root the coinbase commits to (BIP141,
     // computed here with the witness reserved value), and the coinbase's own branch to the
     // header's merkle root.
     let block = &fx.blocks[130];
-    let proof = c.call("blockchain.transaction.get_merkle_witness", json!([tx.to_string(), 131, true]))["result"].clone();
+    let proof = c.call(
+        "blockchain.transaction.get_merkle_witness",
+        json!([tx.to_string(), 131, true]),
+    )["result"]
+        .clone();
     let wtx = &block.txdata[2];
     assert_eq!(proof["wtxid"], wtx.compute_wtxid().to_string());
-    assert_eq!((proof["block_height"].clone(), proof["pos"].clone()), (json!(131), json!(2)));
-    let strings = |v: &Value| -> Vec<String> { v.as_array().unwrap().iter().map(|h| h.as_str().unwrap().to_string()).collect() };
+    assert_eq!(
+        (proof["block_height"].clone(), proof["pos"].clone()),
+        (json!(131), json!(2))
+    );
+    let strings = |v: &Value| -> Vec<String> {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|h| h.as_str().unwrap().to_string())
+            .collect()
+    };
     let coinbase = &block.txdata[0];
     assert_eq!(proof["cb_tx"], serialize(coinbase).to_lower_hex_string());
-    let cb_root = fold(coinbase.compute_txid().to_byte_array(), &strings(&proof["cb_proof"]), 0);
+    let cb_root = fold(
+        coinbase.compute_txid().to_byte_array(),
+        &strings(&proof["cb_proof"]),
+        0,
+    );
     assert_eq!(cb_root, block.header.merkle_root.to_byte_array());
-    assert!(proof.get("merkle").is_none(), "a block with a witness commitment gets wmerkle only");
-    let witness_root = fold(wtx.compute_wtxid().to_byte_array(), &strings(&proof["wmerkle"]), 2);
+    assert!(
+        proof.get("merkle").is_none(),
+        "a block with a witness commitment gets wmerkle only"
+    );
+    let witness_root = fold(
+        wtx.compute_wtxid().to_byte_array(),
+        &strings(&proof["wmerkle"]),
+        2,
+    );
     let mut preimage = witness_root.to_vec();
     preimage.extend_from_slice(&coinbase.input[0].witness.nth(0).unwrap());
     let commitment = sha256d::Hash::hash(&preimage).to_byte_array();
-    let committed = coinbase.output.iter().rev().map(|o| o.script_pubkey.as_bytes())
-        .find(|s| s.len() >= 38 && s[..6] == [0x6a, 0x24, 0xaa, 0x21, 0xa9, 0xed]).unwrap();
+    let committed = coinbase
+        .output
+        .iter()
+        .rev()
+        .map(|o| o.script_pubkey.as_bytes())
+        .find(|s| s.len() >= 38 && s[..6] == [0x6a, 0x24, 0xaa, 0x21, 0xa9, 0xed])
+        .unwrap();
     assert_eq!(&committed[6..38], &commitment[..]);
-    let short = c.call("blockchain.transaction.get_merkle_witness", json!([tx.to_string()]))["result"].clone();
-    assert!(short.get("cb_tx").is_none() && short["wmerkle"] == proof["wmerkle"], "{short}");
+    let short = c.call(
+        "blockchain.transaction.get_merkle_witness",
+        json!([tx.to_string()]),
+    )["result"]
+        .clone();
+    assert!(
+        short.get("cb_tx").is_none() && short["wmerkle"] == proof["wmerkle"],
+        "{short}"
+    );
     // A block whose coinbase commits to no witnesses: the plain branch instead.
-    let bare = fx.blocks.iter().position(|b| !b.txdata[0].output.iter().any(|o| o.script_pubkey.as_bytes().starts_with(&[0x6a, 0x24, 0xaa, 0x21, 0xa9, 0xed])));
+    let bare = fx.blocks.iter().position(|b| {
+        !b.txdata[0].output.iter().any(|o| {
+            o.script_pubkey
+                .as_bytes()
+                .starts_with(&[0x6a, 0x24, 0xaa, 0x21, 0xa9, 0xed])
+        })
+    });
     if let Some(i) = bare {
         let cb_txid = fx.blocks[i].txdata[0].compute_txid();
-        let p = c.call("blockchain.transaction.get_merkle_witness", json!([cb_txid.to_string()]))["result"].clone();
+        let p = c.call(
+            "blockchain.transaction.get_merkle_witness",
+            json!([cb_txid.to_string()]),
+        )["result"]
+            .clone();
         assert!(p.get("wmerkle").is_none());
-        assert_eq!(fold(cb_txid.to_byte_array(), &strings(&p["merkle"]), 0), fx.blocks[i].header.merkle_root.to_byte_array());
+        assert_eq!(
+            fold(cb_txid.to_byte_array(), &strings(&p["merkle"]), 0),
+            fx.blocks[i].header.merkle_root.to_byte_array()
+        );
     }
-    assert_eq!(c.call("blockchain.transaction.get_merkle_witness", json!([tx.to_string(), 7]))["error"]["code"], 1);
+    assert_eq!(
+        c.call(
+            "blockchain.transaction.get_merkle_witness",
+            json!([tx.to_string(), 7])
+        )["error"]["code"],
+        1
+    );
 
     // server.ping: pong_len hex characters back; a ping sent as a notification gets no answer.
-    assert_eq!(c.call("server.ping", json!([5, "deadbeef"]))["result"], json!({"data": "00000"}));
-    assert_eq!(c.call("server.ping", json!([]))["result"], json!({"data": ""}));
-    assert_eq!(c.call("server.ping", json!([0, "xyz"]))["error"]["code"], -32602);
-    assert_eq!(c.call("server.ping", json!([8_000_001]))["error"]["code"], 1);
+    assert_eq!(
+        c.call("server.ping", json!([5, "deadbeef"]))["result"],
+        json!({"data": "00000"})
+    );
+    assert_eq!(
+        c.call("server.ping", json!([]))["result"],
+        json!({"data": ""})
+    );
+    assert_eq!(
+        c.call("server.ping", json!([0, "xyz"]))["error"]["code"],
+        -32602
+    );
+    assert_eq!(
+        c.call("server.ping", json!([8_000_001]))["error"]["code"],
+        1
+    );
     assert_eq!(c.call("server.ping", json!([-1]))["error"]["code"], -32602);
-    c.s.write_all(b"{\"jsonrpc\":\"2.0\",\"method\":\"server.ping\",\"params\":[\"00\"]}\n").unwrap();
-    assert_eq!(c.call("server.ping", json!([1]))["result"], json!({"data": "0"}), "the notification was not answered");
+    c.s.write_all(b"{\"jsonrpc\":\"2.0\",\"method\":\"server.ping\",\"params\":[\"00\"]}\n")
+        .unwrap();
+    assert_eq!(
+        c.call("server.ping", json!([1]))["result"],
+        json!({"data": "0"}),
+        "the notification was not answered"
+    );
 
     // Outpoint statuses, computed here from the blocks: spent, unspent, no such output.
     let (spent, (spender, _, spent_at)) = e.spent_by.iter().next().unwrap();
     let funded_at = e.positions[&spent.txid].0;
     let status = |c: &mut Lines, op: &bitcoin::OutPoint| {
-        c.call("blockchain.outpoint.get_status", json!([op.txid.to_string(), op.vout]))["result"].clone()
+        c.call(
+            "blockchain.outpoint.get_status",
+            json!([op.txid.to_string(), op.vout]),
+        )["result"]
+            .clone()
     };
-    assert_eq!(status(&mut c, spent), json!({"height": funded_at, "spender_txhash": spender.to_string(), "spender_height": spent_at}));
-    let unspent = e.outputs.keys().find(|op| !e.spent_by.contains_key(op)).unwrap();
-    assert_eq!(status(&mut c, unspent), json!({"height": e.positions[&unspent.txid].0}));
-    assert_eq!(status(&mut c, &bitcoin::OutPoint::new(unspent.txid, 1000)), json!({}));
-    assert_eq!(status(&mut c, &bitcoin::OutPoint::new(bitcoin::Txid::all_zeros(), 0)), json!({}));
-    let hint = c.call("blockchain.outpoint.get_status", json!([unspent.txid.to_string(), unspent.vout, "0014ab"]));
-    assert_eq!(hint["result"], json!({"height": e.positions[&unspent.txid].0}), "the hint is not needed");
-    for bad in [json!([unspent.txid.to_string(), -1]), json!(["zz", 0]), json!([unspent.txid.to_string(), 0, "xyz"]), json!([unspent.txid.to_string()])] {
-        assert_eq!(c.call("blockchain.outpoint.get_status", bad.clone())["error"]["code"], -32602, "{bad}");
+    assert_eq!(
+        status(&mut c, spent),
+        json!({"height": funded_at, "spender_txhash": spender.to_string(), "spender_height": spent_at})
+    );
+    let unspent = e
+        .outputs
+        .keys()
+        .find(|op| !e.spent_by.contains_key(op))
+        .unwrap();
+    assert_eq!(
+        status(&mut c, unspent),
+        json!({"height": e.positions[&unspent.txid].0})
+    );
+    assert_eq!(
+        status(&mut c, &bitcoin::OutPoint::new(unspent.txid, 1000)),
+        json!({})
+    );
+    assert_eq!(
+        status(
+            &mut c,
+            &bitcoin::OutPoint::new(bitcoin::Txid::all_zeros(), 0)
+        ),
+        json!({})
+    );
+    let hint = c.call(
+        "blockchain.outpoint.get_status",
+        json!([unspent.txid.to_string(), unspent.vout, "0014ab"]),
+    );
+    assert_eq!(
+        hint["result"],
+        json!({"height": e.positions[&unspent.txid].0}),
+        "the hint is not needed"
+    );
+    for bad in [
+        json!([unspent.txid.to_string(), -1]),
+        json!(["zz", 0]),
+        json!([unspent.txid.to_string(), 0, "xyz"]),
+        json!([unspent.txid.to_string()]),
+    ] {
+        assert_eq!(
+            c.call("blockchain.outpoint.get_status", bad.clone())["error"]["code"],
+            -32602,
+            "{bad}"
+        );
     }
 
     // Subscriptions: a mature coin spent in the mempool, and the output of that spend before it
     // exists; each notified as [[txid, vout], status].
-    let gen = ChainGenerator::new(GenerateOptions { blocks: 0, txs_per_block: 10, seed: 35 });
+    let gen = ChainGenerator::new(GenerateOptions {
+        blocks: 0,
+        txs_per_block: 10,
+        seed: 35,
+    });
     let key = gen.miner_keys()[0];
     let ((height, _, vout), (coin_txid, value)) = e.unspent[&ScriptHash::of(&p2wpkh(&key))]
         .iter()
@@ -468,26 +805,67 @@ fn protocol_1_7_methods_outpoints_and_pings() {
         .map(|(k, v)| (*k, *v))
         .expect("a mature coin");
     let coin_op = bitcoin::OutPoint::new(coin_txid, vout);
-    let tx1 = spend(&key, coin_op, value, 1_000, &p2wpkh(&cairn::generate::derive_key(77, 2)));
+    let tx1 = spend(
+        &key,
+        coin_op,
+        value,
+        1_000,
+        &p2wpkh(&cairn::generate::derive_key(77, 2)),
+    );
     let txid1 = tx1.compute_txid();
     let sub = |c: &mut Lines, op: &bitcoin::OutPoint| {
-        c.call("blockchain.outpoint.subscribe", json!([op.txid.to_string(), op.vout]))["result"].clone()
+        c.call(
+            "blockchain.outpoint.subscribe",
+            json!([op.txid.to_string(), op.vout]),
+        )["result"]
+            .clone()
     };
     assert_eq!(sub(&mut c, &coin_op), json!({"height": height}));
-    assert_eq!(sub(&mut c, &bitcoin::OutPoint::new(txid1, 0)), json!({}), "kept though it does not exist yet");
-    let broadcast = c.call("blockchain.transaction.broadcast", json!([serialize(&tx1).to_lower_hex_string()]));
+    assert_eq!(
+        sub(&mut c, &bitcoin::OutPoint::new(txid1, 0)),
+        json!({}),
+        "kept though it does not exist yet"
+    );
+    let broadcast = c.call(
+        "blockchain.transaction.broadcast",
+        json!([serialize(&tx1).to_lower_hex_string()]),
+    );
     assert_eq!(broadcast["result"], txid1.to_string());
-    let mut notes = [c.note("blockchain.outpoint.subscribe"), c.note("blockchain.outpoint.subscribe")];
+    let mut notes = [
+        c.note("blockchain.outpoint.subscribe"),
+        c.note("blockchain.outpoint.subscribe"),
+    ];
     notes.sort_by_key(|n| n["params"][0][0] != coin_op.txid.to_string());
-    assert_eq!(notes[0]["params"], json!([[coin_op.txid.to_string(), coin_op.vout], {"height": height, "spender_txhash": txid1.to_string(), "spender_height": 0}]));
-    assert_eq!(notes[1]["params"], json!([[txid1.to_string(), 0], {"height": 0}]));
-    assert_eq!(c.call("blockchain.outpoint.unsubscribe", json!([txid1.to_string(), 0]))["result"], true);
-    assert_eq!(c.call("blockchain.outpoint.unsubscribe", json!([txid1.to_string(), 0]))["result"], false);
+    assert_eq!(
+        notes[0]["params"],
+        json!([[coin_op.txid.to_string(), coin_op.vout], {"height": height, "spender_txhash": txid1.to_string(), "spender_height": 0}])
+    );
+    assert_eq!(
+        notes[1]["params"],
+        json!([[txid1.to_string(), 0], {"height": 0}])
+    );
+    assert_eq!(
+        c.call(
+            "blockchain.outpoint.unsubscribe",
+            json!([txid1.to_string(), 0])
+        )["result"],
+        true
+    );
+    assert_eq!(
+        c.call(
+            "blockchain.outpoint.unsubscribe",
+            json!([txid1.to_string(), 0])
+        )["result"],
+        false
+    );
     // A block that brings a 1.7 client fewer than two notifications brings a ping as cover.
     fx.add_blocks(1);
     assert_eq!(c.note("server.ping")["params"], json!(["0".repeat(128)]));
     assert_eq!(old.call("server.ping", json!([]))["result"], Value::Null);
-    assert!(old.notes.iter().all(|n| n["method"] != "server.ping"), "1.6 clients get no pings");
+    assert!(
+        old.notes.iter().all(|n| n["method"] != "server.ping"),
+        "1.6 clients get no pings"
+    );
 }
 
 fn raw_exchange(addr: SocketAddr, send: &[u8]) -> String {
@@ -511,7 +889,10 @@ fn hostile_clients_get_errors_and_others_keep_being_served() {
     let addr = fx.addr;
     // A client that sends requests and never reads its answers.
     let mut hog = TcpStream::connect(addr).unwrap();
-    let big = format!("{}\n", json!({"jsonrpc":"2.0","id":1,"method":"blockchain.block.headers","params":[0, 2016]}));
+    let big = format!(
+        "{}\n",
+        json!({"jsonrpc":"2.0","id":1,"method":"blockchain.block.headers","params":[0, 2016]})
+    );
     let writer = std::thread::spawn(move || {
         for _ in 0..2000 {
             if hog.write_all(big.as_bytes()).is_err() {
@@ -531,20 +912,40 @@ fn hostile_clients_get_errors_and_others_keep_being_served() {
     let answer: Value = serde_json::from_str(&raw_exchange(addr, b"{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"blockchain.scripthash.get_history\",\"params\":[12]}\n")).unwrap();
     assert_eq!(answer["error"]["code"], -32602);
     // Unknown method.
-    let answer: Value = serde_json::from_str(&raw_exchange(addr, b"{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"no.such\",\"params\":[]}\n")).unwrap();
+    let answer: Value = serde_json::from_str(&raw_exchange(
+        addr,
+        b"{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"no.such\",\"params\":[]}\n",
+    ))
+    .unwrap();
     assert_eq!(answer["error"]["code"], -32601);
     // A 10k-request batch.
-    let batch: Vec<Value> = (0..10_000).map(|i| json!({"jsonrpc":"2.0","id":i,"method":"server.ping","params":[]})).collect();
+    let batch: Vec<Value> = (0..10_000)
+        .map(|i| json!({"jsonrpc":"2.0","id":i,"method":"server.ping","params":[]}))
+        .collect();
     let mut line = serde_json::to_vec(&batch).unwrap();
     line.push(b'\n');
     // Over the line limit too: answered with an error, then the connection is closed.
     let answer: Value = serde_json::from_str(&raw_exchange(addr, &line)).unwrap();
-    assert!(answer["error"]["message"].as_str().unwrap().contains("longer than"), "{answer}");
-    let batch: Vec<Value> = (0..500).map(|i| json!({"jsonrpc":"2.0","id":i,"method":"server.ping","params":[]})).collect();
+    assert!(
+        answer["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("longer than"),
+        "{answer}"
+    );
+    let batch: Vec<Value> = (0..500)
+        .map(|i| json!({"jsonrpc":"2.0","id":i,"method":"server.ping","params":[]}))
+        .collect();
     let mut line = serde_json::to_vec(&batch).unwrap();
     line.push(b'\n');
     let answer: Value = serde_json::from_str(&raw_exchange(addr, &line)).unwrap();
-    assert!(answer["error"]["message"].as_str().unwrap().contains("exceeds the limit"), "{answer}");
+    assert!(
+        answer["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("exceeds the limit"),
+        "{answer}"
+    );
     // A 10 MB line without a newline: an error and a disconnect, not 10 MB of memory.
     let mut s = TcpStream::connect(addr).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
@@ -571,19 +972,22 @@ fn hostile_clients_get_errors_and_others_keep_being_served() {
     assert!(c.script_list_unspent(miner).is_err());
     // Subscriptions over the per-connection limit are refused.
     for i in 0..3u8 {
-        c.script_subscribe(&ScriptBuf::from_bytes(vec![0x51, i])).unwrap();
+        c.script_subscribe(&ScriptBuf::from_bytes(vec![0x51, i]))
+            .unwrap();
     }
-    let err = c.script_subscribe(&ScriptBuf::from_bytes(vec![0x51, 9])).unwrap_err().to_string();
+    let err = c
+        .script_subscribe(&ScriptBuf::from_bytes(vec![0x51, 9]))
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("too many subscriptions"), "{err}");
     assert_eq!(c.block_headers_subscribe().unwrap().height, 102);
-    let answers = c
-        .batch_block_header(vec![1u32, 2, 3])
-        .unwrap();
+    let answers = c.batch_block_header(vec![1u32, 2, 3]).unwrap();
     assert_eq!(answers[2], fx.blocks[2].header);
     drop(writer);
 }
 
-type Ws = tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+type Ws =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
 /// The next text message of a WebSocket client, as JSON.
 fn ws_next(rt: &tokio::runtime::Runtime, ws: &mut Ws) -> Value {
@@ -591,7 +995,10 @@ fn ws_next(rt: &tokio::runtime::Runtime, ws: &mut Ws) -> Value {
     use tokio_tungstenite::tungstenite::Message;
     rt.block_on(async {
         loop {
-            match tokio::time::timeout(Duration::from_secs(30), ws.next()).await.unwrap() {
+            match tokio::time::timeout(Duration::from_secs(30), ws.next())
+                .await
+                .unwrap()
+            {
                 Some(Ok(Message::Text(t))) => return serde_json::from_str(t.as_str()).unwrap(),
                 Some(Ok(_)) => continue,
                 other => panic!("no message: {other:?}"),
@@ -609,13 +1016,20 @@ fn websocket_clients_get_the_tcp_answers_and_notifications() {
         c.max_line_bytes = 64 * 1024;
     });
     let ws_addr = fx.ws_addr.expect("a WebSocket listener");
-    let (mut ws, _) = fx.rt.block_on(tokio_tungstenite::connect_async(format!("ws://{ws_addr}"))).unwrap();
+    let (mut ws, _) = fx
+        .rt
+        .block_on(tokio_tungstenite::connect_async(format!("ws://{ws_addr}")))
+        .unwrap();
     let rt = &fx.rt;
     let ask = |ws: &mut Ws, text: String| -> Value {
         rt.block_on(ws.send(Message::text(text))).unwrap();
         ws_next(rt, ws)
     };
-    let version = ask(&mut ws, json!({"jsonrpc":"2.0","id":0,"method":"server.version","params":["ws-test","1.4"]}).to_string());
+    let version = ask(
+        &mut ws,
+        json!({"jsonrpc":"2.0","id":0,"method":"server.version","params":["ws-test","1.4"]})
+            .to_string(),
+    );
     assert_eq!(version["result"][1], "1.4");
     // The same requests over TCP and over WebSocket get the same answers.
     let miner = sha256::Hash::hash(fx.blocks[0].txdata[0].output[0].script_pubkey.as_bytes());
@@ -629,7 +1043,9 @@ fn websocket_clients_get_the_tcp_answers_and_notifications() {
     ];
     for request in &requests {
         let over_ws = ask(&mut ws, request.to_string());
-        let over_tcp: Value = serde_json::from_str(&raw_exchange(fx.addr, format!("{request}\n").as_bytes())).unwrap();
+        let over_tcp: Value =
+            serde_json::from_str(&raw_exchange(fx.addr, format!("{request}\n").as_bytes()))
+                .unwrap();
         assert_eq!(over_ws, over_tcp, "{request}");
         assert!(over_ws.to_string().contains("result"), "{over_ws}");
     }
@@ -644,7 +1060,9 @@ fn websocket_clients_get_the_tcp_answers_and_notifications() {
     let mut line = String::new();
     (&tcp).write_all(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"blockchain.headers.subscribe\",\"params\":[]}\n").unwrap();
     tcp_lines.read_line(&mut line).unwrap();
-    (&tcp).write_all(b"{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"server.").unwrap();
+    (&tcp)
+        .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"server.")
+        .unwrap();
     // A new block is pushed to the subscribers (over WebSocket: as a message of its own).
     fx.add_blocks(1);
     line.clear();
@@ -654,19 +1072,34 @@ fn websocket_clients_get_the_tcp_answers_and_notifications() {
     line.clear();
     tcp_lines.read_line(&mut line).unwrap();
     let pong: Value = serde_json::from_str(&line).unwrap();
-    assert_eq!((pong["id"].clone(), pong["result"].clone()), (json!(2), Value::Null), "{line}");
+    assert_eq!(
+        (pong["id"].clone(), pong["result"].clone()),
+        (json!(2), Value::Null),
+        "{line}"
+    );
     let note = ws_next(&fx.rt, &mut ws);
     assert_eq!(note["method"], "blockchain.headers.subscribe");
     assert_eq!(note["params"][0]["height"], 103);
     // A message over the size limit gets an error, then the connection is closed.
     let answer = {
-        fx.rt.block_on(ws.send(Message::text("x".repeat(70 * 1024)))).unwrap();
+        fx.rt
+            .block_on(ws.send(Message::text("x".repeat(70 * 1024))))
+            .unwrap();
         ws_next(&fx.rt, &mut ws)
     };
-    assert!(answer["error"]["message"].as_str().unwrap().contains("longer than"), "{answer}");
+    assert!(
+        answer["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("longer than"),
+        "{answer}"
+    );
     let closed = fx.rt.block_on(async {
         loop {
-            match tokio::time::timeout(Duration::from_secs(30), ws.next()).await.unwrap() {
+            match tokio::time::timeout(Duration::from_secs(30), ws.next())
+                .await
+                .unwrap()
+            {
                 Some(Ok(Message::Close(_))) | None | Some(Err(_)) => return true,
                 Some(Ok(_)) => continue,
             }
@@ -700,7 +1133,10 @@ fn a_reorg_changes_answers_and_notifies() {
     let chain_b: Vec<Block> = fx.blocks[..140].iter().chain(&branch_b).cloned().collect();
     let e = common::expected(&chain_b);
     // Scripts with a history on both branches (electrum-client cannot parse a null status).
-    let scripts: Vec<ScriptBuf> = a_block.txdata.iter().flat_map(|t| t.output.iter().map(|o| o.script_pubkey.clone()))
+    let scripts: Vec<ScriptBuf> = a_block
+        .txdata
+        .iter()
+        .flat_map(|t| t.output.iter().map(|o| o.script_pubkey.clone()))
         .filter(|s| !s.is_op_return() && e.history.contains_key(&ScriptHash::of(s)))
         .collect();
     assert!(!scripts.is_empty());
@@ -721,16 +1157,40 @@ fn a_reorg_changes_answers_and_notifies() {
     assert_eq!(header.header, branch_b[6].header);
     let e_a = common::expected(&fx.blocks);
     let mut notified = 0;
-    let branch_a_txids: std::collections::HashSet<bitcoin::Txid> = fx.blocks[140..].iter().flat_map(|b| b.txdata.iter().map(|t| t.compute_txid())).collect();
+    let branch_a_txids: std::collections::HashSet<bitcoin::Txid> = fx.blocks[140..]
+        .iter()
+        .flat_map(|b| b.txdata.iter().map(|t| t.compute_txid()))
+        .collect();
     for s in &scripts {
-        let old = e_a.history.get(&ScriptHash::of(s)).map(|h| status_of(h)).unwrap_or(None);
+        let old = e_a
+            .history
+            .get(&ScriptHash::of(s))
+            .map(|h| status_of(h))
+            .unwrap_or(None);
         let got = c.script_get_history(s).unwrap();
-        let confirmed: Vec<(bitcoin::Txid, u32)> = got.iter().filter(|h| h.height > 0).map(|h| (h.tx_hash, h.height as u32)).collect();
-        assert_eq!(confirmed, e.history.get(&ScriptHash::of(s)).cloned().unwrap_or_default());
+        let confirmed: Vec<(bitcoin::Txid, u32)> = got
+            .iter()
+            .filter(|h| h.height > 0)
+            .map(|h| (h.tx_hash, h.height as u32))
+            .collect();
+        assert_eq!(
+            confirmed,
+            e.history
+                .get(&ScriptHash::of(s))
+                .cloned()
+                .unwrap_or_default()
+        );
         // Branch A's transactions that are still valid went back to the mempool.
-        let unconfirmed: Vec<(bitcoin::Txid, i64)> = got.iter().filter(|h| h.height <= 0).map(|h| (h.tx_hash, h.height as i64)).collect();
+        let unconfirmed: Vec<(bitcoin::Txid, i64)> = got
+            .iter()
+            .filter(|h| h.height <= 0)
+            .map(|h| (h.tx_hash, h.height as i64))
+            .collect();
         for (t, _) in &unconfirmed {
-            assert!(branch_a_txids.contains(t), "only branch A's transactions return to the mempool");
+            assert!(
+                branch_a_txids.contains(t),
+                "only branch A's transactions return to the mempool"
+            );
         }
         let want = status_of_with_mempool(&confirmed, &unconfirmed);
         let mut last = None;
@@ -745,10 +1205,19 @@ fn a_reorg_changes_answers_and_notifies() {
         }
     }
     assert!(notified > 0, "the reorg changed statuses and notified them");
-    if !chain_b.iter().any(|b| b.txdata.iter().any(|t| t.compute_txid() == a_tx)) {
+    if !chain_b
+        .iter()
+        .any(|b| b.txdata.iter().any(|t| t.compute_txid() == a_tx))
+    {
         // Gone from the chain: either unknown now, or back in the mempool (no block fields).
-        if let Ok(v) = c.raw_call("blockchain.transaction.get", vec![Param::String(a_tx.to_string()), Param::Bool(true)]) {
-            assert!(v.get("blockhash").is_none(), "branch A's transaction is not confirmed any more");
+        if let Ok(v) = c.raw_call(
+            "blockchain.transaction.get",
+            vec![Param::String(a_tx.to_string()), Param::Bool(true)],
+        ) {
+            assert!(
+                v.get("blockhash").is_none(),
+                "branch A's transaction is not confirmed any more"
+            );
         }
     }
     assert_eq!(c.block_header(145).unwrap(), branch_b[4].header);
@@ -762,8 +1231,15 @@ fn p2wpkh(key: &bitcoin::secp256k1::SecretKey) -> ScriptBuf {
 }
 
 /// The unspent outputs of `script` that are mature (100 blocks deep) at the fixtures' 150-block tip.
-fn mature_coins(c: &RawClient<ElectrumPlaintextStream>, script: &ScriptBuf) -> Vec<electrum_client::ListUnspentRes> {
-    c.script_list_unspent(script).unwrap().into_iter().filter(|u| u.height + 100 <= 150).collect()
+fn mature_coins(
+    c: &RawClient<ElectrumPlaintextStream>,
+    script: &ScriptBuf,
+) -> Vec<electrum_client::ListUnspentRes> {
+    c.script_list_unspent(script)
+        .unwrap()
+        .into_iter()
+        .filter(|u| u.height + 100 <= 150)
+        .collect()
 }
 
 fn spend(
@@ -773,7 +1249,10 @@ fn spend(
     fee: u64,
     to: &ScriptBuf,
 ) -> bitcoin::Transaction {
-    let out = bitcoin::TxOut { value: bitcoin::Amount::from_sat(value - fee), script_pubkey: to.clone() };
+    let out = bitcoin::TxOut {
+        value: bitcoin::Amount::from_sat(value - fee),
+        script_pubkey: to.clone(),
+    };
     spend_all(key, &[(coin, value)], vec![out])
 }
 
@@ -781,11 +1260,18 @@ fn spend(
 fn mempool_broadcast_replacement_and_notifications() {
     let fx = Fixture::start(150, 10, 35, |_| {});
     let c = fx.client();
-    let gen = ChainGenerator::new(GenerateOptions { blocks: 0, txs_per_block: 10, seed: 35 });
+    let gen = ChainGenerator::new(GenerateOptions {
+        blocks: 0,
+        txs_per_block: 10,
+        seed: 35,
+    });
     let key = gen.miner_keys()[0];
     let miner = p2wpkh(&key);
     // A mature coin of the miner.
-    let coin = mature_coins(&c, &miner).into_iter().next().expect("a mature coin");
+    let coin = mature_coins(&c, &miner)
+        .into_iter()
+        .next()
+        .expect("a mature coin");
     let op = bitcoin::OutPoint::new(coin.tx_hash, coin.tx_pos as u32);
     let dest = p2wpkh(&cairn::generate::derive_key(77, 1));
     let before = c.script_subscribe(&dest).unwrap();
@@ -800,18 +1286,36 @@ fn mempool_broadcast_replacement_and_notifications() {
         if let Some(s) = c.script_pop(&dest).unwrap() {
             break (*s).to_lower_hex_string();
         }
-        assert!(Instant::now() < deadline, "no notification for the mempool transaction");
+        assert!(
+            Instant::now() < deadline,
+            "no notification for the mempool transaction"
+        );
         c.ping().unwrap();
         std::thread::sleep(Duration::from_millis(50));
     };
     assert_eq!(Some(status), status_of_with_mempool(&[], &[(txid1, 0)]));
-    let mempool = c.raw_call("blockchain.scripthash.get_mempool", vec![Param::String(ScriptHash::of(&dest).to_electrum_hex())]).unwrap();
-    assert_eq!(mempool, json!([{"height": 0, "tx_hash": txid1.to_string(), "fee": 1000}]));
+    let mempool = c
+        .raw_call(
+            "blockchain.scripthash.get_mempool",
+            vec![Param::String(ScriptHash::of(&dest).to_electrum_hex())],
+        )
+        .unwrap();
+    assert_eq!(
+        mempool,
+        json!([{"height": 0, "tx_hash": txid1.to_string(), "fee": 1000}])
+    );
     let bal = c.script_get_balance(&dest).unwrap();
-    assert_eq!((bal.confirmed, bal.unconfirmed), (0, (coin.value - 1_000) as i64));
+    assert_eq!(
+        (bal.confirmed, bal.unconfirmed),
+        (0, (coin.value - 1_000) as i64)
+    );
     let miner_bal = c.script_get_balance(&miner).unwrap();
     assert_eq!(miner_bal.unconfirmed, -(coin.value as i64));
-    assert!(!c.script_list_unspent(&miner).unwrap().iter().any(|u| u.tx_hash == coin.tx_hash && u.tx_pos == coin.tx_pos));
+    assert!(!c
+        .script_list_unspent(&miner)
+        .unwrap()
+        .iter()
+        .any(|u| u.tx_hash == coin.tx_hash && u.tx_pos == coin.tx_pos));
     assert_eq!(c.script_list_unspent(&dest).unwrap()[0].height, 0);
     assert_eq!(c.transaction_get_raw(&txid1).unwrap(), serialize(&tx1));
     let hist = c.raw_call("mempool.get_fee_histogram", vec![]).unwrap();
@@ -823,9 +1327,20 @@ fn mempool_broadcast_replacement_and_notifications() {
     assert!(err.contains("insufficient fee"), "{err}");
     let high = spend(&key, op, coin.value, 5_000, &dest);
     let txid2 = c.transaction_broadcast(&high).unwrap();
-    assert!(c.transaction_get_raw(&txid1).is_err(), "the replaced transaction is gone");
-    let mempool = c.raw_call("blockchain.scripthash.get_mempool", vec![Param::String(ScriptHash::of(&dest).to_electrum_hex())]).unwrap();
-    assert_eq!(mempool, json!([{"height": 0, "tx_hash": txid2.to_string(), "fee": 5000}]));
+    assert!(
+        c.transaction_get_raw(&txid1).is_err(),
+        "the replaced transaction is gone"
+    );
+    let mempool = c
+        .raw_call(
+            "blockchain.scripthash.get_mempool",
+            vec![Param::String(ScriptHash::of(&dest).to_electrum_hex())],
+        )
+        .unwrap();
+    assert_eq!(
+        mempool,
+        json!([{"height": 0, "tx_hash": txid2.to_string(), "fee": 5000}])
+    );
     // A bad signature is refused by the kernel's script check.
     let mut forged = spend(&key, op, coin.value, 9_000, &dest);
     let mut items: Vec<Vec<u8>> = forged.input[0].witness.iter().map(|w| w.to_vec()).collect();
@@ -839,7 +1354,10 @@ fn mempool_broadcast_replacement_and_notifications() {
     assert!(err.contains("missingorspent"), "{err}");
 }
 
-fn status_of_with_mempool(confirmed: &[(bitcoin::Txid, u32)], mempool: &[(bitcoin::Txid, i64)]) -> Option<String> {
+fn status_of_with_mempool(
+    confirmed: &[(bitcoin::Txid, u32)],
+    mempool: &[(bitcoin::Txid, i64)],
+) -> Option<String> {
     let mut text: String = confirmed.iter().map(|(t, h)| format!("{t}:{h}:")).collect();
     text.extend(mempool.iter().map(|(t, h)| format!("{t}:{h}:")));
     (!text.is_empty()).then(|| sha256::Hash::hash(text.as_bytes()).to_string())
@@ -847,7 +1365,11 @@ fn status_of_with_mempool(confirmed: &[(bitcoin::Txid, u32)], mempool: &[(bitcoi
 
 /// A transaction spending `coins` (the miner's P2WPKH outputs, with their values) into
 /// `outputs`, every input signed.
-fn spend_all(key: &bitcoin::secp256k1::SecretKey, coins: &[(bitcoin::OutPoint, u64)], outputs: Vec<bitcoin::TxOut>) -> bitcoin::Transaction {
+fn spend_all(
+    key: &bitcoin::secp256k1::SecretKey,
+    coins: &[(bitcoin::OutPoint, u64)],
+    outputs: Vec<bitcoin::TxOut>,
+) -> bitcoin::Transaction {
     use bitcoin::sighash::{EcdsaSighashType, SighashCache};
     let secp = bitcoin::secp256k1::Secp256k1::new();
     let pk = bitcoin::CompressedPublicKey(key.public_key(&secp));
@@ -873,10 +1395,18 @@ fn spend_all(key: &bitcoin::secp256k1::SecretKey, coins: &[(bitcoin::OutPoint, u
             .enumerate()
             .map(|(i, (_, value))| {
                 let sighash = cache
-                    .p2wpkh_signature_hash(i, &spk, bitcoin::Amount::from_sat(*value), EcdsaSighashType::All)
+                    .p2wpkh_signature_hash(
+                        i,
+                        &spk,
+                        bitcoin::Amount::from_sat(*value),
+                        EcdsaSighashType::All,
+                    )
                     .unwrap();
                 let msg = bitcoin::secp256k1::Message::from_digest(sighash.to_byte_array());
-                let sig = bitcoin::ecdsa::Signature { signature: secp.sign_ecdsa(&msg, key), sighash_type: EcdsaSighashType::All };
+                let sig = bitcoin::ecdsa::Signature {
+                    signature: secp.sign_ecdsa(&msg, key),
+                    sighash_type: EcdsaSighashType::All,
+                };
                 bitcoin::Witness::p2wpkh(&sig, &pk.0)
             })
             .collect()
@@ -895,32 +1425,59 @@ fn spend_all(key: &bitcoin::secp256k1::SecretKey, coins: &[(bitcoin::OutPoint, u
 fn consensus_invalid_transactions_are_refused_with_cores_reason() {
     let fx = Fixture::start(150, 10, 36, |_| {});
     let c = fx.client();
-    let gen = ChainGenerator::new(GenerateOptions { blocks: 0, txs_per_block: 10, seed: 36 });
+    let gen = ChainGenerator::new(GenerateOptions {
+        blocks: 0,
+        txs_per_block: 10,
+        seed: 36,
+    });
     let key = gen.miner_keys()[0];
     let miner = p2wpkh(&key);
-    let coin = mature_coins(&c, &miner).into_iter().next().expect("a mature coin");
+    let coin = mature_coins(&c, &miner)
+        .into_iter()
+        .next()
+        .expect("a mature coin");
     let op = bitcoin::OutPoint::new(coin.tx_hash, coin.tx_pos as u32);
     let dest = p2wpkh(&cairn::generate::derive_key(78, 1));
-    let pay = |sats: u64| bitcoin::TxOut { value: bitcoin::Amount::from_sat(sats), script_pubkey: dest.clone() };
+    let pay = |sats: u64| bitcoin::TxOut {
+        value: bitcoin::Amount::from_sat(sats),
+        script_pubkey: dest.clone(),
+    };
 
-    let twice = spend_all(&key, &[(op, coin.value), (op, coin.value)], vec![pay(2 * coin.value - 10_000)]);
+    let twice = spend_all(
+        &key,
+        &[(op, coin.value), (op, coin.value)],
+        vec![pay(2 * coin.value - 10_000)],
+    );
     let err = c.transaction_broadcast(&twice).unwrap_err().to_string();
     assert!(err.contains("bad-txns-inputs-duplicate"), "{err}");
     let wrap = spend_all(&key, &[(op, coin.value)], vec![pay(1 << 63), pay(1 << 63)]);
     let err = c.transaction_broadcast(&wrap).unwrap_err().to_string();
     assert!(err.contains("bad-txns-vout-negative"), "{err}");
-    let over = spend_all(&key, &[(op, coin.value)], vec![pay(bitcoin::Amount::MAX_MONEY.to_sat() + 1)]);
+    let over = spend_all(
+        &key,
+        &[(op, coin.value)],
+        vec![pay(bitcoin::Amount::MAX_MONEY.to_sat() + 1)],
+    );
     let err = c.transaction_broadcast(&over).unwrap_err().to_string();
     assert!(err.contains("bad-txns-vout-toolarge"), "{err}");
     for script in [&miner, &dest] {
         let bal = c.script_get_balance(script).unwrap();
         assert_eq!(bal.unconfirmed, 0, "a refused transaction left a trace");
     }
-    assert_eq!(c.raw_call("mempool.get_fee_histogram", vec![]).unwrap(), json!([]));
+    assert_eq!(
+        c.raw_call("mempool.get_fee_histogram", vec![]).unwrap(),
+        json!([])
+    );
 
     let honest = spend_all(&key, &[(op, coin.value)], vec![pay(coin.value - 1_000)]);
-    assert_eq!(c.transaction_broadcast(&honest).unwrap(), honest.compute_txid());
-    assert_eq!(c.script_get_balance(&dest).unwrap().unconfirmed, (coin.value - 1_000) as i64);
+    assert_eq!(
+        c.transaction_broadcast(&honest).unwrap(),
+        honest.compute_txid()
+    );
+    assert_eq!(
+        c.script_get_balance(&dest).unwrap().unconfirmed,
+        (coin.value - 1_000) as i64
+    );
 }
 
 /// Two clients broadcast conflicting spends of the same coin at the same moment, for many coins:
@@ -929,18 +1486,32 @@ fn consensus_invalid_transactions_are_refused_with_cores_reason() {
 #[test]
 fn conflicting_transactions_broadcast_at_once_never_both_enter() {
     let fx = Fixture::start(150, 10, 37, |_| {});
-    let gen = ChainGenerator::new(GenerateOptions { blocks: 0, txs_per_block: 10, seed: 37 });
+    let gen = ChainGenerator::new(GenerateOptions {
+        blocks: 0,
+        txs_per_block: 10,
+        seed: 37,
+    });
     let c = fx.client();
     let mut coins = Vec::new();
     for key in gen.miner_keys() {
         for u in mature_coins(&c, &p2wpkh(&key)) {
-            coins.push((key, bitcoin::OutPoint::new(u.tx_hash, u.tx_pos as u32), u.value));
+            coins.push((
+                key,
+                bitcoin::OutPoint::new(u.tx_hash, u.tx_pos as u32),
+                u.value,
+            ));
         }
     }
     assert!(coins.len() >= 8, "only {} mature coins", coins.len());
-    let (dest_a, dest_b) = (p2wpkh(&cairn::generate::derive_key(79, 1)), p2wpkh(&cairn::generate::derive_key(79, 2)));
+    let (dest_a, dest_b) = (
+        p2wpkh(&cairn::generate::derive_key(79, 1)),
+        p2wpkh(&cairn::generate::derive_key(79, 2)),
+    );
     for (key, op, value) in coins.iter().take(16) {
-        let pair = [spend(key, *op, *value, 1_000, &dest_a), spend(key, *op, *value, 1_000, &dest_b)];
+        let pair = [
+            spend(key, *op, *value, 1_000, &dest_a),
+            spend(key, *op, *value, 1_000, &dest_b),
+        ];
         let barrier = std::sync::Arc::new(std::sync::Barrier::new(2));
         let accepted: usize = std::thread::scope(|s| {
             let racers: Vec<_> = pair
@@ -955,10 +1526,20 @@ fn conflicting_transactions_broadcast_at_once_never_both_enter() {
                 .collect();
             racers.into_iter().map(|r| r.join().unwrap()).sum()
         });
-        assert_eq!(accepted, 1, "both or neither of two conflicting spends of {op} were accepted");
+        assert_eq!(
+            accepted, 1,
+            "both or neither of two conflicting spends of {op} were accepted"
+        );
     }
-    let in_pool: usize = [&dest_a, &dest_b].iter().map(|d| c.script_get_history(d).unwrap().len()).sum();
-    assert_eq!(in_pool, coins.len().min(16), "the mempool holds one spend per coin");
+    let in_pool: usize = [&dest_a, &dest_b]
+        .iter()
+        .map(|d| c.script_get_history(d).unwrap().len())
+        .sum();
+    assert_eq!(
+        in_pool,
+        coins.len().min(16),
+        "the mempool holds one spend per coin"
+    );
 }
 
 /// Issue 12, part 3: answers queued for clients share one budget. A client that asks for big
@@ -983,7 +1564,10 @@ fn a_client_over_its_share_of_the_answer_budget_is_disconnected() {
     }
     // Someone else is served meanwhile.
     let c = fx.client();
-    assert_eq!(c.block_header(150).unwrap().block_hash(), fx.blocks[149].block_hash());
+    assert_eq!(
+        c.block_header(150).unwrap().block_hash(),
+        fx.blocks[149].block_hash()
+    );
     // The hog reads nothing for a while: the socket buffers fill, then its queue.
     std::thread::sleep(Duration::from_secs(5));
     // Its connection has ended: what was written before reaches it, then EOF.
@@ -991,19 +1575,38 @@ fn a_client_over_its_share_of_the_answer_budget_is_disconnected() {
     let mut sink = Vec::new();
     let ended = hog.read_to_end(&mut sink);
     // Closed with requests of it still unread: a reset rather than EOF.
-    let closed = ended.is_ok() || ended.as_ref().is_err_and(|e| e.kind() == std::io::ErrorKind::ConnectionReset);
+    let closed = ended.is_ok()
+        || ended
+            .as_ref()
+            .is_err_and(|e| e.kind() == std::io::ErrorKind::ConnectionReset);
     assert!(closed, "the hog was not disconnected: {ended:?}");
-    assert!(started.elapsed() < Duration::from_secs(30), "disconnected by a timeout, not by the budget");
-    assert!(sink.len() < 40 * 720_000, "every answer was sent: {} bytes", sink.len());
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "disconnected by a timeout, not by the budget"
+    );
+    assert!(
+        sink.len() < 40 * 720_000,
+        "every answer was sent: {} bytes",
+        sink.len()
+    );
 }
 
 /// The script with the longest history in `blocks`, and that history as the protocol lists it.
 fn longest_history(blocks: &[Block]) -> (ScriptBuf, Value) {
     let e = common::expected(blocks);
     let (sh, history) = e.history.iter().max_by_key(|(_, h)| h.len()).unwrap();
-    let script = blocks.iter().flat_map(|b| &b.txdata).flat_map(|t| &t.output)
-        .find(|o| ScriptHash::of(&o.script_pubkey) == *sh).unwrap().script_pubkey.clone();
-    let list: Vec<Value> = history.iter().map(|(t, h)| json!({"height": h, "tx_hash": t.to_string()})).collect();
+    let script = blocks
+        .iter()
+        .flat_map(|b| &b.txdata)
+        .flat_map(|t| &t.output)
+        .find(|o| ScriptHash::of(&o.script_pubkey) == *sh)
+        .unwrap()
+        .script_pubkey
+        .clone();
+    let list: Vec<Value> = history
+        .iter()
+        .map(|(t, h)| json!({"height": h, "tx_hash": t.to_string()}))
+        .collect();
     (script, Value::Array(list))
 }
 
@@ -1017,22 +1620,40 @@ fn long_histories_are_streamed_and_match_the_blocks() {
         c.ws_addr = Some("127.0.0.1:0".parse().unwrap());
     });
     let (script, want) = longest_history(&fx.blocks);
-    assert!(want.as_array().unwrap().len() > 100, "a long history: {}", want.as_array().unwrap().len());
+    assert!(
+        want.as_array().unwrap().len() > 100,
+        "a long history: {}",
+        want.as_array().unwrap().len()
+    );
     let sh = ScriptHash::of(&script).to_electrum_hex();
     // Streamed over TCP, then a request right behind it: answered in order, whole.
     let mut c = Lines::connect(fx.addr, "1.4");
-    let mut line = format!("{}\n", json!({"jsonrpc": "2.0", "id": 7, "method": "blockchain.scripthash.get_history", "params": [sh]}));
-    line.push_str(&format!("{}\n", json!({"jsonrpc": "2.0", "id": 8, "method": "server.ping", "params": []})));
+    let mut line = format!(
+        "{}\n",
+        json!({"jsonrpc": "2.0", "id": 7, "method": "blockchain.scripthash.get_history", "params": [sh]})
+    );
+    line.push_str(&format!(
+        "{}\n",
+        json!({"jsonrpc": "2.0", "id": 8, "method": "server.ping", "params": []})
+    ));
     c.s.write_all(line.as_bytes()).unwrap();
     let streamed: Value = c.next_note(Duration::from_secs(30)).unwrap();
-    assert_eq!((streamed["id"].clone(), streamed["result"].clone()), (json!(7), want.clone()));
+    assert_eq!(
+        (streamed["id"].clone(), streamed["result"].clone()),
+        (json!(7), want.clone())
+    );
     assert_eq!(c.next_note(Duration::from_secs(30)).unwrap()["id"], 8);
     // In a batch and over WebSocket it is built whole: the same entries.
     c.s.write_all(format!("{}\n", json!([{"jsonrpc": "2.0", "id": 9, "method": "blockchain.scripthash.get_history", "params": [sh]}])).as_bytes()).unwrap();
     let batch = c.next_note(Duration::from_secs(30)).unwrap();
     assert_eq!(batch[0]["result"], want);
     let rt = &fx.rt;
-    let (mut ws, _) = rt.block_on(tokio_tungstenite::connect_async(format!("ws://{}", fx.ws_addr.unwrap()))).unwrap();
+    let (mut ws, _) = rt
+        .block_on(tokio_tungstenite::connect_async(format!(
+            "ws://{}",
+            fx.ws_addr.unwrap()
+        )))
+        .unwrap();
     use futures_util::SinkExt;
     rt.block_on(ws.send(tokio_tungstenite::tungstenite::Message::text(
         json!({"jsonrpc": "2.0", "id": 10, "method": "blockchain.scripthash.get_history", "params": [sh]}).to_string(),
@@ -1040,9 +1661,19 @@ fn long_histories_are_streamed_and_match_the_blocks() {
     assert_eq!(ws_next(rt, &mut ws)["result"], want);
     // The status is the hash of that history (from the cache the first call filled).
     let status = c.call("blockchain.scripthash.subscribe", json!([sh]))["result"].clone();
-    let again = Lines::connect(fx.addr, "1.4").call("blockchain.scripthash.subscribe", json!([sh]))["result"].clone();
-    let text: String = want.as_array().unwrap().iter().map(|e| format!("{}:{}:", e["tx_hash"].as_str().unwrap(), e["height"])).collect();
-    assert_eq!(status, json!(sha256::Hash::hash(text.as_bytes()).to_string()));
+    let again = Lines::connect(fx.addr, "1.4").call("blockchain.scripthash.subscribe", json!([sh]))
+        ["result"]
+        .clone();
+    let text: String = want
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| format!("{}:{}:", e["tx_hash"].as_str().unwrap(), e["height"]))
+        .collect();
+    assert_eq!(
+        status,
+        json!(sha256::Hash::hash(text.as_bytes()).to_string())
+    );
     assert_eq!(again, status);
 }
 
@@ -1060,9 +1691,14 @@ fn a_history_over_the_limit_is_an_error_before_any_of_it() {
     assert_eq!(err["error"]["code"], 1, "{err}");
     assert!(err.get("result").is_none());
     let mut new = Lines::connect(fx.addr, "1.7");
-    let err = new.call("blockchain.scriptpubkey.get_history", json!([script.as_bytes().to_lower_hex_string()]));
+    let err = new.call(
+        "blockchain.scriptpubkey.get_history",
+        json!([script.as_bytes().to_lower_hex_string()]),
+    );
     assert_eq!(err["error"]["code"], 10001, "{err}");
     // The connection goes on.
-    assert_eq!(new.call("server.ping", json!([2]))["result"], json!({"data": "00"}));
+    assert_eq!(
+        new.call("server.ping", json!([2]))["result"],
+        json!({"data": "00"})
+    );
 }
-

@@ -56,9 +56,20 @@ fn electrum_wallet_sees_the_demo_chain() {
         Command::new(env!("CARGO_BIN_EXE_cairn"))
             .arg("--datadir")
             .arg(&dd)
-            .args(["--admin-addr", "127.0.0.1:0", "--electrum-addr", &format!("127.0.0.1:{port}")])
+            .args([
+                "--admin-addr",
+                "127.0.0.1:0",
+                "--electrum-addr",
+                &format!("127.0.0.1:{port}"),
+            ])
             .args(["--electrum-tls-addr", &format!("127.0.0.1:{tls_port}")])
-            .args(["demo", "--blocks", &blocks.to_string(), "--txs-per-block", "15"])
+            .args([
+                "demo",
+                "--blocks",
+                &blocks.to_string(),
+                "--txs-per-block",
+                "15",
+            ])
             .env("CAIRN_LOG", "warn")
             .stdout(Stdio::null())
             .spawn()
@@ -66,7 +77,10 @@ fn electrum_wallet_sees_the_demo_chain() {
     );
     let start = Instant::now();
     while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(start.elapsed() < Duration::from_secs(120), "cairn demo never served");
+        assert!(
+            start.elapsed() < Duration::from_secs(120),
+            "cairn demo never served"
+        );
         std::thread::sleep(Duration::from_millis(100));
     }
 
@@ -77,7 +91,11 @@ fn electrum_wallet_sees_the_demo_chain() {
         .map(|l| bitcoin::consensus::deserialize(&Vec::<u8>::from_hex(l).unwrap()).unwrap())
         .collect();
     assert_eq!(chain.len(), blocks as usize);
-    let gen = ChainGenerator::new(GenerateOptions { blocks, txs_per_block: 15, seed: 1 });
+    let gen = ChainGenerator::new(GenerateOptions {
+        blocks,
+        txs_per_block: 15,
+        seed: 1,
+    });
     let key = PrivateKey::new(gen.miner_keys()[0], bitcoin::Network::Regtest);
     let secp = bitcoin::secp256k1::Secp256k1::new();
     let pk = bitcoin::CompressedPublicKey::from_private_key(&secp, &key).unwrap();
@@ -86,15 +104,37 @@ fn electrum_wallet_sees_the_demo_chain() {
     let sh = ScriptHash::of(&script);
     let want_history = e.history.get(&sh).cloned().unwrap_or_default();
     assert!(want_history.len() > 10, "the key must have a history");
-    let want_balance: u64 = e.unspent.get(&sh).map(|m| m.values().map(|v| v.1).sum()).unwrap_or(0);
+    let want_balance: u64 = e
+        .unspent
+        .get(&sh)
+        .map(|m| m.values().map(|v| v.1).sum())
+        .unwrap_or(0);
 
     // Over TCP, then over TLS against the self-signed certificate cairn made on first start
     // (the wallet trusts it on first use, as it does ElectrumX's and Fulcrum's).
-    let want = Want { blocks, history: want_history, balance: want_balance };
-    wallet_sees(&tmp.path().join("electrum-tcp"), &key, &format!("127.0.0.1:{port}:t"), &want);
-    wallet_sees(&tmp.path().join("electrum-tls"), &key, &format!("127.0.0.1:{tls_port}:s"), &want);
+    let want = Want {
+        blocks,
+        history: want_history,
+        balance: want_balance,
+    };
+    wallet_sees(
+        &tmp.path().join("electrum-tcp"),
+        &key,
+        &format!("127.0.0.1:{port}:t"),
+        &want,
+    );
+    wallet_sees(
+        &tmp.path().join("electrum-tls"),
+        &key,
+        &format!("127.0.0.1:{tls_port}:s"),
+        &want,
+    );
     let saved = tmp.path().join("electrum-tls/regtest/certs");
-    assert!(saved.read_dir().is_ok_and(|mut d| d.next().is_some()), "the wallet saved no certificate in {}", saved.display());
+    assert!(
+        saved.read_dir().is_ok_and(|mut d| d.next().is_some()),
+        "the wallet saved no certificate in {}",
+        saved.display()
+    );
 }
 
 /// What a wallet holding the key should see.
@@ -108,12 +148,23 @@ struct Want {
 /// `HOST:PORT:t` or `:s`) and checks its history, SPV proofs and balance.
 fn wallet_sees(wallet_dir: &Path, key: &PrivateKey, server: &str, want: &Want) {
     let (blocks, want_history, want_balance) = (want.blocks, &want.history, want.balance);
-    electrum(wallet_dir, &["--offline", "restore", &format!("p2wpkh:{}", key.to_wif())]);
-    electrum(wallet_dir, &["daemon", "-d", "--oneserver", "--server", server]);
+    electrum(
+        wallet_dir,
+        &["--offline", "restore", &format!("p2wpkh:{}", key.to_wif())],
+    );
+    electrum(
+        wallet_dir,
+        &["daemon", "-d", "--oneserver", "--server", server],
+    );
     struct StopDaemon<'a>(&'a Path);
     impl Drop for StopDaemon<'_> {
         fn drop(&mut self) {
-            let _ = Command::new(ELECTRUM).arg("--regtest").arg("-D").arg(self.0).arg("stop").output();
+            let _ = Command::new(ELECTRUM)
+                .arg("--regtest")
+                .arg("-D")
+                .arg(self.0)
+                .arg("stop")
+                .output();
         }
     }
     let _stop = StopDaemon(wallet_dir);
@@ -122,20 +173,25 @@ fn wallet_sees(wallet_dir: &Path, key: &PrivateKey, server: &str, want: &Want) {
     loop {
         let info = electrum(wallet_dir, &["getinfo"]);
         let synced = electrum(wallet_dir, &["is_synchronized"]);
-        if info["connected"] == true
-            && info["blockchain_height"] == blocks
-            && synced == true
-        {
+        if info["connected"] == true && info["blockchain_height"] == blocks && synced == true {
             break;
         }
-        assert!(start.elapsed() < Duration::from_secs(120), "wallet never synced over {server}: {info}");
+        assert!(
+            start.elapsed() < Duration::from_secs(120),
+            "wallet never synced over {server}: {info}"
+        );
         std::thread::sleep(Duration::from_millis(500));
     }
     let history = electrum(wallet_dir, &["onchain_history"]);
     let txs = history["transactions"].as_array().expect("transactions");
     let mut got: Vec<(String, u64)> = txs
         .iter()
-        .map(|t| (t["txid"].as_str().unwrap().to_string(), t["height"].as_u64().unwrap()))
+        .map(|t| {
+            (
+                t["txid"].as_str().unwrap().to_string(),
+                t["height"].as_u64().unwrap(),
+            )
+        })
         .collect();
     got.sort();
     let mut want: Vec<(String, u64)> = want_history
@@ -153,9 +209,17 @@ fn wallet_sees(wallet_dir: &Path, key: &PrivateKey, server: &str, want: &Want) {
     let btc = |field: &str| {
         balance[field]
             .as_str()
-            .map(|v| Amount::from_str_in(v, bitcoin::Denomination::Bitcoin).unwrap().to_sat())
+            .map(|v| {
+                Amount::from_str_in(v, bitcoin::Denomination::Bitcoin)
+                    .unwrap()
+                    .to_sat()
+            })
             .unwrap_or(0)
     };
-    assert_eq!(btc("confirmed") + btc("unmatured"), want_balance, "{balance}");
+    assert_eq!(
+        btc("confirmed") + btc("unmatured"),
+        want_balance,
+        "{balance}"
+    );
     assert_eq!(btc("unconfirmed"), 0);
 }

@@ -44,12 +44,21 @@ fn under_a_combined_flood_an_honest_bitcoind_keeps_syncing_from_cairn() {
     let p2p_port = free_port();
     let cairn = start_cairn(
         &tmp.path().join("cairn"),
-        &[format!("--connect=127.0.0.1:{}", a.p2p_port), format!("--p2p-addr=127.0.0.1:{p2p_port}")],
+        &[
+            format!("--connect=127.0.0.1:{}", a.p2p_port),
+            format!("--p2p-addr=127.0.0.1:{p2p_port}"),
+        ],
     );
     let cairn_p2p = SocketAddr::from(([127, 0, 0, 1], p2p_port));
     cairn.wait_for(&a.rpc(&["getbestblockhash"]), "initial sync");
     // The honest peer: syncs only from cairn.
-    let b = Bitcoind::start(&tmp.path().join("b"), &[format!("-connect=127.0.0.1:{p2p_port}"), "-v2transport=0".into()]);
+    let b = Bitcoind::start(
+        &tmp.path().join("b"),
+        &[
+            format!("-connect=127.0.0.1:{p2p_port}"),
+            "-v2transport=0".into(),
+        ],
+    );
     b.wait_for_height(200, Duration::from_secs(120));
     let rss_before = cairn.rss_kib();
 
@@ -59,8 +68,12 @@ fn under_a_combined_flood_an_honest_bitcoind_keeps_syncing_from_cairn() {
         let (done, peak, pid) = (done.clone(), peak.clone(), cairn.pid());
         std::thread::spawn(move || {
             while !done.load(Ordering::SeqCst) {
-                let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-                let rss = status.lines().find_map(|l| l.strip_prefix("VmRSS:")).and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok());
+                let status =
+                    std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+                let rss = status
+                    .lines()
+                    .find_map(|l| l.strip_prefix("VmRSS:"))
+                    .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok());
                 peak.fetch_max(rss.unwrap_or(0), Ordering::SeqCst);
                 std::thread::sleep(Duration::from_millis(50));
             }
@@ -91,22 +104,35 @@ fn under_a_combined_flood_an_honest_bitcoind_keeps_syncing_from_cairn() {
     // A 50,000-hash locator: a disconnect.
     let locator = std::thread::spawn(move || {
         let mut peer = locator_peer;
-        let hashes = (0..50_000u32).map(|i| BlockHash::from_byte_array([(i % 251) as u8 + 1; 32])).collect();
-        peer.send(NetworkMessage::GetHeaders(GetHeadersMessage { version: 70016, locator_hashes: hashes, stop_hash: BlockHash::all_zeros() }))
-            .unwrap();
+        let hashes = (0..50_000u32)
+            .map(|i| BlockHash::from_byte_array([(i % 251) as u8 + 1; 32]))
+            .collect();
+        peer.send(NetworkMessage::GetHeaders(GetHeadersMessage {
+            version: 70016,
+            locator_hashes: hashes,
+            stop_hash: BlockHash::all_zeros(),
+        }))
+        .unwrap();
         peer.is_closed_within(Duration::from_secs(30))
     });
 
     // 2,000 headers that chain to nothing: `getheaders` back, ten times; the eleventh disconnects.
     let unconnecting = std::thread::spawn(move || {
         let mut peer = unconnecting_peer;
-        let getheaders = |m: &NetworkMessage| matches!(m, NetworkMessage::GetHeaders(_)).then_some(());
-        peer.recv_until(getheaders).expect("cairn's first getheaders");
+        let getheaders =
+            |m: &NetworkMessage| matches!(m, NetworkMessage::GetHeaders(_)).then_some(());
+        peer.recv_until(getheaders)
+            .expect("cairn's first getheaders");
         for n in 1..=10u8 {
-            peer.send(NetworkMessage::Headers(unconnecting_headers(2_000, n))).unwrap();
-            assert!(peer.recv_until(getheaders).is_some(), "unconnecting headers message {n} was not answered with getheaders");
+            peer.send(NetworkMessage::Headers(unconnecting_headers(2_000, n)))
+                .unwrap();
+            assert!(
+                peer.recv_until(getheaders).is_some(),
+                "unconnecting headers message {n} was not answered with getheaders"
+            );
         }
-        peer.send(NetworkMessage::Headers(unconnecting_headers(2_000, 11))).unwrap();
+        peer.send(NetworkMessage::Headers(unconnecting_headers(2_000, 11)))
+            .unwrap();
         peer.is_closed_within(Duration::from_secs(30))
     });
 
@@ -124,25 +150,45 @@ fn under_a_combined_flood_an_honest_bitcoind_keeps_syncing_from_cairn() {
     };
     cairn.wait_for(&new_tip, "following bitcoind A under the flood");
     let block = invalid_block_on(&tip_header);
-    bad.send(NetworkMessage::Headers(vec![block.header])).unwrap();
+    bad.send(NetworkMessage::Headers(vec![block.header]))
+        .unwrap();
     let asked = bad.recv_until(|m| match m {
         NetworkMessage::GetData(items) => Some(items.clone()),
         _ => None,
     });
-    assert_eq!(asked, Some(vec![Inventory::WitnessBlock(block.block_hash())]));
+    assert_eq!(
+        asked,
+        Some(vec![Inventory::WitnessBlock(block.block_hash())])
+    );
     bad.send(NetworkMessage::Block(block)).unwrap();
-    assert!(bad.is_closed_within(Duration::from_secs(20)), "the invalid block's sender must be disconnected");
+    assert!(
+        bad.is_closed_within(Duration::from_secs(20)),
+        "the invalid block's sender must be disconnected"
+    );
 
-    assert!(locator.join().unwrap(), "the 50,000-hash locator must disconnect");
-    assert!(unconnecting.join().unwrap(), "the eleventh unconnecting headers message must disconnect");
+    assert!(
+        locator.join().unwrap(),
+        "the 50,000-hash locator must disconnect"
+    );
+    assert!(
+        unconnecting.join().unwrap(),
+        "the eleventh unconnecting headers message must disconnect"
+    );
     let held = half_open.join().unwrap();
     // The honest peer reaches the tip while the half-open connections are still held.
     let start = Instant::now();
     while b.rpc(&["getbestblockhash"]) != new_tip {
-        assert!(start.elapsed() < Duration::from_secs(60), "bitcoind B never got the new tip from cairn");
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "bitcoind B never got the new tip from cairn"
+        );
         std::thread::sleep(Duration::from_millis(100));
     }
-    assert_eq!(cairn.status()["kernel_tip"]["hash"], new_tip.as_str(), "the invalid block must not be the tip");
+    assert_eq!(
+        cairn.status()["kernel_tip"]["hash"],
+        new_tip.as_str(),
+        "the invalid block must not be the tip"
+    );
     done.store(true, Ordering::SeqCst);
     sampler.join().unwrap();
     let peak = peak.load(Ordering::SeqCst);
@@ -152,15 +198,27 @@ fn under_a_combined_flood_an_honest_bitcoind_keeps_syncing_from_cairn() {
         peak >> 10,
         held.len()
     );
-    assert!(peak < rss_before + (RSS_GROWTH_BOUND_MIB << 10), "RSS grew from {rss_before} KiB to {peak} KiB");
+    assert!(
+        peak < rss_before + (RSS_GROWTH_BOUND_MIB << 10),
+        "RSS grew from {rss_before} KiB to {peak} KiB"
+    );
 
     // The silent connections gone, a new peer is let in again, and the invalid block's sender
     // is not: it is banned.
     drop(held);
     let start = Instant::now();
-    while ScriptedPeer::connect("127.0.9.3", cairn_p2p).try_handshake().is_none() {
-        assert!(start.elapsed() < Duration::from_secs(30), "no place freed after the silent connections closed");
+    while ScriptedPeer::connect("127.0.9.3", cairn_p2p)
+        .try_handshake()
+        .is_none()
+    {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "no place freed after the silent connections closed"
+        );
         std::thread::sleep(Duration::from_millis(200));
     }
-    assert!(banned_within(&remote, cairn_p2p), "the invalid block's sender must be banned");
+    assert!(
+        banned_within(&remote, cairn_p2p),
+        "the invalid block's sender must be banned"
+    );
 }

@@ -17,7 +17,10 @@ use cairn::store::Store;
 fn open(dir: &Path) -> (Validator, Index) {
     let validator = common::open_validator(dir).0;
     let store = Arc::new(Store::open(&dir.join("index")).unwrap());
-    let files = cairn::kernel::blockfiles::KernelBlockFiles::new(&dir.join("kernel/blocks"), Network::Regtest.magic());
+    let files = cairn::kernel::blockfiles::KernelBlockFiles::new(
+        &dir.join("kernel/blocks"),
+        Network::Regtest.magic(),
+    );
     (validator, Index::open(store, Some(files)).unwrap())
 }
 
@@ -37,30 +40,46 @@ fn check(index: &Index, blocks: &[Block]) {
             .map(|h| (h.txid, h.height))
             .collect();
         assert_eq!(&got, hist, "history of {}", sh.to_electrum_hex());
-        let want: Vec<_> = e.unspent.get(sh).map(|m| m.iter().collect()).unwrap_or_default();
+        let want: Vec<_> = e
+            .unspent
+            .get(sh)
+            .map(|m| m.iter().collect())
+            .unwrap_or_default();
         let got = index.unspent(sh, usize::MAX).unwrap();
         assert_eq!(got.len(), want.len(), "unspent of {}", sh.to_electrum_hex());
         for (u, ((h, _, vout), (txid, value))) in got.iter().zip(want) {
-            assert_eq!((u.txid, u.vout, u.height, u.value), (*txid, *vout, *h, *value));
+            assert_eq!(
+                (u.txid, u.vout, u.height, u.value),
+                (*txid, *vout, *h, *value)
+            );
         }
-        let balance: u64 = e.unspent.get(sh).map(|m| m.values().map(|v| v.1).sum()).unwrap_or(0);
+        let balance: u64 = e
+            .unspent
+            .get(sh)
+            .map(|m| m.values().map(|v| v.1).sum())
+            .unwrap_or(0);
         assert_eq!(index.balance(sh).unwrap(), balance);
     }
     for (txid, (height, pos)) in &e.positions {
         let p = index.tx_position(txid).unwrap().unwrap();
         assert_eq!((p.height, p.pos), (*height, *pos));
         let raw = serialize(&blocks[*height as usize - 1]);
-        let tx: bitcoin::Transaction = bitcoin::consensus::deserialize(
-            &raw[p.offset as usize..(p.offset + p.len) as usize],
-        )
-        .unwrap();
+        let tx: bitcoin::Transaction =
+            bitcoin::consensus::deserialize(&raw[p.offset as usize..(p.offset + p.len) as usize])
+                .unwrap();
         assert_eq!(tx.compute_txid(), *txid);
         // The same bytes straight from the kernel's block files.
-        let (bytes, _) = index.raw_tx(txid).unwrap().expect("mapped in the block files");
+        let (bytes, _) = index
+            .raw_tx(txid)
+            .unwrap()
+            .expect("mapped in the block files");
         assert_eq!(bytes, raw[p.offset as usize..(p.offset + p.len) as usize]);
     }
     for (op, (txid, vin, height)) in &e.spent_by {
-        assert_eq!(index.spender(&op.txid, op.vout).unwrap(), Some((*txid, *vin, *height)));
+        assert_eq!(
+            index.spender(&op.txid, op.vout).unwrap(),
+            Some((*txid, *vin, *height))
+        );
     }
     for (i, block) in blocks.iter().enumerate() {
         let txids: Vec<Txid> = block.txdata.iter().map(|t| t.compute_txid()).collect();
@@ -76,7 +95,11 @@ fn generated(gen: &mut ChainGenerator, n: u32) -> Vec<Block> {
 fn index_matches_the_blocks_and_survives_a_reorg() {
     let tmp = tempfile::tempdir().unwrap();
     let (v, index) = open(tmp.path());
-    let mut gen = ChainGenerator::new(GenerateOptions { blocks: 0, txs_per_block: 30, seed: 8 });
+    let mut gen = ChainGenerator::new(GenerateOptions {
+        blocks: 0,
+        txs_per_block: 30,
+        seed: 8,
+    });
     let common = generated(&mut gen, 200);
     let mut fork = gen.fork(1);
     let branch_a = generated(&mut gen, 40);
@@ -100,7 +123,10 @@ fn index_matches_the_blocks_and_survives_a_reorg() {
     check(&index, &chain_b);
     // Transactions only branch A had are gone.
     let only_a = branch_a[5].txdata[1].compute_txid();
-    if !chain_b.iter().any(|b| b.txdata.iter().any(|t| t.compute_txid() == only_a)) {
+    if !chain_b
+        .iter()
+        .any(|b| b.txdata.iter().any(|t| t.compute_txid() == only_a))
+    {
         assert_eq!(index.tx_position(&only_a).unwrap(), None);
     }
 
@@ -115,7 +141,11 @@ fn index_matches_the_blocks_and_survives_a_reorg() {
 #[test]
 fn reopened_index_continues_where_it_stopped() {
     let tmp = tempfile::tempdir().unwrap();
-    let mut gen = ChainGenerator::new(GenerateOptions { blocks: 0, txs_per_block: 20, seed: 9 });
+    let mut gen = ChainGenerator::new(GenerateOptions {
+        blocks: 0,
+        txs_per_block: 20,
+        seed: 9,
+    });
     let blocks = generated(&mut gen, 150);
     {
         let (v, index) = open(tmp.path());
@@ -138,7 +168,11 @@ fn reopened_index_continues_where_it_stopped() {
 fn readers_see_whole_commits_during_a_reorg_and_never_hold_up_the_writer() {
     let tmp = tempfile::tempdir().unwrap();
     let (v, index) = open(tmp.path());
-    let mut gen = ChainGenerator::new(GenerateOptions { blocks: 0, txs_per_block: 30, seed: 31 });
+    let mut gen = ChainGenerator::new(GenerateOptions {
+        blocks: 0,
+        txs_per_block: 30,
+        seed: 31,
+    });
     let common = generated(&mut gen, 150);
     let mut fork = gen.fork(1);
     let branch_a = generated(&mut gen, 20);
@@ -158,8 +192,14 @@ fn readers_see_whole_commits_during_a_reorg_and_never_hold_up_the_writer() {
         let _ = done_tx.send(i2.sync(&v2).map(|s| s.connected));
         drop(view);
     });
-    let synced = done_rx.recv_timeout(std::time::Duration::from_secs(60)).expect("the commit waited for a reader");
-    assert_eq!(synced.unwrap(), 0, "one block of B has less work than A: nothing to do yet");
+    let synced = done_rx
+        .recv_timeout(std::time::Duration::from_secs(60))
+        .expect("the commit waited for a reader");
+    assert_eq!(
+        synced.unwrap(),
+        0,
+        "one block of B has less work than A: nothing to do yet"
+    );
 
     // Every state the reorg may pass through: the common chain plus a prefix of either branch.
     let mut states: Vec<Vec<Block>> = Vec::new();
@@ -175,9 +215,16 @@ fn readers_see_whole_commits_during_a_reorg_and_never_hold_up_the_writer() {
     watched.truncate(40);
     // Each answer on its own must be that of some state.
     let allowed = |sh: &cairn::store::schema::ScriptHash, got: &[(Txid, u32)], balance: u64| {
-        let history_of_a_state = expected.iter().any(|e| e.history.get(sh).map(Vec::as_slice).unwrap_or_default() == got);
-        let balance_of_a_state =
-            expected.iter().any(|e| e.unspent.get(sh).map(|m| m.values().map(|v| v.1).sum()).unwrap_or(0) == balance);
+        let history_of_a_state = expected
+            .iter()
+            .any(|e| e.history.get(sh).map(Vec::as_slice).unwrap_or_default() == got);
+        let balance_of_a_state = expected.iter().any(|e| {
+            e.unspent
+                .get(sh)
+                .map(|m| m.values().map(|v| v.1).sum())
+                .unwrap_or(0)
+                == balance
+        });
         history_of_a_state && balance_of_a_state
     };
 
@@ -191,7 +238,11 @@ fn readers_see_whole_commits_during_a_reorg_and_never_hold_up_the_writer() {
                     for sh in &watched {
                         let got = index.history(sh, usize::MAX).unwrap();
                         let balance = index.balance(sh).unwrap();
-                        seen.push((*sh, got.iter().map(|h| (h.txid, h.height)).collect::<Vec<_>>(), balance));
+                        seen.push((
+                            *sh,
+                            got.iter().map(|h| (h.txid, h.height)).collect::<Vec<_>>(),
+                            balance,
+                        ));
                     }
                 }
                 seen
@@ -206,7 +257,12 @@ fn readers_see_whole_commits_during_a_reorg_and_never_hold_up_the_writer() {
     let mut observed = 0;
     for r in readers {
         for (sh, got, balance) in r.join().unwrap() {
-            assert!(allowed(&sh, &got, balance), "a reader saw a state no commit left: {} with {} entries, balance {balance}", sh.to_electrum_hex(), got.len());
+            assert!(
+                allowed(&sh, &got, balance),
+                "a reader saw a state no commit left: {} with {} entries, balance {balance}",
+                sh.to_electrum_hex(),
+                got.len()
+            );
             observed += 1;
         }
     }

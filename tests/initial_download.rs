@@ -19,7 +19,9 @@ use serde_json::Value;
 
 fn ask(port: u16, requests: &[&str]) -> Vec<Value> {
     let stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-    stream.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
     let mut reader = BufReader::new(stream.try_clone().unwrap());
     requests
         .iter()
@@ -34,7 +36,11 @@ fn ask(port: u16, requests: &[&str]) -> Vec<Value> {
 
 fn http_get(port: u16, path: &str) -> String {
     let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-    write!(stream, "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").unwrap();
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
     let mut out = String::new();
     std::io::Read::read_to_string(&mut stream, &mut out).unwrap();
     out
@@ -53,7 +59,10 @@ fn while_syncing_clients_are_told_so_and_served_once_synced() {
     let cairn = start_cairn(
         &tmp.path().join("cairn"),
         &[
-            format!("--connect=127.0.0.1:{}", listener.local_addr().unwrap().port()),
+            format!(
+                "--connect=127.0.0.1:{}",
+                listener.local_addr().unwrap().port()
+            ),
             "--no-listen".into(),
             format!("--electrum-addr=127.0.0.1:{electrum}"),
             format!("--http-addr=127.0.0.1:{http}"),
@@ -62,8 +71,12 @@ fn while_syncing_clients_are_told_so_and_served_once_synced() {
     // cairn tries BIP324 first; the scripted peer speaks v1 only.
     let mut peer = ScriptedPeer::over(common::peer::accept_v1(&listener));
     peer.handshake();
-    peer.recv_until(|m| matches!(m, NetworkMessage::GetHeaders(_)).then_some(())).expect("getheaders");
-    peer.send(NetworkMessage::Headers(blocks.iter().map(|b| b.header).collect())).unwrap();
+    peer.recv_until(|m| matches!(m, NetworkMessage::GetHeaders(_)).then_some(()))
+        .expect("getheaders");
+    peer.send(NetworkMessage::Headers(
+        blocks.iter().map(|b| b.header).collect(),
+    ))
+    .unwrap();
     let asked = peer
         .recv_until(|m| match m {
             NetworkMessage::GetData(items) => Some(items.clone()),
@@ -75,14 +88,32 @@ fn while_syncing_clients_are_told_so_and_served_once_synced() {
     let status = cairn.status_when(|s| s["syncing"]["headers"] == 30);
     assert_eq!(status["syncing"]["height"], 0, "{status}");
     let answers = ask(electrum, &[VERSION, TIP, FEATURES]);
-    assert!(answers[0]["result"].is_array(), "server.version answers: {}", answers[0]);
-    assert_eq!(answers[1]["error"]["message"], "server is syncing: height 0 of 30", "{}", answers[1]);
-    assert_eq!(answers[2]["result"]["syncing"], serde_json::json!({"height": 0, "headers": 30}));
+    assert!(
+        answers[0]["result"].is_array(),
+        "server.version answers: {}",
+        answers[0]
+    );
+    assert_eq!(
+        answers[1]["error"]["message"], "server is syncing: height 0 of 30",
+        "{}",
+        answers[1]
+    );
+    assert_eq!(
+        answers[2]["result"]["syncing"],
+        serde_json::json!({"height": 0, "headers": 30})
+    );
     let filters = http_get(http, "/filterheaders?start=0&count=1");
-    assert!(filters.starts_with("HTTP/1.1 503") && filters.contains("server is syncing: height 0 of 30"), "{filters}");
+    assert!(
+        filters.starts_with("HTTP/1.1 503")
+            && filters.contains("server is syncing: height 0 of 30"),
+        "{filters}"
+    );
     // A load balancer's health check sends no wallets here yet.
     let health = http_get(http, "/health");
-    assert!(health.starts_with("HTTP/1.1 503") && health.contains("initial download: height 0 of 30"), "{health}");
+    assert!(
+        health.starts_with("HTTP/1.1 503") && health.contains("initial download: height 0 of 30"),
+        "{health}"
+    );
 
     // The blocks, as asked for: caught up, everything answers by itself.
     let served = std::thread::spawn(move || {
@@ -105,11 +136,24 @@ fn while_syncing_clients_are_told_so_and_served_once_synced() {
     let start = Instant::now();
     let status = cairn.status_when(|s| s["index_tip"]["height"] == 30 && s["syncing"].is_null());
     let answers = ask(electrum, &[VERSION, TIP, FEATURES]);
-    assert_eq!(answers[1]["result"]["height"], 30, "{} after {:?}; {status}", answers[1], start.elapsed());
-    assert!(answers[2]["result"].get("syncing").is_none(), "{}", answers[2]);
+    assert_eq!(
+        answers[1]["result"]["height"],
+        30,
+        "{} after {:?}; {status}",
+        answers[1],
+        start.elapsed()
+    );
+    assert!(
+        answers[2]["result"].get("syncing").is_none(),
+        "{}",
+        answers[2]
+    );
     assert!(http_get(http, "/filterheaders?start=0&count=1").starts_with("HTTP/1.1 200"));
     let health = http_get(http, "/health");
-    assert!(health.starts_with("HTTP/1.1 200") && health.contains(r#""index_height":30"#), "{health}");
+    assert!(
+        health.starts_with("HTTP/1.1 200") && health.contains(r#""index_height":30"#),
+        "{health}"
+    );
     drop(cairn);
     let _ = served.join();
 }

@@ -23,9 +23,14 @@ fn rpc_json(node: &Bitcoind, args: &[&str]) -> Value {
 fn height_of(node: &Bitcoind, txid: &str) -> Option<i64> {
     if let Ok(entry) = node.rpc_result(&["getmempoolentry", txid]) {
         let entry: Value = serde_json::from_str(&entry).unwrap();
-        return Some(if entry["depends"].as_array().unwrap().is_empty() { 0 } else { -1 });
+        return Some(if entry["depends"].as_array().unwrap().is_empty() {
+            0
+        } else {
+            -1
+        });
     }
-    let tx: Value = serde_json::from_str(&node.rpc_result(&["getrawtransaction", txid, "1"]).ok()?).unwrap();
+    let tx: Value =
+        serde_json::from_str(&node.rpc_result(&["getrawtransaction", txid, "1"]).ok()?).unwrap();
     let hash = tx["blockhash"].as_str()?;
     let header = rpc_json(node, &["getblockheader", hash]);
     (header["confirmations"].as_i64()? > 0).then(|| header["height"].as_i64().unwrap())
@@ -40,7 +45,8 @@ fn chain_spender(node: &Bitcoind, op: &OutPoint, from: i64) -> Option<(String, i
         let block = rpc_json(node, &["getblock", &hash, "2"]);
         for tx in block["tx"].as_array().unwrap() {
             let spends = tx["vin"].as_array().unwrap().iter().any(|i| {
-                i["txid"].as_str() == Some(&op.txid.to_string()) && i["vout"].as_u64() == Some(u64::from(op.vout))
+                i["txid"].as_str() == Some(&op.txid.to_string())
+                    && i["vout"].as_u64() == Some(u64::from(op.vout))
             });
             if spends {
                 return Some((tx["txid"].as_str().unwrap().to_string(), height));
@@ -53,7 +59,9 @@ fn chain_spender(node: &Bitcoind, op: &OutPoint, from: i64) -> Option<(String, i
 /// The status bitcoind's view gives `op`, in the protocol's shape.
 fn oracle(node: &Bitcoind, op: &OutPoint) -> Value {
     let txid = op.txid.to_string();
-    let Some(height) = height_of(node, &txid) else { return json!({}) };
+    let Some(height) = height_of(node, &txid) else {
+        return json!({});
+    };
     let tx = rpc_json(node, &["getrawtransaction", &txid, "1"]);
     if tx["vout"].as_array().unwrap().len() <= op.vout as usize {
         return json!({});
@@ -63,7 +71,9 @@ fn oracle(node: &Bitcoind, op: &OutPoint) -> Value {
         None => {
             let query = json!([{"txid": txid, "vout": op.vout}]).to_string();
             let spending = rpc_json(node, &["gettxspendingprevout", &query]);
-            spending[0]["spendingtxid"].as_str().map(|s| (s.to_string(), height_of(node, s).unwrap()))
+            spending[0]["spendingtxid"]
+                .as_str()
+                .map(|s| (s.to_string(), height_of(node, s).unwrap()))
         }
     };
     match spender {
@@ -80,7 +90,10 @@ struct Watcher {
 
 impl Watcher {
     fn subscribe(&mut self, node: &Bitcoind, op: OutPoint) {
-        let answer = self.c.call("blockchain.outpoint.subscribe", json!([op.txid.to_string(), op.vout]));
+        let answer = self.c.call(
+            "blockchain.outpoint.subscribe",
+            json!([op.txid.to_string(), op.vout]),
+        );
         assert_eq!(answer["result"], oracle(node, &op), "subscribe {op}");
         self.last.insert(op, answer["result"].clone());
     }
@@ -88,23 +101,39 @@ impl Watcher {
     /// Waits until the notifications bring every subscription to the status bitcoind gives it,
     /// then checks `get_status` agrees; returns how many notifications came.
     fn settle(&mut self, node: &Bitcoind, what: &str) -> usize {
-        let want: HashMap<OutPoint, Value> = self.last.keys().map(|op| (*op, oracle(node, op))).collect();
+        let want: HashMap<OutPoint, Value> =
+            self.last.keys().map(|op| (*op, oracle(node, op))).collect();
         let deadline = Instant::now() + Duration::from_secs(60);
         let mut heard = 0;
         while self.last != want {
-            assert!(Instant::now() < deadline, "{what}: heard {:#?}, bitcoind says {want:#?}", self.last);
-            let Some(note) = self.c.next_note(Duration::from_millis(500)) else { continue };
+            assert!(
+                Instant::now() < deadline,
+                "{what}: heard {:#?}, bitcoind says {want:#?}",
+                self.last
+            );
+            let Some(note) = self.c.next_note(Duration::from_millis(500)) else {
+                continue;
+            };
             if note["method"] != "blockchain.outpoint.subscribe" {
                 continue;
             }
             let params = &note["params"];
-            let op = OutPoint::new(params[0][0].as_str().unwrap().parse().unwrap(), params[0][1].as_u64().unwrap() as u32);
-            assert!(self.last.contains_key(&op), "{what}: a notification for {op}, never subscribed");
+            let op = OutPoint::new(
+                params[0][0].as_str().unwrap().parse().unwrap(),
+                params[0][1].as_u64().unwrap() as u32,
+            );
+            assert!(
+                self.last.contains_key(&op),
+                "{what}: a notification for {op}, never subscribed"
+            );
             self.last.insert(op, params[1].clone());
             heard += 1;
         }
         for (op, status) in &want {
-            let now = self.c.call("blockchain.outpoint.get_status", json!([op.txid.to_string(), op.vout]));
+            let now = self.c.call(
+                "blockchain.outpoint.get_status",
+                json!([op.txid.to_string(), op.vout]),
+            );
             assert_eq!(&now["result"], status, "{what}: get_status {op}");
         }
         heard
@@ -114,11 +143,20 @@ impl Watcher {
 /// A wallet transaction spending `inputs`, paying `outputs` (address to BTC), signed by
 /// bitcoind's wallet and not sent: its hex and txid.
 fn build(node: &Bitcoind, inputs: Value, outputs: Value) -> (String, bitcoin::Txid) {
-    let raw = node.rpc(&["createrawtransaction", &inputs.to_string(), &outputs.to_string(), "0", "true"]);
+    let raw = node.rpc(&[
+        "createrawtransaction",
+        &inputs.to_string(),
+        &outputs.to_string(),
+        "0",
+        "true",
+    ]);
     let signed = rpc_json(node, &["signrawtransactionwithwallet", &raw]);
     assert_eq!(signed["complete"], true, "{signed}");
     let hex = signed["hex"].as_str().unwrap().to_string();
-    let tx: bitcoin::Transaction = bitcoin::consensus::deserialize(&<Vec<u8> as bitcoin::hex::FromHex>::from_hex(&hex).unwrap()).unwrap();
+    let tx: bitcoin::Transaction = bitcoin::consensus::deserialize(
+        &<Vec<u8> as bitcoin::hex::FromHex>::from_hex(&hex).unwrap(),
+    )
+    .unwrap();
     (hex, tx.compute_txid())
 }
 
@@ -129,17 +167,26 @@ fn synced(cairn: &Cairn, node: &Bitcoind, what: &str) {
 #[test]
 fn outpoint_statuses_follow_bitcoinds_chain_and_mempool() {
     let tmp = tempfile::tempdir().unwrap();
-    let node = Bitcoind::start(&tmp.path().join("bitcoind"), &["-fallbackfee=0.0001".into(), "-txindex=1".into()]);
+    let node = Bitcoind::start(
+        &tmp.path().join("bitcoind"),
+        &["-fallbackfee=0.0001".into(), "-txindex=1".into()],
+    );
     node.rpc(&["createwallet", "w"]);
     let mine = node.rpc(&["getnewaddress", "", "bech32"]);
     node.rpc(&["generatetoaddress", "110", &mine]);
     let port = free_port();
     let cairn = start_cairn(
         &tmp.path().join("cairn"),
-        &[format!("--connect=127.0.0.1:{}", node.p2p_port), format!("--electrum-addr=127.0.0.1:{port}")],
+        &[
+            format!("--connect=127.0.0.1:{}", node.p2p_port),
+            format!("--electrum-addr=127.0.0.1:{port}"),
+        ],
     );
     synced(&cairn, &node, "initial sync");
-    let mut w = Watcher { c: Lines::connect(format!("127.0.0.1:{port}").parse().unwrap(), "1.7"), last: HashMap::new() };
+    let mut w = Watcher {
+        c: Lines::connect(format!("127.0.0.1:{port}").parse().unwrap(), "1.7"),
+        last: HashMap::new(),
+    };
     let broadcast = |w: &mut Watcher, hex: &str| {
         let answer = w.c.call("blockchain.transaction.broadcast", json!([hex]));
         assert!(answer.get("result").is_some(), "{answer}");
@@ -148,12 +195,22 @@ fn outpoint_statuses_follow_bitcoinds_chain_and_mempool() {
 
     // Two mature wallet coins: C funds A; W is B's second input, for the reorg below.
     let coins = rpc_json(&node, &["listunspent", "101"]);
-    let coin = |i: usize| (coins[i]["txid"].as_str().unwrap().to_string(), coins[i]["vout"].as_u64().unwrap() as u32, coins[i]["amount"].as_f64().unwrap());
+    let coin = |i: usize| {
+        (
+            coins[i]["txid"].as_str().unwrap().to_string(),
+            coins[i]["vout"].as_u64().unwrap() as u32,
+            coins[i]["amount"].as_f64().unwrap(),
+        )
+    };
     let (c_txid, c_vout, c_amount) = coin(0);
     let (w_txid, w_vout, w_amount) = coin(1);
     let c_op = OutPoint::new(c_txid.parse().unwrap(), c_vout);
     let x = node.rpc(&["getnewaddress", "", "bech32"]);
-    let (a_hex, a) = build(&node, json!([{"txid": c_txid, "vout": c_vout}]), json!([{ x.clone(): format!("{:.8}", c_amount - 0.001) }]));
+    let (a_hex, a) = build(
+        &node,
+        json!([{"txid": c_txid, "vout": c_vout}]),
+        json!([{ x.clone(): format!("{:.8}", c_amount - 0.001) }]),
+    );
     let a0 = OutPoint::new(a, 0);
     w.subscribe(&node, c_op);
     w.subscribe(&node, a0);
@@ -180,15 +237,25 @@ fn outpoint_statuses_follow_bitcoinds_chain_and_mempool() {
     assert_eq!(w.last[&a0]["spender_height"], -1);
 
     // A block with A alone: A confirmed, B's height -1 to 0.
-    let h1 = rpc_json(&node, &["generateblock", &mine, &json!([a_hex]).to_string()]);
+    let h1 = rpc_json(
+        &node,
+        &["generateblock", &mine, &json!([a_hex]).to_string()],
+    );
     synced(&cairn, &node, "A mined");
     w.settle(&node, "A mined");
     assert_eq!(w.last[&b0], json!({"height": 0}));
-    let h1_height = rpc_json(&node, &["getblockheader", h1["hash"].as_str().unwrap()])["height"].clone();
-    assert_eq!(w.last[&a0], json!({"height": h1_height, "spender_txhash": b.to_string(), "spender_height": 0}));
+    let h1_height =
+        rpc_json(&node, &["getblockheader", h1["hash"].as_str().unwrap()])["height"].clone();
+    assert_eq!(
+        w.last[&a0],
+        json!({"height": h1_height, "spender_txhash": b.to_string(), "spender_height": 0})
+    );
 
     // B mined in the next block: both confirmed.
-    let h2 = rpc_json(&node, &["generateblock", &mine, &json!([b_hex]).to_string()]);
+    let h2 = rpc_json(
+        &node,
+        &["generateblock", &mine, &json!([b_hex]).to_string()],
+    );
     synced(&cairn, &node, "B mined");
     w.settle(&node, "B mined");
     assert!(w.last[&a0]["spender_height"].as_i64().unwrap() > 0);
@@ -197,16 +264,30 @@ fn outpoint_statuses_follow_bitcoinds_chain_and_mempool() {
     // back. A's output is unspent again and B's output is gone.
     node.rpc(&["invalidateblock", h2["hash"].as_str().unwrap()]);
     let z = node.rpc(&["getnewaddress", "", "bech32"]);
-    let (t_hex, _) = build(&node, json!([{"txid": w_txid, "vout": w_vout}]), json!([{ z.clone(): format!("{:.8}", w_amount - 0.002) }]));
+    let (t_hex, _) = build(
+        &node,
+        json!([{"txid": w_txid, "vout": w_vout}]),
+        json!([{ z.clone(): format!("{:.8}", w_amount - 0.002) }]),
+    );
     node.rpc(&["generateblock", &mine, &json!([t_hex]).to_string()]);
     node.rpc(&["generateblock", &mine, "[]"]);
     synced(&cairn, &node, "the reorg");
     w.settle(&node, "the reorg");
     assert_eq!(w.last[&a0], json!({"height": h1_height}), "unspent again");
-    assert_eq!(w.last[&b0], json!({}), "its funding transaction left the chain for good");
+    assert_eq!(
+        w.last[&b0],
+        json!({}),
+        "its funding transaction left the chain for good"
+    );
 
     // Spent in the mempool, then that spend replaced by one paying more.
-    let spend_a = |fee: f64| build(&node, json!([{"txid": a.to_string(), "vout": 0}]), json!([{ y.clone(): format!("{:.8}", c_amount - 0.001 - fee) }]));
+    let spend_a = |fee: f64| {
+        build(
+            &node,
+            json!([{"txid": a.to_string(), "vout": 0}]),
+            json!([{ y.clone(): format!("{:.8}", c_amount - 0.001 - fee) }]),
+        )
+    };
     let (r1_hex, r1) = spend_a(0.0002);
     broadcast(&mut w, &r1_hex);
     w.settle(&node, "R1 in the mempool");
@@ -221,5 +302,8 @@ fn outpoint_statuses_follow_bitcoinds_chain_and_mempool() {
     synced(&cairn, &node, "R2 mined");
     w.settle(&node, "R2 mined");
     assert!(w.last[&a0]["spender_height"].as_i64().unwrap() > 0);
-    assert_eq!(w.c.call("blockchain.outpoint.unsubscribe", json!([a.to_string(), 0]))["result"], true);
+    assert_eq!(
+        w.c.call("blockchain.outpoint.unsubscribe", json!([a.to_string(), 0]))["result"],
+        true
+    );
 }

@@ -12,7 +12,10 @@ use std::time::{Duration, Instant};
 use std::str::FromStr;
 
 use bitcoin::hex::{DisplayHex, FromHex};
-use common::peer::{accept_v1, bad_checksum_ping, banned_within, connect_from, invalid_block_on, non_loopback_ip, ScriptedPeer};
+use common::peer::{
+    accept_v1, bad_checksum_ping, banned_within, connect_from, invalid_block_on, non_loopback_ip,
+    ScriptedPeer,
+};
 use common::{free_port, start_cairn, Bitcoind, Cairn};
 
 const ADDR: &str = "bcrt1qs758ursh4q9z627kt3pp5yysm78ddny6txaqgw";
@@ -20,7 +23,17 @@ const ADDR: &str = "bcrt1qs758ursh4q9z627kt3pp5yysm78ddny6txaqgw";
 /// The transport (`v1`, `v2`) of each of bitcoind's connections.
 fn transports(node: &Bitcoind) -> Vec<String> {
     let peers: serde_json::Value = serde_json::from_str(&node.rpc(&["getpeerinfo"])).unwrap();
-    peers.as_array().unwrap().iter().map(|p| p["transport_protocol_type"].as_str().unwrap_or("?").to_string()).collect()
+    peers
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            p["transport_protocol_type"]
+                .as_str()
+                .unwrap_or("?")
+                .to_string()
+        })
+        .collect()
 }
 
 #[test]
@@ -28,14 +41,26 @@ fn syncs_from_bitcoind_follows_reorgs_serves_peers_and_bans_garbage() {
     let tmp = tempfile::tempdir().unwrap();
     let chain = tmp.path().join("chain");
     let out = Command::new(env!("CARGO_BIN_EXE_cairn"))
-        .args(["generate", "--blocks", "1000", "--txs-per-block", "10", "--seed", "12", "--out"])
+        .args([
+            "generate",
+            "--blocks",
+            "1000",
+            "--txs-per-block",
+            "10",
+            "--seed",
+            "12",
+            "--out",
+        ])
         .arg(&chain)
         .output()
         .unwrap();
     assert!(out.status.success());
     let a = Bitcoind::start(
         &tmp.path().join("a"),
-        &[format!("-loadblock={}", chain.join("blocks/blk00000.dat").display())],
+        &[format!(
+            "-loadblock={}",
+            chain.join("blocks/blk00000.dat").display()
+        )],
     );
     a.wait_for_height(1000, Duration::from_secs(120));
 
@@ -50,7 +75,11 @@ fn syncs_from_bitcoind_follows_reorgs_serves_peers_and_bans_garbage() {
     );
     cairn.wait_for(&a.rpc(&["getbestblockhash"]), "initial sync");
     // bitcoind at its defaults speaks BIP324, and so does cairn's connection to it.
-    assert_eq!(transports(&a), ["v2"], "cairn's outbound connection to bitcoind");
+    assert_eq!(
+        transports(&a),
+        ["v2"],
+        "cairn's outbound connection to bitcoind"
+    );
 
     // New blocks are followed.
     a.rpc(&["generatetoaddress", "2", ADDR]);
@@ -72,15 +101,31 @@ fn syncs_from_bitcoind_follows_reorgs_serves_peers_and_bans_garbage() {
 
     // A second bitcoind, at its defaults, syncs the whole chain from cairn over BIP324; a third
     // with v2 off over v1 (cairn tells them apart by their first bytes).
-    let b = Bitcoind::start(&tmp.path().join("b"), &[format!("-connect=127.0.0.1:{p2p_port}")]);
+    let b = Bitcoind::start(
+        &tmp.path().join("b"),
+        &[format!("-connect=127.0.0.1:{p2p_port}")],
+    );
     b.wait_for_height(1003, Duration::from_secs(120));
     assert_eq!(b.rpc(&["getbestblockhash"]), new_tip);
     assert_eq!(transports(&b), ["v2"], "bitcoind's connection to cairn");
     let services = b.rpc(&["getpeerinfo"]);
-    assert!(services.contains("\"P2P_V2\"") && services.contains("\"COMPACT_FILTERS\""), "cairn's advertised services: {services}");
-    let c = Bitcoind::start(&tmp.path().join("c"), &[format!("-connect=127.0.0.1:{p2p_port}"), "-v2transport=0".into()]);
+    assert!(
+        services.contains("\"P2P_V2\"") && services.contains("\"COMPACT_FILTERS\""),
+        "cairn's advertised services: {services}"
+    );
+    let c = Bitcoind::start(
+        &tmp.path().join("c"),
+        &[
+            format!("-connect=127.0.0.1:{p2p_port}"),
+            "-v2transport=0".into(),
+        ],
+    );
     c.wait_for_height(1003, Duration::from_secs(120));
-    assert_eq!(transports(&c), ["v1"], "a v1-only bitcoind's connection to cairn");
+    assert_eq!(
+        transports(&c),
+        ["v1"],
+        "a v1-only bitcoind's connection to cairn"
+    );
 
     // A peer from a non-local address sends a message with a bad checksum: disconnected and
     // banned. The same from a loopback address (every inbound peer of an onion service) is
@@ -91,10 +136,20 @@ fn syncs_from_bitcoind_follows_reorgs_serves_peers_and_bans_garbage() {
         let mut peer = ScriptedPeer::connect(from, cairn_p2p);
         peer.handshake();
         peer.stream.write_all(&bad_checksum_ping()).unwrap();
-        assert_eq!(peer.recv_until(|_| None::<()>), None, "cairn must drop the connection");
+        assert_eq!(
+            peer.recv_until(|_| None::<()>),
+            None,
+            "cairn must drop the connection"
+        );
         // Banned: the next connection from that address is closed at once. Not banned: it
         // completes a handshake.
-        let refused = if banned { banned_within(from, cairn_p2p) } else { ScriptedPeer::connect(from, cairn_p2p).try_handshake().is_none() };
+        let refused = if banned {
+            banned_within(from, cairn_p2p)
+        } else {
+            ScriptedPeer::connect(from, cairn_p2p)
+                .try_handshake()
+                .is_none()
+        };
         assert_eq!(refused, banned, "peer {from}: banned {banned} expected");
     }
     // Sync goes on with the honest peer.
@@ -105,7 +160,9 @@ fn syncs_from_bitcoind_follows_reorgs_serves_peers_and_bans_garbage() {
 /// A regtest `ping` whose checksum does not match its payload.
 /// Waits (30 s at most) for a `blockchain.scripthash.subscribe` notification of `script`.
 fn wait_for_script_notification(
-    c: &electrum_client::raw_client::RawClient<electrum_client::raw_client::ElectrumPlaintextStream>,
+    c: &electrum_client::raw_client::RawClient<
+        electrum_client::raw_client::ElectrumPlaintextStream,
+    >,
     script: &bitcoin::Script,
     what: &str,
 ) {
@@ -136,25 +193,49 @@ fn transactions_relay_both_ways_with_bitcoind() {
         ],
     );
     cairn.wait_for(&a.rpc(&["getbestblockhash"]), "initial sync");
-    let c = RawClient::new(("127.0.0.1", electrum_port), Some(Duration::from_secs(30)), None).unwrap();
+    let c = RawClient::new(
+        ("127.0.0.1", electrum_port),
+        Some(Duration::from_secs(30)),
+        None,
+    )
+    .unwrap();
 
     // bitcoind's wallet pays an address: cairn's mempool has it within seconds, and a client
     // subscribed to that address is notified.
     let dest = a.rpc(&["getnewaddress", "", "bech32"]);
-    let dest_script = bitcoin::Address::from_str(&dest).unwrap().assume_checked().script_pubkey();
+    let dest_script = bitcoin::Address::from_str(&dest)
+        .unwrap()
+        .assume_checked()
+        .script_pubkey();
     assert!(c.script_subscribe(&dest_script).unwrap().is_none());
     let txid: bitcoin::Txid = a.rpc(&["sendtoaddress", &dest, "1.5"]).parse().unwrap();
     let start = Instant::now();
     loop {
-        let mempool = c.raw_call("blockchain.scripthash.get_mempool", vec![Param::String(cairn::store::schema::ScriptHash::of(&dest_script).to_electrum_hex())]).unwrap();
-        if mempool.as_array().is_some_and(|m| m.iter().any(|e| e["tx_hash"] == txid.to_string())) {
+        let mempool = c
+            .raw_call(
+                "blockchain.scripthash.get_mempool",
+                vec![Param::String(
+                    cairn::store::schema::ScriptHash::of(&dest_script).to_electrum_hex(),
+                )],
+            )
+            .unwrap();
+        if mempool
+            .as_array()
+            .is_some_and(|m| m.iter().any(|e| e["tx_hash"] == txid.to_string()))
+        {
             break;
         }
-        assert!(start.elapsed() < Duration::from_secs(60), "bitcoind's transaction never reached cairn's mempool");
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "bitcoind's transaction never reached cairn's mempool"
+        );
         std::thread::sleep(Duration::from_millis(200));
     }
     let history = c.script_get_history(&dest_script).unwrap();
-    assert_eq!(history.last().map(|h| (h.tx_hash, h.height)), Some((txid, 0)));
+    assert_eq!(
+        history.last().map(|h| (h.tx_hash, h.height)),
+        Some((txid, 0))
+    );
     wait_for_script_notification(&c, &dest_script, "no notification");
 
     // A transaction broadcast through cairn's Electrum reaches bitcoind's mempool.
@@ -166,11 +247,17 @@ fn transactions_relay_both_ways_with_bitcoind() {
     let make = |fee: f64| {
         let outputs = serde_json::json!({ to.clone(): format!("{:.8}", amount - fee) }).to_string();
         let raw = a.rpc(&["createrawtransaction", &inputs, &outputs]);
-        let signed: serde_json::Value = serde_json::from_str(&a.rpc(&["signrawtransactionwithwallet", &raw])).unwrap();
+        let signed: serde_json::Value =
+            serde_json::from_str(&a.rpc(&["signrawtransactionwithwallet", &raw])).unwrap();
         signed["hex"].as_str().unwrap().to_string()
     };
     let raw = make(0.0002);
-    let sent = c.raw_call("blockchain.transaction.broadcast", vec![Param::String(raw.clone())]).unwrap();
+    let sent = c
+        .raw_call(
+            "blockchain.transaction.broadcast",
+            vec![Param::String(raw.clone())],
+        )
+        .unwrap();
     let sent_txid = sent.as_str().unwrap().to_string();
     let start = Instant::now();
     loop {
@@ -178,11 +265,20 @@ fn transactions_relay_both_ways_with_bitcoind() {
         if pool.contains(&sent_txid) {
             break;
         }
-        assert!(start.elapsed() < Duration::from_secs(60), "cairn's broadcast never reached bitcoind");
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "cairn's broadcast never reached bitcoind"
+        );
         std::thread::sleep(Duration::from_millis(200));
     }
     // A double spend paying less is refused with a reason.
-    let err = c.raw_call("blockchain.transaction.broadcast", vec![Param::String(make(0.0001))]).unwrap_err().to_string();
+    let err = c
+        .raw_call(
+            "blockchain.transaction.broadcast",
+            vec![Param::String(make(0.0001))],
+        )
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("insufficient fee"), "{err}");
 
     // Mined by bitcoind: the mempool entry becomes confirmed history.
@@ -194,7 +290,10 @@ fn transactions_relay_both_ways_with_bitcoind() {
         if h.last().is_some_and(|e| e.tx_hash == txid && e.height > 0) {
             break;
         }
-        assert!(start.elapsed() < Duration::from_secs(30), "mined transaction still unconfirmed: {h:?}");
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "mined transaction still unconfirmed: {h:?}"
+        );
         std::thread::sleep(Duration::from_millis(100));
     }
 
@@ -213,7 +312,10 @@ fn transactions_relay_both_ways_with_bitcoind() {
         if h.iter().any(|e| e.tx_hash == txid && e.height == 0) {
             break;
         }
-        assert!(start.elapsed() < Duration::from_secs(30), "reorged-out transaction not back in the mempool: {h:?}");
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "reorged-out transaction not back in the mempool: {h:?}"
+        );
         std::thread::sleep(Duration::from_millis(100));
     }
     wait_for_script_notification(&c, &dest_script, "no notification after the reorg");
@@ -222,7 +324,11 @@ fn transactions_relay_both_ways_with_bitcoind() {
     // a parent paying no fee is refused alone, accepted with a child that pays for both, and
     // refused with a child that does not.
     let coins: serde_json::Value = serde_json::from_str(&a.rpc(&["listunspent", "1"])).unwrap();
-    let mut coins = coins.as_array().unwrap().iter().filter(|c| c["amount"].as_f64().unwrap() > 1.0);
+    let mut coins = coins
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["amount"].as_f64().unwrap() > 1.0);
     let mut package = |child_fee: f64| -> (bitcoin::Transaction, bitcoin::Transaction) {
         let coin = coins.next().expect("a spendable coin");
         let amount = coin["amount"].as_f64().unwrap();
@@ -230,38 +336,75 @@ fn transactions_relay_both_ways_with_bitcoind() {
         let inputs = serde_json::json!([{"txid": coin["txid"], "vout": coin["vout"]}]).to_string();
         let outputs = serde_json::json!({ to_parent.clone(): format!("{amount:.8}") }).to_string();
         let raw = a.rpc(&["createrawtransaction", &inputs, &outputs]);
-        let signed: serde_json::Value = serde_json::from_str(&a.rpc(&["signrawtransactionwithwallet", &raw])).unwrap();
-        let parent: bitcoin::Transaction = bitcoin::consensus::deserialize(&Vec::<u8>::from_hex(signed["hex"].as_str().unwrap()).unwrap()).unwrap();
-        let info: serde_json::Value = serde_json::from_str(&a.rpc(&["getaddressinfo", &to_parent])).unwrap();
+        let signed: serde_json::Value =
+            serde_json::from_str(&a.rpc(&["signrawtransactionwithwallet", &raw])).unwrap();
+        let parent: bitcoin::Transaction = bitcoin::consensus::deserialize(
+            &Vec::<u8>::from_hex(signed["hex"].as_str().unwrap()).unwrap(),
+        )
+        .unwrap();
+        let info: serde_json::Value =
+            serde_json::from_str(&a.rpc(&["getaddressinfo", &to_parent])).unwrap();
         let to_child = a.rpc(&["getnewaddress", "", "bech32"]);
-        let inputs = serde_json::json!([{"txid": parent.compute_txid().to_string(), "vout": 0}]).to_string();
-        let outputs = serde_json::json!({ to_child: format!("{:.8}", amount - child_fee) }).to_string();
+        let inputs =
+            serde_json::json!([{"txid": parent.compute_txid().to_string(), "vout": 0}]).to_string();
+        let outputs =
+            serde_json::json!({ to_child: format!("{:.8}", amount - child_fee) }).to_string();
         let prevtxs = serde_json::json!([{"txid": parent.compute_txid().to_string(), "vout": 0,
-            "scriptPubKey": info["scriptPubKey"], "amount": amount}]).to_string();
+            "scriptPubKey": info["scriptPubKey"], "amount": amount}])
+        .to_string();
         let raw = a.rpc(&["createrawtransaction", &inputs, &outputs]);
-        let signed: serde_json::Value = serde_json::from_str(&a.rpc(&["signrawtransactionwithwallet", &raw, &prevtxs])).unwrap();
-        let child: bitcoin::Transaction = bitcoin::consensus::deserialize(&Vec::<u8>::from_hex(signed["hex"].as_str().unwrap()).unwrap()).unwrap();
+        let signed: serde_json::Value =
+            serde_json::from_str(&a.rpc(&["signrawtransactionwithwallet", &raw, &prevtxs]))
+                .unwrap();
+        let child: bitcoin::Transaction = bitcoin::consensus::deserialize(
+            &Vec::<u8>::from_hex(signed["hex"].as_str().unwrap()).unwrap(),
+        )
+        .unwrap();
         (parent, child)
     };
     let (parent, child) = package(0.0002);
     let err = c.transaction_broadcast(&parent).unwrap_err().to_string();
     assert!(err.contains("min relay fee not met"), "{err}");
-    let err = c.transaction_broadcast_package(&[child.clone(), parent.clone()]).unwrap_err().to_string();
+    let err = c
+        .transaction_broadcast_package(&[child.clone(), parent.clone()])
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("package-not-child-with-parents"), "{err}");
-    let res = c.transaction_broadcast_package(&[parent.clone(), child.clone()]).unwrap();
+    let res = c
+        .transaction_broadcast_package(&[parent.clone(), child.clone()])
+        .unwrap();
     assert!(res.success && res.errors.is_empty(), "{res:?}");
     let in_pool = |t: &bitcoin::Transaction| c.transaction_get(&t.compute_txid()).is_ok();
     assert!(in_pool(&parent) && in_pool(&child));
     let child_script = child.output[0].script_pubkey.clone();
     let hist = c.script_get_history(&child_script).unwrap();
-    assert_eq!(hist.iter().map(|h| (h.tx_hash, h.height)).collect::<Vec<_>>(), vec![(child.compute_txid(), -1)]);
+    assert_eq!(
+        hist.iter()
+            .map(|h| (h.tx_hash, h.height))
+            .collect::<Vec<_>>(),
+        vec![(child.compute_txid(), -1)]
+    );
     let (cheap_parent, cheap_child) = package(0.0000005);
-    let res = c.transaction_broadcast_package(&[cheap_parent.clone(), cheap_child.clone()]).unwrap();
+    let res = c
+        .transaction_broadcast_package(&[cheap_parent.clone(), cheap_child.clone()])
+        .unwrap();
     assert!(!res.success, "{res:?}");
     let failed: Vec<bitcoin::Txid> = res.errors.iter().map(|e| e.txid).collect();
-    assert_eq!(failed, vec![cheap_parent.compute_txid(), cheap_child.compute_txid()], "{res:?}");
-    assert!(res.errors.iter().all(|e| e.error.contains("package fee rate too low")), "{res:?}");
-    assert!(!in_pool(&cheap_parent) && !in_pool(&cheap_child), "a refused package left members behind");
+    assert_eq!(
+        failed,
+        vec![cheap_parent.compute_txid(), cheap_child.compute_txid()],
+        "{res:?}"
+    );
+    assert!(
+        res.errors
+            .iter()
+            .all(|e| e.error.contains("package fee rate too low")),
+        "{res:?}"
+    );
+    assert!(
+        !in_pool(&cheap_parent) && !in_pool(&cheap_child),
+        "a refused package left members behind"
+    );
 }
 
 #[test]
@@ -277,33 +420,62 @@ fn learns_peer_addresses_connects_out_to_them_and_answers_getaddr() {
 
     // cairn with no peers configured: it only listens.
     let p2p_port = free_port();
-    let cairn = start_cairn(&tmp.path().join("cairn"), &[format!("--p2p-addr=127.0.0.1:{p2p_port}")]);
+    let cairn = start_cairn(
+        &tmp.path().join("cairn"),
+        &[format!("--p2p-addr=127.0.0.1:{p2p_port}")],
+    );
     let cairn_p2p = SocketAddr::from(([127, 0, 0, 1], p2p_port));
 
     // A peer connects, finishes the handshake (cairn offers addrv2 and wtxid relay)...
     let mut q = ScriptedPeer::connect("127.0.0.4", cairn_p2p);
     let handshake = q.handshake();
-    assert!(handshake.iter().any(|m| matches!(m, NetworkMessage::SendAddrV2)), "{handshake:?}");
+    assert!(
+        handshake
+            .iter()
+            .any(|m| matches!(m, NetworkMessage::SendAddrV2)),
+        "{handshake:?}"
+    );
     // ...and tells cairn about bitcoind's address.
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() as u32;
-    q.send(NetworkMessage::Addr(vec![(now, Address::new(&b_addr, ServiceFlags::NETWORK | ServiceFlags::WITNESS))]))
-        .unwrap();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as u32;
+    q.send(NetworkMessage::Addr(vec![(
+        now,
+        Address::new(&b_addr, ServiceFlags::NETWORK | ServiceFlags::WITNESS),
+    )]))
+    .unwrap();
 
     // cairn fills an outbound slot with it and syncs bitcoind's chain from it.
-    cairn.wait_for(&b.rpc(&["getbestblockhash"]), "sync from a peer learnt by addr");
+    cairn.wait_for(
+        &b.rpc(&["getbestblockhash"]),
+        "sync from a peer learnt by addr",
+    );
     let status = cairn.status();
-    let peers = status["p2p"]["peers"].as_array().cloned().unwrap_or_default();
+    let peers = status["p2p"]["peers"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
     assert!(
-        peers.iter().any(|p| p["addr"] == b_addr.to_string() && p["inbound"] == false),
+        peers
+            .iter()
+            .any(|p| p["addr"] == b_addr.to_string() && p["inbound"] == false),
         "bitcoind not among the outbound peers: {status}"
     );
-    assert!(status["p2p"]["known_addresses"].as_u64().unwrap_or(0) >= 1, "{status}");
+    assert!(
+        status["p2p"]["known_addresses"].as_u64().unwrap_or(0) >= 1,
+        "{status}"
+    );
 
     // An inbound peer's getaddr is answered with what the book holds.
     q.send(NetworkMessage::GetAddr).unwrap();
     let answered = q
         .recv_until(|m| match m {
-            NetworkMessage::Addr(list) => Some(list.iter().filter_map(|(_, a)| a.socket_addr().ok()).collect::<Vec<_>>()),
+            NetworkMessage::Addr(list) => Some(
+                list.iter()
+                    .filter_map(|(_, a)| a.socket_addr().ok())
+                    .collect::<Vec<_>>(),
+            ),
             _ => None,
         })
         .expect("an addr answer");
@@ -311,10 +483,21 @@ fn learns_peer_addresses_connects_out_to_them_and_answers_getaddr() {
 
     // More than 1,000 addresses in one message is a protocol violation: disconnected.
     let flood: Vec<(u32, Address)> = (0..1001u32)
-        .map(|i| (now, Address::new(&SocketAddr::from((std::net::Ipv4Addr::from(0x0b00_0000 + i), 8333)), ServiceFlags::NETWORK)))
+        .map(|i| {
+            (
+                now,
+                Address::new(
+                    &SocketAddr::from((std::net::Ipv4Addr::from(0x0b00_0000 + i), 8333)),
+                    ServiceFlags::NETWORK,
+                ),
+            )
+        })
         .collect();
     q.send(NetworkMessage::Addr(flood)).unwrap();
-    assert!(q.recv_until(|_| None::<()>).is_none(), "still connected after an oversized addr");
+    assert!(
+        q.recv_until(|_| None::<()>).is_none(),
+        "still connected after an oversized addr"
+    );
     // The honest outbound peer stays.
     b.rpc(&["generatetoaddress", "1", ADDR]);
     cairn.wait_for(&b.rpc(&["getbestblockhash"]), "after the flood");
@@ -339,7 +522,10 @@ fn a_restart_reconnects_to_the_peers_of_the_saved_address_book() {
     // Run 2: no peer named (and regtest has no DNS seeds): the saved book brings bitcoind back.
     b.rpc(&["generatetoaddress", "1", ADDR]);
     let cairn = start_cairn(&dir, &[listen()]);
-    cairn.wait_for(&b.rpc(&["getbestblockhash"]), "reconnect from the saved book");
+    cairn.wait_for(
+        &b.rpc(&["getbestblockhash"]),
+        "reconnect from the saved book",
+    );
     // The book kept the services of bitcoind's handshake (NODE_P2P_V2 among them): BIP324.
     assert_eq!(transports(&b), ["v2"], "a book peer known to offer v2");
     cairn.stop();
@@ -351,8 +537,14 @@ fn a_restart_reconnects_to_the_peers_of_the_saved_address_book() {
     let cairn = start_cairn(&dir, &[listen()]);
     let status = cairn.status_when(|s| s["running"] == true);
     assert_eq!(status["p2p"]["known_addresses"], 0, "{status}");
-    let aside: Vec<String> = std::fs::read_dir(dir.join("regtest")).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
-    assert!(aside.iter().any(|n| n.starts_with("addrbook.dat.bad-")), "{aside:?}");
+    let aside: Vec<String> = std::fs::read_dir(dir.join("regtest"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert!(
+        aside.iter().any(|n| n.starts_with("addrbook.dat.bad-")),
+        "{aside:?}"
+    );
     cairn.stop();
 }
 
@@ -371,7 +563,13 @@ fn filtered_chain(blocks: u32, txs_per_block: u32, seed: u64) -> FilteredChain {
     let tmp = tempfile::tempdir().unwrap();
     let chain = tmp.path().join("chain");
     let out = Command::new(env!("CARGO_BIN_EXE_cairn"))
-        .args(["generate", "--blocks", &blocks.to_string(), "--txs-per-block", &txs_per_block.to_string()])
+        .args([
+            "generate",
+            "--blocks",
+            &blocks.to_string(),
+            "--txs-per-block",
+            &txs_per_block.to_string(),
+        ])
         .args(["--seed", &seed.to_string(), "--out"])
         .arg(&chain)
         .output()
@@ -379,22 +577,37 @@ fn filtered_chain(blocks: u32, txs_per_block: u32, seed: u64) -> FilteredChain {
     assert!(out.status.success());
     let a = Bitcoind::start(
         &tmp.path().join("a"),
-        &[format!("-loadblock={}", chain.join("blocks/blk00000.dat").display()), "-blockfilterindex=1".into()],
+        &[
+            format!("-loadblock={}", chain.join("blocks/blk00000.dat").display()),
+            "-blockfilterindex=1".into(),
+        ],
     );
     a.wait_for_height(u64::from(blocks), Duration::from_secs(120));
     let p2p_port = free_port();
     let cairn = start_cairn(
         &tmp.path().join("cairn"),
-        &[format!("--connect=127.0.0.1:{}", a.p2p_port), format!("--p2p-addr=127.0.0.1:{p2p_port}")],
+        &[
+            format!("--connect=127.0.0.1:{}", a.p2p_port),
+            format!("--p2p-addr=127.0.0.1:{p2p_port}"),
+        ],
     );
     let tip = a.rpc(&["getbestblockhash"]);
     cairn.wait_for(&tip, "initial sync");
     let start = Instant::now();
     while !a.rpc(&["getindexinfo"]).contains("\"synced\": true") {
-        assert!(start.elapsed() < Duration::from_secs(120), "bitcoind's filter index never synced");
+        assert!(
+            start.elapsed() < Duration::from_secs(120),
+            "bitcoind's filter index never synced"
+        );
         std::thread::sleep(Duration::from_millis(200));
     }
-    FilteredChain { a, cairn, p2p_port, tip, _tmp: tmp }
+    FilteredChain {
+        a,
+        cairn,
+        p2p_port,
+        tip,
+        _tmp: tmp,
+    }
 }
 
 #[test]
@@ -405,13 +618,23 @@ fn serves_bip157_filters_like_bitcoind_and_disconnects_abusers() {
     use bitcoin::p2p::message_filter::{GetCFCheckpt, GetCFHeaders, GetCFilters};
     use bitcoin::p2p::ServiceFlags;
     use bitcoin::BlockHash;
-    let FilteredChain { a, cairn: _cairn, p2p_port, _tmp, .. } = filtered_chain(1050, 3, 5);
+    let FilteredChain {
+        a,
+        cairn: _cairn,
+        p2p_port,
+        _tmp,
+        ..
+    } = filtered_chain(1050, 3, 5);
     let cairn_p2p = SocketAddr::from(([127, 0, 0, 1], p2p_port));
     // bitcoind's filters and headers, the reference.
     let hash = |h: u32| BlockHash::from_str(&a.rpc(&["getblockhash", &h.to_string()])).unwrap();
     let reference = |h: u32| -> (String, FilterHeader) {
-        let v: serde_json::Value = serde_json::from_str(&a.rpc(&["getblockfilter", &hash(h).to_string()])).unwrap();
-        (v["filter"].as_str().unwrap().to_string(), FilterHeader::from_str(v["header"].as_str().unwrap()).unwrap())
+        let v: serde_json::Value =
+            serde_json::from_str(&a.rpc(&["getblockfilter", &hash(h).to_string()])).unwrap();
+        (
+            v["filter"].as_str().unwrap().to_string(),
+            FilterHeader::from_str(v["header"].as_str().unwrap()).unwrap(),
+        )
     };
 
     let mut q = ScriptedPeer::connect("127.0.0.4", cairn_p2p);
@@ -420,56 +643,127 @@ fn serves_bip157_filters_like_bitcoind_and_disconnects_abusers() {
         NetworkMessage::Version(v) => Some(v.services),
         _ => None,
     });
-    assert!(services.is_some_and(|s| s.has(ServiceFlags::COMPACT_FILTERS)), "{services:?}");
+    assert!(
+        services.is_some_and(|s| s.has(ServiceFlags::COMPACT_FILTERS)),
+        "{services:?}"
+    );
 
     // getcfcheckpt: the filter header at height 1000.
-    q.send(NetworkMessage::GetCFCheckpt(GetCFCheckpt { filter_type: 0, stop_hash: hash(1050) })).unwrap();
-    let checkpt = q.recv_until(|m| match m { NetworkMessage::CFCheckpt(c) => Some(c.clone()), _ => None }).expect("cfcheckpt");
+    q.send(NetworkMessage::GetCFCheckpt(GetCFCheckpt {
+        filter_type: 0,
+        stop_hash: hash(1050),
+    }))
+    .unwrap();
+    let checkpt = q
+        .recv_until(|m| match m {
+            NetworkMessage::CFCheckpt(c) => Some(c.clone()),
+            _ => None,
+        })
+        .expect("cfcheckpt");
     assert_eq!(checkpt.filter_headers, vec![reference(1000).1]);
 
     // getcfheaders over 2,000 blocks at most: here 1..=1050, chained from height 0's header.
-    q.send(NetworkMessage::GetCFHeaders(GetCFHeaders { filter_type: 0, start_height: 1, stop_hash: hash(1050) })).unwrap();
-    let headers = q.recv_until(|m| match m { NetworkMessage::CFHeaders(c) => Some(c.clone()), _ => None }).expect("cfheaders");
+    q.send(NetworkMessage::GetCFHeaders(GetCFHeaders {
+        filter_type: 0,
+        start_height: 1,
+        stop_hash: hash(1050),
+    }))
+    .unwrap();
+    let headers = q
+        .recv_until(|m| match m {
+            NetworkMessage::CFHeaders(c) => Some(c.clone()),
+            _ => None,
+        })
+        .expect("cfheaders");
     assert_eq!(headers.previous_filter_header, reference(0).1);
     assert_eq!(headers.filter_hashes.len(), 1050);
     let mut prev = headers.previous_filter_header;
     for (i, fh) in headers.filter_hashes.iter().enumerate() {
         prev = fh.filter_header(&prev);
         if i % 97 == 0 || i == 1049 {
-            assert_eq!(prev, reference(i as u32 + 1).1, "filter header at {}", i + 1);
+            assert_eq!(
+                prev,
+                reference(i as u32 + 1).1,
+                "filter header at {}",
+                i + 1
+            );
         }
     }
 
     // getcfilters for 1,000 blocks: every filter equals bitcoind's, in order.
-    q.send(NetworkMessage::GetCFilters(GetCFilters { filter_type: 0, start_height: 50, stop_hash: hash(1049) })).unwrap();
+    q.send(NetworkMessage::GetCFilters(GetCFilters {
+        filter_type: 0,
+        start_height: 50,
+        stop_hash: hash(1049),
+    }))
+    .unwrap();
     for h in 50..=1049u32 {
-        let f = q.recv_until(|m| match m { NetworkMessage::CFilter(f) => Some(f.clone()), _ => None }).expect("cfilter");
+        let f = q
+            .recv_until(|m| match m {
+                NetworkMessage::CFilter(f) => Some(f.clone()),
+                _ => None,
+            })
+            .expect("cfilter");
         assert_eq!(f.block_hash, hash(h));
         let (want, _) = reference(h);
         assert_eq!(f.filter.to_lower_hex_string(), want, "filter at {h}");
-        assert_eq!(FilterHash::hash(&f.filter), headers.filter_hashes[h as usize - 1], "cfheaders agrees at {h}");
+        assert_eq!(
+            FilterHash::hash(&f.filter),
+            headers.filter_hashes[h as usize - 1],
+            "cfheaders agrees at {h}"
+        );
     }
 
     // Abusive requests get a disconnect: 1,001 filters, a wrong filter type, an unknown stop hash.
     let abuses = [
-        NetworkMessage::GetCFilters(GetCFilters { filter_type: 0, start_height: 49, stop_hash: hash(1049) }),
-        NetworkMessage::GetCFHeaders(GetCFHeaders { filter_type: 1, start_height: 0, stop_hash: hash(10) }),
-        NetworkMessage::GetCFCheckpt(GetCFCheckpt { filter_type: 0, stop_hash: BlockHash::all_zeros() }),
-        NetworkMessage::GetCFHeaders(GetCFHeaders { filter_type: 0, start_height: 11, stop_hash: hash(10) }),
+        NetworkMessage::GetCFilters(GetCFilters {
+            filter_type: 0,
+            start_height: 49,
+            stop_hash: hash(1049),
+        }),
+        NetworkMessage::GetCFHeaders(GetCFHeaders {
+            filter_type: 1,
+            start_height: 0,
+            stop_hash: hash(10),
+        }),
+        NetworkMessage::GetCFCheckpt(GetCFCheckpt {
+            filter_type: 0,
+            stop_hash: BlockHash::all_zeros(),
+        }),
+        NetworkMessage::GetCFHeaders(GetCFHeaders {
+            filter_type: 0,
+            start_height: 11,
+            stop_hash: hash(10),
+        }),
     ];
     for (i, abuse) in abuses.into_iter().enumerate() {
         let mut bad = ScriptedPeer::connect(&format!("127.0.0.{}", 10 + i), cairn_p2p);
         bad.handshake();
         bad.send(abuse.clone()).unwrap();
         let answered = bad.recv_until(|m| match m {
-            NetworkMessage::CFilter(_) | NetworkMessage::CFHeaders(_) | NetworkMessage::CFCheckpt(_) => Some(()),
+            NetworkMessage::CFilter(_)
+            | NetworkMessage::CFHeaders(_)
+            | NetworkMessage::CFCheckpt(_) => Some(()),
             _ => None,
         });
-        assert!(answered.is_none(), "{abuse:?} was answered instead of disconnecting");
+        assert!(
+            answered.is_none(),
+            "{abuse:?} was answered instead of disconnecting"
+        );
     }
     // The well-behaved peer is still served.
-    q.send(NetworkMessage::GetCFHeaders(GetCFHeaders { filter_type: 0, start_height: 0, stop_hash: hash(3) })).unwrap();
-    let again = q.recv_until(|m| match m { NetworkMessage::CFHeaders(c) => Some(c.clone()), _ => None }).expect("cfheaders");
+    q.send(NetworkMessage::GetCFHeaders(GetCFHeaders {
+        filter_type: 0,
+        start_height: 0,
+        stop_hash: hash(3),
+    }))
+    .unwrap();
+    let again = q
+        .recv_until(|m| match m {
+            NetworkMessage::CFHeaders(c) => Some(c.clone()),
+            _ => None,
+        })
+        .expect("cfheaders");
     assert_eq!(again.previous_filter_header, FilterHeader::all_zeros());
     assert_eq!(again.filter_hashes.len(), 4);
 }
@@ -479,24 +773,44 @@ fn kyoto_light_client_syncs_every_filter_from_cairn() {
     use bip157::builder::Builder;
     use bip157::chain::ChainState;
     use bip157::{Client, Event, HashCheckpoint, TrustedPeer};
-    let FilteredChain { a, cairn: _cairn, p2p_port, tip, _tmp } = filtered_chain(300, 8, 9);
+    let FilteredChain {
+        a,
+        cairn: _cairn,
+        p2p_port,
+        tip,
+        _tmp,
+    } = filtered_chain(300, 8, 9);
 
     // Kyoto, pointed at cairn only, from genesis.
-    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
     let filters: Vec<(u32, bitcoin::BlockHash, Vec<u8>)> = rt.block_on(async {
         let (node, client) = Builder::new(bitcoin::Network::Regtest)
-            .add_peer(TrustedPeer::from_socket_addr(SocketAddr::from(([127, 0, 0, 1], p2p_port))))
+            .add_peer(TrustedPeer::from_socket_addr(SocketAddr::from((
+                [127, 0, 0, 1],
+                p2p_port,
+            ))))
             .whitelist_only()
             .required_peers(1)
-            .chain_state(ChainState::Checkpoint(HashCheckpoint::from_genesis(bitcoin::Network::Regtest)))
+            .chain_state(ChainState::Checkpoint(HashCheckpoint::from_genesis(
+                bitcoin::Network::Regtest,
+            )))
             .build();
         let running = tokio::spawn(async move { node.run().await });
-        let Client { requester, mut event_rx, .. } = client;
+        let Client {
+            requester,
+            mut event_rx,
+            ..
+        } = client;
         let mut got = Vec::new();
         let synced = tokio::time::timeout(Duration::from_secs(120), async {
             while let Some(event) = event_rx.recv().await {
                 match event {
-                    Event::IndexedFilter(f) => got.push((f.height(), f.block_hash(), f.into_contents())),
+                    Event::IndexedFilter(f) => {
+                        got.push((f.height(), f.block_hash(), f.into_contents()))
+                    }
                     Event::FiltersSynced(update) => return Some(update.tip().hash),
                     Event::ChainUpdate(_) => {}
                 }
@@ -506,16 +820,28 @@ fn kyoto_light_client_syncs_every_filter_from_cairn() {
         .await;
         let _ = requester.shutdown();
         running.abort();
-        assert_eq!(synced.ok().flatten().map(|h| h.to_string()), Some(tip.clone()), "Kyoto did not sync to cairn's tip");
+        assert_eq!(
+            synced.ok().flatten().map(|h| h.to_string()),
+            Some(tip.clone()),
+            "Kyoto did not sync to cairn's tip"
+        );
         got
     });
     // Every block's filter, each equal to bitcoind's.
     let heights: Vec<u32> = filters.iter().map(|f| f.0).collect();
     assert_eq!(heights, (1..=300).collect::<Vec<u32>>());
     for (height, hash, filter) in filters {
-        assert_eq!(hash.to_string(), a.rpc(&["getblockhash", &height.to_string()]));
-        let want: serde_json::Value = serde_json::from_str(&a.rpc(&["getblockfilter", &hash.to_string()])).unwrap();
-        assert_eq!(filter.to_lower_hex_string(), want["filter"].as_str().unwrap(), "filter at {height}");
+        assert_eq!(
+            hash.to_string(),
+            a.rpc(&["getblockhash", &height.to_string()])
+        );
+        let want: serde_json::Value =
+            serde_json::from_str(&a.rpc(&["getblockfilter", &hash.to_string()])).unwrap();
+        assert_eq!(
+            filter.to_lower_hex_string(),
+            want["filter"].as_str().unwrap(),
+            "filter at {height}"
+        );
     }
 }
 
@@ -524,7 +850,13 @@ fn nakamoto_light_client_rescans_every_filter_from_cairn() {
     use nakamoto::client::traits::Handle as _;
     use nakamoto::client::{Client, Config};
     type Reactor = nakamoto::net::poll::Reactor<std::net::TcpStream>;
-    let FilteredChain { a, cairn: _cairn, p2p_port, tip, _tmp: tmp } = filtered_chain(200, 8, 10);
+    let FilteredChain {
+        a,
+        cairn: _cairn,
+        p2p_port,
+        tip,
+        _tmp: tmp,
+    } = filtered_chain(200, 8, 10);
 
     // nakamoto, connected to cairn only: it syncs headers and filter headers, then a rescan
     // fetches every filter (each checked by nakamoto against the filter headers).
@@ -536,7 +868,9 @@ fn nakamoto_light_client_rescans_every_filter_from_cairn() {
     let handle = client.handle();
     let filters = handle.filters();
     std::thread::spawn(move || client.run(cfg));
-    let reached = handle.wait_for_height(200).expect("nakamoto reaches height 200");
+    let reached = handle
+        .wait_for_height(200)
+        .expect("nakamoto reaches height 200");
     assert_eq!(reached.to_string(), tip);
     // Headers first, then filter headers: rescanning waits for them.
     let script = nakamoto::common::bitcoin::Script::new();
@@ -544,17 +878,29 @@ fn nakamoto_light_client_rescans_every_filter_from_cairn() {
     let start = Instant::now();
     handle.rescan(1..=200, std::iter::once(script)).unwrap();
     while got.len() < 200 {
-        assert!(start.elapsed() < Duration::from_secs(120), "nakamoto got {} filters", got.len());
+        assert!(
+            start.elapsed() < Duration::from_secs(120),
+            "nakamoto got {} filters",
+            got.len()
+        );
         if let Ok((filter, hash, height)) = filters.recv_timeout(Duration::from_secs(5)) {
             got.insert(height, (hash.to_string(), filter.content));
         }
     }
     let _ = handle.shutdown();
-    assert_eq!(got.keys().copied().collect::<Vec<u64>>(), (1..=200).collect::<Vec<u64>>());
+    assert_eq!(
+        got.keys().copied().collect::<Vec<u64>>(),
+        (1..=200).collect::<Vec<u64>>()
+    );
     for (height, (hash, content)) in got {
         assert_eq!(hash, a.rpc(&["getblockhash", &height.to_string()]));
-        let want: serde_json::Value = serde_json::from_str(&a.rpc(&["getblockfilter", &hash])).unwrap();
-        assert_eq!(content.to_lower_hex_string(), want["filter"].as_str().unwrap(), "filter at {height}");
+        let want: serde_json::Value =
+            serde_json::from_str(&a.rpc(&["getblockfilter", &hash])).unwrap();
+        assert_eq!(
+            content.to_lower_hex_string(),
+            want["filter"].as_str().unwrap(),
+            "filter at {height}"
+        );
     }
 }
 
@@ -567,13 +913,25 @@ fn oversized_getheaders_locator_disconnects_without_a_ban() {
     use bitcoin::p2p::message::NetworkMessage;
     use bitcoin::p2p::message_blockdata::GetHeadersMessage;
     use bitcoin::BlockHash;
-    let FilteredChain { a, cairn: _cairn, p2p_port, _tmp, .. } = filtered_chain(120, 1, 11);
+    let FilteredChain {
+        a,
+        cairn: _cairn,
+        p2p_port,
+        _tmp,
+        ..
+    } = filtered_chain(120, 1, 11);
     let cairn_p2p = SocketAddr::from(([127, 0, 0, 1], p2p_port));
     let genesis = BlockHash::from_str(&a.rpc(&["getblockhash", "0"])).unwrap();
     let getheaders = |n: usize| {
-        let mut locator: Vec<BlockHash> = (0..n - 1).map(|i| BlockHash::from_byte_array([(i % 251) as u8 + 1; 32])).collect();
+        let mut locator: Vec<BlockHash> = (0..n - 1)
+            .map(|i| BlockHash::from_byte_array([(i % 251) as u8 + 1; 32]))
+            .collect();
         locator.push(genesis);
-        NetworkMessage::GetHeaders(GetHeadersMessage { version: 70016, locator_hashes: locator, stop_hash: BlockHash::all_zeros() })
+        NetworkMessage::GetHeaders(GetHeadersMessage {
+            version: 70016,
+            locator_hashes: locator,
+            stop_hash: BlockHash::all_zeros(),
+        })
     };
     let headers_of = |m: &NetworkMessage| match m {
         NetworkMessage::Headers(h) => Some(h.len()),
@@ -582,11 +940,19 @@ fn oversized_getheaders_locator_disconnects_without_a_ban() {
     let mut big = ScriptedPeer::connect("127.0.0.21", cairn_p2p);
     big.handshake();
     big.send(getheaders(50_000)).unwrap();
-    assert_eq!(big.recv_until(headers_of), None, "a 50,000-hash locator was answered instead of disconnecting");
+    assert_eq!(
+        big.recv_until(headers_of),
+        None,
+        "a 50,000-hash locator was answered instead of disconnecting"
+    );
     let mut again = ScriptedPeer::connect("127.0.0.21", cairn_p2p);
     again.handshake();
     again.send(getheaders(101)).unwrap();
-    assert_eq!(again.recv_until(headers_of), Some(120), "the same address, with a 101-hash locator, gets every header after genesis");
+    assert_eq!(
+        again.recv_until(headers_of),
+        Some(120),
+        "the same address, with a 101-hash locator, gets every header after genesis"
+    );
 }
 
 /// Issue 12's unconnecting headers: a `headers` message whose first header follows an unknown
@@ -596,12 +962,21 @@ fn oversized_getheaders_locator_disconnects_without_a_ban() {
 fn unconnecting_headers_get_getheaders_until_too_many() {
     use bitcoin::hashes::Hash;
     use bitcoin::p2p::message::NetworkMessage;
-    let FilteredChain { cairn: _cairn, p2p_port, _tmp, .. } = filtered_chain(20, 1, 12);
+    let FilteredChain {
+        cairn: _cairn,
+        p2p_port,
+        _tmp,
+        ..
+    } = filtered_chain(20, 1, 12);
     let cairn_p2p = SocketAddr::from(([127, 0, 0, 1], p2p_port));
     let mut q = ScriptedPeer::connect("127.0.0.31", cairn_p2p);
     q.handshake();
     let getheaders = |m: &NetworkMessage| matches!(m, NetworkMessage::GetHeaders(_)).then_some(());
-    assert_eq!(q.recv_until(getheaders), Some(()), "cairn's first getheaders");
+    assert_eq!(
+        q.recv_until(getheaders),
+        Some(()),
+        "cairn's first getheaders"
+    );
     let orphan = |n: u8| bitcoin::block::Header {
         version: bitcoin::block::Version::TWO,
         prev_blockhash: bitcoin::BlockHash::from_byte_array([n; 32]),
@@ -612,10 +987,18 @@ fn unconnecting_headers_get_getheaders_until_too_many() {
     };
     for n in 1..=10u8 {
         q.send(NetworkMessage::Headers(vec![orphan(n)])).unwrap();
-        assert_eq!(q.recv_until(getheaders), Some(()), "unconnecting headers message {n} not answered with getheaders");
+        assert_eq!(
+            q.recv_until(getheaders),
+            Some(()),
+            "unconnecting headers message {n} not answered with getheaders"
+        );
     }
     q.send(NetworkMessage::Headers(vec![orphan(11)])).unwrap();
-    assert_eq!(q.recv_until(getheaders), None, "the eleventh unconnecting headers message in a row must disconnect");
+    assert_eq!(
+        q.recv_until(getheaders),
+        None,
+        "the eleventh unconnecting headers message in a row must disconnect"
+    );
 }
 
 /// Issue 12: a `--connect` peer that misbehaves is disconnected but not banned, as Core never
@@ -625,15 +1008,25 @@ fn a_misbehaving_connect_peer_is_redialled_not_banned() {
     let tmp = tempfile::tempdir().unwrap();
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
-    let _cairn = start_cairn(&tmp.path().join("cairn"), &[format!("--connect=127.0.0.1:{port}"), "--no-listen".into()]);
+    let _cairn = start_cairn(
+        &tmp.path().join("cairn"),
+        &[format!("--connect=127.0.0.1:{port}"), "--no-listen".into()],
+    );
     // cairn dials with BIP324 first; the scripted peer speaks v1 only (`accept_v1`).
     let mut first = ScriptedPeer::over(accept_v1(&listener));
     first.handshake();
     // A message with a bad checksum: a ban for any other peer.
     first.stream.write_all(&bad_checksum_ping()).unwrap();
-    assert_eq!(first.recv_until(|_| None::<()>), None, "cairn must drop the connection");
+    assert_eq!(
+        first.recv_until(|_| None::<()>),
+        None,
+        "cairn must drop the connection"
+    );
     let mut second = ScriptedPeer::over(accept_v1(&listener));
-    assert!(second.handshake().iter().any(|m| matches!(m, bitcoin::p2p::message::NetworkMessage::Verack)));
+    assert!(second
+        .handshake()
+        .iter()
+        .any(|m| matches!(m, bitcoin::p2p::message::NetworkMessage::Verack)));
 }
 
 /// Issue 12's half-open connections: connections that never finish the handshake hold inbound
@@ -647,7 +1040,10 @@ fn half_open_connections_count_against_the_inbound_limit() {
     let p2p_port = free_port();
     let _cairn = start_cairn(
         &tmp.path().join("cairn"),
-        &[format!("--config={}", config.display()), format!("--p2p-addr=127.0.0.1:{p2p_port}")],
+        &[
+            format!("--config={}", config.display()),
+            format!("--p2p-addr=127.0.0.1:{p2p_port}"),
+        ],
     );
     let cairn_p2p = SocketAddr::from(([127, 0, 0, 1], p2p_port));
     let silent_a = connect_from("127.0.0.41", cairn_p2p);
@@ -655,12 +1051,17 @@ fn half_open_connections_count_against_the_inbound_limit() {
     std::thread::sleep(Duration::from_millis(500));
     // cairn waits for an inbound peer's first bytes (v1 or BIP324), so each peer speaks first.
     let mut third = ScriptedPeer::connect("127.0.0.43", cairn_p2p);
-    assert!(third.try_handshake().is_none(), "a third connection was let in beside two half-open ones");
+    assert!(
+        third.try_handshake().is_none(),
+        "a third connection was let in beside two half-open ones"
+    );
     drop(silent_a);
     std::thread::sleep(Duration::from_millis(500));
     let mut fourth = ScriptedPeer::connect("127.0.0.44", cairn_p2p);
     assert!(
-        fourth.try_handshake().is_some_and(|got| got.iter().any(|m| matches!(m, bitcoin::p2p::message::NetworkMessage::Version(_)))),
+        fourth.try_handshake().is_some_and(|got| got
+            .iter()
+            .any(|m| matches!(m, bitcoin::p2p::message::NetworkMessage::Version(_)))),
         "a place freed by a closed half-open connection is not given to the next peer"
     );
 }
@@ -686,15 +1087,23 @@ fn mempool_dat_round_trips_between_bitcoind_and_cairn() {
     // While cairn is down, bitcoind's wallet makes transactions, one of them spending another's
     // unconfirmed output (so the file's order matters), then saves its mempool.
     let mut txids: Vec<String> = (0..4)
-        .map(|i| a.rpc(&["sendtoaddress", &a.rpc(&["getnewaddress", "", "bech32"]), &format!("{}.5", i + 1)]))
+        .map(|i| {
+            a.rpc(&[
+                "sendtoaddress",
+                &a.rpc(&["getnewaddress", "", "bech32"]),
+                &format!("{}.5", i + 1),
+            ])
+        })
         .collect();
-    let unconfirmed: serde_json::Value = serde_json::from_str(&a.rpc(&["listunspent", "0", "0"])).unwrap();
+    let unconfirmed: serde_json::Value =
+        serde_json::from_str(&a.rpc(&["listunspent", "0", "0"])).unwrap();
     let coin = &unconfirmed[0];
     let inputs = serde_json::json!([{"txid": coin["txid"], "vout": coin["vout"]}]).to_string();
     let value = format!("{:.8}", coin["amount"].as_f64().unwrap() - 0.0001);
     let outputs = serde_json::json!({ a.rpc(&["getnewaddress", "", "bech32"]): value }).to_string();
     let child = a.rpc(&["createrawtransaction", &inputs, &outputs]);
-    let signed: serde_json::Value = serde_json::from_str(&a.rpc(&["signrawtransactionwithwallet", &child])).unwrap();
+    let signed: serde_json::Value =
+        serde_json::from_str(&a.rpc(&["signrawtransactionwithwallet", &child])).unwrap();
     txids.push(a.rpc(&["sendrawtransaction", signed["hex"].as_str().unwrap()]));
     txids.sort();
     let mut in_a: Vec<String> = serde_json::from_str(&a.rpc(&["getrawmempool"])).unwrap();
@@ -702,19 +1111,32 @@ fn mempool_dat_round_trips_between_bitcoind_and_cairn() {
     assert_eq!(in_a, txids);
     a.rpc(&["savemempool"]);
     let saved = tmp.path().join("a/regtest/mempool.dat");
-    assert_eq!(std::fs::read(&saved).unwrap()[0], 2, "bitcoind wrote a version 2 (obfuscated) file");
+    assert_eq!(
+        std::fs::read(&saved).unwrap()[0],
+        2,
+        "bitcoind wrote a version 2 (obfuscated) file"
+    );
     std::fs::copy(&saved, dir.join("regtest/mempool.dat")).unwrap();
 
     // cairn, with no peer to hear them from, has them from the file.
     let in_cairn = |what: &str| {
         let port = free_port();
-        let cairn = start_cairn(&dir, &["--no-listen".into(), format!("--electrum-addr=127.0.0.1:{port}")]);
+        let cairn = start_cairn(
+            &dir,
+            &[
+                "--no-listen".into(),
+                format!("--electrum-addr=127.0.0.1:{port}"),
+            ],
+        );
         let c = RawClient::new(("127.0.0.1", port), Some(Duration::from_secs(30)), None).unwrap();
         for txid in &txids {
             let txid = bitcoin::Txid::from_str(txid).unwrap();
             let start = Instant::now();
             while c.transaction_get_raw(&txid).is_err() {
-                assert!(start.elapsed() < Duration::from_secs(30), "{what}: {txid} not in cairn's mempool");
+                assert!(
+                    start.elapsed() < Duration::from_secs(30),
+                    "{what}: {txid} not in cairn's mempool"
+                );
                 std::thread::sleep(Duration::from_millis(100));
             }
         }
@@ -725,14 +1147,26 @@ fn mempool_dat_round_trips_between_bitcoind_and_cairn() {
     // The file cairn saved on stopping: bitcoind imports it (a node that synced the chain but
     // never saw the transactions), and cairn loads it again.
     // (-blocksonly: bitcoind announces its unbroadcast wallet transactions to a new peer.)
-    let b = Bitcoind::start(&tmp.path().join("b"), &[format!("-connect=127.0.0.1:{}", a.p2p_port), "-blocksonly=1".into()]);
+    let b = Bitcoind::start(
+        &tmp.path().join("b"),
+        &[
+            format!("-connect=127.0.0.1:{}", a.p2p_port),
+            "-blocksonly=1".into(),
+        ],
+    );
     b.wait_for_height(110, Duration::from_secs(60));
-    assert_eq!(serde_json::from_str::<Vec<String>>(&b.rpc(&["getrawmempool"])).unwrap(), Vec::<String>::new());
+    assert_eq!(
+        serde_json::from_str::<Vec<String>>(&b.rpc(&["getrawmempool"])).unwrap(),
+        Vec::<String>::new()
+    );
     let ours = dir.join("regtest/mempool.dat");
     b.rpc(&["importmempool", &ours.display().to_string()]);
     let mut in_b: Vec<String> = serde_json::from_str(&b.rpc(&["getrawmempool"])).unwrap();
     in_b.sort();
-    assert_eq!(in_b, txids, "bitcoind's importmempool of cairn's mempool.dat");
+    assert_eq!(
+        in_b, txids,
+        "bitcoind's importmempool of cairn's mempool.dat"
+    );
     in_cairn("cairn's own mempool.dat");
 }
 
@@ -746,7 +1180,10 @@ fn earlier_transactions_arrive_by_bip35_and_orphans_fetch_their_parents() {
     use electrum_client::raw_client::RawClient;
     use electrum_client::ElectrumApi;
     let tmp = tempfile::tempdir().unwrap();
-    let a = Bitcoind::start(&tmp.path().join("a"), &["-fallbackfee=0.0001".into(), "-peerbloomfilters=1".into()]);
+    let a = Bitcoind::start(
+        &tmp.path().join("a"),
+        &["-fallbackfee=0.0001".into(), "-peerbloomfilters=1".into()],
+    );
     a.rpc(&["createwallet", "w"]);
     let mine = a.rpc(&["getnewaddress", "", "bech32"]);
     a.rpc(&["generatetoaddress", "110", &mine]);
@@ -754,7 +1191,11 @@ fn earlier_transactions_arrive_by_bip35_and_orphans_fetch_their_parents() {
     let early = bitcoin::Txid::from_str(&a.rpc(&["sendtoaddress", &mine, "2.5"])).unwrap();
 
     // A parent and its child that no node has: made and signed, never sent.
-    let sign = |inputs: serde_json::Value, to: &str, amount: f64, prevtxs: Option<serde_json::Value>| -> bitcoin::Transaction {
+    let sign = |inputs: serde_json::Value,
+                to: &str,
+                amount: f64,
+                prevtxs: Option<serde_json::Value>|
+     -> bitcoin::Transaction {
         let outputs = serde_json::json!({ to: format!("{amount:.8}") }).to_string();
         let raw = a.rpc(&["createrawtransaction", &inputs.to_string(), &outputs]);
         let mut args = vec!["signrawtransactionwithwallet".to_string(), raw];
@@ -764,17 +1205,34 @@ fn earlier_transactions_arrive_by_bip35_and_orphans_fetch_their_parents() {
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         let signed: serde_json::Value = serde_json::from_str(&a.rpc(&args)).unwrap();
         assert_eq!(signed["complete"], true, "{signed}");
-        bitcoin::consensus::deserialize(&Vec::from_hex(signed["hex"].as_str().unwrap()).unwrap()).unwrap()
+        bitcoin::consensus::deserialize(&Vec::from_hex(signed["hex"].as_str().unwrap()).unwrap())
+            .unwrap()
     };
     let unspent: serde_json::Value = serde_json::from_str(&a.rpc(&["listunspent", "1"])).unwrap();
-    let coin = unspent.as_array().unwrap().iter().find(|c| c["txid"] != early.to_string()).unwrap().clone();
-    let parent = sign(serde_json::json!([{"txid": coin["txid"], "vout": coin["vout"]}]), &mine, coin["amount"].as_f64().unwrap() - 0.001, None);
+    let coin = unspent
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["txid"] != early.to_string())
+        .unwrap()
+        .clone();
+    let parent = sign(
+        serde_json::json!([{"txid": coin["txid"], "vout": coin["vout"]}]),
+        &mine,
+        coin["amount"].as_f64().unwrap() - 0.001,
+        None,
+    );
     let out = &parent.output[0];
     let prevtx = serde_json::json!([{
         "txid": parent.compute_txid().to_string(), "vout": 0,
         "scriptPubKey": out.script_pubkey.to_hex_string(), "amount": out.value.to_btc(),
     }]);
-    let child = sign(serde_json::json!([{"txid": parent.compute_txid().to_string(), "vout": 0}]), &mine, out.value.to_btc() - 0.001, Some(prevtx));
+    let child = sign(
+        serde_json::json!([{"txid": parent.compute_txid().to_string(), "vout": 0}]),
+        &mine,
+        out.value.to_btc() - 0.001,
+        Some(prevtx),
+    );
 
     let (p2p_port, electrum_port) = (free_port(), free_port());
     let cairn = start_cairn(
@@ -786,11 +1244,19 @@ fn earlier_transactions_arrive_by_bip35_and_orphans_fetch_their_parents() {
         ],
     );
     cairn.wait_for(&a.rpc(&["getbestblockhash"]), "initial sync");
-    let c = RawClient::new(("127.0.0.1", electrum_port), Some(Duration::from_secs(30)), None).unwrap();
+    let c = RawClient::new(
+        ("127.0.0.1", electrum_port),
+        Some(Duration::from_secs(30)),
+        None,
+    )
+    .unwrap();
     let wait_in_mempool = |txid: bitcoin::Txid, what: &str| {
         let start = Instant::now();
         while c.transaction_get_raw(&txid).is_err() {
-            assert!(start.elapsed() < Duration::from_secs(60), "{what}: {txid} never reached cairn");
+            assert!(
+                start.elapsed() < Duration::from_secs(60),
+                "{what}: {txid} never reached cairn"
+            );
             std::thread::sleep(Duration::from_millis(100));
         }
     };
@@ -804,7 +1270,10 @@ fn earlier_transactions_arrive_by_bip35_and_orphans_fetch_their_parents() {
         NetworkMessage::GetData(items) => Some(items.clone()),
         _ => None,
     });
-    assert_eq!(asked, Some(vec![Inventory::WitnessTransaction(parent.compute_txid())]));
+    assert_eq!(
+        asked,
+        Some(vec![Inventory::WitnessTransaction(parent.compute_txid())])
+    );
     q.send(NetworkMessage::Tx(parent.clone())).unwrap();
     wait_in_mempool(parent.compute_txid(), "the orphan's parent");
     wait_in_mempool(child.compute_txid(), "the orphan");
@@ -820,7 +1289,10 @@ fn the_sender_of_an_invalid_block_is_banned() {
     use bitcoin::p2p::message_blockdata::Inventory;
     let tmp = tempfile::tempdir().unwrap();
     let p2p_port = free_port();
-    let cairn = start_cairn(&tmp.path().join("cairn"), &[format!("--p2p-addr=127.0.0.1:{p2p_port}")]);
+    let cairn = start_cairn(
+        &tmp.path().join("cairn"),
+        &[format!("--p2p-addr=127.0.0.1:{p2p_port}")],
+    );
     let cairn_p2p = SocketAddr::from(([127, 0, 0, 1], p2p_port));
     let genesis = bitcoin::constants::genesis_block(bitcoin::Network::Regtest);
 
@@ -835,17 +1307,29 @@ fn the_sender_of_an_invalid_block_is_banned() {
         NetworkMessage::GetData(items) => Some(items.clone()),
         _ => None,
     });
-    assert_eq!(asked, Some(vec![Inventory::WitnessBlock(header.block_hash())]));
+    assert_eq!(
+        asked,
+        Some(vec![Inventory::WitnessBlock(header.block_hash())])
+    );
     bad.send(NetworkMessage::Block(block)).unwrap();
-    assert!(bad.is_closed_within(Duration::from_secs(20)), "the invalid block's sender must be disconnected");
-    assert!(banned_within(&remote, cairn_p2p), "the invalid block's sender must be banned");
+    assert!(
+        bad.is_closed_within(Duration::from_secs(20)),
+        "the invalid block's sender must be disconnected"
+    );
+    assert!(
+        banned_within(&remote, cairn_p2p),
+        "the invalid block's sender must be banned"
+    );
     assert_eq!(cairn.status()["kernel_tip"]["height"], 0);
 
     // `mempool` without NODE_BLOOM: disconnected, and welcome again.
     let mut asker = ScriptedPeer::connect("127.0.0.61", cairn_p2p);
     asker.handshake();
     asker.send(NetworkMessage::MemPool).unwrap();
-    assert!(asker.is_closed_within(Duration::from_secs(20)), "a mempool request must disconnect");
+    assert!(
+        asker.is_closed_within(Duration::from_secs(20)),
+        "a mempool request must disconnect"
+    );
     let mut back = ScriptedPeer::connect("127.0.0.61", cairn_p2p);
     assert!(back.try_handshake().is_some(), "and not ban");
 }
@@ -857,7 +1341,10 @@ fn the_sender_of_an_invalid_block_is_banned() {
 fn a_message_longer_than_its_command_allows_is_refused_from_its_header() {
     let tmp = tempfile::tempdir().unwrap();
     let p2p_port = free_port();
-    let _cairn = start_cairn(&tmp.path().join("cairn"), &[format!("--p2p-addr=127.0.0.1:{p2p_port}")]);
+    let _cairn = start_cairn(
+        &tmp.path().join("cairn"),
+        &[format!("--p2p-addr=127.0.0.1:{p2p_port}")],
+    );
     let cairn_p2p = SocketAddr::from(([127, 0, 0, 1], p2p_port));
     let header = |command: &[u8], len: u32| {
         let mut h = vec![0xfa, 0xbf, 0xb5, 0xda];
@@ -871,10 +1358,16 @@ fn a_message_longer_than_its_command_allows_is_refused_from_its_header() {
     let mut ping = ScriptedPeer::connect("127.0.0.71", cairn_p2p);
     ping.handshake();
     ping.stream.write_all(&header(b"ping", 3_900_000)).unwrap();
-    assert!(ping.is_closed_within(Duration::from_secs(10)), "an oversized ping header must disconnect at once");
+    assert!(
+        ping.is_closed_within(Duration::from_secs(10)),
+        "an oversized ping header must disconnect at once"
+    );
     // The same length for a tx is allowed: cairn waits for the payload (and closes nothing).
     let mut tx = ScriptedPeer::connect("127.0.0.72", cairn_p2p);
     tx.handshake();
     tx.stream.write_all(&header(b"tx", 3_900_000)).unwrap();
-    assert!(!tx.is_closed_within(Duration::from_secs(2)), "a tx of 3.9 MB may come");
+    assert!(
+        !tx.is_closed_within(Duration::from_secs(2)),
+        "a tx of 3.9 MB may come"
+    );
 }

@@ -6,7 +6,8 @@
 use bitcoin::hashes::Hash;
 use bitcoin::{BlockHash, Txid};
 use cairn::store::schema::{
-    BlockRow, FilterRow, HistoryKey, OutPointNum, ScriptHash, SpentRow, TipRow, TxNum, TxRow, TxidKey, UtxoKey,
+    BlockRow, FilterRow, HistoryKey, OutPointNum, ScriptHash, SpentRow, TipRow, TxNum, TxRow,
+    TxidKey, UtxoKey,
 };
 use cairn::store::undo::{UndoInput, UndoRow, UndoTx};
 use proptest::prelude::*;
@@ -116,9 +117,18 @@ proptest! {
 }
 
 fn undo_row() -> impl Strategy<Value = UndoRow> {
-    let input = (outpoint(), any::<[u8; 12]>(), any::<u64>(), any::<bool>())
-        .prop_map(|(spent, scripthash, value, spendable)| UndoInput { spent, scripthash, value, spendable });
-    let tx = (proptest::collection::vec(any::<[u8; 12]>(), 0..4), proptest::collection::vec(input, 0..4))
+    let input = (outpoint(), any::<[u8; 12]>(), any::<u64>(), any::<bool>()).prop_map(
+        |(spent, scripthash, value, spendable)| UndoInput {
+            spent,
+            scripthash,
+            value,
+            spendable,
+        },
+    );
+    let tx = (
+        proptest::collection::vec(any::<[u8; 12]>(), 0..4),
+        proptest::collection::vec(input, 0..4),
+    )
         .prop_map(|(outputs, inputs)| UndoTx { outputs, inputs });
     proptest::collection::vec(tx, 0..5).prop_map(|txs| UndoRow { txs })
 }

@@ -43,31 +43,67 @@ const BLOCKS: u32 = 120;
 
 impl Demo {
     fn start(dir: &Path, cert: &Path, key: &Path) -> Demo {
-        let (tcp, tls, wss) = (common::free_port(), common::free_port(), common::free_port());
+        let (tcp, tls, wss) = (
+            common::free_port(),
+            common::free_port(),
+            common::free_port(),
+        );
         let datadir = dir.join("cairn");
         let log = dir.join("cairn.log");
         let child = Command::new(env!("CARGO_BIN_EXE_cairn"))
             .arg("--datadir")
             .arg(&datadir)
-            .args(["--admin-addr", "127.0.0.1:0", "--electrum-addr", &format!("127.0.0.1:{tcp}")])
-            .args(["--electrum-tls-addr", &format!("127.0.0.1:{tls}"), "--electrum-wss-addr", &format!("127.0.0.1:{wss}")])
+            .args([
+                "--admin-addr",
+                "127.0.0.1:0",
+                "--electrum-addr",
+                &format!("127.0.0.1:{tcp}"),
+            ])
+            .args([
+                "--electrum-tls-addr",
+                &format!("127.0.0.1:{tls}"),
+                "--electrum-wss-addr",
+                &format!("127.0.0.1:{wss}"),
+            ])
             .arg("--tls-cert")
             .arg(cert)
             .arg("--tls-key")
             .arg(key)
-            .args(["demo", "--blocks", &BLOCKS.to_string(), "--txs-per-block", "8"])
+            .args([
+                "demo",
+                "--blocks",
+                &BLOCKS.to_string(),
+                "--txs-per-block",
+                "8",
+            ])
             .env("CAIRN_LOG", "info")
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(&log).unwrap())
             .spawn()
             .unwrap();
-        let mut demo = Demo { child, tcp, tls, wss, log, datadir, blocks: Vec::new() };
+        let mut demo = Demo {
+            child,
+            tcp,
+            tls,
+            wss,
+            log,
+            datadir,
+            blocks: Vec::new(),
+        };
         let start = Instant::now();
-        while TcpStream::connect(("127.0.0.1", tcp)).is_err() || TcpStream::connect(("127.0.0.1", wss)).is_err() {
+        while TcpStream::connect(("127.0.0.1", tcp)).is_err()
+            || TcpStream::connect(("127.0.0.1", wss)).is_err()
+        {
             if let Ok(Some(status)) = demo.child.try_wait() {
-                panic!("cairn demo exited: {status}: {}", std::fs::read_to_string(&demo.log).unwrap_or_default());
+                panic!(
+                    "cairn demo exited: {status}: {}",
+                    std::fs::read_to_string(&demo.log).unwrap_or_default()
+                );
             }
-            assert!(start.elapsed() < Duration::from_secs(120), "cairn demo never served");
+            assert!(
+                start.elapsed() < Duration::from_secs(120),
+                "cairn demo never served"
+            );
             std::thread::sleep(Duration::from_millis(100));
         }
         demo.blocks = std::fs::read_to_string(demo.datadir.join("regtest/demo-chain/blocks.hex"))
@@ -79,7 +115,9 @@ impl Demo {
     }
 
     fn log_has(&self, text: &str) -> bool {
-        std::fs::read_to_string(&self.log).unwrap_or_default().contains(text)
+        std::fs::read_to_string(&self.log)
+            .unwrap_or_default()
+            .contains(text)
     }
 
     fn hangup(&self) {
@@ -98,7 +136,9 @@ fn make_pair(dir: &Path, name: &str) -> (PathBuf, PathBuf, String) {
     std::fs::write(&key, pair.signing_key.serialize_pem()).unwrap();
     use bitcoin::hashes::{sha256, Hash};
     use bitcoin::hex::DisplayHex;
-    let fingerprint = sha256::Hash::hash(pair.cert.der()).to_byte_array().to_lower_hex_string();
+    let fingerprint = sha256::Hash::hash(pair.cert.der())
+        .to_byte_array()
+        .to_lower_hex_string();
     (cert, key, fingerprint)
 }
 
@@ -125,7 +165,12 @@ impl ServerCertVerifier for AnyCertificate {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.0.signature_verification_algorithms)
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
     }
 
     fn verify_tls13_signature(
@@ -134,7 +179,12 @@ impl ServerCertVerifier for AnyCertificate {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.0.signature_verification_algorithms)
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
@@ -160,10 +210,18 @@ fn client_config(version: Option<&'static rustls::SupportedProtocolVersion>) -> 
 }
 
 /// A finished TLS handshake with the port, and the fingerprint of the certificate it showed.
-fn tls_connect(port: u16, version: Option<&'static rustls::SupportedProtocolVersion>) -> (Tls, String) {
-    let conn = ClientConnection::new(client_config(version), ServerName::try_from("localhost").unwrap()).unwrap();
+fn tls_connect(
+    port: u16,
+    version: Option<&'static rustls::SupportedProtocolVersion>,
+) -> (Tls, String) {
+    let conn = ClientConnection::new(
+        client_config(version),
+        ServerName::try_from("localhost").unwrap(),
+    )
+    .unwrap();
     let sock = TcpStream::connect(("127.0.0.1", port)).unwrap();
-    sock.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    sock.set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
     let mut tls = StreamOwned::new(conn, sock);
     while tls.conn.is_handshaking() {
         tls.conn.complete_io(&mut tls.sock).expect("TLS handshake");
@@ -174,13 +232,18 @@ fn tls_connect(port: u16, version: Option<&'static rustls::SupportedProtocolVers
     let leaf = &tls.conn.peer_certificates().expect("a certificate")[0];
     use bitcoin::hashes::{sha256, Hash};
     use bitcoin::hex::DisplayHex;
-    let fingerprint = sha256::Hash::hash(leaf.as_ref()).to_byte_array().to_lower_hex_string();
+    let fingerprint = sha256::Hash::hash(leaf.as_ref())
+        .to_byte_array()
+        .to_lower_hex_string();
     (tls, fingerprint)
 }
 
 /// Sends one request line and reads one answer line.
 fn ask<S: Read + Write>(stream: &mut BufReader<S>, request: &str) -> String {
-    stream.get_mut().write_all(format!("{request}\n").as_bytes()).unwrap();
+    stream
+        .get_mut()
+        .write_all(format!("{request}\n").as_bytes())
+        .unwrap();
     stream.get_mut().flush().unwrap();
     let mut line = String::new();
     stream.read_line(&mut line).unwrap();
@@ -193,15 +256,33 @@ fn ask<S: Read + Write>(stream: &mut BufReader<S>, request: &str) -> String {
 fn requests(blocks: &[Block]) -> Vec<String> {
     let e = common::expected(blocks);
     let (sh, _) = e.history.iter().max_by_key(|(_, h)| h.len()).unwrap();
-    let (i, block) = blocks.iter().enumerate().rev().find(|(_, b)| b.txdata.len() > 1).expect("a block with transactions");
+    let (i, block) = blocks
+        .iter()
+        .enumerate()
+        .rev()
+        .find(|(_, b)| b.txdata.len() > 1)
+        .expect("a block with transactions");
     let (tx, height) = (&block.txdata[1], i + 1);
     vec![
-        r#"{"jsonrpc":"2.0","id":1,"method":"server.version","params":["tls-test","1.4"]}"#.to_string(),
-        r#"{"jsonrpc":"2.0","id":2,"method":"blockchain.headers.subscribe","params":[]}"#.to_string(),
-        format!(r#"{{"jsonrpc":"2.0","id":3,"method":"blockchain.block.header","params":[7,{BLOCKS}]}}"#),
-        format!(r#"{{"jsonrpc":"2.0","id":4,"method":"blockchain.scripthash.get_history","params":["{}"]}}"#, sh.to_electrum_hex()),
-        format!(r#"{{"jsonrpc":"2.0","id":5,"method":"blockchain.transaction.get","params":["{}"]}}"#, tx.compute_txid()),
-        format!(r#"{{"jsonrpc":"2.0","id":6,"method":"blockchain.transaction.get_merkle","params":["{}",{height}]}}"#, tx.compute_txid()),
+        r#"{"jsonrpc":"2.0","id":1,"method":"server.version","params":["tls-test","1.4"]}"#
+            .to_string(),
+        r#"{"jsonrpc":"2.0","id":2,"method":"blockchain.headers.subscribe","params":[]}"#
+            .to_string(),
+        format!(
+            r#"{{"jsonrpc":"2.0","id":3,"method":"blockchain.block.header","params":[7,{BLOCKS}]}}"#
+        ),
+        format!(
+            r#"{{"jsonrpc":"2.0","id":4,"method":"blockchain.scripthash.get_history","params":["{}"]}}"#,
+            sh.to_electrum_hex()
+        ),
+        format!(
+            r#"{{"jsonrpc":"2.0","id":5,"method":"blockchain.transaction.get","params":["{}"]}}"#,
+            tx.compute_txid()
+        ),
+        format!(
+            r#"{{"jsonrpc":"2.0","id":6,"method":"blockchain.transaction.get_merkle","params":["{}",{height}]}}"#,
+            tx.compute_txid()
+        ),
     ]
 }
 
@@ -218,7 +299,11 @@ fn tls_and_wss_answer_as_tcp_does() {
     let requests = requests(&demo.blocks);
     let tcp = TcpStream::connect(("127.0.0.1", demo.tcp)).unwrap();
     let want = answers(tcp, &requests);
-    assert!(want[1].contains(&format!("\"height\":{BLOCKS}")), "{}", want[1]);
+    assert!(
+        want[1].contains(&format!("\"height\":{BLOCKS}")),
+        "{}",
+        want[1]
+    );
     for version in [&rustls::version::TLS12, &rustls::version::TLS13] {
         let (tls, seen) = tls_connect(demo.tls, Some(version));
         assert_eq!(seen, fingerprint, "the certificate given with --tls-cert");
@@ -226,20 +311,38 @@ fn tls_and_wss_answer_as_tcp_does() {
     }
     // WebSocket over TLS: one request per text message.
     let (tls, _) = tls_connect(demo.wss, None);
-    let (mut ws, _) = tokio_tungstenite::tungstenite::client::client("ws://localhost/", tls).expect("WebSocket handshake");
+    let (mut ws, _) = tokio_tungstenite::tungstenite::client::client("ws://localhost/", tls)
+        .expect("WebSocket handshake");
     for (request, want) in requests.iter().zip(&want) {
-        ws.send(tokio_tungstenite::tungstenite::Message::text(request.as_str())).unwrap();
+        ws.send(tokio_tungstenite::tungstenite::Message::text(
+            request.as_str(),
+        ))
+        .unwrap();
         let answer = ws.read().unwrap().into_text().unwrap();
         assert_eq!(answer.as_str(), want.trim_end(), "over wss");
     }
     // The electrum-client crate over rustls, as a wallet built on it connects to a server
     // with a self-signed certificate; answers checked against the blocks.
-    let config = ConfigBuilder::new().validate_domain(false).timeout(Some(Duration::from_secs(30))).build();
-    let client = electrum_client::Client::from_config(&format!("ssl://127.0.0.1:{}", demo.tls), config).unwrap();
-    assert_eq!(client.block_headers_subscribe().unwrap().height, BLOCKS as usize);
+    let config = ConfigBuilder::new()
+        .validate_domain(false)
+        .timeout(Some(Duration::from_secs(30)))
+        .build();
+    let client =
+        electrum_client::Client::from_config(&format!("ssl://127.0.0.1:{}", demo.tls), config)
+            .unwrap();
+    assert_eq!(
+        client.block_headers_subscribe().unwrap().height,
+        BLOCKS as usize
+    );
     let e = common::expected(&demo.blocks);
-    let mut scripts: Vec<bitcoin::ScriptBuf> = demo.blocks.iter()
-        .flat_map(|b| b.txdata.iter().flat_map(|t| t.output.iter().map(|o| o.script_pubkey.clone())))
+    let mut scripts: Vec<bitcoin::ScriptBuf> = demo
+        .blocks
+        .iter()
+        .flat_map(|b| {
+            b.txdata
+                .iter()
+                .flat_map(|t| t.output.iter().map(|o| o.script_pubkey.clone()))
+        })
         .filter(|s| !s.is_op_return())
         .collect();
     scripts.sort();
@@ -247,8 +350,12 @@ fn tls_and_wss_answer_as_tcp_does() {
     assert!(scripts.len() > 20);
     for script in &scripts {
         let want = &e.history[&cairn::store::schema::ScriptHash::of(script)];
-        let got: Vec<(bitcoin::Txid, u32)> =
-            client.script_get_history(script).unwrap().iter().map(|h| (h.tx_hash, h.height as u32)).collect();
+        let got: Vec<(bitcoin::Txid, u32)> = client
+            .script_get_history(script)
+            .unwrap()
+            .iter()
+            .map(|h| (h.tx_hash, h.height as u32))
+            .collect();
         assert_eq!(&got, want);
     }
 }
@@ -263,7 +370,12 @@ fn closed_within(stream: &mut TcpStream, within: Duration) -> bool {
         match stream.read(&mut buf) {
             Ok(0) => return true,
             Ok(_) => continue,
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock || e.kind() == std::io::ErrorKind::TimedOut => return false,
+            Err(e)
+                if e.kind() == std::io::ErrorKind::WouldBlock
+                    || e.kind() == std::io::ErrorKind::TimedOut =>
+            {
+                return false
+            }
             Err(_) => return true,
         }
     }
@@ -272,7 +384,11 @@ fn closed_within(stream: &mut TcpStream, within: Duration) -> bool {
 
 /// The first bytes a TLS client sends: its ClientHello record.
 fn client_hello() -> Vec<u8> {
-    let mut conn = ClientConnection::new(client_config(None), ServerName::try_from("localhost").unwrap()).unwrap();
+    let mut conn = ClientConnection::new(
+        client_config(None),
+        ServerName::try_from("localhost").unwrap(),
+    )
+    .unwrap();
     let mut hello = Vec::new();
     conn.write_tls(&mut hello).unwrap();
     assert!(hello.len() > 100 && hello[0] == 0x16, "a handshake record");
@@ -285,7 +401,10 @@ fn hostile_handshakes_cost_their_own_connection_only() {
     let (cert, key, fingerprint) = make_pair(tmp.path(), "a");
     let mut demo = Demo::start(tmp.path(), &cert, &key);
     let requests = requests(&demo.blocks);
-    let want = answers(TcpStream::connect(("127.0.0.1", demo.tcp)).unwrap(), &requests);
+    let want = answers(
+        TcpStream::connect(("127.0.0.1", demo.tcp)).unwrap(),
+        &requests,
+    );
     let connect = |port| TcpStream::connect(("127.0.0.1", port)).unwrap();
     let hello = client_hello();
     let mut garbage = Vec::new();
@@ -295,13 +414,19 @@ fn hostile_handshakes_cost_their_own_connection_only() {
             // Bytes that are no TLS record, a plain Electrum request, and a record header that
             // announces 16 KiB and never sends them.
             let junk: Vec<u8> = match i % 3 {
-                0 => (0..1000u32).map(|j| (j as u8).wrapping_mul(31).wrapping_add(i)).collect(),
+                0 => (0..1000u32)
+                    .map(|j| (j as u8).wrapping_mul(31).wrapping_add(i))
+                    .collect(),
                 1 => requests[1].clone().into_bytes(),
                 _ => vec![0x16, 0x03, 0x01, 0x40, 0x00],
             };
             let mut s = connect(port);
             s.write_all(&junk).unwrap();
-            if i % 3 == 2 { stalled.push(s) } else { garbage.push(s) }
+            if i % 3 == 2 {
+                stalled.push(s)
+            } else {
+                garbage.push(s)
+            }
             // Half a ClientHello, then silence; and nothing at all.
             let mut s = connect(port);
             s.write_all(&hello[..hello.len() / 2]).unwrap();
@@ -315,26 +440,46 @@ fn hostile_handshakes_cost_their_own_connection_only() {
     assert_eq!(seen, fingerprint);
     assert_eq!(answers(tls, &requests), want);
     let (tls, _) = tls_connect(demo.wss, None);
-    let (mut ws, _) = tokio_tungstenite::tungstenite::client::client("ws://localhost/", tls).unwrap();
-    ws.send(tokio_tungstenite::tungstenite::Message::text(requests[1].as_str())).unwrap();
-    assert_eq!(ws.read().unwrap().into_text().unwrap().as_str(), want[1].trim_end());
+    let (mut ws, _) =
+        tokio_tungstenite::tungstenite::client::client("ws://localhost/", tls).unwrap();
+    ws.send(tokio_tungstenite::tungstenite::Message::text(
+        requests[1].as_str(),
+    ))
+    .unwrap();
+    assert_eq!(
+        ws.read().unwrap().into_text().unwrap().as_str(),
+        want[1].trim_end()
+    );
     assert_eq!(answers(connect(demo.tcp), &requests), want);
     // Garbage is refused at once; a stalled handshake is dropped when its time is up (10 s).
     for s in &mut garbage {
-        assert!(closed_within(s, Duration::from_secs(5)), "garbage left open");
+        assert!(
+            closed_within(s, Duration::from_secs(5)),
+            "garbage left open"
+        );
     }
     for s in &mut stalled {
-        assert!(closed_within(s, Duration::from_secs(30)), "a stalled handshake left open");
+        assert!(
+            closed_within(s, Duration::from_secs(30)),
+            "a stalled handshake left open"
+        );
     }
     assert!(demo.child.try_wait().unwrap().is_none(), "cairn still runs");
-    assert_eq!(answers(tls_connect(demo.tls, None).0, &requests), want, "still serving");
+    assert_eq!(
+        answers(tls_connect(demo.tls, None).0, &requests),
+        want,
+        "still serving"
+    );
 }
 
 /// Waits until a new TLS connection shows `fingerprint`.
 fn wait_for_certificate(port: u16, fingerprint: &str) {
     let start = Instant::now();
     while tls_connect(port, None).1 != fingerprint {
-        assert!(start.elapsed() < Duration::from_secs(30), "the new certificate was never served");
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "the new certificate was never served"
+        );
         std::thread::sleep(Duration::from_millis(100));
     }
 }
@@ -345,13 +490,17 @@ fn sighup_swaps_the_certificate_without_dropping_clients() {
     let (cert, key, first) = make_pair(tmp.path(), "served");
     let mut demo = Demo::start(tmp.path(), &cert, &key);
     let requests = requests(&demo.blocks);
-    let want = answers(TcpStream::connect(("127.0.0.1", demo.tcp)).unwrap(), &requests);
+    let want = answers(
+        TcpStream::connect(("127.0.0.1", demo.tcp)).unwrap(),
+        &requests,
+    );
     let (tls, seen) = tls_connect(demo.tls, None);
     assert_eq!(seen, first);
     let mut open = BufReader::new(tls);
     assert_eq!(ask(&mut open, &requests[1]), want[1]);
     let (wss, _) = tls_connect(demo.wss, None);
-    let (mut ws, _) = tokio_tungstenite::tungstenite::client::client("ws://localhost/", wss).unwrap();
+    let (mut ws, _) =
+        tokio_tungstenite::tungstenite::client::client("ws://localhost/", wss).unwrap();
 
     // A renewed pair written over the files (as certbot's deploy hook would), then SIGHUP.
     let (new_cert, new_key, second) = make_pair(tmp.path(), "renewed");
@@ -360,20 +509,36 @@ fn sighup_swaps_the_certificate_without_dropping_clients() {
     demo.hangup();
     wait_for_certificate(demo.tls, &second);
     wait_for_certificate(demo.wss, &second);
-    assert!(demo.log_has(&format!("SHA-256 fingerprint {second}")), "the new fingerprint is logged");
+    assert!(
+        demo.log_has(&format!("SHA-256 fingerprint {second}")),
+        "the new fingerprint is logged"
+    );
     // The clients connected before the swap are still served, on the old certificate.
     for (request, want) in requests.iter().zip(&want) {
         assert_eq!(&ask(&mut open, request), want);
-        ws.send(tokio_tungstenite::tungstenite::Message::text(request.as_str())).unwrap();
-        assert_eq!(ws.read().unwrap().into_text().unwrap().as_str(), want.trim_end());
+        ws.send(tokio_tungstenite::tungstenite::Message::text(
+            request.as_str(),
+        ))
+        .unwrap();
+        assert_eq!(
+            ws.read().unwrap().into_text().unwrap().as_str(),
+            want.trim_end()
+        );
     }
 
     // A broken certificate file: the reload fails, says so, and the renewed pair stays.
-    std::fs::write(&cert, "-----BEGIN CERTIFICATE-----\nnot base64\n-----END CERTIFICATE-----\n").unwrap();
+    std::fs::write(
+        &cert,
+        "-----BEGIN CERTIFICATE-----\nnot base64\n-----END CERTIFICATE-----\n",
+    )
+    .unwrap();
     demo.hangup();
     let start = Instant::now();
     while !demo.log_has("TLS certificate not reloaded") {
-        assert!(start.elapsed() < Duration::from_secs(30), "the failed reload was not logged");
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "the failed reload was not logged"
+        );
         std::thread::sleep(Duration::from_millis(100));
     }
     let (tls, seen) = tls_connect(demo.tls, None);

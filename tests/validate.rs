@@ -6,9 +6,9 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 
-use bitcoin::hex::FromHex;
 use bitcoin::consensus::serialize;
 use bitcoin::hashes::Hash;
+use bitcoin::hex::FromHex;
 use bitcoin::Block;
 use cairn::config::Network;
 use cairn::generate::{reseal, ChainGenerator, GenerateOptions};
@@ -16,7 +16,9 @@ use cairn::import::{BlkDir, BlkWriter, Importer, Progress};
 use cairn::kernel::{Accepted, KernelError, Validator};
 
 fn data(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(name)
 }
 
 fn open(dir: &Path) -> Validator {
@@ -51,7 +53,11 @@ fn regtest_206_chain_imports_to_bitcoinds_tip_and_resumes() {
         assert_eq!(tip.height, 206);
         assert_eq!(tip.hash.to_string(), hashes[206]);
         for (h, hash) in hashes.iter().enumerate() {
-            assert_eq!(v.hash_at(h as i64).unwrap().to_string(), *hash, "height {h}");
+            assert_eq!(
+                v.hash_at(h as i64).unwrap().to_string(),
+                *hash,
+                "height {h}"
+            );
         }
     }
     // A restart finds the tip and skips every block without validating it again.
@@ -163,7 +169,10 @@ fn invalid_blocks_are_rejected_with_the_kernels_reason() {
     let chain = common::chain(140, 20, 5);
     let split = 120;
     for block in &chain[..split] {
-        assert_eq!(v.submit_block(&serialize(block)).unwrap(), Accepted::Connected);
+        assert_eq!(
+            v.submit_block(&serialize(block)).unwrap(),
+            Accepted::Connected
+        );
     }
     let next = &chain[split];
     assert!(next.txdata.len() > 5);
@@ -215,7 +224,10 @@ fn invalid_blocks_are_rejected_with_the_kernels_reason() {
 
     // The node keeps validating: the real next blocks still connect.
     for block in &chain[split..] {
-        assert_eq!(v.submit_block(&serialize(block)).unwrap(), Accepted::Connected);
+        assert_eq!(
+            v.submit_block(&serialize(block)).unwrap(),
+            Accepted::Connected
+        );
     }
     assert_eq!(v.tip().hash, chain.last().unwrap().block_hash());
 }

@@ -32,12 +32,21 @@ fn backend() -> Arc<Backend> {
         };
         // The event receiver is dropped: nothing here follows the kernel after the sync.
         let (validator, _events) = Validator::open(&config).expect("validator");
-        let mut gen = ChainGenerator::new(GenerateOptions { blocks: 0, txs_per_block: 3, seed: 7 });
+        let mut gen = ChainGenerator::new(GenerateOptions {
+            blocks: 0,
+            txs_per_block: 3,
+            seed: 7,
+        });
         for _ in 0..110 {
-            validator.submit_block(&serialize(&gen.next_block().expect("block"))).expect("submit");
+            validator
+                .submit_block(&serialize(&gen.next_block().expect("block")))
+                .expect("submit");
         }
         let store = Arc::new(Store::open(&dir.path().join("index")).expect("store"));
-        let files = cairn::kernel::blockfiles::KernelBlockFiles::new(&config.blocks_dir, Network::Regtest.magic());
+        let files = cairn::kernel::blockfiles::KernelBlockFiles::new(
+            &config.blocks_dir,
+            Network::Regtest.magic(),
+        );
         let index = Arc::new(Index::open(store, Some(files)).expect("index"));
         index.sync(&validator).expect("sync");
         let backend = Backend {
@@ -57,7 +66,9 @@ fn backend() -> Arc<Backend> {
 fuzz_target!(|data: &[u8]| {
     let mut client = Requests::new(backend());
     for line in data.split(|&b| b == b'\n').take(16) {
-        let Some(answer) = client.answer(line) else { continue };
+        let Some(answer) = client.answer(line) else {
+            continue;
+        };
         let value: serde_json::Value = serde_json::from_str(&answer).expect("an answer is JSON");
         if line.trim_ascii_start().first() == Some(&b'[') && value.is_array() {
             assert!(!value.as_array().expect("array").is_empty());

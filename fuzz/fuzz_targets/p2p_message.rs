@@ -9,10 +9,38 @@ use cairn::p2p::codec::{max_payload, read_message, CodecError, Incoming};
 use libfuzzer_sys::fuzz_target;
 
 const COMMANDS: &[&str] = &[
-    "version", "verack", "addr", "addrv2", "inv", "getdata", "notfound", "getblocks", "getheaders",
-    "tx", "block", "headers", "sendheaders", "getaddr", "mempool", "ping", "pong", "feefilter",
-    "sendcmpct", "cmpctblock", "getblocktxn", "blocktxn", "getcfilters", "cfilter", "getcfheaders",
-    "cfheaders", "getcfcheckpt", "cfcheckpt", "wtxidrelay", "sendaddrv2", "reject", "alert",
+    "version",
+    "verack",
+    "addr",
+    "addrv2",
+    "inv",
+    "getdata",
+    "notfound",
+    "getblocks",
+    "getheaders",
+    "tx",
+    "block",
+    "headers",
+    "sendheaders",
+    "getaddr",
+    "mempool",
+    "ping",
+    "pong",
+    "feefilter",
+    "sendcmpct",
+    "cmpctblock",
+    "getblocktxn",
+    "blocktxn",
+    "getcfilters",
+    "cfilter",
+    "getcfheaders",
+    "cfheaders",
+    "getcfcheckpt",
+    "cfcheckpt",
+    "wtxidrelay",
+    "sendaddrv2",
+    "reject",
+    "alert",
 ];
 
 fn frame(command: &str, payload: &[u8], magic: [u8; 4]) -> Vec<u8> {
@@ -28,7 +56,9 @@ fn frame(command: &str, payload: &[u8], magic: [u8; 4]) -> Vec<u8> {
 }
 
 fuzz_target!(|data: &[u8]| {
-    let Some((&mode, rest)) = data.split_first() else { return };
+    let Some((&mode, rest)) = data.split_first() else {
+        return;
+    };
     let magic = bitcoin::Network::Regtest.magic();
     let stream = if mode & 1 == 0 {
         rest.to_vec()
@@ -36,7 +66,9 @@ fuzz_target!(|data: &[u8]| {
         let command = COMMANDS[usize::from(mode >> 1) % COMMANDS.len()];
         frame(command, rest, magic.to_bytes())
     };
-    let runtime = tokio::runtime::Builder::new_current_thread().build().expect("runtime");
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .expect("runtime");
     runtime.block_on(async {
         let mut reader = &stream[..];
         loop {

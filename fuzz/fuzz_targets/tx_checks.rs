@@ -26,10 +26,15 @@ fn empty_index() -> &'static (Index, tempfile::TempDir) {
 }
 
 fuzz_target!(|data: &[u8]| {
-    let Some((&k, rest)) = data.split_first() else { return };
+    let Some((&k, rest)) = data.split_first() else {
+        return;
+    };
     let split = rest.len().saturating_sub(8 * usize::from(k));
     let (raw, tail) = rest.split_at(split);
-    let amounts: Vec<u64> = tail.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().unwrap())).collect();
+    let amounts: Vec<u64> = tail
+        .chunks_exact(8)
+        .map(|c| u64::from_le_bytes(c.try_into().unwrap()))
+        .collect();
 
     let (index, _) = empty_index();
     let mempool = Mempool::new(MempoolConfig::default());
@@ -51,7 +56,10 @@ fuzz_target!(|data: &[u8]| {
     assert!(accepted.is_err());
 
     let prevouts: Vec<TxOut> = (0..tx.input.len())
-        .map(|i| TxOut { value: Amount::from_sat(amounts.get(i).copied().unwrap_or(0)), script_pubkey: ScriptBuf::new() })
+        .map(|i| TxOut {
+            value: Amount::from_sat(amounts.get(i).copied().unwrap_or(0)),
+            script_pubkey: ScriptBuf::new(),
+        })
         .collect();
     let inputs: u128 = prevouts.iter().map(|p| u128::from(p.value.to_sat())).sum();
     match check_tx_inputs(&tx, &prevouts) {

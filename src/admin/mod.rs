@@ -78,10 +78,8 @@ impl AdminServer {
         datadir.write_private(&datadir.cookie_file(), cookie.as_bytes())?;
         // bitcoind's cookie scheme is HTTP basic auth with user `__cookie__`.
         #[allow(deprecated)]
-        let auth = tower_http::validate_request::ValidateRequestHeaderLayer::basic(
-            COOKIE_USER,
-            &password,
-        );
+        let auth =
+            tower_http::validate_request::ValidateRequestHeaderLayer::basic(COOKIE_USER, &password);
         let middleware = tower::ServiceBuilder::new().layer(auth);
         let config = ServerConfig::builder()
             .max_request_body_size(64 * 1024)
@@ -155,10 +153,11 @@ impl AdminClient {
         let addr = std::fs::read_to_string(datadir.admin_addr_file()).map_err(|_| not_running())?;
         let token = base64::engine::general_purpose::STANDARD.encode(cookie.trim());
         let mut headers = HeaderMap::new();
-        let value = HeaderValue::from_str(&format!("Basic {token}")).map_err(|e| AdminError::Call {
-            method: "connect",
-            message: e.to_string(),
-        })?;
+        let value =
+            HeaderValue::from_str(&format!("Basic {token}")).map_err(|e| AdminError::Call {
+                method: "connect",
+                message: e.to_string(),
+            })?;
         headers.insert("authorization", value);
         let client = HttpClientBuilder::default()
             .set_headers(headers)

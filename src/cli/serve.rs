@@ -18,7 +18,11 @@ use super::signals::{signals, Signals};
 
 /// Starts what consumes the kernel's events: the indexer thread when there is an index, else a
 /// thread that only logs them. A serving node (`serving`) also loads its saved mempool.
-pub fn start_consumer(node: &mut Node, notifier: &Notifier, serving: bool) -> Result<Option<IndexRunner>> {
+pub fn start_consumer(
+    node: &mut Node,
+    notifier: &Notifier,
+    serving: bool,
+) -> Result<Option<IndexRunner>> {
     let Some(events) = node.events.take() else {
         return Ok(None);
     };
@@ -26,7 +30,12 @@ pub fn start_consumer(node: &mut Node, notifier: &Notifier, serving: bool) -> Re
         Some(index) => Ok(Some(IndexRunner::spawn(
             index.clone(),
             node.validator.clone(),
-            node.mempool.clone().map(|pool| (pool, (serving && node.settings.mempool.persist).then(|| node.datadir.mempool_file()))),
+            node.mempool.clone().map(|pool| {
+                (
+                    pool,
+                    (serving && node.settings.mempool.persist).then(|| node.datadir.mempool_file()),
+                )
+            }),
             events,
             notifier.clone(),
         )?)),
@@ -71,7 +80,10 @@ pub fn serve(mut node: Node) -> Result<()> {
     let served = rt.block_on(async {
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
         let services = Services::start(&node, &notifier, stop_tx).await?;
-        let progress = services.p2p.as_ref().map(|_| tokio::spawn(sync_progress(node.validator.clone())));
+        let progress = services
+            .p2p
+            .as_ref()
+            .map(|_| tokio::spawn(sync_progress(node.validator.clone())));
         tell_user(&services, &node);
         let ended = run_until_stopped(&services, signals, &node, runner.as_ref(), stop_rx).await;
         if let Some(task) = progress {
@@ -120,13 +132,21 @@ fn restart() -> anyhow::Error {
         Ok(exe) => exe,
         Err(e) => return anyhow::anyhow!("cannot restart: {e}"),
     };
-    let err = std::process::Command::new(exe).args(std::env::args_os().skip(1)).exec();
+    let err = std::process::Command::new(exe)
+        .args(std::env::args_os().skip(1))
+        .exec();
     anyhow::anyhow!("cannot restart: {err}")
 }
 
 /// Saves the mempool for the next start (Core's `-persistmempool`), unless turned off.
 fn save_mempool(node: &Node) {
-    let Some(pool) = node.mempool.as_ref().filter(|_| node.settings.mempool.persist) else { return };
+    let Some(pool) = node
+        .mempool
+        .as_ref()
+        .filter(|_| node.settings.mempool.persist)
+    else {
+        return;
+    };
     let path = node.datadir.mempool_file();
     match cairn::mempool::persist::save(pool, &path) {
         Ok(n) => tracing::info!("saved {n} mempool transactions to {}", path.display()),
@@ -140,7 +160,10 @@ fn tell_user(services: &Services, node: &Node) {
         println!("accepting peers on {addr}");
     }
     if let Some(http) = &services.http {
-        println!("HTTP filter server on {} (/filter/{{blockhash}}, /filterheaders?start=H&count=N)", http.addr);
+        println!(
+            "HTTP filter server on {} (/filter/{{blockhash}}, /filterheaders?start=H&count=N)",
+            http.addr
+        );
     }
     let tip = tokio::task::block_in_place(|| node.validator.tip());
     tracing::info!(
@@ -163,16 +186,30 @@ fn tell_user(services: &Services, node: &Node) {
             cairn::config::Network::Signet => "--signet ",
             cairn::config::Network::Regtest => "--regtest ",
         };
-        println!("  electrum {flag}--oneserver --server {}:{}:t", addr.ip(), addr.port());
+        println!(
+            "  electrum {flag}--oneserver --server {}:{}:t",
+            addr.ip(),
+            addr.port()
+        );
         if let Some(sync) = tokio::task::block_in_place(|| node.validator.initial_download()) {
-            println!("It answers wallets once the initial download is done (now at height {} of {}).", sync.height, sync.headers);
+            println!(
+                "It answers wallets once the initial download is done (now at height {} of {}).",
+                sync.height, sync.headers
+            );
         }
         if let Some(ws) = server.ws_addr {
             println!("Electrum WebSocket server on ws://{ws}");
         }
         if let (Some(tls), Some(identity)) = (server.tls_addr, &services.tls) {
-            println!("Electrum server over TLS on {tls} (certificate SHA-256 {}):", identity.fingerprint());
-            println!("  electrum {flag}--oneserver --server {}:{}:s", tls.ip(), tls.port());
+            println!(
+                "Electrum server over TLS on {tls} (certificate SHA-256 {}):",
+                identity.fingerprint()
+            );
+            println!(
+                "  electrum {flag}--oneserver --server {}:{}:s",
+                tls.ip(),
+                tls.port()
+            );
         }
         if let Some(wss) = server.wss_addr {
             println!("Electrum WebSocket server over TLS on wss://{wss}");
@@ -254,7 +291,8 @@ async fn sync_progress(validator: Arc<Validator>) {
         bar
     });
     // The kernel's tips are read off the async workers: its lock is held while a block connects.
-    let tips = || tokio::task::block_in_place(|| (validator.tip().height, validator.best_header().height));
+    let tips =
+        || tokio::task::block_in_place(|| (validator.tip().height, validator.best_header().height));
     let mut last = (std::time::Instant::now(), tips().0);
     let mut last_log = std::time::Instant::now();
     let mut rate = 0.0f64;
@@ -270,7 +308,11 @@ async fn sync_progress(validator: Arc<Validator>) {
             }
             continue;
         }
-        let eta = if rate > 0.0 { (best - tip) as f64 / rate } else { f64::INFINITY };
+        let eta = if rate > 0.0 {
+            (best - tip) as f64 / rate
+        } else {
+            f64::INFINITY
+        };
         match &bar {
             Some(bar) => {
                 bar.set_length(best as u64);
@@ -279,7 +321,9 @@ async fn sync_progress(validator: Arc<Validator>) {
             }
             None if last_log.elapsed() >= std::time::Duration::from_secs(10) => {
                 last_log = std::time::Instant::now();
-                tracing::info!("sync: headers {best}, blocks {tip}, {rate:.0} blocks/s, ETA {eta:.0} s");
+                tracing::info!(
+                    "sync: headers {best}, blocks {tip}, {rate:.0} blocks/s, ETA {eta:.0} s"
+                );
             }
             None => {}
         }

@@ -26,13 +26,22 @@ pub fn signals() -> Result<&'static Signals> {
     let mut result = Ok(());
     INSTALLED.call_once(|| {
         result = (|| {
-            let rt = tokio::runtime::Builder::new_current_thread().enable_io().build()?;
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_io()
+                .build()?;
             let mut streams = {
                 let _entered = rt.enter();
-                [signal(SignalKind::interrupt())?, signal(SignalKind::terminate())?, signal(SignalKind::user_defined1())?, signal(SignalKind::hangup())?]
+                [
+                    signal(SignalKind::interrupt())?,
+                    signal(SignalKind::terminate())?,
+                    signal(SignalKind::user_defined1())?,
+                    signal(SignalKind::hangup())?,
+                ]
             };
-            std::thread::Builder::new().name("signals".into()).spawn(move || {
-                rt.block_on(async move {
+            std::thread::Builder::new()
+                .name("signals".into())
+                .spawn(move || {
+                    rt.block_on(async move {
                     let [int, term, usr1, hup] = &mut streams;
                     loop {
                         tokio::select! {
@@ -43,7 +52,7 @@ pub fn signals() -> Result<&'static Signals> {
                         }
                     }
                 })
-            })?;
+                })?;
             anyhow::Ok(())
         })();
     });

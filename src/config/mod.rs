@@ -255,9 +255,16 @@ impl Settings {
     /// Merges the layers: flags and environment over the file over the defaults.
     pub fn resolve(file: FileConfig, over: Overrides) -> Result<Self, ConfigError> {
         let network = network(over.network.clone().or(file.network.clone()))?;
-        let signet_challenge = signet_challenge(over.signetchallenge.clone().or(file.signetchallenge.clone()), network)?;
+        let signet_challenge = signet_challenge(
+            over.signetchallenge
+                .clone()
+                .or(file.signetchallenge.clone()),
+            network,
+        )?;
         let admin_addr = admin_addr(over.admin_addr.or(file.admin_addr), network)?;
-        let kernel_script_threads = file.kernel_script_threads.unwrap_or_else(default_script_threads);
+        let kernel_script_threads = file
+            .kernel_script_threads
+            .unwrap_or_else(default_script_threads);
         if !(0..=15).contains(&kernel_script_threads) {
             return Err(ConfigError::Invalid {
                 option: "kernel_script_threads",
@@ -268,19 +275,32 @@ impl Settings {
             Some(challenge) => signet_magic(challenge),
             None => network.magic(),
         };
-        let index_cache_mb = positive("index_cache_mb", file.index_cache_mb.unwrap_or(DEFAULT_INDEX_CACHE_MB))?;
-        let mempool_max_mb = positive("mempool_max_mb", file.mempool_max_mb.unwrap_or(300) as usize)?;
+        let index_cache_mb = positive(
+            "index_cache_mb",
+            file.index_cache_mb.unwrap_or(DEFAULT_INDEX_CACHE_MB),
+        )?;
+        let mempool_max_mb = positive(
+            "mempool_max_mb",
+            file.mempool_max_mb.unwrap_or(300) as usize,
+        )?;
         Ok(Settings {
             electrum: electrum_config(network, &file, &over)?,
             p2p: p2p_config(network, signet_challenge.is_some(), magic, &file, &over),
             network,
             signet_challenge,
-            datadir: over.datadir.or(file.datadir).unwrap_or_else(default_datadir),
+            datadir: over
+                .datadir
+                .or(file.datadir)
+                .unwrap_or_else(default_datadir),
             admin_addr,
             log: over.log.or(file.log).unwrap_or_else(|| "info".into()),
             kernel_script_threads,
             http_addr: over.http_addr.or(file.http_addr),
-            http_max_connections: positive("http_max_connections", file.http_max_connections.unwrap_or(DEFAULT_HTTP_MAX_CONNECTIONS))?,
+            http_max_connections: positive(
+                "http_max_connections",
+                file.http_max_connections
+                    .unwrap_or(DEFAULT_HTTP_MAX_CONNECTIONS),
+            )?,
             metrics_addr: over.metrics_addr.or(file.metrics_addr),
             status_page_details: file.status_page_details.unwrap_or(false),
             block_filters: file.block_filters.unwrap_or(true),
@@ -315,25 +335,35 @@ impl Settings {
 /// The network named by `name`; regtest when none is.
 fn network(name: Option<String>) -> Result<Network, ConfigError> {
     match name {
-        Some(name) => name.parse().map_err(|e: UnknownNetwork| ConfigError::Invalid {
-            option: "network",
-            message: e.to_string(),
-        }),
+        Some(name) => name
+            .parse()
+            .map_err(|e: UnknownNetwork| ConfigError::Invalid {
+                option: "network",
+                message: e.to_string(),
+            }),
         None => Ok(Network::Regtest),
     }
 }
 
 /// A custom signet's challenge script from its hex: only on signet, and not empty.
-fn signet_challenge(hex_text: Option<String>, network: Network) -> Result<Option<Vec<u8>>, ConfigError> {
-    let Some(hex_text) = hex_text else { return Ok(None) };
+fn signet_challenge(
+    hex_text: Option<String>,
+    network: Network,
+) -> Result<Option<Vec<u8>>, ConfigError> {
+    let Some(hex_text) = hex_text else {
+        return Ok(None);
+    };
     let invalid = |message: String| ConfigError::Invalid {
         option: "signetchallenge",
         message,
     };
     if network != Network::Signet {
-        return Err(invalid(format!("only valid with network signet, not {network}")));
+        return Err(invalid(format!(
+            "only valid with network signet, not {network}"
+        )));
     }
-    let bytes = Vec::<u8>::from_hex(hex_text.trim()).map_err(|e| invalid(format!("not hex: {e}")))?;
+    let bytes =
+        Vec::<u8>::from_hex(hex_text.trim()).map_err(|e| invalid(format!("not hex: {e}")))?;
     if bytes.is_empty() {
         return Err(invalid("empty challenge".into()));
     }
@@ -342,11 +372,14 @@ fn signet_challenge(hex_text: Option<String>, network: Network) -> Result<Option
 
 /// The admin RPC's address: the network's default port on loopback, and loopback only.
 fn admin_addr(asked: Option<SocketAddr>, network: Network) -> Result<SocketAddr, ConfigError> {
-    let addr = asked.unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], network.default_admin_port())));
+    let addr =
+        asked.unwrap_or_else(|| SocketAddr::from(([127, 0, 0, 1], network.default_admin_port())));
     if !addr.ip().is_loopback() {
         return Err(ConfigError::Invalid {
             option: "admin_addr",
-            message: format!("{addr} is not a loopback address; the admin RPC only listens on loopback"),
+            message: format!(
+                "{addr} is not a loopback address; the admin RPC only listens on loopback"
+            ),
         });
     }
     Ok(addr)
@@ -356,10 +389,12 @@ fn admin_addr(asked: Option<SocketAddr>, network: Network) -> Result<SocketAddr,
 /// `min_free_space_mb` in bytes: at least 1 MiB, and a count of bytes that fits 64 bits.
 fn min_free_space(mb: Option<u64>) -> Result<u64, ConfigError> {
     let mb = mb.unwrap_or(DEFAULT_MIN_FREE_SPACE_MB);
-    let bytes = mb.checked_mul(1 << 20).ok_or_else(|| ConfigError::Invalid {
-        option: "min_free_space_mb",
-        message: format!("{mb} MiB is more than any disk"),
-    })?;
+    let bytes = mb
+        .checked_mul(1 << 20)
+        .ok_or_else(|| ConfigError::Invalid {
+            option: "min_free_space_mb",
+            message: format!("{mb} MiB is more than any disk"),
+        })?;
     positive("min_free_space_mb", usize::from(bytes > 0)).map(|_| bytes)
 }
 
@@ -374,30 +409,74 @@ fn positive(option: &'static str, v: usize) -> Result<usize, ConfigError> {
 }
 
 /// The Electrum server's settings: the network's defaults under the file's options.
-fn electrum_config(network: Network, file: &FileConfig, over: &Overrides) -> Result<ElectrumConfig, ConfigError> {
+fn electrum_config(
+    network: Network,
+    file: &FileConfig,
+    over: &Overrides,
+) -> Result<ElectrumConfig, ConfigError> {
     let mut electrum = ElectrumConfig::defaults(network);
     if let Some(addr) = over.electrum_addr.or(file.electrum_addr) {
         electrum.addr = addr;
     }
     electrum.ws_addr = over.electrum_ws_addr.or(file.electrum_ws_addr);
-    let tls = over.electrum_tls_addr.as_ref().or(file.electrum_tls_addr.as_ref());
-    electrum.tls_addr = tls.map(|t| listen_addr("electrum_tls_addr", t, network.default_electrum_tls_port())).transpose()?;
-    let wss = over.electrum_wss_addr.as_ref().or(file.electrum_wss_addr.as_ref());
-    electrum.wss_addr = wss.map(|t| listen_addr("electrum_wss_addr", t, network.default_electrum_wss_port())).transpose()?;
-    electrum.tls_files = match (over.tls_cert.clone().or(file.tls_cert.clone()), over.tls_key.clone().or(file.tls_key.clone())) {
+    let tls = over
+        .electrum_tls_addr
+        .as_ref()
+        .or(file.electrum_tls_addr.as_ref());
+    electrum.tls_addr = tls
+        .map(|t| listen_addr("electrum_tls_addr", t, network.default_electrum_tls_port()))
+        .transpose()?;
+    let wss = over
+        .electrum_wss_addr
+        .as_ref()
+        .or(file.electrum_wss_addr.as_ref());
+    electrum.wss_addr = wss
+        .map(|t| listen_addr("electrum_wss_addr", t, network.default_electrum_wss_port()))
+        .transpose()?;
+    electrum.tls_files = match (
+        over.tls_cert.clone().or(file.tls_cert.clone()),
+        over.tls_key.clone().or(file.tls_key.clone()),
+    ) {
         (Some(cert), Some(key)) => Some((cert, key)),
         (None, None) => None,
         (cert, _) => {
-            let (option, other) = if cert.is_some() { ("tls_key", "tls_cert") } else { ("tls_cert", "tls_key") };
-            return Err(ConfigError::Invalid { option, message: format!("missing: {other} is set, and the two go together") });
+            let (option, other) = if cert.is_some() {
+                ("tls_key", "tls_cert")
+            } else {
+                ("tls_cert", "tls_key")
+            };
+            return Err(ConfigError::Invalid {
+                option,
+                message: format!("missing: {other} is set, and the two go together"),
+            });
         }
     };
     let limits = [
-        (&mut electrum.max_line_bytes, file.electrum_max_line_bytes, "electrum_max_line_bytes"),
-        (&mut electrum.max_batch, file.electrum_max_batch, "electrum_max_batch"),
-        (&mut electrum.max_subscriptions, file.electrum_max_subscriptions, "electrum_max_subscriptions"),
-        (&mut electrum.max_connections, file.electrum_max_connections, "electrum_max_connections"),
-        (&mut electrum.max_history, file.electrum_max_history, "electrum_max_history"),
+        (
+            &mut electrum.max_line_bytes,
+            file.electrum_max_line_bytes,
+            "electrum_max_line_bytes",
+        ),
+        (
+            &mut electrum.max_batch,
+            file.electrum_max_batch,
+            "electrum_max_batch",
+        ),
+        (
+            &mut electrum.max_subscriptions,
+            file.electrum_max_subscriptions,
+            "electrum_max_subscriptions",
+        ),
+        (
+            &mut electrum.max_connections,
+            file.electrum_max_connections,
+            "electrum_max_connections",
+        ),
+        (
+            &mut electrum.max_history,
+            file.electrum_max_history,
+            "electrum_max_history",
+        ),
     ];
     for (field, value, option) in limits {
         if let Some(v) = value {
@@ -405,10 +484,14 @@ fn electrum_config(network: Network, file: &FileConfig, over: &Overrides) -> Res
         }
     }
     if let Some(mb) = file.electrum_answer_budget_mb {
-        electrum.answer_budget_bytes = positive("electrum_answer_budget_mb", mb)?.saturating_mul(1 << 20);
+        electrum.answer_budget_bytes =
+            positive("electrum_answer_budget_mb", mb)?.saturating_mul(1 << 20);
     }
     if let Some(v) = file.electrum_idle_timeout_secs {
-        electrum.idle_timeout = std::time::Duration::from_secs(positive("electrum_idle_timeout_secs", v as usize)? as u64);
+        electrum.idle_timeout = std::time::Duration::from_secs(positive(
+            "electrum_idle_timeout_secs",
+            v as usize,
+        )? as u64);
     }
     if let Some(v) = &file.electrum_banner {
         electrum.banner = v.clone();
@@ -424,7 +507,11 @@ fn electrum_config(network: Network, file: &FileConfig, over: &Overrides) -> Res
 
 /// A listener's address: `HOST:PORT`, or an IP address alone (or nothing) for `default_port`
 /// on it (on loopback).
-fn listen_addr(option: &'static str, text: &str, default_port: u16) -> Result<SocketAddr, ConfigError> {
+fn listen_addr(
+    option: &'static str,
+    text: &str,
+    default_port: u16,
+) -> Result<SocketAddr, ConfigError> {
     let text = text.trim();
     if text.is_empty() {
         return Ok(SocketAddr::from(([127, 0, 0, 1], default_port)));
@@ -432,15 +519,27 @@ fn listen_addr(option: &'static str, text: &str, default_port: u16) -> Result<So
     if let Ok(addr) = text.parse::<SocketAddr>() {
         return Ok(addr);
     }
-    let ip = text.strip_prefix('[').and_then(|t| t.strip_suffix(']')).unwrap_or(text);
+    let ip = text
+        .strip_prefix('[')
+        .and_then(|t| t.strip_suffix(']'))
+        .unwrap_or(text);
     match ip.parse::<std::net::IpAddr>() {
         Ok(ip) => Ok(SocketAddr::new(ip, default_port)),
-        Err(_) => Err(ConfigError::Invalid { option, message: format!("{text:?} is neither HOST:PORT nor an IP address") }),
+        Err(_) => Err(ConfigError::Invalid {
+            option,
+            message: format!("{text:?} is neither HOST:PORT nor an IP address"),
+        }),
     }
 }
 
 /// The P2P side's settings: flags win over the file; regtest listens on loopback by default.
-fn p2p_config(network: Network, custom_signet: bool, magic: [u8; 4], file: &FileConfig, over: &Overrides) -> P2pConfig {
+fn p2p_config(
+    network: Network,
+    custom_signet: bool,
+    magic: [u8; 4],
+    file: &FileConfig,
+    over: &Overrides,
+) -> P2pConfig {
     let flag_or_file = |flag: &Vec<SocketAddr>, file: &Option<Vec<SocketAddr>>| {
         if flag.is_empty() {
             file.clone().unwrap_or_default()
@@ -453,9 +552,13 @@ fn p2p_config(network: Network, custom_signet: bool, magic: [u8; 4], file: &File
     let (listen, listen_required) = match (listening, explicit_listen) {
         (false, _) => (None, false),
         (true, Some(addr)) => (Some(addr), true),
-        (true, None) if network == Network::Regtest => {
-            (Some(SocketAddr::from(([127, 0, 0, 1], network.default_p2p_port()))), false)
-        }
+        (true, None) if network == Network::Regtest => (
+            Some(SocketAddr::from((
+                [127, 0, 0, 1],
+                network.default_p2p_port(),
+            ))),
+            false,
+        ),
         (true, None) => (None, false),
     };
     P2pConfig {
@@ -477,7 +580,9 @@ fn p2p_config(network: Network, custom_signet: bool, magic: [u8; 4], file: &File
 /// Script-check threads beside the validating one, as Bitcoin Core's `-par` default: one fewer
 /// than the cores, at most 15.
 pub fn default_script_threads() -> i32 {
-    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    let cores = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1);
     (cores.saturating_sub(1)).min(15) as i32
 }
 
@@ -502,7 +607,8 @@ mod tests {
 
     #[test]
     fn flags_win_over_file() {
-        let file = FileConfig::parse("network = \"signet\"\nlog = \"debug\"\n", Path::new("x")).unwrap();
+        let file =
+            FileConfig::parse("network = \"signet\"\nlog = \"debug\"\n", Path::new("x")).unwrap();
         let over = Overrides {
             network: Some("regtest".into()),
             ..Default::default()
@@ -515,21 +621,38 @@ mod tests {
 
     #[test]
     fn p2p_defaults_per_network() {
-        let resolve = |file: &str, over: Overrides| Settings::resolve(FileConfig::parse(file, Path::new("x")).unwrap(), over).unwrap();
+        let resolve = |file: &str, over: Overrides| {
+            Settings::resolve(FileConfig::parse(file, Path::new("x")).unwrap(), over).unwrap()
+        };
         let regtest = resolve("", Overrides::default());
         assert_eq!(regtest.p2p.listen, Some("127.0.0.1:18444".parse().unwrap()));
-        assert!(!regtest.p2p.listen_required, "the default listener may find its port taken");
+        assert!(
+            !regtest.p2p.listen_required,
+            "the default listener may find its port taken"
+        );
         assert!(regtest.p2p.enabled());
         let off = resolve("p2p_listen = false\n", Overrides::default());
         assert_eq!(off.p2p.listen, None);
         assert!(!off.p2p.enabled(), "regtest has no seeds: nothing to do");
-        let asked = resolve("", Overrides { p2p_addr: Some("127.0.0.1:1".parse().unwrap()), ..Default::default() });
+        let asked = resolve(
+            "",
+            Overrides {
+                p2p_addr: Some("127.0.0.1:1".parse().unwrap()),
+                ..Default::default()
+            },
+        );
         assert!(asked.p2p.listen_required);
         let mainnet = resolve("network = \"mainnet\"\n", Overrides::default());
         assert_eq!(mainnet.p2p.listen, None);
         assert_eq!(mainnet.p2p.max_outbound, 8);
-        assert!(mainnet.p2p.enabled(), "mainnet looks for peers through its seeds");
-        let only = resolve("network = \"mainnet\"\nconnect = [\"192.0.2.1:8333\"]\n", Overrides::default());
+        assert!(
+            mainnet.p2p.enabled(),
+            "mainnet looks for peers through its seeds"
+        );
+        let only = resolve(
+            "network = \"mainnet\"\nconnect = [\"192.0.2.1:8333\"]\n",
+            Overrides::default(),
+        );
         assert_eq!(only.p2p.connect.len(), 1);
     }
 
@@ -560,43 +683,84 @@ mod tests {
 
     #[test]
     fn zero_limits_are_refused_by_name_and_others_apply() {
-        for option in ["electrum_max_line_bytes", "electrum_max_batch", "electrum_max_subscriptions",
-            "electrum_max_connections", "electrum_max_history", "electrum_idle_timeout_secs",
-            "index_cache_mb", "mempool_max_mb", "http_max_connections", "electrum_answer_budget_mb", "min_free_space_mb"] {
+        for option in [
+            "electrum_max_line_bytes",
+            "electrum_max_batch",
+            "electrum_max_subscriptions",
+            "electrum_max_connections",
+            "electrum_max_history",
+            "electrum_idle_timeout_secs",
+            "index_cache_mb",
+            "mempool_max_mb",
+            "http_max_connections",
+            "electrum_answer_budget_mb",
+            "min_free_space_mb",
+        ] {
             let file = FileConfig::parse(&format!("{option} = 0\n"), Path::new("x")).unwrap();
-            let err = Settings::resolve(file, Overrides::default()).unwrap_err().to_string();
-            assert!(err.contains(option) && err.contains("at least 1"), "{option}: {err}");
+            let err = Settings::resolve(file, Overrides::default())
+                .unwrap_err()
+                .to_string();
+            assert!(
+                err.contains(option) && err.contains("at least 1"),
+                "{option}: {err}"
+            );
         }
         // A margin whose bytes overflow 64 bits is refused by name, not wrapped.
-        let file = FileConfig::parse(&format!("min_free_space_mb = {}\n", u64::MAX / 1024), Path::new("x")).unwrap();
-        let err = Settings::resolve(file, Overrides::default()).unwrap_err().to_string();
+        let file = FileConfig::parse(
+            &format!("min_free_space_mb = {}\n", u64::MAX / 1024),
+            Path::new("x"),
+        )
+        .unwrap();
+        let err = Settings::resolve(file, Overrides::default())
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("min_free_space_mb"), "{err}");
-        let file = FileConfig::parse("electrum_max_batch = 7\nelectrum_idle_timeout_secs = 9\nmempool_max_mb = 2\n", Path::new("x")).unwrap();
+        let file = FileConfig::parse(
+            "electrum_max_batch = 7\nelectrum_idle_timeout_secs = 9\nmempool_max_mb = 2\n",
+            Path::new("x"),
+        )
+        .unwrap();
         let s = Settings::resolve(file, Overrides::default()).unwrap();
         assert_eq!(s.electrum.max_batch, 7);
         assert_eq!(s.electrum.idle_timeout, std::time::Duration::from_secs(9));
         assert_eq!(s.mempool.max_vbytes, 2_000_000);
-        assert_eq!(s.electrum.max_history, ElectrumConfig::defaults(Network::Regtest).max_history);
+        assert_eq!(
+            s.electrum.max_history,
+            ElectrumConfig::defaults(Network::Regtest).max_history
+        );
     }
 
     #[test]
     fn tls_listeners_take_default_ports_and_the_pair_goes_together() {
-        let resolve = |file: &str| Settings::resolve(FileConfig::parse(file, Path::new("x")).unwrap(), Overrides::default());
+        let resolve = |file: &str| {
+            Settings::resolve(
+                FileConfig::parse(file, Path::new("x")).unwrap(),
+                Overrides::default(),
+            )
+        };
         let s = resolve("electrum_tls_addr = \"0.0.0.0\"\nelectrum_wss_addr = \"\"\n").unwrap();
         assert_eq!(s.electrum.tls_addr, Some("0.0.0.0:60402".parse().unwrap()));
-        assert_eq!(s.electrum.wss_addr, Some("127.0.0.1:60404".parse().unwrap()));
+        assert_eq!(
+            s.electrum.wss_addr,
+            Some("127.0.0.1:60404".parse().unwrap())
+        );
         assert_eq!(s.electrum.tls_files, None);
         let s = resolve("network = \"mainnet\"\nelectrum_tls_addr = \"[::1]\"\n").unwrap();
         assert_eq!(s.electrum.tls_addr, Some("[::1]:50002".parse().unwrap()));
         let s = resolve("network = \"signet\"\nelectrum_tls_addr = \"127.0.0.1:7\"\n").unwrap();
         assert_eq!(s.electrum.tls_addr, Some("127.0.0.1:7".parse().unwrap()));
         assert_eq!(Network::Testnet4.default_electrum_tls_port(), 60002);
-        let err = resolve("electrum_tls_addr = \"example.com:50002\"\n").unwrap_err().to_string();
+        let err = resolve("electrum_tls_addr = \"example.com:50002\"\n")
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("electrum_tls_addr"), "{err}");
         let err = resolve("tls_cert = \"/c.pem\"\n").unwrap_err().to_string();
         assert!(err.contains("tls_key"), "{err}");
         let s = resolve("tls_cert = \"/c.pem\"\ntls_key = \"/k.pem\"\n").unwrap();
-        assert_eq!(s.electrum.tls_files, Some(("/c.pem".into(), "/k.pem".into())));
+        assert_eq!(
+            s.electrum.tls_files,
+            Some(("/c.pem".into(), "/k.pem".into()))
+        );
     }
 
     #[test]

@@ -133,8 +133,8 @@ impl FromStr for Network {
 
 #[cfg(test)]
 mod tests {
-    use bitcoin::hex::FromHex;
     use super::*;
+    use bitcoin::hex::FromHex;
 
     #[test]
     fn default_signet_challenge_gives_default_signet_magic() {

@@ -42,7 +42,9 @@ pub enum DataDirError {
         message: String,
     },
     /// The folder holds another network's chain.
-    #[error("{path} holds a {found} chain, not {wanted}; pass --network {found} or another --datadir")]
+    #[error(
+        "{path} holds a {found} chain, not {wanted}; pass --network {found} or another --datadir"
+    )]
     WrongNetwork {
         /// The folder.
         path: PathBuf,
@@ -129,10 +131,11 @@ impl DataDir {
                 layout: LAYOUT_VERSION,
             };
             let tmp = root.join(format!("{IDENTITY_FILE}.tmp"));
-            let text = serde_json::to_string_pretty(&id).map_err(|e| DataDirError::BadIdentity {
-                path: id_path.clone(),
-                message: e.to_string(),
-            })?;
+            let text =
+                serde_json::to_string_pretty(&id).map_err(|e| DataDirError::BadIdentity {
+                    path: id_path.clone(),
+                    message: e.to_string(),
+                })?;
             fs::write(&tmp, text).map_err(io)?;
             fs::rename(&tmp, &id_path).map_err(io)?;
         }

@@ -52,14 +52,22 @@ pub struct SpaceWatch {
 
 impl std::fmt::Debug for SpaceWatch {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SpaceWatch").field("paths", &self.paths).field("min_free", &self.min_free).finish()
+        f.debug_struct("SpaceWatch")
+            .field("paths", &self.paths)
+            .field("min_free", &self.min_free)
+            .finish()
     }
 }
 
 impl SpaceWatch {
     /// Watches the file systems holding `paths`, low below `min_free` bytes free on any of them.
     pub fn new(paths: Vec<PathBuf>, min_free: u64) -> Self {
-        SpaceWatch { paths: Arc::new(paths), min_free, last: Arc::default(), was_low: Arc::default() }
+        SpaceWatch {
+            paths: Arc::new(paths),
+            min_free,
+            last: Arc::default(),
+            was_low: Arc::default(),
+        }
     }
 
     /// The margin, bytes.
@@ -70,19 +78,29 @@ impl SpaceWatch {
     /// The least free space over the watched paths (a path that cannot be read counts as none
     /// free: it is where the next write would fail).
     pub fn least_free(&self) -> u64 {
-        self.paths.iter().map(|p| free_bytes(p).unwrap_or(0)).min().unwrap_or(u64::MAX)
+        self.paths
+            .iter()
+            .map(|p| free_bytes(p).unwrap_or(0))
+            .min()
+            .unwrap_or(u64::MAX)
     }
 
     /// Whether the kernel's own margin is met too, with some slack: what a kernel that stopped
     /// for a full disk needs before it is opened again.
     pub fn has_room_for_kernel(&self) -> bool {
-        self.least_free() >= self.min_free.max(KERNEL_MIN_FREE).saturating_add(RECOVER_SLACK)
+        self.least_free()
+            >= self
+                .min_free
+                .max(KERNEL_MIN_FREE)
+                .saturating_add(RECOVER_SLACK)
     }
 
     /// Whether a kernel's fatal error says the disk was full: Core's "Disk space is too low!",
     /// or a write that failed with ENOSPC.
     pub fn is_disk_error(message: &str) -> bool {
-        ["Disk space is too low", "No space left on device", "ENOSPC"].iter().any(|m| message.contains(m))
+        ["Disk space is too low", "No space left on device", "ENOSPC"]
+            .iter()
+            .any(|m| message.contains(m))
     }
 
     /// Whether the disk is too full to take more blocks. Once low, it stays low until the free
@@ -94,7 +112,11 @@ impl SpaceWatch {
         }
         let free = self.least_free();
         let was_low = self.was_low.load(Ordering::SeqCst);
-        let low = if was_low { free < self.min_free.saturating_add(RECOVER_SLACK) } else { free < self.min_free };
+        let low = if was_low {
+            free < self.min_free.saturating_add(RECOVER_SLACK)
+        } else {
+            free < self.min_free
+        };
         if low != was_low {
             let mib = |b: u64| b >> 20;
             if low {
@@ -104,11 +126,17 @@ impl SpaceWatch {
                     mib(self.min_free)
                 );
             } else {
-                tracing::info!("disk space is back: {} MiB free; taking blocks again", mib(free));
+                tracing::info!(
+                    "disk space is back: {} MiB free; taking blocks again",
+                    mib(free)
+                );
             }
             self.was_low.store(low, Ordering::SeqCst);
         }
-        *last = Some(Reading { at: Instant::now(), low });
+        *last = Some(Reading {
+            at: Instant::now(),
+            low,
+        });
         low
     }
 }

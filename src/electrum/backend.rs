@@ -3,8 +3,8 @@
 use std::sync::Arc;
 
 use super::history_cache::HistoryCache;
-use super::status::StatusCache;
 use super::merkle::HeaderRoots;
+use super::status::StatusCache;
 use crate::config::ElectrumConfig;
 use crate::index::Index;
 use crate::kernel::Validator;

@@ -17,14 +17,18 @@ use crate::index::query::{QueryError, HISTORY_PAGE};
 use crate::mempool::MempoolHistoryEntry;
 use crate::store::schema::{ScriptHash, TxNum};
 
-
 impl Session {
     /// A script's status: its confirmed history (from the cache, extended by newer rows, for a
     /// long one) then its mempool entries. `None` when it has no history.
     pub(crate) fn status_of(&self, sh: &ScriptHash) -> Result<Option<String>, RpcError> {
         let limit = self.backend.config.max_history;
         let (mut engine, count) = self.confirmed_status(sh, limit)?;
-        let mempool = self.backend.mempool.as_ref().map(|p| p.history(sh)).unwrap_or_default();
+        let mempool = self
+            .backend
+            .mempool
+            .as_ref()
+            .map(|p| p.history(sh))
+            .unwrap_or_default();
         if count.saturating_add(mempool.len()) > limit {
             return Err(backend_err(QueryError::TooLarge { limit }));
         }
@@ -38,7 +42,11 @@ impl Session {
     }
 
     /// The hash state and entry count of a script's confirmed history, in one view of the index.
-    fn confirmed_status(&self, sh: &ScriptHash, limit: usize) -> Result<(sha256::HashEngine, usize), RpcError> {
+    fn confirmed_status(
+        &self,
+        sh: &ScriptHash,
+        limit: usize,
+    ) -> Result<(sha256::HashEngine, usize), RpcError> {
         let view = self.backend.index.reader();
         let cache = &self.backend.status_cache;
         let cached = cache.get(sh).filter(|c| view.has_block(c.tip.0, &c.tip.1));
@@ -59,7 +67,10 @@ impl Session {
         .map_err(backend_err)?;
         if count >= self.backend.config.cache_status_from {
             if let Some(tip) = view.tip() {
-                cache.put(*sh, Cached::new(engine.clone(), count, tip, view.next_txnum()));
+                cache.put(
+                    *sh,
+                    Cached::new(engine.clone(), count, tip, view.next_txnum()),
+                );
             }
         }
         Ok((engine, count))
@@ -76,7 +87,11 @@ impl Session {
         };
         let view = self.backend.index.reader();
         // A long history read before: only the entries of blocks since.
-        let cached = self.backend.history_cache.get(sh).filter(|c| view.has_block(c.tip.0, &c.tip.1));
+        let cached = self
+            .backend
+            .history_cache
+            .get(sh)
+            .filter(|c| view.has_block(c.tip.0, &c.tip.1));
         let (known, from) = match &cached {
             Some(c) => (c.entries.as_slice(), c.next),
             None => (&[][..], TxNum(0)),
@@ -100,18 +115,33 @@ impl Session {
             other => other.map_err(backend_err)?,
         }
         let count = known.len() + newer.len();
-        if count >= self.backend.config.cache_history_from && (cached.is_none() || !newer.is_empty()) {
+        if count >= self.backend.config.cache_history_from
+            && (cached.is_none() || !newer.is_empty())
+        {
             if let Some(tip) = view.tip() {
                 let entries = Arc::new([known, &newer[..]].concat());
-                self.backend.history_cache.put(*sh, CachedHistory::new(entries, tip, view.next_txnum()));
+                self.backend
+                    .history_cache
+                    .put(*sh, CachedHistory::new(entries, tip, view.next_txnum()));
             }
         }
-        let mempool = self.backend.mempool.as_ref().map(|p| p.history(sh)).unwrap_or_default();
+        let mempool = self
+            .backend
+            .mempool
+            .as_ref()
+            .map(|p| p.history(sh))
+            .unwrap_or_default();
         if count + mempool.len() > limit {
             return too_long();
         }
-        let mut all: Vec<(bitcoin::Txid, i64, Option<u64>)> = Vec::with_capacity(count + mempool.len());
-        all.extend(known.iter().chain(&newer).map(|(txid, height)| (*txid, i64::from(*height), None)));
+        let mut all: Vec<(bitcoin::Txid, i64, Option<u64>)> =
+            Vec::with_capacity(count + mempool.len());
+        all.extend(
+            known
+                .iter()
+                .chain(&newer)
+                .map(|(txid, height)| (*txid, i64::from(*height), None)),
+        );
         all.extend(mempool.iter().map(|m| (m.txid, m.height, Some(m.fee))));
         Ok(Some(super::methods::history_text(&all)))
     }
@@ -149,10 +179,17 @@ impl HistoryJob {
     pub fn run(self, tx: mpsc::Sender<Piece>) {
         let limit = self.backend.config.max_history;
         let view = self.backend.index.reader();
-        let mempool: Vec<MempoolHistoryEntry> = self.backend.mempool.as_ref().map(|p| p.history(&self.sh)).unwrap_or_default();
-        let counted = view.history_len(&self.sh, TxNum(0), limit).and_then(|n| match n + mempool.len() > limit {
-            true => Err(QueryError::TooLarge { limit }),
-            false => Ok(n),
+        let mempool: Vec<MempoolHistoryEntry> = self
+            .backend
+            .mempool
+            .as_ref()
+            .map(|p| p.history(&self.sh))
+            .unwrap_or_default();
+        let counted = view.history_len(&self.sh, TxNum(0), limit).and_then(|n| {
+            match n + mempool.len() > limit {
+                true => Err(QueryError::TooLarge { limit }),
+                false => Ok(n),
+            }
         });
         if let Err(e) = counted {
             let mut err = backend_err(e);
@@ -165,12 +202,21 @@ impl HistoryJob {
         let mut first = true;
         let head = format!("{{\"jsonrpc\":\"2.0\",\"id\":{},\"result\":[", self.id);
         let mut piece = head;
-        let page = self.backend.config.stream_history_from.clamp(1, HISTORY_PAGE);
+        let page = self
+            .backend
+            .config
+            .stream_history_from
+            .clamp(1, HISTORY_PAGE);
         let sent = view.history_pages(&self.sh, TxNum(0), page, |page| {
-            let entries: Vec<_> = page.iter().map(|e| (e.txid, i64::from(e.height), None)).collect();
+            let entries: Vec<_> = page
+                .iter()
+                .map(|e| (e.txid, i64::from(e.height), None))
+                .collect();
             history_entries_text(&mut piece, &entries, first);
             first = false;
-            Ok(tx.blocking_send((std::mem::take(&mut piece), false)).is_ok())
+            Ok(tx
+                .blocking_send((std::mem::take(&mut piece), false))
+                .is_ok())
         });
         if let Err(e) = sent {
             // Part of the result is out: the answer cannot become an error any more. Ending
@@ -178,7 +224,10 @@ impl HistoryJob {
             tracing::warn!("electrum: streaming a history failed midway: {e}");
             return;
         }
-        let entries: Vec<_> = mempool.iter().map(|m| (m.txid, m.height, Some(m.fee))).collect();
+        let entries: Vec<_> = mempool
+            .iter()
+            .map(|m| (m.txid, m.height, Some(m.fee)))
+            .collect();
         history_entries_text(&mut piece, &entries, first);
         piece.push_str("]}");
         let _ = tx.blocking_send((piece, true));

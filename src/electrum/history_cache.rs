@@ -31,7 +31,12 @@ pub(crate) struct CachedHistory {
 impl CachedHistory {
     /// The entries of a history running to block `tip`, whose next TxNum is `next`.
     pub(crate) fn new(entries: Arc<Vec<(Txid, u32)>>, tip: (u32, BlockHash), next: TxNum) -> Self {
-        CachedHistory { entries, tip, next, used: 0 }
+        CachedHistory {
+            entries,
+            tip,
+            next,
+            used: 0,
+        }
     }
 }
 
@@ -79,7 +84,14 @@ impl HistoryCache {
             inner.held -= old.entries.len();
         }
         while inner.held + len > CACHE_ENTRIES || inner.map.len() >= CACHE_SCRIPTS {
-            let Some(oldest) = inner.map.iter().min_by_key(|(_, c)| c.used).map(|(k, _)| *k) else { break };
+            let Some(oldest) = inner
+                .map
+                .iter()
+                .min_by_key(|(_, c)| c.used)
+                .map(|(k, _)| *k)
+            else {
+                break;
+            };
             if let Some(gone) = inner.map.remove(&oldest) {
                 inner.held -= gone.entries.len();
             }
@@ -95,22 +107,37 @@ mod tests {
     use bitcoin::hashes::Hash;
 
     fn history(n: usize) -> CachedHistory {
-        CachedHistory::new(Arc::new(vec![(Txid::all_zeros(), 1); n]), (1, BlockHash::all_zeros()), TxNum(9))
+        CachedHistory::new(
+            Arc::new(vec![(Txid::all_zeros(), 1); n]),
+            (1, BlockHash::all_zeros()),
+            TxNum(9),
+        )
     }
 
     #[test]
     fn the_least_recently_used_leave_first_and_the_total_stays_bounded() {
         let cache = HistoryCache::default();
-        let (a, b, c) = (ScriptHash([1; 32]), ScriptHash([2; 32]), ScriptHash([3; 32]));
+        let (a, b, c) = (
+            ScriptHash([1; 32]),
+            ScriptHash([2; 32]),
+            ScriptHash([3; 32]),
+        );
         cache.put(a, history(CACHE_ENTRIES / 2));
         cache.put(b, history(CACHE_ENTRIES / 4));
         assert!(cache.get(&a).is_some(), "a is now the most recently used");
         cache.put(c, history(CACHE_ENTRIES / 2));
-        assert!(cache.get(&b).is_none(), "b, the least recently used, made room");
+        assert!(
+            cache.get(&b).is_none(),
+            "b, the least recently used, made room"
+        );
         assert!(cache.get(&a).is_some() && cache.get(&c).is_some());
         assert_eq!(cache.lock().held, CACHE_ENTRIES);
         cache.put(a, history(10));
-        assert_eq!(cache.lock().held, CACHE_ENTRIES / 2 + 10, "a replaced, not added");
+        assert_eq!(
+            cache.lock().held,
+            CACHE_ENTRIES / 2 + 10,
+            "a replaced, not added"
+        );
         cache.put(b, history(CACHE_ENTRIES / 2 + 1));
         assert!(cache.get(&b).is_none(), "too long to keep");
     }
@@ -125,6 +152,9 @@ mod tests {
         }
         assert_eq!(cache.lock().map.len(), CACHE_SCRIPTS);
         assert_eq!(cache.lock().held, CACHE_SCRIPTS * 20);
-        assert!(cache.get(&ScriptHash([0; 32])).is_none(), "the first in left first");
+        assert!(
+            cache.get(&ScriptHash([0; 32])).is_none(),
+            "the first in left first"
+        );
     }
 }

@@ -4,8 +4,8 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use bitcoin::hex::DisplayHex;
 use bitcoin::hashes::{sha256d, Hash};
+use bitcoin::hex::DisplayHex;
 
 /// The branch of the leaf at `pos` (deepest pairing first) and the root. An odd last node is
 /// paired with itself, as Bitcoin's merkle tree does.
@@ -22,7 +22,10 @@ pub fn branch_and_root(leaves: &[[u8; 32]], mut pos: usize) -> (Vec<[u8; 32]>, [
             }
         }
         branch.push(level[pos ^ 1]);
-        level = level.chunks(2).map(|pair| hash_pair(&pair[0], &pair[1])).collect();
+        level = level
+            .chunks(2)
+            .map(|pair| hash_pair(&pair[0], &pair[1]))
+            .collect();
         pos /= 2;
     }
     (branch, level[0])
@@ -46,14 +49,22 @@ impl HeaderRoots {
     /// The branch of leaf `pos` among the `n` leaves that `leaf(i)` gives (deepest pairing
     /// first) and the root: the same as [`branch_and_root`] over all of them, with the subtrees of
     /// `1 << levels` leaves that hold neither `pos` nor the last leaf taken from the cache.
-    pub fn branch_and_root(&self, n: usize, pos: usize, levels: u32, leaf: impl Fn(usize) -> [u8; 32]) -> (Vec<[u8; 32]>, [u8; 32]) {
+    pub fn branch_and_root(
+        &self,
+        n: usize,
+        pos: usize,
+        levels: u32,
+        leaf: impl Fn(usize) -> [u8; 32],
+    ) -> (Vec<[u8; 32]>, [u8; 32]) {
         let size = 1usize << levels;
         if n <= size {
             let leaves: Vec<[u8; 32]> = (0..n).map(&leaf).collect();
             return branch_and_root(&leaves, pos);
         }
         let chunks = n.div_ceil(size);
-        let chunk_leaves = |c: usize| -> Vec<[u8; 32]> { (c * size..((c + 1) * size).min(n)).map(&leaf).collect() };
+        let chunk_leaves = |c: usize| -> Vec<[u8; 32]> {
+            (c * size..((c + 1) * size).min(n)).map(&leaf).collect()
+        };
         let roots: Vec<[u8; 32]> = (0..chunks)
             .map(|c| {
                 let complete = (c + 1) * size <= n;
@@ -80,7 +91,9 @@ impl HeaderRoots {
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<(u32, [u8; 32]), [u8; 32]>> {
-        self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
 
@@ -97,7 +110,10 @@ fn subtree(leaves: &[[u8; 32]], mut pos: usize, levels: u32) -> (Vec<[u8; 32]>, 
             }
         }
         branch.push(level[pos ^ 1]);
-        level = level.chunks(2).map(|pair| hash_pair(&pair[0], &pair[1])).collect();
+        level = level
+            .chunks(2)
+            .map(|pair| hash_pair(&pair[0], &pair[1]))
+            .collect();
         pos /= 2;
     }
     (branch, level.first().copied().unwrap_or([0u8; 32]))
@@ -137,8 +153,8 @@ pub fn root_from_branch(leaf: [u8; 32], branch: &[[u8; 32]], mut pos: usize) -> 
 
 #[cfg(test)]
 mod tests {
-    use bitcoin::hex::FromHex;
     use super::*;
+    use bitcoin::hex::FromHex;
 
     #[test]
     fn cached_subtrees_give_the_whole_trees_branch_and_root() {
@@ -153,7 +169,11 @@ mod tests {
                 let leaves: Vec<[u8; 32]> = (0..n).map(leaf).collect();
                 for pos in 0..n {
                     let want = branch_and_root(&leaves, pos);
-                    assert_eq!(roots.branch_and_root(n, pos, levels, leaf), want, "n {n}, pos {pos}, levels {levels}");
+                    assert_eq!(
+                        roots.branch_and_root(n, pos, levels, leaf),
+                        want,
+                        "n {n}, pos {pos}, levels {levels}"
+                    );
                     assert_eq!(root_from_branch(leaves[pos], &want.0, pos), want.1);
                 }
             }
@@ -163,7 +183,11 @@ mod tests {
         let leaves: Vec<[u8; 32]> = (0..2_500).map(leaf).collect();
         for pos in [0, 1, 1_023, 1_024, 2_047, 2_048, 2_499] {
             let want = branch_and_root(&leaves, pos);
-            assert_eq!(roots.branch_and_root(2_500, pos, CHUNK_LEVELS, leaf), want, "pos {pos}");
+            assert_eq!(
+                roots.branch_and_root(2_500, pos, CHUNK_LEVELS, leaf),
+                want,
+                "pos {pos}"
+            );
         }
     }
 
@@ -176,7 +200,10 @@ mod tests {
             .unwrap()
             .iter()
             .map(|t| {
-                let mut b: [u8; 32] = Vec::<u8>::from_hex(t.as_str().unwrap()).unwrap().try_into().unwrap();
+                let mut b: [u8; 32] = Vec::<u8>::from_hex(t.as_str().unwrap())
+                    .unwrap()
+                    .try_into()
+                    .unwrap();
                 b.reverse();
                 b
             })

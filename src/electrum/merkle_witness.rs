@@ -35,16 +35,28 @@ impl Session {
             .backend
             .index
             .with_chain(|c| c.hash(pos.height))
-            .ok_or_else(|| RpcError::new(BACKEND_ERROR, "block of the transaction left the chain"))?;
-        let raw = self.backend.validator.read_block_bytes_by_hash(&hash)
+            .ok_or_else(|| {
+                RpcError::new(BACKEND_ERROR, "block of the transaction left the chain")
+            })?;
+        let raw = self
+            .backend
+            .validator
+            .read_block_bytes_by_hash(&hash)
             .map_err(|e| RpcError::new(BACKEND_ERROR, e.to_string()))?;
-        let block: Block = bitcoin::consensus::deserialize(&raw).map_err(|e| RpcError::new(BACKEND_ERROR, e.to_string()))?;
+        let block: Block = bitcoin::consensus::deserialize(&raw)
+            .map_err(|e| RpcError::new(BACKEND_ERROR, e.to_string()))?;
         let index = pos.pos as usize;
         let (Some(tx), Some(coinbase)) = (block.txdata.get(index), block.txdata.first()) else {
-            return Err(RpcError::new(BACKEND_ERROR, "transaction position outside its block"));
+            return Err(RpcError::new(
+                BACKEND_ERROR,
+                "transaction position outside its block",
+            ));
         };
         if tx.compute_txid() != txid {
-            return Err(RpcError::new(BACKEND_ERROR, "the index and the block disagree on the transaction"));
+            return Err(RpcError::new(
+                BACKEND_ERROR,
+                "the index and the block disagree on the transaction",
+            ));
         }
         let mut result = json!({
             "wtxid": tx.compute_wtxid().to_string(),
@@ -52,14 +64,24 @@ impl Session {
             "block_hash": hash.to_string(),
             "pos": pos.pos,
         });
-        let txids: Vec<[u8; 32]> = block.txdata.iter().map(|t| t.compute_txid().to_byte_array()).collect();
+        let txids: Vec<[u8; 32]> = block
+            .txdata
+            .iter()
+            .map(|t| t.compute_txid().to_byte_array())
+            .collect();
         if has_witness_commitment(coinbase) {
             // The coinbase's wtxid counts as zero in the witness tree (BIP141).
             let wtxids: Vec<[u8; 32]> = block
                 .txdata
                 .iter()
                 .enumerate()
-                .map(|(i, t)| if i == 0 { [0u8; 32] } else { t.compute_wtxid().to_byte_array() })
+                .map(|(i, t)| {
+                    if i == 0 {
+                        [0u8; 32]
+                    } else {
+                        t.compute_wtxid().to_byte_array()
+                    }
+                })
                 .collect();
             let (branch, _) = branch_and_root(&wtxids, index);
             result["wmerkle"] = json!(branch.iter().map(rpc_hex).collect::<Vec<_>>());

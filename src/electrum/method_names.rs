@@ -43,7 +43,11 @@ const METHODS: &[&str] = &[
 /// The metrics label of a requested method: its name when cairn serves it, else `other` (a
 /// client never adds labels of its own).
 pub(crate) fn method_label(method: &str) -> &'static str {
-    METHODS.iter().find(|m| **m == method).copied().unwrap_or("other")
+    METHODS
+        .iter()
+        .find(|m| **m == method)
+        .copied()
+        .unwrap_or("other")
 }
 
 #[cfg(test)]
@@ -52,7 +56,10 @@ mod tests {
 
     #[test]
     fn method_labels_come_from_the_served_methods_only() {
-        assert_eq!(method_label("blockchain.scripthash.get_history"), "blockchain.scripthash.get_history");
+        assert_eq!(
+            method_label("blockchain.scripthash.get_history"),
+            "blockchain.scripthash.get_history"
+        );
         assert_eq!(method_label("server.version"), "server.version");
         assert_eq!(method_label("blockchain.scripthash.get_history\n"), "other");
         assert_eq!(method_label(&"x".repeat(10_000)), "other");

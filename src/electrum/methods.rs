@@ -10,9 +10,13 @@ use serde_json::{json, Value};
 
 use super::backend::Backend;
 use super::merkle::{branch_and_root, rpc_hex, CHUNK_LEVELS};
-use super::params::{bool_param, scripthash_param, scriptpubkey_param, str_param, txid_param, u32_param};
 use super::outpoint::OutpointSub;
-use super::rpc::{Reply, RpcError, BACKEND_ERROR, BAD_REQUEST, HISTORY_TOO_LARGE, METHOD_NOT_FOUND};
+use super::params::{
+    bool_param, scripthash_param, scriptpubkey_param, str_param, txid_param, u32_param,
+};
+use super::rpc::{
+    Reply, RpcError, BACKEND_ERROR, BAD_REQUEST, HISTORY_TOO_LARGE, METHOD_NOT_FOUND,
+};
 use super::{status, verbose};
 use crate::config::SERVER_SOFTWARE;
 use crate::index::query::{QueryError, TxPosition};
@@ -50,7 +54,13 @@ fn no_mempool() -> RpcError {
 
 /// The answer to every request but `server.*` during the initial download.
 fn syncing_error(sync: crate::kernel::SyncProgress) -> RpcError {
-    RpcError::new(BACKEND_ERROR, format!("server is syncing: height {} of {}", sync.height, sync.headers))
+    RpcError::new(
+        BACKEND_ERROR,
+        format!(
+            "server is syncing: height {} of {}",
+            sync.height, sync.headers
+        ),
+    )
 }
 
 /// A query's failure as an answer; a history over the limit gets the code protocol 1.7
@@ -59,7 +69,9 @@ pub(crate) fn backend_err(e: QueryError) -> RpcError {
     match e {
         QueryError::TooLarge { limit } => RpcError::new(
             HISTORY_TOO_LARGE,
-            format!("history too large: more than {limit} entries (the server's max_history limit)"),
+            format!(
+                "history too large: more than {limit} entries (the server's max_history limit)"
+            ),
         ),
         other => RpcError::new(BACKEND_ERROR, other.to_string()),
     }
@@ -71,7 +83,9 @@ pub(crate) fn backend_err(e: QueryError) -> RpcError {
 fn add_peer(params: &[Value]) -> Result<Value, RpcError> {
     match params.first() {
         Some(Value::Object(_)) => Ok(json!(false)),
-        _ => Err(RpcError::invalid_params("server.add_peer takes the features object of server.features")),
+        _ => Err(RpcError::invalid_params(
+            "server.add_peer takes the features object of server.features",
+        )),
     }
 }
 
@@ -80,15 +94,23 @@ fn add_peer(params: &[Value]) -> Result<Value, RpcError> {
 fn ping(params: &[Value]) -> Result<Value, RpcError> {
     let pong_len = match params.first() {
         None | Some(Value::Null) => 0,
-        Some(v) => v.as_u64().ok_or_else(|| RpcError::invalid_params(format!("pong_len must be a non-negative integer, not {v}")))?,
+        Some(v) => v.as_u64().ok_or_else(|| {
+            RpcError::invalid_params(format!("pong_len must be a non-negative integer, not {v}"))
+        })?,
     };
     if pong_len > MAX_PONG_LEN {
-        return Err(RpcError::bad_request(format!("pong_len over {MAX_PONG_LEN}")));
+        return Err(RpcError::bad_request(format!(
+            "pong_len over {MAX_PONG_LEN}"
+        )));
     }
     match params.get(1) {
         None | Some(Value::Null) => {}
         Some(Value::String(data)) if data.bytes().all(|b| b.is_ascii_hexdigit()) => {}
-        Some(other) => return Err(RpcError::invalid_params(format!("data must be a hex string, not {other}"))),
+        Some(other) => {
+            return Err(RpcError::invalid_params(format!(
+                "data must be a hex string, not {other}"
+            )))
+        }
     }
     Ok(json!({"data": "0".repeat(pong_len as usize)}))
 }
@@ -125,7 +147,11 @@ pub fn history_text(history: &[(Txid, i64, Option<u64>)]) -> String {
 
 /// Appends history entries to a JSON list being written: comma-separated, with a comma before
 /// the first unless it is the list's `first`.
-pub(crate) fn history_entries_text(out: &mut String, history: &[(Txid, i64, Option<u64>)], first: bool) {
+pub(crate) fn history_entries_text(
+    out: &mut String,
+    history: &[(Txid, i64, Option<u64>)],
+    first: bool,
+) {
     out.reserve(history.len() * 104);
     let mut number = [0u8; 24];
     for (i, (txid, height, fee)) in history.iter().enumerate() {
@@ -139,7 +165,10 @@ pub(crate) fn history_entries_text(out: &mut String, history: &[(Txid, i64, Opti
         out.push('"');
         if let Some(fee) = fee {
             out.push_str(",\"fee\":");
-            push_ascii(out, status::decimal(i64::try_from(*fee).unwrap_or(i64::MAX), &mut number));
+            push_ascii(
+                out,
+                status::decimal(i64::try_from(*fee).unwrap_or(i64::MAX), &mut number),
+            );
         }
         out.push('}');
     }
@@ -208,7 +237,9 @@ impl Session {
     pub(crate) fn check_subscription_room(&self) -> Result<(), RpcError> {
         let limit = self.backend.config.max_subscriptions;
         if self.subscriptions.len() + self.outpoints.len() >= limit {
-            return Err(RpcError::bad_request(format!("too many subscriptions on this connection (limit {limit})")));
+            return Err(RpcError::bad_request(format!(
+                "too many subscriptions on this connection (limit {limit})"
+            )));
         }
         Ok(())
     }
@@ -225,8 +256,12 @@ impl Session {
             }
         }
         let answer = match method {
-            "blockchain.scripthash.get_history" if !self.v17() => self.get_history(scripthash_param(params, 0)?),
-            "blockchain.scriptpubkey.get_history" if self.v17() => self.get_history(scriptpubkey_param(params, 0)?),
+            "blockchain.scripthash.get_history" if !self.v17() => {
+                self.get_history(scripthash_param(params, 0)?)
+            }
+            "blockchain.scriptpubkey.get_history" if self.v17() => {
+                self.get_history(scriptpubkey_param(params, 0)?)
+            }
             _ => self.call_json(method, params).map(Reply::Json),
         };
         // Before 1.7 a history over the limit was a plain "bad request".
@@ -294,21 +329,30 @@ impl Session {
         let (min, max) = match params.get(1) {
             None | Some(Value::Null) => ((1, 4, 0), (1, 4, 0)),
             Some(Value::String(v)) => {
-                let v = parse_version(v).ok_or_else(|| RpcError::invalid_params(format!("bad protocol version {v:?}")))?;
+                let v = parse_version(v).ok_or_else(|| {
+                    RpcError::invalid_params(format!("bad protocol version {v:?}"))
+                })?;
                 (v, v)
             }
             Some(Value::Array(pair)) if pair.len() == 2 => {
                 let get = |i: usize| {
-                    pair[i]
-                        .as_str()
-                        .and_then(parse_version)
-                        .ok_or_else(|| RpcError::invalid_params(format!("bad protocol version {}", pair[i])))
+                    pair[i].as_str().and_then(parse_version).ok_or_else(|| {
+                        RpcError::invalid_params(format!("bad protocol version {}", pair[i]))
+                    })
                 };
                 (get(0)?, get(1)?)
             }
-            Some(other) => return Err(RpcError::invalid_params(format!("bad protocol version {other}"))),
+            Some(other) => {
+                return Err(RpcError::invalid_params(format!(
+                    "bad protocol version {other}"
+                )))
+            }
         };
-        let chosen = VERSIONS.iter().rev().find(|v| **v >= min && **v <= max).copied();
+        let chosen = VERSIONS
+            .iter()
+            .rev()
+            .find(|v| **v >= min && **v <= max)
+            .copied();
         let Some(chosen) = chosen else {
             return Err(RpcError::bad_request(format!(
                 "unsupported protocol version: this server speaks {}.{} to {}.{}",
@@ -320,7 +364,11 @@ impl Session {
     }
 
     fn features(&self) -> Value {
-        let genesis = self.backend.index.with_chain(|c| c.hash(0)).map(|h| h.to_string());
+        let genesis = self
+            .backend
+            .index
+            .with_chain(|c| c.hash(0))
+            .map(|h| h.to_string());
         let mut features = json!({
             "genesis_hash": genesis,
             "hosts": {},
@@ -363,16 +411,23 @@ impl Session {
     }
 
     fn header_hex(&self, height: u32) -> Option<String> {
-        self.backend
-            .index
-            .with_chain(|c| c.header(height).map(|h| bitcoin::consensus::serialize(h).to_lower_hex_string()))
+        self.backend.index.with_chain(|c| {
+            c.header(height)
+                .map(|h| bitcoin::consensus::serialize(h).to_lower_hex_string())
+        })
     }
 
     fn headers_subscribe(&mut self) -> Result<Value, RpcError> {
         let height = self.tip_height()?;
-        let hex = self.header_hex(height).ok_or_else(|| RpcError::new(BACKEND_ERROR, "no tip header"))?;
+        let hex = self
+            .header_hex(height)
+            .ok_or_else(|| RpcError::new(BACKEND_ERROR, "no tip header"))?;
         self.headers_subscribed = true;
-        self.last_notified = self.backend.index.with_chain(|c| c.hash(height)).map(|h| (height, h));
+        self.last_notified = self
+            .backend
+            .index
+            .with_chain(|c| c.hash(height))
+            .map(|h| (height, h));
         Ok(json!({"height": height, "hex": hex}))
     }
 
@@ -385,7 +440,11 @@ impl Session {
             )));
         }
         let (branch, root) = self.backend.index.with_chain(|c| {
-            let leaf = |h: usize| c.hash(h as u32).map(|h| h.to_byte_array()).unwrap_or_default();
+            let leaf = |h: usize| {
+                c.hash(h as u32)
+                    .map(|h| h.to_byte_array())
+                    .unwrap_or_default()
+            };
             let cache = &self.backend.header_roots;
             cache.branch_and_root(cp_height as usize + 1, height as usize, CHUNK_LEVELS, leaf)
         });
@@ -448,7 +507,9 @@ impl Session {
         let blocks = u32_param(params, 0, "number", None)?;
         let pool = self.mempool()?;
         // Below a full block's worth of the mempool, the minimum relay fee confirms next block.
-        Ok(json!(pool.estimate_fee(blocks).unwrap_or(min_relay_btc_per_kvb())))
+        Ok(json!(pool
+            .estimate_fee(blocks)
+            .unwrap_or(min_relay_btc_per_kvb())))
     }
 
     fn fee_histogram(&self) -> Result<Value, RpcError> {
@@ -463,13 +524,18 @@ impl Session {
 
     fn broadcast(&self, params: &[Value]) -> Result<Value, RpcError> {
         let text = str_param(params, 0, "raw_tx")?;
-        let raw = Vec::<u8>::from_hex(text).map_err(|_| RpcError::invalid_params("raw_tx is not hex"))?;
+        let raw =
+            Vec::<u8>::from_hex(text).map_err(|_| RpcError::invalid_params("raw_tx is not hex"))?;
         let pool = self.mempool()?;
-        let accepted = pool
-            .accept(&raw, &self.backend.index)
-            .map_err(|e| RpcError::bad_request(format!("the transaction was rejected by network rules.\n\n{e}")))?;
+        let accepted = pool.accept(&raw, &self.backend.index).map_err(|e| {
+            RpcError::bad_request(format!(
+                "the transaction was rejected by network rules.\n\n{e}"
+            ))
+        })?;
         let txid = accepted.txid;
-        self.backend.notifier.accepted(&self.backend.index, accepted);
+        self.backend
+            .notifier
+            .accepted(&self.backend.index, accepted);
         Ok(json!(txid.to_string()))
     }
 
@@ -478,15 +544,18 @@ impl Session {
     /// refused one (the `verbose` form, bitcoind's own `submitpackage` answer, is not offered).
     fn broadcast_package(&self, params: &[Value]) -> Result<Value, RpcError> {
         const MAX_TXS: usize = MAX_PACKAGE_COUNT;
-        let list = params
-            .first()
-            .and_then(Value::as_array)
-            .ok_or_else(|| RpcError::invalid_params("raw_txs must be a list of hex transactions"))?;
+        let list = params.first().and_then(Value::as_array).ok_or_else(|| {
+            RpcError::invalid_params("raw_txs must be a list of hex transactions")
+        })?;
         if params.get(1).and_then(Value::as_bool) == Some(true) {
-            return Err(RpcError::bad_request("verbose package results are not offered by cairn; use verbose=false"));
+            return Err(RpcError::bad_request(
+                "verbose package results are not offered by cairn; use verbose=false",
+            ));
         }
         if list.is_empty() || list.len() > MAX_TXS {
-            return Err(RpcError::invalid_params(format!("a package has 1 to {MAX_TXS} transactions")));
+            return Err(RpcError::invalid_params(format!(
+                "a package has 1 to {MAX_TXS} transactions"
+            )));
         }
         let raws = list
             .iter()
@@ -526,7 +595,12 @@ impl Session {
 
     fn get_balance(&self, sh: ScriptHash) -> Result<Value, RpcError> {
         let confirmed = self.backend.index.balance(&sh).map_err(backend_err)?;
-        let unconfirmed = self.backend.mempool.as_ref().map(|p| p.balance_delta(&sh)).unwrap_or(0);
+        let unconfirmed = self
+            .backend
+            .mempool
+            .as_ref()
+            .map(|p| p.balance_delta(&sh))
+            .unwrap_or(0);
         Ok(json!({"confirmed": confirmed, "unconfirmed": unconfirmed}))
     }
 
@@ -542,7 +616,11 @@ impl Session {
     fn listunspent(&self, sh: ScriptHash) -> Result<Value, RpcError> {
         // Built whole in memory: bounded like a history that cannot be streamed.
         let limit = self.backend.config.max_history.min(MAX_BUFFERED_HISTORY);
-        let utxos = self.backend.index.unspent(&sh, limit).map_err(backend_err)?;
+        let utxos = self
+            .backend
+            .index
+            .unspent(&sh, limit)
+            .map_err(backend_err)?;
         let pool = self.backend.mempool.as_deref();
         let mut out: Vec<Value> = utxos
             .iter()
@@ -570,15 +648,22 @@ impl Session {
 
     /// A confirmed transaction's bytes and block height.
     pub(crate) fn raw_tx(&self, txid: &Txid) -> Result<(Vec<u8>, u32), RpcError> {
-        self.confirmed_raw_tx(txid)?
-            .ok_or_else(|| RpcError::bad_request(format!("no transaction {txid} in the chain (the mempool is not available)")))
+        self.confirmed_raw_tx(txid)?.ok_or_else(|| {
+            RpcError::bad_request(format!(
+                "no transaction {txid} in the chain (the mempool is not available)"
+            ))
+        })
     }
 
     /// A confirmed transaction's bytes and block height; `None` if the chain has no such
     /// transaction. From the block files directly; through the kernel only if they are not
     /// mapped.
     pub(crate) fn confirmed_raw_tx(&self, txid: &Txid) -> Result<Option<(Vec<u8>, u32)>, RpcError> {
-        let found = self.backend.index.confirmed_tx_bytes(&self.backend.validator, txid).map_err(backend_err)?;
+        let found = self
+            .backend
+            .index
+            .confirmed_tx_bytes(&self.backend.validator, txid)
+            .map_err(backend_err)?;
         Ok(found.map(|(bytes, pos)| (bytes, pos.height)))
     }
 
@@ -601,13 +686,27 @@ impl Session {
         let tx: bitcoin::Transaction = bitcoin::consensus::deserialize(&bytes)
             .map_err(|e| RpcError::new(BACKEND_ERROR, e.to_string()))?;
         let (tip, header, hash) = self.backend.index.with_chain(|c| {
-            (c.tip().map(|(h, _)| h).unwrap_or(0), c.header(height).copied(), c.hash(height))
+            (
+                c.tip().map(|(h, _)| h).unwrap_or(0),
+                c.header(height).copied(),
+                c.hash(height),
+            )
         });
         let (Some(header), Some(hash)) = (header, hash) else {
-            return Err(RpcError::new(BACKEND_ERROR, "block of the transaction left the chain"));
+            return Err(RpcError::new(
+                BACKEND_ERROR,
+                "block of the transaction left the chain",
+            ));
         };
         let network = self.backend.validator.network().to_bitcoin();
-        Ok(verbose::transaction(&tx, &bytes, network, &hash, header.time, tip - height + 1))
+        Ok(verbose::transaction(
+            &tx,
+            &bytes,
+            network,
+            &hash,
+            header.time,
+            tip - height + 1,
+        ))
     }
 
     fn merkle_of(&self, height: u32, pos: u32) -> Result<(Vec<String>, Txid), RpcError> {
@@ -618,7 +717,9 @@ impl Session {
             .map_err(backend_err)?
             .ok_or_else(|| RpcError::bad_request(format!("no block at height {height}")))?;
         let Some(txid) = txids.get(pos as usize).copied() else {
-            return Err(RpcError::bad_request(format!("no transaction at position {pos} of block {height}")));
+            return Err(RpcError::bad_request(format!(
+                "no transaction at position {pos} of block {height}"
+            )));
         };
         let leaves: Vec<[u8; 32]> = txids.iter().map(|t| t.to_byte_array()).collect();
         let (branch, _) = branch_and_root(&leaves, pos as usize);
@@ -627,7 +728,11 @@ impl Session {
 
     /// Where the confirmed transaction of parameter 0 is, checked against the height of
     /// parameter 1 when given (required when `height_required`).
-    pub(crate) fn confirmed_position(&self, params: &[Value], height_required: bool) -> Result<TxPosition, RpcError> {
+    pub(crate) fn confirmed_position(
+        &self,
+        params: &[Value],
+        height_required: bool,
+    ) -> Result<TxPosition, RpcError> {
         let txid = txid_param(params, 0)?;
         let pos = self
             .backend
@@ -637,7 +742,9 @@ impl Session {
             .ok_or_else(|| RpcError::bad_request(format!("transaction {txid} is not confirmed")))?;
         match params.get(1).filter(|v| !v.is_null()) {
             Some(asked) => {
-                let asked = asked.as_u64().ok_or_else(|| RpcError::invalid_params("height must be an integer"))?;
+                let asked = asked
+                    .as_u64()
+                    .ok_or_else(|| RpcError::invalid_params("height must be an integer"))?;
                 if asked != u64::from(pos.height) {
                     return Err(RpcError::bad_request(format!(
                         "transaction {txid} is not in block {asked} (it is in {})",
@@ -645,7 +752,9 @@ impl Session {
                     )));
                 }
             }
-            None if height_required => return Err(RpcError::invalid_params("missing parameter height")),
+            None if height_required => {
+                return Err(RpcError::invalid_params("missing parameter height"))
+            }
             None => {}
         }
         Ok(pos)
@@ -684,7 +793,12 @@ mod tests {
         let txid = |s: &str| bitcoin::Txid::from_str(s).unwrap();
         let a = txid("a6c9c361bd0bc536d6a22648efbf8f9b200e425ef6c3a7a9669dc444c532a347");
         let b = txid("bb4c8ab438c13b89ca80d1d5bee25b0b6b7f55673f4d801998ba97db161d9e85");
-        let history = [(a, 0i64, None), (b, 2473, None), (a, 0, Some(1234u64)), (b, -1, Some(2_100_000_000_000_000))];
+        let history = [
+            (a, 0i64, None),
+            (b, 2473, None),
+            (a, 0, Some(1234u64)),
+            (b, -1, Some(2_100_000_000_000_000)),
+        ];
         let parsed: serde_json::Value = serde_json::from_str(&history_text(&history)).unwrap();
         let expected = serde_json::json!([
             {"height": 0, "tx_hash": a.to_string()},

@@ -25,11 +25,11 @@ use tokio::sync::Semaphore;
 
 pub use backend::Backend;
 pub use history_cache::HistoryCache;
-pub use status::StatusCache;
-pub use session::Requests;
 pub use merkle::{branch_and_root, root_from_branch, rpc_hex};
 pub use methods::{history_text, PROTOCOL_MAX, PROTOCOL_MIN};
+pub use session::Requests;
 pub use status::status;
+pub use status::StatusCache;
 
 use crate::tls::Tls;
 
@@ -119,16 +119,32 @@ impl ElectrumServer {
         for (slot, (addr, framing, secure)) in bound.iter_mut().zip(wanted) {
             let Some(addr) = addr else { continue };
             let tls = match secure {
-                true => Some(tls.clone().ok_or_else(|| ListenError { addr, source: std::io::Error::other("no TLS certificate loaded") })?),
+                true => Some(tls.clone().ok_or_else(|| ListenError {
+                    addr,
+                    source: std::io::Error::other("no TLS certificate loaded"),
+                })?),
                 false => None,
             };
-            let (local, task) = listen(addr, Transport { framing, tls }, &backend, &permits, &budget).await?;
+            let (local, task) = listen(
+                addr,
+                Transport { framing, tls },
+                &backend,
+                &permits,
+                &budget,
+            )
+            .await?;
             tasks.push(task);
             *slot = Some(local);
         }
         let [addr, ws_addr, tls_addr, wss_addr] = bound;
         let addr = addr.unwrap_or(config.addr);
-        Ok(ElectrumServer { addr, ws_addr, tls_addr, wss_addr, tasks })
+        Ok(ElectrumServer {
+            addr,
+            ws_addr,
+            tls_addr,
+            wss_addr,
+            tasks,
+        })
     }
 
     /// Stops accepting clients.
@@ -163,7 +179,11 @@ async fn listen(
                 continue;
             };
             let _ = stream.set_nodelay(true);
-            let client = Client { peer, backend: backend.clone(), budget: budget.clone() };
+            let client = Client {
+                peer,
+                backend: backend.clone(),
+                budget: budget.clone(),
+            };
             let transport = transport.clone();
             tokio::spawn(async move {
                 client.serve(stream, transport).await;
@@ -200,12 +220,18 @@ impl Client {
     where
         S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
     {
-        let Client { peer, backend, budget } = self;
+        let Client {
+            peer,
+            backend,
+            budget,
+        } = self;
         let rx = backend.notifier.subscribe_tips();
         let label = transport.label();
         match transport.framing {
             Framing::Lines => session::run(stream, peer, label, backend, rx, budget).await,
-            Framing::WebSocket => session::run_websocket(stream, peer, label, backend, rx, budget).await,
+            Framing::WebSocket => {
+                session::run_websocket(stream, peer, label, backend, rx, budget).await
+            }
         }
     }
 }

@@ -53,7 +53,12 @@ impl OutpointSub {
     /// Whether `update` may have changed the status (`None`: anything may have). A change to a
     /// known output touches its script hash (funded, spent, unspent by a reorg, replaced or
     /// evicted from the mempool); an unknown one can only appear with its own transaction.
-    pub(crate) fn may_change(&self, op: &OutPoint, update: Option<&TipUpdate>, new_block: bool) -> bool {
+    pub(crate) fn may_change(
+        &self,
+        op: &OutPoint,
+        update: Option<&TipUpdate>,
+        new_block: bool,
+    ) -> bool {
         let Some(update) = update else { return true };
         if new_block && self.status.unconfirmed() {
             return true;
@@ -74,41 +79,112 @@ mod tests {
 
     #[test]
     fn status_objects_have_the_keys_the_spec_lists() {
-        let t = Txid::from_str("4a19a360f71814c566977114c49ccfeb8a7e4719eda26cee27fa504f3f02ca09").unwrap();
+        let t = Txid::from_str("4a19a360f71814c566977114c49ccfeb8a7e4719eda26cee27fa504f3f02ca09")
+            .unwrap();
         assert_eq!(OutpointStatus::default().to_json(), json!({}));
-        assert_eq!(OutpointStatus { height: Some(1866594), spender: None }.to_json(), json!({"height": 1866594}));
-        let spent = OutpointStatus { height: Some(1866594), spender: Some((t, 0)) };
+        assert_eq!(
+            OutpointStatus {
+                height: Some(1866594),
+                spender: None
+            }
+            .to_json(),
+            json!({"height": 1866594})
+        );
+        let spent = OutpointStatus {
+            height: Some(1866594),
+            spender: Some((t, 0)),
+        };
         assert_eq!(
             spent.to_json(),
             json!({"height": 1866594, "spender_txhash": t.to_string(), "spender_height": 0})
         );
         assert!(spent.unconfirmed());
-        assert!(!OutpointStatus { height: Some(5), spender: Some((t, 6)) }.unconfirmed());
-        assert!(OutpointStatus { height: Some(-1), spender: None }.unconfirmed());
+        assert!(!OutpointStatus {
+            height: Some(5),
+            spender: Some((t, 6))
+        }
+        .unconfirmed());
+        assert!(OutpointStatus {
+            height: Some(-1),
+            spender: None
+        }
+        .unconfirmed());
     }
 
     #[test]
     fn a_subscription_is_rechecked_only_when_an_update_can_touch_it() {
-        let t = Txid::from_str("1872b27abc497492a775fe335abfe368af575733144a7ecd4b249d8fd885b3cf").unwrap();
-        let other = Txid::from_str("4a19a360f71814c566977114c49ccfeb8a7e4719eda26cee27fa504f3f02ca09").unwrap();
+        let t = Txid::from_str("1872b27abc497492a775fe335abfe368af575733144a7ecd4b249d8fd885b3cf")
+            .unwrap();
+        let other =
+            Txid::from_str("4a19a360f71814c566977114c49ccfeb8a7e4719eda26cee27fa504f3f02ca09")
+                .unwrap();
         let op = OutPoint::new(t, 1);
         let sh = ScriptHash::of(bitcoin::Script::from_bytes(&[0x51]));
-        let update = |scripts: Option<HashSet<ScriptHash>>, added: Option<HashSet<Txid>>| TipUpdate {
-            height: 7,
-            header: bitcoin::constants::genesis_block(bitcoin::Network::Regtest).header,
-            touched: scripts.map(Arc::new),
-            added: added.map(Arc::new),
+        let update =
+            |scripts: Option<HashSet<ScriptHash>>, added: Option<HashSet<Txid>>| TipUpdate {
+                height: 7,
+                header: bitcoin::constants::genesis_block(bitcoin::Network::Regtest).header,
+                touched: scripts.map(Arc::new),
+                added: added.map(Arc::new),
+            };
+        let known = OutpointSub {
+            script: Some(sh),
+            status: OutpointStatus {
+                height: Some(5),
+                spender: None,
+            },
         };
-        let known = OutpointSub { script: Some(sh), status: OutpointStatus { height: Some(5), spender: None } };
-        assert!(known.may_change(&op, Some(&update(Some(HashSet::from([sh])), Some(HashSet::new()))), false));
-        assert!(!known.may_change(&op, Some(&update(Some(HashSet::new()), Some(HashSet::from([t])))), true));
-        assert!(known.may_change(&op, Some(&update(None, Some(HashSet::new()))), false), "any script may have changed");
-        assert!(known.may_change(&op, None, false), "a lagging session rechecks everything");
-        let unknown = OutpointSub { script: None, status: OutpointStatus::default() };
-        assert!(unknown.may_change(&op, Some(&update(Some(HashSet::new()), Some(HashSet::from([t])))), false));
-        assert!(!unknown.may_change(&op, Some(&update(Some(HashSet::from([sh])), Some(HashSet::from([other])))), true));
-        let in_mempool = OutpointSub { script: Some(sh), status: OutpointStatus { height: Some(-1), spender: None } };
-        assert!(in_mempool.may_change(&op, Some(&update(Some(HashSet::new()), Some(HashSet::new()))), true));
-        assert!(!in_mempool.may_change(&op, Some(&update(Some(HashSet::new()), Some(HashSet::new()))), false));
+        assert!(known.may_change(
+            &op,
+            Some(&update(Some(HashSet::from([sh])), Some(HashSet::new()))),
+            false
+        ));
+        assert!(!known.may_change(
+            &op,
+            Some(&update(Some(HashSet::new()), Some(HashSet::from([t])))),
+            true
+        ));
+        assert!(
+            known.may_change(&op, Some(&update(None, Some(HashSet::new()))), false),
+            "any script may have changed"
+        );
+        assert!(
+            known.may_change(&op, None, false),
+            "a lagging session rechecks everything"
+        );
+        let unknown = OutpointSub {
+            script: None,
+            status: OutpointStatus::default(),
+        };
+        assert!(unknown.may_change(
+            &op,
+            Some(&update(Some(HashSet::new()), Some(HashSet::from([t])))),
+            false
+        ));
+        assert!(!unknown.may_change(
+            &op,
+            Some(&update(
+                Some(HashSet::from([sh])),
+                Some(HashSet::from([other]))
+            )),
+            true
+        ));
+        let in_mempool = OutpointSub {
+            script: Some(sh),
+            status: OutpointStatus {
+                height: Some(-1),
+                spender: None,
+            },
+        };
+        assert!(in_mempool.may_change(
+            &op,
+            Some(&update(Some(HashSet::new()), Some(HashSet::new()))),
+            true
+        ));
+        assert!(!in_mempool.may_change(
+            &op,
+            Some(&update(Some(HashSet::new()), Some(HashSet::new()))),
+            false
+        ));
     }
 }

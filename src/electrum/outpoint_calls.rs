@@ -21,7 +21,11 @@ fn outpoint_params(params: &[Value], hint: bool) -> Result<OutPoint, RpcError> {
         match params.get(2) {
             None | Some(Value::Null) => {}
             Some(Value::String(s)) if Vec::<u8>::from_hex(s).is_ok() => {}
-            Some(other) => return Err(RpcError::invalid_params(format!("spk_hint must be a hex script, not {other}"))),
+            Some(other) => {
+                return Err(RpcError::invalid_params(format!(
+                    "spk_hint must be a hex script, not {other}"
+                )))
+            }
         }
     }
     Ok(OutPoint::new(txid, vout))
@@ -29,26 +33,47 @@ fn outpoint_params(params: &[Value], hint: bool) -> Result<OutPoint, RpcError> {
 
 impl Session {
     /// The status of `op` now, and the script hash of its output when the output exists.
-    pub(crate) fn outpoint_status(&self, op: &OutPoint) -> Result<(OutpointStatus, Option<ScriptHash>), RpcError> {
+    pub(crate) fn outpoint_status(
+        &self,
+        op: &OutPoint,
+    ) -> Result<(OutpointStatus, Option<ScriptHash>), RpcError> {
         let pool = self.backend.mempool.as_deref();
         if let Some((bytes, height)) = self.confirmed_raw_tx(&op.txid)? {
-            let tx: bitcoin::Transaction = bitcoin::consensus::deserialize(&bytes)
-                .map_err(|e| RpcError::new(BACKEND_ERROR, format!("stored transaction {} does not decode: {e}", op.txid)))?;
+            let tx: bitcoin::Transaction =
+                bitcoin::consensus::deserialize(&bytes).map_err(|e| {
+                    RpcError::new(
+                        BACKEND_ERROR,
+                        format!("stored transaction {} does not decode: {e}", op.txid),
+                    )
+                })?;
             let Some(out) = usize::try_from(op.vout).ok().and_then(|i| tx.output.get(i)) else {
                 return Ok((OutpointStatus::default(), None));
             };
-            let confirmed = self.backend.index.spender(&op.txid, op.vout).map_err(backend_err)?;
+            let confirmed = self
+                .backend
+                .index
+                .spender(&op.txid, op.vout)
+                .map_err(backend_err)?;
             let spender = match confirmed {
                 Some((txid, _, height)) => Some((txid, i64::from(height))),
                 None => pool.and_then(|p| p.spender(op)),
             };
-            let status = OutpointStatus { height: Some(i64::from(height)), spender };
+            let status = OutpointStatus {
+                height: Some(i64::from(height)),
+                spender,
+            };
             return Ok((status, Some(ScriptHash::of(&out.script_pubkey))));
         }
         match pool.and_then(|p| p.output(op)) {
             Some((Some(out), height)) => {
                 let spender = pool.and_then(|p| p.spender(op));
-                Ok((OutpointStatus { height: Some(height), spender }, Some(ScriptHash::of(&out.script_pubkey))))
+                Ok((
+                    OutpointStatus {
+                        height: Some(height),
+                        spender,
+                    },
+                    Some(ScriptHash::of(&out.script_pubkey)),
+                ))
             }
             _ => Ok((OutpointStatus::default(), None)),
         }
@@ -81,7 +106,11 @@ impl Session {
     }
 
     /// Notifications for the subscribed outpoints whose status `update` changed.
-    pub(crate) fn outpoint_notes(&mut self, update: Option<&TipUpdate>, new_block: bool) -> Vec<String> {
+    pub(crate) fn outpoint_notes(
+        &mut self,
+        update: Option<&TipUpdate>,
+        new_block: bool,
+    ) -> Vec<String> {
         let stale: Vec<OutPoint> = self
             .outpoints
             .iter()
@@ -90,8 +119,12 @@ impl Session {
             .collect();
         let mut out = Vec::new();
         for op in stale {
-            let Ok((status, script)) = self.outpoint_status(&op) else { continue };
-            let Some(sub) = self.outpoints.get_mut(&op) else { continue };
+            let Ok((status, script)) = self.outpoint_status(&op) else {
+                continue;
+            };
+            let Some(sub) = self.outpoints.get_mut(&op) else {
+                continue;
+            };
             sub.script = script;
             if sub.status != status {
                 out.push(

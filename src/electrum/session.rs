@@ -43,7 +43,9 @@ impl Session {
         let id = obj.get("id").cloned();
         let Some(method) = obj.get("method").and_then(Value::as_str) else {
             let err = RpcError::new(INVALID_REQUEST, "missing method");
-            return Some(Answer::Line(error_value(id.unwrap_or(Value::Null), &err).to_string()));
+            return Some(Answer::Line(
+                error_value(id.unwrap_or(Value::Null), &err).to_string(),
+            ));
         };
         let empty = Vec::new();
         let params = match obj.get("params") {
@@ -51,7 +53,9 @@ impl Session {
             Some(Value::Array(a)) => a,
             Some(_) => {
                 let err = RpcError::invalid_params("params must be an array");
-                return Some(Answer::Line(error_value(id.unwrap_or(Value::Null), &err).to_string()));
+                return Some(Answer::Line(
+                    error_value(id.unwrap_or(Value::Null), &err).to_string(),
+                ));
             }
         };
         tracing::trace!("electrum request {method}");
@@ -64,11 +68,22 @@ impl Session {
         }
         let id = id?;
         Some(match result {
-            Ok(Reply::Json(value)) => Answer::Line(json!({"jsonrpc": "2.0", "id": id, "result": value}).to_string()),
-            Ok(Reply::Text(text)) => Answer::Line(format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{text}}}")),
+            Ok(Reply::Json(value)) => {
+                Answer::Line(json!({"jsonrpc": "2.0", "id": id, "result": value}).to_string())
+            }
+            Ok(Reply::Text(text)) => Answer::Line(format!(
+                "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{text}}}"
+            )),
             Ok(Reply::History(sh)) => {
                 let v17 = self.v17();
-                Answer::History(HistoryJob { backend: self.backend.clone(), sh, id, v17, method: label, started })
+                Answer::History(HistoryJob {
+                    backend: self.backend.clone(),
+                    sh,
+                    id,
+                    v17,
+                    method: label,
+                    started,
+                })
             }
             Err(e) => Answer::Line(error_value(id, &e).to_string()),
         })
@@ -113,7 +128,9 @@ impl Session {
         for request in batch {
             let answer = if out.len() > MAX_BATCH_RESPONSE_BYTES {
                 let id = request.get("id").cloned().unwrap_or(Value::Null);
-                let err = RpcError::bad_request("response too large: the batch's answers exceed the limit");
+                let err = RpcError::bad_request(
+                    "response too large: the batch's answers exceed the limit",
+                );
                 Some(error_value(id, &err).to_string())
             } else {
                 match self.handle_request(request) {
@@ -141,10 +158,10 @@ impl Session {
     /// Notifications owed after a tip update.
     fn on_update(&mut self, update: Option<&TipUpdate>) -> Vec<String> {
         let mut out = Vec::new();
-        let tip = self
-            .backend
-            .index
-            .with_chain(|c| c.tip().and_then(|(h, _)| c.header(h).map(|header| (h, *header))));
+        let tip = self.backend.index.with_chain(|c| {
+            c.tip()
+                .and_then(|(h, _)| c.header(h).map(|header| (h, *header)))
+        });
         if self.headers_subscribed {
             if let Some((height, header)) = tip {
                 let now = Some((height, header.block_hash()));
@@ -167,9 +184,15 @@ impl Session {
             .copied()
             .collect();
         // 1.7 renamed the script methods; a notification carries the script hash either way.
-        let method = if self.v17() { "blockchain.scriptpubkey.subscribe" } else { "blockchain.scripthash.subscribe" };
+        let method = if self.v17() {
+            "blockchain.scriptpubkey.subscribe"
+        } else {
+            "blockchain.scripthash.subscribe"
+        };
         for sh in hashes {
-            let Ok(new_status) = self.status_of(&sh) else { continue };
+            let Ok(new_status) = self.status_of(&sh) else {
+                continue;
+            };
             let old = self.subscriptions.insert(sh, new_status.clone());
             if old.as_ref() != Some(&new_status) {
                 out.push(
@@ -209,7 +232,8 @@ impl Session {
         if count > 0 {
             self.last_ping = std::time::Instant::now();
         }
-        let ping = json!({"jsonrpc": "2.0", "method": "server.ping", "params": ["0".repeat(128)]}).to_string();
+        let ping = json!({"jsonrpc": "2.0", "method": "server.ping", "params": ["0".repeat(128)]})
+            .to_string();
         vec![ping; count]
     }
 }
@@ -229,7 +253,10 @@ async fn read_line_limited<R: tokio::io::AsyncBufRead + Unpin>(
     limit: usize,
 ) -> std::io::Result<LineRead> {
     buf.clear();
-    let n = (&mut *reader).take(limit as u64 + 1).read_until(b'\n', buf).await?;
+    let n = (&mut *reader)
+        .take(limit as u64 + 1)
+        .read_until(b'\n', buf)
+        .await?;
     if n == 0 {
         return Ok(LineRead::Eof);
     }
@@ -304,7 +331,15 @@ pub async fn run(
         }
         let _ = write_half.shutdown().await;
     });
-    serve(peer, backend, updates, in_rx, Outbox::new(out_tx, budget, transport), true).await;
+    serve(
+        peer,
+        backend,
+        updates,
+        in_rx,
+        Outbox::new(out_tx, budget, transport),
+        true,
+    )
+    .await;
     reader.abort();
     let _ = writer.await;
 }
@@ -357,13 +392,25 @@ pub async fn run_websocket(
     let (out_tx, mut out_rx) = mpsc::channel::<Queued>(OUTBOX);
     let writer = tokio::spawn(async move {
         while let Some(queued) = out_rx.recv().await {
-            if sink.send(Message::text(queued.line.as_str())).await.is_err() {
+            if sink
+                .send(Message::text(queued.line.as_str()))
+                .await
+                .is_err()
+            {
                 break;
             }
         }
         let _ = sink.close().await;
     });
-    serve(peer, backend, updates, in_rx, Outbox::new(out_tx, budget, transport), false).await;
+    serve(
+        peer,
+        backend,
+        updates,
+        in_rx,
+        Outbox::new(out_tx, budget, transport),
+        false,
+    )
+    .await;
     reader.abort();
     let _ = writer.await;
 }
@@ -383,7 +430,9 @@ impl Requests {
         match self.0.handle_line(line)? {
             Answer::Line(text) => Some(text),
             // A session without a socket builds every answer whole.
-            Answer::History(job) => Some(error_value(job.id, &RpcError::bad_request("not streamed here")).to_string()),
+            Answer::History(job) => {
+                Some(error_value(job.id, &RpcError::bad_request("not streamed here")).to_string())
+            }
         }
     }
 }
@@ -462,16 +511,23 @@ struct SessionGauges {
 impl SessionGauges {
     fn open(transport: &'static str) -> Self {
         let m = crate::metrics::metrics();
-        m.electrum_connections_accepted.with_label_values(&[transport]).inc();
+        m.electrum_connections_accepted
+            .with_label_values(&[transport])
+            .inc();
         m.electrum_connections.with_label_values(&[transport]).inc();
-        SessionGauges { transport, subscriptions: 0 }
+        SessionGauges {
+            transport,
+            subscriptions: 0,
+        }
     }
 
     /// The session now holds `now` subscriptions.
     fn subscriptions(&mut self, now: usize) {
         let now = i64::try_from(now).unwrap_or(i64::MAX);
         if now != self.subscriptions {
-            let gauge = crate::metrics::metrics().electrum_subscriptions.with_label_values(&[self.transport]);
+            let gauge = crate::metrics::metrics()
+                .electrum_subscriptions
+                .with_label_values(&[self.transport]);
             gauge.add(now - self.subscriptions);
             self.subscriptions = now;
         }
@@ -481,7 +537,10 @@ impl SessionGauges {
 impl Drop for SessionGauges {
     fn drop(&mut self) {
         self.subscriptions(0);
-        crate::metrics::metrics().electrum_connections.with_label_values(&[self.transport]).dec();
+        crate::metrics::metrics()
+            .electrum_connections
+            .with_label_values(&[self.transport])
+            .dec();
     }
 }
 
@@ -520,7 +579,10 @@ impl AnswerBudget {
     /// A budget of `total` bytes.
     pub fn new(total: usize) -> Self {
         let total = total.clamp(1, tokio::sync::Semaphore::MAX_PERMITS);
-        AnswerBudget { bytes: Arc::new(tokio::sync::Semaphore::new(total)), share: (total / 4).max(1) }
+        AnswerBudget {
+            bytes: Arc::new(tokio::sync::Semaphore::new(total)),
+            share: (total / 4).max(1),
+        }
     }
 }
 
@@ -539,7 +601,8 @@ struct HeldByClient(Arc<std::sync::atomic::AtomicUsize>, usize);
 
 impl Drop for HeldByClient {
     fn drop(&mut self) {
-        self.0.fetch_sub(self.1, std::sync::atomic::Ordering::SeqCst);
+        self.0
+            .fetch_sub(self.1, std::sync::atomic::Ordering::SeqCst);
     }
 }
 
@@ -557,8 +620,17 @@ struct Outbox {
 
 impl Outbox {
     fn new(tx: mpsc::Sender<Queued>, budget: AnswerBudget, transport: &'static str) -> Self {
-        let sent = crate::metrics::metrics().electrum_sent_bytes.with_label_values(&[transport]);
-        Outbox { tx, timeout: SEND_TIMEOUT, budget, mine: Arc::default(), transport, sent }
+        let sent = crate::metrics::metrics()
+            .electrum_sent_bytes
+            .with_label_values(&[transport]);
+        Outbox {
+            tx,
+            timeout: SEND_TIMEOUT,
+            budget,
+            mine: Arc::default(),
+            transport,
+            sent,
+        }
     }
 
     /// Queues one line; `false` if the client holds more than its share of the budget unread,
@@ -574,13 +646,25 @@ impl Outbox {
         if self.mine.load(Ordering::SeqCst) + size > self.budget.share {
             return false;
         }
-        let Ok(permits) = u32::try_from(size) else { return false };
+        let Ok(permits) = u32::try_from(size) else {
+            return false;
+        };
         let acquire = self.budget.bytes.clone().acquire_many_owned(permits);
-        let Ok(Ok(held)) = tokio::time::timeout(self.timeout, acquire).await else { return false };
+        let Ok(Ok(held)) = tokio::time::timeout(self.timeout, acquire).await else {
+            return false;
+        };
         self.mine.fetch_add(size, Ordering::SeqCst);
         self.sent.inc_by(size as u64);
-        let queued = Queued { line, ends_line: last, _held: held, _mine: HeldByClient(self.mine.clone(), size) };
-        matches!(tokio::time::timeout(self.timeout, self.tx.send(queued)).await, Ok(Ok(())))
+        let queued = Queued {
+            line,
+            ends_line: last,
+            _held: held,
+            _mine: HeldByClient(self.mine.clone(), size),
+        };
+        matches!(
+            tokio::time::timeout(self.timeout, self.tx.send(queued)).await,
+            Ok(Ok(()))
+        )
     }
 
     /// Queues every line, in order; `false` as soon as one cannot be.

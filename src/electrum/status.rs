@@ -86,8 +86,19 @@ pub(crate) struct Cached {
 
 impl Cached {
     /// The state after `count` entries running to block `tip`, whose next TxNum is `next`.
-    pub(crate) fn new(engine: sha256::HashEngine, count: usize, tip: (u32, BlockHash), next: TxNum) -> Self {
-        Cached { engine, count, tip, next, used: 0 }
+    pub(crate) fn new(
+        engine: sha256::HashEngine,
+        count: usize,
+        tip: (u32, BlockHash),
+        next: TxNum,
+    ) -> Self {
+        Cached {
+            engine,
+            count,
+            tip,
+            next,
+            used: 0,
+        }
     }
 }
 
@@ -130,7 +141,9 @@ mod tests {
 
     #[test]
     fn matches_the_formatted_definition_for_every_height_kind() {
-        let txid = Txid::from_str("80b19848aed792565ab7c5a79b7c2a00fbf985741579396ebe0ab6098e607311").unwrap();
+        let txid =
+            Txid::from_str("80b19848aed792565ab7c5a79b7c2a00fbf985741579396ebe0ab6098e607311")
+                .unwrap();
         for height in [-1i64, 0, 7, 10, 999_999, i64::from(u32::MAX)] {
             let want = sha256::Hash::hash(format!("{txid}:{height}:").as_bytes()).to_string();
             assert_eq!(status([(&txid, height)]), Some(want), "height {height}");
@@ -142,12 +155,30 @@ mod tests {
     fn the_specs_status_example() {
         // protocol-basics.rst, "Status Example".
         let history = [
-            ("a6c9c361bd0bc536d6a22648efbf8f9b200e425ef6c3a7a9669dc444c532a347", 2472),
-            ("9c42f84b2fcdaff676ba25d9d4941741cc0d1a01cce0c23fdc4c0b2afa38431c", 2473),
-            ("770f2d4371b3fabb902dd9a103e2dd005fcd3971181078fca4a2a1d6ff127b30", 2473),
-            ("80b19848aed792565ab7c5a79b7c2a00fbf985741579396ebe0ab6098e607311", 0),
-            ("e02a1dadfa83b996b24175df807b271ea5d02937ef5b35c195fac1e1bdc3198f", 0),
-            ("bb4c8ab438c13b89ca80d1d5bee25b0b6b7f55673f4d801998ba97db161d9e85", -1),
+            (
+                "a6c9c361bd0bc536d6a22648efbf8f9b200e425ef6c3a7a9669dc444c532a347",
+                2472,
+            ),
+            (
+                "9c42f84b2fcdaff676ba25d9d4941741cc0d1a01cce0c23fdc4c0b2afa38431c",
+                2473,
+            ),
+            (
+                "770f2d4371b3fabb902dd9a103e2dd005fcd3971181078fca4a2a1d6ff127b30",
+                2473,
+            ),
+            (
+                "80b19848aed792565ab7c5a79b7c2a00fbf985741579396ebe0ab6098e607311",
+                0,
+            ),
+            (
+                "e02a1dadfa83b996b24175df807b271ea5d02937ef5b35c195fac1e1bdc3198f",
+                0,
+            ),
+            (
+                "bb4c8ab438c13b89ca80d1d5bee25b0b6b7f55673f4d801998ba97db161d9e85",
+                -1,
+            ),
         ];
         let parsed: Vec<(Txid, i64)> = history
             .iter()

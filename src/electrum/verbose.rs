@@ -34,7 +34,9 @@ fn script_type(script: &Script) -> &'static str {
 pub fn unconfirmed(tx: &Transaction, bytes: &[u8], network: Network) -> Value {
     let mut v = base(tx, bytes, network);
     if let Some(obj) = v.as_object_mut() {
-        obj.retain(|k, _| !["blockhash", "confirmations", "time", "blocktime"].contains(&k.as_str()));
+        obj.retain(|k, _| {
+            !["blockhash", "confirmations", "time", "blocktime"].contains(&k.as_str())
+        });
     }
     v
 }
@@ -74,7 +76,13 @@ fn base(tx: &Transaction, bytes: &[u8], network: Network) -> Value {
                 })
             };
             if !input.witness.is_empty() {
-                v["txinwitness"] = Value::Array(input.witness.iter().map(|w| json!(w.to_lower_hex_string())).collect());
+                v["txinwitness"] = Value::Array(
+                    input
+                        .witness
+                        .iter()
+                        .map(|w| json!(w.to_lower_hex_string()))
+                        .collect(),
+                );
             }
             v["sequence"] = json!(input.sequence.0);
             v

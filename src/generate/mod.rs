@@ -12,14 +12,14 @@ mod wallet;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use bitcoin::hex::DisplayHex;
 use bitcoin::absolute::LockTime;
 use bitcoin::block::{Header, Version};
+use bitcoin::constants::COINBASE_MATURITY;
 use bitcoin::hashes::Hash;
+use bitcoin::hex::DisplayHex;
 use bitcoin::script::Builder;
 use bitcoin::secp256k1::{All, Secp256k1};
 use bitcoin::transaction::Version as TxVersion;
-use bitcoin::constants::COINBASE_MATURITY;
 use bitcoin::{
     Amount, Block, BlockHash, CompactTarget, OutPoint, ScriptBuf, Sequence, Transaction, TxIn,
     TxMerkleNode, TxOut, Witness,
@@ -193,7 +193,9 @@ impl ChainGenerator {
         // Three hot scripts (exchanges) and twenty warm ones (merchants), all kinds mixed.
         gen.hot = (0..3).map(|_| gen.new_owner(None)).collect();
         gen.warm = (0..20).map(|_| gen.new_owner(None)).collect();
-        gen.miners = (0..4).map(|_| gen.new_owner(Some(ScriptKind::P2wpkh))).collect();
+        gen.miners = (0..4)
+            .map(|_| gen.new_owner(Some(ScriptKind::P2wpkh)))
+            .collect();
         gen
     }
 
@@ -201,7 +203,9 @@ impl ChainGenerator {
     /// blocks spend the same coins as this generator's would, so they conflict.
     pub fn fork(&self, salt: u64) -> Self {
         let mut other = self.clone();
-        other.rng = ChaCha20Rng::seed_from_u64(self.opts.seed ^ salt.rotate_left(17) ^ u64::from(self.height));
+        other.rng = ChaCha20Rng::seed_from_u64(
+            self.opts.seed ^ salt.rotate_left(17) ^ u64::from(self.height),
+        );
         other
     }
 
@@ -226,9 +230,16 @@ impl ChainGenerator {
         let account_key = master.derive_priv(&self.secp, &account).map_err(err)?;
         let first = self.owners.len() as u32;
         for i in 0..addresses {
-            let path = [ChildNumber::Normal { index: 0 }, ChildNumber::Normal { index: i }];
+            let path = [
+                ChildNumber::Normal { index: 0 },
+                ChildNumber::Normal { index: i },
+            ];
             let key = account_key.derive_priv(&self.secp, &path).map_err(err)?;
-            self.owners.push(Owner::from_keys(&self.secp, ScriptKind::P2wpkh, vec![key.private_key]));
+            self.owners.push(Owner::from_keys(
+                &self.secp,
+                ScriptKind::P2wpkh,
+                vec![key.private_key],
+            ));
             self.uses.push(0);
         }
         self.wallet = first..first + addresses;
@@ -401,7 +412,7 @@ impl ChainGenerator {
     }
 
     /// Generates every block into `out`: `blocks/blk*.dat` (Core's format, genesis first) and
-/// `blocks.hex` (one block per line from height 1, like the 206-block test chain).
+    /// `blocks.hex` (one block per line from height 1, like the 206-block test chain).
     pub fn write_to(mut self, out: &Path) -> Result<GenerateSummary, GenerateError> {
         let io = |path: &Path| {
             let path = path.to_path_buf();
@@ -416,8 +427,12 @@ impl ChainGenerator {
         let tmp_hex = out.join("blocks.hex.tmp");
         let mut hex_out =
             std::io::BufWriter::new(std::fs::File::create(&tmp_hex).map_err(io(&tmp_hex))?);
-        let mut blk = BlkWriter::new(&blocks_dir, Network::Regtest.magic(), BlkWriter::MAX_FILE_SIZE)
-            .map_err(io(&blocks_dir))?;
+        let mut blk = BlkWriter::new(
+            &blocks_dir,
+            Network::Regtest.magic(),
+            BlkWriter::MAX_FILE_SIZE,
+        )
+        .map_err(io(&blocks_dir))?;
         let mut summary = GenerateSummary {
             blocks: 0,
             txs: 0,
@@ -450,7 +465,14 @@ impl ChainGenerator {
         // The busiest script, for benchmarks of long histories.
         if let Some(busiest) = (0..self.uses.len()).max_by_key(|&i| self.uses[i]) {
             let path = out.join("busiest-script.txt");
-            let text = format!("{} {}\n", self.owners[busiest].script_pubkey.as_bytes().to_lower_hex_string(), self.uses[busiest]);
+            let text = format!(
+                "{} {}\n",
+                self.owners[busiest]
+                    .script_pubkey
+                    .as_bytes()
+                    .to_lower_hex_string(),
+                self.uses[busiest]
+            );
             std::fs::write(&path, text).map_err(io(&path))?;
         }
         summary.scripts = self.owners.len() as u64;

@@ -75,7 +75,8 @@ pub struct ShapeError(String);
 impl Shapes {
     /// The shapes of mainnet block 951658.
     pub fn mainnet() -> Result<Self, ShapeError> {
-        let block: Block = bitcoin::consensus::deserialize(MAINNET_BLOCK).map_err(|e| ShapeError(e.to_string()))?;
+        let block: Block = bitcoin::consensus::deserialize(MAINNET_BLOCK)
+            .map_err(|e| ShapeError(e.to_string()))?;
         Self::from_block(&block)
     }
 
@@ -84,9 +85,14 @@ impl Shapes {
         let txs: Vec<TxShape> = block.txdata.iter().skip(1).map(tx_shape).collect();
         let payments: Vec<ScriptKind> = txs.iter().flat_map(TxShape::payment_kinds).collect();
         if txs.is_empty() || payments.is_empty() {
-            return Err(ShapeError("the block has no payments besides the coinbase".into()));
+            return Err(ShapeError(
+                "the block has no payments besides the coinbase".into(),
+            ));
         }
-        Ok(Shapes { txs: Arc::new(txs), payments: Arc::new(payments) })
+        Ok(Shapes {
+            txs: Arc::new(txs),
+            payments: Arc::new(payments),
+        })
     }
 
     /// A random transaction's shape.
@@ -108,7 +114,11 @@ impl Shapes {
 fn tx_shape(tx: &Transaction) -> TxShape {
     TxShape {
         inputs: tx.input.iter().map(input_kind).collect(),
-        outputs: tx.output.iter().map(|o| output_shape(&o.script_pubkey)).collect(),
+        outputs: tx
+            .output
+            .iter()
+            .map(|o| output_shape(&o.script_pubkey))
+            .collect(),
     }
 }
 
@@ -154,7 +164,9 @@ fn input_kind(txin: &TxIn) -> Option<ScriptKind> {
     let nested = !txin.script_sig.is_empty();
     match (items, nested) {
         (0, true) => Some(ScriptKind::P2pkh),
-        (1, false) if matches!(txin.witness.nth(0).map(<[u8]>::len), Some(64 | 65)) => Some(ScriptKind::P2tr),
+        (1, false) if matches!(txin.witness.nth(0).map(<[u8]>::len), Some(64 | 65)) => {
+            Some(ScriptKind::P2tr)
+        }
         (2, false) => Some(ScriptKind::P2wpkh),
         (2, true) => Some(ScriptKind::P2shP2wpkh),
         (3.., _) => Some(ScriptKind::P2wsh2of3),
@@ -177,16 +189,33 @@ mod tests {
         assert_eq!(txs.len(), 373);
         let with_inputs = |n: usize| txs.iter().filter(|t| t.inputs.len() == n).count();
         assert_eq!([1, 2, 3, 4, 6].map(with_inputs), [349, 16, 3, 4, 1]);
-        let outputs: Vec<OutputShape> = txs.iter().flat_map(|t| t.outputs.iter().copied()).collect();
+        let outputs: Vec<OutputShape> =
+            txs.iter().flat_map(|t| t.outputs.iter().copied()).collect();
         assert_eq!(outputs.len(), 694);
-        let pays = |k: ScriptKind| outputs.iter().filter(|o| **o == OutputShape::Pay(k)).count();
+        let pays = |k: ScriptKind| {
+            outputs
+                .iter()
+                .filter(|o| **o == OutputShape::Pay(k))
+                .count()
+        };
         assert_eq!(pays(ScriptKind::P2wpkh), 346 + 1);
         assert_eq!(pays(ScriptKind::P2tr), 103);
         assert_eq!(pays(ScriptKind::P2shP2wpkh), 14);
         assert_eq!(pays(ScriptKind::P2wsh2of3), 13);
         assert_eq!(pays(ScriptKind::P2pkh), 7);
-        assert_eq!(outputs.iter().filter(|o| matches!(o, OutputShape::Data(_))).count(), 210);
-        let spends = |k: ScriptKind| txs.iter().flat_map(|t| t.inputs.iter()).filter(|i| **i == Some(k)).count();
+        assert_eq!(
+            outputs
+                .iter()
+                .filter(|o| matches!(o, OutputShape::Data(_)))
+                .count(),
+            210
+        );
+        let spends = |k: ScriptKind| {
+            txs.iter()
+                .flat_map(|t| t.inputs.iter())
+                .filter(|i| **i == Some(k))
+                .count()
+        };
         assert_eq!(spends(ScriptKind::P2wpkh), 291);
         assert_eq!(spends(ScriptKind::P2wsh2of3), 92);
         assert_eq!(spends(ScriptKind::P2tr), 13);

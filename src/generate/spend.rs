@@ -7,7 +7,9 @@ use bitcoin::transaction::Version as TxVersion;
 use bitcoin::{Amount, OutPoint, ScriptBuf, Sequence, Transaction, TxIn, TxOut, Witness};
 use rand::Rng;
 
-use super::{wallet, ChainGenerator, Coin, GenerateError, ScriptKind, TxShape, KIND_TRIES, MIN_OUTPUT};
+use super::{
+    wallet, ChainGenerator, Coin, GenerateError, ScriptKind, TxShape, KIND_TRIES, MIN_OUTPUT,
+};
 
 impl ChainGenerator {
     fn take_coin(&mut self, fresh: &mut Vec<Coin>) -> Option<Coin> {
@@ -51,7 +53,10 @@ impl ChainGenerator {
     }
 
     /// Builds and signs one transaction, or `None` when nothing is spendable.
-    pub(super) fn build_tx(&mut self, fresh: &mut Vec<Coin>) -> Result<Option<(Transaction, u64)>, GenerateError> {
+    pub(super) fn build_tx(
+        &mut self,
+        fresh: &mut Vec<Coin>,
+    ) -> Result<Option<(Transaction, u64)>, GenerateError> {
         let shape = match &self.shapes {
             Some(shapes) => Some(shapes.pick(&mut self.rng).clone()),
             None => None,
@@ -62,7 +67,8 @@ impl ChainGenerator {
         let total_in: u64 = inputs.iter().map(|c| c.value).sum();
         let pool = self.coins.len() + fresh.len();
         let shaped_payments = shape.as_ref().map(TxShape::payments);
-        let Some((n_out, fee, with_op_return)) = self.plan_outputs(inputs.len(), total_in, pool, shaped_payments)
+        let Some((n_out, fee, with_op_return)) =
+            self.plan_outputs(inputs.len(), total_in, pool, shaped_payments)
         else {
             return Ok(None);
         };
@@ -82,7 +88,12 @@ impl ChainGenerator {
             });
         }
         let tx = self.signed_tx(&inputs, outputs)?;
-        if inputs.iter().map(|c| c.owner).chain(recipients.iter().copied()).any(|o| self.wallet.contains(&o)) {
+        if inputs
+            .iter()
+            .map(|c| c.owner)
+            .chain(recipients.iter().copied())
+            .any(|o| self.wallet.contains(&o))
+        {
             self.wallet_txs += 1;
         }
         let txid = tx.compute_txid();
@@ -126,7 +137,13 @@ impl ChainGenerator {
     /// How many outputs, the fee, and whether an OP_RETURN output is added, for `n_in` inputs
     /// worth `total_in` while `pool` coins are spendable (`shaped`: the shape's payment count);
     /// `None` when the inputs cannot pay for one output of at least [`MIN_OUTPUT`].
-    fn plan_outputs(&mut self, n_in: usize, total_in: u64, pool: usize, shaped: Option<usize>) -> Option<(usize, u64, bool)> {
+    fn plan_outputs(
+        &mut self,
+        n_in: usize,
+        total_in: u64,
+        pool: usize,
+        shaped: Option<usize>,
+    ) -> Option<(usize, u64, bool)> {
         // Fan out while there are fewer coins than a block's worth of spends.
         let target = self.opts.txs_per_block as usize * 3;
         let mut n_out = match shaped {
@@ -160,7 +177,12 @@ impl ChainGenerator {
     /// `n_out` outputs sharing `spend` at random cuts, each at least [`MIN_OUTPUT`], to
     /// recipients picked as [`ChainGenerator::pick_recipient`] does (new scripts of `kinds[i]`
     /// for the i-th where given); and who they are.
-    fn pay_recipients(&mut self, spend: u64, n_out: usize, kinds: &[ScriptKind]) -> (Vec<TxOut>, Vec<u32>) {
+    fn pay_recipients(
+        &mut self,
+        spend: u64,
+        n_out: usize,
+        kinds: &[ScriptKind],
+    ) -> (Vec<TxOut>, Vec<u32>) {
         let spare = spend - MIN_OUTPUT * n_out as u64;
         let mut cuts: Vec<u64> = (0..n_out.saturating_sub(1))
             .map(|_| self.rng.gen_range(0..=spare))
@@ -187,7 +209,11 @@ impl ChainGenerator {
 
     /// A version-2 transaction spending `inputs` (replaceable) into `outputs`, every input
     /// signed by its owner's key.
-    fn signed_tx(&self, inputs: &[Coin], outputs: Vec<TxOut>) -> Result<Transaction, GenerateError> {
+    fn signed_tx(
+        &self,
+        inputs: &[Coin],
+        outputs: Vec<TxOut>,
+    ) -> Result<Transaction, GenerateError> {
         let mut tx = Transaction {
             version: TxVersion::TWO,
             lock_time: LockTime::ZERO,
@@ -213,7 +239,15 @@ impl ChainGenerator {
         let signatures = inputs
             .iter()
             .enumerate()
-            .map(|(i, c)| wallet::sign_input(&self.secp, &mut cache, i, &prevouts, &self.owners[c.owner as usize]))
+            .map(|(i, c)| {
+                wallet::sign_input(
+                    &self.secp,
+                    &mut cache,
+                    i,
+                    &prevouts,
+                    &self.owners[c.owner as usize],
+                )
+            })
             .collect::<Result<Vec<_>, _>>()
             .map_err(GenerateError::Sign)?;
         drop(cache);

@@ -130,11 +130,7 @@ pub struct InputSignature {
     pub witness: Witness,
 }
 
-fn ecdsa(
-    secp: &Secp256k1<All>,
-    digest: [u8; 32],
-    key: &SecretKey,
-) -> bitcoin::ecdsa::Signature {
+fn ecdsa(secp: &Secp256k1<All>, digest: [u8; 32], key: &SecretKey) -> bitcoin::ecdsa::Signature {
     let msg = Message::from_digest(digest);
     bitcoin::ecdsa::Signature {
         signature: secp.sign_ecdsa(&msg, key),
@@ -154,7 +150,9 @@ pub fn sign_input(
     let prevout = &prevouts[index];
     match owner.kind {
         ScriptKind::P2pkh => sign_p2pkh(secp, cache, index, prevout, owner),
-        ScriptKind::P2wpkh | ScriptKind::P2shP2wpkh => sign_p2wpkh(secp, cache, index, prevout, owner),
+        ScriptKind::P2wpkh | ScriptKind::P2shP2wpkh => {
+            sign_p2wpkh(secp, cache, index, prevout, owner)
+        }
         ScriptKind::P2wsh2of3 => sign_p2wsh_2of3(secp, cache, index, prevout, owner),
         ScriptKind::P2tr => sign_p2tr_key_path(secp, cache, index, prevouts, owner),
     }
@@ -170,7 +168,11 @@ fn sign_p2pkh(
 ) -> Result<InputSignature, String> {
     let key0 = &owner.keys[0];
     let sighash = cache
-        .legacy_signature_hash(index, &prevout.script_pubkey, EcdsaSighashType::All.to_u32())
+        .legacy_signature_hash(
+            index,
+            &prevout.script_pubkey,
+            EcdsaSighashType::All.to_u32(),
+        )
         .map_err(|e| e.to_string())?;
     let sig = ecdsa(secp, sighash.to_byte_array(), key0);
     Ok(InputSignature {

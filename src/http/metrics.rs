@@ -28,13 +28,20 @@ pub struct MetricsServer {
 impl MetricsServer {
     /// Binds `addr` and answers `GET /metrics`. Must run inside a tokio runtime.
     pub async fn start(addr: SocketAddr, refresh: Refresh) -> Result<Self, HttpError> {
-        let listener = TcpListener::bind(addr).await.map_err(|source| HttpError::Listen { addr, source })?;
+        let listener = TcpListener::bind(addr)
+            .await
+            .map_err(|source| HttpError::Listen { addr, source })?;
         let addr = listener.local_addr().unwrap_or(addr);
         tracing::info!("Prometheus metrics on http://{addr}/metrics");
         // One scrape at a time: the counters caught up from RocksDB's totals are read and
         // advanced in two steps.
         let refresh = Arc::new(Mutex::new(refresh));
-        let task = tokio::spawn(super::serve(listener, "metrics", MAX_CONNECTIONS, move |req| answer(refresh.clone(), req)));
+        let task = tokio::spawn(super::serve(
+            listener,
+            "metrics",
+            MAX_CONNECTIONS,
+            move |req| answer(refresh.clone(), req),
+        ));
         Ok(MetricsServer { addr, task })
     }
 
@@ -46,10 +53,18 @@ impl MetricsServer {
 
 async fn answer(refresh: Arc<Mutex<Refresh>>, req: Request<Incoming>) -> Response<Full<Bytes>> {
     if req.uri().path() != "/metrics" {
-        return super::answer_with(StatusCode::NOT_FOUND, "text/plain", "not found: metrics are at /metrics");
+        return super::answer_with(
+            StatusCode::NOT_FOUND,
+            "text/plain",
+            "not found: metrics are at /metrics",
+        );
     }
     if req.method() != Method::GET && req.method() != Method::HEAD {
-        return super::answer_with(StatusCode::METHOD_NOT_ALLOWED, "text/plain", "only GET is served");
+        return super::answer_with(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "text/plain",
+            "only GET is served",
+        );
     }
     let scraped = tokio::task::spawn_blocking(move || {
         let refresh = refresh.lock().unwrap_or_else(PoisonError::into_inner);
@@ -58,6 +73,10 @@ async fn answer(refresh: Arc<Mutex<Refresh>>, req: Request<Incoming>) -> Respons
     });
     match scraped.await {
         Ok(body) => super::answer_with(StatusCode::OK, prometheus::TEXT_FORMAT, body),
-        Err(e) => super::answer_with(StatusCode::INTERNAL_SERVER_ERROR, "text/plain", e.to_string()),
+        Err(e) => super::answer_with(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "text/plain",
+            e.to_string(),
+        ),
     }
 }

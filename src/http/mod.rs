@@ -76,8 +76,14 @@ impl HttpServer {
     /// `max_connections` clients at once (more are closed as they connect); while the validator
     /// is in its initial download every request gets 503 and how far it is. Must run inside a
     /// tokio runtime.
-    pub async fn start(addr: SocketAddr, ctx: HttpContext, max_connections: usize) -> Result<Self, HttpError> {
-        let listener = TcpListener::bind(addr).await.map_err(|source| HttpError::Listen { addr, source })?;
+    pub async fn start(
+        addr: SocketAddr,
+        ctx: HttpContext,
+        max_connections: usize,
+    ) -> Result<Self, HttpError> {
+        let listener = TcpListener::bind(addr)
+            .await
+            .map_err(|source| HttpError::Listen { addr, source })?;
         let addr = listener.local_addr().unwrap_or(addr);
         tracing::info!("HTTP server (filters, Esplora API) on {addr}");
         let ctx = Arc::new(ctx);
@@ -86,11 +92,18 @@ impl HttpServer {
             let ctx = ctx.clone();
             async move {
                 let response = answer_off_the_workers(ctx, req).await;
-                crate::metrics::metrics().http_requests.with_label_values(&[response.status().as_str()]).inc();
+                crate::metrics::metrics()
+                    .http_requests
+                    .with_label_values(&[response.status().as_str()])
+                    .inc();
                 with_cors(response)
             }
         }));
-        Ok(HttpServer { addr, task, sampler })
+        Ok(HttpServer {
+            addr,
+            task,
+            sampler,
+        })
     }
 
     /// Stops accepting requests.
@@ -140,7 +153,10 @@ async fn take_samples(ctx: Arc<HttpContext>) {
     loop {
         ticks.tick().await;
         let ctx = ctx.clone();
-        if tokio::task::spawn_blocking(move || ctx.samples.take(&ctx)).await.is_err() {
+        if tokio::task::spawn_blocking(move || ctx.samples.take(&ctx))
+            .await
+            .is_err()
+        {
             return;
         }
     }
@@ -155,12 +171,17 @@ fn with_cors(mut response: Response<Full<Bytes>>) -> Response<Full<Bytes>> {
 }
 
 /// An answer with `status` and a body of `content_type`: every answer of the HTTP listeners.
-fn answer_with(status: StatusCode, content_type: &'static str, body: impl Into<Bytes>) -> Response<Full<Bytes>> {
+fn answer_with(
+    status: StatusCode,
+    content_type: &'static str,
+    body: impl Into<Bytes>,
+) -> Response<Full<Bytes>> {
     let mut response = Response::new(Full::new(body.into()));
     *response.status_mut() = status;
-    response
-        .headers_mut()
-        .insert(hyper::header::CONTENT_TYPE, hyper::header::HeaderValue::from_static(content_type));
+    response.headers_mut().insert(
+        hyper::header::CONTENT_TYPE,
+        hyper::header::HeaderValue::from_static(content_type),
+    );
     response
 }
 
@@ -180,25 +201,52 @@ fn failure(esplora::Failure(status, message): esplora::Failure) -> Response<Full
 /// Reads the body (at most [`MAX_BODY_BYTES`], within [`REQUEST_TIMEOUT`]), then answers on a
 /// blocking thread: RocksDB and block-file reads never hold up the async workers that every
 /// connection shares.
-async fn answer_off_the_workers(ctx: Arc<HttpContext>, req: Request<Incoming>) -> Response<Full<Bytes>> {
+async fn answer_off_the_workers(
+    ctx: Arc<HttpContext>,
+    req: Request<Incoming>,
+) -> Response<Full<Bytes>> {
     let (parts, body) = req.into_parts();
-    let body = match tokio::time::timeout(REQUEST_TIMEOUT, Limited::new(body, MAX_BODY_BYTES).collect()).await {
+    let body = match tokio::time::timeout(
+        REQUEST_TIMEOUT,
+        Limited::new(body, MAX_BODY_BYTES).collect(),
+    )
+    .await
+    {
         Ok(Ok(collected)) => collected.to_bytes(),
         Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => {
-            return failure(esplora::Failure(StatusCode::PAYLOAD_TOO_LARGE, "Request body too large".into()))
+            return failure(esplora::Failure(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "Request body too large".into(),
+            ))
         }
         Ok(Err(e)) => return failure(esplora::Failure(StatusCode::BAD_REQUEST, e.to_string())),
-        Err(_) => return failure(esplora::Failure(StatusCode::REQUEST_TIMEOUT, "Request timeout".into())),
+        Err(_) => {
+            return failure(esplora::Failure(
+                StatusCode::REQUEST_TIMEOUT,
+                "Request timeout".into(),
+            ))
+        }
     };
     let answered = tokio::task::spawn_blocking(move || match ctx.validator.initial_download() {
         _ if parts.uri.path() == "/health" => health(&ctx),
         // The status page shows an initial download too.
-        _ if matches!(parts.uri.path(), "/" | "/api/status") => status_page(&ctx, &parts.method, parts.uri.path()),
+        _ if matches!(parts.uri.path(), "/" | "/api/status") => {
+            status_page(&ctx, &parts.method, parts.uri.path())
+        }
         Some(sync) => error(
             StatusCode::SERVICE_UNAVAILABLE,
-            format!("server is syncing: height {} of {}", sync.height, sync.headers),
+            format!(
+                "server is syncing: height {} of {}",
+                sync.height, sync.headers
+            ),
         ),
-        None => answer(&ctx, &parts.method, parts.uri.path(), parts.uri.query(), &body),
+        None => answer(
+            &ctx,
+            &parts.method,
+            parts.uri.path(),
+            parts.uri.query(),
+            &body,
+        ),
     });
     match answered.await {
         Ok(response) => response,
@@ -212,9 +260,16 @@ fn status_page(ctx: &HttpContext, method: &Method, path: &str) -> Response<Full<
         return error(StatusCode::METHOD_NOT_ALLOWED, "only GET is served");
     }
     if path == "/api/status" {
-        return reply(StatusCode::OK, status_page::api_status(ctx, ctx.node_status.as_ref(), &ctx.samples));
+        return reply(
+            StatusCode::OK,
+            status_page::api_status(ctx, ctx.node_status.as_ref(), &ctx.samples),
+        );
     }
-    let mut response = answer_with(StatusCode::OK, "text/html; charset=utf-8", status_page::PAGE);
+    let mut response = answer_with(
+        StatusCode::OK,
+        "text/html; charset=utf-8",
+        status_page::PAGE,
+    );
     // Nothing from elsewhere: the page's own inline script and style, and /api/status.
     response.headers_mut().insert(
         hyper::header::CONTENT_SECURITY_POLICY,
@@ -239,7 +294,14 @@ fn health(ctx: &HttpContext) -> Response<Full<Bytes>> {
         "best_header_height": best.height,
         "index_height": index.map(|(height, _)| height),
     });
-    reply(if reason.is_none() { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE }, body)
+    reply(
+        if reason.is_none() {
+            StatusCode::OK
+        } else {
+            StatusCode::SERVICE_UNAVAILABLE
+        },
+        body,
+    )
 }
 
 /// Why a node should get no wallets, if it should not: still in its initial download, its
@@ -252,22 +314,37 @@ fn unhealthy(
     index: Option<(u32, BlockHash)>,
 ) -> Option<String> {
     if let Some(sync) = syncing {
-        return Some(format!("initial download: height {} of {}", sync.height, sync.headers));
+        return Some(format!(
+            "initial download: height {} of {}",
+            sync.height, sync.headers
+        ));
     }
     if best.height > kernel.height.saturating_add(1) {
-        return Some(format!("the kernel is at height {}, the best header at {}", kernel.height, best.height));
+        return Some(format!(
+            "the kernel is at height {}, the best header at {}",
+            kernel.height, best.height
+        ));
     }
     match index {
         Some((_, hash)) if hash == kernel.hash => None,
         _ => {
             let at = index.map_or(-1, |(height, _)| i64::from(height));
-            Some(format!("the index is at height {at}, the kernel at {}", kernel.height))
+            Some(format!(
+                "the index is at height {at}, the kernel at {}",
+                kernel.height
+            ))
         }
     }
 }
 
 /// Routes one request: the filter endpoints, else the Esplora API.
-fn answer(ctx: &HttpContext, method: &Method, path: &str, query: Option<&str>, body: &[u8]) -> Response<Full<Bytes>> {
+fn answer(
+    ctx: &HttpContext,
+    method: &Method,
+    path: &str,
+    query: Option<&str>,
+    body: &[u8],
+) -> Response<Full<Bytes>> {
     let is_filter_path = path.starts_with("/filter/") || path == "/filterheaders";
     if !is_filter_path {
         return esplora::route(ctx, method, path, body).unwrap_or_else(failure);
@@ -281,11 +358,19 @@ fn answer(ctx: &HttpContext, method: &Method, path: &str, query: Option<&str>, b
 /// Answers one GET request for filters.
 fn filter_answer(index: &Index, path: &str, query: Option<&str>) -> Response<Full<Bytes>> {
     if !index.filters_enabled() {
-        return error(StatusCode::SERVICE_UNAVAILABLE, "block filters are turned off (block_filters = false)");
+        return error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "block filters are turned off (block_filters = false)",
+        );
     }
     match index.filters_ready() {
         Ok(true) => {}
-        Ok(false) => return error(StatusCode::SERVICE_UNAVAILABLE, "filters are still being built"),
+        Ok(false) => {
+            return error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "filters are still being built",
+            )
+        }
         Err(e) => return error(StatusCode::INTERNAL_SERVER_ERROR, e),
     }
     if let Some(hash) = path.strip_prefix("/filter/") {
@@ -296,7 +381,10 @@ fn filter_answer(index: &Index, path: &str, query: Option<&str>) -> Response<Ful
         crate::metrics::metrics().bip157_request("cfheaders", "http");
         return filter_headers(index, query.unwrap_or(""));
     }
-    error(StatusCode::NOT_FOUND, "unknown path: try /filter/{blockhash} or /filterheaders?start=H&count=N")
+    error(
+        StatusCode::NOT_FOUND,
+        "unknown path: try /filter/{blockhash} or /filterheaders?start=H&count=N",
+    )
 }
 
 /// `GET /filter/{blockhash}`: the block's basic filter and filter header, as bitcoind's
@@ -306,7 +394,10 @@ fn filter(index: &Index, hash_text: &str) -> Response<Full<Bytes>> {
         return error(StatusCode::BAD_REQUEST, "not a block hash (64 hex digits)");
     };
     let Some(height) = index.with_chain(|c| c.height_of_hash(&hash)) else {
-        return error(StatusCode::NOT_FOUND, format!("block {hash} is not in the indexed chain"));
+        return error(
+            StatusCode::NOT_FOUND,
+            format!("block {hash} is not in the indexed chain"),
+        );
     };
     match index.filter_at(height) {
         Ok(Some(row)) => reply(
@@ -334,20 +425,34 @@ fn filter_headers(index: &Index, query: &str) -> Response<Full<Bytes>> {
         match key {
             "start" => start = Some(parsed),
             "count" => count = Some(parsed),
-            other => return error(StatusCode::BAD_REQUEST, format!("unknown parameter {other:?}")),
+            other => {
+                return error(
+                    StatusCode::BAD_REQUEST,
+                    format!("unknown parameter {other:?}"),
+                )
+            }
         }
     }
     let (Some(Some(start)), Some(Some(count))) = (start, count) else {
-        return error(StatusCode::BAD_REQUEST, "needs start and count, both non-negative integers");
+        return error(
+            StatusCode::BAD_REQUEST,
+            "needs start and count, both non-negative integers",
+        );
     };
     if count == 0 || count > MAX_FILTER_HEADERS {
-        return error(StatusCode::BAD_REQUEST, format!("count must be 1 to {MAX_FILTER_HEADERS}"));
+        return error(
+            StatusCode::BAD_REQUEST,
+            format!("count must be 1 to {MAX_FILTER_HEADERS}"),
+        );
     }
     let Some(tip) = index.tip().map(|(h, _)| h) else {
         return reply(StatusCode::OK, json!([]));
     };
     if start > tip {
-        return error(StatusCode::NOT_FOUND, format!("start {start} is above the tip {tip}"));
+        return error(
+            StatusCode::NOT_FOUND,
+            format!("start {start} is above the tip {tip}"),
+        );
     }
     let end = start.saturating_add(count - 1).min(tip);
     let rows = match index.filter_rows(start, end) {
@@ -368,21 +473,53 @@ mod tests {
     use bitcoin::hashes::Hash;
 
     fn tip(height: i64, byte: u8) -> ChainTip {
-        ChainTip { height, hash: BlockHash::from_byte_array([byte; 32]) }
+        ChainTip {
+            height,
+            hash: BlockHash::from_byte_array([byte; 32]),
+        }
     }
 
     #[test]
     fn healthy_only_in_sync_with_the_index_at_the_kernels_tip() {
         let (kernel, hash) = (tip(100, 1), BlockHash::from_byte_array([1; 32]));
-        assert_eq!(unhealthy(None, &kernel, &tip(100, 1), Some((100, hash))), None);
+        assert_eq!(
+            unhealthy(None, &kernel, &tip(100, 1), Some((100, hash))),
+            None
+        );
         // One block behind the best header is still in sync (it is being validated).
-        assert_eq!(unhealthy(None, &kernel, &tip(101, 2), Some((100, hash))), None);
-        let reason = |syncing, best: ChainTip, index| unhealthy(syncing, &kernel, &best, index).unwrap();
-        assert_eq!(reason(Some(SyncProgress { height: 5, headers: 30 }), tip(30, 3), Some((5, hash))), "initial download: height 5 of 30");
-        assert_eq!(reason(None, tip(102, 2), Some((100, hash))), "the kernel is at height 100, the best header at 102");
-        assert_eq!(reason(None, tip(100, 1), Some((99, BlockHash::all_zeros()))), "the index is at height 99, the kernel at 100");
+        assert_eq!(
+            unhealthy(None, &kernel, &tip(101, 2), Some((100, hash))),
+            None
+        );
+        let reason =
+            |syncing, best: ChainTip, index| unhealthy(syncing, &kernel, &best, index).unwrap();
+        assert_eq!(
+            reason(
+                Some(SyncProgress {
+                    height: 5,
+                    headers: 30
+                }),
+                tip(30, 3),
+                Some((5, hash))
+            ),
+            "initial download: height 5 of 30"
+        );
+        assert_eq!(
+            reason(None, tip(102, 2), Some((100, hash))),
+            "the kernel is at height 100, the best header at 102"
+        );
+        assert_eq!(
+            reason(None, tip(100, 1), Some((99, BlockHash::all_zeros()))),
+            "the index is at height 99, the kernel at 100"
+        );
         // Same height, another block (the index has not followed a reorg yet).
-        assert_eq!(reason(None, tip(100, 1), Some((100, BlockHash::all_zeros()))), "the index is at height 100, the kernel at 100");
-        assert_eq!(reason(None, tip(100, 1), None), "the index is at height -1, the kernel at 100");
+        assert_eq!(
+            reason(None, tip(100, 1), Some((100, BlockHash::all_zeros()))),
+            "the index is at height 100, the kernel at 100"
+        );
+        assert_eq!(
+            reason(None, tip(100, 1), None),
+            "the index is at height -1, the kernel at 100"
+        );
     }
 }

@@ -33,7 +33,9 @@ pub fn public(mut value: Value, details: bool) -> Value {
         if let Some(node) = value.as_object_mut() {
             node.remove("datadir");
         }
-        let peers = value.pointer_mut("/p2p/peers").and_then(Value::as_array_mut);
+        let peers = value
+            .pointer_mut("/p2p/peers")
+            .and_then(Value::as_array_mut);
         for peer in peers.into_iter().flatten() {
             if let Some(peer) = peer.as_object_mut() {
                 peer.remove("addr");
@@ -71,7 +73,11 @@ impl Samples {
     /// Takes a sample of `ctx` now, dropping the oldest past an hour's.
     pub fn take(&self, ctx: &HttpContext) {
         let sample = sample_now(ctx);
-        let histogram = ctx.mempool.as_ref().map(|m| m.fee_histogram()).unwrap_or_default();
+        let histogram = ctx
+            .mempool
+            .as_ref()
+            .map(|m| m.fee_histogram())
+            .unwrap_or_default();
         let mut taken = self.0.lock().unwrap_or_else(PoisonError::into_inner);
         let (samples, last_histogram) = &mut *taken;
         if samples.len() == SAMPLES {
@@ -97,7 +103,10 @@ fn sample_now(ctx: &HttpContext) -> Sample {
     };
     let m = metrics();
     Sample {
-        time: SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0),
+        time: SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_secs_f64())
+            .unwrap_or(0.0),
         kernel_height: ctx.validator.tip().height,
         index_height: ctx.index.tip().map_or(-1, |(height, _)| i64::from(height)),
         best_header_height: ctx.validator.best_header().height,
@@ -110,7 +119,9 @@ fn sample_now(ctx: &HttpContext) -> Sample {
 /// Blocks validated per second over the last minute of samples, once there are two.
 fn blocks_per_second(samples: &[Sample]) -> Option<f64> {
     let last = samples.last()?;
-    let first = samples.iter().find(|s| last.time - s.time <= RATE_WINDOW_SECS)?;
+    let first = samples
+        .iter()
+        .find(|s| last.time - s.time <= RATE_WINDOW_SECS)?;
     let seconds = last.time - first.time;
     (seconds > 0.0).then(|| (last.kernel_height - first.kernel_height) as f64 / seconds)
 }
@@ -127,7 +138,9 @@ fn eta_seconds(kernel: i64, best: i64, rate: Option<f64>) -> Option<f64> {
 
 /// Requests per second between the last two samples.
 fn requests_per_second(samples: &[Sample]) -> Option<f64> {
-    let [.., before, last] = samples else { return None };
+    let [.., before, last] = samples else {
+        return None;
+    };
     let seconds = last.time - before.time;
     (seconds > 0.0).then(|| last.requests.saturating_sub(before.requests) as f64 / seconds)
 }
@@ -140,7 +153,12 @@ pub fn api_status(ctx: &HttpContext, node: Option<&NodeStatus>, samples: &Sample
     let m = metrics();
     let per_transport = |gauge: &prometheus::IntGaugeVec| {
         let mut map = serde_json::Map::new();
-        for t in [transport::TCP, transport::TLS, transport::WS, transport::WSS] {
+        for t in [
+            transport::TCP,
+            transport::TLS,
+            transport::WS,
+            transport::WSS,
+        ] {
             map.insert(t.into(), json!(gauge.with_label_values(&[t]).get()));
         }
         Value::Object(map)
@@ -173,7 +191,15 @@ mod tests {
     use super::*;
 
     fn at(time: f64, kernel_height: i64, requests: u64) -> Sample {
-        Sample { time, kernel_height, index_height: kernel_height, best_header_height: 100, mempool_transactions: 0, mempool_vsize: 0, requests }
+        Sample {
+            time,
+            kernel_height,
+            index_height: kernel_height,
+            best_header_height: 100,
+            mempool_transactions: 0,
+            mempool_vsize: 0,
+            requests,
+        }
     }
 
     #[test]
@@ -186,7 +212,10 @@ mod tests {
         assert_eq!(requests_per_second(&samples), Some(0.1));
         assert_eq!(requests_per_second(&samples[..1]), None);
         // A counter that went back (it cannot; still) gives 0, not a wrap.
-        assert_eq!(requests_per_second(&[at(0.0, 0, 9), at(5.0, 0, 3)]), Some(0.0));
+        assert_eq!(
+            requests_per_second(&[at(0.0, 0, 9), at(5.0, 0, 3)]),
+            Some(0.0)
+        );
     }
 
     #[test]
@@ -197,7 +226,10 @@ mod tests {
         });
         let public_view = public(status.clone(), false);
         assert_eq!(public_view["datadir"], Value::Null);
-        assert_eq!(public_view["p2p"]["peers"], json!([{"inbound": true, "user_agent": "/a/"}]));
+        assert_eq!(
+            public_view["p2p"]["peers"],
+            json!([{"inbound": true, "user_agent": "/a/"}])
+        );
         assert_eq!(public_view["p2p"]["known_addresses"], 3);
         assert_eq!(public(status.clone(), true), status);
     }

@@ -5,9 +5,9 @@ use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
-use bitcoin::hex::DisplayHex;
 use crate::config::Network;
 use crate::kernel::blockfiles::{read_xor_key, xor_in_place, BlkError, MAX_BLOCK_SIZE};
+use bitcoin::hex::DisplayHex;
 
 /// Where one block sits in the block files.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -95,7 +95,10 @@ impl BlkDir {
         };
         let len = std::fs::metadata(path).map_err(io)?.len();
         if len > MAX_BLK_FILE_SIZE {
-            return Err(BlkError::TooLarge { path: path.clone(), len });
+            return Err(BlkError::TooLarge {
+                path: path.clone(),
+                len,
+            });
         }
         let mut data = std::fs::read(path).map_err(io)?;
         self.deobfuscate(&mut data, 0);
@@ -105,7 +108,11 @@ impl BlkDir {
                 return Err(self.bad_magic(path, other));
             }
         }
-        Ok(FileScan { data, blocks, skipped })
+        Ok(FileScan {
+            data,
+            blocks,
+            skipped,
+        })
     }
 
     /// Reads one block back from disk (for blocks held until their parent arrives).
@@ -160,12 +167,18 @@ pub fn find_records(data: &[u8], magic: [u8; 4], file: usize) -> (Vec<BlkPos>, u
     while let Some(found) = find_magic(&data[pos..], magic) {
         let start = pos + found;
         let body = start + 8;
-        let Some(head) = data.get(start..body) else { break };
+        let Some(head) = data.get(start..body) else {
+            break;
+        };
         let size = u32::from_le_bytes([head[4], head[5], head[6], head[7]]);
         let end = body.checked_add(size as usize);
         match end {
             Some(end) if (80..=MAX_BLOCK_SIZE).contains(&size) && end <= data.len() => {
-                blocks.push(BlkPos { file, offset: body as u64, len: size });
+                blocks.push(BlkPos {
+                    file,
+                    offset: body as u64,
+                    len: size,
+                });
                 covered += 8 + u64::from(size);
                 pos = end;
             }
@@ -292,7 +305,12 @@ mod tests {
 
     fn append(path: &Path, bytes: &[u8]) {
         use std::io::Write;
-        std::fs::OpenOptions::new().append(true).open(path).unwrap().write_all(bytes).unwrap();
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(path)
+            .unwrap()
+            .write_all(bytes)
+            .unwrap();
     }
 
     #[test]

@@ -14,9 +14,9 @@ use bitcoin::hex::FromHex;
 use bitcoin::BlockHash;
 
 use crate::datadir::space::SpaceWatch;
+use crate::kernel::blockfiles::BlkError;
 use crate::kernel::{Accepted, KernelError, Validator};
 pub use blkfiles::{BlkDir, BlkPos, BlkWriter};
-use crate::kernel::blockfiles::BlkError;
 pub use progress::Progress;
 
 /// Errors that stop an import.
@@ -151,20 +151,31 @@ impl<'a> Importer<'a> {
             let scan = dir.scan_file(file)?;
             let name = dir.files()[file].display().to_string();
             if scan.skipped > 0 {
-                tracing::debug!("{name}: {} bytes outside block records (pre-allocated space or torn writes)", scan.skipped);
+                tracing::debug!(
+                    "{name}: {} bytes outside block records (pre-allocated space or torn writes)",
+                    scan.skipped
+                );
             }
             let data = &scan.data;
             for pos in scan.blocks.iter().copied() {
                 let start = pos.offset as usize;
                 let raw = &data[start..start + pos.len as usize];
-                self.offer(raw, Held::Blk(pos), &|held| match held {
-                    Held::Blk(p) => dir.read_at(*p).map_err(ImportError::from),
-                    Held::Line { raw, .. } => Ok(raw.clone()),
-                }, &|held| match held {
-                    Held::Blk(p) => format!("{} offset {}", dir.files()[p.file].display(), p.offset),
-                    Held::Line { line, .. } => format!("line {line}"),
-                })?;
-                self.progress.set_position(done_bytes + pos.offset + u64::from(pos.len));
+                self.offer(
+                    raw,
+                    Held::Blk(pos),
+                    &|held| match held {
+                        Held::Blk(p) => dir.read_at(*p).map_err(ImportError::from),
+                        Held::Line { raw, .. } => Ok(raw.clone()),
+                    },
+                    &|held| match held {
+                        Held::Blk(p) => {
+                            format!("{} offset {}", dir.files()[p.file].display(), p.offset)
+                        }
+                        Held::Line { line, .. } => format!("line {line}"),
+                    },
+                )?;
+                self.progress
+                    .set_position(done_bytes + pos.offset + u64::from(pos.len));
             }
             done_bytes += data.len() as u64;
             tracing::debug!("read {name}");
@@ -195,15 +206,23 @@ impl<'a> Importer<'a> {
                 line: i + 1,
                 message: format!("not a hex block: {e}"),
             })?;
-            let held = Held::Line { raw: raw.clone(), line: i + 1 };
+            let held = Held::Line {
+                raw: raw.clone(),
+                line: i + 1,
+            };
             let origin = |h: &Held| match h {
                 Held::Line { line, .. } => format!("{} line {line}", path.display()),
                 Held::Blk(_) => String::new(),
             };
-            self.offer(&raw, held, &|h| match h {
-                Held::Line { raw, .. } => Ok(raw.clone()),
-                Held::Blk(_) => Ok(Vec::new()),
-            }, &origin)?;
+            self.offer(
+                &raw,
+                held,
+                &|h| match h {
+                    Held::Line { raw, .. } => Ok(raw.clone()),
+                    Held::Blk(_) => Ok(Vec::new()),
+                },
+                &origin,
+            )?;
             self.progress.set_position(read);
         }
         Ok(self.finish())
@@ -294,7 +313,8 @@ impl<'a> Importer<'a> {
         }
         self.stats.txs += tx_count(raw);
         let tip = self.validator.tip();
-        self.progress.block(tip.height, self.stats.connected + self.stats.stored);
+        self.progress
+            .block(tip.height, self.stats.connected + self.stats.stored);
         Ok(())
     }
 

@@ -34,7 +34,9 @@ impl Index {
             .as_slice()
             .try_into()
             .map(u32::from_le_bytes)
-            .map_err(|_| IndexError::Inconsistent("filter backfill marker is not 4 bytes".into()))?;
+            .map_err(|_| {
+                IndexError::Inconsistent("filter backfill marker is not 4 bytes".into())
+            })?;
         let tip = self.tip().map(|(h, _)| h);
         let started = Instant::now();
         let mut last_log = Instant::now();
@@ -53,11 +55,18 @@ impl Index {
         let mut batch = WriteBatch::default();
         // Rows above the tip are left from blocks disconnected while filters were off.
         let above = tip.map(|t| t.saturating_add(1)).unwrap_or(0);
-        batch.delete_range_cf(self.store.cf(cf::FILTERS), FilterRow::key(above), FilterRow::key(u32::MAX));
+        batch.delete_range_cf(
+            self.store.cf(cf::FILTERS),
+            FilterRow::key(above),
+            FilterRow::key(u32::MAX),
+        );
         batch.delete_cf(self.store.cf(cf::FILTERS), FilterRow::key(u32::MAX));
         batch.delete_cf(self.store.cf(cf::META), meta::FILTER_BACKFILL);
         self.store.write(batch)?;
-        tracing::info!("filters of every indexed block built in {:.1} s", started.elapsed().as_secs_f64());
+        tracing::info!(
+            "filters of every indexed block built in {:.1} s",
+            started.elapsed().as_secs_f64()
+        );
         Ok(())
     }
 
@@ -68,16 +77,27 @@ impl Index {
         };
         match self.store.get(cf::FILTERS, &FilterRow::key(below))? {
             Some(bytes) => Ok(FilterRow::decode_header(&bytes)?),
-            None => Err(IndexError::Inconsistent(format!("no filter row at height {below}"))),
+            None => Err(IndexError::Inconsistent(format!(
+                "no filter row at height {below}"
+            ))),
         }
     }
 
     /// Builds and writes the filters of heights `next..=end` chained onto `prev`, with the
     /// marker of how far the backfill got, in one batch; returns the last filter header.
-    fn backfill_batch(&self, validator: &Validator, next: u32, end: u32, mut prev: FilterHeader) -> Result<FilterHeader, IndexError> {
-        let hashes: Vec<BlockHash> = self.with_chain(|c| (next..=end).filter_map(|h| c.hash(h)).collect());
+    fn backfill_batch(
+        &self,
+        validator: &Validator,
+        next: u32,
+        end: u32,
+        mut prev: FilterHeader,
+    ) -> Result<FilterHeader, IndexError> {
+        let hashes: Vec<BlockHash> =
+            self.with_chain(|c| (next..=end).filter_map(|h| c.hash(h)).collect());
         if hashes.len() != (end - next + 1) as usize {
-            return Err(IndexError::Inconsistent(format!("indexed chain has gaps in {next}..={end}")));
+            return Err(IndexError::Inconsistent(format!(
+                "indexed chain has gaps in {next}..={end}"
+            )));
         }
         let built: Result<Vec<PreparedBlock>, IndexError> = hashes
             .par_iter()
@@ -101,10 +121,18 @@ impl Index {
             }
             let filter = block.filter;
             let header = filters::filter_header(&filter, &prev);
-            batch.put_cf(self.store.cf(cf::FILTERS), FilterRow::key(h), FilterRow { header, filter }.encode());
+            batch.put_cf(
+                self.store.cf(cf::FILTERS),
+                FilterRow::key(h),
+                FilterRow { header, filter }.encode(),
+            );
             prev = header;
         }
-        batch.put_cf(self.store.cf(cf::META), meta::FILTER_BACKFILL, (end + 1).to_le_bytes());
+        batch.put_cf(
+            self.store.cf(cf::META),
+            meta::FILTER_BACKFILL,
+            (end + 1).to_le_bytes(),
+        );
         self.store.write(batch)?;
         Ok(prev)
     }

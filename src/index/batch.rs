@@ -43,7 +43,11 @@ impl SortedBatch {
         let i = match self.families.iter().position(|f| f.cf == cf) {
             Some(i) => i,
             None => {
-                self.families.push(Family { cf, bytes: Vec::new(), rows: Vec::new() });
+                self.families.push(Family {
+                    cf,
+                    bytes: Vec::new(),
+                    rows: Vec::new(),
+                });
                 self.families.len() - 1
             }
         };
@@ -69,7 +73,12 @@ impl SortedBatch {
     /// order they were added in (a stable sort), so a put followed by a delete still deletes.
     pub fn into_write_batch(self, store: &Store) -> WriteBatch {
         let mut batch = WriteBatch::default();
-        for Family { cf, bytes, mut rows } in self.families {
+        for Family {
+            cf,
+            bytes,
+            mut rows,
+        } in self.families
+        {
             rows.sort_by(|a, b| bytes[a.key.clone()].cmp(&bytes[b.key.clone()]));
             let handle = store.cf(cf);
             for row in rows {

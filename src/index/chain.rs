@@ -25,7 +25,10 @@ struct Chunked<T> {
 
 impl<T> Default for Chunked<T> {
     fn default() -> Self {
-        Chunked { chunks: Vec::new(), len: 0 }
+        Chunked {
+            chunks: Vec::new(),
+            len: 0,
+        }
     }
 }
 
@@ -67,7 +70,9 @@ impl<T: Clone> Chunked<T> {
 
     /// How many leading entries `pred` holds for, when it holds for a prefix of the list.
     fn partition_point(&self, pred: impl Fn(&T) -> bool) -> usize {
-        let full = self.chunks.partition_point(|chunk| chunk.last().is_some_and(&pred));
+        let full = self
+            .chunks
+            .partition_point(|chunk| chunk.last().is_some_and(&pred));
         match self.chunks.get(full) {
             Some(chunk) => full * CHUNK + chunk.partition_point(&pred),
             None => self.len,
@@ -143,7 +148,11 @@ impl IndexedChain {
     pub fn txnums(&self, height: u32) -> Option<std::ops::Range<u64>> {
         let h = height as usize;
         let first = *self.first_txnums.get(h)?;
-        let end = self.first_txnums.get(h + 1).copied().unwrap_or(self.next_txnum);
+        let end = self
+            .first_txnums
+            .get(h + 1)
+            .copied()
+            .unwrap_or(self.next_txnum);
         Some(first..end)
     }
 
@@ -154,7 +163,10 @@ impl IndexedChain {
         }
         let idx = self.first_txnums.partition_point(|&f| f <= txnum.0);
         let height = idx.checked_sub(1)?;
-        Some((height as u32, (txnum.0 - self.first_txnums.get(height)?) as u32))
+        Some((
+            height as u32,
+            (txnum.0 - self.first_txnums.get(height)?) as u32,
+        ))
     }
 }
 
@@ -189,7 +201,13 @@ mod tests {
             chain.push(genesis.header, TxNum(2 * h), 2);
         }
         let copy = chain.clone();
-        for h in [0, CHUNK as u64 - 1, CHUNK as u64, 2 * CHUNK as u64 + 1, n - 1] {
+        for h in [
+            0,
+            CHUNK as u64 - 1,
+            CHUNK as u64,
+            2 * CHUNK as u64 + 1,
+            n - 1,
+        ] {
             assert_eq!(chain.locate(TxNum(2 * h + 1)), Some((h as u32, 1)));
             assert_eq!(chain.txnums(h as u32), Some(2 * h..2 * h + 2));
         }
@@ -200,10 +218,16 @@ mod tests {
         chain.push(genesis.header, TxNum(2 * (n - 6)), 7);
         assert_eq!(chain.len(), n as usize - 5);
         assert_eq!(chain.next_txnum(), TxNum(2 * (n - 6) + 7));
-        assert_eq!(chain.locate(TxNum(2 * (n - 6) + 6)), Some(((n - 6) as u32, 6)));
+        assert_eq!(
+            chain.locate(TxNum(2 * (n - 6) + 6)),
+            Some(((n - 6) as u32, 6))
+        );
         // The copy is unchanged.
         assert_eq!(copy.len(), n as usize);
         assert_eq!(copy.locate(TxNum(2 * n - 1)), Some(((n - 1) as u32, 1)));
-        assert_eq!(copy.txnums((n - 6) as u32), Some(2 * (n - 6)..2 * (n - 6) + 2));
+        assert_eq!(
+            copy.txnums((n - 6) as u32),
+            Some(2 * (n - 6)..2 * (n - 6) + 2)
+        );
     }
 }

@@ -39,4 +39,3 @@ pub enum IndexError {
     #[error("the index is inconsistent: {0}; remove it to rebuild")]
     Inconsistent(String),
 }
-

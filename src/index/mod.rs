@@ -22,7 +22,9 @@ use rocksdb::WriteBatch;
 
 use crate::kernel::blockfiles::{FilePos, KernelBlockFiles};
 use crate::kernel::Validator;
-use crate::store::schema::{cf, meta, BlockPosRow, BlockRow, FilterRow, ScanPosRow, ScriptHash, TipRow, TxNum, TxRow};
+use crate::store::schema::{
+    cf, meta, BlockPosRow, BlockRow, FilterRow, ScanPosRow, ScriptHash, TipRow, TxNum, TxRow,
+};
 use crate::store::undo::UndoRow;
 use crate::store::Store;
 use chain::IndexedChain;
@@ -66,7 +68,9 @@ impl SyncStats {
                 self.txids = None;
             }
         }
-        let Some(set) = self.touched.as_mut() else { return };
+        let Some(set) = self.touched.as_mut() else {
+            return;
+        };
         for tx in &block.txs {
             set.extend(tx.outputs.iter().map(|o| o.scripthash));
             set.extend(tx.inputs.iter().map(|i| i.spent.scripthash));
@@ -97,7 +101,10 @@ impl Index {
     /// Opens the index over `store`, loading the indexed headers. With `block_files` (the
     /// kernel's `blocks/` folder) it maps where every block sits, so transactions are served
     /// from the files without the kernel's lock.
-    pub fn open(store: Arc<Store>, block_files: Option<KernelBlockFiles>) -> Result<Self, IndexError> {
+    pub fn open(
+        store: Arc<Store>,
+        block_files: Option<KernelBlockFiles>,
+    ) -> Result<Self, IndexError> {
         Self::open_with_filters(store, block_files, true)
     }
 
@@ -113,7 +120,11 @@ impl Index {
         if filters && marked_off {
             let mut batch = WriteBatch::default();
             batch.delete_cf(store.cf(cf::META), meta::FILTERS_OFF);
-            batch.put_cf(store.cf(cf::META), meta::FILTER_BACKFILL, 0u32.to_le_bytes());
+            batch.put_cf(
+                store.cf(cf::META),
+                meta::FILTER_BACKFILL,
+                0u32.to_le_bytes(),
+            );
             store.write(batch)?;
             tracing::info!("block filters turned back on: rebuilding them all");
         } else if !filters && !marked_off {
@@ -170,7 +181,9 @@ impl Index {
             Some(bytes) => ScanPosRow::decode(&bytes)?,
             None => FilePos::default(),
         };
-        let (found, next) = files.scan_from(from).map_err(|e| IndexError::BlockFiles(e.to_string()))?;
+        let (found, next) = files
+            .scan_from(from)
+            .map_err(|e| IndexError::BlockFiles(e.to_string()))?;
         if next == from {
             return Ok(());
         }
@@ -180,9 +193,17 @@ impl Index {
                 at: block.at,
                 len: block.len,
             };
-            batch.put_cf(self.store.cf(cf::BLOCKPOS), BlockPosRow::key(&block.hash), row.encode());
+            batch.put_cf(
+                self.store.cf(cf::BLOCKPOS),
+                BlockPosRow::key(&block.hash),
+                row.encode(),
+            );
         }
-        batch.put_cf(self.store.cf(cf::META), meta::BLKSCAN, ScanPosRow::encode(next));
+        batch.put_cf(
+            self.store.cf(cf::META),
+            meta::BLKSCAN,
+            ScanPosRow::encode(next),
+        );
         self.store.write(batch)?;
         Ok(())
     }
@@ -194,7 +215,11 @@ impl Index {
 
     /// A read of the indexed chain as it is now (a shared copy: no lock is held while `f` runs).
     pub fn with_chain<R>(&self, f: impl FnOnce(&IndexedChain) -> R) -> R {
-        let chain = self.chain.read().unwrap_or_else(PoisonError::into_inner).clone();
+        let chain = self
+            .chain
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
         f(&chain)
     }
 
@@ -209,11 +234,21 @@ impl Index {
     /// Writes `batch` and then changes the chain by `change`, both under the write lock, so no
     /// reader takes a snapshot of one without the other. `counts` (blocks connected and
     /// disconnected, transactions added) and the write's time go to the metrics.
-    fn commit(&self, batch: rocksdb::WriteBatch, counts: BatchCounts, change: impl FnOnce(&mut IndexedChain)) -> Result<(), IndexError> {
+    fn commit(
+        &self,
+        batch: rocksdb::WriteBatch,
+        counts: BatchCounts,
+        change: impl FnOnce(&mut IndexedChain),
+    ) -> Result<(), IndexError> {
         let mut chain = self.chain.write().unwrap_or_else(PoisonError::into_inner);
         let started = Instant::now();
         self.store.write(batch)?;
-        crate::metrics::metrics().index_batch(counts.connected, counts.disconnected, counts.txs, started.elapsed());
+        crate::metrics::metrics().index_batch(
+            counts.connected,
+            counts.disconnected,
+            counts.txs,
+            started.elapsed(),
+        );
         change(Arc::make_mut(&mut *chain));
         Ok(())
     }
@@ -246,7 +281,9 @@ impl Index {
             let started = Instant::now();
             // The kernel's chain moved under us (a reorg) when either step says so: start over
             // from the tip check.
-            let Some(prepared) = self.prepare_batch(validator, next, kernel_tip)? else { continue };
+            let Some(prepared) = self.prepare_batch(validator, next, kernel_tip)? else {
+                continue;
+            };
             if !self.connect_batch(&prepared)? {
                 continue;
             }
@@ -268,7 +305,11 @@ impl Index {
     /// `stats`. `false` when the kernel is behind the index: after a crash it can lose blocks it
     /// had not flushed, which the index had already written; the index then waits until the
     /// kernel has validated that height again, and the hashes decide.
-    fn undo_blocks_left_behind(&self, validator: &Validator, stats: &mut SyncStats) -> Result<bool, IndexError> {
+    fn undo_blocks_left_behind(
+        &self,
+        validator: &Validator,
+        stats: &mut SyncStats,
+    ) -> Result<bool, IndexError> {
         while let Some((height, hash)) = self.tip() {
             if validator.hash_at(i64::from(height)) == Some(hash) {
                 break;
@@ -281,7 +322,9 @@ impl Index {
                 Some((undone, raw)) => {
                     stats.touch(&undone);
                     for tx in undone.txs.iter().skip(1) {
-                        if let Some(bytes) = raw.get(tx.offset as usize..(tx.offset + tx.len) as usize) {
+                        if let Some(bytes) =
+                            raw.get(tx.offset as usize..(tx.offset + tx.len) as usize)
+                        {
                             stats.undone_txs.push(bytes.to_vec());
                         }
                     }
@@ -299,7 +342,12 @@ impl Index {
     /// Reads and prepares the blocks from `next` on, in parallel while the kernel may validate
     /// later ones: at most [`BATCH_BLOCKS`] and [`BATCH_TXS`] transactions (at least one block).
     /// `None` if the kernel's chain got shorter meanwhile (a reorg).
-    fn prepare_batch(&self, validator: &Validator, next: i64, kernel_tip: i64) -> Result<Option<Vec<PreparedBlock>>, IndexError> {
+    fn prepare_batch(
+        &self,
+        validator: &Validator,
+        next: i64,
+        kernel_tip: i64,
+    ) -> Result<Option<Vec<PreparedBlock>>, IndexError> {
         let end = (next + BATCH_BLOCKS as i64 - 1).min(kernel_tip);
         let prepared: Result<Vec<PreparedBlock>, IndexError> = (next..=end)
             .into_par_iter()
@@ -375,7 +423,9 @@ impl Index {
         };
         match self.store.get(cf::FILTERS, &FilterRow::key(height))? {
             Some(bytes) => Ok(Some(FilterRow::decode_header(&bytes)?)),
-            None => Err(IndexError::Inconsistent(format!("no filter row at the tip height {height}"))),
+            None => Err(IndexError::Inconsistent(format!(
+                "no filter row at the tip height {height}"
+            ))),
         }
     }
 
@@ -403,7 +453,11 @@ impl Index {
 
     /// The block hash and filter row of every height in `start..=stop`, once filters are ready;
     /// `None` if a height is missing (beyond the tip, or a reorg under way).
-    pub fn filter_rows(&self, start: u32, stop: u32) -> Result<Option<Vec<(BlockHash, FilterRow)>>, IndexError> {
+    pub fn filter_rows(
+        &self,
+        start: u32,
+        stop: u32,
+    ) -> Result<Option<Vec<(BlockHash, FilterRow)>>, IndexError> {
         if !self.filters_ready()? || start > stop {
             return Ok(None);
         }
@@ -420,7 +474,11 @@ impl Index {
 
     /// The filter hashes of heights `start..=stop` (for `cfheaders`), hashed in place from the
     /// store: no allocation per block. `None` if filters are not ready or a row is missing.
-    pub fn filter_hashes(&self, start: u32, stop: u32) -> Result<Option<Vec<bitcoin::bip158::FilterHash>>, IndexError> {
+    pub fn filter_hashes(
+        &self,
+        start: u32,
+        stop: u32,
+    ) -> Result<Option<Vec<bitcoin::bip158::FilterHash>>, IndexError> {
         use bitcoin::hashes::Hash;
         if !self.filters_ready()? || start > stop {
             return Ok(None);
@@ -460,7 +518,9 @@ impl Index {
             .and_then(|(undo, raw)| Ok((prepare(height, &raw, &undo, false)?, raw)));
         let (range, parent) = self.with_chain(|c| (c.txnums(height), c.hash(height - 1)));
         let (Some(range), Some(parent_hash)) = (range, parent) else {
-            return Err(IndexError::Inconsistent(format!("no rows for height {height}")));
+            return Err(IndexError::Inconsistent(format!(
+                "no rows for height {height}"
+            )));
         };
         let undo = match (self.store.get(cf::UNDO, &UndoRow::key(height))?, &kernel_copy) {
             (Some(bytes), _) => UndoRow::decode(&bytes)?,
@@ -479,10 +539,28 @@ impl Index {
             }
         };
         let mut batch = batch::SortedBatch::default();
-        let parent = TipRow { height: height - 1, hash: parent_hash };
-        writer::disconnect(&mut batch, height, &txids, &undo, TxNum(range.start), parent)?;
-        let counts = BatchCounts { connected: 0, disconnected: 1, txs: 0 };
-        self.commit(batch.into_write_batch(&self.store), counts, IndexedChain::pop)?;
+        let parent = TipRow {
+            height: height - 1,
+            hash: parent_hash,
+        };
+        writer::disconnect(
+            &mut batch,
+            height,
+            &txids,
+            &undo,
+            TxNum(range.start),
+            parent,
+        )?;
+        let counts = BatchCounts {
+            connected: 0,
+            disconnected: 1,
+            txs: 0,
+        };
+        self.commit(
+            batch.into_write_batch(&self.store),
+            counts,
+            IndexedChain::pop,
+        )?;
         Ok(kernel_copy.ok())
     }
 
@@ -491,7 +569,8 @@ impl Index {
         range
             .map(|n| {
                 let bytes = self.store.get(cf::TXS, &TxRow::key(TxNum(n)))?;
-                let bytes = bytes.ok_or_else(|| IndexError::Inconsistent(format!("no txs row for TxNum {n}")))?;
+                let bytes = bytes
+                    .ok_or_else(|| IndexError::Inconsistent(format!("no txs row for TxNum {n}")))?;
                 Ok(TxRow::decode(&bytes)?.txid)
             })
             .collect()
@@ -500,7 +579,11 @@ impl Index {
     /// Deletes the `undo` rows up to `height`: the kernel has those blocks on disk and can undo
     /// them itself.
     pub fn prune_undo_through(&self, height: u32) -> Result<(), IndexError> {
-        self.store.delete_range(cf::UNDO, &UndoRow::key(0), &UndoRow::key(height.saturating_add(1)))?;
+        self.store.delete_range(
+            cf::UNDO,
+            &UndoRow::key(0),
+            &UndoRow::key(height.saturating_add(1)),
+        )?;
         Ok(())
     }
 
@@ -517,7 +600,9 @@ impl Index {
             let rows: Result<Vec<_>, _> = self
                 .store
                 .scan_prefix(None, name, &[])
-                .filter(|item| !matches!(item, Ok((k, _)) if name == cf::META && &**k == meta::BLKSCAN))
+                .filter(
+                    |item| !matches!(item, Ok((k, _)) if name == cf::META && &**k == meta::BLKSCAN),
+                )
                 .collect();
             out.push((name, rows?));
         }

@@ -11,7 +11,10 @@ use super::chain::IndexedChain;
 
 use super::{find_txnum, Index, IndexError};
 use crate::kernel::blockfiles::FilePos;
-use crate::store::schema::{cf, TXNUM_LEN, BlockPosRow, BlockRow, HistoryKey, OutPointNum, RowError, ScriptHash, SpentRow, TxNum, TxRow, UtxoKey};
+use crate::store::schema::{
+    cf, BlockPosRow, BlockRow, HistoryKey, OutPointNum, RowError, ScriptHash, SpentRow, TxNum,
+    TxRow, UtxoKey, TXNUM_LEN,
+};
 use crate::store::StoreError;
 
 /// One confirmed transaction of a script's history.
@@ -120,18 +123,29 @@ impl IndexView<'_> {
 
     /// How many confirmed history entries a script has from TxNum `from` on; `TooLarge` past
     /// `limit`. Reads keys only.
-    pub fn history_len(&self, sh: &ScriptHash, from: TxNum, limit: usize) -> Result<usize, QueryError> {
+    pub fn history_len(
+        &self,
+        sh: &ScriptHash,
+        from: TxNum,
+        limit: usize,
+    ) -> Result<usize, QueryError> {
         let mut count = 0usize;
         let start = HistoryKey::encode(sh, from);
-        self.index.store().for_each_from::<QueryError>(&self.snap, cf::HISTORY, &sh.prefix(), &start, |key, _| {
-            if self.chain.locate(HistoryKey::decode(key)?).is_some() {
-                count += 1;
-                if count > limit {
-                    return Err(QueryError::TooLarge { limit });
+        self.index.store().for_each_from::<QueryError>(
+            &self.snap,
+            cf::HISTORY,
+            &sh.prefix(),
+            &start,
+            |key, _| {
+                if self.chain.locate(HistoryKey::decode(key)?).is_some() {
+                    count += 1;
+                    if count > limit {
+                        return Err(QueryError::TooLarge { limit });
+                    }
                 }
-            }
-            Ok(true)
-        })?;
+                Ok(true)
+            },
+        )?;
         Ok(count)
     }
 
@@ -148,16 +162,24 @@ impl IndexView<'_> {
         let mut pending: Vec<(TxNum, u32)> = Vec::with_capacity(page);
         let mut more = true;
         let start = HistoryKey::encode(sh, from);
-        self.index.store().for_each_from::<QueryError>(&self.snap, cf::HISTORY, &sh.prefix(), &start, |key, _| {
-            let txnum = HistoryKey::decode(key)?;
-            // Rows of a batch whose blocks the chain does not show yet are not visible.
-            let Some((height, _)) = self.chain.locate(txnum) else { return Ok(true) };
-            pending.push((txnum, height));
-            if pending.len() == page {
-                more = self.flush(&mut pending, &mut visit)?;
-            }
-            Ok(more)
-        })?;
+        self.index.store().for_each_from::<QueryError>(
+            &self.snap,
+            cf::HISTORY,
+            &sh.prefix(),
+            &start,
+            |key, _| {
+                let txnum = HistoryKey::decode(key)?;
+                // Rows of a batch whose blocks the chain does not show yet are not visible.
+                let Some((height, _)) = self.chain.locate(txnum) else {
+                    return Ok(true);
+                };
+                pending.push((txnum, height));
+                if pending.len() == page {
+                    more = self.flush(&mut pending, &mut visit)?;
+                }
+                Ok(more)
+            },
+        )?;
         if more && !pending.is_empty() {
             self.flush(&mut pending, &mut visit)?;
         }
@@ -166,7 +188,12 @@ impl IndexView<'_> {
 
     /// A script's confirmed history newest first: at most `limit` entries, all below TxNum
     /// `below` when given.
-    pub fn history_newest(&self, sh: &ScriptHash, below: Option<TxNum>, limit: usize) -> Result<Vec<HistoryEntry>, QueryError> {
+    pub fn history_newest(
+        &self,
+        sh: &ScriptHash,
+        below: Option<TxNum>,
+        limit: usize,
+    ) -> Result<Vec<HistoryEntry>, QueryError> {
         let start = match below {
             Some(TxNum(0)) => return Ok(Vec::new()),
             Some(TxNum(n)) => HistoryKey::encode(sh, TxNum(n - 1)).to_vec(),
@@ -174,18 +201,29 @@ impl IndexView<'_> {
             None => [&sh.prefix()[..], &[0xff; TXNUM_LEN]].concat(),
         };
         let mut found: Vec<(TxNum, u32)> = Vec::new();
-        self.index.store().for_each_back_from::<QueryError>(&self.snap, cf::HISTORY, &sh.prefix(), &start, |key, _| {
-            let txnum = HistoryKey::decode(key)?;
-            if let Some((height, _)) = self.chain.locate(txnum) {
-                found.push((txnum, height));
-            }
-            Ok(found.len() < limit)
-        })?;
+        self.index.store().for_each_back_from::<QueryError>(
+            &self.snap,
+            cf::HISTORY,
+            &sh.prefix(),
+            &start,
+            |key, _| {
+                let txnum = HistoryKey::decode(key)?;
+                if let Some((height, _)) = self.chain.locate(txnum) {
+                    found.push((txnum, height));
+                }
+                Ok(found.len() < limit)
+            },
+        )?;
         // Read in ascending order, as the batched read wants them.
         found.reverse();
-        let txids = self.index.txids_at(&self.snap, found.iter().map(|(t, _)| *t))?;
-        let mut entries: Vec<HistoryEntry> =
-            found.into_iter().zip(txids).map(|((_, height), txid)| HistoryEntry { txid, height }).collect();
+        let txids = self
+            .index
+            .txids_at(&self.snap, found.iter().map(|(t, _)| *t))?;
+        let mut entries: Vec<HistoryEntry> = found
+            .into_iter()
+            .zip(txids)
+            .map(|((_, height), txid)| HistoryEntry { txid, height })
+            .collect();
         entries.reverse();
         Ok(entries)
     }
@@ -199,7 +237,9 @@ impl IndexView<'_> {
         if self.chain.locate(txnum).is_none() {
             return Ok(None);
         }
-        Ok(store.get_at(&self.snap, cf::HISTORY, &HistoryKey::encode(sh, txnum))?.map(|_| txnum))
+        Ok(store
+            .get_at(&self.snap, cf::HISTORY, &HistoryKey::encode(sh, txnum))?
+            .map(|_| txnum))
     }
 
     /// Resolves a page's txids and hands it to `visit`.
@@ -208,9 +248,14 @@ impl IndexView<'_> {
         pending: &mut Vec<(TxNum, u32)>,
         visit: &mut impl FnMut(&[HistoryEntry]) -> Result<bool, QueryError>,
     ) -> Result<bool, QueryError> {
-        let txids = self.index.txids_at(&self.snap, pending.iter().map(|(t, _)| *t))?;
-        let entries: Vec<HistoryEntry> =
-            pending.drain(..).zip(txids).map(|((_, height), txid)| HistoryEntry { txid, height }).collect();
+        let txids = self
+            .index
+            .txids_at(&self.snap, pending.iter().map(|(t, _)| *t))?;
+        let entries: Vec<HistoryEntry> = pending
+            .drain(..)
+            .zip(txids)
+            .map(|((_, height), txid)| HistoryEntry { txid, height })
+            .collect();
         visit(&entries)
     }
 }
@@ -219,20 +264,25 @@ impl Index {
     /// The confirmed history of a script, in chain order, at most `limit` entries.
     pub fn history(&self, sh: &ScriptHash, limit: usize) -> Result<Vec<HistoryEntry>, QueryError> {
         let mut found = Vec::new();
-        self.reader().history_pages(sh, TxNum(0), HISTORY_PAGE, |page| {
-            if found.len() + page.len() > limit {
-                return Err(QueryError::TooLarge { limit });
-            }
-            found.extend_from_slice(page);
-            Ok(true)
-        })?;
+        self.reader()
+            .history_pages(sh, TxNum(0), HISTORY_PAGE, |page| {
+                if found.len() + page.len() > limit {
+                    return Err(QueryError::TooLarge { limit });
+                }
+                found.extend_from_slice(page);
+                Ok(true)
+            })?;
         Ok(found)
     }
 
     /// A view of the index for reads that span many calls: one chain and one snapshot.
     pub fn reader(&self) -> IndexView<'_> {
         let (chain, snap) = self.view();
-        IndexView { index: self, chain, snap }
+        IndexView {
+            index: self,
+            chain,
+            snap,
+        }
     }
 
     /// The txids of transaction numbers (ascending), read from one snapshot in batched
@@ -249,10 +299,18 @@ impl Index {
         let mut out = Vec::with_capacity(txnums.len());
         for chunk in txnums.chunks(CHUNK) {
             let keys: Vec<_> = chunk.iter().map(|t| TxRow::key(*t)).collect();
-            for (txnum, row) in chunk.iter().zip(store.multi_read_at(snap, cf::TXS, &keys, true, TxRow::decode)?) {
+            for (txnum, row) in
+                chunk
+                    .iter()
+                    .zip(store.multi_read_at(snap, cf::TXS, &keys, true, TxRow::decode)?)
+            {
                 match row {
                     Some(row) => out.push(row?.txid),
-                    None => return Err(IndexError::Inconsistent(format!("no tx row {}", txnum.0)).into()),
+                    None => {
+                        return Err(
+                            IndexError::Inconsistent(format!("no tx row {}", txnum.0)).into()
+                        )
+                    }
                 }
             }
         }
@@ -266,7 +324,9 @@ impl Index {
         let mut found = Vec::new();
         store.for_each_in_prefix(&snap, cf::UTXO, &sh.prefix(), |key, value| {
             let op = UtxoKey::decode(key)?;
-            let Some((height, _)) = chain.locate(op.txnum) else { return Ok(true) };
+            let Some((height, _)) = chain.locate(op.txnum) else {
+                return Ok(true);
+            };
             if found.len() == limit {
                 return Err(QueryError::TooLarge { limit });
             }
@@ -277,7 +337,12 @@ impl Index {
         Ok(found
             .into_iter()
             .zip(txids)
-            .map(|((op, height, value), txid)| UnspentOutput { txid, vout: op.vout, height, value })
+            .map(|((op, height, value), txid)| UnspentOutput {
+                txid,
+                vout: op.vout,
+                height,
+                value,
+            })
             .collect())
     }
 
@@ -303,7 +368,12 @@ impl Index {
     }
 
     /// Where a confirmed transaction is in one view of the index.
-    fn tx_position_in(&self, chain: &IndexedChain, snap: &Snapshot<'_>, txid: &Txid) -> Result<Option<TxPosition>, QueryError> {
+    fn tx_position_in(
+        &self,
+        chain: &IndexedChain,
+        snap: &Snapshot<'_>,
+        txid: &Txid,
+    ) -> Result<Option<TxPosition>, QueryError> {
         let store = self.store();
         let Some(txnum) = find_txnum(store, Some(snap), txid)? else {
             return Ok(None);
@@ -315,7 +385,13 @@ impl Index {
             .get_at(snap, cf::TXS, &TxRow::key(txnum))?
             .ok_or_else(|| IndexError::Inconsistent(format!("no tx row {}", txnum.0)))?;
         let row = TxRow::decode(&row)?;
-        Ok(Some(TxPosition { txnum, height, pos, offset: row.offset, len: row.len }))
+        Ok(Some(TxPosition {
+            txnum,
+            height,
+            pos,
+            offset: row.offset,
+            len: row.len,
+        }))
     }
 
     /// A confirmed transaction's bytes, read straight from the kernel's block files (no kernel
@@ -327,7 +403,12 @@ impl Index {
 
     /// [`Index::raw_tx`] in one view of the index: the position, the block it names and where
     /// that block sits all read from the same snapshot.
-    fn raw_tx_in(&self, chain: &IndexedChain, snap: &Snapshot<'_>, txid: &Txid) -> Result<Option<(Vec<u8>, TxPosition)>, QueryError> {
+    fn raw_tx_in(
+        &self,
+        chain: &IndexedChain,
+        snap: &Snapshot<'_>,
+        txid: &Txid,
+    ) -> Result<Option<(Vec<u8>, TxPosition)>, QueryError> {
         let Some(files) = self.block_files() else {
             return Ok(None);
         };
@@ -337,12 +418,22 @@ impl Index {
         let Some(hash) = chain.hash(pos.height) else {
             return Ok(None);
         };
-        let Some(row) = self.store().get_at(snap, cf::BLOCKPOS, &BlockPosRow::key(&hash))? else {
+        let Some(row) = self
+            .store()
+            .get_at(snap, cf::BLOCKPOS, &BlockPosRow::key(&hash))?
+        else {
             return Ok(None);
         };
         let row = BlockPosRow::decode(&row)?;
-        if pos.offset.checked_add(pos.len).is_none_or(|end| end > row.len) {
-            return Err(IndexError::Inconsistent(format!("transaction {txid} lies outside its block")).into());
+        if pos
+            .offset
+            .checked_add(pos.len)
+            .is_none_or(|end| end > row.len)
+        {
+            return Err(IndexError::Inconsistent(format!(
+                "transaction {txid} lies outside its block"
+            ))
+            .into());
         }
         let at = FilePos {
             file: row.at.file,
@@ -368,10 +459,14 @@ impl Index {
         let Some(pos) = self.tx_position(txid)? else {
             return Ok(None);
         };
-        let block = validator.read_block_bytes(i64::from(pos.height)).map_err(IndexError::from)?;
+        let block = validator
+            .read_block_bytes(i64::from(pos.height))
+            .map_err(IndexError::from)?;
         let bytes = block
             .get(pos.offset as usize..pos.offset as usize + pos.len as usize)
-            .ok_or_else(|| IndexError::Inconsistent(format!("transaction {txid} lies outside its block")))?;
+            .ok_or_else(|| {
+                IndexError::Inconsistent(format!("transaction {txid} lies outside its block"))
+            })?;
         Ok(Some((bytes.to_vec(), pos)))
     }
 
@@ -383,7 +478,10 @@ impl Index {
         let Some(txnum) = find_txnum(store, Some(&snap), &op.txid)? else {
             return Ok(false);
         };
-        let key = OutPointNum { txnum, vout: op.vout };
+        let key = OutPointNum {
+            txnum,
+            vout: op.vout,
+        };
         if store.get_at(&snap, cf::SPENT, &key.encode())?.is_some() {
             return Ok(false);
         }
@@ -402,15 +500,22 @@ impl Index {
         let Some(txnum) = find_txnum(store, Some(&snap), &op.txid)? else {
             return Ok(None);
         };
-        let key = OutPointNum { txnum, vout: op.vout };
+        let key = OutPointNum {
+            txnum,
+            vout: op.vout,
+        };
         if store.get_at(&snap, cf::SPENT, &key.encode())?.is_some() {
             return Ok(None);
         }
         let Some((bytes, pos)) = self.raw_tx_in(&chain, &snap, &op.txid)? else {
             return Ok(None);
         };
-        let tx: bitcoin::Transaction = bitcoin::consensus::deserialize(&bytes)
-            .map_err(|e| IndexError::Inconsistent(format!("stored transaction {} does not decode: {e}", op.txid)))?;
+        let tx: bitcoin::Transaction = bitcoin::consensus::deserialize(&bytes).map_err(|e| {
+            IndexError::Inconsistent(format!(
+                "stored transaction {} does not decode: {e}",
+                op.txid
+            ))
+        })?;
         let Some(out) = tx.output.get(op.vout as usize) else {
             return Ok(None);
         };
@@ -429,15 +534,25 @@ impl Index {
         // The block's rows are consecutive keys: one seek, then the next rows in order.
         let mut out = Vec::with_capacity((range.end - range.start) as usize);
         let end = TxRow::key(TxNum(range.end));
-        self.store().for_each_from(&snap, cf::TXS, &[], &TxRow::key(TxNum(range.start)), |key, value| {
-            if key >= end.as_slice() {
-                return Ok::<bool, QueryError>(false);
-            }
-            out.push(TxRow::decode(value).map_err(IndexError::from)?.txid);
-            Ok(true)
-        })?;
+        self.store().for_each_from(
+            &snap,
+            cf::TXS,
+            &[],
+            &TxRow::key(TxNum(range.start)),
+            |key, value| {
+                if key >= end.as_slice() {
+                    return Ok::<bool, QueryError>(false);
+                }
+                out.push(TxRow::decode(value).map_err(IndexError::from)?.txid);
+                Ok(true)
+            },
+        )?;
         if out.len() as u64 != range.end - range.start {
-            return Err(IndexError::Inconsistent(format!("block {height} has {} of its tx rows", out.len())).into());
+            return Err(IndexError::Inconsistent(format!(
+                "block {height} has {} of its tx rows",
+                out.len()
+            ))
+            .into());
         }
         Ok(Some(out))
     }
@@ -486,7 +601,12 @@ impl Index {
             found
                 .into_iter()
                 .zip(txids)
-                .map(|((vout, by, height), txid)| Spend { vout, txid, vin: by.vin, height })
+                .map(|((vout, by, height), txid)| Spend {
+                    vout,
+                    txid,
+                    vin: by.vin,
+                    height,
+                })
                 .collect(),
         ))
     }

@@ -95,14 +95,21 @@ fn output(o: &bitcoin::TxOut) -> PreparedOutput {
 
 /// Decodes a serialized block with its undo data into a [`PreparedBlock`]; its BIP158 filter
 /// is built only `with_filter` (empty otherwise).
-pub fn prepare(height: u32, raw: &[u8], undo: &BlockUndo, with_filter: bool) -> Result<PreparedBlock, PrepareError> {
+pub fn prepare(
+    height: u32,
+    raw: &[u8],
+    undo: &BlockUndo,
+    with_filter: bool,
+) -> Result<PreparedBlock, PrepareError> {
     let decode_err = |e: bitcoin::consensus::encode::Error| PrepareError::Decode {
         height,
         message: e.to_string(),
     };
     let mut cursor = std::io::Cursor::new(raw);
     let header = bitcoin::block::Header::consensus_decode(&mut cursor).map_err(decode_err)?;
-    let count = bitcoin::VarInt::consensus_decode(&mut cursor).map_err(decode_err)?.0;
+    let count = bitcoin::VarInt::consensus_decode(&mut cursor)
+        .map_err(decode_err)?
+        .0;
     let mismatch = |message: String| PrepareError::UndoMismatch {
         hash: header.block_hash(),
         height,
@@ -141,8 +148,12 @@ pub fn prepare(height: u32, raw: &[u8], undo: &BlockUndo, with_filter: bool) -> 
         txdata.push(tx);
     }
     let filter = if with_filter {
-        super::filters::basic_filter(&bitcoin::Block { header, txdata }, undo)
-            .map_err(|e| PrepareError::Decode { height, message: format!("filter: {e}") })?
+        super::filters::basic_filter(&bitcoin::Block { header, txdata }, undo).map_err(|e| {
+            PrepareError::Decode {
+                height,
+                message: format!("filter: {e}"),
+            }
+        })?
     } else {
         Vec::new()
     };
@@ -156,13 +167,21 @@ pub fn prepare(height: u32, raw: &[u8], undo: &BlockUndo, with_filter: bool) -> 
 
 /// The inputs of the block's `i`th transaction, each with the output it spends from the undo
 /// data; the error says how the undo data does not fit the block.
-fn spent_inputs(tx: &Transaction, i: usize, undo: &BlockUndo) -> Result<Vec<PreparedInput>, String> {
+fn spent_inputs(
+    tx: &Transaction,
+    i: usize,
+    undo: &BlockUndo,
+) -> Result<Vec<PreparedInput>, String> {
     let spent = undo
         .txs
         .get(i - 1)
         .ok_or_else(|| format!("no undo entry for transaction {i}"))?;
     if spent.len() != tx.input.len() {
-        return Err(format!("transaction {i} has {} inputs, undo data {}", tx.input.len(), spent.len()));
+        return Err(format!(
+            "transaction {i} has {} inputs, undo data {}",
+            tx.input.len(),
+            spent.len()
+        ));
     }
     Ok(tx
         .input

@@ -9,7 +9,8 @@ use super::batch::SortedBatch;
 use super::error::IndexError;
 use super::rows::{PreparedBlock, PreparedInput, PreparedTx};
 use crate::store::schema::{
-    cf, meta, BlockRow, FilterRow, HistoryKey, OutPointNum, SpentRow, TipRow, TxNum, TxRow, TxidKey, UtxoKey,
+    cf, meta, BlockRow, FilterRow, HistoryKey, OutPointNum, SpentRow, TipRow, TxNum, TxRow,
+    TxidKey, UtxoKey,
 };
 use crate::store::undo::{UndoInput, UndoRow, UndoTx};
 use crate::store::Store;
@@ -41,11 +42,13 @@ impl<'a> TxNumLookup<'a> {
         input: &PreparedInput,
         height: u32,
     ) -> Result<OutPointNum, IndexError> {
-        let txnum = self.get(&input.prev_txid)?.ok_or(IndexError::MissingPrevout {
-            txid: tx.txid,
-            prev: input.prev_txid,
-            height,
-        })?;
+        let txnum = self
+            .get(&input.prev_txid)?
+            .ok_or(IndexError::MissingPrevout {
+                txid: tx.txid,
+                prev: input.prev_txid,
+                height,
+            })?;
         Ok(OutPointNum {
             txnum,
             vout: input.prev_vout,
@@ -101,11 +104,20 @@ pub fn connect(
     batch.put(cf::BLOCKS, BlockRow::key(block.height), row.encode());
     let filter_header = prev_filter.map(|prev| {
         let header = super::filters::filter_header(&block.filter, &prev);
-        let filter_row = FilterRow { header, filter: block.filter.clone() };
-        batch.put(cf::FILTERS, FilterRow::key(block.height), filter_row.encode());
+        let filter_row = FilterRow {
+            header,
+            filter: block.filter.clone(),
+        };
+        batch.put(
+            cf::FILTERS,
+            FilterRow::key(block.height),
+            filter_row.encode(),
+        );
         header
     });
-    let mut undo = UndoRow { txs: Vec::with_capacity(block.txs.len()) };
+    let mut undo = UndoRow {
+        txs: Vec::with_capacity(block.txs.len()),
+    };
     for (i, tx) in block.txs.iter().enumerate() {
         let t = TxNum(first.0 + i as u64);
         let mut undo_tx = UndoTx {
@@ -147,7 +159,11 @@ pub fn connect(
                     txnum: t,
                     vout: vout as u32,
                 };
-                batch.put(cf::UTXO, UtxoKey::encode(&out.scripthash, op), out.value.to_le_bytes());
+                batch.put(
+                    cf::UTXO,
+                    UtxoKey::encode(&out.scripthash, op),
+                    out.value.to_le_bytes(),
+                );
             }
         }
         lookup.add(tx.txid, t);
@@ -161,7 +177,9 @@ pub fn connect(
 /// kernel's undo data: the same row [`connect`] wrote, for blocks whose row is gone.
 pub fn undo_row_of(store: &Store, block: &PreparedBlock) -> Result<UndoRow, IndexError> {
     let lookup = TxNumLookup::new(store);
-    let mut undo = UndoRow { txs: Vec::with_capacity(block.txs.len()) };
+    let mut undo = UndoRow {
+        txs: Vec::with_capacity(block.txs.len()),
+    };
     for tx in &block.txs {
         let mut inputs = Vec::with_capacity(tx.inputs.len());
         for input in &tx.inputs {
@@ -172,7 +190,10 @@ pub fn undo_row_of(store: &Store, block: &PreparedBlock) -> Result<UndoRow, Inde
                 spendable: input.spent.spendable,
             });
         }
-        undo.txs.push(UndoTx { outputs: tx.outputs.iter().map(|o| o.scripthash.prefix()).collect(), inputs });
+        undo.txs.push(UndoTx {
+            outputs: tx.outputs.iter().map(|o| o.scripthash.prefix()).collect(),
+            inputs,
+        });
     }
     Ok(undo)
 }
@@ -200,7 +221,10 @@ pub fn disconnect(
         batch.delete(cf::TXID, TxidKey::encode(txid, t));
         for (vout, prefix) in tx.outputs.iter().enumerate() {
             batch.delete(cf::HISTORY, HistoryKey::encode_prefix(prefix, t));
-            let op = OutPointNum { txnum: t, vout: vout as u32 };
+            let op = OutPointNum {
+                txnum: t,
+                vout: vout as u32,
+            };
             batch.delete(cf::UTXO, UtxoKey::encode_prefix(prefix, op));
         }
         for input in &tx.inputs {
@@ -208,7 +232,11 @@ pub fn disconnect(
             batch.delete(cf::SPENT, input.spent.encode());
             // The spent output is unspent again, unless this block also created it.
             if input.spent.txnum < first && input.spendable {
-                batch.put(cf::UTXO, UtxoKey::encode_prefix(&input.scripthash, input.spent), input.value.to_le_bytes());
+                batch.put(
+                    cf::UTXO,
+                    UtxoKey::encode_prefix(&input.scripthash, input.spent),
+                    input.value.to_le_bytes(),
+                );
             }
         }
     }

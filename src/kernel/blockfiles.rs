@@ -35,7 +35,9 @@ pub enum BlkError {
         len: u64,
     },
     /// A record does not start with this network's magic.
-    #[error("{path} at offset {offset}: expected the {network} magic {expected}, found {found}{hint}")]
+    #[error(
+        "{path} at offset {offset}: expected the {network} magic {expected}, found {found}{hint}"
+    )]
     BadMagic {
         /// The file.
         path: PathBuf,
@@ -225,4 +227,3 @@ impl KernelBlockFiles {
         }
     }
 }
-

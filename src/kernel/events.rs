@@ -7,7 +7,10 @@ use std::sync::{Arc, Mutex, PoisonError};
 use bitcoin::hashes::Hash;
 use bitcoin::BlockHash;
 use bitcoinkernel::prelude::*;
-use bitcoinkernel::{Block as KernelBlock, BlockValidationStateRef, ContextBuilder, SynchronizationState, ValidationMode};
+use bitcoinkernel::{
+    Block as KernelBlock, BlockValidationStateRef, ContextBuilder, SynchronizationState,
+    ValidationMode,
+};
 
 /// What the kernel reports while it works; the indexer and the servers consume these.
 #[derive(Debug, Clone, PartialEq)]
@@ -111,17 +114,20 @@ pub(super) fn to_hash(bytes: [u8; 32]) -> BlockHash {
 /// notifications: tips, progress, warnings, flush and fatal errors.
 pub(super) fn with_handlers(builder: ContextBuilder, shared: &Arc<Shared>) -> ContextBuilder {
     let s = shared.clone();
-    let builder = builder.with_block_tip_notification(move |state, hash: bitcoinkernel::BlockHash, progress| {
-        s.send(KernelEvent::Tip {
-            hash: to_hash(hash.to_bytes()),
-            progress,
-            initial_download: !matches!(state, SynchronizationState::PostInit),
-        });
-    });
+    let builder = builder.with_block_tip_notification(
+        move |state, hash: bitcoinkernel::BlockHash, progress| {
+            s.send(KernelEvent::Tip {
+                hash: to_hash(hash.to_bytes()),
+                progress,
+                initial_download: !matches!(state, SynchronizationState::PostInit),
+            });
+        },
+    );
     let s = shared.clone();
-    let builder = builder.with_header_tip_notification(move |_state, height, timestamp, _presync| {
-        s.send(KernelEvent::HeaderTip { height, timestamp });
-    });
+    let builder =
+        builder.with_header_tip_notification(move |_state, height, timestamp, _presync| {
+            s.send(KernelEvent::HeaderTip { height, timestamp });
+        });
     let s = shared.clone();
     let builder = builder.with_progress_notification(move |title, percent, _resume| {
         tracing::debug!(target: "kernel", "{title}: {percent}%");
@@ -139,13 +145,19 @@ pub(super) fn with_handlers(builder: ContextBuilder, shared: &Arc<Shared>) -> Co
     let s = shared.clone();
     let builder = builder.with_flush_error_notification(move |message| {
         tracing::error!(target: "kernel", "flush error: {message}");
-        s.fatal.lock().unwrap_or_else(PoisonError::into_inner).get_or_insert_with(|| format!("flush error: {message}"));
+        s.fatal
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get_or_insert_with(|| format!("flush error: {message}"));
         s.send(KernelEvent::FlushError(message));
     });
     let s = shared.clone();
     let builder = builder.with_fatal_error_notification(move |message: String| {
         tracing::error!(target: "kernel", "fatal error: {message}");
-        s.fatal.lock().unwrap_or_else(PoisonError::into_inner).get_or_insert_with(|| message.clone());
+        s.fatal
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get_or_insert_with(|| message.clone());
         s.send(KernelEvent::Fatal(message));
     });
     validation_callbacks(builder, shared)
@@ -168,21 +180,27 @@ fn validation_callbacks(builder: ContextBuilder, shared: &Arc<Shared>) -> Contex
                     result: result.clone(),
                 });
             }
-            *s.last_checked.lock().unwrap_or_else(PoisonError::into_inner) = Some(Checked { hash, invalid });
+            *s.last_checked
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner) = Some(Checked { hash, invalid });
         },
     );
     let s = shared.clone();
-    let builder = builder.with_block_connected_validation(move |block: KernelBlock, entry: bitcoinkernel::BlockTreeEntry<'_>| {
-        s.send(KernelEvent::BlockConnected {
-            hash: to_hash(block.hash().to_bytes()),
-            height: i64::from(entry.height()),
-        });
-    });
+    let builder = builder.with_block_connected_validation(
+        move |block: KernelBlock, entry: bitcoinkernel::BlockTreeEntry<'_>| {
+            s.send(KernelEvent::BlockConnected {
+                hash: to_hash(block.hash().to_bytes()),
+                height: i64::from(entry.height()),
+            });
+        },
+    );
     let s = shared.clone();
-    builder.with_block_disconnected_validation(move |block: KernelBlock, entry: bitcoinkernel::BlockTreeEntry<'_>| {
-        s.send(KernelEvent::BlockDisconnected {
-            hash: to_hash(block.hash().to_bytes()),
-            height: i64::from(entry.height()),
-        });
-    })
+    builder.with_block_disconnected_validation(
+        move |block: KernelBlock, entry: bitcoinkernel::BlockTreeEntry<'_>| {
+            s.send(KernelEvent::BlockDisconnected {
+                hash: to_hash(block.hash().to_bytes()),
+                height: i64::from(entry.height()),
+            });
+        },
+    )
 }

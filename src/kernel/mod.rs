@@ -16,13 +16,13 @@ use bitcoin::hashes::Hash;
 use bitcoin::BlockHash;
 use bitcoinkernel::prelude::*;
 use bitcoinkernel::{
-    Block as KernelBlock, ChainType, ChainstateManager, Context, ContextBuilder, ProcessBlockHeaderResult,
-    ProcessBlockResult,
+    Block as KernelBlock, ChainType, ChainstateManager, Context, ContextBuilder,
+    ProcessBlockHeaderResult, ProcessBlockResult,
 };
 
 use crate::config::Network;
-use events::{to_hash, with_handlers, Shared};
 pub use events::KernelEvent;
+use events::{to_hash, with_handlers, Shared};
 pub use sync_state::SyncProgress;
 pub use undo::{BlockUndo, SpentOutput};
 
@@ -152,14 +152,21 @@ impl Validator {
             .map_err(|e| open_err(e.to_string()))?
             .worker_threads(config.script_threads)
             .build()
-            .map_err(|e| open_err(format!("{e} (a damaged chainstate or another network's data?)")))?;
+            .map_err(|e| {
+                open_err(format!(
+                    "{e} (a damaged chainstate or another network's data?)"
+                ))
+            })?;
         // What the kernel loaded from disk, before `import_blocks` connects anything more.
         let on_disk = {
             let chain = chainman.active_chain();
-            usize::try_from(chain.height()).ok().and_then(|h| chain.at_height(h)).map(|entry| ChainTip {
-                height: i64::from(entry.height()),
-                hash: to_hash(entry.block_hash().to_bytes()),
-            })
+            usize::try_from(chain.height())
+                .ok()
+                .and_then(|h| chain.at_height(h))
+                .map(|entry| ChainTip {
+                    height: i64::from(entry.height()),
+                    hash: to_hash(entry.block_hash().to_bytes()),
+                })
         };
         chainman
             .import_blocks()
@@ -192,7 +199,11 @@ impl Validator {
 
     /// The kernel's fatal error, if one happened: after it nothing more may be validated.
     pub fn fatal(&self) -> Option<String> {
-        self.shared.fatal.lock().unwrap_or_else(PoisonError::into_inner).clone()
+        self.shared
+            .fatal
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     /// The tip of the active chain.
@@ -202,7 +213,10 @@ impl Validator {
         loop {
             let chain = self.chainman.active_chain();
             let height = chain.height();
-            if let Some(entry) = usize::try_from(height).ok().and_then(|h| chain.at_height(h)) {
+            if let Some(entry) = usize::try_from(height)
+                .ok()
+                .and_then(|h| chain.at_height(h))
+            {
                 return ChainTip {
                     height: i64::from(entry.height()),
                     hash: to_hash(entry.block_hash().to_bytes()),
@@ -224,9 +238,7 @@ impl Validator {
         let kernel_hash = bitcoinkernel::BlockHash::from(hash.to_byte_array());
         let entry = self.chainman.get_block_tree_entry(&kernel_hash)?;
         let chain = self.chainman.active_chain();
-        chain
-            .contains(&entry)
-            .then(|| i64::from(entry.height()))
+        chain.contains(&entry).then(|| i64::from(entry.height()))
     }
 
     /// The height of a known header (in any branch).
@@ -246,14 +258,17 @@ impl Validator {
     /// Validates one serialized block and, if it has the most work, connects it. Submissions
     /// from several threads wait for each other, so each gets its own block's rejection reason.
     pub fn submit_block(&self, raw: &[u8]) -> Result<Accepted, KernelError> {
-        let _one_at_a_time = self.shared.submitting.lock().unwrap_or_else(PoisonError::into_inner);
+        let _one_at_a_time = self
+            .shared
+            .submitting
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
         if let Some(message) = self.fatal() {
             return Err(KernelError::Fatal(message));
         }
-        let header: bitcoin::block::Header =
-            bitcoin::consensus::deserialize_partial(raw)
-                .map(|(h, _)| h)
-                .map_err(|e| KernelError::Malformed(e.to_string()))?;
+        let header: bitcoin::block::Header = bitcoin::consensus::deserialize_partial(raw)
+            .map(|(h, _)| h)
+            .map_err(|e| KernelError::Malformed(e.to_string()))?;
         let hash = header.block_hash();
         let block = KernelBlock::new(raw).map_err(|e| KernelError::Malformed(e.to_string()))?;
         let parent = bitcoinkernel::BlockHash::from(header.prev_blockhash.to_byte_array());
@@ -262,7 +277,11 @@ impl Validator {
             .get_block_tree_entry(&parent)
             .map(|e| i64::from(e.height()));
         let height = parent_height.map(|h| h + 1).unwrap_or(-1);
-        *self.shared.last_checked.lock().unwrap_or_else(PoisonError::into_inner) = None;
+        *self
+            .shared
+            .last_checked
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = None;
         log::clear();
         let result = self.chainman.process_block(&block);
         if let Some(message) = self.fatal() {
@@ -279,14 +298,28 @@ impl Validator {
 
     /// What `process_block` did with the block `hash` at `height`: an invalid block carries the
     /// kernel's reason (its log line, else its `block_checked` verdict).
-    fn outcome(&self, result: ProcessBlockResult, hash: BlockHash, height: i64) -> Result<Accepted, KernelError> {
-        let checked = self.shared.last_checked.lock().unwrap_or_else(PoisonError::into_inner).clone();
+    fn outcome(
+        &self,
+        result: ProcessBlockResult,
+        hash: BlockHash,
+        height: i64,
+    ) -> Result<Accepted, KernelError> {
+        let checked = self
+            .shared
+            .last_checked
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
         let verdict = checked.filter(|c| c.hash == hash).and_then(|c| c.invalid);
         if verdict.is_some() || matches!(result, ProcessBlockResult::Rejected) {
             let reason = log::rejection_reason(&hash.to_string())
                 .or(verdict)
                 .unwrap_or_else(|| "rejected by the kernel".to_string());
-            return Err(KernelError::Invalid { hash, height, reason });
+            return Err(KernelError::Invalid {
+                hash,
+                height,
+                reason,
+            });
         }
         match result {
             ProcessBlockResult::Duplicate => Ok(Accepted::Duplicate),
@@ -385,7 +418,12 @@ impl Validator {
 
     /// Serialized headers of the active chain after the first locator hash found in it (or
     /// after genesis), at most `max`, stopping at `stop`: the answer to a peer's getheaders.
-    pub fn headers_after(&self, locator: &[BlockHash], stop: &BlockHash, max: usize) -> Vec<bitcoin::block::Header> {
+    pub fn headers_after(
+        &self,
+        locator: &[BlockHash],
+        stop: &BlockHash,
+        max: usize,
+    ) -> Vec<bitcoin::block::Header> {
         let start = locator
             .iter()
             .find_map(|h| self.active_height(h))
@@ -394,7 +432,9 @@ impl Validator {
         let mut out = Vec::new();
         let mut h = start + 1;
         while out.len() < max {
-            let Some(e) = usize::try_from(h).ok().and_then(|x| chain.at_height(x)) else { break };
+            let Some(e) = usize::try_from(h).ok().and_then(|x| chain.at_height(x)) else {
+                break;
+            };
             let hash = to_hash(e.block_hash().to_bytes());
             let Some(header) = e
                 .header()
@@ -453,7 +493,10 @@ impl Validator {
         self.read_entry_bytes(&entry)
     }
 
-    fn read_entry_bytes(&self, entry: &bitcoinkernel::BlockTreeEntry<'_>) -> Result<Vec<u8>, KernelError> {
+    fn read_entry_bytes(
+        &self,
+        entry: &bitcoinkernel::BlockTreeEntry<'_>,
+    ) -> Result<Vec<u8>, KernelError> {
         let height = i64::from(entry.height());
         let read_err = |message: String| KernelError::Read {
             what: "block",
@@ -464,14 +507,19 @@ impl Validator {
             .chainman
             .read_block_data(entry)
             .map_err(|e| read_err(e.to_string()))?;
-        block.consensus_encode().map_err(|e| read_err(e.to_string()))
+        block
+            .consensus_encode()
+            .map_err(|e| read_err(e.to_string()))
     }
 
     /// Reads the serialized block at `height` of the active chain together with its undo data,
     /// both of the same block even if the chain changes meanwhile.
     pub fn read_block_with_undo(&self, height: i64) -> Result<(Vec<u8>, BlockUndo), KernelError> {
         let entry = self.entry_at(height)?;
-        Ok((self.read_entry_bytes(&entry)?, self.read_entry_undo(&entry)?))
+        Ok((
+            self.read_entry_bytes(&entry)?,
+            self.read_entry_undo(&entry)?,
+        ))
     }
 
     /// Reads and decodes the block at `height` of the active chain.
@@ -490,7 +538,10 @@ impl Validator {
         self.read_entry_undo(&entry)
     }
 
-    fn read_entry_undo(&self, entry: &bitcoinkernel::BlockTreeEntry<'_>) -> Result<BlockUndo, KernelError> {
+    fn read_entry_undo(
+        &self,
+        entry: &bitcoinkernel::BlockTreeEntry<'_>,
+    ) -> Result<BlockUndo, KernelError> {
         let height = i64::from(entry.height());
         if height == 0 {
             // Genesis spends nothing and has no undo data.

@@ -25,7 +25,13 @@ pub struct SyncProgress {
 
 /// The rule on its own: behind the best header, or a tip older than [`MAX_TIP_AGE_SECS`] at
 /// `now` (seconds since 1970), which on regtest counts only at genesis.
-pub fn in_initial_download(network: Network, tip_height: i64, tip_time: i64, best_header: i64, now: i64) -> bool {
+pub fn in_initial_download(
+    network: Network,
+    tip_height: i64,
+    tip_time: i64,
+    best_header: i64,
+    now: i64,
+) -> bool {
     let old = now.saturating_sub(tip_time) > MAX_TIP_AGE_SECS;
     tip_height < best_header || (old && (network != Network::Regtest || tip_height == 0))
 }
@@ -39,15 +45,24 @@ impl Validator {
         }
         let tip = self.tip();
         let best = self.best_header();
-        let tip_time = self.entry_at(tip.height).map(|e| i64::from(e.header().timestamp())).unwrap_or(0);
+        let tip_time = self
+            .entry_at(tip.height)
+            .map(|e| i64::from(e.header().timestamp()))
+            .unwrap_or(0);
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
         if in_initial_download(self.network, tip.height, tip_time, best.height, now) {
-            return Some(SyncProgress { height: tip.height, headers: best.height.max(tip.height) });
+            return Some(SyncProgress {
+                height: tip.height,
+                headers: best.height.max(tip.height),
+            });
         }
         if !self.caught_up.swap(true, Ordering::SeqCst) {
-            tracing::info!("initial download done at height {}: serving clients", tip.height);
+            tracing::info!(
+                "initial download done at height {}: serving clients",
+                tip.height
+            );
         }
         None
     }
@@ -71,8 +86,20 @@ mod tests {
         // Except a regtest node that has no block yet.
         assert!(in_initial_download(Network::Regtest, 0, old, 0, now));
         // Recent and at the best header: caught up.
-        assert!(!in_initial_download(Network::Mainnet, 6, now - 3600, 6, now));
+        assert!(!in_initial_download(
+            Network::Mainnet,
+            6,
+            now - 3600,
+            6,
+            now
+        ));
         // Genesis of a fresh mainnet data dir: 2009.
-        assert!(in_initial_download(Network::Mainnet, 0, 1_231_006_505, 0, now));
+        assert!(in_initial_download(
+            Network::Mainnet,
+            0,
+            1_231_006_505,
+            0,
+            now
+        ));
     }
 }

@@ -87,21 +87,36 @@ impl Inner {
     /// For a transaction about to be inserted: refuses it if it is in already or a mempool
     /// parent it spends (`from_parents`) has left; else the mempool transactions that spend the
     /// same outputs, which it must replace.
-    fn still_valid(&self, tx: &Transaction, txid: &Txid, from_parents: &[OutPoint]) -> Result<HashSet<Txid>, Rejection> {
+    fn still_valid(
+        &self,
+        tx: &Transaction,
+        txid: &Txid,
+        from_parents: &[OutPoint],
+    ) -> Result<HashSet<Txid>, Rejection> {
         if self.txs.contains_key(txid) {
             return Err(Rejection::AlreadyInMempool);
         }
-        if let Some(gone) = from_parents.iter().find(|op| !self.txs.contains_key(&op.txid)) {
+        if let Some(gone) = from_parents
+            .iter()
+            .find(|op| !self.txs.contains_key(&op.txid))
+        {
             return Err(Rejection::MissingInputs(*gone));
         }
-        Ok(tx.input.iter().filter_map(|i| self.spends.get(&i.previous_output)).copied().collect())
+        Ok(tx
+            .input
+            .iter()
+            .filter_map(|i| self.spends.get(&i.previous_output))
+            .copied()
+            .collect())
     }
 
     /// Removes a transaction and everything spending its outputs; returns the touched scripts.
     fn remove_with_descendants(&mut self, txid: &Txid, touched: &mut HashSet<ScriptHash>) {
         let mut stack = vec![*txid];
         while let Some(id) = stack.pop() {
-            let Some(entry) = self.remove_one(&id, touched) else { continue };
+            let Some(entry) = self.remove_one(&id, touched) else {
+                continue;
+            };
             for vout in 0..entry.tx.output.len() as u32 {
                 if let Some(child) = self.spends.get(&OutPoint::new(id, vout)) {
                     stack.push(*child);
@@ -170,7 +185,13 @@ struct ResolvedInputs {
 /// whole sat/kvB), if it spends an unconfirmed output (`from_parents`) of a transaction none of
 /// the conflicts spends from (rule 2, `HasNoNewUnconfirmed`), or if it does not pay more than all
 /// of them by the relay fee `needed` for its size (rules 3 and 4).
-fn replacement(inner: &Inner, conflicts: &HashSet<Txid>, new: &MempoolEntry, from_parents: &[OutPoint], needed: u64) -> Result<Vec<Txid>, Rejection> {
+fn replacement(
+    inner: &Inner,
+    conflicts: &HashSet<Txid>,
+    new: &MempoolEntry,
+    from_parents: &[OutPoint],
+    needed: u64,
+) -> Result<Vec<Txid>, Rejection> {
     let (txid, fee, vsize) = (new.txid, new.fee, new.vsize);
     if conflicts.is_empty() {
         return Ok(Vec::new());
@@ -205,10 +226,20 @@ fn replacement(inner: &Inner, conflicts: &HashSet<Txid>, new: &MempoolEntry, fro
         .flat_map(|e| e.tx.input.iter().map(|i| i.previous_output.txid))
         .filter(|parent| inner.txs.contains_key(parent))
         .collect();
-    if let Some(added) = from_parents.iter().find(|op| !parents_of_conflicts.contains(&op.txid)) {
-        return Err(Rejection::AddsUnconfirmed { txid, input: *added });
+    if let Some(added) = from_parents
+        .iter()
+        .find(|op| !parents_of_conflicts.contains(&op.txid))
+    {
+        return Err(Rejection::AddsUnconfirmed {
+            txid,
+            input: *added,
+        });
     }
-    let old_fees: u64 = all.iter().filter_map(|t| inner.txs.get(t)).map(|e| e.fee).sum();
+    let old_fees: u64 = all
+        .iter()
+        .filter_map(|t| inner.txs.get(t))
+        .map(|e| e.fee)
+        .sum();
     if fee <= old_fees {
         return Err(Rejection::Replacement {
             txid,
@@ -218,7 +249,10 @@ fn replacement(inner: &Inner, conflicts: &HashSet<Txid>, new: &MempoolEntry, fro
     if fee - old_fees < needed {
         return Err(Rejection::Replacement {
             txid,
-            reason: format!("additional fee {} below the relay fee for its size, {needed}", fee - old_fees),
+            reason: format!(
+                "additional fee {} below the relay fee for its size, {needed}",
+                fee - old_fees
+            ),
         });
     }
     Ok(all)
@@ -293,7 +327,13 @@ impl Mempool {
 
     /// As [`Mempool::accept`]; without `own_fee` the minimum relay fee is not asked of the
     /// transaction alone (a package parent whose child pays for it: [`Mempool::accept_package`]).
-    fn accept_with(&self, raw: &[u8], index: &Index, own_fee: bool, time: i64) -> Result<Accepted, Rejection> {
+    fn accept_with(
+        &self,
+        raw: &[u8],
+        index: &Index,
+        own_fee: bool,
+        time: i64,
+    ) -> Result<Accepted, Rejection> {
         let tx = consensus::decode(raw)?;
         let txid = tx.compute_txid();
         // The order of Core's PreChecks: consensus, coinbase, standardness, then what is known.
@@ -348,7 +388,9 @@ impl Mempool {
         if self.read().txs.contains_key(txid) {
             return Err(Rejection::AlreadyInMempool);
         }
-        let confirmed = index.tx_position(txid).map_err(|e| Rejection::Backend(e.to_string()))?;
+        let confirmed = index
+            .tx_position(txid)
+            .map_err(|e| Rejection::Backend(e.to_string()))?;
         if confirmed.is_some() {
             return Err(Rejection::AlreadyKnown);
         }
@@ -394,7 +436,12 @@ impl Mempool {
 
     /// Evicts the lowest fee rates while the mempool is over its size limit; refuses `txid` if
     /// it is among them.
-    fn evict_over_limit(&self, inner: &mut Inner, txid: &Txid, touched: &mut HashSet<ScriptHash>) -> Result<(), Rejection> {
+    fn evict_over_limit(
+        &self,
+        inner: &mut Inner,
+        txid: &Txid,
+        touched: &mut HashSet<ScriptHash>,
+    ) -> Result<(), Rejection> {
         while inner.total_vsize > self.config.max_vbytes {
             let Some(worst) = inner
                 .txs
@@ -418,7 +465,11 @@ impl Mempool {
     /// fee are then taken together with the child if the package's fee rate (their fees and the
     /// child's over their sizes) reaches it (CPFP). Returns one result per transaction, in order;
     /// an `Err` for a malformed package as a whole.
-    pub fn accept_package(&self, raws: &[Vec<u8>], index: &Index) -> Result<Vec<Result<Accepted, Rejection>>, Rejection> {
+    pub fn accept_package(
+        &self,
+        raws: &[Vec<u8>],
+        index: &Index,
+    ) -> Result<Vec<Result<Accepted, Rejection>>, Rejection> {
         let txs: Vec<Transaction> = raws
             .iter()
             .map(|raw| consensus::decode(raw))
@@ -506,7 +557,12 @@ impl Mempool {
             inner
                 .txs
                 .values()
-                .map(|e| (e.txid, e.tx.input.iter().map(|i| i.previous_output).collect()))
+                .map(|e| {
+                    (
+                        e.txid,
+                        e.tx.input.iter().map(|i| i.previous_output).collect(),
+                    )
+                })
                 .collect()
         };
         // Confirmed transactions leave alone: their children stay, spending what is now the
@@ -517,12 +573,18 @@ impl Mempool {
             .filter(|(id, _)| index.tx_position(id).ok().flatten().is_some())
             .map(|(id, _)| *id)
             .collect();
-        let in_pool: HashSet<Txid> = snapshot.iter().map(|(id, _)| *id).filter(|id| !confirmed.contains(id)).collect();
+        let in_pool: HashSet<Txid> = snapshot
+            .iter()
+            .map(|(id, _)| *id)
+            .filter(|id| !confirmed.contains(id))
+            .collect();
         let conflicted: Vec<Txid> = snapshot
             .iter()
             .filter(|(id, _)| !confirmed.contains(id))
             .filter(|(_, inputs)| {
-                !inputs.iter().all(|op| in_pool.contains(&op.txid) || index.is_confirmed_unspent(op).unwrap_or(false))
+                !inputs.iter().all(|op| {
+                    in_pool.contains(&op.txid) || index.is_confirmed_unspent(op).unwrap_or(false)
+                })
             })
             .map(|(id, _)| *id)
             .collect();
@@ -539,7 +601,11 @@ impl Mempool {
             let has_parent = inner
                 .txs
                 .get(&id)
-                .map(|e| e.tx.input.iter().any(|i| inner.txs.contains_key(&i.previous_output.txid)))
+                .map(|e| {
+                    e.tx.input
+                        .iter()
+                        .any(|i| inner.txs.contains_key(&i.previous_output.txid))
+                })
                 .unwrap_or(false);
             if let Some(e) = inner.txs.get_mut(&id) {
                 if e.has_unconfirmed_parent != has_parent {
@@ -566,7 +632,11 @@ impl Mempool {
                 fee: e.fee,
             })
             .collect();
-        out.sort_by(|a, b| b.height.cmp(&a.height).then_with(|| a.txid.to_string().cmp(&b.txid.to_string())));
+        out.sort_by(|a, b| {
+            b.height
+                .cmp(&a.height)
+                .then_with(|| a.txid.to_string().cmp(&b.txid.to_string()))
+        });
         out
     }
 
@@ -574,9 +644,20 @@ impl Mempool {
     pub fn script_activity(&self, sh: &ScriptHash) -> ScriptActivity {
         let inner = self.read();
         let mut activity = ScriptActivity::default();
-        for entry in inner.scripts.get(sh).into_iter().flatten().filter_map(|id| inner.txs.get(id)) {
+        for entry in inner
+            .scripts
+            .get(sh)
+            .into_iter()
+            .flatten()
+            .filter_map(|id| inner.txs.get(id))
+        {
             activity.txs += 1;
-            for out in entry.tx.output.iter().filter(|o| !o.script_pubkey.is_op_return()) {
+            for out in entry
+                .tx
+                .output
+                .iter()
+                .filter(|o| !o.script_pubkey.is_op_return())
+            {
                 if ScriptHash::of(&out.script_pubkey) == *sh {
                     activity.funded += 1;
                     activity.funded_sum = activity.funded_sum.saturating_add(out.value.to_sat());
@@ -635,7 +716,10 @@ impl Mempool {
     pub fn output(&self, op: &OutPoint) -> Option<(Option<TxOut>, i64)> {
         let inner = self.read();
         let entry = inner.txs.get(&op.txid)?;
-        let out = usize::try_from(op.vout).ok().and_then(|i| entry.tx.output.get(i)).cloned();
+        let out = usize::try_from(op.vout)
+            .ok()
+            .and_then(|i| entry.tx.output.get(i))
+            .cloned();
         Some((out, electrum_height(entry)))
     }
 
@@ -672,7 +756,12 @@ impl Mempool {
     /// copied.
     pub fn newest_of_script(&self, sh: &ScriptHash, n: usize) -> Vec<MempoolEntry> {
         let inner = self.read();
-        let entries = inner.scripts.get(sh).into_iter().flatten().filter_map(|id| inner.txs.get(id));
+        let entries = inner
+            .scripts
+            .get(sh)
+            .into_iter()
+            .flatten()
+            .filter_map(|id| inner.txs.get(id));
         newest_of(entries, n)
     }
 
@@ -692,14 +781,19 @@ impl Mempool {
     /// Number of transactions, total virtual size and total fees.
     pub fn info(&self) -> (usize, u64, u64) {
         let inner = self.read();
-        (inner.txs.len(), inner.total_vsize, inner.txs.values().map(|e| e.fee).sum())
+        (
+            inner.txs.len(),
+            inner.total_vsize,
+            inner.txs.values().map(|e| e.fee).sum(),
+        )
     }
 
     /// The fee histogram as ElectrumX builds it: [fee rate, vsize] bins from the highest rate
     /// down, the first closed at 100 kvB and each next one 10% larger; the rest in a last bin.
     pub fn fee_histogram(&self) -> Vec<(f64, u64)> {
         let inner = self.read();
-        let mut rates: Vec<(f64, u64)> = inner.txs.values().map(|e| (e.feerate(), e.vsize)).collect();
+        let mut rates: Vec<(f64, u64)> =
+            inner.txs.values().map(|e| (e.feerate(), e.vsize)).collect();
         rates.sort_by(|a, b| b.0.total_cmp(&a.0));
         let mut out = Vec::new();
         let mut bin_size = 100_000u64;
@@ -713,7 +807,12 @@ impl Mempool {
             }
         }
         if cum > 0 {
-            if let Some(last) = inner.txs.values().map(|e| e.feerate()).min_by(f64::total_cmp) {
+            if let Some(last) = inner
+                .txs
+                .values()
+                .map(|e| e.feerate())
+                .min_by(f64::total_cmp)
+            {
                 out.push((last, cum));
             }
         }
@@ -724,7 +823,8 @@ impl Mempool {
     /// of the mempool, or `None` when the mempool would clear sooner (then the minimum applies).
     pub fn estimate_fee(&self, blocks: u32) -> Option<f64> {
         let inner = self.read();
-        let mut rates: Vec<(f64, u64)> = inner.txs.values().map(|e| (e.feerate(), e.vsize)).collect();
+        let mut rates: Vec<(f64, u64)> =
+            inner.txs.values().map(|e| (e.feerate(), e.vsize)).collect();
         rates.sort_by(|a, b| b.0.total_cmp(&a.0));
         let room = u64::from(blocks.max(1)) * 1_000_000;
         let mut cum = 0;
@@ -759,5 +859,9 @@ fn newest_of<'a>(entries: impl Iterator<Item = &'a MempoolEntry>, n: usize) -> V
 /// A mempool transaction's height as Electrum shows it: -1 when it spends another mempool
 /// transaction, else 0.
 fn electrum_height(entry: &MempoolEntry) -> i64 {
-    if entry.has_unconfirmed_parent { -1 } else { 0 }
+    if entry.has_unconfirmed_parent {
+        -1
+    } else {
+        0
+    }
 }

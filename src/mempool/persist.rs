@@ -100,14 +100,25 @@ impl<W: Write> Write for Obfuscated<W> {
 /// Saves the mempool to `path` (through `path.new`, synced, then renamed over it, as Core), parents
 /// before children; returns how many transactions were written.
 pub fn save(mempool: &Mempool, path: &Path) -> Result<usize, PersistError> {
-    let io = |source| PersistError::Io { path: path.display().to_string(), source };
+    let io = |source| PersistError::Io {
+        path: path.display().to_string(),
+        source,
+    };
     let txs = parents_first(mempool);
     let tmp = path.with_extension("dat.new");
     let file = File::create(&tmp).map_err(io)?;
     let key: [u8; 8] = rand::random();
-    let mut out = bitcoin::io::FromStd::new(Obfuscated { inner: BufWriter::new(file), key: [0; 8], pos: 0 });
+    let mut out = bitcoin::io::FromStd::new(Obfuscated {
+        inner: BufWriter::new(file),
+        key: [0; 8],
+        pos: 0,
+    });
     write_all(&mut out, key, &txs).map_err(|e| io(e.into()))?;
-    let file = out.into_inner().inner.into_inner().map_err(|e| io(e.into_error()))?;
+    let file = out
+        .into_inner()
+        .inner
+        .into_inner()
+        .map_err(|e| io(e.into_error()))?;
     file.sync_all().map_err(io)?;
     std::fs::rename(&tmp, path).map_err(io)?;
     Ok(txs.len())
@@ -146,7 +157,9 @@ fn parents_first(mempool: &Mempool) -> Vec<(Transaction, i64)> {
             if done.contains(&txid) {
                 continue;
             }
-            let Some(entry) = inner.txs.get(&txid) else { continue };
+            let Some(entry) = inner.txs.get(&txid) else {
+                continue;
+            };
             if parents_done {
                 done.insert(txid);
                 order.push((entry.tx.clone(), entry.time));
@@ -176,13 +189,18 @@ fn read_header(file: &mut File) -> std::io::Result<([u8; 8], u64)> {
             let mut len = [0u8; 1];
             file.read_exact(&mut len)?;
             if len[0] != 8 {
-                return Err(invalid(format!("an obfuscation key of {} bytes, not 8", len[0])));
+                return Err(invalid(format!(
+                    "an obfuscation key of {} bytes, not 8",
+                    len[0]
+                )));
             }
             let mut key = [0u8; 8];
             file.read_exact(&mut key)?;
             Ok((key, 17))
         }
-        other => Err(invalid(format!("version {other}; this cairn reads versions 1 and 2"))),
+        other => Err(invalid(format!(
+            "version {other}; this cairn reads versions 1 and 2"
+        ))),
     }
 }
 
@@ -196,18 +214,28 @@ pub fn load(
     mut on_accepted: impl FnMut(Accepted),
 ) -> Result<Option<LoadStats>, PersistError> {
     let name = path.display().to_string();
-    let io = |source| PersistError::Io { path: name.clone(), source };
+    let io = |source| PersistError::Io {
+        path: name.clone(),
+        source,
+    };
     let mut file = match File::open(path) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(io(e)),
     };
-    let format = |message: String| PersistError::Format { path: name.clone(), message };
+    let format = |message: String| PersistError::Format {
+        path: name.clone(),
+        message,
+    };
     let (key, pos) = read_header(&mut file).map_err(|e| match e.kind() {
         std::io::ErrorKind::InvalidData => format(e.to_string()),
         _ => io(e),
     })?;
-    let mut input = bitcoin::io::FromStd::new(BufReader::new(Obfuscated { inner: file, key, pos }));
+    let mut input = bitcoin::io::FromStd::new(BufReader::new(Obfuscated {
+        inner: file,
+        key,
+        pos,
+    }));
     let count = u64::consensus_decode(&mut input).map_err(|e| format(e.to_string()))?;
     let oldest = now() - EXPIRY_SECS;
     let mut stats = LoadStats::default();
@@ -226,7 +254,9 @@ pub fn load(
                 on_accepted(accepted);
             }
             Err(Rejection::AlreadyKnown | Rejection::AlreadyInMempool) => stats.already_there += 1,
-            Err(Rejection::Backend(e)) => return Err(format(format!("the index cannot answer: {e}"))),
+            Err(Rejection::Backend(e)) => {
+                return Err(format(format!("the index cannot answer: {e}")))
+            }
             Err(e) => {
                 tracing::debug!("{name}: transaction {} not loaded: {e}", tx.compute_txid());
                 stats.failed += 1;

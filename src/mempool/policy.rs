@@ -65,7 +65,8 @@ pub fn check_standard(tx: &Transaction) -> Result<(), Rejection> {
 
 /// Verifies every input's script with the kernel, given all spent outputs (taproot needs them).
 pub fn verify_scripts(raw: &[u8], prevouts: &[TxOut]) -> Result<(), Rejection> {
-    let kernel_tx = bitcoinkernel::Transaction::new(raw).map_err(|e| Rejection::Decode(e.to_string()))?;
+    let kernel_tx =
+        bitcoinkernel::Transaction::new(raw).map_err(|e| Rejection::Decode(e.to_string()))?;
     let mut scripts = Vec::with_capacity(prevouts.len());
     for p in prevouts {
         scripts.push(
@@ -106,14 +107,19 @@ pub const MAX_PACKAGE_WEIGHT: u64 = 404_000;
 /// no duplicates, the last one spending an output of every other, no parent spending another
 /// member, no two members spending the same output.
 pub fn check_package_shape(txs: &[bitcoin::Transaction]) -> Result<(), Rejection> {
-    use Rejection::PackageShape;
     use std::collections::HashSet;
+    use Rejection::PackageShape;
     if txs.is_empty() || txs.len() > MAX_PACKAGE_COUNT {
-        return Err(PackageShape(format!("{} transactions (1 to {MAX_PACKAGE_COUNT})", txs.len())));
+        return Err(PackageShape(format!(
+            "{} transactions (1 to {MAX_PACKAGE_COUNT})",
+            txs.len()
+        )));
     }
     let weight: u64 = txs.iter().map(|t| t.weight().to_wu()).sum();
     if weight > MAX_PACKAGE_WEIGHT {
-        return Err(PackageShape(format!("weight {weight} over {MAX_PACKAGE_WEIGHT}")));
+        return Err(PackageShape(format!(
+            "weight {weight} over {MAX_PACKAGE_WEIGHT}"
+        )));
     }
     let ids: Vec<bitcoin::Txid> = txs.iter().map(|t| t.compute_txid()).collect();
     let unique: HashSet<&bitcoin::Txid> = ids.iter().collect();
@@ -124,18 +130,27 @@ pub fn check_package_shape(txs: &[bitcoin::Transaction]) -> Result<(), Rejection
     for tx in txs {
         for input in &tx.input {
             if !spent.insert(input.previous_output) {
-                return Err(PackageShape(format!("two members spend {}", input.previous_output)));
+                return Err(PackageShape(format!(
+                    "two members spend {}",
+                    input.previous_output
+                )));
             }
         }
     }
     let (parents, child) = txs.split_at(txs.len() - 1);
     let parent_ids: HashSet<&bitcoin::Txid> = ids[..parents.len()].iter().collect();
     for (parent, id) in parents.iter().zip(&ids) {
-        if parent.input.iter().any(|i| parent_ids.contains(&i.previous_output.txid)) {
+        if parent
+            .input
+            .iter()
+            .any(|i| parent_ids.contains(&i.previous_output.txid))
+        {
             return Err(PackageShape(format!("parent {id} spends another member")));
         }
         if !child[0].input.iter().any(|i| i.previous_output.txid == *id) {
-            return Err(PackageShape(format!("{id} is not a parent of the last transaction")));
+            return Err(PackageShape(format!(
+                "{id} is not a parent of the last transaction"
+            )));
         }
     }
     Ok(())

@@ -80,7 +80,9 @@ pub enum Rejection {
     },
     /// A replacement that spends an unconfirmed output of a transaction none of those it
     /// replaces spends from (BIP125 rule 2).
-    #[error("replacement-adds-unconfirmed: replacement {txid} spends new unconfirmed output {input}")]
+    #[error(
+        "replacement-adds-unconfirmed: replacement {txid} spends new unconfirmed output {input}"
+    )]
     AddsUnconfirmed {
         /// The new transaction.
         txid: Txid,

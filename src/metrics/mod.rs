@@ -12,7 +12,8 @@ use std::time::Duration;
 
 use prometheus::core::Collector;
 use prometheus::{
-    Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts, Registry, TextEncoder,
+    Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts,
+    Registry, TextEncoder,
 };
 
 /// The Electrum transports, as their label values.
@@ -29,7 +30,8 @@ pub mod transport {
 
 /// Request latency buckets, seconds: 100 µs to 10 s.
 const LATENCY_BUCKETS: &[f64] = &[
-    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
+    5.0, 10.0,
 ];
 
 /// Every metric cairn exports.
@@ -94,10 +96,15 @@ pub fn metrics() -> &'static Metrics {
 }
 
 /// Registers `metric` and hands it back.
-fn registered<M: Collector + Clone + 'static>(registry: &Registry, metric: prometheus::Result<M>) -> M {
+fn registered<M: Collector + Clone + 'static>(
+    registry: &Registry,
+    metric: prometheus::Result<M>,
+) -> M {
     // The options are constants checked by the unit test below: neither step can fail.
     let metric = metric.expect("valid metric options");
-    registry.register(Box::new(metric.clone())).expect("unique metric names");
+    registry
+        .register(Box::new(metric.clone()))
+        .expect("unique metric names");
     metric
 }
 
@@ -106,42 +113,208 @@ fn opts(name: &str, help: &str) -> Opts {
 }
 
 fn histogram(name: &str, help: &str) -> HistogramOpts {
-    HistogramOpts::new(name, help).namespace("cairn").buckets(LATENCY_BUCKETS.to_vec())
+    HistogramOpts::new(name, help)
+        .namespace("cairn")
+        .buckets(LATENCY_BUCKETS.to_vec())
 }
 
 impl Metrics {
     fn new() -> Self {
         let r = Registry::new();
         #[cfg(target_os = "linux")]
-        if let Err(e) = r.register(Box::new(prometheus::process_collector::ProcessCollector::new(std::process::id() as i32, "cairn"))) {
+        if let Err(e) = r.register(Box::new(
+            prometheus::process_collector::ProcessCollector::new(
+                std::process::id() as i32,
+                "cairn",
+            ),
+        )) {
             tracing::warn!("no process metrics: {e}");
         }
         Metrics {
-            kernel_tip_height: registered(&r, IntGauge::with_opts(opts("kernel_tip_height", "Height of the kernel's active tip."))),
-            best_header_height: registered(&r, IntGauge::with_opts(opts("best_header_height", "Height of the best header the kernel knows."))),
-            index_tip_height: registered(&r, IntGauge::with_opts(opts("index_tip_height", "Height of the index tip (-1: no block yet)."))),
-            index_blocks: registered(&r, IntCounterVec::new(opts("index_blocks_total", "Blocks added to or undone from the index."), &["event"])),
-            index_transactions: registered(&r, IntCounter::with_opts(opts("index_transactions_total", "Transactions of the blocks added to the index."))),
-            index_batch_write: registered(&r, Histogram::with_opts(histogram("index_batch_write_seconds", "Time to write one index batch with its tip."))),
-            electrum_connections: registered(&r, IntGaugeVec::new(opts("electrum_connections", "Open Electrum connections."), &["transport"])),
-            electrum_connections_accepted: registered(&r, IntCounterVec::new(opts("electrum_connections_total", "Electrum connections accepted."), &["transport"])),
-            electrum_subscriptions: registered(&r, IntGaugeVec::new(opts("electrum_subscriptions", "Script and outpoint subscriptions of open Electrum connections."), &["transport"])),
-            electrum_requests: registered(&r, IntCounterVec::new(opts("electrum_requests_total", "Electrum requests answered."), &["method"])),
-            electrum_request_errors: registered(&r, IntCounterVec::new(opts("electrum_request_errors_total", "Electrum requests answered with an error."), &["method"])),
-            electrum_request_duration: registered(&r, HistogramVec::new(histogram("electrum_request_duration_seconds", "Time to answer an Electrum request."), &["method"])),
-            electrum_sent_bytes: registered(&r, IntCounterVec::new(opts("electrum_sent_bytes_total", "Bytes of answers and notifications sent to Electrum clients."), &["transport"])),
-            http_requests: registered(&r, IntCounterVec::new(opts("http_requests_total", "HTTP requests answered."), &["status"])),
-            bip157_requests: registered(&r, IntCounterVec::new(opts("bip157_requests_total", "Compact filter requests served."), &["message", "transport"])),
-            mempool_transactions: registered(&r, IntGauge::with_opts(opts("mempool_transactions", "Transactions in the mempool."))),
-            mempool_vsize: registered(&r, IntGauge::with_opts(opts("mempool_vsize_bytes", "Virtual size of the mempool's transactions."))),
-            p2p_peers: registered(&r, IntGaugeVec::new(opts("p2p_peers", "Connected P2P peers."), &["direction"])),
-            p2p_received_bytes: registered(&r, IntCounter::with_opts(opts("p2p_received_bytes_total", "Bytes received from P2P peers."))),
-            p2p_sent_bytes: registered(&r, IntCounter::with_opts(opts("p2p_sent_bytes_total", "Bytes sent to P2P peers."))),
-            rocksdb_size: registered(&r, IntGauge::with_opts(opts("rocksdb_size_bytes", "Bytes of the index store's SST files."))),
-            rocksdb_block_cache_usage: registered(&r, IntGauge::with_opts(opts("rocksdb_block_cache_usage_bytes", "Bytes held in the index store's block cache."))),
-            rocksdb_block_cache_hits: registered(&r, IntCounter::with_opts(opts("rocksdb_block_cache_hits_total", "Index store reads answered by the block cache."))),
-            rocksdb_block_cache_misses: registered(&r, IntCounter::with_opts(opts("rocksdb_block_cache_misses_total", "Index store reads that missed the block cache."))),
-            disk_free: registered(&r, IntGauge::with_opts(opts("disk_free_bytes", "Free bytes on the fullest file system holding the data folder."))),
+            kernel_tip_height: registered(
+                &r,
+                IntGauge::with_opts(opts(
+                    "kernel_tip_height",
+                    "Height of the kernel's active tip.",
+                )),
+            ),
+            best_header_height: registered(
+                &r,
+                IntGauge::with_opts(opts(
+                    "best_header_height",
+                    "Height of the best header the kernel knows.",
+                )),
+            ),
+            index_tip_height: registered(
+                &r,
+                IntGauge::with_opts(opts(
+                    "index_tip_height",
+                    "Height of the index tip (-1: no block yet).",
+                )),
+            ),
+            index_blocks: registered(
+                &r,
+                IntCounterVec::new(
+                    opts(
+                        "index_blocks_total",
+                        "Blocks added to or undone from the index.",
+                    ),
+                    &["event"],
+                ),
+            ),
+            index_transactions: registered(
+                &r,
+                IntCounter::with_opts(opts(
+                    "index_transactions_total",
+                    "Transactions of the blocks added to the index.",
+                )),
+            ),
+            index_batch_write: registered(
+                &r,
+                Histogram::with_opts(histogram(
+                    "index_batch_write_seconds",
+                    "Time to write one index batch with its tip.",
+                )),
+            ),
+            electrum_connections: registered(
+                &r,
+                IntGaugeVec::new(
+                    opts("electrum_connections", "Open Electrum connections."),
+                    &["transport"],
+                ),
+            ),
+            electrum_connections_accepted: registered(
+                &r,
+                IntCounterVec::new(
+                    opts(
+                        "electrum_connections_total",
+                        "Electrum connections accepted.",
+                    ),
+                    &["transport"],
+                ),
+            ),
+            electrum_subscriptions: registered(
+                &r,
+                IntGaugeVec::new(
+                    opts(
+                        "electrum_subscriptions",
+                        "Script and outpoint subscriptions of open Electrum connections.",
+                    ),
+                    &["transport"],
+                ),
+            ),
+            electrum_requests: registered(
+                &r,
+                IntCounterVec::new(
+                    opts("electrum_requests_total", "Electrum requests answered."),
+                    &["method"],
+                ),
+            ),
+            electrum_request_errors: registered(
+                &r,
+                IntCounterVec::new(
+                    opts(
+                        "electrum_request_errors_total",
+                        "Electrum requests answered with an error.",
+                    ),
+                    &["method"],
+                ),
+            ),
+            electrum_request_duration: registered(
+                &r,
+                HistogramVec::new(
+                    histogram(
+                        "electrum_request_duration_seconds",
+                        "Time to answer an Electrum request.",
+                    ),
+                    &["method"],
+                ),
+            ),
+            electrum_sent_bytes: registered(
+                &r,
+                IntCounterVec::new(
+                    opts(
+                        "electrum_sent_bytes_total",
+                        "Bytes of answers and notifications sent to Electrum clients.",
+                    ),
+                    &["transport"],
+                ),
+            ),
+            http_requests: registered(
+                &r,
+                IntCounterVec::new(
+                    opts("http_requests_total", "HTTP requests answered."),
+                    &["status"],
+                ),
+            ),
+            bip157_requests: registered(
+                &r,
+                IntCounterVec::new(
+                    opts("bip157_requests_total", "Compact filter requests served."),
+                    &["message", "transport"],
+                ),
+            ),
+            mempool_transactions: registered(
+                &r,
+                IntGauge::with_opts(opts("mempool_transactions", "Transactions in the mempool.")),
+            ),
+            mempool_vsize: registered(
+                &r,
+                IntGauge::with_opts(opts(
+                    "mempool_vsize_bytes",
+                    "Virtual size of the mempool's transactions.",
+                )),
+            ),
+            p2p_peers: registered(
+                &r,
+                IntGaugeVec::new(opts("p2p_peers", "Connected P2P peers."), &["direction"]),
+            ),
+            p2p_received_bytes: registered(
+                &r,
+                IntCounter::with_opts(opts(
+                    "p2p_received_bytes_total",
+                    "Bytes received from P2P peers.",
+                )),
+            ),
+            p2p_sent_bytes: registered(
+                &r,
+                IntCounter::with_opts(opts("p2p_sent_bytes_total", "Bytes sent to P2P peers.")),
+            ),
+            rocksdb_size: registered(
+                &r,
+                IntGauge::with_opts(opts(
+                    "rocksdb_size_bytes",
+                    "Bytes of the index store's SST files.",
+                )),
+            ),
+            rocksdb_block_cache_usage: registered(
+                &r,
+                IntGauge::with_opts(opts(
+                    "rocksdb_block_cache_usage_bytes",
+                    "Bytes held in the index store's block cache.",
+                )),
+            ),
+            rocksdb_block_cache_hits: registered(
+                &r,
+                IntCounter::with_opts(opts(
+                    "rocksdb_block_cache_hits_total",
+                    "Index store reads answered by the block cache.",
+                )),
+            ),
+            rocksdb_block_cache_misses: registered(
+                &r,
+                IntCounter::with_opts(opts(
+                    "rocksdb_block_cache_misses_total",
+                    "Index store reads that missed the block cache.",
+                )),
+            ),
+            disk_free: registered(
+                &r,
+                IntGauge::with_opts(opts(
+                    "disk_free_bytes",
+                    "Free bytes on the fullest file system holding the data folder.",
+                )),
+            ),
             registry: r,
         }
     }
@@ -158,23 +331,33 @@ impl Metrics {
     /// Records one answered Electrum request of `method` (a label from a fixed set).
     pub fn electrum_request(&self, method: &'static str, took: Duration, failed: bool) {
         self.electrum_requests.with_label_values(&[method]).inc();
-        self.electrum_request_duration.with_label_values(&[method]).observe(took.as_secs_f64());
+        self.electrum_request_duration
+            .with_label_values(&[method])
+            .observe(took.as_secs_f64());
         if failed {
-            self.electrum_request_errors.with_label_values(&[method]).inc();
+            self.electrum_request_errors
+                .with_label_values(&[method])
+                .inc();
         }
     }
 
     /// Records one compact filter request: `message` (`cfilters`, `cfheaders`, `cfcheckpt`)
     /// over `transport` (`p2p`, `http`).
     pub fn bip157_request(&self, message: &'static str, transport: &'static str) {
-        self.bip157_requests.with_label_values(&[message, transport]).inc();
+        self.bip157_requests
+            .with_label_values(&[message, transport])
+            .inc();
     }
 
     /// Records one index batch: `connected` and `disconnected` blocks holding `txs` new
     /// transactions, written in `took`.
     pub fn index_batch(&self, connected: u64, disconnected: u64, txs: u64, took: Duration) {
-        self.index_blocks.with_label_values(&["connected"]).inc_by(connected);
-        self.index_blocks.with_label_values(&["disconnected"]).inc_by(disconnected);
+        self.index_blocks
+            .with_label_values(&["connected"])
+            .inc_by(connected);
+        self.index_blocks
+            .with_label_values(&["disconnected"])
+            .inc_by(disconnected);
         self.index_transactions.inc_by(txs);
         self.index_batch_write.observe(took.as_secs_f64());
     }
@@ -205,9 +388,18 @@ mod tests {
         m.electrum_request("server.ping", Duration::from_millis(2), false);
         m.index_batch(3, 1, 7, Duration::from_millis(5));
         let text = m.encode();
-        assert!(text.contains("cairn_electrum_requests_total{method=\"server.ping\"}"), "{text}");
-        assert!(text.contains("cairn_index_blocks_total{event=\"disconnected\"}"), "{text}");
-        assert!(text.contains("cairn_index_batch_write_seconds_bucket"), "{text}");
+        assert!(
+            text.contains("cairn_electrum_requests_total{method=\"server.ping\"}"),
+            "{text}"
+        );
+        assert!(
+            text.contains("cairn_index_blocks_total{event=\"disconnected\"}"),
+            "{text}"
+        );
+        assert!(
+            text.contains("cairn_index_batch_write_seconds_bucket"),
+            "{text}"
+        );
         for line in text.lines().filter(|l| !l.starts_with('#')) {
             assert!(line.starts_with("cairn_"), "{line}");
         }

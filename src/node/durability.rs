@@ -58,7 +58,12 @@ impl FlushWatch {
                 }
                 _ => {
                     let after = self.last_look.map(|(at, _)| at).unwrap_or(now);
-                    self.moves.push_back(Move { after, seen: now, height: tip.0, rewrote_from });
+                    self.moves.push_back(Move {
+                        after,
+                        seen: now,
+                        height: tip.0,
+                        rewrote_from,
+                    });
                 }
             }
         }
@@ -71,7 +76,9 @@ impl FlushWatch {
         let mut best = None;
         for (j, m) in self.moves.iter().enumerate() {
             let later = || self.moves.iter().skip(j + 1);
-            let Some(write) = later().find(|k| k.after >= m.seen + WRITE_INTERVAL) else { break };
+            let Some(write) = later().find(|k| k.after >= m.seen + WRITE_INTERVAL) else {
+                break;
+            };
             if !later().any(|l| l.after >= write.seen + STEP_END) {
                 break;
             }
@@ -102,7 +109,11 @@ mod tests {
         assert_eq!(w.on_disk(), None);
         // A sync's many moves a second apart are one entry.
         for s in 1..=30u64 {
-            w.look(min(1) + Duration::from_secs(s), (10, hash(100 + s as u8)), None);
+            w.look(
+                min(1) + Duration::from_secs(s),
+                (10, hash(100 + s as u8)),
+                None,
+            );
         }
         assert_eq!(w.moves.len(), 2);
         // Moves within 75 minutes prove nothing.
@@ -115,7 +126,11 @@ mod tests {
         assert_eq!(w.on_disk(), None);
         w.look(min(90), (13, hash(13)), None);
         w.look(min(92), (14, hash(14)), None);
-        assert_eq!(w.on_disk(), None, "the look before the second move is under 10 minutes after the first");
+        assert_eq!(
+            w.on_disk(),
+            None,
+            "the look before the second move is under 10 minutes after the first"
+        );
         w.look(min(93), (14, hash(14)), None);
         w.look(min(94), (15, hash(15)), None);
         assert_eq!(w.on_disk(), Some(10));

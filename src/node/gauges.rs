@@ -19,7 +19,8 @@ pub(super) fn refresh(node: &Node, p2p: Option<&P2p>) -> Refresh {
         m.kernel_tip_height.set(validator.tip().height);
         m.best_header_height.set(validator.best_header().height);
         if let Some(index) = &index {
-            m.index_tip_height.set(index.tip().map_or(-1, |(height, _)| i64::from(height)));
+            m.index_tip_height
+                .set(index.tip().map_or(-1, |(height, _)| i64::from(height)));
             let store = index.store();
             let sst: u64 = store.disk_bytes().iter().map(|(_, bytes)| bytes).sum();
             m.rocksdb_size.set(saturating_i64(sst));
@@ -36,8 +37,12 @@ pub(super) fn refresh(node: &Node, p2p: Option<&P2p>) -> Refresh {
         if let Some(peers) = &peers {
             let list = peers().peers;
             let inbound = list.iter().filter(|p| p.inbound).count() as u64;
-            m.p2p_peers.with_label_values(&["inbound"]).set(saturating_i64(inbound));
-            m.p2p_peers.with_label_values(&["outbound"]).set(saturating_i64(list.len() as u64 - inbound));
+            m.p2p_peers
+                .with_label_values(&["inbound"])
+                .set(saturating_i64(inbound));
+            m.p2p_peers
+                .with_label_values(&["outbound"])
+                .set(saturating_i64(list.len() as u64 - inbound));
         }
         m.disk_free.set(saturating_i64(space.least_free()));
     })

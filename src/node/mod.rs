@@ -67,7 +67,11 @@ pub fn network_label(settings: &Settings) -> String {
 
 /// Opens the data folder without locking it (for read-only checks such as `status`).
 pub fn open_datadir(settings: &Settings) -> Result<DataDir, DataDirError> {
-    DataDir::open(&settings.network_dir(), settings.network, &network_label(settings))
+    DataDir::open(
+        &settings.network_dir(),
+        settings.network,
+        &network_label(settings),
+    )
 }
 
 impl Node {
@@ -87,8 +91,13 @@ impl Node {
             true => Some(open_index(&datadir, &settings)?),
             false => None,
         };
-        let mempool = index.as_ref().map(|_| Arc::new(Mempool::new(settings.mempool)));
-        let space = SpaceWatch::new(vec![datadir.root().to_path_buf(), datadir.blocks_dir()], settings.min_free_space);
+        let mempool = index
+            .as_ref()
+            .map(|_| Arc::new(Mempool::new(settings.mempool)));
+        let space = SpaceWatch::new(
+            vec![datadir.root().to_path_buf(), datadir.blocks_dir()],
+            settings.min_free_space,
+        );
         Ok(Node {
             settings,
             datadir,
@@ -178,9 +187,16 @@ impl Node {
 
 /// Opens (or creates) the data folder's index store with the configured cache and filters.
 fn open_index(datadir: &DataDir, settings: &Settings) -> Result<Arc<Index>, NodeError> {
-    let store = Arc::new(Store::open_with_cache(&datadir.index_dir(), settings.index_cache_bytes)?);
+    let store = Arc::new(Store::open_with_cache(
+        &datadir.index_dir(),
+        settings.index_cache_bytes,
+    )?);
     let files = KernelBlockFiles::new(&datadir.blocks_dir(), settings.magic());
-    Ok(Arc::new(Index::open_with_filters(store, Some(files), settings.block_filters)?))
+    Ok(Arc::new(Index::open_with_filters(
+        store,
+        Some(files),
+        settings.block_filters,
+    )?))
 }
 
 /// Deletes a folder and what it holds; nothing there is not an error.
@@ -209,7 +225,10 @@ impl StatusSource {
             datadir: self.datadir.clone(),
             running: false,
             p2p: None,
-            syncing: self.validator.initial_download().map(|s| SyncStatus { height: s.height, headers: s.headers }),
+            syncing: self.validator.initial_download().map(|s| SyncStatus {
+                height: s.height,
+                headers: s.headers,
+            }),
             kernel_error: self.validator.fatal(),
             disk: None,
         }

@@ -2,9 +2,9 @@
 //! the mempool in line with each new tip, and tells the servers what changed.
 
 use std::collections::HashSet;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -35,30 +35,53 @@ impl IndexRunner {
         let stop = Arc::new(AtomicBool::new(false));
         let failure = Arc::new(Mutex::new(None));
         let (stop2, failure2) = (stop.clone(), failure.clone());
-        let handle = std::thread::Builder::new().name("indexer".into()).spawn(move || {
-            let result = (|| {
-                let (pool, saved) = mempool.unzip();
-                let first = index.sync(&validator)?;
-                if first.connected > 0 || first.disconnected > 0 {
-                    notifier.publish(&index, Changes { scripts: first.touched, added: first.txids });
+        let handle = std::thread::Builder::new()
+            .name("indexer".into())
+            .spawn(move || {
+                let result = (|| {
+                    let (pool, saved) = mempool.unzip();
+                    let first = index.sync(&validator)?;
+                    if first.connected > 0 || first.disconnected > 0 {
+                        notifier.publish(
+                            &index,
+                            Changes {
+                                scripts: first.touched,
+                                added: first.txids,
+                            },
+                        );
+                    }
+                    if let (Some(pool), Some(path)) = (&pool, saved.flatten()) {
+                        load_mempool(pool, &index, &path, &notifier);
+                    }
+                    let settle = SettleCompaction::new(first.connected);
+                    run(
+                        &index,
+                        &validator,
+                        pool.as_deref(),
+                        events,
+                        &notifier,
+                        &stop2,
+                        settle,
+                    )
+                })();
+                if let Err(e) = &result {
+                    *failure2.lock().unwrap_or_else(PoisonError::into_inner) = Some(e.to_string());
                 }
-                if let (Some(pool), Some(path)) = (&pool, saved.flatten()) {
-                    load_mempool(pool, &index, &path, &notifier);
-                }
-                let settle = SettleCompaction::new(first.connected);
-                run(&index, &validator, pool.as_deref(), events, &notifier, &stop2, settle)
-            })();
-            if let Err(e) = &result {
-                *failure2.lock().unwrap_or_else(PoisonError::into_inner) = Some(e.to_string());
-            }
-            result
-        })?;
-        Ok(IndexRunner { stop, failure, handle })
+                result
+            })?;
+        Ok(IndexRunner {
+            stop,
+            failure,
+            handle,
+        })
     }
 
     /// The error the thread ended with, if it ended with one.
     pub fn failure(&self) -> Option<String> {
-        self.failure.lock().unwrap_or_else(PoisonError::into_inner).clone()
+        self.failure
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     /// Asks the thread to finish: it syncs once more to the kernel's tip, then hands the
@@ -67,7 +90,9 @@ impl IndexRunner {
         self.stop.store(true, Ordering::SeqCst);
         match self.handle.join() {
             Ok(result) => result,
-            Err(_) => Err(IndexError::Inconsistent("the indexer thread panicked".into())),
+            Err(_) => Err(IndexError::Inconsistent(
+                "the indexer thread panicked".into(),
+            )),
         }
     }
 
@@ -98,7 +123,10 @@ fn run(
         if stats.connected > 0 || stats.disconnected > 0 {
             let changes = match mempool {
                 Some(pool) => follow_tip(pool, index, stats),
-                None => Changes { scripts: stats.touched, added: stats.txids },
+                None => Changes {
+                    scripts: stats.touched,
+                    added: stats.txids,
+                },
             };
             notifier.publish(index, changes);
         }
@@ -121,11 +149,16 @@ fn run(
 /// Loads a saved mempool (once the index is at the kernel's tip, which its checks need); a
 /// damaged file costs what it held, never the start.
 fn load_mempool(pool: &Mempool, index: &Index, path: &std::path::Path, notifier: &Notifier) {
-    match persist::load(pool, index, path, |accepted| notifier.accepted(index, accepted)) {
+    match persist::load(pool, index, path, |accepted| {
+        notifier.accepted(index, accepted)
+    }) {
         Ok(None) => {}
         Ok(Some(s)) => tracing::info!(
             "loaded the saved mempool: {} accepted, {} failed, {} expired, {} already there",
-            s.accepted, s.failed, s.expired, s.already_there
+            s.accepted,
+            s.failed,
+            s.expired,
+            s.already_there
         ),
         Err(e) => tracing::warn!("the saved mempool was not (fully) loaded: {e}"),
     }
@@ -147,26 +180,34 @@ struct SettleCompaction {
 impl SettleCompaction {
     /// Counts `connected` blocks already indexed (the first sync's).
     fn new(connected: u32) -> Self {
-        SettleCompaction { indexed: u64::from(connected), started: false }
+        SettleCompaction {
+            indexed: u64::from(connected),
+            started: false,
+        }
     }
 
     fn after_sync(&mut self, index: &Index, validator: &Validator, connected: u32) {
         self.indexed = self.indexed.saturating_add(u64::from(connected));
-        if self.started || self.indexed < SETTLE_AFTER_BLOCKS || validator.initial_download().is_some() {
+        if self.started
+            || self.indexed < SETTLE_AFTER_BLOCKS
+            || validator.initial_download().is_some()
+        {
             return;
         }
         self.started = true;
         let store = index.store().clone();
-        let compaction = std::thread::Builder::new().name("compaction".into()).spawn(move || {
-            let started = Instant::now();
-            let before: u64 = store.disk_bytes().iter().map(|(_, b)| b).sum();
-            store.compact();
-            let after: u64 = store.disk_bytes().iter().map(|(_, b)| b).sum();
-            tracing::info!(
-                "index compacted after the initial sync: {before} to {after} bytes in {:.1} s",
-                started.elapsed().as_secs_f64()
-            );
-        });
+        let compaction = std::thread::Builder::new()
+            .name("compaction".into())
+            .spawn(move || {
+                let started = Instant::now();
+                let before: u64 = store.disk_bytes().iter().map(|(_, b)| b).sum();
+                store.compact();
+                let after: u64 = store.disk_bytes().iter().map(|(_, b)| b).sum();
+                tracing::info!(
+                    "index compacted after the initial sync: {before} to {after} bytes in {:.1} s",
+                    started.elapsed().as_secs_f64()
+                );
+            });
         if let Err(e) = compaction {
             tracing::warn!("the index's compaction did not start: {e}");
         }
@@ -182,23 +223,43 @@ struct UndoPruner {
 }
 
 impl UndoPruner {
-    fn after_sync(&mut self, index: &Index, validator: &Validator, lowest_undone: Option<u32>) -> Result<(), IndexError> {
+    fn after_sync(
+        &mut self,
+        index: &Index,
+        validator: &Validator,
+        lowest_undone: Option<u32>,
+    ) -> Result<(), IndexError> {
         let tip = validator.tip();
-        self.watch.look(Instant::now(), (tip.height, tip.hash), lowest_undone.map(i64::from));
-        let Some((index_height, index_hash)) = index.tip() else { return Ok(()) };
+        self.watch.look(
+            Instant::now(),
+            (tip.height, tip.hash),
+            lowest_undone.map(i64::from),
+        );
+        let Some((index_height, index_hash)) = index.tip() else {
+            return Ok(());
+        };
         // Only while the index is on the kernel's chain: its rows at those heights are then the
         // kernel's blocks.
         if validator.hash_at(i64::from(index_height)) != Some(index_hash) {
             return Ok(());
         }
-        let loaded = validator.on_disk_at_open().filter(|t| validator.hash_at(t.height) == Some(t.hash));
+        let loaded = validator
+            .on_disk_at_open()
+            .filter(|t| validator.hash_at(t.height) == Some(t.hash));
         let on_disk = self.watch.on_disk().max(loaded.map(|t| t.height));
-        let Some(through) = on_disk.and_then(|h| u32::try_from(h).ok()).map(|h| h.min(index_height)) else { return Ok(()) };
+        let Some(through) = on_disk
+            .and_then(|h| u32::try_from(h).ok())
+            .map(|h| h.min(index_height))
+        else {
+            return Ok(());
+        };
         if self.pruned_through.is_some_and(|p| p >= through) {
             return Ok(());
         }
         index.prune_undo_through(through)?;
-        tracing::debug!("undo rows through height {through} deleted: the kernel has those blocks on disk");
+        tracing::debug!(
+            "undo rows through height {through} deleted: the kernel has those blocks on disk"
+        );
         self.pruned_through = Some(through);
         Ok(())
     }
@@ -208,9 +269,15 @@ impl UndoPruner {
 /// conflicted with, then puts back what undone blocks had (when still valid). Returns the
 /// script hashes touched and the transactions added by the blocks and by the mempool's changes.
 fn follow_tip(pool: &Mempool, index: &Index, stats: SyncStats) -> Changes {
-    let mut changes = Changes { scripts: stats.touched, added: stats.txids };
+    let mut changes = Changes {
+        scripts: stats.touched,
+        added: stats.txids,
+    };
     let dropped = pool.revalidate(index);
-    changes.extend(Changes { scripts: Some(dropped), added: Some(HashSet::new()) });
+    changes.extend(Changes {
+        scripts: Some(dropped),
+        added: Some(HashSet::new()),
+    });
     for raw in &stats.undone_txs {
         if let Ok(a) = pool.accept(raw, index) {
             changes.extend(Changes::accepted(&a));

@@ -7,12 +7,12 @@ use tokio::sync::watch;
 
 use super::Node;
 use crate::admin::{AdminContext, AdminError, AdminServer, DiskStatus, Status};
+use crate::config::P2pConfig;
 use crate::electrum::{Backend, ElectrumServer, ListenError};
 use crate::http::metrics::MetricsServer;
 use crate::http::{HttpContext, HttpError, HttpServer};
 use crate::notify::Notifier;
 use crate::p2p::{MempoolAccess, P2p, P2pError};
-use crate::config::P2pConfig;
 use crate::tls::{Tls, TlsError, TlsFiles};
 
 /// A server that could not start.
@@ -54,7 +54,11 @@ pub struct Services {
 impl Services {
     /// Starts what the settings ask for: Electrum and HTTP over the index, the P2P side, and
     /// last the admin RPC (its cookie file tells scripts that the node is up).
-    pub async fn start(node: &Node, notifier: &Notifier, stop: watch::Sender<bool>) -> Result<Self, ServeError> {
+    pub async fn start(
+        node: &Node,
+        notifier: &Notifier,
+        stop: watch::Sender<bool>,
+    ) -> Result<Self, ServeError> {
         let settings = &node.settings;
         let tls = match &node.index {
             Some(_) => tls_identity(node)?,
@@ -86,21 +90,38 @@ impl Services {
                     }),
                     _ => None,
                 };
-                let config = P2pConfig { addrbook_file: Some(node.datadir.addrbook_file()), ..settings.p2p.clone() };
-                Some(P2p::start(config, node.validator.clone(), mempool, Some(node.space.clone())).await?)
+                let config = P2pConfig {
+                    addrbook_file: Some(node.datadir.addrbook_file()),
+                    ..settings.p2p.clone()
+                };
+                Some(
+                    P2p::start(
+                        config,
+                        node.validator.clone(),
+                        mempool,
+                        Some(node.space.clone()),
+                    )
+                    .await?,
+                )
             }
             false => None,
         };
         let http = match (&node.index, settings.http_addr) {
             (Some(index), Some(addr)) => {
-                let (status, details) = (node_status(node, p2p.as_ref()), settings.status_page_details);
+                let (status, details) = (
+                    node_status(node, p2p.as_ref()),
+                    settings.status_page_details,
+                );
                 let ctx = HttpContext {
                     index: index.clone(),
                     validator: node.validator.clone(),
                     mempool: node.mempool.clone(),
                     notifier: notifier.clone(),
                     node_status: Some(Box::new(move || {
-                        crate::http::status_page::public(serde_json::to_value(status()).unwrap_or_default(), details)
+                        crate::http::status_page::public(
+                            serde_json::to_value(status()).unwrap_or_default(),
+                            details,
+                        )
                     })),
                     samples: Default::default(),
                 };
@@ -109,11 +130,25 @@ impl Services {
             _ => None,
         };
         let metrics = match settings.metrics_addr {
-            Some(addr) => Some(MetricsServer::start(addr, super::gauges::refresh(node, p2p.as_ref())).await?),
+            Some(addr) => {
+                Some(MetricsServer::start(addr, super::gauges::refresh(node, p2p.as_ref())).await?)
+            }
             None => None,
         };
-        let admin = AdminServer::start(settings.admin_addr, &node.datadir, admin_context(node, p2p.as_ref(), stop)).await?;
-        Ok(Services { admin, electrum, p2p, http, tls, metrics })
+        let admin = AdminServer::start(
+            settings.admin_addr,
+            &node.datadir,
+            admin_context(node, p2p.as_ref(), stop),
+        )
+        .await?;
+        Ok(Services {
+            admin,
+            electrum,
+            p2p,
+            http,
+            tls,
+            metrics,
+        })
     }
 
     /// Re-reads the TLS certificate and key (SIGHUP): new clients get the new pair, connected
@@ -121,8 +156,13 @@ impl Services {
     pub fn reload_tls(&self) {
         let Some(tls) = &self.tls else { return };
         match tls.reload() {
-            Ok(fingerprint) => tracing::info!("TLS certificate reloaded from {}: SHA-256 fingerprint {fingerprint}", tls.files().cert.display()),
-            Err(e) => tracing::error!("TLS certificate not reloaded, the previous one stays in use: {e}"),
+            Ok(fingerprint) => tracing::info!(
+                "TLS certificate reloaded from {}: SHA-256 fingerprint {fingerprint}",
+                tls.files().cert.display()
+            ),
+            Err(e) => {
+                tracing::error!("TLS certificate not reloaded, the previous one stays in use: {e}")
+            }
         }
     }
 
@@ -152,17 +192,27 @@ fn tls_identity(node: &Node) -> Result<Option<Arc<Tls>>, TlsError> {
         return Ok(None);
     }
     let files = match &electrum.tls_files {
-        Some((cert, key)) => TlsFiles { cert: cert.clone(), key: key.clone() },
+        Some((cert, key)) => TlsFiles {
+            cert: cert.clone(),
+            key: key.clone(),
+        },
         None => TlsFiles::self_signed(&node.datadir)?,
     };
     let tls = Tls::open(files)?;
-    tracing::info!("TLS certificate {}: SHA-256 fingerprint {}", tls.files().cert.display(), tls.fingerprint());
+    tracing::info!(
+        "TLS certificate {}: SHA-256 fingerprint {}",
+        tls.files().cert.display(),
+        tls.fingerprint()
+    );
     Ok(Some(Arc::new(tls)))
 }
 
 /// What the admin RPC answers from: the node's status, read when asked, and the stop signal.
 fn admin_context(node: &Node, p2p: Option<&P2p>, stop: watch::Sender<bool>) -> AdminContext {
-    AdminContext { status: Box::new(node_status(node, p2p)), stop }
+    AdminContext {
+        status: Box::new(node_status(node, p2p)),
+        stop,
+    }
 }
 
 /// The running node's status (`cairn status --json`), read when called: for the admin RPC and

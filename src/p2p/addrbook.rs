@@ -93,7 +93,10 @@ pub fn is_routable(ip: IpAddr) -> bool {
 impl AddrBook {
     /// An empty book. `allow_local` keeps loopback and private addresses (for regtest).
     pub fn new(allow_local: bool) -> Self {
-        AddrBook { entries: Mutex::new(HashMap::new()), allow_local }
+        AddrBook {
+            entries: Mutex::new(HashMap::new()),
+            allow_local,
+        }
     }
 
     fn usable(&self, addr: &SocketAddr) -> bool {
@@ -121,14 +124,20 @@ impl AddrBook {
                 None => {
                     map.insert(
                         known.addr,
-                        Entry { services: known.services, last_seen: seen, failures: 0, last_try: None },
+                        Entry {
+                            services: known.services,
+                            last_seen: seen,
+                            failures: 0,
+                            last_try: None,
+                        },
                     );
                     added += 1;
                 }
             }
         }
         if map.len() > MAX_ADDRESSES {
-            let mut by_age: Vec<(u32, SocketAddr)> = map.iter().map(|(a, e)| (e.last_seen, *a)).collect();
+            let mut by_age: Vec<(u32, SocketAddr)> =
+                map.iter().map(|(a, e)| (e.last_seen, *a)).collect();
             by_age.sort_unstable();
             let excess = map.len() - MAX_ADDRESSES;
             for (_, addr) in by_age.into_iter().take(excess) {
@@ -140,7 +149,10 @@ impl AddrBook {
 
     /// How many addresses are known.
     pub fn len(&self) -> usize {
-        self.entries.lock().unwrap_or_else(PoisonError::into_inner).len()
+        self.entries
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len()
     }
 
     /// Whether no address is known.
@@ -151,7 +163,11 @@ impl AddrBook {
     /// An address worth an outbound attempt: offers full blocks with witnesses, is not in
     /// `exclude` (connected or being connected), and is not waiting out a back-off after
     /// failures. Picks at random among the candidates, preferring the recently seen.
-    pub fn pick(&self, exclude: &HashSet<SocketAddr>, banned: impl Fn(&SocketAddr) -> bool) -> Option<SocketAddr> {
+    pub fn pick(
+        &self,
+        exclude: &HashSet<SocketAddr>,
+        banned: impl Fn(&SocketAddr) -> bool,
+    ) -> Option<SocketAddr> {
         let now = Instant::now();
         let mut map = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
         let wanted = ServiceFlags::NETWORK | ServiceFlags::WITNESS;
@@ -161,7 +177,8 @@ impl AddrBook {
                 e.services.has(wanted)
                     && !exclude.contains(a)
                     && !banned(a)
-                    && e.last_try.is_none_or(|t| now.duration_since(t) >= backoff(e.failures))
+                    && e.last_try
+                        .is_none_or(|t| now.duration_since(t) >= backoff(e.failures))
             })
             .map(|(a, e)| (e.last_seen, *a))
             .collect();
@@ -194,7 +211,15 @@ impl AddrBook {
             e.last_seen = now;
             e.services = services;
         } else if self.usable(&addr) && map.len() < MAX_ADDRESSES {
-            map.insert(addr, Entry { services, last_seen: now, failures: 0, last_try: None });
+            map.insert(
+                addr,
+                Entry {
+                    services,
+                    last_seen: now,
+                    failures: 0,
+                    last_try: None,
+                },
+            );
         }
     }
 
@@ -217,7 +242,13 @@ impl AddrBook {
     /// Every address, for saving the book.
     pub fn all(&self) -> Vec<KnownAddr> {
         let map = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
-        map.iter().map(|(a, e)| KnownAddr { addr: *a, services: e.services, last_seen: e.last_seen }).collect()
+        map.iter()
+            .map(|(a, e)| KnownAddr {
+                addr: *a,
+                services: e.services,
+                last_seen: e.last_seen,
+            })
+            .collect()
     }
 
     /// A random sample for a `getaddr` answer: at most [`GETADDR_PERCENT`]% of the book
@@ -227,7 +258,11 @@ impl AddrBook {
         let mut all: Vec<KnownAddr> = map
             .iter()
             .filter(|(_, e)| e.failures < 3)
-            .map(|(a, e)| KnownAddr { addr: *a, services: e.services, last_seen: e.last_seen })
+            .map(|(a, e)| KnownAddr {
+                addr: *a,
+                services: e.services,
+                last_seen: e.last_seen,
+            })
             .collect();
         let n = (all.len() * GETADDR_PERCENT)
             .div_ceil(100)
@@ -253,7 +288,11 @@ mod tests {
     use super::*;
 
     fn known(s: &str, services: ServiceFlags, last_seen: u32) -> KnownAddr {
-        KnownAddr { addr: s.parse().expect("address"), services, last_seen }
+        KnownAddr {
+            addr: s.parse().expect("address"),
+            services,
+            last_seen,
+        }
     }
 
     fn full() -> ServiceFlags {
@@ -290,7 +329,10 @@ mod tests {
         exclude.insert("2.2.2.2:8333".parse().expect("address"));
         let banned = |a: &SocketAddr| a.ip().to_string() == "3.3.3.3";
         assert_eq!(book.pick(&exclude, banned), None);
-        assert_eq!(book.pick(&exclude, |_| false), Some("3.3.3.3:8333".parse().expect("address")));
+        assert_eq!(
+            book.pick(&exclude, |_| false),
+            Some("3.3.3.3:8333".parse().expect("address"))
+        );
         // Just tried: waits before the same address comes up again.
         assert_eq!(book.pick(&exclude, |_| false), None);
     }
@@ -311,7 +353,11 @@ mod tests {
         let book = AddrBook::new(false);
         let many = (0..MAX_ADDRESSES as u32 + 50).map(|i| {
             let ip = std::net::Ipv4Addr::from(0x0b00_0000 + i);
-            KnownAddr { addr: SocketAddr::new(ip.into(), 8333), services: full(), last_seen: i + 1 }
+            KnownAddr {
+                addr: SocketAddr::new(ip.into(), 8333),
+                services: full(),
+                last_seen: i + 1,
+            }
         });
         book.add(many);
         assert_eq!(book.len(), MAX_ADDRESSES);

@@ -71,7 +71,9 @@ pub fn decode(bytes: &[u8], magic: [u8; 4]) -> Result<Vec<KnownAddr>, LoadError>
         return Err(corrupt("checksum mismatch"));
     }
     if body[8..12] != magic {
-        return Err(LoadError::Foreign(body[8..12].iter().map(|b| format!("{b:02x}")).collect()));
+        return Err(LoadError::Foreign(
+            body[8..12].iter().map(|b| format!("{b:02x}")).collect(),
+        ));
     }
     let count = u32::from_le_bytes([body[12], body[13], body[14], body[15]]) as usize;
     if count > MAX_ADDRESSES || body.len() != HEADER + count * ENTRY {
@@ -111,10 +113,12 @@ pub fn save(book: &AddrBook, path: &Path, magic: [u8; 4]) -> std::io::Result<usi
 pub fn load(book: &AddrBook, path: &Path, magic: [u8; 4]) -> usize {
     let read = match std::fs::metadata(path) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return 0,
-        Ok(meta) if meta.len() > (HEADER + MAX_ADDRESSES * ENTRY + CHECKSUM) as u64 => {
-            Err(LoadError::Corrupt(format!("{} bytes, more than a full book", meta.len())))
-        }
-        _ => std::fs::read(path).map_err(LoadError::from).and_then(|bytes| decode(&bytes, magic)),
+        Ok(meta) if meta.len() > (HEADER + MAX_ADDRESSES * ENTRY + CHECKSUM) as u64 => Err(
+            LoadError::Corrupt(format!("{} bytes, more than a full book", meta.len())),
+        ),
+        _ => std::fs::read(path)
+            .map_err(LoadError::from)
+            .and_then(|bytes| decode(&bytes, magic)),
     };
     match read {
         Ok(entries) => {
@@ -130,11 +134,20 @@ pub fn load(book: &AddrBook, path: &Path, magic: [u8; 4]) -> usize {
 }
 
 fn set_aside(path: &Path, why: &LoadError) {
-    let stamp = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let stamp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
     let aside = path.with_extension(format!("dat.bad-{stamp}"));
     match std::fs::rename(path, &aside) {
-        Ok(()) => tracing::warn!("address book {} not used, {why}; moved to {}", path.display(), aside.display()),
-        Err(e) => tracing::warn!("address book {} not used, {why}; could not move it aside: {e}", path.display()),
+        Ok(()) => tracing::warn!(
+            "address book {} not used, {why}; moved to {}",
+            path.display(),
+            aside.display()
+        ),
+        Err(e) => tracing::warn!(
+            "address book {} not used, {why}; could not move it aside: {e}",
+            path.display()
+        ),
     }
 }
 
@@ -146,8 +159,16 @@ mod tests {
 
     fn sample() -> Vec<KnownAddr> {
         vec![
-            KnownAddr { addr: "203.0.113.7:8333".parse().unwrap(), services: ServiceFlags::NETWORK | ServiceFlags::WITNESS, last_seen: 1_700_000_000 },
-            KnownAddr { addr: "[2001:db8::1]:18444".parse().unwrap(), services: ServiceFlags::NONE, last_seen: 5 },
+            KnownAddr {
+                addr: "203.0.113.7:8333".parse().unwrap(),
+                services: ServiceFlags::NETWORK | ServiceFlags::WITNESS,
+                last_seen: 1_700_000_000,
+            },
+            KnownAddr {
+                addr: "[2001:db8::1]:18444".parse().unwrap(),
+                services: ServiceFlags::NONE,
+                last_seen: 5,
+            },
         ]
     }
 
@@ -159,12 +180,17 @@ mod tests {
         for i in 0..bytes.len() {
             let mut damaged = bytes.clone();
             damaged[i] ^= 0x40;
-            assert!(matches!(decode(&damaged, MAGIC), Err(LoadError::Corrupt(_))), "byte {i} flipped");
+            assert!(
+                matches!(decode(&damaged, MAGIC), Err(LoadError::Corrupt(_))),
+                "byte {i} flipped"
+            );
         }
         for len in 0..bytes.len() {
             assert!(decode(&bytes[..len], MAGIC).is_err(), "cut at {len}");
         }
-        assert!(matches!(decode(&bytes, [1, 2, 3, 4]), Err(LoadError::Foreign(m)) if m == "fabfb5da"));
+        assert!(
+            matches!(decode(&bytes, [1, 2, 3, 4]), Err(LoadError::Foreign(m)) if m == "fabfb5da")
+        );
     }
 
     #[test]
@@ -176,8 +202,14 @@ mod tests {
         std::fs::write(&path, b"not a book").unwrap();
         assert_eq!(load(&book, &path, MAGIC), 0);
         assert!(!path.exists(), "moved aside");
-        let aside: Vec<_> = std::fs::read_dir(tmp.path()).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
-        assert!(aside.iter().any(|n| n.starts_with("addrbook.dat.bad-")), "{aside:?}");
+        let aside: Vec<_> = std::fs::read_dir(tmp.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        assert!(
+            aside.iter().any(|n| n.starts_with("addrbook.dat.bad-")),
+            "{aside:?}"
+        );
 
         let full = AddrBook::new(true);
         full.add(sample());

@@ -2,8 +2,8 @@
 //! before any payload byte is allocated. Blocks stay raw bytes (they go to the kernel as they
 //! came); every other message is decoded by the `bitcoin` crate.
 
-use bitcoin::hex::DisplayHex;
 use bitcoin::hashes::{sha256d, Hash};
+use bitcoin::hex::DisplayHex;
 use bitcoin::p2p::message::{NetworkMessage, RawNetworkMessage};
 use bitcoin::p2p::Magic;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
@@ -27,8 +27,9 @@ pub fn max_payload(command: &str) -> u32 {
         "addr" => 3 + 1_000 * 30,
         "addrv2" => 3 + 1_000 * (4 + 9 + 1 + 9 + 512 + 2),
         // A user agent of at most 256 bytes (Core's MAX_SUBVERSION_LENGTH) and fixed fields.
-        "version" | "ping" | "pong" | "verack" | "getaddr" | "mempool" | "sendheaders" | "sendaddrv2"
-        | "wtxidrelay" | "feefilter" | "sendcmpct" | "getcfilters" | "getcfheaders" | "getcfcheckpt" => SMALL,
+        "version" | "ping" | "pong" | "verack" | "getaddr" | "mempool" | "sendheaders"
+        | "sendaddrv2" | "wtxidrelay" | "feefilter" | "sendcmpct" | "getcfilters"
+        | "getcfheaders" | "getcfcheckpt" => SMALL,
         _ => MAX_PAYLOAD,
     }
 }
@@ -43,7 +44,10 @@ pub enum CodecError {
     #[error("wrong network magic {0}")]
     BadMagic(String),
     /// The length field is over the limit.
-    #[error("oversized message: {command} of {len} bytes (limit {})", max_payload(command))]
+    #[error(
+        "oversized message: {command} of {len} bytes (limit {})",
+        max_payload(command)
+    )]
     Oversized {
         /// The command.
         command: String,
@@ -86,7 +90,9 @@ pub async fn read_message<R: AsyncRead + Unpin>(
     reader: &mut R,
     magic: Magic,
 ) -> Result<Incoming, CodecError> {
-    read_within(reader, magic, None).await.map(|(message, _)| message)
+    read_within(reader, magic, None)
+        .await
+        .map(|(message, _)| message)
 }
 
 /// Bytes read from one peer and not yet handled, at most (Core's `-maxreceivebuffer`, 5,000 kB):
@@ -99,7 +105,9 @@ pub struct RecvBudget(std::sync::Arc<tokio::sync::Semaphore>);
 
 impl Default for RecvBudget {
     fn default() -> Self {
-        RecvBudget(std::sync::Arc::new(tokio::sync::Semaphore::new(RECV_BUDGET as usize)))
+        RecvBudget(std::sync::Arc::new(tokio::sync::Semaphore::new(
+            RECV_BUDGET as usize,
+        )))
     }
 }
 
@@ -140,7 +148,10 @@ pub async fn read_within<R: AsyncRead + Unpin>(
     };
     // Grown as bytes arrive: a length field alone does not make cairn allocate.
     let mut payload = Vec::with_capacity((len as usize).min(64 * 1024));
-    (&mut *reader).take(u64::from(len)).read_to_end(&mut payload).await?;
+    (&mut *reader)
+        .take(u64::from(len))
+        .read_to_end(&mut payload)
+        .await?;
     if payload.len() != len as usize {
         return Err(CodecError::Io(std::io::ErrorKind::UnexpectedEof.into()));
     }
@@ -158,7 +169,10 @@ pub fn decode(magic: Magic, command: &str, payload: Vec<u8>) -> Result<Incoming,
     head[..4].copy_from_slice(&magic.to_bytes());
     let name = command.as_bytes();
     if name.len() > 12 {
-        return Err(CodecError::Malformed { command: command.into(), message: "command over 12 bytes".into() });
+        return Err(CodecError::Malformed {
+            command: command.into(),
+            message: "command over 12 bytes".into(),
+        });
     }
     head[4..4 + name.len()].copy_from_slice(name);
     head[16..20].copy_from_slice(&(payload.len() as u32).to_le_bytes());
@@ -177,10 +191,11 @@ fn decode_framed(command: &str, head: [u8; 24], payload: Vec<u8>) -> Result<Inco
     let mut whole = Vec::with_capacity(24 + payload.len());
     whole.extend_from_slice(&head);
     whole.extend_from_slice(&payload);
-    let raw: RawNetworkMessage = bitcoin::consensus::deserialize(&whole).map_err(|e| CodecError::Malformed {
-        command: command.into(),
-        message: e.to_string(),
-    })?;
+    let raw: RawNetworkMessage =
+        bitcoin::consensus::deserialize(&whole).map_err(|e| CodecError::Malformed {
+            command: command.into(),
+            message: e.to_string(),
+        })?;
     Ok(Incoming::Message(raw.into_payload()))
 }
 
@@ -190,7 +205,8 @@ pub fn encode_v1(message: NetworkMessage, buf: &mut Vec<u8>) -> Result<String, C
     use bitcoin::consensus::Encodable;
     let raw = RawNetworkMessage::new(Magic::BITCOIN, message);
     buf.clear();
-    raw.consensus_encode(buf).map_err(|e| CodecError::Io(std::io::Error::other(e.to_string())))?;
+    raw.consensus_encode(buf)
+        .map_err(|e| CodecError::Io(std::io::Error::other(e.to_string())))?;
     let mut name = [0u8; 12];
     name.copy_from_slice(buf.get(4..16).unwrap_or(&[0; 12]));
     Ok(command_name(&name))
@@ -218,7 +234,8 @@ pub async fn write_message_with<W: AsyncWrite + Unpin>(
     // The header's length and checksum are hashed from the payload without a buffer.
     let raw = RawNetworkMessage::new(magic, message);
     buf.clear();
-    raw.consensus_encode(buf).map_err(|e| CodecError::Io(std::io::Error::other(e.to_string())))?;
+    raw.consensus_encode(buf)
+        .map_err(|e| CodecError::Io(std::io::Error::other(e.to_string())))?;
     writer.write_all(buf).await?;
     if buf.capacity() > 1 << 20 {
         buf.clear();
@@ -251,12 +268,17 @@ mod tests {
     async fn round_trip_and_limits() {
         let magic = Magic::REGTEST;
         let mut buf = Vec::new();
-        write_message(&mut buf, magic, NetworkMessage::Ping(7)).await.unwrap();
+        write_message(&mut buf, magic, NetworkMessage::Ping(7))
+            .await
+            .unwrap();
         let genesis = bitcoin::blockdata::constants::genesis_block(bitcoin::Network::Regtest);
         let raw_block = bitcoin::consensus::serialize(&genesis);
         write_raw_block(&mut buf, magic, &raw_block).await.unwrap();
         let mut r = buf.as_slice();
-        assert!(matches!(read_message(&mut r, magic).await.unwrap(), Incoming::Message(NetworkMessage::Ping(7))));
+        assert!(matches!(
+            read_message(&mut r, magic).await.unwrap(),
+            Incoming::Message(NetworkMessage::Ping(7))
+        ));
         match read_message(&mut r, magic).await.unwrap() {
             Incoming::Block(b) => assert_eq!(b, raw_block),
             other => panic!("{other:?}"),
@@ -267,16 +289,29 @@ mod tests {
         big.extend_from_slice(b"block\0\0\0\0\0\0\0");
         big.extend_from_slice(&(MAX_PAYLOAD + 1).to_le_bytes());
         big.extend_from_slice(&[0; 4]);
-        assert!(matches!(read_message(&mut big.as_slice(), magic).await, Err(CodecError::Oversized { .. })));
+        assert!(matches!(
+            read_message(&mut big.as_slice(), magic).await,
+            Err(CodecError::Oversized { .. })
+        ));
         // Wrong magic and bad checksum.
         let mut other = Vec::new();
-        write_message(&mut other, Magic::BITCOIN, NetworkMessage::Verack).await.unwrap();
-        assert!(matches!(read_message(&mut other.as_slice(), magic).await, Err(CodecError::BadMagic(_))));
+        write_message(&mut other, Magic::BITCOIN, NetworkMessage::Verack)
+            .await
+            .unwrap();
+        assert!(matches!(
+            read_message(&mut other.as_slice(), magic).await,
+            Err(CodecError::BadMagic(_))
+        ));
         let mut bad = Vec::new();
-        write_message(&mut bad, magic, NetworkMessage::Ping(1)).await.unwrap();
+        write_message(&mut bad, magic, NetworkMessage::Ping(1))
+            .await
+            .unwrap();
         let last = bad.len() - 1;
         bad[last] ^= 1;
-        assert!(matches!(read_message(&mut bad.as_slice(), magic).await, Err(CodecError::BadChecksum(_))));
+        assert!(matches!(
+            read_message(&mut bad.as_slice(), magic).await,
+            Err(CodecError::BadChecksum(_))
+        ));
     }
 }
 

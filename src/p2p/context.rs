@@ -3,8 +3,8 @@
 
 use std::sync::Arc;
 
-use bitcoin::BlockHash;
 use bitcoin::p2p::{Magic, ServiceFlags};
+use bitcoin::BlockHash;
 
 use super::addrbook::AddrBook;
 use super::orphans::Orphans;

@@ -44,7 +44,9 @@ impl PeerError {
             PeerError::Misbehaving(_) => true,
             PeerError::Codec(c) => matches!(
                 c,
-                CodecError::Oversized { .. } | CodecError::BadChecksum(_) | CodecError::Malformed { .. }
+                CodecError::Oversized { .. }
+                    | CodecError::BadChecksum(_)
+                    | CodecError::Malformed { .. }
             ),
             PeerError::Handshake(_)
             | PeerError::Refused(_)

@@ -5,7 +5,9 @@
 use bitcoin::bip158::FilterHeader;
 use bitcoin::hashes::Hash;
 use bitcoin::p2p::message::NetworkMessage;
-use bitcoin::p2p::message_filter::{CFCheckpt, CFHeaders, CFilter, GetCFCheckpt, GetCFHeaders, GetCFilters};
+use bitcoin::p2p::message_filter::{
+    CFCheckpt, CFHeaders, CFilter, GetCFCheckpt, GetCFHeaders, GetCFilters,
+};
 use bitcoin::BlockHash;
 
 use super::error::PeerError;
@@ -22,52 +24,89 @@ pub const MAX_GETCFHEADERS: u32 = 2000;
 pub const CFCHECKPT_INTERVAL: u32 = 1000;
 
 /// Where a request points: its stop block's height, if the filters are there to answer it.
-fn stop_height(index: &Index, validator: &Validator, filter_type: u8, stop: &BlockHash) -> Result<Option<u32>, PeerError> {
+fn stop_height(
+    index: &Index,
+    validator: &Validator,
+    filter_type: u8,
+    stop: &BlockHash,
+) -> Result<Option<u32>, PeerError> {
     if filter_type != BASIC_FILTER_TYPE {
-        return Err(PeerError::Misbehaving(format!("filter type {filter_type} requested (only basic, 0)")));
+        return Err(PeerError::Misbehaving(format!(
+            "filter type {filter_type} requested (only basic, 0)"
+        )));
     }
     match index.with_chain(|c| c.height_of_hash(stop)) {
         Some(h) => Ok(index.filters_ready().unwrap_or(false).then_some(h)),
         // A block we know but have not indexed (yet), or one a reorg just took away: no answer,
         // as Core stays silent while its filter index catches up.
         None if validator.knows(stop) => Ok(None),
-        None => Err(PeerError::Misbehaving(format!("filters requested up to unknown block {stop}"))),
+        None => Err(PeerError::Misbehaving(format!(
+            "filters requested up to unknown block {stop}"
+        ))),
     }
 }
 
 /// Checks the range of a getcfilters/getcfheaders request.
 fn range(start: u32, stop: u32, max: u32, what: &str) -> Result<(), PeerError> {
     if start > stop {
-        return Err(PeerError::Misbehaving(format!("{what} start height {start} above stop height {stop}")));
+        return Err(PeerError::Misbehaving(format!(
+            "{what} start height {start} above stop height {stop}"
+        )));
     }
     if stop - start >= max {
-        return Err(PeerError::Misbehaving(format!("{what} for {} blocks (at most {max})", stop - start + 1)));
+        return Err(PeerError::Misbehaving(format!(
+            "{what} for {} blocks (at most {max})",
+            stop - start + 1
+        )));
     }
     Ok(())
 }
 
 /// The cfilter messages answering a getcfilters, one per block.
-pub fn get_cfilters(index: &Index, validator: &Validator, req: &GetCFilters) -> Result<Vec<NetworkMessage>, PeerError> {
-    let Some(stop) = stop_height(index, validator, req.filter_type, &req.stop_hash)? else { return Ok(Vec::new()) };
+pub fn get_cfilters(
+    index: &Index,
+    validator: &Validator,
+    req: &GetCFilters,
+) -> Result<Vec<NetworkMessage>, PeerError> {
+    let Some(stop) = stop_height(index, validator, req.filter_type, &req.stop_hash)? else {
+        return Ok(Vec::new());
+    };
     range(req.start_height, stop, MAX_GETCFILTERS, "getcfilters")?;
-    let rows = index.filter_rows(req.start_height, stop).map_err(|e| PeerError::Internal(e.to_string()))?;
-    let Some(rows) = rows else { return Ok(Vec::new()) };
+    let rows = index
+        .filter_rows(req.start_height, stop)
+        .map_err(|e| PeerError::Internal(e.to_string()))?;
+    let Some(rows) = rows else {
+        return Ok(Vec::new());
+    };
     Ok(rows
         .into_iter()
         .map(|(block_hash, row)| {
-            NetworkMessage::CFilter(CFilter { filter_type: BASIC_FILTER_TYPE, block_hash, filter: row.filter })
+            NetworkMessage::CFilter(CFilter {
+                filter_type: BASIC_FILTER_TYPE,
+                block_hash,
+                filter: row.filter,
+            })
         })
         .collect())
 }
 
 /// The cfheaders message answering a getcfheaders: the header before the range and the hash of
 /// every filter in it.
-pub fn get_cfheaders(index: &Index, validator: &Validator, req: &GetCFHeaders) -> Result<Option<NetworkMessage>, PeerError> {
-    let Some(stop) = stop_height(index, validator, req.filter_type, &req.stop_hash)? else { return Ok(None) };
+pub fn get_cfheaders(
+    index: &Index,
+    validator: &Validator,
+    req: &GetCFHeaders,
+) -> Result<Option<NetworkMessage>, PeerError> {
+    let Some(stop) = stop_height(index, validator, req.filter_type, &req.stop_hash)? else {
+        return Ok(None);
+    };
     range(req.start_height, stop, MAX_GETCFHEADERS, "getcfheaders")?;
     let previous_filter_header = match req.start_height {
         0 => FilterHeader::all_zeros(),
-        h => match index.filter_at(h - 1).map_err(|e| PeerError::Internal(e.to_string()))? {
+        h => match index
+            .filter_at(h - 1)
+            .map_err(|e| PeerError::Internal(e.to_string()))?
+        {
             Some(row) => row.header,
             None => return Ok(None),
         },
@@ -88,11 +127,20 @@ pub fn get_cfheaders(index: &Index, validator: &Validator, req: &GetCFHeaders) -
 
 /// The cfcheckpt message answering a getcfcheckpt: the filter header at every 1,000th height up
 /// to the stop block.
-pub fn get_cfcheckpt(index: &Index, validator: &Validator, req: &GetCFCheckpt) -> Result<Option<NetworkMessage>, PeerError> {
-    let Some(stop) = stop_height(index, validator, req.filter_type, &req.stop_hash)? else { return Ok(None) };
+pub fn get_cfcheckpt(
+    index: &Index,
+    validator: &Validator,
+    req: &GetCFCheckpt,
+) -> Result<Option<NetworkMessage>, PeerError> {
+    let Some(stop) = stop_height(index, validator, req.filter_type, &req.stop_hash)? else {
+        return Ok(None);
+    };
     let mut filter_headers = Vec::with_capacity((stop / CFCHECKPT_INTERVAL) as usize);
     for i in 1..=stop / CFCHECKPT_INTERVAL {
-        match index.filter_at(i * CFCHECKPT_INTERVAL).map_err(|e| PeerError::Internal(e.to_string()))? {
+        match index
+            .filter_at(i * CFCHECKPT_INTERVAL)
+            .map_err(|e| PeerError::Internal(e.to_string()))?
+        {
             Some(row) => filter_headers.push(row.header),
             None => return Ok(None),
         }

@@ -75,7 +75,11 @@ pub async fn handshake(
     result
 }
 
-async fn handshake_replies(reader: &mut ReadWire, writer: &mut WriteWire, ctx: &PeerContext) -> Result<PeerTraits, PeerError> {
+async fn handshake_replies(
+    reader: &mut ReadWire,
+    writer: &mut WriteWire,
+    ctx: &PeerContext,
+) -> Result<PeerTraits, PeerError> {
     let mut got_version = false;
     let mut got_verack = false;
     let mut traits = PeerTraits {
@@ -92,7 +96,10 @@ async fn handshake_replies(reader: &mut ReadWire, writer: &mut WriteWire, ctx: &
                     return Err(PeerError::Misbehaving("second version message".into()));
                 }
                 if v.version < 70012 {
-                    return Err(PeerError::Handshake(format!("protocol version {} too old", v.version)));
+                    return Err(PeerError::Handshake(format!(
+                        "protocol version {} too old",
+                        v.version
+                    )));
                 }
                 if ctx.registry.is_own_nonce(v.nonce) {
                     return Err(PeerError::Handshake("connected to ourselves".into()));
@@ -111,7 +118,10 @@ async fn handshake_replies(reader: &mut ReadWire, writer: &mut WriteWire, ctx: &
             Incoming::Message(NetworkMessage::WtxidRelay) => traits.wtxid_relay = true,
             Incoming::Message(NetworkMessage::SendAddrV2) => traits.addrv2 = true,
             Incoming::Message(other) if !got_version => {
-                return Err(PeerError::Misbehaving(format!("{} before version", other.cmd())));
+                return Err(PeerError::Misbehaving(format!(
+                    "{} before version",
+                    other.cmd()
+                )));
             }
             _ => {}
         }

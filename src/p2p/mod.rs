@@ -30,9 +30,9 @@ use crate::config::{Network, P2pConfig};
 use crate::datadir::space::SpaceWatch;
 use crate::kernel::{KernelError, Validator};
 use addrbook::AddrBook;
-use orphans::Orphans;
 pub use context::{MempoolAccess, PeerContext};
 pub use error::PeerError;
+use orphans::Orphans;
 pub use registry::{PeerInfo, Registry};
 use sync::Downloader;
 
@@ -85,7 +85,8 @@ impl BanList {
 
     fn is_banned(&self, addr: &SocketAddr) -> bool {
         let bans = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        bans.get(&addr.ip()).is_some_and(|until| *until > Instant::now())
+        bans.get(&addr.ip())
+            .is_some_and(|until| *until > Instant::now())
     }
 }
 
@@ -119,7 +120,10 @@ impl Slots {
     }
 
     fn snapshot(&self) -> HashSet<SocketAddr> {
-        self.0.lock().unwrap_or_else(PoisonError::into_inner).clone()
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     fn len(&self) -> usize {
@@ -143,15 +147,24 @@ impl Shared {
     /// is tried with BIP324 first, a peer from the book when the book knows it offers it
     /// (NODE_P2P_V2), as Core's `CConnman` decides.
     async fn connect_and_run(&self, addr: SocketAddr, manual: bool) -> bool {
-        let Some(stream) = dial(addr).await else { return false };
-        let offers_v2 = manual || self.ctx.book.services(&addr).is_some_and(|s| s.has(ServiceFlags::P2P_V2));
+        let Some(stream) = dial(addr).await else {
+            return false;
+        };
+        let offers_v2 = manual
+            || self
+                .ctx
+                .book
+                .services(&addr)
+                .is_some_and(|s| s.has(ServiceFlags::P2P_V2));
         let v2 = self.ctx.services.has(ServiceFlags::P2P_V2) && offers_v2;
         let id = self.ids.fetch_add(1, Ordering::SeqCst);
         let mut why = peer::run(stream, addr, false, v2, id, self.ctx.clone()).await;
         // As Core: a peer that hangs up on the v2 handshake is dialled again with v1.
         if matches!(why, PeerError::NoV2) {
             tracing::debug!("peer {id} {addr}: {why}; reconnecting with v1");
-            let Some(stream) = dial(addr).await else { return true };
+            let Some(stream) = dial(addr).await else {
+                return true;
+            };
             why = peer::run(stream, addr, false, false, id, self.ctx.clone()).await;
         }
         tracing::info!("peer {id} {addr}: disconnected: {why}");
@@ -211,7 +224,10 @@ impl P2p {
         space: Option<SpaceWatch>,
     ) -> Result<Self, P2pError> {
         let ctx = Arc::new(peer_context(&config, validator, mempool, space)?);
-        let book_file = config.addrbook_file.clone().map(|path| (path, config.magic));
+        let book_file = config
+            .addrbook_file
+            .clone()
+            .map(|path| (path, config.magic));
         if let Some((path, magic)) = &book_file {
             addrbook_file::load(&ctx.book, path, *magic);
         }
@@ -223,13 +239,22 @@ impl P2p {
         });
         // Fixed peers: `connect` (only these) or `addnode` (these and others).
         let fixed = config.connect.iter().chain(&config.addnode);
-        let mut tasks: Vec<_> = fixed.map(|addr| tokio::spawn(keep_connected(shared.clone(), *addr))).collect();
+        let mut tasks: Vec<_> = fixed
+            .map(|addr| tokio::spawn(keep_connected(shared.clone(), *addr)))
+            .collect();
         tasks.push(tokio::spawn(watch_tip(ctx.clone())));
         if let Some((path, magic)) = book_file.clone() {
-            tasks.push(tokio::spawn(save_book_periodically(ctx.book.clone(), path, magic)));
+            tasks.push(tokio::spawn(save_book_periodically(
+                ctx.book.clone(),
+                path,
+                magic,
+            )));
         }
         if config.connect.is_empty() && config.max_outbound > 0 {
-            tasks.push(tokio::spawn(outbound_manager(shared.clone(), config.clone())));
+            tasks.push(tokio::spawn(outbound_manager(
+                shared.clone(),
+                config.clone(),
+            )));
         }
         let mut listen_addr = None;
         if let Some(addr) = config.listen {
@@ -237,13 +262,24 @@ impl P2p {
                 Ok(listener) => {
                     listen_addr = listener.local_addr().ok();
                     tracing::info!("accepting peers on {}", listen_addr.unwrap_or(addr));
-                    tasks.push(tokio::spawn(accept_loop(listener, shared.clone(), config.max_inbound)));
+                    tasks.push(tokio::spawn(accept_loop(
+                        listener,
+                        shared.clone(),
+                        config.max_inbound,
+                    )));
                 }
-                Err(source) if config.listen_required => return Err(P2pError::Listen { addr, source }),
+                Err(source) if config.listen_required => {
+                    return Err(P2pError::Listen { addr, source })
+                }
                 Err(e) => tracing::warn!("not accepting peers: cannot listen on {addr}: {e}"),
             }
         }
-        Ok(P2p { listen_addr, ctx, tasks, book_file })
+        Ok(P2p {
+            listen_addr,
+            ctx,
+            tasks,
+            book_file,
+        })
     }
 
     /// Asks every peer for headers now (what electrs does on SIGUSR1).
@@ -260,7 +296,11 @@ impl P2p {
     pub fn status_source(&self) -> impl Fn() -> P2pStatus + Send + Sync + 'static {
         let ctx = self.ctx.clone();
         let listen = self.listen_addr;
-        move || P2pStatus { listen, peers: ctx.registry.list(), known_addresses: ctx.book.len() }
+        move || P2pStatus {
+            listen,
+            peers: ctx.registry.list(),
+            known_addresses: ctx.book.len(),
+        }
     }
 
     /// Stops every peer task, then saves the address book.
@@ -308,7 +348,10 @@ fn peer_context(
         }
     })
     .map_err(P2pError::Thread)?;
-    let filter_index = mempool.as_ref().map(|m| m.index.clone()).filter(|i| i.filters_enabled());
+    let filter_index = mempool
+        .as_ref()
+        .map(|m| m.index.clone())
+        .filter(|i| i.filters_enabled());
     let mut services = ServiceFlags::NETWORK | ServiceFlags::WITNESS;
     if filter_index.is_some() {
         services = services | ServiceFlags::COMPACT_FILTERS;
@@ -394,11 +437,15 @@ async fn outbound_manager(shared: Arc<Shared>, config: P2pConfig) {
         if let Some(listen) = config.listen {
             exclude.insert(listen);
         }
-        let Some(addr) = book.pick(&exclude, |a| shared.bans.is_banned(a)) else { continue };
+        let Some(addr) = book.pick(&exclude, |a| shared.bans.is_banned(a)) else {
+            continue;
+        };
         let shared = shared.clone();
         let book = book.clone();
         tokio::spawn(async move {
-            let Some(_slot) = shared.slots.take(addr) else { return };
+            let Some(_slot) = shared.slots.take(addr) else {
+                return;
+            };
             if !shared.connect_and_run(addr, false).await {
                 book.mark_failed(addr);
             }
@@ -434,10 +481,25 @@ mod tests {
 
     #[test]
     fn local_addresses_are_cores() {
-        for local in ["127.0.0.1", "127.9.8.7", "0.0.0.0", "0.1.2.3", "::1", "::ffff:127.0.0.1"] {
+        for local in [
+            "127.0.0.1",
+            "127.9.8.7",
+            "0.0.0.0",
+            "0.1.2.3",
+            "::1",
+            "::ffff:127.0.0.1",
+        ] {
             assert!(is_local(local.parse().unwrap()), "{local}");
         }
-        for remote in ["192.0.2.2", "10.0.0.1", "1.0.0.0", "128.0.0.1", "::2", "fd00::2", "::ffff:8.8.8.8"] {
+        for remote in [
+            "192.0.2.2",
+            "10.0.0.1",
+            "1.0.0.0",
+            "128.0.0.1",
+            "::2",
+            "fd00::2",
+            "::ffff:8.8.8.8",
+        ] {
             assert!(!is_local(remote.parse().unwrap()), "{remote}");
         }
     }

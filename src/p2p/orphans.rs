@@ -52,7 +52,12 @@ impl Pool {
     }
 
     fn expire(&mut self, now: Instant) {
-        let old: Vec<Txid> = self.by_txid.iter().filter(|(_, o)| o.expires <= now).map(|(t, _)| *t).collect();
+        let old: Vec<Txid> = self
+            .by_txid
+            .iter()
+            .filter(|(_, o)| o.expires <= now)
+            .map(|(t, _)| *t)
+            .collect();
         for txid in old {
             self.remove(&txid);
         }
@@ -85,7 +90,15 @@ impl Orphans {
             pool.by_parent.entry(*parent).or_default().insert(txid);
         }
         let expires = Instant::now() + EXPIRY;
-        pool.by_txid.insert(txid, Orphan { raw, from, parents, expires });
+        pool.by_txid.insert(
+            txid,
+            Orphan {
+                raw,
+                from,
+                parents,
+                expires,
+            },
+        );
         true
     }
 
@@ -102,7 +115,12 @@ impl Orphans {
     /// Drops what a peer sent, once it has gone (Core's `EraseForPeer`).
     pub fn forget_peer(&self, peer: PeerId) {
         let mut pool = self.lock();
-        let sent: Vec<Txid> = pool.by_txid.iter().filter(|(_, o)| o.from == peer).map(|(t, _)| *t).collect();
+        let sent: Vec<Txid> = pool
+            .by_txid
+            .iter()
+            .filter(|(_, o)| o.from == peer)
+            .map(|(t, _)| *t)
+            .collect();
         for txid in sent {
             pool.remove(&txid);
         }
@@ -138,8 +156,16 @@ mod tests {
             assert!(pool.len() <= MAX_ORPHANS);
         }
         assert_eq!(pool.len(), MAX_ORPHANS);
-        assert!(pool.lock().by_parent.len() <= MAX_ORPHANS, "parent links of dropped orphans go with them");
-        assert!(!pool.add(txid(5_000_000), vec![0; MAX_ORPHAN_BYTES + 1], 1, vec![txid(1)]));
+        assert!(
+            pool.lock().by_parent.len() <= MAX_ORPHANS,
+            "parent links of dropped orphans go with them"
+        );
+        assert!(!pool.add(
+            txid(5_000_000),
+            vec![0; MAX_ORPHAN_BYTES + 1],
+            1,
+            vec![txid(1)]
+        ));
     }
 
     #[test]
@@ -148,14 +174,27 @@ mod tests {
         assert!(pool.add(txid(1), vec![1], 7, vec![txid(100), txid(101)]));
         assert!(pool.add(txid(2), vec![2], 8, vec![txid(100)]));
         assert!(!pool.add(txid(2), vec![2], 8, vec![txid(100)]), "kept once");
-        let mut out: Vec<Txid> = pool.take_children(&txid(100)).into_iter().map(|c| c.0).collect();
+        let mut out: Vec<Txid> = pool
+            .take_children(&txid(100))
+            .into_iter()
+            .map(|c| c.0)
+            .collect();
         out.sort();
         assert_eq!(out, vec![txid(1), txid(2)]);
-        assert!(pool.take_children(&txid(101)).is_empty(), "taken out with its first parent");
+        assert!(
+            pool.take_children(&txid(101)).is_empty(),
+            "taken out with its first parent"
+        );
         assert!(pool.is_empty());
         pool.add(txid(3), vec![3], 9, vec![txid(102)]);
         pool.add(txid(4), vec![4], 10, vec![txid(102)]);
         pool.forget_peer(9);
-        assert_eq!(pool.take_children(&txid(102)).into_iter().map(|c| c.0).collect::<Vec<_>>(), vec![txid(4)]);
+        assert_eq!(
+            pool.take_children(&txid(102))
+                .into_iter()
+                .map(|c| c.0)
+                .collect::<Vec<_>>(),
+            vec![txid(4)]
+        );
     }
 }

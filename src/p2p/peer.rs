@@ -38,24 +38,32 @@ pub async fn run(
     let _ = stream.set_nodelay(true);
     let result = async {
         let opened = async {
-            let (mut reader, mut writer, transport) = wire::open(stream, inbound, v2, ctx.magic).await.map_err(|e| match e {
-                OpenError::NoV2 => PeerError::NoV2,
-                OpenError::Failed(e) => PeerError::Codec(e),
-            })?;
+            let (mut reader, mut writer, transport) = wire::open(stream, inbound, v2, ctx.magic)
+                .await
+                .map_err(|e| match e {
+                    OpenError::NoV2 => PeerError::NoV2,
+                    OpenError::Failed(e) => PeerError::Codec(e),
+                })?;
             let traits = handshake(&mut reader, &mut writer, addr, &ctx).await?;
             Ok::<_, PeerError>((reader, writer, transport, traits))
         };
-        let (reader, writer, transport, traits) =
-            tokio::time::timeout(HANDSHAKE_TIMEOUT, opened).await.map_err(|_| PeerError::Timeout)??;
+        let (reader, writer, transport, traits) = tokio::time::timeout(HANDSHAKE_TIMEOUT, opened)
+            .await
+            .map_err(|_| PeerError::Timeout)??;
         let direction = if inbound { "inbound" } else { "outbound" };
-        tracing::info!("peer {id} {addr}: connected ({direction}, {transport}, {})", traits.user_agent);
+        tracing::info!(
+            "peer {id} {addr}: connected ({direction}, {transport}, {})",
+            traits.user_agent
+        );
         if !inbound {
             ctx.book.mark_good(addr, traits.services);
         }
         let _registered = ctx.registry.register(id, addr, inbound, &traits.user_agent);
         let (reading, incoming) = spawn_reader(reader);
         let (writing, outgoing) = spawn_writer(writer);
-        let outcome = Session::new(&outgoing, id, &ctx, &traits, inbound).run(incoming).await;
+        let outcome = Session::new(&outgoing, id, &ctx, &traits, inbound)
+            .run(incoming)
+            .await;
         reading.abort();
         writing.abort();
         outcome
@@ -71,7 +79,12 @@ pub async fn run(
 
 /// Reading is not cancel-safe, so one task reads and hands whole messages over, each with its
 /// share of the peer's receive budget; it ends after handing over the first error.
-fn spawn_reader(mut reader: ReadWire) -> (JoinHandle<()>, mpsc::Receiver<Result<(Incoming, Option<Held>), CodecError>>) {
+fn spawn_reader(
+    mut reader: ReadWire,
+) -> (
+    JoinHandle<()>,
+    mpsc::Receiver<Result<(Incoming, Option<Held>), CodecError>>,
+) {
     let (tx, rx) = mpsc::channel(INCOMING);
     let budget = RecvBudget::default();
     let task = tokio::spawn(async move {

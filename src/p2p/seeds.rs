@@ -25,8 +25,14 @@ pub fn dns_seeds(network: Network, custom_signet: bool) -> &'static [&'static st
             "seed.bitcoin.wiz.biz",
             "seed.mainnet.achownodes.xyz",
         ],
-        Network::Testnet4 => &["seed.testnet4.bitcoin.sprovoost.nl", "seed.testnet4.wiz.biz"],
-        Network::Signet if !custom_signet => &["seed.signet.bitcoin.sprovoost.nl", "seed.signet.achownodes.xyz"],
+        Network::Testnet4 => &[
+            "seed.testnet4.bitcoin.sprovoost.nl",
+            "seed.testnet4.wiz.biz",
+        ],
+        Network::Signet if !custom_signet => &[
+            "seed.signet.bitcoin.sprovoost.nl",
+            "seed.signet.achownodes.xyz",
+        ],
         Network::Signet | Network::Regtest => &[],
     }
 }
@@ -82,20 +88,26 @@ pub fn fixed_seeds(network: Network, custom_signet: bool) -> Vec<SocketAddr> {
 /// on the network's default port, marked as full nodes as the seeds promise.
 pub async fn resolve_dns_seeds(network: Network, custom_signet: bool) -> Vec<KnownAddr> {
     let port = network.default_p2p_port();
-    let lookups = dns_seeds(network, custom_signet).iter().map(|host| async move {
-        match tokio::time::timeout(DNS_TIMEOUT, tokio::net::lookup_host((*host, port))).await {
-            Ok(Ok(addrs)) => addrs.collect::<Vec<_>>(),
-            Ok(Err(e)) => {
-                tracing::info!("DNS seed {host}: {e}");
-                Vec::new()
+    let lookups = dns_seeds(network, custom_signet)
+        .iter()
+        .map(|host| async move {
+            match tokio::time::timeout(DNS_TIMEOUT, tokio::net::lookup_host((*host, port))).await {
+                Ok(Ok(addrs)) => addrs.collect::<Vec<_>>(),
+                Ok(Err(e)) => {
+                    tracing::info!("DNS seed {host}: {e}");
+                    Vec::new()
+                }
+                Err(_) => {
+                    tracing::info!("DNS seed {host}: no answer in {}s", DNS_TIMEOUT.as_secs());
+                    Vec::new()
+                }
             }
-            Err(_) => {
-                tracing::info!("DNS seed {host}: no answer in {}s", DNS_TIMEOUT.as_secs());
-                Vec::new()
-            }
-        }
-    });
-    let found: Vec<SocketAddr> = futures_join_all(lookups).await.into_iter().flatten().collect();
+        });
+    let found: Vec<SocketAddr> = futures_join_all(lookups)
+        .await
+        .into_iter()
+        .flatten()
+        .collect();
     as_known(found)
 }
 
@@ -107,7 +119,11 @@ pub fn as_known(addrs: Vec<SocketAddr>) -> Vec<KnownAddr> {
         .unwrap_or(0);
     addrs
         .into_iter()
-        .map(|addr| KnownAddr { addr, services: ServiceFlags::NETWORK | ServiceFlags::WITNESS, last_seen: day_ago })
+        .map(|addr| KnownAddr {
+            addr,
+            services: ServiceFlags::NETWORK | ServiceFlags::WITNESS,
+            last_seen: day_ago,
+        })
         .collect()
 }
 

@@ -21,8 +21,8 @@ use super::filters;
 use super::handshake::{PeerTraits, PROTOCOL_VERSION};
 use super::sync::{Delivered, PeerId};
 use crate::index::Index;
-use crate::mempool::Rejection;
 use crate::kernel::Validator;
+use crate::mempool::Rejection;
 
 /// Most headers in one `headers` message.
 pub const MAX_HEADERS: usize = 2000;
@@ -73,7 +73,13 @@ pub struct Session<'a> {
 
 impl<'a> Session<'a> {
     /// A session over a connection whose handshake is done.
-    pub fn new(out: &'a mpsc::Sender<Outgoing>, id: PeerId, ctx: &'a PeerContext, traits: &'a PeerTraits, inbound: bool) -> Self {
+    pub fn new(
+        out: &'a mpsc::Sender<Outgoing>,
+        id: PeerId,
+        ctx: &'a PeerContext,
+        traits: &'a PeerTraits,
+        inbound: bool,
+    ) -> Self {
         Session {
             out,
             id,
@@ -84,12 +90,17 @@ impl<'a> Session<'a> {
             unconnecting_headers: 0,
             wants_headers: false,
             best_known: traits.start_height,
-            mempool_owed: !inbound && ctx.mempool.is_some() && traits.services.has(ServiceFlags::BLOOM),
+            mempool_owed: !inbound
+                && ctx.mempool.is_some()
+                && traits.services.has(ServiceFlags::BLOOM),
         }
     }
 
     /// Runs until the peer disconnects, misbehaves or goes silent; returns why it ended.
-    pub async fn run(mut self, mut incoming: mpsc::Receiver<Result<(Incoming, Option<Held>), CodecError>>) -> Result<Infallible, PeerError> {
+    pub async fn run(
+        mut self,
+        mut incoming: mpsc::Receiver<Result<(Incoming, Option<Held>), CodecError>>,
+    ) -> Result<Infallible, PeerError> {
         let mut accepted = match &self.ctx.mempool {
             Some(m) => m.notifier.subscribe_txs(),
             None => broadcast::channel(1).1,
@@ -149,11 +160,14 @@ impl<'a> Session<'a> {
     /// of its initial download and the index at its tip: a transaction whose coins were not yet
     /// indexed would be refused, and not offered again.
     async fn ask_mempool_when_synced(&mut self) -> Result<(), PeerError> {
-        let Some(m) = self.ctx.mempool.as_ref().filter(|_| self.mempool_owed) else { return Ok(()) };
+        let Some(m) = self.ctx.mempool.as_ref().filter(|_| self.mempool_owed) else {
+            return Ok(());
+        };
         let validator = &self.ctx.validator;
         let synced = tokio::task::block_in_place(|| {
             validator.initial_download().is_none()
-                && m.index.tip().map(|(height, _)| i64::from(height)) == Some(validator.tip().height)
+                && m.index.tip().map(|(height, _)| i64::from(height))
+                    == Some(validator.tip().height)
         });
         if synced {
             self.mempool_owed = false;
@@ -174,7 +188,9 @@ impl<'a> Session<'a> {
             NetworkMessage::Inv(items) => self.on_inv(items).await,
             NetworkMessage::Tx(tx) => self.on_tx(tx).await,
             // As Core without NODE_BLOOM (which cairn does not offer): a disconnect, no ban.
-            NetworkMessage::MemPool => Err(PeerError::Refused("mempool request, and cairn does not offer NODE_BLOOM".into())),
+            NetworkMessage::MemPool => Err(PeerError::Refused(
+                "mempool request, and cairn does not offer NODE_BLOOM".into(),
+            )),
             NetworkMessage::Ping(nonce) => self.queue(NetworkMessage::Pong(nonce)).await,
             NetworkMessage::SendHeaders => {
                 self.wants_headers = true;
@@ -183,18 +199,29 @@ impl<'a> Session<'a> {
             NetworkMessage::GetHeaders(req) => {
                 // As Core: a longer locator is a disconnect, without a ban.
                 if req.locator_hashes.len() > MAX_LOCATOR {
-                    return Err(PeerError::Refused(format!("getheaders locator of {} hashes", req.locator_hashes.len())));
+                    return Err(PeerError::Refused(format!(
+                        "getheaders locator of {} hashes",
+                        req.locator_hashes.len()
+                    )));
                 }
                 let v = &self.ctx.validator;
-                let headers = tokio::task::block_in_place(|| v.headers_after(&req.locator_hashes, &req.stop_hash, MAX_HEADERS));
+                let headers = tokio::task::block_in_place(|| {
+                    v.headers_after(&req.locator_hashes, &req.stop_hash, MAX_HEADERS)
+                });
                 self.queue(NetworkMessage::Headers(headers)).await
             }
             NetworkMessage::GetData(items) => self.on_getdata(items).await,
-            NetworkMessage::Version(_) => Err(PeerError::Misbehaving("second version message".into())),
+            NetworkMessage::Version(_) => {
+                Err(PeerError::Misbehaving("second version message".into()))
+            }
             NetworkMessage::Addr(list) => {
                 check_addr_count(list.len(), "addr")?;
                 let known = list.iter().filter_map(|(time, a)| {
-                    Some(KnownAddr { addr: a.socket_addr().ok()?, services: a.services, last_seen: *time })
+                    Some(KnownAddr {
+                        addr: a.socket_addr().ok()?,
+                        services: a.services,
+                        last_seen: *time,
+                    })
                 });
                 self.learn_addresses(known.collect(), list.len(), "addr");
                 Ok(())
@@ -203,7 +230,11 @@ impl<'a> Session<'a> {
                 check_addr_count(list.len(), "addrv2")?;
                 // Only IPv4 and IPv6 are reachable without a proxy; the rest is skipped.
                 let known = list.iter().filter_map(|m| {
-                    Some(KnownAddr { addr: m.socket_addr().ok()?, services: m.services, last_seen: m.time })
+                    Some(KnownAddr {
+                        addr: m.socket_addr().ok()?,
+                        services: m.services,
+                        last_seen: m.time,
+                    })
                 });
                 self.learn_addresses(known.collect(), list.len(), "addrv2");
                 Ok(())
@@ -219,13 +250,15 @@ impl<'a> Session<'a> {
             NetworkMessage::GetCFHeaders(req) => {
                 crate::metrics::metrics().bip157_request("cfheaders", "p2p");
                 let (index, v) = (self.serving_filters()?, &self.ctx.validator);
-                let answer = tokio::task::block_in_place(|| filters::get_cfheaders(index, v, &req))?;
+                let answer =
+                    tokio::task::block_in_place(|| filters::get_cfheaders(index, v, &req))?;
                 self.queue_some(answer).await
             }
             NetworkMessage::GetCFCheckpt(req) => {
                 crate::metrics::metrics().bip157_request("cfcheckpt", "p2p");
                 let (index, v) = (self.serving_filters()?, &self.ctx.validator);
-                let answer = tokio::task::block_in_place(|| filters::get_cfcheckpt(index, v, &req))?;
+                let answer =
+                    tokio::task::block_in_place(|| filters::get_cfcheckpt(index, v, &req))?;
                 self.queue_some(answer).await
             }
             NetworkMessage::GetAddr => self.on_getaddr().await,
@@ -246,19 +279,33 @@ impl<'a> Session<'a> {
     /// whose first does not connect get a `getheaders` (Core's answer), until too many in a row.
     async fn on_headers(&mut self, headers: Vec<bitcoin::block::Header>) -> Result<(), PeerError> {
         if headers.len() > MAX_HEADERS {
-            return Err(PeerError::Misbehaving(format!("{} headers in one message", headers.len())));
+            return Err(PeerError::Misbehaving(format!(
+                "{} headers in one message",
+                headers.len()
+            )));
         }
         let v = &self.ctx.validator;
-        if let Some(first) = headers.first().filter(|h| !tokio::task::block_in_place(|| v.knows(&h.prev_blockhash))) {
+        if let Some(first) = headers
+            .first()
+            .filter(|h| !tokio::task::block_in_place(|| v.knows(&h.prev_blockhash)))
+        {
             self.unconnecting_headers += 1;
             if self.unconnecting_headers > MAX_UNCONNECTING_HEADERS {
-                return Err(PeerError::Misbehaving(format!("{} headers messages in a row that do not connect", self.unconnecting_headers)));
+                return Err(PeerError::Misbehaving(format!(
+                    "{} headers messages in a row that do not connect",
+                    self.unconnecting_headers
+                )));
             }
-            tracing::debug!("peer {}: headers from unknown {}; asking for headers", self.id, first.prev_blockhash);
+            tracing::debug!(
+                "peer {}: headers from unknown {}; asking for headers",
+                self.id,
+                first.prev_blockhash
+            );
             return self.queue(get_headers(v)).await;
         }
         self.unconnecting_headers = 0;
-        let outcome = tokio::task::block_in_place(|| headers.iter().try_for_each(|h| v.submit_header(h)));
+        let outcome =
+            tokio::task::block_in_place(|| headers.iter().try_for_each(|h| v.submit_header(h)));
         self.ctx.downloader.headers_changed();
         if let Err(e) = outcome {
             return Err(PeerError::Misbehaving(format!("bad header: {e}")));
@@ -277,16 +324,25 @@ impl<'a> Session<'a> {
     /// asked for.
     async fn on_inv(&mut self, items: Vec<Inventory>) -> Result<(), PeerError> {
         if items.len() > MAX_INV {
-            return Err(PeerError::Misbehaving(format!("inv with more than {MAX_INV} items")));
+            return Err(PeerError::Misbehaving(format!(
+                "inv with more than {MAX_INV} items"
+            )));
         }
-        if items.iter().any(|i| matches!(i, Inventory::Block(_) | Inventory::WitnessBlock(_))) {
+        if items
+            .iter()
+            .any(|i| matches!(i, Inventory::Block(_) | Inventory::WitnessBlock(_)))
+        {
             self.queue(get_headers(&self.ctx.validator)).await?;
         }
-        let Some(m) = &self.ctx.mempool else { return Ok(()) };
+        let Some(m) = &self.ctx.mempool else {
+            return Ok(());
+        };
         let wanted: Vec<Inventory> = items
             .into_iter()
             .filter(|i| match i {
-                Inventory::Transaction(t) | Inventory::WitnessTransaction(t) => m.mempool.raw(t).is_none(),
+                Inventory::Transaction(t) | Inventory::WitnessTransaction(t) => {
+                    m.mempool.raw(t).is_none()
+                }
                 Inventory::WTx(w) => m.mempool.raw_by_wtxid(w).is_none(),
                 _ => false,
             })
@@ -305,7 +361,9 @@ impl<'a> Session<'a> {
     /// it. One whose parents are unknown is kept as an orphan and its parents are asked for from
     /// this peer.
     async fn on_tx(&mut self, tx: Transaction) -> Result<(), PeerError> {
-        let Some(m) = &self.ctx.mempool else { return Ok(()) };
+        let Some(m) = &self.ctx.mempool else {
+            return Ok(());
+        };
         let raw = bitcoin::consensus::serialize(&tx);
         let txid = tx.compute_txid();
         match tokio::task::block_in_place(|| m.mempool.accept(&raw, &m.index)) {
@@ -317,8 +375,15 @@ impl<'a> Session<'a> {
             Err(Rejection::MissingInputs(_)) => {
                 let parents = tokio::task::block_in_place(|| unknown_parents(&tx, m));
                 if self.ctx.orphans.add(txid, raw, self.id, parents.clone()) {
-                    tracing::debug!("peer {}: orphan {txid}, asking for {} parents", self.id, parents.len());
-                    let ask = parents.into_iter().map(Inventory::WitnessTransaction).collect();
+                    tracing::debug!(
+                        "peer {}: orphan {txid}, asking for {} parents",
+                        self.id,
+                        parents.len()
+                    );
+                    let ask = parents
+                        .into_iter()
+                        .map(Inventory::WitnessTransaction)
+                        .collect();
                     self.queue(NetworkMessage::GetData(ask)).await?;
                 }
             }
@@ -341,7 +406,9 @@ impl<'a> Session<'a> {
                     }
                     Err(Rejection::MissingInputs(_)) => {
                         if let Ok(tx) = bitcoin::consensus::deserialize::<Transaction>(&raw) {
-                            self.ctx.orphans.add(txid, raw, from, unknown_parents(&tx, m));
+                            self.ctx
+                                .orphans
+                                .add(txid, raw, from, unknown_parents(&tx, m));
                         }
                     }
                     Err(e) => tracing::debug!("orphan {txid} from peer {from} rejected: {e}"),
@@ -354,19 +421,32 @@ impl<'a> Session<'a> {
     /// is not found is listed in one `notfound`.
     async fn on_getdata(&mut self, items: Vec<Inventory>) -> Result<(), PeerError> {
         if items.len() > MAX_INV {
-            return Err(PeerError::Misbehaving(format!("getdata with more than {MAX_INV} items")));
+            return Err(PeerError::Misbehaving(format!(
+                "getdata with more than {MAX_INV} items"
+            )));
         }
         let mut missing = Vec::new();
         for item in items {
             let found = match item {
-                Inventory::Transaction(_) | Inventory::WitnessTransaction(_) | Inventory::WTx(_) if self.ctx.mempool.is_some() => {
-                    self.pool_tx(&item).map(|tx| Outgoing::Message(NetworkMessage::Tx(tx)))
+                Inventory::Transaction(_)
+                | Inventory::WitnessTransaction(_)
+                | Inventory::WTx(_)
+                    if self.ctx.mempool.is_some() =>
+                {
+                    self.pool_tx(&item)
+                        .map(|tx| Outgoing::Message(NetworkMessage::Tx(tx)))
                 }
-                Inventory::Block(h) | Inventory::WitnessBlock(h) => self.active_block(&h).map(Outgoing::Block),
+                Inventory::Block(h) | Inventory::WitnessBlock(h) => {
+                    self.active_block(&h).map(Outgoing::Block)
+                }
                 _ => None,
             };
             match found {
-                Some(out) => self.out.send(out).await.map_err(|_| PeerError::WriterGone)?,
+                Some(out) => self
+                    .out
+                    .send(out)
+                    .await
+                    .map_err(|_| PeerError::WriterGone)?,
                 None => missing.push(item),
             }
         }
@@ -390,7 +470,10 @@ impl<'a> Session<'a> {
     /// A block of the active chain, serialized.
     fn active_block(&self, hash: &BlockHash) -> Option<Vec<u8>> {
         let v = &self.ctx.validator;
-        tokio::task::block_in_place(|| v.active_height(hash).and_then(|height| v.read_block_bytes(height).ok()))
+        tokio::task::block_in_place(|| {
+            v.active_height(hash)
+                .and_then(|height| v.read_block_bytes(height).ok())
+        })
     }
 
     /// Adds what an `addr` or `addrv2` message carried to the address book.
@@ -406,14 +489,20 @@ impl<'a> Session<'a> {
             return Ok(());
         }
         self.answered_getaddr = true;
-        self.queue(addr_message(self.ctx.book.sample(), self.traits.addrv2)).await
+        self.queue(addr_message(self.ctx.book.sample(), self.traits.addrv2))
+            .await
     }
 
     /// Announces a transaction the mempool accepted, by wtxid if the peer asked for that.
     async fn announce(&mut self, txid: bitcoin::Txid) -> Result<(), PeerError> {
-        let Some(m) = &self.ctx.mempool else { return Ok(()) };
+        let Some(m) = &self.ctx.mempool else {
+            return Ok(());
+        };
         let item = if self.traits.wtxid_relay {
-            let tx = m.mempool.raw(&txid).and_then(|raw| bitcoin::consensus::deserialize::<Transaction>(&raw).ok());
+            let tx = m
+                .mempool
+                .raw(&txid)
+                .and_then(|raw| bitcoin::consensus::deserialize::<Transaction>(&raw).ok());
             match tx {
                 Some(tx) => Inventory::WTx(tx.compute_wtxid()),
                 None => return Ok(()),
@@ -428,17 +517,27 @@ impl<'a> Session<'a> {
     /// block up to it when the peer asked for headers and there are at most eight
     /// (`MAX_BLOCKS_TO_ANNOUNCE`), else an `inv` of the tip, which the peer follows with
     /// `getheaders`.
-    async fn announce_block(&mut self, from: Option<BlockHash>, tip: BlockHash) -> Result<(), PeerError> {
+    async fn announce_block(
+        &mut self,
+        from: Option<BlockHash>,
+        tip: BlockHash,
+    ) -> Result<(), PeerError> {
         const MAX_BLOCKS_TO_ANNOUNCE: usize = 8;
         if let (true, Some(from)) = (self.wants_headers, from) {
             let v = &self.ctx.validator;
-            let headers = tokio::task::block_in_place(|| v.headers_after(&[from], &tip, MAX_BLOCKS_TO_ANNOUNCE + 1));
+            let headers = tokio::task::block_in_place(|| {
+                v.headers_after(&[from], &tip, MAX_BLOCKS_TO_ANNOUNCE + 1)
+            });
             let connects = headers.first().is_some_and(|h| h.prev_blockhash == from);
-            if connects && headers.len() <= MAX_BLOCKS_TO_ANNOUNCE && headers.last().is_some_and(|h| h.block_hash() == tip) {
+            if connects
+                && headers.len() <= MAX_BLOCKS_TO_ANNOUNCE
+                && headers.last().is_some_and(|h| h.block_hash() == tip)
+            {
                 return self.queue(NetworkMessage::Headers(headers)).await;
             }
         }
-        self.queue(NetworkMessage::Inv(vec![Inventory::Block(tip)])).await
+        self.queue(NetworkMessage::Inv(vec![Inventory::Block(tip)]))
+            .await
     }
 
     /// Asks the peer for the blocks the scheduler gives it.
@@ -456,14 +555,16 @@ impl<'a> Session<'a> {
     /// The index whose filters are served; asking a node that does not advertise
     /// NODE_COMPACT_FILTERS is a protocol violation (Core disconnects too).
     fn serving_filters(&self) -> Result<&'a Index, PeerError> {
-        self.ctx
-            .filter_index
-            .as_deref()
-            .ok_or_else(|| PeerError::Misbehaving("compact filters requested from a node without an index".into()))
+        self.ctx.filter_index.as_deref().ok_or_else(|| {
+            PeerError::Misbehaving("compact filters requested from a node without an index".into())
+        })
     }
 
     async fn queue(&self, msg: NetworkMessage) -> Result<(), PeerError> {
-        self.out.send(Outgoing::Message(msg)).await.map_err(|_| PeerError::WriterGone)
+        self.out
+            .send(Outgoing::Message(msg))
+            .await
+            .map_err(|_| PeerError::WriterGone)
     }
 
     async fn queue_some(&self, msg: Option<NetworkMessage>) -> Result<(), PeerError> {
@@ -500,7 +601,12 @@ fn addr_message(addrs: Vec<KnownAddr>, addrv2: bool) -> NetworkMessage {
                 .collect(),
         )
     } else {
-        NetworkMessage::Addr(addrs.into_iter().map(|k| (k.last_seen, Address::new(&k.addr, k.services))).collect())
+        NetworkMessage::Addr(
+            addrs
+                .into_iter()
+                .map(|k| (k.last_seen, Address::new(&k.addr, k.services)))
+                .collect(),
+        )
     }
 }
 

@@ -51,7 +51,10 @@ impl Inner {
     fn askable(&self, height: i64, hash: &BlockHash, now: Instant) -> bool {
         height >= self.next_to_feed
             && !self.buffer.contains_key(&height)
-            && self.requested.get(hash).is_none_or(|r| now.duration_since(r.1) >= STALL_TIMEOUT)
+            && self
+                .requested
+                .get(hash)
+                .is_none_or(|r| now.duration_since(r.1) >= STALL_TIMEOUT)
     }
 }
 
@@ -97,16 +100,24 @@ impl Downloader {
             queued: Arc::new(AtomicUsize::new(0)),
             space,
         });
-        let (v, q, weak) = (validator, downloader.queued.clone(), Arc::downgrade(&downloader));
+        let (v, q, weak) = (
+            validator,
+            downloader.queued.clone(),
+            Arc::downgrade(&downloader),
+        );
         std::thread::Builder::new()
             .name("block-feeder".into())
             .spawn(move || {
                 for (height, hash, bytes, from) in rx {
                     let _span = tracing::debug_span!("validate", height).entered();
                     match v.submit_block(&bytes) {
-                        Ok(outcome) => tracing::trace!("block {hash} at height {height}: {outcome:?}"),
+                        Ok(outcome) => {
+                            tracing::trace!("block {hash} at height {height}: {outcome:?}")
+                        }
                         Err(e) => {
-                            tracing::warn!("block {hash} at height {height} from peer {from} rejected: {e}");
+                            tracing::warn!(
+                                "block {hash} at height {height} from peer {from} rejected: {e}"
+                            );
                             on_invalid(hash, from, e);
                         }
                     }
@@ -139,8 +150,15 @@ impl Downloader {
         // the lock, so the list reflects every block handed over.
         let idle = self.queued.load(Ordering::SeqCst) == 0;
         let now = Instant::now();
-        let fresh = inner.plan_at.is_some_and(|at| now.duration_since(at) < PLAN_AGE);
-        if !fresh || !inner.plan.iter().any(|(height, hash)| inner.askable(*height, hash, now)) {
+        let fresh = inner
+            .plan_at
+            .is_some_and(|at| now.duration_since(at) < PLAN_AGE);
+        if !fresh
+            || !inner
+                .plan
+                .iter()
+                .any(|(height, hash)| inner.askable(*height, hash, now))
+        {
             inner.plan = self.validator.blocks_to_download(WINDOW);
             inner.plan_at = Some(now);
             // When nothing waits in the kernel's queue, realign with the kernel (after a reorg
@@ -185,16 +203,25 @@ impl Downloader {
 
     /// Takes a block peer `from` sent; hands every block that is next in line to the kernel.
     pub fn deliver(&self, bytes: Vec<u8>, from: PeerId) -> Delivered {
-        let Ok((header, _)) = bitcoin::consensus::deserialize_partial::<bitcoin::block::Header>(&bytes) else {
+        let Ok((header, _)) =
+            bitcoin::consensus::deserialize_partial::<bitcoin::block::Header>(&bytes)
+        else {
             return Delivered::Unwanted;
         };
         let hash = header.block_hash();
         // A requested block's height is known; only an unrequested one is looked up in the
         // kernel (whose lock the validating thread holds while it connects a block).
-        let asked = self.lock().requested.remove(&hash).map(|(_, _, height)| height);
+        let asked = self
+            .lock()
+            .requested
+            .remove(&hash)
+            .map(|(_, _, height)| height);
         let height = match asked {
             Some(height) => Some(height),
-            None => self.validator.header_height(&hash).filter(|_| self.validator.active_height(&hash).is_none()),
+            None => self
+                .validator
+                .header_height(&hash)
+                .filter(|_| self.validator.active_height(&hash).is_none()),
         };
         let mut inner = self.lock();
         let Some(height) = height else {
@@ -202,13 +229,19 @@ impl Downloader {
             return Delivered::Unwanted;
         };
         if height < inner.next_to_feed {
-            tracing::debug!("block {hash} at {height}: already handed to the kernel (next {})", inner.next_to_feed);
+            tracing::debug!(
+                "block {hash} at {height}: already handed to the kernel (next {})",
+                inner.next_to_feed
+            );
             return Delivered::Unwanted;
         }
         // Core's AcceptBlock ignores an unrequested block more than MIN_BLOCKS_TO_KEEP (288)
         // above the tip: held here it would only take memory.
         if asked.is_none() && height > inner.next_to_feed.saturating_add(MIN_BLOCKS_TO_KEEP) {
-            tracing::debug!("block {hash} at {height}: not asked for and too far ahead (next {})", inner.next_to_feed);
+            tracing::debug!(
+                "block {hash} at {height}: not asked for and too far ahead (next {})",
+                inner.next_to_feed
+            );
             return Delivered::Unwanted;
         }
         inner.buffer.insert(height, (hash, bytes, from));
@@ -222,7 +255,9 @@ impl Downloader {
     fn feed_ready(&self, inner: &mut Inner) {
         loop {
             let next = inner.next_to_feed;
-            let Some((hash, bytes, sender)) = inner.buffer.remove(&next) else { break };
+            let Some((hash, bytes, sender)) = inner.buffer.remove(&next) else {
+                break;
+            };
             self.queued.fetch_add(1, Ordering::SeqCst);
             match self.feeder.try_send((next, hash, bytes, sender)) {
                 Ok(()) => inner.next_to_feed += 1,
@@ -251,6 +286,10 @@ impl Downloader {
 
     /// Blocks requested from `peer` and not yet received.
     pub fn in_flight(&self, peer: PeerId) -> usize {
-        self.lock().requested.values().filter(|(who, _, _)| *who == peer).count()
+        self.lock()
+            .requested
+            .values()
+            .filter(|(who, _, _)| *who == peer)
+            .count()
     }
 }

@@ -6,7 +6,9 @@
 //! Every length is checked before its bytes are read, and buffers grow as bytes arrive: a
 //! peer's length field alone never makes cairn allocate.
 
-use bip324::{GarbageResult, Handshake, InboundCipher, OutboundCipher, PacketType, Role, VersionResult};
+use bip324::{
+    GarbageResult, Handshake, InboundCipher, OutboundCipher, PacketType, Role, VersionResult,
+};
 use bitcoin::p2p::Magic;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
@@ -28,10 +30,35 @@ pub const MAX_CONTENTS: usize = 13 + MAX_PAYLOAD as usize;
 
 /// BIP324's one-byte message types; index 0 means a 12-byte command follows.
 const SHORT_IDS: [&str; 29] = [
-    "", "addr", "block", "blocktxn", "cmpctblock", "feefilter", "filteradd", "filterclear", "filterload",
-    "getblocks", "getblocktxn", "getdata", "getheaders", "headers", "inv", "mempool", "merkleblock",
-    "notfound", "ping", "pong", "sendcmpct", "tx", "getcfilters", "cfilter", "getcfheaders", "cfheaders",
-    "getcfcheckpt", "cfcheckpt", "addrv2",
+    "",
+    "addr",
+    "block",
+    "blocktxn",
+    "cmpctblock",
+    "feefilter",
+    "filteradd",
+    "filterclear",
+    "filterload",
+    "getblocks",
+    "getblocktxn",
+    "getdata",
+    "getheaders",
+    "headers",
+    "inv",
+    "mempool",
+    "merkleblock",
+    "notfound",
+    "ping",
+    "pong",
+    "sendcmpct",
+    "tx",
+    "getcfilters",
+    "cfilter",
+    "getcfheaders",
+    "cfheaders",
+    "getcfcheckpt",
+    "cfcheckpt",
+    "addrv2",
 ];
 
 /// Whether an inbound peer's first 16 bytes are a v1 `version` message's start.
@@ -55,7 +82,12 @@ fn protocol_error(e: impl std::fmt::Display) -> CodecError {
 /// terminator and version packet, then reads the peer's garbage (at most 4,095 bytes), its
 /// terminator and its decoys up to its version packet. Bytes read past the version packet stay
 /// in `reader`'s buffer for the first message.
-pub async fn handshake<R, W>(magic: Magic, role: Role, reader: &mut R, writer: &mut W) -> Result<Ciphers, CodecError>
+pub async fn handshake<R, W>(
+    magic: Magic,
+    role: Role,
+    reader: &mut R,
+    writer: &mut W,
+) -> Result<Ciphers, CodecError>
 where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin,
@@ -70,7 +102,9 @@ where
     reader.read_exact(&mut theirs).await?;
     let got_key = sent_key.receive_key(theirs).map_err(protocol_error)?;
     let mut version = vec![0u8; Handshake::<bip324::ReceivedKey>::send_version_len(None)];
-    let sent_version = got_key.send_version(&mut version, None).map_err(protocol_error)?;
+    let sent_version = got_key
+        .send_version(&mut version, None)
+        .map_err(protocol_error)?;
     writer.write_all(&version).await?;
     writer.flush().await?;
     // Garbage and terminator: read a byte at a time past the terminator's length, so that no
@@ -93,10 +127,16 @@ where
         reader.read_exact(&mut len).await?;
         let packet_len = received.decrypt_packet_len(len).map_err(protocol_error)?;
         if packet_len > MAX_HANDSHAKE_PACKET {
-            return Err(CodecError::Oversized { command: "v2 handshake packet".into(), len: packet_len as u32 });
+            return Err(CodecError::Oversized {
+                command: "v2 handshake packet".into(),
+                len: packet_len as u32,
+            });
         }
         let mut packet = read_up_to(reader, packet_len).await?;
-        match received.receive_version(&mut packet).map_err(protocol_error)? {
+        match received
+            .receive_version(&mut packet)
+            .map_err(protocol_error)?
+        {
             VersionResult::Complete { cipher } => {
                 let (inbound, outbound) = cipher.into_split();
                 return Ok(Ciphers { inbound, outbound });
@@ -107,9 +147,15 @@ where
 }
 
 /// Reads exactly `len` bytes into a buffer grown as they arrive.
-async fn read_up_to<R: AsyncRead + Unpin>(reader: &mut R, len: usize) -> Result<Vec<u8>, CodecError> {
+async fn read_up_to<R: AsyncRead + Unpin>(
+    reader: &mut R,
+    len: usize,
+) -> Result<Vec<u8>, CodecError> {
     let mut bytes = Vec::with_capacity(len.min(64 * 1024));
-    (&mut *reader).take(len as u64).read_to_end(&mut bytes).await?;
+    (&mut *reader)
+        .take(len as u64)
+        .read_to_end(&mut bytes)
+        .await?;
     if bytes.len() != len {
         return Err(CodecError::Io(std::io::ErrorKind::UnexpectedEof.into()));
     }
@@ -118,12 +164,18 @@ async fn read_up_to<R: AsyncRead + Unpin>(reader: &mut R, len: usize) -> Result<
 
 /// The length of the next packet (header, contents and tag), checked against the largest
 /// message before any of it is read.
-pub async fn read_packet_len<R: AsyncRead + Unpin>(reader: &mut R, cipher: &mut InboundCipher) -> Result<usize, CodecError> {
+pub async fn read_packet_len<R: AsyncRead + Unpin>(
+    reader: &mut R,
+    cipher: &mut InboundCipher,
+) -> Result<usize, CodecError> {
     let mut len = [0u8; 3];
     reader.read_exact(&mut len).await?;
     let packet_len = cipher.decrypt_packet_len(len);
     if packet_len > MAX_CONTENTS + PACKET_OVERHEAD {
-        return Err(CodecError::Oversized { command: "v2 packet".into(), len: packet_len as u32 });
+        return Err(CodecError::Oversized {
+            command: "v2 packet".into(),
+            len: packet_len as u32,
+        });
     }
     Ok(packet_len)
 }
@@ -136,13 +188,18 @@ pub async fn read_packet_body<R: AsyncRead + Unpin>(
     packet_len: usize,
 ) -> Result<Option<(String, Vec<u8>)>, CodecError> {
     let mut packet = read_up_to(reader, packet_len).await?;
-    let (kind, plain) = cipher.decrypt_in_place(&mut packet, None).map_err(|e| CodecError::Transport(format!("packet: {e}")))?;
+    let (kind, plain) = cipher
+        .decrypt_in_place(&mut packet, None)
+        .map_err(|e| CodecError::Transport(format!("packet: {e}")))?;
     if kind == PacketType::Decoy {
         return Ok(None);
     }
     let (command, payload) = split_contents(plain.get(1..).unwrap_or_default())?;
     if payload.len() > max_payload(&command) as usize {
-        return Err(CodecError::Oversized { command, len: payload.len() as u32 });
+        return Err(CodecError::Oversized {
+            command,
+            len: payload.len() as u32,
+        });
     }
     Ok(Some((command, payload.to_vec())))
 }
@@ -150,17 +207,25 @@ pub async fn read_packet_body<R: AsyncRead + Unpin>(
 /// A message's contents: its type (short or long) and its payload; an unknown short type is
 /// named `unknown-<id>` (no message cairn handles).
 pub fn split_contents(contents: &[u8]) -> Result<(String, &[u8]), CodecError> {
-    let malformed = |message: &str| CodecError::Malformed { command: "v2 message type".into(), message: message.into() };
+    let malformed = |message: &str| CodecError::Malformed {
+        command: "v2 message type".into(),
+        message: message.into(),
+    };
     match contents.split_first() {
         None => Err(malformed("empty contents")),
         Some((0, rest)) if rest.len() >= 12 => {
             let (command, payload) = rest.split_at(12);
             let end = command.iter().position(|&b| b == 0).unwrap_or(12);
             // As v1: the name is printable ASCII, padded with zeros.
-            if !command[..end].iter().all(|b| b.is_ascii_graphic()) || command[end..].iter().any(|&b| b != 0) {
+            if !command[..end].iter().all(|b| b.is_ascii_graphic())
+                || command[end..].iter().any(|&b| b != 0)
+            {
                 return Err(malformed("bad command name"));
             }
-            Ok((String::from_utf8_lossy(&command[..end]).into_owned(), payload))
+            Ok((
+                String::from_utf8_lossy(&command[..end]).into_owned(),
+                payload,
+            ))
         }
         Some((0, _)) => Err(malformed("long message type cut short")),
         Some((&id, payload)) => match SHORT_IDS.get(usize::from(id)) {
@@ -190,7 +255,11 @@ pub fn contents(command: &str, payload: &[u8]) -> Vec<u8> {
 }
 
 /// Encrypts `contents` as one genuine packet and writes it.
-pub async fn write_packet<W: AsyncWrite + Unpin>(writer: &mut W, cipher: &mut OutboundCipher, contents: &[u8]) -> Result<(), CodecError> {
+pub async fn write_packet<W: AsyncWrite + Unpin>(
+    writer: &mut W,
+    cipher: &mut OutboundCipher,
+    contents: &[u8],
+) -> Result<(), CodecError> {
     let mut packet = vec![0u8; OutboundCipher::encryption_buffer_len(contents.len())];
     cipher
         .encrypt(contents, &mut packet, PacketType::Genuine, None)
@@ -208,9 +277,19 @@ mod tests {
         for command in ["block", "ping", "addrv2", "tx", "getcfcheckpt"] {
             let c = contents(command, b"xyz");
             assert_eq!(c.len(), 4, "{command} has a short id");
-            assert_eq!(split_contents(&c).unwrap(), (command.to_string(), &b"xyz"[..]));
+            assert_eq!(
+                split_contents(&c).unwrap(),
+                (command.to_string(), &b"xyz"[..])
+            );
         }
-        for command in ["version", "verack", "sendheaders", "wtxidrelay", "sendaddrv2", "getaddr"] {
+        for command in [
+            "version",
+            "verack",
+            "sendheaders",
+            "wtxidrelay",
+            "sendaddrv2",
+            "getaddr",
+        ] {
             let c = contents(command, b"");
             assert_eq!(c.len(), 13, "{command} is sent long");
             assert_eq!(split_contents(&c).unwrap(), (command.to_string(), &b""[..]));
@@ -246,11 +325,20 @@ mod tests {
         // A key (any 64 bytes decode as ElligatorSwift), then garbage with no terminator.
         let peer = async move {
             aw.write_all(&[7u8; KEY_BYTES]).await.unwrap();
-            let _ = aw.write_all(&[0u8; MAX_GARBAGE + TERMINATOR_BYTES + 100]).await;
+            let _ = aw
+                .write_all(&[0u8; MAX_GARBAGE + TERMINATOR_BYTES + 100])
+                .await;
             aw
         };
-        let (ours, _aw) = tokio::join!(handshake(Magic::REGTEST, Role::Responder, &mut br, &mut bw), peer);
-        assert!(matches!(ours, Err(CodecError::Transport(_))), "{:?}", ours.err());
+        let (ours, _aw) = tokio::join!(
+            handshake(Magic::REGTEST, Role::Responder, &mut br, &mut bw),
+            peer
+        );
+        assert!(
+            matches!(ours, Err(CodecError::Transport(_))),
+            "{:?}",
+            ours.err()
+        );
     }
 
     #[tokio::test]
@@ -259,10 +347,23 @@ mod tests {
         let (ar, mut aw) = tokio::io::split(a);
         let (mut br, mut bw) = tokio::io::split(b);
         // The crate's own initiator, sending one decoy of 70,000 bytes before its version.
-        let theirs = bip324::futures::handshake(Magic::REGTEST.to_bytes(), Role::Initiator, None, Some(vec![vec![0u8; 70_000]]), ar, &mut aw);
+        let theirs = bip324::futures::handshake(
+            Magic::REGTEST.to_bytes(),
+            Role::Initiator,
+            None,
+            Some(vec![vec![0u8; 70_000]]),
+            ar,
+            &mut aw,
+        );
         let ours = handshake(Magic::REGTEST, Role::Responder, &mut br, &mut bw);
-        let (ours, _) = tokio::join!(ours, async { tokio::time::timeout(std::time::Duration::from_secs(5), theirs).await });
-        assert!(matches!(ours, Err(CodecError::Oversized { .. })), "{:?}", ours.err());
+        let (ours, _) = tokio::join!(ours, async {
+            tokio::time::timeout(std::time::Duration::from_secs(5), theirs).await
+        });
+        assert!(
+            matches!(ours, Err(CodecError::Oversized { .. })),
+            "{:?}",
+            ours.err()
+        );
     }
 
     #[tokio::test]
@@ -271,13 +372,29 @@ mod tests {
         let (ar, mut aw) = tokio::io::split(a);
         let (mut br, mut bw) = tokio::io::split(b);
         // Garbage and a decoy from the other end: skipped.
-        let theirs = bip324::futures::handshake(Magic::REGTEST.to_bytes(), Role::Initiator, Some(vec![1, 2, 3]), Some(vec![vec![9u8; 100]]), ar, &mut aw);
-        let (ours, theirs) = tokio::join!(handshake(Magic::REGTEST, Role::Responder, &mut br, &mut bw), theirs);
+        let theirs = bip324::futures::handshake(
+            Magic::REGTEST.to_bytes(),
+            Role::Initiator,
+            Some(vec![1, 2, 3]),
+            Some(vec![vec![9u8; 100]]),
+            ar,
+            &mut aw,
+        );
+        let (ours, theirs) = tokio::join!(
+            handshake(Magic::REGTEST, Role::Responder, &mut br, &mut bw),
+            theirs
+        );
         let (mut ours, (_inbound, mut outbound, _reader)) = (ours.unwrap(), theirs.unwrap());
-        let packet = outbound.encrypt_to_vec(&contents("pong", &9u64.to_le_bytes()), PacketType::Genuine, None);
+        let packet = outbound.encrypt_to_vec(
+            &contents("pong", &9u64.to_le_bytes()),
+            PacketType::Genuine,
+            None,
+        );
         aw.write_all(&packet).await.unwrap();
         let len = read_packet_len(&mut br, &mut ours.inbound).await.unwrap();
-        let got = read_packet_body(&mut br, &mut ours.inbound, len).await.unwrap();
+        let got = read_packet_body(&mut br, &mut ours.inbound, len)
+            .await
+            .unwrap();
         assert_eq!(got, Some(("pong".to_string(), 9u64.to_le_bytes().to_vec())));
     }
 
@@ -291,21 +408,44 @@ mod tests {
             handshake(Magic::REGTEST, Role::Responder, &mut br, &mut bw),
         );
         let (mut i, mut r) = (initiator.unwrap(), responder.unwrap());
-        write_packet(&mut aw, &mut i.outbound, &contents("ping", &7u64.to_le_bytes())).await.unwrap();
+        write_packet(
+            &mut aw,
+            &mut i.outbound,
+            &contents("ping", &7u64.to_le_bytes()),
+        )
+        .await
+        .unwrap();
         let len = read_packet_len(&mut br, &mut r.inbound).await.unwrap();
-        let got = read_packet_body(&mut br, &mut r.inbound, len).await.unwrap();
+        let got = read_packet_body(&mut br, &mut r.inbound, len)
+            .await
+            .unwrap();
         assert_eq!(got, Some(("ping".to_string(), 7u64.to_le_bytes().to_vec())));
         // A packet changed on the way does not authenticate: the connection ends, without a ban.
         let mut packet = vec![0u8; OutboundCipher::encryption_buffer_len(13)];
-        i.outbound.encrypt(&contents("verack", &[]), &mut packet, PacketType::Genuine, None).unwrap();
+        i.outbound
+            .encrypt(
+                &contents("verack", &[]),
+                &mut packet,
+                PacketType::Genuine,
+                None,
+            )
+            .unwrap();
         let last = packet.len() - 1;
         packet[last] ^= 1;
         aw.write_all(&packet).await.unwrap();
         let len = read_packet_len(&mut br, &mut r.inbound).await.unwrap();
-        assert!(matches!(read_packet_body(&mut br, &mut r.inbound, len).await, Err(CodecError::Transport(_))));
+        assert!(matches!(
+            read_packet_body(&mut br, &mut r.inbound, len).await,
+            Err(CodecError::Transport(_))
+        ));
         // A ping of 2,000 bytes is over its command's limit.
-        write_packet(&mut bw, &mut r.outbound, &contents("ping", &[0; 2000])).await.unwrap();
+        write_packet(&mut bw, &mut r.outbound, &contents("ping", &[0; 2000]))
+            .await
+            .unwrap();
         let len = read_packet_len(&mut ar, &mut i.inbound).await.unwrap();
-        assert!(matches!(read_packet_body(&mut ar, &mut i.inbound, len).await, Err(CodecError::Oversized { .. })));
+        assert!(matches!(
+            read_packet_body(&mut ar, &mut i.inbound, len).await,
+            Err(CodecError::Oversized { .. })
+        ));
     }
 }

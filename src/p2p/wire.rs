@@ -8,11 +8,15 @@ use std::task::{Context, Poll};
 
 use bitcoin::p2p::message::NetworkMessage;
 use bitcoin::p2p::Magic;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader, BufWriter, Chain, ReadBuf};
+use tokio::io::{
+    AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader, BufWriter, Chain, ReadBuf,
+};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
 
-use super::codec::{self, read_within, write_outgoing, CodecError, Held, Incoming, Outgoing, RecvBudget};
+use super::codec::{
+    self, read_within, write_outgoing, CodecError, Held, Incoming, Outgoing, RecvBudget,
+};
 use super::v2::{self, Ciphers};
 
 /// Bytes read from the socket, after the ones an inbound connection's first look took.
@@ -25,7 +29,11 @@ pub struct Counted<T> {
 }
 
 impl<T: AsyncRead + Unpin> AsyncRead for Counted<T> {
-    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<std::io::Result<()>> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
         let before = buf.filled().len();
         let polled = Pin::new(&mut self.inner).poll_read(cx, buf);
         self.bytes.inc_by((buf.filled().len() - before) as u64);
@@ -34,7 +42,11 @@ impl<T: AsyncRead + Unpin> AsyncRead for Counted<T> {
 }
 
 impl<T: AsyncWrite + Unpin> AsyncWrite for Counted<T> {
-    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<std::io::Result<usize>> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
         let polled = Pin::new(&mut self.inner).poll_write(cx, buf);
         if let Poll::Ready(Ok(n)) = polled {
             self.bytes.inc_by(n as u64);
@@ -98,15 +110,32 @@ pub enum OpenError {
 /// Opens the connection's transport: an inbound peer's first 16 bytes say whether it speaks v1
 /// (a `version` message) or v2 (accepted when `v2` is on); outbound, v2 when `v2` is on, else
 /// v1.
-pub async fn open(stream: TcpStream, inbound: bool, v2: bool, magic: Magic) -> Result<(ReadWire, WriteWire, Transport), OpenError> {
+pub async fn open(
+    stream: TcpStream,
+    inbound: bool,
+    v2: bool,
+    magic: Magic,
+) -> Result<(ReadWire, WriteWire, Transport), OpenError> {
     let (r, w) = stream.into_split();
     let m = crate::metrics::metrics();
-    let mut plain = BufReader::with_capacity(256 * 1024, Counted { inner: r, bytes: m.p2p_received_bytes.clone() });
-    let mut writer = BufWriter::new(Counted { inner: w, bytes: m.p2p_sent_bytes.clone() });
+    let mut plain = BufReader::with_capacity(
+        256 * 1024,
+        Counted {
+            inner: r,
+            bytes: m.p2p_received_bytes.clone(),
+        },
+    );
+    let mut writer = BufWriter::new(Counted {
+        inner: w,
+        bytes: m.p2p_sent_bytes.clone(),
+    });
     let mut first = Vec::new();
     if inbound {
         let mut head = [0u8; 16];
-        plain.read_exact(&mut head).await.map_err(|e| OpenError::Failed(e.into()))?;
+        plain
+            .read_exact(&mut head)
+            .await
+            .map_err(|e| OpenError::Failed(e.into()))?;
         first.extend_from_slice(&head);
         if !v2 || v2::is_v1_version(&head, magic) {
             return Ok(v1(Cursor::new(first).chain(plain), writer, magic));
@@ -115,11 +144,27 @@ pub async fn open(stream: TcpStream, inbound: bool, v2: bool, magic: Magic) -> R
         return Ok(v1(Cursor::new(first).chain(plain), writer, magic));
     }
     let mut reader = Cursor::new(first).chain(plain);
-    let role = if inbound { bip324::Role::Responder } else { bip324::Role::Initiator };
+    let role = if inbound {
+        bip324::Role::Responder
+    } else {
+        bip324::Role::Initiator
+    };
     match v2::handshake(magic, role, &mut reader, &mut writer).await {
-        Ok(Ciphers { inbound: read_cipher, outbound: write_cipher }) => Ok((
-            ReadWire { reader, magic, v2: Some(read_cipher) },
-            WriteWire { writer, magic, v2: Some(write_cipher), buf: Vec::new() },
+        Ok(Ciphers {
+            inbound: read_cipher,
+            outbound: write_cipher,
+        }) => Ok((
+            ReadWire {
+                reader,
+                magic,
+                v2: Some(read_cipher),
+            },
+            WriteWire {
+                writer,
+                magic,
+                v2: Some(write_cipher),
+                buf: Vec::new(),
+            },
             Transport::V2,
         )),
         Err(CodecError::Io(_)) if !inbound => Err(OpenError::NoV2),
@@ -127,13 +172,33 @@ pub async fn open(stream: TcpStream, inbound: bool, v2: bool, magic: Magic) -> R
     }
 }
 
-fn v1(reader: Reader, writer: BufWriter<Counted<OwnedWriteHalf>>, magic: Magic) -> (ReadWire, WriteWire, Transport) {
-    (ReadWire { reader, magic, v2: None }, WriteWire { writer, magic, v2: None, buf: Vec::new() }, Transport::V1)
+fn v1(
+    reader: Reader,
+    writer: BufWriter<Counted<OwnedWriteHalf>>,
+    magic: Magic,
+) -> (ReadWire, WriteWire, Transport) {
+    (
+        ReadWire {
+            reader,
+            magic,
+            v2: None,
+        },
+        WriteWire {
+            writer,
+            magic,
+            v2: None,
+            buf: Vec::new(),
+        },
+        Transport::V1,
+    )
 }
 
 impl ReadWire {
     /// Reads one message (decoys skipped), first taking its size out of `budget` when given.
-    pub async fn read(&mut self, budget: Option<&RecvBudget>) -> Result<(Incoming, Option<Held>), CodecError> {
+    pub async fn read(
+        &mut self,
+        budget: Option<&RecvBudget>,
+    ) -> Result<(Incoming, Option<Held>), CodecError> {
         let Some(cipher) = &mut self.v2 else {
             return read_within(&mut self.reader, self.magic, budget).await;
         };
@@ -143,7 +208,9 @@ impl ReadWire {
                 Some(budget) => Some(budget.acquire(len as u32).await),
                 None => None,
             };
-            if let Some((command, payload)) = v2::read_packet_body(&mut self.reader, cipher, len).await? {
+            if let Some((command, payload)) =
+                v2::read_packet_body(&mut self.reader, cipher, len).await?
+            {
                 return Ok((codec::decode(self.magic, &command, payload)?, held));
             }
         }

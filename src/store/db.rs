@@ -118,7 +118,13 @@ impl Store {
             path: path.to_path_buf(),
             message: e.to_string(),
         })?;
-        let store = Store { db, path: path.to_path_buf(), opts, cache, bulk_load: Default::default() };
+        let store = Store {
+            db,
+            path: path.to_path_buf(),
+            opts,
+            cache,
+            bulk_load: Default::default(),
+        };
         Ok((store, existed))
     }
 
@@ -149,8 +155,16 @@ impl Store {
     }
 
     /// Reads one value in place (no copy out of RocksDB's block cache) and maps it with `f`.
-    pub fn read_with<T>(&self, cf: &'static str, key: &[u8], f: impl FnOnce(&[u8]) -> T) -> Result<Option<T>, StoreError> {
-        let pinned = self.db.get_pinned_cf(self.cf(cf), key).map_err(|e| self.db_err(e))?;
+    pub fn read_with<T>(
+        &self,
+        cf: &'static str,
+        key: &[u8],
+        f: impl FnOnce(&[u8]) -> T,
+    ) -> Result<Option<T>, StoreError> {
+        let pinned = self
+            .db
+            .get_pinned_cf(self.cf(cf), key)
+            .map_err(|e| self.db_err(e))?;
         Ok(pinned.as_deref().map(f))
     }
 
@@ -174,7 +188,8 @@ impl Store {
     /// write in between must be a bulk one (a logged write replayed after a crash without the
     /// unlogged ones before it could be out of order). For `cairn reindex`.
     pub fn set_bulk_load(&self, on: bool) -> Result<(), StoreError> {
-        self.bulk_load.store(on, std::sync::atomic::Ordering::Relaxed);
+        self.bulk_load
+            .store(on, std::sync::atomic::Ordering::Relaxed);
         if !on {
             self.flush()?;
         }
@@ -305,7 +320,9 @@ impl Store {
         cf: &'static str,
         key: &[u8],
     ) -> Result<Option<Vec<u8>>, StoreError> {
-        snapshot.get_cf(self.cf(cf), key).map_err(|e| self.db_err(e))
+        snapshot
+            .get_cf(self.cf(cf), key)
+            .map_err(|e| self.db_err(e))
     }
 
     /// Reads many values of one column family from a snapshot in one RocksDB `MultiGet` (much
@@ -324,7 +341,10 @@ impl Store {
         self.db
             .batched_multi_get_cf_opt(self.cf(cf), keys.iter().map(|k| k.as_ref()), sorted, &opts)
             .into_iter()
-            .map(|r| r.map(|v| v.as_deref().map(&mut f)).map_err(|e| self.db_err(e)))
+            .map(|r| {
+                r.map(|v| v.as_deref().map(&mut f))
+                    .map_err(|e| self.db_err(e))
+            })
             .collect()
     }
 

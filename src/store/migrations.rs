@@ -13,7 +13,11 @@ pub fn check_and_upgrade(store: &Store, existed: bool) -> Result<(), StoreError>
     let version = match found {
         None if !existed || store_is_empty(store)? => {
             let mut batch = WriteBatch::default();
-            batch.put_cf(store.cf(cf::META), meta::VERSION, SCHEMA_VERSION.to_le_bytes());
+            batch.put_cf(
+                store.cf(cf::META),
+                meta::VERSION,
+                SCHEMA_VERSION.to_le_bytes(),
+            );
             store.write(batch)?;
             return Ok(());
         }
@@ -24,10 +28,14 @@ pub fn check_and_upgrade(store: &Store, existed: bool) -> Result<(), StoreError>
             })
         }
         Some(bytes) => {
-            let b: [u8; 4] = bytes.as_slice().try_into().map_err(|_| StoreError::UnknownSchema {
-                path: store.path().to_path_buf(),
-                message: format!("its schema version is {} bytes long", bytes.len()),
-            })?;
+            let b: [u8; 4] =
+                bytes
+                    .as_slice()
+                    .try_into()
+                    .map_err(|_| StoreError::UnknownSchema {
+                        path: store.path().to_path_buf(),
+                        message: format!("its schema version is {} bytes long", bytes.len()),
+                    })?;
             u32::from_le_bytes(b)
         }
     };
@@ -72,7 +80,11 @@ pub fn check_and_upgrade(store: &Store, existed: bool) -> Result<(), StoreError>
 /// under version 1 have none: mark them to be built from height 0; the indexer builds them from
 /// the kernel's data before it indexes new blocks (`migrations/v2.md`).
 fn v1_to_v2(store: &Store, batch: &mut WriteBatch) {
-    batch.put_cf(store.cf(cf::META), meta::FILTER_BACKFILL, 0u32.to_le_bytes());
+    batch.put_cf(
+        store.cf(cf::META),
+        meta::FILTER_BACKFILL,
+        0u32.to_le_bytes(),
+    );
 }
 
 fn store_is_empty(store: &Store) -> Result<bool, StoreError> {

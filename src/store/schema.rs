@@ -1,8 +1,8 @@
 //! The store's typed rows: one encode/decode place per column family. The layout is written
 //! down in `migrations/schema.md`; change both together, with a new schema version.
 
-use bitcoin::hex::{DisplayHex, FromHex};
 use bitcoin::hashes::{sha256, Hash};
+use bitcoin::hex::{DisplayHex, FromHex};
 use bitcoin::{BlockHash, Script, Txid};
 
 use crate::kernel::blockfiles::FilePos;
@@ -117,7 +117,9 @@ pub mod cf {
     /// ([`crate::store::undo`]).
     pub const UNDO: &str = "undo";
     /// Every column family.
-    pub const ALL: [&str; 10] = [META, BLOCKS, TXS, TXID, HISTORY, UTXO, SPENT, BLOCKPOS, FILTERS, UNDO];
+    pub const ALL: [&str; 10] = [
+        META, BLOCKS, TXS, TXID, HISTORY, UTXO, SPENT, BLOCKPOS, FILTERS, UNDO,
+    ];
 }
 
 /// `meta` keys.
@@ -279,7 +281,10 @@ impl BlockRow {
     /// Decodes a value.
     pub fn decode(bytes: &[u8]) -> Result<Self, RowError> {
         if bytes.len() != 80 + TXNUM_LEN + 4 {
-            return Err(row_err(cf::BLOCKS, format!("value is {} bytes", bytes.len())));
+            return Err(row_err(
+                cf::BLOCKS,
+                format!("value is {} bytes", bytes.len()),
+            ));
         }
         let header = bitcoin::consensus::deserialize(&bytes[..80])
             .map_err(|e| row_err(cf::BLOCKS, e.to_string()))?;
@@ -324,7 +329,10 @@ impl FilterRow {
     pub fn decode(bytes: &[u8]) -> Result<Self, RowError> {
         use bitcoin::hashes::Hash;
         if bytes.len() < 33 {
-            return Err(row_err(cf::FILTERS, format!("value is {} bytes", bytes.len())));
+            return Err(row_err(
+                cf::FILTERS,
+                format!("value is {} bytes", bytes.len()),
+            ));
         }
         let mut h = [0u8; 32];
         h.copy_from_slice(&bytes[..32]);
@@ -427,7 +435,10 @@ impl HistoryKey {
     }
 
     /// The full key, from the script hash prefix a key carries.
-    pub fn encode_prefix(prefix: &[u8; SCRIPTHASH_PREFIX_LEN], txnum: TxNum) -> [u8; SCRIPTHASH_PREFIX_LEN + TXNUM_LEN] {
+    pub fn encode_prefix(
+        prefix: &[u8; SCRIPTHASH_PREFIX_LEN],
+        txnum: TxNum,
+    ) -> [u8; SCRIPTHASH_PREFIX_LEN + TXNUM_LEN] {
         let mut out = [0u8; SCRIPTHASH_PREFIX_LEN + TXNUM_LEN];
         out[..SCRIPTHASH_PREFIX_LEN].copy_from_slice(prefix);
         out[SCRIPTHASH_PREFIX_LEN..].copy_from_slice(&txnum.encode());
@@ -480,12 +491,18 @@ pub struct UtxoKey;
 
 impl UtxoKey {
     /// The full key.
-    pub fn encode(sh: &ScriptHash, out: OutPointNum) -> [u8; SCRIPTHASH_PREFIX_LEN + TXNUM_LEN + 4] {
+    pub fn encode(
+        sh: &ScriptHash,
+        out: OutPointNum,
+    ) -> [u8; SCRIPTHASH_PREFIX_LEN + TXNUM_LEN + 4] {
         Self::encode_prefix(&sh.prefix(), out)
     }
 
     /// The full key, from the script hash prefix a key carries.
-    pub fn encode_prefix(prefix: &[u8; SCRIPTHASH_PREFIX_LEN], out: OutPointNum) -> [u8; SCRIPTHASH_PREFIX_LEN + TXNUM_LEN + 4] {
+    pub fn encode_prefix(
+        prefix: &[u8; SCRIPTHASH_PREFIX_LEN],
+        out: OutPointNum,
+    ) -> [u8; SCRIPTHASH_PREFIX_LEN + TXNUM_LEN + 4] {
         let mut key = [0u8; SCRIPTHASH_PREFIX_LEN + TXNUM_LEN + 4];
         key[..SCRIPTHASH_PREFIX_LEN].copy_from_slice(prefix);
         key[SCRIPTHASH_PREFIX_LEN..].copy_from_slice(&out.encode());
@@ -550,32 +567,52 @@ mod tests {
         let b = HistoryKey::encode(&ScriptHash([1; 32]), TxNum(256));
         assert!(a < b);
         assert_eq!(HistoryKey::decode(&b).unwrap(), TxNum(256));
-        assert_eq!(TxNum::decode(&TxNum((1 << 40) - 1).encode()), Some(TxNum((1 << 40) - 1)));
+        assert_eq!(
+            TxNum::decode(&TxNum((1 << 40) - 1).encode()),
+            Some(TxNum((1 << 40) - 1))
+        );
     }
 
     #[test]
     fn electrum_script_hash_is_reversed_sha256() {
         // The Electrum protocol docs' example: P2PKH of 1A1zP1eP5QGefi2DMPTfTL5SLmv7DivfNa.
-        let script = ScriptBuf::from_hex("76a91462e907b15cbf27d5425399ebf6f0fb50ebb88f1888ac").unwrap();
+        let script =
+            ScriptBuf::from_hex("76a91462e907b15cbf27d5425399ebf6f0fb50ebb88f1888ac").unwrap();
         assert_eq!(
             ScriptHash::of(&script).to_electrum_hex(),
             "8b01df4e368ea28f8dc0423bcf7a4923e3a12d307c875e47a0cfbf90b5c39161"
         );
         let sh = ScriptHash::of(&script);
-        assert_eq!(ScriptHash::from_electrum_hex(&sh.to_electrum_hex()), Some(sh));
+        assert_eq!(
+            ScriptHash::from_electrum_hex(&sh.to_electrum_hex()),
+            Some(sh)
+        );
     }
 
     use bitcoin::ScriptBuf;
 
     #[test]
     fn rows_round_trip() {
-        let tip = TipRow { height: 7, hash: BlockHash::from_byte_array([9; 32]) };
+        let tip = TipRow {
+            height: 7,
+            hash: BlockHash::from_byte_array([9; 32]),
+        };
         assert_eq!(TipRow::decode(&tip.encode()).unwrap(), tip);
-        let tx = TxRow { txid: Txid::from_byte_array([3; 32]), offset: 81, len: 200 };
+        let tx = TxRow {
+            txid: Txid::from_byte_array([3; 32]),
+            offset: 81,
+            len: 200,
+        };
         assert_eq!(TxRow::decode(&tx.encode()).unwrap(), tx);
-        let s = SpentRow { txnum: TxNum(5), vin: 2 };
+        let s = SpentRow {
+            txnum: TxNum(5),
+            vin: 2,
+        };
         assert_eq!(SpentRow::decode(&s.encode()).unwrap(), s);
-        let op = OutPointNum { txnum: TxNum(77), vout: 3 };
+        let op = OutPointNum {
+            txnum: TxNum(77),
+            vout: 3,
+        };
         let key = UtxoKey::encode(&ScriptHash([2; 32]), op);
         assert_eq!(UtxoKey::decode(&key).unwrap(), op);
         assert!(TipRow::decode(&[1, 2]).is_err());

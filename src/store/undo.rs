@@ -74,10 +74,15 @@ impl UndoRow {
     pub fn decode(bytes: &[u8]) -> Result<Self, RowError> {
         let mut r = Reader { bytes, at: 0 };
         let count = r.count(2)?;
-        let mut row = UndoRow { txs: Vec::with_capacity(count) };
+        let mut row = UndoRow {
+            txs: Vec::with_capacity(count),
+        };
         for _ in 0..count {
             let outputs = r.count(SCRIPTHASH_PREFIX_LEN)?;
-            let mut tx = UndoTx { outputs: Vec::with_capacity(outputs), inputs: Vec::new() };
+            let mut tx = UndoTx {
+                outputs: Vec::with_capacity(outputs),
+                inputs: Vec::new(),
+            };
             for _ in 0..outputs {
                 tx.outputs.push(r.prefix()?);
             }
@@ -85,7 +90,8 @@ impl UndoRow {
             tx.inputs.reserve(inputs);
             for _ in 0..inputs {
                 let txnum = TxNum::decode(r.take(TXNUM_LEN)?).ok_or_else(|| err("bad TxNum"))?;
-                let vout = u32::try_from(r.varint()?).map_err(|_| err("output index out of range"))?;
+                let vout =
+                    u32::try_from(r.varint()?).map_err(|_| err("output index out of range"))?;
                 let value = r.varint()?;
                 let scripthash = r.prefix()?;
                 let spendable = match r.take(1)?[0] {
@@ -93,7 +99,12 @@ impl UndoRow {
                     1 => true,
                     other => return Err(err(format!("spendable byte {other}"))),
                 };
-                tx.inputs.push(UndoInput { spent: OutPointNum { txnum, vout }, scripthash, value, spendable });
+                tx.inputs.push(UndoInput {
+                    spent: OutPointNum { txnum, vout },
+                    scripthash,
+                    value,
+                    spendable,
+                });
             }
             row.txs.push(tx);
         }
@@ -105,7 +116,10 @@ impl UndoRow {
 }
 
 fn err(message: impl Into<String>) -> RowError {
-    RowError { cf: cf::UNDO, message: message.into() }
+    RowError {
+        cf: cf::UNDO,
+        message: message.into(),
+    }
 }
 
 /// Appends `n` as a CompactSize (the `bitcoin` crate's encoding; writing to a `Vec` cannot fail).
@@ -121,7 +135,11 @@ struct Reader<'a> {
 
 impl<'a> Reader<'a> {
     fn take(&mut self, n: usize) -> Result<&'a [u8], RowError> {
-        let end = self.at.checked_add(n).filter(|&e| e <= self.bytes.len()).ok_or_else(|| err("value cut short"))?;
+        let end = self
+            .at
+            .checked_add(n)
+            .filter(|&e| e <= self.bytes.len())
+            .ok_or_else(|| err("value cut short"))?;
         let out = &self.bytes[self.at..end];
         self.at = end;
         Ok(out)
@@ -136,7 +154,8 @@ impl<'a> Reader<'a> {
     /// A CompactSize, decoded by the `bitcoin` crate (which also refuses non-canonical ones).
     fn varint(&mut self) -> Result<u64, RowError> {
         let rest = &self.bytes[self.at..];
-        let (n, used) = bitcoin::consensus::deserialize_partial::<bitcoin::VarInt>(rest).map_err(|e| err(e.to_string()))?;
+        let (n, used) = bitcoin::consensus::deserialize_partial::<bitcoin::VarInt>(rest)
+            .map_err(|e| err(e.to_string()))?;
         self.at += used;
         Ok(n.0)
     }
@@ -160,12 +179,31 @@ mod tests {
     fn rows_round_trip_and_lies_are_refused() {
         let row = UndoRow {
             txs: vec![
-                UndoTx { outputs: vec![[1; 12], [2; 12]], inputs: vec![] },
+                UndoTx {
+                    outputs: vec![[1; 12], [2; 12]],
+                    inputs: vec![],
+                },
                 UndoTx {
                     outputs: vec![[3; 12]],
                     inputs: vec![
-                        UndoInput { spent: OutPointNum { txnum: TxNum(5), vout: 70_000 }, scripthash: [4; 12], value: u64::MAX, spendable: true },
-                        UndoInput { spent: OutPointNum { txnum: TxNum(1 << 39), vout: 0 }, scripthash: [5; 12], value: 0, spendable: false },
+                        UndoInput {
+                            spent: OutPointNum {
+                                txnum: TxNum(5),
+                                vout: 70_000,
+                            },
+                            scripthash: [4; 12],
+                            value: u64::MAX,
+                            spendable: true,
+                        },
+                        UndoInput {
+                            spent: OutPointNum {
+                                txnum: TxNum(1 << 39),
+                                vout: 0,
+                            },
+                            scripthash: [5; 12],
+                            value: 0,
+                            spendable: false,
+                        },
                     ],
                 },
             ],

@@ -71,12 +71,17 @@ impl TlsFiles {
     /// The self-signed pair in `datadir`'s network folder, made there now (with the key readable
     /// by its owner only) unless both files exist already.
     pub fn self_signed(datadir: &DataDir) -> Result<Self, TlsError> {
-        let files = TlsFiles { cert: datadir.root().join(SELF_SIGNED_CERT), key: datadir.root().join(SELF_SIGNED_KEY) };
+        let files = TlsFiles {
+            cert: datadir.root().join(SELF_SIGNED_CERT),
+            key: datadir.root().join(SELF_SIGNED_KEY),
+        };
         if files.cert.exists() && files.key.exists() {
             return Ok(files);
         }
         let mut params = rcgen::CertificateParams::new(vec!["localhost".to_string()])?;
-        params.distinguished_name.push(rcgen::DnType::CommonName, "cairn Electrum server");
+        params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, "cairn Electrum server");
         // Like `openssl req -x509`, which ElectrumX's documentation suggests: a self-signed CA
         // certificate with key identifiers, which OpenSSL (the Electrum wallet's Python `ssl`)
         // accepts as its own trust anchor once the wallet has saved it.
@@ -88,7 +93,10 @@ impl TlsFiles {
         // the next start makes a new pair.
         datadir.write_private(&files.key, key.serialize_pem().as_bytes())?;
         datadir.write_private(&files.cert, cert.pem().as_bytes())?;
-        tracing::info!("made a self-signed TLS certificate: {}", files.cert.display());
+        tracing::info!(
+            "made a self-signed TLS certificate: {}",
+            files.cert.display()
+        );
         Ok(files)
     }
 }
@@ -106,14 +114,22 @@ impl Identity {
         let chain = read_certificates(&files.cert)?;
         let key = read_key(&files.key)?;
         let fingerprint = fingerprint(&chain[0]);
-        let rustls_error = |source| TlsError::Rustls { cert: files.cert.clone(), key: files.key.clone(), source };
-        let config = ServerConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
-            .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])
-            .map_err(rustls_error)?
-            .with_no_client_auth()
-            .with_single_cert(chain, key)
-            .map_err(rustls_error)?;
-        Ok(Identity { acceptor: TlsAcceptor::from(Arc::new(config)), fingerprint })
+        let rustls_error = |source| TlsError::Rustls {
+            cert: files.cert.clone(),
+            key: files.key.clone(),
+            source,
+        };
+        let config =
+            ServerConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+                .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])
+                .map_err(rustls_error)?
+                .with_no_client_auth()
+                .with_single_cert(chain, key)
+                .map_err(rustls_error)?;
+        Ok(Identity {
+            acceptor: TlsAcceptor::from(Arc::new(config)),
+            fingerprint,
+        })
     }
 
     /// The leaf certificate's SHA-256, lowercase hex without separators (as the Electrum
@@ -133,7 +149,10 @@ impl Tls {
     /// Loads `files`.
     pub fn open(files: TlsFiles) -> Result<Self, TlsError> {
         let identity = Identity::load(&files)?;
-        Ok(Tls { files, current: RwLock::new(identity) })
+        Ok(Tls {
+            files,
+            current: RwLock::new(identity),
+        })
     }
 
     /// The acceptor for the next connection.
@@ -156,28 +175,45 @@ impl Tls {
     pub fn reload(&self) -> Result<String, TlsError> {
         let identity = Identity::load(&self.files)?;
         let fingerprint = identity.fingerprint.clone();
-        *self.current.write().unwrap_or_else(|poisoned| poisoned.into_inner()) = identity;
+        *self
+            .current
+            .write()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = identity;
         Ok(fingerprint)
     }
 
     fn read(&self) -> std::sync::RwLockReadGuard<'_, Identity> {
-        self.current.read().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.current
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 }
 
 /// SHA-256 of a certificate's DER, lowercase hex.
 pub fn fingerprint(cert: &CertificateDer<'_>) -> String {
-    sha256::Hash::hash(cert.as_ref()).to_byte_array().to_lower_hex_string()
+    sha256::Hash::hash(cert.as_ref())
+        .to_byte_array()
+        .to_lower_hex_string()
 }
 
 /// A file's bytes, refusing one over [`MAX_PEM_BYTES`].
 fn read_bounded(path: &Path) -> Result<Vec<u8>, TlsError> {
     use std::io::Read;
-    let io = |source| TlsError::Io { path: path.to_path_buf(), source };
+    let io = |source| TlsError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
     let mut bytes = Vec::new();
-    std::fs::File::open(path).map_err(io)?.take(MAX_PEM_BYTES + 1).read_to_end(&mut bytes).map_err(io)?;
+    std::fs::File::open(path)
+        .map_err(io)?
+        .take(MAX_PEM_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(io)?;
     if bytes.len() as u64 > MAX_PEM_BYTES {
-        return Err(TlsError::Pem { path: path.to_path_buf(), message: format!("larger than {MAX_PEM_BYTES} bytes") });
+        return Err(TlsError::Pem {
+            path: path.to_path_buf(),
+            message: format!("larger than {MAX_PEM_BYTES} bytes"),
+        });
     }
     Ok(bytes)
 }
@@ -185,7 +221,10 @@ fn read_bounded(path: &Path) -> Result<Vec<u8>, TlsError> {
 /// Every certificate in a PEM file, in order; at least one.
 fn read_certificates(path: &Path) -> Result<Vec<CertificateDer<'static>>, TlsError> {
     let bytes = read_bounded(path)?;
-    let pem = |message: String| TlsError::Pem { path: path.to_path_buf(), message };
+    let pem = |message: String| TlsError::Pem {
+        path: path.to_path_buf(),
+        message,
+    };
     let chain = CertificateDer::pem_slice_iter(&bytes)
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| pem(format!("not a PEM certificate file: {e}")))?;

@@ -16,10 +16,17 @@ pub fn raw(addr: SocketAddr, request: &[u8]) -> (u16, String, Vec<u8>) {
     let _ = s.read_to_end(&mut answer);
     let split = answer.windows(4).position(|w| w == b"\r\n\r\n");
     let (head, body) = match split {
-        Some(at) => (String::from_utf8_lossy(&answer[..at]).to_string(), answer[at + 4..].to_vec()),
+        Some(at) => (
+            String::from_utf8_lossy(&answer[..at]).to_string(),
+            answer[at + 4..].to_vec(),
+        ),
         None => (String::from_utf8_lossy(&answer).to_string(), Vec::new()),
     };
-    let status = head.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
     (status, head, body)
 }
 
@@ -31,12 +38,18 @@ pub fn text(addr: SocketAddr, request: &str) -> (u16, String, String) {
 
 /// `GET path`; the body as text.
 pub fn get(addr: SocketAddr, path: &str) -> (u16, String, String) {
-    text(addr, &format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"))
+    text(
+        addr,
+        &format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"),
+    )
 }
 
 /// `GET path`; the body's bytes.
 pub fn get_bytes(addr: SocketAddr, path: &str) -> (u16, Vec<u8>) {
-    let (status, _, body) = raw(addr, format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes());
+    let (status, _, body) = raw(
+        addr,
+        format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").as_bytes(),
+    );
     (status, body)
 }
 

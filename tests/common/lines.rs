@@ -23,7 +23,12 @@ impl Lines {
         let s = TcpStream::connect(addr).unwrap();
         s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
         let r = BufReader::new(s.try_clone().unwrap());
-        let mut lines = Lines { s, r, notes: Vec::new(), id: 0 };
+        let mut lines = Lines {
+            s,
+            r,
+            notes: Vec::new(),
+            id: 0,
+        };
         let v = lines.call("server.version", json!(["lines", ["1.4", version]]));
         assert_eq!(v["result"][1], version, "{v}");
         lines
@@ -57,7 +62,11 @@ impl Lines {
             if let Some(i) = self.notes.iter().position(|n| n["method"] == method) {
                 return self.notes.remove(i);
             }
-            assert!(Instant::now() < deadline, "no {method} notification; got {:?}", self.notes);
+            assert!(
+                Instant::now() < deadline,
+                "no {method} notification; got {:?}",
+                self.notes
+            );
             let v = self.read();
             assert!(v.get("id").is_none(), "an answer nobody asked for: {v}");
             self.notes.push(v);
@@ -74,9 +83,13 @@ impl Lines {
         self.s.set_read_timeout(Some(within)).unwrap();
         let mut line = String::new();
         let read = self.r.read_line(&mut line);
-        self.s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        self.s
+            .set_read_timeout(Some(Duration::from_secs(30)))
+            .unwrap();
         match read {
-            Ok(n) if n > 0 => Some(serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line:?}"))),
+            Ok(n) if n > 0 => {
+                Some(serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line:?}")))
+            }
             _ => None,
         }
     }

@@ -16,7 +16,10 @@ use std::time::{Duration, Instant};
 /// Opens a regtest validator in `dir` (kernel data in `dir/kernel`).
 pub fn open_validator(
     dir: &Path,
-) -> (cairn::kernel::Validator, std::sync::mpsc::Receiver<cairn::kernel::KernelEvent>) {
+) -> (
+    cairn::kernel::Validator,
+    std::sync::mpsc::Receiver<cairn::kernel::KernelEvent>,
+) {
     let config = cairn::kernel::ValidatorConfig {
         network: cairn::config::Network::Regtest,
         signet_challenge: None,
@@ -76,8 +79,19 @@ impl Bitcoind {
         let child = Command::new(bitcoind_exe())
             .arg("-regtest")
             .arg(format!("-datadir={}", datadir.display()))
-            .args(["-listen=1", "-bind=127.0.0.1", "-rpcbind=127.0.0.1", "-rpcallowip=127.0.0.1"])
-            .args(["-rpcuser=u", "-rpcpassword=p", "-dnsseed=0", "-fixedseeds=0", "-printtoconsole=0"])
+            .args([
+                "-listen=1",
+                "-bind=127.0.0.1",
+                "-rpcbind=127.0.0.1",
+                "-rpcallowip=127.0.0.1",
+            ])
+            .args([
+                "-rpcuser=u",
+                "-rpcpassword=p",
+                "-dnsseed=0",
+                "-fixedseeds=0",
+                "-printtoconsole=0",
+            ])
             .arg(format!("-port={p2p_port}"))
             .arg(format!("-rpcport={rpc_port}"))
             .args(extra)
@@ -96,7 +110,10 @@ impl Bitcoind {
             if let Ok(Some(status)) = node.child.try_wait() {
                 panic!("bitcoind exited early: {status}");
             }
-            assert!(start.elapsed() < Duration::from_secs(60), "bitcoind RPC never came up");
+            assert!(
+                start.elapsed() < Duration::from_secs(60),
+                "bitcoind RPC never came up"
+            );
             std::thread::sleep(Duration::from_millis(100));
         }
         node
@@ -130,7 +147,8 @@ impl Bitcoind {
 
     /// Calls an RPC whose output is JSON.
     pub fn rpc_json(&self, args: &[&str]) -> serde_json::Value {
-        serde_json::from_str(&self.rpc(args)).unwrap_or_else(|e| panic!("bitcoin-cli {args:?}: {e}"))
+        serde_json::from_str(&self.rpc(args))
+            .unwrap_or_else(|e| panic!("bitcoin-cli {args:?}: {e}"))
     }
 
     /// Kills the node with SIGKILL, as a crash or power cut would, and reaps it.
@@ -147,7 +165,10 @@ impl Bitcoind {
             if h >= height {
                 return;
             }
-            assert!(start.elapsed() < timeout, "bitcoind stuck at height {h}, wanted {height}");
+            assert!(
+                start.elapsed() < timeout,
+                "bitcoind stuck at height {h}, wanted {height}"
+            );
             std::thread::sleep(Duration::from_millis(200));
         }
     }
@@ -156,11 +177,15 @@ impl Bitcoind {
     pub fn wait_for_filter_index(&self, timeout: Duration) {
         let start = Instant::now();
         loop {
-            let info: serde_json::Value = serde_json::from_str(&self.rpc(&["getindexinfo"])).unwrap();
+            let info: serde_json::Value =
+                serde_json::from_str(&self.rpc(&["getindexinfo"])).unwrap();
             if info["basic block filter index"]["synced"] == true {
                 return;
             }
-            assert!(start.elapsed() < timeout, "bitcoind's filter index never synced: {info}");
+            assert!(
+                start.elapsed() < timeout,
+                "bitcoind's filter index never synced: {info}"
+            );
             std::thread::sleep(Duration::from_millis(200));
         }
     }
@@ -205,7 +230,8 @@ pub fn expected(blocks: &[Block]) -> Expected {
                 }
                 let (sh, h, p, vout, _) = e.outputs[&input.previous_output];
                 e.unspent.get_mut(&sh).unwrap().remove(&(h, p, vout));
-                e.spent_by.insert(input.previous_output, (txid, vin as u32, height));
+                e.spent_by
+                    .insert(input.previous_output, (txid, vin as u32, height));
                 touched.push(sh);
             }
             for (vout, out) in tx.output.iter().enumerate() {
@@ -214,11 +240,14 @@ pub fn expected(blocks: &[Block]) -> Expected {
                 if !out.script_pubkey.is_op_return() {
                     touched.push(sh);
                     let op = OutPoint::new(txid, vout as u32);
-                    e.outputs.insert(op, (sh, height, pos as u32, vout as u32, out.value.to_sat()));
-                    e.unspent
-                        .entry(sh)
-                        .or_default()
-                        .insert((height, pos as u32, vout as u32), (txid, out.value.to_sat()));
+                    e.outputs.insert(
+                        op,
+                        (sh, height, pos as u32, vout as u32, out.value.to_sat()),
+                    );
+                    e.unspent.entry(sh).or_default().insert(
+                        (height, pos as u32, vout as u32),
+                        (txid, out.value.to_sat()),
+                    );
                 }
             }
             touched.sort();
@@ -231,11 +260,14 @@ pub fn expected(blocks: &[Block]) -> Expected {
     e
 }
 
-
 /// Every row of a stopped cairn's index (regtest), per column family.
 pub fn index_rows(datadir: &Path) -> Vec<(&'static str, Vec<(Box<[u8]>, Box<[u8]>)>)> {
-    let store = std::sync::Arc::new(cairn::store::Store::open(&datadir.join("regtest/index")).unwrap());
-    cairn::index::Index::open(store, None).unwrap().dump().unwrap()
+    let store =
+        std::sync::Arc::new(cairn::store::Store::open(&datadir.join("regtest/index")).unwrap());
+    cairn::index::Index::open(store, None)
+        .unwrap()
+        .dump()
+        .unwrap()
 }
 
 /// A `cairn run` process, killed with SIGKILL when dropped (`stop` ends it cleanly).
@@ -260,7 +292,8 @@ impl Cairn {
 
     /// Its resident memory now, KiB (`VmRSS` in /proc).
     pub fn rss_kib(&self) -> u64 {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid())).unwrap_or_default();
+        let status =
+            std::fs::read_to_string(format!("/proc/{}/status", self.pid())).unwrap_or_default();
         status
             .lines()
             .find_map(|l| l.strip_prefix("VmRSS:"))
@@ -289,10 +322,17 @@ impl Cairn {
             .env("CAIRN_LOG", "warn")
             .output()
             .unwrap();
-        assert!(out.status.success(), "cairn stop: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "cairn stop: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         let start = Instant::now();
         while self.child.try_wait().unwrap().is_none() {
-            assert!(start.elapsed() < Duration::from_secs(60), "cairn did not stop");
+            assert!(
+                start.elapsed() < Duration::from_secs(60),
+                "cairn did not stop"
+            );
             std::thread::sleep(Duration::from_millis(50));
         }
     }
@@ -305,7 +345,10 @@ impl Cairn {
             if ready(&s) {
                 return s;
             }
-            assert!(start.elapsed() < Duration::from_secs(60), "cairn never got there: {s}");
+            assert!(
+                start.elapsed() < Duration::from_secs(60),
+                "cairn never got there: {s}"
+            );
             std::thread::sleep(Duration::from_millis(100));
         }
     }
@@ -318,7 +361,10 @@ impl Cairn {
             if s["kernel_tip"]["hash"] == hash && s["index_tip"]["hash"] == hash {
                 return;
             }
-            assert!(start.elapsed() < Duration::from_secs(120), "{what}: cairn at {s}, wanted {hash}");
+            assert!(
+                start.elapsed() < Duration::from_secs(120),
+                "{what}: cairn at {s}, wanted {hash}"
+            );
             std::thread::sleep(Duration::from_millis(250));
         }
     }
@@ -331,7 +377,10 @@ pub fn free_addr() -> std::net::SocketAddr {
 
 /// Starts `cairn run` on `dir` syncing from `node` only (no listener), with `args` besides.
 pub fn start_cairn_from(dir: &Path, node: &Bitcoind, args: &[String]) -> Cairn {
-    let mut all = vec![format!("--connect=127.0.0.1:{}", node.p2p_port), "--no-listen".into()];
+    let mut all = vec![
+        format!("--connect=127.0.0.1:{}", node.p2p_port),
+        "--no-listen".into(),
+    ];
     all.extend_from_slice(args);
     start_cairn(dir, &all)
 }
@@ -343,7 +392,9 @@ pub fn start_cairn(dir: &Path, args: &[String]) -> Cairn {
     // A killed cairn leaves its admin address behind: waiting for the file must wait for this one.
     let _ = std::fs::remove_file(dir.join("regtest/admin.addr"));
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_cairn"));
-    cmd.arg("--datadir").arg(&datadir).args(["--admin-addr", "127.0.0.1:0"]);
+    cmd.arg("--datadir")
+        .arg(&datadir)
+        .args(["--admin-addr", "127.0.0.1:0"]);
     if !args.iter().any(|a| a.starts_with("--electrum-addr")) {
         cmd.args(["--electrum-addr", "127.0.0.1:0"]);
     }
@@ -361,9 +412,11 @@ pub fn start_cairn(dir: &Path, args: &[String]) -> Cairn {
         if let Ok(Some(status)) = c.child.try_wait() {
             panic!("cairn run {args:?} exited before serving: {status}");
         }
-        assert!(start.elapsed() < Duration::from_secs(60), "cairn run never started");
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "cairn run never started"
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
     c
 }
-

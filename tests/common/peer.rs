@@ -39,14 +39,20 @@ pub fn non_loopback_ip() -> String {
         .connect("198.51.100.1:9")
         .expect("this test needs an IPv4 address besides loopback (a default route)");
     let ip = socket.local_addr().unwrap().ip();
-    assert!(!ip.is_loopback() && !ip.is_unspecified(), "no non-loopback address: {ip}");
+    assert!(
+        !ip.is_loopback() && !ip.is_unspecified(),
+        "no non-loopback address: {ip}"
+    );
     ip.to_string()
 }
 
 /// A blocking stream connected from a chosen local address (another loopback IP, or
 /// [`non_loopback_ip`]).
 pub fn connect_from(local_ip: &str, to: SocketAddr) -> TcpStream {
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
     let local: SocketAddr = format!("{local_ip}:0").parse().unwrap();
     let stream = rt.block_on(async {
         let socket = tokio::net::TcpSocket::new_v4().unwrap();
@@ -68,14 +74,21 @@ pub fn accept_v1(listener: &std::net::TcpListener) -> TcpStream {
         match listener.accept() {
             Ok((stream, _)) => {
                 stream.set_nonblocking(false).unwrap();
-                stream.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+                stream
+                    .set_read_timeout(Some(Duration::from_secs(20)))
+                    .unwrap();
                 let mut first = [0u8; 4];
-                if stream.peek(&mut first).is_ok_and(|n| n == 4) && first == ScriptedPeer::MAGIC.to_bytes() {
+                if stream.peek(&mut first).is_ok_and(|n| n == 4)
+                    && first == ScriptedPeer::MAGIC.to_bytes()
+                {
                     return stream;
                 }
             }
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                assert!(start.elapsed() < Duration::from_secs(30), "cairn never dialled with v1");
+                assert!(
+                    start.elapsed() < Duration::from_secs(30),
+                    "cairn never dialled with v1"
+                );
                 std::thread::sleep(Duration::from_millis(50));
             }
             Err(e) => panic!("{e}"),
@@ -100,8 +113,11 @@ impl ScriptedPeer {
 
     /// A scripted peer on a connection made either way.
     pub fn over(stream: TcpStream) -> Self {
-        stream.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
-        let reader = bitcoin::io::FromStd::new(std::io::BufReader::new(stream.try_clone().unwrap()));
+        stream
+            .set_read_timeout(Some(Duration::from_secs(20)))
+            .unwrap();
+        let reader =
+            bitcoin::io::FromStd::new(std::io::BufReader::new(stream.try_clone().unwrap()));
         ScriptedPeer { stream, reader }
     }
 
@@ -112,7 +128,8 @@ impl ScriptedPeer {
 
     pub fn recv(&mut self) -> Option<bitcoin::p2p::message::NetworkMessage> {
         use bitcoin::consensus::Decodable;
-        let raw = bitcoin::p2p::message::RawNetworkMessage::consensus_decode(&mut self.reader).ok()?;
+        let raw =
+            bitcoin::p2p::message::RawNetworkMessage::consensus_decode(&mut self.reader).ok()?;
         Some(raw.payload().clone())
     }
 
@@ -149,13 +166,18 @@ impl ScriptedPeer {
     /// (Silence is not a close: a read timeout answers false.)
     pub fn is_closed_within(&mut self, within: Duration) -> bool {
         use bitcoin::consensus::Decodable;
-        self.stream.set_read_timeout(Some(Duration::from_millis(500))).unwrap();
+        self.stream
+            .set_read_timeout(Some(Duration::from_millis(500)))
+            .unwrap();
         let deadline = Instant::now() + within;
         while Instant::now() < deadline {
             match bitcoin::p2p::message::RawNetworkMessage::consensus_decode(&mut self.reader) {
                 Ok(_) => {}
                 Err(bitcoin::consensus::encode::Error::Io(e))
-                    if matches!(e.kind(), bitcoin::io::ErrorKind::WouldBlock | bitcoin::io::ErrorKind::TimedOut) => {}
+                    if matches!(
+                        e.kind(),
+                        bitcoin::io::ErrorKind::WouldBlock | bitcoin::io::ErrorKind::TimedOut
+                    ) => {}
                 Err(_) => return true,
             }
         }
@@ -163,7 +185,10 @@ impl ScriptedPeer {
     }
 
     /// Reads until a message matches, or fails after 20 s of silence.
-    pub fn recv_until<T>(&mut self, mut pick: impl FnMut(&bitcoin::p2p::message::NetworkMessage) -> Option<T>) -> Option<T> {
+    pub fn recv_until<T>(
+        &mut self,
+        mut pick: impl FnMut(&bitcoin::p2p::message::NetworkMessage) -> Option<T>,
+    ) -> Option<T> {
         loop {
             let m = self.recv()?;
             if let Some(t) = pick(&m) {
@@ -172,7 +197,6 @@ impl ScriptedPeer {
         }
     }
 }
-
 
 /// A block on `parent` with valid proof of work (regtest) whose merkle root does not match its
 /// only transaction: a header the kernel takes, a block it finds invalid.
@@ -185,7 +209,10 @@ pub fn invalid_block_on(parent: &bitcoin::block::Header) -> bitcoin::Block {
             script_sig: bitcoin::ScriptBuf::from_bytes(vec![0x51, 0x51]),
             ..Default::default()
         }],
-        output: vec![bitcoin::TxOut { value: bitcoin::Amount::from_sat(50 * 100_000_000), script_pubkey: bitcoin::ScriptBuf::new() }],
+        output: vec![bitcoin::TxOut {
+            value: bitcoin::Amount::from_sat(50 * 100_000_000),
+            script_pubkey: bitcoin::ScriptBuf::new(),
+        }],
     };
     let mut header = bitcoin::block::Header {
         version: bitcoin::block::Version::from_consensus(0x2000_0000),
@@ -198,5 +225,8 @@ pub fn invalid_block_on(parent: &bitcoin::block::Header) -> bitcoin::Block {
     while header.validate_pow(header.target()).is_err() {
         header.nonce += 1;
     }
-    bitcoin::Block { header, txdata: vec![coinbase] }
+    bitcoin::Block {
+        header,
+        txdata: vec![coinbase],
+    }
 }

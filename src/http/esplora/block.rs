@@ -36,22 +36,29 @@ fn block_not_found() -> Failure {
 
 /// The height of an indexed block.
 fn height_of(ctx: &HttpContext, hash: &BlockHash) -> Result<u32, Failure> {
-    ctx.index.with_chain(|c| c.height_of_hash(hash)).ok_or_else(block_not_found)
+    ctx.index
+        .with_chain(|c| c.height_of_hash(hash))
+        .ok_or_else(block_not_found)
 }
 
 /// The serialized block, from the kernel.
 fn raw_block(ctx: &HttpContext, hash: &BlockHash) -> Result<Vec<u8>, Failure> {
-    ctx.validator.read_block_bytes_by_hash(hash).map_err(Failure::internal)
+    ctx.validator
+        .read_block_bytes_by_hash(hash)
+        .map_err(Failure::internal)
 }
 
 fn decode_block(raw: &[u8]) -> Result<Block, Failure> {
-    bitcoin::consensus::deserialize(raw).map_err(|e| Failure::internal(format!("a stored block does not decode: {e}")))
+    bitcoin::consensus::deserialize(raw)
+        .map_err(|e| Failure::internal(format!("a stored block does not decode: {e}")))
 }
 
 /// The median time past of the block at `height` (Core's `GetMedianTimePast`).
 fn median_time(ctx: &HttpContext, height: u32) -> u32 {
     let mut times: Vec<u32> = ctx.index.with_chain(|c| {
-        (height.saturating_sub(MEDIAN_SPAN - 1)..=height).filter_map(|h| c.header(h).map(|h| h.time)).collect()
+        (height.saturating_sub(MEDIAN_SPAN - 1)..=height)
+            .filter_map(|h| c.header(h).map(|h| h.time))
+            .collect()
     });
     times.sort_unstable();
     times.get(times.len() / 2).copied().unwrap_or(0)
@@ -70,7 +77,8 @@ fn block_value(ctx: &HttpContext, height: u32, hash: &BlockHash) -> Result<Block
         size: raw.len(),
         weight: block.weight().to_wu(),
         merkle_root: header.merkle_root,
-        previousblockhash: (header.prev_blockhash != BlockHash::all_zeros()).then_some(header.prev_blockhash),
+        previousblockhash: (header.prev_blockhash != BlockHash::all_zeros())
+            .then_some(header.prev_blockhash),
         mediantime: median_time(ctx, height),
         nonce: header.nonce,
         bits: header.bits.to_consensus(),
@@ -92,7 +100,10 @@ pub fn tip_hash(ctx: &HttpContext) -> Reply {
 
 /// `GET /block-height/:height`.
 pub fn hash_at(ctx: &HttpContext, height: u32) -> Reply {
-    let hash = ctx.index.with_chain(|c| c.hash(height)).ok_or_else(block_not_found)?;
+    let hash = ctx
+        .index
+        .with_chain(|c| c.hash(height))
+        .ok_or_else(block_not_found)?;
     text(hash.to_string())
 }
 
@@ -105,7 +116,10 @@ pub fn list(ctx: &HttpContext, start: Option<u32>) -> Reply {
     }
     let mut blocks = Vec::new();
     for height in (start.saturating_sub(BLOCKS_PER_PAGE - 1)..=start).rev() {
-        let hash = ctx.index.with_chain(|c| c.hash(height)).ok_or_else(block_not_found)?;
+        let hash = ctx
+            .index
+            .with_chain(|c| c.hash(height))
+            .ok_or_else(block_not_found)?;
         blocks.push(block_value(ctx, height, &hash)?);
     }
     json(&blocks)
@@ -120,7 +134,10 @@ pub fn summary(ctx: &HttpContext, hash: &BlockHash) -> Reply {
 /// `GET /block/:hash/header`: the 80 bytes in hex.
 pub fn header(ctx: &HttpContext, hash: &BlockHash) -> Reply {
     let height = height_of(ctx, hash)?;
-    let header = ctx.index.with_chain(|c| c.header(height).copied()).ok_or_else(block_not_found)?;
+    let header = ctx
+        .index
+        .with_chain(|c| c.header(height).copied())
+        .ok_or_else(block_not_found)?;
     text(bitcoin::consensus::encode::serialize_hex(&header))
 }
 
@@ -135,8 +152,16 @@ struct BlockStatus {
 /// `GET /block/:hash/status`: not in the best chain also for a block nobody knows (as Esplora).
 pub fn status(ctx: &HttpContext, hash: &BlockHash) -> Reply {
     let status = ctx.index.with_chain(|c| match c.height_of_hash(hash) {
-        Some(height) => BlockStatus { in_best_chain: true, height: Some(height), next_best: c.hash(height + 1) },
-        None => BlockStatus { in_best_chain: false, height: None, next_best: None },
+        Some(height) => BlockStatus {
+            in_best_chain: true,
+            height: Some(height),
+            next_best: c.hash(height + 1),
+        },
+        None => BlockStatus {
+            in_best_chain: false,
+            height: None,
+            next_best: None,
+        },
     });
     json(&status)
 }
@@ -154,7 +179,9 @@ pub fn txids(ctx: &HttpContext, hash: &BlockHash) -> Reply {
 /// `GET /block/:hash/txid/:index`.
 pub fn txid_at(ctx: &HttpContext, hash: &BlockHash, index: usize) -> Reply {
     let txids = block_txids(ctx, hash)?;
-    let txid = txids.get(index).ok_or_else(|| Failure::not_found("tx index out of range"))?;
+    let txid = txids
+        .get(index)
+        .ok_or_else(|| Failure::not_found("tx index out of range"))?;
     text(txid.to_string())
 }
 
@@ -162,7 +189,9 @@ pub fn txid_at(ctx: &HttpContext, hash: &BlockHash, index: usize) -> Reply {
 pub fn txs(ctx: &HttpContext, hash: &BlockHash, start: usize) -> Reply {
     let height = height_of(ctx, hash)?;
     if start % TXS_PER_PAGE != 0 {
-        return Err(Failure::bad(format!("start index must be a multiple of {TXS_PER_PAGE}")));
+        return Err(Failure::bad(format!(
+            "start index must be a multiple of {TXS_PER_PAGE}"
+        )));
     }
     let block = decode_block(&raw_block(ctx, hash)?)?;
     if start >= block.txdata.len() {
@@ -172,7 +201,13 @@ pub fn txs(ctx: &HttpContext, hash: &BlockHash, start: usize) -> Reply {
     let status = TxStatus::at(ctx, height);
     let network = ctx.validator.network().to_bitcoin();
     let mut page = Vec::with_capacity(TXS_PER_PAGE);
-    for (pos, tx) in block.txdata.iter().enumerate().skip(start).take(TXS_PER_PAGE) {
+    for (pos, tx) in block
+        .txdata
+        .iter()
+        .enumerate()
+        .skip(start)
+        .take(TXS_PER_PAGE)
+    {
         let prevouts = spent_outputs(&undo, pos as u32, tx)?;
         page.push(TxValue::new(tx, &prevouts, status, network));
     }

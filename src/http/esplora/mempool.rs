@@ -13,7 +13,8 @@ const RECENT_TXS: usize = 10;
 /// Confirmation targets of `/fee-estimates`: each block up to 25, then a day, half a week, a
 /// week (bitcoind's `estimatesmartfee` targets as Esplora asks them).
 const FEE_TARGETS: [u32; 28] = [
-    1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 144, 504, 1008,
+    1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 144,
+    504, 1008,
 ];
 
 /// `/mempool`'s answer.
@@ -30,9 +31,19 @@ pub fn stats(ctx: &HttpContext) -> Reply {
     let backlog = match &ctx.mempool {
         Some(pool) => {
             let (count, vsize, total_fee) = pool.info();
-            Backlog { count, vsize, total_fee, fee_histogram: pool.fee_histogram() }
+            Backlog {
+                count,
+                vsize,
+                total_fee,
+                fee_histogram: pool.fee_histogram(),
+            }
         }
-        None => Backlog { count: 0, vsize: 0, total_fee: 0, fee_histogram: Vec::new() },
+        None => Backlog {
+            count: 0,
+            vsize: 0,
+            total_fee: 0,
+            fee_histogram: Vec::new(),
+        },
     };
     json(&backlog)
 }
@@ -53,14 +64,22 @@ struct Recent {
 
 /// `GET /mempool/recent`: the last ten transactions to enter, newest first.
 pub fn recent(ctx: &HttpContext) -> Reply {
-    let entries = ctx.mempool.as_ref().map(|p| p.newest(RECENT_TXS)).unwrap_or_default();
+    let entries = ctx
+        .mempool
+        .as_ref()
+        .map(|p| p.newest(RECENT_TXS))
+        .unwrap_or_default();
     let recent: Vec<Recent> = entries
         .iter()
         .map(|e| Recent {
             txid: e.txid,
             fee: e.fee,
             vsize: e.vsize,
-            value: e.tx.output.iter().fold(0u64, |sum, o| sum.saturating_add(o.value.to_sat())),
+            value: e
+                .tx
+                .output
+                .iter()
+                .fold(0u64, |sum, o| sum.saturating_add(o.value.to_sat())),
         })
         .collect();
     json(&recent)

@@ -84,7 +84,9 @@ pub fn route(ctx: &HttpContext, method: &Method, path: &str, body: &[u8]) -> Rep
         ["block", hash, "txid", index] => block::txid_at(ctx, &block_hash(hash)?, number(index)?),
         ["block", hash, "txs"] => block::txs(ctx, &block_hash(hash)?, 0),
         // As Esplora: a start that is not a number means 0.
-        ["block", hash, "txs", start] => block::txs(ctx, &block_hash(hash)?, start.parse().unwrap_or(0)),
+        ["block", hash, "txs", start] => {
+            block::txs(ctx, &block_hash(hash)?, start.parse().unwrap_or(0))
+        }
         ["block", hash, "raw"] => block::raw(ctx, &block_hash(hash)?),
         ["tx", id] => tx::json(ctx, &txid(id)?),
         ["tx", id, "hex"] => tx::hex(ctx, &txid(id)?),
@@ -94,7 +96,9 @@ pub fn route(ctx: &HttpContext, method: &Method, path: &str, body: &[u8]) -> Rep
         ["tx", id, "merkleblock-proof"] => tx::merkleblock_proof(ctx, &txid(id)?),
         ["tx", id, "outspend", vout] => tx::outspend(ctx, &txid(id)?, number(vout)?),
         ["tx", id, "outspends"] => tx::outspends(ctx, &txid(id)?),
-        [kind @ ("address" | "scripthash"), script, rest @ ..] => address::route(ctx, kind, script, rest, path),
+        [kind @ ("address" | "scripthash"), script, rest @ ..] => {
+            address::route(ctx, kind, script, rest, path)
+        }
         ["mempool"] => mempool::stats(ctx),
         ["mempool", "txids"] => mempool::txids(ctx),
         ["mempool", "recent"] => mempool::recent(ctx),
@@ -151,7 +155,12 @@ pub struct TxStatus {
 }
 
 impl TxStatus {
-    const UNCONFIRMED: TxStatus = TxStatus { confirmed: false, block_height: None, block_hash: None, block_time: None };
+    const UNCONFIRMED: TxStatus = TxStatus {
+        confirmed: false,
+        block_height: None,
+        block_hash: None,
+        block_time: None,
+    };
 
     /// In the indexed block at `height`; unconfirmed if the chain no longer has one there.
     fn at(ctx: &HttpContext, height: u32) -> Self {

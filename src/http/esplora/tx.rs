@@ -30,7 +30,9 @@ impl Vout {
             scriptpubkey: script.as_bytes().to_lower_hex_string(),
             scriptpubkey_asm: script.to_asm_string(),
             scriptpubkey_type: script_type(script),
-            scriptpubkey_address: bitcoin::Address::from_script(script, network).ok().map(|a| a.to_string()),
+            scriptpubkey_address: bitcoin::Address::from_script(script, network)
+                .ok()
+                .map(|a| a.to_string()),
             value: out.value.to_sat(),
         }
     }
@@ -79,8 +81,13 @@ struct Vin {
 
 impl Vin {
     fn of(input: &TxIn, prevout: Option<&TxOut>, network: bitcoin::Network) -> Self {
-        let witness = (!input.witness.is_empty())
-            .then(|| input.witness.iter().map(|item| item.to_lower_hex_string()).collect());
+        let witness = (!input.witness.is_empty()).then(|| {
+            input
+                .witness
+                .iter()
+                .map(|item| item.to_lower_hex_string())
+                .collect()
+        });
         let (redeem, witness_script) = match prevout {
             Some(prevout) => inner_scripts(input, prevout),
             None => (None, None),
@@ -105,7 +112,9 @@ impl Vin {
 fn inner_scripts(input: &TxIn, prevout: &TxOut) -> (Option<ScriptBuf>, Option<ScriptBuf>) {
     let redeem = if prevout.script_pubkey.is_p2sh() {
         match input.script_sig.instructions().last() {
-            Some(Ok(Instruction::PushBytes(push))) => Some(ScriptBuf::from_bytes(push.as_bytes().to_vec())),
+            Some(Ok(Instruction::PushBytes(push))) => {
+                Some(ScriptBuf::from_bytes(push.as_bytes().to_vec()))
+            }
             _ => None,
         }
     } else {
@@ -113,7 +122,10 @@ fn inner_scripts(input: &TxIn, prevout: &TxOut) -> (Option<ScriptBuf>, Option<Sc
     };
     let wrapped_p2wsh = redeem.as_ref().is_some_and(|s| s.is_p2wsh());
     let witness_script = if prevout.script_pubkey.is_p2wsh() || wrapped_p2wsh {
-        input.witness.last().map(|item| ScriptBuf::from_bytes(item.to_vec()))
+        input
+            .witness
+            .last()
+            .map(|item| ScriptBuf::from_bytes(item.to_vec()))
     } else {
         None
     };
@@ -136,7 +148,12 @@ pub struct TxValue {
 
 impl TxValue {
     /// `tx` with the outputs its inputs spend (`None` for a coinbase's) and its status.
-    pub fn new(tx: &Transaction, prevouts: &[Option<TxOut>], status: TxStatus, network: bitcoin::Network) -> Self {
+    pub fn new(
+        tx: &Transaction,
+        prevouts: &[Option<TxOut>],
+        status: TxStatus,
+        network: bitcoin::Network,
+    ) -> Self {
         let vin = tx
             .input
             .iter()
@@ -162,8 +179,14 @@ fn fee(tx: &Transaction, prevouts: &[Option<TxOut>]) -> u64 {
     if tx.is_coinbase() {
         return 0;
     }
-    let spent = prevouts.iter().flatten().try_fold(0u64, |sum, p| sum.checked_add(p.value.to_sat()));
-    let paid = tx.output.iter().try_fold(0u64, |sum, o| sum.checked_add(o.value.to_sat()));
+    let spent = prevouts
+        .iter()
+        .flatten()
+        .try_fold(0u64, |sum, p| sum.checked_add(p.value.to_sat()));
+    let paid = tx
+        .output
+        .iter()
+        .try_fold(0u64, |sum, o| sum.checked_add(o.value.to_sat()));
     match (spent, paid) {
         (Some(spent), Some(paid)) => spent.saturating_sub(paid),
         _ => 0,
@@ -171,7 +194,11 @@ fn fee(tx: &Transaction, prevouts: &[Option<TxOut>]) -> u64 {
 }
 
 /// The outputs the inputs of the block's transaction at `pos` spend, from the block's undo data.
-pub fn spent_outputs(undo: &BlockUndo, pos: u32, tx: &Transaction) -> Result<Vec<Option<TxOut>>, Failure> {
+pub fn spent_outputs(
+    undo: &BlockUndo,
+    pos: u32,
+    tx: &Transaction,
+) -> Result<Vec<Option<TxOut>>, Failure> {
     if pos == 0 {
         return Ok(vec![None; tx.input.len()]);
     }
@@ -179,7 +206,12 @@ pub fn spent_outputs(undo: &BlockUndo, pos: u32, tx: &Transaction) -> Result<Vec
         .txs
         .get(pos as usize - 1)
         .filter(|spent| spent.len() == tx.input.len())
-        .ok_or_else(|| Failure::internal(format!("the undo data does not fit transaction {}", tx.compute_txid())))?;
+        .ok_or_else(|| {
+            Failure::internal(format!(
+                "the undo data does not fit transaction {}",
+                tx.compute_txid()
+            ))
+        })?;
     Ok(spent.iter().map(|s| Some(s.txout.clone())).collect())
 }
 
@@ -198,7 +230,8 @@ pub struct Found {
 
 /// Decodes a stored transaction.
 pub fn decode(raw: &[u8]) -> Result<Transaction, Failure> {
-    Transaction::consensus_decode(&mut &raw[..]).map_err(|e| Failure::internal(format!("a stored transaction does not decode: {e}")))
+    Transaction::consensus_decode(&mut &raw[..])
+        .map_err(|e| Failure::internal(format!("a stored transaction does not decode: {e}")))
 }
 
 /// The chain's transaction `txid`, else the mempool's; `with_prevouts` reads what its inputs
@@ -211,7 +244,12 @@ pub fn find(ctx: &HttpContext, txid: &Txid, with_prevouts: bool) -> Result<Optio
             (true, Some(hash)) => spent_outputs(&undo_of(ctx, &hash)?, pos.pos, &tx)?,
             _ => Vec::new(),
         };
-        return Ok(Some(Found { tx, raw, prevouts, status }));
+        return Ok(Some(Found {
+            tx,
+            raw,
+            prevouts,
+            status,
+        }));
     }
     let Some(entry) = ctx.mempool.as_ref().and_then(|m| m.entry(txid)) else {
         return Ok(None);
@@ -226,7 +264,9 @@ pub fn find(ctx: &HttpContext, txid: &Txid, with_prevouts: bool) -> Result<Optio
 
 /// A block's undo data, from the kernel.
 pub fn undo_of(ctx: &HttpContext, hash: &BlockHash) -> Result<BlockUndo, Failure> {
-    ctx.validator.read_undo_by_hash(hash).map_err(Failure::internal)
+    ctx.validator
+        .read_undo_by_hash(hash)
+        .map_err(Failure::internal)
 }
 
 fn not_found() -> Failure {
@@ -237,7 +277,12 @@ fn not_found() -> Failure {
 pub fn json(ctx: &HttpContext, txid: &Txid) -> Reply {
     let found = find(ctx, txid, true)?.ok_or_else(not_found)?;
     let network = ctx.validator.network().to_bitcoin();
-    super::json(&TxValue::new(&found.tx, &found.prevouts, found.status, network))
+    super::json(&TxValue::new(
+        &found.tx,
+        &found.prevouts,
+        found.status,
+        network,
+    ))
 }
 
 /// `GET /tx/:txid/hex`.
@@ -262,10 +307,16 @@ pub fn status(ctx: &HttpContext, txid: &Txid) -> Reply {
 }
 
 /// A confirmed transaction's block: its height, hash, txids and the transaction's position.
-fn confirming_block(ctx: &HttpContext, txid: &Txid) -> Result<(u32, bitcoin::block::Header, Vec<Txid>, u32), Failure> {
+fn confirming_block(
+    ctx: &HttpContext,
+    txid: &Txid,
+) -> Result<(u32, bitcoin::block::Header, Vec<Txid>, u32), Failure> {
     let unconfirmed = || Failure::not_found("Transaction not found or is unconfirmed");
     let pos = ctx.index.tx_position(txid)?.ok_or_else(unconfirmed)?;
-    let header = ctx.index.with_chain(|c| c.header(pos.height).copied()).ok_or_else(unconfirmed)?;
+    let header = ctx
+        .index
+        .with_chain(|c| c.header(pos.height).copied())
+        .ok_or_else(unconfirmed)?;
     let txids = ctx.index.block_txids(pos.height)?.ok_or_else(unconfirmed)?;
     if txids.get(pos.pos as usize) != Some(txid) {
         return Err(unconfirmed());
@@ -278,14 +329,18 @@ pub fn merkle_proof(ctx: &HttpContext, txid: &Txid) -> Reply {
     let (height, _, txids, pos) = confirming_block(ctx, txid)?;
     let leaves: Vec<[u8; 32]> = txids.iter().map(|t| t.to_byte_array()).collect();
     let (branch, _) = crate::electrum::merkle::branch_and_root(&leaves, pos as usize);
-    let merkle: Vec<String> = branch.iter().map(crate::electrum::merkle::rpc_hex).collect();
+    let merkle: Vec<String> = branch
+        .iter()
+        .map(crate::electrum::merkle::rpc_hex)
+        .collect();
     super::json(&serde_json::json!({ "block_height": height, "merkle": merkle, "pos": pos }))
 }
 
 /// `GET /tx/:txid/merkleblock-proof`: bitcoind's `gettxoutproof` for this one transaction.
 pub fn merkleblock_proof(ctx: &HttpContext, txid: &Txid) -> Reply {
     let (_, header, txids, _) = confirming_block(ctx, txid)?;
-    let block = bitcoin::MerkleBlock::from_header_txids_with_predicate(&header, &txids, |t| t == txid);
+    let block =
+        bitcoin::MerkleBlock::from_header_txids_with_predicate(&header, &txids, |t| t == txid);
     text(bitcoin::consensus::encode::serialize_hex(&block))
 }
 
@@ -302,10 +357,20 @@ struct Spending {
 }
 
 impl Spending {
-    const UNSPENT: Spending = Spending { spent: false, txid: None, vin: None, status: None };
+    const UNSPENT: Spending = Spending {
+        spent: false,
+        txid: None,
+        vin: None,
+        status: None,
+    };
 
     fn by(txid: Txid, vin: u32, status: TxStatus) -> Self {
-        Spending { spent: true, txid: Some(txid), vin: Some(vin), status: Some(status) }
+        Spending {
+            spent: true,
+            txid: Some(txid),
+            vin: Some(vin),
+            status: Some(status),
+        }
     }
 }
 
@@ -314,7 +379,11 @@ fn mempool_spender(ctx: &HttpContext, op: &OutPoint) -> Option<Spending> {
     let pool = ctx.mempool.as_ref()?;
     let (txid, _) = pool.spender(op)?;
     let entry = pool.entry(&txid)?;
-    let vin = entry.tx.input.iter().position(|i| i.previous_output == *op)?;
+    let vin = entry
+        .tx
+        .input
+        .iter()
+        .position(|i| i.previous_output == *op)?;
     Some(Spending::by(txid, vin as u32, TxStatus::UNCONFIRMED))
 }
 
@@ -330,7 +399,9 @@ pub fn outspend(ctx: &HttpContext, txid: &Txid, vout: u32) -> Reply {
 /// `GET /tx/:txid/outspends`: one answer per output.
 pub fn outspends(ctx: &HttpContext, txid: &Txid) -> Reply {
     let found = find(ctx, txid, false)?.ok_or_else(not_found)?;
-    let mut answers: Vec<Spending> = (0..found.tx.output.len()).map(|_| Spending::UNSPENT).collect();
+    let mut answers: Vec<Spending> = (0..found.tx.output.len())
+        .map(|_| Spending::UNSPENT)
+        .collect();
     if found.status.confirmed {
         for spend in ctx.index.spenders(txid)?.unwrap_or_default() {
             if let Some(slot) = answers.get_mut(spend.vout as usize) {
@@ -355,11 +426,16 @@ pub fn broadcast(ctx: &HttpContext, body: &[u8]) -> Reply {
         let error = serde_json::json!({ "code": code, "message": message });
         Failure::bad(format!("sendrawtransaction RPC error: {error}"))
     };
-    let hex = std::str::from_utf8(body).map_err(|_| Failure::bad("the body is not UTF-8 text"))?.trim();
+    let hex = std::str::from_utf8(body)
+        .map_err(|_| Failure::bad("the body is not UTF-8 text"))?
+        .trim();
     // bitcoind's -22 (RPC_DESERIALIZATION_ERROR) for text that is not a transaction.
     let raw = Vec::<u8>::from_hex(hex).map_err(|_| rpc_error(-22, "TX decode failed".into()))?;
     let pool = ctx.mempool.as_ref().ok_or_else(|| {
-        Failure(hyper::StatusCode::SERVICE_UNAVAILABLE, "this server keeps no mempool (mempool = false)".into())
+        Failure(
+            hyper::StatusCode::SERVICE_UNAVAILABLE,
+            "this server keeps no mempool (mempool = false)".into(),
+        )
     })?;
     match pool.accept(&raw, &ctx.index) {
         Ok(accepted) => {
