@@ -5,10 +5,10 @@
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 
-use cairn::config::Network;
 use cairn::generate::{ChainGenerator, GenerateOptions};
 use cairn::index::{filters, rows};
 use cairn::kernel::{BlockUndo, Validator, ValidatorConfig};
+use cairn::types::Network;
 
 /// Blocks 101..=140 of a generated chain (the first 100 only mature coinbases), as the
 /// indexer gets them: raw bytes, decoded block, undo data.

@@ -3,9 +3,9 @@
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 
-use cairn::config::Network;
 use cairn::generate::{ChainGenerator, GenerateOptions};
 use cairn::import::BlkDir;
+use cairn::types::Network;
 
 fn generate_blocks(c: &mut Criterion) {
     let mut group = c.benchmark_group("generate");

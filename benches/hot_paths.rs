@@ -15,7 +15,8 @@ use bitcoin::Txid;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 
 use cairn::electrum::{history_text, merkle, status};
-use cairn::store::schema::{HistoryKey, ScriptHash, TxNum};
+use cairn::store::schema::HistoryKey;
+use cairn::types::{ScriptHash, TxNum};
 
 fn history(n: usize) -> Vec<(Txid, i64, Option<u64>)> {
     (0..n)

@@ -2,6 +2,7 @@
 //!
 //! Data flows one way, and each module imports only those above it in this list:
 //!
+//! - [`types`]: the domain's plain types (script hashes, transaction numbers, networks);
 //! - [`config`]: settings from the file, the environment and the flags;
 //! - [`metrics`]: what cairn counts for Prometheus, recorded by the modules below it;
 //! - [`datadir`]: a network's data folder: its identity file, lock and cookie;
@@ -40,3 +41,4 @@ pub mod notify;
 pub mod p2p;
 pub mod store;
 pub mod tls;
+pub mod types;

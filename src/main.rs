@@ -561,7 +561,7 @@ fn run(settings: Settings, with_index: bool) -> Result<()> {
 }
 
 fn demo(settings: Settings, args: &DemoArgs) -> Result<()> {
-    if settings.network != cairn::config::Network::Regtest {
+    if settings.network != cairn::types::Network::Regtest {
         bail!(
             "the demo runs on regtest only (got --network {})",
             settings.network

@@ -10,7 +10,7 @@ use tokio::sync::broadcast;
 
 use crate::index::Index;
 use crate::mempool::Accepted;
-use crate::store::schema::ScriptHash;
+use crate::types::ScriptHash;
 
 /// Tip updates a slow subscriber may fall behind by before it is told "anything may have
 /// changed" instead.

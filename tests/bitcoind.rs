@@ -8,9 +8,10 @@ use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use bitcoin::hex::DisplayHex;
-use cairn::config::Network;
+
 use cairn::generate::{ChainGenerator, GenerateOptions};
 use cairn::import::{BlkDir, Importer, Progress};
+use cairn::types::Network;
 
 #[test]
 fn bitcoind_loads_the_generated_blk_files_to_the_same_tip_as_cairn() {

@@ -11,10 +11,11 @@ use std::sync::Arc;
 
 use bitcoin::hex::{DisplayHex, FromHex};
 use bitcoin::{Amount, OutPoint, Transaction, TxIn, TxOut, Txid};
-use cairn::config::{MempoolConfig, Network};
+use cairn::config::MempoolConfig;
 use cairn::index::Index;
 use cairn::mempool::Mempool;
 use cairn::store::Store;
+use cairn::types::Network;
 use proptest::prelude::*;
 use serde_json::{json, Value};
 

@@ -16,7 +16,7 @@ use electrum_client::raw_client::{ElectrumPlaintextStream, RawClient};
 use electrum_client::{ElectrumApi, Param};
 use serde_json::{json, Value};
 
-use cairn::config::{ElectrumConfig, MempoolConfig, Network};
+use cairn::config::{ElectrumConfig, MempoolConfig};
 use cairn::electrum::{Backend, ElectrumServer};
 use cairn::generate::{ChainGenerator, GenerateOptions};
 use cairn::index::Index;
@@ -24,8 +24,9 @@ use cairn::kernel::Validator;
 use cairn::mempool::Mempool;
 use cairn::node::runner::IndexRunner;
 use cairn::notify::Notifier;
-use cairn::store::schema::ScriptHash;
+
 use cairn::store::Store;
+use cairn::types::{Network, ScriptHash};
 use common::lines::Lines;
 
 struct Fixture {

@@ -11,7 +11,8 @@ use std::time::{Duration, Instant};
 use bitcoin::hex::FromHex;
 use bitcoin::{Amount, Block, PrivateKey, ScriptBuf};
 use cairn::generate::{ChainGenerator, GenerateOptions};
-use cairn::store::schema::ScriptHash;
+
+use cairn::types::ScriptHash;
 use serde_json::Value;
 
 const ELECTRUM: &str = "/usr/bin/electrum";

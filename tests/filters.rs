@@ -12,7 +12,7 @@ use bitcoin::bip158::FilterHeader;
 use bitcoin::consensus::{deserialize, serialize};
 use bitcoin::hex::{DisplayHex, FromHex};
 use bitcoin::{Block, ScriptBuf};
-use cairn::config::Network;
+
 use cairn::index::{filters, Index};
 use cairn::kernel::{BlockUndo, SpentOutput, Validator};
 use cairn::store::schema::{cf, meta};
@@ -150,10 +150,10 @@ fn a_store_from_before_filters_builds_them_on_start() {
             let first = index.with_chain(|c| c.txnums(i as u32 + 1).unwrap().start);
             for (pos, tx) in block.txdata.iter().enumerate() {
                 for out in tx.output.iter().filter(|o| o.script_pubkey.is_op_return()) {
-                    let sh = cairn::store::schema::ScriptHash::of(&out.script_pubkey);
+                    let sh = cairn::types::ScriptHash::of(&out.script_pubkey);
                     let key = cairn::store::schema::HistoryKey::encode(
                         &sh,
-                        cairn::store::schema::TxNum(first + pos as u64),
+                        cairn::types::TxNum(first + pos as u64),
                     );
                     batch.put_cf(store.cf(cf::HISTORY), key, []);
                     injected += 1;
@@ -233,6 +233,7 @@ fn a_reorg_replaces_the_filters_of_disconnected_blocks() {
     assert!(index.filter_at(128).unwrap().is_none());
 }
 
+use cairn::types::Network;
 use common::http::{get, text as http};
 
 #[test]

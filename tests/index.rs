@@ -8,11 +8,12 @@ use std::sync::Arc;
 
 use bitcoin::consensus::serialize;
 use bitcoin::{Block, Txid};
-use cairn::config::Network;
+
 use cairn::generate::{ChainGenerator, GenerateOptions};
 use cairn::index::Index;
 use cairn::kernel::Validator;
 use cairn::store::Store;
+use cairn::types::Network;
 
 fn open(dir: &Path) -> (Validator, Index) {
     let validator = common::open_validator(dir).0;
@@ -214,7 +215,7 @@ fn readers_see_whole_commits_during_a_reorg_and_never_hold_up_the_writer() {
     watched.sort_by_key(|sh| sh.to_electrum_hex());
     watched.truncate(40);
     // Each answer on its own must be that of some state.
-    let allowed = |sh: &cairn::store::schema::ScriptHash, got: &[(Txid, u32)], balance: u64| {
+    let allowed = |sh: &cairn::types::ScriptHash, got: &[(Txid, u32)], balance: u64| {
         let history_of_a_state = expected
             .iter()
             .any(|e| e.history.get(sh).map(Vec::as_slice).unwrap_or_default() == got);

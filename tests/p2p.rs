@@ -215,7 +215,7 @@ fn transactions_relay_both_ways_with_bitcoind() {
             .raw_call(
                 "blockchain.scripthash.get_mempool",
                 vec![Param::String(
-                    cairn::store::schema::ScriptHash::of(&dest_script).to_electrum_hex(),
+                    cairn::types::ScriptHash::of(&dest_script).to_electrum_hex(),
                 )],
             )
             .unwrap();

@@ -6,10 +6,11 @@
 use bitcoin::hashes::Hash;
 use bitcoin::{BlockHash, Txid};
 use cairn::store::schema::{
-    BlockRow, FilterRow, HistoryKey, OutPointNum, ScriptHash, SpentRow, TipRow, TxNum, TxRow,
+    scripthash_prefix, BlockRow, FilterRow, HistoryKey, OutPointNum, SpentRow, TipRow, TxRow,
     TxidKey, UtxoKey,
 };
 use cairn::store::undo::{UndoInput, UndoRow, UndoTx};
+use cairn::types::{ScriptHash, TxNum};
 use proptest::prelude::*;
 
 /// A TxNum a key can hold: 5 bytes, 2^40 transactions.
@@ -40,15 +41,15 @@ proptest! {
     fn history_keys_sort_by_script_then_chain_order(sh_a in scripthash(), sh_b in scripthash(), a in txnum(), b in txnum()) {
         let (ka, kb) = (HistoryKey::encode(&sh_a, a), HistoryKey::encode(&sh_b, b));
         prop_assert_eq!(HistoryKey::decode(&ka).unwrap(), a);
-        prop_assert!(ka.starts_with(&sh_a.prefix()));
-        prop_assert_eq!(ka.cmp(&kb), (sh_a.prefix(), a).cmp(&(sh_b.prefix(), b)));
+        prop_assert!(ka.starts_with(&scripthash_prefix(&sh_a)));
+        prop_assert_eq!(ka.cmp(&kb), (scripthash_prefix(&sh_a), a).cmp(&(scripthash_prefix(&sh_b), b)));
     }
 
     #[test]
     fn utxo_keys_round_trip_and_sort_by_script_then_outpoint(sh_a in scripthash(), sh_b in scripthash(), a in outpoint(), b in outpoint(), value in any::<u64>()) {
         let (ka, kb) = (UtxoKey::encode(&sh_a, a), UtxoKey::encode(&sh_b, b));
         prop_assert_eq!(UtxoKey::decode(&ka).unwrap(), a);
-        prop_assert_eq!(ka.cmp(&kb), (sh_a.prefix(), a).cmp(&(sh_b.prefix(), b)));
+        prop_assert_eq!(ka.cmp(&kb), (scripthash_prefix(&sh_a), a).cmp(&(scripthash_prefix(&sh_b), b)));
         prop_assert_eq!(UtxoKey::decode_value(&value.to_le_bytes()).unwrap(), value);
     }
 

@@ -349,7 +349,7 @@ fn tls_and_wss_answer_as_tcp_does() {
     scripts.dedup();
     assert!(scripts.len() > 20);
     for script in &scripts {
-        let want = &e.history[&cairn::store::schema::ScriptHash::of(script)];
+        let want = &e.history[&cairn::types::ScriptHash::of(script)];
         let got: Vec<(bitcoin::Txid, u32)> = client
             .script_get_history(script)
             .unwrap()

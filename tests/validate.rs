@@ -10,10 +10,11 @@ use bitcoin::consensus::serialize;
 use bitcoin::hashes::Hash;
 use bitcoin::hex::FromHex;
 use bitcoin::Block;
-use cairn::config::Network;
+
 use cairn::generate::{reseal, ChainGenerator, GenerateOptions};
 use cairn::import::{BlkDir, BlkWriter, Importer, Progress};
 use cairn::kernel::{Accepted, KernelError, Validator};
+use cairn::types::Network;
 
 fn data(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

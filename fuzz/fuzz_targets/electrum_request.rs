@@ -8,7 +8,7 @@
 use std::sync::{Arc, OnceLock};
 
 use bitcoin::consensus::serialize;
-use cairn::config::{ElectrumConfig, MempoolConfig, Network};
+use cairn::config::{ElectrumConfig, MempoolConfig};
 use cairn::electrum::{Backend, Requests};
 use cairn::generate::{ChainGenerator, GenerateOptions};
 use cairn::index::Index;
@@ -17,6 +17,7 @@ use cairn::mempool::Mempool;
 use cairn::notify::Notifier;
 use cairn::store::Store;
 use libfuzzer_sys::fuzz_target;
+use cairn::types::Network;
 
 /// 110 blocks with 3 transactions each once coinbases matured, indexed.
 fn backend() -> Arc<Backend> {

@@ -181,10 +181,10 @@ fn tell_user(services: &Services, node: &Node) {
         println!("Electrum server on {addr}. Try:");
         println!("  echo '{{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"blockchain.headers.subscribe\",\"params\":[]}}' | nc -q1 {} {}", addr.ip(), addr.port());
         let flag = match node.settings.network {
-            cairn::config::Network::Mainnet => "",
-            cairn::config::Network::Testnet4 => "--testnet4 ",
-            cairn::config::Network::Signet => "--signet ",
-            cairn::config::Network::Regtest => "--regtest ",
+            cairn::types::Network::Mainnet => "",
+            cairn::types::Network::Testnet4 => "--testnet4 ",
+            cairn::types::Network::Signet => "--signet ",
+            cairn::types::Network::Regtest => "--regtest ",
         };
         println!(
             "  electrum {flag}--oneserver --server {}:{}:t",

@@ -1,10 +1,9 @@
 //! The Electrum server's settings.
 
+use crate::types::Network;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
-
-use super::network::Network;
 
 /// What the servers report as their software: Electrum's `server.version`, the default banner.
 pub const SERVER_SOFTWARE: &str = concat!("cairn ", env!("CARGO_PKG_VERSION"));

@@ -1,7 +1,6 @@
 //! cairn's settings: a TOML file, overridden by `CAIRN_*` environment variables and CLI flags.
 
 mod electrum;
-mod network;
 mod p2p;
 
 use std::net::SocketAddr;
@@ -10,8 +9,9 @@ use std::path::{Path, PathBuf};
 use bitcoin::hex::{DisplayHex, FromHex};
 use serde::Deserialize;
 
+use crate::types::{signet_magic, Network, UnknownNetwork};
+
 pub use electrum::{ElectrumConfig, SERVER_SOFTWARE};
-pub use network::{signet_magic, Network, UnknownNetwork};
 pub use p2p::P2pConfig;
 
 /// The index store's block cache when none is configured, MiB.

@@ -1,9 +1,8 @@
 //! The P2P side's settings: which peers cairn talks to and how many.
 
+use crate::types::Network;
 use std::net::SocketAddr;
 use std::path::PathBuf;
-
-use super::network::Network;
 
 /// Which peers cairn talks to, how many, and on which network.
 #[derive(Debug, Clone)]

@@ -7,9 +7,8 @@ use std::fs::{self, File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
+use crate::types::Network;
 use serde::{Deserialize, Serialize};
-
-use crate::config::Network;
 
 /// The name of the identity file at the top of every network folder.
 pub const IDENTITY_FILE: &str = "cairn.json";

@@ -15,7 +15,7 @@ use super::rpc::{error_value, RpcError};
 use super::status::{self, Cached};
 use crate::index::query::{QueryError, HISTORY_PAGE};
 use crate::mempool::MempoolHistoryEntry;
-use crate::store::schema::{ScriptHash, TxNum};
+use crate::types::{ScriptHash, TxNum};
 
 impl Session {
     /// A script's status: its confirmed history (from the cache, extended by newer rows, for a

@@ -6,9 +6,8 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
+use crate::types::{ScriptHash, TxNum};
 use bitcoin::{BlockHash, Txid};
-
-use crate::store::schema::{ScriptHash, TxNum};
 
 /// History entries kept over all cached scripts, at most (36 bytes each: about 72 MB); the
 /// least recently used scripts leave first.

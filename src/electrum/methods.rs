@@ -22,7 +22,7 @@ use crate::config::SERVER_SOFTWARE;
 use crate::index::query::{QueryError, TxPosition};
 use crate::mempool::{Mempool, Rejection, MAX_PACKAGE_COUNT, MIN_RELAY_FEERATE};
 use crate::notify::Changes;
-use crate::store::schema::ScriptHash;
+use crate::types::ScriptHash;
 
 /// Protocol versions served, oldest first.
 const VERSIONS: [(u32, u32, u32); 5] = [(1, 4, 0), (1, 4, 1), (1, 4, 2), (1, 6, 0), (1, 7, 0)];

@@ -6,7 +6,7 @@ use bitcoin::{OutPoint, Txid};
 use serde_json::{json, Value};
 
 use crate::notify::TipUpdate;
-use crate::store::schema::ScriptHash;
+use crate::types::ScriptHash;
 
 /// An output's status as the protocol defines it: which transactions fund and spend it, and
 /// where they are.

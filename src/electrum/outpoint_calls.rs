@@ -10,7 +10,7 @@ use super::outpoint::{OutpointStatus, OutpointSub};
 use super::params::{txid_param, u32_param};
 use super::rpc::{RpcError, BACKEND_ERROR};
 use crate::notify::TipUpdate;
-use crate::store::schema::ScriptHash;
+use crate::types::ScriptHash;
 
 /// Parameters `tx_hash, txout_idx` (and the optional `spk_hint`, checked to be hex and not
 /// needed: the index finds every output from its transaction).

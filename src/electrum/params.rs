@@ -5,7 +5,7 @@ use bitcoin::Txid;
 use serde_json::Value;
 
 use super::rpc::RpcError;
-use crate::store::schema::ScriptHash;
+use crate::types::ScriptHash;
 
 /// Parameter `i`, a string named `name`.
 pub fn str_param<'a>(params: &'a [Value], i: usize, name: &str) -> Result<&'a str, RpcError> {

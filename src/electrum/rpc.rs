@@ -51,7 +51,7 @@ pub enum Reply {
     /// Serialized JSON.
     Text(String),
     /// A script's history too long to build in memory: the session streams it.
-    History(crate::store::schema::ScriptHash),
+    History(crate::types::ScriptHash),
 }
 
 /// The error answer to the request with `id`, as a JSON value.

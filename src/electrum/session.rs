@@ -15,7 +15,7 @@ use super::method_names::method_label;
 use super::methods::Session;
 use super::rpc::{error_value, Reply, RpcError, INVALID_REQUEST, PARSE_ERROR};
 use crate::notify::TipUpdate;
-use crate::store::schema::ScriptHash;
+use crate::types::ScriptHash;
 
 /// Total bytes of one batch's answers before the rest of the batch is refused.
 const MAX_BATCH_RESPONSE_BYTES: usize = 64 * 1024 * 1024;

@@ -5,10 +5,9 @@
 use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
 
+use crate::types::{ScriptHash, TxNum};
 use bitcoin::hashes::{sha256, Hash, HashEngine};
 use bitcoin::{BlockHash, Txid};
-
-use crate::store::schema::{ScriptHash, TxNum};
 
 /// Computes the status from history entries already in protocol order.
 pub fn status<'a>(history: impl IntoIterator<Item = (&'a Txid, i64)>) -> Option<String> {

@@ -27,8 +27,8 @@ use bitcoin::{
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 
-use crate::config::Network;
 use crate::import::BlkWriter;
+use crate::types::Network;
 pub use shape::{OutputShape, ShapeError, Shapes, TxShape};
 pub use wallet::{derive_key, Owner, ScriptKind};
 

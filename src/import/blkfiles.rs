@@ -5,8 +5,8 @@ use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
-use crate::config::Network;
 use crate::kernel::blockfiles::{read_xor_key, xor_in_place, BlkError, MAX_BLOCK_SIZE};
+use crate::types::Network;
 use bitcoin::hex::DisplayHex;
 
 /// Where one block sits in the block files.

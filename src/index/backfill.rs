@@ -14,7 +14,8 @@ use super::filters;
 use super::rows::{prepare, PreparedBlock};
 use super::Index;
 use crate::kernel::Validator;
-use crate::store::schema::{cf, meta, FilterRow, HistoryKey, TxNum};
+use crate::store::schema::{cf, meta, FilterRow, HistoryKey};
+use crate::types::TxNum;
 
 /// Heights built per batch.
 const BACKFILL_BATCH: u32 = 1000;

@@ -7,10 +7,9 @@
 
 use std::sync::Arc;
 
+use crate::types::TxNum;
 use bitcoin::block::Header;
 use bitcoin::BlockHash;
-
-use crate::store::schema::TxNum;
 
 /// Entries per chunk: a commit on top of a shared copy copies one chunk (about 330 kB of
 /// headers), and a copy of a mainnet chain shares about 230 chunks per list.

@@ -22,9 +22,7 @@ use rocksdb::WriteBatch;
 
 use crate::kernel::blockfiles::{FilePos, KernelBlockFiles};
 use crate::kernel::Validator;
-use crate::store::schema::{
-    cf, meta, BlockPosRow, BlockRow, FilterRow, ScanPosRow, ScriptHash, TipRow, TxNum, TxRow,
-};
+use crate::store::schema::{cf, meta, BlockPosRow, BlockRow, FilterRow, ScanPosRow, TipRow, TxRow};
 use crate::store::undo::UndoRow;
 use crate::store::Store;
 use chain::IndexedChain;
@@ -37,6 +35,7 @@ struct BatchCounts {
 }
 use rows::{prepare, PreparedBlock};
 
+use crate::types::{ScriptHash, TxNum};
 pub use error::IndexError;
 pub use writer::find_txnum;
 

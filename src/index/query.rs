@@ -12,10 +12,11 @@ use super::chain::IndexedChain;
 use super::{find_txnum, Index, IndexError};
 use crate::kernel::blockfiles::FilePos;
 use crate::store::schema::{
-    cf, BlockPosRow, BlockRow, HistoryKey, OutPointNum, RowError, ScriptHash, SpentRow, TxNum,
-    TxRow, UtxoKey, TXNUM_LEN,
+    cf, scripthash_prefix, BlockPosRow, BlockRow, HistoryKey, OutPointNum, RowError, SpentRow,
+    TxRow, UtxoKey,
 };
 use crate::store::StoreError;
+use crate::types::{ScriptHash, TxNum, TXNUM_LEN};
 
 /// One confirmed transaction of a script's history.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -134,7 +135,7 @@ impl IndexView<'_> {
         self.index.store().for_each_from::<QueryError>(
             &self.snap,
             cf::HISTORY,
-            &sh.prefix(),
+            &scripthash_prefix(&sh),
             &start,
             |key, _| {
                 if self.chain.locate(HistoryKey::decode(key)?).is_some() {
@@ -165,7 +166,7 @@ impl IndexView<'_> {
         self.index.store().for_each_from::<QueryError>(
             &self.snap,
             cf::HISTORY,
-            &sh.prefix(),
+            &scripthash_prefix(&sh),
             &start,
             |key, _| {
                 let txnum = HistoryKey::decode(key)?;
@@ -198,13 +199,13 @@ impl IndexView<'_> {
             Some(TxNum(0)) => return Ok(Vec::new()),
             Some(TxNum(n)) => HistoryKey::encode(sh, TxNum(n - 1)).to_vec(),
             // After every key of the script: its prefix followed by the largest TxNum bytes.
-            None => [&sh.prefix()[..], &[0xff; TXNUM_LEN]].concat(),
+            None => [&scripthash_prefix(&sh)[..], &[0xff; TXNUM_LEN]].concat(),
         };
         let mut found: Vec<(TxNum, u32)> = Vec::new();
         self.index.store().for_each_back_from::<QueryError>(
             &self.snap,
             cf::HISTORY,
-            &sh.prefix(),
+            &scripthash_prefix(&sh),
             &start,
             |key, _| {
                 let txnum = HistoryKey::decode(key)?;
@@ -322,7 +323,7 @@ impl Index {
         let (chain, snap) = self.view();
         let store = self.store();
         let mut found = Vec::new();
-        store.for_each_in_prefix(&snap, cf::UTXO, &sh.prefix(), |key, value| {
+        store.for_each_in_prefix(&snap, cf::UTXO, &scripthash_prefix(&sh), |key, value| {
             let op = UtxoKey::decode(key)?;
             let Some((height, _)) = chain.locate(op.txnum) else {
                 return Ok(true);
@@ -351,7 +352,7 @@ impl Index {
         let (chain, snap) = self.view();
         let store = self.store();
         let mut total = 0u64;
-        for item in store.scan_prefix(Some(&snap), cf::UTXO, &sh.prefix()) {
+        for item in store.scan_prefix(Some(&snap), cf::UTXO, &scripthash_prefix(&sh)) {
             let (key, value) = item?;
             let op = UtxoKey::decode(&key)?;
             if chain.locate(op.txnum).is_some() {

@@ -5,7 +5,7 @@ use bitcoin::consensus::Decodable;
 use bitcoin::{BlockHash, Transaction, Txid};
 
 use crate::kernel::BlockUndo;
-use crate::store::schema::ScriptHash;
+use crate::types::ScriptHash;
 
 /// Errors from reading a block for the index.
 #[derive(Debug, thiserror::Error)]

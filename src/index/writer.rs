@@ -9,11 +9,12 @@ use super::batch::SortedBatch;
 use super::error::IndexError;
 use super::rows::{PreparedBlock, PreparedInput, PreparedTx};
 use crate::store::schema::{
-    cf, meta, BlockRow, FilterRow, HistoryKey, OutPointNum, SpentRow, TipRow, TxNum, TxRow,
-    TxidKey, UtxoKey,
+    cf, meta, scripthash_prefix, BlockRow, FilterRow, HistoryKey, OutPointNum, SpentRow, TipRow,
+    TxRow, TxidKey, UtxoKey,
 };
 use crate::store::undo::{UndoInput, UndoRow, UndoTx};
 use crate::store::Store;
+use crate::types::TxNum;
 
 /// Finds the TxNum of a confirmed txid: first among the batch being built, then in the store.
 pub struct TxNumLookup<'a> {
@@ -121,7 +122,11 @@ pub fn connect(
     for (i, tx) in block.txs.iter().enumerate() {
         let t = TxNum(first.0 + i as u64);
         let mut undo_tx = UndoTx {
-            outputs: tx.outputs.iter().map(|o| o.scripthash.prefix()).collect(),
+            outputs: tx
+                .outputs
+                .iter()
+                .map(|o| scripthash_prefix(&o.scripthash))
+                .collect(),
             inputs: Vec::with_capacity(tx.inputs.len()),
         };
         let txrow = TxRow {
@@ -144,7 +149,7 @@ pub fn connect(
             batch.put(cf::SPENT, spent.encode(), by.encode());
             undo_tx.inputs.push(UndoInput {
                 spent,
-                scripthash: sh.prefix(),
+                scripthash: scripthash_prefix(&sh),
                 value: input.spent.value,
                 spendable: input.spent.spendable,
             });
@@ -185,13 +190,17 @@ pub fn undo_row_of(store: &Store, block: &PreparedBlock) -> Result<UndoRow, Inde
         for input in &tx.inputs {
             inputs.push(UndoInput {
                 spent: lookup.spent_outpoint(tx, input, block.height)?,
-                scripthash: input.spent.scripthash.prefix(),
+                scripthash: scripthash_prefix(&input.spent.scripthash),
                 value: input.spent.value,
                 spendable: input.spent.spendable,
             });
         }
         undo.txs.push(UndoTx {
-            outputs: tx.outputs.iter().map(|o| o.scripthash.prefix()).collect(),
+            outputs: tx
+                .outputs
+                .iter()
+                .map(|o| scripthash_prefix(&o.scripthash))
+                .collect(),
             inputs,
         });
     }

@@ -20,7 +20,7 @@ use bitcoinkernel::{
     ProcessBlockHeaderResult, ProcessBlockResult,
 };
 
-use crate::config::Network;
+use crate::types::Network;
 pub use events::KernelEvent;
 use events::{to_hash, with_handlers, Shared};
 pub use sync_state::SyncProgress;

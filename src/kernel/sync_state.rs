@@ -9,7 +9,7 @@ use std::sync::atomic::Ordering;
 use bitcoinkernel::prelude::*;
 
 use super::Validator;
-use crate::config::Network;
+use crate::types::Network;
 
 /// Core's `DEFAULT_MAX_TIP_AGE`: a tip older than this means the node is still catching up.
 pub const MAX_TIP_AGE_SECS: i64 = 24 * 60 * 60;

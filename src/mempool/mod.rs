@@ -15,7 +15,8 @@ use bitcoin::{OutPoint, Transaction, TxOut, Txid, Wtxid};
 
 use crate::config::MempoolConfig;
 use crate::index::Index;
-use crate::store::schema::ScriptHash;
+
+use crate::types::ScriptHash;
 pub use policy::{MAX_PACKAGE_COUNT, MIN_RELAY_FEERATE};
 pub use rejection::Rejection;
 

@@ -26,9 +26,10 @@ use std::time::{Duration, Instant};
 use bitcoin::p2p::{Magic, ServiceFlags};
 use tokio::net::{TcpListener, TcpStream};
 
-use crate::config::{Network, P2pConfig};
+use crate::config::P2pConfig;
 use crate::datadir::space::SpaceWatch;
 use crate::kernel::{KernelError, Validator};
+use crate::types::Network;
 use addrbook::AddrBook;
 pub use context::{MempoolAccess, PeerContext};
 pub use error::PeerError;

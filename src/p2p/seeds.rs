@@ -7,7 +7,7 @@ use std::time::Duration;
 use bitcoin::p2p::ServiceFlags;
 
 use super::addrbook::KnownAddr;
-use crate::config::Network;
+use crate::types::Network;
 
 /// How long one DNS seed may take to answer.
 const DNS_TIMEOUT: Duration = Duration::from_secs(15);

@@ -6,13 +6,12 @@ use bitcoin::hex::{DisplayHex, FromHex};
 use bitcoin::{BlockHash, Script, Txid};
 
 use crate::kernel::blockfiles::FilePos;
+use crate::types::{ScriptHash, TxNum, TXNUM_LEN};
 
 /// The schema this cairn reads and writes; `migrations/` at the top of the repository has each
 /// version's layout and the upgrades between them.
 pub const SCHEMA_VERSION: u32 = 3;
 
-/// Bytes of a [`TxNum`] in keys: 2^40 transactions is about a thousand times mainnet's count.
-pub const TXNUM_LEN: usize = 5;
 /// Bytes of a script hash kept in keys: 96 bits, so finding a colliding script takes 2^96 work.
 pub const SCRIPTHASH_PREFIX_LEN: usize = 12;
 /// Bytes of a txid kept in the txid index key; a lookup checks the full txid in the tx row.
@@ -35,62 +34,11 @@ fn row_err(cf: &'static str, message: impl Into<String>) -> RowError {
     }
 }
 
-/// The global number of a transaction: its position in the chain, counting from genesis's
-/// coinbase as 0. Keys store it big-endian so rows sort in chain order.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct TxNum(pub u64);
-
-impl TxNum {
-    /// The key encoding: 5 bytes, big-endian.
-    pub fn encode(self) -> [u8; TXNUM_LEN] {
-        let b = self.0.to_be_bytes();
-        let mut out = [0u8; TXNUM_LEN];
-        out.copy_from_slice(&b[8 - TXNUM_LEN..]);
-        out
-    }
-
-    /// Decodes 5 big-endian bytes.
-    pub fn decode(bytes: &[u8]) -> Option<TxNum> {
-        if bytes.len() != TXNUM_LEN {
-            return None;
-        }
-        let mut b = [0u8; 8];
-        b[8 - TXNUM_LEN..].copy_from_slice(bytes);
-        Some(TxNum(u64::from_be_bytes(b)))
-    }
-}
-
-/// An Electrum script hash: SHA-256 of the output script. Shown to clients as the hex of the
-/// bytes reversed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct ScriptHash(pub [u8; 32]);
-
-impl ScriptHash {
-    /// The script hash of an output script.
-    pub fn of(script: &Script) -> Self {
-        ScriptHash(sha256::Hash::hash(script.as_bytes()).to_byte_array())
-    }
-
-    /// Parses the Electrum form (hex, reversed byte order).
-    pub fn from_electrum_hex(text: &str) -> Option<Self> {
-        let mut bytes: [u8; 32] = Vec::<u8>::from_hex(text).ok()?.try_into().ok()?;
-        bytes.reverse();
-        Some(ScriptHash(bytes))
-    }
-
-    /// The Electrum form (hex, reversed byte order).
-    pub fn to_electrum_hex(&self) -> String {
-        let mut bytes = self.0;
-        bytes.reverse();
-        bytes.to_lower_hex_string()
-    }
-
-    /// The part of the hash that keys carry.
-    pub fn prefix(&self) -> [u8; SCRIPTHASH_PREFIX_LEN] {
-        let mut out = [0u8; SCRIPTHASH_PREFIX_LEN];
-        out.copy_from_slice(&self.0[..SCRIPTHASH_PREFIX_LEN]);
-        out
-    }
+/// The part of a script hash that keys carry.
+pub fn scripthash_prefix(sh: &ScriptHash) -> [u8; SCRIPTHASH_PREFIX_LEN] {
+    let mut out = [0u8; SCRIPTHASH_PREFIX_LEN];
+    out.copy_from_slice(&sh.0[..SCRIPTHASH_PREFIX_LEN]);
+    out
 }
 
 /// Column family names, in one place.
@@ -431,7 +379,7 @@ pub struct HistoryKey;
 impl HistoryKey {
     /// The full key.
     pub fn encode(sh: &ScriptHash, txnum: TxNum) -> [u8; SCRIPTHASH_PREFIX_LEN + TXNUM_LEN] {
-        Self::encode_prefix(&sh.prefix(), txnum)
+        Self::encode_prefix(&scripthash_prefix(&sh), txnum)
     }
 
     /// The full key, from the script hash prefix a key carries.
@@ -495,7 +443,7 @@ impl UtxoKey {
         sh: &ScriptHash,
         out: OutPointNum,
     ) -> [u8; SCRIPTHASH_PREFIX_LEN + TXNUM_LEN + 4] {
-        Self::encode_prefix(&sh.prefix(), out)
+        Self::encode_prefix(&scripthash_prefix(&sh), out)
     }
 
     /// The full key, from the script hash prefix a key carries.

@@ -4,7 +4,8 @@
 //! blocks over them). If it then follows another branch, these rows are what lets the index undo
 //! those blocks. Rows are deleted once the kernel has certainly written the block to disk.
 
-use super::schema::{cf, OutPointNum, RowError, TxNum, SCRIPTHASH_PREFIX_LEN, TXNUM_LEN};
+use super::schema::{cf, OutPointNum, RowError, SCRIPTHASH_PREFIX_LEN};
+use crate::types::{TxNum, TXNUM_LEN};
 
 /// The first bytes of a script hash, as keys carry them.
 pub type ScriptPrefix = [u8; SCRIPTHASH_PREFIX_LEN];

@@ -248,7 +248,7 @@ mod tests {
     use super::*;
 
     fn datadir(tmp: &Path) -> DataDir {
-        DataDir::open(tmp, crate::config::Network::Regtest, "regtest").unwrap()
+        DataDir::open(tmp, crate::types::Network::Regtest, "regtest").unwrap()
     }
 
     #[test]

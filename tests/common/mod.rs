@@ -9,7 +9,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 use bitcoin::{Block, OutPoint, Txid};
-use cairn::store::schema::ScriptHash;
+
+use cairn::types::ScriptHash;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -21,7 +22,7 @@ pub fn open_validator(
     std::sync::mpsc::Receiver<cairn::kernel::KernelEvent>,
 ) {
     let config = cairn::kernel::ValidatorConfig {
-        network: cairn::config::Network::Regtest,
+        network: cairn::types::Network::Regtest,
         signet_challenge: None,
         kernel_dir: dir.join("kernel"),
         blocks_dir: dir.join("kernel/blocks"),

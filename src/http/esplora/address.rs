@@ -13,7 +13,7 @@ use super::{json, txid, unknown, Failure, Reply, TxStatus, MEMPOOL_TXS, TXS_PER_
 use crate::http::HttpContext;
 use crate::index::query::HistoryEntry;
 use crate::kernel::BlockUndo;
-use crate::store::schema::ScriptHash;
+use crate::types::ScriptHash;
 
 /// Most history entries `/address/:address` reads for its statistics (each is a transaction
 /// read): a larger history gets 400, as Esplora's "too many history entries".

@@ -1,0 +1,10 @@
+//! The domain's plain types, at the bottom of the house: every module may use them, and they
+//! use nothing of cairn's.
+
+mod network;
+mod scripthash;
+mod txnum;
+
+pub use network::{signet_magic, Network, UnknownNetwork};
+pub use scripthash::ScriptHash;
+pub use txnum::{TxNum, TXNUM_LEN};
