@@ -14,9 +14,10 @@ use bitcoin::hashes::{sha256, sha256d, Hash};
 use bitcoin::Txid;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 
-use cairn::electrum::{history_text, merkle, status};
+use cairn::electrum::history_text;
 use cairn::store::schema::HistoryKey;
 use cairn::types::{ScriptHash, TxNum};
+use cairn::view::{merkle, status};
 
 fn history(n: usize) -> Vec<(Txid, i64, Option<u64>)> {
     (0..n)

@@ -13,6 +13,8 @@
 //! - [`index`]: every block the kernel connects becomes rows in the store, in one batch with
 //!   the index tip; queries read them;
 //! - [`mempool`]: unconfirmed transactions checked against the index;
+//! - [`view`]: the read model every server answers from: index, mempool and kernel reads joined
+//!   once per question, with the caches, and what each answer cost;
 //! - [`notify`]: new tips and accepted transactions, published to whoever listens;
 //! - [`listen`]: accepting clients, shared by the servers' listeners;
 //! - [`tls`]: the TLS certificate the Electrum listeners present, self-signed when not given;
@@ -42,3 +44,4 @@ pub mod p2p;
 pub mod store;
 pub mod tls;
 pub mod types;
+pub mod view;

@@ -24,6 +24,7 @@ use cairn::kernel::Validator;
 use cairn::mempool::Mempool;
 use cairn::node::runner::IndexRunner;
 use cairn::notify::Notifier;
+use cairn::view::{CacheSettings, ReadModel};
 
 use cairn::store::Store;
 use cairn::types::{Network, ScriptHash};
@@ -79,15 +80,15 @@ impl Fixture {
         let mut econfig = ElectrumConfig::defaults(Network::Regtest);
         econfig.addr = "127.0.0.1:0".parse().unwrap();
         tweak(&mut econfig);
+        let cache = CacheSettings {
+            status_from: econfig.cache_status_from,
+            history_from: econfig.cache_history_from,
+        };
+        let model = ReadModel::new(index, validator.clone(), Some(mempool), cache);
         let backend = Arc::new(Backend {
-            index,
-            validator: validator.clone(),
-            mempool: Some(mempool),
+            model: Arc::new(model),
             notifier,
             config: econfig,
-            header_roots: Default::default(),
-            status_cache: Default::default(),
-            history_cache: Default::default(),
         });
         let server = rt.block_on(ElectrumServer::start(backend, None)).unwrap();
         let (addr, ws_addr) = (server.addr, server.ws_addr);

@@ -18,6 +18,7 @@ use cairn::notify::Notifier;
 use cairn::store::Store;
 use libfuzzer_sys::fuzz_target;
 use cairn::types::Network;
+use cairn::view::{CacheSettings, ReadModel};
 
 /// 110 blocks with 3 transactions each once coinbases matured, indexed.
 fn backend() -> Arc<Backend> {
@@ -50,14 +51,16 @@ fn backend() -> Arc<Backend> {
         );
         let index = Arc::new(Index::open(store, Some(files)).expect("index"));
         index.sync(&validator).expect("sync");
-        let backend = Backend {
+        let model = ReadModel::new(
             index,
-            validator: Arc::new(validator),
-            mempool: Some(Arc::new(Mempool::new(MempoolConfig::default()))),
+            Arc::new(validator),
+            Some(Arc::new(Mempool::new(MempoolConfig::default()))),
+            CacheSettings::default(),
+        );
+        let backend = Backend {
+            model: Arc::new(model),
             notifier: Notifier::default(),
             config: ElectrumConfig::defaults(Network::Regtest),
-            header_roots: Default::default(),
-            status_cache: Default::default(),
         };
         (Arc::new(backend), dir)
     });

@@ -9,7 +9,6 @@ use bitcoin::{BlockHash, Txid};
 use serde_json::{json, Value};
 
 use super::backend::Backend;
-use super::merkle::{branch_and_root, rpc_hex, CHUNK_LEVELS};
 use super::outpoint::OutpointSub;
 use super::params::{
     bool_param, scripthash_param, scriptpubkey_param, str_param, txid_param, u32_param,
@@ -17,12 +16,14 @@ use super::params::{
 use super::rpc::{
     Reply, RpcError, BACKEND_ERROR, BAD_REQUEST, HISTORY_TOO_LARGE, METHOD_NOT_FOUND,
 };
-use super::{status, verbose};
+use super::verbose;
 use crate::config::SERVER_SOFTWARE;
 use crate::index::query::{QueryError, TxPosition};
 use crate::mempool::{Mempool, Rejection, MAX_PACKAGE_COUNT, MIN_RELAY_FEERATE};
 use crate::notify::Changes;
 use crate::types::ScriptHash;
+use crate::view::merkle::rpc_hex;
+use crate::view::{status, ChainView, ViewError};
 
 /// Protocol versions served, oldest first.
 const VERSIONS: [(u32, u32, u32); 5] = [(1, 4, 0), (1, 4, 1), (1, 4, 2), (1, 6, 0), (1, 7, 0)];
@@ -61,6 +62,14 @@ fn syncing_error(sync: crate::kernel::SyncProgress) -> RpcError {
             sync.height, sync.headers
         ),
     )
+}
+
+/// A read's failure as an answer (see [`backend_err`] for a history over the limit).
+pub(crate) fn view_err(e: ViewError) -> RpcError {
+    match e {
+        ViewError::Query(e) => backend_err(e),
+        other => RpcError::new(BACKEND_ERROR, other.to_string()),
+    }
 }
 
 /// A query's failure as an answer; a history over the limit gets the code protocol 1.7
@@ -251,7 +260,7 @@ impl Session {
         // While the node is in its initial download only the `server.*` methods answer: a wallet
         // must not take an old tip and empty histories for the chain.
         if !method.starts_with("server.") {
-            if let Some(sync) = self.backend.validator.initial_download() {
+            if let Some(sync) = self.backend.model.validator().initial_download() {
                 return Err(syncing_error(sync));
             }
         }
@@ -366,8 +375,9 @@ impl Session {
     fn features(&self) -> Value {
         let genesis = self
             .backend
-            .index
-            .with_chain(|c| c.hash(0))
+            .model
+            .view()
+            .block_hash(0)
             .map(|h| h.to_string());
         let mut features = json!({
             "genesis_hash": genesis,
@@ -384,7 +394,7 @@ impl Session {
         } else {
             features["hash_function"] = json!("sha256");
         }
-        if let Some(sync) = self.backend.validator.initial_download() {
+        if let Some(sync) = self.backend.model.validator().initial_download() {
             // Not a key of the spec: clients ignore what they do not know.
             features["syncing"] = json!({"height": sync.height, "headers": sync.headers});
         }
@@ -402,65 +412,52 @@ impl Session {
         )
     }
 
-    fn tip_height(&self) -> Result<u32, RpcError> {
-        self.backend
-            .index
-            .tip()
+    fn tip_height(view: &ChainView<'_>) -> Result<u32, RpcError> {
+        view.tip()
             .map(|(h, _)| h)
             .ok_or_else(|| RpcError::new(BACKEND_ERROR, "the index is empty"))
     }
 
-    fn header_hex(&self, height: u32) -> Option<String> {
-        self.backend.index.with_chain(|c| {
-            c.header(height)
-                .map(|h| bitcoin::consensus::serialize(h).to_lower_hex_string())
-        })
+    fn header_hex(view: &ChainView<'_>, height: u32) -> Option<String> {
+        view.header(height)
+            .map(|h| bitcoin::consensus::serialize(&h).to_lower_hex_string())
     }
 
     fn headers_subscribe(&mut self) -> Result<Value, RpcError> {
-        let height = self.tip_height()?;
-        let hex = self
-            .header_hex(height)
+        let view = self.backend.model.view();
+        let height = Self::tip_height(&view)?;
+        let hex = Self::header_hex(&view, height)
             .ok_or_else(|| RpcError::new(BACKEND_ERROR, "no tip header"))?;
         self.headers_subscribed = true;
-        self.last_notified = self
-            .backend
-            .index
-            .with_chain(|c| c.hash(height))
-            .map(|h| (height, h));
+        self.last_notified = view.block_hash(height).map(|h| (height, h));
         Ok(json!({"height": height, "hex": hex}))
     }
 
     /// The checkpoint proof of the header at `height` against all headers up to `cp_height`.
-    fn header_proof(&self, height: u32, cp_height: u32) -> Result<(Vec<String>, String), RpcError> {
-        let tip = self.tip_height()?;
-        if height > cp_height || cp_height > tip {
-            return Err(RpcError::bad_request(format!(
+    fn header_proof(
+        view: &ChainView<'_>,
+        height: u32,
+        cp_height: u32,
+    ) -> Result<(Vec<String>, String), RpcError> {
+        let tip = Self::tip_height(view)?;
+        let (branch, root) = view.header_proof(height, cp_height).ok_or_else(|| {
+            RpcError::bad_request(format!(
                 "header height {height} must be <= cp_height {cp_height} <= tip height {tip}"
-            )));
-        }
-        let (branch, root) = self.backend.index.with_chain(|c| {
-            let leaf = |h: usize| {
-                c.hash(h as u32)
-                    .map(|h| h.to_byte_array())
-                    .unwrap_or_default()
-            };
-            let cache = &self.backend.header_roots;
-            cache.branch_and_root(cp_height as usize + 1, height as usize, CHUNK_LEVELS, leaf)
-        });
+            ))
+        })?;
         Ok((branch.iter().map(rpc_hex).collect(), rpc_hex(&root)))
     }
 
     fn block_header(&mut self, params: &[Value]) -> Result<Value, RpcError> {
         let height = u32_param(params, 0, "height", None)?;
         let cp_height = u32_param(params, 1, "cp_height", Some(0))?;
-        let hex = self
-            .header_hex(height)
+        let view = self.backend.model.view();
+        let hex = Self::header_hex(&view, height)
             .ok_or_else(|| RpcError::bad_request(format!("height {height} out of range")))?;
         if cp_height == 0 {
             return Ok(json!(hex));
         }
-        let (branch, root) = self.header_proof(height, cp_height)?;
+        let (branch, root) = Self::header_proof(&view, height, cp_height)?;
         Ok(json!({"branch": branch, "header": hex, "root": root}))
     }
 
@@ -469,12 +466,10 @@ impl Session {
         let count = u32_param(params, 1, "count", None)?;
         let cp_height = u32_param(params, 2, "cp_height", Some(0))?;
         let max = self.backend.config.max_headers;
-        let headers: Vec<String> = self.backend.index.with_chain(|c| {
-            (start..start.saturating_add(count.min(max)))
-                .map_while(|h| c.header(h))
-                .map(|h| bitcoin::consensus::serialize(h).to_lower_hex_string())
-                .collect()
-        });
+        let view = self.backend.model.view();
+        let headers: Vec<String> = (start..start.saturating_add(count.min(max)))
+            .map_while(|h| Self::header_hex(&view, h))
+            .collect();
         let mut result = if self.v16() {
             json!({"count": headers.len(), "headers": headers, "max": max})
         } else {
@@ -482,7 +477,7 @@ impl Session {
         };
         if cp_height != 0 && !headers.is_empty() {
             let last = start + headers.len() as u32 - 1;
-            let (branch, root) = self.header_proof(last, cp_height)?;
+            let (branch, root) = Self::header_proof(&view, last, cp_height)?;
             result["branch"] = json!(branch);
             result["root"] = json!(root);
         }
@@ -490,15 +485,20 @@ impl Session {
     }
 
     fn mempool(&self) -> Result<&Mempool, RpcError> {
-        self.backend.mempool.as_deref().ok_or_else(no_mempool)
+        self.backend
+            .model
+            .mempool()
+            .map(|p| &**p)
+            .ok_or_else(no_mempool)
     }
 
     fn get_mempool(&self, sh: ScriptHash) -> Result<Value, RpcError> {
-        let pool = self.mempool()?;
+        self.mempool()?;
+        let entries = self.backend.model.view().mempool_entries(&sh);
         Ok(Value::Array(
-            pool.history(&sh)
+            entries
                 .iter()
-                .map(|m| json!({"height": m.height, "tx_hash": m.txid.to_string(), "fee": m.fee}))
+                .map(|(txid, height, fee)| json!({"height": height, "tx_hash": txid.to_string(), "fee": fee}))
                 .collect(),
         ))
     }
@@ -527,15 +527,14 @@ impl Session {
         let raw =
             Vec::<u8>::from_hex(text).map_err(|_| RpcError::invalid_params("raw_tx is not hex"))?;
         let pool = self.mempool()?;
-        let accepted = pool.accept(&raw, &self.backend.index).map_err(|e| {
+        let index = self.backend.model.index();
+        let accepted = pool.accept(&raw, index).map_err(|e| {
             RpcError::bad_request(format!(
                 "the transaction was rejected by network rules.\n\n{e}"
             ))
         })?;
         let txid = accepted.txid;
-        self.backend
-            .notifier
-            .accepted(&self.backend.index, accepted);
+        self.backend.notifier.accepted(index, accepted);
         Ok(json!(txid.to_string()))
     }
 
@@ -564,7 +563,7 @@ impl Session {
             .ok_or_else(|| RpcError::invalid_params("every raw_txs entry must be a hex string"))?;
         let pool = self.mempool()?;
         let results = pool
-            .accept_package(&raws, &self.backend.index)
+            .accept_package(&raws, self.backend.model.index())
             .map_err(|e| RpcError::bad_request(format!("the package was rejected: {e}")))?;
         let mut errors = Vec::new();
         let mut changes = Changes::none();
@@ -584,7 +583,9 @@ impl Session {
             }
         }
         if !changes.is_empty() {
-            self.backend.notifier.publish(&self.backend.index, changes);
+            self.backend
+                .notifier
+                .publish(self.backend.model.index(), changes);
         }
         if errors.is_empty() {
             Ok(json!({"success": true}))
@@ -594,13 +595,7 @@ impl Session {
     }
 
     fn get_balance(&self, sh: ScriptHash) -> Result<Value, RpcError> {
-        let confirmed = self.backend.index.balance(&sh).map_err(backend_err)?;
-        let unconfirmed = self
-            .backend
-            .mempool
-            .as_ref()
-            .map(|p| p.balance_delta(&sh))
-            .unwrap_or(0);
+        let (confirmed, unconfirmed) = self.backend.model.view().balance(&sh).map_err(view_err)?;
         Ok(json!({"confirmed": confirmed, "unconfirmed": unconfirmed}))
     }
 
@@ -616,25 +611,18 @@ impl Session {
     fn listunspent(&self, sh: ScriptHash) -> Result<Value, RpcError> {
         // Built whole in memory: bounded like a history that cannot be streamed.
         let limit = self.backend.config.max_history.min(MAX_BUFFERED_HISTORY);
-        let utxos = self
+        let unspent = self
             .backend
-            .index
+            .model
+            .view()
             .unspent(&sh, limit)
-            .map_err(backend_err)?;
-        let pool = self.backend.mempool.as_deref();
-        let mut out: Vec<Value> = utxos
-            .iter()
-            .filter(|u| !pool.is_some_and(|p| p.is_spent(&bitcoin::OutPoint::new(u.txid, u.vout))))
-            .map(|u| json!({"height": u.height, "tx_pos": u.vout, "tx_hash": u.txid.to_string(), "value": u.value}))
-            .collect();
-        if let Some(pool) = pool {
-            out.extend(
-                pool.unspent(&sh)
-                    .iter()
-                    .map(|(txid, vout, value)| json!({"height": 0, "tx_pos": vout, "tx_hash": txid.to_string(), "value": value})),
-            );
-        }
-        Ok(Value::Array(out))
+            .map_err(view_err)?;
+        Ok(Value::Array(
+            unspent
+                .iter()
+                .map(|u| json!({"height": u.height.unwrap_or(0), "tx_pos": u.vout, "tx_hash": u.txid.to_string(), "value": u.value}))
+                .collect(),
+        ))
     }
 
     fn subscribe(&mut self, sh: ScriptHash) -> Result<Value, RpcError> {
@@ -646,97 +634,65 @@ impl Session {
         Ok(json!(status))
     }
 
-    /// A confirmed transaction's bytes and block height.
-    pub(crate) fn raw_tx(&self, txid: &Txid) -> Result<(Vec<u8>, u32), RpcError> {
-        self.confirmed_raw_tx(txid)?.ok_or_else(|| {
-            RpcError::bad_request(format!(
-                "no transaction {txid} in the chain (the mempool is not available)"
-            ))
-        })
-    }
-
-    /// A confirmed transaction's bytes and block height; `None` if the chain has no such
-    /// transaction. From the block files directly; through the kernel only if they are not
-    /// mapped.
-    pub(crate) fn confirmed_raw_tx(&self, txid: &Txid) -> Result<Option<(Vec<u8>, u32)>, RpcError> {
-        let found = self
-            .backend
-            .index
-            .confirmed_tx_bytes(&self.backend.validator, txid)
-            .map_err(backend_err)?;
-        Ok(found.map(|(bytes, pos)| (bytes, pos.height)))
-    }
-
     fn transaction_get(&self, params: &[Value]) -> Result<Value, RpcError> {
         let txid = txid_param(params, 0)?;
         let verbose = bool_param(params, 1, "verbose")?;
-        if let Some(bytes) = self.backend.mempool.as_ref().and_then(|p| p.raw(&txid)) {
-            if !verbose {
-                return Ok(json!(bytes.to_lower_hex_string()));
-            }
-            let tx: bitcoin::Transaction = bitcoin::consensus::deserialize(&bytes)
-                .map_err(|e| RpcError::new(BACKEND_ERROR, e.to_string()))?;
-            let network = self.backend.validator.network().to_bitcoin();
-            return Ok(verbose::unconfirmed(&tx, &bytes, network));
-        }
-        let (bytes, height) = self.raw_tx(&txid)?;
+        let view = self.backend.model.view();
+        let unknown =
+            || RpcError::bad_request(format!("no transaction {txid} in the chain or the mempool"));
         if !verbose {
-            return Ok(json!(bytes.to_lower_hex_string()));
+            let (raw, _) = view
+                .raw_transaction(&txid)
+                .map_err(view_err)?
+                .ok_or_else(unknown)?;
+            return Ok(json!(raw.to_lower_hex_string()));
         }
-        let tx: bitcoin::Transaction = bitcoin::consensus::deserialize(&bytes)
-            .map_err(|e| RpcError::new(BACKEND_ERROR, e.to_string()))?;
-        let (tip, header, hash) = self.backend.index.with_chain(|c| {
-            (
-                c.tip().map(|(h, _)| h).unwrap_or(0),
-                c.header(height).copied(),
-                c.hash(height),
-            )
-        });
-        let (Some(header), Some(hash)) = (header, hash) else {
-            return Err(RpcError::new(
-                BACKEND_ERROR,
-                "block of the transaction left the chain",
-            ));
+        let found = view
+            .transaction(&txid, false)
+            .map_err(view_err)?
+            .ok_or_else(unknown)?;
+        let network = view.network();
+        let Some(block) = found.confirmation else {
+            return Ok(verbose::unconfirmed(&found.tx, &found.raw, network));
         };
-        let network = self.backend.validator.network().to_bitcoin();
+        let tip = view.tip().map(|(h, _)| h).unwrap_or(block.height);
         Ok(verbose::transaction(
-            &tx,
-            &bytes,
+            &found.tx,
+            &found.raw,
             network,
-            &hash,
-            header.time,
-            tip - height + 1,
+            &block.hash,
+            block.time,
+            tip - block.height + 1,
         ))
     }
 
-    fn merkle_of(&self, height: u32, pos: u32) -> Result<(Vec<String>, Txid), RpcError> {
-        let txids = self
-            .backend
-            .index
-            .block_txids(height)
-            .map_err(backend_err)?
+    fn merkle_of(
+        view: &ChainView<'_>,
+        height: u32,
+        pos: u32,
+    ) -> Result<(Vec<String>, Txid), RpcError> {
+        let found = view
+            .txid_at(height, pos)
+            .map_err(view_err)?
             .ok_or_else(|| RpcError::bad_request(format!("no block at height {height}")))?;
-        let Some(txid) = txids.get(pos as usize).copied() else {
+        let Some((txid, branch)) = found else {
             return Err(RpcError::bad_request(format!(
                 "no transaction at position {pos} of block {height}"
             )));
         };
-        let leaves: Vec<[u8; 32]> = txids.iter().map(|t| t.to_byte_array()).collect();
-        let (branch, _) = branch_and_root(&leaves, pos as usize);
         Ok((branch.iter().map(rpc_hex).collect(), txid))
     }
 
     /// Where the confirmed transaction of parameter 0 is, checked against the height of
     /// parameter 1 when given (required when `height_required`).
     pub(crate) fn confirmed_position(
-        &self,
+        view: &ChainView<'_>,
         params: &[Value],
         height_required: bool,
     ) -> Result<TxPosition, RpcError> {
         let txid = txid_param(params, 0)?;
-        let pos = self
-            .backend
-            .index
+        let pos = view
+            .index()
             .tx_position(&txid)
             .map_err(backend_err)?
             .ok_or_else(|| RpcError::bad_request(format!("transaction {txid} is not confirmed")))?;
@@ -762,11 +718,12 @@ impl Session {
 
     fn get_merkle(&self, params: &[Value]) -> Result<Value, RpcError> {
         // 1.7 made the height optional.
-        let pos = self.confirmed_position(params, !self.v17())?;
-        let (merkle, _) = self.merkle_of(pos.height, pos.pos)?;
+        let view = self.backend.model.view();
+        let pos = Self::confirmed_position(&view, params, !self.v17())?;
+        let (merkle, _) = Self::merkle_of(&view, pos.height, pos.pos)?;
         let mut result = json!({"block_height": pos.height, "merkle": merkle, "pos": pos.pos});
         if self.v17() {
-            let hash: Option<BlockHash> = self.backend.index.with_chain(|c| c.hash(pos.height));
+            let hash: Option<BlockHash> = view.block_hash(pos.height);
             result["block_hash"] = json!(hash.map(|h| h.to_string()));
         }
         Ok(result)
@@ -776,7 +733,7 @@ impl Session {
         let height = u32_param(params, 0, "height", None)?;
         let pos = u32_param(params, 1, "tx_pos", None)?;
         let want_merkle = bool_param(params, 2, "merkle")?;
-        let (merkle, txid) = self.merkle_of(height, pos)?;
+        let (merkle, txid) = Self::merkle_of(&self.backend.model.view(), height, pos)?;
         if want_merkle {
             Ok(json!({"tx_hash": txid.to_string(), "merkle": merkle}))
         } else {

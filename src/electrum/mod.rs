@@ -4,8 +4,6 @@
 
 mod backend;
 mod history;
-pub mod history_cache;
-pub mod merkle;
 mod merkle_witness;
 mod method_names;
 mod methods;
@@ -14,7 +12,6 @@ mod outpoint_calls;
 mod params;
 pub mod rpc;
 mod session;
-pub mod status;
 mod verbose;
 
 use std::net::SocketAddr;
@@ -24,12 +21,8 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
 
 pub use backend::Backend;
-pub use history_cache::HistoryCache;
-pub use merkle::{branch_and_root, root_from_branch, rpc_hex};
 pub use methods::{history_text, PROTOCOL_MAX, PROTOCOL_MIN};
 pub use session::Requests;
-pub use status::status;
-pub use status::StatusCache;
 
 use crate::tls::Tls;
 

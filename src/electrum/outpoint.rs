@@ -1,41 +1,23 @@
 //! Outpoint subscriptions (protocol 1.7, `blockchain.outpoint.*`): the status of one output (its
 //! funding and spending transactions and their heights), and when an update may change it. The
-//! methods that read it from the index and the mempool are in `outpoint_calls`.
+//! status itself is the view's ([`OutpointStatus`]); the methods are in `outpoint_calls`.
 
-use bitcoin::{OutPoint, Txid};
+use bitcoin::OutPoint;
 use serde_json::{json, Value};
 
 use crate::notify::TipUpdate;
 use crate::types::ScriptHash;
+use crate::view::OutpointStatus;
 
-/// An output's status as the protocol defines it: which transactions fund and spend it, and
-/// where they are.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct OutpointStatus {
-    /// The funding transaction's height: a block's, or 0 or -1 in the mempool (-1 when it
-    /// spends another mempool transaction). `None`: no such output, in the chain or the mempool.
-    pub height: Option<i64>,
-    /// The spending transaction and its height, counted the same way.
-    pub spender: Option<(Txid, i64)>,
-}
-
-impl OutpointStatus {
-    /// The status object: no key, `height`, or `height` with `spender_txhash` and
-    /// `spender_height`.
-    pub fn to_json(&self) -> Value {
-        match (self.height, self.spender) {
-            (None, _) => json!({}),
-            (Some(height), None) => json!({"height": height}),
-            (Some(height), Some((txid, spender_height))) => {
-                json!({"height": height, "spender_txhash": txid.to_string(), "spender_height": spender_height})
-            }
+/// The status object of an output: no key, `height`, or `height` with `spender_txhash` and
+/// `spender_height`.
+pub(crate) fn status_json(status: &OutpointStatus) -> Value {
+    match (status.height, status.spender) {
+        (None, _) => json!({}),
+        (Some(height), None) => json!({"height": height}),
+        (Some(height), Some((txid, spender_height))) => {
+            json!({"height": height, "spender_txhash": txid.to_string(), "spender_height": spender_height})
         }
-    }
-
-    /// Whether a transaction of it is in the mempool: a block that confirms its parents changes
-    /// its height from -1 to 0 without touching its script.
-    fn unconfirmed(&self) -> bool {
-        self.height.is_some_and(|h| h <= 0) || self.spender.is_some_and(|(_, h)| h <= 0)
     }
 }
 
@@ -73,6 +55,7 @@ impl OutpointSub {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use bitcoin::Txid;
     use std::collections::HashSet;
     use std::str::FromStr;
     use std::sync::Arc;
@@ -81,13 +64,12 @@ mod tests {
     fn status_objects_have_the_keys_the_spec_lists() {
         let t = Txid::from_str("4a19a360f71814c566977114c49ccfeb8a7e4719eda26cee27fa504f3f02ca09")
             .unwrap();
-        assert_eq!(OutpointStatus::default().to_json(), json!({}));
+        assert_eq!(status_json(&OutpointStatus::default()), json!({}));
         assert_eq!(
-            OutpointStatus {
+            status_json(&OutpointStatus {
                 height: Some(1866594),
                 spender: None
-            }
-            .to_json(),
+            }),
             json!({"height": 1866594})
         );
         let spent = OutpointStatus {
@@ -95,7 +77,7 @@ mod tests {
             spender: Some((t, 0)),
         };
         assert_eq!(
-            spent.to_json(),
+            status_json(&spent),
             json!({"height": 1866594, "spender_txhash": t.to_string(), "spender_height": 0})
         );
         assert!(spent.unconfirmed());

@@ -5,12 +5,13 @@ use bitcoin::hex::FromHex;
 use bitcoin::OutPoint;
 use serde_json::{json, Value};
 
-use super::methods::{backend_err, Session};
-use super::outpoint::{OutpointStatus, OutpointSub};
+use super::methods::{view_err, Session};
+use super::outpoint::{status_json, OutpointSub};
 use super::params::{txid_param, u32_param};
-use super::rpc::{RpcError, BACKEND_ERROR};
+use super::rpc::RpcError;
 use crate::notify::TipUpdate;
 use crate::types::ScriptHash;
+use crate::view::OutpointStatus;
 
 /// Parameters `tx_hash, txout_idx` (and the optional `spk_hint`, checked to be hex and not
 /// needed: the index finds every output from its transaction).
@@ -37,52 +38,17 @@ impl Session {
         &self,
         op: &OutPoint,
     ) -> Result<(OutpointStatus, Option<ScriptHash>), RpcError> {
-        let pool = self.backend.mempool.as_deref();
-        if let Some((bytes, height)) = self.confirmed_raw_tx(&op.txid)? {
-            let tx: bitcoin::Transaction =
-                bitcoin::consensus::deserialize(&bytes).map_err(|e| {
-                    RpcError::new(
-                        BACKEND_ERROR,
-                        format!("stored transaction {} does not decode: {e}", op.txid),
-                    )
-                })?;
-            let Some(out) = usize::try_from(op.vout).ok().and_then(|i| tx.output.get(i)) else {
-                return Ok((OutpointStatus::default(), None));
-            };
-            let confirmed = self
-                .backend
-                .index
-                .spender(&op.txid, op.vout)
-                .map_err(backend_err)?;
-            let spender = match confirmed {
-                Some((txid, _, height)) => Some((txid, i64::from(height))),
-                None => pool.and_then(|p| p.spender(op)),
-            };
-            let status = OutpointStatus {
-                height: Some(i64::from(height)),
-                spender,
-            };
-            return Ok((status, Some(ScriptHash::of(&out.script_pubkey))));
-        }
-        match pool.and_then(|p| p.output(op)) {
-            Some((Some(out), height)) => {
-                let spender = pool.and_then(|p| p.spender(op));
-                Ok((
-                    OutpointStatus {
-                        height: Some(height),
-                        spender,
-                    },
-                    Some(ScriptHash::of(&out.script_pubkey)),
-                ))
-            }
-            _ => Ok((OutpointStatus::default(), None)),
-        }
+        self.backend
+            .model
+            .view()
+            .outpoint_status(op)
+            .map_err(view_err)
     }
 
     /// `blockchain.outpoint.get_status(tx_hash, txout_idx, spk_hint=None)`.
     pub(crate) fn outpoint_get_status(&self, params: &[Value]) -> Result<Value, RpcError> {
         let op = outpoint_params(params, true)?;
-        Ok(self.outpoint_status(&op)?.0.to_json())
+        Ok(status_json(&self.outpoint_status(&op)?.0))
     }
 
     /// `blockchain.outpoint.subscribe(tx_hash, txout_idx, spk_hint=None)`: kept even when the
@@ -94,7 +60,7 @@ impl Session {
             self.check_subscription_room()?;
         }
         let (status, script) = self.outpoint_status(&op)?;
-        let answer = status.to_json();
+        let answer = status_json(&status);
         self.outpoints.insert(op, OutpointSub { script, status });
         Ok(answer)
     }
@@ -129,7 +95,7 @@ impl Session {
             if sub.status != status {
                 out.push(
                     json!({"jsonrpc": "2.0", "method": "blockchain.outpoint.subscribe",
-                           "params": [[op.txid.to_string(), op.vout], status.to_json()]})
+                           "params": [[op.txid.to_string(), op.vout], status_json(&status)]})
                     .to_string(),
                 );
                 sub.status = status;

@@ -158,10 +158,11 @@ impl Session {
     /// Notifications owed after a tip update.
     fn on_update(&mut self, update: Option<&TipUpdate>) -> Vec<String> {
         let mut out = Vec::new();
-        let tip = self.backend.index.with_chain(|c| {
-            c.tip()
-                .and_then(|(h, _)| c.header(h).map(|header| (h, *header)))
-        });
+        let view = self.backend.model.view();
+        let tip = view
+            .tip()
+            .and_then(|(h, _)| view.header(h).map(|header| (h, header)));
+        drop(view);
         if self.headers_subscribed {
             if let Some((height, header)) = tip {
                 let now = Some((height, header.block_hash()));

@@ -10,7 +10,7 @@ use hyper::body::{Bytes, Incoming};
 use hyper::{Method, Request, Response, StatusCode};
 use tokio::net::TcpListener;
 
-use super::HttpError;
+use super::context::HttpError;
 
 /// Most scrapers connected at once (Prometheus keeps one connection per target).
 const MAX_CONNECTIONS: usize = 16;
@@ -36,7 +36,7 @@ impl MetricsServer {
         // One scrape at a time: the counters caught up from RocksDB's totals are read and
         // advanced in two steps.
         let refresh = Arc::new(Mutex::new(refresh));
-        let task = tokio::spawn(super::serve(
+        let task = tokio::spawn(super::serve::serve(
             listener,
             "metrics",
             MAX_CONNECTIONS,
@@ -53,14 +53,14 @@ impl MetricsServer {
 
 async fn answer(refresh: Arc<Mutex<Refresh>>, req: Request<Incoming>) -> Response<Full<Bytes>> {
     if req.uri().path() != "/metrics" {
-        return super::answer_with(
+        return super::serve::answer_with(
             StatusCode::NOT_FOUND,
             "text/plain",
             "not found: metrics are at /metrics",
         );
     }
     if req.method() != Method::GET && req.method() != Method::HEAD {
-        return super::answer_with(
+        return super::serve::answer_with(
             StatusCode::METHOD_NOT_ALLOWED,
             "text/plain",
             "only GET is served",
@@ -72,8 +72,8 @@ async fn answer(refresh: Arc<Mutex<Refresh>>, req: Request<Incoming>) -> Respons
         crate::metrics::metrics().encode()
     });
     match scraped.await {
-        Ok(body) => super::answer_with(StatusCode::OK, prometheus::TEXT_FORMAT, body),
-        Err(e) => super::answer_with(
+        Ok(body) => super::serve::answer_with(StatusCode::OK, prometheus::TEXT_FORMAT, body),
+        Err(e) => super::serve::answer_with(
             StatusCode::INTERNAL_SERVER_ERROR,
             "text/plain",
             e.to_string(),

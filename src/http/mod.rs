@@ -5,8 +5,10 @@
 //! `Access-Control-Allow-Origin: *`; answers are bounded; one bad request never stops the
 //! others.
 
+mod context;
 pub mod esplora;
 pub mod metrics;
+mod serve;
 pub mod status_page;
 
 use std::convert::Infallible;
@@ -23,45 +25,14 @@ use serde_json::{json, Value};
 use tokio::net::TcpListener;
 
 use crate::index::Index;
-use crate::kernel::Validator;
-use crate::mempool::Mempool;
-use crate::notify::Notifier;
+pub use context::{HttpContext, HttpError};
+pub use serve::answer_with;
+use serve::{serve, with_cors};
 
 /// Most filter headers one `/filterheaders` request may ask for (as P2P's getcfheaders).
 pub const MAX_FILTER_HEADERS: u32 = 2000;
-/// How long a client may take to send its request.
-const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 /// Largest request body (`POST /tx`: a transaction in hex; Esplora's limit).
 pub const MAX_BODY_BYTES: usize = 1_000_000;
-
-/// Errors starting the HTTP server.
-#[derive(Debug, thiserror::Error)]
-pub enum HttpError {
-    /// The listener could not bind.
-    #[error("cannot listen for HTTP on {addr}: {source}")]
-    Listen {
-        /// The address.
-        addr: SocketAddr,
-        /// What the OS said.
-        source: std::io::Error,
-    },
-}
-
-/// What the HTTP endpoints read from, and where broadcast transactions go.
-pub struct HttpContext {
-    /// The index.
-    pub index: Arc<Index>,
-    /// The validator (blocks and undo data; whether it is still in its initial download).
-    pub validator: Arc<Validator>,
-    /// The mempool, when cairn keeps one.
-    pub mempool: Option<Arc<Mempool>>,
-    /// Where accepted transactions are announced to peers and published to sessions.
-    pub notifier: Notifier,
-    /// The node's status as `cairn status --json` prints it, for the status page.
-    pub node_status: Option<status_page::NodeStatus>,
-    /// The status page's samples of the last hour.
-    pub samples: status_page::Samples,
-}
 
 /// The running HTTP server.
 pub struct HttpServer {
@@ -113,40 +84,6 @@ impl HttpServer {
     }
 }
 
-/// Accepts clients of `listener` (`what` names them in logs) for ever, at most
-/// `max_connections` at once (more are closed as they connect), and serves each over HTTP/1.1
-/// with `handle`: the request head must come within [`REQUEST_TIMEOUT`] and fit 64 KiB.
-async fn serve<H, F>(listener: TcpListener, what: &'static str, max_connections: usize, handle: H)
-where
-    H: Fn(Request<Incoming>) -> F + Clone + Send + Sync + 'static,
-    F: std::future::Future<Output = Response<Full<Bytes>>> + Send + 'static,
-{
-    let places = Arc::new(tokio::sync::Semaphore::new(max_connections));
-    loop {
-        let (stream, peer) = crate::listen::accept(&listener, what).await;
-        let Ok(place) = places.clone().try_acquire_owned() else {
-            tracing::debug!("refusing {what} client {peer}: {max_connections} connections already");
-            continue;
-        };
-        let handle = handle.clone();
-        tokio::spawn(async move {
-            let _place = place;
-            let service = hyper::service::service_fn(move |req| {
-                let answered = handle(req);
-                async move { Ok::<_, Infallible>(answered.await) }
-            });
-            let conn = hyper::server::conn::http1::Builder::new()
-                .timer(hyper_util::rt::TokioTimer::new())
-                .header_read_timeout(REQUEST_TIMEOUT)
-                .max_buf_size(64 * 1024)
-                .serve_connection(hyper_util::rt::TokioIo::new(stream), service);
-            if let Err(e) = conn.await {
-                tracing::debug!("{what} client {peer}: {e}");
-            }
-        });
-    }
-}
-
 /// Samples the node for the status page every [`status_page::SAMPLE_EVERY`].
 async fn take_samples(ctx: Arc<HttpContext>) {
     let mut ticks = tokio::time::interval(status_page::SAMPLE_EVERY);
@@ -160,29 +97,6 @@ async fn take_samples(ctx: Arc<HttpContext>) {
             return;
         }
     }
-}
-
-fn with_cors(mut response: Response<Full<Bytes>>) -> Response<Full<Bytes>> {
-    response.headers_mut().insert(
-        hyper::header::ACCESS_CONTROL_ALLOW_ORIGIN,
-        hyper::header::HeaderValue::from_static("*"),
-    );
-    response
-}
-
-/// An answer with `status` and a body of `content_type`: every answer of the HTTP listeners.
-fn answer_with(
-    status: StatusCode,
-    content_type: &'static str,
-    body: impl Into<Bytes>,
-) -> Response<Full<Bytes>> {
-    let mut response = Response::new(Full::new(body.into()));
-    *response.status_mut() = status;
-    response.headers_mut().insert(
-        hyper::header::CONTENT_TYPE,
-        hyper::header::HeaderValue::from_static(content_type),
-    );
-    response
 }
 
 fn reply(status: StatusCode, body: Value) -> Response<Full<Bytes>> {
@@ -227,27 +141,28 @@ async fn answer_off_the_workers(
             ))
         }
     };
-    let answered = tokio::task::spawn_blocking(move || match ctx.validator.initial_download() {
-        _ if parts.uri.path() == "/health" => health(&ctx),
-        // The status page shows an initial download too.
-        _ if matches!(parts.uri.path(), "/" | "/api/status") => {
-            status_page(&ctx, &parts.method, parts.uri.path())
-        }
-        Some(sync) => error(
-            StatusCode::SERVICE_UNAVAILABLE,
-            format!(
-                "server is syncing: height {} of {}",
-                sync.height, sync.headers
+    let answered =
+        tokio::task::spawn_blocking(move || match ctx.model.validator().initial_download() {
+            _ if parts.uri.path() == "/health" => health(&ctx),
+            // The status page shows an initial download too.
+            _ if matches!(parts.uri.path(), "/" | "/api/status") => {
+                status_page(&ctx, &parts.method, parts.uri.path())
+            }
+            Some(sync) => error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                format!(
+                    "server is syncing: height {} of {}",
+                    sync.height, sync.headers
+                ),
             ),
-        ),
-        None => answer(
-            &ctx,
-            &parts.method,
-            parts.uri.path(),
-            parts.uri.query(),
-            &body,
-        ),
-    });
+            None => answer(
+                &ctx,
+                &parts.method,
+                parts.uri.path(),
+                parts.uri.query(),
+                &body,
+            ),
+        });
     match answered.await {
         Ok(response) => response,
         Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, e),
@@ -283,10 +198,15 @@ fn status_page(ctx: &HttpContext, method: &Method, path: &str) -> Response<Full<
 /// `GET /health`, for load balancers: 200 only when the node is in sync ([`unhealthy`] finds
 /// nothing), 503 with the reason otherwise. The body is JSON with the heights either way.
 fn health(ctx: &HttpContext) -> Response<Full<Bytes>> {
-    let kernel = ctx.validator.tip();
-    let best = ctx.validator.best_header();
-    let index = ctx.index.tip();
-    let reason = unhealthy(ctx.validator.initial_download(), &kernel, &best, index);
+    let kernel = ctx.model.validator().tip();
+    let best = ctx.model.validator().best_header();
+    let index = ctx.model.index().tip();
+    let reason = unhealthy(
+        ctx.model.validator().initial_download(),
+        &kernel,
+        &best,
+        index,
+    );
     let body = json!({
         "status": if reason.is_none() { "ok" } else { "unavailable" },
         "reason": reason,
@@ -352,7 +272,7 @@ fn answer(
     if method != Method::GET {
         return error(StatusCode::METHOD_NOT_ALLOWED, "only GET is served");
     }
-    filter_answer(&ctx.index, path, query)
+    filter_answer(ctx.model.index(), path, query)
 }
 
 /// Answers one GET request for filters.

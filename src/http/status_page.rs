@@ -10,7 +10,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use super::HttpContext;
+use super::context::HttpContext;
 use crate::metrics::{metrics, total, transport};
 
 /// The page.
@@ -94,7 +94,7 @@ impl Samples {
 }
 
 fn sample_now(ctx: &HttpContext) -> Sample {
-    let (mempool_transactions, mempool_vsize) = match &ctx.mempool {
+    let (mempool_transactions, mempool_vsize) = match ctx.model.mempool() {
         Some(m) => {
             let (count, vsize) = m.size();
             (count as u64, vsize)
@@ -107,9 +107,13 @@ fn sample_now(ctx: &HttpContext) -> Sample {
             .duration_since(UNIX_EPOCH)
             .map(|d| d.as_secs_f64())
             .unwrap_or(0.0),
-        kernel_height: ctx.validator.tip().height,
-        index_height: ctx.index.tip().map_or(-1, |(height, _)| i64::from(height)),
-        best_header_height: ctx.validator.best_header().height,
+        kernel_height: ctx.model.validator().tip().height,
+        index_height: ctx
+            .model
+            .index()
+            .tip()
+            .map_or(-1, |(height, _)| i64::from(height)),
+        best_header_height: ctx.model.validator().best_header().height,
         mempool_transactions,
         mempool_vsize,
         requests: total(&m.electrum_requests).saturating_add(total(&m.http_requests)),
@@ -175,7 +179,7 @@ pub fn api_status(ctx: &HttpContext, node: Option<&NodeStatus>, samples: &Sample
             "subscriptions": per_transport(&m.electrum_subscriptions),
         },
         "mempool": {
-            "enabled": ctx.mempool.is_some(),
+            "enabled": ctx.model.mempool().is_some(),
             "transactions": now.mempool_transactions,
             "vsize": now.mempool_vsize,
             "fee_histogram": histogram,

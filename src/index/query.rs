@@ -1,7 +1,10 @@
-//! Reading the index for clients: every call works on one view (the indexed chain and a RocksDB
+//! The raw row reader: every read works on one [`IndexView`] (the indexed chain and a RocksDB
 //! snapshot taken together, [`Index::view`]) and holds no lock while it reads, so the writer's
-//! batches never wait for a query, and no query sees a block half written or half undone.
+//! batches never wait for a query, and no query sees a block half written or half undone. Each
+//! view counts the rows and bytes it reads ([`Cost`]). The domain questions servers ask are
+//! answered above it, in `crate::view`.
 
+use std::cell::Cell;
 use std::sync::Arc;
 
 use bitcoin::{BlockHash, Txid};
@@ -9,11 +12,11 @@ use rocksdb::Snapshot;
 
 use super::chain::IndexedChain;
 
-use super::{find_txnum, Index, IndexError};
+use super::{Index, IndexError};
 use crate::kernel::blockfiles::FilePos;
 use crate::store::schema::{
     cf, scripthash_prefix, BlockPosRow, BlockRow, HistoryKey, OutPointNum, RowError, SpentRow,
-    TxRow, UtxoKey,
+    TxRow, TxidKey, UtxoKey,
 };
 use crate::store::StoreError;
 use crate::types::{ScriptHash, TxNum, TXNUM_LEN};
@@ -98,15 +101,47 @@ impl From<RowError> for QueryError {
 /// multi-get, and a page is all a history answer holds in memory at once.
 pub const HISTORY_PAGE: usize = 4096;
 
-/// One view of the index (the indexed chain and a store snapshot taken together) for a read
-/// made of many steps, such as a long history answered in pages.
+/// What reads cost: store rows visited (keys and values alike) and the bytes they and any
+/// block-file reads brought in. Every answer built from an [`IndexView`] can report it, so that
+/// a server can charge its client for the work.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Cost {
+    /// Rows read from the store.
+    pub rows: u64,
+    /// Bytes read: keys and values from the store, transaction bytes from block files.
+    pub bytes: u64,
+}
+
+impl Cost {
+    /// The sum of two costs.
+    pub fn plus(self, other: Cost) -> Cost {
+        Cost {
+            rows: self.rows.saturating_add(other.rows),
+            bytes: self.bytes.saturating_add(other.bytes),
+        }
+    }
+}
+
+/// One view of the index (the indexed chain and a store snapshot taken together): every read of
+/// one request, however many steps it takes, sees the same blocks. It counts what it reads.
 pub struct IndexView<'a> {
     index: &'a Index,
     chain: Arc<IndexedChain>,
     snap: Snapshot<'a>,
+    cost: Cell<Cost>,
 }
 
 impl IndexView<'_> {
+    /// What this view has read so far.
+    pub fn cost(&self) -> Cost {
+        self.cost.get()
+    }
+
+    /// The indexed chain the view shows.
+    pub fn chain(&self) -> &IndexedChain {
+        &self.chain
+    }
+
     /// The tip the view shows.
     pub fn tip(&self) -> Option<(u32, BlockHash)> {
         self.chain.tip()
@@ -122,6 +157,85 @@ impl IndexView<'_> {
         self.chain.next_txnum()
     }
 
+    fn charge(&self, rows: u64, bytes: usize) {
+        self.cost.set(self.cost.get().plus(Cost {
+            rows,
+            bytes: bytes as u64,
+        }));
+    }
+
+    /// One row, counted.
+    fn get(&self, cf: &'static str, key: &[u8]) -> Result<Option<Vec<u8>>, QueryError> {
+        let value = self.index.store().get_at(&self.snap, cf, key)?;
+        self.charge(1, key.len() + value.as_ref().map_or(0, Vec::len));
+        Ok(value)
+    }
+
+    /// Visits the rows under `prefix` from `start` on (backwards when asked), counted.
+    fn walk(
+        &self,
+        cf: &'static str,
+        prefix: &[u8],
+        start: &[u8],
+        backwards: bool,
+        mut f: impl FnMut(&[u8], &[u8]) -> Result<bool, QueryError>,
+    ) -> Result<(), QueryError> {
+        let counted = |key: &[u8], value: &[u8]| {
+            self.charge(1, key.len() + value.len());
+            f(key, value)
+        };
+        let store = self.index.store();
+        match backwards {
+            true => store.for_each_back_from(&self.snap, cf, prefix, start, counted),
+            false => store.for_each_from(&self.snap, cf, prefix, start, counted),
+        }
+    }
+
+    /// The TxNum of a confirmed txid (rows of blocks the view's chain does not show included:
+    /// callers check with `locate`). A txid prefix can name several transactions; the tx row
+    /// tells them apart.
+    fn txnum_of(&self, txid: &Txid) -> Result<Option<TxNum>, QueryError> {
+        let mut candidates = Vec::new();
+        let prefix = TxidKey::prefix(txid);
+        self.walk(cf::TXID, &prefix, &prefix, false, |key, _| {
+            candidates.push(TxidKey::decode(key)?);
+            Ok(true)
+        })?;
+        let mut found = None;
+        for txnum in candidates {
+            if let Some(bytes) = self.get(cf::TXS, &TxRow::key(txnum))? {
+                if TxRow::decode(&bytes)?.txid == *txid {
+                    found = Some(txnum);
+                }
+            }
+        }
+        Ok(found)
+    }
+
+    /// The txids of transaction numbers (ascending), in batched multi-gets. (Stepping one
+    /// iterator through the rows instead was slower: 133 ms against 103 ms for a 140k-entry
+    /// history.)
+    fn txids_at(&self, txnums: impl Iterator<Item = TxNum>) -> Result<Vec<Txid>, QueryError> {
+        const CHUNK: usize = 1024;
+        let store = self.index.store();
+        let txnums: Vec<TxNum> = txnums.collect();
+        let mut out = Vec::with_capacity(txnums.len());
+        for chunk in txnums.chunks(CHUNK) {
+            let keys: Vec<_> = chunk.iter().map(|t| TxRow::key(*t)).collect();
+            let rows = store.multi_read_at(&self.snap, cf::TXS, &keys, true, |bytes| {
+                (bytes.len(), TxRow::decode(bytes))
+            })?;
+            for ((txnum, key), row) in chunk.iter().zip(&keys).zip(rows) {
+                let Some((len, row)) = row else {
+                    return Err(IndexError::Inconsistent(format!("no tx row {}", txnum.0)).into());
+                };
+                self.charge(1, key.len() + len);
+                out.push(row?.txid);
+            }
+        }
+        Ok(out)
+    }
+
     /// How many confirmed history entries a script has from TxNum `from` on; `TooLarge` past
     /// `limit`. Reads keys only.
     pub fn history_len(
@@ -132,11 +246,11 @@ impl IndexView<'_> {
     ) -> Result<usize, QueryError> {
         let mut count = 0usize;
         let start = HistoryKey::encode(sh, from);
-        self.index.store().for_each_from::<QueryError>(
-            &self.snap,
+        self.walk(
             cf::HISTORY,
-            &scripthash_prefix(&sh),
+            &scripthash_prefix(sh),
             &start,
+            false,
             |key, _| {
                 if self.chain.locate(HistoryKey::decode(key)?).is_some() {
                     count += 1;
@@ -163,11 +277,11 @@ impl IndexView<'_> {
         let mut pending: Vec<(TxNum, u32)> = Vec::with_capacity(page);
         let mut more = true;
         let start = HistoryKey::encode(sh, from);
-        self.index.store().for_each_from::<QueryError>(
-            &self.snap,
+        self.walk(
             cf::HISTORY,
-            &scripthash_prefix(&sh),
+            &scripthash_prefix(sh),
             &start,
+            false,
             |key, _| {
                 let txnum = HistoryKey::decode(key)?;
                 // Rows of a batch whose blocks the chain does not show yet are not visible.
@@ -187,6 +301,19 @@ impl IndexView<'_> {
         Ok(())
     }
 
+    /// The confirmed history of a script, in chain order, at most `limit` entries.
+    pub fn history(&self, sh: &ScriptHash, limit: usize) -> Result<Vec<HistoryEntry>, QueryError> {
+        let mut found = Vec::new();
+        self.history_pages(sh, TxNum(0), HISTORY_PAGE, |page| {
+            if found.len() + page.len() > limit {
+                return Err(QueryError::TooLarge { limit });
+            }
+            found.extend_from_slice(page);
+            Ok(true)
+        })?;
+        Ok(found)
+    }
+
     /// A script's confirmed history newest first: at most `limit` entries, all below TxNum
     /// `below` when given.
     pub fn history_newest(
@@ -199,14 +326,14 @@ impl IndexView<'_> {
             Some(TxNum(0)) => return Ok(Vec::new()),
             Some(TxNum(n)) => HistoryKey::encode(sh, TxNum(n - 1)).to_vec(),
             // After every key of the script: its prefix followed by the largest TxNum bytes.
-            None => [&scripthash_prefix(&sh)[..], &[0xff; TXNUM_LEN]].concat(),
+            None => [&scripthash_prefix(sh)[..], &[0xff; TXNUM_LEN]].concat(),
         };
         let mut found: Vec<(TxNum, u32)> = Vec::new();
-        self.index.store().for_each_back_from::<QueryError>(
-            &self.snap,
+        self.walk(
             cf::HISTORY,
-            &scripthash_prefix(&sh),
+            &scripthash_prefix(sh),
             &start,
+            true,
             |key, _| {
                 let txnum = HistoryKey::decode(key)?;
                 if let Some((height, _)) = self.chain.locate(txnum) {
@@ -217,9 +344,7 @@ impl IndexView<'_> {
         )?;
         // Read in ascending order, as the batched read wants them.
         found.reverse();
-        let txids = self
-            .index
-            .txids_at(&self.snap, found.iter().map(|(t, _)| *t))?;
+        let txids = self.txids_at(found.iter().map(|(t, _)| *t))?;
         let mut entries: Vec<HistoryEntry> = found
             .into_iter()
             .zip(txids)
@@ -231,15 +356,14 @@ impl IndexView<'_> {
 
     /// The TxNum of a transaction in this view's chain, if it is in `sh`'s history.
     pub fn history_txnum(&self, sh: &ScriptHash, txid: &Txid) -> Result<Option<TxNum>, QueryError> {
-        let store = self.index.store();
-        let Some(txnum) = find_txnum(store, Some(&self.snap), txid)? else {
+        let Some(txnum) = self.txnum_of(txid)? else {
             return Ok(None);
         };
         if self.chain.locate(txnum).is_none() {
             return Ok(None);
         }
-        Ok(store
-            .get_at(&self.snap, cf::HISTORY, &HistoryKey::encode(sh, txnum))?
+        Ok(self
+            .get(cf::HISTORY, &HistoryKey::encode(sh, txnum))?
             .map(|_| txnum))
     }
 
@@ -249,9 +373,7 @@ impl IndexView<'_> {
         pending: &mut Vec<(TxNum, u32)>,
         visit: &mut impl FnMut(&[HistoryEntry]) -> Result<bool, QueryError>,
     ) -> Result<bool, QueryError> {
-        let txids = self
-            .index
-            .txids_at(&self.snap, pending.iter().map(|(t, _)| *t))?;
+        let txids = self.txids_at(pending.iter().map(|(t, _)| *t))?;
         let entries: Vec<HistoryEntry> = pending
             .drain(..)
             .zip(txids)
@@ -259,73 +381,14 @@ impl IndexView<'_> {
             .collect();
         visit(&entries)
     }
-}
 
-impl Index {
-    /// The confirmed history of a script, in chain order, at most `limit` entries.
-    pub fn history(&self, sh: &ScriptHash, limit: usize) -> Result<Vec<HistoryEntry>, QueryError> {
-        let mut found = Vec::new();
-        self.reader()
-            .history_pages(sh, TxNum(0), HISTORY_PAGE, |page| {
-                if found.len() + page.len() > limit {
-                    return Err(QueryError::TooLarge { limit });
-                }
-                found.extend_from_slice(page);
-                Ok(true)
-            })?;
-        Ok(found)
-    }
-
-    /// A view of the index for reads that span many calls: one chain and one snapshot.
-    pub fn reader(&self) -> IndexView<'_> {
-        let (chain, snap) = self.view();
-        IndexView {
-            index: self,
-            chain,
-            snap,
-        }
-    }
-
-    /// The txids of transaction numbers (ascending), read from one snapshot in batched
-    /// multi-gets. (Stepping one iterator through the rows instead was slower: 133 ms against
-    /// 103 ms for a 140k-entry history.)
-    fn txids_at(
-        &self,
-        snap: &rocksdb::Snapshot<'_>,
-        txnums: impl Iterator<Item = TxNum>,
-    ) -> Result<Vec<Txid>, QueryError> {
-        const CHUNK: usize = 1024;
-        let store = self.store();
-        let txnums: Vec<TxNum> = txnums.collect();
-        let mut out = Vec::with_capacity(txnums.len());
-        for chunk in txnums.chunks(CHUNK) {
-            let keys: Vec<_> = chunk.iter().map(|t| TxRow::key(*t)).collect();
-            for (txnum, row) in
-                chunk
-                    .iter()
-                    .zip(store.multi_read_at(snap, cf::TXS, &keys, true, TxRow::decode)?)
-            {
-                match row {
-                    Some(row) => out.push(row?.txid),
-                    None => {
-                        return Err(
-                            IndexError::Inconsistent(format!("no tx row {}", txnum.0)).into()
-                        )
-                    }
-                }
-            }
-        }
-        Ok(out)
-    }
-
-    /// The confirmed unspent outputs of a script, in chain order, at most `limit`.
+    /// The confirmed unspent outputs of a script, in chain order; `TooLarge` past `limit`.
     pub fn unspent(&self, sh: &ScriptHash, limit: usize) -> Result<Vec<UnspentOutput>, QueryError> {
-        let (chain, snap) = self.view();
-        let store = self.store();
         let mut found = Vec::new();
-        store.for_each_in_prefix(&snap, cf::UTXO, &scripthash_prefix(&sh), |key, value| {
+        let prefix = scripthash_prefix(sh);
+        self.walk(cf::UTXO, &prefix, &prefix, false, |key, value| {
             let op = UtxoKey::decode(key)?;
-            let Some((height, _)) = chain.locate(op.txnum) else {
+            let Some((height, _)) = self.chain.locate(op.txnum) else {
                 return Ok(true);
             };
             if found.len() == limit {
@@ -334,7 +397,7 @@ impl Index {
             found.push((op, height, UtxoKey::decode_value(value)?));
             Ok(true)
         })?;
-        let txids = self.txids_at(&snap, found.iter().map(|(op, _, _)| op.txnum))?;
+        let txids = self.txids_at(found.iter().map(|(op, _, _)| op.txnum))?;
         Ok(found
             .into_iter()
             .zip(txids)
@@ -349,41 +412,28 @@ impl Index {
 
     /// The confirmed balance of a script, in satoshis.
     pub fn balance(&self, sh: &ScriptHash) -> Result<u64, QueryError> {
-        let (chain, snap) = self.view();
-        let store = self.store();
         let mut total = 0u64;
-        for item in store.scan_prefix(Some(&snap), cf::UTXO, &scripthash_prefix(&sh)) {
-            let (key, value) = item?;
-            let op = UtxoKey::decode(&key)?;
-            if chain.locate(op.txnum).is_some() {
-                total = total.saturating_add(UtxoKey::decode_value(&value)?);
+        let prefix = scripthash_prefix(sh);
+        self.walk(cf::UTXO, &prefix, &prefix, false, |key, value| {
+            let op = UtxoKey::decode(key)?;
+            if self.chain.locate(op.txnum).is_some() {
+                total = total.saturating_add(UtxoKey::decode_value(value)?);
             }
-        }
+            Ok(true)
+        })?;
         Ok(total)
     }
 
     /// Where a confirmed transaction is.
     pub fn tx_position(&self, txid: &Txid) -> Result<Option<TxPosition>, QueryError> {
-        let (chain, snap) = self.view();
-        self.tx_position_in(&chain, &snap, txid)
-    }
-
-    /// Where a confirmed transaction is in one view of the index.
-    fn tx_position_in(
-        &self,
-        chain: &IndexedChain,
-        snap: &Snapshot<'_>,
-        txid: &Txid,
-    ) -> Result<Option<TxPosition>, QueryError> {
-        let store = self.store();
-        let Some(txnum) = find_txnum(store, Some(snap), txid)? else {
+        let Some(txnum) = self.txnum_of(txid)? else {
             return Ok(None);
         };
-        let Some((height, pos)) = chain.locate(txnum) else {
+        let Some((height, pos)) = self.chain.locate(txnum) else {
             return Ok(None);
         };
-        let row = store
-            .get_at(snap, cf::TXS, &TxRow::key(txnum))?
+        let row = self
+            .get(cf::TXS, &TxRow::key(txnum))?
             .ok_or_else(|| IndexError::Inconsistent(format!("no tx row {}", txnum.0)))?;
         let row = TxRow::decode(&row)?;
         Ok(Some(TxPosition {
@@ -396,33 +446,19 @@ impl Index {
     }
 
     /// A confirmed transaction's bytes, read straight from the kernel's block files (no kernel
-    /// lock). `None` if the transaction is unknown or the files are not mapped.
+    /// lock): the position, the block it names and where that block sits all from this view.
+    /// `None` if the transaction is unknown or the files are not mapped.
     pub fn raw_tx(&self, txid: &Txid) -> Result<Option<(Vec<u8>, TxPosition)>, QueryError> {
-        let (chain, snap) = self.view();
-        self.raw_tx_in(&chain, &snap, txid)
-    }
-
-    /// [`Index::raw_tx`] in one view of the index: the position, the block it names and where
-    /// that block sits all read from the same snapshot.
-    fn raw_tx_in(
-        &self,
-        chain: &IndexedChain,
-        snap: &Snapshot<'_>,
-        txid: &Txid,
-    ) -> Result<Option<(Vec<u8>, TxPosition)>, QueryError> {
-        let Some(files) = self.block_files() else {
+        let Some(files) = self.index.block_files() else {
             return Ok(None);
         };
-        let Some(pos) = self.tx_position_in(chain, snap, txid)? else {
+        let Some(pos) = self.tx_position(txid)? else {
             return Ok(None);
         };
-        let Some(hash) = chain.hash(pos.height) else {
+        let Some(hash) = self.chain.hash(pos.height) else {
             return Ok(None);
         };
-        let Some(row) = self
-            .store()
-            .get_at(snap, cf::BLOCKPOS, &BlockPosRow::key(&hash))?
-        else {
+        let Some(row) = self.get(cf::BLOCKPOS, &BlockPosRow::key(&hash))? else {
             return Ok(None);
         };
         let row = BlockPosRow::decode(&row)?;
@@ -443,6 +479,7 @@ impl Index {
         let bytes = files
             .read(at, pos.len)
             .map_err(|e| IndexError::BlockFiles(e.to_string()))?;
+        self.charge(0, bytes.len());
         Ok(Some((bytes, pos)))
     }
 
@@ -463,6 +500,7 @@ impl Index {
         let block = validator
             .read_block_bytes(i64::from(pos.height))
             .map_err(IndexError::from)?;
+        self.charge(0, block.len());
         let bytes = block
             .get(pos.offset as usize..pos.offset as usize + pos.len as usize)
             .ok_or_else(|| {
@@ -474,20 +512,18 @@ impl Index {
     /// Whether a confirmed transaction has this output and nothing in the chain spends it
     /// (without reading the transaction: the mempool asks this for every input after each block).
     pub fn is_confirmed_unspent(&self, op: &bitcoin::OutPoint) -> Result<bool, QueryError> {
-        let (chain, snap) = self.view();
-        let store = self.store();
-        let Some(txnum) = find_txnum(store, Some(&snap), &op.txid)? else {
+        let Some(txnum) = self.txnum_of(&op.txid)? else {
             return Ok(false);
         };
         let key = OutPointNum {
             txnum,
             vout: op.vout,
         };
-        if store.get_at(&snap, cf::SPENT, &key.encode())?.is_some() {
+        if self.get(cf::SPENT, &key.encode())?.is_some() {
             return Ok(false);
         }
         // An output index the transaction does not have was never accepted into the mempool.
-        Ok(chain.locate(txnum).is_some())
+        Ok(self.chain.locate(txnum).is_some())
     }
 
     /// A confirmed output that nothing in the chain spends: its script and amount, the height
@@ -496,19 +532,17 @@ impl Index {
         &self,
         op: &bitcoin::OutPoint,
     ) -> Result<Option<(bitcoin::TxOut, u32, bool)>, QueryError> {
-        let (chain, snap) = self.view();
-        let store = self.store();
-        let Some(txnum) = find_txnum(store, Some(&snap), &op.txid)? else {
+        let Some(txnum) = self.txnum_of(&op.txid)? else {
             return Ok(None);
         };
         let key = OutPointNum {
             txnum,
             vout: op.vout,
         };
-        if store.get_at(&snap, cf::SPENT, &key.encode())?.is_some() {
+        if self.get(cf::SPENT, &key.encode())?.is_some() {
             return Ok(None);
         }
-        let Some((bytes, pos)) = self.raw_tx_in(&chain, &snap, &op.txid)? else {
+        let Some((bytes, pos)) = self.raw_tx(&op.txid)? else {
             return Ok(None);
         };
         let tx: bitcoin::Transaction = bitcoin::consensus::deserialize(&bytes).map_err(|e| {
@@ -528,21 +562,20 @@ impl Index {
 
     /// The txids of a block, in block order.
     pub fn block_txids(&self, height: u32) -> Result<Option<Vec<Txid>>, QueryError> {
-        let (chain, snap) = self.view();
-        let Some(range) = chain.txnums(height) else {
+        let Some(range) = self.chain.txnums(height) else {
             return Ok(None);
         };
         // The block's rows are consecutive keys: one seek, then the next rows in order.
         let mut out = Vec::with_capacity((range.end - range.start) as usize);
         let end = TxRow::key(TxNum(range.end));
-        self.store().for_each_from(
-            &snap,
+        self.walk(
             cf::TXS,
             &[],
             &TxRow::key(TxNum(range.start)),
+            false,
             |key, value| {
                 if key >= end.as_slice() {
-                    return Ok::<bool, QueryError>(false);
+                    return Ok(false);
                 }
                 out.push(TxRow::decode(value).map_err(IndexError::from)?.txid);
                 Ok(true)
@@ -560,21 +593,19 @@ impl Index {
 
     /// The transaction and input that spend an output, with the spending block's height.
     pub fn spender(&self, txid: &Txid, vout: u32) -> Result<Option<(Txid, u32, u32)>, QueryError> {
-        let (chain, snap) = self.view();
-        let store = self.store();
-        let Some(txnum) = find_txnum(store, Some(&snap), txid)? else {
+        let Some(txnum) = self.txnum_of(txid)? else {
             return Ok(None);
         };
         let op = OutPointNum { txnum, vout };
-        let Some(bytes) = store.get_at(&snap, cf::SPENT, &op.encode())? else {
+        let Some(bytes) = self.get(cf::SPENT, &op.encode())? else {
             return Ok(None);
         };
         let by = SpentRow::decode(&bytes)?;
-        let Some((height, _)) = chain.locate(by.txnum) else {
+        let Some((height, _)) = self.chain.locate(by.txnum) else {
             return Ok(None);
         };
-        let row = store
-            .get_at(&snap, cf::TXS, &TxRow::key(by.txnum))?
+        let row = self
+            .get(cf::TXS, &TxRow::key(by.txnum))?
             .ok_or_else(|| IndexError::Inconsistent(format!("no tx row {}", by.txnum.0)))?;
         Ok(Some((TxRow::decode(&row)?.txid, by.vin, height)))
     }
@@ -582,22 +613,21 @@ impl Index {
     /// The spent outputs of a confirmed transaction, in output order, with what spends each;
     /// `None` if the chain has no such transaction. One scan of its `spent` rows.
     pub fn spenders(&self, txid: &Txid) -> Result<Option<Vec<Spend>>, QueryError> {
-        let (chain, snap) = self.view();
-        let store = self.store();
-        let Some(txnum) = find_txnum(store, Some(&snap), txid)? else {
+        let Some(txnum) = self.txnum_of(txid)? else {
             return Ok(None);
         };
         let mut found = Vec::new();
-        store.for_each_in_prefix(&snap, cf::SPENT, &txnum.encode(), |key, value| {
+        let prefix = txnum.encode();
+        self.walk(cf::SPENT, &prefix, &prefix, false, |key, value| {
             let op = OutPointNum::decode(key, cf::SPENT)?;
             let by = SpentRow::decode(value)?;
             // Spends in blocks the view's chain does not show yet are not visible.
-            if let Some((height, _)) = chain.locate(by.txnum) {
+            if let Some((height, _)) = self.chain.locate(by.txnum) {
                 found.push((op.vout, by, height));
             }
-            Ok::<bool, QueryError>(true)
+            Ok(true)
         })?;
-        let txids = self.txids_at(&snap, found.iter().map(|(_, by, _)| by.txnum))?;
+        let txids = self.txids_at(found.iter().map(|(_, by, _)| by.txnum))?;
         Ok(Some(
             found
                 .into_iter()
@@ -610,6 +640,62 @@ impl Index {
                 })
                 .collect(),
         ))
+    }
+}
+
+impl Index {
+    /// A view of the index for one request: one chain and one snapshot, however many reads.
+    pub fn reader(&self) -> IndexView<'_> {
+        let (chain, snap) = self.view();
+        IndexView {
+            index: self,
+            chain,
+            snap,
+            cost: Cell::new(Cost::default()),
+        }
+    }
+
+    /// The confirmed history of a script, in chain order, at most `limit` entries.
+    pub fn history(&self, sh: &ScriptHash, limit: usize) -> Result<Vec<HistoryEntry>, QueryError> {
+        self.reader().history(sh, limit)
+    }
+
+    /// The confirmed unspent outputs of a script, in chain order, at most `limit`.
+    pub fn unspent(&self, sh: &ScriptHash, limit: usize) -> Result<Vec<UnspentOutput>, QueryError> {
+        self.reader().unspent(sh, limit)
+    }
+
+    /// The confirmed balance of a script, in satoshis.
+    pub fn balance(&self, sh: &ScriptHash) -> Result<u64, QueryError> {
+        self.reader().balance(sh)
+    }
+
+    /// Where a confirmed transaction is.
+    pub fn tx_position(&self, txid: &Txid) -> Result<Option<TxPosition>, QueryError> {
+        self.reader().tx_position(txid)
+    }
+
+    /// See [`IndexView::is_confirmed_unspent`].
+    pub fn is_confirmed_unspent(&self, op: &bitcoin::OutPoint) -> Result<bool, QueryError> {
+        self.reader().is_confirmed_unspent(op)
+    }
+
+    /// See [`IndexView::confirmed_unspent`].
+    pub fn confirmed_unspent(
+        &self,
+        op: &bitcoin::OutPoint,
+    ) -> Result<Option<(bitcoin::TxOut, u32, bool)>, QueryError> {
+        self.reader().confirmed_unspent(op)
+    }
+
+    /// The txids of a block, in block order.
+    pub fn block_txids(&self, height: u32) -> Result<Option<Vec<Txid>>, QueryError> {
+        self.reader().block_txids(height)
+    }
+
+    /// The transaction and input that spend an output, with the spending block's height.
+    pub fn spender(&self, txid: &Txid, vout: u32) -> Result<Option<(Txid, u32, u32)>, QueryError> {
+        self.reader().spender(txid, vout)
     }
 
     /// The stored block row at a height (header and TxNum range), straight from the store.

@@ -731,6 +731,20 @@ impl Mempool {
         Some((*txid, inner.txs.get(txid).map(electrum_height).unwrap_or(0)))
     }
 
+    /// The mempool transaction and input that spend an outpoint, with its height as Electrum
+    /// shows it (without copying the transaction).
+    pub fn spending_input(&self, op: &OutPoint) -> Option<(Txid, u32, i64)> {
+        let inner = self.read();
+        let txid = inner.spends.get(op)?;
+        let entry = inner.txs.get(txid)?;
+        let vin = entry
+            .tx
+            .input
+            .iter()
+            .position(|i| i.previous_output == *op)?;
+        Some((*txid, u32::try_from(vin).ok()?, electrum_height(entry)))
+    }
+
     /// Whether a mempool transaction spends this outpoint.
     pub fn is_spent(&self, op: &OutPoint) -> bool {
         self.read().spends.contains_key(op)

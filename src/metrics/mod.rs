@@ -63,6 +63,10 @@ pub struct Metrics {
     pub electrum_request_duration: HistogramVec,
     /// Bytes of answers and notifications queued to Electrum clients, by transport.
     pub electrum_sent_bytes: IntCounterVec,
+    /// Index rows Electrum requests read (keys and values), by method.
+    pub electrum_read_rows: IntCounterVec,
+    /// Bytes Electrum requests read from the index and the block files, by method.
+    pub electrum_read_bytes: IntCounterVec,
     /// HTTP requests answered (filters, Esplora, health), by status code.
     pub http_requests: IntCounterVec,
     /// BIP157/158 filter requests served, by message and transport.
@@ -210,6 +214,26 @@ impl Metrics {
                     &["method"],
                 ),
             ),
+            electrum_read_rows: registered(
+                &r,
+                IntCounterVec::new(
+                    opts(
+                        "electrum_read_rows_total",
+                        "Index rows read to answer Electrum requests.",
+                    ),
+                    &["method"],
+                ),
+            ),
+            electrum_read_bytes: registered(
+                &r,
+                IntCounterVec::new(
+                    opts(
+                        "electrum_read_bytes_total",
+                        "Bytes read from the index and block files to answer Electrum requests.",
+                    ),
+                    &["method"],
+                ),
+            ),
             electrum_request_errors: registered(
                 &r,
                 IntCounterVec::new(
@@ -339,6 +363,16 @@ impl Metrics {
                 .with_label_values(&[method])
                 .inc();
         }
+    }
+
+    /// Records what answering a request of `method` read: index rows and bytes.
+    pub fn electrum_read(&self, method: &'static str, rows: u64, bytes: u64) {
+        self.electrum_read_rows
+            .with_label_values(&[method])
+            .inc_by(rows);
+        self.electrum_read_bytes
+            .with_label_values(&[method])
+            .inc_by(bytes);
     }
 
     /// Records one compact filter request: `message` (`cfilters`, `cfheaders`, `cfcheckpt`)

@@ -14,6 +14,7 @@ use crate::http::{HttpContext, HttpError, HttpServer};
 use crate::notify::Notifier;
 use crate::p2p::{MempoolAccess, P2p, P2pError};
 use crate::tls::{Tls, TlsError, TlsFiles};
+use crate::view::{CacheSettings, ReadModel};
 
 /// A server that could not start.
 #[derive(Debug, thiserror::Error)]
@@ -64,17 +65,25 @@ impl Services {
             Some(_) => tls_identity(node)?,
             None => None,
         };
-        let electrum = match &node.index {
-            Some(index) => {
+        // One read model for every server: their caches are one.
+        let model = node.index.as_ref().map(|index| {
+            let cache = CacheSettings {
+                status_from: settings.electrum.cache_status_from,
+                history_from: settings.electrum.cache_history_from,
+            };
+            Arc::new(ReadModel::new(
+                index.clone(),
+                node.validator.clone(),
+                node.mempool.clone(),
+                cache,
+            ))
+        });
+        let electrum = match &model {
+            Some(model) => {
                 let backend = Arc::new(Backend {
-                    index: index.clone(),
-                    validator: node.validator.clone(),
-                    mempool: node.mempool.clone(),
+                    model: model.clone(),
                     notifier: notifier.clone(),
                     config: settings.electrum.clone(),
-                    header_roots: Default::default(),
-                    status_cache: Default::default(),
-                    history_cache: Default::default(),
                 });
                 Some(ElectrumServer::start(backend, tls.clone()).await?)
             }
@@ -106,16 +115,14 @@ impl Services {
             }
             false => None,
         };
-        let http = match (&node.index, settings.http_addr) {
-            (Some(index), Some(addr)) => {
+        let http = match (&model, settings.http_addr) {
+            (Some(model), Some(addr)) => {
                 let (status, details) = (
                     node_status(node, p2p.as_ref()),
                     settings.status_page_details,
                 );
                 let ctx = HttpContext {
-                    index: index.clone(),
-                    validator: node.validator.clone(),
-                    mempool: node.mempool.clone(),
+                    model: model.clone(),
                     notifier: notifier.clone(),
                     node_status: Some(Box::new(move || {
                         crate::http::status_page::public(

@@ -1,19 +1,19 @@
 //! The `/address/:address` and `/scripthash/:hash` endpoints: a script's statistics, its
 //! transactions newest first in pages, and its unspent outputs.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::str::FromStr;
 
 use bitcoin::hex::FromHex;
-use bitcoin::{OutPoint, Transaction, Txid};
+use bitcoin::Txid;
 use serde::Serialize;
 
-use super::tx::{decode, spent_outputs, undo_of, TxValue};
-use super::{json, txid, unknown, Failure, Reply, TxStatus, MEMPOOL_TXS, TXS_PER_PAGE};
+use super::api::{json, txid, unknown, Failure, Reply, TxStatus, MEMPOOL_TXS, TXS_PER_PAGE};
+use super::tx::TxValue;
 use crate::http::HttpContext;
-use crate::index::query::HistoryEntry;
-use crate::kernel::BlockUndo;
+use crate::index::query::QueryError;
 use crate::types::ScriptHash;
+use crate::view::{ScriptStats, ViewError};
 
 /// Most history entries `/address/:address` reads for its statistics (each is a transaction
 /// read): a larger history gets 400, as Esplora's "too many history entries".
@@ -33,7 +33,7 @@ pub fn route(ctx: &HttpContext, kind: &str, script: &str, rest: &[&str], path: &
         ["txs", "chain"] => history(ctx, &sh, false, None),
         ["txs", "chain", last_seen] => history(ctx, &sh, false, Some(txid(last_seen)?)),
         ["txs", "mempool"] => json(
-            &mempool_txs(ctx, &sh)?
+            &mempool_txs(ctx, &sh)
                 .into_iter()
                 .map(|(_, value)| value)
                 .collect::<Vec<_>>(),
@@ -46,7 +46,7 @@ pub fn route(ctx: &HttpContext, kind: &str, script: &str, rest: &[&str], path: &
 /// The script hash of an address of this server's network.
 fn address_script_hash(ctx: &HttpContext, text: &str) -> Result<ScriptHash, Failure> {
     let address = bitcoin::Address::from_str(text).map_err(|e| Failure::bad(e.to_string()))?;
-    let network = ctx.validator.network().to_bitcoin();
+    let network = ctx.model.validator().network().to_bitcoin();
     let address = address
         .require_network(network)
         .map_err(|_| Failure::bad("Address on invalid network"))?;
@@ -71,21 +71,23 @@ struct TxoStats {
     tx_count: u64,
 }
 
+impl From<ScriptStats> for TxoStats {
+    fn from(s: ScriptStats) -> Self {
+        TxoStats {
+            funded_txo_count: s.funded_txo_count,
+            funded_txo_sum: s.funded_txo_sum,
+            spent_txo_count: s.spent_txo_count,
+            spent_txo_sum: s.spent_txo_sum,
+            tx_count: s.tx_count,
+        }
+    }
+}
+
 /// `GET /address/:address` and `/scripthash/:hash`.
 fn stats(ctx: &HttpContext, kind: &str, script: &str, sh: &ScriptHash) -> Reply {
-    let chain = chain_stats(ctx, sh)?;
-    let activity = ctx
-        .mempool
-        .as_ref()
-        .map(|p| p.script_activity(sh))
-        .unwrap_or_default();
-    let mempool = TxoStats {
-        funded_txo_count: activity.funded,
-        funded_txo_sum: activity.funded_sum,
-        spent_txo_count: activity.spent,
-        spent_txo_sum: activity.spent_sum,
-        tx_count: activity.txs,
-    };
+    let view = ctx.model.view();
+    let chain = TxoStats::from(view.script_stats(sh, STATS_MAX_HISTORY)?);
+    let mempool = TxoStats::from(view.mempool_stats(sh));
     let mut answer = serde_json::Map::new();
     answer.insert(kind.to_string(), serde_json::json!(script));
     answer.insert(
@@ -99,110 +101,14 @@ fn stats(ctx: &HttpContext, kind: &str, script: &str, sh: &ScriptHash) -> Reply 
     json(&answer)
 }
 
-/// The outputs every confirmed transaction of the history pays the script, and which of them
-/// the chain spends.
-fn chain_stats(ctx: &HttpContext, sh: &ScriptHash) -> Result<TxoStats, Failure> {
-    let history = ctx.index.history(sh, STATS_MAX_HISTORY)?;
-    let mut stats = TxoStats {
-        tx_count: history.len() as u64,
-        ..TxoStats::default()
-    };
-    for entry in &history {
-        let (tx, _) = confirmed_tx(ctx, &entry.txid)?;
-        let spent: HashSet<u32> = match tx
-            .output
-            .iter()
-            .any(|o| ScriptHash::of(&o.script_pubkey) == *sh)
-        {
-            true => ctx
-                .index
-                .spenders(&entry.txid)?
-                .unwrap_or_default()
-                .iter()
-                .map(|s| s.vout)
-                .collect(),
-            false => HashSet::new(),
-        };
-        for (vout, out) in tx.output.iter().enumerate() {
-            if out.script_pubkey.is_op_return() || ScriptHash::of(&out.script_pubkey) != *sh {
-                continue;
-            }
-            let value = out.value.to_sat();
-            stats.funded_txo_count += 1;
-            stats.funded_txo_sum = stats.funded_txo_sum.saturating_add(value);
-            if spent.contains(&(vout as u32)) {
-                stats.spent_txo_count += 1;
-                stats.spent_txo_sum = stats.spent_txo_sum.saturating_add(value);
-            }
-        }
-    }
-    Ok(stats)
-}
-
-/// A confirmed transaction of a history just read, with where it is; the chain may have
-/// changed since (a reorg), which asks the client to try again.
-fn confirmed_tx(
-    ctx: &HttpContext,
-    txid: &Txid,
-) -> Result<(Transaction, crate::index::query::TxPosition), Failure> {
-    let (raw, pos) = ctx
-        .index
-        .confirmed_tx_bytes(&ctx.validator, txid)?
-        .ok_or_else(|| {
-            Failure(
-                hyper::StatusCode::SERVICE_UNAVAILABLE,
-                "the chain changed during the request; try again".into(),
-            )
-        })?;
-    Ok((decode(&raw)?, pos))
-}
-
-/// Confirmed history entries as Esplora transactions, each block's undo data read once.
-fn confirmed_values(ctx: &HttpContext, entries: &[HistoryEntry]) -> Result<Vec<TxValue>, Failure> {
-    let network = ctx.validator.network().to_bitcoin();
-    let mut undos: HashMap<u32, BlockUndo> = HashMap::new();
-    let mut values = Vec::with_capacity(entries.len());
-    for entry in entries {
-        let (tx, pos) = confirmed_tx(ctx, &entry.txid)?;
-        let status = TxStatus::at(ctx, pos.height);
-        let undo = match (undos.get(&pos.height), status.block_hash) {
-            (Some(undo), _) => undo,
-            (None, Some(hash)) => undos.entry(pos.height).or_insert(undo_of(ctx, &hash)?),
-            (None, None) => {
-                return Err(Failure(
-                    hyper::StatusCode::SERVICE_UNAVAILABLE,
-                    "the chain changed during the request; try again".into(),
-                ))
-            }
-        };
-        values.push(TxValue::new(
-            &tx,
-            &spent_outputs(undo, pos.pos, &tx)?,
-            status,
-            network,
-        ));
-    }
-    Ok(values)
-}
-
 /// Up to 50 of the script's mempool transactions, newest first.
-fn mempool_txs(ctx: &HttpContext, sh: &ScriptHash) -> Result<Vec<(Txid, TxValue)>, Failure> {
-    let network = ctx.validator.network().to_bitcoin();
-    let entries = ctx
-        .mempool
-        .as_ref()
-        .map(|p| p.newest_of_script(sh, MEMPOOL_TXS))
-        .unwrap_or_default();
-    Ok(entries
-        .into_iter()
-        .map(|e| {
-            let prevouts: Vec<_> = e.prevouts.iter().cloned().map(Some).collect();
-            (
-                e.txid,
-                TxValue::new(&e.tx, &prevouts, TxStatus::UNCONFIRMED, network),
-            )
-        })
-        .collect())
+fn mempool_txs(ctx: &HttpContext, sh: &ScriptHash) -> Vec<(Txid, TxValue)> {
+    let view = ctx.model.view();
+    let network = view.network();
+    view.mempool_transactions(sh, MEMPOOL_TXS)
+        .iter()
+        .map(|found| (found.tx.compute_txid(), TxValue::found(found, network)))
+        .collect()
 }
 
 /// `GET .../txs` (`with_mempool`: up to 50 mempool transactions, then the 25 newest confirmed)
@@ -215,28 +121,32 @@ fn history(
 ) -> Reply {
     // The mempool first: a transaction confirmed between the two reads shows up confirmed.
     let unconfirmed = if with_mempool {
-        mempool_txs(ctx, sh)?
+        mempool_txs(ctx, sh)
     } else {
         Vec::new()
     };
-    let view = ctx.index.reader();
+    let view = ctx.model.view();
     let below = match last_seen {
-        Some(txid) => match view.history_txnum(sh, &txid)? {
+        Some(txid) => match view.index().history_txnum(sh, &txid)? {
             Some(txnum) => Some(txnum),
             // As Esplora: a last seen transaction that is not in the history ends it.
             None => return json(&Vec::<TxValue>::new()),
         },
         None => None,
     };
-    let entries = view.history_newest(sh, below, TXS_PER_PAGE)?;
-    drop(view);
+    let entries = view.index().history_newest(sh, below, TXS_PER_PAGE)?;
     let confirmed: HashSet<Txid> = entries.iter().map(|e| e.txid).collect();
     let mut page: Vec<TxValue> = unconfirmed
         .into_iter()
         .filter(|(txid, _)| !confirmed.contains(txid))
         .map(|(_, value)| value)
         .collect();
-    page.extend(confirmed_values(ctx, &entries)?);
+    let network = view.network();
+    page.extend(
+        view.history_transactions(&entries)?
+            .iter()
+            .map(|found| TxValue::found(found, network)),
+    );
     json(&page)
 }
 
@@ -250,32 +160,23 @@ struct Utxo {
 }
 
 /// `GET .../utxo`: the confirmed unspent outputs nothing in the mempool spends, then the
-/// mempool's unspent outputs paying the script.
+/// mempool's unspent outputs paying the script; at most [`MAX_UTXOS`].
 fn utxos(ctx: &HttpContext, sh: &ScriptHash) -> Reply {
-    let confirmed = ctx.index.unspent(sh, MAX_UTXOS)?;
-    let pool = ctx.mempool.as_ref();
-    let mut answer: Vec<Utxo> = confirmed
+    let view = ctx.model.view();
+    let unspent = view.unspent(sh, MAX_UTXOS).map_err(|e| match e {
+        ViewError::Query(QueryError::TooLarge { limit }) => {
+            Failure::bad(format!("too many unspent outputs: more than {limit}"))
+        }
+        other => other.into(),
+    })?;
+    let answer: Vec<Utxo> = unspent
         .iter()
-        .filter(|u| !pool.is_some_and(|p| p.is_spent(&OutPoint::new(u.txid, u.vout))))
         .map(|u| Utxo {
             txid: u.txid,
             vout: u.vout,
-            status: TxStatus::at(ctx, u.height),
+            status: TxStatus::of(u.height.and_then(|h| view.confirmation(h))),
             value: u.value,
         })
         .collect();
-    for (txid, vout, value) in pool.map(|p| p.unspent(sh)).unwrap_or_default() {
-        if answer.len() >= MAX_UTXOS {
-            return Err(Failure::bad(format!(
-                "too many unspent outputs: more than {MAX_UTXOS}"
-            )));
-        }
-        answer.push(Utxo {
-            txid,
-            vout,
-            status: TxStatus::UNCONFIRMED,
-            value,
-        });
-    }
     json(&answer)
 }

@@ -2,12 +2,13 @@
 //! Blocks of the indexed chain only: a block another branch holds is not found.
 
 use bitcoin::hashes::Hash;
-use bitcoin::{Block, BlockHash, Txid};
+use bitcoin::{BlockHash, Txid};
 use serde::Serialize;
 
-use super::tx::{spent_outputs, undo_of, TxValue};
-use super::{binary, json, text, Failure, Reply, TxStatus, BLOCKS_PER_PAGE, TXS_PER_PAGE};
+use super::api::{binary, json, text, Failure, Reply, BLOCKS_PER_PAGE, TXS_PER_PAGE};
+use super::tx::TxValue;
 use crate::http::HttpContext;
+use crate::view::ChainView;
 
 /// A block's summary as Esplora shows it.
 #[derive(Debug, Serialize)]
@@ -35,38 +36,21 @@ fn block_not_found() -> Failure {
 }
 
 /// The height of an indexed block.
-fn height_of(ctx: &HttpContext, hash: &BlockHash) -> Result<u32, Failure> {
-    ctx.index
-        .with_chain(|c| c.height_of_hash(hash))
-        .ok_or_else(block_not_found)
-}
-
-/// The serialized block, from the kernel.
-fn raw_block(ctx: &HttpContext, hash: &BlockHash) -> Result<Vec<u8>, Failure> {
-    ctx.validator
-        .read_block_bytes_by_hash(hash)
-        .map_err(Failure::internal)
-}
-
-fn decode_block(raw: &[u8]) -> Result<Block, Failure> {
-    bitcoin::consensus::deserialize(raw)
-        .map_err(|e| Failure::internal(format!("a stored block does not decode: {e}")))
+fn height_of(view: &ChainView<'_>, hash: &BlockHash) -> Result<u32, Failure> {
+    view.height_of(hash).ok_or_else(block_not_found)
 }
 
 /// The median time past of the block at `height` (Core's `GetMedianTimePast`).
-fn median_time(ctx: &HttpContext, height: u32) -> u32 {
-    let mut times: Vec<u32> = ctx.index.with_chain(|c| {
-        (height.saturating_sub(MEDIAN_SPAN - 1)..=height)
-            .filter_map(|h| c.header(h).map(|h| h.time))
-            .collect()
-    });
+fn median_time(view: &ChainView<'_>, height: u32) -> u32 {
+    let mut times: Vec<u32> = (height.saturating_sub(MEDIAN_SPAN - 1)..=height)
+        .filter_map(|h| view.header(h).map(|h| h.time))
+        .collect();
     times.sort_unstable();
     times.get(times.len() / 2).copied().unwrap_or(0)
 }
 
-fn block_value(ctx: &HttpContext, height: u32, hash: &BlockHash) -> Result<BlockValue, Failure> {
-    let raw = raw_block(ctx, hash)?;
-    let block = decode_block(&raw)?;
+fn block_value(view: &ChainView<'_>, height: u32, hash: &BlockHash) -> Result<BlockValue, Failure> {
+    let (block, size) = view.block(hash)?;
     let header = block.header;
     Ok(BlockValue {
         id: *hash,
@@ -74,12 +58,12 @@ fn block_value(ctx: &HttpContext, height: u32, hash: &BlockHash) -> Result<Block
         version: header.version.to_consensus() as u32,
         timestamp: header.time,
         tx_count: block.txdata.len() as u32,
-        size: raw.len(),
+        size,
         weight: block.weight().to_wu(),
         merkle_root: header.merkle_root,
         previousblockhash: (header.prev_blockhash != BlockHash::all_zeros())
             .then_some(header.prev_blockhash),
-        mediantime: median_time(ctx, height),
+        mediantime: median_time(view, height),
         nonce: header.nonce,
         bits: header.bits.to_consensus(),
         difficulty: header.difficulty_float(),
@@ -88,56 +72,54 @@ fn block_value(ctx: &HttpContext, height: u32, hash: &BlockHash) -> Result<Block
 
 /// `GET /blocks/tip/height`.
 pub fn tip_height(ctx: &HttpContext) -> Reply {
-    let (height, _) = ctx.index.tip().ok_or_else(block_not_found)?;
+    let (height, _) = ctx.model.view().tip().ok_or_else(block_not_found)?;
     text(height.to_string())
 }
 
 /// `GET /blocks/tip/hash`.
 pub fn tip_hash(ctx: &HttpContext) -> Reply {
-    let (_, hash) = ctx.index.tip().ok_or_else(block_not_found)?;
+    let (_, hash) = ctx.model.view().tip().ok_or_else(block_not_found)?;
     text(hash.to_string())
 }
 
 /// `GET /block-height/:height`.
 pub fn hash_at(ctx: &HttpContext, height: u32) -> Reply {
     let hash = ctx
-        .index
-        .with_chain(|c| c.hash(height))
+        .model
+        .view()
+        .block_hash(height)
         .ok_or_else(block_not_found)?;
     text(hash.to_string())
 }
 
 /// `GET /blocks[/:start_height]`: ten blocks down from the start (the tip by default).
 pub fn list(ctx: &HttpContext, start: Option<u32>) -> Reply {
-    let (tip, _) = ctx.index.tip().ok_or_else(block_not_found)?;
+    let view = ctx.model.view();
+    let (tip, _) = view.tip().ok_or_else(block_not_found)?;
     let start = start.unwrap_or(tip);
     if start > tip {
         return Err(block_not_found());
     }
     let mut blocks = Vec::new();
     for height in (start.saturating_sub(BLOCKS_PER_PAGE - 1)..=start).rev() {
-        let hash = ctx
-            .index
-            .with_chain(|c| c.hash(height))
-            .ok_or_else(block_not_found)?;
-        blocks.push(block_value(ctx, height, &hash)?);
+        let hash = view.block_hash(height).ok_or_else(block_not_found)?;
+        blocks.push(block_value(&view, height, &hash)?);
     }
     json(&blocks)
 }
 
 /// `GET /block/:hash`.
 pub fn summary(ctx: &HttpContext, hash: &BlockHash) -> Reply {
-    let height = height_of(ctx, hash)?;
-    json(&block_value(ctx, height, hash)?)
+    let view = ctx.model.view();
+    let height = height_of(&view, hash)?;
+    json(&block_value(&view, height, hash)?)
 }
 
 /// `GET /block/:hash/header`: the 80 bytes in hex.
 pub fn header(ctx: &HttpContext, hash: &BlockHash) -> Reply {
-    let height = height_of(ctx, hash)?;
-    let header = ctx
-        .index
-        .with_chain(|c| c.header(height).copied())
-        .ok_or_else(block_not_found)?;
+    let view = ctx.model.view();
+    let height = height_of(&view, hash)?;
+    let header = view.header(height).ok_or_else(block_not_found)?;
     text(bitcoin::consensus::encode::serialize_hex(&header))
 }
 
@@ -151,24 +133,28 @@ struct BlockStatus {
 
 /// `GET /block/:hash/status`: not in the best chain also for a block nobody knows (as Esplora).
 pub fn status(ctx: &HttpContext, hash: &BlockHash) -> Reply {
-    let status = ctx.index.with_chain(|c| match c.height_of_hash(hash) {
+    let view = ctx.model.view();
+    let status = match view.height_of(hash) {
         Some(height) => BlockStatus {
             in_best_chain: true,
             height: Some(height),
-            next_best: c.hash(height + 1),
+            next_best: view.block_hash(height + 1),
         },
         None => BlockStatus {
             in_best_chain: false,
             height: None,
             next_best: None,
         },
-    });
+    };
     json(&status)
 }
 
 fn block_txids(ctx: &HttpContext, hash: &BlockHash) -> Result<Vec<Txid>, Failure> {
-    let height = height_of(ctx, hash)?;
-    ctx.index.block_txids(height)?.ok_or_else(block_not_found)
+    let view = ctx.model.view();
+    let height = height_of(&view, hash)?;
+    view.index()
+        .block_txids(height)?
+        .ok_or_else(block_not_found)
 }
 
 /// `GET /block/:hash/txids`.
@@ -187,35 +173,24 @@ pub fn txid_at(ctx: &HttpContext, hash: &BlockHash, index: usize) -> Reply {
 
 /// `GET /block/:hash/txs[/:start_index]`: 25 transactions from `start`, a multiple of 25.
 pub fn txs(ctx: &HttpContext, hash: &BlockHash, start: usize) -> Reply {
-    let height = height_of(ctx, hash)?;
+    let view = ctx.model.view();
+    height_of(&view, hash)?;
     if start % TXS_PER_PAGE != 0 {
         return Err(Failure::bad(format!(
             "start index must be a multiple of {TXS_PER_PAGE}"
         )));
     }
-    let block = decode_block(&raw_block(ctx, hash)?)?;
-    if start >= block.txdata.len() {
-        return Err(Failure::bad("start index out of range"));
-    }
-    let undo = undo_of(ctx, hash)?;
-    let status = TxStatus::at(ctx, height);
-    let network = ctx.validator.network().to_bitcoin();
-    let mut page = Vec::with_capacity(TXS_PER_PAGE);
-    for (pos, tx) in block
-        .txdata
-        .iter()
-        .enumerate()
-        .skip(start)
-        .take(TXS_PER_PAGE)
-    {
-        let prevouts = spent_outputs(&undo, pos as u32, tx)?;
-        page.push(TxValue::new(tx, &prevouts, status, network));
-    }
+    let page = view
+        .block_transactions(hash, start, TXS_PER_PAGE)?
+        .ok_or_else(|| Failure::bad("start index out of range"))?;
+    let network = view.network();
+    let page: Vec<TxValue> = page.iter().map(|f| TxValue::found(f, network)).collect();
     json(&page)
 }
 
 /// `GET /block/:hash/raw`: the serialized block.
 pub fn raw(ctx: &HttpContext, hash: &BlockHash) -> Reply {
-    height_of(ctx, hash)?;
-    binary(raw_block(ctx, hash)?)
+    let view = ctx.model.view();
+    height_of(&view, hash)?;
+    binary(view.block_bytes(hash)?)
 }

@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use super::{json, Reply};
+use super::api::{json, Reply};
 use crate::http::HttpContext;
 use crate::mempool::MIN_RELAY_FEERATE;
 
@@ -28,7 +28,7 @@ struct Backlog {
 
 /// `GET /mempool`: size, fees and the fee-rate histogram (Electrum's `get_fee_histogram`).
 pub fn stats(ctx: &HttpContext) -> Reply {
-    let backlog = match &ctx.mempool {
+    let backlog = match ctx.model.mempool() {
         Some(pool) => {
             let (count, vsize, total_fee) = pool.info();
             Backlog {
@@ -50,7 +50,7 @@ pub fn stats(ctx: &HttpContext) -> Reply {
 
 /// `GET /mempool/txids`.
 pub fn txids(ctx: &HttpContext) -> Reply {
-    json(&ctx.mempool.as_ref().map(|p| p.txids()).unwrap_or_default())
+    json(&ctx.model.mempool().map(|p| p.txids()).unwrap_or_default())
 }
 
 /// One of `/mempool/recent`'s transactions.
@@ -90,7 +90,7 @@ pub fn recent(ctx: &HttpContext) -> Reply {
 pub fn fee_estimates(ctx: &HttpContext) -> Reply {
     let mut estimates = serde_json::Map::new();
     for target in FEE_TARGETS {
-        let btc_per_kvb = ctx.mempool.as_ref().and_then(|p| p.estimate_fee(target));
+        let btc_per_kvb = ctx.model.mempool().and_then(|p| p.estimate_fee(target));
         // BTC/kvB to sat/vB: 1e8 sat per BTC, 1000 vB per kvB.
         let sat_per_vb = btc_per_kvb.map_or(MIN_RELAY_FEERATE as f64, |rate| rate * 100_000.0);
         estimates.insert(target.to_string(), serde_json::json!(sat_per_vb));

@@ -1,16 +1,15 @@
 //! Transactions as Esplora shows them, and the `/tx` endpoints.
 
-use bitcoin::consensus::Decodable;
-use bitcoin::hashes::Hash;
 use bitcoin::hex::{DisplayHex, FromHex};
 use bitcoin::script::Instruction;
-use bitcoin::{BlockHash, OutPoint, Script, ScriptBuf, Transaction, TxIn, TxOut, Txid};
+use bitcoin::{OutPoint, Script, ScriptBuf, Transaction, TxIn, TxOut, Txid};
 use serde::Serialize;
 
-use super::{binary, text, Failure, Reply, TxStatus};
+use super::api::{self, binary, text, Failure, Reply, TxStatus};
 use crate::http::HttpContext;
-use crate::kernel::BlockUndo;
 use crate::mempool::Rejection;
+use crate::view::merkle::rpc_hex;
+use crate::view::{decode, BlockOfTx, ChainView, FoundTx, Spender};
 
 /// An output as Esplora shows it (also each input's `prevout`).
 #[derive(Debug, Serialize)]
@@ -193,80 +192,16 @@ fn fee(tx: &Transaction, prevouts: &[Option<TxOut>]) -> u64 {
     }
 }
 
-/// The outputs the inputs of the block's transaction at `pos` spend, from the block's undo data.
-pub fn spent_outputs(
-    undo: &BlockUndo,
-    pos: u32,
-    tx: &Transaction,
-) -> Result<Vec<Option<TxOut>>, Failure> {
-    if pos == 0 {
-        return Ok(vec![None; tx.input.len()]);
+impl TxValue {
+    /// A transaction the view found, with what its inputs spent.
+    pub fn found(found: &FoundTx, network: bitcoin::Network) -> Self {
+        TxValue::new(
+            &found.tx,
+            &found.prevouts,
+            TxStatus::of(found.confirmation),
+            network,
+        )
     }
-    let spent = undo
-        .txs
-        .get(pos as usize - 1)
-        .filter(|spent| spent.len() == tx.input.len())
-        .ok_or_else(|| {
-            Failure::internal(format!(
-                "the undo data does not fit transaction {}",
-                tx.compute_txid()
-            ))
-        })?;
-    Ok(spent.iter().map(|s| Some(s.txout.clone())).collect())
-}
-
-/// A transaction of the chain or the mempool, with its bytes, the outputs its inputs spend and
-/// its status.
-pub struct Found {
-    /// The transaction.
-    pub tx: Transaction,
-    /// Its serialization.
-    pub raw: Vec<u8>,
-    /// The outputs its inputs spend, in input order (`None` for a coinbase's).
-    pub prevouts: Vec<Option<TxOut>>,
-    /// Where it is.
-    pub status: TxStatus,
-}
-
-/// Decodes a stored transaction.
-pub fn decode(raw: &[u8]) -> Result<Transaction, Failure> {
-    Transaction::consensus_decode(&mut &raw[..])
-        .map_err(|e| Failure::internal(format!("a stored transaction does not decode: {e}")))
-}
-
-/// The chain's transaction `txid`, else the mempool's; `with_prevouts` reads what its inputs
-/// spend (the block's undo data for a confirmed one).
-pub fn find(ctx: &HttpContext, txid: &Txid, with_prevouts: bool) -> Result<Option<Found>, Failure> {
-    if let Some((raw, pos)) = ctx.index.confirmed_tx_bytes(&ctx.validator, txid)? {
-        let tx = decode(&raw)?;
-        let status = TxStatus::at(ctx, pos.height);
-        let prevouts = match (with_prevouts, status.block_hash) {
-            (true, Some(hash)) => spent_outputs(&undo_of(ctx, &hash)?, pos.pos, &tx)?,
-            _ => Vec::new(),
-        };
-        return Ok(Some(Found {
-            tx,
-            raw,
-            prevouts,
-            status,
-        }));
-    }
-    let Some(entry) = ctx.mempool.as_ref().and_then(|m| m.entry(txid)) else {
-        return Ok(None);
-    };
-    Ok(Some(Found {
-        prevouts: entry.prevouts.into_iter().map(Some).collect(),
-        tx: entry.tx,
-        raw: entry.raw,
-        status: TxStatus::UNCONFIRMED,
-    }))
-}
-
-/// A block's undo data, from the kernel.
-pub fn undo_of(ctx: &HttpContext, hash: &BlockHash) -> Result<BlockUndo, Failure> {
-    ctx.validator
-        .read_undo_by_hash(hash)
-        .map_err(Failure::internal)
 }
 
 fn not_found() -> Failure {
@@ -275,73 +210,59 @@ fn not_found() -> Failure {
 
 /// `GET /tx/:txid`.
 pub fn json(ctx: &HttpContext, txid: &Txid) -> Reply {
-    let found = find(ctx, txid, true)?.ok_or_else(not_found)?;
-    let network = ctx.validator.network().to_bitcoin();
-    super::json(&TxValue::new(
-        &found.tx,
-        &found.prevouts,
-        found.status,
-        network,
-    ))
+    let view = ctx.model.view();
+    let found = view.transaction(txid, true)?.ok_or_else(not_found)?;
+    api::json(&TxValue::found(&found, view.network()))
+}
+
+/// The bytes of the chain's or the mempool's transaction.
+fn raw_bytes(ctx: &HttpContext, txid: &Txid) -> Result<Vec<u8>, Failure> {
+    let view = ctx.model.view();
+    let (raw, _) = view.raw_transaction(txid)?.ok_or_else(not_found)?;
+    Ok(raw)
 }
 
 /// `GET /tx/:txid/hex`.
 pub fn hex(ctx: &HttpContext, txid: &Txid) -> Reply {
-    let found = find(ctx, txid, false)?.ok_or_else(not_found)?;
-    text(found.raw.to_lower_hex_string())
+    text(raw_bytes(ctx, txid)?.to_lower_hex_string())
 }
 
 /// `GET /tx/:txid/raw`.
 pub fn raw(ctx: &HttpContext, txid: &Txid) -> Reply {
-    let found = find(ctx, txid, false)?.ok_or_else(not_found)?;
-    binary(found.raw)
+    binary(raw_bytes(ctx, txid)?)
 }
 
 /// `GET /tx/:txid/status`: unconfirmed also for a transaction nobody knows (as Esplora).
 pub fn status(ctx: &HttpContext, txid: &Txid) -> Reply {
-    let status = match ctx.index.tx_position(txid)? {
-        Some(pos) => TxStatus::at(ctx, pos.height),
-        None => TxStatus::UNCONFIRMED,
-    };
-    super::json(&status)
+    let confirmation = ctx.model.view().tx_confirmation(txid)?;
+    api::json(&TxStatus::of(confirmation))
 }
 
-/// A confirmed transaction's block: its height, hash, txids and the transaction's position.
-fn confirming_block(
-    ctx: &HttpContext,
-    txid: &Txid,
-) -> Result<(u32, bitcoin::block::Header, Vec<Txid>, u32), Failure> {
-    let unconfirmed = || Failure::not_found("Transaction not found or is unconfirmed");
-    let pos = ctx.index.tx_position(txid)?.ok_or_else(unconfirmed)?;
-    let header = ctx
-        .index
-        .with_chain(|c| c.header(pos.height).copied())
-        .ok_or_else(unconfirmed)?;
-    let txids = ctx.index.block_txids(pos.height)?.ok_or_else(unconfirmed)?;
-    if txids.get(pos.pos as usize) != Some(txid) {
-        return Err(unconfirmed());
-    }
-    Ok((pos.height, header, txids, pos.pos))
+/// A confirmed transaction's block with its txids.
+fn confirming_block(ctx: &HttpContext, txid: &Txid) -> Result<BlockOfTx, Failure> {
+    ctx.model
+        .view()
+        .confirming_block(txid)?
+        .ok_or_else(|| Failure::not_found("Transaction not found or is unconfirmed"))
 }
 
 /// `GET /tx/:txid/merkle-proof`: Electrum's `get_merkle` answer.
 pub fn merkle_proof(ctx: &HttpContext, txid: &Txid) -> Reply {
-    let (height, _, txids, pos) = confirming_block(ctx, txid)?;
-    let leaves: Vec<[u8; 32]> = txids.iter().map(|t| t.to_byte_array()).collect();
-    let (branch, _) = crate::electrum::merkle::branch_and_root(&leaves, pos as usize);
-    let merkle: Vec<String> = branch
-        .iter()
-        .map(crate::electrum::merkle::rpc_hex)
-        .collect();
-    super::json(&serde_json::json!({ "block_height": height, "merkle": merkle, "pos": pos }))
+    let block = confirming_block(ctx, txid)?;
+    let merkle: Vec<String> = block.branch().iter().map(rpc_hex).collect();
+    api::json(
+        &serde_json::json!({ "block_height": block.height, "merkle": merkle, "pos": block.pos }),
+    )
 }
 
 /// `GET /tx/:txid/merkleblock-proof`: bitcoind's `gettxoutproof` for this one transaction.
 pub fn merkleblock_proof(ctx: &HttpContext, txid: &Txid) -> Reply {
-    let (_, header, txids, _) = confirming_block(ctx, txid)?;
-    let block =
-        bitcoin::MerkleBlock::from_header_txids_with_predicate(&header, &txids, |t| t == txid);
-    text(bitcoin::consensus::encode::serialize_hex(&block))
+    let block = confirming_block(ctx, txid)?;
+    let proof =
+        bitcoin::MerkleBlock::from_header_txids_with_predicate(&block.header, &block.txids, |t| {
+            t == txid
+        });
+    text(bitcoin::consensus::encode::serialize_hex(&proof))
 }
 
 /// Whether and by what an output is spent (`/tx/:txid/outspend/:vout`).
@@ -364,59 +285,38 @@ impl Spending {
         status: None,
     };
 
-    fn by(txid: Txid, vin: u32, status: TxStatus) -> Self {
+    /// The answer for an output the view found spent (or not).
+    fn of(view: &ChainView<'_>, spender: Option<Spender>) -> Self {
+        let Some(spender) = spender else {
+            return Spending::UNSPENT;
+        };
+        let confirmation = spender.height.and_then(|h| view.confirmation(h));
         Spending {
             spent: true,
-            txid: Some(txid),
-            vin: Some(vin),
-            status: Some(status),
+            txid: Some(spender.txid),
+            vin: Some(spender.vin),
+            status: Some(TxStatus::of(confirmation)),
         }
     }
-}
-
-/// The mempool transaction that spends `op`, if any.
-fn mempool_spender(ctx: &HttpContext, op: &OutPoint) -> Option<Spending> {
-    let pool = ctx.mempool.as_ref()?;
-    let (txid, _) = pool.spender(op)?;
-    let entry = pool.entry(&txid)?;
-    let vin = entry
-        .tx
-        .input
-        .iter()
-        .position(|i| i.previous_output == *op)?;
-    Some(Spending::by(txid, vin as u32, TxStatus::UNCONFIRMED))
 }
 
 /// `GET /tx/:txid/outspend/:vout`: not spent also for an output nobody knows (as Esplora).
 pub fn outspend(ctx: &HttpContext, txid: &Txid, vout: u32) -> Reply {
-    if let Some((by, vin, height)) = ctx.index.spender(txid, vout)? {
-        return super::json(&Spending::by(by, vin, TxStatus::at(ctx, height)));
-    }
-    let op = OutPoint::new(*txid, vout);
-    super::json(&mempool_spender(ctx, &op).unwrap_or(Spending::UNSPENT))
+    let view = ctx.model.view();
+    let spender = view.spender(&OutPoint::new(*txid, vout))?;
+    api::json(&Spending::of(&view, spender))
 }
 
 /// `GET /tx/:txid/outspends`: one answer per output.
 pub fn outspends(ctx: &HttpContext, txid: &Txid) -> Reply {
-    let found = find(ctx, txid, false)?.ok_or_else(not_found)?;
-    let mut answers: Vec<Spending> = (0..found.tx.output.len())
-        .map(|_| Spending::UNSPENT)
+    let view = ctx.model.view();
+    let found = view.transaction(txid, false)?.ok_or_else(not_found)?;
+    let spenders = view.spenders(txid, found.tx.output.len(), found.confirmation.is_some())?;
+    let answers: Vec<Spending> = spenders
+        .into_iter()
+        .map(|s| Spending::of(&view, s))
         .collect();
-    if found.status.confirmed {
-        for spend in ctx.index.spenders(txid)?.unwrap_or_default() {
-            if let Some(slot) = answers.get_mut(spend.vout as usize) {
-                *slot = Spending::by(spend.txid, spend.vin, TxStatus::at(ctx, spend.height));
-            }
-        }
-    }
-    for (vout, slot) in answers.iter_mut().enumerate() {
-        if !slot.spent {
-            if let Some(spending) = mempool_spender(ctx, &OutPoint::new(*txid, vout as u32)) {
-                *slot = spending;
-            }
-        }
-    }
-    super::json(&answers)
+    api::json(&answers)
 }
 
 /// `POST /tx`: the body is the transaction in hex; the answer its txid, or bitcoind's
@@ -431,16 +331,16 @@ pub fn broadcast(ctx: &HttpContext, body: &[u8]) -> Reply {
         .trim();
     // bitcoind's -22 (RPC_DESERIALIZATION_ERROR) for text that is not a transaction.
     let raw = Vec::<u8>::from_hex(hex).map_err(|_| rpc_error(-22, "TX decode failed".into()))?;
-    let pool = ctx.mempool.as_ref().ok_or_else(|| {
+    let pool = ctx.model.mempool().ok_or_else(|| {
         Failure(
             hyper::StatusCode::SERVICE_UNAVAILABLE,
-            "this server keeps no mempool (mempool = false)".into(),
+            "this server keeps no mempool".into(),
         )
     })?;
-    match pool.accept(&raw, &ctx.index) {
+    match pool.accept(&raw, ctx.model.index()) {
         Ok(accepted) => {
             let txid = accepted.txid;
-            ctx.notifier.accepted(&ctx.index, accepted);
+            ctx.notifier.accepted(ctx.model.index(), accepted);
             text(txid.to_string())
         }
         // bitcoind answers a transaction it already has with its txid.

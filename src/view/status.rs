@@ -1,13 +1,9 @@
-//! A script hash's status: the SHA-256 of `"{txid}:{height}:"` over its history, confirmed
-//! transactions in chain order, then mempool ones by (-height, txid). `None` for no history.
-//! Long histories' hash states are cached ([`StatusCache`]) and extended by later entries.
+//! A script hash's status (Electrum's): the SHA-256 of `"{txid}:{height}:"` over its history,
+//! confirmed transactions in chain order, then mempool ones by (-height, txid). `None` for no
+//! history. Long histories' hash states are cached by the view and extended by later entries.
 
-use std::collections::HashMap;
-use std::sync::{Mutex, PoisonError};
-
-use crate::types::{ScriptHash, TxNum};
 use bitcoin::hashes::{sha256, Hash, HashEngine};
-use bitcoin::{BlockHash, Txid};
+use bitcoin::Txid;
 
 /// Computes the status from history entries already in protocol order.
 pub fn status<'a>(history: impl IntoIterator<Item = (&'a Txid, i64)>) -> Option<String> {
@@ -34,7 +30,7 @@ pub fn feed(engine: &mut sha256::HashEngine, txid: &Txid, height: i64) {
 /// A txid as clients see it (hex of the bytes reversed), ASCII in a stack buffer. Written with a
 /// nibble table: the `bitcoin` crate's hex encoders (`BufEncoder`, `BytesToHexIter`) took 1.3x
 /// to 3.8x the time of the status and history answers (`cargo bench --bench hot_paths`).
-pub(crate) fn txid_hex(txid: &Txid) -> [u8; 64] {
+pub fn txid_hex(txid: &Txid) -> [u8; 64] {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
     let mut bytes = txid.to_byte_array();
     bytes.reverse();
@@ -47,7 +43,7 @@ pub(crate) fn txid_hex(txid: &Txid) -> [u8; 64] {
 }
 
 /// `n` in decimal, written at the end of `buf`.
-pub(crate) fn decimal(n: i64, buf: &mut [u8; 24]) -> &[u8] {
+pub fn decimal(n: i64, buf: &mut [u8; 24]) -> &[u8] {
     let mut i = buf.len();
     let mut v = n.unsigned_abs();
     loop {
@@ -63,74 +59,6 @@ pub(crate) fn decimal(n: i64, buf: &mut [u8; 24]) -> &[u8] {
         buf[i] = b'-';
     }
     &buf[i..]
-}
-
-/// Scripts whose status is cached, at most; the least recently used leaves first.
-const CACHE_SCRIPTS: usize = 4_096;
-
-/// The status hash of a script's confirmed history up to a block, ready to be extended.
-#[derive(Clone)]
-pub(crate) struct Cached {
-    /// SHA-256 state after every confirmed entry below `next`.
-    pub(crate) engine: sha256::HashEngine,
-    /// Entries hashed.
-    pub(crate) count: usize,
-    /// The block the entries run to: valid while the chain still has it.
-    pub(crate) tip: (u32, BlockHash),
-    /// The TxNum after that block's last transaction.
-    pub(crate) next: TxNum,
-    /// When it was last used (a counter), for eviction.
-    used: u64,
-}
-
-impl Cached {
-    /// The state after `count` entries running to block `tip`, whose next TxNum is `next`.
-    pub(crate) fn new(
-        engine: sha256::HashEngine,
-        count: usize,
-        tip: (u32, BlockHash),
-        next: TxNum,
-    ) -> Self {
-        Cached {
-            engine,
-            count,
-            tip,
-            next,
-            used: 0,
-        }
-    }
-}
-
-/// Status hashes of long histories, shared by every session.
-#[derive(Default)]
-pub struct StatusCache {
-    inner: Mutex<(HashMap<ScriptHash, Cached>, u64)>,
-}
-
-impl StatusCache {
-    /// The cached state of a script, if any (marked as just used).
-    pub(crate) fn get(&self, sh: &ScriptHash) -> Option<Cached> {
-        let mut inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
-        let (map, clock) = &mut *inner;
-        *clock += 1;
-        let entry = map.get_mut(sh)?;
-        entry.used = *clock;
-        Some(entry.clone())
-    }
-
-    /// Keeps a script's state, making room by dropping the least recently used when full.
-    pub(crate) fn put(&self, sh: ScriptHash, mut entry: Cached) {
-        let mut inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
-        let (map, clock) = &mut *inner;
-        *clock += 1;
-        entry.used = *clock;
-        if map.len() >= CACHE_SCRIPTS && !map.contains_key(&sh) {
-            if let Some(oldest) = map.iter().min_by_key(|(_, c)| c.used).map(|(k, _)| *k) {
-                map.remove(&oldest);
-            }
-        }
-        map.insert(sh, entry);
-    }
 }
 
 #[cfg(test)]

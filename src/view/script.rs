@@ -1,0 +1,273 @@
+//! A script's questions: its history (confirmed, then mempool), its status hash, its balance,
+//! its unspent outputs and its statistics. Confirmed first, from the view's snapshot; then the
+//! mempool.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use bitcoin::hashes::{sha256, Hash};
+use bitcoin::{OutPoint, Txid};
+
+use super::cache::Cached;
+use super::status;
+use super::tx::FoundTx;
+use super::{ChainView, ViewError};
+use crate::index::query::{QueryError, HISTORY_PAGE};
+use crate::types::{ScriptHash, TxNum};
+
+/// Scripts whose status hash state is cached, at most.
+pub(super) const STATUS_SCRIPTS: usize = 4_096;
+/// Scripts whose confirmed history is cached, at most (which also bounds eviction's work).
+pub(super) const HISTORY_SCRIPTS: usize = 4_096;
+/// History entries kept over all cached scripts (36 bytes each: about 72 MB); a history longer
+/// than half of it is not kept.
+pub(super) const HISTORY_ENTRIES: usize = 2_000_000;
+
+/// The SHA-256 state after a script's confirmed entries, and how many there were.
+pub(super) type StatusState = (sha256::HashEngine, usize);
+
+/// One entry of a script's history: confirmed (`fee: None`, the block height) or in the mempool
+/// (`fee`, height 0, or -1 when it spends another mempool transaction).
+pub type HistoryItem = (Txid, i64, Option<u64>);
+
+/// An output paying a script that nothing spends (the mempool included).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Unspent {
+    /// The transaction that created it.
+    pub txid: Txid,
+    /// Its index.
+    pub vout: u32,
+    /// The creating block's height; `None` in the mempool.
+    pub height: Option<u32>,
+    /// Amount in satoshis.
+    pub value: u64,
+}
+
+/// What a script's confirmed transactions did to it (Esplora's `chain_stats`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ScriptStats {
+    /// Outputs paying it.
+    pub funded_txo_count: u64,
+    /// Their sum.
+    pub funded_txo_sum: u64,
+    /// Those the chain spends.
+    pub spent_txo_count: u64,
+    /// Their sum.
+    pub spent_txo_sum: u64,
+    /// Transactions in its history.
+    pub tx_count: u64,
+}
+
+impl ChainView<'_> {
+    /// The script's mempool entries in protocol order.
+    fn mempool_history(&self, sh: &ScriptHash) -> Vec<crate::mempool::MempoolHistoryEntry> {
+        self.mempool().map(|p| p.history(sh)).unwrap_or_default()
+    }
+
+    /// A script's status hash: its confirmed history (from the cache, extended by newer rows,
+    /// for a long one) then its mempool entries. `None` when it has no history; `TooLarge` past
+    /// `limit` entries.
+    pub fn status(&self, sh: &ScriptHash, limit: usize) -> Result<Option<String>, ViewError> {
+        let (mut engine, count) = self.confirmed_status(sh, limit)?;
+        let mempool = self.mempool_history(sh);
+        if count.saturating_add(mempool.len()) > limit {
+            return Err(QueryError::TooLarge { limit }.into());
+        }
+        if count == 0 && mempool.is_empty() {
+            return Ok(None);
+        }
+        for m in &mempool {
+            status::feed(&mut engine, &m.txid, m.height);
+        }
+        Ok(Some(sha256::Hash::from_engine(engine).to_string()))
+    }
+
+    /// The hash state and entry count of a script's confirmed history.
+    fn confirmed_status(&self, sh: &ScriptHash, limit: usize) -> Result<StatusState, ViewError> {
+        let view = &self.index;
+        let cached = self.model.statuses.get(sh, |h, b| view.has_block(h, b));
+        let ((mut engine, mut count), from) = match cached {
+            Some(c) => (c.value, c.next),
+            None => ((sha256::HashEngine::default(), 0), TxNum(0)),
+        };
+        view.history_pages(sh, from, HISTORY_PAGE, |page| {
+            count += page.len();
+            if count > limit {
+                return Err(QueryError::TooLarge { limit });
+            }
+            for entry in page {
+                status::feed(&mut engine, &entry.txid, i64::from(entry.height));
+            }
+            Ok(true)
+        })?;
+        if count >= self.model.settings.status_from {
+            if let Some(tip) = view.tip() {
+                let cached = Cached {
+                    value: (engine.clone(), count),
+                    tip,
+                    next: view.next_txnum(),
+                };
+                self.model.statuses.put(*sh, cached, 1);
+            }
+        }
+        Ok((engine, count))
+    }
+
+    /// A script's whole history, confirmed entries in chain order (a long one from the cache,
+    /// extended by newer rows) then mempool ones; `TooLarge` past `limit` entries.
+    pub fn history(&self, sh: &ScriptHash, limit: usize) -> Result<Vec<HistoryItem>, ViewError> {
+        let view = &self.index;
+        let cached = self.model.histories.get(sh, |h, b| view.has_block(h, b));
+        let (known, from) = match &cached {
+            Some(c) => (c.value.as_slice(), c.next),
+            None => (&[][..], TxNum(0)),
+        };
+        let mut newer = Vec::new();
+        view.history_pages(sh, from, HISTORY_PAGE, |page| {
+            if known.len() + newer.len() + page.len() > limit {
+                return Err(QueryError::TooLarge { limit });
+            }
+            newer.extend(page.iter().map(|e| (e.txid, e.height)));
+            Ok(true)
+        })?;
+        let count = known.len() + newer.len();
+        if count >= self.model.settings.history_from && (cached.is_none() || !newer.is_empty()) {
+            if let Some(tip) = view.tip() {
+                let entries = Arc::new([known, &newer[..]].concat());
+                let next = view.next_txnum();
+                let cached = Cached {
+                    value: entries,
+                    tip,
+                    next,
+                };
+                self.model.histories.put(*sh, cached, count);
+            }
+        }
+        let mempool = self.mempool_history(sh);
+        if count + mempool.len() > limit {
+            return Err(QueryError::TooLarge { limit }.into());
+        }
+        let mut all: Vec<HistoryItem> = Vec::with_capacity(count + mempool.len());
+        all.extend(
+            known
+                .iter()
+                .chain(&newer)
+                .map(|(txid, height)| (*txid, i64::from(*height), None)),
+        );
+        all.extend(mempool.iter().map(|m| (m.txid, m.height, Some(m.fee))));
+        Ok(all)
+    }
+
+    /// A script's mempool entries in protocol order: (txid, height 0 or -1, fee).
+    pub fn mempool_entries(&self, sh: &ScriptHash) -> Vec<HistoryItem> {
+        self.mempool_history(sh)
+            .iter()
+            .map(|m| (m.txid, m.height, Some(m.fee)))
+            .collect()
+    }
+
+    /// The `n` transactions of a script's mempool history that entered last, newest first,
+    /// with what their inputs spend.
+    pub fn mempool_transactions(&self, sh: &ScriptHash, n: usize) -> Vec<FoundTx> {
+        let entries = self
+            .mempool()
+            .map(|p| p.newest_of_script(sh, n))
+            .unwrap_or_default();
+        entries
+            .into_iter()
+            .map(|e| FoundTx {
+                prevouts: e.prevouts.into_iter().map(Some).collect(),
+                tx: e.tx,
+                raw: e.raw,
+                confirmation: None,
+            })
+            .collect()
+    }
+
+    /// What a script's mempool transactions do to it.
+    pub fn mempool_stats(&self, sh: &ScriptHash) -> ScriptStats {
+        let activity = self
+            .mempool()
+            .map(|p| p.script_activity(sh))
+            .unwrap_or_default();
+        ScriptStats {
+            funded_txo_count: activity.funded,
+            funded_txo_sum: activity.funded_sum,
+            spent_txo_count: activity.spent,
+            spent_txo_sum: activity.spent_sum,
+            tx_count: activity.txs,
+        }
+    }
+
+    /// A script's balance: confirmed satoshis, and what the mempool adds or takes.
+    pub fn balance(&self, sh: &ScriptHash) -> Result<(u64, i64), ViewError> {
+        let confirmed = self.index.balance(sh)?;
+        let unconfirmed = self.mempool().map(|p| p.balance_delta(sh)).unwrap_or(0);
+        Ok((confirmed, unconfirmed))
+    }
+
+    /// The outputs paying a script that nothing spends: confirmed ones in chain order that no
+    /// mempool transaction spends, then the mempool's. `TooLarge` past `limit` outputs in all.
+    pub fn unspent(&self, sh: &ScriptHash, limit: usize) -> Result<Vec<Unspent>, ViewError> {
+        let confirmed = self.index.unspent(sh, limit)?;
+        let pool = self.mempool();
+        let mut out: Vec<Unspent> = confirmed
+            .iter()
+            .filter(|u| !pool.is_some_and(|p| p.is_spent(&OutPoint::new(u.txid, u.vout))))
+            .map(|u| Unspent {
+                txid: u.txid,
+                vout: u.vout,
+                height: Some(u.height),
+                value: u.value,
+            })
+            .collect();
+        for (txid, vout, value) in pool.map(|p| p.unspent(sh)).unwrap_or_default() {
+            if out.len() >= limit {
+                return Err(QueryError::TooLarge { limit }.into());
+            }
+            out.push(Unspent {
+                txid,
+                vout,
+                height: None,
+                value,
+            });
+        }
+        Ok(out)
+    }
+
+    /// What a script's confirmed transactions paid it and spent of it, reading every
+    /// transaction of its history (`TooLarge` past `limit` transactions).
+    pub fn script_stats(&self, sh: &ScriptHash, limit: usize) -> Result<ScriptStats, ViewError> {
+        let history = self.index.history(sh, limit)?;
+        let mut stats = ScriptStats {
+            tx_count: history.len() as u64,
+            ..ScriptStats::default()
+        };
+        for entry in &history {
+            let (tx, _) = self.confirmed_tx(&entry.txid)?;
+            let pays = |o: &bitcoin::TxOut| {
+                !o.script_pubkey.is_op_return() && ScriptHash::of(&o.script_pubkey) == *sh
+            };
+            let spent: HashSet<u32> = match tx.output.iter().any(pays) {
+                true => self
+                    .index
+                    .spenders(&entry.txid)?
+                    .unwrap_or_default()
+                    .iter()
+                    .map(|s| s.vout)
+                    .collect(),
+                false => HashSet::new(),
+            };
+            for (vout, out) in tx.output.iter().enumerate().filter(|(_, o)| pays(o)) {
+                let value = out.value.to_sat();
+                stats.funded_txo_count += 1;
+                stats.funded_txo_sum = stats.funded_txo_sum.saturating_add(value);
+                if spent.contains(&(vout as u32)) {
+                    stats.spent_txo_count += 1;
+                    stats.spent_txo_sum = stats.spent_txo_sum.saturating_add(value);
+                }
+            }
+        }
+        Ok(stats)
+    }
+}
