@@ -11,10 +11,8 @@ pub mod metrics;
 mod serve;
 pub mod status_page;
 
-use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Duration;
 
 use bitcoin::hex::DisplayHex;
 use bitcoin::BlockHash;
@@ -27,7 +25,7 @@ use tokio::net::TcpListener;
 use crate::index::Index;
 pub use context::{HttpContext, HttpError};
 pub use serve::answer_with;
-use serve::{serve, with_cors};
+use serve::{serve, with_cors, REQUEST_TIMEOUT};
 
 /// Most filter headers one `/filterheaders` request may ask for (as P2P's getcfheaders).
 pub const MAX_FILTER_HEADERS: u32 = 2000;
@@ -90,7 +88,7 @@ async fn take_samples(ctx: Arc<HttpContext>) {
     loop {
         ticks.tick().await;
         let ctx = ctx.clone();
-        if tokio::task::spawn_blocking(move || ctx.samples.take(&ctx))
+        if tokio::task::spawn_blocking(move || ctx.samples.take(&ctx.model))
             .await
             .is_err()
         {
@@ -177,7 +175,7 @@ fn status_page(ctx: &HttpContext, method: &Method, path: &str) -> Response<Full<
     if path == "/api/status" {
         return reply(
             StatusCode::OK,
-            status_page::api_status(ctx, ctx.node_status.as_ref(), &ctx.samples),
+            status_page::api_status(&ctx.model, ctx.node_status.as_ref(), &ctx.samples),
         );
     }
     let mut response = answer_with(

@@ -11,7 +11,7 @@ use hyper::{Request, Response, StatusCode};
 use tokio::net::TcpListener;
 
 /// How long a client may take to send its request.
-const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+pub(super) const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Accepts clients of `listener` (`what` names them in logs) for ever, at most
 /// `max_connections` at once (more are closed as they connect), and serves each over HTTP/1.1

@@ -10,8 +10,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use super::context::HttpContext;
 use crate::metrics::{metrics, total, transport};
+use crate::view::ReadModel;
 
 /// The page.
 pub const PAGE: &str = include_str!("status.html");
@@ -70,12 +70,11 @@ pub struct Sample {
 pub struct Samples(Mutex<(VecDeque<Sample>, Vec<(f64, u64)>)>);
 
 impl Samples {
-    /// Takes a sample of `ctx` now, dropping the oldest past an hour's.
-    pub fn take(&self, ctx: &HttpContext) {
-        let sample = sample_now(ctx);
-        let histogram = ctx
-            .mempool
-            .as_ref()
+    /// Takes a sample of the node now, dropping the oldest past an hour's.
+    pub fn take(&self, model: &ReadModel) {
+        let sample = sample_now(model);
+        let histogram = model
+            .mempool()
             .map(|m| m.fee_histogram())
             .unwrap_or_default();
         let mut taken = self.0.lock().unwrap_or_else(PoisonError::into_inner);
@@ -93,8 +92,8 @@ impl Samples {
     }
 }
 
-fn sample_now(ctx: &HttpContext) -> Sample {
-    let (mempool_transactions, mempool_vsize) = match ctx.model.mempool() {
+fn sample_now(model: &ReadModel) -> Sample {
+    let (mempool_transactions, mempool_vsize) = match model.mempool() {
         Some(m) => {
             let (count, vsize) = m.size();
             (count as u64, vsize)
@@ -107,13 +106,12 @@ fn sample_now(ctx: &HttpContext) -> Sample {
             .duration_since(UNIX_EPOCH)
             .map(|d| d.as_secs_f64())
             .unwrap_or(0.0),
-        kernel_height: ctx.model.validator().tip().height,
-        index_height: ctx
-            .model
+        kernel_height: model.validator().tip().height,
+        index_height: model
             .index()
             .tip()
             .map_or(-1, |(height, _)| i64::from(height)),
-        best_header_height: ctx.model.validator().best_header().height,
+        best_header_height: model.validator().best_header().height,
         mempool_transactions,
         mempool_vsize,
         requests: total(&m.electrum_requests).saturating_add(total(&m.http_requests)),
@@ -150,8 +148,8 @@ fn requests_per_second(samples: &[Sample]) -> Option<f64> {
 }
 
 /// `GET /api/status`.
-pub fn api_status(ctx: &HttpContext, node: Option<&NodeStatus>, samples: &Samples) -> Value {
-    let now = sample_now(ctx);
+pub fn api_status(model: &ReadModel, node: Option<&NodeStatus>, samples: &Samples) -> Value {
+    let now = sample_now(model);
     let (list, histogram) = samples.list();
     let rate = blocks_per_second(&list);
     let m = metrics();
@@ -179,7 +177,7 @@ pub fn api_status(ctx: &HttpContext, node: Option<&NodeStatus>, samples: &Sample
             "subscriptions": per_transport(&m.electrum_subscriptions),
         },
         "mempool": {
-            "enabled": ctx.model.mempool().is_some(),
+            "enabled": model.mempool().is_some(),
             "transactions": now.mempool_transactions,
             "vsize": now.mempool_vsize,
             "fee_histogram": histogram,

@@ -1,9 +1,8 @@
 //! The store's typed rows: one encode/decode place per column family. The layout is written
 //! down in `migrations/schema.md`; change both together, with a new schema version.
 
-use bitcoin::hashes::{sha256, Hash};
-use bitcoin::hex::{DisplayHex, FromHex};
-use bitcoin::{BlockHash, Script, Txid};
+use bitcoin::hashes::Hash;
+use bitcoin::{BlockHash, Txid};
 
 use crate::kernel::blockfiles::FilePos;
 use crate::types::{ScriptHash, TxNum, TXNUM_LEN};

@@ -3,7 +3,7 @@
 
 use bitcoin::{OutPoint, Txid};
 
-use super::{ChainView, ViewError};
+use super::model::{ChainView, ViewError};
 use crate::types::ScriptHash;
 
 /// An output's status as Electrum 1.7 defines it: which transactions fund and spend it, and

@@ -9,22 +9,11 @@ use bitcoin::hashes::{sha256, Hash};
 use bitcoin::{OutPoint, Txid};
 
 use super::cache::Cached;
+use super::model::{ChainView, StatusState, ViewError};
 use super::status;
 use super::tx::FoundTx;
-use super::{ChainView, ViewError};
 use crate::index::query::{QueryError, HISTORY_PAGE};
 use crate::types::{ScriptHash, TxNum};
-
-/// Scripts whose status hash state is cached, at most.
-pub(super) const STATUS_SCRIPTS: usize = 4_096;
-/// Scripts whose confirmed history is cached, at most (which also bounds eviction's work).
-pub(super) const HISTORY_SCRIPTS: usize = 4_096;
-/// History entries kept over all cached scripts (36 bytes each: about 72 MB); a history longer
-/// than half of it is not kept.
-pub(super) const HISTORY_ENTRIES: usize = 2_000_000;
-
-/// The SHA-256 state after a script's confirmed entries, and how many there were.
-pub(super) type StatusState = (sha256::HashEngine, usize);
 
 /// One entry of a script's history: confirmed (`fee: None`, the block height) or in the mempool
 /// (`fee`, height 0, or -1 when it spends another mempool transaction).

@@ -8,7 +8,7 @@ use bitcoin::hashes::Hash;
 use bitcoin::{Block, BlockHash, Transaction, TxOut, Txid, Wtxid};
 
 use super::merkle::branch_and_root;
-use super::{ChainView, ViewError};
+use super::model::{ChainView, ViewError};
 use crate::index::query::{HistoryEntry, TxPosition};
 use crate::kernel::BlockUndo;
 
@@ -242,16 +242,24 @@ impl ChainView<'_> {
 
     /// A block's undo data, from the kernel.
     pub fn undo(&self, hash: &BlockHash) -> Result<BlockUndo, ViewError> {
-        self.validator()
+        let undo = self
+            .validator()
             .read_undo_by_hash(hash)
-            .map_err(|e| ViewError::Kernel(e.to_string()))
+            .map_err(|e| ViewError::Kernel(e.to_string()))?;
+        let spent = undo.txs.iter().flatten();
+        let bytes = spent.clone().map(|s| s.txout.script_pubkey.len() + 8).sum();
+        self.charge_kernel(spent.count() as u64, bytes);
+        Ok(undo)
     }
 
     /// A block's bytes, from the kernel.
     pub fn block_bytes(&self, hash: &BlockHash) -> Result<Vec<u8>, ViewError> {
-        self.validator()
+        let raw = self
+            .validator()
             .read_block_bytes_by_hash(hash)
-            .map_err(|e| ViewError::Kernel(e.to_string()))
+            .map_err(|e| ViewError::Kernel(e.to_string()))?;
+        self.charge_kernel(1, raw.len());
+        Ok(raw)
     }
 
     /// A block, decoded, with its serialized size.

@@ -10,7 +10,7 @@ use serde::Serialize;
 
 use super::api::{json, txid, unknown, Failure, Reply, TxStatus, MEMPOOL_TXS, TXS_PER_PAGE};
 use super::tx::TxValue;
-use crate::http::HttpContext;
+use crate::http::context::HttpContext;
 use crate::index::query::QueryError;
 use crate::types::ScriptHash;
 use crate::view::{ScriptStats, ViewError};

@@ -62,7 +62,7 @@ pub type Reply = Result<Response<Full<Bytes>>, Failure>;
 
 /// A 200 answer with a body of `content_type`.
 pub(super) fn ok(content_type: &'static str, body: impl Into<Bytes>) -> Response<Full<Bytes>> {
-    crate::http::answer_with(hyper::StatusCode::OK, content_type, body)
+    crate::http::serve::answer_with(hyper::StatusCode::OK, content_type, body)
 }
 
 pub(super) fn json(value: &impl Serialize) -> Reply {

@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use super::api::{binary, json, text, Failure, Reply, BLOCKS_PER_PAGE, TXS_PER_PAGE};
 use super::tx::TxValue;
-use crate::http::HttpContext;
+use crate::http::context::HttpContext;
 use crate::view::ChainView;
 
 /// A block's summary as Esplora shows it.

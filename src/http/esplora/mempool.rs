@@ -4,7 +4,7 @@
 use serde::Serialize;
 
 use super::api::{json, Reply};
-use crate::http::HttpContext;
+use crate::http::context::HttpContext;
 use crate::mempool::MIN_RELAY_FEERATE;
 
 /// Transactions in `/mempool/recent` (Esplora's `RECENT_TXS_SIZE`).
@@ -65,8 +65,8 @@ struct Recent {
 /// `GET /mempool/recent`: the last ten transactions to enter, newest first.
 pub fn recent(ctx: &HttpContext) -> Reply {
     let entries = ctx
-        .mempool
-        .as_ref()
+        .model
+        .mempool()
         .map(|p| p.newest(RECENT_TXS))
         .unwrap_or_default();
     let recent: Vec<Recent> = entries

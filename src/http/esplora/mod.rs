@@ -11,7 +11,7 @@ mod tx;
 
 use hyper::Method;
 
-use crate::http::HttpContext;
+use crate::http::context::HttpContext;
 use api::{block_hash, number, txid, unknown};
 pub use api::{Failure, Reply, TxStatus, BLOCKS_PER_PAGE, MEMPOOL_TXS, TXS_PER_PAGE};
 

@@ -6,7 +6,7 @@ use bitcoin::{OutPoint, Script, ScriptBuf, Transaction, TxIn, TxOut, Txid};
 use serde::Serialize;
 
 use super::api::{self, binary, text, Failure, Reply, TxStatus};
-use crate::http::HttpContext;
+use crate::http::context::HttpContext;
 use crate::mempool::Rejection;
 use crate::view::merkle::rpc_hex;
 use crate::view::{decode, BlockOfTx, ChainView, FoundTx, Spender};

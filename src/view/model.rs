@@ -1,0 +1,239 @@
+//! The read model and one request's view of it.
+
+use std::cell::Cell;
+use std::sync::Arc;
+
+use crate::index::query::{Cost, IndexView, QueryError};
+use crate::index::Index;
+use crate::kernel::Validator;
+use crate::mempool::Mempool;
+
+use super::cache::TipCache;
+use super::merkle;
+
+/// Scripts whose status hash state is cached, at most.
+const STATUS_SCRIPTS: usize = 4_096;
+/// Scripts whose confirmed history is cached, at most.
+const HISTORY_SCRIPTS: usize = 4_096;
+/// History entries kept over all cached scripts (36 bytes each: about 72 MB); a history longer
+/// than half of it is not kept.
+const HISTORY_ENTRIES: usize = 2_000_000;
+
+/// The SHA-256 state after a script's confirmed entries, and how many there were.
+pub(super) type StatusState = (bitcoin::hashes::sha256::HashEngine, usize);
+
+/// Why a read failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ViewError {
+    /// The index failed, or an answer would pass its limit ([`QueryError::TooLarge`]).
+    #[error(transparent)]
+    Query(#[from] QueryError),
+    /// Stored data that does not read back: a transaction or block that does not decode, undo
+    /// data that does not fit its block.
+    #[error("{0}")]
+    Damaged(String),
+    /// The kernel could not read a block or its undo data.
+    #[error("{0}")]
+    Kernel(String),
+    /// A block read a moment ago left the chain (a reorg): asking again answers.
+    #[error("the chain changed during the request; try again")]
+    ChainChanged,
+}
+
+/// Which histories and statuses the caches keep.
+#[derive(Debug, Clone, Copy)]
+pub struct CacheSettings {
+    /// Status hashes of histories with at least this many confirmed entries are cached.
+    pub status_from: usize,
+    /// Histories with at least this many confirmed entries are cached whole.
+    pub history_from: usize,
+}
+
+impl Default for CacheSettings {
+    fn default() -> Self {
+        CacheSettings {
+            status_from: 1_000,
+            history_from: 20,
+        }
+    }
+}
+
+/// What every server reads: shared by all of them, so their caches are one.
+pub struct ReadModel {
+    index: Arc<Index>,
+    pub(super) validator: Arc<Validator>,
+    pub(super) mempool: Option<Arc<Mempool>>,
+    pub(super) settings: CacheSettings,
+    pub(super) statuses: TipCache<StatusState>,
+    pub(super) histories: TipCache<Arc<Vec<(bitcoin::Txid, u32)>>>,
+    header_roots: merkle::HeaderRoots,
+}
+
+impl ReadModel {
+    /// The read model over a node's index, kernel and mempool (when it keeps one).
+    pub fn new(
+        index: Arc<Index>,
+        validator: Arc<Validator>,
+        mempool: Option<Arc<Mempool>>,
+        settings: CacheSettings,
+    ) -> Self {
+        ReadModel {
+            index,
+            validator,
+            mempool,
+            settings,
+            statuses: TipCache::new(STATUS_SCRIPTS, STATUS_SCRIPTS),
+            histories: TipCache::new(HISTORY_SCRIPTS, HISTORY_ENTRIES),
+            header_roots: merkle::HeaderRoots::default(),
+        }
+    }
+
+    /// One view for one request: the index's chain and snapshot taken now.
+    pub fn view(&self) -> ChainView<'_> {
+        ChainView {
+            model: self,
+            index: self.index.reader(),
+            kernel: Cell::new(Cost::default()),
+            meter: None,
+        }
+    }
+
+    /// A view whose cost is added to `meter` when it is dropped: a session charges its client
+    /// for every view its requests take.
+    pub fn metered_view<'a>(&'a self, meter: &'a CostMeter) -> ChainView<'a> {
+        ChainView {
+            model: self,
+            index: self.index.reader(),
+            kernel: Cell::new(Cost::default()),
+            meter: Some(meter),
+        }
+    }
+
+    /// The index (the mempool checks new transactions against it).
+    pub fn index(&self) -> &Arc<Index> {
+        &self.index
+    }
+
+    /// The validator.
+    pub fn validator(&self) -> &Arc<Validator> {
+        &self.validator
+    }
+
+    /// The mempool, when the node keeps one.
+    pub fn mempool(&self) -> Option<&Arc<Mempool>> {
+        self.mempool.as_ref()
+    }
+}
+
+/// One request's view: the index as of one snapshot, the mempool and the kernel's reads.
+pub struct ChainView<'a> {
+    pub(super) model: &'a ReadModel,
+    pub(super) index: IndexView<'a>,
+    /// What was read through the kernel: blocks and undo data.
+    kernel: Cell<Cost>,
+    meter: Option<&'a CostMeter>,
+}
+
+impl Drop for ChainView<'_> {
+    fn drop(&mut self) {
+        if let Some(meter) = self.meter {
+            meter.add(self.cost());
+        }
+    }
+}
+
+/// What the views of one client's requests read, added up as they end.
+#[derive(Debug, Default)]
+pub struct CostMeter(Cell<Cost>);
+
+impl CostMeter {
+    /// Adds a view's cost.
+    pub fn add(&self, cost: Cost) {
+        self.0.set(self.0.get().plus(cost));
+    }
+
+    /// The cost added since the last take, and a fresh start.
+    pub fn take(&self) -> Cost {
+        self.0.take()
+    }
+}
+
+impl<'a> ChainView<'a> {
+    /// The index as this view sees it.
+    pub fn index(&self) -> &IndexView<'a> {
+        &self.index
+    }
+
+    /// The mempool, when the node keeps one.
+    pub fn mempool(&self) -> Option<&'a Mempool> {
+        self.model.mempool.as_deref()
+    }
+
+    /// The validator (block and undo reads).
+    pub fn validator(&self) -> &'a Validator {
+        &self.model.validator
+    }
+
+    /// The network's `bitcoin` crate form, for addresses.
+    pub fn network(&self) -> bitcoin::Network {
+        self.model.validator.network().to_bitcoin()
+    }
+
+    /// What this view has read from the index and the block files so far.
+    pub fn cost(&self) -> Cost {
+        self.index.cost().plus(self.kernel.get())
+    }
+
+    /// Counts what a read through the kernel brought in.
+    pub(super) fn charge_kernel(&self, rows: u64, bytes: usize) {
+        let read = Cost {
+            rows,
+            bytes: bytes as u64,
+        };
+        self.kernel.set(self.kernel.get().plus(read));
+    }
+
+    /// The tip the view shows.
+    pub fn tip(&self) -> Option<(u32, bitcoin::BlockHash)> {
+        self.index.tip()
+    }
+
+    /// The header of the view's block at `height`.
+    pub fn header(&self, height: u32) -> Option<bitcoin::block::Header> {
+        self.index.chain().header(height).copied()
+    }
+
+    /// The hash of the view's block at `height`.
+    pub fn block_hash(&self, height: u32) -> Option<bitcoin::BlockHash> {
+        self.index.chain().hash(height)
+    }
+
+    /// The height of a block of the view's chain.
+    pub fn height_of(&self, hash: &bitcoin::BlockHash) -> Option<u32> {
+        self.index.chain().height_of_hash(hash)
+    }
+
+    /// The proof of the header at `height` against the root of every block hash up to
+    /// `cp_height` (Electrum's `cp_height`), with subtree roots from the cache. `None` unless
+    /// `height <= cp_height <= tip`.
+    pub fn header_proof(&self, height: u32, cp_height: u32) -> Option<(Vec<[u8; 32]>, [u8; 32])> {
+        let chain = self.index.chain();
+        let (tip, _) = chain.tip()?;
+        if height > cp_height || cp_height > tip {
+            return None;
+        }
+        let leaf = |h: usize| {
+            use bitcoin::hashes::Hash;
+            chain
+                .hash(h as u32)
+                .map(|h| h.to_byte_array())
+                .unwrap_or_default()
+        };
+        Some(self.model.header_roots.branch_and_root(
+            cp_height as usize + 1,
+            height as usize,
+            merkle::CHUNK_LEVELS,
+            leaf,
+        ))
+    }
+}
