@@ -71,6 +71,7 @@ fn check(index: &Index, blocks: &[Block]) {
         assert_eq!(tx.compute_txid(), *txid);
         // The same bytes straight from the kernel's block files.
         let (bytes, _) = index
+            .reader()
             .raw_tx(txid)
             .unwrap()
             .expect("mapped in the block files");
