@@ -69,6 +69,20 @@ impl SortedBatch {
         family.rows.push(Row { key, value: None });
     }
 
+    /// Every row in the order added, per column family: the family, the key, and the value
+    /// (`None`: the key is deleted).
+    #[cfg(test)]
+    pub fn rows(&self) -> Vec<(&'static str, Vec<u8>, Option<Vec<u8>>)> {
+        let mut out = Vec::new();
+        for family in &self.families {
+            for row in &family.rows {
+                let value = row.value.clone().map(|v| family.bytes[v].to_vec());
+                out.push((family.cf, family.bytes[row.key.clone()].to_vec(), value));
+            }
+        }
+        out
+    }
+
     /// The RocksDB batch: every family's rows sorted by key; operations on one key keep the
     /// order they were added in (a stable sort), so a put followed by a delete still deletes.
     pub fn into_write_batch(self, store: &Store) -> WriteBatch {

@@ -16,15 +16,35 @@ use crate::store::undo::{UndoInput, UndoRow, UndoTx};
 use crate::store::Store;
 use crate::types::TxNum;
 
+/// Where a [`TxNumLookup`] finds the TxNums of transactions written before the current batch:
+/// the store; in unit tests, a map.
+pub trait StoredTxNums {
+    /// The TxNum of `txid`; the newest if a txid repeats.
+    fn stored_txnum(&self, txid: &Txid) -> Result<Option<TxNum>, IndexError>;
+}
+
+impl StoredTxNums for Store {
+    fn stored_txnum(&self, txid: &Txid) -> Result<Option<TxNum>, IndexError> {
+        find_txnum(self, None, txid)
+    }
+}
+
 /// Finds the TxNum of a confirmed txid: first among the batch being built, then in the store.
-pub struct TxNumLookup<'a> {
-    store: &'a Store,
+pub struct TxNumLookup<'a, S: StoredTxNums + ?Sized = Store> {
+    store: &'a S,
     pending: HashMap<Txid, TxNum>,
 }
 
 impl<'a> TxNumLookup<'a> {
     /// A lookup over `store` with nothing pending.
     pub fn new(store: &'a Store) -> Self {
+        TxNumLookup::over(store)
+    }
+}
+
+impl<'a, S: StoredTxNums + ?Sized> TxNumLookup<'a, S> {
+    /// A lookup over what `store` holds, with nothing pending.
+    pub fn over(store: &'a S) -> Self {
         TxNumLookup {
             store,
             pending: HashMap::new(),
@@ -61,7 +81,7 @@ impl<'a> TxNumLookup<'a> {
         if let Some(n) = self.pending.get(txid) {
             return Ok(Some(*n));
         }
-        find_txnum(self.store, None, txid)
+        self.store.stored_txnum(txid)
     }
 }
 
@@ -90,9 +110,9 @@ pub fn find_txnum(
 
 /// Adds the rows of `block`, whose coinbase gets `first`, to `batch`; with `prev_filter` (the
 /// filter header of its parent) it writes its filter too and returns its filter header.
-pub fn connect(
+pub fn connect<S: StoredTxNums + ?Sized>(
     batch: &mut SortedBatch,
-    lookup: &mut TxNumLookup<'_>,
+    lookup: &mut TxNumLookup<'_, S>,
     block: &PreparedBlock,
     first: TxNum,
     prev_filter: Option<FilterHeader>,
@@ -181,7 +201,14 @@ pub fn connect(
 /// What undoing `block` (indexed, its coinbase at `first`) takes, from the block and the
 /// kernel's undo data: the same row [`connect`] wrote, for blocks whose row is gone.
 pub fn undo_row_of(store: &Store, block: &PreparedBlock) -> Result<UndoRow, IndexError> {
-    let lookup = TxNumLookup::new(store);
+    undo_row_from(&TxNumLookup::new(store), block)
+}
+
+/// [`undo_row_of`], the spent outputs' TxNums found by `lookup`.
+fn undo_row_from<S: StoredTxNums + ?Sized>(
+    lookup: &TxNumLookup<'_, S>,
+    block: &PreparedBlock,
+) -> Result<UndoRow, IndexError> {
     let mut undo = UndoRow {
         txs: Vec::with_capacity(block.txs.len()),
     };
@@ -255,3 +282,6 @@ pub fn disconnect(
     batch.put(cf::META, meta::TIP, parent.encode());
     Ok(())
 }
+
+#[cfg(test)]
+mod tests;

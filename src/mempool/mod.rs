@@ -2,10 +2,13 @@
 //! each other, their scripts verified by the kernel, with Core's simple standardness rules,
 //! full replace-by-fee and eviction by fee rate.
 
+mod coins;
 pub mod consensus;
 pub mod persist;
 mod policy;
 mod rejection;
+#[cfg(test)]
+mod tests;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{PoisonError, RwLock};
@@ -17,6 +20,7 @@ use crate::config::MempoolConfig;
 use crate::index::Index;
 
 use crate::types::ScriptHash;
+pub use coins::{CoinError, CoinSource};
 pub use policy::{MAX_PACKAGE_COUNT, MIN_RELAY_FEERATE};
 pub use rejection::Rejection;
 
@@ -287,10 +291,15 @@ pub struct ScriptActivity {
     pub spent_sum: u64,
 }
 
+/// Verifies a transaction's input scripts given the outputs they spend.
+type ScriptCheck = fn(&[u8], &[TxOut]) -> Result<(), Rejection>;
+
 /// The mempool.
 pub struct Mempool {
     inner: RwLock<Inner>,
     config: MempoolConfig,
+    /// The kernel's script verification ([`policy::verify_scripts`]); unit tests put a stub.
+    verify_scripts: ScriptCheck,
 }
 
 /// An unconfirmed entry of a script's history.
@@ -310,6 +319,16 @@ impl Mempool {
         Mempool {
             inner: RwLock::new(Inner::default()),
             config,
+            verify_scripts: policy::verify_scripts,
+        }
+    }
+
+    /// An empty mempool whose scripts are checked by `verify_scripts` instead of the kernel.
+    #[cfg(test)]
+    fn with_script_check(config: MempoolConfig, verify_scripts: ScriptCheck) -> Self {
+        Mempool {
+            verify_scripts,
+            ..Mempool::new(config)
         }
     }
 
@@ -331,7 +350,7 @@ impl Mempool {
     fn accept_with(
         &self,
         raw: &[u8],
-        index: &Index,
+        index: &dyn CoinSource,
         own_fee: bool,
         time: i64,
     ) -> Result<Accepted, Rejection> {
@@ -351,7 +370,7 @@ impl Mempool {
         if own_fee && fee < needed {
             return Err(Rejection::MinRelayFee { fee, needed });
         }
-        policy::verify_scripts(raw, &inputs.prevouts)?;
+        (self.verify_scripts)(raw, &inputs.prevouts)?;
         let wtxid = tx.compute_wtxid();
         let entry = MempoolEntry {
             tx,
@@ -385,14 +404,14 @@ impl Mempool {
     }
 
     /// Refuses a transaction the mempool or the chain already has.
-    fn check_new(&self, txid: &Txid, index: &Index) -> Result<(), Rejection> {
+    fn check_new(&self, txid: &Txid, index: &dyn CoinSource) -> Result<(), Rejection> {
         if self.read().txs.contains_key(txid) {
             return Err(Rejection::AlreadyInMempool);
         }
         let confirmed = index
-            .tx_position(txid)
+            .is_confirmed(txid)
             .map_err(|e| Rejection::Backend(e.to_string()))?;
-        if confirmed.is_some() {
+        if confirmed {
             return Err(Rejection::AlreadyKnown);
         }
         Ok(())
@@ -400,8 +419,12 @@ impl Mempool {
 
     /// Finds what every input spends: an output of a mempool parent, or a confirmed unspent
     /// (and, for a coinbase's, mature) output; and the mempool transactions that spend the same.
-    fn resolve_inputs(&self, tx: &Transaction, index: &Index) -> Result<ResolvedInputs, Rejection> {
-        let tip = index.tip().map(|(h, _)| h).unwrap_or(0);
+    fn resolve_inputs(
+        &self,
+        tx: &Transaction,
+        index: &dyn CoinSource,
+    ) -> Result<ResolvedInputs, Rejection> {
+        let tip = index.tip_height().unwrap_or(0);
         let mut resolved = ResolvedInputs {
             prevouts: Vec::with_capacity(tx.input.len()),
             has_unconfirmed_parent: false,
@@ -471,6 +494,15 @@ impl Mempool {
         raws: &[Vec<u8>],
         index: &Index,
     ) -> Result<Vec<Result<Accepted, Rejection>>, Rejection> {
+        self.accept_package_from(raws, index)
+    }
+
+    /// [`Mempool::accept_package`] over any [`CoinSource`].
+    fn accept_package_from(
+        &self,
+        raws: &[Vec<u8>],
+        index: &dyn CoinSource,
+    ) -> Result<Vec<Result<Accepted, Rejection>>, Rejection> {
         let txs: Vec<Transaction> = raws
             .iter()
             .map(|raw| consensus::decode(raw))
@@ -480,7 +512,7 @@ impl Mempool {
         let mut results: Vec<Result<Accepted, Rejection>> = Vec::with_capacity(raws.len());
         let mut cheap = Vec::new();
         for (i, raw) in parents.iter().enumerate() {
-            match self.accept(raw, index) {
+            match self.accept_with(raw, index, true, persist::now()) {
                 Err(Rejection::MinRelayFee { .. }) => {
                     cheap.push(i);
                     results.push(Err(Rejection::Backend("pending".into())));
@@ -489,7 +521,7 @@ impl Mempool {
             }
         }
         if cheap.is_empty() {
-            results.push(self.accept(&child[0], index));
+            results.push(self.accept_with(&child[0], index, true, persist::now()));
         } else {
             self.accept_paid_by_child(parents, &child[0], &cheap, &mut results, index);
         }
@@ -505,7 +537,7 @@ impl Mempool {
         child: &[u8],
         cheap: &[usize],
         results: &mut Vec<Result<Accepted, Rejection>>,
-        index: &Index,
+        index: &dyn CoinSource,
     ) {
         for &i in cheap {
             results[i] = self.accept_with(&parents[i], index, false, persist::now());
@@ -551,6 +583,11 @@ impl Mempool {
     /// Drops transactions the chain now confirms or conflicts with (inputs no longer available);
     /// returns the touched script hashes.
     pub fn revalidate(&self, index: &Index) -> HashSet<ScriptHash> {
+        self.revalidate_from(index)
+    }
+
+    /// [`Mempool::revalidate`] over any [`CoinSource`].
+    fn revalidate_from(&self, index: &dyn CoinSource) -> HashSet<ScriptHash> {
         let mut touched = HashSet::new();
         // One look at the pool, then the index checks without holding the lock.
         let snapshot: Vec<(Txid, Vec<OutPoint>)> = {
@@ -571,7 +608,7 @@ impl Mempool {
         // descendants.
         let confirmed: HashSet<Txid> = snapshot
             .iter()
-            .filter(|(id, _)| index.tx_position(id).ok().flatten().is_some())
+            .filter(|(id, _)| index.is_confirmed(id).unwrap_or(false))
             .map(|(id, _)| *id)
             .collect();
         let in_pool: HashSet<Txid> = snapshot

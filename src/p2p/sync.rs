@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use bitcoin::BlockHash;
 
 use crate::datadir::space::SpaceWatch;
-use crate::kernel::{KernelError, Validator};
+use crate::kernel::{Accepted, KernelError, Validator};
 
 /// Blocks ahead of the next one to validate that may be requested or held.
 pub const WINDOW: usize = 1024;
@@ -28,6 +28,48 @@ pub const STALL_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// An id for a connected peer.
 pub type PeerId = u64;
+
+/// What the scheduler needs of the validator: the best header chain, and the blocks handed
+/// over to be validated. The kernel's [`Validator`] in production; a unit test's fake chain.
+pub trait BlockValidator: Send + Sync {
+    /// The height of the active chain's tip.
+    fn tip_height(&self) -> i64;
+
+    /// Up to `max` blocks to download, lowest first, with their heights
+    /// ([`Validator::blocks_to_download`]).
+    fn blocks_to_download(&self, max: usize) -> Vec<(i64, BlockHash)>;
+
+    /// The height of a known header, in the active chain or not.
+    fn header_height(&self, hash: &BlockHash) -> Option<i64>;
+
+    /// The height of a block of the active chain.
+    fn active_height(&self, hash: &BlockHash) -> Option<i64>;
+
+    /// Validates a block and connects it if it extends the best chain.
+    fn submit_block(&self, raw: &[u8]) -> Result<Accepted, KernelError>;
+}
+
+impl BlockValidator for Validator {
+    fn tip_height(&self) -> i64 {
+        self.tip().height
+    }
+
+    fn blocks_to_download(&self, max: usize) -> Vec<(i64, BlockHash)> {
+        Validator::blocks_to_download(self, max)
+    }
+
+    fn header_height(&self, hash: &BlockHash) -> Option<i64> {
+        Validator::header_height(self, hash)
+    }
+
+    fn active_height(&self, hash: &BlockHash) -> Option<i64> {
+        Validator::active_height(self, hash)
+    }
+
+    fn submit_block(&self, raw: &[u8]) -> Result<Accepted, KernelError> {
+        Validator::submit_block(self, raw)
+    }
+}
 
 #[derive(Default)]
 struct Inner {
@@ -72,7 +114,7 @@ type ToValidate = (i64, BlockHash, Vec<u8>, PeerId);
 
 /// The download scheduler, shared by every peer task.
 pub struct Downloader {
-    validator: Arc<Validator>,
+    validator: Arc<dyn BlockValidator>,
     inner: Mutex<Inner>,
     feeder: mpsc::SyncSender<ToValidate>,
     queued: Arc<AtomicUsize>,
@@ -84,12 +126,13 @@ impl Downloader {
     /// `space` says the disk is low. `on_invalid` hears of blocks the kernel rejected, with the
     /// peer that sent each.
     pub fn new(
-        validator: Arc<Validator>,
+        validator: Arc<impl BlockValidator + 'static>,
         space: Option<SpaceWatch>,
         on_invalid: impl Fn(BlockHash, PeerId, KernelError) + Send + 'static,
     ) -> std::io::Result<Arc<Self>> {
+        let validator: Arc<dyn BlockValidator> = validator;
         let (tx, rx) = mpsc::sync_channel::<ToValidate>(FEED_QUEUE);
-        let next = validator.tip().height + 1;
+        let next = validator.tip_height() + 1;
         let downloader = Arc::new(Downloader {
             validator: validator.clone(),
             inner: Mutex::new(Inner {
@@ -139,6 +182,17 @@ impl Downloader {
     /// the chain up to height `has` (Core asks a peer only for blocks up to its
     /// `pindexBestKnownBlock`; a peer asked for a block it lacks stalls the download).
     pub fn assign(&self, peer: PeerId, in_flight: usize, has: i64) -> Vec<BlockHash> {
+        self.assign_at(peer, in_flight, has, Instant::now)
+    }
+
+    /// [`Downloader::assign`], the time read from `clock` (a unit test's clock runs ahead).
+    fn assign_at(
+        &self,
+        peer: PeerId,
+        in_flight: usize,
+        has: i64,
+        clock: fn() -> Instant,
+    ) -> Vec<BlockHash> {
         // A full disk would make the kernel stop for good; what is in flight still fits.
         if self.space.as_ref().is_some_and(SpaceWatch::is_low) {
             return Vec::new();
@@ -149,7 +203,7 @@ impl Downloader {
         // Read before the list: if the kernel's queue is empty now, it stays empty while we hold
         // the lock, so the list reflects every block handed over.
         let idle = self.queued.load(Ordering::SeqCst) == 0;
-        let now = Instant::now();
+        let now = clock();
         let fresh = inner
             .plan_at
             .is_some_and(|at| now.duration_since(at) < PLAN_AGE);
@@ -293,3 +347,6 @@ impl Downloader {
             .count()
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,47 @@
+//! What the mempool asks of the chain: confirmed transactions and their unspent outputs. The
+//! index answers in production; a unit test answers from coins it holds in memory.
+
+use bitcoin::{OutPoint, TxOut, Txid};
+
+use crate::index::Index;
+
+/// The chain could not answer (the index's error, as text).
+#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
+#[error("{0}")]
+pub struct CoinError(pub String);
+
+/// The confirmed chain as the mempool's rules read it.
+pub trait CoinSource {
+    /// The height of the chain's tip; `None` for an empty chain.
+    fn tip_height(&self) -> Option<u32>;
+
+    /// Whether a transaction is confirmed.
+    fn is_confirmed(&self, txid: &Txid) -> Result<bool, CoinError>;
+
+    /// A confirmed output nothing in the chain spends: the output, the height of its block and
+    /// whether it is a coinbase output.
+    fn confirmed_unspent(&self, op: &OutPoint) -> Result<Option<(TxOut, u32, bool)>, CoinError>;
+
+    /// Whether a confirmed transaction has this output and nothing in the chain spends it.
+    fn is_confirmed_unspent(&self, op: &OutPoint) -> Result<bool, CoinError>;
+}
+
+impl CoinSource for Index {
+    fn tip_height(&self) -> Option<u32> {
+        self.tip().map(|(height, _)| height)
+    }
+
+    fn is_confirmed(&self, txid: &Txid) -> Result<bool, CoinError> {
+        self.tx_position(txid)
+            .map(|position| position.is_some())
+            .map_err(|e| CoinError(e.to_string()))
+    }
+
+    fn confirmed_unspent(&self, op: &OutPoint) -> Result<Option<(TxOut, u32, bool)>, CoinError> {
+        Index::confirmed_unspent(self, op).map_err(|e| CoinError(e.to_string()))
+    }
+
+    fn is_confirmed_unspent(&self, op: &OutPoint) -> Result<bool, CoinError> {
+        Index::is_confirmed_unspent(self, op).map_err(|e| CoinError(e.to_string()))
+    }
+}

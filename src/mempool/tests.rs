@@ -1,0 +1,646 @@
+//! The mempool's rules over coins held in memory, scripts taken as valid (unsigned
+//! transactions): no kernel, no index.
+
+use std::collections::{HashMap, HashSet};
+
+use bitcoin::absolute::LockTime;
+use bitcoin::consensus::serialize;
+use bitcoin::hashes::Hash;
+use bitcoin::transaction::Version;
+use bitcoin::{Amount, OutPoint, ScriptBuf, Sequence, Transaction, TxIn, TxOut, Txid, Witness};
+
+use super::*;
+use crate::config::MempoolConfig;
+
+/// A confirmed chain in memory: its tip and its unspent outputs.
+#[derive(Default)]
+struct Coins {
+    tip: u32,
+    confirmed: HashSet<Txid>,
+    unspent: HashMap<OutPoint, (TxOut, u32, bool)>,
+}
+
+impl CoinSource for Coins {
+    fn tip_height(&self) -> Option<u32> {
+        Some(self.tip)
+    }
+
+    fn is_confirmed(&self, txid: &Txid) -> Result<bool, CoinError> {
+        Ok(self.confirmed.contains(txid))
+    }
+
+    fn confirmed_unspent(&self, op: &OutPoint) -> Result<Option<(TxOut, u32, bool)>, CoinError> {
+        Ok(self.unspent.get(op).cloned())
+    }
+
+    fn is_confirmed_unspent(&self, op: &OutPoint) -> Result<bool, CoinError> {
+        Ok(self.unspent.contains_key(op))
+    }
+}
+
+impl Coins {
+    /// A chain at height 200.
+    fn new() -> Self {
+        Coins {
+            tip: 200,
+            ..Default::default()
+        }
+    }
+
+    /// Adds a confirmed output of `sats` paying `script(n)` at `height`.
+    fn add_at(&mut self, n: u8, sats: u64, height: u32, coinbase: bool) -> OutPoint {
+        let op = OutPoint::new(Txid::from_byte_array([n; 32]), 0);
+        self.confirmed.insert(op.txid);
+        let out = TxOut {
+            value: Amount::from_sat(sats),
+            script_pubkey: script(n),
+        };
+        self.unspent.insert(op, (out, height, coinbase));
+        op
+    }
+
+    /// Adds a confirmed, mature, non-coinbase output of `sats` paying `script(n)`.
+    fn add(&mut self, n: u8, sats: u64) -> OutPoint {
+        self.add_at(n, sats, 10, false)
+    }
+
+    /// A block confirms `tx`: what it spends leaves the unspent set, its outputs enter it.
+    fn confirm(&mut self, tx: &Transaction) {
+        let txid = tx.compute_txid();
+        self.tip += 1;
+        self.confirmed.insert(txid);
+        for input in &tx.input {
+            self.unspent.remove(&input.previous_output);
+        }
+        for (vout, out) in tx.output.iter().enumerate() {
+            let op = OutPoint::new(txid, vout as u32);
+            self.unspent.insert(op, (out.clone(), self.tip, false));
+        }
+    }
+}
+
+/// A standard (P2WPKH) output script, one per `n`.
+fn script(n: u8) -> ScriptBuf {
+    ScriptBuf::new_p2wpkh(&bitcoin::WPubkeyHash::from_byte_array([n; 20]))
+}
+
+/// An unsigned transaction spending `inputs` into outputs of `outputs` satoshis paying
+/// `script(100)`.
+fn spend(inputs: &[OutPoint], outputs: &[u64]) -> Transaction {
+    spend_to(inputs, outputs, 100)
+}
+
+/// As [`spend`], paying `script(n)`.
+fn spend_to(inputs: &[OutPoint], outputs: &[u64], n: u8) -> Transaction {
+    Transaction {
+        version: Version::TWO,
+        lock_time: LockTime::ZERO,
+        input: inputs
+            .iter()
+            .map(|op| TxIn {
+                previous_output: *op,
+                script_sig: ScriptBuf::new(),
+                sequence: Sequence::MAX,
+                witness: Witness::new(),
+            })
+            .collect(),
+        output: outputs
+            .iter()
+            .map(|sats| TxOut {
+                value: Amount::from_sat(*sats),
+                script_pubkey: script(n),
+            })
+            .collect(),
+    }
+}
+
+fn all_scripts_valid(_: &[u8], _: &[TxOut]) -> Result<(), Rejection> {
+    Ok(())
+}
+
+/// A mempool of the default size that takes every script as valid.
+fn pool() -> Mempool {
+    pool_of(MempoolConfig::default().max_vbytes)
+}
+
+fn pool_of(max_vbytes: u64) -> Mempool {
+    let config = MempoolConfig {
+        max_vbytes,
+        persist: false,
+    };
+    Mempool::with_script_check(config, all_scripts_valid)
+}
+
+fn accept(pool: &Mempool, coins: &Coins, tx: &Transaction) -> Result<Accepted, Rejection> {
+    pool.accept_with(&serialize(tx), coins, true, 0)
+}
+
+fn vsize(tx: &Transaction) -> u64 {
+    tx.vsize() as u64
+}
+
+fn out(tx: &Transaction, vout: u32) -> OutPoint {
+    OutPoint::new(tx.compute_txid(), vout)
+}
+
+fn has(pool: &Mempool, tx: &Transaction) -> bool {
+    pool.entry(&tx.compute_txid()).is_some()
+}
+
+fn replacement_reason(result: Result<Accepted, Rejection>) -> String {
+    match result {
+        Err(Rejection::Replacement { reason, .. }) => reason,
+        other => panic!("expected a refused replacement, got {other:?}"),
+    }
+}
+
+#[test]
+fn accepts_a_spend_of_a_confirmed_coin() {
+    let mut coins = Coins::new();
+    let coin = coins.add(1, 100_000);
+    let pool = pool();
+    let tx = spend(&[coin], &[99_000]);
+    let accepted = accept(&pool, &coins, &tx).unwrap();
+    assert_eq!(accepted.txid, tx.compute_txid());
+    assert!(accepted.replaced.is_empty());
+    let touched: HashSet<ScriptHash> = [script(1), script(100)]
+        .iter()
+        .map(|s| ScriptHash::of(s))
+        .collect();
+    assert_eq!(accepted.touched, touched);
+    let entry = pool.entry(&tx.compute_txid()).unwrap();
+    assert_eq!((entry.fee, entry.vsize), (1000, vsize(&tx)));
+    assert_eq!(entry.prevouts, vec![coins.unspent[&coin].0.clone()]);
+    assert!(!entry.has_unconfirmed_parent);
+    assert_eq!(pool.size(), (1, vsize(&tx)));
+    assert!(pool.is_spent(&coin));
+    let history = pool.history(&ScriptHash::of(&script(1)));
+    assert_eq!(history.len(), 1);
+    assert_eq!((history[0].height, history[0].fee), (0, 1000));
+}
+
+#[test]
+fn refuses_missing_inputs_and_known_transactions() {
+    let mut coins = Coins::new();
+    let coin = coins.add(1, 100_000);
+    let pool = pool();
+    let nowhere = OutPoint::new(Txid::from_byte_array([9; 32]), 0);
+    assert_eq!(
+        accept(&pool, &coins, &spend(&[coin, nowhere], &[90_000])).unwrap_err(),
+        Rejection::MissingInputs(nowhere)
+    );
+    let parent = spend(&[coin], &[99_000]);
+    accept(&pool, &coins, &parent).unwrap();
+    assert_eq!(
+        accept(&pool, &coins, &parent).unwrap_err(),
+        Rejection::AlreadyInMempool
+    );
+    // An output the mempool parent does not have.
+    let beyond = out(&parent, 1);
+    assert_eq!(
+        accept(&pool, &coins, &spend(&[beyond], &[1000])).unwrap_err(),
+        Rejection::MissingInputs(beyond)
+    );
+    // Spent in the chain meanwhile.
+    let other = coins.add(2, 50_000);
+    coins.unspent.remove(&other);
+    assert_eq!(
+        accept(&pool, &coins, &spend(&[other], &[40_000])).unwrap_err(),
+        Rejection::MissingInputs(other)
+    );
+    // Already confirmed.
+    let third = coins.add(3, 50_000);
+    let confirmed = spend(&[third], &[40_000]);
+    coins.confirmed.insert(confirmed.compute_txid());
+    assert_eq!(
+        accept(&pool, &coins, &confirmed).unwrap_err(),
+        Rejection::AlreadyKnown
+    );
+    assert_eq!(pool.size().0, 1);
+}
+
+#[test]
+fn coinbase_outputs_mature_after_100_blocks() {
+    let mut coins = Coins::new();
+    // The next block is 201: an output of block 102 has 99 confirmations then, of 101 100.
+    let young = coins.add_at(1, 100_000, 102, true);
+    let old = coins.add_at(2, 100_000, 101, true);
+    let pool = pool();
+    assert_eq!(
+        accept(&pool, &coins, &spend(&[young], &[99_000])).unwrap_err(),
+        Rejection::ImmatureCoinbase(young)
+    );
+    accept(&pool, &coins, &spend(&[old], &[99_000])).unwrap();
+    let mut coinbase = spend(&[OutPoint::null()], &[1000]);
+    coinbase.input[0].script_sig = ScriptBuf::from_bytes(vec![1, 2]);
+    assert_eq!(
+        accept(&pool, &coins, &coinbase).unwrap_err(),
+        Rejection::Coinbase
+    );
+}
+
+#[test]
+fn fee_must_reach_the_minimum_relay_fee_and_outputs_not_exceed_inputs() {
+    let mut coins = Coins::new();
+    let coin = coins.add(1, 100_000);
+    let pool = pool();
+    let size = vsize(&spend(&[coin], &[0]));
+    let cheap = spend(&[coin], &[100_000 - (size - 1)]);
+    assert_eq!(
+        accept(&pool, &coins, &cheap).unwrap_err(),
+        Rejection::MinRelayFee {
+            fee: size - 1,
+            needed: size
+        }
+    );
+    let over = spend(&[coin], &[100_001]);
+    assert_eq!(
+        accept(&pool, &coins, &over).unwrap_err(),
+        Rejection::InBelowOut {
+            inputs: 100_000,
+            outputs: 100_001
+        }
+    );
+    accept(&pool, &coins, &spend(&[coin], &[100_000 - size])).unwrap();
+}
+
+#[test]
+fn a_child_of_a_mempool_transaction_has_an_unconfirmed_parent() {
+    let mut coins = Coins::new();
+    let coin = coins.add(1, 100_000);
+    let pool = pool();
+    let parent = spend(&[coin], &[99_000]);
+    let child = spend(&[out(&parent, 0)], &[98_000]);
+    accept(&pool, &coins, &parent).unwrap();
+    accept(&pool, &coins, &child).unwrap();
+    let entry = pool.entry(&child.compute_txid()).unwrap();
+    assert!(entry.has_unconfirmed_parent);
+    assert_eq!(entry.prevouts, vec![parent.output[0].clone()]);
+    let heights: Vec<(Txid, i64)> = pool
+        .history(&ScriptHash::of(&script(100)))
+        .iter()
+        .map(|e| (e.txid, e.height))
+        .collect();
+    assert_eq!(
+        heights,
+        vec![(parent.compute_txid(), 0), (child.compute_txid(), -1)]
+    );
+    assert_eq!(
+        pool.spender(&out(&parent, 0)),
+        Some((child.compute_txid(), -1))
+    );
+}
+
+#[test]
+fn a_double_spend_paying_no_more_is_refused() {
+    let mut coins = Coins::new();
+    let coin = coins.add(1, 100_000);
+    let pool = pool();
+    let first = spend(&[coin], &[99_000]);
+    accept(&pool, &coins, &first).unwrap();
+    // Same size, same fee, another transaction.
+    let second = spend_to(&[coin], &[99_000], 101);
+    let reason = replacement_reason(accept(&pool, &coins, &second));
+    assert!(reason.contains("feerate"), "{reason}");
+    assert!(has(&pool, &first) && !has(&pool, &second));
+    assert_eq!(pool.spender(&coin), Some((first.compute_txid(), 0)));
+}
+
+#[test]
+fn rbf_needs_a_higher_feerate_than_each_conflict() {
+    // Rule 6: more fee in all, but over a larger size a lower rate.
+    let mut coins = Coins::new();
+    let (a, b) = (coins.add(1, 100_000), coins.add(2, 100_000));
+    let pool = pool();
+    let old = spend(&[a], &[99_000]);
+    accept(&pool, &coins, &old).unwrap();
+    let new = spend(&[a, b], &[198_600]);
+    assert!(1400 * vsize(&old) < 1000 * vsize(&new));
+    let reason = replacement_reason(accept(&pool, &coins, &new));
+    assert!(reason.contains("feerate"), "{reason}");
+    assert!(has(&pool, &old));
+}
+
+#[test]
+fn rbf_must_pay_more_than_everything_it_replaces() {
+    // Rule 3: a higher rate than the conflict, but less than it and its child paid together.
+    let mut coins = Coins::new();
+    let coin = coins.add(1, 100_000);
+    let pool = pool();
+    let old = spend(&[coin], &[99_000]);
+    let child = spend(&[out(&old, 0)], &[94_000]);
+    accept(&pool, &coins, &old).unwrap();
+    accept(&pool, &coins, &child).unwrap();
+    let new = spend(&[coin], &[97_000]);
+    let reason = replacement_reason(accept(&pool, &coins, &new));
+    assert_eq!(
+        reason, "fee 3000 not above the replaced transactions' 6000",
+        "{reason}"
+    );
+    assert!(has(&pool, &old) && has(&pool, &child) && !has(&pool, &new));
+}
+
+#[test]
+fn rbf_pays_the_relay_fee_for_its_own_size_on_top() {
+    // Rule 4, then an accepted replacement that takes the conflict's child with it.
+    let mut coins = Coins::new();
+    let coin = coins.add(1, 100_000);
+    let pool = pool();
+    let old = spend(&[coin], &[99_000]);
+    let child = spend(&[out(&old, 0)], &[98_000]);
+    accept(&pool, &coins, &old).unwrap();
+    accept(&pool, &coins, &child).unwrap();
+    let size = vsize(&old);
+    let short = spend(&[coin], &[100_000 - (2000 + size - 1)]);
+    let reason = replacement_reason(accept(&pool, &coins, &short));
+    assert_eq!(
+        reason,
+        format!(
+            "additional fee {} below the relay fee for its size, {size}",
+            size - 1
+        )
+    );
+    let enough = spend(&[coin], &[100_000 - (2000 + size)]);
+    let accepted = accept(&pool, &coins, &enough).unwrap();
+    let mut replaced = vec![old.compute_txid(), child.compute_txid()];
+    replaced.sort();
+    assert_eq!(accepted.replaced, replaced);
+    assert_eq!(pool.txids(), vec![enough.compute_txid()]);
+    assert_eq!(pool.size(), (1, size));
+    assert_eq!(pool.spender(&coin), Some((enough.compute_txid(), 0)));
+    assert!(!pool.is_spent(&out(&old, 0)));
+}
+
+#[test]
+fn rbf_may_not_add_new_unconfirmed_inputs() {
+    // Rule 2: the replacement may spend unconfirmed outputs only of transactions a conflict
+    // spends from.
+    let mut coins = Coins::new();
+    let (a, b, c) = (
+        coins.add(1, 100_000),
+        coins.add(2, 100_000),
+        coins.add(3, 100_000),
+    );
+    let pool = pool();
+    let parent = spend(&[b], &[40_000, 40_000]);
+    accept(&pool, &coins, &parent).unwrap();
+    let old = spend(&[a], &[99_000]);
+    accept(&pool, &coins, &old).unwrap();
+    let new = spend(&[a, out(&parent, 0)], &[100_000]);
+    assert_eq!(
+        accept(&pool, &coins, &new).unwrap_err(),
+        Rejection::AddsUnconfirmed {
+            txid: new.compute_txid(),
+            input: out(&parent, 0)
+        }
+    );
+    assert!(has(&pool, &old));
+    // A conflict that spends from `parent` allows another of its outputs.
+    let old = spend(&[c, out(&parent, 0)], &[139_000]);
+    accept(&pool, &coins, &old).unwrap();
+    let new = spend(&[c, out(&parent, 1)], &[130_000]);
+    let accepted = accept(&pool, &coins, &new).unwrap();
+    assert_eq!(accepted.replaced, vec![old.compute_txid()]);
+    assert!(
+        pool.entry(&new.compute_txid())
+            .unwrap()
+            .has_unconfirmed_parent
+    );
+    assert!(!pool.is_spent(&out(&parent, 0)));
+}
+
+/// A mempool holding a transaction spending a coin into 100 outputs and `children` spends of
+/// them; the coin.
+fn fan_out(children: u32) -> (Mempool, Coins, OutPoint) {
+    let mut coins = Coins::new();
+    let coin = coins.add(1, 10_000_000);
+    let pool = pool();
+    let root = spend(&[coin], &[50_000; 100]);
+    accept(&pool, &coins, &root).unwrap();
+    for vout in 0..children {
+        accept(&pool, &coins, &spend(&[out(&root, vout)], &[49_000])).unwrap();
+    }
+    (pool, coins, coin)
+}
+
+#[test]
+fn rbf_replaces_at_most_100_transactions() {
+    // Rule 5: the conflict and its descendants count.
+    let (pool, coins, coin) = fan_out(100);
+    let new = spend(&[coin], &[100_000]);
+    let reason = replacement_reason(accept(&pool, &coins, &new));
+    assert_eq!(reason, "it would replace 101 transactions (limit 100)");
+    assert_eq!(pool.size().0, 101);
+    // The same coin, with one child fewer.
+    let (pool, coins, _) = fan_out(99);
+    let accepted = accept(&pool, &coins, &new).unwrap();
+    assert_eq!(accepted.replaced.len(), 100);
+    assert_eq!(pool.txids(), vec![new.compute_txid()]);
+}
+
+#[test]
+fn over_its_size_the_mempool_evicts_the_lowest_feerate() {
+    let mut coins = Coins::new();
+    let (a, b, c, d) = (
+        coins.add(1, 100_000),
+        coins.add(2, 100_000),
+        coins.add(3, 100_000),
+        coins.add(4, 100_000),
+    );
+    // A cheap parent with a child paying well: eviction goes by a transaction's own rate and
+    // takes its descendants.
+    let cheap = spend(&[a], &[99_800]);
+    let child = spend(&[out(&cheap, 0)], &[90_000]);
+    let mid = spend(&[b], &[99_000]);
+    let limit = vsize(&cheap) + vsize(&child) + vsize(&mid) - 1;
+    let pool = pool_of(limit);
+    accept(&pool, &coins, &cheap).unwrap();
+    accept(&pool, &coins, &child).unwrap();
+    let accepted = accept(&pool, &coins, &mid).unwrap();
+    assert!(accepted.touched.contains(&ScriptHash::of(&script(1))));
+    assert_eq!(pool.txids(), vec![mid.compute_txid()]);
+    let high = spend(&[c], &[95_000]);
+    accept(&pool, &coins, &high).unwrap();
+    // The newcomer is the lowest: refused, the rest stays.
+    let lowest = spend(&[d], &[99_850]);
+    assert_eq!(
+        accept(&pool, &coins, &lowest).unwrap_err(),
+        Rejection::MempoolFull
+    );
+    assert!(has(&pool, &mid) && has(&pool, &high) && !has(&pool, &lowest));
+    assert!(!pool.is_spent(&d));
+    assert_eq!(pool.size(), (2, vsize(&mid) + vsize(&high)));
+}
+
+#[test]
+fn a_child_pays_for_its_parent_in_a_package() {
+    let mut coins = Coins::new();
+    let coin = coins.add(1, 100_000);
+    let pool = pool();
+    let parent = spend(&[coin], &[100_000]);
+    let child = spend(&[out(&parent, 0)], &[99_000]);
+    assert!(matches!(
+        accept(&pool, &coins, &parent),
+        Err(Rejection::MinRelayFee { fee: 0, .. })
+    ));
+    let raws = vec![serialize(&parent), serialize(&child)];
+    let results = pool.accept_package_from(&raws, &coins).unwrap();
+    assert_eq!(results.len(), 2);
+    assert_eq!(results[0].as_ref().unwrap().txid, parent.compute_txid());
+    assert_eq!(results[1].as_ref().unwrap().txid, child.compute_txid());
+    assert!(has(&pool, &parent) && has(&pool, &child));
+}
+
+#[test]
+fn a_package_whose_child_pays_too_little_leaves_nothing() {
+    let mut coins = Coins::new();
+    let coin = coins.add(1, 100_000);
+    let pool = pool();
+    let parent = spend(&[coin], &[100_000]);
+    // Enough for the child alone, not for both.
+    let child = spend(&[out(&parent, 0)], &[100_000 - vsize(&parent)]);
+    let needed = vsize(&parent) + vsize(&child);
+    let raws = vec![serialize(&parent), serialize(&child)];
+    let results = pool.accept_package_from(&raws, &coins).unwrap();
+    let fee_too_low = Rejection::PackageFee {
+        fees: vsize(&parent),
+        needed,
+    };
+    let errors: Vec<Option<Rejection>> = results.into_iter().map(Result::err).collect();
+    assert_eq!(errors, vec![Some(fee_too_low.clone()), Some(fee_too_low)]);
+    assert_eq!(pool.size(), (0, 0));
+    assert!(!pool.is_spent(&coin));
+}
+
+#[test]
+fn a_package_is_a_child_with_its_parents() {
+    let mut coins = Coins::new();
+    let (a, b) = (coins.add(1, 100_000), coins.add(2, 100_000));
+    let pool = pool();
+    let parent = spend(&[a], &[99_000]);
+    let stranger = spend(&[b], &[99_000]);
+    let child = spend(&[out(&parent, 0)], &[98_000]);
+    let shape = |txs: &[&Transaction]| {
+        let raws: Vec<Vec<u8>> = txs.iter().map(|t| serialize(*t)).collect();
+        pool.accept_package_from(&raws, &coins).map(|_| ())
+    };
+    let not_a_parent = shape(&[&stranger, &child]).unwrap_err();
+    assert!(matches!(not_a_parent, Rejection::PackageShape(_)));
+    assert!(matches!(
+        shape(&[&parent, &parent, &child]).unwrap_err(),
+        Rejection::PackageShape(_)
+    ));
+    let grandchild = spend(&[out(&child, 0)], &[97_000]);
+    assert!(matches!(
+        shape(&[&parent, &child, &grandchild]).unwrap_err(),
+        Rejection::PackageShape(_)
+    ));
+    assert!(matches!(
+        shape(&[]).unwrap_err(),
+        Rejection::PackageShape(_)
+    ));
+    assert_eq!(pool.size().0, 0);
+    // Well formed, each paying its way: each goes in on its own.
+    let results = pool
+        .accept_package_from(&[serialize(&parent), serialize(&child)], &coins)
+        .unwrap();
+    assert!(results.iter().all(Result::is_ok));
+    assert_eq!(pool.size().0, 2);
+}
+
+#[test]
+fn a_block_removes_what_it_confirms_and_what_it_conflicts_with() {
+    let mut coins = Coins::new();
+    let (a, b) = (coins.add(1, 100_000), coins.add(2, 100_000));
+    let pool = pool();
+    let parent = spend(&[a], &[99_000]);
+    let child = spend(&[out(&parent, 0)], &[98_000]);
+    let doomed = spend(&[b], &[99_000]);
+    let doomed_child = spend(&[out(&doomed, 0)], &[98_000]);
+    for tx in [&parent, &child, &doomed, &doomed_child] {
+        accept(&pool, &coins, tx).unwrap();
+    }
+    coins.confirm(&parent);
+    coins.confirm(&spend(&[b], &[90_000]));
+    let touched = pool.revalidate_from(&coins);
+    assert_eq!(pool.txids(), vec![child.compute_txid()]);
+    let entry = pool.entry(&child.compute_txid()).unwrap();
+    assert!(!entry.has_unconfirmed_parent);
+    assert_eq!(pool.history(&ScriptHash::of(&script(100)))[0].height, 0);
+    assert!(touched.contains(&ScriptHash::of(&script(1))));
+    assert!(touched.contains(&ScriptHash::of(&script(2))));
+    assert!(!pool.is_spent(&b) && !pool.is_spent(&a));
+}
+
+fn non_standard(tx: &Transaction) -> String {
+    match policy::check_standard(tx) {
+        Err(Rejection::NonStandard(reason)) => reason,
+        other => panic!("expected a standardness rejection, got {other:?}"),
+    }
+}
+
+#[test]
+fn standardness_rules() {
+    let coin = OutPoint::new(Txid::from_byte_array([1; 32]), 0);
+    let base = spend(&[coin], &[1000]);
+    assert!(policy::check_standard(&base).is_ok());
+    for version in [0, 4] {
+        let mut tx = base.clone();
+        tx.version = Version(version);
+        assert_eq!(non_standard(&tx), "version");
+    }
+    // P2WPKH's dust threshold at Core's 3 sat/vB: 294.
+    assert!(policy::check_standard(&spend(&[coin], &[294])).is_ok());
+    assert_eq!(non_standard(&spend(&[coin], &[293])), "dust");
+    let mut bare = base.clone();
+    bare.output[0].script_pubkey = ScriptBuf::from_bytes(vec![0x51]);
+    assert_eq!(non_standard(&bare), "scriptpubkey");
+    let data = |len: usize| TxOut {
+        value: Amount::ZERO,
+        script_pubkey: ScriptBuf::from_bytes(
+            [vec![0x6a, 0x4c, len as u8 - 3], vec![0; len - 3]].concat(),
+        ),
+    };
+    let mut op_return = base.clone();
+    op_return.output.push(data(83));
+    assert!(policy::check_standard(&op_return).is_ok());
+    op_return.output[1] = data(84);
+    assert_eq!(non_standard(&op_return), "scriptpubkey");
+    op_return.output[1] = data(83);
+    op_return.output.push(data(10));
+    assert_eq!(non_standard(&op_return), "multi-op-return");
+    let mut not_push = base.clone();
+    not_push.input[0].script_sig = ScriptBuf::from_bytes(vec![0x61]);
+    assert_eq!(non_standard(&not_push), "scriptsig-not-pushonly");
+    let mut long_sig = base.clone();
+    long_sig.input[0].script_sig = ScriptBuf::from_bytes(vec![0; 1651]);
+    assert_eq!(non_standard(&long_sig), "scriptsig-size");
+    let heavy = spend(&[coin], &[1000; 3300]);
+    assert!(heavy.weight().to_wu() > policy::MAX_STANDARD_TX_WEIGHT);
+    assert_eq!(non_standard(&heavy), "tx-size");
+}
+
+#[test]
+fn standardness_comes_before_the_inputs() {
+    // Dust spending nothing that exists: refused as dust, the coins never asked.
+    let coins = Coins::new();
+    let nowhere = OutPoint::new(Txid::from_byte_array([9; 32]), 0);
+    assert_eq!(
+        accept(&pool(), &coins, &spend(&[nowhere], &[1])).unwrap_err(),
+        Rejection::NonStandard("dust".into())
+    );
+}
+
+#[test]
+fn without_a_stub_scripts_are_verified_by_the_kernel() {
+    // The production mempool: an unsigned spend of a P2WPKH output fails its script.
+    let mut coins = Coins::new();
+    let coin = coins.add(1, 100_000);
+    let pool = Mempool::new(MempoolConfig::default());
+    let result = accept(&pool, &coins, &spend(&[coin], &[99_000]));
+    assert!(
+        matches!(result, Err(Rejection::Script { input: 0, .. })),
+        "{result:?}"
+    );
+    assert_eq!(pool.size().0, 0);
+}
