@@ -3,7 +3,6 @@
 mod cli;
 
 use std::io::IsTerminal;
-use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 
@@ -11,7 +10,7 @@ use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use cairn::admin::AdminClient;
-use cairn::config::{FileConfig, Overrides, Settings};
+use cairn::config::{Flags, Settings};
 use cairn::datadir::DataDirError;
 use cairn::generate::{ChainGenerator, GenerateOptions, Shapes};
 use cairn::import::{BlkDir, ImportStats, Importer, Progress};
@@ -24,62 +23,8 @@ use cli::signals::signals;
 #[derive(Parser, Debug)]
 #[command(name = "cairn", version, about)]
 struct Cli {
-    /// A TOML config file (see config/cairn.example.toml).
-    #[arg(long, global = true, env = "CAIRN_CONFIG")]
-    config: Option<PathBuf>,
-    /// The network: mainnet, testnet4, signet or regtest [default: regtest].
-    #[arg(long, global = true, env = "CAIRN_NETWORK")]
-    network: Option<String>,
-    /// The data folder; each network uses a subfolder of it [default: ~/.cairn].
-    #[arg(long, global = true, env = "CAIRN_DATADIR")]
-    datadir: Option<PathBuf>,
-    /// A custom signet's challenge script, hex (signet only).
-    #[arg(long, global = true, env = "CAIRN_SIGNETCHALLENGE")]
-    signetchallenge: Option<String>,
-    /// The admin JSON-RPC address (loopback only).
-    #[arg(long, global = true, env = "CAIRN_ADMIN_ADDR")]
-    admin_addr: Option<SocketAddr>,
-    /// Log filter, e.g. `info` or `cairn=debug,kernel=debug`.
-    #[arg(long, global = true, env = "CAIRN_LOG")]
-    log: Option<String>,
-    /// Where the Electrum server listens [default: 127.0.0.1 and the network's port].
-    #[arg(long, global = true, env = "CAIRN_ELECTRUM_ADDR")]
-    electrum_addr: Option<SocketAddr>,
-    /// Where the Electrum server listens for WebSocket clients [default: no WebSocket listener].
-    #[arg(long, global = true, env = "CAIRN_ELECTRUM_WS_ADDR")]
-    electrum_ws_addr: Option<SocketAddr>,
-    /// Serve Electrum over TLS at HOST:PORT, or at an IP alone with the network's port (50002
-    /// mainnet, 60002 testnet4 and signet, 60402 regtest); the flag alone: 127.0.0.1 [default: no TLS listener].
-    #[arg(long, global = true, env = "CAIRN_ELECTRUM_TLS_ADDR", value_name = "HOST:PORT", num_args = 0..=1, default_missing_value = "")]
-    electrum_tls_addr: Option<String>,
-    /// Serve Electrum over WebSocket with TLS (wss://), addressed as --electrum-tls-addr (ports
-    /// 50004, 60004, 60404) [default: no WSS listener].
-    #[arg(long, global = true, env = "CAIRN_ELECTRUM_WSS_ADDR", value_name = "HOST:PORT", num_args = 0..=1, default_missing_value = "")]
-    electrum_wss_addr: Option<String>,
-    /// The TLS certificate chain, PEM [default: a self-signed certificate made in the data dir].
-    #[arg(long, global = true, env = "CAIRN_TLS_CERT", requires = "tls_key")]
-    tls_cert: Option<std::path::PathBuf>,
-    /// The TLS certificate's private key, PEM (re-read with the certificate on SIGHUP).
-    #[arg(long, global = true, env = "CAIRN_TLS_KEY", requires = "tls_cert")]
-    tls_key: Option<std::path::PathBuf>,
-    /// A peer to sync from (repeatable); only these peers are used, no others are looked for.
-    #[arg(long, global = true)]
-    connect: Vec<SocketAddr>,
-    /// A peer to keep connected to, besides those found through seeds and peers (repeatable).
-    #[arg(long, global = true)]
-    addnode: Vec<SocketAddr>,
-    /// Where to accept peers [default: 127.0.0.1:18444 on regtest, nowhere elsewhere].
-    #[arg(long, global = true, env = "CAIRN_P2P_ADDR")]
-    p2p_addr: Option<SocketAddr>,
-    /// Accept no peers (turns off the regtest default listener too).
-    #[arg(long, global = true)]
-    no_listen: bool,
-    /// Where to serve compact filters over HTTP (`/filter/{hash}`, `/filterheaders`) [default: nowhere].
-    #[arg(long, global = true, env = "CAIRN_HTTP_ADDR")]
-    http_addr: Option<SocketAddr>,
-    /// Where to serve Prometheus metrics (`GET /metrics`) [default: nowhere].
-    #[arg(long, global = true, env = "CAIRN_METRICS_ADDR")]
-    metrics_addr: Option<SocketAddr>,
+    #[command(flatten)]
+    flags: Flags,
     #[command(subcommand)]
     command: Command,
 }
@@ -200,33 +145,6 @@ fn main() {
     std::process::exit(code);
 }
 
-fn settings(cli: &Cli) -> Result<Settings> {
-    let file = match &cli.config {
-        Some(path) => FileConfig::load(path)?,
-        None => FileConfig::default(),
-    };
-    let over = Overrides {
-        network: cli.network.clone(),
-        datadir: cli.datadir.clone(),
-        signetchallenge: cli.signetchallenge.clone(),
-        admin_addr: cli.admin_addr,
-        log: cli.log.clone(),
-        electrum_addr: cli.electrum_addr,
-        electrum_ws_addr: cli.electrum_ws_addr,
-        electrum_tls_addr: cli.electrum_tls_addr.clone(),
-        electrum_wss_addr: cli.electrum_wss_addr.clone(),
-        tls_cert: cli.tls_cert.clone(),
-        tls_key: cli.tls_key.clone(),
-        connect: cli.connect.clone(),
-        addnode: cli.addnode.clone(),
-        p2p_addr: cli.p2p_addr,
-        no_listen: cli.no_listen,
-        http_addr: cli.http_addr,
-        metrics_addr: cli.metrics_addr,
-    };
-    Ok(Settings::resolve(file, over)?)
-}
-
 fn init_logging(filter: &str) -> Result<()> {
     let filter = tracing_subscriber::EnvFilter::try_new(filter)
         .with_context(|| format!("invalid log filter {filter:?}"))?;
@@ -241,10 +159,10 @@ fn init_logging(filter: &str) -> Result<()> {
 fn real_main(cli: Cli) -> Result<()> {
     // generate needs no network or data folder: it is answered before settings are read.
     if let Command::Generate(args) = &cli.command {
-        init_logging(cli.log.as_deref().unwrap_or("info"))?;
+        init_logging(cli.flags.options.log.as_deref().unwrap_or("info"))?;
         return generate(args);
     }
-    let settings = settings(&cli)?;
+    let settings = cli.flags.settings()?;
     init_logging(&settings.log)?;
     match cli.command {
         Command::Import(args) => import(settings, &args),

@@ -301,3 +301,35 @@ fn bad_input_stops_with_a_clear_message() {
     );
     assert!(err.contains("regtest blocks"), "{err}");
 }
+
+#[test]
+fn every_option_is_a_flag_and_a_variable_and_they_win_over_the_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dd = tmp.path().join("node");
+    let status = |cmd: &mut Command| cmd.arg("status").output().unwrap();
+    // Options that once were the file's only: a bad value from a flag or a variable is named.
+    let err = fails(status(cairn(&dd).args(["--electrum-max-batch", "0"])));
+    assert!(err.contains("electrum_max_batch"), "{err}");
+    let err = fails(status(cairn(&dd).env("CAIRN_MIN_FREE_SPACE_MB", "0")));
+    assert!(err.contains("min_free_space_mb"), "{err}");
+    let err = fails(status(cairn(&dd).env("CAIRN_DNSSEED", "maybe")));
+    assert!(err.contains("maybe"), "{err}");
+    // The variable wins over the file, the flag over both.
+    let cfg = tmp.path().join("cairn.toml");
+    std::fs::write(&cfg, "electrum_max_batch = 0\n").unwrap();
+    let with_file = || {
+        let mut cmd = cairn(&dd);
+        cmd.arg("--config").arg(&cfg);
+        cmd
+    };
+    let err = fails(status(&mut with_file()));
+    assert!(err.contains("electrum_max_batch"), "{err}");
+    ok(status(with_file().env("CAIRN_ELECTRUM_MAX_BATCH", "5")));
+    ok(status(with_file().arg("--electrum-max-batch=5")));
+    let err = fails(status(
+        with_file()
+            .env("CAIRN_ELECTRUM_MAX_BATCH", "5")
+            .arg("--electrum-max-batch=0"),
+    ));
+    assert!(err.contains("electrum_max_batch"), "{err}");
+}

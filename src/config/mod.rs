@@ -1,17 +1,18 @@
 //! cairn's settings: a TOML file, overridden by `CAIRN_*` environment variables and CLI flags.
 
 mod electrum;
+mod options;
 mod p2p;
 
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use bitcoin::hex::{DisplayHex, FromHex};
-use serde::Deserialize;
 
 use crate::types::{signet_magic, Network, UnknownNetwork};
 
 pub use electrum::{ElectrumConfig, SERVER_SOFTWARE};
+pub use options::{FileConfig, Flags};
 pub use p2p::P2pConfig;
 
 /// The index store's block cache when none is configured, MiB.
@@ -44,148 +45,6 @@ pub enum ConfigError {
         /// Why the value is wrong.
         message: String,
     },
-}
-
-/// The options a config file may set. Every field is documented in `config/cairn.example.toml`.
-#[derive(Debug, Default, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct FileConfig {
-    /// The network to run on.
-    pub network: Option<String>,
-    /// The folder that holds one subfolder per network.
-    pub datadir: Option<PathBuf>,
-    /// A custom signet's challenge script, in hex.
-    pub signetchallenge: Option<String>,
-    /// Where the admin JSON-RPC listens (loopback only).
-    pub admin_addr: Option<SocketAddr>,
-    /// A `tracing` filter such as `info` or `cairn=debug,kernel=info`.
-    pub log: Option<String>,
-    /// Threads the kernel uses to check scripts in parallel (0 means none beside the caller).
-    pub kernel_script_threads: Option<i32>,
-    /// Where the Electrum server listens.
-    pub electrum_addr: Option<SocketAddr>,
-    /// Where the Electrum server listens for WebSocket clients.
-    pub electrum_ws_addr: Option<SocketAddr>,
-    /// Where the Electrum server listens over TLS: `HOST:PORT`, or `HOST` for the network's port.
-    pub electrum_tls_addr: Option<String>,
-    /// Where the Electrum server listens for WebSocket clients over TLS, as `electrum_tls_addr`.
-    pub electrum_wss_addr: Option<String>,
-    /// The TLS certificate chain, PEM (with `tls_key`; neither: a self-signed pair).
-    pub tls_cert: Option<PathBuf>,
-    /// The TLS certificate's private key, PEM.
-    pub tls_key: Option<PathBuf>,
-    /// Longest Electrum request line, bytes.
-    pub electrum_max_line_bytes: Option<usize>,
-    /// Most requests in one Electrum batch.
-    pub electrum_max_batch: Option<usize>,
-    /// Most script-hash subscriptions per connection.
-    pub electrum_max_subscriptions: Option<usize>,
-    /// Seconds of silence before a connection is closed.
-    pub electrum_idle_timeout_secs: Option<u64>,
-    /// Most Electrum connections at once.
-    pub electrum_max_connections: Option<usize>,
-    /// MiB of answers queued for all Electrum clients together.
-    pub electrum_answer_budget_mb: Option<usize>,
-    /// Most history entries (or unspent outputs) in one answer.
-    pub electrum_max_history: Option<usize>,
-    /// Text of `server.banner`.
-    pub electrum_banner: Option<String>,
-    /// Answer of `server.donation_address`.
-    pub electrum_donation_address: Option<String>,
-    /// Hosts announced by `server.peers.subscribe`.
-    pub electrum_peers: Option<Vec<String>>,
-    /// Peers to sync from; when set, no other peers are looked for.
-    pub connect: Option<Vec<SocketAddr>>,
-    /// Peers to keep connected to besides those found through seeds and peers.
-    pub addnode: Option<Vec<SocketAddr>>,
-    /// Where to accept peers (regtest: 127.0.0.1:18444 by default; elsewhere none).
-    pub p2p_addr: Option<SocketAddr>,
-    /// Whether to accept peers at all (`false` turns off the regtest default listener).
-    pub p2p_listen: Option<bool>,
-    /// Outbound connections to keep to peers found through seeds and addr messages.
-    pub p2p_max_outbound: Option<usize>,
-    /// Most inbound peers at once.
-    pub p2p_max_inbound: Option<usize>,
-    /// Whether to ask DNS seeds for peer addresses.
-    pub dnsseed: Option<bool>,
-    /// Whether to speak BIP324, the v2 transport (default true, as Core's `-v2transport`).
-    pub v2transport: Option<bool>,
-    /// Mempool size limit in megabytes of virtual size.
-    pub mempool_max_mb: Option<u64>,
-    /// Whether the mempool is saved to `mempool.dat` on shutdown and loaded on start.
-    pub persist_mempool: Option<bool>,
-    /// Where the HTTP filter endpoints listen (none by default).
-    pub http_addr: Option<SocketAddr>,
-    /// Most HTTP connections at once.
-    pub http_max_connections: Option<usize>,
-    /// Where Prometheus metrics are served (none by default).
-    pub metrics_addr: Option<SocketAddr>,
-    /// Whether the status page shows peers' addresses and the data folder (default false).
-    pub status_page_details: Option<bool>,
-    /// Whether the index builds and serves BIP158 filters (default true).
-    pub block_filters: Option<bool>,
-    /// The index store's block cache, MiB.
-    pub index_cache_mb: Option<usize>,
-    /// Free disk space, MiB, below which no more blocks are taken (until space returns).
-    pub min_free_space_mb: Option<u64>,
-}
-
-impl FileConfig {
-    /// Reads and parses a config file; unknown options are an error that names them.
-    pub fn load(path: &Path) -> Result<Self, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
-            path: path.to_path_buf(),
-            source,
-        })?;
-        Self::parse(&text, path)
-    }
-
-    /// Parses config text; `path` only names the source in errors.
-    pub fn parse(text: &str, path: &Path) -> Result<Self, ConfigError> {
-        toml::from_str(text).map_err(|e| ConfigError::Parse {
-            path: path.to_path_buf(),
-            message: e.to_string(),
-        })
-    }
-}
-
-/// Settings given on the command line or in the environment; each wins over the config file.
-#[derive(Debug, Default, Clone)]
-pub struct Overrides {
-    /// `--network` / `CAIRN_NETWORK`.
-    pub network: Option<String>,
-    /// `--datadir` / `CAIRN_DATADIR`.
-    pub datadir: Option<PathBuf>,
-    /// `--signetchallenge` / `CAIRN_SIGNETCHALLENGE`.
-    pub signetchallenge: Option<String>,
-    /// `--admin-addr` / `CAIRN_ADMIN_ADDR`.
-    pub admin_addr: Option<SocketAddr>,
-    /// `--log` / `CAIRN_LOG`.
-    pub log: Option<String>,
-    /// `--electrum-addr` / `CAIRN_ELECTRUM_ADDR`.
-    pub electrum_addr: Option<SocketAddr>,
-    /// `--electrum-ws-addr` / `CAIRN_ELECTRUM_WS_ADDR`.
-    pub electrum_ws_addr: Option<SocketAddr>,
-    /// `--electrum-tls-addr` / `CAIRN_ELECTRUM_TLS_ADDR`.
-    pub electrum_tls_addr: Option<String>,
-    /// `--electrum-wss-addr` / `CAIRN_ELECTRUM_WSS_ADDR`.
-    pub electrum_wss_addr: Option<String>,
-    /// `--tls-cert` / `CAIRN_TLS_CERT`.
-    pub tls_cert: Option<PathBuf>,
-    /// `--tls-key` / `CAIRN_TLS_KEY`.
-    pub tls_key: Option<PathBuf>,
-    /// `--connect` (repeatable).
-    pub connect: Vec<SocketAddr>,
-    /// `--addnode` (repeatable).
-    pub addnode: Vec<SocketAddr>,
-    /// `--p2p-addr` / `CAIRN_P2P_ADDR`.
-    pub p2p_addr: Option<SocketAddr>,
-    /// `--no-listen`.
-    pub no_listen: bool,
-    /// `--http-addr` / `CAIRN_HTTP_ADDR`.
-    pub http_addr: Option<SocketAddr>,
-    /// `--metrics-addr` / `CAIRN_METRICS_ADDR`.
-    pub metrics_addr: Option<SocketAddr>,
 }
 
 /// Most HTTP connections at once unless `http_max_connections` says otherwise.
@@ -252,17 +111,14 @@ pub struct Settings {
 }
 
 impl Settings {
-    /// Merges the layers: flags and environment over the file over the defaults.
-    pub fn resolve(file: FileConfig, over: Overrides) -> Result<Self, ConfigError> {
-        let network = network(over.network.clone().or(file.network.clone()))?;
-        let signet_challenge = signet_challenge(
-            over.signetchallenge
-                .clone()
-                .or(file.signetchallenge.clone()),
-            network,
-        )?;
-        let admin_addr = admin_addr(over.admin_addr.or(file.admin_addr), network)?;
-        let kernel_script_threads = file
+    /// Merges the layers: `flags` (the command line and the environment) over `file` over the
+    /// defaults, option by option.
+    pub fn resolve(file: FileConfig, flags: FileConfig) -> Result<Self, ConfigError> {
+        let o = flags.or(file);
+        let network = network(o.network.clone())?;
+        let signet_challenge = signet_challenge(o.signetchallenge.clone(), network)?;
+        let admin_addr = admin_addr(o.admin_addr, network)?;
+        let kernel_script_threads = o
             .kernel_script_threads
             .unwrap_or_else(default_script_threads);
         if !(0..=15).contains(&kernel_script_threads) {
@@ -277,38 +133,32 @@ impl Settings {
         };
         let index_cache_mb = positive(
             "index_cache_mb",
-            file.index_cache_mb.unwrap_or(DEFAULT_INDEX_CACHE_MB),
+            o.index_cache_mb.unwrap_or(DEFAULT_INDEX_CACHE_MB),
         )?;
-        let mempool_max_mb = positive(
-            "mempool_max_mb",
-            file.mempool_max_mb.unwrap_or(300) as usize,
-        )?;
+        let mempool_max_mb = positive("mempool_max_mb", o.mempool_max_mb.unwrap_or(300) as usize)?;
         Ok(Settings {
-            electrum: electrum_config(network, &file, &over)?,
-            p2p: p2p_config(network, signet_challenge.is_some(), magic, &file, &over),
+            electrum: electrum_config(network, &o)?,
+            p2p: p2p_config(network, signet_challenge.is_some(), magic, &o),
             network,
             signet_challenge,
-            datadir: over
-                .datadir
-                .or(file.datadir)
-                .unwrap_or_else(default_datadir),
+            datadir: o.datadir.unwrap_or_else(default_datadir),
             admin_addr,
-            log: over.log.or(file.log).unwrap_or_else(|| "info".into()),
+            log: o.log.unwrap_or_else(|| "info".into()),
             kernel_script_threads,
-            http_addr: over.http_addr.or(file.http_addr),
+            http_addr: o.http_addr,
             http_max_connections: positive(
                 "http_max_connections",
-                file.http_max_connections
+                o.http_max_connections
                     .unwrap_or(DEFAULT_HTTP_MAX_CONNECTIONS),
             )?,
-            metrics_addr: over.metrics_addr.or(file.metrics_addr),
-            status_page_details: file.status_page_details.unwrap_or(false),
-            block_filters: file.block_filters.unwrap_or(true),
+            metrics_addr: o.metrics_addr,
+            status_page_details: o.status_page_details.unwrap_or(false),
+            block_filters: o.block_filters.unwrap_or(true),
             index_cache_bytes: index_cache_mb << 20,
-            min_free_space: min_free_space(file.min_free_space_mb)?,
+            min_free_space: min_free_space(o.min_free_space_mb)?,
             mempool: MempoolConfig {
                 max_vbytes: mempool_max_mb as u64 * 1_000_000,
-                persist: file.persist_mempool.unwrap_or(true),
+                persist: o.persist_mempool.unwrap_or(true),
             },
         })
     }
@@ -408,35 +258,24 @@ fn positive(option: &'static str, v: usize) -> Result<usize, ConfigError> {
     Ok(v)
 }
 
-/// The Electrum server's settings: the network's defaults under the file's options.
-fn electrum_config(
-    network: Network,
-    file: &FileConfig,
-    over: &Overrides,
-) -> Result<ElectrumConfig, ConfigError> {
+/// The Electrum server's settings: the network's defaults under the options.
+fn electrum_config(network: Network, o: &FileConfig) -> Result<ElectrumConfig, ConfigError> {
     let mut electrum = ElectrumConfig::defaults(network);
-    if let Some(addr) = over.electrum_addr.or(file.electrum_addr) {
+    if let Some(addr) = o.electrum_addr {
         electrum.addr = addr;
     }
-    electrum.ws_addr = over.electrum_ws_addr.or(file.electrum_ws_addr);
-    let tls = over
+    electrum.ws_addr = o.electrum_ws_addr;
+    electrum.tls_addr = o
         .electrum_tls_addr
         .as_ref()
-        .or(file.electrum_tls_addr.as_ref());
-    electrum.tls_addr = tls
         .map(|t| listen_addr("electrum_tls_addr", t, network.default_electrum_tls_port()))
         .transpose()?;
-    let wss = over
+    electrum.wss_addr = o
         .electrum_wss_addr
         .as_ref()
-        .or(file.electrum_wss_addr.as_ref());
-    electrum.wss_addr = wss
         .map(|t| listen_addr("electrum_wss_addr", t, network.default_electrum_wss_port()))
         .transpose()?;
-    electrum.tls_files = match (
-        over.tls_cert.clone().or(file.tls_cert.clone()),
-        over.tls_key.clone().or(file.tls_key.clone()),
-    ) {
+    electrum.tls_files = match (o.tls_cert.clone(), o.tls_key.clone()) {
         (Some(cert), Some(key)) => Some((cert, key)),
         (None, None) => None,
         (cert, _) => {
@@ -454,27 +293,27 @@ fn electrum_config(
     let limits = [
         (
             &mut electrum.max_line_bytes,
-            file.electrum_max_line_bytes,
+            o.electrum_max_line_bytes,
             "electrum_max_line_bytes",
         ),
         (
             &mut electrum.max_batch,
-            file.electrum_max_batch,
+            o.electrum_max_batch,
             "electrum_max_batch",
         ),
         (
             &mut electrum.max_subscriptions,
-            file.electrum_max_subscriptions,
+            o.electrum_max_subscriptions,
             "electrum_max_subscriptions",
         ),
         (
             &mut electrum.max_connections,
-            file.electrum_max_connections,
+            o.electrum_max_connections,
             "electrum_max_connections",
         ),
         (
             &mut electrum.max_history,
-            file.electrum_max_history,
+            o.electrum_max_history,
             "electrum_max_history",
         ),
     ];
@@ -483,23 +322,23 @@ fn electrum_config(
             *field = positive(option, v)?;
         }
     }
-    if let Some(mb) = file.electrum_answer_budget_mb {
+    if let Some(mb) = o.electrum_answer_budget_mb {
         electrum.answer_budget_bytes =
             positive("electrum_answer_budget_mb", mb)?.saturating_mul(1 << 20);
     }
-    if let Some(v) = file.electrum_idle_timeout_secs {
+    if let Some(v) = o.electrum_idle_timeout_secs {
         electrum.idle_timeout = std::time::Duration::from_secs(positive(
             "electrum_idle_timeout_secs",
             v as usize,
         )? as u64);
     }
-    if let Some(v) = &file.electrum_banner {
+    if let Some(v) = &o.electrum_banner {
         electrum.banner = v.clone();
     }
-    if let Some(v) = &file.electrum_donation_address {
+    if let Some(v) = &o.electrum_donation_address {
         electrum.donation_address = v.clone();
     }
-    if let Some(v) = &file.electrum_peers {
+    if let Some(v) = &o.electrum_peers {
         electrum.peers = v.clone();
     }
     Ok(electrum)
@@ -532,24 +371,10 @@ fn listen_addr(
     }
 }
 
-/// The P2P side's settings: flags win over the file; regtest listens on loopback by default.
-fn p2p_config(
-    network: Network,
-    custom_signet: bool,
-    magic: [u8; 4],
-    file: &FileConfig,
-    over: &Overrides,
-) -> P2pConfig {
-    let flag_or_file = |flag: &Vec<SocketAddr>, file: &Option<Vec<SocketAddr>>| {
-        if flag.is_empty() {
-            file.clone().unwrap_or_default()
-        } else {
-            flag.clone()
-        }
-    };
-    let explicit_listen = over.p2p_addr.or(file.p2p_addr);
-    let listening = !over.no_listen && file.p2p_listen.unwrap_or(true);
-    let (listen, listen_required) = match (listening, explicit_listen) {
+/// The P2P side's settings: regtest listens on loopback by default.
+fn p2p_config(network: Network, custom_signet: bool, magic: [u8; 4], o: &FileConfig) -> P2pConfig {
+    let listening = o.p2p_listen.unwrap_or(true);
+    let (listen, listen_required) = match (listening, o.p2p_addr) {
         (false, _) => (None, false),
         (true, Some(addr)) => (Some(addr), true),
         (true, None) if network == Network::Regtest => (
@@ -562,17 +387,17 @@ fn p2p_config(
         (true, None) => (None, false),
     };
     P2pConfig {
-        connect: flag_or_file(&over.connect, &file.connect),
-        addnode: flag_or_file(&over.addnode, &file.addnode),
+        connect: o.connect.clone().unwrap_or_default(),
+        addnode: o.addnode.clone().unwrap_or_default(),
         listen,
         listen_required,
         network,
         custom_signet,
         magic,
-        max_outbound: file.p2p_max_outbound.unwrap_or(8),
-        max_inbound: file.p2p_max_inbound.unwrap_or(117),
-        dns_seeds: file.dnsseed.unwrap_or(true),
-        v2_transport: file.v2transport.unwrap_or(true),
+        max_outbound: o.p2p_max_outbound.unwrap_or(8),
+        max_inbound: o.p2p_max_inbound.unwrap_or(117),
+        dns_seeds: o.dnsseed.unwrap_or(true),
+        v2_transport: o.v2transport.unwrap_or(true),
         addrbook_file: None,
     }
 }
@@ -597,6 +422,7 @@ pub fn default_datadir() -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::Path;
 
     #[test]
     fn typo_names_the_option() {
@@ -609,7 +435,7 @@ mod tests {
     fn flags_win_over_file() {
         let file =
             FileConfig::parse("network = \"signet\"\nlog = \"debug\"\n", Path::new("x")).unwrap();
-        let over = Overrides {
+        let over = FileConfig {
             network: Some("regtest".into()),
             ..Default::default()
         };
@@ -621,28 +447,28 @@ mod tests {
 
     #[test]
     fn p2p_defaults_per_network() {
-        let resolve = |file: &str, over: Overrides| {
+        let resolve = |file: &str, over: FileConfig| {
             Settings::resolve(FileConfig::parse(file, Path::new("x")).unwrap(), over).unwrap()
         };
-        let regtest = resolve("", Overrides::default());
+        let regtest = resolve("", FileConfig::default());
         assert_eq!(regtest.p2p.listen, Some("127.0.0.1:18444".parse().unwrap()));
         assert!(
             !regtest.p2p.listen_required,
             "the default listener may find its port taken"
         );
         assert!(regtest.p2p.enabled());
-        let off = resolve("p2p_listen = false\n", Overrides::default());
+        let off = resolve("p2p_listen = false\n", FileConfig::default());
         assert_eq!(off.p2p.listen, None);
         assert!(!off.p2p.enabled(), "regtest has no seeds: nothing to do");
         let asked = resolve(
             "",
-            Overrides {
+            FileConfig {
                 p2p_addr: Some("127.0.0.1:1".parse().unwrap()),
                 ..Default::default()
             },
         );
         assert!(asked.p2p.listen_required);
-        let mainnet = resolve("network = \"mainnet\"\n", Overrides::default());
+        let mainnet = resolve("network = \"mainnet\"\n", FileConfig::default());
         assert_eq!(mainnet.p2p.listen, None);
         assert_eq!(mainnet.p2p.max_outbound, 8);
         assert!(
@@ -651,7 +477,7 @@ mod tests {
         );
         let only = resolve(
             "network = \"mainnet\"\nconnect = [\"192.0.2.1:8333\"]\n",
-            Overrides::default(),
+            FileConfig::default(),
         );
         assert_eq!(only.p2p.connect.len(), 1);
     }
@@ -664,13 +490,13 @@ mod tests {
 
     #[test]
     fn signetchallenge_needs_signet_and_gets_own_dir() {
-        let over = Overrides {
+        let over = FileConfig {
             network: Some("regtest".into()),
             signetchallenge: Some("51".into()),
             ..Default::default()
         };
         assert!(Settings::resolve(FileConfig::default(), over).is_err());
-        let over = Overrides {
+        let over = FileConfig {
             network: Some("signet".into()),
             signetchallenge: Some("51".into()),
             datadir: Some("/d".into()),
@@ -697,7 +523,7 @@ mod tests {
             "min_free_space_mb",
         ] {
             let file = FileConfig::parse(&format!("{option} = 0\n"), Path::new("x")).unwrap();
-            let err = Settings::resolve(file, Overrides::default())
+            let err = Settings::resolve(file, FileConfig::default())
                 .unwrap_err()
                 .to_string();
             assert!(
@@ -711,7 +537,7 @@ mod tests {
             Path::new("x"),
         )
         .unwrap();
-        let err = Settings::resolve(file, Overrides::default())
+        let err = Settings::resolve(file, FileConfig::default())
             .unwrap_err()
             .to_string();
         assert!(err.contains("min_free_space_mb"), "{err}");
@@ -720,7 +546,7 @@ mod tests {
             Path::new("x"),
         )
         .unwrap();
-        let s = Settings::resolve(file, Overrides::default()).unwrap();
+        let s = Settings::resolve(file, FileConfig::default()).unwrap();
         assert_eq!(s.electrum.max_batch, 7);
         assert_eq!(s.electrum.idle_timeout, std::time::Duration::from_secs(9));
         assert_eq!(s.mempool.max_vbytes, 2_000_000);
@@ -735,7 +561,7 @@ mod tests {
         let resolve = |file: &str| {
             Settings::resolve(
                 FileConfig::parse(file, Path::new("x")).unwrap(),
-                Overrides::default(),
+                FileConfig::default(),
             )
         };
         let s = resolve("electrum_tls_addr = \"0.0.0.0\"\nelectrum_wss_addr = \"\"\n").unwrap();
@@ -765,7 +591,7 @@ mod tests {
 
     #[test]
     fn admin_must_be_loopback() {
-        let over = Overrides {
+        let over = FileConfig {
             admin_addr: Some("0.0.0.0:1".parse().unwrap()),
             ..Default::default()
         };
