@@ -4,12 +4,11 @@
 
 use bitcoin::hashes::Hash;
 use bitcoin::hex::DisplayHex;
-use bitcoin::{Block, Transaction};
+use bitcoin::{Block, Transaction, Txid};
 use serde_json::{json, Value};
 
 use super::merkle::{branch_and_root, rpc_hex};
 use super::methods::Session;
-use super::params::{bool_param, txid_param};
 use super::rpc::{RpcError, BACKEND_ERROR};
 
 /// The start of a witness commitment output's script (BIP141): OP_RETURN, a 36-byte push, and
@@ -27,10 +26,13 @@ fn has_witness_commitment(coinbase: &Transaction) -> bool {
 
 impl Session {
     /// `get_merkle_witness(txid, height=None, cb=false)`.
-    pub(crate) fn get_merkle_witness(&self, params: &[Value]) -> Result<Value, RpcError> {
-        let txid = txid_param(params, 0)?;
-        let cb = bool_param(params, 2, "cb")?;
-        let pos = self.confirmed_position(params, false)?;
+    pub(crate) fn get_merkle_witness(
+        &self,
+        txid: Txid,
+        height: Option<u64>,
+        cb: bool,
+    ) -> Result<Value, RpcError> {
+        let pos = self.confirmed_position(txid, height)?;
         let hash = self
             .backend
             .index

@@ -1,35 +1,14 @@
 //! The `blockchain.outpoint.*` methods (protocol 1.7) and their notifications: an output's
 //! status read from the index (transaction positions, spent-by rows) and the mempool.
 
-use bitcoin::hex::FromHex;
 use bitcoin::OutPoint;
 use serde_json::{json, Value};
 
 use super::methods::{backend_err, Session};
 use super::outpoint::{OutpointStatus, OutpointSub};
-use super::params::{txid_param, u32_param};
 use super::rpc::{RpcError, BACKEND_ERROR};
 use crate::notify::TipUpdate;
 use crate::types::ScriptHash;
-
-/// Parameters `tx_hash, txout_idx` (and the optional `spk_hint`, checked to be hex and not
-/// needed: the index finds every output from its transaction).
-fn outpoint_params(params: &[Value], hint: bool) -> Result<OutPoint, RpcError> {
-    let txid = txid_param(params, 0)?;
-    let vout = u32_param(params, 1, "txout_idx", None)?;
-    if hint {
-        match params.get(2) {
-            None | Some(Value::Null) => {}
-            Some(Value::String(s)) if Vec::<u8>::from_hex(s).is_ok() => {}
-            Some(other) => {
-                return Err(RpcError::invalid_params(format!(
-                    "spk_hint must be a hex script, not {other}"
-                )))
-            }
-        }
-    }
-    Ok(OutPoint::new(txid, vout))
-}
 
 impl Session {
     /// The status of `op` now, and the script hash of its output when the output exists.
@@ -80,16 +59,14 @@ impl Session {
     }
 
     /// `blockchain.outpoint.get_status(tx_hash, txout_idx, spk_hint=None)`.
-    pub(crate) fn outpoint_get_status(&self, params: &[Value]) -> Result<Value, RpcError> {
-        let op = outpoint_params(params, true)?;
+    pub(crate) fn outpoint_get_status(&self, op: OutPoint) -> Result<Value, RpcError> {
         Ok(self.outpoint_status(&op)?.0.to_json())
     }
 
     /// `blockchain.outpoint.subscribe(tx_hash, txout_idx, spk_hint=None)`: kept even when the
     /// output does not exist yet, as the protocol asks. Counts against the connection's
     /// subscription limit together with script subscriptions.
-    pub(crate) fn outpoint_subscribe(&mut self, params: &[Value]) -> Result<Value, RpcError> {
-        let op = outpoint_params(params, true)?;
+    pub(crate) fn outpoint_subscribe(&mut self, op: OutPoint) -> Result<Value, RpcError> {
         if !self.outpoints.contains_key(&op) {
             self.check_subscription_room()?;
         }
@@ -100,8 +77,7 @@ impl Session {
     }
 
     /// `blockchain.outpoint.unsubscribe(tx_hash, txout_idx)`: whether it was subscribed.
-    pub(crate) fn outpoint_unsubscribe(&mut self, params: &[Value]) -> Result<Value, RpcError> {
-        let op = outpoint_params(params, false)?;
+    pub(crate) fn outpoint_unsubscribe(&mut self, op: OutPoint) -> Result<Value, RpcError> {
         Ok(json!(self.outpoints.remove(&op).is_some()))
     }
 

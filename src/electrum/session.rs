@@ -11,8 +11,8 @@ use tokio::sync::{broadcast, mpsc};
 
 use super::backend::Backend;
 use super::history::{HistoryJob, Piece};
-use super::method_names::method_label;
 use super::methods::Session;
+use super::request::method_label;
 use super::rpc::{error_value, Reply, RpcError, INVALID_REQUEST, PARSE_ERROR};
 use crate::notify::TipUpdate;
 use crate::types::ScriptHash;
