@@ -11,6 +11,8 @@ mod methods;
 mod outpoint;
 mod outpoint_calls;
 mod params;
+#[cfg(test)]
+mod readme_table;
 mod request;
 pub mod rpc;
 mod session;
