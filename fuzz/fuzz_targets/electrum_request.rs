@@ -58,6 +58,7 @@ fn backend() -> Arc<Backend> {
             config: ElectrumConfig::defaults(Network::Regtest),
             header_roots: Default::default(),
             status_cache: Default::default(),
+            history_cache: Default::default(),
         };
         (Arc::new(backend), dir)
     });
