@@ -10,14 +10,14 @@ use tokio::sync::mpsc;
 
 use super::backend::Backend;
 use super::history_cache::CachedHistory;
-use super::methods::{backend_err, history_entries_text, Session, MAX_BUFFERED_HISTORY};
+use super::methods::{backend_err, history_entries_text, Ctx, MAX_BUFFERED_HISTORY};
 use super::rpc::{error_value, RpcError};
 use super::status::{self, Cached};
 use crate::index::query::{QueryError, HISTORY_PAGE};
 use crate::mempool::MempoolHistoryEntry;
 use crate::types::{ScriptHash, TxNum};
 
-impl Session {
+impl Ctx<'_> {
     /// A script's status: its confirmed history (from the cache, extended by newer rows, for a
     /// long one) then its mempool entries. `None` when it has no history.
     pub(crate) fn status_of(&self, sh: &ScriptHash) -> Result<Option<String>, RpcError> {

@@ -8,7 +8,7 @@ use bitcoin::{Block, Transaction, Txid};
 use serde_json::{json, Value};
 
 use super::merkle::{branch_and_root, rpc_hex};
-use super::methods::Session;
+use super::methods::Ctx;
 use super::rpc::{RpcError, BACKEND_ERROR};
 
 /// The start of a witness commitment output's script (BIP141): OP_RETURN, a 36-byte push, and
@@ -24,7 +24,7 @@ fn has_witness_commitment(coinbase: &Transaction) -> bool {
     })
 }
 
-impl Session {
+impl Ctx<'_> {
     /// `get_merkle_witness(txid, height=None, cb=false)`.
     pub(crate) fn get_merkle_witness(
         &self,

@@ -1,7 +1,7 @@
-//! The dispatcher: one function per Electrum method, in the order of the protocol's method list.
-
-use std::collections::HashMap;
-use std::sync::Arc;
+//! The Electrum methods' handlers, in the order of the protocol's method list: functions on
+//! [`Ctx`], what a call reads. The session (`session.rs`) parses and dispatches the calls and
+//! keeps the connection's state; the history, outpoint and merkle-witness handlers are in their
+//! own modules.
 
 use bitcoin::hashes::Hash;
 use bitcoin::hex::DisplayHex;
@@ -10,9 +10,8 @@ use serde_json::{json, Value};
 
 use super::backend::Backend;
 use super::merkle::{branch_and_root, rpc_hex, CHUNK_LEVELS};
-use super::outpoint::OutpointSub;
-use super::request::{Request, Version, PROTOCOL_MAX, PROTOCOL_MIN, VERSIONS};
-use super::rpc::{Reply, RpcError, BACKEND_ERROR, BAD_REQUEST, HISTORY_TOO_LARGE};
+use super::request::{Version, VERSIONS};
+use super::rpc::{Reply, RpcError, BACKEND_ERROR, HISTORY_TOO_LARGE};
 use super::{status, verbose};
 use crate::config::SERVER_SOFTWARE;
 use crate::index::query::{QueryError, TxPosition};
@@ -26,7 +25,7 @@ use crate::types::ScriptHash;
 pub const MAX_BUFFERED_HISTORY: usize = 200_000;
 
 /// The minimum relay fee in BTC per 1000 vbytes, as Electrum wants fee rates.
-fn min_relay_btc_per_kvb() -> f64 {
+pub(crate) fn min_relay_btc_per_kvb() -> f64 {
     bitcoin::Amount::from_sat(MIN_RELAY_FEERATE * 1000).to_btc()
 }
 
@@ -39,7 +38,7 @@ fn no_mempool() -> RpcError {
 }
 
 /// The answer to every request but `server.*` during the initial download.
-fn syncing_error(sync: crate::kernel::SyncProgress) -> RpcError {
+pub(crate) fn syncing_error(sync: crate::kernel::SyncProgress) -> RpcError {
     RpcError::new(
         BACKEND_ERROR,
         format!(
@@ -50,7 +49,7 @@ fn syncing_error(sync: crate::kernel::SyncProgress) -> RpcError {
 }
 
 /// A query's failure as an answer; a history over the limit gets the code protocol 1.7
-/// standardised (older sessions see ElectrumX 1.x's code 1, [`Session::call`]).
+/// standardised (older sessions see ElectrumX 1.x's code 1, `Session::call`).
 pub(crate) fn backend_err(e: QueryError) -> RpcError {
     match e {
         QueryError::TooLarge { limit } => RpcError::new(
@@ -66,17 +65,18 @@ pub(crate) fn backend_err(e: QueryError) -> RpcError {
 /// `server.add_peer(features)`: a server introducing itself. cairn does no peer discovery (the
 /// peers it lists are `electrum_peers`), so it answers `false`, as ElectrumX does with discovery
 /// off; `features` must still be the object `server.features` returns (the parser checks it).
-fn add_peer() -> Result<Value, RpcError> {
+pub(crate) fn add_peer() -> Result<Value, RpcError> {
     Ok(json!(false))
 }
 
 /// `server.ping(pong_len=0, data="")` as 1.7 defines it: `data` (hex, ignored) and an answer
 /// `{"data"}` of `pong_len` hex characters (at most `MAX_PONG_LEN`, the parser checks).
-fn ping(pong_len: u64) -> Result<Value, RpcError> {
+pub(crate) fn ping(pong_len: u64) -> Result<Value, RpcError> {
     Ok(json!({"data": "0".repeat(pong_len as usize)}))
 }
 
-fn version_text(v: Version) -> String {
+/// A protocol version as `server.version` answers it: `1.4`, `1.4.2`.
+pub(crate) fn version_text(v: Version) -> String {
     if v.2 == 0 {
         format!("{}.{}", v.0, v.1)
     } else {
@@ -129,168 +129,35 @@ fn push_ascii(out: &mut String, ascii: &[u8]) {
     out.extend(ascii.iter().map(|&b| char::from(b)));
 }
 
-/// Per-connection protocol state.
-pub struct Session {
-    pub(crate) backend: Arc<Backend>,
-    /// Negotiated version (major, minor, patch); `None` until `server.version` (1.4 rules).
-    pub(crate) version: Option<(u32, u32, u32)>,
-    pub(crate) headers_subscribed: bool,
-    pub(crate) last_notified: Option<(u32, bitcoin::BlockHash)>,
-    /// Subscribed script hashes and their last status sent.
-    pub(crate) subscriptions: HashMap<ScriptHash, Option<String>>,
-    /// Subscribed outpoints (1.7) and their last status sent.
-    pub(crate) outpoints: HashMap<bitcoin::OutPoint, OutpointSub>,
-    /// The tip height of the last update handled, to tell a new block from a mempool change.
-    pub(crate) seen_height: Option<u32>,
-    /// When the server last sent this client a `server.ping` (1.7).
-    pub(crate) last_ping: std::time::Instant,
-    /// Whether the transport can take an answer in pieces (newline-delimited, not WebSocket).
+/// What a method's handler reads: the back end, and the protocol and transport of the
+/// connection asking. Handlers that change the connection's state are `Session`'s own.
+pub(crate) struct Ctx<'a> {
+    /// What the sessions read from and publish to.
+    pub(crate) backend: &'a Backend,
+    /// The protocol version whose rules apply.
+    pub(crate) version: Version,
+    /// Whether a long answer may be streamed now (a transport that takes answers in pieces,
+    /// outside a batch).
     pub(crate) streams: bool,
-    /// Whether a batch is being answered (its answers are built whole).
-    pub(crate) in_batch: bool,
 }
 
-impl Session {
-    /// A new connection's state: nothing negotiated or subscribed yet.
-    pub(crate) fn new(backend: Arc<Backend>) -> Self {
-        Session {
-            backend,
-            version: None,
-            headers_subscribed: false,
-            last_notified: None,
-            subscriptions: HashMap::new(),
-            outpoints: HashMap::new(),
-            seen_height: None,
-            last_ping: std::time::Instant::now(),
-            streams: false,
-            in_batch: false,
-        }
-    }
-
+impl Ctx<'_> {
     /// Whether a long answer may be streamed now.
     pub(crate) fn streams_answers(&self) -> bool {
-        self.streams && !self.in_batch
+        self.streams
     }
 
     /// Whether the client negotiated protocol 1.6 or later.
     pub(crate) fn v16(&self) -> bool {
-        self.version.is_some_and(|v| v >= (1, 6, 0))
+        self.version >= (1, 6, 0)
     }
 
     /// Whether the client negotiated protocol 1.7 or later.
     pub(crate) fn v17(&self) -> bool {
-        self.version.is_some_and(|v| v >= (1, 7, 0))
+        self.version >= (1, 7, 0)
     }
 
-    /// Refuses a new subscription when the connection holds its limit of script and outpoint
-    /// subscriptions together.
-    pub(crate) fn check_subscription_room(&self) -> Result<(), RpcError> {
-        let limit = self.backend.config.max_subscriptions;
-        if self.subscriptions.len() + self.outpoints.len() >= limit {
-            return Err(RpcError::bad_request(format!(
-                "too many subscriptions on this connection (limit {limit})"
-            )));
-        }
-        Ok(())
-    }
-}
-
-impl Session {
-    /// The protocol version whose rules apply: the negotiated one, 1.4 before `server.version`.
-    pub(crate) fn protocol(&self) -> Version {
-        self.version.unwrap_or(VERSIONS[0])
-    }
-
-    /// Answers one method call.
-    pub(crate) fn call(&mut self, method: &str, params: &[Value]) -> Result<Reply, RpcError> {
-        // While the node is in its initial download only the `server.*` methods answer: a wallet
-        // must not take an old tip and empty histories for the chain.
-        if !method.starts_with("server.") {
-            if let Some(sync) = self.backend.validator.initial_download() {
-                return Err(syncing_error(sync));
-            }
-        }
-        // The version is negotiated once: a second `server.version` is refused whatever its
-        // parameters.
-        if method == "server.version" && self.version.is_some() {
-            return Err(RpcError::bad_request("server.version already sent"));
-        }
-        let answer = Request::parse(method, params, self.protocol()).and_then(|r| self.dispatch(r));
-        // Before 1.7 a history over the limit was a plain "bad request".
-        answer.map_err(|mut e| {
-            if e.code == HISTORY_TOO_LARGE && !self.v17() {
-                e.code = BAD_REQUEST;
-            }
-            e
-        })
-    }
-
-    /// Answers a parsed call: one arm per request, each calling its method's handler.
-    fn dispatch(&mut self, request: Request) -> Result<Reply, RpcError> {
-        use Request as R;
-        let value = match request {
-            R::BlockHeader { height, cp_height } => self.block_header(height, cp_height),
-            R::BlockHeaders {
-                start_height,
-                count,
-                cp_height,
-            } => self.block_headers(start_height, count, cp_height),
-            R::EstimateFee { number } => self.estimatefee(number),
-            R::HeadersSubscribe => self.headers_subscribe(),
-            R::OutpointGetStatus(op) => self.outpoint_get_status(op),
-            R::OutpointSubscribe(op) => self.outpoint_subscribe(op),
-            R::OutpointUnsubscribe(op) => self.outpoint_unsubscribe(op),
-            R::RelayFee => self.mempool().map(|_| json!(min_relay_btc_per_kvb())),
-            R::GetBalance(sh) => self.get_balance(sh),
-            R::GetHistory(sh) => return self.get_history(sh),
-            R::GetMempool(sh) => self.get_mempool(sh),
-            R::ListUnspent(sh) => self.listunspent(sh),
-            R::Subscribe(sh) => self.subscribe(sh),
-            R::Unsubscribe(sh) => Ok(json!(self.subscriptions.remove(&sh).is_some())),
-            R::Broadcast { raw_tx } => self.broadcast(&raw_tx),
-            R::BroadcastPackage { raw_txs } => self.broadcast_package(&raw_txs),
-            R::TransactionGet { txid, verbose } => self.transaction_get(txid, verbose),
-            R::GetMerkle { txid, height } => self.get_merkle(txid, height),
-            R::GetMerkleWitness { txid, height, cb } => self.get_merkle_witness(txid, height, cb),
-            R::IdFromPos {
-                height,
-                tx_pos,
-                merkle,
-            } => self.id_from_pos(height, tx_pos, merkle),
-            R::FeeHistogram => self.fee_histogram(),
-            R::MempoolInfo => self.mempool().map(|_| {
-                json!({"mempoolminfee": min_relay_btc_per_kvb(), "minrelaytxfee": min_relay_btc_per_kvb(), "incrementalrelayfee": min_relay_btc_per_kvb()})
-            }),
-            R::AddPeer => add_peer(),
-            R::Banner => Ok(json!(self.backend.config.banner)),
-            R::DonationAddress => Ok(json!(self.backend.config.donation_address)),
-            R::Features => Ok(self.features()),
-            R::PeersSubscribe => Ok(self.peers()),
-            R::Ping { pong_len: Some(n) } => ping(n),
-            R::Ping { pong_len: None } => Ok(Value::Null),
-            R::ServerVersion { min, max } => self.server_version(min, max),
-        };
-        value.map(Reply::Json)
-    }
-
-    /// `server.version`: the newest version served within what the client accepts.
-    fn server_version(&mut self, min: Version, max: Version) -> Result<Value, RpcError> {
-        let chosen = VERSIONS
-            .iter()
-            .rev()
-            .find(|v| **v >= min && **v <= max)
-            .copied();
-        let Some(chosen) = chosen else {
-            return Err(RpcError::bad_request(format!(
-                "unsupported protocol version: this server speaks {}.{} to {}.{}",
-                PROTOCOL_MIN.0, PROTOCOL_MIN.1, PROTOCOL_MAX.0, PROTOCOL_MAX.1
-            )));
-        };
-        self.version = Some(chosen);
-        Ok(json!([SERVER_SOFTWARE, version_text(chosen)]))
-    }
-
-    fn features(&self) -> Value {
+    pub(crate) fn features(&self) -> Value {
         let genesis = self
             .backend
             .index
@@ -318,7 +185,7 @@ impl Session {
         features
     }
 
-    fn peers(&self) -> Value {
+    pub(crate) fn peers(&self) -> Value {
         Value::Array(
             self.backend
                 .config
@@ -344,18 +211,18 @@ impl Session {
         })
     }
 
-    fn headers_subscribe(&mut self) -> Result<Value, RpcError> {
+    /// `headers.subscribe`'s answer, and the tip it names (the session's last notified).
+    pub(crate) fn headers_subscribe(&self) -> Result<(Value, Option<(u32, BlockHash)>), RpcError> {
         let height = self.tip_height()?;
         let hex = self
             .header_hex(height)
             .ok_or_else(|| RpcError::new(BACKEND_ERROR, "no tip header"))?;
-        self.headers_subscribed = true;
-        self.last_notified = self
+        let tip = self
             .backend
             .index
             .with_chain(|c| c.hash(height))
             .map(|h| (height, h));
-        Ok(json!({"height": height, "hex": hex}))
+        Ok((json!({"height": height, "hex": hex}), tip))
     }
 
     /// The checkpoint proof of the header at `height` against all headers up to `cp_height`.
@@ -378,7 +245,7 @@ impl Session {
         Ok((branch.iter().map(rpc_hex).collect(), rpc_hex(&root)))
     }
 
-    fn block_header(&mut self, height: u32, cp_height: u32) -> Result<Value, RpcError> {
+    pub(crate) fn block_header(&self, height: u32, cp_height: u32) -> Result<Value, RpcError> {
         let hex = self
             .header_hex(height)
             .ok_or_else(|| RpcError::bad_request(format!("height {height} out of range")))?;
@@ -389,7 +256,12 @@ impl Session {
         Ok(json!({"branch": branch, "header": hex, "root": root}))
     }
 
-    fn block_headers(&mut self, start: u32, count: u32, cp_height: u32) -> Result<Value, RpcError> {
+    pub(crate) fn block_headers(
+        &self,
+        start: u32,
+        count: u32,
+        cp_height: u32,
+    ) -> Result<Value, RpcError> {
         let max = self.backend.config.max_headers;
         let headers: Vec<String> = self.backend.index.with_chain(|c| {
             (start..start.saturating_add(count.min(max)))
@@ -411,11 +283,11 @@ impl Session {
         Ok(result)
     }
 
-    fn mempool(&self) -> Result<&Mempool, RpcError> {
+    pub(crate) fn mempool(&self) -> Result<&Mempool, RpcError> {
         self.backend.mempool.as_deref().ok_or_else(no_mempool)
     }
 
-    fn get_mempool(&self, sh: ScriptHash) -> Result<Value, RpcError> {
+    pub(crate) fn get_mempool(&self, sh: ScriptHash) -> Result<Value, RpcError> {
         let pool = self.mempool()?;
         Ok(Value::Array(
             pool.history(&sh)
@@ -425,7 +297,7 @@ impl Session {
         ))
     }
 
-    fn estimatefee(&self, blocks: u32) -> Result<Value, RpcError> {
+    pub(crate) fn estimatefee(&self, blocks: u32) -> Result<Value, RpcError> {
         let pool = self.mempool()?;
         // Below a full block's worth of the mempool, the minimum relay fee confirms next block.
         Ok(json!(pool
@@ -433,7 +305,7 @@ impl Session {
             .unwrap_or(min_relay_btc_per_kvb())))
     }
 
-    fn fee_histogram(&self) -> Result<Value, RpcError> {
+    pub(crate) fn fee_histogram(&self) -> Result<Value, RpcError> {
         let pool = self.mempool()?;
         Ok(Value::Array(
             pool.fee_histogram()
@@ -443,7 +315,7 @@ impl Session {
         ))
     }
 
-    fn broadcast(&self, raw: &[u8]) -> Result<Value, RpcError> {
+    pub(crate) fn broadcast(&self, raw: &[u8]) -> Result<Value, RpcError> {
         let pool = self.mempool()?;
         let accepted = pool.accept(raw, &self.backend.index).map_err(|e| {
             RpcError::bad_request(format!(
@@ -461,7 +333,7 @@ impl Session {
     /// accepted transaction is relayed; the answer says whether all were, with a reason per
     /// refused one (the `verbose` form, bitcoind's own `submitpackage` answer, is not offered:
     /// the parser refuses it).
-    fn broadcast_package(&self, raws: &[Vec<u8>]) -> Result<Value, RpcError> {
+    pub(crate) fn broadcast_package(&self, raws: &[Vec<u8>]) -> Result<Value, RpcError> {
         let pool = self.mempool()?;
         let results = pool
             .accept_package(raws, &self.backend.index)
@@ -493,7 +365,7 @@ impl Session {
         }
     }
 
-    fn get_balance(&self, sh: ScriptHash) -> Result<Value, RpcError> {
+    pub(crate) fn get_balance(&self, sh: ScriptHash) -> Result<Value, RpcError> {
         let confirmed = self.backend.index.balance(&sh).map_err(backend_err)?;
         let unconfirmed = self
             .backend
@@ -506,14 +378,14 @@ impl Session {
 
     /// A history answer: built here when short (or where it cannot be streamed), else left to
     /// the session to stream.
-    fn get_history(&self, sh: ScriptHash) -> Result<Reply, RpcError> {
+    pub(crate) fn get_history(&self, sh: ScriptHash) -> Result<Reply, RpcError> {
         Ok(match self.history_in_memory(&sh)? {
             Some(text) => Reply::Text(text),
             None => Reply::History(sh),
         })
     }
 
-    fn listunspent(&self, sh: ScriptHash) -> Result<Value, RpcError> {
+    pub(crate) fn listunspent(&self, sh: ScriptHash) -> Result<Value, RpcError> {
         // Built whole in memory: bounded like a history that cannot be streamed.
         let limit = self.backend.config.max_history.min(MAX_BUFFERED_HISTORY);
         let utxos = self
@@ -537,15 +409,6 @@ impl Session {
         Ok(Value::Array(out))
     }
 
-    fn subscribe(&mut self, sh: ScriptHash) -> Result<Value, RpcError> {
-        if !self.subscriptions.contains_key(&sh) {
-            self.check_subscription_room()?;
-        }
-        let status = self.status_of(&sh)?;
-        self.subscriptions.insert(sh, status.clone());
-        Ok(json!(status))
-    }
-
     /// A confirmed transaction's bytes and block height.
     pub(crate) fn raw_tx(&self, txid: &Txid) -> Result<(Vec<u8>, u32), RpcError> {
         self.confirmed_raw_tx(txid)?.ok_or_else(|| {
@@ -567,7 +430,7 @@ impl Session {
         Ok(found.map(|(bytes, pos)| (bytes, pos.height)))
     }
 
-    fn transaction_get(&self, txid: Txid, verbose: bool) -> Result<Value, RpcError> {
+    pub(crate) fn transaction_get(&self, txid: Txid, verbose: bool) -> Result<Value, RpcError> {
         if let Some(bytes) = self.backend.mempool.as_ref().and_then(|p| p.raw(&txid)) {
             if !verbose {
                 return Ok(json!(bytes.to_lower_hex_string()));
@@ -648,7 +511,7 @@ impl Session {
         Ok(pos)
     }
 
-    fn get_merkle(&self, txid: Txid, height: Option<u64>) -> Result<Value, RpcError> {
+    pub(crate) fn get_merkle(&self, txid: Txid, height: Option<u64>) -> Result<Value, RpcError> {
         // 1.7 made the height optional (the parser requires it before).
         let pos = self.confirmed_position(txid, height)?;
         let (merkle, _) = self.merkle_of(pos.height, pos.pos)?;
@@ -660,7 +523,12 @@ impl Session {
         Ok(result)
     }
 
-    fn id_from_pos(&self, height: u32, pos: u32, want_merkle: bool) -> Result<Value, RpcError> {
+    pub(crate) fn id_from_pos(
+        &self,
+        height: u32,
+        pos: u32,
+        want_merkle: bool,
+    ) -> Result<Value, RpcError> {
         let (merkle, txid) = self.merkle_of(height, pos)?;
         if want_merkle {
             Ok(json!({"tx_hash": txid.to_string(), "merkle": merkle}))

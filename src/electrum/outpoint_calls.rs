@@ -1,16 +1,18 @@
 //! The `blockchain.outpoint.*` methods (protocol 1.7) and their notifications: an output's
 //! status read from the index (transaction positions, spent-by rows) and the mempool.
 
+use std::collections::HashMap;
+
 use bitcoin::OutPoint;
 use serde_json::{json, Value};
 
-use super::methods::{backend_err, Session};
+use super::methods::{backend_err, Ctx};
 use super::outpoint::{OutpointStatus, OutpointSub};
 use super::rpc::{RpcError, BACKEND_ERROR};
 use crate::notify::TipUpdate;
 use crate::types::ScriptHash;
 
-impl Session {
+impl Ctx<'_> {
     /// The status of `op` now, and the script hash of its output when the output exists.
     pub(crate) fn outpoint_status(
         &self,
@@ -62,55 +64,38 @@ impl Session {
     pub(crate) fn outpoint_get_status(&self, op: OutPoint) -> Result<Value, RpcError> {
         Ok(self.outpoint_status(&op)?.0.to_json())
     }
+}
 
-    /// `blockchain.outpoint.subscribe(tx_hash, txout_idx, spk_hint=None)`: kept even when the
-    /// output does not exist yet, as the protocol asks. Counts against the connection's
-    /// subscription limit together with script subscriptions.
-    pub(crate) fn outpoint_subscribe(&mut self, op: OutPoint) -> Result<Value, RpcError> {
-        if !self.outpoints.contains_key(&op) {
-            self.check_subscription_room()?;
-        }
-        let (status, script) = self.outpoint_status(&op)?;
-        let answer = status.to_json();
-        self.outpoints.insert(op, OutpointSub { script, status });
-        Ok(answer)
-    }
-
-    /// `blockchain.outpoint.unsubscribe(tx_hash, txout_idx)`: whether it was subscribed.
-    pub(crate) fn outpoint_unsubscribe(&mut self, op: OutPoint) -> Result<Value, RpcError> {
-        Ok(json!(self.outpoints.remove(&op).is_some()))
-    }
-
-    /// Notifications for the subscribed outpoints whose status `update` changed.
-    pub(crate) fn outpoint_notes(
-        &mut self,
-        update: Option<&TipUpdate>,
-        new_block: bool,
-    ) -> Vec<String> {
-        let stale: Vec<OutPoint> = self
-            .outpoints
-            .iter()
-            .filter(|(op, sub)| sub.may_change(op, update, new_block))
-            .map(|(op, _)| *op)
-            .collect();
-        let mut out = Vec::new();
-        for op in stale {
-            let Ok((status, script)) = self.outpoint_status(&op) else {
-                continue;
-            };
-            let Some(sub) = self.outpoints.get_mut(&op) else {
-                continue;
-            };
-            sub.script = script;
-            if sub.status != status {
-                out.push(
-                    json!({"jsonrpc": "2.0", "method": "blockchain.outpoint.subscribe",
+/// Notifications for the subscribed `outpoints` whose status `update` changed (their status
+/// kept as sent).
+pub(crate) fn outpoint_notes(
+    ctx: &Ctx<'_>,
+    outpoints: &mut HashMap<OutPoint, OutpointSub>,
+    update: Option<&TipUpdate>,
+    new_block: bool,
+) -> Vec<String> {
+    let stale: Vec<OutPoint> = outpoints
+        .iter()
+        .filter(|(op, sub)| sub.may_change(op, update, new_block))
+        .map(|(op, _)| *op)
+        .collect();
+    let mut out = Vec::new();
+    for op in stale {
+        let Ok((status, script)) = ctx.outpoint_status(&op) else {
+            continue;
+        };
+        let Some(sub) = outpoints.get_mut(&op) else {
+            continue;
+        };
+        sub.script = script;
+        if sub.status != status {
+            out.push(
+                json!({"jsonrpc": "2.0", "method": "blockchain.outpoint.subscribe",
                            "params": [[op.txid.to_string(), op.vout], status.to_json()]})
-                    .to_string(),
-                );
-                sub.status = status;
-            }
+                .to_string(),
+            );
+            sub.status = status;
         }
-        out
     }
+    out
 }

@@ -1,19 +1,28 @@
-//! One client connection: line framing with a size limit, batches, subscriptions and the
-//! notifications they owe, idle timeout, and backpressure on a client that does not read.
+//! One client connection: its protocol state ([`Session`]: the negotiated version and the
+//! subscriptions), the dispatcher of its calls, batches, the notifications its subscriptions
+//! owe; and its transports: line framing with a size limit, idle timeout, and backpressure on a
+//! client that does not read.
 
+use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
 use bitcoin::hex::DisplayHex;
+use bitcoin::OutPoint;
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::{broadcast, mpsc};
 
 use super::backend::Backend;
 use super::history::{HistoryJob, Piece};
-use super::methods::Session;
-use super::request::method_label;
-use super::rpc::{error_value, Reply, RpcError, INVALID_REQUEST, PARSE_ERROR};
+use super::methods::{add_peer, min_relay_btc_per_kvb, ping, syncing_error, version_text, Ctx};
+use super::outpoint::OutpointSub;
+use super::outpoint_calls::outpoint_notes;
+use super::request::{method_label, Request, Version, PROTOCOL_MAX, PROTOCOL_MIN, VERSIONS};
+use super::rpc::{
+    error_value, Reply, RpcError, BAD_REQUEST, HISTORY_TOO_LARGE, INVALID_REQUEST, PARSE_ERROR,
+};
+use crate::config::SERVER_SOFTWARE;
 use crate::notify::TipUpdate;
 use crate::types::ScriptHash;
 
@@ -32,7 +41,205 @@ pub(crate) enum Answer {
     History(HistoryJob),
 }
 
+/// One connection's protocol state: the negotiated version, the subscriptions and what was last
+/// sent for them. Its methods parse and dispatch calls ([`Session::call`]) and keep that state;
+/// the methods' answers are built by the handlers on [`Ctx`] in the topic modules.
+pub struct Session {
+    backend: Arc<Backend>,
+    /// Negotiated version (major, minor, patch); `None` until `server.version` (1.4 rules).
+    version: Option<Version>,
+    headers_subscribed: bool,
+    last_notified: Option<(u32, bitcoin::BlockHash)>,
+    /// Subscribed script hashes and their last status sent.
+    subscriptions: HashMap<ScriptHash, Option<String>>,
+    /// Subscribed outpoints (1.7) and their last status sent.
+    outpoints: HashMap<OutPoint, OutpointSub>,
+    /// The tip height of the last update handled, to tell a new block from a mempool change.
+    seen_height: Option<u32>,
+    /// When the server last sent this client a `server.ping` (1.7).
+    last_ping: std::time::Instant,
+    /// Whether the transport can take an answer in pieces (newline-delimited, not WebSocket).
+    streams: bool,
+    /// Whether a batch is being answered (its answers are built whole).
+    in_batch: bool,
+}
+
 impl Session {
+    /// A new connection's state: nothing negotiated or subscribed yet. `streams`: whether the
+    /// transport takes a long answer in pieces.
+    pub(crate) fn new(backend: Arc<Backend>, streams: bool) -> Self {
+        Session {
+            backend,
+            version: None,
+            headers_subscribed: false,
+            last_notified: None,
+            subscriptions: HashMap::new(),
+            outpoints: HashMap::new(),
+            seen_height: None,
+            last_ping: std::time::Instant::now(),
+            streams,
+            in_batch: false,
+        }
+    }
+
+    /// The protocol version whose rules apply: the negotiated one, 1.4 before `server.version`.
+    fn protocol(&self) -> Version {
+        self.version.unwrap_or(VERSIONS[0])
+    }
+
+    /// Whether the client negotiated protocol 1.7 or later.
+    fn v17(&self) -> bool {
+        self.protocol() >= (1, 7, 0)
+    }
+
+    /// What the handlers read for this connection now.
+    fn ctx(&self) -> Ctx<'_> {
+        Ctx {
+            backend: &self.backend,
+            version: self.protocol(),
+            streams: self.streams && !self.in_batch,
+        }
+    }
+
+    /// The script and outpoint subscriptions held.
+    pub(crate) fn subscription_count(&self) -> usize {
+        self.subscriptions.len() + self.outpoints.len()
+    }
+
+    /// Refuses a new subscription when the connection holds its limit of script and outpoint
+    /// subscriptions together.
+    fn check_subscription_room(&self) -> Result<(), RpcError> {
+        let limit = self.backend.config.max_subscriptions;
+        if self.subscription_count() >= limit {
+            return Err(RpcError::bad_request(format!(
+                "too many subscriptions on this connection (limit {limit})"
+            )));
+        }
+        Ok(())
+    }
+
+    /// Answers one method call.
+    pub(crate) fn call(&mut self, method: &str, params: &[Value]) -> Result<Reply, RpcError> {
+        // While the node is in its initial download only the `server.*` methods answer: a wallet
+        // must not take an old tip and empty histories for the chain.
+        if !method.starts_with("server.") {
+            if let Some(sync) = self.backend.validator.initial_download() {
+                return Err(syncing_error(sync));
+            }
+        }
+        // The version is negotiated once: a second `server.version` is refused whatever its
+        // parameters.
+        if method == "server.version" && self.version.is_some() {
+            return Err(RpcError::bad_request("server.version already sent"));
+        }
+        let answer = Request::parse(method, params, self.protocol()).and_then(|r| self.dispatch(r));
+        // Before 1.7 a history over the limit was a plain "bad request".
+        answer.map_err(|mut e| {
+            if e.code == HISTORY_TOO_LARGE && !self.v17() {
+                e.code = BAD_REQUEST;
+            }
+            e
+        })
+    }
+
+    /// Answers a parsed call: one arm per request, each calling its method's handler.
+    fn dispatch(&mut self, request: Request) -> Result<Reply, RpcError> {
+        use Request as R;
+        let ctx = self.ctx();
+        let value = match request {
+            R::BlockHeader { height, cp_height } => ctx.block_header(height, cp_height),
+            R::BlockHeaders {
+                start_height,
+                count,
+                cp_height,
+            } => ctx.block_headers(start_height, count, cp_height),
+            R::EstimateFee { number } => ctx.estimatefee(number),
+            R::HeadersSubscribe => self.headers_subscribe(),
+            R::OutpointGetStatus(op) => ctx.outpoint_get_status(op),
+            R::OutpointSubscribe(op) => self.outpoint_subscribe(op),
+            R::OutpointUnsubscribe(op) => Ok(json!(self.outpoints.remove(&op).is_some())),
+            R::RelayFee => ctx.mempool().map(|_| json!(min_relay_btc_per_kvb())),
+            R::GetBalance(sh) => ctx.get_balance(sh),
+            R::GetHistory(sh) => return ctx.get_history(sh),
+            R::GetMempool(sh) => ctx.get_mempool(sh),
+            R::ListUnspent(sh) => ctx.listunspent(sh),
+            R::Subscribe(sh) => self.subscribe(sh),
+            R::Unsubscribe(sh) => Ok(json!(self.subscriptions.remove(&sh).is_some())),
+            R::Broadcast { raw_tx } => ctx.broadcast(&raw_tx),
+            R::BroadcastPackage { raw_txs } => ctx.broadcast_package(&raw_txs),
+            R::TransactionGet { txid, verbose } => ctx.transaction_get(txid, verbose),
+            R::GetMerkle { txid, height } => ctx.get_merkle(txid, height),
+            R::GetMerkleWitness { txid, height, cb } => ctx.get_merkle_witness(txid, height, cb),
+            R::IdFromPos {
+                height,
+                tx_pos,
+                merkle,
+            } => ctx.id_from_pos(height, tx_pos, merkle),
+            R::FeeHistogram => ctx.fee_histogram(),
+            R::MempoolInfo => ctx.mempool().map(|_| {
+                json!({"mempoolminfee": min_relay_btc_per_kvb(), "minrelaytxfee": min_relay_btc_per_kvb(), "incrementalrelayfee": min_relay_btc_per_kvb()})
+            }),
+            R::AddPeer => add_peer(),
+            R::Banner => Ok(json!(ctx.backend.config.banner)),
+            R::DonationAddress => Ok(json!(ctx.backend.config.donation_address)),
+            R::Features => Ok(ctx.features()),
+            R::PeersSubscribe => Ok(ctx.peers()),
+            R::Ping { pong_len: Some(n) } => ping(n),
+            R::Ping { pong_len: None } => Ok(Value::Null),
+            R::ServerVersion { min, max } => self.server_version(min, max),
+        };
+        value.map(Reply::Json)
+    }
+
+    /// `server.version`: the newest version served within what the client accepts.
+    fn server_version(&mut self, min: Version, max: Version) -> Result<Value, RpcError> {
+        let chosen = VERSIONS
+            .iter()
+            .rev()
+            .find(|v| **v >= min && **v <= max)
+            .copied();
+        let Some(chosen) = chosen else {
+            return Err(RpcError::bad_request(format!(
+                "unsupported protocol version: this server speaks {}.{} to {}.{}",
+                PROTOCOL_MIN.0, PROTOCOL_MIN.1, PROTOCOL_MAX.0, PROTOCOL_MAX.1
+            )));
+        };
+        self.version = Some(chosen);
+        Ok(json!([SERVER_SOFTWARE, version_text(chosen)]))
+    }
+
+    /// `blockchain.headers.subscribe`: the tip, from now on notified when it changes.
+    fn headers_subscribe(&mut self) -> Result<Value, RpcError> {
+        let (answer, tip) = self.ctx().headers_subscribe()?;
+        self.headers_subscribed = true;
+        self.last_notified = tip;
+        Ok(answer)
+    }
+
+    /// `blockchain.scripthash.subscribe` / `scriptpubkey.subscribe`: the script's status, from
+    /// now on notified when it changes.
+    fn subscribe(&mut self, sh: ScriptHash) -> Result<Value, RpcError> {
+        if !self.subscriptions.contains_key(&sh) {
+            self.check_subscription_room()?;
+        }
+        let status = self.ctx().status_of(&sh)?;
+        self.subscriptions.insert(sh, status.clone());
+        Ok(json!(status))
+    }
+
+    /// `blockchain.outpoint.subscribe(tx_hash, txout_idx, spk_hint=None)`: kept even when the
+    /// output does not exist yet, as the protocol asks. Counts against the connection's
+    /// subscription limit together with script subscriptions.
+    fn outpoint_subscribe(&mut self, op: OutPoint) -> Result<Value, RpcError> {
+        if !self.outpoints.contains_key(&op) {
+            self.check_subscription_room()?;
+        }
+        let (status, script) = self.ctx().outpoint_status(&op)?;
+        let answer = status.to_json();
+        self.outpoints.insert(op, OutpointSub { script, status });
+        Ok(answer)
+    }
+
     /// Answers one request object as JSON text (`None` for a notification, which gets no
     /// answer).
     fn handle_request(&mut self, request: &Value) -> Option<Answer> {
@@ -190,7 +397,7 @@ impl Session {
             "blockchain.scripthash.subscribe"
         };
         for sh in hashes {
-            let Ok(new_status) = self.status_of(&sh) else {
+            let Ok(new_status) = self.ctx().status_of(&sh) else {
                 continue;
             };
             let old = self.subscriptions.insert(sh, new_status.clone());
@@ -205,7 +412,12 @@ impl Session {
         let height = tip.map(|(h, _)| h);
         let new_block = update.is_none() || height != self.seen_height;
         self.seen_height = height;
-        out.extend(self.outpoint_notes(update, new_block));
+        let ctx = Ctx {
+            backend: &self.backend,
+            version: self.protocol(),
+            streams: false,
+        };
+        out.extend(outpoint_notes(&ctx, &mut self.outpoints, update, new_block));
         if self.v17() {
             out.extend(self.pings(out.len(), new_block));
         }
@@ -422,7 +634,7 @@ pub struct Requests(Session);
 impl Requests {
     /// A fresh client (no version negotiated, no subscriptions) of `backend`.
     pub fn new(backend: Arc<Backend>) -> Self {
-        Requests(Session::new(backend))
+        Requests(Session::new(backend, false))
     }
 
     /// The answer to one request line (a request or a batch), `None` when it owes none.
@@ -454,8 +666,7 @@ async fn serve(
     let idle = backend.config.idle_timeout;
     let limit = backend.config.max_line_bytes;
     out.timeout = SEND_TIMEOUT.min(idle);
-    let mut session = Session::new(backend);
-    session.streams = streams;
+    let mut session = Session::new(backend, streams);
     loop {
         tokio::select! {
             read = tokio::time::timeout(idle, incoming.recv()) => {
@@ -474,7 +685,7 @@ async fn serve(
                     Ok(Some(Incoming::Request(request))) => request,
                 };
                 let answer = tokio::task::block_in_place(|| session.handle_line(&request));
-                gauges.subscriptions(session.subscriptions.len() + session.outpoints.len());
+                gauges.subscriptions(session.subscription_count());
                 let sent = match answer {
                     None => true,
                     Some(Answer::Line(text)) => out.send(text).await,
