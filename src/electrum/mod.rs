@@ -3,6 +3,7 @@
 //! the index and the kernel are only read.
 
 mod backend;
+mod connection;
 mod history;
 pub mod history_cache;
 pub mod merkle;
@@ -109,7 +110,7 @@ impl ElectrumServer {
     /// configured).
     pub async fn start(backend: Arc<Backend>, tls: Option<Arc<Tls>>) -> Result<Self, ListenError> {
         let permits = Arc::new(Semaphore::new(backend.config.max_connections));
-        let budget = session::AnswerBudget::new(backend.config.answer_budget_bytes);
+        let budget = connection::AnswerBudget::new(backend.config.answer_budget_bytes);
         let config = &backend.config;
         let wanted = [
             (Some(config.addr), Framing::Lines, false),
@@ -163,7 +164,7 @@ async fn listen(
     transport: Transport,
     backend: &Arc<Backend>,
     permits: &Arc<Semaphore>,
-    budget: &session::AnswerBudget,
+    budget: &connection::AnswerBudget,
 ) -> Result<(SocketAddr, tokio::task::JoinHandle<()>), ListenError> {
     let listener = TcpListener::bind(addr)
         .await
@@ -201,7 +202,7 @@ async fn listen(
 struct Client {
     peer: SocketAddr,
     backend: Arc<Backend>,
-    budget: session::AnswerBudget,
+    budget: connection::AnswerBudget,
 }
 
 impl Client {
@@ -231,9 +232,9 @@ impl Client {
         let rx = backend.notifier.subscribe_tips();
         let label = transport.label();
         match transport.framing {
-            Framing::Lines => session::run(stream, peer, label, backend, rx, budget).await,
+            Framing::Lines => connection::run(stream, peer, label, backend, rx, budget).await,
             Framing::WebSocket => {
-                session::run_websocket(stream, peer, label, backend, rx, budget).await
+                connection::run_websocket(stream, peer, label, backend, rx, budget).await
             }
         }
     }
