@@ -8,18 +8,18 @@ use std::sync::Arc;
 use tokio::sync::mpsc;
 
 use super::backend::Backend;
-use super::methods::{backend_err, history_entries_text, view_err, Session, MAX_BUFFERED_HISTORY};
+use super::methods::{backend_err, history_entries_text, view_err, Ctx, MAX_BUFFERED_HISTORY};
 use super::rpc::{error_value, RpcError};
 use crate::index::query::{QueryError, HISTORY_PAGE};
 use crate::types::{ScriptHash, TxNum};
-use crate::view::ViewError;
+use crate::view::{CostMeter, ViewError};
 
-impl Session {
+impl Ctx<'_> {
     /// A script's status: its confirmed history then its mempool entries (the view keeps long
     /// histories' hash states). `None` when it has no history.
     pub(crate) fn status_of(&self, sh: &ScriptHash) -> Result<Option<String>, RpcError> {
-        let view = self.backend.model.view();
-        view.status(sh, self.backend.config.max_history)
+        self.view()
+            .status(sh, self.backend.config.max_history)
             .map_err(view_err)
     }
 
@@ -32,7 +32,7 @@ impl Session {
             true => (self.backend.config.stream_history_from.min(max), true),
             false => (MAX_BUFFERED_HISTORY.min(max), false),
         };
-        match self.backend.model.view().history(sh, limit) {
+        match self.view().history(sh, limit) {
             Ok(all) => Ok(Some(super::methods::history_text(&all))),
             // Over the limit: stream it when it may be and is under the cap, else say why not.
             Err(ViewError::Query(QueryError::TooLarge { .. })) => match (streamable, limit < max) {
@@ -75,8 +75,16 @@ impl HistoryJob {
     /// then, before any of the result), then each page as it is read, then the mempool
     /// entries. Runs on a blocking thread; stops when the receiver is gone.
     pub fn run(self, tx: mpsc::Sender<Piece>) {
+        let meter = CostMeter::default();
+        self.answer(&meter, &tx);
+        let read = meter.take();
+        crate::metrics::metrics().electrum_read(self.method, read.rows, read.bytes);
+    }
+
+    /// [`HistoryJob::run`]'s answer, read through a view charged to `meter`.
+    fn answer(&self, meter: &CostMeter, tx: &mpsc::Sender<Piece>) {
         let limit = self.backend.config.max_history;
-        let chain = self.backend.model.view();
+        let chain = self.backend.model.metered_view(meter);
         let view = chain.index();
         let mempool = chain.mempool_entries(&self.sh);
         let counted = view.history_len(&self.sh, TxNum(0), limit).and_then(|n| {
@@ -90,7 +98,7 @@ impl HistoryJob {
             if err.code == super::rpc::HISTORY_TOO_LARGE && !self.v17 {
                 err.code = super::rpc::BAD_REQUEST;
             }
-            let _ = tx.blocking_send((error_value(self.id, &err).to_string(), true));
+            let _ = tx.blocking_send((error_value(self.id.clone(), &err).to_string(), true));
             return;
         }
         let mut first = true;

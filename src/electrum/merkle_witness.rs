@@ -4,20 +4,23 @@
 //! The proof is the view's ([`crate::view::WitnessProof`]); this renders it.
 
 use bitcoin::hex::DisplayHex;
+use bitcoin::Txid;
 use serde_json::{json, Value};
 
-use super::methods::{view_err, Session};
-use super::params::{bool_param, txid_param};
+use super::methods::{view_err, Ctx};
 use super::rpc::RpcError;
 use crate::view::merkle::rpc_hex;
 
-impl Session {
+impl Ctx<'_> {
     /// `get_merkle_witness(txid, height=None, cb=false)`.
-    pub(crate) fn get_merkle_witness(&self, params: &[Value]) -> Result<Value, RpcError> {
-        let txid = txid_param(params, 0)?;
-        let cb = bool_param(params, 2, "cb")?;
-        let view = self.backend.model.view();
-        let pos = Self::confirmed_position(&view, params, false)?;
+    pub(crate) fn get_merkle_witness(
+        &self,
+        txid: Txid,
+        height: Option<u64>,
+        cb: bool,
+    ) -> Result<Value, RpcError> {
+        let view = self.view();
+        let pos = Self::confirmed_position(&view, txid, height)?;
         let proof = view
             .witness_proof(&txid, pos.height, pos.pos)
             .map_err(view_err)?;

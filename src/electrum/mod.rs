@@ -3,13 +3,16 @@
 //! the index and the kernel are only read.
 
 mod backend;
+mod connection;
 mod history;
 mod merkle_witness;
-mod method_names;
 mod methods;
 mod outpoint;
 mod outpoint_calls;
 mod params;
+#[cfg(test)]
+mod readme_table;
+mod request;
 pub mod rpc;
 mod session;
 mod verbose;
@@ -21,7 +24,8 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
 
 pub use backend::Backend;
-pub use methods::{history_text, PROTOCOL_MAX, PROTOCOL_MIN};
+pub use methods::history_text;
+pub use request::{PROTOCOL_MAX, PROTOCOL_MIN};
 pub use session::Requests;
 
 use crate::tls::Tls;
@@ -99,7 +103,7 @@ impl ElectrumServer {
     /// configured).
     pub async fn start(backend: Arc<Backend>, tls: Option<Arc<Tls>>) -> Result<Self, ListenError> {
         let permits = Arc::new(Semaphore::new(backend.config.max_connections));
-        let budget = session::AnswerBudget::new(backend.config.answer_budget_bytes);
+        let budget = connection::AnswerBudget::new(backend.config.answer_budget_bytes);
         let config = &backend.config;
         let wanted = [
             (Some(config.addr), Framing::Lines, false),
@@ -153,7 +157,7 @@ async fn listen(
     transport: Transport,
     backend: &Arc<Backend>,
     permits: &Arc<Semaphore>,
-    budget: &session::AnswerBudget,
+    budget: &connection::AnswerBudget,
 ) -> Result<(SocketAddr, tokio::task::JoinHandle<()>), ListenError> {
     let listener = TcpListener::bind(addr)
         .await
@@ -191,7 +195,7 @@ async fn listen(
 struct Client {
     peer: SocketAddr,
     backend: Arc<Backend>,
-    budget: session::AnswerBudget,
+    budget: connection::AnswerBudget,
 }
 
 impl Client {
@@ -221,9 +225,9 @@ impl Client {
         let rx = backend.notifier.subscribe_tips();
         let label = transport.label();
         match transport.framing {
-            Framing::Lines => session::run(stream, peer, label, backend, rx, budget).await,
+            Framing::Lines => connection::run(stream, peer, label, backend, rx, budget).await,
             Framing::WebSocket => {
-                session::run_websocket(stream, peer, label, backend, rx, budget).await
+                connection::run_websocket(stream, peer, label, backend, rx, budget).await
             }
         }
     }

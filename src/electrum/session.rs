@@ -1,28 +1,31 @@
-//! One client connection: line framing with a size limit, batches, subscriptions and the
-//! notifications they owe, idle timeout, and backpressure on a client that does not read.
+//! One client's Electrum session: its protocol state ([`Session`]: the negotiated version, the
+//! subscriptions and what was last sent for them), the dispatcher of its calls, requests and
+//! batches as JSON, and the notifications its subscriptions owe. The transports that carry it
+//! are in `connection.rs`.
 
-use std::net::SocketAddr;
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use bitcoin::hex::DisplayHex;
+use bitcoin::OutPoint;
 use serde_json::{json, Value};
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
-use tokio::sync::{broadcast, mpsc};
 
 use super::backend::Backend;
-use super::history::{HistoryJob, Piece};
-use super::method_names::method_label;
-use super::methods::Session;
-use super::rpc::{error_value, Reply, RpcError, INVALID_REQUEST, PARSE_ERROR};
+use super::history::HistoryJob;
+use super::methods::{add_peer, min_relay_btc_per_kvb, ping, syncing_error, version_text, Ctx};
+use super::outpoint::{status_json, OutpointSub};
+use super::outpoint_calls::outpoint_notes;
+use super::request::{method_label, Request, Version, PROTOCOL_MAX, PROTOCOL_MIN, VERSIONS};
+use super::rpc::{
+    error_value, Reply, RpcError, BAD_REQUEST, HISTORY_TOO_LARGE, INVALID_REQUEST, PARSE_ERROR,
+};
+use crate::config::SERVER_SOFTWARE;
 use crate::notify::TipUpdate;
 use crate::types::ScriptHash;
+use crate::view::CostMeter;
 
 /// Total bytes of one batch's answers before the rest of the batch is refused.
 const MAX_BATCH_RESPONSE_BYTES: usize = 64 * 1024 * 1024;
-/// Lines waiting to be written to a client before the session stops reading from it.
-const OUTBOX: usize = 8;
-/// How long an answer may wait for a client that does not read before it is dropped.
-const SEND_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// What one request line gets back.
 pub(crate) enum Answer {
@@ -32,7 +35,209 @@ pub(crate) enum Answer {
     History(HistoryJob),
 }
 
+/// One connection's protocol state: the negotiated version, the subscriptions and what was last
+/// sent for them. Its methods parse and dispatch calls ([`Session::call`]) and keep that state;
+/// the methods' answers are built by the handlers on [`Ctx`] in the topic modules.
+pub struct Session {
+    backend: Arc<Backend>,
+    /// Negotiated version (major, minor, patch); `None` until `server.version` (1.4 rules).
+    version: Option<Version>,
+    headers_subscribed: bool,
+    last_notified: Option<(u32, bitcoin::BlockHash)>,
+    /// Subscribed script hashes and their last status sent.
+    subscriptions: HashMap<ScriptHash, Option<String>>,
+    /// Subscribed outpoints (1.7) and their last status sent.
+    outpoints: HashMap<OutPoint, OutpointSub>,
+    /// The tip height of the last update handled, to tell a new block from a mempool change.
+    seen_height: Option<u32>,
+    /// When the server last sent this client a `server.ping` (1.7).
+    last_ping: std::time::Instant,
+    /// Whether the transport can take an answer in pieces (newline-delimited, not WebSocket).
+    streams: bool,
+    /// Whether a batch is being answered (its answers are built whole).
+    in_batch: bool,
+    /// What the views of the request being answered read.
+    meter: CostMeter,
+}
+
 impl Session {
+    /// A new connection's state: nothing negotiated or subscribed yet. `streams`: whether the
+    /// transport takes a long answer in pieces.
+    pub(crate) fn new(backend: Arc<Backend>, streams: bool) -> Self {
+        Session {
+            backend,
+            version: None,
+            headers_subscribed: false,
+            last_notified: None,
+            subscriptions: HashMap::new(),
+            outpoints: HashMap::new(),
+            seen_height: None,
+            last_ping: std::time::Instant::now(),
+            streams,
+            in_batch: false,
+            meter: CostMeter::default(),
+        }
+    }
+
+    /// The protocol version whose rules apply: the negotiated one, 1.4 before `server.version`.
+    fn protocol(&self) -> Version {
+        self.version.unwrap_or(VERSIONS[0])
+    }
+
+    /// Whether the client negotiated protocol 1.7 or later.
+    fn v17(&self) -> bool {
+        self.protocol() >= (1, 7, 0)
+    }
+
+    /// What the handlers read for this connection now.
+    fn ctx(&self) -> Ctx<'_> {
+        Ctx {
+            backend: &self.backend,
+            meter: &self.meter,
+            version: self.protocol(),
+            streams: self.streams && !self.in_batch,
+        }
+    }
+
+    /// The script and outpoint subscriptions held.
+    pub(crate) fn subscription_count(&self) -> usize {
+        self.subscriptions.len() + self.outpoints.len()
+    }
+
+    /// Refuses a new subscription when the connection holds its limit of script and outpoint
+    /// subscriptions together.
+    fn check_subscription_room(&self) -> Result<(), RpcError> {
+        let limit = self.backend.config.max_subscriptions;
+        if self.subscription_count() >= limit {
+            return Err(RpcError::bad_request(format!(
+                "too many subscriptions on this connection (limit {limit})"
+            )));
+        }
+        Ok(())
+    }
+
+    /// Answers one method call.
+    pub(crate) fn call(&mut self, method: &str, params: &[Value]) -> Result<Reply, RpcError> {
+        // While the node is in its initial download only the `server.*` methods answer: a wallet
+        // must not take an old tip and empty histories for the chain.
+        if !method.starts_with("server.") {
+            if let Some(sync) = self.backend.model.validator().initial_download() {
+                return Err(syncing_error(sync));
+            }
+        }
+        // The version is negotiated once: a second `server.version` is refused whatever its
+        // parameters.
+        if method == "server.version" && self.version.is_some() {
+            return Err(RpcError::bad_request("server.version already sent"));
+        }
+        let answer = Request::parse(method, params, self.protocol()).and_then(|r| self.dispatch(r));
+        // Before 1.7 a history over the limit was a plain "bad request".
+        answer.map_err(|mut e| {
+            if e.code == HISTORY_TOO_LARGE && !self.v17() {
+                e.code = BAD_REQUEST;
+            }
+            e
+        })
+    }
+
+    /// Answers a parsed call: one arm per request, each calling its method's handler.
+    fn dispatch(&mut self, request: Request) -> Result<Reply, RpcError> {
+        use Request as R;
+        let ctx = self.ctx();
+        let value = match request {
+            R::BlockHeader { height, cp_height } => ctx.block_header(height, cp_height),
+            R::BlockHeaders {
+                start_height,
+                count,
+                cp_height,
+            } => ctx.block_headers(start_height, count, cp_height),
+            R::EstimateFee { number } => ctx.estimatefee(number),
+            R::HeadersSubscribe => self.headers_subscribe(),
+            R::OutpointGetStatus(op) => ctx.outpoint_get_status(op),
+            R::OutpointSubscribe(op) => self.outpoint_subscribe(op),
+            R::OutpointUnsubscribe(op) => Ok(json!(self.outpoints.remove(&op).is_some())),
+            R::RelayFee => ctx.mempool().map(|_| json!(min_relay_btc_per_kvb())),
+            R::GetBalance(sh) => ctx.get_balance(sh),
+            R::GetHistory(sh) => return ctx.get_history(sh),
+            R::GetMempool(sh) => ctx.get_mempool(sh),
+            R::ListUnspent(sh) => ctx.listunspent(sh),
+            R::Subscribe(sh) => self.subscribe(sh),
+            R::Unsubscribe(sh) => Ok(json!(self.subscriptions.remove(&sh).is_some())),
+            R::Broadcast { raw_tx } => ctx.broadcast(&raw_tx),
+            R::BroadcastPackage { raw_txs } => ctx.broadcast_package(&raw_txs),
+            R::TransactionGet { txid, verbose } => ctx.transaction_get(txid, verbose),
+            R::GetMerkle { txid, height } => ctx.get_merkle(txid, height),
+            R::GetMerkleWitness { txid, height, cb } => ctx.get_merkle_witness(txid, height, cb),
+            R::IdFromPos {
+                height,
+                tx_pos,
+                merkle,
+            } => ctx.id_from_pos(height, tx_pos, merkle),
+            R::FeeHistogram => ctx.fee_histogram(),
+            R::MempoolInfo => ctx.mempool().map(|_| {
+                json!({"mempoolminfee": min_relay_btc_per_kvb(), "minrelaytxfee": min_relay_btc_per_kvb(), "incrementalrelayfee": min_relay_btc_per_kvb()})
+            }),
+            R::AddPeer => add_peer(),
+            R::Banner => Ok(json!(ctx.backend.config.banner)),
+            R::DonationAddress => Ok(json!(ctx.backend.config.donation_address)),
+            R::Features => Ok(ctx.features()),
+            R::PeersSubscribe => Ok(ctx.peers()),
+            R::Ping { pong_len: Some(n) } => ping(n),
+            R::Ping { pong_len: None } => Ok(Value::Null),
+            R::ServerVersion { min, max } => self.server_version(min, max),
+        };
+        value.map(Reply::Json)
+    }
+
+    /// `server.version`: the newest version served within what the client accepts.
+    fn server_version(&mut self, min: Version, max: Version) -> Result<Value, RpcError> {
+        let chosen = VERSIONS
+            .iter()
+            .rev()
+            .find(|v| **v >= min && **v <= max)
+            .copied();
+        let Some(chosen) = chosen else {
+            return Err(RpcError::bad_request(format!(
+                "unsupported protocol version: this server speaks {}.{} to {}.{}",
+                PROTOCOL_MIN.0, PROTOCOL_MIN.1, PROTOCOL_MAX.0, PROTOCOL_MAX.1
+            )));
+        };
+        self.version = Some(chosen);
+        Ok(json!([SERVER_SOFTWARE, version_text(chosen)]))
+    }
+
+    /// `blockchain.headers.subscribe`: the tip, from now on notified when it changes.
+    fn headers_subscribe(&mut self) -> Result<Value, RpcError> {
+        let (answer, tip) = self.ctx().headers_subscribe()?;
+        self.headers_subscribed = true;
+        self.last_notified = tip;
+        Ok(answer)
+    }
+
+    /// `blockchain.scripthash.subscribe` / `scriptpubkey.subscribe`: the script's status, from
+    /// now on notified when it changes.
+    fn subscribe(&mut self, sh: ScriptHash) -> Result<Value, RpcError> {
+        if !self.subscriptions.contains_key(&sh) {
+            self.check_subscription_room()?;
+        }
+        let status = self.ctx().status_of(&sh)?;
+        self.subscriptions.insert(sh, status.clone());
+        Ok(json!(status))
+    }
+
+    /// `blockchain.outpoint.subscribe(tx_hash, txout_idx, spk_hint=None)`: kept even when the
+    /// output does not exist yet, as the protocol asks. Counts against the connection's
+    /// subscription limit together with script subscriptions.
+    fn outpoint_subscribe(&mut self, op: OutPoint) -> Result<Value, RpcError> {
+        if !self.outpoints.contains_key(&op) {
+            self.check_subscription_room()?;
+        }
+        let (status, script) = self.ctx().outpoint_status(&op)?;
+        let answer = status_json(&status);
+        self.outpoints.insert(op, OutpointSub { script, status });
+        Ok(answer)
+    }
+
     /// Answers one request object as JSON text (`None` for a notification, which gets no
     /// answer).
     fn handle_request(&mut self, request: &Value) -> Option<Answer> {
@@ -61,6 +266,8 @@ impl Session {
         tracing::trace!("electrum request {method}");
         let (started, label) = (std::time::Instant::now(), method_label(method));
         let result = self.call(method, params);
+        let read = self.meter.take();
+        crate::metrics::metrics().electrum_read(label, read.rows, read.bytes);
         // A history streamed in pieces is counted when its last piece is written (`stream`).
         let streamed = id.is_some() && matches!(result, Ok(Reply::History(_)));
         if !streamed {
@@ -90,7 +297,7 @@ impl Session {
     }
 
     /// Answers one line: a request or a batch.
-    fn handle_line(&mut self, line: &[u8]) -> Option<Answer> {
+    pub(crate) fn handle_line(&mut self, line: &[u8]) -> Option<Answer> {
         let parsed: Value = match serde_json::from_slice(line) {
             Ok(v) => v,
             Err(e) => {
@@ -156,7 +363,7 @@ impl Session {
     }
 
     /// Notifications owed after a tip update.
-    fn on_update(&mut self, update: Option<&TipUpdate>) -> Vec<String> {
+    pub(crate) fn on_update(&mut self, update: Option<&TipUpdate>) -> Vec<String> {
         let mut out = Vec::new();
         let view = self.backend.model.view();
         let tip = view
@@ -191,7 +398,7 @@ impl Session {
             "blockchain.scripthash.subscribe"
         };
         for sh in hashes {
-            let Ok(new_status) = self.status_of(&sh) else {
+            let Ok(new_status) = self.ctx().status_of(&sh) else {
                 continue;
             };
             let old = self.subscriptions.insert(sh, new_status.clone());
@@ -206,7 +413,17 @@ impl Session {
         let height = tip.map(|(h, _)| h);
         let new_block = update.is_none() || height != self.seen_height;
         self.seen_height = height;
-        out.extend(self.outpoint_notes(update, new_block));
+        // Built from the fields, not `self.ctx()`: the outpoints are changed meanwhile.
+        let ctx = Ctx {
+            backend: &self.backend,
+            meter: &self.meter,
+            version: self.protocol(),
+            streams: false,
+        };
+        out.extend(outpoint_notes(&ctx, &mut self.outpoints, update, new_block));
+        // What recomputing the statuses read, counted apart from any request's.
+        let read = self.meter.take();
+        crate::metrics::metrics().electrum_read("notifications", read.rows, read.bytes);
         if self.v17() {
             out.extend(self.pings(out.len(), new_block));
         }
@@ -239,183 +456,6 @@ impl Session {
     }
 }
 
-/// What a transport hands the session: one request text (a line, or a WebSocket message).
-#[derive(Debug)]
-pub(crate) enum Incoming {
-    /// A request or a batch, as received.
-    Request(Vec<u8>),
-    /// A request over the size limit: answered with an error, then the client is dropped.
-    TooLong,
-}
-
-async fn read_line_limited<R: tokio::io::AsyncBufRead + Unpin>(
-    reader: &mut R,
-    buf: &mut Vec<u8>,
-    limit: usize,
-) -> std::io::Result<LineRead> {
-    buf.clear();
-    let n = (&mut *reader)
-        .take(limit as u64 + 1)
-        .read_until(b'\n', buf)
-        .await?;
-    if n == 0 {
-        return Ok(LineRead::Eof);
-    }
-    if buf.last() != Some(&b'\n') && buf.len() > limit {
-        return Ok(LineRead::TooLong);
-    }
-    Ok(LineRead::Line)
-}
-
-enum LineRead {
-    Line,
-    TooLong,
-    Eof,
-}
-
-/// Hands what a transport read to the session; `false` when reading should stop (the session
-/// is gone, or the request was too long).
-async fn forward(tx: &mpsc::Sender<Incoming>, incoming: Incoming) -> bool {
-    let more = !matches!(incoming, Incoming::TooLong);
-    tx.send(incoming).await.is_ok() && more
-}
-
-/// A client's byte stream: a TCP connection, or TLS over one.
-pub trait Stream: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static {}
-
-impl<S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static> Stream for S {}
-
-/// Serves one client of newline-delimited JSON until it disconnects, times out, or misbehaves.
-pub async fn run(
-    stream: impl Stream,
-    peer: SocketAddr,
-    transport: &'static str,
-    backend: Arc<Backend>,
-    updates: broadcast::Receiver<TipUpdate>,
-    budget: AnswerBudget,
-) {
-    let (read_half, mut write_half) = tokio::io::split(stream);
-    let limit = backend.config.max_line_bytes;
-    let (in_tx, in_rx) = mpsc::channel::<Incoming>(1);
-    // Reading happens in its own task so that a line arriving slowly is never cut by a
-    // notification being sent meanwhile.
-    let reader = tokio::spawn(async move {
-        let mut reader = BufReader::with_capacity(64 * 1024, read_half);
-        let mut buf = Vec::with_capacity(4096);
-        loop {
-            let incoming = match read_line_limited(&mut reader, &mut buf, limit).await {
-                Ok(LineRead::Line) => {
-                    let line = buf.trim_ascii();
-                    if line.is_empty() {
-                        continue;
-                    }
-                    Incoming::Request(line.to_vec())
-                }
-                Ok(LineRead::TooLong) => Incoming::TooLong,
-                Ok(LineRead::Eof) | Err(_) => break,
-            };
-            if !forward(&in_tx, incoming).await {
-                break;
-            }
-        }
-    });
-    let (out_tx, mut out_rx) = mpsc::channel::<Queued>(OUTBOX);
-    let writer = tokio::spawn(async move {
-        // Each line's share of the budget goes back once it is written (when `queued` drops).
-        while let Some(mut queued) = out_rx.recv().await {
-            if queued.ends_line {
-                queued.line.push('\n');
-            }
-            if write_half.write_all(queued.line.as_bytes()).await.is_err() {
-                break;
-            }
-        }
-        let _ = write_half.shutdown().await;
-    });
-    serve(
-        peer,
-        backend,
-        updates,
-        in_rx,
-        Outbox::new(out_tx, budget, transport),
-        true,
-    )
-    .await;
-    reader.abort();
-    let _ = writer.await;
-}
-
-/// Serves one WebSocket client (one JSON-RPC request, batch or answer per text message) until
-/// it disconnects, times out, or misbehaves.
-pub async fn run_websocket(
-    stream: impl Stream,
-    peer: SocketAddr,
-    transport: &'static str,
-    backend: Arc<Backend>,
-    updates: broadcast::Receiver<TipUpdate>,
-    budget: AnswerBudget,
-) {
-    use futures_util::{SinkExt, StreamExt};
-    use tokio_tungstenite::tungstenite::{protocol::WebSocketConfig, Error as WsError, Message};
-    let limit = backend.config.max_line_bytes;
-    let config = WebSocketConfig::default()
-        .max_message_size(Some(limit))
-        .max_frame_size(Some(limit));
-    let handshake = tokio_tungstenite::accept_async_with_config(stream, Some(config));
-    let ws = match tokio::time::timeout(std::time::Duration::from_secs(10), handshake).await {
-        Ok(Ok(ws)) => ws,
-        Ok(Err(e)) => {
-            tracing::debug!("electrum websocket client {peer}: handshake failed: {e}");
-            return;
-        }
-        Err(_) => {
-            tracing::debug!("electrum websocket client {peer}: handshake timed out");
-            return;
-        }
-    };
-    let (mut sink, mut source) = ws.split();
-    let (in_tx, in_rx) = mpsc::channel::<Incoming>(1);
-    let reader = tokio::spawn(async move {
-        while let Some(message) = source.next().await {
-            let incoming = match message {
-                Ok(Message::Text(text)) => Incoming::Request(text.as_bytes().to_vec()),
-                Ok(Message::Binary(bytes)) => Incoming::Request(bytes.to_vec()),
-                Ok(Message::Ping(_) | Message::Pong(_) | Message::Frame(_)) => continue,
-                Ok(Message::Close(_)) => break,
-                Err(WsError::Capacity(_)) => Incoming::TooLong,
-                Err(_) => break,
-            };
-            if !forward(&in_tx, incoming).await {
-                break;
-            }
-        }
-    });
-    let (out_tx, mut out_rx) = mpsc::channel::<Queued>(OUTBOX);
-    let writer = tokio::spawn(async move {
-        while let Some(queued) = out_rx.recv().await {
-            if sink
-                .send(Message::text(queued.line.as_str()))
-                .await
-                .is_err()
-            {
-                break;
-            }
-        }
-        let _ = sink.close().await;
-    });
-    serve(
-        peer,
-        backend,
-        updates,
-        in_rx,
-        Outbox::new(out_tx, budget, transport),
-        false,
-    )
-    .await;
-    reader.abort();
-    let _ = writer.await;
-}
-
 /// One client's requests answered without a socket: the request parser and dispatcher a session
 /// runs, for the request fuzzer (`fuzz/fuzz_targets/electrum_request.rs`).
 pub struct Requests(Session);
@@ -423,7 +463,7 @@ pub struct Requests(Session);
 impl Requests {
     /// A fresh client (no version negotiated, no subscriptions) of `backend`.
     pub fn new(backend: Arc<Backend>) -> Self {
-        Requests(Session::new(backend))
+        Requests(Session::new(backend, false))
     }
 
     /// The answer to one request line (a request or a batch), `None` when it owes none.
@@ -435,246 +475,5 @@ impl Requests {
                 Some(error_value(job.id, &RpcError::bad_request("not streamed here")).to_string())
             }
         }
-    }
-}
-
-/// The transport-independent part of a session: answers requests from `incoming` and sends
-/// answers and notifications to `out_tx`, until the client leaves, idles, sends an oversized
-/// request or does not read what it is sent. `streams`: whether the transport takes a long
-/// answer in pieces.
-async fn serve(
-    peer: SocketAddr,
-    backend: Arc<Backend>,
-    mut updates: broadcast::Receiver<TipUpdate>,
-    mut incoming: mpsc::Receiver<Incoming>,
-    mut out: Outbox,
-    streams: bool,
-) {
-    tracing::debug!("electrum client {peer} connected");
-    let mut gauges = SessionGauges::open(out.transport);
-    let idle = backend.config.idle_timeout;
-    let limit = backend.config.max_line_bytes;
-    out.timeout = SEND_TIMEOUT.min(idle);
-    let mut session = Session::new(backend);
-    session.streams = streams;
-    loop {
-        tokio::select! {
-            read = tokio::time::timeout(idle, incoming.recv()) => {
-                let request = match read {
-                    Err(_) => {
-                        tracing::debug!("electrum client {peer}: idle timeout");
-                        break;
-                    }
-                    Ok(None) => break,
-                    Ok(Some(Incoming::TooLong)) => {
-                        let err = RpcError::bad_request(format!("request line longer than {limit} bytes"));
-                        out.send(error_value(Value::Null, &err).to_string()).await;
-                        tracing::info!("electrum client {peer}: request over {limit} bytes, disconnecting");
-                        break;
-                    }
-                    Ok(Some(Incoming::Request(request))) => request,
-                };
-                let answer = tokio::task::block_in_place(|| session.handle_line(&request));
-                gauges.subscriptions(session.subscriptions.len() + session.outpoints.len());
-                let sent = match answer {
-                    None => true,
-                    Some(Answer::Line(text)) => out.send(text).await,
-                    Some(Answer::History(job)) => stream(job, &out).await,
-                };
-                if !sent {
-                    tracing::info!("electrum client {peer} does not read its answers; disconnecting");
-                    break;
-                }
-            }
-            update = updates.recv() => {
-                let notes = match update {
-                    Ok(u) => tokio::task::block_in_place(|| session.on_update(Some(&u))),
-                    Err(broadcast::error::RecvError::Lagged(_)) => tokio::task::block_in_place(|| session.on_update(None)),
-                    Err(broadcast::error::RecvError::Closed) => break,
-                };
-                if !out.send_all(notes).await {
-                    tracing::info!("electrum client {peer} does not read its notifications; disconnecting");
-                    break;
-                }
-            }
-        }
-    }
-    tracing::debug!("electrum client {peer} disconnected");
-}
-
-/// A session's share of the Electrum gauges: its connection, and its subscriptions as they
-/// change; both taken back when the session ends.
-struct SessionGauges {
-    transport: &'static str,
-    subscriptions: i64,
-}
-
-impl SessionGauges {
-    fn open(transport: &'static str) -> Self {
-        let m = crate::metrics::metrics();
-        m.electrum_connections_accepted
-            .with_label_values(&[transport])
-            .inc();
-        m.electrum_connections.with_label_values(&[transport]).inc();
-        SessionGauges {
-            transport,
-            subscriptions: 0,
-        }
-    }
-
-    /// The session now holds `now` subscriptions.
-    fn subscriptions(&mut self, now: usize) {
-        let now = i64::try_from(now).unwrap_or(i64::MAX);
-        if now != self.subscriptions {
-            let gauge = crate::metrics::metrics()
-                .electrum_subscriptions
-                .with_label_values(&[self.transport]);
-            gauge.add(now - self.subscriptions);
-            self.subscriptions = now;
-        }
-    }
-}
-
-impl Drop for SessionGauges {
-    fn drop(&mut self) {
-        self.subscriptions(0);
-        crate::metrics::metrics()
-            .electrum_connections
-            .with_label_values(&[self.transport])
-            .dec();
-    }
-}
-
-/// Writes a long history answer as its pieces are read (on a blocking thread, two pieces
-/// ahead at most), each held against the answer budget like a line; `false` if the client
-/// does not take them or the read failed midway (the answer cannot be finished).
-async fn stream(job: HistoryJob, out: &Outbox) -> bool {
-    let (method, started) = (job.method, job.started);
-    let (tx, mut rx) = mpsc::channel::<Piece>(2);
-    let reader = tokio::task::spawn_blocking(move || job.run(tx));
-    let mut finished = false;
-    while let Some((text, last)) = rx.recv().await {
-        if !out.send_piece(text, last).await {
-            break;
-        }
-        if last {
-            finished = true;
-            break;
-        }
-    }
-    drop(rx);
-    let _ = reader.await;
-    crate::metrics::metrics().electrum_request(method, started.elapsed(), !finished);
-    finished
-}
-
-/// The bytes of answers queued for all clients and not yet written, at most
-/// (`electrum_answer_budget_mb`); one client may hold a quarter of it.
-#[derive(Clone)]
-pub struct AnswerBudget {
-    bytes: Arc<tokio::sync::Semaphore>,
-    share: usize,
-}
-
-impl AnswerBudget {
-    /// A budget of `total` bytes.
-    pub fn new(total: usize) -> Self {
-        let total = total.clamp(1, tokio::sync::Semaphore::MAX_PERMITS);
-        AnswerBudget {
-            bytes: Arc::new(tokio::sync::Semaphore::new(total)),
-            share: (total / 4).max(1),
-        }
-    }
-}
-
-/// One line, or a piece of one, queued for a client's writer, holding its bytes of the budget
-/// until written.
-struct Queued {
-    line: String,
-    /// Whether a newline follows (the line's last piece).
-    ends_line: bool,
-    _held: tokio::sync::OwnedSemaphorePermit,
-    _mine: HeldByClient,
-}
-
-/// A client's queued bytes, counted down when a line is written.
-struct HeldByClient(Arc<std::sync::atomic::AtomicUsize>, usize);
-
-impl Drop for HeldByClient {
-    fn drop(&mut self) {
-        self.0
-            .fetch_sub(self.1, std::sync::atomic::Ordering::SeqCst);
-    }
-}
-
-/// The queue to a client's writer task, with how long a line may wait for room in it.
-struct Outbox {
-    tx: mpsc::Sender<Queued>,
-    timeout: std::time::Duration,
-    budget: AnswerBudget,
-    mine: Arc<std::sync::atomic::AtomicUsize>,
-    /// The transport's label, for the metrics.
-    transport: &'static str,
-    /// Bytes queued to this client (`cairn_electrum_sent_bytes_total`).
-    sent: prometheus::IntCounter,
-}
-
-impl Outbox {
-    fn new(tx: mpsc::Sender<Queued>, budget: AnswerBudget, transport: &'static str) -> Self {
-        let sent = crate::metrics::metrics()
-            .electrum_sent_bytes
-            .with_label_values(&[transport]);
-        Outbox {
-            tx,
-            timeout: SEND_TIMEOUT,
-            budget,
-            mine: Arc::default(),
-            transport,
-            sent,
-        }
-    }
-
-    /// Queues one line; `false` if the client holds more than its share of the budget unread,
-    /// the budget or its queue did not make room in time, or it is gone.
-    async fn send(&self, line: String) -> bool {
-        self.send_piece(line, true).await
-    }
-
-    /// Queues a piece of a line (`last`: the piece that ends it), as [`Outbox::send`].
-    async fn send_piece(&self, line: String, last: bool) -> bool {
-        use std::sync::atomic::Ordering;
-        let size = line.len().max(1);
-        if self.mine.load(Ordering::SeqCst) + size > self.budget.share {
-            return false;
-        }
-        let Ok(permits) = u32::try_from(size) else {
-            return false;
-        };
-        let acquire = self.budget.bytes.clone().acquire_many_owned(permits);
-        let Ok(Ok(held)) = tokio::time::timeout(self.timeout, acquire).await else {
-            return false;
-        };
-        self.mine.fetch_add(size, Ordering::SeqCst);
-        self.sent.inc_by(size as u64);
-        let queued = Queued {
-            line,
-            ends_line: last,
-            _held: held,
-            _mine: HeldByClient(self.mine.clone(), size),
-        };
-        matches!(
-            tokio::time::timeout(self.timeout, self.tx.send(queued)).await,
-            Ok(Ok(()))
-        )
-    }
-
-    /// Queues every line, in order; `false` as soon as one cannot be.
-    async fn send_all(&self, lines: impl IntoIterator<Item = String>) -> bool {
-        for line in lines {
-            if !self.send(line).await {
-                return false;
-            }
-        }
-        true
     }
 }

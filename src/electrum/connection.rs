@@ -1,0 +1,439 @@
+//! One client connection's transports: newline-delimited JSON (TCP or TLS) with a line size
+//! limit, or WebSocket messages; the idle timeout; and backpressure on a client that does not
+//! read (a queue per client and one answer budget for all). The [`Session`] it serves answers
+//! the requests and owes the notifications.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use serde_json::Value;
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::sync::{broadcast, mpsc};
+
+use super::backend::Backend;
+use super::history::{HistoryJob, Piece};
+use super::rpc::{error_value, RpcError};
+use super::session::{Answer, Session};
+use crate::notify::TipUpdate;
+
+/// Lines waiting to be written to a client before the session stops reading from it.
+const OUTBOX: usize = 8;
+/// How long an answer may wait for a client that does not read before it is dropped.
+const SEND_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// What a transport hands the session: one request text (a line, or a WebSocket message).
+#[derive(Debug)]
+pub(crate) enum Incoming {
+    /// A request or a batch, as received.
+    Request(Vec<u8>),
+    /// A request over the size limit: answered with an error, then the client is dropped.
+    TooLong,
+}
+
+async fn read_line_limited<R: tokio::io::AsyncBufRead + Unpin>(
+    reader: &mut R,
+    buf: &mut Vec<u8>,
+    limit: usize,
+) -> std::io::Result<LineRead> {
+    buf.clear();
+    let n = (&mut *reader)
+        .take(limit as u64 + 1)
+        .read_until(b'\n', buf)
+        .await?;
+    if n == 0 {
+        return Ok(LineRead::Eof);
+    }
+    if buf.last() != Some(&b'\n') && buf.len() > limit {
+        return Ok(LineRead::TooLong);
+    }
+    Ok(LineRead::Line)
+}
+
+enum LineRead {
+    Line,
+    TooLong,
+    Eof,
+}
+
+/// Hands what a transport read to the session; `false` when reading should stop (the session
+/// is gone, or the request was too long).
+async fn forward(tx: &mpsc::Sender<Incoming>, incoming: Incoming) -> bool {
+    let more = !matches!(incoming, Incoming::TooLong);
+    tx.send(incoming).await.is_ok() && more
+}
+
+/// A client's byte stream: a TCP connection, or TLS over one.
+pub trait Stream: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static {}
+
+impl<S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static> Stream for S {}
+
+/// Serves one client of newline-delimited JSON until it disconnects, times out, or misbehaves.
+pub async fn run(
+    stream: impl Stream,
+    peer: SocketAddr,
+    transport: &'static str,
+    backend: Arc<Backend>,
+    updates: broadcast::Receiver<TipUpdate>,
+    budget: AnswerBudget,
+) {
+    let (read_half, mut write_half) = tokio::io::split(stream);
+    let limit = backend.config.max_line_bytes;
+    let (in_tx, in_rx) = mpsc::channel::<Incoming>(1);
+    // Reading happens in its own task so that a line arriving slowly is never cut by a
+    // notification being sent meanwhile.
+    let reader = tokio::spawn(async move {
+        let mut reader = BufReader::with_capacity(64 * 1024, read_half);
+        let mut buf = Vec::with_capacity(4096);
+        loop {
+            let incoming = match read_line_limited(&mut reader, &mut buf, limit).await {
+                Ok(LineRead::Line) => {
+                    let line = buf.trim_ascii();
+                    if line.is_empty() {
+                        continue;
+                    }
+                    Incoming::Request(line.to_vec())
+                }
+                Ok(LineRead::TooLong) => Incoming::TooLong,
+                Ok(LineRead::Eof) | Err(_) => break,
+            };
+            if !forward(&in_tx, incoming).await {
+                break;
+            }
+        }
+    });
+    let (out_tx, mut out_rx) = mpsc::channel::<Queued>(OUTBOX);
+    let writer = tokio::spawn(async move {
+        // Each line's share of the budget goes back once it is written (when `queued` drops).
+        while let Some(mut queued) = out_rx.recv().await {
+            if queued.ends_line {
+                queued.line.push('\n');
+            }
+            if write_half.write_all(queued.line.as_bytes()).await.is_err() {
+                break;
+            }
+        }
+        let _ = write_half.shutdown().await;
+    });
+    serve(
+        peer,
+        backend,
+        updates,
+        in_rx,
+        Outbox::new(out_tx, budget, transport),
+        true,
+    )
+    .await;
+    reader.abort();
+    let _ = writer.await;
+}
+
+/// Serves one WebSocket client (one JSON-RPC request, batch or answer per text message) until
+/// it disconnects, times out, or misbehaves.
+pub async fn run_websocket(
+    stream: impl Stream,
+    peer: SocketAddr,
+    transport: &'static str,
+    backend: Arc<Backend>,
+    updates: broadcast::Receiver<TipUpdate>,
+    budget: AnswerBudget,
+) {
+    use futures_util::{SinkExt, StreamExt};
+    use tokio_tungstenite::tungstenite::{protocol::WebSocketConfig, Error as WsError, Message};
+    let limit = backend.config.max_line_bytes;
+    let config = WebSocketConfig::default()
+        .max_message_size(Some(limit))
+        .max_frame_size(Some(limit));
+    let handshake = tokio_tungstenite::accept_async_with_config(stream, Some(config));
+    let ws = match tokio::time::timeout(std::time::Duration::from_secs(10), handshake).await {
+        Ok(Ok(ws)) => ws,
+        Ok(Err(e)) => {
+            tracing::debug!("electrum websocket client {peer}: handshake failed: {e}");
+            return;
+        }
+        Err(_) => {
+            tracing::debug!("electrum websocket client {peer}: handshake timed out");
+            return;
+        }
+    };
+    let (mut sink, mut source) = ws.split();
+    let (in_tx, in_rx) = mpsc::channel::<Incoming>(1);
+    let reader = tokio::spawn(async move {
+        while let Some(message) = source.next().await {
+            let incoming = match message {
+                Ok(Message::Text(text)) => Incoming::Request(text.as_bytes().to_vec()),
+                Ok(Message::Binary(bytes)) => Incoming::Request(bytes.to_vec()),
+                Ok(Message::Ping(_) | Message::Pong(_) | Message::Frame(_)) => continue,
+                Ok(Message::Close(_)) => break,
+                Err(WsError::Capacity(_)) => Incoming::TooLong,
+                Err(_) => break,
+            };
+            if !forward(&in_tx, incoming).await {
+                break;
+            }
+        }
+    });
+    let (out_tx, mut out_rx) = mpsc::channel::<Queued>(OUTBOX);
+    let writer = tokio::spawn(async move {
+        while let Some(queued) = out_rx.recv().await {
+            if sink
+                .send(Message::text(queued.line.as_str()))
+                .await
+                .is_err()
+            {
+                break;
+            }
+        }
+        let _ = sink.close().await;
+    });
+    serve(
+        peer,
+        backend,
+        updates,
+        in_rx,
+        Outbox::new(out_tx, budget, transport),
+        false,
+    )
+    .await;
+    reader.abort();
+    let _ = writer.await;
+}
+
+/// The transport-independent part of a session: answers requests from `incoming` and sends
+/// answers and notifications to `out_tx`, until the client leaves, idles, sends an oversized
+/// request or does not read what it is sent. `streams`: whether the transport takes a long
+/// answer in pieces.
+async fn serve(
+    peer: SocketAddr,
+    backend: Arc<Backend>,
+    mut updates: broadcast::Receiver<TipUpdate>,
+    mut incoming: mpsc::Receiver<Incoming>,
+    mut out: Outbox,
+    streams: bool,
+) {
+    tracing::debug!("electrum client {peer} connected");
+    let mut gauges = SessionGauges::open(out.transport);
+    let idle = backend.config.idle_timeout;
+    let limit = backend.config.max_line_bytes;
+    out.timeout = SEND_TIMEOUT.min(idle);
+    let mut session = Session::new(backend, streams);
+    loop {
+        tokio::select! {
+            read = tokio::time::timeout(idle, incoming.recv()) => {
+                let request = match read {
+                    Err(_) => {
+                        tracing::debug!("electrum client {peer}: idle timeout");
+                        break;
+                    }
+                    Ok(None) => break,
+                    Ok(Some(Incoming::TooLong)) => {
+                        let err = RpcError::bad_request(format!("request line longer than {limit} bytes"));
+                        out.send(error_value(Value::Null, &err).to_string()).await;
+                        tracing::info!("electrum client {peer}: request over {limit} bytes, disconnecting");
+                        break;
+                    }
+                    Ok(Some(Incoming::Request(request))) => request,
+                };
+                let answer = tokio::task::block_in_place(|| session.handle_line(&request));
+                gauges.subscriptions(session.subscription_count());
+                let sent = match answer {
+                    None => true,
+                    Some(Answer::Line(text)) => out.send(text).await,
+                    Some(Answer::History(job)) => stream(job, &out).await,
+                };
+                if !sent {
+                    tracing::info!("electrum client {peer} does not read its answers; disconnecting");
+                    break;
+                }
+            }
+            update = updates.recv() => {
+                let notes = match update {
+                    Ok(u) => tokio::task::block_in_place(|| session.on_update(Some(&u))),
+                    Err(broadcast::error::RecvError::Lagged(_)) => tokio::task::block_in_place(|| session.on_update(None)),
+                    Err(broadcast::error::RecvError::Closed) => break,
+                };
+                if !out.send_all(notes).await {
+                    tracing::info!("electrum client {peer} does not read its notifications; disconnecting");
+                    break;
+                }
+            }
+        }
+    }
+    tracing::debug!("electrum client {peer} disconnected");
+}
+
+/// A session's share of the Electrum gauges: its connection, and its subscriptions as they
+/// change; both taken back when the session ends.
+struct SessionGauges {
+    transport: &'static str,
+    subscriptions: i64,
+}
+
+impl SessionGauges {
+    fn open(transport: &'static str) -> Self {
+        let m = crate::metrics::metrics();
+        m.electrum_connections_accepted
+            .with_label_values(&[transport])
+            .inc();
+        m.electrum_connections.with_label_values(&[transport]).inc();
+        SessionGauges {
+            transport,
+            subscriptions: 0,
+        }
+    }
+
+    /// The session now holds `now` subscriptions.
+    fn subscriptions(&mut self, now: usize) {
+        let now = i64::try_from(now).unwrap_or(i64::MAX);
+        if now != self.subscriptions {
+            let gauge = crate::metrics::metrics()
+                .electrum_subscriptions
+                .with_label_values(&[self.transport]);
+            gauge.add(now - self.subscriptions);
+            self.subscriptions = now;
+        }
+    }
+}
+
+impl Drop for SessionGauges {
+    fn drop(&mut self) {
+        self.subscriptions(0);
+        crate::metrics::metrics()
+            .electrum_connections
+            .with_label_values(&[self.transport])
+            .dec();
+    }
+}
+
+/// Writes a long history answer as its pieces are read (on a blocking thread, two pieces
+/// ahead at most), each held against the answer budget like a line; `false` if the client
+/// does not take them or the read failed midway (the answer cannot be finished).
+async fn stream(job: HistoryJob, out: &Outbox) -> bool {
+    let (method, started) = (job.method, job.started);
+    let (tx, mut rx) = mpsc::channel::<Piece>(2);
+    let reader = tokio::task::spawn_blocking(move || job.run(tx));
+    let mut finished = false;
+    while let Some((text, last)) = rx.recv().await {
+        if !out.send_piece(text, last).await {
+            break;
+        }
+        if last {
+            finished = true;
+            break;
+        }
+    }
+    drop(rx);
+    let _ = reader.await;
+    crate::metrics::metrics().electrum_request(method, started.elapsed(), !finished);
+    finished
+}
+
+/// The bytes of answers queued for all clients and not yet written, at most
+/// (`electrum_answer_budget_mb`); one client may hold a quarter of it.
+#[derive(Clone)]
+pub struct AnswerBudget {
+    bytes: Arc<tokio::sync::Semaphore>,
+    share: usize,
+}
+
+impl AnswerBudget {
+    /// A budget of `total` bytes.
+    pub fn new(total: usize) -> Self {
+        let total = total.clamp(1, tokio::sync::Semaphore::MAX_PERMITS);
+        AnswerBudget {
+            bytes: Arc::new(tokio::sync::Semaphore::new(total)),
+            share: (total / 4).max(1),
+        }
+    }
+}
+
+/// One line, or a piece of one, queued for a client's writer, holding its bytes of the budget
+/// until written.
+struct Queued {
+    line: String,
+    /// Whether a newline follows (the line's last piece).
+    ends_line: bool,
+    _held: tokio::sync::OwnedSemaphorePermit,
+    _mine: HeldByClient,
+}
+
+/// A client's queued bytes, counted down when a line is written.
+struct HeldByClient(Arc<std::sync::atomic::AtomicUsize>, usize);
+
+impl Drop for HeldByClient {
+    fn drop(&mut self) {
+        self.0
+            .fetch_sub(self.1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// The queue to a client's writer task, with how long a line may wait for room in it.
+struct Outbox {
+    tx: mpsc::Sender<Queued>,
+    timeout: std::time::Duration,
+    budget: AnswerBudget,
+    mine: Arc<std::sync::atomic::AtomicUsize>,
+    /// The transport's label, for the metrics.
+    transport: &'static str,
+    /// Bytes queued to this client (`cairn_electrum_sent_bytes_total`).
+    sent: prometheus::IntCounter,
+}
+
+impl Outbox {
+    fn new(tx: mpsc::Sender<Queued>, budget: AnswerBudget, transport: &'static str) -> Self {
+        let sent = crate::metrics::metrics()
+            .electrum_sent_bytes
+            .with_label_values(&[transport]);
+        Outbox {
+            tx,
+            timeout: SEND_TIMEOUT,
+            budget,
+            mine: Arc::default(),
+            transport,
+            sent,
+        }
+    }
+
+    /// Queues one line; `false` if the client holds more than its share of the budget unread,
+    /// the budget or its queue did not make room in time, or it is gone.
+    async fn send(&self, line: String) -> bool {
+        self.send_piece(line, true).await
+    }
+
+    /// Queues a piece of a line (`last`: the piece that ends it), as [`Outbox::send`].
+    async fn send_piece(&self, line: String, last: bool) -> bool {
+        use std::sync::atomic::Ordering;
+        let size = line.len().max(1);
+        if self.mine.load(Ordering::SeqCst) + size > self.budget.share {
+            return false;
+        }
+        let Ok(permits) = u32::try_from(size) else {
+            return false;
+        };
+        let acquire = self.budget.bytes.clone().acquire_many_owned(permits);
+        let Ok(Ok(held)) = tokio::time::timeout(self.timeout, acquire).await else {
+            return false;
+        };
+        self.mine.fetch_add(size, Ordering::SeqCst);
+        self.sent.inc_by(size as u64);
+        let queued = Queued {
+            line,
+            ends_line: last,
+            _held: held,
+            _mine: HeldByClient(self.mine.clone(), size),
+        };
+        matches!(
+            tokio::time::timeout(self.timeout, self.tx.send(queued)).await,
+            Ok(Ok(()))
+        )
+    }
+
+    /// Queues every line, in order; `false` as soon as one cannot be.
+    async fn send_all(&self, lines: impl IntoIterator<Item = String>) -> bool {
+        for line in lines {
+            if !self.send(line).await {
+                return false;
+            }
+        }
+        true
+    }
+}
