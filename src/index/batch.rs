@@ -32,6 +32,11 @@ impl Family {
     }
 }
 
+/// One row of a batch as a test reads it: the column family, the key, and the value (`None`:
+/// the key is deleted).
+#[cfg(test)]
+pub type BatchRow = (&'static str, Vec<u8>, Option<Vec<u8>>);
+
 /// Rows of one atomic index batch, per column family.
 #[derive(Default)]
 pub struct SortedBatch {
@@ -69,10 +74,9 @@ impl SortedBatch {
         family.rows.push(Row { key, value: None });
     }
 
-    /// Every row in the order added, per column family: the family, the key, and the value
-    /// (`None`: the key is deleted).
+    /// Every row in the order added, per column family.
     #[cfg(test)]
-    pub fn rows(&self) -> Vec<(&'static str, Vec<u8>, Option<Vec<u8>>)> {
+    pub fn rows(&self) -> Vec<BatchRow> {
         let mut out = Vec::new();
         for family in &self.families {
             for row in &family.rows {
