@@ -46,8 +46,8 @@ fn scan_blk_files(c: &mut Criterion) {
     group.throughput(Throughput::Bytes(summary.bytes));
     group.bench_function("scan 300 generated blocks", |b| {
         b.iter(|| {
-            let (data, positions) = dir.scan_file(0).expect("scan");
-            std::hint::black_box((data.len(), positions.len()))
+            let scan = dir.scan_file(0).expect("scan");
+            std::hint::black_box((scan.data.len(), scan.blocks.len()))
         })
     });
     group.finish();

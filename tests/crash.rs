@@ -255,7 +255,7 @@ fn killed_at_random_instants_during_a_p2p_sync_it_resumes_to_a_clean_index() {
         mid_sync += usize::from(index_height_after_kill(&dir) < BLOCKS);
     }
     assert!(mid_sync > 0, "no kill landed before the sync was over");
-    let answers = answers_at_tip(&dir, &[connect.clone()], &tip);
+    let answers = answers_at_tip(&dir, std::slice::from_ref(&connect), &tip);
     let (rows, clean_answers) = clean_rows(tmp.path(), &connect, &tip);
     assert_same_rows(&index_rows(&dir), &rows);
     assert_same_answers(&answers, &clean_answers);

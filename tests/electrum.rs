@@ -663,7 +663,7 @@ fn protocol_1_7_methods_outpoints_and_pings() {
         2,
     );
     let mut preimage = witness_root.to_vec();
-    preimage.extend_from_slice(&coinbase.input[0].witness.nth(0).unwrap());
+    preimage.extend_from_slice(coinbase.input[0].witness.nth(0).unwrap());
     let commitment = sha256d::Hash::hash(&preimage).to_byte_array();
     let committed = coinbase
         .output

@@ -270,7 +270,7 @@ fn check_proofs_and_spends(addr: SocketAddr, node: &Bitcoind, txid: &str) {
             .parse::<bitcoin::Txid>()
             .unwrap()
             .to_byte_array();
-        let pair = if pos % 2 == 0 {
+        let pair = if pos.is_multiple_of(2) {
             [acc, sibling].concat()
         } else {
             [sibling, acc].concat()

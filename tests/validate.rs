@@ -196,8 +196,8 @@ fn invalid_blocks_are_rejected_with_the_kernels_reason() {
         tx.input[0].script_sig = bitcoin::ScriptBuf::from_bytes(bytes);
     } else {
         let mut items: Vec<Vec<u8>> = tx.input[0].witness.iter().map(|w| w.to_vec()).collect();
-        let last = items.len() - 1;
-        let item = if items[0].is_empty() { 1 } else { last.min(0) };
+        // The signature: the first item, or the second after a multisig's empty dummy.
+        let item = if items[0].is_empty() { 1 } else { 0 };
         items[item][10] ^= 0x01;
         tx.input[0].witness = bitcoin::Witness::from_slice(&items);
     }
@@ -214,9 +214,7 @@ fn invalid_blocks_are_rejected_with_the_kernels_reason() {
     let mut double = next.clone();
     let spent_again = chain[split - 1]
         .txdata
-        .iter()
-        .skip(1)
-        .next()
+        .get(1)
         .cloned()
         .expect("a spend in the previous block");
     double.txdata.push(spent_again);

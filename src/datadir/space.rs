@@ -32,7 +32,7 @@ pub fn free_bytes(path: &std::path::Path) -> std::io::Result<u64> {
     }
     // SAFETY: statvfs returned 0, so it filled `stat`.
     let stat = unsafe { stat.assume_init() };
-    Ok(u64::from(stat.f_bavail).saturating_mul(u64::from(stat.f_frsize)))
+    Ok(stat.f_bavail.saturating_mul(stat.f_frsize))
 }
 
 struct Reading {

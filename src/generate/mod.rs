@@ -456,7 +456,7 @@ impl ChainGenerator {
             summary.txs += block.txdata.len() as u64;
             summary.bytes += raw.len() as u64;
             summary.tip = block.block_hash();
-            if summary.blocks % 500 == 0 {
+            if summary.blocks.is_multiple_of(500) {
                 tracing::info!("generated {} blocks, {} txs", summary.blocks, summary.txs);
             }
         }

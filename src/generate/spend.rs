@@ -250,7 +250,6 @@ impl ChainGenerator {
             })
             .collect::<Result<Vec<_>, _>>()
             .map_err(GenerateError::Sign)?;
-        drop(cache);
         for (input, sig) in tx.input.iter_mut().zip(signatures) {
             input.script_sig = sig.script_sig;
             input.witness = sig.witness;

@@ -65,7 +65,7 @@ impl Progress {
         self.blocks = blocks;
         let rate = blocks as f64 / self.started.elapsed().as_secs_f64().max(1e-9);
         if let Some(bar) = &self.bar {
-            if blocks % 16 == 0 {
+            if blocks.is_multiple_of(16) {
                 bar.set_message(format!("height {height} {rate:.0} blocks/s"));
             }
         } else if self.last_log.elapsed() >= LOG_INTERVAL {

@@ -143,7 +143,7 @@ impl Index {
                 )));
             }
             let row = BlockRow::decode(&value)?;
-            if chain.len() > 0 && chain.next_txnum() != row.first_txnum {
+            if !chain.is_empty() && chain.next_txnum() != row.first_txnum {
                 return Err(IndexError::Inconsistent(format!(
                     "block {height} starts at TxNum {}, expected {}",
                     row.first_txnum.0,

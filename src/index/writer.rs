@@ -169,7 +169,7 @@ pub fn connect<S: StoredTxNums + ?Sized>(
             batch.put(cf::SPENT, spent.encode(), by.encode());
             undo_tx.inputs.push(UndoInput {
                 spent,
-                scripthash: scripthash_prefix(&sh),
+                scripthash: scripthash_prefix(sh),
                 value: input.spent.value,
                 spendable: input.spent.spendable,
             });

@@ -186,7 +186,7 @@ impl AddrBook {
             return None;
         }
         // The freshest half (at least one), then a random one of those.
-        candidates.sort_unstable_by(|a, b| b.0.cmp(&a.0));
+        candidates.sort_unstable_by_key(|c| std::cmp::Reverse(c.0));
         candidates.truncate(candidates.len().div_ceil(2));
         let (_, chosen) = *candidates.choose(&mut rand::thread_rng())?;
         if let Some(e) = map.get_mut(&chosen) {

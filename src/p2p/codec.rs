@@ -260,6 +260,27 @@ pub async fn write_raw_block<W: AsyncWrite + Unpin>(
     Ok(())
 }
 
+/// A message waiting in a peer's queue to be written.
+pub enum Outgoing {
+    /// A decoded message.
+    Message(NetworkMessage),
+    /// A block as serialized bytes.
+    Block(Vec<u8>),
+}
+
+/// Writes one queued message; `buf` is reused for encoding.
+pub async fn write_outgoing<W: AsyncWrite + Unpin>(
+    writer: &mut W,
+    magic: Magic,
+    item: Outgoing,
+    buf: &mut Vec<u8>,
+) -> Result<(), CodecError> {
+    match item {
+        Outgoing::Message(m) => write_message_with(writer, magic, m, buf).await,
+        Outgoing::Block(b) => write_raw_block(writer, magic, &b).await,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -312,26 +333,5 @@ mod tests {
             read_message(&mut bad.as_slice(), magic).await,
             Err(CodecError::BadChecksum(_))
         ));
-    }
-}
-
-/// A message waiting in a peer's queue to be written.
-pub enum Outgoing {
-    /// A decoded message.
-    Message(NetworkMessage),
-    /// A block as serialized bytes.
-    Block(Vec<u8>),
-}
-
-/// Writes one queued message; `buf` is reused for encoding.
-pub async fn write_outgoing<W: AsyncWrite + Unpin>(
-    writer: &mut W,
-    magic: Magic,
-    item: Outgoing,
-    buf: &mut Vec<u8>,
-) -> Result<(), CodecError> {
-    match item {
-        Outgoing::Message(m) => write_message_with(writer, magic, m, buf).await,
-        Outgoing::Block(b) => write_raw_block(writer, magic, &b).await,
     }
 }

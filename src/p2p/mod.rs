@@ -355,10 +355,10 @@ fn peer_context(
         .filter(|i| i.filters_enabled());
     let mut services = ServiceFlags::NETWORK | ServiceFlags::WITNESS;
     if filter_index.is_some() {
-        services = services | ServiceFlags::COMPACT_FILTERS;
+        services |= ServiceFlags::COMPACT_FILTERS;
     }
     if config.v2_transport {
-        services = services | ServiceFlags::P2P_V2;
+        services |= ServiceFlags::P2P_V2;
     }
     Ok(PeerContext {
         magic: Magic::from_bytes(config.magic),

@@ -378,7 +378,7 @@ pub struct HistoryKey;
 impl HistoryKey {
     /// The full key.
     pub fn encode(sh: &ScriptHash, txnum: TxNum) -> [u8; SCRIPTHASH_PREFIX_LEN + TXNUM_LEN] {
-        Self::encode_prefix(&scripthash_prefix(&sh), txnum)
+        Self::encode_prefix(&scripthash_prefix(sh), txnum)
     }
 
     /// The full key, from the script hash prefix a key carries.
@@ -442,7 +442,7 @@ impl UtxoKey {
         sh: &ScriptHash,
         out: OutPointNum,
     ) -> [u8; SCRIPTHASH_PREFIX_LEN + TXNUM_LEN + 4] {
-        Self::encode_prefix(&scripthash_prefix(&sh), out)
+        Self::encode_prefix(&scripthash_prefix(sh), out)
     }
 
     /// The full key, from the script hash prefix a key carries.

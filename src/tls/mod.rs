@@ -286,7 +286,7 @@ mod tests {
             (vec![b'A'; (MAX_PEM_BYTES + 1) as usize], "larger than"),
         ] {
             std::fs::write(&files.cert, &cert).unwrap();
-            let err = tls.reload().err().expect("refused").to_string();
+            let err = tls.reload().expect_err("refused").to_string();
             assert!(err.contains(what), "{err}");
             assert_eq!(tls.fingerprint(), before);
         }

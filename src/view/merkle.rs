@@ -138,7 +138,7 @@ pub fn root_from_branch(leaf: [u8; 32], branch: &[[u8; 32]], mut pos: usize) -> 
     let mut acc = leaf;
     for sibling in branch {
         let mut data = [0u8; 64];
-        if pos % 2 == 0 {
+        if pos.is_multiple_of(2) {
             data[..32].copy_from_slice(&acc);
             data[32..].copy_from_slice(sibling);
         } else {

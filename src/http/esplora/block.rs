@@ -175,7 +175,7 @@ pub fn txid_at(ctx: &HttpContext, hash: &BlockHash, index: usize) -> Reply {
 pub fn txs(ctx: &HttpContext, hash: &BlockHash, start: usize) -> Reply {
     let view = ctx.model.view();
     height_of(&view, hash)?;
-    if start % TXS_PER_PAGE != 0 {
+    if !start.is_multiple_of(TXS_PER_PAGE) {
         return Err(Failure::bad(format!(
             "start index must be a multiple of {TXS_PER_PAGE}"
         )));
