@@ -635,6 +635,16 @@ fn esplora_answers_agree_with_bitcoind() {
     }
     node.rpc(&["generatetoaddress", "1", &mine]);
     synced(&cairn, &node);
+    // bitcoind's -txindex catches up with its chain in a thread of its own.
+    let height = rpc_json(&node, &["getblockcount"]);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while rpc_json(&node, &["getindexinfo", "txindex"])["txindex"]["best_block_height"] != height {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "bitcoind's txindex never reached its tip"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
     let unmined: Vec<&String> = sent
         .iter()
         .filter(|t| {

@@ -4,10 +4,17 @@ use bitcoin::hex::FromHex;
 use bitcoin::{OutPoint, Txid};
 use serde_json::Value;
 
-use super::request::{Version, MAX_PONG_LEN};
 use super::rpc::RpcError;
 use crate::mempool::MAX_PACKAGE_COUNT;
 use crate::types::ScriptHash;
+
+/// A protocol version: (major, minor, patch).
+pub type Version = (u32, u32, u32);
+
+/// Most hex characters a `server.ping` may ask back (protocol 1.7): the hex of the largest
+/// transaction consensus allows (4,000,000 weight units, so at most 4,000,000 bytes), as the
+/// spec asks pings to support.
+pub(crate) const MAX_PONG_LEN: u64 = 2 * bitcoin::Weight::MAX_BLOCK.to_wu();
 
 /// Parameter `i`, a string named `name`.
 pub fn str_param<'a>(params: &'a [Value], i: usize, name: &str) -> Result<&'a str, RpcError> {

@@ -14,8 +14,7 @@ use super::params::{
 use super::rpc::{RpcError, METHOD_NOT_FOUND};
 use crate::types::ScriptHash;
 
-/// A protocol version: (major, minor, patch).
-pub type Version = (u32, u32, u32);
+pub use super::params::Version;
 
 /// Protocol 1.4, the oldest served, and the rules of a session that has not sent
 /// `server.version`.
@@ -31,10 +30,6 @@ pub(crate) const VERSIONS: [Version; 5] = [V1_4, (1, 4, 1), (1, 4, 2), V1_6, V1_
 pub const PROTOCOL_MIN: (u32, u32) = (1, 4);
 /// The newest protocol version served.
 pub const PROTOCOL_MAX: (u32, u32) = (1, 7);
-/// Most hex characters a `server.ping` may ask back (protocol 1.7): the hex of the largest
-/// transaction consensus allows (4,000,000 weight units, so at most 4,000,000 bytes), as the
-/// spec asks pings to support.
-pub(crate) const MAX_PONG_LEN: u64 = 2 * bitcoin::Weight::MAX_BLOCK.to_wu();
 
 /// One method call, its arguments read and checked. The `blockchain.scripthash.*` methods (1.4
 /// to 1.6) and the `blockchain.scriptpubkey.*` ones (1.7) are the same requests: each names a
@@ -383,6 +378,7 @@ pub(crate) fn method_label(name: &str) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::electrum::params::MAX_PONG_LEN;
     use crate::electrum::rpc::{BAD_REQUEST, INVALID_PARAMS};
     use serde_json::json;
 
