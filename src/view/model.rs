@@ -90,22 +90,21 @@ impl ReadModel {
 
     /// One view for one request: the index's chain and snapshot taken now.
     pub fn view(&self) -> ChainView<'_> {
-        ChainView {
-            model: self,
-            index: self.index.reader(),
-            kernel: Cell::new(Cost::default()),
-            meter: None,
-        }
+        self.view_with(None)
     }
 
     /// A view whose cost is added to `meter` when it is dropped: a session charges its client
     /// for every view its requests take.
     pub fn metered_view<'a>(&'a self, meter: &'a CostMeter) -> ChainView<'a> {
+        self.view_with(Some(meter))
+    }
+
+    fn view_with<'a>(&'a self, meter: Option<&'a CostMeter>) -> ChainView<'a> {
         ChainView {
             model: self,
             index: self.index.reader(),
             kernel: Cell::new(Cost::default()),
-            meter: Some(meter),
+            meter,
         }
     }
 

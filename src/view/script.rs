@@ -32,8 +32,9 @@ pub struct Unspent {
     pub value: u64,
 }
 
-/// What a script's confirmed transactions did to it (Esplora's `chain_stats`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+/// What a script's confirmed (or mempool) transactions did to it, serialized as Esplora's
+/// `chain_stats` and `mempool_stats`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct ScriptStats {
     /// Outputs paying it.
     pub funded_txo_count: u64,

@@ -13,7 +13,7 @@ use super::tx::TxValue;
 use crate::http::context::HttpContext;
 use crate::index::query::QueryError;
 use crate::types::ScriptHash;
-use crate::view::{ScriptStats, ViewError};
+use crate::view::ViewError;
 
 /// Most history entries `/address/:address` reads for its statistics (each is a transaction
 /// read): a larger history gets 400, as Esplora's "too many history entries".
@@ -61,33 +61,11 @@ fn script_hash(text: &str) -> Result<ScriptHash, Failure> {
         .map_err(|_| Failure::bad("Invalid scripthash"))
 }
 
-/// `chain_stats` and `mempool_stats`.
-#[derive(Debug, Default, Serialize)]
-struct TxoStats {
-    funded_txo_count: u64,
-    funded_txo_sum: u64,
-    spent_txo_count: u64,
-    spent_txo_sum: u64,
-    tx_count: u64,
-}
-
-impl From<ScriptStats> for TxoStats {
-    fn from(s: ScriptStats) -> Self {
-        TxoStats {
-            funded_txo_count: s.funded_txo_count,
-            funded_txo_sum: s.funded_txo_sum,
-            spent_txo_count: s.spent_txo_count,
-            spent_txo_sum: s.spent_txo_sum,
-            tx_count: s.tx_count,
-        }
-    }
-}
-
 /// `GET /address/:address` and `/scripthash/:hash`.
 fn stats(ctx: &HttpContext, kind: &str, script: &str, sh: &ScriptHash) -> Reply {
     let view = ctx.model.view();
-    let chain = TxoStats::from(view.script_stats(sh, STATS_MAX_HISTORY)?);
-    let mempool = TxoStats::from(view.mempool_stats(sh));
+    let chain = view.script_stats(sh, STATS_MAX_HISTORY)?;
+    let mempool = view.mempool_stats(sh);
     let mut answer = serde_json::Map::new();
     answer.insert(kind.to_string(), serde_json::json!(script));
     answer.insert(
