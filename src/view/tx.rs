@@ -27,7 +27,8 @@ pub struct Confirmation {
 pub struct FoundTx {
     /// The transaction.
     pub tx: Transaction,
-    /// Its serialization.
+    /// Its serialization (left empty by [`ChainView::block_transactions`], whose callers render
+    /// the decoded transaction only).
     pub raw: Vec<u8>,
     /// The outputs its inputs spend, in input order (`None` for a coinbase's); empty unless
     /// asked for.
