@@ -148,7 +148,7 @@ fn save_mempool(node: &Node) {
         return;
     };
     let path = node.datadir.mempool_file();
-    match cairn::mempool::persist::save(pool, &path) {
+    match pool.save(&path) {
         Ok(n) => tracing::info!("saved {n} mempool transactions to {}", path.display()),
         Err(e) => tracing::warn!("the mempool was not saved: {e}"),
     }

@@ -1,6 +1,7 @@
 //! cairn's settings: a TOML file, overridden by `CAIRN_*` environment variables and CLI flags.
 
 mod electrum;
+mod error;
 mod options;
 mod p2p;
 
@@ -12,40 +13,12 @@ use bitcoin::hex::{DisplayHex, FromHex};
 use crate::types::{signet_magic, Network, UnknownNetwork};
 
 pub use electrum::{ElectrumConfig, SERVER_SOFTWARE};
+pub use error::ConfigError;
 pub use options::{FileConfig, Flags};
 pub use p2p::P2pConfig;
 
 /// The index store's block cache when none is configured, MiB.
 pub const DEFAULT_INDEX_CACHE_MB: usize = 256;
-
-/// Errors from reading or checking the configuration.
-#[derive(Debug, thiserror::Error)]
-pub enum ConfigError {
-    /// The config file could not be read.
-    #[error("cannot read config file {path}: {source}")]
-    Read {
-        /// The file that was asked for.
-        path: PathBuf,
-        /// What the OS said.
-        source: std::io::Error,
-    },
-    /// The config file is not valid TOML or has an unknown or mistyped option.
-    #[error("config file {path}: {message}")]
-    Parse {
-        /// The file that was read.
-        path: PathBuf,
-        /// The parser's message, naming the line and the option.
-        message: String,
-    },
-    /// An option has a value that cannot be used.
-    #[error("invalid value for {option}: {message}")]
-    Invalid {
-        /// The option's name.
-        option: &'static str,
-        /// Why the value is wrong.
-        message: String,
-    },
-}
 
 /// Most HTTP connections at once unless `http_max_connections` says otherwise.
 pub const DEFAULT_HTTP_MAX_CONNECTIONS: usize = 256;
@@ -258,6 +231,17 @@ fn positive(option: &'static str, v: usize) -> Result<usize, ConfigError> {
     Ok(v)
 }
 
+impl Flags {
+    /// The settings: these flags over the config file (if one is given) over the defaults.
+    pub fn settings(&self) -> Result<Settings, ConfigError> {
+        let file = match &self.config {
+            Some(path) => FileConfig::load(path)?,
+            None => FileConfig::default(),
+        };
+        Settings::resolve(file, self.options())
+    }
+}
+
 /// The Electrum server's settings: the network's defaults under the options.
 fn electrum_config(network: Network, o: &FileConfig) -> Result<ElectrumConfig, ConfigError> {
     let mut electrum = ElectrumConfig::defaults(network);
@@ -422,6 +406,7 @@ pub fn default_datadir() -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use clap::Parser;
     use std::path::Path;
 
     #[test]
@@ -596,5 +581,75 @@ mod tests {
             ..Default::default()
         };
         assert!(Settings::resolve(FileConfig::default(), over).is_err());
+    }
+
+    #[test]
+    fn flags_take_lists_booleans_and_bare_listeners() {
+        let flags = parse(&[
+            "--connect=127.0.0.1:1",
+            "--connect",
+            "127.0.0.1:2,127.0.0.1:3",
+            "--no-listen",
+            "--dnsseed=false",
+            "--block-filters",
+            "--electrum-max-batch",
+            "7",
+            "--electrum-tls-addr",
+        ])
+        .unwrap();
+        let s = Settings::resolve(FileConfig::default(), flags.options()).unwrap();
+        assert_eq!(s.p2p.connect.len(), 3);
+        assert_eq!(s.p2p.listen, None);
+        assert!(!s.p2p.dns_seeds && s.block_filters);
+        assert_eq!(s.electrum.max_batch, 7);
+        assert_eq!(
+            s.electrum.tls_addr,
+            Some("127.0.0.1:60402".parse().unwrap())
+        );
+        assert_eq!(
+            parse(&["--p2p-listen"]).unwrap().options.p2p_listen,
+            Some(true)
+        );
+        assert!(parse(&["--dnsseed=maybe"]).is_err());
+        assert!(parse(&["--tls-cert", "/c.pem"]).is_err(), "needs --tls-key");
+    }
+
+    #[test]
+    fn flags_win_over_the_file_option_by_option() {
+        let file = FileConfig::parse(
+            "connect = [\"127.0.0.1:1\"]\naddnode = [\"127.0.0.1:2\"]\np2p_listen = true\n\
+             electrum_max_batch = 5\nmempool_max_mb = 2\n",
+            Path::new("x"),
+        )
+        .unwrap();
+        let flags = parse(&[
+            "--connect=127.0.0.1:3",
+            "--no-listen",
+            "--electrum-max-batch=9",
+        ]);
+        let s = Settings::resolve(file, flags.unwrap().options()).unwrap();
+        assert_eq!(
+            s.p2p.connect,
+            ["127.0.0.1:3".parse::<SocketAddr>().unwrap()]
+        );
+        assert_eq!(
+            s.p2p.addnode,
+            ["127.0.0.1:2".parse::<SocketAddr>().unwrap()]
+        );
+        assert_eq!(s.p2p.listen, None);
+        assert_eq!(s.electrum.max_batch, 9);
+        assert_eq!(s.mempool.max_vbytes, 2_000_000);
+    }
+
+    /// `cairn`'s global flags alone.
+    #[derive(Debug, Parser)]
+    struct Cli {
+        #[command(flatten)]
+        flags: Flags,
+    }
+
+    fn parse(args: &[&str]) -> Result<Flags, clap::Error> {
+        let args = std::iter::once("cairn").chain(args.iter().copied());
+        Cli::try_parse_from(args).map(|cli| cli.flags)
     }
 }

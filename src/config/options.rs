@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use super::{ConfigError, Settings};
+use super::error::ConfigError;
 
 /// Declares [`FileConfig`] from its field list, and with it [`FileConfig::NAMES`] and
 /// [`FileConfig::or`], so that an option is added by adding its field: every field is an
@@ -272,21 +272,12 @@ impl Flags {
         }
         options
     }
-
-    /// The settings: these flags over the config file (if one is given) over the defaults.
-    pub fn settings(&self) -> Result<Settings, ConfigError> {
-        let file = match &self.config {
-            Some(path) => FileConfig::load(path)?,
-            None => FileConfig::default(),
-        };
-        Settings::resolve(file, self.options())
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::{Args, Parser};
+    use clap::Args;
     use std::collections::{BTreeMap, BTreeSet};
 
     /// The flags and environment variables of one option, or of a row that lists several.
@@ -437,75 +428,5 @@ mod tests {
             }
             assert_eq!(names, expected, "{options:?}");
         }
-    }
-
-    /// `cairn`'s global flags alone.
-    #[derive(Debug, Parser)]
-    struct Cli {
-        #[command(flatten)]
-        flags: Flags,
-    }
-
-    fn parse(args: &[&str]) -> Result<Flags, clap::Error> {
-        let args = std::iter::once("cairn").chain(args.iter().copied());
-        Cli::try_parse_from(args).map(|cli| cli.flags)
-    }
-
-    #[test]
-    fn flags_take_lists_booleans_and_bare_listeners() {
-        let flags = parse(&[
-            "--connect=127.0.0.1:1",
-            "--connect",
-            "127.0.0.1:2,127.0.0.1:3",
-            "--no-listen",
-            "--dnsseed=false",
-            "--block-filters",
-            "--electrum-max-batch",
-            "7",
-            "--electrum-tls-addr",
-        ])
-        .unwrap();
-        let s = Settings::resolve(FileConfig::default(), flags.options()).unwrap();
-        assert_eq!(s.p2p.connect.len(), 3);
-        assert_eq!(s.p2p.listen, None);
-        assert!(!s.p2p.dns_seeds && s.block_filters);
-        assert_eq!(s.electrum.max_batch, 7);
-        assert_eq!(
-            s.electrum.tls_addr,
-            Some("127.0.0.1:60402".parse().unwrap())
-        );
-        assert_eq!(
-            parse(&["--p2p-listen"]).unwrap().options.p2p_listen,
-            Some(true)
-        );
-        assert!(parse(&["--dnsseed=maybe"]).is_err());
-        assert!(parse(&["--tls-cert", "/c.pem"]).is_err(), "needs --tls-key");
-    }
-
-    #[test]
-    fn flags_win_over_the_file_option_by_option() {
-        let file = FileConfig::parse(
-            "connect = [\"127.0.0.1:1\"]\naddnode = [\"127.0.0.1:2\"]\np2p_listen = true\n\
-             electrum_max_batch = 5\nmempool_max_mb = 2\n",
-            Path::new("x"),
-        )
-        .unwrap();
-        let flags = parse(&[
-            "--connect=127.0.0.1:3",
-            "--no-listen",
-            "--electrum-max-batch=9",
-        ]);
-        let s = Settings::resolve(file, flags.unwrap().options()).unwrap();
-        assert_eq!(
-            s.p2p.connect,
-            ["127.0.0.1:3".parse::<SocketAddr>().unwrap()]
-        );
-        assert_eq!(
-            s.p2p.addnode,
-            ["127.0.0.1:2".parse::<SocketAddr>().unwrap()]
-        );
-        assert_eq!(s.p2p.listen, None);
-        assert_eq!(s.electrum.max_batch, 9);
-        assert_eq!(s.mempool.max_vbytes, 2_000_000);
     }
 }

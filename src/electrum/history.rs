@@ -11,7 +11,7 @@ use super::backend::Backend;
 use super::methods::{backend_err, history_entries_text, view_err, Ctx, MAX_BUFFERED_HISTORY};
 use super::rpc::{error_value, RpcError};
 use crate::index::query::{QueryError, HISTORY_PAGE};
-use crate::types::{ScriptHash, TxNum};
+use crate::types::ScriptHash;
 use crate::view::{CostMeter, ViewError};
 
 impl Ctx<'_> {
@@ -85,16 +85,16 @@ impl HistoryJob {
     fn answer(&self, meter: &CostMeter, tx: &mpsc::Sender<Piece>) {
         let limit = self.backend.config.max_history;
         let chain = self.backend.model.metered_view(meter);
-        let view = chain.index();
         let mempool = chain.mempool_entries(&self.sh);
-        let counted = view.history_len(&self.sh, TxNum(0), limit).and_then(|n| {
-            match n + mempool.len() > limit {
-                true => Err(QueryError::TooLarge { limit }),
-                false => Ok(n),
-            }
-        });
+        let counted =
+            chain
+                .confirmed_len(&self.sh, limit)
+                .and_then(|n| match n + mempool.len() > limit {
+                    true => Err(QueryError::TooLarge { limit }.into()),
+                    false => Ok(n),
+                });
         if let Err(e) = counted {
-            let mut err = backend_err(e);
+            let mut err = view_err(e);
             if err.code == super::rpc::HISTORY_TOO_LARGE && !self.v17 {
                 err.code = super::rpc::BAD_REQUEST;
             }
@@ -109,7 +109,7 @@ impl HistoryJob {
             .config
             .stream_history_from
             .clamp(1, HISTORY_PAGE);
-        let sent = view.history_pages(&self.sh, TxNum(0), page, |page| {
+        let sent = chain.confirmed_pages(&self.sh, page, |page| {
             let entries: Vec<_> = page
                 .iter()
                 .map(|e| (e.txid, i64::from(e.height), None))

@@ -447,9 +447,8 @@ impl Ctx<'_> {
         height: Option<u64>,
     ) -> Result<TxPosition, RpcError> {
         let pos = view
-            .index()
             .tx_position(&txid)
-            .map_err(backend_err)?
+            .map_err(view_err)?
             .ok_or_else(|| RpcError::bad_request(format!("transaction {txid} is not confirmed")))?;
         if let Some(asked) = height {
             if asked != u64::from(pos.height) {

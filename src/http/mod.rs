@@ -22,7 +22,7 @@ use hyper::{Method, Request, Response, StatusCode};
 use serde_json::{json, Value};
 use tokio::net::TcpListener;
 
-use crate::index::Index;
+use crate::view::{ChainView, FilterState};
 pub use context::{HttpContext, HttpError};
 pub use serve::answer_with;
 use serve::{serve, with_cors, REQUEST_TIMEOUT};
@@ -270,20 +270,20 @@ fn answer(
     if method != Method::GET {
         return error(StatusCode::METHOD_NOT_ALLOWED, "only GET is served");
     }
-    filter_answer(ctx.model.index(), path, query)
+    filter_answer(&ctx.model.view(), path, query)
 }
 
 /// Answers one GET request for filters.
-fn filter_answer(index: &Index, path: &str, query: Option<&str>) -> Response<Full<Bytes>> {
-    if !index.filters_enabled() {
-        return error(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "block filters are turned off (block_filters = false)",
-        );
-    }
-    match index.filters_ready() {
-        Ok(true) => {}
-        Ok(false) => {
+fn filter_answer(view: &ChainView, path: &str, query: Option<&str>) -> Response<Full<Bytes>> {
+    match view.filter_state() {
+        Ok(FilterState::Ready) => {}
+        Ok(FilterState::Off) => {
+            return error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "block filters are turned off (block_filters = false)",
+            )
+        }
+        Ok(FilterState::Building) => {
             return error(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "filters are still being built",
@@ -293,11 +293,11 @@ fn filter_answer(index: &Index, path: &str, query: Option<&str>) -> Response<Ful
     }
     if let Some(hash) = path.strip_prefix("/filter/") {
         crate::metrics::metrics().bip157_request("cfilters", "http");
-        return filter(index, hash);
+        return filter(view, hash);
     }
     if path == "/filterheaders" {
         crate::metrics::metrics().bip157_request("cfheaders", "http");
-        return filter_headers(index, query.unwrap_or(""));
+        return filter_headers(view, query.unwrap_or(""));
     }
     error(
         StatusCode::NOT_FOUND,
@@ -307,24 +307,24 @@ fn filter_answer(index: &Index, path: &str, query: Option<&str>) -> Response<Ful
 
 /// `GET /filter/{blockhash}`: the block's basic filter and filter header, as bitcoind's
 /// `getblockfilter` gives them, with the height.
-fn filter(index: &Index, hash_text: &str) -> Response<Full<Bytes>> {
+fn filter(view: &ChainView, hash_text: &str) -> Response<Full<Bytes>> {
     let Ok(hash) = hash_text.parse::<BlockHash>() else {
         return error(StatusCode::BAD_REQUEST, "not a block hash (64 hex digits)");
     };
-    let Some(height) = index.with_chain(|c| c.height_of_hash(&hash)) else {
+    let Some(height) = view.height_of(&hash) else {
         return error(
             StatusCode::NOT_FOUND,
             format!("block {hash} is not in the indexed chain"),
         );
     };
-    match index.filter_at(height) {
-        Ok(Some(row)) => reply(
+    match view.block_filter(height) {
+        Ok(Some(found)) => reply(
             StatusCode::OK,
             json!({
                 "blockhash": hash.to_string(),
                 "height": height,
-                "filter": row.filter.to_lower_hex_string(),
-                "header": row.header.to_string(),
+                "filter": found.filter.to_lower_hex_string(),
+                "header": found.header.to_string(),
             }),
         ),
         Ok(None) => error(StatusCode::NOT_FOUND, format!("no filter for block {hash}")),
@@ -334,36 +334,12 @@ fn filter(index: &Index, hash_text: &str) -> Response<Full<Bytes>> {
 
 /// `GET /filterheaders?start=H&count=N`: the filter headers of heights `H..H+N` (fewer at the
 /// tip), each with its block hash.
-fn filter_headers(index: &Index, query: &str) -> Response<Full<Bytes>> {
-    let mut start = None;
-    let mut count = None;
-    for pair in query.split('&').filter(|p| !p.is_empty()) {
-        let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
-        let parsed = value.parse::<u32>().ok();
-        match key {
-            "start" => start = Some(parsed),
-            "count" => count = Some(parsed),
-            other => {
-                return error(
-                    StatusCode::BAD_REQUEST,
-                    format!("unknown parameter {other:?}"),
-                )
-            }
-        }
-    }
-    let (Some(Some(start)), Some(Some(count))) = (start, count) else {
-        return error(
-            StatusCode::BAD_REQUEST,
-            "needs start and count, both non-negative integers",
-        );
+fn filter_headers(view: &ChainView, query: &str) -> Response<Full<Bytes>> {
+    let (start, count) = match filter_headers_query(query) {
+        Ok(asked) => asked,
+        Err(message) => return error(StatusCode::BAD_REQUEST, message),
     };
-    if count == 0 || count > MAX_FILTER_HEADERS {
-        return error(
-            StatusCode::BAD_REQUEST,
-            format!("count must be 1 to {MAX_FILTER_HEADERS}"),
-        );
-    }
-    let Some(tip) = index.tip().map(|(h, _)| h) else {
+    let Some((tip, _)) = view.tip() else {
         return reply(StatusCode::OK, json!([]));
     };
     if start > tip {
@@ -372,16 +348,37 @@ fn filter_headers(index: &Index, query: &str) -> Response<Full<Bytes>> {
             format!("start {start} is above the tip {tip}"),
         );
     }
-    let end = start.saturating_add(count - 1).min(tip);
-    let rows = match index.filter_rows(start, end) {
-        Ok(rows) => rows.unwrap_or_default(),
+    let headers = match view.filter_headers(start, count) {
+        Ok(headers) => headers,
         Err(e) => return error(StatusCode::INTERNAL_SERVER_ERROR, e),
     };
-    let out: Vec<Value> = (start..)
-        .zip(rows)
-        .map(|(height, (hash, row))| json!({"height": height, "blockhash": hash.to_string(), "header": row.header.to_string()}))
+    let out: Vec<Value> = headers
+        .into_iter()
+        .map(|(height, hash, header)| json!({"height": height, "blockhash": hash.to_string(), "header": header.to_string()}))
         .collect();
     reply(StatusCode::OK, Value::Array(out))
+}
+
+/// `start` and `count` of a `/filterheaders` query, or what is wrong with it.
+fn filter_headers_query(query: &str) -> Result<(u32, u32), String> {
+    let mut start = None;
+    let mut count = None;
+    for pair in query.split('&').filter(|p| !p.is_empty()) {
+        let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+        let parsed = value.parse::<u32>().ok();
+        match key {
+            "start" => start = Some(parsed),
+            "count" => count = Some(parsed),
+            other => return Err(format!("unknown parameter {other:?}")),
+        }
+    }
+    let (Some(Some(start)), Some(Some(count))) = (start, count) else {
+        return Err("needs start and count, both non-negative integers".into());
+    };
+    if count == 0 || count > MAX_FILTER_HEADERS {
+        return Err(format!("count must be 1 to {MAX_FILTER_HEADERS}"));
+    }
+    Ok((start, count))
 }
 
 #[cfg(test)]

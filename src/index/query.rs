@@ -15,8 +15,8 @@ use super::chain::IndexedChain;
 use super::{Index, IndexError};
 use crate::kernel::blockfiles::FilePos;
 use crate::store::schema::{
-    cf, scripthash_prefix, BlockPosRow, BlockRow, HistoryKey, OutPointNum, RowError, SpentRow,
-    TxRow, TxidKey, UtxoKey,
+    cf, meta, scripthash_prefix, BlockPosRow, BlockRow, FilterRow, HistoryKey, OutPointNum,
+    RowError, SpentRow, TxRow, TxidKey, UtxoKey,
 };
 use crate::store::StoreError;
 use crate::types::{ScriptHash, TxNum, TXNUM_LEN};
@@ -587,6 +587,40 @@ impl IndexView<'_> {
                 out.len()
             ))
             .into());
+        }
+        Ok(Some(out))
+    }
+
+    /// Whether every block of this view has its BIP158 filter (false when filters are off, or
+    /// while a store upgraded from schema 1 is still building them).
+    pub fn filters_ready(&self) -> Result<bool, QueryError> {
+        Ok(self.index.filters_enabled() && self.get(cf::META, meta::FILTER_BACKFILL)?.is_none())
+    }
+
+    /// The filter and filter header of the view's block at `height`.
+    pub fn filter_at(&self, height: u32) -> Result<Option<FilterRow>, QueryError> {
+        if self.chain.hash(height).is_none() {
+            return Ok(None);
+        }
+        match self.get(cf::FILTERS, &FilterRow::key(height))? {
+            Some(bytes) => Ok(Some(FilterRow::decode(&bytes)?)),
+            None => Ok(None),
+        }
+    }
+
+    /// The block hash and filter row of every height in `start..=stop` of the view's chain;
+    /// `None` if a height is beyond the view's tip or has no row.
+    pub fn filter_rows(
+        &self,
+        start: u32,
+        stop: u32,
+    ) -> Result<Option<Vec<(BlockHash, FilterRow)>>, QueryError> {
+        let mut out = Vec::with_capacity(stop.saturating_sub(start) as usize + 1);
+        for h in start..=stop {
+            match (self.chain.hash(h), self.filter_at(h)?) {
+                (Some(hash), Some(row)) => out.push((hash, row)),
+                _ => return Ok(None),
+            }
         }
         Ok(Some(out))
     }

@@ -11,6 +11,7 @@ mod rejection;
 mod tests;
 
 use std::collections::{HashMap, HashSet};
+use std::path::Path;
 use std::sync::{PoisonError, RwLock};
 
 use bitcoin::constants::COINBASE_MATURITY;
@@ -21,6 +22,8 @@ use crate::index::Index;
 
 use crate::types::ScriptHash;
 pub use coins::{CoinError, CoinSource};
+use persist::MempoolFile;
+pub use persist::{LoadStats, PersistError};
 pub use policy::{MAX_PACKAGE_COUNT, MIN_RELAY_FEERATE};
 pub use rejection::Rejection;
 
@@ -338,6 +341,61 @@ impl Mempool {
 
     fn write(&self) -> std::sync::RwLockWriteGuard<'_, Inner> {
         self.inner.write().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Saves the mempool to `path` in Core's `mempool.dat` format, parents before children;
+    /// returns how many transactions were written.
+    pub fn save(&self, path: &Path) -> Result<usize, PersistError> {
+        let txs = self
+            .read()
+            .txs
+            .values()
+            .map(|e| (e.tx.clone(), e.time))
+            .collect();
+        persist::save(txs, path)
+    }
+
+    /// Loads a saved mempool, each transaction checked as a new one would be and handed to
+    /// `on_accepted` once in; those older than [`persist::EXPIRY_SECS`] are skipped. `None`
+    /// without a file.
+    pub fn load(
+        &self,
+        index: &Index,
+        path: &Path,
+        mut on_accepted: impl FnMut(Accepted),
+    ) -> Result<Option<LoadStats>, PersistError> {
+        let Some(file) = MempoolFile::open(path)? else {
+            return Ok(None);
+        };
+        let name = file.name().to_string();
+        let oldest = persist::now() - persist::EXPIRY_SECS;
+        let mut stats = LoadStats::default();
+        for entry in file {
+            let (tx, time) = entry?;
+            if time <= oldest {
+                stats.expired += 1;
+                continue;
+            }
+            let raw = bitcoin::consensus::serialize(&tx);
+            match self.accept_with(&raw, index, true, time) {
+                Ok(accepted) => {
+                    stats.accepted += 1;
+                    on_accepted(accepted);
+                }
+                Err(Rejection::AlreadyKnown | Rejection::AlreadyInMempool) => {
+                    stats.already_there += 1
+                }
+                Err(Rejection::Backend(e)) => {
+                    let message = format!("the index cannot answer: {e}");
+                    return Err(persist::format_error(&name, message));
+                }
+                Err(e) => {
+                    tracing::debug!("{name}: transaction {} not loaded: {e}", tx.compute_txid());
+                    stats.failed += 1;
+                }
+            }
+        }
+        Ok(Some(stats))
     }
 
     /// Checks a transaction and adds it.

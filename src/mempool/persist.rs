@@ -1,17 +1,16 @@
 //! The mempool kept across restarts, in Bitcoin Core's `mempool.dat` format (`DumpMempool` and
 //! `LoadMempool`, `node/mempool_persist.cpp`): version 2 with a random obfuscation key when
 //! written, versions 1 and 2 when read, so a file Core saved loads here and one saved here loads
-//! in Core (`importmempool`). Loaded transactions go through every check of a new one.
+//! in Core (`importmempool`). This is the file alone; the mempool saves itself through it and
+//! checks every loaded transaction as a new one ([`super::Mempool::load`]).
 
+use std::collections::HashMap;
 use std::fs::File;
 use std::io::{BufReader, BufWriter, Read, Write};
 use std::path::Path;
 
 use bitcoin::consensus::{Decodable, Encodable};
 use bitcoin::{Transaction, Txid, VarInt};
-
-use super::{Accepted, Mempool, Rejection};
-use crate::index::Index;
 
 /// The file version without obfuscation (Core's `MEMPOOL_DUMP_VERSION_NO_XOR_KEY`).
 const VERSION_PLAIN: u64 = 1;
@@ -97,14 +96,14 @@ impl<W: Write> Write for Obfuscated<W> {
     }
 }
 
-/// Saves the mempool to `path` (through `path.new`, synced, then renamed over it, as Core), parents
-/// before children; returns how many transactions were written.
-pub fn save(mempool: &Mempool, path: &Path) -> Result<usize, PersistError> {
+/// Writes `txs` (each with its entry time) to `path`, parents before children (through
+/// `path.new`, synced, then renamed over it, as Core); returns how many were written.
+pub fn save(txs: Vec<(Transaction, i64)>, path: &Path) -> Result<usize, PersistError> {
     let io = |source| PersistError::Io {
         path: path.display().to_string(),
         source,
     };
-    let txs = parents_first(mempool);
+    let txs = parents_first(txs);
     let tmp = path.with_extension("dat.new");
     let file = File::create(&tmp).map_err(io)?;
     let key: [u8; 8] = rand::random();
@@ -145,36 +144,38 @@ fn write_all<W: Write>(
     bitcoin::io::Write::flush(out)
 }
 
-/// The mempool's transactions with their entry times, each after the mempool parents it spends.
-fn parents_first(mempool: &Mempool) -> Vec<(Transaction, i64)> {
-    let inner = mempool.read();
-    let mut done: std::collections::HashSet<Txid> = std::collections::HashSet::new();
-    let mut order = Vec::with_capacity(inner.txs.len());
-    for start in inner.txs.keys() {
+/// The same transactions, each after those of them it spends.
+fn parents_first(txs: Vec<(Transaction, i64)>) -> Vec<(Transaction, i64)> {
+    let by_txid: HashMap<Txid, usize> = txs
+        .iter()
+        .enumerate()
+        .map(|(i, (tx, _))| (tx.compute_txid(), i))
+        .collect();
+    let mut done = vec![false; txs.len()];
+    let mut order = Vec::with_capacity(txs.len());
+    for start in 0..txs.len() {
         // Depth-first, a parent before its child, without recursion (chains can be long).
-        let mut stack = vec![(*start, false)];
-        while let Some((txid, parents_done)) = stack.pop() {
-            if done.contains(&txid) {
+        let mut stack = vec![(start, false)];
+        while let Some((i, parents_done)) = stack.pop() {
+            if done[i] {
                 continue;
             }
-            let Some(entry) = inner.txs.get(&txid) else {
-                continue;
-            };
             if parents_done {
-                done.insert(txid);
-                order.push((entry.tx.clone(), entry.time));
+                done[i] = true;
+                order.push(i);
                 continue;
             }
-            stack.push((txid, true));
-            for input in &entry.tx.input {
-                let parent = input.previous_output.txid;
-                if inner.txs.contains_key(&parent) && !done.contains(&parent) {
-                    stack.push((parent, false));
+            stack.push((i, true));
+            for input in &txs[i].0.input {
+                match by_txid.get(&input.previous_output.txid) {
+                    Some(&parent) if !done[parent] => stack.push((parent, false)),
+                    _ => {}
                 }
             }
         }
     }
-    order
+    let mut slots: Vec<Option<(Transaction, i64)>> = txs.into_iter().map(Some).collect();
+    order.into_iter().filter_map(|i| slots[i].take()).collect()
 }
 
 /// Reads the version and, in version 2, the obfuscation key; returns the key and where the
@@ -204,64 +205,145 @@ fn read_header(file: &mut File) -> std::io::Result<([u8; 8], u64)> {
     }
 }
 
-/// Loads `path` into the mempool, each transaction checked as a new one would be and handed to
-/// `on_accepted` once in; those older than [`EXPIRY_SECS`] are skipped. `None` without a file.
-/// Reads as it goes: memory is bounded by the mempool's own limit, not by what the file claims.
-pub fn load(
-    mempool: &Mempool,
-    index: &Index,
-    path: &Path,
-    mut on_accepted: impl FnMut(Accepted),
-) -> Result<Option<LoadStats>, PersistError> {
-    let name = path.display().to_string();
-    let io = |source| PersistError::Io {
-        path: name.clone(),
-        source,
-    };
-    let mut file = match File::open(path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(io(e)),
-    };
-    let format = |message: String| PersistError::Format {
-        path: name.clone(),
-        message,
-    };
-    let (key, pos) = read_header(&mut file).map_err(|e| match e.kind() {
-        std::io::ErrorKind::InvalidData => format(e.to_string()),
-        _ => io(e),
-    })?;
-    let mut input = bitcoin::io::FromStd::new(BufReader::new(Obfuscated {
-        inner: file,
-        key,
-        pos,
-    }));
-    let count = u64::consensus_decode(&mut input).map_err(|e| format(e.to_string()))?;
-    let oldest = now() - EXPIRY_SECS;
-    let mut stats = LoadStats::default();
-    for _ in 0..count {
-        let tx = Transaction::consensus_decode(&mut input).map_err(|e| format(e.to_string()))?;
-        let time = i64::consensus_decode(&mut input).map_err(|e| format(e.to_string()))?;
-        let _fee_delta = i64::consensus_decode(&mut input).map_err(|e| format(e.to_string()))?;
-        if time <= oldest {
-            stats.expired += 1;
-            continue;
+/// A saved mempool being read: each transaction with its entry time, read as it goes, so memory
+/// is bounded by what the reader keeps, not by what the file claims.
+pub struct MempoolFile {
+    input: bitcoin::io::FromStd<BufReader<Obfuscated<File>>>,
+    left: u64,
+    name: String,
+}
+
+impl MempoolFile {
+    /// Opens `path` and reads its header; `None` without a file.
+    pub fn open(path: &Path) -> Result<Option<MempoolFile>, PersistError> {
+        let name = path.display().to_string();
+        let io = |source| PersistError::Io {
+            path: name.clone(),
+            source,
+        };
+        let mut file = match File::open(path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(io(e)),
+        };
+        let (key, pos) = read_header(&mut file).map_err(|e| match e.kind() {
+            std::io::ErrorKind::InvalidData => format_error(&name, e),
+            _ => io(e),
+        })?;
+        let mut input = bitcoin::io::FromStd::new(BufReader::new(Obfuscated {
+            inner: file,
+            key,
+            pos,
+        }));
+        let left = u64::consensus_decode(&mut input).map_err(|e| format_error(&name, e))?;
+        Ok(Some(MempoolFile { input, left, name }))
+    }
+
+    /// The file's name, for messages.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn next_entry(&mut self) -> Result<(Transaction, i64), PersistError> {
+        let name = &self.name;
+        let tx =
+            Transaction::consensus_decode(&mut self.input).map_err(|e| format_error(name, e))?;
+        let time = i64::consensus_decode(&mut self.input).map_err(|e| format_error(name, e))?;
+        let _fee_delta =
+            i64::consensus_decode(&mut self.input).map_err(|e| format_error(name, e))?;
+        Ok((tx, time))
+    }
+}
+
+impl Iterator for MempoolFile {
+    type Item = Result<(Transaction, i64), PersistError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.left == 0 {
+            return None;
         }
-        let raw = bitcoin::consensus::serialize(&tx);
-        match mempool.accept_with(&raw, index, true, time) {
-            Ok(accepted) => {
-                stats.accepted += 1;
-                on_accepted(accepted);
-            }
-            Err(Rejection::AlreadyKnown | Rejection::AlreadyInMempool) => stats.already_there += 1,
-            Err(Rejection::Backend(e)) => {
-                return Err(format(format!("the index cannot answer: {e}")))
-            }
-            Err(e) => {
-                tracing::debug!("{name}: transaction {} not loaded: {e}", tx.compute_txid());
-                stats.failed += 1;
-            }
+        self.left -= 1;
+        let entry = self.next_entry();
+        if entry.is_err() {
+            // Nothing after a damaged entry can be read in step.
+            self.left = 0;
+        }
+        Some(entry)
+    }
+}
+
+/// A file that is not what it should be.
+pub fn format_error(name: &str, message: impl std::fmt::Display) -> PersistError {
+    PersistError::Format {
+        path: name.to_string(),
+        message: message.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bitcoin::{absolute, transaction, Amount, OutPoint, ScriptBuf, TxIn, TxOut};
+
+    /// A transaction spending `parents`' first outputs (or a made-up coin), told apart by `tag`.
+    fn spending(parents: &[&Transaction], tag: u64) -> Transaction {
+        let mut input: Vec<TxIn> = parents
+            .iter()
+            .map(|p| TxIn {
+                previous_output: OutPoint::new(p.compute_txid(), 0),
+                ..TxIn::default()
+            })
+            .collect();
+        if input.is_empty() {
+            input.push(TxIn::default());
+        }
+        Transaction {
+            version: transaction::Version::TWO,
+            lock_time: absolute::LockTime::ZERO,
+            input,
+            output: vec![TxOut {
+                value: Amount::from_sat(tag),
+                script_pubkey: ScriptBuf::new(),
+            }],
         }
     }
-    Ok(Some(stats))
+
+    #[test]
+    fn parents_first_puts_every_transaction_after_those_it_spends() {
+        let a = spending(&[], 1);
+        let b = spending(&[&a], 2);
+        let c = spending(&[&b, &a], 3);
+        let lone = spending(&[], 4);
+        let given = vec![
+            (c.clone(), 3),
+            (lone.clone(), 4),
+            (b.clone(), 2),
+            (a.clone(), 1),
+        ];
+        let order: Vec<i64> = parents_first(given).into_iter().map(|(_, t)| t).collect();
+        assert_eq!(order.len(), 4, "each once: {order:?}");
+        let at = |t: i64| order.iter().position(|&x| x == t).unwrap();
+        assert!(at(1) < at(2) && at(2) < at(3), "{order:?}");
+    }
+
+    #[test]
+    fn a_saved_file_reads_back_entry_by_entry() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("mempool.dat");
+        let a = spending(&[], 1);
+        let b = spending(&[&a], 2);
+        assert_eq!(
+            save(vec![(b.clone(), 20), (a.clone(), 10)], &path).unwrap(),
+            2
+        );
+        let read: Vec<(Transaction, i64)> = MempoolFile::open(&path)
+            .unwrap()
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(read, vec![(a, 10), (b, 20)]);
+        assert!(MempoolFile::open(&dir.path().join("none.dat"))
+            .unwrap()
+            .is_none());
+    }
 }

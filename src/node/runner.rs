@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use super::durability::FlushWatch;
 use crate::index::{Index, IndexError, SyncStats};
 use crate::kernel::{KernelEvent, Validator};
-use crate::mempool::{persist, Mempool};
+use crate::mempool::Mempool;
 use crate::notify::{Changes, Notifier};
 
 /// A running indexer thread.
@@ -149,9 +149,7 @@ fn run(
 /// Loads a saved mempool (once the index is at the kernel's tip, which its checks need); a
 /// damaged file costs what it held, never the start.
 fn load_mempool(pool: &Mempool, index: &Index, path: &std::path::Path, notifier: &Notifier) {
-    match persist::load(pool, index, path, |accepted| {
-        notifier.accepted(index, accepted)
-    }) {
+    match pool.load(index, path, |accepted| notifier.accepted(index, accepted)) {
         Ok(None) => {}
         Ok(Some(s)) => tracing::info!(
             "loaded the saved mempool: {} accepted, {} failed, {} expired, {} already there",

@@ -12,7 +12,7 @@ use super::cache::Cached;
 use super::model::{ChainView, StatusState, ViewError};
 use super::status;
 use super::tx::FoundTx;
-use crate::index::query::{QueryError, HISTORY_PAGE};
+use crate::index::query::{HistoryEntry, QueryError, HISTORY_PAGE};
 use crate::types::{ScriptHash, TxNum};
 
 /// One entry of a script's history: confirmed (`fee: None`, the block height) or in the mempool
@@ -146,6 +146,42 @@ impl ChainView<'_> {
         );
         all.extend(mempool.iter().map(|m| (m.txid, m.height, Some(m.fee))));
         Ok(all)
+    }
+
+    /// How many confirmed entries a script's history has; `TooLarge` past `limit`. Reads
+    /// keys only.
+    pub fn confirmed_len(&self, sh: &ScriptHash, limit: usize) -> Result<usize, ViewError> {
+        Ok(self.index.history_len(sh, TxNum(0), limit)?)
+    }
+
+    /// Visits a script's confirmed history in chain order, in pages of at most `page` entries;
+    /// stops early when `visit` returns `false`. For answers streamed as they are read.
+    pub fn confirmed_pages(
+        &self,
+        sh: &ScriptHash,
+        page: usize,
+        visit: impl FnMut(&[HistoryEntry]) -> Result<bool, QueryError>,
+    ) -> Result<(), ViewError> {
+        Ok(self.index.history_pages(sh, TxNum(0), page, visit)?)
+    }
+
+    /// One page of a script's confirmed history, newest first: at most `limit` entries, all
+    /// older than `last_seen` when it is given. `None` when `last_seen` is not in the history
+    /// (Esplora then answers an empty page).
+    pub fn confirmed_page(
+        &self,
+        sh: &ScriptHash,
+        last_seen: Option<&Txid>,
+        limit: usize,
+    ) -> Result<Option<Vec<HistoryEntry>>, ViewError> {
+        let below = match last_seen {
+            Some(txid) => match self.index.history_txnum(sh, txid)? {
+                Some(txnum) => Some(txnum),
+                None => return Ok(None),
+            },
+            None => None,
+        };
+        Ok(Some(self.index.history_newest(sh, below, limit)?))
     }
 
     /// A script's mempool entries in protocol order: (txid, height 0 or -1, fee).

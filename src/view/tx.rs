@@ -224,6 +224,16 @@ impl ChainView<'_> {
         }))
     }
 
+    /// Where a confirmed transaction of the view's chain is.
+    pub fn tx_position(&self, txid: &Txid) -> Result<Option<TxPosition>, ViewError> {
+        Ok(self.index.tx_position(txid)?)
+    }
+
+    /// The txids of the view's block at `height`, in block order.
+    pub fn block_txids(&self, height: u32) -> Result<Option<Vec<Txid>>, ViewError> {
+        Ok(self.index.block_txids(height)?)
+    }
+
     /// The txid at position `pos` of the block at `height` with its merkle branch; `Ok(None)`
     /// when the block has no such position, `Err` when there is no such block.
     pub fn txid_at(

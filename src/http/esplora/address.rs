@@ -104,15 +104,10 @@ fn history(
         Vec::new()
     };
     let view = ctx.model.view();
-    let below = match last_seen {
-        Some(txid) => match view.index().history_txnum(sh, &txid)? {
-            Some(txnum) => Some(txnum),
-            // As Esplora: a last seen transaction that is not in the history ends it.
-            None => return json(&Vec::<TxValue>::new()),
-        },
-        None => None,
+    // As Esplora: a last seen transaction that is not in the history ends it.
+    let Some(entries) = view.confirmed_page(sh, last_seen.as_ref(), TXS_PER_PAGE)? else {
+        return json(&Vec::<TxValue>::new());
     };
-    let entries = view.index().history_newest(sh, below, TXS_PER_PAGE)?;
     let confirmed: HashSet<Txid> = entries.iter().map(|e| e.txid).collect();
     let mut page: Vec<TxValue> = unconfirmed
         .into_iter()

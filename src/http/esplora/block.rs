@@ -152,9 +152,7 @@ pub fn status(ctx: &HttpContext, hash: &BlockHash) -> Reply {
 fn block_txids(ctx: &HttpContext, hash: &BlockHash) -> Result<Vec<Txid>, Failure> {
     let view = ctx.model.view();
     let height = height_of(&view, hash)?;
-    view.index()
-        .block_txids(height)?
-        .ok_or_else(block_not_found)
+    view.block_txids(height)?.ok_or_else(block_not_found)
 }
 
 /// `GET /block/:hash/txids`.
