@@ -10,6 +10,11 @@
 #       turn; examples/electrum_load
 #       replays REQUESTS (default 40) requests of KIND (default "get_history huge", see
 #       electrum_load's mix) from one client; the median latency of each run is the sample.
+#   WALLET_ADDRESSES=1000 contrib/bench/ab.sh esplora BIN_A BIN_B [BLOCKS] [TXS_PER_BLOCK] [RUNS] [KIND] [REQUESTS]
+#       one index (built by B) served by each binary in turn over HTTP; REQUESTS (default 40)
+#       `GET /address/:a/txs` of the address with the largest history (KIND large, the default)
+#       or of one with a small history (KIND small), after 20 untimed; the p50 of each run is
+#       the sample. The chain must pay a wallet (WALLET_ADDRESSES), as esplora.sh's does.
 # Keep a copy of a build before changing the code: cp "$CARGO_TARGET_DIR/release/cairn" /tmp/a.
 set -eu
 cd "$(dirname "$0")/../.."
@@ -23,7 +28,7 @@ KIND=${7:-get_history huge}
 REQUESTS=${8:-40}
 . contrib/bench/lib.sh
 bench_setup --example electrum_load
-trap 'kill "${PID:-}" 2>/dev/null; rm -rf "$WORK"' EXIT INT TERM
+trap 'kill "${PID:-}" 2>/dev/null || true; rm -rf "$WORK"' EXIT INT TERM
 import_with() {
   rm -rf "$WORK/d"
   start=$(date +%s.%N)
@@ -41,6 +46,49 @@ query_with() { # $1 = binary, $2 = its datadir
   kill "$PID"; wait "$PID" 2>/dev/null || true
   awk -v ms="$p50" 'BEGIN { printf "%.6f\n", ms / 1000 }'
 }
+esplora_with() { # $1 = binary, $2 = its datadir
+  "$1" --datadir "$2" --admin-addr 127.0.0.1:0 --electrum-addr 127.0.0.1:29181 \
+    --http-addr 127.0.0.1:29183 --no-listen run >"$WORK/serve.log" 2>&1 &
+  PID=$!
+  until [ "$(curl -s http://127.0.0.1:29183/blocks/tip/height)" = "$BLOCKS" ]; do sleep 0.2; done
+  p50=$(python3 - 29183 "$KIND" "$REQUESTS" "$BLOCKS" <<'PY'
+import http.client, json, sys, time
+port, kind, n, blocks = int(sys.argv[1]), sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+conn = http.client.HTTPConnection("127.0.0.1", port)
+def get(path):
+    conn.request("GET", path)
+    r = conn.getresponse()
+    body = r.read()
+    if r.status != 200:
+        raise SystemExit(f"{path}: {r.status} {body[:200]!r}")
+    return body
+# As esplora.sh: the address paid most often in 100 blocks spread over the chain, or a payee
+# of the tip's last transaction.
+if kind == "large":
+    paid = {}
+    for h in range(1, blocks + 1, max(1, blocks // 100)):
+        for t in json.loads(get(f"/block/{get(f'/block-height/{h}').decode()}/txs")):
+            for o in t["vout"]:
+                if "scriptpubkey_address" in o:
+                    paid[o["scriptpubkey_address"]] = paid.get(o["scriptpubkey_address"], 0) + 1
+    address = max(paid, key=paid.get)
+else:
+    tip = get("/blocks/tip/hash").decode()
+    address = next(o["scriptpubkey_address"] for t in reversed(json.loads(get(f"/block/{tip}/txs"))) for o in t["vout"] if "scriptpubkey_address" in o)
+for _ in range(20):
+    get(f"/address/{address}/txs")
+times = []
+for _ in range(n):
+    start = time.perf_counter()
+    get(f"/address/{address}/txs")
+    times.append(time.perf_counter() - start)
+times.sort()
+print(f"{times[len(times) // 2]:.6f}")
+PY
+)
+  kill "$PID"; wait "$PID" 2>/dev/null || true
+  echo "$p50"
+}
 case $MODE in
   import)
     a() { import_with "$BIN_A"; }
@@ -52,5 +100,11 @@ case $MODE in
     a() { query_with "$BIN_A" "$WORK/qa"; }
     b() { query_with "$BIN_B" "$WORK/qb"; }
     compare "A: $BIN_A ($KIND p50)" a "B: $BIN_B ($KIND p50)" b ;;
-  *) echo "usage: $0 import|query BIN_A BIN_B [BLOCKS] [TXS_PER_BLOCK] [RUNS] [KIND] [REQUESTS]" >&2; exit 2 ;;
+  esplora)
+    [ "$KIND" = "get_history huge" ] && KIND=large
+    "$BIN_B" --datadir "$WORK/e" import --quiet --blocks-dir "$CHAIN/blocks" >/dev/null
+    a() { esplora_with "$BIN_A" "$WORK/e"; }
+    b() { esplora_with "$BIN_B" "$WORK/e"; }
+    compare "A: $BIN_A (/address/:a/txs $KIND p50)" a "B: $BIN_B (/address/:a/txs $KIND p50)" b ;;
+  *) echo "usage: $0 import|query|esplora BIN_A BIN_B [BLOCKS] [TXS_PER_BLOCK] [RUNS] [KIND] [REQUESTS]" >&2; exit 2 ;;
 esac
