@@ -1,5 +1,6 @@
 //! The Electrum server's settings.
 
+use super::hosts::HostLimits;
 use crate::types::Network;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -31,6 +32,11 @@ pub struct ElectrumConfig {
     pub idle_timeout: Duration,
     /// Most connections at once.
     pub max_connections: usize,
+    /// Most connections one host or subnet may hold, and the hosts spared.
+    pub hosts: HostLimits,
+    /// A write that makes no progress for this long ends the session (aiorpcX's
+    /// `max_send_delay`, 20 s).
+    pub write_timeout: Duration,
     /// Bytes of answers and notifications queued for all clients together, not yet written;
     /// one client may hold a quarter of it at most.
     pub answer_budget_bytes: usize,
@@ -70,6 +76,9 @@ impl ElectrumConfig {
             max_subscriptions: 50_000,
             idle_timeout: Duration::from_secs(600),
             max_connections: 1_000,
+            // Fulcrum's `max_clients_per_ip`; a subnet may hold four hosts' worth.
+            hosts: HostLimits::new(12, 48),
+            write_timeout: Duration::from_secs(20),
             answer_budget_bytes: 512 << 20,
             max_history: 10_000_000,
             stream_history_from: 4096,

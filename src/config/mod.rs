@@ -2,6 +2,7 @@
 
 mod electrum;
 mod error;
+mod hosts;
 mod options;
 mod p2p;
 
@@ -10,10 +11,11 @@ use std::path::PathBuf;
 
 use bitcoin::hex::{DisplayHex, FromHex};
 
-use crate::types::{signet_magic, Network, UnknownNetwork};
+use crate::types::{signet_magic, Network, Subnet, UnknownNetwork};
 
 pub use electrum::{ElectrumConfig, SERVER_SOFTWARE};
 pub use error::ConfigError;
+pub use hosts::{HostLimits, DEFAULT_EXEMPT};
 pub use options::{FileConfig, Flags};
 pub use p2p::P2pConfig;
 
@@ -71,6 +73,8 @@ pub struct Settings {
     pub http_addr: Option<SocketAddr>,
     /// Most HTTP connections at once.
     pub http_max_connections: usize,
+    /// Most HTTP connections one host or subnet may hold, and the hosts spared.
+    pub http_hosts: HostLimits,
     /// Where `/metrics` is served, if anywhere.
     pub metrics_addr: Option<SocketAddr>,
     /// Whether the status page shows peers' addresses and the data folder.
@@ -109,6 +113,7 @@ impl Settings {
             o.index_cache_mb.unwrap_or(DEFAULT_INDEX_CACHE_MB),
         )?;
         let mempool_max_mb = positive("mempool_max_mb", o.mempool_max_mb.unwrap_or(300) as usize)?;
+        let http_hosts = http_hosts(&o)?;
         Ok(Settings {
             electrum: electrum_config(network, &o)?,
             p2p: p2p_config(network, signet_challenge.is_some(), magic, &o),
@@ -124,6 +129,7 @@ impl Settings {
                 o.http_max_connections
                     .unwrap_or(DEFAULT_HTTP_MAX_CONNECTIONS),
             )?,
+            http_hosts,
             metrics_addr: o.metrics_addr,
             status_page_details: o.status_page_details.unwrap_or(false),
             block_filters: o.block_filters.unwrap_or(true),
@@ -300,6 +306,16 @@ fn electrum_config(network: Network, o: &FileConfig) -> Result<ElectrumConfig, C
             o.electrum_max_history,
             "electrum_max_history",
         ),
+        (
+            &mut electrum.hosts.per_ip,
+            o.electrum_max_connections_per_ip,
+            "electrum_max_connections_per_ip",
+        ),
+        (
+            &mut electrum.hosts.per_subnet,
+            o.electrum_max_connections_per_subnet,
+            "electrum_max_connections_per_subnet",
+        ),
     ];
     for (field, value, option) in limits {
         if let Some(v) = value {
@@ -316,6 +332,14 @@ fn electrum_config(network: Network, o: &FileConfig) -> Result<ElectrumConfig, C
             v as usize,
         )? as u64);
     }
+    if let Some(v) = o.electrum_write_timeout_secs {
+        let secs = positive("electrum_write_timeout_secs", v as usize)?;
+        electrum.write_timeout = std::time::Duration::from_secs(secs as u64);
+    }
+    if let Some(list) = &o.host_limit_exempt {
+        electrum.hosts.exempt = exempt_hosts(list)?;
+    }
+    at_least_per_ip(&electrum.hosts, "electrum_max_connections_per_subnet")?;
     if let Some(v) = &o.electrum_banner {
         electrum.banner = v.clone();
     }
@@ -326,6 +350,50 @@ fn electrum_config(network: Network, o: &FileConfig) -> Result<ElectrumConfig, C
         electrum.peers = v.clone();
     }
     Ok(electrum)
+}
+
+/// The HTTP server's per-host limits: 32 connections per address (a browser opens six per
+/// site, a wallet behind a NAT more), 128 per subnet, unless the options say otherwise.
+fn http_hosts(o: &FileConfig) -> Result<HostLimits, ConfigError> {
+    let per_ip = o.http_max_connections_per_ip.unwrap_or(32);
+    let per_subnet = o.http_max_connections_per_subnet.unwrap_or(128);
+    let mut hosts = HostLimits::new(
+        positive("http_max_connections_per_ip", per_ip)?,
+        positive("http_max_connections_per_subnet", per_subnet)?,
+    );
+    if let Some(list) = &o.host_limit_exempt {
+        hosts.exempt = exempt_hosts(list)?;
+    }
+    at_least_per_ip(&hosts, "http_max_connections_per_subnet")?;
+    Ok(hosts)
+}
+
+/// A subnet's limit below its hosts' is a mistake.
+fn at_least_per_ip(hosts: &HostLimits, option: &'static str) -> Result<(), ConfigError> {
+    if hosts.per_subnet < hosts.per_ip {
+        return Err(ConfigError::Invalid {
+            option,
+            message: format!(
+                "{} is below the per-address limit ({})",
+                hosts.per_subnet, hosts.per_ip
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// The hosts `host_limit_exempt` lists (empty entries skipped: an empty list exempts none).
+fn exempt_hosts(list: &[String]) -> Result<Vec<Subnet>, ConfigError> {
+    list.iter()
+        .filter(|s| !s.trim().is_empty())
+        .map(|s| {
+            s.parse()
+                .map_err(|e: crate::types::BadSubnet| ConfigError::Invalid {
+                    option: "host_limit_exempt",
+                    message: e.to_string(),
+                })
+        })
+        .collect()
 }
 
 /// A listener's address: `HOST:PORT`, or an IP address alone (or nothing) for `default_port`
@@ -493,6 +561,49 @@ mod tests {
     }
 
     #[test]
+    fn host_limits_and_their_exemptions() {
+        let s = Settings::resolve(FileConfig::default(), FileConfig::default()).unwrap();
+        let local: Vec<String> = s
+            .electrum
+            .hosts
+            .exempt
+            .iter()
+            .map(|n| n.to_string())
+            .collect();
+        assert_eq!(local, ["127.0.0.1/32", "::1/128"]);
+        assert_eq!(
+            (s.electrum.hosts.per_ip, s.electrum.hosts.per_subnet),
+            (12, 48)
+        );
+        assert_eq!((s.http_hosts.per_ip, s.http_hosts.per_subnet), (32, 128));
+        let flags = parse(&["--host-limit-exempt=10.0.0.0/8,2001:db8::1"]).unwrap();
+        let s = Settings::resolve(FileConfig::default(), flags.options()).unwrap();
+        let listed: Vec<String> = s.http_hosts.exempt.iter().map(|n| n.to_string()).collect();
+        assert_eq!(listed, ["10.0.0.0/8", "2001:db8::1/128"]);
+        assert_eq!(s.electrum.hosts.exempt, s.http_hosts.exempt);
+        let none = parse(&["--host-limit-exempt="]).unwrap();
+        let s = Settings::resolve(FileConfig::default(), none.options()).unwrap();
+        assert!(
+            s.electrum.hosts.exempt.is_empty(),
+            "an empty list spares no host"
+        );
+        let bad = parse(&["--host-limit-exempt=10.0.0.0/33"]).unwrap();
+        let err = Settings::resolve(FileConfig::default(), bad.options()).unwrap_err();
+        assert!(err.to_string().contains("host_limit_exempt"), "{err}");
+        let file = FileConfig::parse(
+            "electrum_max_connections_per_ip = 20\nelectrum_max_connections_per_subnet = 10\n",
+            Path::new("x"),
+        )
+        .unwrap();
+        let err = Settings::resolve(file, FileConfig::default()).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("electrum_max_connections_per_subnet"),
+            "{err}"
+        );
+    }
+
+    #[test]
     fn zero_limits_are_refused_by_name_and_others_apply() {
         for option in [
             "electrum_max_line_bytes",
@@ -506,6 +617,11 @@ mod tests {
             "http_max_connections",
             "electrum_answer_budget_mb",
             "min_free_space_mb",
+            "electrum_max_connections_per_ip",
+            "electrum_max_connections_per_subnet",
+            "electrum_write_timeout_secs",
+            "http_max_connections_per_ip",
+            "http_max_connections_per_subnet",
         ] {
             let file = FileConfig::parse(&format!("{option} = 0\n"), Path::new("x")).unwrap();
             let err = Settings::resolve(file, FileConfig::default())

@@ -115,6 +115,20 @@ options! {
         /// Most Electrum connections at once [default: 1000].
         #[arg(env = "CAIRN_ELECTRUM_MAX_CONNECTIONS")]
         pub electrum_max_connections: Option<usize>,
+        /// Most Electrum connections from one address (an IPv6 /64) at once [default: 12].
+        #[arg(env = "CAIRN_ELECTRUM_MAX_CONNECTIONS_PER_IP")]
+        pub electrum_max_connections_per_ip: Option<usize>,
+        /// Most Electrum connections from one IPv4 /24 or IPv6 /48 at once [default: 48].
+        #[arg(env = "CAIRN_ELECTRUM_MAX_CONNECTIONS_PER_SUBNET")]
+        pub electrum_max_connections_per_subnet: Option<usize>,
+        /// Hosts the per-host connection limits spare: addresses or subnets, comma-separated,
+        /// empty for none [default: 127.0.0.1/32,::1/128].
+        #[arg(env = "CAIRN_HOST_LIMIT_EXEMPT", value_name = "SUBNET", value_delimiter = ',')]
+        pub host_limit_exempt: Option<Vec<String>>,
+        /// Seconds a write to an Electrum client may make no progress before the connection is
+        /// closed [default: 20].
+        #[arg(env = "CAIRN_ELECTRUM_WRITE_TIMEOUT_SECS")]
+        pub electrum_write_timeout_secs: Option<u64>,
         /// MiB of answers queued for all Electrum clients together [default: 512].
         #[arg(env = "CAIRN_ELECTRUM_ANSWER_BUDGET_MB")]
         pub electrum_answer_budget_mb: Option<usize>,
@@ -198,6 +212,12 @@ options! {
         /// Most HTTP connections at once [default: 256].
         #[arg(env = "CAIRN_HTTP_MAX_CONNECTIONS")]
         pub http_max_connections: Option<usize>,
+        /// Most HTTP connections from one address (an IPv6 /64) at once [default: 32].
+        #[arg(env = "CAIRN_HTTP_MAX_CONNECTIONS_PER_IP")]
+        pub http_max_connections_per_ip: Option<usize>,
+        /// Most HTTP connections from one IPv4 /24 or IPv6 /48 at once [default: 128].
+        #[arg(env = "CAIRN_HTTP_MAX_CONNECTIONS_PER_SUBNET")]
+        pub http_max_connections_per_subnet: Option<usize>,
         /// Where to serve Prometheus metrics (`GET /metrics`) [default: nowhere].
         #[arg(env = "CAIRN_METRICS_ADDR")]
         pub metrics_addr: Option<SocketAddr>,

@@ -5,6 +5,7 @@
 
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
@@ -19,7 +20,11 @@ use crate::notify::TipUpdate;
 /// Lines waiting to be written to a client before the session stops reading from it.
 const OUTBOX: usize = 8;
 /// How long an answer may wait for a client that does not read before it is dropped.
-const SEND_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+const SEND_TIMEOUT: Duration = Duration::from_secs(60);
+/// The piece of a line written at once; each must go out within the write timeout.
+const WRITE_CHUNK: usize = 64 << 10;
+/// How long an ending session's last lines may take to go out before its writer is aborted.
+const CLOSE_GRACE: Duration = Duration::from_secs(1);
 
 /// What a transport hands the session: one request text (a line, or a WebSocket message).
 #[derive(Debug)]
@@ -76,7 +81,7 @@ pub async fn run(
     updates: broadcast::Receiver<TipUpdate>,
     budget: AnswerBudget,
 ) {
-    let (read_half, mut write_half) = tokio::io::split(stream);
+    let (read_half, write_half) = tokio::io::split(stream);
     let limit = backend.config.max_line_bytes;
     let (in_tx, in_rx) = mpsc::channel::<Incoming>(1);
     // Reading happens in its own task so that a line arriving slowly is never cut by a
@@ -101,20 +106,10 @@ pub async fn run(
             }
         }
     });
-    let (out_tx, mut out_rx) = mpsc::channel::<Queued>(OUTBOX);
-    let writer = tokio::spawn(async move {
-        // Each line's share of the budget goes back once it is written (when `queued` drops).
-        while let Some(mut queued) = out_rx.recv().await {
-            if queued.ends_line {
-                queued.line.push('\n');
-            }
-            if write_half.write_all(queued.line.as_bytes()).await.is_err() {
-                break;
-            }
-        }
-        let _ = write_half.shutdown().await;
-    });
-    serve(
+    let (out_tx, out_rx) = mpsc::channel::<Queued>(OUTBOX);
+    let stall = backend.config.write_timeout;
+    let writer = tokio::spawn(write_lines(write_half, out_rx, stall));
+    let end = serve(
         peer,
         backend,
         updates,
@@ -124,7 +119,97 @@ pub async fn run(
     )
     .await;
     reader.abort();
-    let _ = writer.await;
+    finish(peer, end, writer).await;
+}
+
+/// Writes each queued line (each line's share of the budget goes back once it is written, when
+/// its [`Queued`] drops), in pieces of [`WRITE_CHUNK`] bytes, each of which must go out within
+/// `stall`: a client that stops reading is cut after `stall` however long its answer.
+async fn write_lines<W: tokio::io::AsyncWrite + Unpin>(
+    mut out: W,
+    mut queue: mpsc::Receiver<Queued>,
+    stall: Duration,
+) -> Written {
+    while let Some(queued) = queue.recv().await {
+        let newline: &[u8] = if queued.ends_line { b"\n" } else { b"" };
+        let chunks = queued.line.as_bytes().chunks(WRITE_CHUNK);
+        for chunk in chunks.chain(std::iter::once(newline)) {
+            match tokio::time::timeout(stall, out.write_all(chunk)).await {
+                Ok(Ok(())) => {}
+                Ok(Err(_)) => return Written::Failed,
+                Err(_) => return Written::Stalled,
+            }
+        }
+    }
+    let _ = tokio::time::timeout(stall, out.shutdown()).await;
+    Written::All
+}
+
+/// How a client's writer task ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Written {
+    /// Everything queued was written, and the queue closed.
+    All,
+    /// The connection failed.
+    Failed,
+    /// A write made no progress within the write timeout.
+    Stalled,
+}
+
+/// Why a session ended (`cairn_electrum_disconnects_total`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum End {
+    /// The client closed the connection.
+    Left,
+    /// No request within the idle timeout.
+    Idle,
+    /// A request over the size limit.
+    TooLong,
+    /// The client held more than its share of the budget unread, or an answer waited too long
+    /// for room.
+    NotReading,
+    /// A write made no progress within the write timeout.
+    WriteStalled,
+}
+
+impl End {
+    fn label(self) -> &'static str {
+        match self {
+            End::Left => "left",
+            End::Idle => "idle",
+            End::TooLong => "too_long",
+            End::NotReading => "not_reading",
+            End::WriteStalled => "write_stalled",
+        }
+    }
+}
+
+/// Ends a session's writer: at once for a client that does not read or has gone idle, within
+/// [`CLOSE_GRACE`] otherwise (so a last error line can get out), as ElectrumX's
+/// `close(force_after=1.0)`. Everything queued, with its share of the budget, is freed before
+/// this returns, and with it the connection's places.
+async fn finish(peer: SocketAddr, end: End, mut writer: tokio::task::JoinHandle<Written>) {
+    if matches!(end, End::Idle | End::NotReading) {
+        writer.abort();
+    }
+    let written = match tokio::time::timeout(CLOSE_GRACE, &mut writer).await {
+        Ok(done) => done.ok(),
+        Err(_) => {
+            writer.abort();
+            let _ = writer.await;
+            None
+        }
+    };
+    // A stalled write is why the session ended, whatever the session saw of it.
+    let end = match written {
+        Some(Written::Stalled) => End::WriteStalled,
+        _ => end,
+    };
+    tracing::debug!("electrum client {peer} disconnected ({})", end.label());
+    crate::metrics::metrics()
+        .electrum_disconnects
+        .with_label_values(&[end.label()])
+        .inc();
 }
 
 /// Serves one WebSocket client (one JSON-RPC request, batch or answer per text message) until
@@ -173,19 +258,24 @@ pub async fn run_websocket(
         }
     });
     let (out_tx, mut out_rx) = mpsc::channel::<Queued>(OUTBOX);
+    let stall = backend.config.write_timeout;
     let writer = tokio::spawn(async move {
         while let Some(queued) = out_rx.recv().await {
-            if sink
-                .send(Message::text(queued.line.as_str()))
-                .await
-                .is_err()
-            {
-                break;
+            let Queued {
+                line, _held, _mine, ..
+            } = queued;
+            // A message goes out whole: its time grows with its size, at 64 KiB/s at least.
+            let within = stall + Duration::from_secs((line.len() / (64 << 10)) as u64);
+            match tokio::time::timeout(within, sink.send(Message::text(line))).await {
+                Ok(Ok(())) => {}
+                Ok(Err(_)) => return Written::Failed,
+                Err(_) => return Written::Stalled,
             }
         }
-        let _ = sink.close().await;
+        let _ = tokio::time::timeout(stall, sink.close()).await;
+        Written::All
     });
-    serve(
+    let end = serve(
         peer,
         backend,
         updates,
@@ -195,7 +285,7 @@ pub async fn run_websocket(
     )
     .await;
     reader.abort();
-    let _ = writer.await;
+    finish(peer, end, writer).await;
 }
 
 /// The transport-independent part of a session: answers requests from `incoming` and sends
@@ -209,29 +299,36 @@ async fn serve(
     mut incoming: mpsc::Receiver<Incoming>,
     mut out: Outbox,
     streams: bool,
-) {
+) -> End {
     tracing::debug!("electrum client {peer} connected");
     let mut gauges = SessionGauges::open(out.transport);
     let idle = backend.config.idle_timeout;
     let limit = backend.config.max_line_bytes;
     out.timeout = SEND_TIMEOUT.min(idle);
     let mut session = Session::new(backend, streams);
+    // Idle counts from the client's last request: notifications sent meanwhile do not count
+    // (ElectrumX's `last_recv`, Fulcrum's `lastGood`).
+    let idle_at = tokio::time::sleep(idle);
+    tokio::pin!(idle_at);
     loop {
         tokio::select! {
-            read = tokio::time::timeout(idle, incoming.recv()) => {
+            () = &mut idle_at => {
+                tracing::debug!("electrum client {peer}: idle timeout");
+                return End::Idle;
+            }
+            // The writer stopped (a write stalled, or the connection failed): nothing more can
+            // reach the client.
+            () = out.tx.closed() => return End::Left,
+            read = incoming.recv() => {
                 let request = match read {
-                    Err(_) => {
-                        tracing::debug!("electrum client {peer}: idle timeout");
-                        break;
-                    }
-                    Ok(None) => break,
-                    Ok(Some(Incoming::TooLong)) => {
+                    None => return End::Left,
+                    Some(Incoming::TooLong) => {
                         let err = RpcError::bad_request(format!("request line longer than {limit} bytes"));
                         out.send(error_value(Value::Null, &err).to_string()).await;
                         tracing::info!("electrum client {peer}: request over {limit} bytes, disconnecting");
-                        break;
+                        return End::TooLong;
                     }
-                    Ok(Some(Incoming::Request(request))) => request,
+                    Some(Incoming::Request(request)) => request,
                 };
                 let answer = tokio::task::block_in_place(|| session.handle_line(&request));
                 gauges.subscriptions(session.subscription_count());
@@ -242,23 +339,23 @@ async fn serve(
                 };
                 if !sent {
                     tracing::info!("electrum client {peer} does not read its answers; disconnecting");
-                    break;
+                    return End::NotReading;
                 }
+                idle_at.as_mut().reset(tokio::time::Instant::now() + idle);
             }
             update = updates.recv() => {
                 let notes = match update {
                     Ok(u) => tokio::task::block_in_place(|| session.on_update(Some(&u))),
                     Err(broadcast::error::RecvError::Lagged(_)) => tokio::task::block_in_place(|| session.on_update(None)),
-                    Err(broadcast::error::RecvError::Closed) => break,
+                    Err(broadcast::error::RecvError::Closed) => return End::Left,
                 };
                 if !out.send_all(notes).await {
                     tracing::info!("electrum client {peer} does not read its notifications; disconnecting");
-                    break;
+                    return End::NotReading;
                 }
             }
         }
     }
-    tracing::debug!("electrum client {peer} disconnected");
 }
 
 /// A session's share of the Electrum gauges: its connection, and its subscriptions as they
@@ -410,7 +507,12 @@ impl Outbox {
             return false;
         };
         let acquire = self.budget.bytes.clone().acquire_many_owned(permits);
-        let Ok(Ok(held)) = tokio::time::timeout(self.timeout, acquire).await else {
+        // No waiting for room once the writer is gone (the client stalled or left).
+        let held = tokio::select! {
+            () = self.tx.closed() => return false,
+            held = tokio::time::timeout(self.timeout, acquire) => held,
+        };
+        let Ok(Ok(held)) = held else {
             return false;
         };
         self.mine.fetch_add(size, Ordering::SeqCst);

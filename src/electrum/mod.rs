@@ -21,13 +21,14 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::Semaphore;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 pub use backend::Backend;
 pub use methods::history_text;
 pub use request::{PROTOCOL_MAX, PROTOCOL_MIN};
 pub use session::Requests;
 
+use crate::listen::{HostGuard, HostTable};
 use crate::tls::Tls;
 
 /// Errors starting the server.
@@ -103,6 +104,7 @@ impl ElectrumServer {
     /// configured).
     pub async fn start(backend: Arc<Backend>, tls: Option<Arc<Tls>>) -> Result<Self, ListenError> {
         let permits = Arc::new(Semaphore::new(backend.config.max_connections));
+        let hosts = HostTable::new(backend.config.hosts.clone(), "electrum");
         let budget = connection::AnswerBudget::new(backend.config.answer_budget_bytes);
         let config = &backend.config;
         let wanted = [
@@ -126,7 +128,10 @@ impl ElectrumServer {
                 addr,
                 Transport { framing, tls },
                 &backend,
-                &permits,
+                Places {
+                    permits: permits.clone(),
+                    hosts: hosts.clone(),
+                },
                 &budget,
             )
             .await?;
@@ -152,11 +157,45 @@ impl ElectrumServer {
     }
 }
 
+/// The places every listener of the server shares: connections in all, and per host.
+struct Places {
+    permits: Arc<Semaphore>,
+    hosts: Arc<HostTable>,
+}
+
+impl Places {
+    /// A place for a client from `peer`: its host's and one of the server's, or the limit it
+    /// met (counted in `cairn_electrum_connections_refused_total`).
+    fn take(&self, peer: SocketAddr) -> Option<(HostGuard, OwnedSemaphorePermit)> {
+        let refused = |reason: &str| {
+            crate::metrics::metrics()
+                .electrum_connections_refused
+                .with_label_values(&[reason])
+                .inc();
+        };
+        let host = match self.hosts.admit(peer.ip()) {
+            Ok(host) => host,
+            Err(limit) => {
+                refused(limit.label());
+                return None;
+            }
+        };
+        match self.permits.clone().try_acquire_owned() {
+            Ok(permit) => Some((host, permit)),
+            Err(_) => {
+                tracing::warn!("electrum: refusing {peer}, connection limit reached");
+                refused("limit");
+                None
+            }
+        }
+    }
+}
+
 async fn listen(
     addr: SocketAddr,
     transport: Transport,
     backend: &Arc<Backend>,
-    permits: &Arc<Semaphore>,
+    places: Places,
     budget: &connection::AnswerBudget,
 ) -> Result<(SocketAddr, tokio::task::JoinHandle<()>), ListenError> {
     let listener = TcpListener::bind(addr)
@@ -165,13 +204,13 @@ async fn listen(
     let local = listener
         .local_addr()
         .map_err(|source| ListenError { addr, source })?;
-    let (backend, permits, budget) = (backend.clone(), permits.clone(), budget.clone());
+    let (backend, budget) = (backend.clone(), budget.clone());
     tracing::info!("Electrum server listening for {transport} clients on {local}");
     let task = tokio::spawn(async move {
         loop {
             let (stream, peer) = crate::listen::accept(&listener, "Electrum").await;
-            let Ok(permit) = permits.clone().try_acquire_owned() else {
-                tracing::warn!("electrum: refusing {peer}, connection limit reached");
+            // Before any handshake: a refused client costs one accept and one close.
+            let Some(place) = places.take(peer) else {
                 drop(stream);
                 continue;
             };
@@ -184,7 +223,7 @@ async fn listen(
             let transport = transport.clone();
             tokio::spawn(async move {
                 client.serve(stream, transport).await;
-                drop(permit);
+                drop(place);
             });
         }
     });

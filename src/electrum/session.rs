@@ -238,8 +238,8 @@ impl Session {
         Ok(answer)
     }
 
-    /// Answers one request object as JSON text (`None` for a notification, which gets no
-    /// answer).
+    /// Answers one request object as JSON text (`None` for a notification, a request without
+    /// an `id`, which is neither run nor answered).
     fn handle_request(&mut self, request: &Value) -> Option<Answer> {
         let Some(obj) = request.as_object() else {
             let err = RpcError::new(INVALID_REQUEST, "a request must be a JSON object");
@@ -265,15 +265,20 @@ impl Session {
         };
         tracing::trace!("electrum request {method}");
         let (started, label) = (std::time::Instant::now(), method_label(method));
+        let Some(id) = id else {
+            // A notification gets no answer, so it does no work either (ElectrumX and Fulcrum
+            // run none): counted as an error of its method, nothing else.
+            crate::metrics::metrics().electrum_request(label, started.elapsed(), true);
+            return None;
+        };
         let result = self.call(method, params);
         let read = self.meter.take();
         crate::metrics::metrics().electrum_read(label, read.rows, read.bytes);
         // A history streamed in pieces is counted when its last piece is written (`stream`).
-        let streamed = id.is_some() && matches!(result, Ok(Reply::History(_)));
+        let streamed = matches!(result, Ok(Reply::History(_)));
         if !streamed {
             crate::metrics::metrics().electrum_request(label, started.elapsed(), result.is_err());
         }
-        let id = id?;
         Some(match result {
             Ok(Reply::Json(value)) => {
                 Answer::Line(json!({"jsonrpc": "2.0", "id": id, "result": value}).to_string())

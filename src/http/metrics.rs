@@ -36,11 +36,15 @@ impl MetricsServer {
         // One scrape at a time: the counters caught up from RocksDB's totals are read and
         // advanced in two steps.
         let refresh = Arc::new(Mutex::new(refresh));
+        let places = super::serve::Places {
+            max_connections: MAX_CONNECTIONS,
+            hosts: None,
+        };
         let task = tokio::spawn(super::serve::serve(
             listener,
             "metrics",
-            MAX_CONNECTIONS,
-            move |req| answer(refresh.clone(), req),
+            places,
+            move |req, _| answer(refresh.clone(), req),
         ));
         Ok(MetricsServer { addr, task })
     }

@@ -22,10 +22,12 @@ use hyper::{Method, Request, Response, StatusCode};
 use serde_json::{json, Value};
 use tokio::net::TcpListener;
 
+use crate::config::HostLimits;
+use crate::listen::HostTable;
 use crate::view::{ChainView, FilterState};
 pub use context::{HttpContext, HttpError};
 pub use serve::answer_with;
-use serve::{serve, with_cors, REQUEST_TIMEOUT};
+use serve::{busy, serve, with_cors, Place, Places, REQUEST_TIMEOUT};
 
 /// Most filter headers one `/filterheaders` request may ask for (as P2P's getcfheaders).
 pub const MAX_FILTER_HEADERS: u32 = 2000;
@@ -42,13 +44,15 @@ pub struct HttpServer {
 
 impl HttpServer {
     /// Binds `addr` and serves the filter endpoints and the Esplora API from `ctx` to at most
-    /// `max_connections` clients at once (more are closed as they connect); while the validator
+    /// `max_connections` clients at once and as many per host as `hosts` allows (more are
+    /// closed as they connect; a few more are answered for `/health` only); while the validator
     /// is in its initial download every request gets 503 and how far it is. Must run inside a
     /// tokio runtime.
     pub async fn start(
         addr: SocketAddr,
         ctx: HttpContext,
         max_connections: usize,
+        hosts: HostLimits,
     ) -> Result<Self, HttpError> {
         let listener = TcpListener::bind(addr)
             .await
@@ -57,10 +61,17 @@ impl HttpServer {
         tracing::info!("HTTP server (filters, Esplora API) on {addr}");
         let ctx = Arc::new(ctx);
         let sampler = tokio::spawn(take_samples(ctx.clone()));
-        let task = tokio::spawn(serve(listener, "HTTP", max_connections, move |req| {
+        let places = Places {
+            max_connections,
+            hosts: Some(HostTable::new(hosts, "HTTP")),
+        };
+        let task = tokio::spawn(serve(listener, "HTTP", places, move |req, place| {
             let ctx = ctx.clone();
             async move {
-                let response = answer_off_the_workers(ctx, req).await;
+                let response = match place {
+                    Place::HealthOnly if req.uri().path() != "/health" => busy(),
+                    _ => answer_off_the_workers(ctx, req).await,
+                };
                 crate::metrics::metrics()
                     .http_requests
                     .with_label_values(&[response.status().as_str()])

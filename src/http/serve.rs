@@ -1,5 +1,6 @@
-//! Serving HTTP/1.1 on a listener with a connection limit, and building answers: shared by the
-//! filters, Esplora and status-page listener and the metrics listener.
+//! Serving HTTP/1.1 on a listener with connection limits (in all, per host, and places held
+//! for health checks), and building answers: shared by the filters, Esplora and status-page
+//! listener and the metrics listener.
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -10,35 +11,89 @@ use hyper::body::{Bytes, Incoming};
 use hyper::{Request, Response, StatusCode};
 use tokio::net::TcpListener;
 
+use crate::listen::{HostTable, WriteDeadline};
+
 /// How long a client may take to send its request.
 pub(super) const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// How long a write to a client may make no progress before its connection is closed (as the
+/// Electrum server's default `electrum_write_timeout_secs`).
+pub(super) const WRITE_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// Places held back beyond the listener's limit for health checks: a connection that gets one
+/// is answered for `/health` only, so a load balancer's checks get through while every other
+/// place is taken.
+pub(super) const HEALTH_PLACES: usize = 16;
+
+/// The places a listener gives out.
+pub(super) struct Places {
+    /// Connections at once, health checks' places aside.
+    pub max_connections: usize,
+    /// Per host (`None`: not counted, as for the metrics listener).
+    pub hosts: Option<Arc<HostTable>>,
+}
+
+/// Which place a connection holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Place {
+    /// One of `max_connections`: every request is answered.
+    Any,
+    /// One held back for health checks: only `/health` is answered.
+    HealthOnly,
+}
+
 /// Accepts clients of `listener` (`what` names them in logs) for ever, at most
-/// `max_connections` at once (more are closed as they connect), and serves each over HTTP/1.1
-/// with `handle`: the request head must come within [`REQUEST_TIMEOUT`] and fit 64 KiB.
+/// `max_connections` at once and as many per host as `hosts` allows (more are closed as they
+/// connect, counted in `cairn_http_connections_refused_total`), with [`HEALTH_PLACES`] more held
+/// for health checks, and serves each over HTTP/1.1 with `handle`: the request head must come
+/// within [`REQUEST_TIMEOUT`] and fit 64 KiB, and a write that takes nothing for
+/// [`WRITE_TIMEOUT`] ends the connection.
 pub(super) async fn serve<H, F>(
     listener: TcpListener,
     what: &'static str,
-    max_connections: usize,
+    places: Places,
     handle: H,
 ) where
-    H: Fn(Request<Incoming>) -> F + Clone + Send + Sync + 'static,
+    H: Fn(Request<Incoming>, Place) -> F + Clone + Send + Sync + 'static,
     F: std::future::Future<Output = Response<Full<Bytes>>> + Send + 'static,
 {
-    let places = Arc::new(tokio::sync::Semaphore::new(max_connections));
+    let any = Arc::new(tokio::sync::Semaphore::new(places.max_connections));
+    let health = Arc::new(tokio::sync::Semaphore::new(HEALTH_PLACES));
+    let refused = |reason: &str| {
+        crate::metrics::metrics()
+            .http_connections_refused
+            .with_label_values(&[what, reason])
+            .inc();
+    };
     loop {
         let (stream, peer) = crate::listen::accept(&listener, what).await;
-        let Ok(place) = places.clone().try_acquire_owned() else {
-            tracing::debug!("refusing {what} client {peer}: {max_connections} connections already");
-            continue;
+        let host = match places.hosts.as_ref().map(|hosts| hosts.admit(peer.ip())) {
+            Some(Err(limit)) => {
+                refused(limit.label());
+                continue;
+            }
+            Some(Ok(host)) => Some(host),
+            None => None,
+        };
+        let (permit, place) = match any.clone().try_acquire_owned() {
+            Ok(permit) => (permit, Place::Any),
+            Err(_) => match health.clone().try_acquire_owned() {
+                Ok(permit) => (permit, Place::HealthOnly),
+                Err(_) => {
+                    tracing::debug!("refusing {what} client {peer}: every place is taken");
+                    refused("limit");
+                    continue;
+                }
+            },
         };
         let handle = handle.clone();
         tokio::spawn(async move {
-            let _place = place;
+            let _places = (permit, host);
             let service = hyper::service::service_fn(move |req| {
-                let answered = handle(req);
+                let answered = handle(req, place);
                 async move { Ok::<_, Infallible>(answered.await) }
             });
+            let stream = WriteDeadline::new(stream, WRITE_TIMEOUT);
             let conn = hyper::server::conn::http1::Builder::new()
                 .timer(hyper_util::rt::TokioTimer::new())
                 .header_read_timeout(REQUEST_TIMEOUT)
@@ -49,6 +104,21 @@ pub(super) async fn serve<H, F>(
             }
         });
     }
+}
+
+/// The answer on a health check's place to anything but `/health`: try again later, on a
+/// connection of its own.
+pub(super) fn busy() -> Response<Full<Bytes>> {
+    let mut response = answer_with(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "text/plain",
+        "every connection place is taken; try again",
+    );
+    response.headers_mut().insert(
+        hyper::header::CONNECTION,
+        hyper::header::HeaderValue::from_static("close"),
+    );
+    response
 }
 
 pub(super) fn with_cors(mut response: Response<Full<Bytes>>) -> Response<Full<Bytes>> {

@@ -53,6 +53,14 @@ pub struct Metrics {
     pub electrum_connections: IntGaugeVec,
     /// Electrum connections accepted, by transport.
     pub electrum_connections_accepted: IntCounterVec,
+    /// HTTP connections closed at accept, by listener (`HTTP`, `metrics`) and the limit they
+    /// met: `ip`, `subnet`, `limit`.
+    pub http_connections_refused: IntCounterVec,
+    /// Electrum connections closed at accept, by the limit they met: `ip`, `subnet`, `limit`.
+    pub electrum_connections_refused: IntCounterVec,
+    /// Electrum sessions ended, by why: `left`, `idle`, `too_long`, `not_reading`,
+    /// `write_stalled`.
+    pub electrum_disconnects: IntCounterVec,
     /// Script and outpoint subscriptions held by open Electrum connections, by transport.
     pub electrum_subscriptions: IntGaugeVec,
     /// Electrum requests answered, by method.
@@ -195,6 +203,36 @@ impl Metrics {
                         "Electrum connections accepted.",
                     ),
                     &["transport"],
+                ),
+            ),
+            http_connections_refused: registered(
+                &r,
+                IntCounterVec::new(
+                    opts(
+                        "http_connections_refused_total",
+                        "HTTP connections closed at accept, by listener and the limit they met.",
+                    ),
+                    &["listener", "reason"],
+                ),
+            ),
+            electrum_connections_refused: registered(
+                &r,
+                IntCounterVec::new(
+                    opts(
+                        "electrum_connections_refused_total",
+                        "Electrum connections closed at accept, by the limit they met.",
+                    ),
+                    &["reason"],
+                ),
+            ),
+            electrum_disconnects: registered(
+                &r,
+                IntCounterVec::new(
+                    opts(
+                        "electrum_disconnects_total",
+                        "Electrum sessions ended, by why.",
+                    ),
+                    &["reason"],
                 ),
             ),
             electrum_subscriptions: registered(

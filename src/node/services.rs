@@ -132,7 +132,15 @@ impl Services {
                     })),
                     samples: Default::default(),
                 };
-                Some(HttpServer::start(addr, ctx, settings.http_max_connections).await?)
+                Some(
+                    HttpServer::start(
+                        addr,
+                        ctx,
+                        settings.http_max_connections,
+                        settings.http_hosts.clone(),
+                    )
+                    .await?,
+                )
             }
             _ => None,
         };

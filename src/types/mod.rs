@@ -3,8 +3,10 @@
 
 mod network;
 mod scripthash;
+mod subnet;
 mod txnum;
 
 pub use network::{signet_magic, Network, UnknownNetwork};
 pub use scripthash::ScriptHash;
+pub use subnet::{BadSubnet, Subnet};
 pub use txnum::{TxNum, TXNUM_LEN};

@@ -20,7 +20,19 @@ pub struct Lines {
 impl Lines {
     /// Connects and negotiates `version` (offering 1.4 to it).
     pub fn connect(addr: SocketAddr, version: &str) -> Lines {
-        let s = TcpStream::connect(addr).unwrap();
+        Lines::over(TcpStream::connect(addr).unwrap(), version)
+    }
+
+    /// Connects from `local_ip` (another loopback address, say 127.0.0.2, which the per-host
+    /// limits count) and negotiates `version` (offering 1.4 to it).
+    pub fn connect_from(local_ip: &str, addr: SocketAddr, version: &str) -> Lines {
+        let s = super::peer::connect_from_with_rcvbuf(local_ip, addr, None)
+            .unwrap_or_else(|e| panic!("connecting from {local_ip} to {addr}: {e}"));
+        Lines::over(s, version)
+    }
+
+    /// The client on a connected socket: negotiates `version` (offering 1.4 to it).
+    fn over(s: TcpStream, version: &str) -> Lines {
         s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
         let r = BufReader::new(s.try_clone().unwrap());
         let mut lines = Lines {
@@ -92,5 +104,22 @@ impl Lines {
             }
             _ => None,
         }
+    }
+}
+
+impl Lines {
+    /// Reads what the server sends until it closes the connection or `within` passes: the
+    /// notifications (the ones set aside first) and how long the server took to close (`None`:
+    /// still open).
+    pub fn watch(&mut self, within: Duration) -> (Vec<Value>, Option<Duration>) {
+        let start = Instant::now();
+        self.s
+            .set_read_timeout(Some(Duration::from_millis(250)))
+            .unwrap();
+        let (mut read, closed) = super::probe::watch(&mut self.r, start + within);
+        let _ = self.s.set_read_timeout(Some(Duration::from_secs(30)));
+        let mut notes = std::mem::take(&mut self.notes);
+        notes.append(&mut read);
+        (notes, closed.map(|at| at - start))
     }
 }

@@ -4,6 +4,7 @@
 pub mod http;
 pub mod lines;
 pub mod peer;
+pub mod probe;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};

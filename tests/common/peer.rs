@@ -64,6 +64,52 @@ pub fn connect_from(local_ip: &str, to: SocketAddr) -> TcpStream {
     std_stream
 }
 
+/// One runtime for every socket [`connect_from_with_rcvbuf`] opens: a runtime per socket (as
+/// [`connect_from`] builds) is too slow for the hundreds the attack tests open.
+fn connector() -> &'static tokio::runtime::Runtime {
+    static RUNTIME: std::sync::OnceLock<tokio::runtime::Runtime> = std::sync::OnceLock::new();
+    RUNTIME.get_or_init(|| {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap()
+    })
+}
+
+async fn connect_bound(
+    local: SocketAddr,
+    to: SocketAddr,
+    rcvbuf: Option<u32>,
+) -> std::io::Result<tokio::net::TcpStream> {
+    let socket = match local {
+        SocketAddr::V4(_) => tokio::net::TcpSocket::new_v4()?,
+        SocketAddr::V6(_) => tokio::net::TcpSocket::new_v6()?,
+    };
+    socket.bind(local)?;
+    if let Some(size) = rcvbuf {
+        // Before connect, so the window the client offers stays this small.
+        socket.set_recv_buffer_size(size)?;
+    }
+    socket.connect(to).await
+}
+
+/// A blocking stream connected from `local_ip` (any port), with its receive buffer set to
+/// `rcvbuf` bytes before connecting when given (Linux doubles it), on one shared runtime; an
+/// error instead of a panic, for a caller that counts failures.
+pub fn connect_from_with_rcvbuf(
+    local_ip: &str,
+    to: SocketAddr,
+    rcvbuf: Option<u32>,
+) -> std::io::Result<TcpStream> {
+    let ip: std::net::IpAddr = local_ip.parse().map_err(std::io::Error::other)?;
+    let local = SocketAddr::new(ip, 0);
+    let stream = connector().block_on(connect_bound(local, to, rcvbuf))?;
+    let std_stream = stream.into_std()?;
+    std_stream.set_nonblocking(false)?;
+    Ok(std_stream)
+}
+
 /// The next connection cairn makes to `listener` that starts in v1 (within 30 s), as a v1-only
 /// node sees it: a BIP324 handshake (64 bytes that are not the network magic) is closed, as
 /// such a node closes it, and cairn dials again with v1.

@@ -1,10 +1,18 @@
 //! What every server's listener shares: accepting the next client without spinning when accept
-//! fails (out of file descriptors, say), which would starve every other task.
+//! fails (out of file descriptors, say), which would starve every other task; the count of
+//! connections each host holds ([`HostTable`]); and writes that fail once they stall
+//! ([`WriteDeadline`]).
+
+mod hosts;
+mod stall;
 
 use std::net::SocketAddr;
 use std::time::Duration;
 
 use tokio::net::{TcpListener, TcpStream};
+
+pub use hosts::{HostGuard, HostTable, Refused};
+pub use stall::WriteDeadline;
 
 /// How long to wait after a failed accept before trying again.
 const AFTER_FAILURE: Duration = Duration::from_millis(100);

@@ -1,0 +1,204 @@
+//! How many connections each host and subnet holds, for one server.
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use crate::config::HostLimits;
+use crate::types::Subnet;
+
+/// Connections held by each host and subnet, for one server (all its listeners): a new client is
+/// admitted only while its host and its subnet are under their limits ([`HostLimits`]), and its
+/// [`HostGuard`] gives the place back when the connection ends. As Fulcrum's per-IP count
+/// (`Servers.cpp`, `attachPerIPDataAndCheckLimits`), taken at accept, before any handshake.
+pub struct HostTable {
+    limits: HostLimits,
+    what: &'static str,
+    live: Mutex<HashMap<Subnet, usize>>,
+    warned: Mutex<Option<Instant>>,
+}
+
+/// Why a host's new connection was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refused {
+    /// Its address (IPv4, or IPv6 /64) holds its limit already.
+    Ip,
+    /// Its subnet (IPv4 /24, IPv6 /48) holds its limit already.
+    Subnet,
+}
+
+impl Refused {
+    /// The reason as metrics label it.
+    pub fn label(self) -> &'static str {
+        match self {
+            Refused::Ip => "ip",
+            Refused::Subnet => "subnet",
+        }
+    }
+}
+
+/// A connection's place in its [`HostTable`], given back when dropped.
+pub struct HostGuard {
+    table: Arc<HostTable>,
+    /// The host's and its subnet's keys; `None` for an exempt host.
+    keys: Option<[Subnet; 2]>,
+}
+
+/// Refusals are logged at most this often per server (Fulcrum's 5 s,
+/// `kMaxClientsPerIPWarningRateLimitSecs`).
+const WARN_EVERY: Duration = Duration::from_secs(5);
+
+impl HostTable {
+    /// An empty table for the server `what` (named in its log lines).
+    pub fn new(limits: HostLimits, what: &'static str) -> Arc<Self> {
+        Arc::new(HostTable {
+            limits,
+            what,
+            live: Mutex::new(HashMap::new()),
+            warned: Mutex::new(None),
+        })
+    }
+
+    /// The host key and the subnet key of `ip`.
+    fn keys(ip: IpAddr) -> [Subnet; 2] {
+        match ip.to_canonical() {
+            IpAddr::V4(_) => [Subnet::around(ip, 32), Subnet::around(ip, 24)],
+            IpAddr::V6(_) => [Subnet::around(ip, 64), Subnet::around(ip, 48)],
+        }
+    }
+
+    /// Takes a place for a new connection from `ip`, or says which limit it would pass.
+    pub fn admit(self: &Arc<Self>, ip: IpAddr) -> Result<HostGuard, Refused> {
+        if self.limits.exempt.iter().any(|net| net.contains(ip)) {
+            return Ok(HostGuard {
+                table: self.clone(),
+                keys: None,
+            });
+        }
+        let keys = Self::keys(ip);
+        let mut live = self.live.lock().unwrap_or_else(PoisonError::into_inner);
+        let held = |key: &Subnet| live.get(key).copied().unwrap_or(0);
+        let refused = if held(&keys[0]) >= self.limits.per_ip {
+            Some(Refused::Ip)
+        } else if held(&keys[1]) >= self.limits.per_subnet {
+            Some(Refused::Subnet)
+        } else {
+            None
+        };
+        if let Some(refused) = refused {
+            drop(live);
+            self.warn(ip, refused);
+            return Err(refused);
+        }
+        for key in keys {
+            *live.entry(key).or_insert(0) += 1;
+        }
+        Ok(HostGuard {
+            table: self.clone(),
+            keys: Some(keys),
+        })
+    }
+
+    /// Logs a refusal, at most once per [`WARN_EVERY`].
+    fn warn(&self, ip: IpAddr, refused: Refused) {
+        let mut warned = self.warned.lock().unwrap_or_else(PoisonError::into_inner);
+        if warned.is_some_and(|at| at.elapsed() < WARN_EVERY) {
+            return;
+        }
+        *warned = Some(Instant::now());
+        let (limit, of) = match refused {
+            Refused::Ip => (self.limits.per_ip, "its address"),
+            Refused::Subnet => (self.limits.per_subnet, "its subnet"),
+        };
+        tracing::warn!(
+            "{}: refusing {ip}: {of} holds {limit} connections already (logged at most every {}s)",
+            self.what,
+            WARN_EVERY.as_secs()
+        );
+    }
+
+    /// Connections held by the host (IPv4 address or IPv6 /64) of `ip`.
+    pub fn held_by(&self, ip: IpAddr) -> usize {
+        let live = self.live.lock().unwrap_or_else(PoisonError::into_inner);
+        live.get(&Self::keys(ip)[0]).copied().unwrap_or(0)
+    }
+}
+
+impl Drop for HostGuard {
+    fn drop(&mut self) {
+        let Some(keys) = self.keys else { return };
+        let mut live = self
+            .table
+            .live
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        for key in keys {
+            if let Some(n) = live.get_mut(&key) {
+                *n -= 1;
+                if *n == 0 {
+                    live.remove(&key);
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ip(text: &str) -> IpAddr {
+        text.parse().unwrap()
+    }
+
+    #[test]
+    fn a_host_and_its_subnet_are_held_to_their_limits_and_freed() {
+        let table = HostTable::new(HostLimits::new(2, 3), "test");
+        let a1 = table.admit(ip("203.0.113.2")).unwrap();
+        let a2 = table.admit(ip("::ffff:203.0.113.2")).unwrap();
+        assert_eq!(table.admit(ip("203.0.113.2")).err(), Some(Refused::Ip));
+        let b1 = table.admit(ip("203.0.113.3")).unwrap();
+        assert_eq!(table.admit(ip("203.0.113.4")).err(), Some(Refused::Subnet));
+        let other = table.admit(ip("203.0.114.4"));
+        assert!(other.is_ok(), "another /24");
+        drop(a1);
+        assert_eq!(table.held_by(ip("203.0.113.2")), 1);
+        let a3 = table.admit(ip("203.0.113.2")).unwrap();
+        drop((a2, a3, b1, other));
+        assert_eq!(table.held_by(ip("203.0.113.2")), 0);
+        let live = table.live.lock().unwrap();
+        assert!(
+            live.is_empty(),
+            "entries go with their last connection: {live:?}"
+        );
+    }
+
+    #[test]
+    fn ipv6_hosts_count_by_64_and_exempt_hosts_not_at_all() {
+        let table = HostTable::new(HostLimits::new(1, 2), "test");
+        let _a = table.admit(ip("2001:db8:0:1::1")).unwrap();
+        assert_eq!(
+            table.admit(ip("2001:db8:0:1::ffff")).err(),
+            Some(Refused::Ip),
+            "the same /64"
+        );
+        let _b = table.admit(ip("2001:db8:0:2::1")).unwrap();
+        assert_eq!(
+            table.admit(ip("2001:db8:0:3::1")).err(),
+            Some(Refused::Subnet),
+            "the same /48"
+        );
+        let exempt: Vec<HostGuard> = (0..10)
+            .map(|_| table.admit(ip("127.0.0.1")).unwrap())
+            .collect();
+        let _c = table.admit(ip("127.0.0.2")).unwrap();
+        assert_eq!(
+            table.admit(ip("127.0.0.2")).err(),
+            Some(Refused::Ip),
+            "only 127.0.0.1 is exempt"
+        );
+        drop(exempt);
+        assert_eq!(table.held_by(ip("127.0.0.1")), 0);
+    }
+}

@@ -1,0 +1,780 @@
+//! Issue 25, findings 1 to 3: one host must never deny service to the others. Each test runs a
+//! real `cairn run` (synced from a regtest bitcoind) over loopback and attacks it as the issue
+//! did: the attackers are bound to 127.0.0.2, .4, .5 …, the honest client to 127.0.0.3, so the
+//! default exemption (127.0.0.1 and ::1 only) cannot hide a bug. Linux routes all of 127/8 over
+//! `lo`, so a socket bound to any of them reaches the listeners on 127.0.0.1.
+//!
+//! Each test prints what it measured (run with `--nocapture` to see it).
+
+mod common;
+
+use std::io::{BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use common::lines::Lines;
+use common::peer::connect_from_with_rcvbuf;
+use common::probe::{self, admitted_within, answered_within, metric_when, Honest, RssPeak};
+use common::{free_addr, start_cairn_from, Bitcoind, Cairn};
+use serde_json::{json, Value};
+
+/// `--electrum-max-connections-per-ip`'s default.
+const PER_IP: usize = 12;
+/// `--electrum-max-connections-per-subnet`'s default.
+const PER_SUBNET: usize = 48;
+/// How long each answer of the honest client may take.
+const HONEST_WITHIN: Duration = Duration::from_secs(5);
+
+/// The gauge of open plain-TCP Electrum connections.
+const TCP_OPEN: &str = "cairn_electrum_connections{transport=\"tcp\"}";
+
+/// The counter of connections closed at accept for `reason` (`ip`, `subnet`, `limit`).
+fn refused(reason: &str) -> String {
+    format!("cairn_electrum_connections_refused_total{{reason=\"{reason}\"}}")
+}
+
+/// The counter of sessions ended for `reason` (`idle`, `write_stalled`, `not_reading`, …).
+fn disconnects(reason: &str) -> String {
+    format!("cairn_electrum_disconnects_total{{reason=\"{reason}\"}}")
+}
+
+/// A regtest bitcoind (101 blocks, a wallet) and a cairn synced from it, serving Electrum over
+/// TCP, WebSocket and TLS (its self-signed certificate) and `/metrics`, all on 127.0.0.1.
+struct Served {
+    // Declared first, so dropped (killed) first.
+    cairn: Cairn,
+    node: Bitcoind,
+    electrum: SocketAddr,
+    ws: SocketAddr,
+    tls: SocketAddr,
+    metrics: SocketAddr,
+    /// An address of bitcoind's wallet, to mine to.
+    mine: String,
+    _tmp: tempfile::TempDir,
+}
+
+impl Served {
+    /// Starts both with `limits` (more `cairn run` flags) and waits until cairn is at
+    /// bitcoind's tip and answers on its TCP listener, with no connection left open.
+    fn start(limits: &[&str]) -> Served {
+        let tmp = tempfile::tempdir().unwrap();
+        let node = Bitcoind::start(
+            &tmp.path().join("bitcoind"),
+            &["-fallbackfee=0.0001".into()],
+        );
+        node.rpc(&["createwallet", "w"]);
+        let mine = node.rpc(&["getnewaddress", "", "bech32"]);
+        node.rpc(&["generatetoaddress", "101", &mine]);
+        let (electrum, ws, tls, metrics) = (free_addr(), free_addr(), free_addr(), free_addr());
+        let mut args = vec![
+            format!("--electrum-addr={electrum}"),
+            format!("--electrum-ws-addr={ws}"),
+            format!("--electrum-tls-addr={tls}"),
+            format!("--metrics-addr={metrics}"),
+        ];
+        args.extend(limits.iter().map(|a| a.to_string()));
+        let cairn = start_cairn_from(&tmp.path().join("cairn"), &node, &args);
+        cairn.wait_for(&node.rpc(&["getbestblockhash"]), "initial sync");
+        // The listener is up (asked from the exempt 127.0.0.1, which no limit counts)…
+        if let Err(e) = admitted_within(electrum, "127.0.0.1", Duration::from_secs(30)) {
+            panic!("cairn's Electrum listener never answered: {e}");
+        }
+        let served = Served {
+            cairn,
+            node,
+            electrum,
+            ws,
+            tls,
+            metrics,
+            mine,
+            _tmp: tmp,
+        };
+        // …and that probe's session has ended, so every place is free.
+        served.wait_open(0, "the start-up probe's session to end");
+        served
+    }
+
+    /// The sample `key` of `/metrics` now (0 when absent).
+    fn metric(&self, key: &str) -> f64 {
+        probe::metric(self.metrics, key)
+    }
+
+    /// Waits (5 s at most) until exactly `n` plain-TCP sessions are open.
+    fn wait_open(&self, n: usize, what: &str) {
+        let held = metric_when(self.metrics, TCP_OPEN, Duration::from_secs(5), |v| {
+            v == n as f64
+        });
+        if let Err(v) = held {
+            panic!("waiting for {what}: {v} TCP sessions open, not {n}");
+        }
+    }
+}
+
+/// `count` sockets from `from`, each connected (and its handshake done by the kernel) but silent.
+fn silent(from: &str, to: SocketAddr, count: usize) -> Vec<TcpStream> {
+    (0..count)
+        .map(|i| {
+            connect_from_with_rcvbuf(from, to, None)
+                .unwrap_or_else(|e| panic!("socket {i} from {from}: {e}"))
+        })
+        .collect()
+}
+
+// ---- Finding 1: answers nobody reads ----
+
+/// The write timeout test 1 sets (`--electrum-write-timeout-secs`).
+const WRITE_TIMEOUT: Duration = Duration::from_secs(3);
+/// Hex characters each hog's pings ask back (protocol 1.7's `pong_len`).
+const PONG_LEN: usize = 1_000_000;
+/// Pings in each hog's batch: an answer of 9 MB, more than the kernel buffers between the two
+/// ends of a loopback connection (server send buffer at most `tcp_wmem`'s 4 MiB by default,
+/// and the hog's 4 KiB receive buffer), so the server's write stalls.
+const PINGS: usize = 9;
+
+/// A hog: connects from `from` with a 4 KiB receive buffer, negotiates 1.7 and sends one batch
+/// of [`PINGS`] `server.ping [PONG_LEN]`, then never reads a byte.
+fn hog(from: &str, to: SocketAddr) -> TcpStream {
+    let mut s = connect_from_with_rcvbuf(from, to, Some(4096))
+        .unwrap_or_else(|e| panic!("a hog from {from}: {e}"));
+    let version = json!({"jsonrpc": "2.0", "id": 0, "method": "server.version",
+                         "params": ["hog", ["1.4", "1.7"]]});
+    let pings: Vec<Value> = (1..=PINGS)
+        .map(
+            |id| json!({"jsonrpc": "2.0", "id": id, "method": "server.ping", "params": [PONG_LEN]}),
+        )
+        .collect();
+    s.write_all(format!("{version}\n{}\n", Value::Array(pings)).as_bytes())
+        .unwrap();
+    s
+}
+
+/// Finding 1 (issue 25): **unread answers held their connection's place and bytes for ever.**
+///
+/// With `--electrum-max-connections=10`, ten hogs over TCP (five from 127.0.0.2, five from
+/// 127.0.0.4: under the per-IP limit of 12, so only the global limit is at stake) each ask for
+/// 9 MB of pongs and never read. The server's write to each stalls once the kernel buffers are
+/// full. The fix: a write that makes no progress for `--electrum-write-timeout-secs` (3 s here)
+/// ends the session, its writer is aborted, and its permit and queued bytes are freed. Asserted:
+/// within the write timeout + 10 s, `cairn_electrum_disconnects_total{reason="write_stalled"}`
+/// reaches 10 and no TCP session is left; each hog got less than its answer, then EOF; an honest
+/// client from 127.0.0.3 is then answered within 5 s; resident memory grew by less than 256 MiB.
+///
+/// *Fails before the fix:* the writer has no timeout, and a session that ends awaits its writer
+/// instead of aborting it (`connection.rs:127`), so the ten permits never come back: no
+/// `write_stalled` disconnect is ever counted and the honest client is refused at accept.
+#[test]
+fn unread_answers_are_cut_and_free_their_places() {
+    let served = Served::start(&[
+        "--electrum-max-connections=10",
+        "--electrum-write-timeout-secs=3",
+    ]);
+    let wmem = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_wmem").unwrap_or_default();
+    println!(
+        "tcp_wmem (min default max): {}; each hog asks for {} bytes",
+        wmem.trim(),
+        PINGS * PONG_LEN
+    );
+    let rss = RssPeak::start(served.cairn.pid());
+    let stalled_before = served.metric(&disconnects("write_stalled"));
+
+    let mut hogs = Vec::new();
+    for from in ["127.0.0.2", "127.0.0.4"] {
+        for _ in 0..5 {
+            hogs.push(hog(from, served.electrum));
+        }
+    }
+    let sent = Instant::now();
+
+    // The attack took every place: ten sessions open at once (they last at least the write
+    // timeout, since their writes only start to stall once the buffers are full)…
+    let all_in = metric_when(served.metrics, TCP_OPEN, Duration::from_secs(2), |v| {
+        v >= 10.0
+    });
+    match all_in {
+        Ok((_, after)) => println!("10 hogs held every place {after:?} after their requests"),
+        Err(v) => panic!("the ten hogs were not all admitted: {v} TCP sessions open"),
+    }
+    // …so that a new client is refused meanwhile (not asserted: it races with the stall).
+    let during = answered_within(served.electrum, "127.0.0.3", Duration::from_secs(1));
+    println!(
+        "honest client while the hogs hold every place: {during:?}; refused at the limit so far: {}",
+        served.metric(&refused("limit"))
+    );
+
+    // Every stalled writer ends its session within the write timeout (plus slack).
+    let bound = WRITE_TIMEOUT + Duration::from_secs(10);
+    let stalled = metric_when(
+        served.metrics,
+        &disconnects("write_stalled"),
+        bound.saturating_sub(sent.elapsed()),
+        |v| v - stalled_before >= 10.0,
+    );
+    match stalled {
+        Ok(_) => println!(
+            "10 write_stalled disconnects {:?} after the hogs' requests (write timeout {:?})",
+            sent.elapsed(),
+            WRITE_TIMEOUT
+        ),
+        Err(v) => panic!(
+            "{} of 10 hogs cut for a stalled write within {bound:?} (the rest hold their \
+             place and their answer for ever); disconnects: write_stalled {v}, not_reading {}, \
+             idle {}; TCP sessions open {}",
+            v - stalled_before,
+            served.metric(&disconnects("not_reading")),
+            served.metric(&disconnects("idle")),
+            served.metric(TCP_OPEN),
+        ),
+    }
+    served.wait_open(0, "the hogs' sessions to be gone");
+
+    // The honest client gets its place back (tried again for a moment: a permit is given back
+    // just after the session's gauge falls), then is answered at once.
+    let admitted = admitted_within(served.electrum, "127.0.0.3", HONEST_WITHIN)
+        .unwrap_or_else(|e| panic!("the honest client after the hogs were cut: {e}"));
+    let answered = answered_within(served.electrum, "127.0.0.3", HONEST_WITHIN)
+        .unwrap_or_else(|e| panic!("the honest client, a second time: {e}"));
+    println!("honest client admitted after {admitted:?}, then answered in {answered:?}");
+
+    // Each hog's connection is closed: what the kernel held of its answer, then EOF (or a
+    // reset), and less than the whole answer.
+    let mut received = Vec::new();
+    for (i, mut s) in hogs.into_iter().enumerate() {
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let mut buf = vec![0u8; 1 << 16];
+        let mut got = 0;
+        loop {
+            match s.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => got += n,
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                    ) =>
+                {
+                    panic!("hog {i}: still open after {got} bytes")
+                }
+                Err(_) => break,
+            }
+        }
+        assert!(
+            got < PINGS * PONG_LEN,
+            "hog {i} got its whole answer ({got} bytes): its write never stalled"
+        );
+        received.push(got);
+    }
+    println!("bytes each hog received before its connection closed: {received:?}");
+
+    let growth = rss.growth_mib();
+    println!(
+        "cairn RSS: {} MiB before, {} MiB at the peak (+{growth} MiB)",
+        rss.before_kib() / 1024,
+        rss.peak_kib() / 1024
+    );
+    assert!(growth < 256, "RSS grew by {growth} MiB under ten hogs");
+}
+
+// ---- Finding 3, part 1: one host holding every connection ----
+
+/// Finding 3 (issue 25): **one host could hold every connection.**
+///
+/// With `--electrum-max-connections=200`:
+/// - (a) 400 silent sockets from 127.0.0.2: exactly 12 (the per-IP default) stay open, the
+///   other 388 are closed by the server within a few seconds, and
+///   `cairn_electrum_connections_refused_total{reason="ip"}` counts them; a 13th socket from
+///   127.0.0.2 to the TLS and to the WebSocket listener is closed at once too, before any
+///   handshake (one table for every listener). Meanwhile an honest client from 127.0.0.3 visits
+///   every 500 ms and is always answered, then 20 more times in a row.
+/// - (b) 12 sockets each from 127.0.0.4 to .7: with the 12 of .2 that is 60 in 127.0.0.0/24,
+///   over the /24's limit of 48, so at least 12 are refused with `reason="subnet"`. A client
+///   from 127.0.1.3 (another /24) is answered; one from 127.0.0.3 is refused (its /24 is full:
+///   the price of the subnet rule, documented).
+/// - (c) Closing the 12 of 127.0.0.2 gives their places back: 12 new ones from .2 are served.
+/// - (d) 30 sockets from 127.0.0.1 (exempt by default) are all served.
+///
+/// *Fails before the fix:* there is no per-host count, so 200 of the 400 stay open (every
+/// place) and the honest client is reset on connect (the issue: 20 tries in a row).
+#[test]
+fn one_host_can_not_hold_every_connection() {
+    let served = Served::start(&["--electrum-max-connections=200"]);
+    let e = served.electrum;
+
+    // (a) One address, 400 sockets.
+    let honest = Honest::start(e, "127.0.0.3", Duration::from_millis(500), HONEST_WITHIN);
+    let started = Instant::now();
+    let flood = silent("127.0.0.2", e, 400);
+    println!(
+        "400 sockets from 127.0.0.2 connected in {:?}",
+        started.elapsed()
+    );
+    let open_flood = probe::open_after_refusals(&flood, PER_IP, Duration::from_secs(5));
+    println!(
+        "{open_flood} of them open {:?} after the first connected",
+        started.elapsed()
+    );
+    assert_eq!(
+        open_flood, PER_IP,
+        "one address holds {open_flood} connections, not the per-IP limit {PER_IP}"
+    );
+    let by_ip = metric_when(
+        served.metrics,
+        &refused("ip"),
+        Duration::from_secs(5),
+        |v| v >= 388.0,
+    );
+    match by_ip {
+        Ok((v, _)) => println!("refused for their address: {v}"),
+        Err(v) => panic!("refused for their address: {v}, not at least 388"),
+    }
+    // The TLS and WebSocket listeners share the count, and refuse before their handshake (a
+    // silent socket they admitted would only be cut by the 10 s handshake timeout).
+    for (name, to) in [("TLS", served.tls), ("WebSocket", served.ws)] {
+        let mut s = connect_from_with_rcvbuf("127.0.0.2", to, None).unwrap();
+        let asked = Instant::now();
+        assert!(
+            probe::closed_within(&mut s, Duration::from_secs(2)),
+            "a 13th connection from 127.0.0.2 to the {name} listener was not closed at accept"
+        );
+        println!(
+            "{name}: the 13th from 127.0.0.2 closed in {:?}",
+            asked.elapsed()
+        );
+    }
+    // The honest client is answered, 20 new connections in a row.
+    let mut worst = Duration::ZERO;
+    for i in 1..=20 {
+        let took = answered_within(e, "127.0.0.3", HONEST_WITHIN)
+            .unwrap_or_else(|err| panic!("honest client, try {i} of 20: {err}"));
+        worst = worst.max(took);
+    }
+    let report = honest.stop();
+    println!(
+        "honest client: 20 in a row answered (slowest {worst:?}); during the flood {} visits, \
+         slowest {:?}, {} failed",
+        report.tries,
+        report.worst,
+        report.failures.len()
+    );
+    assert!(
+        report.failures.is_empty(),
+        "the honest client failed during the flood: {:#?}",
+        report.failures
+    );
+
+    // (b) The subnet: 127.0.0.4 to .7, 12 each, beside the 12 of .2 (60 > 48 in the /24).
+    served.wait_open(PER_IP, "the honest client's sessions to end");
+    std::thread::sleep(Duration::from_millis(200));
+    let by_subnet_before = served.metric(&refused("subnet"));
+    let mut neighbours = Vec::new();
+    for last in 4..=7 {
+        neighbours.extend(silent(&format!("127.0.0.{last}"), e, PER_IP));
+    }
+    let room = PER_SUBNET - PER_IP;
+    let open_near = probe::open_after_refusals(&neighbours, room, Duration::from_secs(5));
+    assert!(
+        open_near <= room,
+        "{open_near} of 48 sockets from 127.0.0.4-7 open beside the 12 of 127.0.0.2: the /24 holds \
+         more than {PER_SUBNET}"
+    );
+    let by_subnet = metric_when(
+        served.metrics,
+        &refused("subnet"),
+        Duration::from_secs(5),
+        |v| v - by_subnet_before >= 12.0,
+    );
+    match by_subnet {
+        Ok((v, _)) => println!(
+            "127.0.0.4-7: {open_near} of 48 open, {} refused for their subnet",
+            v - by_subnet_before
+        ),
+        Err(v) => panic!(
+            "refused for their subnet: {}, not at least 12 ({open_near} of 48 open)",
+            v - by_subnet_before
+        ),
+    }
+    let other = answered_within(e, "127.0.1.3", HONEST_WITHIN)
+        .unwrap_or_else(|err| panic!("a client from another /24 (127.0.1.3): {err}"));
+    println!("127.0.1.3 (another /24) answered in {other:?}");
+    let same = answered_within(e, "127.0.0.3", Duration::from_secs(3));
+    assert!(
+        same.is_err(),
+        "127.0.0.3 was answered though its /24 holds {PER_SUBNET} connections already"
+    );
+    println!("127.0.0.3 (the full /24): refused, as documented ({same:?})");
+
+    // (c) Closing the 12 of .2 gives their places back.
+    drop(flood);
+    served.wait_open(open_near, "the sessions of 127.0.0.2 to end");
+    std::thread::sleep(Duration::from_millis(500));
+    let again = silent("127.0.0.2", e, PER_IP);
+    for (i, s) in again.iter().enumerate() {
+        if let Err(err) = probe::served(s, HONEST_WITHIN) {
+            panic!("new socket {i} from 127.0.0.2 after its 12 closed: {err}");
+        }
+    }
+    println!("after the 12 of 127.0.0.2 closed: 12 new ones from it served");
+
+    // (d) 127.0.0.1 is exempt: 30 at once, all served.
+    let local = silent("127.0.0.1", e, 30);
+    for (i, s) in local.iter().enumerate() {
+        if let Err(err) = probe::served(s, HONEST_WITHIN) {
+            panic!("socket {i} of 30 from the exempt 127.0.0.1: {err}");
+        }
+    }
+    println!(
+        "30 from 127.0.0.1 served; refused in all: ip {}, subnet {}, limit {}; TCP sessions \
+         open {}",
+        served.metric(&refused("ip")),
+        served.metric(&refused("subnet")),
+        served.metric(&refused("limit")),
+        served.metric(TCP_OPEN)
+    );
+}
+
+// ---- Finding 3, part 2: idle means no request ----
+
+/// The idle timeout test 3 sets (`--electrum-idle-timeout-secs`).
+const IDLE: Duration = Duration::from_secs(4);
+/// By when a client that made no request must be closed, from its last request.
+const IDLE_BOUND: Duration = Duration::from_secs(4 + 5);
+/// How long each client watches its connection (past the bound, to say when it did close).
+const WATCH: Duration = Duration::from_secs(4 + 5 + 3);
+
+/// What one idle client saw after its last request.
+struct Watched {
+    what: &'static str,
+    /// Whether it subscribed to headers (so notifications were owed to it).
+    subscribed: bool,
+    /// `blockchain.headers.subscribe` notifications it got.
+    notes: usize,
+    /// When the server closed it, from its last request (or from its handshake, without one).
+    closed_after: Option<Duration>,
+}
+
+fn header_notes(notes: &[Value]) -> usize {
+    notes
+        .iter()
+        .filter(|n| n["method"] == "blockchain.headers.subscribe")
+        .count()
+}
+
+/// Over TCP: `server.version`, `blockchain.headers.subscribe`, then nothing.
+fn tcp_subscriber(addr: SocketAddr) -> Watched {
+    let mut c = Lines::connect_from("127.0.0.2", addr, "1.4");
+    let tip = c.call("blockchain.headers.subscribe", json!([]));
+    assert!(tip["result"]["height"].is_u64(), "{tip}");
+    // The answer to the last request is in: the idle time counts from here.
+    let (notes, closed_after) = c.watch(WATCH);
+    Watched {
+        what: "TCP",
+        subscribed: true,
+        notes: header_notes(&notes),
+        closed_after,
+    }
+}
+
+/// Over TLS: the same two requests, then nothing.
+fn tls_subscriber(addr: SocketAddr) -> Watched {
+    let mut r = BufReader::new(probe::tls_from("127.0.0.2", addr));
+    probe::call(&mut r, 1, "server.version", json!(["idle", ["1.4", "1.4"]])).unwrap();
+    probe::call(&mut r, 2, "blockchain.headers.subscribe", json!([])).unwrap();
+    let start = Instant::now();
+    r.get_ref()
+        .sock
+        .set_read_timeout(Some(Duration::from_millis(250)))
+        .unwrap();
+    let (notes, closed) = probe::watch(&mut r, start + WATCH);
+    Watched {
+        what: "TLS",
+        subscribed: true,
+        notes: header_notes(&notes),
+        closed_after: closed.map(|at| at - start),
+    }
+}
+
+/// Over TLS, silent once its handshake is done: not a single request.
+fn tls_silent(addr: SocketAddr) -> Watched {
+    let tls = probe::tls_from("127.0.0.2", addr);
+    let start = Instant::now();
+    tls.sock
+        .set_read_timeout(Some(Duration::from_millis(250)))
+        .unwrap();
+    let mut r = BufReader::new(tls);
+    let (notes, closed) = probe::watch(&mut r, start + WATCH);
+    Watched {
+        what: "TLS, silent after its handshake",
+        subscribed: false,
+        notes: header_notes(&notes),
+        closed_after: closed.map(|at| at - start),
+    }
+}
+
+/// Over WebSocket: the same two requests, then only WebSocket pings (every second), which are
+/// not requests.
+fn ws_subscriber(addr: SocketAddr) -> Watched {
+    use futures_util::{SinkExt, StreamExt};
+    use tokio_tungstenite::tungstenite::Message;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async move {
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket.bind("127.0.0.2:0".parse().unwrap()).unwrap();
+        let tcp = socket.connect(addr).await.unwrap();
+        let (mut ws, _) = tokio_tungstenite::client_async(format!("ws://{addr}"), tcp)
+            .await
+            .unwrap();
+        let requests = [
+            (1, "server.version", json!(["idle", ["1.4", "1.4"]])),
+            (2, "blockchain.headers.subscribe", json!([])),
+        ];
+        for (id, method, params) in requests {
+            let request = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+            ws.send(Message::text(request.to_string())).await.unwrap();
+            loop {
+                match tokio::time::timeout(Duration::from_secs(30), ws.next()).await {
+                    Ok(Some(Ok(Message::Text(text)))) => {
+                        let answer: Value = serde_json::from_str(text.as_str()).unwrap();
+                        if answer["id"] == id {
+                            assert!(answer.get("result").is_some(), "{method}: {answer}");
+                            break;
+                        }
+                    }
+                    Ok(Some(Ok(_))) => {}
+                    other => panic!("WebSocket {method}: no answer: {other:?}"),
+                }
+            }
+        }
+        let start = Instant::now();
+        let until = tokio::time::Instant::now() + WATCH;
+        let mut pings = tokio::time::interval(Duration::from_secs(1));
+        let mut notes = Vec::new();
+        let closed_after = loop {
+            tokio::select! {
+                _ = tokio::time::sleep_until(until) => break None,
+                _ = pings.tick() => {
+                    if ws.send(Message::Ping(Default::default())).await.is_err() {
+                        break Some(start.elapsed());
+                    }
+                }
+                next = ws.next() => match next {
+                    Some(Ok(Message::Text(text))) => {
+                        if let Ok(note) = serde_json::from_str::<Value>(text.as_str()) {
+                            notes.push(note);
+                        }
+                    }
+                    Some(Ok(Message::Close(_))) | Some(Err(_)) | None => {
+                        break Some(start.elapsed())
+                    }
+                    Some(Ok(_)) => {}
+                },
+            }
+        };
+        Watched {
+            what: "WebSocket, sending only pings",
+            subscribed: true,
+            notes: header_notes(&notes),
+            closed_after,
+        }
+    })
+}
+
+/// Finding 3 (issue 25): **the idle timer restarted on every notification**, so on a live
+/// network (a block or a transaction every few seconds) a silent subscribed socket was never
+/// closed.
+///
+/// With `--electrum-idle-timeout-secs=4`, clients from 127.0.0.2 send `server.version` and
+/// `blockchain.headers.subscribe`, then no request (over TCP, over TLS, and over WebSocket
+/// sending only WebSocket pings), while the test mines a block every second, so header
+/// notifications keep coming. A fourth client completes a TLS handshake and says nothing.
+/// Asserted: each subscribed client got at least one notification, and every client is closed
+/// between 3 s and 4 + 5 s after its last request (or its handshake).
+///
+/// *Fails before the fix:* `timeout(idle, incoming.recv())` is rebuilt on every loop turn,
+/// notification turns included (`connection.rs:219-221, 248-258`), so the subscribed clients
+/// stay open as long as blocks come. (The silent TLS client passes before the fix too: nothing
+/// is sent to it; it checks that TLS sessions are held to the same rule.)
+#[test]
+fn idle_counts_from_the_last_request() {
+    let served = Served::start(&["--electrum-idle-timeout-secs=4"]);
+    let mining = AtomicBool::new(true);
+    let mined = AtomicU64::new(0);
+    let watched: Vec<Watched> = std::thread::scope(|scope| {
+        let miner = scope.spawn(|| {
+            // A minute at most, whatever happens to the clients.
+            let start = Instant::now();
+            while mining.load(Ordering::SeqCst) && start.elapsed() < Duration::from_secs(60) {
+                served.node.rpc(&["generatetoaddress", "1", &served.mine]);
+                mined.fetch_add(1, Ordering::SeqCst);
+                std::thread::sleep(Duration::from_secs(1));
+            }
+        });
+        let clients = [
+            scope.spawn(|| tcp_subscriber(served.electrum)),
+            scope.spawn(|| tls_subscriber(served.tls)),
+            scope.spawn(|| tls_silent(served.tls)),
+            scope.spawn(|| ws_subscriber(served.ws)),
+        ];
+        let outcomes: Vec<_> = clients.into_iter().map(|c| c.join()).collect();
+        mining.store(false, Ordering::SeqCst);
+        miner.join().expect("the miner");
+        outcomes
+            .into_iter()
+            .map(|o| o.unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+            .collect()
+    });
+    println!(
+        "{} blocks mined, one a second; idle timeout {IDLE:?}; idle disconnects counted: {}",
+        mined.load(Ordering::SeqCst),
+        served.metric(&disconnects("idle"))
+    );
+    for w in &watched {
+        println!(
+            "{}: {} header notifications, closed {:?} after its last request",
+            w.what, w.notes, w.closed_after
+        );
+    }
+    for w in &watched {
+        if w.subscribed {
+            assert!(
+                w.notes >= 1,
+                "{}: no notification came, so the test proves nothing",
+                w.what
+            );
+        }
+        let Some(after) = w.closed_after else {
+            panic!(
+                "{}: still open {WATCH:?} after its last request, with {} notifications since \
+                 (idle timeout {IDLE:?})",
+                w.what, w.notes
+            );
+        };
+        assert!(
+            after <= IDLE_BOUND,
+            "{}: closed {after:?} after its last request, over {IDLE_BOUND:?}",
+            w.what
+        );
+        assert!(
+            after >= IDLE - Duration::from_secs(1),
+            "{}: closed {after:?} after its last request, before the idle timeout {IDLE:?}",
+            w.what
+        );
+    }
+}
+
+// ---- Finding 4: HTTP held shut ----
+
+/// One HTTP/1.1 request from `from` on a connection of its own: the status code, or why there
+/// was none within `within`.
+fn http_from(from: &str, to: SocketAddr, path: &str, within: Duration) -> Result<u16, String> {
+    let mut s = connect_from_with_rcvbuf(from, to, None).map_err(|e| format!("connect: {e}"))?;
+    s.set_read_timeout(Some(within)).unwrap();
+    let request = format!("GET {path} HTTP/1.1\r\nHost: cairn\r\nConnection: close\r\n\r\n");
+    s.write_all(request.as_bytes())
+        .map_err(|e| format!("send: {e}"))?;
+    let mut head = [0u8; 12];
+    s.read_exact(&mut head)
+        .map_err(|e| format!("{path}: no answer within {within:?}: {e}"))?;
+    let text = String::from_utf8_lossy(&head);
+    text.get(9..12)
+        .and_then(|code| code.parse().ok())
+        .ok_or_else(|| format!("{path}: not an HTTP answer: {text:?}"))
+}
+
+/// A connection from `from` that asks for the status page (9 KB) `n` times in one go,
+/// pipelined, with a 4 KiB receive buffer, and never reads.
+fn http_hog(from: &str, to: SocketAddr, n: usize) -> TcpStream {
+    let mut s = connect_from_with_rcvbuf(from, to, Some(4096)).unwrap();
+    let one = "GET / HTTP/1.1\r\nHost: cairn\r\n\r\n";
+    s.write_all(one.repeat(n).as_bytes()).unwrap();
+    s
+}
+
+/// Finding 4 (issue 25): **HTTP could be held shut.**
+///
+/// With `--http-max-connections=40`: 40 connections from 127.0.0.2 each ask for the status page
+/// 1,000 times, pipelined (9 MB of answers), and never read; only 32 are admitted (the per-IP
+/// default), so 8 more from 127.0.0.4 fill the places. Asserted: meanwhile `/health` from
+/// 127.0.0.3 is answered within 3 s (a place held back for health checks), and any other path
+/// there gets 503 at once rather than waiting; every hog is cut once its write has taken
+/// nothing for the write timeout (20 s), after which `/blocks/tip/height` is answered again.
+///
+/// *Fails before the fix:* the hogs hold every place for ever (no write timeout), so the
+/// health check is reset at accept, and a load balancer marks the node down.
+#[test]
+fn http_is_never_held_shut() {
+    let http = free_addr();
+    let flag = format!("--http-addr={http}");
+    let served = Served::start(&[&flag, "--http-max-connections=40"]);
+    assert_eq!(
+        http_from("127.0.0.3", http, "/health", HONEST_WITHIN),
+        Ok(200)
+    );
+    let mut hogs: Vec<TcpStream> = (0..40).map(|_| http_hog("127.0.0.2", http, 1000)).collect();
+    let open = probe::open_after_refusals(&hogs, PER_IP_HTTP, Duration::from_secs(5));
+    assert_eq!(
+        open, PER_IP_HTTP,
+        "one address holds {open} HTTP connections"
+    );
+    hogs.extend((0..8).map(|_| http_hog("127.0.0.4", http, 1000)));
+    let started = Instant::now();
+    std::thread::sleep(Duration::from_millis(500));
+    let by_ip =
+        served.metric("cairn_http_connections_refused_total{listener=\"HTTP\",reason=\"ip\"}");
+    println!("HTTP: {open} hogs of 127.0.0.2 admitted, {by_ip} refused for their address");
+    assert!(by_ip >= 8.0, "refused for their address: {by_ip}");
+
+    // Every place is taken: the health check still gets through, others are told to go.
+    for i in 0..5 {
+        let asked = Instant::now();
+        let health = http_from("127.0.0.3", http, "/health", Duration::from_secs(3));
+        assert_eq!(
+            health,
+            Ok(200),
+            "/health, try {i}, while the hogs hold every place"
+        );
+        println!(
+            "/health answered in {:?} while every place is held",
+            asked.elapsed()
+        );
+    }
+    let other = http_from(
+        "127.0.0.3",
+        http,
+        "/blocks/tip/height",
+        Duration::from_secs(3),
+    );
+    println!("/blocks/tip/height while every place is held: {other:?}");
+    assert_eq!(other, Ok(503), "a request on a health check's place");
+
+    // The write timeout frees every place; then everything is answered again.
+    let freed = loop {
+        match http_from(
+            "127.0.0.3",
+            http,
+            "/blocks/tip/height",
+            Duration::from_secs(3),
+        ) {
+            Ok(200) => break started.elapsed(),
+            _ if started.elapsed() > Duration::from_secs(40) => {
+                panic!("/blocks/tip/height not answered 40 s into the attack")
+            }
+            _ => std::thread::sleep(Duration::from_millis(500)),
+        }
+    };
+    println!("/blocks/tip/height answered again {freed:?} into the attack");
+    let mut closed = 0;
+    for s in hogs.iter_mut() {
+        closed += usize::from(probe::closed_within(s, Duration::from_secs(5)));
+    }
+    assert_eq!(
+        closed,
+        hogs.len(),
+        "hogs still open after the write timeout"
+    );
+}
+
+/// `--http-max-connections-per-ip`'s default.
+const PER_IP_HTTP: usize = 32;
