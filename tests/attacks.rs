@@ -696,9 +696,10 @@ fn http_hog(from: &str, to: SocketAddr, n: usize) -> TcpStream {
 ///
 /// With `--http-max-connections=40`: 40 connections from 127.0.0.2 each ask for the status page
 /// 1,000 times, pipelined (9 MB of answers), and never read; only 32 are admitted (the per-IP
-/// default), so 8 more from 127.0.0.4 fill the places. Asserted: meanwhile `/health` from
-/// 127.0.0.3 is answered within 3 s (a place held back for health checks), and any other path
-/// there gets 503 at once rather than waiting; every hog is cut once its write has taken
+/// default), so 8 more from 127.0.0.4 fill the places, and 20 more from there try to take the
+/// places held back for health checks (one is theirs, for 2 s). Asserted: meanwhile `/health`
+/// from 127.0.0.3 is answered within 3 s (a place held back for health checks), and any other
+/// path there gets 503 at once rather than waiting; every hog is cut once its write has taken
 /// nothing for the write timeout (20 s), after which `/blocks/tip/height` is answered again.
 ///
 /// *Fails before the fix:* the hogs hold every place for ever (no write timeout), so the
@@ -726,7 +727,20 @@ fn http_is_never_held_shut() {
     println!("HTTP: {open} hogs of 127.0.0.2 admitted, {by_ip} refused for their address");
     assert!(by_ip >= 8.0, "refused for their address: {by_ip}");
 
-    // Every place is taken: the health check still gets through, others are told to go.
+    // Every place is taken. An attacker that keeps connecting gets one of the places held
+    // for health checks per address, and holds it 2 s at most (silent here).
+    let squatters: Vec<TcpStream> = (0..20)
+        .map(|_| connect_from_with_rcvbuf("127.0.0.4", http, None).unwrap())
+        .collect();
+    let squatting = probe::open_after_refusals(&squatters, 1, Duration::from_secs(3));
+    println!(
+        "20 more from 127.0.0.4 with every place held: {squatting} kept (a health check's place)"
+    );
+    assert!(
+        squatting <= 1,
+        "one address holds {squatting} health checks' places"
+    );
+    // The health check still gets through; others are told to go.
     for i in 0..5 {
         let asked = Instant::now();
         let health = http_from("127.0.0.3", http, "/health", Duration::from_secs(3));
@@ -778,3 +792,64 @@ fn http_is_never_held_shut() {
 
 /// `--http-max-connections-per-ip`'s default.
 const PER_IP_HTTP: usize = 32;
+
+/// Finding 1, slowly (issue 25): **readers that take a trickle held the budget.**
+///
+/// With `--electrum-answer-budget-mb=128` (a quarter, 32 MiB, per connection and per host):
+/// ten clients from 127.0.0.2 (under the per-IP limit of 12) each ask for 18 MB of pongs and
+/// read 4 KiB a second, fast enough for the write timeout. Asserted: an honest client from
+/// 127.0.0.3 gets a 100,000-character pong within 5 s, and most of the slow readers are cut for
+/// holding their host's share.
+///
+/// *Fails before the fix:* each connection had its own quarter and nothing counted per host,
+/// so the ten held the whole budget (150 MB asked) and every other client's answer waited 60 s.
+#[test]
+fn slow_readers_of_one_host_hold_a_quarter_of_the_budget_at_most() {
+    let served = Served::start(&["--electrum-answer-budget-mb=128"]);
+    let stop = std::sync::Arc::new(AtomicBool::new(false));
+    let mut readers = Vec::new();
+    for _ in 0..10 {
+        let mut s = connect_from_with_rcvbuf("127.0.0.2", served.electrum, Some(4096)).unwrap();
+        let version = json!({"jsonrpc": "2.0", "id": 0, "method": "server.version",
+                             "params": ["slow", ["1.4", "1.7"]]});
+        let pings: Vec<Value> = (1..=9)
+            .map(|id| json!({"jsonrpc": "2.0", "id": id, "method": "server.ping", "params": [2_000_000]}))
+            .collect();
+        s.write_all(format!("{version}\n{}\n", Value::Array(pings)).as_bytes())
+            .unwrap();
+        let stop = stop.clone();
+        readers.push(std::thread::spawn(move || {
+            s.set_read_timeout(Some(Duration::from_millis(500)))
+                .unwrap();
+            let mut buf = [0u8; 4096];
+            while !stop.load(Ordering::SeqCst) {
+                match s.read(&mut buf) {
+                    Ok(0) => return true,
+                    Err(e) if e.kind() != std::io::ErrorKind::WouldBlock => return true,
+                    _ => std::thread::sleep(Duration::from_secs(1)),
+                }
+            }
+            false
+        }));
+    }
+    std::thread::sleep(Duration::from_secs(2));
+    let mut honest = Lines::connect_from("127.0.0.3", served.electrum, "1.7");
+    let asked = Instant::now();
+    let pong = honest.call("server.ping", json!([100_000]));
+    let took = asked.elapsed();
+    println!("honest 100,000-character pong beside ten slow readers: {took:?}");
+    assert_eq!(
+        pong["result"]["data"].as_str().map(str::len),
+        Some(100_000),
+        "{pong}"
+    );
+    assert!(took < HONEST_WITHIN, "the honest pong took {took:?}");
+    stop.store(true, Ordering::SeqCst);
+    let cut = readers
+        .into_iter()
+        .map(|r| r.join().unwrap())
+        .filter(|closed| *closed)
+        .count();
+    println!("slow readers cut for their host's share: {cut} of 10");
+    assert!(cut >= 7, "only {cut} of 10 slow readers were cut");
+}

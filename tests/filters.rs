@@ -352,8 +352,9 @@ fn http_serves_filters_and_headers_as_bitcoind_computed_them() {
         2
     );
 
-    // Two clients that hold their connections fill `http_max_connections = 2`: a third is
-    // closed unanswered; once one leaves, requests are served again.
+    // Two clients that hold their connections fill `http_max_connections = 2`: a third gets
+    // one of the places held for health checks, where anything but `/health` is a 503; once
+    // one leaves, requests are served again.
     std::thread::sleep(std::time::Duration::from_millis(300));
     let idle: Vec<std::net::TcpStream> = (0..2)
         .map(|_| std::net::TcpStream::connect(addr).unwrap())
@@ -361,8 +362,13 @@ fn http_serves_filters_and_headers_as_bitcoind_computed_them() {
     std::thread::sleep(std::time::Duration::from_millis(300));
     let (status, _, _) = get(addr, "/filterheaders?start=0&count=1");
     assert_eq!(
-        status, 0,
-        "a client over the connection limit must be closed"
+        status, 503,
+        "a client over the connection limit is told to come back"
+    );
+    assert_eq!(
+        get(addr, "/health").0,
+        200,
+        "health checks still get through"
     );
     drop(idle);
     let start = std::time::Instant::now();

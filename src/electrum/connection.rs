@@ -4,6 +4,7 @@
 //! the requests and owes the notifications.
 
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -130,7 +131,7 @@ async fn write_lines<W: tokio::io::AsyncWrite + Unpin>(
     mut queue: mpsc::Receiver<Queued>,
     stall: Duration,
 ) -> Written {
-    while let Some(queued) = queue.recv().await {
+    while let Some(mut queued) = queue.recv().await {
         let newline: &[u8] = if queued.ends_line { b"\n" } else { b"" };
         let chunks = queued.line.as_bytes().chunks(WRITE_CHUNK);
         for chunk in chunks.chain(std::iter::once(newline)) {
@@ -139,6 +140,8 @@ async fn write_lines<W: tokio::io::AsyncWrite + Unpin>(
                 Ok(Err(_)) => return Written::Failed,
                 Err(_) => return Written::Stalled,
             }
+            // What the kernel took is no longer held: a slow reader holds what it has not read.
+            queued.held.release(chunk.len());
         }
     }
     let _ = tokio::time::timeout(stall, out.shutdown()).await;
@@ -184,12 +187,12 @@ impl End {
     }
 }
 
-/// Ends a session's writer: at once for a client that does not read or has gone idle, within
-/// [`CLOSE_GRACE`] otherwise (so a last error line can get out), as ElectrumX's
+/// Ends a session's writer: at once for a client that does not read, within [`CLOSE_GRACE`]
+/// otherwise (so a last error line, a TLS close or a WebSocket close frame can get out), as ElectrumX's
 /// `close(force_after=1.0)`. Everything queued, with its share of the budget, is freed before
 /// this returns, and with it the connection's places.
 async fn finish(peer: SocketAddr, end: End, mut writer: tokio::task::JoinHandle<Written>) {
-    if matches!(end, End::Idle | End::NotReading) {
+    if end == End::NotReading {
         writer.abort();
     }
     let written = match tokio::time::timeout(CLOSE_GRACE, &mut writer).await {
@@ -261,16 +264,17 @@ pub async fn run_websocket(
     let stall = backend.config.write_timeout;
     let writer = tokio::spawn(async move {
         while let Some(queued) = out_rx.recv().await {
-            let Queued {
-                line, _held, _mine, ..
-            } = queued;
-            // A message goes out whole: its time grows with its size, at 64 KiB/s at least.
-            let within = stall + Duration::from_secs((line.len() / (64 << 10)) as u64);
+            let Queued { line, held, .. } = queued;
+            // A message goes out whole: the write timeout for each 64 KiB of it, as the TCP
+            // writer's pieces.
+            let pieces = u32::try_from(line.len().div_ceil(WRITE_CHUNK).max(1)).unwrap_or(u32::MAX);
+            let within = stall.saturating_mul(pieces);
             match tokio::time::timeout(within, sink.send(Message::text(line))).await {
                 Ok(Ok(())) => {}
                 Ok(Err(_)) => return Written::Failed,
                 Err(_) => return Written::Stalled,
             }
+            drop(held);
         }
         let _ = tokio::time::timeout(stall, sink.close()).await;
         Written::All
@@ -308,7 +312,7 @@ async fn serve(
     let mut session = Session::new(backend, streams);
     // Idle counts from the client's last request: notifications sent meanwhile do not count
     // (ElectrumX's `last_recv`, Fulcrum's `lastGood`).
-    let idle_at = tokio::time::sleep(idle);
+    let idle_at = tokio::time::sleep_until(far_or(tokio::time::Instant::now(), idle));
     tokio::pin!(idle_at);
     loop {
         tokio::select! {
@@ -341,7 +345,7 @@ async fn serve(
                     tracing::info!("electrum client {peer} does not read its answers; disconnecting");
                     return End::NotReading;
                 }
-                idle_at.as_mut().reset(tokio::time::Instant::now() + idle);
+                idle_at.as_mut().reset(far_or(tokio::time::Instant::now(), idle));
             }
             update = updates.recv() => {
                 let notes = match update {
@@ -356,6 +360,12 @@ async fn serve(
             }
         }
     }
+}
+
+/// `now + wait`, or a year from now when that is further than the clock can count.
+fn far_or(now: tokio::time::Instant, wait: Duration) -> tokio::time::Instant {
+    const YEAR: Duration = Duration::from_secs(365 * 24 * 3600);
+    now.checked_add(wait.min(YEAR)).unwrap_or(now)
 }
 
 /// A session's share of the Electrum gauges: its connection, and its subscriptions as they
@@ -425,11 +435,14 @@ async fn stream(job: HistoryJob, out: &Outbox) -> bool {
 }
 
 /// The bytes of answers queued for all clients and not yet written, at most
-/// (`electrum_answer_budget_mb`); one client may hold a quarter of it.
+/// (`electrum_answer_budget_mb`); one connection, and all the connections of one host together,
+/// may hold a quarter of it each.
 #[derive(Clone)]
 pub struct AnswerBudget {
     bytes: Arc<tokio::sync::Semaphore>,
     share: usize,
+    /// What the host of the connection this copy is for holds (shared by its connections).
+    host: Arc<AtomicUsize>,
 }
 
 impl AnswerBudget {
@@ -439,27 +452,57 @@ impl AnswerBudget {
         AnswerBudget {
             bytes: Arc::new(tokio::sync::Semaphore::new(total)),
             share: (total / 4).max(1),
+            host: Arc::default(),
+        }
+    }
+
+    /// This budget for a connection of the host whose queued bytes `host` counts.
+    pub fn for_host(&self, host: Arc<AtomicUsize>) -> Self {
+        AnswerBudget {
+            host,
+            ..self.clone()
         }
     }
 }
 
 /// One line, or a piece of one, queued for a client's writer, holding its bytes of the budget
-/// until written.
+/// until they are written.
 struct Queued {
     line: String,
     /// Whether a newline follows (the line's last piece).
     ends_line: bool,
-    _held: tokio::sync::OwnedSemaphorePermit,
-    _mine: HeldByClient,
+    held: Held,
 }
 
-/// A client's queued bytes, counted down when a line is written.
-struct HeldByClient(Arc<std::sync::atomic::AtomicUsize>, usize);
+/// Bytes of the budget held for a line, counted against its connection's and its host's
+/// shares; given back as they are written ([`Held::release`]) or when dropped.
+struct Held {
+    permit: tokio::sync::OwnedSemaphorePermit,
+    /// The connection's and the host's counts.
+    counts: [Arc<AtomicUsize>; 2],
+    bytes: usize,
+}
 
-impl Drop for HeldByClient {
+impl Held {
+    /// Gives back `n` of the bytes held (written: the kernel has them).
+    fn release(&mut self, n: usize) {
+        let n = n.min(self.bytes);
+        if n == 0 {
+            return;
+        }
+        drop(self.permit.split(n));
+        for count in &self.counts {
+            count.fetch_sub(n, Ordering::SeqCst);
+        }
+        self.bytes -= n;
+    }
+}
+
+impl Drop for Held {
     fn drop(&mut self) {
-        self.0
-            .fetch_sub(self.1, std::sync::atomic::Ordering::SeqCst);
+        for count in &self.counts {
+            count.fetch_sub(self.bytes, Ordering::SeqCst);
+        }
     }
 }
 
@@ -468,7 +511,8 @@ struct Outbox {
     tx: mpsc::Sender<Queued>,
     timeout: std::time::Duration,
     budget: AnswerBudget,
-    mine: Arc<std::sync::atomic::AtomicUsize>,
+    /// What this connection holds of the budget.
+    mine: Arc<AtomicUsize>,
     /// The transport's label, for the metrics.
     transport: &'static str,
     /// Bytes queued to this client (`cairn_electrum_sent_bytes_total`).
@@ -490,17 +534,17 @@ impl Outbox {
         }
     }
 
-    /// Queues one line; `false` if the client holds more than its share of the budget unread,
-    /// the budget or its queue did not make room in time, or it is gone.
+    /// Queues one line; `false` if the client (or its host) holds more than its share of the
+    /// budget unwritten, the budget or its queue did not make room in time, or it is gone.
     async fn send(&self, line: String) -> bool {
         self.send_piece(line, true).await
     }
 
     /// Queues a piece of a line (`last`: the piece that ends it), as [`Outbox::send`].
     async fn send_piece(&self, line: String, last: bool) -> bool {
-        use std::sync::atomic::Ordering;
         let size = line.len().max(1);
-        if self.mine.load(Ordering::SeqCst) + size > self.budget.share {
+        let over = |count: &AtomicUsize| count.load(Ordering::SeqCst) + size > self.budget.share;
+        if over(&self.mine) || over(&self.budget.host) {
             return false;
         }
         let Ok(permits) = u32::try_from(size) else {
@@ -508,20 +552,26 @@ impl Outbox {
         };
         let acquire = self.budget.bytes.clone().acquire_many_owned(permits);
         // No waiting for room once the writer is gone (the client stalled or left).
-        let held = tokio::select! {
+        let permit = tokio::select! {
             () = self.tx.closed() => return false,
             held = tokio::time::timeout(self.timeout, acquire) => held,
         };
-        let Ok(Ok(held)) = held else {
+        let Ok(Ok(permit)) = permit else {
             return false;
         };
-        self.mine.fetch_add(size, Ordering::SeqCst);
+        let counts = [self.mine.clone(), self.budget.host.clone()];
+        for count in &counts {
+            count.fetch_add(size, Ordering::SeqCst);
+        }
         self.sent.inc_by(size as u64);
         let queued = Queued {
             line,
             ends_line: last,
-            _held: held,
-            _mine: HeldByClient(self.mine.clone(), size),
+            held: Held {
+                permit,
+                counts,
+                bytes: size,
+            },
         };
         matches!(
             tokio::time::timeout(self.timeout, self.tx.send(queued)).await,

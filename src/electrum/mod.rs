@@ -183,7 +183,8 @@ impl Places {
         match self.permits.clone().try_acquire_owned() {
             Ok(permit) => Some((host, permit)),
             Err(_) => {
-                tracing::warn!("electrum: refusing {peer}, connection limit reached");
+                self.hosts
+                    .log_refusal(peer.ip(), "the server holds every connection it takes");
                 refused("limit");
                 None
             }
@@ -218,7 +219,7 @@ async fn listen(
             let client = Client {
                 peer,
                 backend: backend.clone(),
-                budget: budget.clone(),
+                budget: budget.for_host(place.0.shared()),
             };
             let transport = transport.clone();
             tokio::spawn(async move {

@@ -39,6 +39,7 @@ impl MetricsServer {
         let places = super::serve::Places {
             max_connections: MAX_CONNECTIONS,
             hosts: None,
+            health: None,
         };
         let task = tokio::spawn(super::serve::serve(
             listener,

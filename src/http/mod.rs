@@ -23,7 +23,6 @@ use serde_json::{json, Value};
 use tokio::net::TcpListener;
 
 use crate::config::HostLimits;
-use crate::listen::HostTable;
 use crate::view::{ChainView, FilterState};
 pub use context::{HttpContext, HttpError};
 pub use serve::answer_with;
@@ -61,10 +60,7 @@ impl HttpServer {
         tracing::info!("HTTP server (filters, Esplora API) on {addr}");
         let ctx = Arc::new(ctx);
         let sampler = tokio::spawn(take_samples(ctx.clone()));
-        let places = Places {
-            max_connections,
-            hosts: Some(HostTable::new(hosts, "HTTP")),
-        };
+        let places = Places::with_health(max_connections, hosts);
         let task = tokio::spawn(serve(listener, "HTTP", places, move |req, place| {
             let ctx = ctx.clone();
             async move {

@@ -11,6 +11,7 @@ use hyper::body::{Bytes, Incoming};
 use hyper::{Request, Response, StatusCode};
 use tokio::net::TcpListener;
 
+use crate::config::HostLimits;
 use crate::listen::{HostTable, WriteDeadline};
 
 /// How long a client may take to send its request.
@@ -21,9 +22,12 @@ pub(super) const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 pub(super) const WRITE_TIMEOUT: Duration = Duration::from_secs(20);
 
 /// Places held back beyond the listener's limit for health checks: a connection that gets one
-/// is answered for `/health` only, so a load balancer's checks get through while every other
-/// place is taken.
+/// is answered for `/health` only, once, so a load balancer's checks get through while every
+/// other place is taken. One per host (four per subnet) at a time, so that an attacker who
+/// fills the listener cannot take them all from a few addresses.
 pub(super) const HEALTH_PLACES: usize = 16;
+/// How long a connection on a health check's place may take to send its request.
+const HEALTH_REQUEST_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// The places a listener gives out.
 pub(super) struct Places {
@@ -31,6 +35,25 @@ pub(super) struct Places {
     pub max_connections: usize,
     /// Per host (`None`: not counted, as for the metrics listener).
     pub hosts: Option<Arc<HostTable>>,
+    /// The places held for health checks and their count per host (`None`: none held).
+    pub health: Option<Arc<HostTable>>,
+}
+
+impl Places {
+    /// The HTTP listener's: `max_connections`, `hosts` per host, and [`HEALTH_PLACES`] more for
+    /// health checks.
+    pub fn with_health(max_connections: usize, hosts: HostLimits) -> Self {
+        let checks = HostLimits {
+            per_ip: 1,
+            per_subnet: 4,
+            exempt: hosts.exempt.clone(),
+        };
+        Places {
+            max_connections,
+            hosts: Some(HostTable::new(hosts, "HTTP")),
+            health: Some(HostTable::new(checks, "HTTP health checks")),
+        }
+    }
 }
 
 /// Which place a connection holds.
@@ -45,7 +68,7 @@ pub(super) enum Place {
 /// Accepts clients of `listener` (`what` names them in logs) for ever, at most
 /// `max_connections` at once and as many per host as `hosts` allows (more are closed as they
 /// connect, counted in `cairn_http_connections_refused_total`), with [`HEALTH_PLACES`] more held
-/// for health checks, and serves each over HTTP/1.1 with `handle`: the request head must come
+/// for health checks when `places` says so, and serves each over HTTP/1.1 with `handle`: the request head must come
 /// within [`REQUEST_TIMEOUT`] and fit 64 KiB, and a write that takes nothing for
 /// [`WRITE_TIMEOUT`] ends the connection.
 pub(super) async fn serve<H, F>(
@@ -58,7 +81,8 @@ pub(super) async fn serve<H, F>(
     F: std::future::Future<Output = Response<Full<Bytes>>> + Send + 'static,
 {
     let any = Arc::new(tokio::sync::Semaphore::new(places.max_connections));
-    let health = Arc::new(tokio::sync::Semaphore::new(HEALTH_PLACES));
+    let held_back = places.health.as_ref().map_or(0, |_| HEALTH_PLACES);
+    let health = Arc::new(tokio::sync::Semaphore::new(held_back));
     let refused = |reason: &str| {
         crate::metrics::metrics()
             .http_connections_refused
@@ -75,28 +99,37 @@ pub(super) async fn serve<H, F>(
             Some(Ok(host)) => Some(host),
             None => None,
         };
-        let (permit, place) = match any.clone().try_acquire_owned() {
-            Ok(permit) => (permit, Place::Any),
-            Err(_) => match health.clone().try_acquire_owned() {
-                Ok(permit) => (permit, Place::HealthOnly),
-                Err(_) => {
-                    tracing::debug!("refusing {what} client {peer}: every place is taken");
-                    refused("limit");
-                    continue;
+        let (permit, place, check) = match any.clone().try_acquire_owned() {
+            Ok(permit) => (permit, Place::Any, None),
+            Err(_) => {
+                let check = places.health.as_ref().map(|t| t.admit(peer.ip()));
+                match (check, health.clone().try_acquire_owned()) {
+                    (Some(Ok(check)), Ok(permit)) => (permit, Place::HealthOnly, Some(check)),
+                    _ => {
+                        tracing::debug!("refusing {what} client {peer}: every place is taken");
+                        refused("limit");
+                        continue;
+                    }
                 }
-            },
+            }
         };
         let handle = handle.clone();
         tokio::spawn(async move {
-            let _places = (permit, host);
+            let _places = (permit, host, check);
             let service = hyper::service::service_fn(move |req| {
                 let answered = handle(req, place);
                 async move { Ok::<_, Infallible>(answered.await) }
             });
             let stream = WriteDeadline::new(stream, WRITE_TIMEOUT);
+            let (head_within, keep_alive) = match place {
+                Place::Any => (REQUEST_TIMEOUT, true),
+                // One quick request, then the place is free again.
+                Place::HealthOnly => (HEALTH_REQUEST_TIMEOUT, false),
+            };
             let conn = hyper::server::conn::http1::Builder::new()
                 .timer(hyper_util::rt::TokioTimer::new())
-                .header_read_timeout(REQUEST_TIMEOUT)
+                .header_read_timeout(head_within)
+                .keep_alive(keep_alive)
                 .max_buf_size(64 * 1024)
                 .serve_connection(hyper_util::rt::TokioIo::new(stream), service);
             if let Err(e) = conn.await {

@@ -2,6 +2,7 @@
 
 use std::collections::HashMap;
 use std::net::IpAddr;
+use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -15,8 +16,17 @@ use crate::types::Subnet;
 pub struct HostTable {
     limits: HostLimits,
     what: &'static str,
-    live: Mutex<HashMap<Subnet, usize>>,
+    live: Mutex<HashMap<Subnet, Live>>,
     warned: Mutex<Option<Instant>>,
+}
+
+/// What a host or subnet holds now.
+#[derive(Debug, Default)]
+struct Live {
+    /// Its connections.
+    conns: usize,
+    /// A count its connections share (the Electrum server's answer bytes queued for the host).
+    shared: Arc<AtomicUsize>,
 }
 
 /// Why a host's new connection was refused.
@@ -43,6 +53,16 @@ pub struct HostGuard {
     table: Arc<HostTable>,
     /// The host's and its subnet's keys; `None` for an exempt host.
     keys: Option<[Subnet; 2]>,
+    /// The count every connection of the host shares (its own for an exempt host).
+    shared: Arc<AtomicUsize>,
+}
+
+impl HostGuard {
+    /// The count this connection shares with every other of its host (an exempt host's
+    /// connections share nothing: each has its own).
+    pub fn shared(&self) -> Arc<AtomicUsize> {
+        self.shared.clone()
+    }
 }
 
 /// Refusals are logged at most this often per server (Fulcrum's 5 s,
@@ -74,11 +94,12 @@ impl HostTable {
             return Ok(HostGuard {
                 table: self.clone(),
                 keys: None,
+                shared: Arc::default(),
             });
         }
         let keys = Self::keys(ip);
         let mut live = self.live.lock().unwrap_or_else(PoisonError::into_inner);
-        let held = |key: &Subnet| live.get(key).copied().unwrap_or(0);
+        let held = |key: &Subnet| live.get(key).map_or(0, |l| l.conns);
         let refused = if held(&keys[0]) >= self.limits.per_ip {
             Some(Refused::Ip)
         } else if held(&keys[1]) >= self.limits.per_subnet {
@@ -92,27 +113,38 @@ impl HostTable {
             return Err(refused);
         }
         for key in keys {
-            *live.entry(key).or_insert(0) += 1;
+            live.entry(key).or_default().conns += 1;
         }
+        let shared = live
+            .get(&keys[0])
+            .map(|l| l.shared.clone())
+            .unwrap_or_default();
         Ok(HostGuard {
             table: self.clone(),
             keys: Some(keys),
+            shared,
         })
     }
 
     /// Logs a refusal, at most once per [`WARN_EVERY`].
     fn warn(&self, ip: IpAddr, refused: Refused) {
+        let (limit, of) = match refused {
+            Refused::Ip => (self.limits.per_ip, "its address"),
+            Refused::Subnet => (self.limits.per_subnet, "its subnet"),
+        };
+        self.log_refusal(ip, &format!("{of} holds {limit} connections already"));
+    }
+
+    /// Logs that `ip` was refused and why, at most once per [`WARN_EVERY`] for the whole server
+    /// (a flood of refusals is one line).
+    pub fn log_refusal(&self, ip: IpAddr, why: &str) {
         let mut warned = self.warned.lock().unwrap_or_else(PoisonError::into_inner);
         if warned.is_some_and(|at| at.elapsed() < WARN_EVERY) {
             return;
         }
         *warned = Some(Instant::now());
-        let (limit, of) = match refused {
-            Refused::Ip => (self.limits.per_ip, "its address"),
-            Refused::Subnet => (self.limits.per_subnet, "its subnet"),
-        };
         tracing::warn!(
-            "{}: refusing {ip}: {of} holds {limit} connections already (logged at most every {}s)",
+            "{}: refusing {ip}: {why} (logged at most every {}s)",
             self.what,
             WARN_EVERY.as_secs()
         );
@@ -121,7 +153,7 @@ impl HostTable {
     /// Connections held by the host (IPv4 address or IPv6 /64) of `ip`.
     pub fn held_by(&self, ip: IpAddr) -> usize {
         let live = self.live.lock().unwrap_or_else(PoisonError::into_inner);
-        live.get(&Self::keys(ip)[0]).copied().unwrap_or(0)
+        live.get(&Self::keys(ip)[0]).map_or(0, |l| l.conns)
     }
 }
 
@@ -134,9 +166,9 @@ impl Drop for HostGuard {
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
         for key in keys {
-            if let Some(n) = live.get_mut(&key) {
-                *n -= 1;
-                if *n == 0 {
+            if let Some(l) = live.get_mut(&key) {
+                l.conns -= 1;
+                if l.conns == 0 {
                     live.remove(&key);
                 }
             }
@@ -165,6 +197,11 @@ mod tests {
         drop(a1);
         assert_eq!(table.held_by(ip("203.0.113.2")), 1);
         let a3 = table.admit(ip("203.0.113.2")).unwrap();
+        assert!(
+            Arc::ptr_eq(&a2.shared(), &a3.shared()),
+            "one host, one count"
+        );
+        assert!(!Arc::ptr_eq(&a2.shared(), &b1.shared()), "another host");
         drop((a2, a3, b1, other));
         assert_eq!(table.held_by(ip("203.0.113.2")), 0);
         let live = table.live.lock().unwrap();
