@@ -697,7 +697,7 @@ fn http_hog(from: &str, to: SocketAddr, n: usize) -> TcpStream {
 /// With `--http-max-connections=40`: 40 connections from 127.0.0.2 each ask for the status page
 /// 1,000 times, pipelined (9 MB of answers), and never read; only 32 are admitted (the per-IP
 /// default), so 8 more from 127.0.0.4 fill the places, and 20 more from there try to take the
-/// places held back for health checks (one is theirs, for 2 s). Asserted: meanwhile `/health`
+/// places held back for health checks (two are theirs, for 2 s). Asserted: meanwhile `/health`
 /// from 127.0.0.3 is answered within 3 s (a place held back for health checks), and any other
 /// path there gets 503 at once rather than waiting; every hog is cut once its write has taken
 /// nothing for the write timeout (20 s), after which `/blocks/tip/height` is answered again.
@@ -852,4 +852,41 @@ fn slow_readers_of_one_host_hold_a_quarter_of_the_budget_at_most() {
         .count();
     println!("slow readers cut for their host's share: {cut} of 10");
     assert!(cut >= 7, "only {cut} of 10 slow readers were cut");
+}
+
+/// Finding 2 (issue 25): **answers were built before the budget was asked.**
+///
+/// With `--electrum-answer-budget-mb=64` (16 MiB per connection and per host): 30 clients,
+/// ten each from 127.0.0.2, .4 and .5, each send a batch of nine `server.ping [1000000]` (9 MB
+/// of answers) and never read. Asserted: cairn's resident memory grows by less than 160 MiB
+/// (the budget and a working margin), and an honest client from 127.0.0.3 is answered within
+/// 5 s. Each pong's bytes are asked of the budget before it is built, so what is built and
+/// waiting never passes the budget.
+///
+/// *Fails before the fix:* every batch was built whole first (each pong as a JSON value, then
+/// its text, then the batch's growing line), 30 at once on blocking threads, and only then
+/// asked of the budget: several hundred MiB for a 64 MiB budget.
+#[test]
+fn answers_are_reserved_before_they_are_built() {
+    let served = Served::start(&["--electrum-answer-budget-mb=64"]);
+    let rss = RssPeak::start(served.cairn.pid());
+    let mut hogs = Vec::new();
+    for from in ["127.0.0.2", "127.0.0.4", "127.0.0.5"] {
+        for _ in 0..10 {
+            hogs.push(hog(from, served.electrum));
+        }
+    }
+    std::thread::sleep(Duration::from_secs(2));
+    let answered = answered_within(served.electrum, "127.0.0.3", HONEST_WITHIN);
+    println!("honest client beside 30 builders of 9 MB: {answered:?}");
+    std::thread::sleep(Duration::from_secs(1));
+    let growth = rss.growth_mib();
+    println!(
+        "cairn RSS: {} MiB before, {} MiB at the peak (+{growth} MiB) for a 64 MiB budget",
+        rss.before_kib() / 1024,
+        rss.peak_kib() / 1024
+    );
+    assert!(answered.is_ok(), "the honest client: {answered:?}");
+    assert!(growth < 160, "RSS grew by {growth} MiB");
+    drop(hogs);
 }

@@ -15,7 +15,7 @@ use tokio::sync::{broadcast, mpsc};
 use super::backend::Backend;
 use super::history::{HistoryJob, Piece};
 use super::rpc::{error_value, RpcError};
-use super::session::{Answer, Session};
+use super::session::{Answer, Room, Session};
 use crate::notify::TipUpdate;
 
 /// Lines waiting to be written to a client before the session stops reading from it.
@@ -334,12 +334,17 @@ async fn serve(
                     }
                     Some(Incoming::Request(request)) => request,
                 };
-                let answer = tokio::task::block_in_place(|| session.handle_line(&request));
+                // The answer's bytes are asked of the budget before and as it is built.
+                let mut room = BudgetRoom::new(&out);
+                let answer = tokio::task::block_in_place(|| session.handle_line(&request, &mut room));
+                let held = room.held.take();
                 gauges.subscriptions(session.subscription_count());
                 let sent = match answer {
                     None => true,
-                    Some(Answer::Line(text)) => out.send(text).await,
+                    Some(Answer::Line(text)) => out.send_held(text, held).await,
+                    Some(Answer::Batch(parts)) => out.send_batch(parts, held).await,
                     Some(Answer::History(job)) => stream(job, &out).await,
+                    Some(Answer::NoRoom) => false,
                 };
                 if !sent {
                     tracing::info!("electrum client {peer} does not read its answers; disconnecting");
@@ -498,6 +503,72 @@ impl Held {
     }
 }
 
+impl Held {
+    /// `n` of these bytes (at most all) as a hold of their own (`None` only if the permit
+    /// holds fewer than it counts, which it never does).
+    fn split_off(&mut self, n: usize) -> Option<Held> {
+        let n = n.min(self.bytes);
+        let permit = self.permit.split(n)?;
+        self.bytes -= n;
+        Some(Held {
+            permit,
+            counts: self.counts.clone(),
+            bytes: n,
+        })
+    }
+
+    /// Takes over `more`'s bytes (held for the same client).
+    fn absorb(&mut self, mut more: Held) {
+        if let Some(permits) = more.permit.split(more.permit.num_permits()) {
+            self.permit.merge(permits);
+        }
+        self.bytes += std::mem::take(&mut more.bytes);
+    }
+}
+
+/// A session's room in the budget while it builds an answer on a blocking thread: each
+/// [`Room::take`] waits (within the send timeout) for the budget, as a queued line would.
+struct BudgetRoom<'a> {
+    out: &'a Outbox,
+    held: Option<Held>,
+    runtime: tokio::runtime::Handle,
+}
+
+impl<'a> BudgetRoom<'a> {
+    fn new(out: &'a Outbox) -> Self {
+        BudgetRoom {
+            out,
+            held: None,
+            runtime: tokio::runtime::Handle::current(),
+        }
+    }
+}
+
+impl Room for BudgetRoom<'_> {
+    fn take(&mut self, n: usize) -> bool {
+        if n == 0 {
+            return true;
+        }
+        // On a blocking thread (`block_in_place`), where waiting on the runtime is allowed.
+        let Some(more) = self.runtime.block_on(self.out.reserve(n)) else {
+            return false;
+        };
+        match &mut self.held {
+            Some(held) => held.absorb(more),
+            None => self.held = Some(more),
+        }
+        true
+    }
+
+    fn most(&self) -> usize {
+        self.out.budget.share
+    }
+
+    fn held(&self) -> usize {
+        self.held.as_ref().map_or(0, |h| h.bytes)
+    }
+}
+
 impl Drop for Held {
     fn drop(&mut self) {
         for count in &self.counts {
@@ -542,36 +613,93 @@ impl Outbox {
 
     /// Queues a piece of a line (`last`: the piece that ends it), as [`Outbox::send`].
     async fn send_piece(&self, line: String, last: bool) -> bool {
-        let size = line.len().max(1);
-        let over = |count: &AtomicUsize| count.load(Ordering::SeqCst) + size > self.budget.share;
-        if over(&self.mine) || over(&self.budget.host) {
-            return false;
-        }
-        let Ok(permits) = u32::try_from(size) else {
+        let Some(held) = self.reserve(line.len().max(1)).await else {
             return false;
         };
+        self.queue(line, last, held).await
+    }
+
+    /// Queues a whole line whose bytes (some or all) are held already.
+    async fn send_held(&self, line: String, held: Option<Held>) -> bool {
+        match self.fit(held, line.len().max(1)).await {
+            Some(held) => self.queue(line, true, held).await,
+            None => false,
+        }
+    }
+
+    /// Queues a batch's answers as one line `[a,b,...]`, in pieces (no copy into one string),
+    /// with the bytes held for them.
+    async fn send_batch(&self, parts: Vec<String>, held: Option<Held>) -> bool {
+        let n = parts.len();
+        let size = parts.iter().map(String::len).sum::<usize>() + n + 1;
+        let Some(mut held) = self.fit(held, size).await else {
+            return false;
+        };
+        let Some(open) = held.split_off(1) else {
+            return false;
+        };
+        if !self.queue("[".into(), false, open).await {
+            return false;
+        }
+        for (i, mut part) in parts.into_iter().enumerate() {
+            let last = i + 1 == n;
+            part.push(if last { ']' } else { ',' });
+            let Some(piece) = held.split_off(part.len()) else {
+                return false;
+            };
+            if !self.queue(part, last, piece).await {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// `held` grown or cut to exactly `size` bytes (reserved whole when there is none).
+    async fn fit(&self, held: Option<Held>, size: usize) -> Option<Held> {
+        let Some(mut held) = held else {
+            return self.reserve(size).await;
+        };
+        match held.bytes.cmp(&size) {
+            std::cmp::Ordering::Less => held.absorb(self.reserve(size - held.bytes).await?),
+            std::cmp::Ordering::Greater => held.release(held.bytes - size),
+            std::cmp::Ordering::Equal => {}
+        }
+        Some(held)
+    }
+
+    /// Holds `n` bytes of the budget for this client: `None` if the client or its host would
+    /// hold more than its share, or the budget did not make room in time, or the writer is gone.
+    async fn reserve(&self, n: usize) -> Option<Held> {
+        let over = |count: &AtomicUsize| count.load(Ordering::SeqCst) + n > self.budget.share;
+        if over(&self.mine) || over(&self.budget.host) {
+            return None;
+        }
+        let permits = u32::try_from(n).ok()?;
         let acquire = self.budget.bytes.clone().acquire_many_owned(permits);
         // No waiting for room once the writer is gone (the client stalled or left).
         let permit = tokio::select! {
-            () = self.tx.closed() => return false,
+            () = self.tx.closed() => return None,
             held = tokio::time::timeout(self.timeout, acquire) => held,
         };
-        let Ok(Ok(permit)) = permit else {
-            return false;
-        };
+        let permit = permit.ok()?.ok()?;
         let counts = [self.mine.clone(), self.budget.host.clone()];
         for count in &counts {
-            count.fetch_add(size, Ordering::SeqCst);
+            count.fetch_add(n, Ordering::SeqCst);
         }
-        self.sent.inc_by(size as u64);
+        Some(Held {
+            permit,
+            counts,
+            bytes: n,
+        })
+    }
+
+    /// Hands a line, with its bytes held, to the writer.
+    async fn queue(&self, line: String, last: bool, held: Held) -> bool {
+        self.sent.inc_by(held.bytes as u64);
         let queued = Queued {
             line,
             ends_line: last,
-            held: Held {
-                permit,
-                counts,
-                bytes: size,
-            },
+            held,
         };
         matches!(
             tokio::time::timeout(self.timeout, self.tx.send(queued)).await,

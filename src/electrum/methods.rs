@@ -78,9 +78,16 @@ pub(crate) fn add_peer() -> Result<Value, RpcError> {
 }
 
 /// `server.ping(pong_len=0, data="")` as 1.7 defines it: `data` (hex, ignored) and an answer
-/// `{"data"}` of `pong_len` hex characters (at most `MAX_PONG_LEN`, the parser checks).
-pub(crate) fn ping(pong_len: u64) -> Result<Value, RpcError> {
-    Ok(json!({"data": "0".repeat(pong_len as usize)}))
+/// `{"data"}` of `pong_len` hex characters (at most `MAX_PONG_LEN`, the parser checks), as
+/// JSON text written once.
+pub(crate) fn pong_text(pong_len: u64) -> String {
+    let n = pong_len as usize;
+    // Room for the envelope the session puts around it, so that it is never copied.
+    let mut text = String::with_capacity(n + 12 + 128);
+    text.push_str("{\"data\":\"");
+    text.extend(std::iter::repeat_n('0', n));
+    text.push_str("\"}");
+    text
 }
 
 /// A protocol version as `server.version` answers it: `1.4`, `1.4.2`.

@@ -364,6 +364,22 @@ impl Request {
             .ok_or_else(|| RpcError::new(METHOD_NOT_FOUND, format!("unknown method {name:?}")))?;
         (method.parse)(params, version)
     }
+
+    /// The bytes its answer takes, where they are known before it is built (so they are asked
+    /// of the answer budget first): a pong's, a run of headers'; 0 where only the answer can
+    /// tell (its bytes are asked once it is built).
+    pub fn answer_bytes(&self) -> usize {
+        // The envelope, `{"jsonrpc":"2.0","id":...,"result":...}`, with room for a long id.
+        const ENVELOPE: usize = 128;
+        match self {
+            Request::Ping { pong_len: Some(n) } => usize::try_from(*n)
+                .unwrap_or(usize::MAX)
+                .saturating_add(ENVELOPE),
+            // 160 hex characters a header, and a checkpoint proof of a few kB.
+            Request::BlockHeaders { count, .. } => (*count as usize) * 160 + 4096 + ENVELOPE,
+            _ => 0,
+        }
+    }
 }
 
 /// The metrics label of a requested method: its name when cairn serves it (in some protocol

@@ -12,7 +12,9 @@ use serde_json::{json, Value};
 
 use super::backend::Backend;
 use super::history::HistoryJob;
-use super::methods::{add_peer, min_relay_btc_per_kvb, ping, syncing_error, version_text, Ctx};
+use super::methods::{
+    add_peer, min_relay_btc_per_kvb, pong_text, syncing_error, version_text, Ctx,
+};
 use super::outpoint::{status_json, OutpointSub};
 use super::outpoint_calls::outpoint_notes;
 use super::request::{method_label, Request, Version, PROTOCOL_MAX, PROTOCOL_MIN, VERSIONS};
@@ -33,6 +35,41 @@ pub(crate) enum Answer {
     Line(String),
     /// A long history, written in pieces by [`HistoryJob::run`].
     History(HistoryJob),
+    /// A batch's answers, to be written as one line `[a,b,...]` in pieces, never copied into
+    /// one string (transports that take pieces; others get [`Answer::Line`]).
+    Batch(Vec<String>),
+    /// Nothing: the answer budget had no room for it (the client holds its share unread, or
+    /// the budget stayed full), so the session ends.
+    NoRoom,
+}
+
+/// Room in the answer budget for what a session builds: its bytes are asked before an answer
+/// is built when they are known ([`Request::answer_bytes`]), and as it is built otherwise, so
+/// that what waits for clients never passes the budget.
+pub(crate) trait Room {
+    /// Holds `n` more bytes for the answer being built; `false` when there is no room.
+    fn take(&mut self, n: usize) -> bool;
+    /// The most one answer may hold.
+    fn most(&self) -> usize;
+    /// The bytes held so far.
+    fn held(&self) -> usize;
+}
+
+/// No budget: a session without a socket (the request fuzzer's).
+pub(crate) struct NoBudget;
+
+impl Room for NoBudget {
+    fn take(&mut self, _: usize) -> bool {
+        true
+    }
+
+    fn most(&self) -> usize {
+        usize::MAX
+    }
+
+    fn held(&self) -> usize {
+        0
+    }
 }
 
 /// One connection's protocol state: the negotiated version, the subscriptions and what was last
@@ -116,8 +153,34 @@ impl Session {
         Ok(())
     }
 
-    /// Answers one method call.
-    pub(crate) fn call(&mut self, method: &str, params: &[Value]) -> Result<Reply, RpcError> {
+    /// Answers one method call, asking `room` first for the bytes the answer is known to
+    /// take: `None` when there is no room for them.
+    pub(crate) fn call(
+        &mut self,
+        method: &str,
+        params: &[Value],
+        room: &mut dyn Room,
+    ) -> Option<Result<Reply, RpcError>> {
+        let request = match self.parse_call(method, params) {
+            Ok(request) => request,
+            Err(e) => return Some(Err(e)),
+        };
+        let need = request.answer_bytes();
+        if need > room.most() {
+            let over = room.most().saturating_sub(128);
+            let err = RpcError::bad_request(format!(
+                "answer over {over} bytes: more than this server's answer budget allows one client"
+            ));
+            return Some(Err(err));
+        }
+        if !room.take(need) {
+            return None;
+        }
+        Some(self.dispatch(request).map_err(|e| self.in_protocol(e)))
+    }
+
+    /// The call parsed, after the checks that come before any method.
+    fn parse_call(&self, method: &str, params: &[Value]) -> Result<Request, RpcError> {
         // While the node is in its initial download only the `server.*` methods answer: a wallet
         // must not take an old tip and empty histories for the chain.
         if !method.starts_with("server.") {
@@ -130,14 +193,16 @@ impl Session {
         if method == "server.version" && self.version.is_some() {
             return Err(RpcError::bad_request("server.version already sent"));
         }
-        let answer = Request::parse(method, params, self.protocol()).and_then(|r| self.dispatch(r));
-        // Before 1.7 a history over the limit was a plain "bad request".
-        answer.map_err(|mut e| {
-            if e.code == HISTORY_TOO_LARGE && !self.v17() {
-                e.code = BAD_REQUEST;
-            }
-            e
-        })
+        Request::parse(method, params, self.protocol())
+    }
+
+    /// An error as the negotiated protocol words it: before 1.7 a history over the limit was a
+    /// plain "bad request".
+    fn in_protocol(&self, mut e: RpcError) -> RpcError {
+        if e.code == HISTORY_TOO_LARGE && !self.v17() {
+            e.code = BAD_REQUEST;
+        }
+        e
     }
 
     /// Answers a parsed call: one arm per request, each calling its method's handler.
@@ -182,7 +247,7 @@ impl Session {
             R::DonationAddress => Ok(json!(ctx.backend.config.donation_address)),
             R::Features => Ok(ctx.features()),
             R::PeersSubscribe => Ok(ctx.peers()),
-            R::Ping { pong_len: Some(n) } => ping(n),
+            R::Ping { pong_len: Some(n) } => return Ok(Reply::Text(pong_text(n))),
             R::Ping { pong_len: None } => Ok(Value::Null),
             R::ServerVersion { min, max } => self.server_version(min, max),
         };
@@ -240,7 +305,7 @@ impl Session {
 
     /// Answers one request object as JSON text (`None` for a notification, a request without
     /// an `id`, which is neither run nor answered).
-    fn handle_request(&mut self, request: &Value) -> Option<Answer> {
+    fn handle_request(&mut self, request: &Value, room: &mut dyn Room) -> Option<Answer> {
         let Some(obj) = request.as_object() else {
             let err = RpcError::new(INVALID_REQUEST, "a request must be a JSON object");
             return Some(Answer::Line(error_value(Value::Null, &err).to_string()));
@@ -271,7 +336,11 @@ impl Session {
             crate::metrics::metrics().electrum_request(label, started.elapsed(), true);
             return None;
         };
-        let result = self.call(method, params);
+        let before = room.held();
+        let Some(result) = self.call(method, params, room) else {
+            crate::metrics::metrics().electrum_request(label, started.elapsed(), true);
+            return Some(Answer::NoRoom);
+        };
         let read = self.meter.take();
         crate::metrics::metrics().electrum_read(label, read.rows, read.bytes);
         // A history streamed in pieces is counted when its last piece is written (`stream`).
@@ -279,13 +348,17 @@ impl Session {
         if !streamed {
             crate::metrics::metrics().electrum_request(label, started.elapsed(), result.is_err());
         }
-        Some(match result {
+        let answer = match result {
             Ok(Reply::Json(value)) => {
                 Answer::Line(json!({"jsonrpc": "2.0", "id": id, "result": value}).to_string())
             }
-            Ok(Reply::Text(text)) => Answer::Line(format!(
-                "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{text}}}"
-            )),
+            Ok(Reply::Text(mut text)) => {
+                // In place: the text's own allocation, moved up (it has room, for a pong).
+                let head = format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":");
+                text.insert_str(0, &head);
+                text.push('}');
+                Answer::Line(text)
+            }
             Ok(Reply::History(sh)) => {
                 let v17 = self.v17();
                 Answer::History(HistoryJob {
@@ -298,11 +371,20 @@ impl Session {
                 })
             }
             Err(e) => Answer::Line(error_value(id, &e).to_string()),
-        })
+        };
+        // What the answer took beyond what was asked before it was built.
+        if let Answer::Line(text) = &answer {
+            let asked = room.held() - before;
+            if !room.take(text.len().saturating_sub(asked)) {
+                return Some(Answer::NoRoom);
+            }
+        }
+        Some(answer)
     }
 
-    /// Answers one line: a request or a batch.
-    pub(crate) fn handle_line(&mut self, line: &[u8]) -> Option<Answer> {
+    /// Answers one line: a request or a batch, each answer's bytes held in `room` (an
+    /// answer that finds none is [`Answer::NoRoom`]).
+    pub(crate) fn handle_line(&mut self, line: &[u8], room: &mut dyn Room) -> Option<Answer> {
         let parsed: Value = match serde_json::from_slice(line) {
             Ok(v) => v,
             Err(e) => {
@@ -313,19 +395,20 @@ impl Session {
         match parsed {
             Value::Array(batch) => {
                 self.in_batch = true;
-                let answer = self.handle_batch(&batch);
+                let answer = self.handle_batch(&batch, room);
                 self.in_batch = false;
-                answer.map(Answer::Line)
+                answer
             }
-            single => self.handle_request(&single),
+            single => self.handle_request(&single, room),
         }
     }
 
-    /// A batch's answers, built whole (nothing in it is streamed).
-    fn handle_batch(&mut self, batch: &[Value]) -> Option<String> {
+    /// A batch's answers, built whole (nothing in it is streamed), each held in `room` as it is
+    /// built.
+    fn handle_batch(&mut self, batch: &[Value], room: &mut dyn Room) -> Option<Answer> {
         if batch.is_empty() {
             let err = RpcError::new(INVALID_REQUEST, "empty batch");
-            return Some(error_value(Value::Null, &err).to_string());
+            return Some(Answer::Line(error_value(Value::Null, &err).to_string()));
         }
         if batch.len() > self.backend.config.max_batch {
             let err = RpcError::bad_request(format!(
@@ -333,38 +416,57 @@ impl Session {
                 batch.len(),
                 self.backend.config.max_batch
             ));
-            return Some(error_value(Value::Null, &err).to_string());
+            return Some(Answer::Line(error_value(Value::Null, &err).to_string()));
         }
-        let mut out = String::from("[");
-        let mut any = false;
+        let mut answers: Vec<String> = Vec::new();
+        let mut bytes = 0usize;
         for request in batch {
-            let answer = if out.len() > MAX_BATCH_RESPONSE_BYTES {
+            let answer = if bytes > MAX_BATCH_RESPONSE_BYTES {
                 let id = request.get("id").cloned().unwrap_or(Value::Null);
                 let err = RpcError::bad_request(
                     "response too large: the batch's answers exceed the limit",
                 );
                 Some(error_value(id, &err).to_string())
             } else {
-                match self.handle_request(request) {
+                match self.handle_request(request, room) {
                     Some(Answer::Line(text)) => Some(text),
                     // Not reached: a session in a batch builds every answer whole.
                     Some(Answer::History(job)) => {
                         let err = RpcError::bad_request("history too large for a batch");
                         Some(error_value(job.id, &err).to_string())
                     }
+                    Some(Answer::NoRoom) => return Some(Answer::NoRoom),
+                    // Not reached: only a batch answers in pieces.
+                    Some(Answer::Batch(parts)) => Some(format!("[{}]", parts.join(","))),
                     None => None,
                 }
             };
             if let Some(a) = answer {
-                if any {
-                    out.push(',');
-                }
-                out.push_str(&a);
-                any = true;
+                bytes += a.len() + 1;
+                answers.push(a);
             }
         }
+        if answers.is_empty() {
+            return None;
+        }
+        if self.streams {
+            return Some(Answer::Batch(answers));
+        }
+        // Its brackets and commas are held too; each answer is freed as it is copied into the
+        // line (whose pages fill as they are written), so the copy costs one answer at most.
+        if !room.take(answers.len() + 1) {
+            return Some(Answer::NoRoom);
+        }
+        let mut out = String::with_capacity(bytes + 1);
+        out.push('[');
+        for (i, a) in answers.into_iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            out.push_str(&a);
+        }
         out.push(']');
-        any.then_some(out)
+        Some(Answer::Line(out))
     }
 
     /// Notifications owed after a tip update.
@@ -473,8 +575,10 @@ impl Requests {
 
     /// The answer to one request line (a request or a batch), `None` when it owes none.
     pub fn answer(&mut self, line: &[u8]) -> Option<String> {
-        match self.0.handle_line(line)? {
+        match self.0.handle_line(line, &mut NoBudget)? {
             Answer::Line(text) => Some(text),
+            Answer::Batch(parts) => Some(format!("[{}]", parts.join(","))),
+            Answer::NoRoom => None,
             // A session without a socket builds every answer whole.
             Answer::History(job) => {
                 Some(error_value(job.id, &RpcError::bad_request("not streamed here")).to_string())

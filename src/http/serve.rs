@@ -23,8 +23,9 @@ pub(super) const WRITE_TIMEOUT: Duration = Duration::from_secs(20);
 
 /// Places held back beyond the listener's limit for health checks: a connection that gets one
 /// is answered for `/health` only, once, so a load balancer's checks get through while every
-/// other place is taken. One per host (four per subnet) at a time, so that an attacker who
-/// fills the listener cannot take them all from a few addresses.
+/// other place is taken. Two per host (one closing while the next check comes), four per
+/// subnet, at a time, so that an attacker who fills the listener cannot take them all from a
+/// few addresses.
 pub(super) const HEALTH_PLACES: usize = 16;
 /// How long a connection on a health check's place may take to send its request.
 const HEALTH_REQUEST_TIMEOUT: Duration = Duration::from_secs(2);
@@ -44,7 +45,7 @@ impl Places {
     /// health checks.
     pub fn with_health(max_connections: usize, hosts: HostLimits) -> Self {
         let checks = HostLimits {
-            per_ip: 1,
+            per_ip: 2,
             per_subnet: 4,
             exempt: hosts.exempt.clone(),
         };
