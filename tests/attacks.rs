@@ -890,3 +890,148 @@ fn answers_are_reserved_before_they_are_built() {
     assert!(growth < 160, "RSS grew by {growth} MiB");
     drop(hogs);
 }
+
+// ---- Finding 6: subscriptions ----
+
+/// Subscribes `c` to `n` script hashes made from `tag` (no history: status `null`), in batches
+/// of 500; returns how many were accepted and the first refusal's message.
+fn subscribe_many(c: &mut Lines, tag: u32, n: u32) -> (usize, Option<String>) {
+    let mut accepted = 0;
+    let mut refusal = None;
+    for start in (0..n).step_by(500) {
+        let batch: Vec<Value> = (start..n.min(start + 500))
+            .map(|i| {
+                let sh = format!("{tag:08x}{i:056x}");
+                json!({"jsonrpc": "2.0", "id": i, "method": "blockchain.scripthash.subscribe", "params": [sh]})
+            })
+            .collect();
+        let line = format!("{}\n", Value::Array(batch));
+        for answer in c.raw_batch(&line) {
+            match answer.get("error") {
+                None => accepted += 1,
+                Some(e) => {
+                    refusal.get_or_insert_with(|| e["message"].as_str().unwrap_or("").to_string());
+                }
+            }
+        }
+    }
+    (accepted, refusal)
+}
+
+/// Finding 6 (issue 25): **subscriptions had no cap beside the per-connection one.**
+///
+/// With `--electrum-max-subscriptions-per-ip=1000 --electrum-max-subscriptions-total=1500`:
+/// four connections from 127.0.0.2 each ask for 400 subscriptions, and only 1,000 are taken in
+/// all (Fulcrum's `max_subs_per_ip`); 127.0.0.4 then gets the 500 left of the server's 1,500
+/// (`max_subs`), and 127.0.0.3 none; once 127.0.0.2 leaves, its 1,000 are free again. Then, with
+/// the defaults, 50,000 subscriptions on one connection from 127.0.0.1 measure what one costs.
+///
+/// *Fails before the fix:* each connection was held to its own 50,000 only, so one host could
+/// hold any number of them through more connections.
+#[test]
+fn one_host_can_not_hold_every_subscription() {
+    let served = Served::start(&[
+        "--electrum-max-subscriptions-per-ip=1000",
+        "--electrum-max-subscriptions-total=1500",
+    ]);
+    let e = served.electrum;
+    let mut from_two: Vec<Lines> = (0..4)
+        .map(|_| Lines::connect_from("127.0.0.2", e, "1.4"))
+        .collect();
+    let mut taken = 0;
+    let mut refusal = None;
+    for (i, c) in from_two.iter_mut().enumerate() {
+        let (n, why) = subscribe_many(c, i as u32, 400);
+        taken += n;
+        refusal = refusal.or(why);
+    }
+    println!("127.0.0.2: {taken} of 1600 subscriptions taken; refused with {refusal:?}");
+    assert_eq!(taken, 1000, "one address's subscriptions");
+    assert!(refusal.is_some_and(|m| m.contains("from this address")));
+    let mut four = Lines::connect_from("127.0.0.4", e, "1.4");
+    let (n, why) = subscribe_many(&mut four, 10, 600);
+    println!("127.0.0.4: {n} of 600 taken; refused with {why:?}");
+    assert_eq!(n, 500, "what the server's limit left");
+    assert!(why.is_some_and(|m| m.contains("on this server")));
+    let mut three = Lines::connect_from("127.0.0.3", e, "1.4");
+    assert_eq!(
+        subscribe_many(&mut three, 20, 1).0,
+        0,
+        "the server holds its limit"
+    );
+    drop(from_two);
+    let freed = Instant::now();
+    loop {
+        if subscribe_many(&mut three, 21, 1).0 == 1 {
+            break;
+        }
+        assert!(
+            freed.elapsed() < HONEST_WITHIN,
+            "127.0.0.2's subscriptions never came back"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    println!(
+        "127.0.0.3 subscribed once 127.0.0.2 left, {:?} later",
+        freed.elapsed()
+    );
+    drop((four, three));
+
+    // What one subscription costs, on a cairn with the defaults.
+    let plain = Served::start(&[]);
+    let mut local = Lines::connect_from("127.0.0.1", plain.electrum, "1.4");
+    let before = probe::rss_kib(plain.cairn.pid());
+    let (n, why) = subscribe_many(&mut local, 30, 50_000);
+    assert_eq!((n, why), (50_000, None));
+    std::thread::sleep(Duration::from_millis(500));
+    let after = probe::rss_kib(plain.cairn.pid());
+    let each = (after.saturating_sub(before) * 1024) as f64 / 50_000.0;
+    println!(
+        "50,000 subscriptions on one connection: RSS +{} KiB, about {each:.0} bytes each",
+        after - before
+    );
+}
+
+/// Finding 2, from more hosts (issue 25): **builders waiting for the budget while holding part
+/// of it froze everyone.** With `--electrum-answer-budget-mb=64`: 50 clients, ten each from
+/// five addresses (each address may hold 16 MiB, so together they can fill the budget), each
+/// send a batch of nine `server.ping [1000000]` and never read. Asserted: the honest client
+/// from 127.0.0.3 is answered within 5 s throughout (its small answers wait for room when they
+/// are queued, never on a blocking thread), and RSS grows by less than 160 MiB. A batch item
+/// that finds the budget full is answered "server busy" rather than built.
+#[test]
+fn a_full_budget_delays_small_answers_and_refuses_large_ones() {
+    let served = Served::start(&["--electrum-answer-budget-mb=64"]);
+    let rss = RssPeak::start(served.cairn.pid());
+    let honest = Honest::start(
+        served.electrum,
+        "127.0.0.3",
+        Duration::from_millis(300),
+        HONEST_WITHIN,
+    );
+    let mut hogs = Vec::new();
+    for from in [
+        "127.0.0.2",
+        "127.0.0.4",
+        "127.0.0.5",
+        "127.0.0.6",
+        "127.0.0.7",
+    ] {
+        for _ in 0..10 {
+            hogs.push(hog(from, served.electrum));
+        }
+    }
+    std::thread::sleep(Duration::from_secs(6));
+    let report = honest.stop();
+    let growth = rss.growth_mib();
+    println!(
+        "honest client beside 50 builders from 5 addresses: {} visits, slowest {:?}, {} failed; \
+         RSS +{growth} MiB for a 64 MiB budget",
+        report.tries,
+        report.worst,
+        report.failures.len()
+    );
+    assert!(report.failures.is_empty(), "{:#?}", report.failures);
+    assert!(growth < 160, "RSS grew by {growth} MiB");
+    drop(hogs);
+}

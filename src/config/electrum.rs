@@ -28,6 +28,10 @@ pub struct ElectrumConfig {
     pub max_batch: usize,
     /// Most script-hash subscriptions on one connection.
     pub max_subscriptions: usize,
+    /// Most subscriptions of all the connections of one host together.
+    pub max_subscriptions_per_ip: usize,
+    /// Most subscriptions of all the connections together.
+    pub max_subscriptions_total: usize,
     /// A connection that sends nothing for this long is closed.
     pub idle_timeout: Duration,
     /// Most connections at once.
@@ -74,6 +78,9 @@ impl ElectrumConfig {
             max_line_bytes: 2 * 1024 * 1024,
             max_batch: 1_000,
             max_subscriptions: 50_000,
+            // Fulcrum's `max_subs_per_ip` and `max_subs`.
+            max_subscriptions_per_ip: 75_000,
+            max_subscriptions_total: 10_000_000,
             idle_timeout: Duration::from_secs(600),
             max_connections: 1_000,
             // Fulcrum's `max_clients_per_ip`; a subnet may hold four hosts' worth.

@@ -297,6 +297,16 @@ fn electrum_config(network: Network, o: &FileConfig) -> Result<ElectrumConfig, C
             "electrum_max_subscriptions",
         ),
         (
+            &mut electrum.max_subscriptions_per_ip,
+            o.electrum_max_subscriptions_per_ip,
+            "electrum_max_subscriptions_per_ip",
+        ),
+        (
+            &mut electrum.max_subscriptions_total,
+            o.electrum_max_subscriptions_total,
+            "electrum_max_subscriptions_total",
+        ),
+        (
             &mut electrum.max_connections,
             o.electrum_max_connections,
             "electrum_max_connections",
@@ -620,6 +630,8 @@ mod tests {
             "electrum_max_connections_per_ip",
             "electrum_max_connections_per_subnet",
             "electrum_write_timeout_secs",
+            "electrum_max_subscriptions_per_ip",
+            "electrum_max_subscriptions_total",
             "http_max_connections_per_ip",
             "http_max_connections_per_subnet",
         ] {

@@ -109,6 +109,12 @@ options! {
         /// Most script-hash subscriptions per Electrum connection [default: 50000].
         #[arg(env = "CAIRN_ELECTRUM_MAX_SUBSCRIPTIONS")]
         pub electrum_max_subscriptions: Option<usize>,
+        /// Most subscriptions of one address's Electrum connections together [default: 75000].
+        #[arg(env = "CAIRN_ELECTRUM_MAX_SUBSCRIPTIONS_PER_IP")]
+        pub electrum_max_subscriptions_per_ip: Option<usize>,
+        /// Most subscriptions of all Electrum connections together [default: 10000000].
+        #[arg(env = "CAIRN_ELECTRUM_MAX_SUBSCRIPTIONS_TOTAL")]
+        pub electrum_max_subscriptions_total: Option<usize>,
         /// Seconds without a request before an Electrum connection is closed [default: 600].
         #[arg(env = "CAIRN_ELECTRUM_IDLE_TIMEOUT_SECS")]
         pub electrum_idle_timeout_secs: Option<u64>,

@@ -15,7 +15,8 @@ use tokio::sync::{broadcast, mpsc};
 use super::backend::Backend;
 use super::history::{HistoryJob, Piece};
 use super::rpc::{error_value, RpcError};
-use super::session::{Answer, Room, Session};
+use super::session::{Answer, Room, Session, SubscriptionShares, Taken};
+use crate::listen::HostShares;
 use crate::notify::TipUpdate;
 
 /// Lines waiting to be written to a client before the session stops reading from it.
@@ -24,6 +25,9 @@ const OUTBOX: usize = 8;
 const SEND_TIMEOUT: Duration = Duration::from_secs(60);
 /// The piece of a line written at once; each must go out within the write timeout.
 const WRITE_CHUNK: usize = 64 << 10;
+/// Answers up to this size are never refused for a full budget: they wait for room when they
+/// are queued.
+const SMALL_ANSWER: usize = 64 << 10;
 /// How long an ending session's last lines may take to go out before its writer is aborted.
 const CLOSE_GRACE: Duration = Duration::from_secs(1);
 
@@ -80,7 +84,7 @@ pub async fn run(
     transport: &'static str,
     backend: Arc<Backend>,
     updates: broadcast::Receiver<TipUpdate>,
-    budget: AnswerBudget,
+    budget: Shares,
 ) {
     let (read_half, write_half) = tokio::io::split(stream);
     let limit = backend.config.max_line_bytes;
@@ -223,7 +227,7 @@ pub async fn run_websocket(
     transport: &'static str,
     backend: Arc<Backend>,
     updates: broadcast::Receiver<TipUpdate>,
-    budget: AnswerBudget,
+    budget: Shares,
 ) {
     use futures_util::{SinkExt, StreamExt};
     use tokio_tungstenite::tungstenite::{protocol::WebSocketConfig, Error as WsError, Message};
@@ -309,7 +313,9 @@ async fn serve(
     let idle = backend.config.idle_timeout;
     let limit = backend.config.max_line_bytes;
     out.timeout = SEND_TIMEOUT.min(idle);
-    let mut session = Session::new(backend, streams);
+    let subscriptions =
+        SubscriptionShares::new(out.budget.host.clone(), out.budget.subscriptions.clone());
+    let mut session = Session::new(backend, streams, subscriptions);
     // Idle counts from the client's last request: notifications sent meanwhile do not count
     // (ElectrumX's `last_recv`, Fulcrum's `lastGood`).
     let idle_at = tokio::time::sleep_until(far_or(tokio::time::Instant::now(), idle));
@@ -439,31 +445,34 @@ async fn stream(job: HistoryJob, out: &Outbox) -> bool {
     finished
 }
 
-/// The bytes of answers queued for all clients and not yet written, at most
-/// (`electrum_answer_budget_mb`); one connection, and all the connections of one host together,
-/// may hold a quarter of it each.
+/// What the clients of one Electrum server share: the bytes of answers queued and not yet
+/// written, at most `electrum_answer_budget_mb` (one connection, and all the connections of one
+/// host together, may hold a quarter of it each), and the count of subscriptions.
 #[derive(Clone)]
-pub struct AnswerBudget {
+pub struct Shares {
     bytes: Arc<tokio::sync::Semaphore>,
     share: usize,
     /// What the host of the connection this copy is for holds (shared by its connections).
-    host: Arc<AtomicUsize>,
+    host: Arc<HostShares>,
+    /// Every session's subscriptions.
+    subscriptions: Arc<AtomicUsize>,
 }
 
-impl AnswerBudget {
-    /// A budget of `total` bytes.
+impl Shares {
+    /// An answer budget of `total` bytes, and no subscriptions yet.
     pub fn new(total: usize) -> Self {
         let total = total.clamp(1, tokio::sync::Semaphore::MAX_PERMITS);
-        AnswerBudget {
+        Shares {
             bytes: Arc::new(tokio::sync::Semaphore::new(total)),
             share: (total / 4).max(1),
             host: Arc::default(),
+            subscriptions: Arc::default(),
         }
     }
 
-    /// This budget for a connection of the host whose queued bytes `host` counts.
-    pub fn for_host(&self, host: Arc<AtomicUsize>) -> Self {
-        AnswerBudget {
+    /// These shares for a connection of the host whose holdings `host` counts.
+    pub fn for_host(&self, host: Arc<HostShares>) -> Self {
+        Shares {
             host,
             ..self.clone()
         }
@@ -483,8 +492,10 @@ struct Queued {
 /// shares; given back as they are written ([`Held::release`]) or when dropped.
 struct Held {
     permit: tokio::sync::OwnedSemaphorePermit,
-    /// The connection's and the host's counts.
-    counts: [Arc<AtomicUsize>; 2],
+    /// The connection's count.
+    mine: Arc<AtomicUsize>,
+    /// The host's.
+    host: Arc<HostShares>,
     bytes: usize,
 }
 
@@ -496,9 +507,7 @@ impl Held {
             return;
         }
         drop(self.permit.split(n));
-        for count in &self.counts {
-            count.fetch_sub(n, Ordering::SeqCst);
-        }
+        self.count(|c| c.fetch_sub(n, Ordering::SeqCst));
         self.bytes -= n;
     }
 }
@@ -512,7 +521,8 @@ impl Held {
         self.bytes -= n;
         Some(Held {
             permit,
-            counts: self.counts.clone(),
+            mine: self.mine.clone(),
+            host: self.host.clone(),
             bytes: n,
         })
     }
@@ -527,37 +537,36 @@ impl Held {
 }
 
 /// A session's room in the budget while it builds an answer on a blocking thread: each
-/// [`Room::take`] waits (within the send timeout) for the budget, as a queued line would.
+/// [`Room::take`] takes what the budget has free now and never waits (waiting there would hold
+/// a thread of the blocking pool, and part of the budget, for other clients' writes).
 struct BudgetRoom<'a> {
     out: &'a Outbox,
     held: Option<Held>,
-    runtime: tokio::runtime::Handle,
 }
 
 impl<'a> BudgetRoom<'a> {
     fn new(out: &'a Outbox) -> Self {
-        BudgetRoom {
-            out,
-            held: None,
-            runtime: tokio::runtime::Handle::current(),
-        }
+        BudgetRoom { out, held: None }
     }
 }
 
 impl Room for BudgetRoom<'_> {
-    fn take(&mut self, n: usize) -> bool {
+    fn take(&mut self, n: usize) -> Taken {
         if n == 0 {
-            return true;
+            return Taken::Yes;
         }
-        // On a blocking thread (`block_in_place`), where waiting on the runtime is allowed.
-        let Some(more) = self.runtime.block_on(self.out.reserve(n)) else {
-            return false;
+        let more = match self.out.try_reserve(n) {
+            Ok(more) => more,
+            // A small answer is built anyway and waits for its bytes when it is queued (not on
+            // this thread): a full budget delays it, as before, rather than refusing it.
+            Err(Taken::Busy) if n <= SMALL_ANSWER => return Taken::Yes,
+            Err(short) => return short,
         };
         match &mut self.held {
             Some(held) => held.absorb(more),
             None => self.held = Some(more),
         }
-        true
+        Taken::Yes
     }
 
     fn most(&self) -> usize {
@@ -569,11 +578,18 @@ impl Room for BudgetRoom<'_> {
     }
 }
 
+impl Held {
+    /// Applies `f` to the connection's and the host's counts.
+    fn count(&self, f: impl Fn(&AtomicUsize) -> usize) {
+        f(&self.mine);
+        f(&self.host.bytes);
+    }
+}
+
 impl Drop for Held {
     fn drop(&mut self) {
-        for count in &self.counts {
-            count.fetch_sub(self.bytes, Ordering::SeqCst);
-        }
+        let n = self.bytes;
+        self.count(|c| c.fetch_sub(n, Ordering::SeqCst));
     }
 }
 
@@ -581,7 +597,7 @@ impl Drop for Held {
 struct Outbox {
     tx: mpsc::Sender<Queued>,
     timeout: std::time::Duration,
-    budget: AnswerBudget,
+    budget: Shares,
     /// What this connection holds of the budget.
     mine: Arc<AtomicUsize>,
     /// The transport's label, for the metrics.
@@ -591,7 +607,7 @@ struct Outbox {
 }
 
 impl Outbox {
-    fn new(tx: mpsc::Sender<Queued>, budget: AnswerBudget, transport: &'static str) -> Self {
+    fn new(tx: mpsc::Sender<Queued>, budget: Shares, transport: &'static str) -> Self {
         let sent = crate::metrics::metrics()
             .electrum_sent_bytes
             .with_label_values(&[transport]);
@@ -627,31 +643,44 @@ impl Outbox {
         }
     }
 
-    /// Queues a batch's answers as one line `[a,b,...]`, in pieces (no copy into one string),
-    /// with the bytes held for them.
+    /// Queues a batch's answers as one line `[a,b,...]`, with the bytes held for them, in
+    /// pieces of about [`WRITE_CHUNK`] (small answers gathered, large ones on their own, never
+    /// copied).
     async fn send_batch(&self, parts: Vec<String>, held: Option<Held>) -> bool {
         let n = parts.len();
         let size = parts.iter().map(String::len).sum::<usize>() + n + 1;
         let Some(mut held) = self.fit(held, size).await else {
             return false;
         };
-        let Some(open) = held.split_off(1) else {
-            return false;
-        };
-        if !self.queue("[".into(), false, open).await {
-            return false;
-        }
+        let mut gathered = String::from("[");
         for (i, mut part) in parts.into_iter().enumerate() {
             let last = i + 1 == n;
-            part.push(if last { ']' } else { ',' });
-            let Some(piece) = held.split_off(part.len()) else {
-                return false;
-            };
-            if !self.queue(part, last, piece).await {
-                return false;
+            let end = if last { ']' } else { ',' };
+            if gathered.len() + part.len() >= WRITE_CHUNK && !gathered.is_empty() {
+                let piece = std::mem::take(&mut gathered);
+                if !self.queue_part(&mut held, piece, false).await {
+                    return false;
+                }
+            }
+            if part.len() >= WRITE_CHUNK {
+                part.push(end);
+                if !self.queue_part(&mut held, part, last).await {
+                    return false;
+                }
+            } else {
+                gathered.push_str(&part);
+                gathered.push(end);
             }
         }
-        true
+        gathered.is_empty() || self.queue_part(&mut held, gathered, true).await
+    }
+
+    /// Queues `piece` with its bytes taken from `held`.
+    async fn queue_part(&self, held: &mut Held, piece: String, last: bool) -> bool {
+        match held.split_off(piece.len()) {
+            Some(bytes) => self.queue(piece, last, bytes).await,
+            None => false,
+        }
     }
 
     /// `held` grown or cut to exactly `size` bytes (reserved whole when there is none).
@@ -670,8 +699,7 @@ impl Outbox {
     /// Holds `n` bytes of the budget for this client: `None` if the client or its host would
     /// hold more than its share, or the budget did not make room in time, or the writer is gone.
     async fn reserve(&self, n: usize) -> Option<Held> {
-        let over = |count: &AtomicUsize| count.load(Ordering::SeqCst) + n > self.budget.share;
-        if over(&self.mine) || over(&self.budget.host) {
+        if self.over_share(n) {
             return None;
         }
         let permits = u32::try_from(n).ok()?;
@@ -681,16 +709,45 @@ impl Outbox {
             () = self.tx.closed() => return None,
             held = tokio::time::timeout(self.timeout, acquire) => held,
         };
-        let permit = permit.ok()?.ok()?;
-        let counts = [self.mine.clone(), self.budget.host.clone()];
-        for count in &counts {
-            count.fetch_add(n, Ordering::SeqCst);
+        self.hold(permit.ok()?.ok()?, n)
+    }
+
+    /// As [`Outbox::reserve`], with what the budget has free now, without waiting.
+    fn try_reserve(&self, n: usize) -> Result<Held, Taken> {
+        if self.over_share(n) {
+            return Err(Taken::OverShare);
         }
-        Some(Held {
+        let permits = u32::try_from(n).map_err(|_| Taken::OverShare)?;
+        let permit = self
+            .budget
+            .bytes
+            .clone()
+            .try_acquire_many_owned(permits)
+            .map_err(|_| Taken::Busy)?;
+        self.hold(permit, n).ok_or(Taken::OverShare)
+    }
+
+    /// Whether `n` more bytes would put this client or its host over its share.
+    fn over_share(&self, n: usize) -> bool {
+        let over = |count: &AtomicUsize| count.load(Ordering::SeqCst) + n > self.budget.share;
+        over(&self.mine) || over(&self.budget.host.bytes)
+    }
+
+    /// Counts `permit`'s `n` bytes for this client and its host; `None` (and the permit given
+    /// back) if another connection of the host took its share meanwhile.
+    fn hold(&self, permit: tokio::sync::OwnedSemaphorePermit, n: usize) -> Option<Held> {
+        let held = Held {
             permit,
-            counts,
+            mine: self.mine.clone(),
+            host: self.budget.host.clone(),
             bytes: n,
-        })
+        };
+        held.count(|c| c.fetch_add(n, Ordering::SeqCst));
+        let over = |count: &AtomicUsize| count.load(Ordering::SeqCst) > self.budget.share;
+        if over(&self.mine) || over(&self.budget.host.bytes) {
+            return None;
+        }
+        Some(held)
     }
 
     /// Hands a line, with its bytes held, to the writer.

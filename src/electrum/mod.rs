@@ -105,7 +105,7 @@ impl ElectrumServer {
     pub async fn start(backend: Arc<Backend>, tls: Option<Arc<Tls>>) -> Result<Self, ListenError> {
         let permits = Arc::new(Semaphore::new(backend.config.max_connections));
         let hosts = HostTable::new(backend.config.hosts.clone(), "electrum");
-        let budget = connection::AnswerBudget::new(backend.config.answer_budget_bytes);
+        let budget = connection::Shares::new(backend.config.answer_budget_bytes);
         let config = &backend.config;
         let wanted = [
             (Some(config.addr), Framing::Lines, false),
@@ -197,7 +197,7 @@ async fn listen(
     transport: Transport,
     backend: &Arc<Backend>,
     places: Places,
-    budget: &connection::AnswerBudget,
+    budget: &connection::Shares,
 ) -> Result<(SocketAddr, tokio::task::JoinHandle<()>), ListenError> {
     let listener = TcpListener::bind(addr)
         .await
@@ -235,7 +235,7 @@ async fn listen(
 struct Client {
     peer: SocketAddr,
     backend: Arc<Backend>,
-    budget: connection::AnswerBudget,
+    budget: connection::Shares,
 }
 
 impl Client {

@@ -368,15 +368,19 @@ impl Request {
     /// The bytes its answer takes, where they are known before it is built (so they are asked
     /// of the answer budget first): a pong's, a run of headers'; 0 where only the answer can
     /// tell (its bytes are asked once it is built).
-    pub fn answer_bytes(&self) -> usize {
-        // The envelope, `{"jsonrpc":"2.0","id":...,"result":...}`, with room for a long id.
-        const ENVELOPE: usize = 128;
+    pub fn answer_bytes(&self, max_headers: u32) -> usize {
+        // The envelope, `{"jsonrpc":"2.0","id":,"result":}`, the id aside.
+        const ENVELOPE: usize = 64;
         match self {
             Request::Ping { pong_len: Some(n) } => usize::try_from(*n)
                 .unwrap_or(usize::MAX)
                 .saturating_add(ENVELOPE),
-            // 160 hex characters a header, and a checkpoint proof of a few kB.
-            Request::BlockHeaders { count, .. } => (*count as usize) * 160 + 4096 + ENVELOPE,
+            // 163 characters a header (hex, quotes, comma), and a checkpoint proof of a few kB;
+            // no more headers than are answered.
+            Request::BlockHeaders { count, .. } => {
+                let answered = (*count).min(max_headers) as usize;
+                answered.saturating_mul(163).saturating_add(4096 + ENVELOPE)
+            }
             _ => 0,
         }
     }

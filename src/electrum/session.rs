@@ -4,6 +4,7 @@
 //! are in `connection.rs`.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use bitcoin::hex::DisplayHex;
@@ -22,6 +23,7 @@ use super::rpc::{
     error_value, Reply, RpcError, BAD_REQUEST, HISTORY_TOO_LARGE, INVALID_REQUEST, PARSE_ERROR,
 };
 use crate::config::SERVER_SOFTWARE;
+use crate::listen::HostShares;
 use crate::notify::TipUpdate;
 use crate::types::ScriptHash;
 use crate::view::CostMeter;
@@ -44,23 +46,40 @@ pub(crate) enum Answer {
 }
 
 /// Room in the answer budget for what a session builds: its bytes are asked before an answer
-/// is built when they are known ([`Request::answer_bytes`]), and as it is built otherwise, so
-/// that what waits for clients never passes the budget.
+/// is built when they are known ([`Request::answer_bytes`]), and once it is built otherwise, so
+/// that what waits for clients never passes the budget. Asking never waits (the session builds
+/// on a blocking thread, and must not sit there holding part of the budget).
 pub(crate) trait Room {
-    /// Holds `n` more bytes for the answer being built; `false` when there is no room.
-    fn take(&mut self, n: usize) -> bool;
+    /// Holds `n` more bytes for the answer being built.
+    fn take(&mut self, n: usize) -> Taken;
     /// The most one answer may hold.
     fn most(&self) -> usize;
     /// The bytes held so far.
     fn held(&self) -> usize;
 }
 
+/// What asking the budget for room gave.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Taken {
+    /// The bytes are held.
+    Yes,
+    /// The client, or its host, would hold more than its share: the session ends.
+    OverShare,
+    /// The budget is full for now (other clients' answers wait): this answer is an error.
+    Busy,
+}
+
+/// The answer to a call the budget had no room for yet.
+fn busy() -> RpcError {
+    RpcError::bad_request("server busy: no room in its answer budget now; try again")
+}
+
 /// No budget: a session without a socket (the request fuzzer's).
 pub(crate) struct NoBudget;
 
 impl Room for NoBudget {
-    fn take(&mut self, _: usize) -> bool {
-        true
+    fn take(&mut self, _: usize) -> Taken {
+        Taken::Yes
     }
 
     fn most(&self) -> usize {
@@ -69,6 +88,46 @@ impl Room for NoBudget {
 
     fn held(&self) -> usize {
         0
+    }
+}
+
+/// What a session's subscriptions count against besides its own limit: its host's
+/// (`electrum_max_subscriptions_per_ip`, Fulcrum's `max_subs_per_ip`) and the server's
+/// (`electrum_max_subscriptions_total`, Fulcrum's `max_subs`). Given back when the session ends.
+pub(crate) struct SubscriptionShares {
+    host: Arc<HostShares>,
+    total: Arc<AtomicUsize>,
+    /// What this session has added to both.
+    held: usize,
+}
+
+impl SubscriptionShares {
+    /// Counting against `host` and `total`.
+    pub(crate) fn new(host: Arc<HostShares>, total: Arc<AtomicUsize>) -> Self {
+        SubscriptionShares {
+            host,
+            total,
+            held: 0,
+        }
+    }
+
+    /// The session now holds `now` subscriptions.
+    fn hold(&mut self, now: usize) {
+        let (host, total) = (&self.host.subscriptions, &*self.total);
+        if now > self.held {
+            host.fetch_add(now - self.held, Ordering::SeqCst);
+            total.fetch_add(now - self.held, Ordering::SeqCst);
+        } else {
+            host.fetch_sub(self.held - now, Ordering::SeqCst);
+            total.fetch_sub(self.held - now, Ordering::SeqCst);
+        }
+        self.held = now;
+    }
+}
+
+impl Drop for SubscriptionShares {
+    fn drop(&mut self) {
+        self.hold(0);
     }
 }
 
@@ -95,12 +154,14 @@ pub struct Session {
     in_batch: bool,
     /// What the views of the request being answered read.
     meter: CostMeter,
+    /// Its subscriptions, counted for its host and the server.
+    shares: SubscriptionShares,
 }
 
 impl Session {
     /// A new connection's state: nothing negotiated or subscribed yet. `streams`: whether the
     /// transport takes a long answer in pieces.
-    pub(crate) fn new(backend: Arc<Backend>, streams: bool) -> Self {
+    pub(crate) fn new(backend: Arc<Backend>, streams: bool, shares: SubscriptionShares) -> Self {
         Session {
             backend,
             version: None,
@@ -113,6 +174,7 @@ impl Session {
             streams,
             in_batch: false,
             meter: CostMeter::default(),
+            shares,
         }
     }
 
@@ -144,28 +206,50 @@ impl Session {
     /// Refuses a new subscription when the connection holds its limit of script and outpoint
     /// subscriptions together.
     fn check_subscription_room(&self) -> Result<(), RpcError> {
-        let limit = self.backend.config.max_subscriptions;
-        if self.subscription_count() >= limit {
-            return Err(RpcError::bad_request(format!(
-                "too many subscriptions on this connection (limit {limit})"
-            )));
+        let config = &self.backend.config;
+        let held = [
+            (
+                self.subscription_count(),
+                config.max_subscriptions,
+                "on this connection",
+            ),
+            (
+                self.shares.host.subscriptions.load(Ordering::SeqCst),
+                config.max_subscriptions_per_ip,
+                "from this address",
+            ),
+            (
+                self.shares.total.load(Ordering::SeqCst),
+                config.max_subscriptions_total,
+                "on this server",
+            ),
+        ];
+        for (now, limit, of) in held {
+            if now >= limit {
+                return Err(RpcError::bad_request(format!(
+                    "too many subscriptions {of} (limit {limit})"
+                )));
+            }
         }
         Ok(())
     }
 
-    /// Answers one method call, asking `room` first for the bytes the answer is known to
-    /// take: `None` when there is no room for them.
+    /// Answers one method call (whose id is `id_len` bytes of JSON), asking `room` first for
+    /// the bytes the answer is known to take: `None` when the client is over its share.
     pub(crate) fn call(
         &mut self,
         method: &str,
         params: &[Value],
+        id_len: usize,
         room: &mut dyn Room,
     ) -> Option<Result<Reply, RpcError>> {
         let request = match self.parse_call(method, params) {
             Ok(request) => request,
             Err(e) => return Some(Err(e)),
         };
-        let need = request.answer_bytes();
+        let need = request
+            .answer_bytes(self.backend.config.max_headers)
+            .saturating_add(id_len);
         if need > room.most() {
             let over = room.most().saturating_sub(128);
             let err = RpcError::bad_request(format!(
@@ -173,10 +257,14 @@ impl Session {
             ));
             return Some(Err(err));
         }
-        if !room.take(need) {
-            return None;
+        match room.take(need) {
+            Taken::Yes => {}
+            Taken::OverShare => return None,
+            Taken::Busy => return Some(Err(busy())),
         }
-        Some(self.dispatch(request).map_err(|e| self.in_protocol(e)))
+        let answer = self.dispatch(request).map_err(|e| self.in_protocol(e));
+        self.shares.hold(self.subscription_count());
+        Some(answer)
     }
 
     /// The call parsed, after the checks that come before any method.
@@ -337,7 +425,8 @@ impl Session {
             return None;
         };
         let before = room.held();
-        let Some(result) = self.call(method, params, room) else {
+        let id_len = id.to_string().len();
+        let Some(result) = self.call(method, params, id_len, room) else {
             crate::metrics::metrics().electrum_request(label, started.elapsed(), true);
             return Some(Answer::NoRoom);
         };
@@ -348,6 +437,7 @@ impl Session {
         if !streamed {
             crate::metrics::metrics().electrum_request(label, started.elapsed(), result.is_err());
         }
+        let answered_id = id.clone();
         let answer = match result {
             Ok(Reply::Json(value)) => {
                 Answer::Line(json!({"jsonrpc": "2.0", "id": id, "result": value}).to_string())
@@ -375,8 +465,14 @@ impl Session {
         // What the answer took beyond what was asked before it was built.
         if let Answer::Line(text) = &answer {
             let asked = room.held() - before;
-            if !room.take(text.len().saturating_sub(asked)) {
-                return Some(Answer::NoRoom);
+            match room.take(text.len().saturating_sub(asked)) {
+                Taken::Yes => {}
+                Taken::OverShare => return Some(Answer::NoRoom),
+                // Its text goes; a short error takes its place (its bytes are asked when it
+                // is queued).
+                Taken::Busy => {
+                    return Some(Answer::Line(error_value(answered_id, &busy()).to_string()))
+                }
             }
         }
         Some(answer)
@@ -454,7 +550,7 @@ impl Session {
         }
         // Its brackets and commas are held too; each answer is freed as it is copied into the
         // line (whose pages fill as they are written), so the copy costs one answer at most.
-        if !room.take(answers.len() + 1) {
+        if room.take(answers.len() + 1) == Taken::OverShare {
             return Some(Answer::NoRoom);
         }
         let mut out = String::with_capacity(bytes + 1);
@@ -570,7 +666,8 @@ pub struct Requests(Session);
 impl Requests {
     /// A fresh client (no version negotiated, no subscriptions) of `backend`.
     pub fn new(backend: Arc<Backend>) -> Self {
-        Requests(Session::new(backend, false))
+        let shares = SubscriptionShares::new(Arc::default(), Arc::default());
+        Requests(Session::new(backend, false, shares))
     }
 
     /// The answer to one request line (a request or a batch), `None` when it owes none.

@@ -25,8 +25,17 @@ pub struct HostTable {
 struct Live {
     /// Its connections.
     conns: usize,
-    /// A count its connections share (the Electrum server's answer bytes queued for the host).
-    shared: Arc<AtomicUsize>,
+    /// What its connections hold together.
+    shared: Arc<HostShares>,
+}
+
+/// What all the connections of one host hold together, counted against its shares.
+#[derive(Debug, Default)]
+pub struct HostShares {
+    /// Bytes of answers queued for it (the Electrum answer budget).
+    pub bytes: AtomicUsize,
+    /// Its Electrum subscriptions.
+    pub subscriptions: AtomicUsize,
 }
 
 /// Why a host's new connection was refused.
@@ -53,14 +62,14 @@ pub struct HostGuard {
     table: Arc<HostTable>,
     /// The host's and its subnet's keys; `None` for an exempt host.
     keys: Option<[Subnet; 2]>,
-    /// The count every connection of the host shares (its own for an exempt host).
-    shared: Arc<AtomicUsize>,
+    /// What every connection of the host shares (its own for an exempt host).
+    shared: Arc<HostShares>,
 }
 
 impl HostGuard {
-    /// The count this connection shares with every other of its host (an exempt host's
+    /// What this connection shares with every other of its host (an exempt host's
     /// connections share nothing: each has its own).
-    pub fn shared(&self) -> Arc<AtomicUsize> {
+    pub fn shared(&self) -> Arc<HostShares> {
         self.shared.clone()
     }
 }

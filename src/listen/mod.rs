@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use tokio::net::{TcpListener, TcpStream};
 
-pub use hosts::{HostGuard, HostTable, Refused};
+pub use hosts::{HostGuard, HostShares, HostTable, Refused};
 pub use stall::WriteDeadline;
 
 /// How long to wait after a failed accept before trying again.

@@ -67,6 +67,18 @@ impl Lines {
         }
     }
 
+    /// Sends one raw line holding a batch and returns its answers (notifications read
+    /// meanwhile set aside).
+    pub fn raw_batch(&mut self, line: &str) -> Vec<Value> {
+        self.s.write_all(line.as_bytes()).unwrap();
+        loop {
+            match self.read() {
+                Value::Array(answers) => return answers,
+                note => self.notes.push(note),
+            }
+        }
+    }
+
     /// The next notification of `method` (pings and others set aside), within 30 s.
     pub fn note(&mut self, method: &str) -> Value {
         let deadline = Instant::now() + Duration::from_secs(30);
