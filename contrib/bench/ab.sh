@@ -14,7 +14,8 @@
 #       one index (built by B) served by each binary in turn over HTTP; REQUESTS (default 40)
 #       `GET /address/:a/txs` of the address with the largest history (KIND large, the default)
 #       or of one with a small history (KIND small), after 20 untimed; the p50 of each run is
-#       the sample. The chain must pay a wallet (WALLET_ADDRESSES), as esplora.sh's does.
+#       the sample (contrib/bench/address_txs.py). The chain must pay a wallet
+#       (WALLET_ADDRESSES), as esplora.sh's does.
 # Keep a copy of a build before changing the code: cp "$CARGO_TARGET_DIR/release/cairn" /tmp/a.
 set -eu
 cd "$(dirname "$0")/../.."
@@ -51,41 +52,7 @@ esplora_with() { # $1 = binary, $2 = its datadir
     --http-addr 127.0.0.1:29183 --no-listen run >"$WORK/serve.log" 2>&1 &
   PID=$!
   until [ "$(curl -s http://127.0.0.1:29183/blocks/tip/height)" = "$BLOCKS" ]; do sleep 0.2; done
-  p50=$(python3 - 29183 "$KIND" "$REQUESTS" "$BLOCKS" <<'PY'
-import http.client, json, sys, time
-port, kind, n, blocks = int(sys.argv[1]), sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
-conn = http.client.HTTPConnection("127.0.0.1", port)
-def get(path):
-    conn.request("GET", path)
-    r = conn.getresponse()
-    body = r.read()
-    if r.status != 200:
-        raise SystemExit(f"{path}: {r.status} {body[:200]!r}")
-    return body
-# As esplora.sh: the address paid most often in 100 blocks spread over the chain, or a payee
-# of the tip's last transaction.
-if kind == "large":
-    paid = {}
-    for h in range(1, blocks + 1, max(1, blocks // 100)):
-        for t in json.loads(get(f"/block/{get(f'/block-height/{h}').decode()}/txs")):
-            for o in t["vout"]:
-                if "scriptpubkey_address" in o:
-                    paid[o["scriptpubkey_address"]] = paid.get(o["scriptpubkey_address"], 0) + 1
-    address = max(paid, key=paid.get)
-else:
-    tip = get("/blocks/tip/hash").decode()
-    address = next(o["scriptpubkey_address"] for t in reversed(json.loads(get(f"/block/{tip}/txs"))) for o in t["vout"] if "scriptpubkey_address" in o)
-for _ in range(20):
-    get(f"/address/{address}/txs")
-times = []
-for _ in range(n):
-    start = time.perf_counter()
-    get(f"/address/{address}/txs")
-    times.append(time.perf_counter() - start)
-times.sort()
-print(f"{times[len(times) // 2]:.6f}")
-PY
-)
+  p50=$(python3 contrib/bench/address_txs.py 29183 "$REQUESTS" p50 "$KIND")
   kill "$PID"; wait "$PID" 2>/dev/null || true
   echo "$p50"
 }

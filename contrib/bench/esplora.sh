@@ -36,44 +36,4 @@ if [ "$(echo "$found" | wc -l)" -ne 1 ] || [ "${found%% *}" != "$WALLET_TXS" ]; 
 fi
 echo "every scan found the same $WALLET_TXS transactions and balance (txs balance receive-index: $found)"
 echo
-python3 - 127.0.0.1 29063 "$REQUESTS" <<'PY'
-import http.client, json, sys, time
-
-host, port, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-conn = http.client.HTTPConnection(host, port)
-
-def get(path):
-    conn.request("GET", path)
-    r = conn.getresponse()
-    body = r.read()
-    if r.status != 200:
-        raise SystemExit(f"{path}: {r.status} {body[:200]!r}")
-    return body
-
-# The address paid most often in the first 25 transactions of 100 blocks spread over the chain
-# (the largest histories), and a payee of the tip's last transaction (a small one).
-height = int(get("/blocks/tip/height"))
-paid = {}
-for h in range(1, height + 1, max(1, height // 100)):
-    for t in json.loads(get(f"/block/{get(f'/block-height/{h}').decode()}/txs")):
-        for o in t["vout"]:
-            if "scriptpubkey_address" in o:
-                paid[o["scriptpubkey_address"]] = paid.get(o["scriptpubkey_address"], 0) + 1
-large = max(paid, key=paid.get)
-tip = get("/blocks/tip/hash").decode()
-small = next(o["scriptpubkey_address"] for t in reversed(json.loads(get(f"/block/{tip}/txs"))) for o in t["vout"] if "scriptpubkey_address" in o)
-print("| history | transactions | p50 | p99 |")
-print("|---|---|---|---|")
-for name, address in (("small", small), ("large", large)):
-    conn.request("GET", f"/address/{address}")
-    r = conn.getresponse()
-    body = r.read()
-    count = json.loads(body)["chain_stats"]["tx_count"] if r.status == 200 else "more than 20,000"
-    times = []
-    for _ in range(n):
-        start = time.perf_counter()
-        get(f"/address/{address}/txs")
-        times.append((time.perf_counter() - start) * 1000)
-    times.sort()
-    print(f"| {name} | {count} | {times[len(times) // 2]:.2f} ms | {times[min(len(times) - 1, int(len(times) * 0.99))]:.2f} ms |")
-PY
+python3 contrib/bench/address_txs.py 29063 "$REQUESTS" table

@@ -450,27 +450,6 @@ impl Index {
         }
     }
 
-    /// The block hash and filter row of every height in `start..=stop`, once filters are ready;
-    /// `None` if a height is missing (beyond the tip, or a reorg under way).
-    pub fn filter_rows(
-        &self,
-        start: u32,
-        stop: u32,
-    ) -> Result<Option<Vec<(BlockHash, FilterRow)>>, IndexError> {
-        if !self.filters_ready()? || start > stop {
-            return Ok(None);
-        }
-        let mut out = Vec::with_capacity((stop - start + 1) as usize);
-        for h in start..=stop {
-            let hash = self.with_chain(|c| c.hash(h));
-            match (hash, self.store.get(cf::FILTERS, &FilterRow::key(h))?) {
-                (Some(hash), Some(bytes)) => out.push((hash, FilterRow::decode(&bytes)?)),
-                _ => return Ok(None),
-            }
-        }
-        Ok(Some(out))
-    }
-
     /// The filter hashes of heights `start..=stop` (for `cfheaders`), hashed in place from the
     /// store: no allocation per block. `None` if filters are not ready or a row is missing.
     pub fn filter_hashes(

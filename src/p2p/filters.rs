@@ -73,6 +73,7 @@ pub fn get_cfilters(
     };
     range(req.start_height, stop, MAX_GETCFILTERS, "getcfilters")?;
     let rows = index
+        .reader()
         .filter_rows(req.start_height, stop)
         .map_err(|e| PeerError::Internal(e.to_string()))?;
     let Some(rows) = rows else {
