@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use bitcoin::hex::FromHex;
 use bitcoin::Block;
-use common::probe::AnyCertificate;
+use common::probe::{closed_within, AnyCertificate};
 use electrum_client::{ConfigBuilder, ElectrumApi};
 use rustls::pki_types::ServerName;
 use rustls::{ClientConfig, ClientConnection, StreamOwned};
@@ -307,28 +307,6 @@ fn tls_and_wss_answer_as_tcp_does() {
             .collect();
         assert_eq!(&got, want);
     }
-}
-
-/// Whether the server closes `stream` within `within` (EOF or a reset; bytes it sends first,
-/// a TLS alert say, are read past).
-fn closed_within(stream: &mut TcpStream, within: Duration) -> bool {
-    stream.set_read_timeout(Some(within)).unwrap();
-    let start = Instant::now();
-    let mut buf = [0u8; 4096];
-    while start.elapsed() < within {
-        match stream.read(&mut buf) {
-            Ok(0) => return true,
-            Ok(_) => continue,
-            Err(e)
-                if e.kind() == std::io::ErrorKind::WouldBlock
-                    || e.kind() == std::io::ErrorKind::TimedOut =>
-            {
-                return false
-            }
-            Err(_) => return true,
-        }
-    }
-    false
 }
 
 /// The first bytes a TLS client sends: its ClientHello record.
