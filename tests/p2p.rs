@@ -1106,9 +1106,18 @@ fn mempool_dat_round_trips_between_bitcoind_and_cairn() {
         serde_json::from_str(&a.rpc(&["signrawtransactionwithwallet", &child])).unwrap();
     txids.push(a.rpc(&["sendrawtransaction", signed["hex"].as_str().unwrap()]));
     txids.sort();
-    let mut in_a: Vec<String> = serde_json::from_str(&a.rpc(&["getrawmempool"])).unwrap();
-    in_a.sort();
-    assert_eq!(in_a, txids);
+    // bitcoind's wallet hands a transaction to its mempool as it returns, but under load the
+    // last one can arrive a moment later: wait for all of them (5 s at most).
+    let started = std::time::Instant::now();
+    loop {
+        let mut in_a: Vec<String> = serde_json::from_str(&a.rpc(&["getrawmempool"])).unwrap();
+        in_a.sort();
+        if in_a == txids || started.elapsed() > Duration::from_secs(5) {
+            assert_eq!(in_a, txids);
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
     a.rpc(&["savemempool"]);
     let saved = tmp.path().join("a/regtest/mempool.dat");
     assert_eq!(

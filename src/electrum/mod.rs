@@ -7,6 +7,7 @@ mod connection;
 mod history;
 mod merkle_witness;
 mod methods;
+mod outbox;
 mod outpoint;
 mod outpoint_calls;
 mod params;
