@@ -59,13 +59,7 @@ impl Served {
     /// bitcoind's tip and answers on its TCP listener, with no connection left open.
     fn start(limits: &[&str]) -> Served {
         let tmp = tempfile::tempdir().unwrap();
-        let node = Bitcoind::start(
-            &tmp.path().join("bitcoind"),
-            &["-fallbackfee=0.0001".into()],
-        );
-        node.rpc(&["createwallet", "w"]);
-        let mine = node.rpc(&["getnewaddress", "", "bech32"]);
-        node.rpc(&["generatetoaddress", "101", &mine]);
+        let (node, mine) = Bitcoind::with_wallet(&tmp.path().join("bitcoind"), 101);
         let (electrum, ws, tls, metrics) = (free_addr(), free_addr(), free_addr(), free_addr());
         let mut args = vec![
             format!("--electrum-addr={electrum}"),

@@ -103,13 +103,7 @@ fn scripthash(node: &Bitcoind, address: &str) -> String {
 #[test]
 fn metrics_pass_promtool_agree_with_bitcoind_and_count_requests() {
     let tmp = tempfile::tempdir().unwrap();
-    let node = Bitcoind::start(
-        &tmp.path().join("bitcoind"),
-        &["-fallbackfee=0.0001".into()],
-    );
-    node.rpc(&["createwallet", "w"]);
-    let mine = node.rpc(&["getnewaddress", "", "bech32"]);
-    node.rpc(&["generatetoaddress", "105", &mine]);
+    let (node, mine) = Bitcoind::with_wallet(&tmp.path().join("bitcoind"), 105);
     let paid = node.rpc(&["getnewaddress", "", "bech32"]);
     node.rpc(&["sendtoaddress", &paid, "1.0"]);
     node.rpc(&["generatetoaddress", "1", &mine]);

@@ -70,13 +70,7 @@ fn api_status(addr: SocketAddr) -> Value {
 #[test]
 fn the_page_drawn_by_chromium_shows_what_cairn_status_says() {
     let tmp = tempfile::tempdir().unwrap();
-    let node = Bitcoind::start(
-        &tmp.path().join("bitcoind"),
-        &["-fallbackfee=0.0001".into()],
-    );
-    node.rpc(&["createwallet", "w"]);
-    let mine = node.rpc(&["getnewaddress", "", "bech32"]);
-    node.rpc(&["generatetoaddress", "101", &mine]);
+    let (node, _) = Bitcoind::with_wallet(&tmp.path().join("bitcoind"), 101);
 
     let (http, electrum) = (free_addr(), free_addr());
     let cairn = start_cairn_from(

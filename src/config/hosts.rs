@@ -17,7 +17,7 @@ pub struct HostLimits {
 /// Hosts exempt unless `host_limit_exempt` says otherwise: Fulcrum's default
 /// (`subnets_to_exclude_from_per_ip_limits`), the addresses a Tor onion service or a proxy on
 /// the same machine connects from, and not the rest of 127/8.
-pub const DEFAULT_EXEMPT: [&str; 2] = ["127.0.0.1/32", "::1/128"];
+const DEFAULT_EXEMPT: [&str; 2] = ["127.0.0.1/32", "::1/128"];
 
 impl HostLimits {
     /// `per_ip` and `per_subnet` with the default exemptions.

@@ -15,7 +15,7 @@ use crate::types::{signet_magic, Network, Subnet, UnknownNetwork};
 
 pub use electrum::{ElectrumConfig, SERVER_SOFTWARE};
 pub use error::ConfigError;
-pub use hosts::{HostLimits, DEFAULT_EXEMPT};
+pub use hosts::HostLimits;
 pub use options::{FileConfig, Flags};
 pub use p2p::P2pConfig;
 
@@ -113,9 +113,10 @@ impl Settings {
             o.index_cache_mb.unwrap_or(DEFAULT_INDEX_CACHE_MB),
         )?;
         let mempool_max_mb = positive("mempool_max_mb", o.mempool_max_mb.unwrap_or(300) as usize)?;
-        let http_hosts = http_hosts(&o)?;
+        let electrum = electrum_config(network, &o)?;
+        let http_hosts = http_hosts(&o, &electrum.hosts.exempt)?;
         Ok(Settings {
-            electrum: electrum_config(network, &o)?,
+            electrum,
             p2p: p2p_config(network, signet_challenge.is_some(), magic, &o),
             network,
             signet_challenge,
@@ -337,14 +338,10 @@ fn electrum_config(network: Network, o: &FileConfig) -> Result<ElectrumConfig, C
             positive("electrum_answer_budget_mb", mb)?.saturating_mul(1 << 20);
     }
     if let Some(v) = o.electrum_idle_timeout_secs {
-        electrum.idle_timeout = std::time::Duration::from_secs(positive(
-            "electrum_idle_timeout_secs",
-            v as usize,
-        )? as u64);
+        electrum.idle_timeout = positive_secs("electrum_idle_timeout_secs", v)?;
     }
     if let Some(v) = o.electrum_write_timeout_secs {
-        let secs = positive("electrum_write_timeout_secs", v as usize)?;
-        electrum.write_timeout = std::time::Duration::from_secs(secs as u64);
+        electrum.write_timeout = positive_secs("electrum_write_timeout_secs", v)?;
     }
     if let Some(list) = &o.host_limit_exempt {
         electrum.hosts.exempt = exempt_hosts(list)?;
@@ -363,19 +360,24 @@ fn electrum_config(network: Network, o: &FileConfig) -> Result<ElectrumConfig, C
 }
 
 /// The HTTP server's per-host limits: 32 connections per address (a browser opens six per
-/// site, a wallet behind a NAT more), 128 per subnet, unless the options say otherwise.
-fn http_hosts(o: &FileConfig) -> Result<HostLimits, ConfigError> {
+/// site, a wallet behind a NAT more), 128 per subnet, unless the options say otherwise; the
+/// hosts spared are the Electrum server's (`host_limit_exempt`).
+fn http_hosts(o: &FileConfig, exempt: &[Subnet]) -> Result<HostLimits, ConfigError> {
     let per_ip = o.http_max_connections_per_ip.unwrap_or(32);
     let per_subnet = o.http_max_connections_per_subnet.unwrap_or(128);
     let mut hosts = HostLimits::new(
         positive("http_max_connections_per_ip", per_ip)?,
         positive("http_max_connections_per_subnet", per_subnet)?,
     );
-    if let Some(list) = &o.host_limit_exempt {
-        hosts.exempt = exempt_hosts(list)?;
-    }
+    hosts.exempt = exempt.to_vec();
     at_least_per_ip(&hosts, "http_max_connections_per_subnet")?;
     Ok(hosts)
+}
+
+/// A number of seconds that must be at least 1.
+fn positive_secs(option: &'static str, secs: u64) -> Result<std::time::Duration, ConfigError> {
+    let secs = positive(option, usize::try_from(secs).unwrap_or(usize::MAX))?;
+    Ok(std::time::Duration::from_secs(secs as u64))
 }
 
 /// A subnet's limit below its hosts' is a mistake.

@@ -184,8 +184,10 @@ impl Places {
         match self.permits.clone().try_acquire_owned() {
             Ok(permit) => Some((host, permit)),
             Err(_) => {
-                self.hosts
-                    .log_refusal(peer.ip(), "the server holds every connection it takes");
+                self.hosts.log_refusal(
+                    peer.ip(),
+                    format_args!("the server holds every connection it takes"),
+                );
                 refused("limit");
                 None
             }

@@ -113,6 +113,9 @@ impl SubscriptionShares {
 
     /// The session now holds `now` subscriptions.
     fn hold(&mut self, now: usize) {
+        if now == self.held {
+            return;
+        }
         let (host, total) = (&self.host.subscriptions, &*self.total);
         if now > self.held {
             host.fetch_add(now - self.held, Ordering::SeqCst);
@@ -247,9 +250,11 @@ impl Session {
             Ok(request) => request,
             Err(e) => return Some(Err(e)),
         };
-        let need = request
-            .answer_bytes(self.backend.config.max_headers)
-            .saturating_add(id_len);
+        // Asked first only where the size is known; the rest is asked once built.
+        let need = match request.answer_bytes(self.backend.config.max_headers) {
+            0 => 0,
+            known => known.saturating_add(id_len),
+        };
         if need > room.most() {
             let over = room.most().saturating_sub(128);
             let err = RpcError::bad_request(format!(

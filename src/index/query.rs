@@ -602,6 +602,11 @@ impl IndexView<'_> {
         if self.chain.hash(height).is_none() {
             return Ok(None);
         }
+        self.filter_row(height)
+    }
+
+    /// The filter row stored at `height`, whatever the chain.
+    fn filter_row(&self, height: u32) -> Result<Option<FilterRow>, QueryError> {
         match self.get(cf::FILTERS, &FilterRow::key(height))? {
             Some(bytes) => Ok(Some(FilterRow::decode(&bytes)?)),
             None => Ok(None),
@@ -617,9 +622,12 @@ impl IndexView<'_> {
     ) -> Result<Option<Vec<(BlockHash, FilterRow)>>, QueryError> {
         let mut out = Vec::with_capacity(stop.saturating_sub(start) as usize + 1);
         for h in start..=stop {
-            match (self.chain.hash(h), self.filter_at(h)?) {
-                (Some(hash), Some(row)) => out.push((hash, row)),
-                _ => return Ok(None),
+            let Some(hash) = self.chain.hash(h) else {
+                return Ok(None);
+            };
+            match self.filter_row(h)? {
+                Some(row) => out.push((hash, row)),
+                None => return Ok(None),
             }
         }
         Ok(Some(out))

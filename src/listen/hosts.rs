@@ -121,13 +121,10 @@ impl HostTable {
             self.warn(ip, refused);
             return Err(refused);
         }
-        for key in keys {
-            live.entry(key).or_default().conns += 1;
-        }
-        let shared = live
-            .get(&keys[0])
-            .map(|l| l.shared.clone())
-            .unwrap_or_default();
+        live.entry(keys[1]).or_default().conns += 1;
+        let host = live.entry(keys[0]).or_default();
+        host.conns += 1;
+        let shared = host.shared.clone();
         Ok(HostGuard {
             table: self.clone(),
             keys: Some(keys),
@@ -141,12 +138,12 @@ impl HostTable {
             Refused::Ip => (self.limits.per_ip, "its address"),
             Refused::Subnet => (self.limits.per_subnet, "its subnet"),
         };
-        self.log_refusal(ip, &format!("{of} holds {limit} connections already"));
+        self.log_refusal(ip, format_args!("{of} holds {limit} connections already"));
     }
 
     /// Logs that `ip` was refused and why, at most once per [`WARN_EVERY`] for the whole server
     /// (a flood of refusals is one line).
-    pub fn log_refusal(&self, ip: IpAddr, why: &str) {
+    pub fn log_refusal(&self, ip: IpAddr, why: std::fmt::Arguments<'_>) {
         let mut warned = self.warned.lock().unwrap_or_else(PoisonError::into_inner);
         if warned.is_some_and(|at| at.elapsed() < WARN_EVERY) {
             return;
@@ -160,7 +157,8 @@ impl HostTable {
     }
 
     /// Connections held by the host (IPv4 address or IPv6 /64) of `ip`.
-    pub fn held_by(&self, ip: IpAddr) -> usize {
+    #[cfg(test)]
+    fn held_by(&self, ip: IpAddr) -> usize {
         let live = self.live.lock().unwrap_or_else(PoisonError::into_inner);
         live.get(&Self::keys(ip)[0]).map_or(0, |l| l.conns)
     }

@@ -349,8 +349,8 @@ impl Mempool {
         let txs = self
             .read()
             .txs
-            .values()
-            .map(|e| (e.tx.clone(), e.time))
+            .iter()
+            .map(|(txid, e)| (*txid, e.tx.clone(), e.time))
             .collect();
         persist::save(txs, path)
     }

@@ -96,9 +96,9 @@ impl<W: Write> Write for Obfuscated<W> {
     }
 }
 
-/// Writes `txs` (each with its entry time) to `path`, parents before children (through
+/// Writes `txs` (each with its txid and entry time) to `path`, parents before children (through
 /// `path.new`, synced, then renamed over it, as Core); returns how many were written.
-pub fn save(txs: Vec<(Transaction, i64)>, path: &Path) -> Result<usize, PersistError> {
+pub fn save(txs: Vec<(Txid, Transaction, i64)>, path: &Path) -> Result<usize, PersistError> {
     let io = |source| PersistError::Io {
         path: path.display().to_string(),
         source,
@@ -145,11 +145,11 @@ fn write_all<W: Write>(
 }
 
 /// The same transactions, each after those of them it spends.
-fn parents_first(txs: Vec<(Transaction, i64)>) -> Vec<(Transaction, i64)> {
+fn parents_first(txs: Vec<(Txid, Transaction, i64)>) -> Vec<(Transaction, i64)> {
     let by_txid: HashMap<Txid, usize> = txs
         .iter()
         .enumerate()
-        .map(|(i, (tx, _))| (tx.compute_txid(), i))
+        .map(|(i, (txid, _, _))| (*txid, i))
         .collect();
     let mut done = vec![false; txs.len()];
     let mut order = Vec::with_capacity(txs.len());
@@ -166,7 +166,7 @@ fn parents_first(txs: Vec<(Transaction, i64)>) -> Vec<(Transaction, i64)> {
                 continue;
             }
             stack.push((i, true));
-            for input in &txs[i].0.input {
+            for input in &txs[i].1.input {
                 match by_txid.get(&input.previous_output.txid) {
                     Some(&parent) if !done[parent] => stack.push((parent, false)),
                     _ => {}
@@ -174,7 +174,10 @@ fn parents_first(txs: Vec<(Transaction, i64)>) -> Vec<(Transaction, i64)> {
             }
         }
     }
-    let mut slots: Vec<Option<(Transaction, i64)>> = txs.into_iter().map(Some).collect();
+    let mut slots: Vec<Option<(Transaction, i64)>> = txs
+        .into_iter()
+        .map(|(_, tx, time)| Some((tx, time)))
+        .collect();
     order.into_iter().filter_map(|i| slots[i].take()).collect()
 }
 
@@ -308,18 +311,20 @@ mod tests {
         }
     }
 
+    /// Each transaction with its txid, as the mempool hands them over.
+    fn with_txids(txs: Vec<(Transaction, i64)>) -> Vec<(Txid, Transaction, i64)> {
+        txs.into_iter()
+            .map(|(tx, time)| (tx.compute_txid(), tx, time))
+            .collect()
+    }
+
     #[test]
     fn parents_first_puts_every_transaction_after_those_it_spends() {
         let a = spending(&[], 1);
         let b = spending(&[&a], 2);
         let c = spending(&[&b, &a], 3);
         let lone = spending(&[], 4);
-        let given = vec![
-            (c.clone(), 3),
-            (lone.clone(), 4),
-            (b.clone(), 2),
-            (a.clone(), 1),
-        ];
+        let given = with_txids(vec![(c, 3), (lone, 4), (b, 2), (a, 1)]);
         let order: Vec<i64> = parents_first(given).into_iter().map(|(_, t)| t).collect();
         assert_eq!(order.len(), 4, "each once: {order:?}");
         let at = |t: i64| order.iter().position(|&x| x == t).unwrap();
@@ -333,7 +338,7 @@ mod tests {
         let a = spending(&[], 1);
         let b = spending(&[&a], 2);
         assert_eq!(
-            save(vec![(b.clone(), 20), (a.clone(), 10)], &path).unwrap(),
+            save(with_txids(vec![(b.clone(), 20), (a.clone(), 10)]), &path).unwrap(),
             2
         );
         let read: Vec<(Transaction, i64)> = MempoolFile::open(&path)

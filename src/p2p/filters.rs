@@ -105,6 +105,7 @@ pub fn get_cfheaders(
     let previous_filter_header = match req.start_height {
         0 => FilterHeader::all_zeros(),
         h => match index
+            .reader()
             .filter_at(h - 1)
             .map_err(|e| PeerError::Internal(e.to_string()))?
         {
@@ -137,8 +138,10 @@ pub fn get_cfcheckpt(
         return Ok(None);
     };
     let mut filter_headers = Vec::with_capacity((stop / CFCHECKPT_INTERVAL) as usize);
+    // One view for every checkpoint: one snapshot, and readiness checked once (above).
+    let view = index.reader();
     for i in 1..=stop / CFCHECKPT_INTERVAL {
-        match index
+        match view
             .filter_at(i * CFCHECKPT_INTERVAL)
             .map_err(|e| PeerError::Internal(e.to_string()))?
         {

@@ -20,11 +20,7 @@ impl Subnet {
     /// a prefix longer than the address is cut to its length.
     pub fn around(ip: IpAddr, prefix: u8) -> Subnet {
         let ip = ip.to_canonical();
-        let bits = match ip {
-            IpAddr::V4(_) => 32,
-            IpAddr::V6(_) => 128,
-        };
-        let prefix = prefix.min(bits);
+        let prefix = prefix.min(bits(ip));
         Subnet {
             net: mask(ip, prefix),
             prefix,
@@ -35,6 +31,14 @@ impl Subnet {
     pub fn contains(&self, ip: IpAddr) -> bool {
         let ip = ip.to_canonical();
         ip.is_ipv4() == self.net.is_ipv4() && mask(ip, self.prefix) == self.net
+    }
+}
+
+/// The bits of `ip`'s kind of address.
+fn bits(ip: IpAddr) -> u8 {
+    match ip {
+        IpAddr::V4(_) => 32,
+        IpAddr::V6(_) => 128,
     }
 }
 
@@ -110,6 +114,30 @@ mod tests {
         );
         for bad in ["", "1.2.3.4/33", "::1/129", "x", "1.2.3.4/-1", "1.2.3/24"] {
             assert!(bad.parse::<Subnet>().is_err(), "{bad:?}");
+        }
+    }
+
+    proptest::proptest! {
+        /// Any address is in every subnet around it, the subnet's text parses back to it, and
+        /// an address that differs in a bit the prefix keeps is outside.
+        #[test]
+        fn subnets_hold_what_their_prefix_says(v4: u32, v6: u128, p4 in 0u8..=32, p6 in 0u8..=128, bit: u8) {
+            for (ip, prefix) in [
+                (IpAddr::V4(v4.into()), p4),
+                (IpAddr::V6(v6.into()), p6),
+            ] {
+                let net = Subnet::around(ip, prefix);
+                proptest::prop_assert!(net.contains(ip));
+                proptest::prop_assert_eq!(net.to_string().parse::<Subnet>(), Ok(net));
+                if prefix > 0 {
+                    let flip = u32::from(bit) % u32::from(prefix);
+                    let other = match ip {
+                        IpAddr::V4(a) => IpAddr::V4((u32::from(a) ^ (1u32 << (31 - flip))).into()),
+                        IpAddr::V6(a) => IpAddr::V6((u128::from(a) ^ (1u128 << (127 - flip))).into()),
+                    };
+                    proptest::prop_assert!(!net.contains(other), "{} in {}", other, net);
+                }
+            }
         }
     }
 }

@@ -37,11 +37,9 @@ impl ChainView<'_> {
         })
     }
 
-    /// The filter of the view's block at `height`, once filters are ready.
+    /// The filter of the view's block at `height` (ask once [`ChainView::filter_state`] is
+    /// `Ready`: while filters are built some blocks have none).
     pub fn block_filter(&self, height: u32) -> Result<Option<BlockFilter>, ViewError> {
-        if self.filter_state()? != FilterState::Ready {
-            return Ok(None);
-        }
         let row = self.index.filter_at(height)?;
         Ok(row.map(|row| BlockFilter {
             filter: row.filter,
@@ -50,7 +48,7 @@ impl ChainView<'_> {
     }
 
     /// The height, block hash and filter header of at most `count` blocks from `start` up to
-    /// the view's tip, once filters are ready (empty otherwise, or when `start` is above it).
+    /// the view's tip (empty when `start` is above it; ask once filters are `Ready`).
     pub fn filter_headers(
         &self,
         start: u32,
@@ -59,7 +57,7 @@ impl ChainView<'_> {
         let Some((tip, _)) = self.tip() else {
             return Ok(Vec::new());
         };
-        if count == 0 || start > tip || self.filter_state()? != FilterState::Ready {
+        if count == 0 || start > tip {
             return Ok(Vec::new());
         }
         let end = start.saturating_add(count - 1).min(tip);

@@ -73,6 +73,16 @@ pub struct Bitcoind {
 }
 
 impl Bitcoind {
+    /// A bitcoind with a wallet (`-fallbackfee=0.0001`) in `datadir` that has mined `blocks`
+    /// to its own address; returns it and that address.
+    pub fn with_wallet(datadir: &Path, blocks: u32) -> (Self, String) {
+        let node = Bitcoind::start(datadir, &["-fallbackfee=0.0001".into()]);
+        node.rpc(&["createwallet", "w"]);
+        let mine = node.rpc(&["getnewaddress", "", "bech32"]);
+        node.rpc(&["generatetoaddress", &blocks.to_string(), &mine]);
+        (node, mine)
+    }
+
     /// Starts bitcoind with extra arguments and waits until its RPC answers.
     pub fn start(datadir: &Path, extra: &[String]) -> Self {
         std::fs::create_dir_all(datadir).unwrap();
