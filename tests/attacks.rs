@@ -1031,3 +1031,110 @@ fn a_full_budget_delays_small_answers_and_refuses_large_ones() {
     assert!(growth < 160, "RSS grew by {growth} MiB");
     drop(hogs);
 }
+
+// ---- Finding 5: work nobody waits for ----
+
+/// Blocks mined to the wallet's address on top of the 101 for finding 5: its history (one
+/// coinbase a block) makes `/address/:a` read every one of its transactions.
+const BUSY_BLOCKS: u32 = 1_500;
+
+/// Finding 5 (issue 25): **work went on after its client hung up, on unbounded threads.**
+///
+/// The wallet's address gets 1,601 transactions (a coinbase each), so `/address/:a` reads them
+/// all. Eight attacking threads from 127.0.0.2 then ask for it for 10 s, each hanging up as
+/// soon as its request is sent, over and over. Asserted, meanwhile: an honest HTTP client from
+/// 127.0.0.3 gets `/blocks/tip/height` within 5 s, every time, and an honest Electrum client
+/// from there `server.ping` and `blockchain.headers.subscribe`; cairn's threads stay under its
+/// count before plus 48 (the pool's 4, streams and tokio's spares); and SIGTERM just after the
+/// attack ends the process within 5 s.
+///
+/// *Fails before the fix:* every request ran to its end on a thread of tokio's blocking pool
+/// (`spawn_blocking`, up to 512), its client long gone; the work queued behind them is minutes
+/// long: the threads reached 533 (from 64), and the runtime's shutdown waited 11 s for the
+/// work (minutes, with more of it queued).
+#[test]
+fn work_ends_with_its_client_and_runs_on_bounded_threads() {
+    let http = free_addr();
+    let flag = format!("--http-addr={http}");
+    let mut served = Served::start(&[&flag]);
+    let busy = served.mine.clone();
+    served
+        .node
+        .rpc(&["generatetoaddress", &BUSY_BLOCKS.to_string(), &busy]);
+    served
+        .cairn
+        .wait_for(&served.node.rpc(&["getbestblockhash"]), "the busy blocks");
+    let path = format!("/address/{busy}");
+    let asked = Instant::now();
+    assert_eq!(
+        http_from("127.0.0.3", http, &path, Duration::from_secs(30)),
+        Ok(200)
+    );
+    println!("{path} alone: {:?}", asked.elapsed());
+
+    let pid = served.cairn.pid();
+    let threads = probe::Peak::start(pid, probe::threads);
+    let honest_http = Honest::visiting(Duration::from_millis(250), move || {
+        match http_from("127.0.0.3", http, "/blocks/tip/height", HONEST_WITHIN) {
+            Ok(200) => Ok(()),
+            other => Err(format!("/blocks/tip/height: {other:?}")),
+        }
+    });
+    let honest = Honest::start(
+        served.electrum,
+        "127.0.0.3",
+        Duration::from_millis(500),
+        HONEST_WITHIN,
+    );
+    let stop = std::sync::Arc::new(AtomicBool::new(false));
+    let sent = std::sync::Arc::new(AtomicU64::new(0));
+    let attackers: Vec<_> = (0..8)
+        .map(|_| {
+            let (stop, sent, path) = (stop.clone(), sent.clone(), path.clone());
+            std::thread::spawn(move || {
+                let request = format!("GET {path} HTTP/1.1\r\nHost: cairn\r\n\r\n");
+                while !stop.load(Ordering::SeqCst) {
+                    if let Ok(mut s) = connect_from_with_rcvbuf("127.0.0.2", http, None) {
+                        if s.write_all(request.as_bytes()).is_ok() {
+                            sent.fetch_add(1, Ordering::SeqCst);
+                        }
+                    }
+                }
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_secs(10));
+    stop.store(true, Ordering::SeqCst);
+    for a in attackers {
+        a.join().unwrap();
+    }
+    let (web, electrum) = (honest_http.stop(), honest.stop());
+    let (before, peak) = (threads.before(), threads.peak());
+    drop(threads);
+    println!(
+        "{} requests sent and hung up on; honest /blocks/tip/height: {} tries, worst {:?}; \
+         Electrum: {} tries, worst {:?}; threads {before} before, {peak} at most",
+        sent.load(Ordering::SeqCst),
+        web.tries,
+        web.worst,
+        electrum.tries,
+        electrum.worst
+    );
+    let stopped = served.cairn.terminate_within(Duration::from_secs(5));
+    println!("SIGTERM right after the attack: stopped in {stopped:?}");
+    assert!(
+        web.failures.is_empty(),
+        "honest HTTP client: {:#?}",
+        web.failures
+    );
+    assert!(
+        electrum.failures.is_empty(),
+        "honest Electrum client: {:#?}",
+        electrum.failures
+    );
+    assert!(
+        peak <= before + 48,
+        "threads: {before} before the attack, {peak} during it"
+    );
+    assert!(stopped.is_some(), "cairn still running 5 s after SIGTERM");
+}

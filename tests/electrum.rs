@@ -89,6 +89,7 @@ impl Fixture {
             model: Arc::new(model),
             notifier,
             config: econfig,
+            pool: cairn::listen::WorkPool::new(4, 64),
         });
         let server = rt.block_on(ElectrumServer::start(backend, None)).unwrap();
         let (addr, ws_addr) = (server.addr, server.ws_addr);

@@ -61,6 +61,7 @@ fn backend() -> Arc<Backend> {
             model: Arc::new(model),
             notifier: Notifier::default(),
             config: ElectrumConfig::defaults(Network::Regtest),
+            pool: cairn::listen::WorkPool::new(4, 64),
         };
         (Arc::new(backend), dir)
     });

@@ -75,6 +75,10 @@ pub struct Settings {
     pub http_max_connections: usize,
     /// Most HTTP connections one host or subnet may hold, and the hosts spared.
     pub http_hosts: HostLimits,
+    /// HTTP requests waiting for the query pool at most.
+    pub http_work_queue: usize,
+    /// Query jobs (Electrum and HTTP) running at once.
+    pub query_threads: usize,
     /// Where `/metrics` is served, if anywhere.
     pub metrics_addr: Option<SocketAddr>,
     /// Whether the status page shows peers' addresses and the data folder.
@@ -131,6 +135,8 @@ impl Settings {
                     .unwrap_or(DEFAULT_HTTP_MAX_CONNECTIONS),
             )?,
             http_hosts,
+            http_work_queue: positive("http_work_queue", o.http_work_queue.unwrap_or(64))?,
+            query_threads: positive("query_threads", o.query_threads.unwrap_or(4))?,
             metrics_addr: o.metrics_addr,
             status_page_details: o.status_page_details.unwrap_or(false),
             block_filters: o.block_filters.unwrap_or(true),

@@ -224,6 +224,14 @@ options! {
         /// Most HTTP connections from one IPv4 /24 or IPv6 /48 at once [default: 128].
         #[arg(env = "CAIRN_HTTP_MAX_CONNECTIONS_PER_SUBNET")]
         pub http_max_connections_per_subnet: Option<usize>,
+        /// HTTP requests waiting for the query pool at most; more are answered 503 at once
+        /// [default: 64].
+        #[arg(env = "CAIRN_HTTP_WORK_QUEUE")]
+        pub http_work_queue: Option<usize>,
+        /// Threads answering Electrum and HTTP queries at once; one host gets half of them at
+        /// most [default: 4].
+        #[arg(env = "CAIRN_QUERY_THREADS")]
+        pub query_threads: Option<usize>,
         /// Where to serve Prometheus metrics (`GET /metrics`) [default: nowhere].
         #[arg(env = "CAIRN_METRICS_ADDR")]
         pub metrics_addr: Option<SocketAddr>,

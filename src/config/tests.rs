@@ -150,6 +150,8 @@ fn zero_limits_are_refused_by_name_and_others_apply() {
         "electrum_max_subscriptions_total",
         "http_max_connections_per_ip",
         "http_max_connections_per_subnet",
+        "http_work_queue",
+        "query_threads",
     ] {
         let file = FileConfig::parse(&format!("{option} = 0\n"), Path::new("x")).unwrap();
         let err = Settings::resolve(file, FileConfig::default())

@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use crate::config::ElectrumConfig;
+use crate::listen::WorkPool;
 use crate::notify::Notifier;
 use crate::view::ReadModel;
 
@@ -14,4 +15,6 @@ pub struct Backend {
     pub notifier: Notifier,
     /// The configuration.
     pub config: ElectrumConfig,
+    /// The pool the sessions' answers are built in (shared with the HTTP server).
+    pub pool: Arc<WorkPool>,
 }

@@ -17,6 +17,7 @@ pub use super::outbox::Shares;
 use super::outbox::{BudgetRoom, Outbox, Queued, SEND_TIMEOUT, WRITE_CHUNK};
 use super::rpc::{error_value, RpcError};
 use super::session::{Answer, Session, SubscriptionShares};
+use crate::listen::WorkPool;
 use crate::notify::TipUpdate;
 
 /// Lines waiting to be written to a client before the session stops reading from it.
@@ -308,6 +309,7 @@ async fn serve(
     out.timeout = SEND_TIMEOUT.min(idle);
     let subscriptions =
         SubscriptionShares::new(out.budget.host.clone(), out.budget.subscriptions.clone());
+    let pool = backend.pool.clone();
     let mut session = Session::new(backend, streams, subscriptions);
     // Idle counts from the client's last request: notifications sent meanwhile do not count
     // (ElectrumX's `last_recv`, Fulcrum's `lastGood`).
@@ -333,16 +335,18 @@ async fn serve(
                     }
                     Some(Incoming::Request(request)) => request,
                 };
-                // The answer's bytes are asked of the budget before and as it is built.
+                // The answer is built in the query pool (the host's turn, then a slot), its
+                // bytes asked of the budget before and as it is built.
+                let Ok(slot) = pool.slot(&out.budget.host).await else { return End::Left };
                 let mut room = BudgetRoom::new(&out);
-                let answer = tokio::task::block_in_place(|| session.handle_line(&request, &mut room));
+                let answer = pool.run_here(slot, || session.handle_line(&request, &mut room));
                 let held = room.held.take();
                 gauges.subscriptions(session.subscription_count());
                 let sent = match answer {
                     None => true,
                     Some(Answer::Line(text)) => out.send_held(text, held).await,
                     Some(Answer::Batch(parts)) => out.send_batch(parts, held).await,
-                    Some(Answer::History(job)) => stream(job, &out).await,
+                    Some(Answer::History(job)) => stream(job, &out, &pool).await,
                     Some(Answer::NoRoom) => false,
                 };
                 if !sent {
@@ -352,11 +356,14 @@ async fn serve(
                 idle_at.as_mut().reset(far_or(tokio::time::Instant::now(), idle));
             }
             update = updates.recv() => {
-                let notes = match update {
-                    Ok(u) => tokio::task::block_in_place(|| session.on_update(Some(&u))),
-                    Err(broadcast::error::RecvError::Lagged(_)) => tokio::task::block_in_place(|| session.on_update(None)),
+                let update = match update {
+                    Ok(u) => Some(u),
+                    Err(broadcast::error::RecvError::Lagged(_)) => None,
                     Err(broadcast::error::RecvError::Closed) => return End::Left,
                 };
+                // Statuses are computed in the query pool too, in the host's turn.
+                let Ok(slot) = pool.slot(&out.budget.host).await else { return End::Left };
+                let notes = pool.run_here(slot, || session.on_update(update.as_ref()));
                 if !out.send_all(notes).await {
                     tracing::info!("electrum client {peer} does not read its notifications; disconnecting");
                     return End::NotReading;
@@ -415,13 +422,21 @@ impl Drop for SessionGauges {
     }
 }
 
-/// Writes a long history answer as its pieces are read (on a blocking thread, two pieces
-/// ahead at most), each held against the answer budget like a line; `false` if the client
-/// does not take them or the read failed midway (the answer cannot be finished).
-async fn stream(job: HistoryJob, out: &Outbox) -> bool {
+/// Writes a long history answer as its pieces are read (on a thread of its own, one of
+/// [`crate::listen::STREAMS`], two pieces ahead at most, reading in the query pool's slots),
+/// each held against the answer budget like a line; `false` if the client does not take them
+/// or the read failed midway (the answer cannot be finished).
+async fn stream(job: HistoryJob, out: &Outbox, pool: &Arc<WorkPool>) -> bool {
     let (method, started) = (job.method, job.started);
+    let Ok(place) = pool.stream_place().await else {
+        return false;
+    };
     let (tx, mut rx) = mpsc::channel::<Piece>(2);
-    let reader = tokio::task::spawn_blocking(move || job.run(tx));
+    let (pool, host) = (pool.clone(), out.budget.host.clone());
+    let reader = tokio::task::spawn_blocking(move || {
+        let _place = place;
+        job.run(tx, &pool, &host)
+    });
     let mut finished = false;
     while let Some((text, last)) = rx.recv().await {
         if !out.send_piece(text, last).await {

@@ -11,7 +11,8 @@ use super::backend::Backend;
 use super::methods::{backend_err, history_entries_text, view_err, Ctx, MAX_BUFFERED_HISTORY};
 use super::rpc::{error_value, RpcError};
 use crate::index::query::{QueryError, HISTORY_PAGE};
-use crate::types::ScriptHash;
+use crate::listen::{HostShares, Slot, WorkPool};
+use crate::types::{run_marked, ScriptHash};
 use crate::view::{CostMeter, ViewError};
 
 impl Ctx<'_> {
@@ -73,16 +74,25 @@ impl HistoryJob {
     /// Reads the history in one view of the index and sends the answer as pieces of about a
     /// page each: first the count is checked against `electrum_max_history` (an error line
     /// then, before any of the result), then each page as it is read, then the mempool
-    /// entries. Runs on a blocking thread; stops when the receiver is gone.
-    pub fn run(self, tx: mpsc::Sender<Piece>) {
+    /// entries. Runs on a blocking thread, reading in a slot of `pool` taken in `host`'s turn
+    /// and given back while it waits for the client; stops when the receiver is gone or the
+    /// pool closes.
+    pub fn run(self, tx: mpsc::Sender<Piece>, pool: &WorkPool, host: &HostShares) {
+        let rt = tokio::runtime::Handle::current();
+        let slot = || rt.block_on(pool.slot(host)).ok();
         let meter = CostMeter::default();
-        self.answer(&meter, &tx);
+        run_marked(&[pool.closing()], || self.answer(&meter, &tx, slot));
         let read = meter.take();
         crate::metrics::metrics().electrum_read(self.method, read.rows, read.bytes);
     }
 
-    /// [`HistoryJob::run`]'s answer, read through a view charged to `meter`.
-    fn answer(&self, meter: &CostMeter, tx: &mpsc::Sender<Piece>) {
+    /// [`HistoryJob::run`]'s answer, read through a view charged to `meter`, in the slots
+    /// `slot` gives (none: the pool closed).
+    fn answer(&self, meter: &CostMeter, tx: &mpsc::Sender<Piece>, slot: impl Fn() -> Option<Slot>) {
+        let mut held = slot();
+        if held.is_none() {
+            return;
+        }
         let limit = self.backend.config.max_history;
         let chain = self.backend.model.metered_view(meter);
         let mempool = chain.mempool_entries(&self.sh);
@@ -94,6 +104,7 @@ impl HistoryJob {
                     false => Ok(n),
                 });
         if let Err(e) = counted {
+            drop(held);
             let mut err = view_err(e);
             if err.code == super::rpc::HISTORY_TOO_LARGE && !self.v17 {
                 err.code = super::rpc::BAD_REQUEST;
@@ -116,9 +127,14 @@ impl HistoryJob {
                 .collect();
             history_entries_text(&mut piece, &entries, first);
             first = false;
-            Ok(tx
+            // The slot is given back while the client takes the piece, and taken again to
+            // read the next page.
+            drop(held.take());
+            let sent = tx
                 .blocking_send((std::mem::take(&mut piece), false))
-                .is_ok())
+                .is_ok();
+            held = slot();
+            Ok(sent && held.is_some())
         });
         if let Err(e) = sent {
             // Part of the result is out: the answer cannot become an error any more. Ending

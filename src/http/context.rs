@@ -4,6 +4,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use super::status_page;
+use crate::listen::WorkPool;
 use crate::notify::Notifier;
 use crate::view::ReadModel;
 
@@ -30,4 +31,6 @@ pub struct HttpContext {
     pub node_status: Option<status_page::NodeStatus>,
     /// The status page's samples of the last hour.
     pub samples: status_page::Samples,
+    /// The pool answers are built in (shared with the Electrum server).
+    pub pool: Arc<WorkPool>,
 }

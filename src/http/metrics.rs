@@ -45,7 +45,7 @@ impl MetricsServer {
             listener,
             "metrics",
             places,
-            move |req, _| answer(refresh.clone(), req),
+            move |req, _, _| answer(refresh.clone(), req),
         ));
         Ok(MetricsServer { addr, task })
     }

@@ -23,6 +23,7 @@ use serde_json::{json, Value};
 use tokio::net::TcpListener;
 
 use crate::config::HostLimits;
+use crate::listen::{HostShares, WorkRefused};
 use crate::view::{ChainView, FilterState};
 pub use context::{HttpContext, HttpError};
 pub use serve::answer_with;
@@ -61,12 +62,12 @@ impl HttpServer {
         let ctx = Arc::new(ctx);
         let sampler = tokio::spawn(take_samples(ctx.clone()));
         let places = Places::with_health(max_connections, hosts);
-        let task = tokio::spawn(serve(listener, "HTTP", places, move |req, place| {
+        let task = tokio::spawn(serve(listener, "HTTP", places, move |req, place, host| {
             let ctx = ctx.clone();
             async move {
                 let response = match place {
                     Place::HealthOnly if req.uri().path() != "/health" => busy(),
-                    _ => answer_off_the_workers(ctx, req).await,
+                    _ => answer_off_the_workers(ctx, req, host).await,
                 };
                 crate::metrics::metrics()
                     .http_requests
@@ -117,38 +118,34 @@ fn failure(esplora::Failure(status, message): esplora::Failure) -> Response<Full
     answer_with(status, "text/plain", message)
 }
 
-/// Reads the body (at most [`MAX_BODY_BYTES`], within [`REQUEST_TIMEOUT`]), then answers on a
-/// blocking thread: RocksDB and block-file reads never hold up the async workers that every
-/// connection shares.
+/// Reads the body (at most [`MAX_BODY_BYTES`], within [`REQUEST_TIMEOUT`]), then answers in the
+/// query pool (`/health` on a blocking thread of its own: it reads two tips, and must be
+/// answered when the pool is busy): RocksDB and block-file reads never hold up the async
+/// workers that every connection shares. A request that finds the pool's queue full gets 503
+/// at once; one whose client hangs up leaves the queue, or stops at its next read.
 async fn answer_off_the_workers(
     ctx: Arc<HttpContext>,
     req: Request<Incoming>,
+    host: Arc<HostShares>,
 ) -> Response<Full<Bytes>> {
     let (parts, body) = req.into_parts();
-    let body = match tokio::time::timeout(
-        REQUEST_TIMEOUT,
-        Limited::new(body, MAX_BODY_BYTES).collect(),
-    )
-    .await
-    {
-        Ok(Ok(collected)) => collected.to_bytes(),
-        Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => {
-            return failure(esplora::Failure(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                "Request body too large".into(),
-            ))
-        }
-        Ok(Err(e)) => return failure(esplora::Failure(StatusCode::BAD_REQUEST, e.to_string())),
-        Err(_) => {
-            return failure(esplora::Failure(
-                StatusCode::REQUEST_TIMEOUT,
-                "Request timeout".into(),
-            ))
-        }
+    let body = match read_body(body).await {
+        Ok(body) => body,
+        Err(failed) => return failure(failed),
     };
-    let answered =
-        tokio::task::spawn_blocking(move || match ctx.model.validator().initial_download() {
-            _ if parts.uri.path() == "/health" => health(&ctx),
+    if parts.uri.path() == "/health" {
+        return match tokio::task::spawn_blocking(move || health(&ctx)).await {
+            Ok(response) => response,
+            Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, e),
+        };
+    }
+    let slot = match ctx.pool.queued_slot(&host).await {
+        Ok(slot) => slot,
+        Err(refused) => return work_refused(refused),
+    };
+    let pool = ctx.pool.clone();
+    let answered = pool.run(slot, move || {
+        match ctx.model.validator().initial_download() {
             // The status page shows an initial download too.
             _ if matches!(parts.uri.path(), "/" | "/api/status") => {
                 status_page(&ctx, &parts.method, parts.uri.path())
@@ -167,11 +164,49 @@ async fn answer_off_the_workers(
                 parts.uri.query(),
                 &body,
             ),
-        });
+        }
+    });
     match answered.await {
         Ok(response) => response,
-        Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, e),
+        Err(refused) => work_refused(refused),
     }
+}
+
+/// A request's body: at most [`MAX_BODY_BYTES`], within [`REQUEST_TIMEOUT`].
+async fn read_body(body: Incoming) -> Result<Bytes, esplora::Failure> {
+    match tokio::time::timeout(
+        REQUEST_TIMEOUT,
+        Limited::new(body, MAX_BODY_BYTES).collect(),
+    )
+    .await
+    {
+        Ok(Ok(collected)) => Ok(collected.to_bytes()),
+        Ok(Err(e)) if e.is::<http_body_util::LengthLimitError>() => Err(esplora::Failure(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "Request body too large".into(),
+        )),
+        Ok(Err(e)) => Err(esplora::Failure(StatusCode::BAD_REQUEST, e.to_string())),
+        Err(_) => Err(esplora::Failure(
+            StatusCode::REQUEST_TIMEOUT,
+            "Request timeout".into(),
+        )),
+    }
+}
+
+/// The answer to a request the query pool did not take: 503, to be tried again in a second
+/// (Core answers a full `-rpcworkqueue` the same way), counted in
+/// `cairn_http_work_refused_total`.
+fn work_refused(refused: WorkRefused) -> Response<Full<Bytes>> {
+    crate::metrics::metrics()
+        .http_work_refused
+        .with_label_values(&[refused.label()])
+        .inc();
+    let mut response = error(StatusCode::SERVICE_UNAVAILABLE, refused);
+    response.headers_mut().insert(
+        hyper::header::RETRY_AFTER,
+        hyper::header::HeaderValue::from_static("1"),
+    );
+    response
 }
 
 /// `GET /`, the status page, and `GET /api/status`, what it draws.

@@ -12,7 +12,7 @@ use hyper::{Request, Response, StatusCode};
 use tokio::net::TcpListener;
 
 use crate::config::HostLimits;
-use crate::listen::{HostTable, WriteDeadline};
+use crate::listen::{HostGuard, HostShares, HostTable, WriteDeadline};
 
 /// How long a client may take to send its request.
 pub(super) const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
@@ -69,7 +69,8 @@ pub(super) enum Place {
 /// Accepts clients of `listener` (`what` names them in logs) for ever, at most
 /// `max_connections` at once and as many per host as `hosts` allows (more are closed as they
 /// connect, counted in `cairn_http_connections_refused_total`), with [`HEALTH_PLACES`] more held
-/// for health checks when `places` says so, and serves each over HTTP/1.1 with `handle`: the request head must come
+/// for health checks when `places` says so, and serves each over HTTP/1.1 with `handle` (given
+/// the request, the place and what the host's connections share): the request head must come
 /// within [`REQUEST_TIMEOUT`] and fit 64 KiB, and a write that takes nothing for
 /// [`WRITE_TIMEOUT`] ends the connection.
 pub(super) async fn serve<H, F>(
@@ -78,7 +79,7 @@ pub(super) async fn serve<H, F>(
     places: Places,
     handle: H,
 ) where
-    H: Fn(Request<Incoming>, Place) -> F + Clone + Send + Sync + 'static,
+    H: Fn(Request<Incoming>, Place, Arc<HostShares>) -> F + Clone + Send + Sync + 'static,
     F: std::future::Future<Output = Response<Full<Bytes>>> + Send + 'static,
 {
     let any = Arc::new(tokio::sync::Semaphore::new(places.max_connections));
@@ -115,10 +116,12 @@ pub(super) async fn serve<H, F>(
             }
         };
         let handle = handle.clone();
+        // What the host's connections share (the query pool's share among them).
+        let shared = host.as_ref().map(HostGuard::shared).unwrap_or_default();
         tokio::spawn(async move {
             let _places = (permit, host, check);
             let service = hyper::service::service_fn(move |req| {
-                let answered = handle(req, place);
+                let answered = handle(req, place, shared.clone());
                 async move { Ok::<_, Infallible>(answered.await) }
             });
             let stream = WriteDeadline::new(stream, WRITE_TIMEOUT);

@@ -83,6 +83,9 @@ pub enum QueryError {
         /// The configured limit.
         limit: usize,
     },
+    /// Nobody waits for the answer any more: its client went, or the server is stopping.
+    #[error("the request was abandoned")]
+    Abandoned,
 }
 
 impl From<StoreError> for QueryError {
@@ -157,17 +160,23 @@ impl IndexView<'_> {
         self.chain.next_txnum()
     }
 
-    fn charge(&self, rows: u64, bytes: usize) {
+    /// Counts a read; fails once the request is abandoned ([`crate::types::abandoned`]), so
+    /// that work nobody waits for stops at its next read.
+    fn charge(&self, rows: u64, bytes: usize) -> Result<(), QueryError> {
         self.cost.set(self.cost.get().plus(Cost {
             rows,
             bytes: bytes as u64,
         }));
+        match crate::types::abandoned() {
+            true => Err(QueryError::Abandoned),
+            false => Ok(()),
+        }
     }
 
     /// One row, counted.
     fn get(&self, cf: &'static str, key: &[u8]) -> Result<Option<Vec<u8>>, QueryError> {
         let value = self.index.store().get_at(&self.snap, cf, key)?;
-        self.charge(1, key.len() + value.as_ref().map_or(0, Vec::len));
+        self.charge(1, key.len() + value.as_ref().map_or(0, Vec::len))?;
         Ok(value)
     }
 
@@ -181,7 +190,7 @@ impl IndexView<'_> {
         mut f: impl FnMut(&[u8], &[u8]) -> Result<bool, QueryError>,
     ) -> Result<(), QueryError> {
         let counted = |key: &[u8], value: &[u8]| {
-            self.charge(1, key.len() + value.len());
+            self.charge(1, key.len() + value.len())?;
             f(key, value)
         };
         let store = self.index.store();
@@ -229,7 +238,7 @@ impl IndexView<'_> {
                 let Some((len, row)) = row else {
                     return Err(IndexError::Inconsistent(format!("no tx row {}", txnum.0)).into());
                 };
-                self.charge(1, key.len() + len);
+                self.charge(1, key.len() + len)?;
                 out.push(row?.txid);
             }
         }
@@ -479,7 +488,7 @@ impl IndexView<'_> {
         let bytes = files
             .read(at, pos.len)
             .map_err(|e| IndexError::BlockFiles(e.to_string()))?;
-        self.charge(0, bytes.len());
+        self.charge(0, bytes.len())?;
         Ok(Some((bytes, pos)))
     }
 
@@ -500,7 +509,7 @@ impl IndexView<'_> {
         let block = validator
             .read_block_bytes(i64::from(pos.height))
             .map_err(IndexError::from)?;
-        self.charge(0, block.len());
+        self.charge(0, block.len())?;
         let bytes = block
             .get(pos.offset as usize..pos.offset as usize + pos.len as usize)
             .ok_or_else(|| {

@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::atomic::AtomicUsize;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
 use crate::config::HostLimits;
@@ -36,6 +36,8 @@ pub struct HostShares {
     pub bytes: AtomicUsize,
     /// Its Electrum subscriptions.
     pub subscriptions: AtomicUsize,
+    /// Its share of the query work pool (made by the pool on the host's first job).
+    pub work: OnceLock<Arc<tokio::sync::Semaphore>>,
 }
 
 /// Why a host's new connection was refused.

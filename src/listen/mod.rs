@@ -1,10 +1,11 @@
 //! What every server's listener shares: accepting the next client without spinning when accept
 //! fails (out of file descriptors, say), which would starve every other task; the count of
-//! connections each host holds ([`HostTable`]); and writes that fail once they stall
-//! ([`WriteDeadline`]).
+//! connections each host holds ([`HostTable`]); writes that fail once they stall
+//! ([`WriteDeadline`]); and the pool their query work runs in ([`WorkPool`]).
 
 mod hosts;
 mod stall;
+mod work;
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -13,6 +14,7 @@ use tokio::net::{TcpListener, TcpStream};
 
 pub use hosts::{HostGuard, HostShares, HostTable, Refused};
 pub use stall::WriteDeadline;
+pub use work::{Refused as WorkRefused, Slot, StreamPlace, WorkPool, STREAMS};
 
 /// How long to wait after a failed accept before trying again.
 const AFTER_FAILURE: Duration = Duration::from_millis(100);

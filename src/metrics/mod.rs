@@ -56,6 +56,9 @@ pub struct Metrics {
     /// HTTP connections closed at accept, by listener (`HTTP`, `metrics`) and the limit they
     /// met: `ip`, `subnet`, `limit`.
     pub http_connections_refused: IntCounterVec,
+    /// HTTP requests answered 503 because the query pool did not take them, by why:
+    /// `queue_full`, `closed`.
+    pub http_work_refused: IntCounterVec,
     /// Electrum connections closed at accept, by the limit they met: `ip`, `subnet`, `limit`.
     pub electrum_connections_refused: IntCounterVec,
     /// Electrum sessions ended, by why: `left`, `idle`, `too_long`, `not_reading`,
@@ -213,6 +216,16 @@ impl Metrics {
                         "HTTP connections closed at accept, by listener and the limit they met.",
                     ),
                     &["listener", "reason"],
+                ),
+            ),
+            http_work_refused: registered(
+                &r,
+                IntCounterVec::new(
+                    opts(
+                        "http_work_refused_total",
+                        "HTTP requests answered 503 because the query pool did not take them, by why.",
+                    ),
+                    &["reason"],
                 ),
             ),
             electrum_connections_refused: registered(

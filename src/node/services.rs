@@ -11,6 +11,7 @@ use crate::config::P2pConfig;
 use crate::electrum::{Backend, ElectrumServer, ListenError};
 use crate::http::metrics::MetricsServer;
 use crate::http::{HttpContext, HttpError, HttpServer};
+use crate::listen::WorkPool;
 use crate::notify::Notifier;
 use crate::p2p::{MempoolAccess, P2p, P2pError};
 use crate::tls::{Tls, TlsError, TlsFiles};
@@ -50,6 +51,8 @@ pub struct Services {
     pub tls: Option<Arc<Tls>>,
     /// Prometheus' `/metrics`, when `metrics_addr` is set.
     pub metrics: Option<MetricsServer>,
+    /// The pool Electrum's and HTTP's answers are built in.
+    pub pool: Arc<WorkPool>,
 }
 
 impl Services {
@@ -78,12 +81,14 @@ impl Services {
                 cache,
             ))
         });
+        let pool = WorkPool::new(settings.query_threads, settings.http_work_queue);
         let electrum = match &model {
             Some(model) => {
                 let backend = Arc::new(Backend {
                     model: model.clone(),
                     notifier: notifier.clone(),
                     config: settings.electrum.clone(),
+                    pool: pool.clone(),
                 });
                 Some(ElectrumServer::start(backend, tls.clone()).await?)
             }
@@ -131,6 +136,7 @@ impl Services {
                         )
                     })),
                     samples: Default::default(),
+                    pool: pool.clone(),
                 };
                 Some(
                     HttpServer::start(
@@ -163,6 +169,7 @@ impl Services {
             http,
             tls,
             metrics,
+            pool,
         })
     }
 
@@ -181,8 +188,10 @@ impl Services {
         }
     }
 
-    /// Stops every server; the admin RPC last, removing its cookie file.
+    /// Stops every server; the admin RPC last, removing its cookie file. Query work still
+    /// running stops at its next read.
     pub async fn stop(self) {
+        self.pool.close();
         if let Some(server) = self.electrum {
             server.stop();
         }

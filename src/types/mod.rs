@@ -1,11 +1,13 @@
 //! The domain's plain types, at the bottom of the house: every module may use them, and they
 //! use nothing of cairn's.
 
+mod abandon;
 mod network;
 mod scripthash;
 mod subnet;
 mod txnum;
 
+pub use abandon::{abandoned, run_marked, Abandon};
 pub use network::{signet_magic, Network, UnknownNetwork};
 pub use scripthash::ScriptHash;
 pub use subnet::{BadSubnet, Subnet};

@@ -183,13 +183,18 @@ impl<'a> ChainView<'a> {
         self.index.cost().plus(self.kernel.get())
     }
 
-    /// Counts what a read through the kernel brought in.
-    pub(super) fn charge_kernel(&self, rows: u64, bytes: usize) {
+    /// Counts what a read through the kernel brought in; fails once the request is abandoned
+    /// ([`crate::types::abandoned`]).
+    pub(super) fn charge_kernel(&self, rows: u64, bytes: usize) -> Result<(), ViewError> {
         let read = Cost {
             rows,
             bytes: bytes as u64,
         };
         self.kernel.set(self.kernel.get().plus(read));
+        match crate::types::abandoned() {
+            true => Err(QueryError::Abandoned.into()),
+            false => Ok(()),
+        }
     }
 
     /// The tip the view shows.

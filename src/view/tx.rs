@@ -259,7 +259,7 @@ impl ChainView<'_> {
             .map_err(|e| ViewError::Kernel(e.to_string()))?;
         let spent = undo.txs.iter().flatten();
         let bytes = spent.clone().map(|s| s.txout.script_pubkey.len() + 8).sum();
-        self.charge_kernel(spent.count() as u64, bytes);
+        self.charge_kernel(spent.count() as u64, bytes)?;
         Ok(undo)
     }
 
@@ -269,7 +269,7 @@ impl ChainView<'_> {
             .validator()
             .read_block_bytes_by_hash(hash)
             .map_err(|e| ViewError::Kernel(e.to_string()))?;
-        self.charge_kernel(1, raw.len());
+        self.charge_kernel(1, raw.len())?;
         Ok(raw)
     }
 

@@ -349,6 +349,22 @@ impl Cairn {
         }
     }
 
+    /// Sends it SIGTERM and waits `within` at most for it to exit: how long it took, or `None`
+    /// if it is still running.
+    pub fn terminate_within(&mut self, within: Duration) -> Option<Duration> {
+        let pid = i32::try_from(self.pid()).expect("a pid");
+        // SAFETY: kill(2) with a live child's pid and a valid signal number.
+        unsafe { libc::kill(pid, libc::SIGTERM) };
+        let start = Instant::now();
+        while start.elapsed() < within {
+            if self.child.try_wait().unwrap().is_some() {
+                return Some(start.elapsed());
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        None
+    }
+
     /// Waits (60 s at most) until its status passes `ready`, and returns that status.
     pub fn status_when(&self, ready: impl Fn(&serde_json::Value) -> bool) -> serde_json::Value {
         let start = Instant::now();

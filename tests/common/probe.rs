@@ -182,8 +182,18 @@ pub struct HonestReport {
 impl Honest {
     /// Starts visiting `addr` from `from_ip`.
     pub fn start(addr: SocketAddr, from_ip: &str, every: Duration, within: Duration) -> Honest {
-        let stop = Arc::new(AtomicBool::new(false));
         let from_ip = from_ip.to_string();
+        Honest::visiting(every, move || {
+            answered_within(addr, &from_ip, within).map(drop)
+        })
+    }
+
+    /// Starts making `visit` every `every`.
+    pub fn visiting(
+        every: Duration,
+        visit: impl Fn() -> Result<(), String> + Send + 'static,
+    ) -> Honest {
+        let stop = Arc::new(AtomicBool::new(false));
         let thread = {
             let stop = stop.clone();
             std::thread::spawn(move || {
@@ -192,9 +202,9 @@ impl Honest {
                 while !stop.load(Ordering::SeqCst) {
                     let began = Instant::now();
                     report.tries += 1;
-                    let visit = answered_within(addr, &from_ip, within);
+                    let visited = visit();
                     report.worst = report.worst.max(began.elapsed());
-                    if let Err(e) = visit {
+                    if let Err(e) = visited {
                         report.failures.push(format!(
                             "visit {} at {:?}: {e}",
                             report.tries,
@@ -336,39 +346,49 @@ pub fn metric_when(
 
 /// A process's resident memory now, KiB (`VmRSS`); 0 if it is gone.
 pub fn rss_kib(pid: u32) -> u64 {
+    status_field(pid, "VmRSS:")
+}
+
+/// The threads of process `pid` now.
+pub fn threads(pid: u32) -> u64 {
+    status_field(pid, "Threads:")
+}
+
+/// A number field of `/proc/<pid>/status` (0 when absent), its unit left out.
+fn status_field(pid: u32, field: &str) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
     status
         .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .find_map(|l| l.strip_prefix(field))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
         .unwrap_or(0)
 }
 
-/// The peak of a process's resident memory, sampled every 50 ms in a thread until dropped (the
-/// sampler of `tests/flood.rs`).
-pub struct RssPeak {
+/// The peak of one of a process's figures (`sample`), sampled every 50 ms in a thread until
+/// dropped.
+pub struct Peak {
     before: u64,
     peak: Arc<AtomicU64>,
     done: Arc<AtomicBool>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
-impl RssPeak {
-    /// Starts sampling `pid`.
-    pub fn start(pid: u32) -> RssPeak {
-        let before = rss_kib(pid);
+impl Peak {
+    /// Starts sampling `pid` with `sample`.
+    pub fn start(pid: u32, sample: fn(u32) -> u64) -> Peak {
+        let before = sample(pid);
         let peak = Arc::new(AtomicU64::new(before));
         let done = Arc::new(AtomicBool::new(false));
         let thread = {
             let (peak, done) = (peak.clone(), done.clone());
             std::thread::spawn(move || {
                 while !done.load(Ordering::SeqCst) {
-                    peak.fetch_max(rss_kib(pid), Ordering::SeqCst);
+                    peak.fetch_max(sample(pid), Ordering::SeqCst);
                     std::thread::sleep(Duration::from_millis(50));
                 }
             })
         };
-        RssPeak {
+        Peak {
             before,
             peak,
             done,
@@ -376,28 +396,48 @@ impl RssPeak {
         }
     }
 
-    /// Resident memory when sampling started, KiB.
-    pub fn before_kib(&self) -> u64 {
+    /// The figure when sampling started.
+    pub fn before(&self) -> u64 {
         self.before
     }
 
-    /// The highest sample so far, KiB.
-    pub fn peak_kib(&self) -> u64 {
+    /// The highest sample so far.
+    pub fn peak(&self) -> u64 {
         self.peak.load(Ordering::SeqCst)
-    }
-
-    /// How far the peak is above the start, MiB.
-    pub fn growth_mib(&self) -> u64 {
-        self.peak_kib().saturating_sub(self.before) / 1024
     }
 }
 
-impl Drop for RssPeak {
+impl Drop for Peak {
     fn drop(&mut self) {
         self.done.store(true, Ordering::SeqCst);
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
+    }
+}
+
+/// The peak of a process's resident memory (the sampler of `tests/flood.rs`).
+pub struct RssPeak(Peak);
+
+impl RssPeak {
+    /// Starts sampling `pid`.
+    pub fn start(pid: u32) -> RssPeak {
+        RssPeak(Peak::start(pid, rss_kib))
+    }
+
+    /// Resident memory when sampling started, KiB.
+    pub fn before_kib(&self) -> u64 {
+        self.0.before()
+    }
+
+    /// The highest sample so far, KiB.
+    pub fn peak_kib(&self) -> u64 {
+        self.0.peak()
+    }
+
+    /// How far the peak is above the start, MiB.
+    pub fn growth_mib(&self) -> u64 {
+        self.peak_kib().saturating_sub(self.before_kib()) / 1024
     }
 }
 

@@ -42,6 +42,8 @@ impl From<QueryError> for Failure {
         match e {
             // A property of what was asked for, as Esplora's "too big history" (400).
             QueryError::TooLarge { .. } => Failure::bad(e.to_string()),
+            // Seen only while the server stops (a client that went reads no answer).
+            QueryError::Abandoned => Failure(StatusCode::SERVICE_UNAVAILABLE, e.to_string()),
             other => Failure::internal(other),
         }
     }
