@@ -773,9 +773,12 @@ fn http_is_never_held_shut() {
         }
     };
     println!("/blocks/tip/height answered again {freed:?} into the attack");
+    // A hog's own requests wait for its address's turn in the query pool, so the last ones
+    // start to stall (and their write timeout to count) a few seconds after the first.
     let mut closed = 0;
     for s in hogs.iter_mut() {
-        closed += usize::from(probe::closed_within(s, Duration::from_secs(5)));
+        let left = Duration::from_secs(50).saturating_sub(started.elapsed());
+        closed += usize::from(probe::closed_within(s, left.max(Duration::from_secs(1))));
     }
     assert_eq!(
         closed,

@@ -361,6 +361,9 @@ async fn serve(
                     Err(broadcast::error::RecvError::Lagged(_)) => None,
                     Err(broadcast::error::RecvError::Closed) => return End::Left,
                 };
+                if !session.cares_about(update.as_ref()) {
+                    continue;
+                }
                 // Statuses are computed in the query pool too, in the host's turn.
                 let Ok(slot) = pool.slot(&out.budget.host).await else { return End::Left };
                 let notes = pool.run_here(slot, || session.on_update(update.as_ref()));
@@ -428,8 +431,14 @@ impl Drop for SessionGauges {
 /// or the read failed midway (the answer cannot be finished).
 async fn stream(job: HistoryJob, out: &Outbox, pool: &Arc<WorkPool>) -> bool {
     let (method, started) = (job.method, job.started);
-    let Ok(place) = pool.stream_place().await else {
-        return false;
+    let place = match pool.stream_place(&out.budget.host).await {
+        Ok(place) => place,
+        Err(refused) => {
+            let err =
+                RpcError::bad_request(format!("{refused}: no place to stream a long history"));
+            crate::metrics::metrics().electrum_request(method, started.elapsed(), true);
+            return out.send(error_value(job.id, &err).to_string()).await;
+        }
     };
     let (tx, mut rx) = mpsc::channel::<Piece>(2);
     let (pool, host) = (pool.clone(), out.budget.host.clone());

@@ -130,11 +130,18 @@ impl HistoryJob {
             // The slot is given back while the client takes the piece, and taken again to
             // read the next page.
             drop(held.take());
-            let sent = tx
+            if tx
                 .blocking_send((std::mem::take(&mut piece), false))
-                .is_ok();
+                .is_err()
+            {
+                return Ok(false); // The client went.
+            }
             held = slot();
-            Ok(sent && held.is_some())
+            match held {
+                Some(_) => Ok(true),
+                // The pool closed: the answer must not end as if it were whole.
+                None => Err(QueryError::Abandoned),
+            }
         });
         if let Err(e) = sent {
             // Part of the result is out: the answer cannot become an error any more. Ending
@@ -142,6 +149,10 @@ impl HistoryJob {
             tracing::warn!("electrum: streaming a history failed midway: {e}");
             return;
         }
+        if tx.is_closed() {
+            return;
+        }
+        drop(held);
         history_entries_text(&mut piece, &mempool, first);
         piece.push_str("]}");
         let _ = tx.blocking_send((piece, true));

@@ -570,6 +570,41 @@ impl Session {
         Some(Answer::Line(out))
     }
 
+    /// The subscribed scripts `update` may have changed: those it touched (walking the smaller
+    /// of the two sets), or all of them when it cannot say (`None`, or a lagged session).
+    fn touched_subscriptions(&self, update: Option<&TipUpdate>) -> Vec<ScriptHash> {
+        match update.and_then(|u| u.touched.as_deref()) {
+            Some(touched) if touched.len() < self.subscriptions.len() => touched
+                .iter()
+                .filter(|sh| self.subscriptions.contains_key(sh))
+                .copied()
+                .collect(),
+            Some(touched) => self
+                .subscriptions
+                .keys()
+                .filter(|sh| touched.contains(sh))
+                .copied()
+                .collect(),
+            None => self.subscriptions.keys().copied().collect(),
+        }
+    }
+
+    /// Whether `update` may change anything this session is notified of (a lagged session's
+    /// `None` always may): a tip a header subscriber has not been told, a subscribed script it
+    /// touched, an outpoint it may have changed. Told without reading anything, so a session
+    /// with nothing to recompute takes no place in the query pool.
+    pub(crate) fn cares_about(&self, update: Option<&TipUpdate>) -> bool {
+        let Some(u) = update else { return true };
+        let new_block = self.seen_height != Some(u.height);
+        let tip = Some((u.height, u.header.block_hash()));
+        (self.headers_subscribed && self.last_notified != tip)
+            || !self.touched_subscriptions(update).is_empty()
+            || self
+                .outpoints
+                .iter()
+                .any(|(op, sub)| sub.may_change(op, update, new_block))
+    }
+
     /// Notifications owed after a tip update.
     pub(crate) fn on_update(&mut self, update: Option<&TipUpdate>) -> Vec<String> {
         let mut out = Vec::new();
@@ -592,13 +627,7 @@ impl Session {
                 }
             }
         }
-        let touched = update.and_then(|u| u.touched.clone());
-        let hashes: Vec<ScriptHash> = self
-            .subscriptions
-            .keys()
-            .filter(|sh| touched.as_ref().is_none_or(|t| t.contains(sh)))
-            .copied()
-            .collect();
+        let hashes = self.touched_subscriptions(update);
         // 1.7 renamed the script methods; a notification carries the script hash either way.
         let method = if self.v17() {
             "blockchain.scriptpubkey.subscribe"

@@ -195,8 +195,11 @@ async fn read_body(body: Incoming) -> Result<Bytes, esplora::Failure> {
 
 /// The answer to a request the query pool did not take: 503, to be tried again in a second
 /// (Core answers a full `-rpcworkqueue` the same way), counted in
-/// `cairn_http_work_refused_total`.
+/// `cairn_http_work_refused_total`; 500 for a job that failed (panicked).
 fn work_refused(refused: WorkRefused) -> Response<Full<Bytes>> {
+    if refused == WorkRefused::Failed {
+        return error(StatusCode::INTERNAL_SERVER_ERROR, refused);
+    }
     crate::metrics::metrics()
         .http_work_refused
         .with_label_values(&[refused.label()])

@@ -36,8 +36,12 @@ pub struct HostShares {
     pub bytes: AtomicUsize,
     /// Its Electrum subscriptions.
     pub subscriptions: AtomicUsize,
-    /// Its share of the query work pool (made by the pool on the host's first job).
-    pub work: OnceLock<Arc<tokio::sync::Semaphore>>,
+    /// The host's key (its IPv4 address or IPv6 /64); `None` for an exempt host, whose
+    /// connections each have their own shares.
+    pub key: Option<Subnet>,
+    /// Its share of the query work pool (the pool's, found by `key` on the host's first job,
+    /// so that every server's connections of the host share it).
+    pub work: OnceLock<Arc<super::work::HostWork>>,
 }
 
 /// Why a host's new connection was refused.
@@ -124,7 +128,13 @@ impl HostTable {
             return Err(refused);
         }
         live.entry(keys[1]).or_default().conns += 1;
-        let host = live.entry(keys[0]).or_default();
+        let host = live.entry(keys[0]).or_insert_with(|| Live {
+            conns: 0,
+            shared: Arc::new(HostShares {
+                key: Some(keys[0]),
+                ..HostShares::default()
+            }),
+        });
         host.conns += 1;
         let shared = host.shared.clone();
         Ok(HostGuard {

@@ -4,20 +4,28 @@
 //! `-rpcthreads` and `-rpcworkqueue` (`httpserver.cpp`, "work queue depth exceeded"); a job
 //! whose client went is dropped from the queue, or stops at its next read when it runs
 //! ([`crate::types::abandoned`]). Long Electrum histories are streamed by threads of their own,
-//! [`STREAMS`] at most, each taking a place in the pool only while it reads.
+//! [`STREAMS`] at most ([`STREAMS_PER_HOST`] for one host), each taking a place in the pool
+//! only while it reads. A host's share is one over every server.
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
+use std::time::Duration;
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::HostShares;
-use crate::types::{run_marked, Abandon};
+use crate::types::{run_marked, Abandon, Subnet};
 
 /// Histories streamed at once, over every Electrum connection: each holds a thread while its
 /// client reads, so they are bounded apart from the pool (and far below tokio's 512 blocking
 /// threads).
 pub const STREAMS: usize = 64;
+/// Histories one host may stream at once.
+pub const STREAMS_PER_HOST: usize = 2;
+/// How long an HTTP request may wait for its slot, and a history for a place to stream from,
+/// before it is answered "busy".
+pub const MOST_WAIT: Duration = Duration::from_secs(20);
 
 /// The query work pool of a node, shared by its servers.
 pub struct WorkPool {
@@ -27,28 +35,56 @@ pub struct WorkPool {
     waiting: AtomicUsize,
     streams: Arc<Semaphore>,
     closed: Abandon,
+    /// Each host's share, by its key, while any of its connections or jobs holds it: every
+    /// server's connections of one host share one.
+    hosts: Mutex<HashMap<Subnet, Weak<HostWork>>>,
+}
+
+/// One host's share of the pool: its jobs and its streamed histories at once.
+#[derive(Debug)]
+pub struct HostWork {
+    jobs: Arc<Semaphore>,
+    streams: Arc<Semaphore>,
+}
+
+impl HostWork {
+    fn new(jobs: usize) -> Self {
+        HostWork {
+            jobs: Arc::new(Semaphore::new(jobs)),
+            streams: Arc::new(Semaphore::new(STREAMS_PER_HOST)),
+        }
+    }
 }
 
 /// A place to run one job in the pool, given back when dropped.
 pub struct Slot {
     _slot: OwnedSemaphorePermit,
     _host: OwnedSemaphorePermit,
+    _share: Arc<HostWork>,
 }
 
 /// A place for one streamed history, given back when dropped.
 pub struct StreamPlace {
     _place: OwnedSemaphorePermit,
+    _host: OwnedSemaphorePermit,
+    _share: Arc<HostWork>,
 }
 
-/// Why a job was not run.
+/// Why a job was not run, or did not finish.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum Refused {
     /// The queue holds its limit of waiting jobs already.
     #[error("the server's work queue is full; try again")]
     QueueFull,
+    /// It waited [`MOST_WAIT`] for its turn.
+    #[error("the server is busy; try again")]
+    Busy,
     /// The server is stopping.
     #[error("the server is stopping")]
     Closed,
+    /// The job panicked.
+    #[error("the request failed inside the server")]
+    Failed,
 }
 
 impl Refused {
@@ -56,7 +92,9 @@ impl Refused {
     pub fn label(self) -> &'static str {
         match self {
             Refused::QueueFull => "queue_full",
+            Refused::Busy => "busy",
             Refused::Closed => "closed",
+            Refused::Failed => "failed",
         }
     }
 }
@@ -93,6 +131,7 @@ impl WorkPool {
             waiting: AtomicUsize::new(0),
             streams: Arc::new(Semaphore::new(STREAMS)),
             closed: Abandon::default(),
+            hosts: Mutex::new(HashMap::new()),
         })
     }
 
@@ -102,36 +141,65 @@ impl WorkPool {
         (self.threads / 2).max(1)
     }
 
-    /// The semaphore of `host`'s share of the pool, made on its first job.
-    fn host_share(&self, host: &HostShares) -> Arc<Semaphore> {
-        static_share(&host.work, self.per_host())
+    /// `host`'s share of the pool: the one its key has (made now if none has), or one of its
+    /// own for an exempt host's connection.
+    fn share(&self, host: &HostShares) -> Arc<HostWork> {
+        let made = host.work.get_or_init(|| {
+            let Some(key) = host.key else {
+                return Arc::new(HostWork::new(self.per_host()));
+            };
+            let mut hosts = self.hosts.lock().unwrap_or_else(PoisonError::into_inner);
+            if let Some(share) = hosts.get(&key).and_then(Weak::upgrade) {
+                return share;
+            }
+            // Shares nobody holds any more are dropped as the map doubles.
+            if hosts.len() >= 64 && hosts.len().is_power_of_two() {
+                hosts.retain(|_, share| share.strong_count() > 0);
+            }
+            let share = Arc::new(HostWork::new(self.per_host()));
+            hosts.insert(key, Arc::downgrade(&share));
+            share
+        });
+        made.clone()
     }
 
     /// Waits for `host`'s turn (at most [`WorkPool::per_host`] of its jobs run at once), then for
     /// a slot. For work that a connection asks one at a time (Electrum), so what waits is
     /// bounded by the connections.
     pub async fn slot(&self, host: &HostShares) -> Result<Slot, Refused> {
-        let host = self.host_share(host).acquire_owned().await;
+        let share = self.share(host);
+        let turn = share.jobs.clone().acquire_owned().await;
         let slot = self.slots.clone().acquire_owned().await;
-        match (host, slot, self.closed.is_raised()) {
-            (Ok(host), Ok(slot), false) => Ok(Slot {
+        match (turn, slot, self.closed.is_raised()) {
+            (Ok(turn), Ok(slot), false) => Ok(Slot {
                 _slot: slot,
-                _host: host,
+                _host: turn,
+                _share: share,
             }),
             _ => Err(Refused::Closed),
         }
     }
 
-    /// As [`WorkPool::slot`], but refused at once when `queue` jobs already wait for a slot:
-    /// for HTTP, whose clients may send many requests at once.
+    /// As [`WorkPool::slot`], for HTTP, whose clients may send many requests at once: refused at
+    /// once when `queue` jobs already wait for a slot (a host's jobs waiting for its own turn
+    /// are not counted: its connections bound them), and after [`MOST_WAIT`].
     pub async fn queued_slot(&self, host: &HostShares) -> Result<Slot, Refused> {
-        let host = self
-            .host_share(host)
-            .acquire_owned()
-            .await
-            .map_err(|_| Refused::Closed)?;
-        if self.waiting.fetch_add(1, Ordering::SeqCst) >= self.queue {
-            self.waiting.fetch_sub(1, Ordering::SeqCst);
+        match tokio::time::timeout(MOST_WAIT, self.queue_for_slot(host)).await {
+            Ok(taken) => taken,
+            Err(_) => Err(Refused::Busy),
+        }
+    }
+
+    async fn queue_for_slot(&self, host: &HostShares) -> Result<Slot, Refused> {
+        let share = self.share(host);
+        let turn = share.jobs.clone().acquire_owned().await;
+        let turn = turn.map_err(|_| Refused::Closed)?;
+        let queued = self
+            .waiting
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
+                (n < self.queue).then_some(n + 1)
+            });
+        if queued.is_err() {
             return Err(Refused::QueueFull);
         }
         let in_queue = InQueue(&self.waiting);
@@ -140,7 +208,8 @@ impl WorkPool {
         match (slot, self.closed.is_raised()) {
             (Ok(slot), false) => Ok(Slot {
                 _slot: slot,
-                _host: host,
+                _host: turn,
+                _share: share,
             }),
             _ => Err(Refused::Closed),
         }
@@ -162,7 +231,13 @@ impl WorkPool {
         })
         .await;
         abandon.0 = None;
-        ran.map_err(|_| Refused::Closed)
+        ran.map_err(|e| match e.is_panic() {
+            true => {
+                tracing::error!("a query job panicked: {e}");
+                Refused::Failed
+            }
+            false => Refused::Closed,
+        })
     }
 
     /// Runs `f` in `slot` on this thread (for a job that borrows its connection's state, as an
@@ -172,11 +247,22 @@ impl WorkPool {
         tokio::task::block_in_place(|| run_marked(&[&self.closed], f))
     }
 
-    /// Waits for a place for one streamed history.
-    pub async fn stream_place(&self) -> Result<StreamPlace, Refused> {
-        match self.streams.clone().acquire_owned().await {
-            Ok(place) if !self.closed.is_raised() => Ok(StreamPlace { _place: place }),
-            _ => Err(Refused::Closed),
+    /// Waits ([`MOST_WAIT`] at most) for a place for one streamed history of `host`'s, one of
+    /// [`STREAMS_PER_HOST`].
+    pub async fn stream_place(&self, host: &HostShares) -> Result<StreamPlace, Refused> {
+        let share = self.share(host);
+        let places = async {
+            let turn = share.streams.clone().acquire_owned().await;
+            (turn, self.streams.clone().acquire_owned().await)
+        };
+        match tokio::time::timeout(MOST_WAIT, places).await {
+            Err(_) => Err(Refused::Busy),
+            Ok((Ok(turn), Ok(place))) if !self.closed.is_raised() => Ok(StreamPlace {
+                _place: place,
+                _host: turn,
+                _share: share.clone(),
+            }),
+            Ok(_) => Err(Refused::Closed),
         }
     }
 
@@ -197,16 +283,10 @@ impl WorkPool {
         self.threads - self.slots.available_permits()
     }
 
-    /// HTTP jobs waiting for a slot now.
+    /// HTTP jobs waiting for a slot now (not those waiting for their host's turn).
     pub fn waiting(&self) -> usize {
         self.waiting.load(Ordering::SeqCst)
     }
-}
-
-/// The semaphore in `cell`, made with `permits` the first time.
-fn static_share(cell: &OnceLock<Arc<Semaphore>>, permits: usize) -> Arc<Semaphore> {
-    cell.get_or_init(|| Arc::new(Semaphore::new(permits)))
-        .clone()
 }
 
 #[cfg(test)]
@@ -239,6 +319,27 @@ mod tests {
         drop((a, b, c, d));
         assert_eq!(queued.await.unwrap(), Ok(()));
         assert_eq!(pool.waiting(), 0);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_hosts_connections_to_every_server_share_one_share() {
+        let pool = WorkPool::new(4, 8);
+        let key: Subnet = "203.0.113.7/32".parse().unwrap();
+        let of_host = || HostShares {
+            key: Some(key),
+            ..HostShares::default()
+        };
+        let (electrum, http) = (of_host(), of_host());
+        let a = pool.slot(&electrum).await.unwrap();
+        let b = pool.slot(&http).await.unwrap();
+        let wait = Duration::from_millis(50);
+        assert!(tokio::time::timeout(wait, pool.slot(&electrum)).await.is_err());
+        // Its connections gone, the host comes back: the jobs still running count.
+        drop((electrum, http));
+        let again = of_host();
+        assert!(tokio::time::timeout(wait, pool.slot(&again)).await.is_err());
+        drop((a, b));
+        assert!(pool.slot(&again).await.is_ok());
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

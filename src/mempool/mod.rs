@@ -4,6 +4,7 @@
 
 mod coins;
 pub mod consensus;
+pub mod fees;
 pub mod persist;
 mod policy;
 mod rejection;
@@ -12,7 +13,7 @@ mod tests;
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
-use std::sync::{PoisonError, RwLock};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 use bitcoin::constants::COINBASE_MATURITY;
 use bitcoin::{OutPoint, Transaction, TxOut, Txid, Wtxid};
@@ -77,6 +78,9 @@ struct Inner {
     /// Mempool transactions per script hash.
     scripts: HashMap<ScriptHash, HashSet<Txid>>,
     total_vsize: u64,
+    /// Counts the times the mempool was taken to be changed: the fee rates computed at one
+    /// count serve until the next ([`Mempool::fee_rates`]).
+    generation: u64,
 }
 
 impl Inner {
@@ -300,6 +304,8 @@ type ScriptCheck = fn(&[u8], &[TxOut]) -> Result<(), Rejection>;
 /// The mempool.
 pub struct Mempool {
     inner: RwLock<Inner>,
+    /// The fee rates of the last generation any request asked for.
+    fees: Mutex<Option<Arc<fees::FeeRates>>>,
     config: MempoolConfig,
     /// The kernel's script verification ([`policy::verify_scripts`]); unit tests put a stub.
     verify_scripts: ScriptCheck,
@@ -321,6 +327,7 @@ impl Mempool {
     pub fn new(config: MempoolConfig) -> Self {
         Mempool {
             inner: RwLock::new(Inner::default()),
+            fees: Mutex::new(None),
             config,
             verify_scripts: policy::verify_scripts,
         }
@@ -340,7 +347,26 @@ impl Mempool {
     }
 
     fn write(&self) -> std::sync::RwLockWriteGuard<'_, Inner> {
-        self.inner.write().unwrap_or_else(PoisonError::into_inner)
+        let mut inner = self.inner.write().unwrap_or_else(PoisonError::into_inner);
+        inner.generation += 1;
+        inner
+    }
+
+    /// The fee rates of every transaction, highest first, and the fee histogram: computed once
+    /// per change of the mempool, however many requests ask, so a request costs a walk of the
+    /// backlog at most, never a sort of the whole mempool.
+    pub fn fee_rates(&self) -> Arc<fees::FeeRates> {
+        let inner = self.read();
+        let mut cached = self.fees.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(rates) = cached.as_ref().filter(|r| r.generation == inner.generation) {
+            return rates.clone();
+        }
+        let rates = Arc::new(fees::FeeRates::of(
+            inner.generation,
+            inner.txs.values().map(|e| (e.feerate(), e.vsize)),
+        ));
+        *cached = Some(rates.clone());
+        rates
     }
 
     /// Saves the mempool to `path` in Core's `mempool.dat` format, parents before children;
@@ -898,53 +924,15 @@ impl Mempool {
         )
     }
 
-    /// The fee histogram as ElectrumX builds it: [fee rate, vsize] bins from the highest rate
-    /// down, the first closed at 100 kvB and each next one 10% larger; the rest in a last bin.
+    /// The fee histogram as ElectrumX builds it (see [`fees::FeeRates`]).
     pub fn fee_histogram(&self) -> Vec<(f64, u64)> {
-        let inner = self.read();
-        let mut rates: Vec<(f64, u64)> =
-            inner.txs.values().map(|e| (e.feerate(), e.vsize)).collect();
-        rates.sort_by(|a, b| b.0.total_cmp(&a.0));
-        let mut out = Vec::new();
-        let mut bin_size = 100_000u64;
-        let mut cum = 0u64;
-        for (rate, vsize) in rates {
-            cum += vsize;
-            if cum >= bin_size {
-                out.push((rate, cum));
-                cum = 0;
-                bin_size += bin_size / 10;
-            }
-        }
-        if cum > 0 {
-            if let Some(last) = inner
-                .txs
-                .values()
-                .map(|e| e.feerate())
-                .min_by(f64::total_cmp)
-            {
-                out.push((last, cum));
-            }
-        }
-        out
+        self.fee_rates().histogram.clone()
     }
 
     /// A fee rate (BTC/kvB) that would place a transaction within the first `blocks` blocks' worth
     /// of the mempool, or `None` when the mempool would clear sooner (then the minimum applies).
     pub fn estimate_fee(&self, blocks: u32) -> Option<f64> {
-        let inner = self.read();
-        let mut rates: Vec<(f64, u64)> =
-            inner.txs.values().map(|e| (e.feerate(), e.vsize)).collect();
-        rates.sort_by(|a, b| b.0.total_cmp(&a.0));
-        let room = u64::from(blocks.max(1)) * 1_000_000;
-        let mut cum = 0;
-        for (rate, vsize) in rates {
-            cum += vsize;
-            if cum >= room {
-                return Some(rate * 1000.0 / bitcoin::Amount::ONE_BTC.to_sat() as f64);
-            }
-        }
-        None
+        self.fee_rates().estimate(blocks)
     }
 
     /// Every transaction, for re-announcing.

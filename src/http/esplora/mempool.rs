@@ -86,11 +86,13 @@ pub fn recent(ctx: &HttpContext) -> Reply {
 }
 
 /// `GET /fee-estimates`: sat/vB per confirmation target, from the mempool's backlog (the
-/// minimum relay fee rate where the mempool would clear sooner), as Electrum's `estimatefee`.
+/// minimum relay fee rate where the mempool would clear sooner), as Electrum's `estimatefee`;
+/// from the rates sorted once per mempool change.
 pub fn fee_estimates(ctx: &HttpContext) -> Reply {
     let mut estimates = serde_json::Map::new();
+    let rates = ctx.model.mempool().map(|p| p.fee_rates());
     for target in FEE_TARGETS {
-        let btc_per_kvb = ctx.model.mempool().and_then(|p| p.estimate_fee(target));
+        let btc_per_kvb = rates.as_ref().and_then(|r| r.estimate(target));
         // BTC/kvB to sat/vB: 1e8 sat per BTC, 1000 vB per kvB.
         let sat_per_vb = btc_per_kvb.map_or(MIN_RELAY_FEERATE as f64, |rate| rate * 100_000.0);
         estimates.insert(target.to_string(), serde_json::json!(sat_per_vb));
