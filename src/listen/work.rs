@@ -333,7 +333,9 @@ mod tests {
         let a = pool.slot(&electrum).await.unwrap();
         let b = pool.slot(&http).await.unwrap();
         let wait = Duration::from_millis(50);
-        assert!(tokio::time::timeout(wait, pool.slot(&electrum)).await.is_err());
+        assert!(tokio::time::timeout(wait, pool.slot(&electrum))
+            .await
+            .is_err());
         // Its connections gone, the host comes back: the jobs still running count.
         drop((electrum, http));
         let again = of_host();
