@@ -974,8 +974,9 @@ fn one_host_can_not_hold_every_subscription() {
     );
     drop((four, three));
 
-    // What one subscription costs, on a cairn with the defaults.
-    let plain = Served::start(&[]);
+    // What one subscription costs, on a cairn with the defaults (but for the cost limits: 50,000
+    // subscriptions on one connection cost 4,500 units, and waiting is not what is measured).
+    let plain = Served::start(&["--electrum-cost-soft-limit=0"]);
     let mut local = Lines::connect_from("127.0.0.1", plain.electrum, "1.4");
     let before = probe::rss_kib(plain.cairn.pid());
     let (n, why) = subscribe_many(&mut local, 30, 50_000);
@@ -1140,4 +1141,158 @@ fn work_ends_with_its_client_and_runs_on_bounded_threads() {
         "threads: {before} before the attack, {peak} during it"
     );
     assert!(stopped.is_some(), "cairn still running 5 s after SIGTERM");
+}
+
+// ---- Finding 7: requests with small answers and a large cost ----
+
+/// Electrum's script hash of `address` (its script's SHA-256, reversed, in hex), asked of
+/// bitcoind.
+fn electrum_script_hash(node: &Bitcoind, address: &str) -> String {
+    use bitcoin::hashes::{sha256, Hash};
+    let info = node.rpc_json(&["getaddressinfo", address]);
+    let script = info["scriptPubKey"].as_str().expect("a scriptPubKey");
+    let bytes: Vec<u8> = (0..script.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&script[i..i + 2], 16).unwrap())
+        .collect();
+    let mut hash = sha256::Hash::hash(&bytes).to_byte_array();
+    hash.reverse();
+    hash.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// What one cost attacker saw: answers, and the "excessive resource usage" errors it was closed
+/// with.
+#[derive(Default)]
+struct Charged {
+    answers: u64,
+    closed_for_cost: u64,
+}
+
+/// Asks `blockchain.scripthash.get_balance [sh]` from `from` on one connection after another,
+/// each answer read before the next request, until `stop`.
+fn balance_flood(from: &str, to: SocketAddr, sh: &str, stop: &AtomicBool) -> Charged {
+    let mut seen = Charged::default();
+    let request = json!({"jsonrpc": "2.0", "id": 1, "method": "blockchain.scripthash.get_balance",
+                         "params": [sh]})
+    .to_string()
+        + "\n";
+    while !stop.load(Ordering::SeqCst) {
+        let Ok(s) = connect_from_with_rcvbuf(from, to, None) else {
+            std::thread::sleep(Duration::from_millis(50));
+            continue;
+        };
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let mut reader = BufReader::new(s.try_clone().unwrap());
+        let mut s = s;
+        while !stop.load(Ordering::SeqCst) {
+            if s.write_all(request.as_bytes()).is_err() {
+                break;
+            }
+            let mut line = String::new();
+            match std::io::BufRead::read_line(&mut reader, &mut line) {
+                Ok(0) | Err(_) => break,
+                Ok(_) if line.contains("excessive resource usage") => {
+                    seen.closed_for_cost += 1;
+                    break;
+                }
+                Ok(_) if line.contains("\"result\"") => seen.answers += 1,
+                Ok(_) => panic!("an attacker's answer: {line}"),
+            }
+        }
+    }
+    seen
+}
+
+/// Finding 7 (issue 25): **requests with tiny answers and a large cost were not charged.**
+///
+/// The wallet's address gets 1,601 unspent outputs (a coinbase a block), so each
+/// `get_balance` of it reads 1,601 rows for a 60-byte answer. Four connections from 127.0.0.2
+/// ask for it, each answer read before the next request, for 10 s, reconnecting when closed.
+/// cairn runs with the default soft limit (1,000 units) and `--electrum-cost-hard-limit=1500`
+/// (the default 10,000 takes minutes to reach, the waits growing on the way). Asserted: the attackers are throttled
+/// (`cairn_electrum_throttled_total`), then closed with "excessive resource usage"
+/// (`cairn_electrum_disconnects_total{reason="cost"}`), and a new connection of theirs is closed
+/// at its first request (the cost outlives the connections); they get fewer than 1,000
+/// answers in all; an honest client from 127.0.0.3 meanwhile gets `server.ping` and the tip
+/// within 2 s each time, and the same `get_balance` once at the end within 2 s.
+///
+/// *Fails before the fix:* nothing was charged: the attackers got 31,911 answers in the 10 s
+/// (51 million rows read; run without the flag, which the old code does not know), now about 50.
+#[test]
+fn costly_requests_are_charged_to_their_host() {
+    let served = Served::start(&["--electrum-cost-hard-limit=1500"]);
+    let busy = served.mine.clone();
+    served
+        .node
+        .rpc(&["generatetoaddress", &BUSY_BLOCKS.to_string(), &busy]);
+    served
+        .cairn
+        .wait_for(&served.node.rpc(&["getbestblockhash"]), "the busy blocks");
+    let sh = electrum_script_hash(&served.node, &busy);
+
+    let honest = Honest::start(
+        served.electrum,
+        "127.0.0.3",
+        Duration::from_millis(500),
+        HONEST_WITHIN,
+    );
+    let stop = std::sync::Arc::new(AtomicBool::new(false));
+    let attackers: Vec<_> = (0..4)
+        .map(|_| {
+            let (stop, sh, to) = (stop.clone(), sh.clone(), served.electrum);
+            std::thread::spawn(move || balance_flood("127.0.0.2", to, &sh, &stop))
+        })
+        .collect();
+    std::thread::sleep(Duration::from_secs(10));
+    stop.store(true, Ordering::SeqCst);
+    let seen: Vec<Charged> = attackers.into_iter().map(|a| a.join().unwrap()).collect();
+    let report = honest.stop();
+    let answers: u64 = seen.iter().map(|s| s.answers).sum();
+    let closed: u64 = seen.iter().map(|s| s.closed_for_cost).sum();
+    let (throttled, cut) = (
+        served.metric("cairn_electrum_throttled_total"),
+        served.metric(&disconnects("cost")),
+    );
+    println!(
+        "attackers: {answers} answers, closed {closed} times for their cost; {throttled} requests \
+         throttled, {cut} sessions cut; honest: {} visits, worst {:?}",
+        report.tries, report.worst
+    );
+    // A new connection of theirs: closed at its first request.
+    let again = AtomicBool::new(false);
+    let once = std::thread::scope(|scope| {
+        let flood = scope.spawn(|| balance_flood("127.0.0.2", served.electrum, &sh, &again));
+        std::thread::sleep(Duration::from_secs(2));
+        again.store(true, Ordering::SeqCst);
+        flood.join().unwrap()
+    });
+    println!(
+        "reconnected: {} answers, closed {} times",
+        once.answers, once.closed_for_cost
+    );
+    let mut c = Lines::connect_from("127.0.0.3", served.electrum, "1.4");
+    let asked = Instant::now();
+    let balance = c.call("blockchain.scripthash.get_balance", json!([sh]));
+    let honest_balance = asked.elapsed();
+    println!("the honest client's get_balance: {honest_balance:?}: {balance}");
+
+    assert!(answers < 1_000, "the attackers got {answers} answers");
+    assert!(throttled > 0.0, "nothing throttled");
+    assert!(closed > 0 && cut > 0.0, "no session closed for its cost");
+    assert_eq!(once.answers, 0, "a reconnected attacker was answered");
+    assert!(
+        report.failures.is_empty(),
+        "honest client: {:#?}",
+        report.failures
+    );
+    assert!(
+        report.worst < Duration::from_secs(2),
+        "honest client waited {:?}",
+        report.worst
+    );
+    assert!(
+        balance.get("result").is_some(),
+        "honest get_balance: {balance}"
+    );
+    assert!(honest_balance < Duration::from_secs(2));
 }

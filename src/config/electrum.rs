@@ -64,6 +64,32 @@ pub struct ElectrumConfig {
     pub donation_address: String,
     /// Peers announced by `server.peers.subscribe`, as `host` strings.
     pub peers: Vec<String>,
+    /// What a host's requests may cost (`electrum_cost_*`).
+    pub cost: CostLimits,
+}
+
+/// The limits a host's request cost is held to, in ElectrumX's units (the rules are in
+/// `electrum::cost`); a limit of 0 is no limit, as ElectrumX's `COST_SOFT_LIMIT=0`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CostLimits {
+    /// Above it, requests wait before they run.
+    pub soft: f64,
+    /// At it, the session is closed.
+    pub hard: f64,
+    /// Units forgiven per second.
+    pub decay_per_sec: f64,
+}
+
+impl Default for CostLimits {
+    /// ElectrumX's limits (`COST_SOFT_LIMIT` 1,000, `COST_HARD_LIMIT` 10,000), decaying by 10
+    /// units a second: a host at the hard limit is back under the soft one in 15 minutes.
+    fn default() -> Self {
+        CostLimits {
+            soft: 1_000.0,
+            hard: 10_000.0,
+            decay_per_sec: 10.0,
+        }
+    }
 }
 
 impl ElectrumConfig {
@@ -96,6 +122,7 @@ impl ElectrumConfig {
             banner: format!("Welcome to {SERVER_SOFTWARE}, a validating Electrum server"),
             donation_address: String::new(),
             peers: Vec::new(),
+            cost: CostLimits::default(),
         }
     }
 }

@@ -13,7 +13,7 @@ use bitcoin::hex::{DisplayHex, FromHex};
 
 use crate::types::{signet_magic, Network, Subnet, UnknownNetwork};
 
-pub use electrum::{ElectrumConfig, SERVER_SOFTWARE};
+pub use electrum::{CostLimits, ElectrumConfig, SERVER_SOFTWARE};
 pub use error::ConfigError;
 pub use hosts::HostLimits;
 pub use options::{FileConfig, Flags};
@@ -352,6 +352,7 @@ fn electrum_config(network: Network, o: &FileConfig) -> Result<ElectrumConfig, C
     if let Some(list) = &o.host_limit_exempt {
         electrum.hosts.exempt = exempt_hosts(list)?;
     }
+    electrum.cost = cost_limits(o)?;
     at_least_per_ip(&electrum.hosts, "electrum_max_connections_per_subnet")?;
     if let Some(v) = &o.electrum_banner {
         electrum.banner = v.clone();
@@ -368,6 +369,31 @@ fn electrum_config(network: Network, o: &FileConfig) -> Result<ElectrumConfig, C
 /// The HTTP server's per-host limits: 32 connections per address (a browser opens six per
 /// site, a wallet behind a NAT more), 128 per subnet, unless the options say otherwise; the
 /// hosts spared are the Electrum server's (`host_limit_exempt`).
+/// The cost limits: ElectrumX's defaults, 0 for none; the hard limit above the soft one.
+fn cost_limits(o: &FileConfig) -> Result<CostLimits, ConfigError> {
+    let mut cost = CostLimits::default();
+    let given = [
+        (&mut cost.soft, o.electrum_cost_soft_limit),
+        (&mut cost.hard, o.electrum_cost_hard_limit),
+        (&mut cost.decay_per_sec, o.electrum_cost_decay_per_sec),
+    ];
+    for (field, value) in given {
+        if let Some(v) = value {
+            *field = v as f64;
+        }
+    }
+    if cost.soft > 0.0 && cost.hard > 0.0 && cost.hard <= cost.soft {
+        return Err(ConfigError::Invalid {
+            option: "electrum_cost_hard_limit",
+            message: format!(
+                "{} is not above electrum_cost_soft_limit ({})",
+                cost.hard, cost.soft
+            ),
+        });
+    }
+    Ok(cost)
+}
+
 fn http_hosts(o: &FileConfig, exempt: &[Subnet]) -> Result<HostLimits, ConfigError> {
     let per_ip = o.http_max_connections_per_ip.unwrap_or(32);
     let per_subnet = o.http_max_connections_per_subnet.unwrap_or(128);

@@ -135,6 +135,16 @@ options! {
         /// closed [default: 20].
         #[arg(env = "CAIRN_ELECTRUM_WRITE_TIMEOUT_SECS")]
         pub electrum_write_timeout_secs: Option<u64>,
+        /// A host's request cost (ElectrumX's units) above which its requests wait before
+        /// they run, up to 2.5 s; 0: none [default: 1000].
+        #[arg(env = "CAIRN_ELECTRUM_COST_SOFT_LIMIT")]
+        pub electrum_cost_soft_limit: Option<u64>,
+        /// A host's request cost at which its sessions are closed; 0: none [default: 10000].
+        #[arg(env = "CAIRN_ELECTRUM_COST_HARD_LIMIT")]
+        pub electrum_cost_hard_limit: Option<u64>,
+        /// Units of a host's request cost forgiven per second [default: 10].
+        #[arg(env = "CAIRN_ELECTRUM_COST_DECAY_PER_SEC")]
+        pub electrum_cost_decay_per_sec: Option<u64>,
         /// MiB of answers queued for all Electrum clients together [default: 512].
         #[arg(env = "CAIRN_ELECTRUM_ANSWER_BUDGET_MB")]
         pub electrum_answer_budget_mb: Option<usize>,

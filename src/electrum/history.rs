@@ -13,7 +13,7 @@ use super::rpc::{error_value, RpcError};
 use crate::index::query::{QueryError, HISTORY_PAGE};
 use crate::listen::{HostShares, Slot, WorkPool};
 use crate::types::{run_marked, ScriptHash};
-use crate::view::{CostMeter, ViewError};
+use crate::view::{Cost, CostMeter, ViewError};
 
 impl Ctx<'_> {
     /// A script's status: its confirmed history then its mempool entries (the view keeps long
@@ -76,14 +76,15 @@ impl HistoryJob {
     /// then, before any of the result), then each page as it is read, then the mempool
     /// entries. Runs on a blocking thread, reading in a slot of `pool` taken in `host`'s turn
     /// and given back while it waits for the client; stops when the receiver is gone or the
-    /// pool closes.
-    pub fn run(self, tx: mpsc::Sender<Piece>, pool: &WorkPool, host: &HostShares) {
+    /// pool closes. Returns what it read.
+    pub fn run(self, tx: mpsc::Sender<Piece>, pool: &WorkPool, host: &HostShares) -> Cost {
         let rt = tokio::runtime::Handle::current();
         let slot = || rt.block_on(pool.slot(host)).ok();
         let meter = CostMeter::default();
         run_marked(&[pool.closing()], || self.answer(&meter, &tx, slot));
         let read = meter.take();
         crate::metrics::metrics().electrum_read(self.method, read.rows, read.bytes);
+        read
     }
 
     /// [`HistoryJob::run`]'s answer, read through a view charged to `meter`, in the slots

@@ -4,6 +4,7 @@
 
 mod backend;
 mod connection;
+mod cost;
 mod history;
 mod merkle_witness;
 mod methods;

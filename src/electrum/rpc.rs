@@ -43,6 +43,8 @@ pub const INVALID_REQUEST: i64 = -32600;
 pub const METHOD_NOT_FOUND: i64 = -32601;
 /// JSON-RPC: wrong parameters.
 pub const INVALID_PARAMS: i64 = -32602;
+/// aiorpcX's code for a session closed for its cost (`JSONRPC.EXCESSIVE_RESOURCE_USAGE`).
+pub const EXCESSIVE_RESOURCE_USAGE: i64 = -101;
 
 /// A method's result: a JSON value, or JSON text already written (for the large answers).
 pub enum Reply {

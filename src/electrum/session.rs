@@ -137,6 +137,15 @@ impl Drop for SubscriptionShares {
 /// One connection's protocol state: the negotiated version, the subscriptions and what was last
 /// sent for them. Its methods parse and dispatch calls ([`Session::call`]) and keep that state;
 /// the methods' answers are built by the handlers on [`Ctx`] in the topic modules.
+/// What a session's requests and notifications read since it was last charged for them.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct Spent {
+    /// Requests answered (or ignored: a notification costs its parse).
+    pub requests: usize,
+    /// What their views read.
+    pub read: crate::view::Cost,
+}
+
 pub struct Session {
     backend: Arc<Backend>,
     /// Negotiated version (major, minor, patch); `None` until `server.version` (1.4 rules).
@@ -157,6 +166,8 @@ pub struct Session {
     in_batch: bool,
     /// What the views of the request being answered read.
     meter: CostMeter,
+    /// What was read since the connection last charged the host ([`Session::take_spent`]).
+    spent: Spent,
     /// Its subscriptions, counted for its host and the server.
     shares: SubscriptionShares,
 }
@@ -177,6 +188,7 @@ impl Session {
             streams,
             in_batch: false,
             meter: CostMeter::default(),
+            spent: Spent::default(),
             shares,
         }
     }
@@ -199,6 +211,12 @@ impl Session {
             version: self.protocol(),
             streams: self.streams && !self.in_batch,
         }
+    }
+
+    /// What the requests and notifications read since the last call, to be charged to the
+    /// host.
+    pub(crate) fn take_spent(&mut self) -> Spent {
+        std::mem::take(&mut self.spent)
     }
 
     /// The script and outpoint subscriptions held.
@@ -427,6 +445,7 @@ impl Session {
             // A notification gets no answer, so it does no work either (ElectrumX and Fulcrum
             // run none): counted as an error of its method, nothing else.
             crate::metrics::metrics().electrum_request(label, started.elapsed(), true);
+            self.spent.requests += 1;
             return None;
         };
         let before = room.held();
@@ -436,6 +455,8 @@ impl Session {
             return Some(Answer::NoRoom);
         };
         let read = self.meter.take();
+        self.spent.requests += 1;
+        self.spent.read = self.spent.read.plus(read);
         crate::metrics::metrics().electrum_read(label, read.rows, read.bytes);
         // A history streamed in pieces is counted when its last piece is written (`stream`).
         let streamed = matches!(result, Ok(Reply::History(_)));
@@ -658,8 +679,9 @@ impl Session {
             streams: false,
         };
         out.extend(outpoint_notes(&ctx, &mut self.outpoints, update, new_block));
-        // What recomputing the statuses read, counted apart from any request's.
+        // What recomputing the statuses read, counted apart from any request's, and charged.
         let read = self.meter.take();
+        self.spent.read = self.spent.read.plus(read);
         crate::metrics::metrics().electrum_read("notifications", read.rows, read.bytes);
         if self.v17() {
             out.extend(self.pings(out.len(), new_block));

@@ -6,6 +6,7 @@ use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
+use super::cost::{Account, Charged};
 use crate::config::HostLimits;
 use crate::types::Subnet;
 
@@ -17,8 +18,15 @@ pub struct HostTable {
     limits: HostLimits,
     what: &'static str,
     live: Mutex<HashMap<Subnet, Live>>,
+    /// The costs of hosts whose connections all ended, for when they come back (ElectrumX's
+    /// `retained_cost`), [`RETAINED`] at most.
+    retained: Mutex<HashMap<Subnet, Charged>>,
     warned: Mutex<Option<Instant>>,
 }
+
+/// Hosts whose cost is kept after their last connection ends, at most; the one charged longest
+/// ago goes first.
+const RETAINED: usize = 4_096;
 
 /// What a host or subnet holds now.
 #[derive(Debug, Default)]
@@ -36,6 +44,8 @@ pub struct HostShares {
     pub bytes: AtomicUsize,
     /// Its Electrum subscriptions.
     pub subscriptions: AtomicUsize,
+    /// What its Electrum requests cost, decaying ([`super::cost`]).
+    pub cost: Account,
     /// The host's key (its IPv4 address or IPv6 /64); `None` for an exempt host, whose
     /// connections each have their own shares.
     pub key: Option<Subnet>,
@@ -91,6 +101,7 @@ impl HostTable {
             limits,
             what,
             live: Mutex::new(HashMap::new()),
+            retained: Mutex::new(HashMap::new()),
             warned: Mutex::new(None),
         })
     }
@@ -132,6 +143,7 @@ impl HostTable {
             conns: 0,
             shared: Arc::new(HostShares {
                 key: Some(keys[0]),
+                cost: self.retained_cost(&keys[0]),
                 ..HostShares::default()
             }),
         });
@@ -142,6 +154,28 @@ impl HostTable {
             keys: Some(keys),
             shared,
         })
+    }
+
+    /// The cost `key` left with when its last connection ended, if it is still kept.
+    fn retained_cost(&self, key: &Subnet) -> Account {
+        let mut retained = self.retained.lock().unwrap_or_else(PoisonError::into_inner);
+        retained.remove(key).map(Account::from).unwrap_or_default()
+    }
+
+    /// Keeps the cost of a host that leaves, making room by forgetting the host charged longest
+    /// ago.
+    fn retain_cost(&self, key: Subnet, cost: Charged) {
+        if cost.units <= 0.0 {
+            return;
+        }
+        let mut retained = self.retained.lock().unwrap_or_else(PoisonError::into_inner);
+        if retained.len() >= RETAINED {
+            let oldest = retained.iter().min_by_key(|(_, c)| c.at).map(|(k, _)| *k);
+            if let Some(oldest) = oldest {
+                retained.remove(&oldest);
+            }
+        }
+        retained.insert(key, cost);
     }
 
     /// Logs a refusal, at most once per [`WARN_EVERY`].
@@ -184,13 +218,21 @@ impl Drop for HostGuard {
             .live
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
+        let mut left = None;
         for key in keys {
             if let Some(l) = live.get_mut(&key) {
                 l.conns -= 1;
                 if l.conns == 0 {
-                    live.remove(&key);
+                    let gone = live.remove(&key);
+                    if key == keys[0] {
+                        left = gone;
+                    }
                 }
             }
+        }
+        drop(live);
+        if let Some(host) = left {
+            self.table.retain_cost(keys[0], host.shared.cost.snapshot());
         }
     }
 }
@@ -227,6 +269,33 @@ mod tests {
         assert!(
             live.is_empty(),
             "entries go with their last connection: {live:?}"
+        );
+    }
+
+    #[test]
+    fn a_hosts_cost_outlives_its_connections() {
+        let table = HostTable::new(HostLimits::new(2, 4), "test");
+        let a = table.admit(ip("203.0.113.9")).unwrap();
+        let b = table.admit(ip("203.0.113.9")).unwrap();
+        a.shared().cost.charge(500.0, 0.0);
+        assert_eq!(
+            b.shared().cost.level(0.0),
+            500.0,
+            "one account for the host"
+        );
+        drop((a, b));
+        let again = table.admit(ip("203.0.113.9")).unwrap();
+        assert_eq!(again.shared().cost.level(0.0), 500.0, "kept when it left");
+        let other = table.admit(ip("203.0.113.10")).unwrap();
+        assert_eq!(other.shared().cost.level(0.0), 0.0);
+        let exempt = table.admit(ip("127.0.0.1")).unwrap();
+        exempt.shared().cost.charge(50.0, 0.0);
+        drop(exempt);
+        let exempt = table.admit(ip("127.0.0.1")).unwrap();
+        assert_eq!(
+            exempt.shared().cost.level(0.0),
+            0.0,
+            "an exempt connection's own"
         );
     }
 

@@ -3,6 +3,7 @@
 //! connections each host holds ([`HostTable`]); writes that fail once they stall
 //! ([`WriteDeadline`]); and the pool their query work runs in ([`WorkPool`]).
 
+mod cost;
 mod hosts;
 mod stall;
 mod work;
@@ -12,6 +13,7 @@ use std::time::Duration;
 
 use tokio::net::{TcpListener, TcpStream};
 
+pub use cost::{Account, Charged};
 pub use hosts::{HostGuard, HostShares, HostTable, Refused};
 pub use stall::WriteDeadline;
 pub use work::{Refused as WorkRefused, Slot, StreamPlace, WorkPool, STREAMS};

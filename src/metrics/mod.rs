@@ -62,8 +62,10 @@ pub struct Metrics {
     /// Electrum connections closed at accept, by the limit they met: `ip`, `subnet`, `limit`.
     pub electrum_connections_refused: IntCounterVec,
     /// Electrum sessions ended, by why: `left`, `idle`, `too_long`, `not_reading`,
-    /// `write_stalled`.
+    /// `write_stalled`, `cost`.
     pub electrum_disconnects: IntCounterVec,
+    /// Electrum requests made to wait because their host's cost was over the soft limit.
+    pub electrum_throttled: IntCounter,
     /// Script and outpoint subscriptions held by open Electrum connections, by transport.
     pub electrum_subscriptions: IntGaugeVec,
     /// Electrum requests answered, by method.
@@ -247,6 +249,13 @@ impl Metrics {
                     ),
                     &["reason"],
                 ),
+            ),
+            electrum_throttled: registered(
+                &r,
+                IntCounter::with_opts(opts(
+                    "electrum_throttled_total",
+                    "Electrum requests made to wait because their host's cost was over the soft limit.",
+                )),
             ),
             electrum_subscriptions: registered(
                 &r,
