@@ -773,11 +773,12 @@ fn http_is_never_held_shut() {
         }
     };
     println!("/blocks/tip/height answered again {freed:?} into the attack");
-    // A hog's own requests wait for its address's turn in the query pool, so the last ones
-    // start to stall (and their write timeout to count) a few seconds after the first.
+    // A hog's own requests wait for its address's turn in the query pool (32 hogs, 2 jobs at
+    // a time), so the last ones start to stall, and their write timeout to count, seconds
+    // after the first (tens of seconds on a loaded machine).
     let mut closed = 0;
     for s in hogs.iter_mut() {
-        let left = Duration::from_secs(50).saturating_sub(started.elapsed());
+        let left = Duration::from_secs(90).saturating_sub(started.elapsed());
         closed += usize::from(probe::closed_within(s, left.max(Duration::from_secs(1))));
     }
     assert_eq!(
@@ -1211,9 +1212,10 @@ fn balance_flood(from: &str, to: SocketAddr, sh: &str, stop: &AtomicBool) -> Cha
 /// cairn runs with the default soft limit (1,000 units) and `--electrum-cost-hard-limit=1500`
 /// (the default 10,000 takes minutes to reach, the waits growing on the way). Asserted: the attackers are throttled
 /// (`cairn_electrum_throttled_total`), then closed with "excessive resource usage"
-/// (`cairn_electrum_disconnects_total{reason="cost"}`), and a new connection of theirs is closed
-/// at its first request (the cost outlives the connections); they get fewer than 1,000
-/// answers in all; an honest client from 127.0.0.3 meanwhile gets `server.ping` and the tip
+/// (`cairn_electrum_disconnects_total{reason="cost"}`), their new connections are closed at
+/// accept (`cairn_electrum_connections_refused_total{reason="cost"}`: the cost outlives the
+/// connections, and each connection costs 1) and get a few answers at most; they get fewer
+/// than 1,000 answers in all; an honest client from 127.0.0.3 meanwhile gets `server.ping` and the tip
 /// within 2 s each time, and the same `get_balance` once at the end within 2 s.
 ///
 /// *Fails before the fix:* nothing was charged: the attackers got 31,911 answers in the 10 s
@@ -1279,7 +1281,16 @@ fn costly_requests_are_charged_to_their_host() {
     assert!(answers < 1_000, "the attackers got {answers} answers");
     assert!(throttled > 0.0, "nothing throttled");
     assert!(closed > 0 && cut > 0.0, "no session closed for its cost");
-    assert_eq!(once.answers, 0, "a reconnected attacker was answered");
+    // Its cost decays by 10 a second meanwhile: a few answers may come before it is back at
+    // the hard limit.
+    assert!(
+        once.answers <= 5,
+        "a reconnected attacker got {} answers",
+        once.answers
+    );
+    let at_accept = served.metric(&refused("cost"));
+    println!("connections refused at accept for their host's cost: {at_accept}");
+    assert!(at_accept > 0.0, "no connection refused for its host's cost");
     assert!(
         report.failures.is_empty(),
         "honest client: {:#?}",

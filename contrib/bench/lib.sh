@@ -182,7 +182,9 @@ cairn_stack() {
   c_start=$(date +%s.%N)
   "$CAIRN" --datadir "$WORK/cairn" import --blocks-dir "$CHAIN/blocks" >/dev/null 2>&1
   CAIRN_INDEX_SECONDS=$(elapsed "$c_start" "$(date +%s.%N)")
-  "$CAIRN" --datadir "$WORK/cairn" --admin-addr 127.0.0.1:0 --no-listen "$@" run >"$WORK/cairn.log" 2>&1 &
+  # As ElectrumX beside it, with its cost throttling off (ElectrumX's COST_SOFT_LIMIT=0).
+  CAIRN_ELECTRUM_COST_SOFT_LIMIT=0 CAIRN_ELECTRUM_COST_HARD_LIMIT=0 \
+    "$CAIRN" --datadir "$WORK/cairn" --admin-addr 127.0.0.1:0 --no-listen "$@" run >"$WORK/cairn.log" 2>&1 &
   CAIRN_PID=$!
   port=$(echo "$*" | sed -n 's/.*--electrum[a-z-]*addr[= ][0-9.]*:\([0-9]*\).*/\1/p')
   until nc -z 127.0.0.1 "$port" 2>/dev/null; do

@@ -382,6 +382,13 @@ fn cost_limits(o: &FileConfig) -> Result<CostLimits, ConfigError> {
             *field = v as f64;
         }
     }
+    if cost.hard > 0.0 && cost.decay_per_sec <= 0.0 {
+        return Err(ConfigError::Invalid {
+            option: "electrum_cost_decay_per_sec",
+            message: "0 with a hard limit: a host that reached it would be shut out for ever"
+                .into(),
+        });
+    }
     if cost.soft > 0.0 && cost.hard > 0.0 && cost.hard <= cost.soft {
         return Err(ConfigError::Invalid {
             option: "electrum_cost_hard_limit",

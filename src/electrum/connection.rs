@@ -12,14 +12,13 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::{broadcast, mpsc};
 
 use super::backend::Backend;
-use super::cost::{self, Verdict};
+use super::cost::Verdict;
 use super::history::{HistoryJob, Piece};
 pub use super::outbox::Shares;
 use super::outbox::{BudgetRoom, Outbox, Queued, SEND_TIMEOUT, WRITE_CHUNK};
-use super::rpc::{error_value, RpcError, EXCESSIVE_RESOURCE_USAGE};
-use super::session::{Answer, Session, Spent, SubscriptionShares};
-use crate::config::CostLimits;
-use crate::listen::{HostShares, WorkPool};
+use super::rpc::{error_value, RpcError};
+use super::session::{excessive, Answer, Session, SubscriptionShares};
+use crate::listen::WorkPool;
 use crate::notify::TipUpdate;
 
 /// Lines waiting to be written to a client before the session stops reading from it.
@@ -348,12 +347,7 @@ async fn serve(
                         crate::metrics::metrics().electrum_throttled.inc();
                         tokio::time::sleep(pause).await;
                     }
-                    Verdict::Close => {
-                        let err = RpcError::new(EXCESSIVE_RESOURCE_USAGE, "excessive resource usage");
-                        out.send(error_value(Value::Null, &err).to_string()).await;
-                        tracing::info!("electrum client {peer}: its host's cost is at the hard limit; disconnecting");
-                        return End::Cost;
-                    }
+                    Verdict::Close => return over_cost(peer, &out).await,
                 }
                 // The answer is built in the query pool (the host's turn, then a slot), its
                 // bytes asked of the budget before and as it is built.
@@ -361,18 +355,12 @@ async fn serve(
                 let mut room = BudgetRoom::new(&out);
                 let answer = pool.run_here(slot, || session.handle_line(&request, &mut room));
                 let held = room.held.take();
-                let answered = match &answer {
-                    Some(Answer::Line(text)) => text.len(),
-                    Some(Answer::Batch(parts)) => parts.iter().map(String::len).sum(),
-                    _ => 0,
-                };
-                charge(&host, &limits, session.take_spent(), request.len() + answered);
                 gauges.subscriptions(session.subscription_count());
                 let sent = match answer {
                     None => true,
                     Some(Answer::Line(text)) => out.send_held(text, held).await,
                     Some(Answer::Batch(parts)) => out.send_batch(parts, held).await,
-                    Some(Answer::History(job)) => stream(job, &out, &pool, &limits).await,
+                    Some(Answer::History(job)) => stream(job, &out, &pool).await,
                     Some(Answer::NoRoom) => false,
                 };
                 if !sent {
@@ -394,7 +382,9 @@ async fn serve(
                 let Ok(slot) = pool.slot(&out.budget.host).await else { return End::Left };
                 let notes = pool.run_here(slot, || session.on_update(update.as_ref()));
                 let sent = notes.iter().map(String::len).sum();
-                charge(&host, &limits, session.take_spent(), sent);
+                if session.charge(sent) == Verdict::Close {
+                    return over_cost(peer, &out).await;
+                }
                 if !out.send_all(notes).await {
                     tracing::info!("electrum client {peer} does not read its notifications; disconnecting");
                     return End::NotReading;
@@ -404,10 +394,12 @@ async fn serve(
     }
 }
 
-/// Charges `host` for what `spent` read and `bytes` moved (ElectrumX's bandwidth cost).
-fn charge(host: &HostShares, limits: &CostLimits, spent: Spent, bytes: usize) {
-    let units = cost::units(spent.requests, spent.read, bytes);
-    host.cost.charge(units, limits.decay_per_sec);
+/// Tells a client whose host's cost is at the hard limit so, and ends its session.
+async fn over_cost(peer: SocketAddr, out: &Outbox) -> End {
+    out.send(error_value(Value::Null, &excessive()).to_string())
+        .await;
+    tracing::info!("electrum client {peer}: its host's cost is at the hard limit; disconnecting");
+    End::Cost
 }
 
 /// `now + wait`, or a year from now when that is further than the clock can count.
@@ -463,7 +455,7 @@ impl Drop for SessionGauges {
 /// [`crate::listen::STREAMS`], two pieces ahead at most, reading in the query pool's slots),
 /// each held against the answer budget like a line; `false` if the client does not take them
 /// or the read failed midway (the answer cannot be finished).
-async fn stream(job: HistoryJob, out: &Outbox, pool: &Arc<WorkPool>, limits: &CostLimits) -> bool {
+async fn stream(job: HistoryJob, out: &Outbox, pool: &Arc<WorkPool>) -> bool {
     let (method, started) = (job.method, job.started);
     let place = match pool.stream_place(&out.budget.host).await {
         Ok(place) => place,
@@ -480,9 +472,8 @@ async fn stream(job: HistoryJob, out: &Outbox, pool: &Arc<WorkPool>, limits: &Co
         let _place = place;
         job.run(tx, &pool, &host)
     });
-    let (mut finished, mut bytes) = (false, 0);
+    let mut finished = false;
     while let Some((text, last)) = rx.recv().await {
-        bytes += text.len();
         if !out.send_piece(text, last).await {
             break;
         }
@@ -492,9 +483,7 @@ async fn stream(job: HistoryJob, out: &Outbox, pool: &Arc<WorkPool>, limits: &Co
         }
     }
     drop(rx);
-    let read = reader.await.unwrap_or_default();
-    let spent = Spent { requests: 0, read };
-    charge(&out.budget.host, limits, spent, bytes);
+    let _ = reader.await;
     crate::metrics::metrics().electrum_request(method, started.elapsed(), !finished);
     finished
 }

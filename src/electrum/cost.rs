@@ -21,6 +21,9 @@ pub const ROWS_PER_UNIT: f64 = 50.0;
 pub const READ_BYTES_PER_UNIT: f64 = 50_000.0;
 /// What any request costs besides: its parse, dispatch and round trip.
 pub const BASE: f64 = 0.05;
+/// What a connection costs its host as it is accepted (its handshakes, its session): a host
+/// that reconnects in a loop pays for it.
+pub const CONNECTION: f64 = 1.0;
 /// The longest a request waits for its turn when its host's cost nears the hard limit
 /// (ElectrumX's `REQUEST_SLEEP`, 2,500 ms).
 pub const REQUEST_SLEEP: Duration = Duration::from_millis(2_500);

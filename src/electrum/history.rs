@@ -8,6 +8,7 @@ use std::sync::Arc;
 use tokio::sync::mpsc;
 
 use super::backend::Backend;
+use super::cost::{self, Verdict};
 use super::methods::{backend_err, history_entries_text, view_err, Ctx, MAX_BUFFERED_HISTORY};
 use super::rpc::{error_value, RpcError};
 use crate::index::query::{QueryError, HISTORY_PAGE};
@@ -81,15 +82,30 @@ impl HistoryJob {
         let rt = tokio::runtime::Handle::current();
         let slot = || rt.block_on(pool.slot(host)).ok();
         let meter = CostMeter::default();
-        run_marked(&[pool.closing()], || self.answer(&meter, &tx, slot));
+        // Each page is charged to the host as it is sent; at the hard limit the stream stops.
+        let pay = |read: Cost, bytes: usize| {
+            let limits = self.backend.config.cost;
+            let level = host
+                .cost
+                .charge(cost::units(0, read, bytes), limits.decay_per_sec);
+            limits.verdict(level) != Verdict::Close
+        };
+        run_marked(&[pool.closing()], || self.answer(&meter, &tx, slot, pay));
         let read = meter.take();
         crate::metrics::metrics().electrum_read(self.method, read.rows, read.bytes);
         read
     }
 
     /// [`HistoryJob::run`]'s answer, read through a view charged to `meter`, in the slots
-    /// `slot` gives (none: the pool closed).
-    fn answer(&self, meter: &CostMeter, tx: &mpsc::Sender<Piece>, slot: impl Fn() -> Option<Slot>) {
+    /// `slot` gives (none: the pool closed), each piece's reads and bytes paid with `pay`
+    /// (`false`: the host may not go on).
+    fn answer(
+        &self,
+        meter: &CostMeter,
+        tx: &mpsc::Sender<Piece>,
+        slot: impl Fn() -> Option<Slot>,
+        pay: impl Fn(Cost, usize) -> bool,
+    ) {
         let mut held = slot();
         if held.is_none() {
             return;
@@ -121,6 +137,7 @@ impl HistoryJob {
             .config
             .stream_history_from
             .clamp(1, HISTORY_PAGE);
+        let mut paid = Cost::default();
         let sent = chain.confirmed_pages(&self.sh, page, |page| {
             let entries: Vec<_> = page
                 .iter()
@@ -128,6 +145,15 @@ impl HistoryJob {
                 .collect();
             history_entries_text(&mut piece, &entries, first);
             first = false;
+            let read = chain.cost();
+            let fresh = Cost {
+                rows: read.rows - paid.rows,
+                bytes: read.bytes - paid.bytes,
+            };
+            paid = read;
+            if !pay(fresh, piece.len()) {
+                return Err(QueryError::Abandoned); // Over the hard limit: cut short.
+            }
             // The slot is given back while the client takes the piece, and taken again to
             // read the next page.
             drop(held.take());
@@ -156,6 +182,7 @@ impl HistoryJob {
         drop(held);
         history_entries_text(&mut piece, &mempool, first);
         piece.push_str("]}");
+        pay(Cost::default(), piece.len());
         let _ = tx.blocking_send((piece, true));
     }
 }

@@ -17,7 +17,7 @@ use crate::mempool::{Mempool, Rejection, MIN_RELAY_FEERATE};
 use crate::notify::Changes;
 use crate::types::ScriptHash;
 use crate::view::merkle::rpc_hex;
-use crate::view::{status, ChainView, CostMeter, ViewError};
+use crate::view::{status, ChainView, Cost, CostMeter, ViewError};
 
 /// Most entries of a history answer built whole in memory: in a batch, or over WebSocket (one
 /// message per answer), and of a `listunspent`. Longer histories are answered alone over TCP or
@@ -307,7 +307,8 @@ impl Ctx<'_> {
 
     pub(crate) fn estimatefee(&self, blocks: u32) -> Result<Value, RpcError> {
         let pool = self.mempool()?;
-        // Below a full block's worth of the mempool, the minimum relay fee confirms next block.
+        self.charge_units(2); // ElectrumX's `bump_cost(2.0)`.
+                              // Below a full block's worth of the mempool, the minimum relay fee confirms next block.
         Ok(json!(pool
             .estimate_fee(blocks)
             .unwrap_or(min_relay_btc_per_kvb())))
@@ -315,6 +316,7 @@ impl Ctx<'_> {
 
     pub(crate) fn fee_histogram(&self) -> Result<Value, RpcError> {
         let pool = self.mempool()?;
+        self.charge_units(1);
         Ok(Value::Array(
             pool.fee_histogram()
                 .iter()
@@ -323,10 +325,28 @@ impl Ctx<'_> {
         ))
     }
 
+    /// Charges a broadcast's checks, which read outside the view: a row's worth per 40 bytes
+    /// (its inputs looked up, its scripts verified), and 500 rows more (10 units) when it is
+    /// refused, so a client that sends what the network refuses pays for the work.
+    fn charge_checks(&self, bytes: usize, refused: bool) {
+        let rows = bytes as u64 / 40 + if refused { 500 } else { 0 };
+        self.meter.add(Cost { rows, bytes: 0 });
+    }
+
+    /// Charges work that reads no rows at ElectrumX's price in units (50 rows a unit).
+    fn charge_units(&self, units: u64) {
+        self.meter.add(Cost {
+            rows: units * 50,
+            bytes: 0,
+        });
+    }
+
     pub(crate) fn broadcast(&self, raw: &[u8]) -> Result<Value, RpcError> {
         let pool = self.mempool()?;
         let index = self.backend.model.index();
-        let accepted = pool.accept(raw, index).map_err(|e| {
+        let accepted = pool.accept(raw, index);
+        self.charge_checks(raw.len(), accepted.is_err());
+        let accepted = accepted.map_err(|e| {
             RpcError::bad_request(format!(
                 "the transaction was rejected by network rules.\n\n{e}"
             ))
@@ -343,9 +363,14 @@ impl Ctx<'_> {
     pub(crate) fn broadcast_package(&self, raws: &[Vec<u8>]) -> Result<Value, RpcError> {
         let pool = self.mempool()?;
         let index = self.backend.model.index();
-        let results = pool
-            .accept_package(raws, index)
-            .map_err(|e| RpcError::bad_request(format!("the package was rejected: {e}")))?;
+        let results = pool.accept_package(raws, index);
+        let refused = match &results {
+            Ok(each) => each.iter().any(Result::is_err),
+            Err(_) => true,
+        };
+        self.charge_checks(raws.iter().map(Vec::len).sum(), refused);
+        let results =
+            results.map_err(|e| RpcError::bad_request(format!("the package was rejected: {e}")))?;
         let mut errors = Vec::new();
         let mut changes = Changes::none();
         for (raw, result) in raws.iter().zip(results) {

@@ -30,6 +30,7 @@ pub use methods::history_text;
 pub use request::{PROTOCOL_MAX, PROTOCOL_MIN};
 pub use session::Requests;
 
+use crate::config::CostLimits;
 use crate::listen::{HostGuard, HostTable};
 use crate::tls::Tls;
 
@@ -133,6 +134,7 @@ impl ElectrumServer {
                 Places {
                     permits: permits.clone(),
                     hosts: hosts.clone(),
+                    cost: backend.config.cost,
                 },
                 &budget,
             )
@@ -163,11 +165,12 @@ impl ElectrumServer {
 struct Places {
     permits: Arc<Semaphore>,
     hosts: Arc<HostTable>,
+    cost: CostLimits,
 }
 
 impl Places {
     /// A place for a client from `peer`: its host's and one of the server's, or the limit it
-    /// met (counted in `cairn_electrum_connections_refused_total`).
+    /// met (counted in `cairn_electrum_connections_refused_total`), its host's cost among them.
     fn take(&self, peer: SocketAddr) -> Option<(HostGuard, OwnedSemaphorePermit)> {
         let refused = |reason: &str| {
             crate::metrics::metrics()
@@ -182,6 +185,13 @@ impl Places {
                 return None;
             }
         };
+        // A host at the hard limit of its cost gets no handshake; any other pays for one.
+        let decay = self.cost.decay_per_sec;
+        let level = host.shared().cost.charge(cost::CONNECTION, decay);
+        if self.cost.verdict(level) == cost::Verdict::Close {
+            refused("cost");
+            return None;
+        }
         match self.permits.clone().try_acquire_owned() {
             Ok(permit) => Some((host, permit)),
             Err(_) => {

@@ -12,6 +12,7 @@ use bitcoin::OutPoint;
 use serde_json::{json, Value};
 
 use super::backend::Backend;
+use super::cost::{self, Verdict};
 use super::history::HistoryJob;
 use super::methods::{
     add_peer, min_relay_btc_per_kvb, pong_text, syncing_error, version_text, Ctx,
@@ -20,7 +21,8 @@ use super::outpoint::{status_json, OutpointSub};
 use super::outpoint_calls::outpoint_notes;
 use super::request::{method_label, Request, Version, PROTOCOL_MAX, PROTOCOL_MIN, VERSIONS};
 use super::rpc::{
-    error_value, Reply, RpcError, BAD_REQUEST, HISTORY_TOO_LARGE, INVALID_REQUEST, PARSE_ERROR,
+    error_value, Reply, RpcError, BAD_REQUEST, EXCESSIVE_RESOURCE_USAGE, HISTORY_TOO_LARGE,
+    INVALID_REQUEST, PARSE_ERROR,
 };
 use crate::config::SERVER_SOFTWARE;
 use crate::listen::HostShares;
@@ -67,6 +69,11 @@ pub(crate) enum Taken {
     OverShare,
     /// The budget is full for now (other clients' answers wait): this answer is an error.
     Busy,
+}
+
+/// The answer to a request of a host whose cost is at the hard limit (aiorpcX's).
+pub(crate) fn excessive() -> RpcError {
+    RpcError::new(EXCESSIVE_RESOURCE_USAGE, "excessive resource usage")
 }
 
 /// The answer to a call the budget had no room for yet.
@@ -213,10 +220,14 @@ impl Session {
         }
     }
 
-    /// What the requests and notifications read since the last call, to be charged to the
-    /// host.
-    pub(crate) fn take_spent(&mut self) -> Spent {
-        std::mem::take(&mut self.spent)
+    /// Charges the host what the requests and notifications read since the last charge, and
+    /// `bytes` they moved ([`cost::units`]); says what its cost now lets it do.
+    pub(crate) fn charge(&mut self, bytes: usize) -> Verdict {
+        let Spent { requests, read } = std::mem::take(&mut self.spent);
+        let limits = self.backend.config.cost;
+        let units = cost::units(requests, read, bytes);
+        let level = self.shares.host.cost.charge(units, limits.decay_per_sec);
+        limits.verdict(level)
     }
 
     /// The script and outpoint subscriptions held.
@@ -514,15 +525,26 @@ impl Session {
                 return Some(Answer::Line(error_value(Value::Null, &err).to_string()));
             }
         };
-        match parsed {
+        // The request's bytes are charged, and a single answer's (a batch's are charged item by
+        // item, a streamed history's as it is written).
+        let (answer, answered) = match parsed {
             Value::Array(batch) => {
                 self.in_batch = true;
                 let answer = self.handle_batch(&batch, room);
                 self.in_batch = false;
-                answer
+                (answer, 0)
             }
-            single => self.handle_request(&single, room),
-        }
+            single => {
+                let answer = self.handle_request(&single, room);
+                let answered = match &answer {
+                    Some(Answer::Line(text)) => text.len(),
+                    _ => 0,
+                };
+                (answer, answered)
+            }
+        };
+        self.charge(line.len() + answered);
+        answer
     }
 
     /// A batch's answers, built whole (nothing in it is streamed), each held in `room` as it is
@@ -541,14 +563,16 @@ impl Session {
             return Some(Answer::Line(error_value(Value::Null, &err).to_string()));
         }
         let mut answers: Vec<String> = Vec::new();
-        let mut bytes = 0usize;
+        let (mut bytes, mut over_cost) = (0usize, false);
         for request in batch {
+            let id = || request.get("id").cloned().unwrap_or(Value::Null);
             let answer = if bytes > MAX_BATCH_RESPONSE_BYTES {
-                let id = request.get("id").cloned().unwrap_or(Value::Null);
                 let err = RpcError::bad_request(
                     "response too large: the batch's answers exceed the limit",
                 );
-                Some(error_value(id, &err).to_string())
+                Some(error_value(id(), &err).to_string())
+            } else if over_cost {
+                Some(error_value(id(), &excessive()).to_string())
             } else {
                 match self.handle_request(request, room) {
                     Some(Answer::Line(text)) => Some(text),
@@ -563,6 +587,10 @@ impl Session {
                     None => None,
                 }
             };
+            // Each answer is charged as it is built: a batch pays as it goes, and what comes
+            // after the hard limit is refused.
+            let answered = answer.as_ref().map_or(0, String::len);
+            over_cost = over_cost || self.charge(answered) == Verdict::Close;
             if let Some(a) = answer {
                 bytes += a.len() + 1;
                 answers.push(a);

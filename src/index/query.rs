@@ -187,10 +187,23 @@ impl IndexView<'_> {
         prefix: &[u8],
         start: &[u8],
         backwards: bool,
+        f: impl FnMut(&[u8], &[u8]) -> Result<bool, QueryError>,
+    ) -> Result<(), QueryError> {
+        self.walk_charging(cf, prefix, start, backwards, 1, f)
+    }
+
+    /// [`IndexView::walk`], each row counted as `rows_each` rows (its bytes always).
+    fn walk_charging(
+        &self,
+        cf: &'static str,
+        prefix: &[u8],
+        start: &[u8],
+        backwards: bool,
+        rows_each: u64,
         mut f: impl FnMut(&[u8], &[u8]) -> Result<bool, QueryError>,
     ) -> Result<(), QueryError> {
         let counted = |key: &[u8], value: &[u8]| {
-            self.charge(1, key.len() + value.len())?;
+            self.charge(rows_each, key.len() + value.len())?;
             f(key, value)
         };
         let store = self.index.store();
@@ -574,14 +587,17 @@ impl IndexView<'_> {
         let Some(range) = self.chain.txnums(height) else {
             return Ok(None);
         };
-        // The block's rows are consecutive keys: one seek, then the next rows in order.
+        // The block's rows are consecutive keys: one seek, then the next rows in order, counted
+        // as one row per 50 (and their bytes), as ElectrumX charges a block's txids
+        // (`len / 2500` units against a history's `len / 50`).
         let mut out = Vec::with_capacity((range.end - range.start) as usize);
         let end = TxRow::key(TxNum(range.end));
-        self.walk(
+        self.walk_charging(
             cf::TXS,
             &[],
             &TxRow::key(TxNum(range.start)),
             false,
+            0,
             |key, value| {
                 if key >= end.as_slice() {
                     return Ok(false);
@@ -590,6 +606,7 @@ impl IndexView<'_> {
                 Ok(true)
             },
         )?;
+        self.charge(1 + out.len() as u64 / 50, 0)?;
         if out.len() as u64 != range.end - range.start {
             return Err(IndexError::Inconsistent(format!(
                 "block {height} has {} of its tx rows",

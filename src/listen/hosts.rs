@@ -24,8 +24,7 @@ pub struct HostTable {
     warned: Mutex<Option<Instant>>,
 }
 
-/// Hosts whose cost is kept after their last connection ends, at most; the one charged longest
-/// ago goes first.
+/// Hosts whose cost is kept after their last connection ends, at most; the cheapest goes first.
 const RETAINED: usize = 4_096;
 
 /// What a host or subnet holds now.
@@ -162,17 +161,20 @@ impl HostTable {
         retained.remove(key).map(Account::from).unwrap_or_default()
     }
 
-    /// Keeps the cost of a host that leaves, making room by forgetting the host charged longest
-    /// ago.
+    /// Keeps the cost of a host that leaves, making room by forgetting the cheapest (as last
+    /// charged: a host cannot push a costly one out with many cheap ones).
     fn retain_cost(&self, key: Subnet, cost: Charged) {
         if cost.units <= 0.0 {
             return;
         }
         let mut retained = self.retained.lock().unwrap_or_else(PoisonError::into_inner);
         if retained.len() >= RETAINED {
-            let oldest = retained.iter().min_by_key(|(_, c)| c.at).map(|(k, _)| *k);
-            if let Some(oldest) = oldest {
-                retained.remove(&oldest);
+            let cheapest = retained
+                .iter()
+                .min_by(|a, b| a.1.units.total_cmp(&b.1.units))
+                .map(|(k, _)| *k);
+            if let Some(cheapest) = cheapest {
+                retained.remove(&cheapest);
             }
         }
         retained.insert(key, cost);
@@ -230,10 +232,12 @@ impl Drop for HostGuard {
                 }
             }
         }
-        drop(live);
+        // Kept before the table is let go: a connection of the host admitted meanwhile would
+        // start from nothing, and its leaving overwrite this.
         if let Some(host) = left {
             self.table.retain_cost(keys[0], host.shared.cost.snapshot());
         }
+        drop(live);
     }
 }
 

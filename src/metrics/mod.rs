@@ -59,7 +59,8 @@ pub struct Metrics {
     /// HTTP requests answered 503 because the query pool did not take them, by why:
     /// `queue_full`, `closed`.
     pub http_work_refused: IntCounterVec,
-    /// Electrum connections closed at accept, by the limit they met: `ip`, `subnet`, `limit`.
+    /// Electrum connections closed at accept, by the limit they met: `ip`, `subnet`, `limit`,
+    /// `cost`.
     pub electrum_connections_refused: IntCounterVec,
     /// Electrum sessions ended, by why: `left`, `idle`, `too_long`, `not_reading`,
     /// `write_stalled`, `cost`.
