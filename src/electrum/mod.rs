@@ -5,6 +5,7 @@
 mod backend;
 mod connection;
 mod cost;
+mod counted;
 mod history;
 mod merkle_witness;
 mod methods;

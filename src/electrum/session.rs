@@ -4,7 +4,7 @@
 //! are in `connection.rs`.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use bitcoin::hex::DisplayHex;
@@ -13,6 +13,8 @@ use serde_json::{json, Value};
 
 use super::backend::Backend;
 use super::cost::{self, Verdict};
+use super::counted::busy;
+pub(crate) use super::counted::{excessive, NoBudget, Room, Spent, SubscriptionShares, Taken};
 use super::history::HistoryJob;
 use super::methods::{
     add_peer, min_relay_btc_per_kvb, pong_text, syncing_error, version_text, Ctx,
@@ -21,11 +23,9 @@ use super::outpoint::{status_json, OutpointSub};
 use super::outpoint_calls::outpoint_notes;
 use super::request::{method_label, Request, Version, PROTOCOL_MAX, PROTOCOL_MIN, VERSIONS};
 use super::rpc::{
-    error_value, Reply, RpcError, BAD_REQUEST, EXCESSIVE_RESOURCE_USAGE, HISTORY_TOO_LARGE,
-    INVALID_REQUEST, PARSE_ERROR,
+    error_value, Reply, RpcError, BAD_REQUEST, HISTORY_TOO_LARGE, INVALID_REQUEST, PARSE_ERROR,
 };
 use crate::config::SERVER_SOFTWARE;
-use crate::listen::HostShares;
 use crate::notify::TipUpdate;
 use crate::types::ScriptHash;
 use crate::view::CostMeter;
@@ -47,112 +47,9 @@ pub(crate) enum Answer {
     NoRoom,
 }
 
-/// Room in the answer budget for what a session builds: its bytes are asked before an answer
-/// is built when they are known ([`Request::answer_bytes`]), and once it is built otherwise, so
-/// that what waits for clients never passes the budget. Asking never waits (the session builds
-/// on a blocking thread, and must not sit there holding part of the budget).
-pub(crate) trait Room {
-    /// Holds `n` more bytes for the answer being built.
-    fn take(&mut self, n: usize) -> Taken;
-    /// The most one answer may hold.
-    fn most(&self) -> usize;
-    /// The bytes held so far.
-    fn held(&self) -> usize;
-}
-
-/// What asking the budget for room gave.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Taken {
-    /// The bytes are held.
-    Yes,
-    /// The client, or its host, would hold more than its share: the session ends.
-    OverShare,
-    /// The budget is full for now (other clients' answers wait): this answer is an error.
-    Busy,
-}
-
-/// The answer to a request of a host whose cost is at the hard limit (aiorpcX's).
-pub(crate) fn excessive() -> RpcError {
-    RpcError::new(EXCESSIVE_RESOURCE_USAGE, "excessive resource usage")
-}
-
-/// The answer to a call the budget had no room for yet.
-fn busy() -> RpcError {
-    RpcError::bad_request("server busy: no room in its answer budget now; try again")
-}
-
-/// No budget: a session without a socket (the request fuzzer's).
-pub(crate) struct NoBudget;
-
-impl Room for NoBudget {
-    fn take(&mut self, _: usize) -> Taken {
-        Taken::Yes
-    }
-
-    fn most(&self) -> usize {
-        usize::MAX
-    }
-
-    fn held(&self) -> usize {
-        0
-    }
-}
-
-/// What a session's subscriptions count against besides its own limit: its host's
-/// (`electrum_max_subscriptions_per_ip`, Fulcrum's `max_subs_per_ip`) and the server's
-/// (`electrum_max_subscriptions_total`, Fulcrum's `max_subs`). Given back when the session ends.
-pub(crate) struct SubscriptionShares {
-    host: Arc<HostShares>,
-    total: Arc<AtomicUsize>,
-    /// What this session has added to both.
-    held: usize,
-}
-
-impl SubscriptionShares {
-    /// Counting against `host` and `total`.
-    pub(crate) fn new(host: Arc<HostShares>, total: Arc<AtomicUsize>) -> Self {
-        SubscriptionShares {
-            host,
-            total,
-            held: 0,
-        }
-    }
-
-    /// The session now holds `now` subscriptions.
-    fn hold(&mut self, now: usize) {
-        if now == self.held {
-            return;
-        }
-        let (host, total) = (&self.host.subscriptions, &*self.total);
-        if now > self.held {
-            host.fetch_add(now - self.held, Ordering::SeqCst);
-            total.fetch_add(now - self.held, Ordering::SeqCst);
-        } else {
-            host.fetch_sub(self.held - now, Ordering::SeqCst);
-            total.fetch_sub(self.held - now, Ordering::SeqCst);
-        }
-        self.held = now;
-    }
-}
-
-impl Drop for SubscriptionShares {
-    fn drop(&mut self) {
-        self.hold(0);
-    }
-}
-
 /// One connection's protocol state: the negotiated version, the subscriptions and what was last
 /// sent for them. Its methods parse and dispatch calls ([`Session::call`]) and keep that state;
 /// the methods' answers are built by the handlers on [`Ctx`] in the topic modules.
-/// What a session's requests and notifications read since it was last charged for them.
-#[derive(Debug, Default, Clone, Copy)]
-pub(crate) struct Spent {
-    /// Requests answered (or ignored: a notification costs its parse).
-    pub requests: usize,
-    /// What their views read.
-    pub read: crate::view::Cost,
-}
-
 pub struct Session {
     backend: Arc<Backend>,
     /// Negotiated version (major, minor, patch); `None` until `server.version` (1.4 rules).

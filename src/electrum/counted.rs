@@ -1,0 +1,113 @@
+//! What a session counts against besides its own state: room in the answer budget
+//! ([`Room`]), its host's and the server's subscription counts ([`SubscriptionShares`]), and
+//! what its requests read until they are charged to its host ([`Spent`]); and the errors for
+//! running out of each.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use super::rpc::{RpcError, EXCESSIVE_RESOURCE_USAGE};
+use crate::listen::HostShares;
+
+/// Room in the answer budget for what a session builds: its bytes are asked before an answer
+/// is built when they are known ([`Request::answer_bytes`]), and once it is built otherwise, so
+/// that what waits for clients never passes the budget. Asking never waits (the session builds
+/// on a blocking thread, and must not sit there holding part of the budget).
+pub(crate) trait Room {
+    /// Holds `n` more bytes for the answer being built.
+    fn take(&mut self, n: usize) -> Taken;
+    /// The most one answer may hold.
+    fn most(&self) -> usize;
+    /// The bytes held so far.
+    fn held(&self) -> usize;
+}
+
+/// What asking the budget for room gave.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Taken {
+    /// The bytes are held.
+    Yes,
+    /// The client, or its host, would hold more than its share: the session ends.
+    OverShare,
+    /// The budget is full for now (other clients' answers wait): this answer is an error.
+    Busy,
+}
+
+/// The answer to a request of a host whose cost is at the hard limit (aiorpcX's).
+pub(crate) fn excessive() -> RpcError {
+    RpcError::new(EXCESSIVE_RESOURCE_USAGE, "excessive resource usage")
+}
+
+/// The answer to a call the budget had no room for yet.
+pub(super) fn busy() -> RpcError {
+    RpcError::bad_request("server busy: no room in its answer budget now; try again")
+}
+
+/// No budget: a session without a socket (the request fuzzer's).
+pub(crate) struct NoBudget;
+
+impl Room for NoBudget {
+    fn take(&mut self, _: usize) -> Taken {
+        Taken::Yes
+    }
+
+    fn most(&self) -> usize {
+        usize::MAX
+    }
+
+    fn held(&self) -> usize {
+        0
+    }
+}
+
+/// What a session's subscriptions count against besides its own limit: its host's
+/// (`electrum_max_subscriptions_per_ip`, Fulcrum's `max_subs_per_ip`) and the server's
+/// (`electrum_max_subscriptions_total`, Fulcrum's `max_subs`). Given back when the session ends.
+pub(crate) struct SubscriptionShares {
+    pub(super) host: Arc<HostShares>,
+    pub(super) total: Arc<AtomicUsize>,
+    /// What this session has added to both.
+    held: usize,
+}
+
+impl SubscriptionShares {
+    /// Counting against `host` and `total`.
+    pub(crate) fn new(host: Arc<HostShares>, total: Arc<AtomicUsize>) -> Self {
+        SubscriptionShares {
+            host,
+            total,
+            held: 0,
+        }
+    }
+
+    /// The session now holds `now` subscriptions.
+    pub(super) fn hold(&mut self, now: usize) {
+        if now == self.held {
+            return;
+        }
+        let (host, total) = (&self.host.subscriptions, &*self.total);
+        if now > self.held {
+            host.fetch_add(now - self.held, Ordering::SeqCst);
+            total.fetch_add(now - self.held, Ordering::SeqCst);
+        } else {
+            host.fetch_sub(self.held - now, Ordering::SeqCst);
+            total.fetch_sub(self.held - now, Ordering::SeqCst);
+        }
+        self.held = now;
+    }
+}
+
+impl Drop for SubscriptionShares {
+    fn drop(&mut self) {
+        self.hold(0);
+    }
+}
+
+/// What a session's requests and notifications read since it was last charged for them.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct Spent {
+    /// Requests answered (or ignored: a notification costs its parse).
+    pub requests: usize,
+    /// What their views read.
+    pub read: crate::view::Cost,
+}
