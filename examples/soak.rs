@@ -92,6 +92,9 @@ fn electrum_hash(script: &ScriptBuf) -> String {
 }
 
 /// One client: subscribes, then records every notification until the end.
+/// How often each client pings the server.
+const PING_EVERY: Duration = Duration::from_secs(60);
+
 async fn client(
     id: usize,
     addr: String,
@@ -117,9 +120,26 @@ async fn client(
     if let Err(e) = write.write_all(text.as_bytes()).await {
         return fail(format!("write: {e}"));
     }
+    // A wallet that holds a connection open pings it now and then: the server's idle timeout
+    // counts from the last request (600 s by default), not from its notifications.
+    let mut ping = tokio::time::interval(PING_EVERY);
+    ping.tick().await;
+    let ping_line = format!(
+        "{}\n",
+        json!({"id": "ping", "method": "server.ping", "params": []})
+    );
     loop {
         let left = until.saturating_duration_since(Instant::now());
-        let line = match tokio::time::timeout(left, lines.next_line()).await {
+        let read = tokio::select! {
+            read = tokio::time::timeout(left, lines.next_line()) => read,
+            _ = ping.tick() => {
+                if let Err(e) = write.write_all(ping_line.as_bytes()).await {
+                    return fail(format!("write: {e}"));
+                }
+                continue;
+            }
+        };
+        let line = match read {
             Err(_) => return,
             Ok(Ok(Some(line))) => line,
             Ok(Ok(None)) => return fail("closed by the server".into()),

@@ -89,6 +89,17 @@ impl Served {
         served
     }
 
+    /// Mines [`BUSY_BLOCKS`] to the wallet's address and waits for cairn to index them: the
+    /// address then has that many transactions (and unspent outputs) more. Returns it.
+    fn make_busy(&self) -> String {
+        let busy = self.mine.clone();
+        let blocks = BUSY_BLOCKS.to_string();
+        self.node.rpc(&["generatetoaddress", &blocks, &busy]);
+        let tip = self.node.rpc(&["getbestblockhash"]);
+        self.cairn.wait_for(&tip, "the busy blocks");
+        busy
+    }
+
     /// The sample `key` of `/metrics` now (0 when absent).
     fn metric(&self, key: &str) -> f64 {
         probe::metric(self.metrics, key)
@@ -1070,13 +1081,7 @@ fn work_ends_with_its_client_and_runs_on_bounded_threads() {
     let http = free_addr();
     let flag = format!("--http-addr={http}");
     let mut served = Served::start(&[&flag]);
-    let busy = served.mine.clone();
-    served
-        .node
-        .rpc(&["generatetoaddress", &BUSY_BLOCKS.to_string(), &busy]);
-    served
-        .cairn
-        .wait_for(&served.node.rpc(&["getbestblockhash"]), "the busy blocks");
+    let busy = served.make_busy();
     let path = format!("/address/{busy}");
     let asked = Instant::now();
     assert_eq!(
@@ -1231,13 +1236,7 @@ fn balance_flood(from: &str, to: SocketAddr, sh: &str, stop: &AtomicBool) -> Cha
 #[test]
 fn costly_requests_are_charged_to_their_host() {
     let served = Served::start(&["--electrum-cost-hard-limit=1500"]);
-    let busy = served.mine.clone();
-    served
-        .node
-        .rpc(&["generatetoaddress", &BUSY_BLOCKS.to_string(), &busy]);
-    served
-        .cairn
-        .wait_for(&served.node.rpc(&["getbestblockhash"]), "the busy blocks");
+    let busy = served.make_busy();
     let sh = electrum_script_hash(&served.node, &busy);
 
     let honest = Honest::start(

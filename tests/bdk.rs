@@ -87,11 +87,13 @@ fn bdk_esplora_finds_what_bdk_electrum_finds() {
     );
     let electrum_port = free_port();
     let http: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
+    let metrics: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
     let _cairn = start_cairn(
         &dd,
         &[
             format!("--electrum-addr=127.0.0.1:{electrum_port}"),
             format!("--http-addr={http}"),
+            format!("--metrics-addr={metrics}"),
             "--no-listen".into(),
         ],
     );
@@ -128,6 +130,25 @@ fn bdk_esplora_finds_what_bdk_electrum_finds() {
             .into()
     });
     assert_eq!(over_esplora, over_electrum);
+    // A full scan of 1,000 addresses a keychain past the last used one, with cairn's default
+    // cost limits (issue 25): an honest wallet is never made to wait.
+    let wide = restore(&descriptors, |wallet| {
+        let client = BdkElectrumClient::new(
+            electrum_client::Client::new(&format!("tcp://127.0.0.1:{electrum_port}")).unwrap(),
+        );
+        client
+            .full_scan(wallet.start_full_scan().build(), 1_000, 5, true)
+            .unwrap()
+            .into()
+    });
+    assert_eq!(wide, over_electrum);
+    let throttled = common::probe::metric(metrics, "cairn_electrum_throttled_total");
+    let scrape = common::probe::scrape(metrics);
+    assert!(
+        scrape.contains("cairn_electrum_throttled_total"),
+        "no throttle counter in /metrics"
+    );
+    assert_eq!(throttled, 0.0, "BDK's full scans were throttled");
     assert_eq!(
         over_esplora.0.len() as u64,
         summary.wallet_txs,

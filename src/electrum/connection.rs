@@ -378,9 +378,15 @@ async fn serve(
                 if !session.cares_about(update.as_ref()) {
                     continue;
                 }
-                // Statuses are computed in the query pool too, in the host's turn.
-                let Ok(slot) = pool.slot(&out.budget.host).await else { return End::Left };
-                let notes = pool.run_here(slot, || session.on_update(update.as_ref()));
+                // Statuses are computed in the query pool too, in the host's turn; a new tip
+                // alone is told at once.
+                let notes = match session.must_read_for(update.as_ref()) {
+                    true => {
+                        let Ok(slot) = pool.slot(&out.budget.host).await else { return End::Left };
+                        pool.run_here(slot, || session.on_update(update.as_ref()))
+                    }
+                    false => session.on_update(update.as_ref()),
+                };
                 let sent = notes.iter().map(String::len).sum();
                 if session.charge(sent) == Verdict::Close {
                     return over_cost(peer, &out).await;

@@ -541,10 +541,17 @@ impl Session {
     /// with nothing to recompute takes no place in the query pool.
     pub(crate) fn cares_about(&self, update: Option<&TipUpdate>) -> bool {
         let Some(u) = update else { return true };
-        let new_block = self.seen_height != Some(u.height);
         let tip = Some((u.height, u.header.block_hash()));
-        (self.headers_subscribed && self.last_notified != tip)
-            || !self.touched_subscriptions(update).is_empty()
+        (self.headers_subscribed && self.last_notified != tip) || self.must_read_for(update)
+    }
+
+    /// Whether `update` makes this session read statuses again (a subscribed script touched, an
+    /// outpoint that may have changed, a lagged session): what only tells a header subscriber
+    /// of the new tip reads nothing but the tip, and needs no place in the query pool.
+    pub(crate) fn must_read_for(&self, update: Option<&TipUpdate>) -> bool {
+        let Some(u) = update else { return true };
+        let new_block = self.seen_height != Some(u.height);
+        !self.touched_subscriptions(update).is_empty()
             || self
                 .outpoints
                 .iter()
