@@ -186,13 +186,14 @@ impl Places {
                 return None;
             }
         };
-        // A host at the hard limit of its cost gets no handshake; any other pays for one.
-        let decay = self.cost.decay_per_sec;
-        let level = host.shared().cost.charge(cost::CONNECTION, decay);
-        if self.cost.verdict(level) == cost::Verdict::Close {
+        // A host at the hard limit of its cost gets no handshake (and pays nothing more for
+        // being refused); any other pays for one.
+        let (shared, decay) = (host.shared(), self.cost.decay_per_sec);
+        if self.cost.verdict(shared.cost.level(decay)) == cost::Verdict::Close {
             refused("cost");
             return None;
         }
+        shared.cost.charge(cost::CONNECTION, decay);
         match self.permits.clone().try_acquire_owned() {
             Ok(permit) => Some((host, permit)),
             Err(_) => {
