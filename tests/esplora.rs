@@ -315,6 +315,9 @@ fn check_proofs_and_spends(addr: SocketAddr, node: &Bitcoind, txid: &str) {
 
 fn synced(cairn: &Cairn, node: &Bitcoind) {
     cairn.wait_for(&node.rpc(&["getbestblockhash"]), "sync");
+    // The oracle too: bitcoind's txindex follows its tip in the background (a flake under
+    // load: `getrawtransaction` of a transaction in the newest block failed).
+    node.wait_for_indexes(std::time::Duration::from_secs(60));
 }
 
 /// Waits until cairn's mempool holds exactly bitcoind's.

@@ -187,16 +187,31 @@ impl Bitcoind {
 
     /// Waits until bitcoind's BIP158 filter index (built in the background) reports synced.
     pub fn wait_for_filter_index(&self, timeout: Duration) {
+        self.wait_for_indexes_until(timeout, |info| {
+            info["basic block filter index"]["synced"] == true
+        });
+    }
+
+    /// Waits until every index bitcoind keeps (its txindex, filters: built in the background,
+    /// behind the tip for a moment after each block) reports synced.
+    pub fn wait_for_indexes(&self, timeout: Duration) {
+        self.wait_for_indexes_until(timeout, |info| {
+            info.as_object()
+                .is_some_and(|all| all.values().all(|i| i["synced"] == true))
+        });
+    }
+
+    fn wait_for_indexes_until(&self, timeout: Duration, done: impl Fn(&serde_json::Value) -> bool) {
         let start = Instant::now();
         loop {
             let info: serde_json::Value =
                 serde_json::from_str(&self.rpc(&["getindexinfo"])).unwrap();
-            if info["basic block filter index"]["synced"] == true {
+            if done(&info) {
                 return;
             }
             assert!(
                 start.elapsed() < timeout,
-                "bitcoind's filter index never synced: {info}"
+                "bitcoind's indexes never synced: {info}"
             );
             std::thread::sleep(Duration::from_millis(200));
         }
