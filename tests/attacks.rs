@@ -89,6 +89,17 @@ impl Served {
         served
     }
 
+    /// An honest Electrum client from 127.0.0.3, visiting every 500 ms, each visit to be
+    /// answered within [`HONEST_WITHIN`].
+    fn honest_electrum(&self) -> Honest {
+        Honest::start(
+            self.electrum,
+            "127.0.0.3",
+            Duration::from_millis(500),
+            HONEST_WITHIN,
+        )
+    }
+
     /// Mines [`BUSY_BLOCKS`] to the wallet's address and waits for cairn to index them: the
     /// address then has that many transactions (and unspent outputs) more. Returns it.
     fn make_busy(&self) -> String {
@@ -306,7 +317,7 @@ fn one_host_can_not_hold_every_connection() {
     let e = served.electrum;
 
     // (a) One address, 400 sockets.
-    let honest = Honest::start(e, "127.0.0.3", Duration::from_millis(500), HONEST_WITHIN);
+    let honest = served.honest_electrum();
     let started = Instant::now();
     let flood = silent("127.0.0.2", e, 400);
     println!(
@@ -1104,12 +1115,7 @@ fn work_ends_with_its_client_and_runs_on_bounded_threads() {
             other => Err(format!("/blocks/tip/height: {other:?}")),
         }
     });
-    let honest = Honest::start(
-        served.electrum,
-        "127.0.0.3",
-        Duration::from_millis(500),
-        HONEST_WITHIN,
-    );
+    let honest = served.honest_electrum();
     let stop = std::sync::Arc::new(AtomicBool::new(false));
     let sent = std::sync::Arc::new(AtomicU64::new(0));
     let attackers: Vec<_> = (0..8)
@@ -1245,12 +1251,7 @@ fn costly_requests_are_charged_to_their_host() {
     let busy = served.make_busy();
     let sh = electrum_script_hash(&served.node, &busy);
 
-    let honest = Honest::start(
-        served.electrum,
-        "127.0.0.3",
-        Duration::from_millis(500),
-        HONEST_WITHIN,
-    );
+    let honest = served.honest_electrum();
     let stop = std::sync::Arc::new(AtomicBool::new(false));
     let attackers: Vec<_> = (0..4)
         .map(|_| {

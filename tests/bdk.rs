@@ -113,15 +113,19 @@ fn bdk_esplora_finds_what_bdk_electrum_finds() {
         .collect();
     let descriptors: [String; 2] = lines.try_into().unwrap();
 
-    let over_electrum = restore(&descriptors, |wallet| {
-        let client = BdkElectrumClient::new(
-            electrum_client::Client::new(&format!("tcp://127.0.0.1:{electrum_port}")).unwrap(),
-        );
-        client
-            .full_scan(wallet.start_full_scan().build(), 20, 5, true)
-            .unwrap()
-            .into()
-    });
+    // A full scan over Electrum that stops `stop_gap` unused addresses past the last used one.
+    let over_electrum_to = |stop_gap: usize| {
+        restore(&descriptors, |wallet| {
+            let client = BdkElectrumClient::new(
+                electrum_client::Client::new(&format!("tcp://127.0.0.1:{electrum_port}")).unwrap(),
+            );
+            client
+                .full_scan(wallet.start_full_scan().build(), stop_gap, 5, true)
+                .unwrap()
+                .into()
+        })
+    };
+    let over_electrum = over_electrum_to(20);
     let over_esplora = restore(&descriptors, |wallet| {
         let client = esplora_client::Builder::new(&format!("http://{http}")).build_blocking();
         client
@@ -132,15 +136,7 @@ fn bdk_esplora_finds_what_bdk_electrum_finds() {
     assert_eq!(over_esplora, over_electrum);
     // A full scan of 1,000 addresses a keychain past the last used one, with cairn's default
     // cost limits (issue 25): an honest wallet is never made to wait.
-    let wide = restore(&descriptors, |wallet| {
-        let client = BdkElectrumClient::new(
-            electrum_client::Client::new(&format!("tcp://127.0.0.1:{electrum_port}")).unwrap(),
-        );
-        client
-            .full_scan(wallet.start_full_scan().build(), 1_000, 5, true)
-            .unwrap()
-            .into()
-    });
+    let wide = over_electrum_to(1_000);
     assert_eq!(wide, over_electrum);
     let throttled = common::probe::metric(metrics, "cairn_electrum_throttled_total");
     let scrape = common::probe::scrape(metrics);

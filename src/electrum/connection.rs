@@ -351,7 +351,7 @@ async fn serve(
                 }
                 // The answer is built in the query pool (the host's turn, then a slot), its
                 // bytes asked of the budget before and as it is built.
-                let Ok(slot) = pool.slot(&out.budget.host).await else { return End::Left };
+                let Ok(slot) = pool.slot(&host).await else { return End::Left };
                 let mut room = BudgetRoom::new(&out);
                 let answer = pool.run_here(slot, || session.handle_line(&request, &mut room));
                 let held = room.held.take();
@@ -382,7 +382,7 @@ async fn serve(
                 // alone is told at once.
                 let notes = match session.must_read_for(update.as_ref()) {
                     true => {
-                        let Ok(slot) = pool.slot(&out.budget.host).await else { return End::Left };
+                        let Ok(slot) = pool.slot(&host).await else { return End::Left };
                         pool.run_here(slot, || session.on_update(update.as_ref()))
                     }
                     false => session.on_update(update.as_ref()),
