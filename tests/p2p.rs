@@ -127,15 +127,29 @@ fn syncs_from_bitcoind_follows_reorgs_serves_peers_and_bans_garbage() {
         "a v1-only bitcoind's connection to cairn"
     );
 
-    // A peer from a non-local address sends a message with a bad checksum: disconnected and
-    // banned. The same from a loopback address (every inbound peer of an onion service) is
-    // disconnected, not banned, as Core.
+    // A message with a bad checksum is dropped and the connection kept, as Core's V1Transport
+    // does: the ping after it is answered, the bad one is not.
     let cairn_p2p = SocketAddr::from(([127, 0, 0, 1], p2p_port));
+    let mut peer = ScriptedPeer::connect("127.0.0.2", cairn_p2p);
+    peer.handshake();
+    peer.stream.write_all(&bad_checksum_ping()).unwrap();
+    peer.send(bitcoin::p2p::message::NetworkMessage::Ping(99))
+        .unwrap();
+    let pong = peer.recv_until(|m| match m {
+        bitcoin::p2p::message::NetworkMessage::Pong(n) => Some(*n),
+        _ => None,
+    });
+    assert_eq!(pong, Some(99), "the good ping after a bad checksum");
+    drop(peer);
+
+    // A peer from a non-local address that misbehaves (a second version message) is
+    // disconnected and banned. The same from a loopback address (every inbound peer of an
+    // onion service) is disconnected, not banned, as Core.
     let remote = non_loopback_ip();
     for (from, banned) in [("127.0.0.2", false), (remote.as_str(), true)] {
         let mut peer = ScriptedPeer::connect(from, cairn_p2p);
         peer.handshake();
-        peer.stream.write_all(&bad_checksum_ping()).unwrap();
+        peer.send_second_version().unwrap();
         assert_eq!(
             peer.recv_until(|_| None::<()>),
             None,
@@ -1015,8 +1029,8 @@ fn a_misbehaving_connect_peer_is_redialled_not_banned() {
     // cairn dials with BIP324 first; the scripted peer speaks v1 only (`accept_v1`).
     let mut first = ScriptedPeer::over(accept_v1(&listener));
     first.handshake();
-    // A message with a bad checksum: a ban for any other peer.
-    first.stream.write_all(&bad_checksum_ping()).unwrap();
+    // A second version message: a ban for any other peer.
+    first.send_second_version().unwrap();
     assert_eq!(
         first.recv_until(|_| None::<()>),
         None,

@@ -499,6 +499,7 @@ fn p2p_config(network: Network, custom_signet: bool, magic: [u8; 4], o: &FileCon
         magic,
         max_outbound: o.p2p_max_outbound.unwrap_or(8),
         max_inbound: o.p2p_max_inbound.unwrap_or(117),
+        timeout: std::time::Duration::from_secs(o.p2p_timeout.unwrap_or(120).max(1)),
         dns_seeds: o.dnsseed.unwrap_or(true),
         v2_transport: o.v2transport.unwrap_or(true),
         addrbook_file: None,

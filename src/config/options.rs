@@ -190,6 +190,10 @@ options! {
         /// Most inbound peers at once [default: 117].
         #[arg(env = "CAIRN_P2P_MAX_INBOUND")]
         pub p2p_max_inbound: Option<usize>,
+        /// Seconds a peer may send nothing, or read nothing of what it is owed, before it is
+        /// dropped [default: 120].
+        #[arg(env = "CAIRN_P2P_TIMEOUT", value_name = "SECS")]
+        pub p2p_timeout: Option<u64>,
         /// Whether to ask the network's DNS seeds for peer addresses [default: true].
         #[arg(
             env = "CAIRN_DNSSEED",

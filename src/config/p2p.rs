@@ -26,6 +26,9 @@ pub struct P2pConfig {
     pub max_outbound: usize,
     /// Most inbound connections at once.
     pub max_inbound: usize,
+    /// How long a peer may send nothing, or read nothing of what it is owed, before it is
+    /// dropped.
+    pub timeout: std::time::Duration,
     /// Whether to ask the network's DNS seeds for addresses when the book is empty.
     pub dns_seeds: bool,
     /// Whether to speak BIP324 (v2 transport): outbound first, inbound when the peer does;

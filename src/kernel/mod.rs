@@ -7,6 +7,7 @@ mod events;
 pub mod log;
 pub mod sync_state;
 mod undo;
+mod work;
 
 use std::path::PathBuf;
 use std::sync::mpsc::{channel, Receiver};
@@ -25,6 +26,7 @@ pub use events::KernelEvent;
 use events::{to_hash, with_handlers, Shared};
 pub use sync_state::SyncProgress;
 pub use undo::{BlockUndo, SpentOutput};
+pub use work::{header_work, HeaderEntry};
 
 /// Errors from the validator.
 #[derive(Debug, thiserror::Error)]
@@ -119,6 +121,8 @@ pub struct Validator {
     on_disk_at_open: Option<ChainTip>,
     /// Set once the initial download is over ([`Validator::initial_download`]).
     caught_up: std::sync::atomic::AtomicBool,
+    /// Chain work sums along the branch last asked about ([`Validator::header_entry`]).
+    work_sums: work::WorkSums,
 }
 
 impl Validator {
@@ -178,6 +182,7 @@ impl Validator {
             network: config.network,
             on_disk_at_open: on_disk,
             caught_up: Default::default(),
+            work_sums: Default::default(),
         };
         if let Some(message) = validator.fatal() {
             return Err(KernelError::Fatal(message));
@@ -372,22 +377,7 @@ impl Validator {
         let Some(best) = self.chainman.best_entry() else {
             return vec![self.tip().hash];
         };
-        let mut out = Vec::new();
-        let mut height = best.height();
-        let mut step = 1;
-        while height > 0 {
-            if let Some(e) = best.ancestor(height) {
-                out.push(to_hash(e.block_hash().to_bytes()));
-            }
-            if out.len() >= 10 {
-                step *= 2;
-            }
-            height -= step;
-        }
-        if let Some(genesis) = best.ancestor(0) {
-            out.push(to_hash(genesis.block_hash().to_bytes()));
-        }
-        out
+        work::locator_entries(&best)
     }
 
     /// Up to `max` blocks to download: the best header's ancestors above the active tip's fork

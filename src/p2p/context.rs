@@ -7,6 +7,7 @@ use bitcoin::p2p::{Magic, ServiceFlags};
 use bitcoin::BlockHash;
 
 use super::addrbook::AddrBook;
+use super::headers_sync::ChainRules;
 use super::orphans::Orphans;
 use super::registry::Registry;
 use super::sync::Downloader;
@@ -33,6 +34,8 @@ pub struct PeerContext {
     pub magic: Magic,
     /// The validator.
     pub validator: Arc<Validator>,
+    /// The chain's rules for headers sync (minimum work, proof of work).
+    pub rules: ChainRules,
     /// The shared download scheduler.
     pub downloader: Arc<Downloader>,
     /// The services cairn advertises.
@@ -47,6 +50,8 @@ pub struct PeerContext {
     pub book: Arc<AddrBook>,
     /// The connected peers.
     pub registry: Arc<Registry>,
+    /// How long a peer may send nothing, or read nothing of what it is owed.
+    pub timeout: std::time::Duration,
     /// Fires when a header sync should start now (SIGUSR1, as electrs).
     pub sync_now: tokio::sync::broadcast::Sender<()>,
     /// The kernel's tip once it has caught up with the best header (`None` before): what the

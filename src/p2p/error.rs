@@ -21,6 +21,9 @@ pub enum PeerError {
     /// It went silent, or took too long over the handshake.
     #[error("timed out")]
     Timeout,
+    /// It stopped reading what cairn sends it (Core's send timeout): a disconnect, no ban.
+    #[error("not reading: {0}")]
+    NotReading(String),
     /// The connection closed: reading from it ended.
     #[error("connection closed")]
     Closed,
@@ -42,15 +45,16 @@ impl PeerError {
     pub fn deserves_ban(&self) -> bool {
         match self {
             PeerError::Misbehaving(_) => true,
-            PeerError::Codec(c) => matches!(
-                c,
-                CodecError::Oversized { .. }
-                    | CodecError::BadChecksum(_)
-                    | CodecError::Malformed { .. }
-            ),
+            PeerError::Codec(c) => {
+                matches!(
+                    c,
+                    CodecError::Oversized { .. } | CodecError::Malformed { .. }
+                )
+            }
             PeerError::Handshake(_)
             | PeerError::Refused(_)
             | PeerError::Timeout
+            | PeerError::NotReading(_)
             | PeerError::Closed
             | PeerError::WriterGone
             | PeerError::NoV2

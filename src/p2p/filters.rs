@@ -40,7 +40,9 @@ fn stop_height(
         // A block we know but have not indexed (yet), or one a reorg just took away: no answer,
         // as Core stays silent while its filter index catches up.
         None if validator.knows(stop) => Ok(None),
-        None => Err(PeerError::Misbehaving(format!(
+        // A block the peer has and cairn has not seen yet (a race at every new block): Core's
+        // `PrepareBlockFilterRequest` disconnects, without a ban.
+        None => Err(PeerError::Refused(format!(
             "filters requested up to unknown block {stop}"
         ))),
     }
@@ -62,33 +64,46 @@ fn range(start: u32, stop: u32, max: u32, what: &str) -> Result<(), PeerError> {
     Ok(())
 }
 
-/// The cfilter messages answering a getcfilters, one per block.
-pub fn get_cfilters(
+/// The heights a getcfilters asks for, checked: `None` when there is nothing to answer yet.
+/// The filters are read a few at a time ([`cfilters`]) as the peer's send buffer has room.
+pub fn cfilters_range(
     index: &Index,
     validator: &Validator,
     req: &GetCFilters,
-) -> Result<Vec<NetworkMessage>, PeerError> {
+) -> Result<Option<(u32, u32)>, PeerError> {
     let Some(stop) = stop_height(index, validator, req.filter_type, &req.stop_hash)? else {
-        return Ok(Vec::new());
+        return Ok(None);
     };
     range(req.start_height, stop, MAX_GETCFILTERS, "getcfilters")?;
-    let rows = index
-        .reader()
-        .filter_rows(req.start_height, stop)
+    Ok(Some((req.start_height, stop)))
+}
+
+/// The cfilter messages for heights `from..=to` of a getcfilters whose stop block is
+/// `stop_hash` at `stop`, one per block; `None` once that block has left the indexed chain (a
+/// reorg during the answer: the rest is not sent, as the peer's next request will say).
+pub fn cfilters(
+    index: &Index,
+    (from, to): (u32, u32),
+    (stop, stop_hash): (u32, BlockHash),
+) -> Result<Option<Vec<NetworkMessage>>, PeerError> {
+    let view = index.reader();
+    if view.chain().hash(stop) != Some(stop_hash) {
+        return Ok(None);
+    }
+    let rows = view
+        .filter_rows(from, to)
         .map_err(|e| PeerError::Internal(e.to_string()))?;
-    let Some(rows) = rows else {
-        return Ok(Vec::new());
-    };
-    Ok(rows
-        .into_iter()
-        .map(|(block_hash, row)| {
-            NetworkMessage::CFilter(CFilter {
-                filter_type: BASIC_FILTER_TYPE,
-                block_hash,
-                filter: row.filter,
+    Ok(rows.map(|rows| {
+        rows.into_iter()
+            .map(|(block_hash, row)| {
+                NetworkMessage::CFilter(CFilter {
+                    filter_type: BASIC_FILTER_TYPE,
+                    block_hash,
+                    filter: row.filter,
+                })
             })
-        })
-        .collect())
+            .collect()
+    }))
 }
 
 /// The cfheaders message answering a getcfheaders: the header before the range and the hash of

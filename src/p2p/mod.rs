@@ -8,10 +8,12 @@ mod context;
 mod error;
 pub mod filters;
 mod handshake;
+pub mod headers_sync;
 pub mod orphans;
 pub mod peer;
 mod registry;
 pub mod seeds;
+mod send;
 mod session;
 pub mod sync;
 pub mod v2;
@@ -362,6 +364,7 @@ fn peer_context(
     }
     Ok(PeerContext {
         magic: Magic::from_bytes(config.magic),
+        rules: headers_sync::ChainRules::of(config.network, config.custom_signet),
         validator,
         downloader,
         services,
@@ -370,6 +373,7 @@ fn peer_context(
         orphans: Orphans::default(),
         book: Arc::new(AddrBook::new(config.network == Network::Regtest)),
         registry,
+        timeout: config.timeout,
         sync_now: tokio::sync::broadcast::channel(4).0,
         tip: tokio::sync::watch::channel(None).0,
     })

@@ -9,21 +9,20 @@ use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-use super::codec::{CodecError, Held, Incoming, Outgoing, RecvBudget};
+use super::codec::{CodecError, Held, Incoming, RecvBudget};
 use super::context::PeerContext;
 use super::error::PeerError;
 use super::handshake::handshake;
+use super::send::spawn_writer;
 use super::session::Session;
 use super::sync::PeerId;
-use super::wire::{self, OpenError, ReadWire, WriteWire};
+use super::wire::{self, OpenError, ReadWire};
 
 /// How long the handshake may take.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(20);
 
 /// Messages read from a peer and not yet handled, at most.
 const INCOMING: usize = 16;
-/// Messages queued for a peer and not yet written, at most.
-const OUTGOING: usize = 256;
 
 /// Runs one connection (outbound or inbound) until it ends; returns why it ended. `v2`: whether
 /// to speak BIP324 (outbound: start with it; inbound: accept it).
@@ -90,6 +89,12 @@ fn spawn_reader(
     let task = tokio::spawn(async move {
         loop {
             let msg = reader.read(Some(&budget)).await;
+            // As Core's `V1Transport`: a message whose checksum fails is dropped, the connection
+            // kept (its bytes were read in full, so the next message starts where it ended).
+            if let Err(CodecError::BadChecksum(command)) = &msg {
+                tracing::debug!("dropped a {command} message with a bad checksum");
+                continue;
+            }
             let end = msg.is_err();
             if tx.send(msg).await.is_err() || end {
                 break;
@@ -97,26 +102,4 @@ fn spawn_reader(
         }
     });
     (task, rx)
-}
-
-/// Writing has its own task too: the session never stops reading because the peer is slow to
-/// read (two nodes each waiting for the other to read would deadlock). Queued messages are
-/// written together, then flushed once.
-fn spawn_writer(mut writer: WriteWire) -> (JoinHandle<()>, mpsc::Sender<Outgoing>) {
-    let (tx, mut rx) = mpsc::channel::<Outgoing>(OUTGOING);
-    let task = tokio::spawn(async move {
-        while let Some(first) = rx.recv().await {
-            let mut next = Some(first);
-            while let Some(item) = next.take() {
-                if writer.send(item).await.is_err() {
-                    return;
-                }
-                next = rx.try_recv().ok();
-            }
-            if writer.flush().await.is_err() {
-                return;
-            }
-        }
-    });
-    (task, tx)
 }

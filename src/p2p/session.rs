@@ -19,10 +19,16 @@ use super::context::{MempoolAccess, PeerContext};
 use super::error::PeerError;
 use super::filters;
 use super::handshake::{PeerTraits, PROTOCOL_VERSION};
+use super::headers_sync::HeadersSync;
+use super::send::SendQueue;
 use super::sync::{Delivered, PeerId};
 use crate::index::Index;
 use crate::kernel::Validator;
 use crate::mempool::Rejection;
+
+mod headers;
+mod owed;
+use owed::Owed;
 
 /// Most headers in one `headers` message.
 pub const MAX_HEADERS: usize = 2000;
@@ -44,15 +50,15 @@ pub const MAX_LOCATOR: usize = 101;
 const MAX_UNCONNECTING_HEADERS: u32 = 10;
 /// Most entries of an `inv` or `getdata` (Core's MAX_INV_SZ).
 const MAX_INV: usize = 50_000;
-/// A peer silent for this long is dropped.
-const IDLE_TIMEOUT: Duration = Duration::from_secs(120);
 /// How often block requests are topped up and silence is checked.
 const TICK: Duration = Duration::from_millis(200);
 
 /// One connected peer's state and the queue to its writer task.
 pub struct Session<'a> {
     /// Where messages to the peer are queued.
-    out: &'a mpsc::Sender<Outgoing>,
+    out: &'a SendQueue,
+    /// What it asked for and has not been sent yet.
+    owed: Owed,
     id: PeerId,
     ctx: &'a PeerContext,
     traits: &'a PeerTraits,
@@ -61,6 +67,8 @@ pub struct Session<'a> {
     answered_getaddr: bool,
     /// `headers` messages in a row that did not connect.
     unconnecting_headers: u32,
+    /// Its low-work chain being checked before any of it reaches the kernel.
+    headers_sync: Option<HeadersSync>,
     /// It asked for new blocks as `headers` (BIP130 `sendheaders`) rather than `inv`.
     wants_headers: bool,
     /// The highest block it is known to have: the height it gave in `version`, raised by every
@@ -74,7 +82,7 @@ pub struct Session<'a> {
 impl<'a> Session<'a> {
     /// A session over a connection whose handshake is done.
     pub fn new(
-        out: &'a mpsc::Sender<Outgoing>,
+        out: &'a SendQueue,
         id: PeerId,
         ctx: &'a PeerContext,
         traits: &'a PeerTraits,
@@ -82,12 +90,14 @@ impl<'a> Session<'a> {
     ) -> Self {
         Session {
             out,
+            owed: Owed::default(),
             id,
             ctx,
             traits,
             inbound,
             answered_getaddr: false,
             unconnecting_headers: 0,
+            headers_sync: None,
             wants_headers: false,
             best_known: traits.start_height,
             mempool_owed: !inbound
@@ -110,46 +120,70 @@ impl<'a> Session<'a> {
         // Blocks are announced from the tip at the start on; the peer learns older ones from its
         // own `getheaders`.
         let mut announced = *tips.borrow_and_update();
-        self.queue(get_headers(&self.ctx.validator)).await?;
+        self.queue(get_headers(&self.ctx.validator))?;
         if !self.inbound {
-            self.queue(NetworkMessage::GetAddr).await?;
+            self.queue(NetworkMessage::GetAddr)?;
         }
         let mut tick = tokio::time::interval(TICK);
         let mut last_heard = tokio::time::Instant::now();
+        let mut last_ping = last_heard;
+        let timeout = self.ctx.timeout;
+        let mut reading = self.out.watch(timeout);
         loop {
+            // Core's `fPauseSend`: while the peer is owed answers or has not read enough of what
+            // is queued, its next messages wait (and so does its idle clock).
+            let listening = self.owed.is_empty() && !self.out.paused();
             tokio::select! {
-                msg = incoming.recv() => {
+                msg = incoming.recv(), if listening => {
                     // The message's share of the receive budget goes back once it is handled.
                     let (msg, _held) = msg.ok_or(PeerError::Closed)??;
                     last_heard = tokio::time::Instant::now();
-                    self.on_message(msg).await?;
+                    self.on_message(msg)?;
                 }
+                () = self.out.written(), if !listening => self.serve_owed()?,
                 txid = accepted.recv(), if self.ctx.mempool.is_some() => {
                     if let Ok(txid) = txid {
-                        self.announce(txid).await?;
+                        self.announce(txid)?;
                     }
                 }
                 moved = tips.changed() => {
                     let tip = *tips.borrow_and_update();
                     if let (Ok(()), Some(tip)) = (moved, tip) {
-                        self.announce_block(announced, tip).await?;
+                        self.announce_block(announced, tip)?;
                         announced = Some(tip);
                     }
                 }
                 nudge = sync_now.recv() => {
                     if nudge.is_ok() {
-                        self.queue(get_headers(&self.ctx.validator)).await?;
+                        self.queue(get_headers(&self.ctx.validator))?;
                     }
                 }
                 _ = tick.tick() => {
-                    if last_heard.elapsed() > IDLE_TIMEOUT {
+                    // Time spent owing the peer is not its silence: its messages wait on cairn.
+                    if !listening {
+                        last_heard = tokio::time::Instant::now();
+                    }
+                    if last_heard.elapsed() > timeout {
                         return Err(PeerError::Timeout);
+                    }
+                    // A quiet peer is pinged halfway through its timeout, so an honest one that
+                    // has nothing to say answers in time (Core pings every 2 minutes).
+                    if last_heard.elapsed() > timeout / 2 && last_ping.elapsed() > timeout / 2 {
+                        last_ping = tokio::time::Instant::now();
+                        self.queue(NetworkMessage::Ping(self.id))?;
+                    }
+                    if reading.stalled(self.out.queued(), tokio::time::Instant::now()) {
+                        return Err(PeerError::NotReading(format!(
+                            "{} bytes unread for {}s",
+                            self.out.queued(),
+                            timeout.as_secs()
+                        )));
                     }
                     if let Some(offence) = self.ctx.registry.take_offence(self.id) {
                         return Err(PeerError::Misbehaving(offence));
                     }
-                    self.request_blocks().await?;
-                    self.ask_mempool_when_synced().await?;
+                    self.request_blocks()?;
+                    self.ask_mempool_when_synced()?;
                 }
             }
         }
@@ -159,7 +193,7 @@ impl<'a> Session<'a> {
     /// before cairn connected; Core serves it only with NODE_BLOOM). Asked once the kernel is out
     /// of its initial download and the index at its tip: a transaction whose coins were not yet
     /// indexed would be refused, and not offered again.
-    async fn ask_mempool_when_synced(&mut self) -> Result<(), PeerError> {
+    fn ask_mempool_when_synced(&mut self) -> Result<(), PeerError> {
         let Some(m) = self.ctx.mempool.as_ref().filter(|_| self.mempool_owed) else {
             return Ok(());
         };
@@ -171,27 +205,27 @@ impl<'a> Session<'a> {
         });
         if synced {
             self.mempool_owed = false;
-            self.queue(NetworkMessage::MemPool).await?;
+            self.queue(NetworkMessage::MemPool)?;
         }
         Ok(())
     }
 
     /// Answers one message from the peer.
-    async fn on_message(&mut self, msg: Incoming) -> Result<(), PeerError> {
+    fn on_message(&mut self, msg: Incoming) -> Result<(), PeerError> {
         let msg = match msg {
-            Incoming::Block(bytes) => return self.on_block(bytes).await,
+            Incoming::Block(bytes) => return self.on_block(bytes),
             Incoming::Message(m) => m,
         };
         tracing::trace!("peer {}: received {}", self.id, msg.cmd());
         match msg {
-            NetworkMessage::Headers(headers) => self.on_headers(headers).await,
-            NetworkMessage::Inv(items) => self.on_inv(items).await,
-            NetworkMessage::Tx(tx) => self.on_tx(tx).await,
+            NetworkMessage::Headers(headers) => self.on_headers(headers),
+            NetworkMessage::Inv(items) => self.on_inv(items),
+            NetworkMessage::Tx(tx) => self.on_tx(tx),
             // As Core without NODE_BLOOM (which cairn does not offer): a disconnect, no ban.
             NetworkMessage::MemPool => Err(PeerError::Refused(
                 "mempool request, and cairn does not offer NODE_BLOOM".into(),
             )),
-            NetworkMessage::Ping(nonce) => self.queue(NetworkMessage::Pong(nonce)).await,
+            NetworkMessage::Ping(nonce) => self.queue(NetworkMessage::Pong(nonce)),
             NetworkMessage::SendHeaders => {
                 self.wants_headers = true;
                 Ok(())
@@ -208,9 +242,9 @@ impl<'a> Session<'a> {
                 let headers = tokio::task::block_in_place(|| {
                     v.headers_after(&req.locator_hashes, &req.stop_hash, MAX_HEADERS)
                 });
-                self.queue(NetworkMessage::Headers(headers)).await
+                self.queue(NetworkMessage::Headers(headers))
             }
-            NetworkMessage::GetData(items) => self.on_getdata(items).await,
+            NetworkMessage::GetData(items) => self.on_getdata(items),
             NetworkMessage::Version(_) => {
                 Err(PeerError::Misbehaving("second version message".into()))
             }
@@ -242,87 +276,44 @@ impl<'a> Session<'a> {
             NetworkMessage::GetCFilters(req) => {
                 crate::metrics::metrics().bip157_request("cfilters", "p2p");
                 let (index, v) = (self.serving_filters()?, &self.ctx.validator);
-                for m in tokio::task::block_in_place(|| filters::get_cfilters(index, v, &req))? {
-                    self.queue(m).await?;
+                let range =
+                    tokio::task::block_in_place(|| filters::cfilters_range(index, v, &req))?;
+                if let Some(range) = range {
+                    self.owed.filters(range, req.stop_hash);
                 }
-                Ok(())
+                self.serve_owed()
             }
             NetworkMessage::GetCFHeaders(req) => {
                 crate::metrics::metrics().bip157_request("cfheaders", "p2p");
                 let (index, v) = (self.serving_filters()?, &self.ctx.validator);
                 let answer =
                     tokio::task::block_in_place(|| filters::get_cfheaders(index, v, &req))?;
-                self.queue_some(answer).await
+                self.queue_some(answer)
             }
             NetworkMessage::GetCFCheckpt(req) => {
                 crate::metrics::metrics().bip157_request("cfcheckpt", "p2p");
                 let (index, v) = (self.serving_filters()?, &self.ctx.validator);
                 let answer =
                     tokio::task::block_in_place(|| filters::get_cfcheckpt(index, v, &req))?;
-                self.queue_some(answer).await
+                self.queue_some(answer)
             }
-            NetworkMessage::GetAddr => self.on_getaddr().await,
+            NetworkMessage::GetAddr => self.on_getaddr(),
             _ => Ok(()),
         }
     }
 
     /// A block: to the scheduler, then ask for more at once to keep the pipe full.
-    async fn on_block(&mut self, bytes: Vec<u8>) -> Result<(), PeerError> {
+    fn on_block(&mut self, bytes: Vec<u8>) -> Result<(), PeerError> {
         let dl = self.ctx.downloader.clone();
         if tokio::task::block_in_place(|| dl.deliver(bytes, self.id)) == Delivered::Unwanted {
             tracing::debug!("peer {}: unrequested block ignored", self.id);
         }
-        self.request_blocks().await
-    }
-
-    /// Headers: each checked by the kernel; a full message means the peer has more. Headers
-    /// whose first does not connect get a `getheaders` (Core's answer), until too many in a row.
-    async fn on_headers(&mut self, headers: Vec<bitcoin::block::Header>) -> Result<(), PeerError> {
-        if headers.len() > MAX_HEADERS {
-            return Err(PeerError::Misbehaving(format!(
-                "{} headers in one message",
-                headers.len()
-            )));
-        }
-        let v = &self.ctx.validator;
-        if let Some(first) = headers
-            .first()
-            .filter(|h| !tokio::task::block_in_place(|| v.knows(&h.prev_blockhash)))
-        {
-            self.unconnecting_headers += 1;
-            if self.unconnecting_headers > MAX_UNCONNECTING_HEADERS {
-                return Err(PeerError::Misbehaving(format!(
-                    "{} headers messages in a row that do not connect",
-                    self.unconnecting_headers
-                )));
-            }
-            tracing::debug!(
-                "peer {}: headers from unknown {}; asking for headers",
-                self.id,
-                first.prev_blockhash
-            );
-            return self.queue(get_headers(v)).await;
-        }
-        self.unconnecting_headers = 0;
-        let outcome =
-            tokio::task::block_in_place(|| headers.iter().try_for_each(|h| v.submit_header(h)));
-        self.ctx.downloader.headers_changed();
-        if let Err(e) = outcome {
-            return Err(PeerError::Misbehaving(format!("bad header: {e}")));
-        }
-        if let Some(last) = headers.last() {
-            let height = tokio::task::block_in_place(|| v.header_height(&last.block_hash()));
-            self.best_known = self.best_known.max(height.unwrap_or(0));
-        }
-        if headers.len() == MAX_HEADERS {
-            self.queue(get_headers(v)).await?;
-        }
-        Ok(())
+        self.request_blocks()
     }
 
     /// An announcement: blocks are fetched through headers, transactions the mempool lacks are
     /// asked for.
-    async fn on_inv(&mut self, items: Vec<Inventory>) -> Result<(), PeerError> {
+    fn on_inv(&mut self, items: Vec<Inventory>) -> Result<(), PeerError> {
         if items.len() > MAX_INV {
             return Err(PeerError::Misbehaving(format!(
                 "inv with more than {MAX_INV} items"
@@ -332,7 +323,7 @@ impl<'a> Session<'a> {
             .iter()
             .any(|i| matches!(i, Inventory::Block(_) | Inventory::WitnessBlock(_)))
         {
-            self.queue(get_headers(&self.ctx.validator)).await?;
+            self.queue(get_headers(&self.ctx.validator))?;
         }
         let Some(m) = &self.ctx.mempool else {
             return Ok(());
@@ -354,13 +345,13 @@ impl<'a> Session<'a> {
         if wanted.is_empty() {
             return Ok(());
         }
-        self.queue(NetworkMessage::GetData(wanted)).await
+        self.queue(NetworkMessage::GetData(wanted))
     }
 
     /// A transaction: into the mempool, announced if accepted, and then the orphans waiting for
     /// it. One whose parents are unknown is kept as an orphan and its parents are asked for from
     /// this peer.
-    async fn on_tx(&mut self, tx: Transaction) -> Result<(), PeerError> {
+    fn on_tx(&mut self, tx: Transaction) -> Result<(), PeerError> {
         let Some(m) = &self.ctx.mempool else {
             return Ok(());
         };
@@ -384,7 +375,7 @@ impl<'a> Session<'a> {
                         .into_iter()
                         .map(Inventory::WitnessTransaction)
                         .collect();
-                    self.queue(NetworkMessage::GetData(ask)).await?;
+                    self.queue(NetworkMessage::GetData(ask))?;
                 }
             }
             Err(e) => tracing::debug!("peer {}: transaction {txid} rejected: {e}", self.id),
@@ -417,43 +408,17 @@ impl<'a> Session<'a> {
         }
     }
 
-    /// A request for transactions (from the mempool) and blocks (from the active chain); what
-    /// is not found is listed in one `notfound`.
-    async fn on_getdata(&mut self, items: Vec<Inventory>) -> Result<(), PeerError> {
+    /// A request for transactions (from the mempool) and blocks (from the active chain),
+    /// served as the send buffer has room ([`Owed`]); what is not found is listed in one
+    /// `notfound`.
+    fn on_getdata(&mut self, items: Vec<Inventory>) -> Result<(), PeerError> {
         if items.len() > MAX_INV {
             return Err(PeerError::Misbehaving(format!(
                 "getdata with more than {MAX_INV} items"
             )));
         }
-        let mut missing = Vec::new();
-        for item in items {
-            let found = match item {
-                Inventory::Transaction(_)
-                | Inventory::WitnessTransaction(_)
-                | Inventory::WTx(_)
-                    if self.ctx.mempool.is_some() =>
-                {
-                    self.pool_tx(&item)
-                        .map(|tx| Outgoing::Message(NetworkMessage::Tx(tx)))
-                }
-                Inventory::Block(h) | Inventory::WitnessBlock(h) => {
-                    self.active_block(&h).map(Outgoing::Block)
-                }
-                _ => None,
-            };
-            match found {
-                Some(out) => self
-                    .out
-                    .send(out)
-                    .await
-                    .map_err(|_| PeerError::WriterGone)?,
-                None => missing.push(item),
-            }
-        }
-        if missing.is_empty() {
-            return Ok(());
-        }
-        self.queue(NetworkMessage::NotFound(missing)).await
+        self.owed.items(items);
+        self.serve_owed()
     }
 
     /// The mempool transaction an inventory item names.
@@ -484,17 +449,16 @@ impl<'a> Session<'a> {
 
     /// As Bitcoin Core: only inbound peers are answered, once per connection, so a peer cannot
     /// map the book by asking repeatedly.
-    async fn on_getaddr(&mut self) -> Result<(), PeerError> {
+    fn on_getaddr(&mut self) -> Result<(), PeerError> {
         if !self.inbound || self.answered_getaddr {
             return Ok(());
         }
         self.answered_getaddr = true;
         self.queue(addr_message(self.ctx.book.sample(), self.traits.addrv2))
-            .await
     }
 
     /// Announces a transaction the mempool accepted, by wtxid if the peer asked for that.
-    async fn announce(&mut self, txid: bitcoin::Txid) -> Result<(), PeerError> {
+    fn announce(&mut self, txid: bitcoin::Txid) -> Result<(), PeerError> {
         let Some(m) = &self.ctx.mempool else {
             return Ok(());
         };
@@ -510,18 +474,14 @@ impl<'a> Session<'a> {
         } else {
             Inventory::Transaction(txid)
         };
-        self.queue(NetworkMessage::Inv(vec![item])).await
+        self.queue(NetworkMessage::Inv(vec![item]))
     }
 
     /// Announces a new tip as Core does (`SendMessages`): the headers from the last announced
     /// block up to it when the peer asked for headers and there are at most eight
     /// (`MAX_BLOCKS_TO_ANNOUNCE`), else an `inv` of the tip, which the peer follows with
     /// `getheaders`.
-    async fn announce_block(
-        &mut self,
-        from: Option<BlockHash>,
-        tip: BlockHash,
-    ) -> Result<(), PeerError> {
+    fn announce_block(&mut self, from: Option<BlockHash>, tip: BlockHash) -> Result<(), PeerError> {
         const MAX_BLOCKS_TO_ANNOUNCE: usize = 8;
         if let (true, Some(from)) = (self.wants_headers, from) {
             let v = &self.ctx.validator;
@@ -533,15 +493,14 @@ impl<'a> Session<'a> {
                 && headers.len() <= MAX_BLOCKS_TO_ANNOUNCE
                 && headers.last().is_some_and(|h| h.block_hash() == tip)
             {
-                return self.queue(NetworkMessage::Headers(headers)).await;
+                return self.queue(NetworkMessage::Headers(headers));
             }
         }
         self.queue(NetworkMessage::Inv(vec![Inventory::Block(tip)]))
-            .await
     }
 
     /// Asks the peer for the blocks the scheduler gives it.
-    async fn request_blocks(&mut self) -> Result<(), PeerError> {
+    fn request_blocks(&mut self) -> Result<(), PeerError> {
         let (dl, id) = (self.ctx.downloader.clone(), self.id);
         let has = self.best_known;
         let wanted = tokio::task::block_in_place(|| dl.assign(id, dl.in_flight(id), has));
@@ -549,7 +508,7 @@ impl<'a> Session<'a> {
             return Ok(());
         }
         let inv = wanted.into_iter().map(Inventory::WitnessBlock).collect();
-        self.queue(NetworkMessage::GetData(inv)).await
+        self.queue(NetworkMessage::GetData(inv))
     }
 
     /// The index whose filters are served; asking a node that does not advertise
@@ -560,16 +519,14 @@ impl<'a> Session<'a> {
         })
     }
 
-    async fn queue(&self, msg: NetworkMessage) -> Result<(), PeerError> {
-        self.out
-            .send(Outgoing::Message(msg))
-            .await
-            .map_err(|_| PeerError::WriterGone)
+    /// Queues a message to the peer.
+    fn queue(&self, msg: NetworkMessage) -> Result<(), PeerError> {
+        self.out.push(Outgoing::Message(msg))
     }
 
-    async fn queue_some(&self, msg: Option<NetworkMessage>) -> Result<(), PeerError> {
+    fn queue_some(&self, msg: Option<NetworkMessage>) -> Result<(), PeerError> {
         match msg {
-            Some(m) => self.queue(m).await,
+            Some(m) => self.queue(m),
             None => Ok(()),
         }
     }
@@ -613,9 +570,14 @@ fn addr_message(addrs: Vec<KnownAddr>, addrv2: bool) -> NetworkMessage {
 /// A `getheaders` from the kernel's locator, up to the peer's best. Called from peer tasks: the
 /// kernel's lock is waited for off the async workers.
 fn get_headers(validator: &Validator) -> NetworkMessage {
+    get_headers_from(tokio::task::block_in_place(|| validator.locator()))
+}
+
+/// A `getheaders` with this locator, up to the peer's best.
+fn get_headers_from(locator_hashes: Vec<BlockHash>) -> NetworkMessage {
     NetworkMessage::GetHeaders(GetHeadersMessage {
         version: PROTOCOL_VERSION,
-        locator_hashes: tokio::task::block_in_place(|| validator.locator()),
+        locator_hashes,
         stop_hash: BlockHash::all_zeros(),
     })
 }

@@ -4,6 +4,8 @@
 
 use std::io::Cursor;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use bitcoin::p2p::message::NetworkMessage;
@@ -22,10 +24,12 @@ use super::v2::{self, Ciphers};
 /// Bytes read from the socket, after the ones an inbound connection's first look took.
 pub type Reader = Chain<Cursor<Vec<u8>>, BufReader<Counted<OwnedReadHalf>>>;
 
-/// A socket half that counts the bytes through it (`cairn_p2p_{received,sent}_bytes_total`).
+/// A socket half that counts the bytes through it (`cairn_p2p_{received,sent}_bytes_total`),
+/// and this connection's own count (how the send timeout sees a peer read).
 pub struct Counted<T> {
     inner: T,
     bytes: prometheus::IntCounter,
+    mine: Arc<AtomicU64>,
 }
 
 impl<T: AsyncRead + Unpin> AsyncRead for Counted<T> {
@@ -36,7 +40,9 @@ impl<T: AsyncRead + Unpin> AsyncRead for Counted<T> {
     ) -> Poll<std::io::Result<()>> {
         let before = buf.filled().len();
         let polled = Pin::new(&mut self.inner).poll_read(cx, buf);
-        self.bytes.inc_by((buf.filled().len() - before) as u64);
+        let n = (buf.filled().len() - before) as u64;
+        self.bytes.inc_by(n);
+        self.mine.fetch_add(n, Ordering::Relaxed);
         polled
     }
 }
@@ -50,6 +56,7 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for Counted<T> {
         let polled = Pin::new(&mut self.inner).poll_write(cx, buf);
         if let Poll::Ready(Ok(n)) = polled {
             self.bytes.inc_by(n as u64);
+            self.mine.fetch_add(n as u64, Ordering::Relaxed);
         }
         polled
     }
@@ -123,11 +130,13 @@ pub async fn open(
         Counted {
             inner: r,
             bytes: m.p2p_received_bytes.clone(),
+            mine: Arc::default(),
         },
     );
     let mut writer = BufWriter::new(Counted {
         inner: w,
         bytes: m.p2p_sent_bytes.clone(),
+        mine: Arc::default(),
     });
     let mut first = Vec::new();
     if inbound {
@@ -251,5 +260,10 @@ impl WriteWire {
     /// Writes out what is buffered.
     pub async fn flush(&mut self) -> Result<(), CodecError> {
         Ok(self.writer.flush().await?)
+    }
+
+    /// How many bytes this connection has written to its socket so far, kept up to date.
+    pub fn sent(&self) -> Arc<AtomicU64> {
+        self.writer.get_ref().mine.clone()
     }
 }

@@ -184,9 +184,15 @@ impl ScriptedPeer {
         self.try_handshake().expect("handshake reply")
     }
 
-    /// The handshake, or `None` if cairn closes the connection instead.
-    pub fn try_handshake(&mut self) -> Option<Vec<bitcoin::p2p::message::NetworkMessage>> {
-        use bitcoin::p2p::message::NetworkMessage;
+    /// A second `version` after the handshake: misbehaviour Core bans for.
+    pub fn send_second_version(&mut self) -> std::io::Result<()> {
+        self.send(bitcoin::p2p::message::NetworkMessage::Version(
+            Self::version(),
+        ))
+    }
+
+    /// The version message a scripted peer sends.
+    fn version() -> bitcoin::p2p::message_network::VersionMessage {
         use bitcoin::p2p::{address::Address, message_network::VersionMessage, ServiceFlags};
         let any: SocketAddr = "0.0.0.0:0".parse().unwrap();
         let mut v = VersionMessage::new(
@@ -199,7 +205,13 @@ impl ScriptedPeer {
             0,
         );
         v.version = 70016;
-        self.send(NetworkMessage::Version(v)).ok()?;
+        v
+    }
+
+    /// The handshake, or `None` if cairn closes the connection instead.
+    pub fn try_handshake(&mut self) -> Option<Vec<bitcoin::p2p::message::NetworkMessage>> {
+        use bitcoin::p2p::message::NetworkMessage;
+        self.send(NetworkMessage::Version(Self::version())).ok()?;
         self.send(NetworkMessage::Verack).ok()?;
         let mut seen = Vec::new();
         while !seen.iter().any(|m| matches!(m, NetworkMessage::Verack)) {

@@ -1,0 +1,331 @@
+//! Patient attackers on cairn's P2P side (issue 26), each against a real cairn in a real
+//! network: bitcoind `source` holds the chain and mines, cairn follows it, and bitcoind
+//! `follower` syncs from cairn meanwhile; both must reach the tip while the attacker, from
+//! 127.0.0.2, does its worst.
+
+mod common;
+
+use std::net::SocketAddr;
+use std::process::Command;
+use std::str::FromStr;
+use std::time::{Duration, Instant};
+
+use bitcoin::block::Header;
+use bitcoin::hashes::Hash;
+use bitcoin::p2p::message::NetworkMessage;
+use bitcoin::p2p::message_blockdata::Inventory;
+use common::peer::{connect_from_with_rcvbuf, ScriptedPeer};
+use common::probe::RssPeak;
+use common::{free_port, start_cairn, Bitcoind, Cairn};
+
+const ADDR: &str = "bcrt1qs758ursh4q9z627kt3pp5yysm78ddny6txaqgw";
+const ATTACKER: &str = "127.0.0.2";
+
+/// A source bitcoind with a generated chain, cairn following it and listening for peers, and
+/// (once started) a follower bitcoind syncing from cairn.
+struct Net {
+    tmp: tempfile::TempDir,
+    source: Bitcoind,
+    cairn: Cairn,
+    /// Where cairn accepts peers.
+    p2p: SocketAddr,
+    follower: Option<Bitcoind>,
+}
+
+impl Net {
+    /// A chain of `blocks` with `txs` transactions a block, in bitcoind and cairn; cairn runs
+    /// with `args` besides.
+    fn start(blocks: u32, txs: u32, args: &[&str]) -> Net {
+        let tmp = tempfile::tempdir().unwrap();
+        let chain = tmp.path().join("chain");
+        let out = Command::new(env!("CARGO_BIN_EXE_cairn"))
+            .args(["generate", "--blocks", &blocks.to_string()])
+            .args(["--txs-per-block", &txs.to_string(), "--seed", "26", "--out"])
+            .arg(&chain)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let load = format!("-loadblock={}", chain.join("blocks/blk00000.dat").display());
+        let source = Bitcoind::start(&tmp.path().join("source"), &[load]);
+        source.wait_for_height(blocks.into(), Duration::from_secs(120));
+        let p2p = SocketAddr::from(([127, 0, 0, 1], free_port()));
+        let mut all = vec![
+            format!("--connect=127.0.0.1:{}", source.p2p_port),
+            format!("--p2p-addr={p2p}"),
+        ];
+        all.extend(args.iter().map(|a| a.to_string()));
+        let cairn = start_cairn(&tmp.path().join("cairn"), &all);
+        cairn.wait_for(&source.rpc(&["getbestblockhash"]), "initial sync");
+        Net {
+            tmp,
+            source,
+            cairn,
+            p2p,
+            follower: None,
+        }
+    }
+
+    /// Starts the follower: a bitcoind that syncs from cairn only.
+    fn start_follower(&mut self) {
+        let follower = Bitcoind::start(
+            &self.tmp.path().join("follower"),
+            &[format!("-connect={}", self.p2p)],
+        );
+        self.follower = Some(follower);
+    }
+
+    /// Mines `n` blocks on the source; cairn and the follower must both reach them in time.
+    fn both_reach_new_blocks(&self, n: u32, within: Duration) {
+        self.source
+            .rpc(&["generatetoaddress", &n.to_string(), ADDR]);
+        let tip = self.source.rpc(&["getbestblockhash"]);
+        self.cairn.wait_for(&tip, "new blocks");
+        let follower = self.follower.as_ref().expect("a follower");
+        let start = Instant::now();
+        while follower.rpc(&["getbestblockhash"]) != tip {
+            assert!(
+                start.elapsed() < within,
+                "the follower never reached {tip} through cairn"
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+
+    /// The hash of the largest block of the chain, and its size.
+    fn largest_block(&self) -> (bitcoin::BlockHash, u64) {
+        let height: u32 = self.source.rpc(&["getblockcount"]).parse().unwrap();
+        (1..=height)
+            .map(|h| {
+                let hash = self.source.rpc(&["getblockhash", &h.to_string()]);
+                let size = self.source.rpc_json(&["getblock", &hash])["size"]
+                    .as_u64()
+                    .unwrap();
+                (bitcoin::BlockHash::from_str(&hash).unwrap(), size)
+            })
+            .max_by_key(|(_, size)| *size)
+            .unwrap()
+    }
+}
+
+/// How many of cairn's peers connect from `ip`.
+fn peers_from(cairn: &Cairn, ip: &str) -> usize {
+    let status = cairn.status();
+    let peers = status["p2p"]["peers"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    peers
+        .iter()
+        .filter(|p| {
+            p["addr"]
+                .as_str()
+                .and_then(|a| a.parse::<SocketAddr>().ok())
+                .is_some_and(|a| a.ip().to_string() == ip)
+        })
+        .count()
+}
+
+/// Finding 1: a peer that asks for 50,000 copies of a large block and never reads. Core stops
+/// serving a peer whose send buffer is past 1,000 kB (`fPauseSend`) and drops one that reads
+/// nothing; cairn did neither (256 queued blocks, 328 MiB in 10 s, the connection kept).
+#[test]
+fn a_peer_that_never_reads_pins_neither_memory_nor_its_place() {
+    let mut net = Net::start(120, 2000, &["--p2p-timeout=10"]);
+    let (block, size) = net.largest_block();
+    assert!(size > 400_000, "the largest block is only {size} bytes");
+
+    let rss = RssPeak::start(net.cairn.pid());
+    let started = Instant::now();
+    let stream = connect_from_with_rcvbuf(ATTACKER, net.p2p, Some(4096)).unwrap();
+    let mut attacker = ScriptedPeer::over(stream);
+    attacker.handshake();
+    attacker
+        .send(NetworkMessage::GetData(vec![
+            Inventory::WitnessBlock(block);
+            50_000
+        ]))
+        .unwrap();
+
+    // Meanwhile a bitcoind syncs the whole chain from cairn, and new blocks reach both.
+    net.start_follower();
+    net.both_reach_new_blocks(2, Duration::from_secs(60));
+    while started.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let growth = rss.growth_mib();
+    let blocks_worth = growth * 1024 * 1024 / size;
+    eprintln!("RSS grew {growth} MiB (about {blocks_worth} blocks of {size} bytes)");
+    assert!(
+        growth < 40,
+        "a never-reading peer made cairn hold {growth} MiB ({blocks_worth} blocks' worth)"
+    );
+
+    // It reads nothing and is dropped within its timeout (10 s here), while the follower,
+    // quiet but answering pings, stays. (Its socket shows no close until it reads: cairn's
+    // list of peers says.)
+    let gone = Instant::now();
+    while peers_from(&net.cairn, ATTACKER) > 0 {
+        assert!(
+            gone.elapsed() < Duration::from_secs(30),
+            "the never-reading peer is still connected after {:?}",
+            started.elapsed()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    eprintln!("dropped after {:?}", started.elapsed());
+    drop(attacker);
+    net.both_reach_new_blocks(1, Duration::from_secs(30));
+    let follower = net.follower.as_ref().unwrap();
+    let peers = follower.rpc_json(&["getpeerinfo"]);
+    assert_eq!(
+        peers.as_array().unwrap().len(),
+        1,
+        "the follower's connection to cairn"
+    );
+}
+
+/// `n` regtest headers on `parent` with valid proof of work and times a second apart: what a
+/// peer can make for nothing (regtest's target is met by every other hash).
+fn cheap_headers(parent: &Header, n: usize, salt: u8) -> Vec<Header> {
+    let mut out: Vec<Header> = Vec::with_capacity(n);
+    for i in 0..n {
+        let prev = out.last().unwrap_or(parent);
+        let mut h = Header {
+            version: bitcoin::block::Version::from_consensus(0x2000_0000),
+            prev_blockhash: prev.block_hash(),
+            merkle_root: bitcoin::TxMerkleNode::from_byte_array([salt; 32]),
+            time: prev.time + 1,
+            bits: bitcoin::CompactTarget::from_consensus(0x207f_ffff),
+            nonce: i as u32,
+        };
+        while !h.target().is_met_by(h.block_hash()) {
+            h.nonce = h.nonce.wrapping_add(1 << 20);
+        }
+        out.push(h);
+    }
+    out
+}
+
+/// Whether cairn takes a header on `parent` as connecting: one that does not gets a
+/// `getheaders` back before the pong of the ping sent after it.
+fn connects(peer: &mut ScriptedPeer, parent: &Header, nonce: u64) -> bool {
+    let next = cheap_headers(parent, 1, 0xee);
+    peer.send(NetworkMessage::Headers(next)).unwrap();
+    peer.send(NetworkMessage::Ping(nonce)).unwrap();
+    let mut asked = false;
+    let pong = peer.recv_until(|m| match m {
+        NetworkMessage::GetHeaders(_) => {
+            asked = true;
+            None
+        }
+        NetworkMessage::Pong(n) if *n == nonce => Some(()),
+        _ => None,
+    });
+    assert!(pong.is_some(), "cairn never answered the ping");
+    !asked
+}
+
+/// Answers a peer's `getheaders` from `chain` (which builds on genesis) until `until`: the
+/// headers after the first locator hash it has, 2,000 at most.
+fn serve_headers(peer: &mut ScriptedPeer, chain: &[Header], until: Instant) -> usize {
+    let genesis = bitcoin::blockdata::constants::genesis_block(bitcoin::Network::Regtest);
+    let mut answered = 0;
+    peer.stream
+        .set_read_timeout(Some(Duration::from_millis(200)))
+        .unwrap();
+    while Instant::now() < until {
+        let Some(m) = peer.recv() else { continue };
+        let NetworkMessage::GetHeaders(req) = m else {
+            continue;
+        };
+        let from = req.locator_hashes.iter().find_map(|h| {
+            (*h == genesis.block_hash()).then_some(0).or_else(|| {
+                chain
+                    .iter()
+                    .position(|c| c.block_hash() == *h)
+                    .map(|i| i + 1)
+            })
+        });
+        let from = from.unwrap_or(0);
+        let to = (from + 2000).min(chain.len());
+        peer.send(NetworkMessage::Headers(chain[from..to].to_vec()))
+            .unwrap();
+        answered += 1;
+    }
+    peer.stream
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    answered
+}
+
+/// Finding 3: cheap headers from genesis. Core stores a peer's headers only once their chain's
+/// work reaches `max(nMinimumChainWork, tip - 144 blocks)` (`GetAntiDoSWorkThreshold`),
+/// presyncing a long one first (`HeadersSyncState`); cairn handed every header to the kernel,
+/// which stored it for ever.
+#[test]
+fn low_work_headers_are_never_stored() {
+    let mut net = Net::start(2200, 1, &[]);
+    let genesis = bitcoin::blockdata::constants::genesis_block(bitcoin::Network::Regtest).header;
+    net.start_follower();
+
+    // 50 branches of 50 headers from genesis, each far below the tip's work: none is stored,
+    // so a header on any of them does not connect.
+    let mut attacker = ScriptedPeer::connect(ATTACKER, net.p2p);
+    attacker.handshake();
+    let branches: Vec<Vec<Header>> = (0..50).map(|i| cheap_headers(&genesis, 50, i)).collect();
+    for branch in &branches {
+        attacker
+            .send(NetworkMessage::Headers(branch.clone()))
+            .unwrap();
+    }
+    // Its messages are handled in order: the pong says all 50 were.
+    attacker.send(NetworkMessage::Ping(7)).unwrap();
+    let pong = attacker.recv_until(|m| matches!(m, NetworkMessage::Pong(7)).then_some(()));
+    assert!(pong.is_some(), "the attacker's ping after its headers");
+    let mut probe = ScriptedPeer::connect(ATTACKER, net.p2p);
+    probe.handshake();
+    // cairn's own first getheaders, before any probe.
+    probe.recv_until(|m| matches!(m, NetworkMessage::GetHeaders(_)).then_some(()));
+    for (i, branch) in branches.iter().enumerate().step_by(7) {
+        assert!(
+            !connects(&mut probe, branch.last().unwrap(), i as u64),
+            "low-work branch {i} was stored"
+        );
+    }
+    // Its parent, the tip of cairn's own chain, connects: the probe tells the two apart.
+    let tip: bitcoin::BlockHash = net.source.rpc(&["getbestblockhash"]).parse().unwrap();
+    let tip_header: Header = bitcoin::consensus::encode::deserialize_hex(&net.source.rpc(&[
+        "getblockheader",
+        &tip.to_string(),
+        "false",
+    ]))
+    .unwrap();
+    assert!(connects(&mut probe, &tip_header, 99), "a header on the tip");
+
+    // A branch of 2,100 headers from genesis: its first 2,000 are below the threshold (tip
+    // less 144 blocks), so cairn presyncs it, asks for it again, and stores it once it has
+    // the work, checked against what it was first sent.
+    let long = cheap_headers(&genesis, 2100, 200);
+    let mut honest_fork = ScriptedPeer::connect(ATTACKER, net.p2p);
+    honest_fork.handshake();
+    let answered = serve_headers(
+        &mut honest_fork,
+        &long,
+        Instant::now() + Duration::from_secs(8),
+    );
+    eprintln!("{answered} headers messages served for the 2,100-header branch");
+    assert!(
+        answered >= 4,
+        "presync and redownload take four answers, got {answered}"
+    );
+    assert!(
+        connects(&mut probe, long.last().unwrap(), 100),
+        "the 2,100-header branch with the work was not stored after its presync"
+    );
+    net.both_reach_new_blocks(2, Duration::from_secs(60));
+    drop(attacker);
+}
