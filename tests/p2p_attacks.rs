@@ -111,7 +111,7 @@ impl Net {
     }
 }
 
-/// How many of cairn's peers connect from `ip`.
+/// How many of cairn's inbound peers connect from `ip`.
 fn peers_from(cairn: &Cairn, ip: &str) -> usize {
     let status = cairn.status();
     let peers = status["p2p"]["peers"]
@@ -121,10 +121,11 @@ fn peers_from(cairn: &Cairn, ip: &str) -> usize {
     peers
         .iter()
         .filter(|p| {
-            p["addr"]
-                .as_str()
-                .and_then(|a| a.parse::<SocketAddr>().ok())
-                .is_some_and(|a| a.ip().to_string() == ip)
+            p["inbound"] == true
+                && p["addr"]
+                    .as_str()
+                    .and_then(|a| a.parse::<SocketAddr>().ok())
+                    .is_some_and(|a| a.ip().to_string() == ip)
         })
         .count()
 }
@@ -217,16 +218,18 @@ fn connects(peer: &mut ScriptedPeer, parent: &Header, nonce: u64) -> bool {
     peer.send(NetworkMessage::Headers(next)).unwrap();
     peer.send(NetworkMessage::Ping(nonce)).unwrap();
     let mut asked = false;
-    let pong = peer.recv_until(|m| match m {
-        NetworkMessage::GetHeaders(_) => {
-            asked = true;
-            None
+    loop {
+        match peer.recv().expect("cairn never answered the ping") {
+            // Answered (with nothing), so that cairn, which keeps one request unanswered at a
+            // time as Core, asks again at the next probe.
+            NetworkMessage::GetHeaders(_) => {
+                asked = true;
+                peer.send(NetworkMessage::Headers(Vec::new())).unwrap();
+            }
+            NetworkMessage::Pong(n) if n == nonce => return !asked,
+            _ => {}
         }
-        NetworkMessage::Pong(n) if *n == nonce => Some(()),
-        _ => None,
-    });
-    assert!(pong.is_some(), "cairn never answered the ping");
-    !asked
+    }
 }
 
 /// Answers a peer's `getheaders` from `chain` (which builds on genesis) until `until`: the
@@ -288,8 +291,9 @@ fn low_work_headers_are_never_stored() {
     assert!(pong.is_some(), "the attacker's ping after its headers");
     let mut probe = ScriptedPeer::connect(ATTACKER, net.p2p);
     probe.handshake();
-    // cairn's own first getheaders, before any probe.
+    // cairn's own first getheaders, before any probe, answered.
     probe.recv_until(|m| matches!(m, NetworkMessage::GetHeaders(_)).then_some(()));
+    probe.send(NetworkMessage::Headers(Vec::new())).unwrap();
     for (i, branch) in branches.iter().enumerate().step_by(7) {
         assert!(
             !connects(&mut probe, branch.last().unwrap(), i as u64),
@@ -328,4 +332,104 @@ fn low_work_headers_are_never_stored() {
     );
     net.both_reach_new_blocks(2, Duration::from_secs(60));
     drop(attacker);
+}
+
+/// The leak under finding 3's fix: the kernel crate's `BlockTreeEntry::header()` (0.3.2) never
+/// freed the header it read, about 96 bytes each, so every `getheaders` answered from genesis
+/// (2,000 headers) leaked 190 kB, and the chain-work sums of the presync read as many again.
+/// 1,000 requests from one peer that reads its answers: cairn's memory stays where it was.
+#[test]
+fn answering_getheaders_leaks_nothing() {
+    let mut net = Net::start(2200, 1, &[]);
+    net.start_follower();
+    net.both_reach_new_blocks(1, Duration::from_secs(60));
+    let genesis = bitcoin::blockdata::constants::genesis_block(bitcoin::Network::Regtest);
+    let mut attacker = ScriptedPeer::connect(ATTACKER, net.p2p);
+    attacker.handshake();
+    let rss = RssPeak::start(net.cairn.pid());
+    let ask = NetworkMessage::GetHeaders(bitcoin::p2p::message_blockdata::GetHeadersMessage {
+        version: 70016,
+        locator_hashes: vec![genesis.block_hash()],
+        stop_hash: bitcoin::BlockHash::all_zeros(),
+    });
+    let mut headers = 0;
+    for _ in 0..1000 {
+        attacker.send(ask.clone()).unwrap();
+        headers += attacker
+            .recv_until(|m| match m {
+                NetworkMessage::Headers(h) if h.len() == 2000 => Some(h.len()),
+                _ => None,
+            })
+            .expect("an answer");
+    }
+    let growth = rss.growth_mib();
+    eprintln!("{headers} headers served, RSS grew {growth} MiB");
+    assert!(
+        growth < 40,
+        "1,000 getheaders answers grew cairn by {growth} MiB"
+    );
+    net.both_reach_new_blocks(1, Duration::from_secs(60));
+}
+
+/// Finding 8: one host held every inbound place (900 half-open connections kept a well-behaved
+/// peer out). As Core's `AttemptToEvictConnection`, the busiest host of the largest network
+/// group gives up its youngest connection to a newcomer from elsewhere, and cannot take one
+/// from others by reconnecting. Finding 7 beside it: with `connect`, no address a peer gossips
+/// is kept.
+#[test]
+fn a_crowded_host_gives_its_places_to_others_and_connect_keeps_no_addresses() {
+    let mut net = Net::start(120, 1, &[]);
+    net.start_follower();
+    net.both_reach_new_blocks(1, Duration::from_secs(60));
+
+    let known = || net.cairn.status()["p2p"]["known_addresses"].as_u64();
+    let before = known();
+    let mut gossip = ScriptedPeer::connect(ATTACKER, net.p2p);
+    gossip.handshake();
+    let addrs: Vec<_> = (0..1000u32)
+        .map(|i| {
+            let ip = std::net::Ipv4Addr::from(0x0b00_0000 + i * 256);
+            let a = SocketAddr::from((ip, 8333));
+            (
+                0,
+                bitcoin::p2p::Address::new(&a, bitcoin::p2p::ServiceFlags::NETWORK),
+            )
+        })
+        .collect();
+    gossip.send(NetworkMessage::Addr(addrs)).unwrap();
+    gossip.send(NetworkMessage::Ping(3)).unwrap();
+    assert!(gossip
+        .recv_until(|m| matches!(m, NetworkMessage::Pong(3)).then_some(()))
+        .is_some());
+    assert_eq!(known(), before, "addresses kept from gossip with --connect");
+    drop(gossip);
+
+    // 300 connections from one host that never say a word, more than the 117 places.
+    let crowd: Vec<_> = (0..300)
+        .filter_map(|_| connect_from_with_rcvbuf(ATTACKER, net.p2p, None).ok())
+        .collect();
+    std::thread::sleep(Duration::from_secs(1));
+    let mut honest = ScriptedPeer::connect("127.0.0.3", net.p2p);
+    assert!(
+        honest.try_handshake().is_some(),
+        "a well-behaved peer was refused beside {} connections of one host",
+        crowd.len()
+    );
+    // The crowd cannot win its places back: its new connections are refused, and the honest
+    // peer and the follower stay.
+    let again: Vec<_> = (0..50)
+        .filter_map(|_| connect_from_with_rcvbuf(ATTACKER, net.p2p, None).ok())
+        .collect();
+    std::thread::sleep(Duration::from_secs(1));
+    honest.send(NetworkMessage::Ping(5)).unwrap();
+    assert!(
+        honest
+            .recv_until(|m| matches!(m, NetworkMessage::Pong(5)).then_some(()))
+            .is_some(),
+        "the honest peer lost its place to {} reconnections",
+        again.len()
+    );
+    assert_eq!(peers_from(&net.cairn, "127.0.0.1"), 1, "the follower");
+    net.both_reach_new_blocks(2, Duration::from_secs(60));
+    drop(crowd);
 }

@@ -33,9 +33,16 @@ pub struct HeaderEntry {
 }
 
 /// The chain work at every [`STRIDE`]th height of one branch: `sums[k]` is the work up to
-/// height `k * STRIDE`, with that block's hash.
+/// height `k * STRIDE`, with that block's hash; and the last few headers' own (the tip and the
+/// headers peers build on are asked about again and again).
 #[derive(Default)]
-pub(super) struct WorkSums(Mutex<Vec<(BlockHash, Work)>>);
+pub(super) struct WorkSums {
+    sums: Mutex<Vec<(BlockHash, Work)>>,
+    recent: Mutex<std::collections::VecDeque<(BlockHash, Work)>>,
+}
+
+/// Headers whose chain work is remembered.
+const RECENT: usize = 16;
 
 /// The work one header proves (Core's `GetBlockProof`): zero for a target that does not decode.
 pub fn header_work(bits: CompactTarget) -> Work {
@@ -99,6 +106,27 @@ impl Validator {
 
     /// The work of the chain ending at `entry`.
     fn chain_work(&self, entry: &BlockTreeEntry<'_>) -> Work {
+        let hash = to_hash(entry.block_hash().to_bytes());
+        let lock = || {
+            self.work_sums
+                .recent
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+        };
+        if let Some((_, work)) = lock().iter().find(|(h, _)| *h == hash) {
+            return *work;
+        }
+        let work = self.chain_work_summed(entry);
+        let mut recent = lock();
+        if recent.len() >= RECENT {
+            recent.pop_front();
+        }
+        recent.push_back((hash, work));
+        work
+    }
+
+    /// The work of the chain ending at `entry`, from the kept sums.
+    fn chain_work_summed(&self, entry: &BlockTreeEntry<'_>) -> Work {
         let k = entry.height() / STRIDE;
         let mut work = self.work_sum(entry, k);
         let mut e = *entry;
@@ -117,7 +145,7 @@ impl Validator {
     fn work_sum(&self, entry: &BlockTreeEntry<'_>, k: i32) -> Work {
         let mut sums = self
             .work_sums
-            .0
+            .sums
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
         let on_branch = |j: i32, sums: &[(BlockHash, Work)]| {

@@ -95,6 +95,8 @@ pub struct Metrics {
     pub p2p_received_bytes: IntCounter,
     /// Bytes sent to P2P peers (handshakes included).
     pub p2p_sent_bytes: IntCounter,
+    /// Inbound peers evicted for a newcomer from a less crowded host.
+    pub p2p_inbound_evicted: IntCounter,
     /// Bytes of the index store's SST files.
     pub rocksdb_size: IntGauge,
     /// Bytes held in the index store's block cache.
@@ -364,6 +366,13 @@ impl Metrics {
             p2p_sent_bytes: registered(
                 &r,
                 IntCounter::with_opts(opts("p2p_sent_bytes_total", "Bytes sent to P2P peers.")),
+            ),
+            p2p_inbound_evicted: registered(
+                &r,
+                IntCounter::with_opts(opts(
+                    "p2p_inbound_evicted_total",
+                    "Inbound peers evicted for a newcomer from a less crowded host.",
+                )),
             ),
             rocksdb_size: registered(
                 &r,

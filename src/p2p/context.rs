@@ -52,6 +52,9 @@ pub struct PeerContext {
     pub registry: Arc<Registry>,
     /// How long a peer may send nothing, or read nothing of what it is owed.
     pub timeout: std::time::Duration,
+    /// Whether peers' `addr` messages go into the address book (not with `connect`, which
+    /// talks to its peers only).
+    pub learns_addresses: bool,
     /// Fires when a header sync should start now (SIGUSR1, as electrs).
     pub sync_now: tokio::sync::broadcast::Sender<()>,
     /// The kernel's tip once it has caught up with the best header (`None` before): what the

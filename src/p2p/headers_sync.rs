@@ -30,6 +30,8 @@ const MAX_FUTURE_BLOCK_TIME: u64 = 2 * 60 * 60;
 pub struct ChainRules {
     /// The consensus parameters (proof of work, retargeting).
     pub params: Params,
+    /// Core's `powLimit`, exactly (the `bitcoin` crate's is rounded to a compact target).
+    pub pow_limit: Target,
     /// Core's `nMinimumChainWork`: a chain with less is never stored.
     pub minimum_chain_work: Work,
     /// Heights between two kept bits (Core's `HeadersSyncParams::commitment_period`).
@@ -63,7 +65,15 @@ impl ChainRules {
             ),
             Network::Regtest => (ZERO, 275, 7017),
         };
+        let limit = match network {
+            Network::Mainnet | Network::Testnet4 => {
+                "00000000ffffffffffffffffffffffffffffffffffffffffffffffffffffffff"
+            }
+            Network::Signet => "00000377ae000000000000000000000000000000000000000000000000000000",
+            Network::Regtest => "7fffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff",
+        };
         ChainRules {
+            pow_limit: Target::from_unprefixed_hex(limit).unwrap_or(Target::MAX),
             params: Params::new(network.to_bitcoin()),
             minimum_chain_work: work(min),
             commitment_period: period,
@@ -83,7 +93,7 @@ impl ChainRules {
 
 /// Core's `DeriveTarget` (`CheckProofOfWork` without the hash): the target `bits` encodes, if
 /// it is positive, does not overflow and is within the chain's limit.
-pub fn derive_target(bits: CompactTarget, params: &Params) -> Option<Target> {
+pub fn derive_target(bits: CompactTarget, pow_limit: Target) -> Option<Target> {
     let compact = bits.to_consensus();
     let size = compact >> 24;
     let word = compact & 0x007f_ffff;
@@ -91,15 +101,14 @@ pub fn derive_target(bits: CompactTarget, params: &Params) -> Option<Target> {
     let overflow =
         word != 0 && (size > 34 || (word > 0xff && size > 33) || (word > 0xffff && size > 32));
     let target = Target::from_compact(bits);
-    (!negative && !overflow && target != Target::ZERO && target <= params.max_attainable_target)
-        .then_some(target)
+    (!negative && !overflow && target != Target::ZERO && target <= pow_limit).then_some(target)
 }
 
 /// Core's `CheckHeadersPoW`: every header's proof of work is valid and each builds on the one
 /// before. The error says which rule broke (a ban, as Core's `Misbehaving`).
-pub fn check_pow(headers: &[Header], params: &Params) -> Result<(), &'static str> {
+pub fn check_pow(headers: &[Header], pow_limit: Target) -> Result<(), &'static str> {
     for h in headers {
-        let target = derive_target(h.bits, params).ok_or("header with invalid proof of work")?;
+        let target = derive_target(h.bits, pow_limit).ok_or("header with invalid proof of work")?;
         if !target.is_met_by(h.block_hash()) {
             return Err("header with invalid proof of work");
         }
@@ -124,11 +133,12 @@ pub fn claimed_work(headers: &[Header]) -> Work {
 /// between retargets, within a factor of four (as compact targets round) at one. Networks that
 /// allow minimum-difficulty blocks (testnets, regtest) permit anything.
 pub fn permitted_difficulty_transition(
-    params: &Params,
+    rules: &ChainRules,
     height: i64,
     old: CompactTarget,
     new: CompactTarget,
 ) -> bool {
+    let params = &rules.params;
     if params.allow_min_difficulty_blocks {
         return true;
     }
@@ -141,10 +151,8 @@ pub fn permitted_difficulty_transition(
     let old = Target::from_compact(old);
     let largest = old
         .max_transition_threshold_unchecked()
-        .min(params.max_attainable_target);
-    let smallest = old
-        .min_transition_threshold()
-        .min(params.max_attainable_target);
+        .min(rules.pow_limit);
+    let smallest = old.min_transition_threshold().min(rules.pow_limit);
     round(largest) >= observed && round(smallest) <= observed
 }
 
@@ -350,8 +358,7 @@ impl HeadersSync {
         }
         for h in headers {
             let height = self.last_height + 1;
-            if !permitted_difficulty_transition(&self.rules.params, height, self.last.bits, h.bits)
-            {
+            if !permitted_difficulty_transition(&self.rules, height, self.last.bits, h.bits) {
                 return false;
             }
             if self.is_commitment_height(height) {
@@ -377,7 +384,7 @@ impl HeadersSync {
             return false;
         }
         let previous = self.buffer.back().map_or(self.chain_start.bits, |c| c.bits);
-        if !permitted_difficulty_transition(&self.rules.params, height, previous, h.bits) {
+        if !permitted_difficulty_transition(&self.rules, height, previous, h.bits) {
             return false;
         }
         self.redownload_work = self.redownload_work + header_work(h.bits);

@@ -9,6 +9,7 @@ mod error;
 pub mod filters;
 mod handshake;
 pub mod headers_sync;
+mod inbound;
 pub mod orphans;
 pub mod peer;
 mod registry;
@@ -75,21 +76,37 @@ pub struct P2pStatus {
     pub known_addresses: usize,
 }
 
-/// Banned addresses (by IP) and until when.
+/// Most hosts banned at once: past it the ban ending soonest goes first.
+const MAX_BANS: usize = 10_000;
+
+/// Banned hosts (an IPv4 address, an IPv6 /64: a host's other addresses are as cheap) and
+/// until when; expired bans are pruned as new ones come.
 #[derive(Default)]
-struct BanList(Mutex<HashMap<std::net::IpAddr, Instant>>);
+struct BanList(Mutex<HashMap<crate::types::Subnet, Instant>>);
 
 impl BanList {
     fn ban(&self, addr: SocketAddr, why: &str) {
         tracing::warn!("banning {addr}: {why}");
         let mut m = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        m.insert(addr.ip(), Instant::now() + BAN_TIME);
+        let now = Instant::now();
+        m.retain(|_, until| *until > now);
+        if m.len() >= MAX_BANS {
+            if let Some(soonest) = m.iter().min_by_key(|(_, until)| **until).map(|(k, _)| *k) {
+                m.remove(&soonest);
+            }
+        }
+        m.insert(inbound::host(addr.ip()), now + BAN_TIME);
     }
 
     fn is_banned(&self, addr: &SocketAddr) -> bool {
         let bans = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        bans.get(&addr.ip())
+        bans.get(&inbound::host(addr.ip()))
             .is_some_and(|until| *until > Instant::now())
+    }
+
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner).len()
     }
 }
 
@@ -374,6 +391,7 @@ fn peer_context(
         book: Arc::new(AddrBook::new(config.network == Network::Regtest)),
         registry,
         timeout: config.timeout,
+        learns_addresses: config.connect.is_empty(),
         sync_now: tokio::sync::broadcast::channel(4).0,
         tip: tokio::sync::watch::channel(None).0,
     })
@@ -391,25 +409,26 @@ async fn keep_connected(shared: Arc<Shared>, addr: SocketAddr) {
 /// holds its place from accept to close, handshake or not, so half-open connections count
 /// against the limit too (each is dropped after the handshake timeout).
 async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, max_inbound: usize) {
-    let places = Arc::new(tokio::sync::Semaphore::new(max_inbound));
+    let places = inbound::Inbound::new(max_inbound);
     loop {
         let (stream, peer_addr) = crate::listen::accept(&listener, "P2P").await;
         if shared.bans.is_banned(&peer_addr) {
             continue;
         }
-        let Ok(place) = places.clone().try_acquire_owned() else {
+        let id = shared.ids.fetch_add(1, Ordering::SeqCst);
+        let Some(place) = places.admit(id, peer_addr) else {
             tracing::debug!("refusing {peer_addr}: {max_inbound} inbound connections already");
             continue;
         };
-        let id = shared.ids.fetch_add(1, Ordering::SeqCst);
         let shared = shared.clone();
-        tokio::spawn(async move {
+        let task = tokio::spawn(async move {
+            let _place = place;
             let v2 = shared.ctx.services.has(ServiceFlags::P2P_V2);
             let why = peer::run(stream, peer_addr, true, v2, id, shared.ctx.clone()).await;
-            drop(place);
             tracing::info!("peer {id} {peer_addr} (inbound): disconnected: {why}");
             shared.punish(peer_addr, &why, false);
         });
+        places.running(id, task.abort_handle());
     }
 }
 
@@ -482,7 +501,30 @@ async fn watch_tip(ctx: Arc<PeerContext>) {
 
 #[cfg(test)]
 mod tests {
-    use super::is_local;
+    use super::{is_local, BanList, MAX_BANS};
+
+    #[test]
+    fn bans_are_kept_per_host_and_bounded() {
+        let bans = BanList::default();
+        bans.ban("[2001:db8::1]:8333".parse().unwrap(), "test");
+        assert!(
+            bans.is_banned(&"[2001:db8::ffff]:1".parse().unwrap()),
+            "same /64"
+        );
+        assert!(
+            !bans.is_banned(&"[2001:db8:0:1::1]:1".parse().unwrap()),
+            "another /64"
+        );
+        for i in 0..MAX_BANS as u32 + 5 {
+            let ip = std::net::Ipv4Addr::from(0x0a00_0000 + i);
+            bans.ban(std::net::SocketAddr::from((ip, 8333)), "test");
+        }
+        assert_eq!(bans.len(), MAX_BANS);
+        assert!(
+            bans.is_banned(&"10.0.39.19:1".parse().unwrap()),
+            "the newest is kept"
+        );
+    }
 
     #[test]
     fn local_addresses_are_cores() {

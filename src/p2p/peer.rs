@@ -24,8 +24,27 @@ const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(20);
 /// Messages read from a peer and not yet handled, at most.
 const INCOMING: usize = 16;
 
+/// Ends a connection's tasks and forgets its requests and orphans when the connection ends,
+/// however it ends (an eviction drops the connection's future wherever it is).
+struct Ending<'a> {
+    ctx: &'a PeerContext,
+    id: PeerId,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl Drop for Ending<'_> {
+    fn drop(&mut self) {
+        for task in &self.tasks {
+            task.abort();
+        }
+        self.ctx.downloader.forget_peer(self.id);
+        self.ctx.orphans.forget_peer(self.id);
+    }
+}
+
 /// Runs one connection (outbound or inbound) until it ends; returns why it ended. `v2`: whether
-/// to speak BIP324 (outbound: start with it; inbound: accept it).
+/// to speak BIP324 (outbound: start with it; inbound: accept it). Dropping the future ends the
+/// connection too, with everything it held.
 pub async fn run(
     stream: TcpStream,
     addr: SocketAddr,
@@ -35,6 +54,11 @@ pub async fn run(
     ctx: Arc<PeerContext>,
 ) -> PeerError {
     let _ = stream.set_nodelay(true);
+    let mut ending = Ending {
+        ctx: &ctx,
+        id,
+        tasks: Vec::new(),
+    };
     let result = async {
         let opened = async {
             let (mut reader, mut writer, transport) = wire::open(stream, inbound, v2, ctx.magic)
@@ -60,16 +84,13 @@ pub async fn run(
         let _registered = ctx.registry.register(id, addr, inbound, &traits.user_agent);
         let (reading, incoming) = spawn_reader(reader);
         let (writing, outgoing) = spawn_writer(writer);
-        let outcome = Session::new(&outgoing, id, &ctx, &traits, inbound)
+        ending.tasks.extend([reading, writing]);
+        Session::new(&outgoing, id, &ctx, &traits, inbound)
             .run(incoming)
-            .await;
-        reading.abort();
-        writing.abort();
-        outcome
+            .await
     }
     .await;
-    ctx.downloader.forget_peer(id);
-    ctx.orphans.forget_peer(id);
+    drop(ending);
     match result {
         Ok(never) => match never {},
         Err(e) => e,

@@ -64,6 +64,11 @@ impl SendQueue {
         self.queued() > MAX_SEND_BUFFER
     }
 
+    /// Whether the writer task has ended (its socket failed).
+    pub fn writer_gone(&self) -> bool {
+        self.tx.is_closed()
+    }
+
     /// Bytes queued and not yet written.
     pub fn queued(&self) -> usize {
         self.counts.queued.load(Ordering::SeqCst)
@@ -127,6 +132,12 @@ impl SendWatch {
             sent,
             since: Instant::now(),
         }
+    }
+
+    /// Whether the peer has read anything since the last look (which [`SendWatch::stalled`]
+    /// takes too).
+    pub fn advanced(&self) -> bool {
+        self.sent.load(Ordering::Relaxed) != self.last_sent
     }
 
     /// Whether the peer has read nothing for its timeout while `queued` bytes wait.

@@ -69,6 +69,9 @@ pub struct Session<'a> {
     unconnecting_headers: u32,
     /// Its low-work chain being checked before any of it reaches the kernel.
     headers_sync: Option<HeadersSync>,
+    /// When the `getheaders` it has not answered yet was sent (Core's
+    /// `m_last_getheaders_timestamp`): one at a time, so answers to two requests do not cross.
+    getheaders_sent: Option<tokio::time::Instant>,
     /// It asked for new blocks as `headers` (BIP130 `sendheaders`) rather than `inv`.
     wants_headers: bool,
     /// The highest block it is known to have: the height it gave in `version`, raised by every
@@ -98,6 +101,7 @@ impl<'a> Session<'a> {
             answered_getaddr: false,
             unconnecting_headers: 0,
             headers_sync: None,
+            getheaders_sent: None,
             wants_headers: false,
             best_known: traits.start_height,
             mempool_owed: !inbound
@@ -120,7 +124,7 @@ impl<'a> Session<'a> {
         // Blocks are announced from the tip at the start on; the peer learns older ones from its
         // own `getheaders`.
         let mut announced = *tips.borrow_and_update();
-        self.queue(get_headers(&self.ctx.validator))?;
+        self.ask_headers()?;
         if !self.inbound {
             self.queue(NetworkMessage::GetAddr)?;
         }
@@ -155,13 +159,21 @@ impl<'a> Session<'a> {
                 }
                 nudge = sync_now.recv() => {
                     if nudge.is_ok() {
-                        self.queue(get_headers(&self.ctx.validator))?;
+                        self.ask_headers()?;
                     }
                 }
                 _ = tick.tick() => {
-                    // Time spent owing the peer is not its silence: its messages wait on cairn.
-                    if !listening {
+                    // Time spent owing the peer is not its silence (its messages wait on cairn),
+                    // nor is time it spends reading what cairn sent.
+                    if !listening || reading.advanced() {
                         last_heard = tokio::time::Instant::now();
+                    }
+                    // Not read while paused: an end of either direction is seen here.
+                    if !listening && incoming.is_closed() && incoming.is_empty() {
+                        return Err(PeerError::Closed);
+                    }
+                    if self.out.writer_gone() {
+                        return Err(PeerError::WriterGone);
                     }
                     if last_heard.elapsed() > timeout {
                         return Err(PeerError::Timeout);
@@ -182,7 +194,10 @@ impl<'a> Session<'a> {
                     if let Some(offence) = self.ctx.registry.take_offence(self.id) {
                         return Err(PeerError::Misbehaving(offence));
                     }
-                    self.request_blocks()?;
+                    // A peer that is not read from is not asked for blocks either.
+                    if listening {
+                        self.request_blocks()?;
+                    }
                     self.ask_mempool_when_synced()?;
                 }
             }
@@ -323,7 +338,7 @@ impl<'a> Session<'a> {
             .iter()
             .any(|i| matches!(i, Inventory::Block(_) | Inventory::WitnessBlock(_)))
         {
-            self.queue(get_headers(&self.ctx.validator))?;
+            self.ask_headers()?;
         }
         let Some(m) = &self.ctx.mempool else {
             return Ok(());
@@ -441,8 +456,16 @@ impl<'a> Session<'a> {
         })
     }
 
-    /// Adds what an `addr` or `addrv2` message carried to the address book.
+    /// Adds what an `addr` or `addrv2` message carried to the address book (unless cairn
+    /// talks to its `connect` peers only).
     fn learn_addresses(&self, known: Vec<KnownAddr>, sent: usize, what: &str) {
+        if !self.ctx.learns_addresses {
+            tracing::debug!(
+                "peer {}: {sent} addresses ({what}) not kept (connect)",
+                self.id
+            );
+            return;
+        }
         let added = self.ctx.book.add(known);
         tracing::debug!("peer {}: {sent} addresses ({what}), {added} new", self.id);
     }
@@ -564,6 +587,34 @@ fn addr_message(addrs: Vec<KnownAddr>, addrv2: bool) -> NetworkMessage {
                 .map(|k| (k.last_seen, Address::new(&k.addr, k.services)))
                 .collect(),
         )
+    }
+}
+
+/// How long a `getheaders` may go unanswered before another is sent (Core's
+/// `HEADERS_RESPONSE_TIME`).
+const HEADERS_RESPONSE_TIME: Duration = Duration::from_secs(120);
+
+impl Session<'_> {
+    /// Asks for headers from the kernel's best header, unless a request is unanswered (Core's
+    /// `MaybeSendGetHeaders`).
+    fn ask_headers(&mut self) -> Result<(), PeerError> {
+        if self.awaiting_headers() {
+            return Ok(());
+        }
+        let msg = get_headers(&self.ctx.validator);
+        self.send_getheaders(msg)
+    }
+
+    /// Whether a `getheaders` sent less than [`HEADERS_RESPONSE_TIME`] ago is unanswered.
+    fn awaiting_headers(&self) -> bool {
+        self.getheaders_sent
+            .is_some_and(|at| at.elapsed() < HEADERS_RESPONSE_TIME)
+    }
+
+    /// Sends a `getheaders` and notes when.
+    fn send_getheaders(&mut self, msg: NetworkMessage) -> Result<(), PeerError> {
+        self.getheaders_sent = Some(tokio::time::Instant::now());
+        self.queue(msg)
     }
 }
 

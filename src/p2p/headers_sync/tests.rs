@@ -56,20 +56,20 @@ const NOW: u64 = 2_000_000_000;
 
 #[test]
 fn targets_and_proof_of_work_are_checked_as_core_does() {
-    let params = Params::new(bitcoin::Network::Regtest);
-    assert!(derive_target(CompactTarget::from_consensus(0x207f_ffff), &params).is_some());
+    let params = ChainRules::of(Network::Regtest, false).pow_limit;
+    assert!(derive_target(CompactTarget::from_consensus(0x207f_ffff), params).is_some());
     // Negative, zero, overflowing, above the limit.
     for bits in [0x04923456, 0x0000_0000, 0xff12_3456, 0x2100_ffff] {
-        let derived = derive_target(CompactTarget::from_consensus(bits), &params);
+        let derived = derive_target(CompactTarget::from_consensus(bits), params);
         assert_eq!(derived, None, "{bits:#x}");
     }
     let (g, _) = genesis();
     let headers = chain_on(&g, 5, 1);
-    assert_eq!(check_pow(&headers, &params), Ok(()));
+    assert_eq!(check_pow(&headers, params), Ok(()));
     let mut gap = headers.clone();
     gap.remove(2);
     assert_eq!(
-        check_pow(&gap, &params),
+        check_pow(&gap, params),
         Err("non-continuous headers sequence")
     );
     let mut weak = headers.clone();
@@ -78,14 +78,14 @@ fn targets_and_proof_of_work_are_checked_as_core_does() {
         weak[4].nonce += 1;
     }
     assert_eq!(
-        check_pow(&weak, &params),
+        check_pow(&weak, params),
         Err("header with invalid proof of work")
     );
 }
 
 #[test]
 fn difficulty_moves_only_at_retargets_and_by_four_at_most() {
-    let main = Params::new(bitcoin::Network::Bitcoin);
+    let main = ChainRules::of(Network::Mainnet, false);
     let bits = CompactTarget::from_consensus(0x1703_4219);
     let other = CompactTarget::from_consensus(0x1703_4218);
     assert!(permitted_difficulty_transition(&main, 2017, bits, bits));
@@ -115,7 +115,7 @@ fn difficulty_moves_only_at_retargets_and_by_four_at_most() {
         .to_compact_lossy();
     assert!(!permitted_difficulty_transition(&main, 4032, bits, eighth));
     // Regtest allows minimum-difficulty blocks: anything goes.
-    let reg = Params::new(bitcoin::Network::Regtest);
+    let reg = ChainRules::of(Network::Regtest, false);
     assert!(permitted_difficulty_transition(&reg, 7, bits, other));
 }
 

@@ -9,7 +9,7 @@ use bitcoin::block::Header;
 
 use super::super::error::PeerError;
 use super::super::headers_sync::{check_pow, claimed_work, HeadersSync};
-use super::{get_headers, get_headers_from, Session, MAX_HEADERS, MAX_UNCONNECTING_HEADERS};
+use super::{get_headers_from, Session, MAX_HEADERS, MAX_UNCONNECTING_HEADERS};
 
 impl Session<'_> {
     /// Headers from the peer; a full message means it has more.
@@ -24,9 +24,10 @@ impl Session<'_> {
         if headers.is_empty() {
             // As Core: an empty answer ends a presync in progress.
             self.headers_sync = None;
+            self.getheaders_sent = None;
             return Ok(());
         }
-        check_pow(&headers, &self.ctx.rules.params)
+        check_pow(&headers, self.ctx.rules.pow_limit)
             .map_err(|e| PeerError::Misbehaving(e.into()))?;
         let (headers, checked) = match self.continue_presync(&headers, full)? {
             Some(released) if released.is_empty() => return Ok(()),
@@ -39,6 +40,7 @@ impl Session<'_> {
             return self.unconnecting(first);
         };
         self.unconnecting_headers = 0;
+        self.getheaders_sent = None;
         let last = headers[headers.len() - 1].block_hash();
         let checked = checked || tokio::task::block_in_place(|| v.is_on_best_chains(&last));
         if !checked {
@@ -61,17 +63,18 @@ impl Session<'_> {
         self.submit(&headers)?;
         if full && self.headers_sync.is_none() {
             let locator = tokio::task::block_in_place(|| v.locator_from(&last));
-            self.queue(get_headers_from(locator))?;
+            self.send_getheaders(get_headers_from(locator))?;
         }
         Ok(())
     }
 
     /// Headers whose first builds on an unknown one: a `getheaders` (Core's answer: the peer
-    /// may be ahead of what it announced), until too many in a row.
+    /// may be ahead of what it announced), until too many in a row, then a disconnect without
+    /// a ban (Core 31 has no limit; cairn's keeps a peer from making it ask for ever).
     fn unconnecting(&mut self, prev: bitcoin::BlockHash) -> Result<(), PeerError> {
         self.unconnecting_headers += 1;
         if self.unconnecting_headers > MAX_UNCONNECTING_HEADERS {
-            return Err(PeerError::Misbehaving(format!(
+            return Err(PeerError::Refused(format!(
                 "{} headers messages in a row that do not connect",
                 self.unconnecting_headers
             )));
@@ -80,7 +83,7 @@ impl Session<'_> {
             "peer {}: headers from unknown {prev}; asking for headers",
             self.id
         );
-        self.queue(get_headers(&self.ctx.validator))
+        self.ask_headers()
     }
 
     /// Feeds a presync in progress (Core's `IsContinuationOfLowWorkHeadersSync`): `Some` with
@@ -100,6 +103,10 @@ impl Session<'_> {
             .then(|| (sync.locator_head(), sync.chain_start()));
         if sync.is_final() {
             self.headers_sync = None;
+        }
+        if out.success {
+            self.unconnecting_headers = 0;
+            self.getheaders_sent = None;
         }
         if let Some((head, start)) = next {
             self.ask_presync(head, start)?;
@@ -146,7 +153,7 @@ impl Session<'_> {
         let v = &self.ctx.validator;
         let mut locator = vec![head];
         locator.extend(tokio::task::block_in_place(|| v.locator_from(&start)));
-        self.queue(get_headers_from(locator))
+        self.send_getheaders(get_headers_from(locator))
     }
 
     /// Headers with enough work, to the kernel (each checked there too).
