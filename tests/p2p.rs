@@ -991,23 +991,23 @@ fn unconnecting_headers_get_getheaders_until_too_many() {
         Some(()),
         "cairn's first getheaders"
     );
-    let orphan = |n: u8| bitcoin::block::Header {
-        version: bitcoin::block::Version::TWO,
-        prev_blockhash: bitcoin::BlockHash::from_byte_array([n; 32]),
-        merkle_root: bitcoin::TxMerkleNode::all_zeros(),
-        time: 1_700_000_000,
-        bits: bitcoin::CompactTarget::from_consensus(0x207fffff),
-        nonce: 0,
+    let orphan = |n: u8| {
+        let prev = bitcoin::BlockHash::from_byte_array([n; 32]);
+        common::peer::mined_headers(prev, 1_700_000_000, 1, n)
     };
     for n in 1..=10u8 {
-        q.send(NetworkMessage::Headers(vec![orphan(n)])).unwrap();
+        // cairn's getheaders answered (it keeps one unanswered at a time, as Core's
+        // MaybeSendGetHeaders), then a header on nothing it knows.
+        q.send(NetworkMessage::Headers(Vec::new())).unwrap();
+        q.send(NetworkMessage::Headers(orphan(n))).unwrap();
         assert_eq!(
             q.recv_until(getheaders),
             Some(()),
             "unconnecting headers message {n} not answered with getheaders"
         );
     }
-    q.send(NetworkMessage::Headers(vec![orphan(11)])).unwrap();
+    q.send(NetworkMessage::Headers(Vec::new())).unwrap();
+    q.send(NetworkMessage::Headers(orphan(11))).unwrap();
     assert_eq!(
         q.recv_until(getheaders),
         None,

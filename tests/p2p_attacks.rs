@@ -14,7 +14,7 @@ use bitcoin::block::Header;
 use bitcoin::hashes::Hash;
 use bitcoin::p2p::message::NetworkMessage;
 use bitcoin::p2p::message_blockdata::Inventory;
-use common::peer::{connect_from_with_rcvbuf, ScriptedPeer};
+use common::peer::{connect_from_with_rcvbuf, mined_headers, ScriptedPeer};
 use common::probe::RssPeak;
 use common::{free_port, start_cairn, Bitcoind, Cairn};
 
@@ -192,23 +192,7 @@ fn a_peer_that_never_reads_pins_neither_memory_nor_its_place() {
 /// `n` regtest headers on `parent` with valid proof of work and times a second apart: what a
 /// peer can make for nothing (regtest's target is met by every other hash).
 fn cheap_headers(parent: &Header, n: usize, salt: u8) -> Vec<Header> {
-    let mut out: Vec<Header> = Vec::with_capacity(n);
-    for i in 0..n {
-        let prev = out.last().unwrap_or(parent);
-        let mut h = Header {
-            version: bitcoin::block::Version::from_consensus(0x2000_0000),
-            prev_blockhash: prev.block_hash(),
-            merkle_root: bitcoin::TxMerkleNode::from_byte_array([salt; 32]),
-            time: prev.time + 1,
-            bits: bitcoin::CompactTarget::from_consensus(0x207f_ffff),
-            nonce: i as u32,
-        };
-        while !h.target().is_met_by(h.block_hash()) {
-            h.nonce = h.nonce.wrapping_add(1 << 20);
-        }
-        out.push(h);
-    }
-    out
+    mined_headers(parent.block_hash(), parent.time + 1, n, salt)
 }
 
 /// Whether cairn takes a header on `parent` as connecting: one that does not gets a
@@ -432,4 +416,47 @@ fn a_crowded_host_gives_its_places_to_others_and_connect_keeps_no_addresses() {
     assert_eq!(peers_from(&net.cairn, "127.0.0.1"), 1, "the follower");
     net.both_reach_new_blocks(2, Duration::from_secs(60));
     drop(crowd);
+}
+
+/// Finding 5: inbound peers that claim a chain far above cairn's and never send a block. Core
+/// trusts only the headers a peer sends for what it has (`pindexBestKnownBlock`), prefers
+/// outbound peers during the initial download, and drops a peer whose requested block another
+/// had to deliver (`BLOCK_STALLING_TIMEOUT`); cairn asked them first, from the height in their
+/// `version`, and only re-asked after 10 s each.
+#[test]
+fn peers_claiming_a_huge_chain_stall_nothing() {
+    let mut net = Net::start(120, 1, &[]);
+    net.start_follower();
+    net.both_reach_new_blocks(1, Duration::from_secs(60));
+    let mut stallers: Vec<ScriptedPeer> = (0..10)
+        .map(|_| {
+            let mut p = ScriptedPeer::connect(ATTACKER, net.p2p);
+            p.handshake_claiming(1_000_000).expect("a handshake");
+            p
+        })
+        .collect();
+    std::thread::sleep(Duration::from_secs(1));
+    for round in 0..3 {
+        let start = Instant::now();
+        net.source.rpc(&["generatetoaddress", "1", ADDR]);
+        let tip = net.source.rpc(&["getbestblockhash"]);
+        net.cairn.wait_for(&tip, "a new block");
+        let took = start.elapsed();
+        eprintln!("block {round} reached cairn in {took:?}");
+        assert!(
+            took < Duration::from_secs(5),
+            "a new block took {took:?} beside ten peers claiming a million blocks"
+        );
+    }
+    net.both_reach_new_blocks(1, Duration::from_secs(30));
+    // They are still connected (claiming is no offence), and were asked for nothing.
+    for s in &mut stallers {
+        s.send(NetworkMessage::Ping(1)).unwrap();
+        let asked = s.recv_until(|m| match m {
+            NetworkMessage::GetData(items) => Some(!items.is_empty()),
+            NetworkMessage::Pong(1) => Some(false),
+            _ => None,
+        });
+        assert_eq!(asked, Some(false), "a staller was asked for blocks");
+    }
 }

@@ -189,6 +189,14 @@ impl Validator {
         sums[k as usize].1
     }
 
+    /// A block locator from the best header's parent (Core's first `getheaders`).
+    pub fn locator_before_best(&self) -> Vec<BlockHash> {
+        match self.chainman.best_entry() {
+            Some(best) => locator_entries(&best.prev().unwrap_or(best)),
+            None => Vec::new(),
+        }
+    }
+
     /// A block locator from `hash` (Core's `LocatorEntries`): it and its ancestors, one by one
     /// for ten, then each step twice the last, ending at genesis. Empty for an unknown hash.
     pub fn locator_from(&self, hash: &BlockHash) -> Vec<BlockHash> {

@@ -88,6 +88,15 @@ impl Registry {
         v
     }
 
+    /// Whether any outbound peer is connected.
+    pub fn has_outbound(&self) -> bool {
+        self.peers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .values()
+            .any(|p| !p.inbound)
+    }
+
     /// Records that a connected peer misbehaved; its task ends the connection as for any
     /// misbehaviour ([`Registry::take_offence`]). Ignored once the peer has gone.
     pub fn report_offence(&self, id: PeerId, what: String) {

@@ -74,8 +74,8 @@ pub struct Session<'a> {
     getheaders_sent: Option<tokio::time::Instant>,
     /// It asked for new blocks as `headers` (BIP130 `sendheaders`) rather than `inv`.
     wants_headers: bool,
-    /// The highest block it is known to have: the height it gave in `version`, raised by every
-    /// header it sends.
+    /// The highest block it is known to have (Core's `pindexBestKnownBlock`): what its headers
+    /// and block announcements showed, never the height its `version` claims.
     best_known: i64,
     /// Whether a BIP35 `mempool` request is still owed to it (an outbound NODE_BLOOM peer),
     /// sent once cairn's mempool is at the tip.
@@ -103,7 +103,7 @@ impl<'a> Session<'a> {
             headers_sync: None,
             getheaders_sent: None,
             wants_headers: false,
-            best_known: traits.start_height,
+            best_known: -1,
             mempool_owed: !inbound
                 && ctx.mempool.is_some()
                 && traits.services.has(ServiceFlags::BLOOM),
@@ -124,7 +124,10 @@ impl<'a> Session<'a> {
         // Blocks are announced from the tip at the start on; the peer learns older ones from its
         // own `getheaders`.
         let mut announced = *tips.borrow_and_update();
-        self.ask_headers()?;
+        // From the best header's parent, as Core's first `getheaders`: the answer then has at
+        // least one header, which shows how far the peer's chain goes.
+        let first = tokio::task::block_in_place(|| self.ctx.validator.locator_before_best());
+        self.send_getheaders(get_headers_from(first))?;
         if !self.inbound {
             self.queue(NetworkMessage::GetAddr)?;
         }
@@ -193,6 +196,13 @@ impl<'a> Session<'a> {
                     }
                     if let Some(offence) = self.ctx.registry.take_offence(self.id) {
                         return Err(PeerError::Misbehaving(offence));
+                    }
+                    // Core's stalling disconnect (no ban): its blocks went to others.
+                    if self.ctx.downloader.take_stalling(self.id) {
+                        return Err(PeerError::Refused(format!(
+                            "stalling block download (nothing delivered in {}s)",
+                            super::sync::STALL_TIMEOUT.as_secs()
+                        )));
                     }
                     // A peer that is not read from is not asked for blocks either.
                     if listening {
@@ -317,8 +327,12 @@ impl<'a> Session<'a> {
         }
     }
 
-    /// A block: to the scheduler, then ask for more at once to keep the pipe full.
+    /// A block: checked for mutation, to the scheduler, then ask for more at once to keep the
+    /// pipe full.
     fn on_block(&mut self, bytes: Vec<u8>) -> Result<(), PeerError> {
+        if let Some(why) = tokio::task::block_in_place(|| mutated(&bytes)) {
+            return Err(PeerError::Misbehaving(format!("mutated block: {why}")));
+        }
         let dl = self.ctx.downloader.clone();
         if tokio::task::block_in_place(|| dl.deliver(bytes, self.id)) == Delivered::Unwanted {
             tracing::debug!("peer {}: unrequested block ignored", self.id);
@@ -334,10 +348,22 @@ impl<'a> Session<'a> {
                 "inv with more than {MAX_INV} items"
             )));
         }
-        if items
+        let blocks: Vec<BlockHash> = items
             .iter()
-            .any(|i| matches!(i, Inventory::Block(_) | Inventory::WitnessBlock(_)))
-        {
+            .filter_map(|i| match i {
+                Inventory::Block(h) | Inventory::WitnessBlock(h) => Some(*h),
+                _ => None,
+            })
+            .collect();
+        if !blocks.is_empty() {
+            // Core's `UpdateBlockAvailability`: an announced block we know raises what the
+            // peer is known to have.
+            let v = &self.ctx.validator;
+            for h in &blocks {
+                if let Some(height) = tokio::task::block_in_place(|| v.header_height(h)) {
+                    self.best_known = self.best_known.max(height);
+                }
+            }
             self.ask_headers()?;
         }
         let Some(m) = &self.ctx.mempool else {
@@ -522,8 +548,16 @@ impl<'a> Session<'a> {
         self.queue(NetworkMessage::Inv(vec![Inventory::Block(tip)]))
     }
 
-    /// Asks the peer for the blocks the scheduler gives it.
+    /// Asks the peer for the blocks the scheduler gives it. During the initial download only
+    /// outbound peers are asked while there are any (Core's `fPreferredDownload`): an inbound
+    /// peer is whoever chose to connect.
     fn request_blocks(&mut self) -> Result<(), PeerError> {
+        if self.inbound && self.ctx.registry.has_outbound() {
+            let v = &self.ctx.validator;
+            if tokio::task::block_in_place(|| v.initial_download().is_some()) {
+                return Ok(());
+            }
+        }
         let (dl, id) = (self.ctx.downloader.clone(), self.id);
         let has = self.best_known;
         let wanted = tokio::task::block_in_place(|| dl.assign(id, dl.in_flight(id), has));
@@ -553,6 +587,24 @@ impl<'a> Session<'a> {
             None => Ok(()),
         }
     }
+}
+
+/// Core's `IsBlockMutated`: a block whose transactions do not hash to its merkle root (or that
+/// hides a 64-byte transaction, which could pose as an inner merkle node), or whose witness
+/// data does not match its coinbase's commitment. `None` for a good block and for one that
+/// does not parse (the kernel refuses that itself).
+fn mutated(bytes: &[u8]) -> Option<&'static str> {
+    let block = bitcoin::consensus::deserialize::<bitcoin::Block>(bytes).ok()?;
+    if !block.check_merkle_root() {
+        return Some("merkle root");
+    }
+    if block.txdata.iter().any(|tx| tx.base_size() == 64) {
+        return Some("a 64-byte transaction");
+    }
+    if !block.check_witness_commitment() {
+        return Some("witness commitment");
+    }
+    None
 }
 
 /// An `addr` or `addrv2` over Core's limit is a protocol violation.

@@ -1,7 +1,7 @@
 //! Block download shared by all peers: which blocks to ask whom for, a moving window over the
 //! best header chain, stall detection, and handing blocks to the kernel in height order.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
@@ -85,6 +85,11 @@ struct Inner {
     buffer: BTreeMap<i64, (BlockHash, Vec<u8>, PeerId)>,
     /// The lowest height not yet handed to the kernel.
     next_to_feed: i64,
+    /// When each peer last delivered a block it was asked for.
+    delivered_at: HashMap<PeerId, Instant>,
+    /// Peers whose request went to another peer after [`STALL_TIMEOUT`] with nothing delivered
+    /// meanwhile, until their sessions drop them (Core's stalling disconnect).
+    stalling: HashSet<PeerId>,
 }
 
 impl Inner {
@@ -215,6 +220,9 @@ impl Downloader {
         {
             inner.plan = self.validator.blocks_to_download(WINDOW);
             inner.plan_at = Some(now);
+            // Requests for blocks another peer delivered first are owed no more.
+            let next = inner.next_to_feed;
+            inner.requested.retain(|_, (_, _, height)| *height >= next);
             // When nothing waits in the kernel's queue, realign with the kernel (after a reorg
             // the next block to feed can be lower than before).
             if idle {
@@ -246,8 +254,12 @@ impl Downloader {
             if !inner.askable(height, &hash, now) {
                 continue;
             }
-            if let Some((who, _, _)) = inner.requested.get(&hash) {
+            if let Some((who, at, _)) = inner.requested.get(&hash).copied() {
                 tracing::debug!("block {hash} stalled at peer {who}; asking peer {peer}");
+                let idle = inner.delivered_at.get(&who).is_none_or(|d| *d < at);
+                if who != peer && idle {
+                    inner.stalling.insert(who);
+                }
             }
             inner.requested.insert(hash, (peer, now, height));
             out.push(hash);
@@ -264,12 +276,21 @@ impl Downloader {
         };
         let hash = header.block_hash();
         // A requested block's height is known; only an unrequested one is looked up in the
-        // kernel (whose lock the validating thread holds while it connects a block).
-        let asked = self
-            .lock()
-            .requested
-            .remove(&hash)
-            .map(|(_, _, height)| height);
+        // kernel (whose lock the validating thread holds while it connects a block). The
+        // request is cleared only when the peer asked delivers (Core's `RemoveBlockRequest`
+        // with the sender): a block from another does not excuse it.
+        let (asked, own) = {
+            let mut inner = self.lock();
+            match inner.requested.get(&hash).copied() {
+                Some((who, _, height)) if who == from => {
+                    inner.requested.remove(&hash);
+                    inner.delivered_at.insert(from, Instant::now());
+                    (Some(height), true)
+                }
+                Some((_, _, height)) => (Some(height), false),
+                None => (None, false),
+            }
+        };
         let height = match asked {
             Some(height) => Some(height),
             None => self
@@ -297,6 +318,13 @@ impl Downloader {
                 inner.next_to_feed
             );
             return Delivered::Unwanted;
+        }
+        // One block a height: another for the same height (a competing block, or the same one
+        // again) does not replace what is held, unless it is the one asked for of its sender.
+        if let Some((held, _, _)) = inner.buffer.get(&height) {
+            if *held == hash || !own {
+                return Delivered::Unwanted;
+            }
         }
         inner.buffer.insert(height, (hash, bytes, from));
         self.feed_ready(&mut inner);
@@ -335,7 +363,15 @@ impl Downloader {
 
     /// Forgets what a departed peer was asked for, so others get it.
     pub fn forget_peer(&self, peer: PeerId) {
-        self.lock().requested.retain(|_, (who, _, _)| *who != peer);
+        let mut inner = self.lock();
+        inner.requested.retain(|_, (who, _, _)| *who != peer);
+        inner.delivered_at.remove(&peer);
+        inner.stalling.remove(&peer);
+    }
+
+    /// Whether `peer` was found stalling the download (taken out: its session drops it).
+    pub fn take_stalling(&self, peer: PeerId) -> bool {
+        self.lock().stalling.remove(&peer)
     }
 
     /// Blocks requested from `peer` and not yet received.

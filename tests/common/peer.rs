@@ -191,6 +191,23 @@ impl ScriptedPeer {
         ))
     }
 
+    /// The handshake, claiming in `version` to have the chain up to `start_height`.
+    pub fn handshake_claiming(
+        &mut self,
+        start_height: i32,
+    ) -> Option<Vec<bitcoin::p2p::message::NetworkMessage>> {
+        use bitcoin::p2p::message::NetworkMessage;
+        let mut v = Self::version();
+        v.start_height = start_height;
+        self.send(NetworkMessage::Version(v)).ok()?;
+        self.send(NetworkMessage::Verack).ok()?;
+        let mut seen = Vec::new();
+        while !seen.iter().any(|m| matches!(m, NetworkMessage::Verack)) {
+            seen.push(self.recv()?);
+        }
+        Some(seen)
+    }
+
     /// The version message a scripted peer sends.
     fn version() -> bitcoin::p2p::message_network::VersionMessage {
         use bitcoin::p2p::{address::Address, message_network::VersionMessage, ServiceFlags};
@@ -254,6 +271,33 @@ impl ScriptedPeer {
             }
         }
     }
+}
+
+/// `n` regtest headers in a chain on `prev` (known or not), each with valid proof of work (half
+/// of all hashes meet regtest's target), times a second apart from `time`.
+pub fn mined_headers(
+    prev: bitcoin::BlockHash,
+    time: u32,
+    n: usize,
+    salt: u8,
+) -> Vec<bitcoin::block::Header> {
+    use bitcoin::hashes::Hash;
+    let mut out: Vec<bitcoin::block::Header> = Vec::with_capacity(n);
+    for i in 0..n {
+        let mut h = bitcoin::block::Header {
+            version: bitcoin::block::Version::from_consensus(0x2000_0000),
+            prev_blockhash: out.last().map_or(prev, |p| p.block_hash()),
+            merkle_root: bitcoin::TxMerkleNode::from_byte_array([salt; 32]),
+            time: time + i as u32,
+            bits: bitcoin::CompactTarget::from_consensus(0x207f_ffff),
+            nonce: i as u32,
+        };
+        while !h.target().is_met_by(h.block_hash()) {
+            h.nonce = h.nonce.wrapping_add(1 << 20);
+        }
+        out.push(h);
+    }
+    out
 }
 
 /// A block on `parent` with valid proof of work (regtest) whose merkle root does not match its

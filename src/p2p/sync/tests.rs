@@ -232,3 +232,34 @@ fn new_headers_are_planned_after_headers_changed() {
     dl.headers_changed();
     assert_eq!(dl.assign(3, 0, ALL), chain.hashes(9..=24));
 }
+
+#[test]
+fn a_peer_that_delivers_nothing_before_its_request_goes_elsewhere_is_stalling() {
+    let chain = FakeChain::new(40);
+    let dl = downloader(&chain);
+    assert_eq!(dl.assign(1, 0, ALL), chain.hashes(1..=16));
+    assert_eq!(dl.assign(2, 0, ALL), chain.hashes(17..=32));
+    assert_eq!(dl.deliver(chain.block(17), 2), Delivered::Taken);
+    assert!(!dl.take_stalling(1) && !dl.take_stalling(2));
+    // Past the timeout peer 3 gets peer 1's blocks and peer 2's undelivered ones: peer 1
+    // delivered nothing since it was asked, so it is stalling; peer 2 did deliver.
+    let asked = dl.assign_at(3, 0, ALL, later);
+    assert_eq!(asked, chain.hashes(1..=16));
+    assert!(dl.take_stalling(1), "peer 1 delivered nothing");
+    assert!(!dl.take_stalling(1), "told once");
+    assert!(!dl.take_stalling(2));
+}
+
+#[test]
+fn a_block_from_another_peer_leaves_the_request_and_the_held_block_alone() {
+    let chain = FakeChain::new(40);
+    let dl = downloader(&chain);
+    assert_eq!(dl.assign(1, 0, ALL), chain.hashes(1..=16));
+    // Peer 2 sends block 5, asked of peer 1: taken, but peer 1 still owes it.
+    assert_eq!(dl.deliver(chain.block(5), 2), Delivered::Taken);
+    assert_eq!(dl.in_flight(1), 16);
+    // Sent again, it is not taken twice; peer 1's own delivery of it clears its request.
+    assert_eq!(dl.deliver(chain.block(5), 2), Delivered::Unwanted);
+    assert_eq!(dl.deliver(chain.block(5), 1), Delivered::Unwanted);
+    assert_eq!(dl.in_flight(1), 15);
+}
