@@ -460,3 +460,63 @@ fn peers_claiming_a_huge_chain_stall_nothing() {
         assert_eq!(asked, Some(false), "a staller was asked for blocks");
     }
 }
+
+/// Finding 4: a peer that announces 50,000 transactions and replays an invalid one. Core's
+/// `TxRequestTracker` keeps 5,000 announcements and 100 requests in flight per peer, and
+/// `MaybePunishNodeForTx` disconnects a peer that sends a transaction breaking a consensus
+/// rule; cairn asked for all 50,000 at once and let the peer send invalid ones for ever.
+#[test]
+fn announcements_are_tracked_and_invalid_transactions_punished() {
+    let mut net = Net::start(120, 1, &[]);
+    net.start_follower();
+    net.both_reach_new_blocks(1, Duration::from_secs(60));
+    let mut attacker = ScriptedPeer::connect(ATTACKER, net.p2p);
+    attacker.handshake();
+    let inv: Vec<Inventory> = (0..50_000u32)
+        .map(|i| {
+            let mut b = [0u8; 32];
+            b[..4].copy_from_slice(&i.to_le_bytes());
+            b[31] = 0x26;
+            Inventory::WTx(bitcoin::Wtxid::from_byte_array(b))
+        })
+        .collect();
+    attacker.send(NetworkMessage::Inv(inv)).unwrap();
+    // Everything it is asked for within 5 s (it answers nothing).
+    let mut asked = 0;
+    let until = Instant::now() + Duration::from_secs(5);
+    attacker
+        .stream
+        .set_read_timeout(Some(Duration::from_millis(200)))
+        .unwrap();
+    while Instant::now() < until {
+        if let Some(NetworkMessage::GetData(items)) = attacker.recv() {
+            asked += items.len();
+        }
+    }
+    eprintln!("asked for {asked} of 50,000 announced transactions");
+    assert!(
+        asked <= 100,
+        "cairn asked one peer for {asked} transactions at once"
+    );
+    // A transaction that spends the same output twice (Core's `bad-txns-inputs-duplicate`, a
+    // consensus rule): the peer is disconnected.
+    let input = bitcoin::TxIn {
+        previous_output: bitcoin::OutPoint::new(bitcoin::Txid::from_byte_array([7; 32]), 0),
+        ..Default::default()
+    };
+    let bad = bitcoin::Transaction {
+        version: bitcoin::transaction::Version::TWO,
+        lock_time: bitcoin::absolute::LockTime::ZERO,
+        input: vec![input.clone(), input],
+        output: vec![bitcoin::TxOut {
+            value: bitcoin::Amount::from_sat(1_000),
+            script_pubkey: bitcoin::ScriptBuf::new(),
+        }],
+    };
+    attacker.send(NetworkMessage::Tx(bad)).unwrap();
+    assert!(
+        attacker.is_closed_within(Duration::from_secs(10)),
+        "a peer that sent a consensus-invalid transaction is still connected"
+    );
+    net.both_reach_new_blocks(1, Duration::from_secs(30));
+}

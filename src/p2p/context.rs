@@ -44,6 +44,8 @@ pub struct PeerContext {
     pub mempool: Option<MempoolAccess>,
     /// Peers' transactions waiting for their parents.
     pub orphans: Orphans,
+    /// Which announced transactions to ask whom for, and which were refused lately.
+    pub tx_requests: super::tx_requests::TxRequests,
     /// The index whose BIP158 filters are served (with NODE_COMPACT_FILTERS), if there is one.
     pub filter_index: Option<Arc<Index>>,
     /// Known peer addresses.

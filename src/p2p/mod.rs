@@ -13,10 +13,12 @@ mod inbound;
 pub mod orphans;
 pub mod peer;
 mod registry;
+mod rolling;
 pub mod seeds;
 mod send;
 mod session;
 pub mod sync;
+mod tx_requests;
 pub mod v2;
 mod wire;
 
@@ -388,6 +390,7 @@ fn peer_context(
         filter_index,
         mempool,
         orphans: Orphans::default(),
+        tx_requests: Default::default(),
         book: Arc::new(AddrBook::new(config.network == Network::Regtest)),
         registry,
         timeout: config.timeout,

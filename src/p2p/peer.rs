@@ -39,6 +39,7 @@ impl Drop for Ending<'_> {
         }
         self.ctx.downloader.forget_peer(self.id);
         self.ctx.orphans.forget_peer(self.id);
+        self.ctx.tx_requests.forget_peer(self.id);
     }
 }
 

@@ -204,9 +204,10 @@ impl<'a> Session<'a> {
                             super::sync::STALL_TIMEOUT.as_secs()
                         )));
                     }
-                    // A peer that is not read from is not asked for blocks either.
+                    // A peer that is not read from is not asked for blocks or transactions either.
                     if listening {
                         self.request_blocks()?;
+                        self.request_txs()?;
                     }
                     self.ask_mempool_when_synced()?;
                 }
@@ -323,6 +324,12 @@ impl<'a> Session<'a> {
                 self.queue_some(answer)
             }
             NetworkMessage::GetAddr => self.on_getaddr(),
+            NetworkMessage::NotFound(items) => {
+                for k in items.iter().filter_map(super::tx_requests::key) {
+                    self.ctx.tx_requests.answered(&k);
+                }
+                self.request_txs()
+            }
             _ => Ok(()),
         }
     }
@@ -386,7 +393,25 @@ impl<'a> Session<'a> {
         if wanted.is_empty() {
             return Ok(());
         }
-        self.queue(NetworkMessage::GetData(wanted))
+        // Asked for through the tracker: bounded per peer, one peer at a time per transaction,
+        // inbound announcements after a delay (Core's TxRequestTracker).
+        let delay = if self.inbound {
+            super::tx_requests::INBOUND_DELAY
+        } else {
+            Duration::ZERO
+        };
+        let tip = tokio::task::block_in_place(|| self.ctx.validator.tip().hash);
+        self.ctx.tx_requests.announced(self.id, wanted, delay, tip);
+        self.request_txs()
+    }
+
+    /// Asks the peer for the announced transactions that are due from it.
+    fn request_txs(&mut self) -> Result<(), PeerError> {
+        let due = self.ctx.tx_requests.due(self.id);
+        if due.is_empty() {
+            return Ok(());
+        }
+        self.queue(NetworkMessage::GetData(due))
     }
 
     /// A transaction: into the mempool, announced if accepted, and then the orphans waiting for
@@ -398,6 +423,15 @@ impl<'a> Session<'a> {
         };
         let raw = bitcoin::consensus::serialize(&tx);
         let txid = tx.compute_txid();
+        let wtxid = tx.compute_wtxid();
+        let requests = &self.ctx.tx_requests;
+        requests.answered(&txid.to_byte_array());
+        requests.answered(&wtxid.to_byte_array());
+        // Refused lately: not checked again (its scripts cost the same every time).
+        if requests.recently_rejected(&wtxid.to_byte_array()) {
+            tracing::debug!("peer {}: transaction {txid} refused lately", self.id);
+            return Ok(());
+        }
         match tokio::task::block_in_place(|| m.mempool.accept(&raw, &m.index)) {
             Ok(accepted) => {
                 tracing::debug!("peer {}: accepted transaction {txid}", self.id);
@@ -419,7 +453,25 @@ impl<'a> Session<'a> {
                     self.queue(NetworkMessage::GetData(ask))?;
                 }
             }
-            Err(e) => tracing::debug!("peer {}: transaction {txid} rejected: {e}", self.id),
+            Err(Rejection::AlreadyInMempool | Rejection::AlreadyKnown | Rejection::Backend(_)) => {}
+            Err(e) => {
+                tracing::debug!("peer {}: transaction {txid} rejected: {e}", self.id);
+                // By wtxid (its txid when it has no witness): the same transaction with another
+                // witness may be valid.
+                requests.rejected(&[wtxid.to_byte_array()]);
+                // Core's `MaybePunishNodeForTx`: breaking a consensus rule is misbehaviour.
+                if matches!(
+                    e,
+                    Rejection::Invalid { .. }
+                        | Rejection::InBelowOut { .. }
+                        | Rejection::Script { .. }
+                        | Rejection::Coinbase
+                ) {
+                    return Err(PeerError::Misbehaving(format!(
+                        "consensus-invalid transaction {txid}: {e}"
+                    )));
+                }
+            }
         }
         Ok(())
     }
