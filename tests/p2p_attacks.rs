@@ -520,3 +520,99 @@ fn announcements_are_tracked_and_invalid_transactions_punished() {
     );
     net.both_reach_new_blocks(1, Duration::from_secs(30));
 }
+
+/// Finding 6: where a transaction first appears. Core trickles announcements on Poisson timers
+/// (2 s to outbound peers, 5 s to inbound ones, one timer for all inbound peers); cairn told
+/// every peer at once, so a spy saw cairn as the origin of what its wallets broadcast. Five
+/// transactions broadcast through cairn's Electrum: two spies see each at the same moment, and
+/// late (0.5 s on average at least; cairn sent them within milliseconds before).
+#[test]
+fn broadcasts_reach_spies_late_and_together() {
+    let electrum = SocketAddr::from(([127, 0, 0, 1], free_port()));
+    let mut net = Net::start(120, 1, &[&format!("--electrum-addr={electrum}")]);
+    net.start_follower();
+    net.source.rpc(&["createwallet", "w"]);
+    let mine = net.source.rpc(&["getnewaddress", "", "bech32"]);
+    net.source.rpc(&["generatetoaddress", "101", &mine]);
+    net.cairn
+        .wait_for(&net.source.rpc(&["getbestblockhash"]), "the wallet's coins");
+    let spies: Vec<ScriptedPeer> = (0..2)
+        .map(|_| {
+            let mut s = ScriptedPeer::connect(ATTACKER, net.p2p);
+            s.handshake();
+            s
+        })
+        .collect();
+    let (tx_times, rx_times) = std::sync::mpsc::channel::<(usize, bitcoin::Txid, Instant)>();
+    for (i, mut spy) in spies.into_iter().enumerate() {
+        let tx_times = tx_times.clone();
+        std::thread::spawn(move || {
+            spy.stream
+                .set_read_timeout(Some(Duration::from_secs(60)))
+                .unwrap();
+            while let Some(m) = spy.recv() {
+                if let NetworkMessage::Inv(items) = m {
+                    for item in items {
+                        if let Inventory::Transaction(t) = item {
+                            let _ = tx_times.send((i, t, Instant::now()));
+                        }
+                    }
+                }
+            }
+        });
+    }
+    let mut wallet = std::io::BufReader::new(std::net::TcpStream::connect(electrum).unwrap());
+    let mut total = Duration::ZERO;
+    for round in 0..5u64 {
+        let raw = net
+            .source
+            .rpc(&["createrawtransaction", "[]", &format!("{{\"{mine}\":0.1}}")]);
+        let funded = net
+            .source
+            .rpc_json(&["fundrawtransaction", &raw, "{\"fee_rate\":10}"]);
+        let signed = net.source.rpc_json(&[
+            "signrawtransactionwithwallet",
+            funded["hex"].as_str().unwrap(),
+        ]);
+        let hex = signed["hex"].as_str().unwrap().to_string();
+        let sent = Instant::now();
+        let txid = common::probe::call(
+            &mut wallet,
+            round,
+            "blockchain.transaction.broadcast",
+            serde_json::json!([hex]),
+        )
+        .unwrap();
+        let txid: bitcoin::Txid = txid["result"]
+            .as_str()
+            .unwrap_or_else(|| panic!("broadcast: {txid}"))
+            .parse()
+            .unwrap();
+        let mut seen = [None, None];
+        while seen.iter().any(Option::is_none) {
+            let (spy, t, at) = rx_times
+                .recv_timeout(Duration::from_secs(30))
+                .expect("a spy never heard of the broadcast");
+            if t == txid {
+                seen[spy] = Some(at.duration_since(sent));
+            }
+        }
+        // The wallet learns of it only now (so it funds the next from other coins).
+        net.source.rpc(&["sendrawtransaction", &hex]);
+        let (a, b) = (seen[0].unwrap(), seen[1].unwrap());
+        eprintln!("round {round}: the spies heard after {a:?} and {b:?}");
+        let apart = a.max(b) - a.min(b);
+        assert!(
+            apart < Duration::from_millis(300),
+            "two inbound spies heard {apart:?} apart"
+        );
+        total += a.min(b);
+    }
+    let mean = total / 5;
+    eprintln!("mean delay {mean:?}");
+    assert!(
+        mean >= Duration::from_millis(500),
+        "broadcasts reached a spy after {mean:?} on average"
+    );
+    net.both_reach_new_blocks(1, Duration::from_secs(30));
+}

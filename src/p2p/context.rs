@@ -46,6 +46,12 @@ pub struct PeerContext {
     pub orphans: Orphans,
     /// Which announced transactions to ask whom for, and which were refused lately.
     pub tx_requests: super::tx_requests::TxRequests,
+    /// When inbound peers are next told of new transactions: one timer for all of them
+    /// (Core's `NextInvToInbounds`).
+    pub inbound_announcement: std::sync::Mutex<tokio::time::Instant>,
+    /// The answer every `getaddr` gets until it expires (Core's `m_addr_response_caches`).
+    pub addr_answer:
+        std::sync::Mutex<Option<(std::time::Instant, Vec<super::addrbook::KnownAddr>)>>,
     /// The index whose BIP158 filters are served (with NODE_COMPACT_FILTERS), if there is one.
     pub filter_index: Option<Arc<Index>>,
     /// Known peer addresses.
@@ -62,4 +68,39 @@ pub struct PeerContext {
     /// The kernel's tip once it has caught up with the best header (`None` before): what the
     /// sessions announce to their peers.
     pub tip: tokio::sync::watch::Sender<Option<BlockHash>>,
+}
+
+impl PeerContext {
+    /// The next time inbound peers are told of new transactions: the shared time, or, once it
+    /// has passed, a new one a Poisson wait after `now`.
+    pub fn next_inbound_announcement(&self, now: tokio::time::Instant) -> tokio::time::Instant {
+        let mut at = self
+            .inbound_announcement
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if *at <= now {
+            *at = now + super::session::poisson(super::session::INBOUND_INTERVAL);
+        }
+        *at
+    }
+
+    /// The sample of the address book `getaddr` is answered with: the same for 21 to 27 hours
+    /// (Core's `GetAddresses` cache), then drawn afresh.
+    pub fn addr_answer(&self) -> Vec<super::addrbook::KnownAddr> {
+        let now = std::time::Instant::now();
+        let mut cached = self
+            .addr_answer
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        match &*cached {
+            Some((until, sample)) if *until > now => sample.clone(),
+            _ => {
+                let sample = self.book.sample();
+                let hours = 21.0 + 6.0 * rand::random::<f64>();
+                let until = now + std::time::Duration::from_secs_f64(hours * 3600.0);
+                *cached = Some((until, sample.clone()));
+                sample
+            }
+        }
+    }
 }

@@ -391,6 +391,8 @@ fn peer_context(
         mempool,
         orphans: Orphans::default(),
         tx_requests: Default::default(),
+        inbound_announcement: std::sync::Mutex::new(tokio::time::Instant::now()),
+        addr_answer: std::sync::Mutex::new(None),
         book: Arc::new(AddrBook::new(config.network == Network::Regtest)),
         registry,
         timeout: config.timeout,

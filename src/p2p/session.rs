@@ -28,7 +28,9 @@ use crate::mempool::Rejection;
 
 mod headers;
 mod owed;
+mod relay;
 use owed::Owed;
+pub(super) use relay::{poisson, INBOUND_INTERVAL};
 
 /// Most headers in one `headers` message.
 pub const MAX_HEADERS: usize = 2000;
@@ -59,6 +61,8 @@ pub struct Session<'a> {
     out: &'a SendQueue,
     /// What it asked for and has not been sent yet.
     owed: Owed,
+    /// Transactions to announce to it, and those it has.
+    trickle: relay::Trickle,
     id: PeerId,
     ctx: &'a PeerContext,
     traits: &'a PeerTraits,
@@ -94,6 +98,7 @@ impl<'a> Session<'a> {
         Session {
             out,
             owed: Owed::default(),
+            trickle: relay::Trickle::new(),
             id,
             ctx,
             traits,
@@ -150,7 +155,7 @@ impl<'a> Session<'a> {
                 () = self.out.written(), if !listening => self.serve_owed()?,
                 txid = accepted.recv(), if self.ctx.mempool.is_some() => {
                     if let Ok(txid) = txid {
-                        self.announce(txid)?;
+                        self.announce(txid);
                     }
                 }
                 moved = tips.changed() => {
@@ -209,6 +214,7 @@ impl<'a> Session<'a> {
                         self.request_blocks()?;
                         self.request_txs()?;
                     }
+                    self.trickle_due()?;
                     self.ask_mempool_when_synced()?;
                 }
             }
@@ -390,6 +396,9 @@ impl<'a> Session<'a> {
                 other => other,
             })
             .collect();
+        for k in wanted.iter().filter_map(super::tx_requests::key) {
+            self.knows_tx(&k);
+        }
         if wanted.is_empty() {
             return Ok(());
         }
@@ -424,6 +433,8 @@ impl<'a> Session<'a> {
         let raw = bitcoin::consensus::serialize(&tx);
         let txid = tx.compute_txid();
         let wtxid = tx.compute_wtxid();
+        self.knows_tx(&txid.to_byte_array());
+        self.knows_tx(&wtxid.to_byte_array());
         let requests = &self.ctx.tx_requests;
         requests.answered(&txid.to_byte_array());
         requests.answered(&wtxid.to_byte_array());
@@ -548,34 +559,15 @@ impl<'a> Session<'a> {
         tracing::debug!("peer {}: {sent} addresses ({what}), {added} new", self.id);
     }
 
-    /// As Bitcoin Core: only inbound peers are answered, once per connection, so a peer cannot
-    /// map the book by asking repeatedly.
+    /// As Bitcoin Core: only inbound peers are answered, once per connection, all with the same
+    /// sample for about a day, so a peer cannot map the book by asking repeatedly or by
+    /// reconnecting.
     fn on_getaddr(&mut self) -> Result<(), PeerError> {
         if !self.inbound || self.answered_getaddr {
             return Ok(());
         }
         self.answered_getaddr = true;
-        self.queue(addr_message(self.ctx.book.sample(), self.traits.addrv2))
-    }
-
-    /// Announces a transaction the mempool accepted, by wtxid if the peer asked for that.
-    fn announce(&mut self, txid: bitcoin::Txid) -> Result<(), PeerError> {
-        let Some(m) = &self.ctx.mempool else {
-            return Ok(());
-        };
-        let item = if self.traits.wtxid_relay {
-            let tx = m
-                .mempool
-                .raw(&txid)
-                .and_then(|raw| bitcoin::consensus::deserialize::<Transaction>(&raw).ok());
-            match tx {
-                Some(tx) => Inventory::WTx(tx.compute_wtxid()),
-                None => return Ok(()),
-            }
-        } else {
-            Inventory::Transaction(txid)
-        };
-        self.queue(NetworkMessage::Inv(vec![item]))
+        self.queue(addr_message(self.ctx.addr_answer(), self.traits.addrv2))
     }
 
     /// Announces a new tip as Core does (`SendMessages`): the headers from the last announced
