@@ -69,6 +69,14 @@ impl Net {
         }
     }
 
+    /// [`Net::start`], then the follower, synced up to a new block.
+    fn with_follower(blocks: u32, txs: u32, args: &[&str]) -> Net {
+        let mut net = Net::start(blocks, txs, args);
+        net.start_follower();
+        net.both_reach_new_blocks(1, Duration::from_secs(60));
+        net
+    }
+
     /// Starts the follower: a bitcoind that syncs from cairn only.
     fn start_follower(&mut self) {
         let follower = Bitcoind::start(
@@ -270,9 +278,7 @@ fn low_work_headers_are_never_stored() {
             .unwrap();
     }
     // Its messages are handled in order: the pong says all 50 were.
-    attacker.send(NetworkMessage::Ping(7)).unwrap();
-    let pong = attacker.recv_until(|m| matches!(m, NetworkMessage::Pong(7)).then_some(()));
-    assert!(pong.is_some(), "the attacker's ping after its headers");
+    assert!(attacker.pinged(7), "the attacker's ping after its headers");
     let mut probe = ScriptedPeer::connect(ATTACKER, net.p2p);
     probe.handshake();
     // cairn's own first getheaders, before any probe, answered.
@@ -324,9 +330,7 @@ fn low_work_headers_are_never_stored() {
 /// 1,000 requests from one peer that reads its answers: cairn's memory stays where it was.
 #[test]
 fn answering_getheaders_leaks_nothing() {
-    let mut net = Net::start(2200, 1, &[]);
-    net.start_follower();
-    net.both_reach_new_blocks(1, Duration::from_secs(60));
+    let net = Net::with_follower(2200, 1, &[]);
     let genesis = bitcoin::blockdata::constants::genesis_block(bitcoin::Network::Regtest);
     let mut attacker = ScriptedPeer::connect(ATTACKER, net.p2p);
     attacker.handshake();
@@ -362,9 +366,7 @@ fn answering_getheaders_leaks_nothing() {
 /// is kept.
 #[test]
 fn a_crowded_host_gives_its_places_to_others_and_connect_keeps_no_addresses() {
-    let mut net = Net::start(120, 1, &[]);
-    net.start_follower();
-    net.both_reach_new_blocks(1, Duration::from_secs(60));
+    let net = Net::with_follower(120, 1, &[]);
 
     let known = || net.cairn.status()["p2p"]["known_addresses"].as_u64();
     let before = known();
@@ -381,10 +383,7 @@ fn a_crowded_host_gives_its_places_to_others_and_connect_keeps_no_addresses() {
         })
         .collect();
     gossip.send(NetworkMessage::Addr(addrs)).unwrap();
-    gossip.send(NetworkMessage::Ping(3)).unwrap();
-    assert!(gossip
-        .recv_until(|m| matches!(m, NetworkMessage::Pong(3)).then_some(()))
-        .is_some());
+    assert!(gossip.pinged(3));
     assert_eq!(known(), before, "addresses kept from gossip with --connect");
     drop(gossip);
 
@@ -405,11 +404,8 @@ fn a_crowded_host_gives_its_places_to_others_and_connect_keeps_no_addresses() {
         .filter_map(|_| connect_from_with_rcvbuf(ATTACKER, net.p2p, None).ok())
         .collect();
     std::thread::sleep(Duration::from_secs(1));
-    honest.send(NetworkMessage::Ping(5)).unwrap();
     assert!(
-        honest
-            .recv_until(|m| matches!(m, NetworkMessage::Pong(5)).then_some(()))
-            .is_some(),
+        honest.pinged(5),
         "the honest peer lost its place to {} reconnections",
         again.len()
     );
@@ -425,9 +421,7 @@ fn a_crowded_host_gives_its_places_to_others_and_connect_keeps_no_addresses() {
 /// `version`, and only re-asked after 10 s each.
 #[test]
 fn peers_claiming_a_huge_chain_stall_nothing() {
-    let mut net = Net::start(120, 1, &[]);
-    net.start_follower();
-    net.both_reach_new_blocks(1, Duration::from_secs(60));
+    let net = Net::with_follower(120, 1, &[]);
     let mut stallers: Vec<ScriptedPeer> = (0..10)
         .map(|_| {
             let mut p = ScriptedPeer::connect(ATTACKER, net.p2p);
@@ -467,9 +461,7 @@ fn peers_claiming_a_huge_chain_stall_nothing() {
 /// rule; cairn asked for all 50,000 at once and let the peer send invalid ones for ever.
 #[test]
 fn announcements_are_tracked_and_invalid_transactions_punished() {
-    let mut net = Net::start(120, 1, &[]);
-    net.start_follower();
-    net.both_reach_new_blocks(1, Duration::from_secs(60));
+    let net = Net::with_follower(120, 1, &[]);
     let mut attacker = ScriptedPeer::connect(ATTACKER, net.p2p);
     attacker.handshake();
     let inv: Vec<Inventory> = (0..50_000u32)

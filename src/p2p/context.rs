@@ -48,7 +48,7 @@ pub struct PeerContext {
     pub tx_requests: super::tx_requests::TxRequests,
     /// When inbound peers are next told of new transactions: one timer for all of them
     /// (Core's `NextInvToInbounds`).
-    pub inbound_announcement: std::sync::Mutex<tokio::time::Instant>,
+    pub inbound_announcement: super::announce_timer::InboundTimer,
     /// The answer every `getaddr` gets until it expires (Core's `m_addr_response_caches`).
     pub addr_answer:
         std::sync::Mutex<Option<(std::time::Instant, Vec<super::addrbook::KnownAddr>)>>,
@@ -71,19 +71,6 @@ pub struct PeerContext {
 }
 
 impl PeerContext {
-    /// The next time inbound peers are told of new transactions: the shared time, or, once it
-    /// has passed, a new one a Poisson wait after `now`.
-    pub fn next_inbound_announcement(&self, now: tokio::time::Instant) -> tokio::time::Instant {
-        let mut at = self
-            .inbound_announcement
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if *at <= now {
-            *at = now + super::session::poisson(super::session::INBOUND_INTERVAL);
-        }
-        *at
-    }
-
     /// The sample of the address book `getaddr` is answered with: the same for 21 to 27 hours
     /// (Core's `GetAddresses` cache), then drawn afresh.
     pub fn addr_answer(&self) -> Vec<super::addrbook::KnownAddr> {

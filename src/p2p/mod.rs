@@ -3,6 +3,7 @@
 
 pub mod addrbook;
 pub mod addrbook_file;
+mod announce_timer;
 pub mod codec;
 mod context;
 mod error;
@@ -391,7 +392,7 @@ fn peer_context(
         mempool,
         orphans: Orphans::default(),
         tx_requests: Default::default(),
-        inbound_announcement: std::sync::Mutex::new(tokio::time::Instant::now()),
+        inbound_announcement: Default::default(),
         addr_answer: std::sync::Mutex::new(None),
         book: Arc::new(AddrBook::new(config.network == Network::Regtest)),
         registry,

@@ -30,7 +30,6 @@ mod headers;
 mod owed;
 mod relay;
 use owed::Owed;
-pub(super) use relay::{poisson, INBOUND_INTERVAL};
 
 /// Most headers in one `headers` message.
 pub const MAX_HEADERS: usize = 2000;

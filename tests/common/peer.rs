@@ -184,6 +184,16 @@ impl ScriptedPeer {
         self.try_handshake().expect("handshake reply")
     }
 
+    /// Sends a ping and reads until its pong: whether it came (cairn handles a peer's messages
+    /// in order, so everything sent before was handled).
+    pub fn pinged(&mut self, nonce: u64) -> bool {
+        use bitcoin::p2p::message::NetworkMessage;
+        self.send(NetworkMessage::Ping(nonce)).is_ok()
+            && self
+                .recv_until(|m| matches!(m, NetworkMessage::Pong(n) if *n == nonce).then_some(()))
+                .is_some()
+    }
+
     /// A second `version` after the handshake: misbehaviour Core bans for.
     pub fn send_second_version(&mut self) -> std::io::Result<()> {
         self.send(bitcoin::p2p::message::NetworkMessage::Version(

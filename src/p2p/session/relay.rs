@@ -16,14 +16,13 @@ use bitcoin::p2p::message_blockdata::Inventory;
 use bitcoin::{Transaction, Txid};
 use tokio::time::Instant;
 
+use super::super::announce_timer::poisson;
 use super::super::error::PeerError;
 use super::super::rolling::RollingBloom;
 use super::Session;
 
 /// Average wait between announcements to an outbound peer.
 const OUTBOUND_INTERVAL: Duration = Duration::from_secs(2);
-/// Average wait between announcements to inbound peers (one timer for all).
-pub const INBOUND_INTERVAL: Duration = Duration::from_secs(5);
 /// Most transactions in one announcement (Core's `INVENTORY_BROADCAST_MAX`).
 const MAX_PER_INV: usize = 1000;
 /// Most transactions waiting to be announced to one peer; the oldest go first past it.
@@ -46,13 +45,6 @@ impl Trickle {
             next: Instant::now(),
         }
     }
-}
-
-/// A wait drawn from an exponential distribution with mean `average` (Core's
-/// `rand_exp_duration`).
-pub fn poisson(average: Duration) -> Duration {
-    let u: f64 = rand::random::<f64>().max(f64::MIN_POSITIVE);
-    average.mul_f64(-u.ln())
 }
 
 impl Session<'_> {
@@ -79,7 +71,7 @@ impl Session<'_> {
             return Ok(());
         }
         self.trickle.next = if self.inbound {
-            self.ctx.next_inbound_announcement(now)
+            self.ctx.inbound_announcement.next(now)
         } else {
             now + poisson(OUTBOUND_INTERVAL)
         };
