@@ -34,8 +34,13 @@ struct Net {
 
 impl Net {
     /// A chain of `blocks` with `txs` transactions a block, in bitcoind and cairn; cairn runs
-    /// with `args` besides.
+    /// with `args` besides, and talks to the source only (`--connect`).
     fn start(blocks: u32, txs: u32, args: &[&str]) -> Net {
+        Net::start_via("--connect", blocks, txs, args)
+    }
+
+    /// [`Net::start`], cairn naming the source with `how` (`--connect` or `--addnode`).
+    fn start_via(how: &str, blocks: u32, txs: u32, args: &[&str]) -> Net {
         let tmp = tempfile::tempdir().unwrap();
         let chain = tmp.path().join("chain");
         let out = Command::new(env!("CARGO_BIN_EXE_cairn"))
@@ -54,7 +59,7 @@ impl Net {
         source.wait_for_height(blocks.into(), Duration::from_secs(120));
         let p2p = SocketAddr::from(([127, 0, 0, 1], free_port()));
         let mut all = vec![
-            format!("--connect=127.0.0.1:{}", source.p2p_port),
+            format!("{how}=127.0.0.1:{}", source.p2p_port),
             format!("--p2p-addr={p2p}"),
         ];
         all.extend(args.iter().map(|a| a.to_string()));
@@ -412,6 +417,104 @@ fn a_crowded_host_gives_its_places_to_others_and_connect_keeps_no_addresses() {
     assert_eq!(peers_from(&net.cairn, "127.0.0.1"), 1, "the follower");
     net.both_reach_new_blocks(2, Duration::from_secs(60));
     drop(crowd);
+}
+
+/// The address book cairn saved in `datadir`: each address with whether it is in the tried
+/// table.
+fn saved_book(datadir: &std::path::Path) -> Vec<(SocketAddr, bool)> {
+    use cairn::p2p::addrbook_file::{decode, Saved};
+    let bytes = std::fs::read(datadir.join("regtest/addrbook.dat")).unwrap();
+    match decode(&bytes, [0xfa, 0xbf, 0xb5, 0xda]).unwrap() {
+        Saved::Tables(_, infos) => infos.iter().map(|i| (i.addr, i.in_tried)).collect(),
+        Saved::Addresses(_) => panic!("a format 1 book saved"),
+    }
+}
+
+/// Finding 2: one peer gossiping 21,000 addresses. cairn kept 20,000 of them, evicting every
+/// address it had, and saved that. As Core, gossip now takes a per-peer allowance (one address,
+/// then 0.1 a second up to 1,000, `m_addr_token_bucket`), lands in the new table in buckets
+/// chosen by the sender's network group, never takes a place from a fresh entry, and never
+/// touches the tried table, where the peers cairn connected to are.
+#[test]
+fn one_peer_gossiping_21000_addresses_replaces_nothing() {
+    let mut net = Net::start_via("--addnode", 120, 1, &[]);
+    net.start_follower();
+    net.both_reach_new_blocks(1, Duration::from_secs(60));
+    let known = |net: &Net| {
+        net.cairn.status()["p2p"]["known_addresses"]
+            .as_u64()
+            .unwrap()
+    };
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as u32;
+    // NODE_NETWORK without witnesses: cairn never dials them (they are not on this machine).
+    let entry = |a: SocketAddr, t: u32| {
+        (
+            t,
+            bitcoin::p2p::Address::new(&a, bitcoin::p2p::ServiceFlags::NETWORK),
+        )
+    };
+    let told: SocketAddr = "203.0.113.7:8333".parse().unwrap();
+    let mut honest = ScriptedPeer::connect("127.0.0.3", net.p2p);
+    honest.handshake();
+    honest
+        .send(NetworkMessage::Addr(vec![entry(told, now - 60)]))
+        .unwrap();
+    assert!(honest.pinged(1));
+    let before = known(&net);
+
+    let mut gossip = ScriptedPeer::connect(ATTACKER, net.p2p);
+    gossip.handshake();
+    for m in 0..21u32 {
+        let addrs = (0..1000u32)
+            .map(|i| {
+                let ip = std::net::Ipv4Addr::from(0x0b00_0000 + ((m * 1000 + i) << 8));
+                entry(SocketAddr::from((ip, 8333)), now)
+            })
+            .collect();
+        gossip.send(NetworkMessage::Addr(addrs)).unwrap();
+    }
+    assert!(gossip.pinged(2), "the gossiping peer was dropped");
+    let kept = known(&net) - before;
+    assert!(kept <= 1_010, "{kept} of 21,000 gossiped addresses kept");
+    net.both_reach_new_blocks(2, Duration::from_secs(60));
+
+    // The book as saved on stop, and again after a restart: the honest peer's word and the
+    // source (tried, from its handshake) are there.
+    drop((honest, gossip));
+    let Net {
+        tmp,
+        source,
+        mut cairn,
+        p2p,
+        follower: _follower,
+    } = net;
+    let source_addr = SocketAddr::from(([127, 0, 0, 1], source.p2p_port));
+    let args = [
+        format!("--addnode={source_addr}"),
+        format!("--p2p-addr={p2p}"),
+    ];
+    for run in 0..2 {
+        cairn.stop();
+        let book = saved_book(&tmp.path().join("cairn"));
+        assert!(
+            book.contains(&(told, false)),
+            "run {run}: the honest address is gone"
+        );
+        assert!(
+            book.contains(&(source_addr, true)),
+            "run {run}: the source is not tried"
+        );
+        assert!(
+            book.len() <= before as usize + 1_010,
+            "run {run}: {}",
+            book.len()
+        );
+        cairn = start_cairn(&tmp.path().join("cairn"), &args);
+        cairn.wait_for(&source.rpc(&["getbestblockhash"]), "restart");
+    }
 }
 
 /// Finding 5: inbound peers that claim a chain far above cairn's and never send a block. Core

@@ -97,6 +97,9 @@ pub struct Metrics {
     pub p2p_sent_bytes: IntCounter,
     /// Inbound peers evicted for a newcomer from a less crowded host.
     pub p2p_inbound_evicted: IntCounter,
+    /// Gossiped addresses dropped unread, over their peer's rate (Core's
+    /// `m_addr_rate_limited`).
+    pub p2p_addr_rate_limited: IntCounter,
     /// Bytes of the index store's SST files.
     pub rocksdb_size: IntGauge,
     /// Bytes held in the index store's block cache.
@@ -372,6 +375,13 @@ impl Metrics {
                 IntCounter::with_opts(opts(
                     "p2p_inbound_evicted_total",
                     "Inbound peers evicted for a newcomer from a less crowded host.",
+                )),
+            ),
+            p2p_addr_rate_limited: registered(
+                &r,
+                IntCounter::with_opts(opts(
+                    "p2p_addr_rate_limited_total",
+                    "Gossiped addresses dropped unread, over their peer's rate.",
                 )),
             ),
             rocksdb_size: registered(

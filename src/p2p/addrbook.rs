@@ -1,38 +1,43 @@
 //! The address book: peer addresses learnt from seeds and from peers' `addr`/`addrv2`
-//! messages, with when each was last heard of and how connecting to it went. Outbound
-//! connections are picked from it; `getaddr` answers are sampled from it.
+//! messages, kept in Bitcoin Core's new and tried tables ([`tables`]), so that no one source
+//! can fill it. Outbound connections and feelers are picked from it; `getaddr` answers are
+//! sampled from it. Gossip is rate limited per peer ([`AddrRate`]).
 
-use std::collections::{HashMap, HashSet};
-use std::net::{IpAddr, SocketAddr};
-use std::sync::{Mutex, PoisonError};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+pub mod tables;
 
+use std::collections::HashSet;
+use std::net::{IpAddr, Ipv6Addr, SocketAddr};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use bitcoin::hashes::{sha256, Hash};
 use bitcoin::p2p::ServiceFlags;
-use rand::seq::SliceRandom;
+use rand::Rng;
 
-/// Most addresses kept; the stalest are dropped beyond it.
-pub const MAX_ADDRESSES: usize = 20_000;
-/// Most addresses one `addr`/`addrv2` message may carry (more is a protocol violation).
+pub use tables::Info;
+use tables::Tables;
+
+/// Most addresses one `addr`/`addrv2` message may carry (more is a protocol violation), and
+/// most in a `getaddr` answer (Core's `MAX_ADDR_TO_SEND`).
 pub const MAX_ADDR_PER_MESSAGE: usize = 1000;
-/// Share of the book a `getaddr` answer gives away, in percent (as Bitcoin Core).
+/// Most entries the book holds: every place of both tables.
+pub const MAX_ADDRESSES: usize =
+    (tables::NEW_BUCKETS + tables::TRIED_BUCKETS) * tables::BUCKET_SIZE;
+/// Share of the book a `getaddr` answer gives away, in percent (Core's `MAX_PCT_ADDR_TO_SEND`).
 const GETADDR_PERCENT: usize = 23;
-/// The first retry waits this long; each failure doubles it, up to [`MAX_BACKOFF`].
-const BASE_BACKOFF: Duration = Duration::from_secs(60);
-const MAX_BACKOFF: Duration = Duration::from_secs(3600);
-/// Addresses that failed this many times in a row are forgotten.
-const MAX_FAILURES: u32 = 10;
+/// What a gossiped address's time loses, so that gossip never looks fresher than a peer's
+/// own word (Core's two hours in `ProcessMessage(ADDR)`).
+const GOSSIP_PENALTY: i64 = 2 * 3600;
+/// Gossip refills a peer's allowance at this many addresses a second
+/// (`MAX_ADDR_RATE_PER_SECOND`)...
+const ADDR_RATE_PER_SECOND: f64 = 0.1;
+/// ...up to this many (`MAX_ADDR_PROCESSING_TOKEN_BUCKET`).
+const ADDR_BUCKET: f64 = MAX_ADDR_PER_MESSAGE as f64;
+/// Core's prefix of internal addresses (`INTERNAL_IN_IPV6_PREFIX`): the sources of addresses
+/// that come from a seed rather than a peer.
+const INTERNAL_PREFIX: [u8; 6] = [0xfd, 0x6b, 0x88, 0xc0, 0x87, 0x24];
 
-/// One known address.
-#[derive(Debug, Clone)]
-struct Entry {
-    services: ServiceFlags,
-    /// Seconds since the epoch when a peer last vouched for it (or we last talked to it).
-    last_seen: u32,
-    failures: u32,
-    last_try: Option<Instant>,
-}
-
-/// An address as it goes out in `addr` answers.
+/// An address as it comes in gossip and goes out in `addr` answers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct KnownAddr {
     /// Where it is.
@@ -45,16 +50,16 @@ pub struct KnownAddr {
 
 /// The address book, shared by the peer tasks.
 pub struct AddrBook {
-    entries: Mutex<HashMap<SocketAddr, Entry>>,
+    tables: Mutex<Tables>,
     /// Whether loopback and private addresses are kept (regtest only: its peers are local).
     allow_local: bool,
 }
 
-fn now_secs() -> u32 {
+/// Seconds since the epoch.
+pub fn now_secs() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs() as u32)
-        .unwrap_or(0)
+        .map_or(0, |d| d.as_secs() as i64)
 }
 
 /// Whether an address can be reached over the public internet (Bitcoin Core's `IsRoutable`,
@@ -90,58 +95,141 @@ pub fn is_routable(ip: IpAddr) -> bool {
     }
 }
 
+/// Core's `CNetAddr::IsLocal`: 0.0.0.0/8, 127.0.0.0/8 and `::1`.
+fn is_local(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => v4.octets()[0] == 0 || v4.is_loopback(),
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => is_local(IpAddr::V4(v4)),
+            None => v6.is_loopback(),
+        },
+    }
+}
+
+/// Core's `NetGroupManager::GetGroup` without an asmap: the network class, then IPv4 /16,
+/// IPv6 /32 (he.net's 2001:470::/32 as /36), internal addresses (seeds) one group each,
+/// and every local or otherwise unroutable address in one group.
+pub fn group(ip: IpAddr) -> Vec<u8> {
+    const UNROUTABLE: u8 = 0;
+    const IPV4: u8 = 1;
+    const IPV6: u8 = 2;
+    const INTERNAL: u8 = 6;
+    let v6 = match ip {
+        IpAddr::V4(v4) => v4.to_ipv6_mapped(),
+        IpAddr::V6(v6) => v6,
+    };
+    let o = v6.octets();
+    if is_local(ip) {
+        vec![UNROUTABLE]
+    } else if o[..6] == INTERNAL_PREFIX {
+        [&[INTERNAL][..], &o[6..]].concat()
+    } else if !is_routable(ip) {
+        vec![UNROUTABLE]
+    } else if let Some(v4) = v6.to_ipv4_mapped() {
+        vec![IPV4, v4.octets()[0], v4.octets()[1]]
+    } else if o[..4] == [0x20, 0x01, 0x04, 0x70] {
+        vec![IPV6, o[0], o[1], o[2], o[3], o[4] & 0xf0]
+    } else {
+        vec![IPV6, o[0], o[1], o[2], o[3]]
+    }
+}
+
+/// Core's `CNetAddr::SetInternal`: the source an address from the seed `name` is filed under
+/// (its own network group, so seeds fill buckets of their own).
+pub fn internal_source(name: &str) -> IpAddr {
+    let digest = sha256::Hash::hash(name.as_bytes());
+    let mut octets = [0u8; 16];
+    octets[..6].copy_from_slice(&INTERNAL_PREFIX);
+    octets[6..].copy_from_slice(&digest.as_byte_array()[..10]);
+    IpAddr::V6(Ipv6Addr::from(octets))
+}
+
+/// Core's handling of a gossiped time in `ProcessMessage(ADDR)`: one before 1973 or more than
+/// 10 minutes ahead becomes five days ago.
+fn gossip_time(claimed: u32, now: i64) -> u32 {
+    let t = i64::from(claimed);
+    if t <= 100_000_000 || t > now + 600 {
+        (now - 5 * 86_400).max(0) as u32
+    } else {
+        claimed
+    }
+}
+
+/// One peer's allowance of gossiped addresses, a token bucket as Core's
+/// `m_addr_token_bucket`: one to start with, 0.1 more a second up to 1,000, and 1,000 more
+/// when cairn asks the peer with `getaddr`. Addresses beyond it are dropped unread.
+#[derive(Debug)]
+pub struct AddrRate {
+    tokens: f64,
+    refilled: Instant,
+}
+
+impl Default for AddrRate {
+    fn default() -> Self {
+        AddrRate {
+            tokens: 1.0,
+            refilled: Instant::now(),
+        }
+    }
+}
+
+impl AddrRate {
+    /// cairn sent the peer a `getaddr`: its answer may be whole.
+    pub fn asked(&mut self) {
+        self.tokens += MAX_ADDR_PER_MESSAGE as f64;
+    }
+
+    /// How many of `offered` addresses may be taken now (the tokens are spent).
+    pub fn take(&mut self, offered: usize) -> usize {
+        let now = Instant::now();
+        if self.tokens < ADDR_BUCKET {
+            let grown = now.duration_since(self.refilled).as_secs_f64() * ADDR_RATE_PER_SECOND;
+            self.tokens = (self.tokens + grown).min(ADDR_BUCKET);
+        }
+        self.refilled = now;
+        let taken = (self.tokens.floor() as usize).min(offered);
+        self.tokens -= taken as f64;
+        taken
+    }
+}
+
 impl AddrBook {
-    /// An empty book. `allow_local` keeps loopback and private addresses (for regtest).
+    /// An empty book with a fresh secret key. `allow_local` keeps loopback and private
+    /// addresses (for regtest).
     pub fn new(allow_local: bool) -> Self {
+        Self::with_key(allow_local, rand::thread_rng().gen())
+    }
+
+    /// An empty book placing with `key` (a saved book's).
+    pub fn with_key(allow_local: bool, key: [u8; 32]) -> Self {
         AddrBook {
-            entries: Mutex::new(HashMap::new()),
+            tables: Mutex::new(Tables::new(key)),
             allow_local,
         }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Tables> {
+        self.tables.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     fn usable(&self, addr: &SocketAddr) -> bool {
         addr.port() != 0 && (self.allow_local || is_routable(addr.ip()))
     }
 
-    /// Adds or refreshes addresses (a newer `last_seen` wins); returns how many were new.
-    /// Timestamps from the future are clamped to now.
-    pub fn add(&self, addrs: impl IntoIterator<Item = KnownAddr>) -> usize {
+    /// Adds addresses `source` told of, their times less Core's two-hour penalty (none for a
+    /// peer's own address); returns how many took a place.
+    pub fn add(&self, addrs: impl IntoIterator<Item = KnownAddr>, source: IpAddr) -> usize {
         let now = now_secs();
-        let mut map = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut rng = rand::thread_rng();
+        let mut tables = self.lock();
         let mut added = 0;
-        for known in addrs {
+        for mut known in addrs {
             if !self.usable(&known.addr) {
                 continue;
             }
-            let seen = known.last_seen.min(now);
-            match map.get_mut(&known.addr) {
-                Some(e) => {
-                    if seen > e.last_seen {
-                        e.last_seen = seen;
-                        e.services = known.services;
-                    }
-                }
-                None => {
-                    map.insert(
-                        known.addr,
-                        Entry {
-                            services: known.services,
-                            last_seen: seen,
-                            failures: 0,
-                            last_try: None,
-                        },
-                    );
-                    added += 1;
-                }
-            }
-        }
-        if map.len() > MAX_ADDRESSES {
-            let mut by_age: Vec<(u32, SocketAddr)> =
-                map.iter().map(|(a, e)| (e.last_seen, *a)).collect();
-            by_age.sort_unstable();
-            let excess = map.len() - MAX_ADDRESSES;
-            for (_, addr) in by_age.into_iter().take(excess) {
-                map.remove(&addr);
+            known.last_seen = gossip_time(known.last_seen, now);
+            if tables.add(&known, source, GOSSIP_PENALTY, now, &mut rng) {
+                added += 1;
             }
         }
         added
@@ -149,10 +237,8 @@ impl AddrBook {
 
     /// How many addresses are known.
     pub fn len(&self) -> usize {
-        self.entries
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .len()
+        let (new, tried) = self.lock().counts();
+        new + tried
     }
 
     /// Whether no address is known.
@@ -160,230 +246,169 @@ impl AddrBook {
         self.len() == 0
     }
 
-    /// An address worth an outbound attempt: offers full blocks with witnesses, is not in
-    /// `exclude` (connected or being connected), and is not waiting out a back-off after
-    /// failures. Picks at random among the candidates, preferring the recently seen.
+    /// Addresses in the new and in the tried table.
+    pub fn counts(&self) -> (usize, usize) {
+        self.lock().counts()
+    }
+
+    /// What the book knows of `addr`.
+    pub fn info(&self, addr: &SocketAddr) -> Option<Info> {
+        self.lock().get(addr).cloned()
+    }
+
+    /// An address for an outbound connection, as Core's `ThreadOpenConnections` picks one: up
+    /// to 100 draws from the tables, skipping the connected (`exclude`) and the banned, a
+    /// network group an outbound peer is in already (`groups`; regtest's local addresses
+    /// aside, which Core never dials), one tried in the last 10 minutes (for the first 30
+    /// draws) and one without full blocks and witnesses. The attempt is recorded, a failure
+    /// counting if `count_failure`.
     pub fn pick(
+        &self,
+        exclude: &HashSet<SocketAddr>,
+        groups: &HashSet<Vec<u8>>,
+        banned: impl Fn(&SocketAddr) -> bool,
+        count_failure: bool,
+    ) -> Option<SocketAddr> {
+        let (wanted, now) = (ServiceFlags::NETWORK | ServiceFlags::WITNESS, now_secs());
+        self.draw(false, count_failure, |info, draws| {
+            let group = group(info.addr.ip());
+            !exclude.contains(&info.addr)
+                && !banned(&info.addr)
+                && (group == [0] || !groups.contains(&group))
+                && info.services.has(wanted)
+                && (draws >= 30 || now - info.last_try >= 600)
+        })
+    }
+
+    /// An address for a feeler connection (Core's `FEELER_INTERVAL` branch): the tried entry
+    /// a collision waits on, else one from the new table that offers blocks.
+    pub fn pick_feeler(
         &self,
         exclude: &HashSet<SocketAddr>,
         banned: impl Fn(&SocketAddr) -> bool,
     ) -> Option<SocketAddr> {
-        let now = Instant::now();
-        let mut map = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
-        let wanted = ServiceFlags::NETWORK | ServiceFlags::WITNESS;
-        let mut candidates: Vec<(u32, SocketAddr)> = map
-            .iter()
-            .filter(|(a, e)| {
-                e.services.has(wanted)
-                    && !exclude.contains(a)
-                    && !banned(a)
-                    && e.last_try
-                        .is_none_or(|t| now.duration_since(t) >= backoff(e.failures))
-            })
-            .map(|(a, e)| (e.last_seen, *a))
-            .collect();
-        if candidates.is_empty() {
-            return None;
+        let collision = {
+            let mut tables = self.lock();
+            let old = tables
+                .tried_collision(&mut rand::thread_rng())
+                .map(|i| i.addr);
+            match old {
+                Some(addr) if exclude.contains(&addr) => {
+                    // Connected already: it is good, and the collision resolves for it.
+                    tables.good(&addr, now_secs());
+                    None
+                }
+                other => other,
+            }
+        };
+        if let Some(addr) = collision.filter(|a| !banned(a)) {
+            self.lock().attempt(&addr, true, now_secs());
+            return Some(addr);
         }
-        // The freshest half (at least one), then a random one of those.
-        candidates.sort_unstable_by_key(|c| std::cmp::Reverse(c.0));
-        candidates.truncate(candidates.len().div_ceil(2));
-        let (_, chosen) = *candidates.choose(&mut rand::thread_rng())?;
-        if let Some(e) = map.get_mut(&chosen) {
-            e.last_try = Some(now);
+        let now = now_secs();
+        self.draw(true, true, |info, draws| {
+            !exclude.contains(&info.addr)
+                && !banned(&info.addr)
+                && info.services.has(ServiceFlags::NETWORK)
+                && (draws >= 30 || now - info.last_try >= 600)
+        })
+    }
+
+    fn draw(
+        &self,
+        new_only: bool,
+        count_failure: bool,
+        fits: impl Fn(&Info, usize) -> bool,
+    ) -> Option<SocketAddr> {
+        let now = now_secs();
+        let mut rng = rand::thread_rng();
+        let mut tables = self.lock();
+        let mut chosen = None;
+        for draws in 1..=100 {
+            let Some(info) = tables.select(new_only, now, &mut rng) else {
+                break;
+            };
+            if fits(info, draws) {
+                chosen = Some(info.addr);
+                break;
+            }
         }
+        let chosen = chosen?;
+        tables.attempt(&chosen, count_failure, now);
         Some(chosen)
+    }
+
+    /// Resolves the tried-table collisions whose tests are over (Core's `ResolveCollisions`).
+    pub fn resolve_collisions(&self) {
+        self.lock().resolve_collisions(now_secs());
     }
 
     /// The services the book knows `addr` by (from gossip, or from its last handshake).
     pub fn services(&self, addr: &SocketAddr) -> Option<ServiceFlags> {
-        let map = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
-        map.get(addr).map(|e| e.services)
+        self.lock().get(addr).map(|i| i.services)
     }
 
-    /// Records a completed outbound handshake: the address is good and seen now. One the book
-    /// did not have (an `addnode` or `connect` peer) is added, so that a saved book keeps it.
+    /// Records a completed outbound handshake (Core's `Good`): the address moves to the tried
+    /// table. One the book did not have (an `addnode` or `connect` peer) is added first, as
+    /// its own source.
     pub fn mark_good(&self, addr: SocketAddr, services: ServiceFlags) {
+        if !self.usable(&addr) {
+            return;
+        }
         let now = now_secs();
-        let mut map = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(e) = map.get_mut(&addr) {
-            e.failures = 0;
-            e.last_seen = now;
-            e.services = services;
-        } else if self.usable(&addr) && map.len() < MAX_ADDRESSES {
-            map.insert(
-                addr,
-                Entry {
-                    services,
-                    last_seen: now,
-                    failures: 0,
-                    last_try: None,
-                },
-            );
-        }
-    }
-
-    /// Records a failed attempt; after [`MAX_FAILURES`] in a row the address is dropped.
-    pub fn mark_failed(&self, addr: SocketAddr) {
-        let mut map = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
-        let forget = match map.get_mut(&addr) {
-            Some(e) => {
-                e.failures += 1;
-                e.last_try = Some(Instant::now());
-                e.failures >= MAX_FAILURES
-            }
-            None => false,
+        let mut tables = self.lock();
+        let known = KnownAddr {
+            addr,
+            services,
+            last_seen: now as u32,
         };
-        if forget {
-            map.remove(&addr);
-        }
+        tables.add(&known, addr.ip(), 0, now, &mut rand::thread_rng());
+        tables.good(&addr, now);
     }
 
-    /// Every address, for saving the book.
-    pub fn all(&self) -> Vec<KnownAddr> {
-        let map = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
-        map.iter()
-            .map(|(a, e)| KnownAddr {
-                addr: *a,
-                services: e.services,
-                last_seen: e.last_seen,
+    /// An outbound connection to `addr` ended (Core's `Connected`).
+    pub fn disconnected(&self, addr: &SocketAddr) {
+        self.lock().connected(addr, now_secs());
+    }
+
+    /// Every entry and the key, for saving the book.
+    pub fn saved(&self) -> ([u8; 32], Vec<Info>) {
+        let tables = self.lock();
+        (tables.key(), tables.entries().cloned().collect())
+    }
+
+    /// Puts saved entries back; returns how many found a place.
+    pub fn restore(&self, entries: impl IntoIterator<Item = Info>) -> usize {
+        let now = now_secs();
+        let mut tables = self.lock();
+        entries
+            .into_iter()
+            .filter(|info| self.usable(&info.addr))
+            .filter(|info| tables.restore(info.clone(), now))
+            .count()
+    }
+
+    /// A random sample for a `getaddr` answer (Core's `GetAddr`): at most
+    /// [`GETADDR_PERCENT`]% of the book and [`MAX_ADDR_PER_MESSAGE`], none terrible. Unlike
+    /// Core, a book of a few (regtest's) gives at least one.
+    pub fn sample(&self) -> Vec<KnownAddr> {
+        let tables = self.lock();
+        let (new, tried) = tables.counts();
+        let n = ((new + tried) * GETADDR_PERCENT)
+            .div_ceil(100)
+            .min(MAX_ADDR_PER_MESSAGE);
+        let now = now_secs();
+        tables
+            .sample(n, 100, now, &mut rand::thread_rng())
+            .into_iter()
+            .map(|i| KnownAddr {
+                addr: i.addr,
+                services: i.services,
+                last_seen: i.time.clamp(0, i64::from(u32::MAX)) as u32,
             })
             .collect()
     }
-
-    /// A random sample for a `getaddr` answer: at most [`GETADDR_PERCENT`]% of the book
-    /// (at least one when there is any) and at most [`MAX_ADDR_PER_MESSAGE`].
-    pub fn sample(&self) -> Vec<KnownAddr> {
-        let map = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
-        let mut all: Vec<KnownAddr> = map
-            .iter()
-            .filter(|(_, e)| e.failures < 3)
-            .map(|(a, e)| KnownAddr {
-                addr: *a,
-                services: e.services,
-                last_seen: e.last_seen,
-            })
-            .collect();
-        let n = (all.len() * GETADDR_PERCENT)
-            .div_ceil(100)
-            .min(MAX_ADDR_PER_MESSAGE);
-        all.shuffle(&mut rand::thread_rng());
-        all.truncate(n);
-        all
-    }
-}
-
-fn backoff(failures: u32) -> Duration {
-    if failures == 0 {
-        // Never tried or last attempt succeeded: allow a retry after a short pause.
-        return Duration::from_secs(10);
-    }
-    BASE_BACKOFF
-        .saturating_mul(1 << failures.min(6))
-        .min(MAX_BACKOFF)
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn known(s: &str, services: ServiceFlags, last_seen: u32) -> KnownAddr {
-        KnownAddr {
-            addr: s.parse().expect("address"),
-            services,
-            last_seen,
-        }
-    }
-
-    fn full() -> ServiceFlags {
-        ServiceFlags::NETWORK | ServiceFlags::WITNESS
-    }
-
-    #[test]
-    fn refuses_unroutable_unless_local_allowed() {
-        let book = AddrBook::new(false);
-        let added = book.add([
-            known("127.0.0.1:8333", full(), 1),
-            known("10.1.2.3:8333", full(), 1),
-            known("192.168.1.1:8333", full(), 1),
-            known("[::1]:8333", full(), 1),
-            known("[fe80::1]:8333", full(), 1),
-            known("8.8.8.8:0", full(), 1),
-            known("8.8.8.8:8333", full(), 1),
-            known("[2a01:4f8::2]:8333", full(), 1),
-        ]);
-        assert_eq!(added, 2);
-        let local = AddrBook::new(true);
-        assert_eq!(local.add([known("127.0.0.1:18444", full(), 1)]), 1);
-    }
-
-    #[test]
-    fn pick_wants_full_nodes_and_skips_excluded_and_banned() {
-        let book = AddrBook::new(false);
-        book.add([
-            known("1.1.1.1:8333", ServiceFlags::NETWORK_LIMITED, 5),
-            known("2.2.2.2:8333", full(), 5),
-            known("3.3.3.3:8333", full(), 5),
-        ]);
-        let mut exclude = HashSet::new();
-        exclude.insert("2.2.2.2:8333".parse().expect("address"));
-        let banned = |a: &SocketAddr| a.ip().to_string() == "3.3.3.3";
-        assert_eq!(book.pick(&exclude, banned), None);
-        assert_eq!(
-            book.pick(&exclude, |_| false),
-            Some("3.3.3.3:8333".parse().expect("address"))
-        );
-        // Just tried: waits before the same address comes up again.
-        assert_eq!(book.pick(&exclude, |_| false), None);
-    }
-
-    #[test]
-    fn failures_back_off_then_forget() {
-        let book = AddrBook::new(false);
-        let a: SocketAddr = "4.4.4.4:8333".parse().expect("address");
-        book.add([known("4.4.4.4:8333", full(), 5)]);
-        for _ in 0..MAX_FAILURES {
-            book.mark_failed(a);
-        }
-        assert!(book.is_empty());
-    }
-
-    #[test]
-    fn bounded_and_keeps_the_freshest() {
-        let book = AddrBook::new(false);
-        let many = (0..MAX_ADDRESSES as u32 + 50).map(|i| {
-            let ip = std::net::Ipv4Addr::from(0x0b00_0000 + i);
-            KnownAddr {
-                addr: SocketAddr::new(ip.into(), 8333),
-                services: full(),
-                last_seen: i + 1,
-            }
-        });
-        book.add(many);
-        assert_eq!(book.len(), MAX_ADDRESSES);
-        // The 50 stalest went.
-        let oldest = SocketAddr::new(std::net::Ipv4Addr::from(0x0b00_0000u32).into(), 8333);
-        assert!(book.sample().iter().all(|k| k.addr != oldest));
-    }
-
-    #[test]
-    fn sample_is_a_bounded_share() {
-        let book = AddrBook::new(false);
-        assert!(book.sample().is_empty());
-        book.add([known("5.5.5.5:8333", full(), 5)]);
-        assert_eq!(book.sample().len(), 1);
-        book.add((0..100u32).map(|i| KnownAddr {
-            addr: SocketAddr::new(std::net::Ipv4Addr::from(0x0c00_0000 + i).into(), 8333),
-            services: full(),
-            last_seen: 9,
-        }));
-        assert_eq!(book.sample().len(), (101 * 23usize).div_ceil(100));
-    }
-
-    #[test]
-    fn future_timestamps_are_clamped() {
-        let book = AddrBook::new(false);
-        book.add([known("6.6.6.6:8333", full(), u32::MAX)]);
-        assert!(book.sample()[0].last_seen <= now_secs());
-    }
-}
+mod tests;

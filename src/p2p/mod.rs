@@ -12,6 +12,7 @@ mod handshake;
 pub mod headers_sync;
 mod inbound;
 pub mod orphans;
+mod outbound;
 pub mod peer;
 mod registry;
 mod rolling;
@@ -118,6 +119,7 @@ pub struct P2p {
     /// The address it listens on, if it does.
     pub listen_addr: Option<SocketAddr>,
     ctx: Arc<PeerContext>,
+    shared: Arc<Shared>,
     tasks: Vec<tokio::task::JoinHandle<()>>,
     /// Where the address book is saved, with the network magic it is saved under.
     book_file: Option<(std::path::PathBuf, [u8; 4])>,
@@ -195,6 +197,23 @@ impl Shared {
         true
     }
 
+    /// A feeler connection (Core's `ConnectionType::FEELER`): the handshake, which tells the
+    /// book whether `addr` is alive, then goodbye.
+    async fn feel(&self, addr: SocketAddr) {
+        let Some(stream) = dial(addr).await else {
+            return;
+        };
+        let v2 = self.ctx.services.has(ServiceFlags::P2P_V2)
+            && (self.ctx.book.services(&addr)).is_some_and(|s| s.has(ServiceFlags::P2P_V2));
+        match peer::feel(stream, addr, v2, &self.ctx).await {
+            Ok(()) => tracing::debug!("feeler {addr}: alive"),
+            Err(why) => {
+                tracing::debug!("feeler {addr}: {why}");
+                self.punish(addr, &why, false);
+            }
+        }
+    }
+
     /// After a peer left because of `why`: bans its address if it misbehaved, except where Core's
     /// `MaybeDiscourageAndDisconnect` only disconnects: a manual connection, and a local address
     /// (behind a Tor onion service every inbound peer comes from 127.0.0.1, so a ban would shut
@@ -246,14 +265,16 @@ impl P2p {
         mempool: Option<MempoolAccess>,
         space: Option<SpaceWatch>,
     ) -> Result<Self, P2pError> {
-        let ctx = Arc::new(peer_context(&config, validator, mempool, space)?);
         let book_file = config
             .addrbook_file
             .clone()
             .map(|path| (path, config.magic));
-        if let Some((path, magic)) = &book_file {
-            addrbook_file::load(&ctx.book, path, *magic);
-        }
+        let allow_local = config.network == Network::Regtest;
+        let book = match &book_file {
+            Some((path, magic)) => addrbook_file::load(path, *magic, allow_local),
+            None => AddrBook::new(allow_local),
+        };
+        let ctx = Arc::new(peer_context(&config, validator, mempool, space, book)?);
         let shared = Arc::new(Shared {
             ctx: ctx.clone(),
             bans: BanList::default(),
@@ -274,10 +295,15 @@ impl P2p {
             )));
         }
         if config.connect.is_empty() && config.max_outbound > 0 {
-            tasks.push(tokio::spawn(outbound_manager(
-                shared.clone(),
-                config.clone(),
-            )));
+            let anchors = book_file
+                .as_ref()
+                .map(|(path, magic)| addrbook_file::take_anchors(&anchors_path(path), *magic))
+                .unwrap_or_default();
+            if !anchors.is_empty() {
+                tracing::info!("dialling {} anchors of the last run first", anchors.len());
+            }
+            let manage = outbound::manage(shared.clone(), config.clone(), anchors);
+            tasks.push(tokio::spawn(manage));
         }
         let mut listen_addr = None;
         if let Some(addr) = config.listen {
@@ -300,6 +326,7 @@ impl P2p {
         Ok(P2p {
             listen_addr,
             ctx,
+            shared,
             tasks,
             book_file,
         })
@@ -326,15 +353,36 @@ impl P2p {
         }
     }
 
-    /// Stops every peer task, then saves the address book.
+    /// Stops every peer task, then saves the address book and the automatic outbound peers
+    /// still connected as the next start's anchors (Core's `DumpAnchors`).
     pub fn stop(self) {
+        let anchors = self.anchors();
         for t in self.tasks {
             t.abort();
         }
         if let Some((path, magic)) = &self.book_file {
             save_book(&self.ctx.book, path, *magic);
+            let path = anchors_path(path);
+            if let Err(e) = addrbook_file::save_anchors(&path, &anchors, *magic) {
+                tracing::warn!("anchors not saved to {}: {e}", path.display());
+            }
         }
     }
+
+    /// The automatic outbound peers connected now.
+    fn anchors(&self) -> Vec<SocketAddr> {
+        let automatic = self.shared.slots.snapshot();
+        let peers = self.ctx.registry.list().into_iter();
+        peers
+            .filter(|p| !p.inbound && automatic.contains(&p.addr))
+            .map(|p| p.addr)
+            .collect()
+    }
+}
+
+/// Where the anchors are saved: `anchors.dat` beside the address book.
+fn anchors_path(book: &std::path::Path) -> std::path::PathBuf {
+    book.with_file_name("anchors.dat")
 }
 
 /// Saves the address book every [`addrbook_file::SAVE_INTERVAL`].
@@ -360,6 +408,7 @@ fn peer_context(
     validator: Arc<Validator>,
     mempool: Option<MempoolAccess>,
     space: Option<SpaceWatch>,
+    book: AddrBook,
 ) -> Result<PeerContext, P2pError> {
     let registry = Arc::new(Registry::default());
     let blame = registry.clone();
@@ -394,7 +443,7 @@ fn peer_context(
         tx_requests: Default::default(),
         inbound_announcement: Default::default(),
         addr_answer: std::sync::Mutex::new(None),
-        book: Arc::new(AddrBook::new(config.network == Network::Regtest)),
+        book: Arc::new(book),
         registry,
         timeout: config.timeout,
         learns_addresses: config.connect.is_empty(),
@@ -435,51 +484,6 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, max_inbound: us
             shared.punish(peer_addr, &why, false);
         });
         places.running(id, task.abort_handle());
-    }
-}
-
-/// Keeps `max_outbound` connections to addresses from the book, filling the book from the
-/// DNS seeds (then the fixed seeds) when it is empty.
-async fn outbound_manager(shared: Arc<Shared>, config: P2pConfig) {
-    let book = shared.ctx.book.clone();
-    let has_seeds = !seeds::dns_seeds(config.network, config.custom_signet).is_empty();
-    if has_seeds && book.is_empty() {
-        if config.dns_seeds {
-            let found = seeds::resolve_dns_seeds(config.network, config.custom_signet).await;
-            let added = book.add(found);
-            tracing::info!("DNS seeds gave {added} addresses");
-        }
-        if book.is_empty() {
-            let fixed = seeds::fixed_seeds(config.network, config.custom_signet);
-            tracing::info!("trying {} fixed seed addresses", fixed.len());
-            book.add(seeds::as_known(fixed));
-        }
-    }
-    let mut tick = tokio::time::interval(MANAGER_TICK);
-    loop {
-        tick.tick().await;
-        if shared.slots.len() >= config.max_outbound {
-            continue;
-        }
-        let mut exclude = shared.slots.snapshot();
-        exclude.extend(shared.ctx.registry.list().into_iter().map(|p| p.addr));
-        exclude.extend(config.addnode.iter().copied());
-        if let Some(listen) = config.listen {
-            exclude.insert(listen);
-        }
-        let Some(addr) = book.pick(&exclude, |a| shared.bans.is_banned(a)) else {
-            continue;
-        };
-        let shared = shared.clone();
-        let book = book.clone();
-        tokio::spawn(async move {
-            let Some(_slot) = shared.slots.take(addr) else {
-                return;
-            };
-            if !shared.connect_and_run(addr, false).await {
-                book.mark_failed(addr);
-            }
-        });
     }
 }
 

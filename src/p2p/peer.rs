@@ -12,11 +12,11 @@ use tokio::task::JoinHandle;
 use super::codec::{CodecError, Held, Incoming, RecvBudget};
 use super::context::PeerContext;
 use super::error::PeerError;
-use super::handshake::handshake;
+use super::handshake::{handshake, PeerTraits};
 use super::send::spawn_writer;
 use super::session::Session;
 use super::sync::PeerId;
-use super::wire::{self, OpenError, ReadWire};
+use super::wire::{self, OpenError, ReadWire, WriteWire};
 
 /// How long the handshake may take.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(20);
@@ -61,19 +61,7 @@ pub async fn run(
         tasks: Vec::new(),
     };
     let result = async {
-        let opened = async {
-            let (mut reader, mut writer, transport) = wire::open(stream, inbound, v2, ctx.magic)
-                .await
-                .map_err(|e| match e {
-                    OpenError::NoV2 => PeerError::NoV2,
-                    OpenError::Failed(e) => PeerError::Codec(e),
-                })?;
-            let traits = handshake(&mut reader, &mut writer, addr, &ctx).await?;
-            Ok::<_, PeerError>((reader, writer, transport, traits))
-        };
-        let (reader, writer, transport, traits) = tokio::time::timeout(HANDSHAKE_TIMEOUT, opened)
-            .await
-            .map_err(|_| PeerError::Timeout)??;
+        let (reader, writer, transport, traits) = open(stream, addr, inbound, v2, &ctx).await?;
         let direction = if inbound { "inbound" } else { "outbound" };
         tracing::info!(
             "peer {id} {addr}: connected ({direction}, {transport}, {})",
@@ -86,9 +74,13 @@ pub async fn run(
         let (reading, incoming) = spawn_reader(reader);
         let (writing, outgoing) = spawn_writer(writer);
         ending.tasks.extend([reading, writing]);
-        Session::new(&outgoing, id, &ctx, &traits, inbound)
+        let ended = Session::new(&outgoing, id, addr, &ctx, &traits, inbound)
             .run(incoming)
-            .await
+            .await;
+        if !inbound {
+            ctx.book.disconnected(&addr);
+        }
+        ended
     }
     .await;
     drop(ending);
@@ -96,6 +88,42 @@ pub async fn run(
         Ok(never) => match never {},
         Err(e) => e,
     }
+}
+
+/// Opens the transport and runs the handshake, within [`HANDSHAKE_TIMEOUT`].
+async fn open(
+    stream: TcpStream,
+    addr: SocketAddr,
+    inbound: bool,
+    v2: bool,
+    ctx: &PeerContext,
+) -> Result<(ReadWire, WriteWire, wire::Transport, PeerTraits), PeerError> {
+    let opened = async {
+        let (mut reader, mut writer, transport) = wire::open(stream, inbound, v2, ctx.magic)
+            .await
+            .map_err(|e| match e {
+                OpenError::NoV2 => PeerError::NoV2,
+                OpenError::Failed(e) => PeerError::Codec(e),
+            })?;
+        let traits = handshake(&mut reader, &mut writer, addr, ctx).await?;
+        Ok::<_, PeerError>((reader, writer, transport, traits))
+    };
+    tokio::time::timeout(HANDSHAKE_TIMEOUT, opened)
+        .await
+        .map_err(|_| PeerError::Timeout)?
+}
+
+/// A feeler connection: the handshake (which marks the address good), then nothing more.
+pub async fn feel(
+    stream: TcpStream,
+    addr: SocketAddr,
+    v2: bool,
+    ctx: &PeerContext,
+) -> Result<(), PeerError> {
+    let _ = stream.set_nodelay(true);
+    let (_, _, _, traits) = open(stream, addr, false, v2, ctx).await?;
+    ctx.book.mark_good(addr, traits.services);
+    Ok(())
 }
 
 /// Reading is not cancel-safe, so one task reads and hands whole messages over, each with its

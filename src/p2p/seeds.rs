@@ -86,29 +86,31 @@ pub fn fixed_seeds(network: Network, custom_signet: bool) -> Vec<SocketAddr> {
 
 /// Resolves the network's DNS seeds (all at once, each bounded by a timeout) into addresses
 /// on the network's default port, marked as full nodes as the seeds promise.
-pub async fn resolve_dns_seeds(network: Network, custom_signet: bool) -> Vec<KnownAddr> {
+pub async fn resolve_dns_seeds(
+    network: Network,
+    custom_signet: bool,
+) -> Vec<(&'static str, Vec<KnownAddr>)> {
     let port = network.default_p2p_port();
     let lookups = dns_seeds(network, custom_signet)
         .iter()
         .map(|host| async move {
-            match tokio::time::timeout(DNS_TIMEOUT, tokio::net::lookup_host((*host, port))).await {
-                Ok(Ok(addrs)) => addrs.collect::<Vec<_>>(),
-                Ok(Err(e)) => {
-                    tracing::info!("DNS seed {host}: {e}");
-                    Vec::new()
-                }
-                Err(_) => {
-                    tracing::info!("DNS seed {host}: no answer in {}s", DNS_TIMEOUT.as_secs());
-                    Vec::new()
-                }
-            }
+            let found =
+                match tokio::time::timeout(DNS_TIMEOUT, tokio::net::lookup_host((*host, port)))
+                    .await
+                {
+                    Ok(Ok(addrs)) => addrs.collect::<Vec<_>>(),
+                    Ok(Err(e)) => {
+                        tracing::info!("DNS seed {host}: {e}");
+                        Vec::new()
+                    }
+                    Err(_) => {
+                        tracing::info!("DNS seed {host}: no answer in {}s", DNS_TIMEOUT.as_secs());
+                        Vec::new()
+                    }
+                };
+            (*host, as_known(found))
         });
-    let found: Vec<SocketAddr> = futures_join_all(lookups)
-        .await
-        .into_iter()
-        .flatten()
-        .collect();
-    as_known(found)
+    futures_join_all(lookups).await
 }
 
 /// Addresses from a seed, as book entries seen a day ago (fresher news from peers wins).
@@ -127,9 +129,12 @@ pub fn as_known(addrs: Vec<SocketAddr>) -> Vec<KnownAddr> {
         .collect()
 }
 
-async fn futures_join_all<F: std::future::Future<Output = Vec<SocketAddr>> + Send + 'static>(
+async fn futures_join_all<
+    T: Send + 'static,
+    F: std::future::Future<Output = T> + Send + 'static,
+>(
     futures: impl Iterator<Item = F>,
-) -> Vec<Vec<SocketAddr>> {
+) -> Vec<T> {
     let mut set = tokio::task::JoinSet::new();
     for f in futures {
         set.spawn(f);

@@ -3,6 +3,7 @@
 //! the mempool accepts.
 
 use std::convert::Infallible;
+use std::net::SocketAddr;
 use std::time::Duration;
 
 use bitcoin::hashes::Hash;
@@ -11,9 +12,10 @@ use bitcoin::p2p::message::NetworkMessage;
 use bitcoin::p2p::message_blockdata::{GetHeadersMessage, Inventory};
 use bitcoin::p2p::ServiceFlags;
 use bitcoin::{BlockHash, Transaction};
+use rand::seq::SliceRandom;
 use tokio::sync::{broadcast, mpsc};
 
-use super::addrbook::{KnownAddr, MAX_ADDR_PER_MESSAGE};
+use super::addrbook::{AddrRate, KnownAddr, MAX_ADDR_PER_MESSAGE};
 use super::codec::{CodecError, Held, Incoming, Outgoing};
 use super::context::{MempoolAccess, PeerContext};
 use super::error::PeerError;
@@ -63,9 +65,13 @@ pub struct Session<'a> {
     /// Transactions to announce to it, and those it has.
     trickle: relay::Trickle,
     id: PeerId,
+    /// Where it connects from: the source its gossip is filed under.
+    addr: SocketAddr,
     ctx: &'a PeerContext,
     traits: &'a PeerTraits,
     inbound: bool,
+    /// How many gossiped addresses it may still send (Core's `m_addr_token_bucket`).
+    addr_rate: AddrRate,
     /// Whether this peer's one `getaddr` was answered.
     answered_getaddr: bool,
     /// `headers` messages in a row that did not connect.
@@ -90,6 +96,7 @@ impl<'a> Session<'a> {
     pub fn new(
         out: &'a SendQueue,
         id: PeerId,
+        addr: SocketAddr,
         ctx: &'a PeerContext,
         traits: &'a PeerTraits,
         inbound: bool,
@@ -99,9 +106,11 @@ impl<'a> Session<'a> {
             owed: Owed::default(),
             trickle: relay::Trickle::new(),
             id,
+            addr,
             ctx,
             traits,
             inbound,
+            addr_rate: AddrRate::default(),
             answered_getaddr: false,
             unconnecting_headers: 0,
             headers_sync: None,
@@ -134,6 +143,7 @@ impl<'a> Session<'a> {
         self.send_getheaders(get_headers_from(first))?;
         if !self.inbound {
             self.queue(NetworkMessage::GetAddr)?;
+            self.addr_rate.asked();
         }
         let mut tick = tokio::time::interval(TICK);
         let mut last_heard = tokio::time::Instant::now();
@@ -545,8 +555,9 @@ impl<'a> Session<'a> {
     }
 
     /// Adds what an `addr` or `addrv2` message carried to the address book (unless cairn
-    /// talks to its `connect` peers only).
-    fn learn_addresses(&self, known: Vec<KnownAddr>, sent: usize, what: &str) {
+    /// talks to its `connect` peers only), as Core's `ProcessMessage(ADDR)`: in random order,
+    /// as many as the peer's allowance covers, the rest dropped unread.
+    fn learn_addresses(&mut self, mut known: Vec<KnownAddr>, sent: usize, what: &str) {
         if !self.ctx.learns_addresses {
             tracing::debug!(
                 "peer {}: {sent} addresses ({what}) not kept (connect)",
@@ -554,8 +565,20 @@ impl<'a> Session<'a> {
             );
             return;
         }
-        let added = self.ctx.book.add(known);
-        tracing::debug!("peer {}: {sent} addresses ({what}), {added} new", self.id);
+        known.shuffle(&mut rand::thread_rng());
+        let allowed = self.addr_rate.take(known.len());
+        let dropped = known.len() - allowed;
+        known.truncate(allowed);
+        let added = self.ctx.book.add(known, self.addr.ip());
+        if dropped > 0 {
+            crate::metrics::metrics()
+                .p2p_addr_rate_limited
+                .inc_by(dropped as u64);
+        }
+        tracing::debug!(
+            "peer {}: {sent} addresses ({what}), {added} new, {dropped} over its rate",
+            self.id
+        );
     }
 
     /// As Bitcoin Core: only inbound peers are answered, once per connection, all with the same
