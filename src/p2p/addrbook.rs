@@ -224,6 +224,13 @@ impl AddrBook {
         let mut tables = self.lock();
         let mut added = 0;
         for mut known in addrs {
+            // Core refuses IPv4 mapped into `addrv2`'s IPv6; taken as the IPv4 it is, it is one
+            // entry, not two.
+            if let IpAddr::V6(v6) = known.addr.ip() {
+                if let Some(v4) = v6.to_ipv4_mapped() {
+                    known.addr = SocketAddr::new(IpAddr::V4(v4), known.addr.port());
+                }
+            }
             if !self.usable(&known.addr) {
                 continue;
             }

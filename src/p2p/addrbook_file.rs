@@ -13,8 +13,9 @@
 //!
 //! Format 1 (`cairnab1`, before the tables): no key; per entry the address (16), port (2),
 //! services (8) and last-seen time (u32 LE). It is read once: its entries go to the new table,
-//! each filed under its own address as source (which peer told of it was not kept), and the
-//! next save writes format 2.
+//! all filed under one internal source (which peer told of each was not kept, and a book
+//! filled by the old, unbounded gossip must reach no more than one source group's buckets),
+//! and the next save writes format 2.
 //!
 //! `anchors.dat` beside it (`cairnan1`, the magic, a count, then address and port per entry,
 //! then SHA-256d) holds the outbound peers cairn was connected to when it stopped (Core's
@@ -28,7 +29,7 @@ use std::time::Duration;
 use bitcoin::hashes::{sha256d, Hash};
 use bitcoin::p2p::ServiceFlags;
 
-use super::addrbook::{AddrBook, Info, KnownAddr, MAX_ADDRESSES};
+use super::addrbook::{internal_source, AddrBook, Info, KnownAddr, MAX_ADDRESSES};
 
 /// How often a running node saves its book.
 pub const SAVE_INTERVAL: Duration = Duration::from_secs(15 * 60);
@@ -40,6 +41,8 @@ const TAG_ANCHORS: &[u8; 8] = b"cairnan1";
 const ENTRY_V1: usize = 16 + 2 + 8 + 4;
 const ENTRY_V2: usize = 16 + 2 + 8 + 8 + 16 + 8 + 4 + 1;
 const CHECKSUM: usize = 32;
+/// Failed attempts read back at most (far past every threshold that counts them).
+const MAX_SAVED_ATTEMPTS: u32 = 1_000;
 
 /// Why a saved book was not read.
 #[derive(Debug, thiserror::Error)]
@@ -185,9 +188,13 @@ fn entry_v2(b: &[u8]) -> Result<Info, LoadError> {
     };
     let mut info = Info::restored(socket_of(b), ip_of(&b[34..]));
     info.services = ServiceFlags::from(u64_at(&b[18..]));
-    info.time = u64_at(&b[26..]) as i64;
-    info.last_success = u64_at(&b[50..]) as i64;
-    info.attempts = u32_at(&b[58..]);
+    // A file is input too: times beyond now (a clock that jumped back, or an edited file)
+    // would make an entry never terrible or its tried place never testable.
+    let now = super::addrbook::now_secs();
+    let time = |at: usize| (u64_at(&b[at..]).min(i64::MAX as u64) as i64).min(now);
+    info.time = time(26);
+    info.last_success = time(50);
+    info.attempts = u32_at(&b[58..]).min(MAX_SAVED_ATTEMPTS);
     info.in_tried = in_tried;
     Ok(info)
 }
@@ -231,7 +238,7 @@ pub fn load(path: &Path, magic: [u8; 4], allow_local: bool) -> AddrBook {
         }
         Ok(Saved::Addresses(known)) => {
             let book = AddrBook::new(allow_local);
-            let placed: usize = known.into_iter().map(|k| book.add([k], k.addr.ip())).sum();
+            let placed = book.add(known, internal_source("addrbook-v1"));
             tracing::info!(
                 "address book: {placed} addresses from {} (format 1, rewritten as 2 on the next save)",
                 path.display()
@@ -424,14 +431,31 @@ mod tests {
         assert_eq!(book.counts(), (2, 0));
         let first = sample()[0];
         let info = book.info(&first.addr).unwrap();
-        // Filed under itself as source: no gossip penalty on its time.
+        // Filed under one internal source, so in one group's buckets, with the penalty.
+        let time = i64::from(first.last_seen) - 2 * 3600;
         assert_eq!(
             (info.source, info.time),
-            (first.addr.ip(), first.last_seen.into())
+            (internal_source("addrbook-v1"), time)
         );
         save(&book, &path, MAGIC).unwrap();
         assert!(std::fs::read(&path).unwrap().starts_with(TAG_V2));
         assert_eq!(sorted(&load(&path, MAGIC, true)), sorted(&book));
+    }
+
+    #[test]
+    fn saved_times_from_the_future_are_read_as_now() {
+        let (key, mut entries) = book().saved();
+        for e in &mut entries {
+            (e.time, e.last_success, e.attempts) = (i64::MAX, -1, u32::MAX);
+        }
+        let Ok(Saved::Tables(_, back)) = decode(&encode(key, &entries, MAGIC), MAGIC) else {
+            panic!("not read back");
+        };
+        let now = super::super::addrbook::now_secs();
+        for e in back {
+            assert!(e.time <= now && e.last_success <= now, "{e:?}");
+            assert_eq!(e.attempts, MAX_SAVED_ATTEMPTS);
+        }
     }
 
     #[test]

@@ -36,8 +36,10 @@ pub(super) async fn manage(shared: Arc<Shared>, config: P2pConfig, mut anchors: 
         exclude.extend(config.listen);
         let banned = |a: &SocketAddr| shared.bans.is_banned(a);
         if shared.slots.len() < config.max_outbound {
-            let anchor =
-                std::iter::from_fn(|| anchors.pop()).find(|a| !exclude.contains(a) && !banned(a));
+            let anchor = std::iter::from_fn(|| anchors.pop()).find(|a| {
+                let group = addrbook::group(a.ip());
+                !exclude.contains(a) && !banned(a) && (group == [0] || !groups.contains(&group))
+            });
             // As Core: failures count once two groups are connected, so that a node that is
             // offline itself does not wear its book out.
             let count_failure = groups.len() >= config.max_outbound.saturating_sub(1).min(2);

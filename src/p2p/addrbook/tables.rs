@@ -47,7 +47,7 @@ const MAX_COLLISIONS: usize = 10;
 /// `ADDRMAN_TEST_WINDOW`: how long a collision waits for its test connection.
 const TEST_WINDOW: i64 = 40 * 60;
 
-type Id = u32;
+type Id = u64;
 
 /// One address and what is known of it (Core's `AddrInfo`).
 #[derive(Debug, Clone)]
@@ -103,18 +103,22 @@ impl Info {
 
     /// Core's `IsTerrible`: worth giving its place up and not worth telling peers about.
     pub fn is_terrible(&self, now: i64) -> bool {
-        if now - self.last_try <= 60 {
+        if now.saturating_sub(self.last_try) <= 60 {
             return false;
         }
-        self.time > now + 600
-            || now - self.time > HORIZON
+        self.time > now.saturating_add(600)
+            || now.saturating_sub(self.time) > HORIZON
             || (self.last_success == 0 && self.attempts >= RETRIES)
-            || (now - self.last_success > MIN_FAIL && self.attempts >= MAX_FAILURES)
+            || (now.saturating_sub(self.last_success) > MIN_FAIL && self.attempts >= MAX_FAILURES)
     }
 
     /// Core's `GetChance`: how likely a pick settles on it.
     fn chance(&self, now: i64) -> f64 {
-        let recent = if now - self.last_try < 600 { 0.01 } else { 1.0 };
+        let recent = if now.saturating_sub(self.last_try) < 600 {
+            0.01
+        } else {
+            1.0
+        };
         recent * 0.66f64.powi(self.attempts.min(8) as i32)
     }
 }
@@ -379,10 +383,10 @@ impl Tables {
     }
 
     fn good_id(&mut self, addr: &SocketAddr, test_before_evict: bool, now: i64) {
+        self.last_good = now;
         let Some(&id) = self.by_addr.get(addr) else {
             return;
         };
-        self.last_good = now;
         let Some(info) = self.infos.get_mut(&id) else {
             return;
         };
@@ -442,7 +446,7 @@ impl Tables {
         info.last_try = now;
         if count_failure && info.last_count_attempt < last_good {
             info.last_count_attempt = now;
-            info.attempts += 1;
+            info.attempts = info.attempts.saturating_add(1);
         }
     }
 
@@ -450,29 +454,38 @@ impl Tables {
     /// than 20 minutes old.
     pub fn connected(&mut self, addr: &SocketAddr, now: i64) {
         if let Some(info) = self.by_addr.get(addr).and_then(|id| self.infos.get_mut(id)) {
-            if now - info.time > 20 * 60 {
+            if now.saturating_sub(info.time) > 20 * 60 {
                 info.time = now;
             }
         }
     }
 
-    /// Core's `Select_`: a random entry of the tried or the new table (even odds, or new
-    /// only), settled on with its chance, each refusal raising the odds by 1.2.
+    /// Core's `Select_`: the tried or the new table (even odds, or new only), then a random
+    /// bucket, scanned from a random place for an entry, settled on with its chance, each
+    /// refusal raising the odds by 1.2. Drawing buckets, not entries, keeps a source group
+    /// that packed its 64 buckets to 1/16 of the new table's picks.
     pub fn select(&self, new_only: bool, now: i64, rng: &mut impl Rng) -> Option<&Info> {
-        let (new, tried) = (&self.new_list, &self.tried_list);
-        let list = if new_only || tried.is_empty() {
-            new
-        } else if new.is_empty() || rng.gen_bool(0.5) {
-            tried
-        } else {
-            new
-        };
-        if list.is_empty() {
+        let (new, tried) = (self.new_list.len(), self.tried_list.len());
+        let use_tried = !new_only && tried > 0 && (new == 0 || rng.gen_bool(0.5));
+        if !use_tried && new == 0 {
             return None;
         }
+        let slots = if use_tried {
+            &self.tried_slots
+        } else {
+            &self.new_slots
+        };
+        let buckets = slots.len() / BUCKET_SIZE;
         let mut factor = 1.0f64;
         loop {
-            let info = self.infos.get(&list[rng.gen_range(0..list.len())])?;
+            let bucket = rng.gen_range(0..buckets) * BUCKET_SIZE;
+            let start = rng.gen_range(0..BUCKET_SIZE);
+            let found = (0..BUCKET_SIZE)
+                .find_map(|i| slots[bucket + (start + i) % BUCKET_SIZE])
+                .and_then(|id| self.infos.get(&id));
+            let Some(info) = found else {
+                continue;
+            };
             if rng.gen::<f64>() < factor * info.chance(now) {
                 return Some(info);
             }
@@ -495,9 +508,9 @@ impl Tables {
                     self.good_id(&addr, false, now);
                     false
                 }
-                Some(old) if now - old.last_success < REPLACEMENT => false,
-                Some(old) if now - old.last_try < REPLACEMENT => {
-                    let waited = now - old.last_try > 60;
+                Some(old) if now.saturating_sub(old.last_success) < REPLACEMENT => false,
+                Some(old) if now.saturating_sub(old.last_try) < REPLACEMENT => {
+                    let waited = now.saturating_sub(old.last_try) > 60;
                     if waited {
                         self.good_id(&addr, false, now);
                     }
@@ -507,7 +520,7 @@ impl Tables {
                     let late = self
                         .infos
                         .get(&id)
-                        .is_some_and(|i| now - i.last_success > TEST_WINDOW);
+                        .is_some_and(|i| now.saturating_sub(i.last_success) > TEST_WINDOW);
                     if late {
                         self.good_id(&addr, false, now);
                     }

@@ -268,3 +268,31 @@ fn saved_entries_come_back_where_they_were() {
     assert_eq!(again.restore(entries), book.len());
     assert_eq!(again.counts(), book.counts());
 }
+
+#[test]
+fn picks_draw_buckets_so_a_packed_source_group_wins_few() {
+    let book = AddrBook::new(false);
+    book.add(spread(0x0b00_0001, 21_000), ip("66.66.0.1"));
+    let packed = book.len();
+    // 300 honest addresses, each told by a source of another group.
+    let honest: HashSet<SocketAddr> = (0..300u32)
+        .filter_map(|i| {
+            let k = spread(0x3000_0000 + i, 1).next()?;
+            let source = IpAddr::V4(Ipv4Addr::from(0x5000_0000 + (i << 16)));
+            (book.add([k], source) == 1).then_some(k.addr)
+        })
+        .collect();
+    let tables = book.lock();
+    let mut rng = rand::thread_rng();
+    let draws = 4000;
+    let attacker = (0..draws)
+        .filter_map(|_| tables.select(true, now_secs(), &mut rng))
+        .filter(|i| !honest.contains(&i.addr))
+        .count();
+    // By entries the packed group would win about 93%; by buckets about a fifth.
+    let share = attacker as f64 / draws as f64;
+    assert!(
+        share < 0.4,
+        "{packed} packed entries won {share:.2} of the picks"
+    );
+}
