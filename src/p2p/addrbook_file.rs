@@ -100,6 +100,16 @@ fn u32_at(b: &[u8]) -> u32 {
     u32::from_le_bytes([b[0], b[1], b[2], b[3]])
 }
 
+/// A file's start: its tag, the network magic, then (after `key`, if any) the entry count.
+fn begin(tag: &[u8; 8], magic: [u8; 4], key: &[u8], count: usize, entry: usize) -> Vec<u8> {
+    let mut out = Vec::with_capacity(16 + key.len() + count * entry + CHECKSUM);
+    out.extend_from_slice(tag);
+    out.extend_from_slice(&magic);
+    out.extend_from_slice(key);
+    out.extend_from_slice(&(count as u32).to_le_bytes());
+    out
+}
+
 fn seal(mut out: Vec<u8>) -> Vec<u8> {
     let checksum = sha256d::Hash::hash(&out);
     out.extend_from_slice(checksum.as_byte_array());
@@ -108,11 +118,7 @@ fn seal(mut out: Vec<u8>) -> Vec<u8> {
 
 /// The book's bytes in format 2.
 pub fn encode(key: [u8; 32], entries: &[Info], magic: [u8; 4]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(48 + entries.len() * ENTRY_V2 + CHECKSUM);
-    out.extend_from_slice(TAG_V2);
-    out.extend_from_slice(&magic);
-    out.extend_from_slice(&key);
-    out.extend_from_slice(&(entries.len() as u32).to_le_bytes());
+    let mut out = begin(TAG_V2, magic, &key, entries.len(), ENTRY_V2);
     for e in entries {
         put_socket(&mut out, &e.addr);
         out.extend_from_slice(&e.services.to_u64().to_le_bytes());
@@ -255,10 +261,7 @@ pub fn load(path: &Path, magic: [u8; 4], allow_local: bool) -> AddrBook {
 /// Saves the outbound peers to dial first at the next start (at most [`MAX_ANCHORS`]).
 pub fn save_anchors(path: &Path, anchors: &[SocketAddr], magic: [u8; 4]) -> std::io::Result<()> {
     let anchors = &anchors[..anchors.len().min(MAX_ANCHORS)];
-    let mut out = Vec::with_capacity(16 + anchors.len() * 18 + CHECKSUM);
-    out.extend_from_slice(TAG_ANCHORS);
-    out.extend_from_slice(&magic);
-    out.extend_from_slice(&(anchors.len() as u32).to_le_bytes());
+    let mut out = begin(TAG_ANCHORS, magic, &[], anchors.len(), 18);
     for a in anchors {
         put_socket(&mut out, a);
     }
@@ -410,10 +413,7 @@ mod tests {
 
     /// Format 1 as cairn wrote it before the tables.
     fn encode_v1(entries: &[KnownAddr], magic: [u8; 4]) -> Vec<u8> {
-        let mut out = Vec::new();
-        out.extend_from_slice(TAG_V1);
-        out.extend_from_slice(&magic);
-        out.extend_from_slice(&(entries.len() as u32).to_le_bytes());
+        let mut out = begin(TAG_V1, magic, &[], entries.len(), ENTRY_V1);
         for e in entries {
             put_socket(&mut out, &e.addr);
             out.extend_from_slice(&e.services.to_u64().to_le_bytes());

@@ -409,9 +409,14 @@ impl Tables {
     /// Core's `MakeTried`: out of every new place, into `place`; whoever held it goes back
     /// to the new table.
     fn make_tried(&mut self, id: Id, place: usize) {
-        for slot in 0..self.new_slots.len() {
-            if self.new_slots[slot] == Some(id) {
-                self.new_slots[slot] = None;
+        let mut held = self.infos.get(&id).map_or(0, |i| i.ref_count);
+        for slot in self.new_slots.iter_mut() {
+            if held == 0 {
+                break;
+            }
+            if *slot == Some(id) {
+                *slot = None;
+                held -= 1;
             }
         }
         self.list_remove(Table::New, id);
