@@ -119,9 +119,11 @@ impl Settings {
         let mempool_max_mb = positive("mempool_max_mb", o.mempool_max_mb.unwrap_or(300) as usize)?;
         let electrum = electrum_config(network, &o)?;
         let http_hosts = http_hosts(&o, &electrum.hosts.exempt)?;
+        let p2p = p2p_config(network, signet_challenge.is_some(), magic, &o)
+            .exempting(&electrum.hosts.exempt);
         Ok(Settings {
             electrum,
-            p2p: p2p_config(network, signet_challenge.is_some(), magic, &o),
+            p2p,
             network,
             signet_challenge,
             datadir: o.datadir.unwrap_or_else(default_datadir),
@@ -499,6 +501,8 @@ fn p2p_config(network: Network, custom_signet: bool, magic: [u8; 4], o: &FileCon
         magic,
         max_outbound: o.p2p_max_outbound.unwrap_or(8),
         max_inbound: o.p2p_max_inbound.unwrap_or(117),
+        max_inbound_per_host: o.p2p_max_inbound_per_host.unwrap_or(16).max(1),
+        inbound_exempt: Vec::new(),
         timeout: std::time::Duration::from_secs(o.p2p_timeout.unwrap_or(120).max(1)),
         dns_seeds: o.dnsseed.unwrap_or(true),
         v2_transport: o.v2transport.unwrap_or(true),

@@ -190,6 +190,10 @@ options! {
         /// Most inbound peers at once [default: 117].
         #[arg(env = "CAIRN_P2P_MAX_INBOUND")]
         pub p2p_max_inbound: Option<usize>,
+        /// Most inbound peers from one host (an IPv4 address, an IPv6 /64) at once
+        /// [default: 16].
+        #[arg(env = "CAIRN_P2P_MAX_INBOUND_PER_HOST")]
+        pub p2p_max_inbound_per_host: Option<usize>,
         /// Seconds a peer may send nothing, or read nothing of what it is owed, before it is
         /// dropped [default: 120].
         #[arg(env = "CAIRN_P2P_TIMEOUT", value_name = "SECS")]

@@ -26,6 +26,10 @@ pub struct P2pConfig {
     pub max_outbound: usize,
     /// Most inbound connections at once.
     pub max_inbound: usize,
+    /// Most inbound connections from one host (an IPv4 address, an IPv6 /64) at once.
+    pub max_inbound_per_host: usize,
+    /// Hosts `max_inbound_per_host` spares (`host_limit_exempt`: a local Tor onion service's).
+    pub inbound_exempt: Vec<crate::types::Subnet>,
     /// How long a peer may send nothing, or read nothing of what it is owed, before it is
     /// dropped.
     pub timeout: std::time::Duration,
@@ -46,5 +50,11 @@ impl P2pConfig {
             || !self.addnode.is_empty()
             || self.listen.is_some()
             || (self.network != Network::Regtest && self.max_outbound > 0)
+    }
+
+    /// The same settings with `hosts` spared the per-host cap on inbound places.
+    pub fn exempting(mut self, hosts: &[crate::types::Subnet]) -> Self {
+        self.inbound_exempt = hosts.to_vec();
+        self
     }
 }

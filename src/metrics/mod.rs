@@ -97,6 +97,8 @@ pub struct Metrics {
     pub p2p_sent_bytes: IntCounter,
     /// Inbound peers evicted for a newcomer from a less crowded host.
     pub p2p_inbound_evicted: IntCounter,
+    /// Inbound peers refused because their host held `p2p_max_inbound_per_host` places.
+    pub p2p_inbound_host_full: IntCounter,
     /// Gossiped addresses dropped unread, over their peer's rate (Core's
     /// `m_addr_rate_limited`).
     pub p2p_addr_rate_limited: IntCounter,
@@ -375,6 +377,13 @@ impl Metrics {
                 IntCounter::with_opts(opts(
                     "p2p_inbound_evicted_total",
                     "Inbound peers evicted for a newcomer from a less crowded host.",
+                )),
+            ),
+            p2p_inbound_host_full: registered(
+                &r,
+                IntCounter::with_opts(opts(
+                    "p2p_inbound_host_full_total",
+                    "Inbound peers refused because their host held its share of the places.",
                 )),
             ),
             p2p_addr_rate_limited: registered(

@@ -90,13 +90,14 @@ pub fn is_routable(ip: IpAddr) -> bool {
                 || v6.is_multicast()
                 || (s[0] & 0xfe00) == 0xfc00 // unique local (and CJDNS)
                 || (s[0] & 0xffc0) == 0xfe80 // link local
+                || (s[0] == 0x2001 && matches!(s[1] & 0xfff0, 0x0010 | 0x0020)) // ORCHID, v2
                 || (s[0] == 0x2001 && s[1] == 0x0db8)) // documentation
         }
     }
 }
 
 /// Core's `CNetAddr::IsLocal`: 0.0.0.0/8, 127.0.0.0/8 and `::1`.
-fn is_local(ip: IpAddr) -> bool {
+pub(super) fn is_local(ip: IpAddr) -> bool {
     match ip {
         IpAddr::V4(v4) => v4.octets()[0] == 0 || v4.is_loopback(),
         IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
@@ -106,9 +107,29 @@ fn is_local(ip: IpAddr) -> bool {
     }
 }
 
-/// Core's `NetGroupManager::GetGroup` without an asmap: the network class, then IPv4 /16,
-/// IPv6 /32 (he.net's 2001:470::/32 as /36), internal addresses (seeds) one group each,
-/// and every local or otherwise unroutable address in one group.
+/// Core's `CNetAddr::GetLinkedIPv4` for IPv6 addresses that carry an IPv4 one: 6to4
+/// (2002::/16, RFC 3964), Teredo (2001::/32, RFC 4380, inverted), NAT64 (64:ff9b::/96,
+/// RFC 6052) and SIIT (::ffff:0:0:0/96, RFC 6145).
+pub(super) fn linked_ipv4(v6: &Ipv6Addr) -> Option<std::net::Ipv4Addr> {
+    let o = v6.octets();
+    let at = |i: usize| std::net::Ipv4Addr::new(o[i], o[i + 1], o[i + 2], o[i + 3]);
+    if o[..2] == [0x20, 0x02] {
+        Some(at(2))
+    } else if o[..4] == [0x20, 0x01, 0, 0] {
+        Some(std::net::Ipv4Addr::from(!u32::from(at(12))))
+    } else if o[..12] == [0, 0x64, 0xff, 0x9b, 0, 0, 0, 0, 0, 0, 0, 0]
+        || o[..12] == [0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0, 0]
+    {
+        Some(at(12))
+    } else {
+        None
+    }
+}
+
+/// Core's `NetGroupManager::GetGroup` without an asmap: the network class, then IPv4 /16
+/// (an IPv6 address carrying an IPv4 one is grouped by it), IPv6 /32 (he.net's
+/// 2001:470::/32 as /36), internal addresses (seeds) one group each, and every local or
+/// otherwise unroutable address in one group.
 pub fn group(ip: IpAddr) -> Vec<u8> {
     const UNROUTABLE: u8 = 0;
     const IPV4: u8 = 1;
@@ -125,7 +146,7 @@ pub fn group(ip: IpAddr) -> Vec<u8> {
         [&[INTERNAL][..], &o[6..]].concat()
     } else if !is_routable(ip) {
         vec![UNROUTABLE]
-    } else if let Some(v4) = v6.to_ipv4_mapped() {
+    } else if let Some(v4) = v6.to_ipv4_mapped().or_else(|| linked_ipv4(&v6)) {
         vec![IPV4, v4.octets()[0], v4.octets()[1]]
     } else if o[..4] == [0x20, 0x01, 0x04, 0x70] {
         vec![IPV6, o[0], o[1], o[2], o[3], o[4] & 0xf0]
@@ -414,6 +435,35 @@ impl AddrBook {
                 last_seen: i.time.clamp(0, i64::from(u32::MAX)) as u32,
             })
             .collect()
+    }
+}
+
+/// The answer every `getaddr` gets until it expires, 21 to 27 hours after it was drawn (Core's
+/// `m_addr_response_caches`, `AVG_ADDRESS_RESPONSE_CACHE_LIFETIME` of 24 h with a random
+/// spread): a peer that asks again or reconnects learns nothing more of the book.
+#[derive(Default)]
+pub struct AnswerCache {
+    cached: Mutex<Option<(std::time::Instant, Vec<KnownAddr>)>>,
+}
+
+impl AnswerCache {
+    /// The cached answer at `now`, or a fresh one from `draw` once it expired.
+    pub fn get(
+        &self,
+        now: std::time::Instant,
+        draw: impl FnOnce() -> Vec<KnownAddr>,
+    ) -> Vec<KnownAddr> {
+        let mut cached = self.cached.lock().unwrap_or_else(PoisonError::into_inner);
+        match &*cached {
+            Some((until, sample)) if *until > now => sample.clone(),
+            _ => {
+                let sample = draw();
+                let hours = 21.0 + 6.0 * rand::random::<f64>();
+                let until = now + std::time::Duration::from_secs_f64(hours * 3600.0);
+                *cached = Some((until, sample.clone()));
+                sample
+            }
+        }
     }
 }
 

@@ -315,16 +315,18 @@ mod tests {
 
     const MAGIC: [u8; 4] = [0xfa, 0xbf, 0xb5, 0xda];
 
+    /// Two addresses in network groups of their own (two unroutable ones would share group 0,
+    /// so one bucket, and take the same place one time in 64).
     fn sample() -> Vec<KnownAddr> {
         let now = super::super::addrbook::now_secs() as u32;
         vec![
             KnownAddr {
-                addr: "203.0.113.7:8333".parse().unwrap(),
+                addr: "8.8.4.7:8333".parse().unwrap(),
                 services: ServiceFlags::NETWORK | ServiceFlags::WITNESS,
                 last_seen: now - 7200,
             },
             KnownAddr {
-                addr: "[2001:db8::1]:18444".parse().unwrap(),
+                addr: "[2a01:4f8::1]:18444".parse().unwrap(),
                 services: ServiceFlags::NONE,
                 last_seen: now - 100,
             },
@@ -332,7 +334,8 @@ mod tests {
     }
 
     fn book() -> AddrBook {
-        let book = AddrBook::new(true);
+        // A fixed key whose places for these do not collide.
+        let book = AddrBook::with_key(true, [3; 32]);
         book.add(sample(), "127.0.0.2".parse().unwrap());
         book.mark_good("127.0.0.9:18444".parse().unwrap(), ServiceFlags::NETWORK);
         book

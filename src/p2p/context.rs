@@ -50,8 +50,7 @@ pub struct PeerContext {
     /// (Core's `NextInvToInbounds`).
     pub inbound_announcement: super::announce_timer::InboundTimer,
     /// The answer every `getaddr` gets until it expires (Core's `m_addr_response_caches`).
-    pub addr_answer:
-        std::sync::Mutex<Option<(std::time::Instant, Vec<super::addrbook::KnownAddr>)>>,
+    pub addr_answer: super::addrbook::AnswerCache,
     /// The index whose BIP158 filters are served (with NODE_COMPACT_FILTERS), if there is one.
     pub filter_index: Option<Arc<Index>>,
     /// Known peer addresses.
@@ -68,26 +67,15 @@ pub struct PeerContext {
     /// The kernel's tip once it has caught up with the best header (`None` before): what the
     /// sessions announce to their peers.
     pub tip: tokio::sync::watch::Sender<Option<BlockHash>>,
+    /// The inbound places, and what their peers did that protects them from eviction.
+    pub inbound: Arc<super::inbound::Inbound>,
 }
 
 impl PeerContext {
-    /// The sample of the address book `getaddr` is answered with: the same for 21 to 27 hours
-    /// (Core's `GetAddresses` cache), then drawn afresh.
+    /// The sample of the address book `getaddr` is answered with (Core's `GetAddresses`
+    /// cache).
     pub fn addr_answer(&self) -> Vec<super::addrbook::KnownAddr> {
-        let now = std::time::Instant::now();
-        let mut cached = self
-            .addr_answer
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        match &*cached {
-            Some((until, sample)) if *until > now => sample.clone(),
-            _ => {
-                let sample = self.book.sample();
-                let hours = 21.0 + 6.0 * rand::random::<f64>();
-                let until = now + std::time::Duration::from_secs_f64(hours * 3600.0);
-                *cached = Some((until, sample.clone()));
-                sample
-            }
-        }
+        self.addr_answer
+            .get(std::time::Instant::now(), || self.book.sample())
     }
 }

@@ -265,6 +265,7 @@ pub struct HeadersSync {
     buffer: VecDeque<Compressed>,
     buffer_first_prev: BlockHash,
     buffer_last: BlockHash,
+    buffer_last_bits: CompactTarget,
     buffer_last_height: i64,
     redownload_work: Work,
     release_all: bool,
@@ -294,6 +295,7 @@ impl HeadersSync {
             buffer: VecDeque::new(),
             buffer_first_prev: chain_start.hash,
             buffer_last: chain_start.hash,
+            buffer_last_bits: chain_start.bits,
             buffer_last_height: chain_start.height,
             redownload_work: chain_start.chain_work,
             release_all: false,
@@ -383,8 +385,9 @@ impl HeadersSync {
         if h.prev_blockhash != self.buffer_last {
             return false;
         }
-        let previous = self.buffer.back().map_or(self.chain_start.bits, |c| c.bits);
-        if !permitted_difficulty_transition(&self.rules, height, previous, h.bits) {
+        // The last header redownloaded, released or not (Core reads the buffer's back, which a
+        // buffer of size 0 would have emptied).
+        if !permitted_difficulty_transition(&self.rules, height, self.buffer_last_bits, h.bits) {
             return false;
         }
         self.redownload_work = self.redownload_work + header_work(h.bits);
@@ -399,6 +402,7 @@ impl HeadersSync {
         }
         self.buffer.push_back(Compressed::of(h));
         self.buffer_last = h.block_hash();
+        self.buffer_last_bits = h.bits;
         self.buffer_last_height = height;
         true
     }

@@ -311,11 +311,7 @@ impl P2p {
                 Ok(listener) => {
                     listen_addr = listener.local_addr().ok();
                     tracing::info!("accepting peers on {}", listen_addr.unwrap_or(addr));
-                    tasks.push(tokio::spawn(accept_loop(
-                        listener,
-                        shared.clone(),
-                        config.max_inbound,
-                    )));
+                    tasks.push(tokio::spawn(accept_loop(listener, shared.clone())));
                 }
                 Err(source) if config.listen_required => {
                     return Err(P2pError::Listen { addr, source })
@@ -442,13 +438,18 @@ fn peer_context(
         orphans: Orphans::default(),
         tx_requests: Default::default(),
         inbound_announcement: Default::default(),
-        addr_answer: std::sync::Mutex::new(None),
+        addr_answer: Default::default(),
         book: Arc::new(book),
         registry,
         timeout: config.timeout,
         learns_addresses: config.connect.is_empty(),
         sync_now: tokio::sync::broadcast::channel(4).0,
         tip: tokio::sync::watch::channel(None).0,
+        inbound: inbound::Inbound::new(
+            config.max_inbound,
+            config.max_inbound_per_host,
+            config.inbound_exempt.clone(),
+        ),
     })
 }
 
@@ -460,11 +461,11 @@ async fn keep_connected(shared: Arc<Shared>, addr: SocketAddr) {
     }
 }
 
-/// Accepts inbound peers, refusing banned addresses and any beyond `max_inbound`. A connection
-/// holds its place from accept to close, handshake or not, so half-open connections count
-/// against the limit too (each is dropped after the handshake timeout).
-async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, max_inbound: usize) {
-    let places = inbound::Inbound::new(max_inbound);
+/// Accepts inbound peers, refusing banned addresses and any the inbound places do not admit. A
+/// connection holds its place from accept to close, handshake or not, so half-open connections
+/// count against the limits too (each is dropped after the handshake timeout).
+async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
+    let places = shared.ctx.inbound.clone();
     loop {
         let (stream, peer_addr) = crate::listen::accept(&listener, "P2P").await;
         if shared.bans.is_banned(&peer_addr) {
@@ -472,7 +473,7 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, max_inbound: us
         }
         let id = shared.ids.fetch_add(1, Ordering::SeqCst);
         let Some(place) = places.admit(id, peer_addr) else {
-            tracing::debug!("refusing {peer_addr}: {max_inbound} inbound connections already");
+            tracing::debug!("refusing {peer_addr}: no inbound place for it");
             continue;
         };
         let shared = shared.clone();

@@ -22,6 +22,7 @@ use super::error::PeerError;
 use super::filters;
 use super::handshake::{PeerTraits, PROTOCOL_VERSION};
 use super::headers_sync::HeadersSync;
+use super::inbound::Merit;
 use super::send::SendQueue;
 use super::sync::{Delivered, PeerId};
 use crate::index::Index;
@@ -30,6 +31,7 @@ use crate::mempool::Rejection;
 
 mod headers;
 mod owed;
+mod ping;
 mod relay;
 use owed::Owed;
 
@@ -89,6 +91,8 @@ pub struct Session<'a> {
     /// Whether a BIP35 `mempool` request is still owed to it (an outbound NODE_BLOOM peer),
     /// sent once cairn's mempool is at the tip.
     mempool_owed: bool,
+    /// Its ping in flight (Core's `MaybeSendPing`).
+    pinger: ping::Pinger,
 }
 
 impl<'a> Session<'a> {
@@ -120,6 +124,7 @@ impl<'a> Session<'a> {
             mempool_owed: !inbound
                 && ctx.mempool.is_some()
                 && traits.services.has(ServiceFlags::BLOOM),
+            pinger: ping::Pinger::default(),
         }
     }
 
@@ -147,7 +152,6 @@ impl<'a> Session<'a> {
         }
         let mut tick = tokio::time::interval(TICK);
         let mut last_heard = tokio::time::Instant::now();
-        let mut last_ping = last_heard;
         let timeout = self.ctx.timeout;
         let mut reading = self.out.watch(timeout);
         loop {
@@ -195,11 +199,12 @@ impl<'a> Session<'a> {
                     if last_heard.elapsed() > timeout {
                         return Err(PeerError::Timeout);
                     }
-                    // A quiet peer is pinged halfway through its timeout, so an honest one that
-                    // has nothing to say answers in time (Core pings every 2 minutes).
-                    if last_heard.elapsed() > timeout / 2 && last_ping.elapsed() > timeout / 2 {
-                        last_ping = tokio::time::Instant::now();
-                        self.queue(NetworkMessage::Ping(self.id))?;
+                    // Core pings every 2 minutes; a quiet peer is pinged halfway through its
+                    // timeout too, so an honest one that has nothing to say answers in time.
+                    let quiet = last_heard.elapsed() > timeout / 2
+                        && self.pinger.last_sent().is_none_or(|t| t.elapsed() > timeout / 2);
+                    if let Some(nonce) = self.pinger.due(ping::PING_INTERVAL, quiet) {
+                        self.queue(NetworkMessage::Ping(nonce))?;
                     }
                     if reading.stalled(self.out.queued(), tokio::time::Instant::now()) {
                         return Err(PeerError::NotReading(format!(
@@ -213,10 +218,7 @@ impl<'a> Session<'a> {
                     }
                     // Core's stalling disconnect (no ban): its blocks went to others.
                     if self.ctx.downloader.take_stalling(self.id) {
-                        return Err(PeerError::Refused(format!(
-                            "stalling block download (nothing delivered in {}s)",
-                            super::sync::STALL_TIMEOUT.as_secs()
-                        )));
+                        return Err(PeerError::Refused("stalling block download".into()));
                     }
                     // A peer that is not read from is not asked for blocks or transactions either.
                     if listening {
@@ -267,6 +269,12 @@ impl<'a> Session<'a> {
                 "mempool request, and cairn does not offer NODE_BLOOM".into(),
             )),
             NetworkMessage::Ping(nonce) => self.queue(NetworkMessage::Pong(nonce)),
+            NetworkMessage::Pong(nonce) => {
+                if let Some(rtt) = self.pinger.pong(nonce) {
+                    self.ctx.inbound.note(self.id, Merit::Ping(rtt));
+                }
+                Ok(())
+            }
             NetworkMessage::SendHeaders => {
                 self.wants_headers = true;
                 Ok(())
@@ -356,8 +364,9 @@ impl<'a> Session<'a> {
             return Err(PeerError::Misbehaving(format!("mutated block: {why}")));
         }
         let dl = self.ctx.downloader.clone();
-        if tokio::task::block_in_place(|| dl.deliver(bytes, self.id)) == Delivered::Unwanted {
-            tracing::debug!("peer {}: unrequested block ignored", self.id);
+        match tokio::task::block_in_place(|| dl.deliver(bytes, self.id)) {
+            Delivered::Taken => self.ctx.inbound.note(self.id, Merit::Block),
+            Delivered::Unwanted => tracing::debug!("peer {}: unrequested block ignored", self.id),
         }
         self.request_blocks()
     }
@@ -455,6 +464,7 @@ impl<'a> Session<'a> {
         match tokio::task::block_in_place(|| m.mempool.accept(&raw, &m.index)) {
             Ok(accepted) => {
                 tracing::debug!("peer {}: accepted transaction {txid}", self.id);
+                self.ctx.inbound.note(self.id, Merit::Tx);
                 m.notifier.accepted(&m.index, accepted);
                 tokio::task::block_in_place(|| self.accept_orphans_of(txid, m));
             }
@@ -569,6 +579,11 @@ impl<'a> Session<'a> {
         let allowed = self.addr_rate.take(known.len());
         let dropped = known.len() - allowed;
         known.truncate(allowed);
+        // Core's `MayHaveUsefulAddressDB`: an address that serves no blocks at all is not kept
+        // (checked after the allowance is spent, as in Core).
+        known.retain(|k| {
+            k.services.has(ServiceFlags::NETWORK) || k.services.has(ServiceFlags::NETWORK_LIMITED)
+        });
         let added = self.ctx.book.add(known, self.addr.ip());
         if dropped > 0 {
             crate::metrics::metrics()

@@ -23,8 +23,15 @@ const MIN_BLOCKS_TO_KEEP: i64 = 288;
 /// Blocks handed to the validating thread and not yet validated, at most; the rest wait in the
 /// buffer (within the window).
 const FEED_QUEUE: usize = 64;
-/// A request older than this may go to another peer.
-pub const STALL_TIMEOUT: Duration = Duration::from_secs(10);
+/// A request older than this may go to another peer too (the first delivery is taken); its
+/// peer is stalling if it delivered nothing since it was asked.
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+/// Core's `BLOCK_STALLING_TIMEOUT_DEFAULT`: how long the peer holding the block the download
+/// window waits on may keep it once no other peer has anything left to ask for.
+pub const BLOCK_STALLING_TIMEOUT_DEFAULT: Duration = Duration::from_secs(2);
+/// Core's `BLOCK_STALLING_TIMEOUT_MAX`: the stalling timeout doubles at each stall
+/// disconnection up to this (so that cairn's own slow link does not cost it every peer).
+pub const BLOCK_STALLING_TIMEOUT_MAX: Duration = Duration::from_secs(64);
 
 /// An id for a connected peer.
 pub type PeerId = u64;
@@ -87,21 +94,69 @@ struct Inner {
     next_to_feed: i64,
     /// When each peer last delivered a block it was asked for.
     delivered_at: HashMap<PeerId, Instant>,
-    /// Peers whose request went to another peer after [`STALL_TIMEOUT`] with nothing delivered
-    /// meanwhile, until their sessions drop them (Core's stalling disconnect).
+    /// Peers whose request went to another peer after [`REQUEST_TIMEOUT`] with nothing
+    /// delivered meanwhile, or that held up a full window for the stalling timeout, until their
+    /// sessions drop them (Core's stalling disconnect).
     stalling: HashSet<PeerId>,
+    /// Since when each peer has held up a full window (Core's `m_stalling_since`).
+    stalling_since: HashMap<PeerId, Instant>,
+    /// Core's `m_block_stalling_timeout`: 2 s, doubled at each stall, back by 15% a block.
+    stall_timeout: Duration,
 }
 
 impl Inner {
     /// Whether the block at `height` should be asked for now: not yet handed to the kernel, not
-    /// held, and not asked of a peer within the stall timeout.
+    /// held, and not asked of a peer within [`REQUEST_TIMEOUT`] (or the stalling timeout, once
+    /// stalls have made it longer).
     fn askable(&self, height: i64, hash: &BlockHash, now: Instant) -> bool {
+        let timeout = REQUEST_TIMEOUT.max(self.stall_timeout);
         height >= self.next_to_feed
             && !self.buffer.contains_key(&height)
             && self
                 .requested
                 .get(hash)
-                .is_none_or(|r| now.duration_since(r.1) >= STALL_TIMEOUT)
+                .is_none_or(|r| now.duration_since(r.1) >= timeout)
+    }
+
+    /// Core's stall check (`FindNextBlocksToDownload` naming the staller, `SendMessages`
+    /// disconnecting it): a peer that has blocks beyond the window found nothing to ask for in
+    /// it, so the window waits on the lowest block not held. Its holder has the stalling
+    /// timeout to deliver; then it is stalling, its request is free, and the timeout doubles.
+    fn check_stall(&mut self, peer: PeerId, has: i64, now: Instant) {
+        if self.plan.len() < WINDOW || self.plan.last().is_none_or(|(h, _)| *h >= has) {
+            return;
+        }
+        let blocking = self
+            .plan
+            .iter()
+            .find(|(height, _)| *height >= self.next_to_feed && !self.buffer.contains_key(height));
+        let Some((_, hash)) = blocking.copied() else {
+            return;
+        };
+        let Some((staller, _, _)) = self.requested.get(&hash).copied() else {
+            return;
+        };
+        if staller == peer {
+            return;
+        }
+        let since = *self.stalling_since.entry(staller).or_insert(now);
+        if now.duration_since(since) > self.stall_timeout {
+            tracing::info!(
+                "peer {staller} is stalling block download (window held {}s)",
+                self.stall_timeout.as_secs()
+            );
+            self.stalling.insert(staller);
+            self.stalling_since.remove(&staller);
+            self.requested.remove(&hash);
+            self.stall_timeout = (self.stall_timeout * 2).min(BLOCK_STALLING_TIMEOUT_MAX);
+        }
+    }
+
+    /// A block was connected: the stalling timeout shrinks by 15%, in whole seconds, towards
+    /// its default (Core's `BlockConnected`: 64 s is back to 2 s after 16 blocks).
+    fn block_connected(&mut self) {
+        let shrunk = Duration::from_secs(self.stall_timeout.mul_f64(0.85).as_secs());
+        self.stall_timeout = shrunk.max(BLOCK_STALLING_TIMEOUT_DEFAULT);
     }
 }
 
@@ -142,6 +197,7 @@ impl Downloader {
             validator: validator.clone(),
             inner: Mutex::new(Inner {
                 next_to_feed: next,
+                stall_timeout: BLOCK_STALLING_TIMEOUT_DEFAULT,
                 ..Default::default()
             }),
             feeder: tx,
@@ -158,21 +214,27 @@ impl Downloader {
             .spawn(move || {
                 for (height, hash, bytes, from) in rx {
                     let _span = tracing::debug_span!("validate", height).entered();
-                    match v.submit_block(&bytes) {
+                    let connected = match v.submit_block(&bytes) {
                         Ok(outcome) => {
-                            tracing::trace!("block {hash} at height {height}: {outcome:?}")
+                            tracing::trace!("block {hash} at height {height}: {outcome:?}");
+                            outcome == Accepted::Connected
                         }
                         Err(e) => {
                             tracing::warn!(
                                 "block {hash} at height {height} from peer {from} rejected: {e}"
                             );
                             on_invalid(hash, from, e);
+                            false
                         }
-                    }
+                    };
                     q.fetch_sub(1, Ordering::SeqCst);
                     // Room in the queue: move up what waited for it.
                     if let Some(dl) = weak.upgrade() {
-                        dl.feed_ready(&mut dl.lock());
+                        let mut inner = dl.lock();
+                        if connected {
+                            inner.block_connected();
+                        }
+                        dl.feed_ready(&mut inner);
                     }
                 }
             })?;
@@ -190,13 +252,18 @@ impl Downloader {
         self.assign_at(peer, in_flight, has, Instant::now)
     }
 
+    /// The stalling timeout now (Core's `m_block_stalling_timeout`).
+    pub fn stall_timeout(&self) -> Duration {
+        self.lock().stall_timeout
+    }
+
     /// [`Downloader::assign`], the time read from `clock` (a unit test's clock runs ahead).
     fn assign_at(
         &self,
         peer: PeerId,
         in_flight: usize,
         has: i64,
-        clock: fn() -> Instant,
+        clock: impl Fn() -> Instant,
     ) -> Vec<BlockHash> {
         // A full disk would make the kernel stop for good; what is in flight still fits.
         if self.space.as_ref().is_some_and(SpaceWatch::is_low) {
@@ -264,6 +331,9 @@ impl Downloader {
             inner.requested.insert(hash, (peer, now, height));
             out.push(hash);
         }
+        if out.is_empty() && room > 0 {
+            inner.check_stall(peer, has, now);
+        }
         out
     }
 
@@ -285,6 +355,7 @@ impl Downloader {
                 Some((who, _, height)) if who == from => {
                     inner.requested.remove(&hash);
                     inner.delivered_at.insert(from, Instant::now());
+                    inner.stalling_since.remove(&from);
                     (Some(height), true)
                 }
                 Some((_, _, height)) => (Some(height), false),
@@ -367,6 +438,7 @@ impl Downloader {
         inner.requested.retain(|_, (who, _, _)| *who != peer);
         inner.delivered_at.remove(&peer);
         inner.stalling.remove(&peer);
+        inner.stalling_since.remove(&peer);
     }
 
     /// Whether `peer` was found stalling the download (taken out: its session drops it).

@@ -21,6 +21,9 @@ use rand::Rng;
 
 use super::{group, KnownAddr};
 
+mod check;
+pub mod replay;
+
 /// `ADDRMAN_NEW_BUCKET_COUNT`.
 pub const NEW_BUCKETS: usize = 1024;
 /// `ADDRMAN_TRIED_BUCKET_COUNT`.

@@ -61,6 +61,16 @@ fn groups_are_cores() {
     assert_eq!(group(ip("::ffff:1.2.3.4")), group(ip("1.2.9.9")));
     assert_eq!(group(ip("2a01:4f8::1")), group(ip("2a01:4f8:ffff::1")));
     assert_ne!(group(ip("2001:470:1::1")), group(ip("2001:470:f000::1")));
+    // 6to4, Teredo (its IPv4 inverted) and NAT64 are grouped by the IPv4 address they carry.
+    assert_eq!(group(ip("2002:0102:0304::1")), group(ip("1.2.9.9")));
+    assert_eq!(
+        group(ip("2001:0:4136:e378:8000:63bf:fefd:fbfb")),
+        group(ip("1.2.4.4"))
+    );
+    assert_eq!(group(ip("64:ff9b::102:304")), group(ip("1.2.9.9")));
+    // ORCHID (2001:10::/28) and ORCHIDv2 (2001:20::/28) are not routable.
+    assert!(!is_routable(ip("2001:10::1")) && !is_routable(ip("2001:2f::1")));
+    assert!(is_routable(ip("2001:30::1")));
     // Every local and unroutable address is one group; each seed is one of its own.
     assert_eq!(group(ip("127.0.0.2")), group(ip("10.0.0.1")));
     assert_eq!(group(ip("127.0.0.2")), vec![0]);
@@ -294,5 +304,62 @@ fn picks_draw_buckets_so_a_packed_source_group_wins_few() {
     assert!(
         share < 0.4,
         "{packed} packed entries won {share:.2} of the picks"
+    );
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+
+    /// Any sequence of gossip, connections, failures, picks, collisions and restarts leaves
+    /// the tables consistent (Core's `CheckAddrman`) and every pick finds an entry.
+    #[test]
+    fn any_operations_keep_the_tables_consistent(
+        bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 8..1500)
+    ) {
+        if let Err(e) = tables::replay::replay(&bytes) {
+            return Err(proptest::test_runner::TestCaseError::fail(e));
+        }
+    }
+}
+
+/// Operations that exercise every path of the replay: many additions from many sources, then
+/// connections (moves to tried, collisions), failures, time, restarts.
+#[test]
+fn a_long_replay_keeps_the_tables_consistent() {
+    let mut bytes = vec![1, 2, 3, 4, 5, 6, 7, 8];
+    for a in 0..=255u8 {
+        for s in 0..4u8 {
+            bytes.extend_from_slice(&[0, a, s * 37]);
+        }
+    }
+    for a in 0..=255u8 {
+        bytes.extend_from_slice(&[1, a, 0, 4, a, a, 2, a, 1, 7, 0, 0]);
+    }
+    // Five hours on, a waiting collision's holder has not connected for longer than
+    // `ADDRMAN_REPLACEMENT` and is evicted; more connections make more collisions.
+    for round in 0..40u8 {
+        let (a, b) = (round.wrapping_mul(6), round.wrapping_mul(6).wrapping_add(1));
+        bytes.extend_from_slice(&[6, 31, 10, 5, 0, 0, 1, a, 0, 1, b, 0, 7, 0, 0]);
+        bytes.extend_from_slice(&[8, 0, 0, 9, 0, 0, 4, 0, round, 2, a, 1, 3, b, 0]);
+    }
+    tables::replay::replay(&bytes).unwrap();
+}
+
+#[test]
+fn a_getaddr_answer_is_the_same_for_21_hours_and_fresh_after_27() {
+    let cache = AnswerCache::default();
+    let start = std::time::Instant::now();
+    let draw = |n: u32| move || spread(0x0101_0101, n).collect::<Vec<_>>();
+    let first = cache.get(start, draw(3));
+    assert_eq!(first.len(), 3);
+    // The book changed; the answer did not.
+    let hour = std::time::Duration::from_secs(3600);
+    assert_eq!(cache.get(start + hour, draw(9)).len(), 3);
+    assert_eq!(cache.get(start + 21 * hour - hour / 60, draw(9)).len(), 3);
+    assert_eq!(cache.get(start + 27 * hour + hour / 60, draw(9)).len(), 9);
+    assert_eq!(
+        cache.get(start + 28 * hour, draw(1)).len(),
+        9,
+        "cached again"
     );
 }

@@ -232,3 +232,53 @@ fn bits_queue_in_order() {
     assert_eq!(bits.pop(), Some(true));
     assert_eq!(bits.pop(), None);
 }
+
+/// Found by the `headers_sync` fuzz target: with nothing held back (a buffer of 0), the next
+/// message's first header was checked against the chain start's difficulty instead of the
+/// header before it, so a mainnet chain that retargeted failed its second download.
+#[test]
+fn a_retarget_is_followed_across_messages_with_nothing_held_back() {
+    let rules = ChainRules {
+        commitment_period: 4,
+        redownload_buffer_size: 0,
+        ..ChainRules::of(Network::Mainnet, false)
+    };
+    let (easy, hard) = (0x1d00_ffff, 0x1c3f_ffc0);
+    let start_header = Header {
+        bits: CompactTarget::from_consensus(easy),
+        ..genesis().0
+    };
+    let start = HeaderEntry {
+        hash: start_header.block_hash(),
+        height: 2015,
+        bits: start_header.bits,
+        median_time_past: start_header.time,
+        chain_work: header_work(start_header.bits),
+    };
+    // Heights 2016 to 2020, four times harder from the retarget on (no proof of work needed
+    // here: presync checks difficulty transitions, not hashes).
+    let mut chain: Vec<Header> = Vec::new();
+    for i in 0..5u32 {
+        let prev = chain.last().map_or(start.hash, Header::block_hash);
+        chain.push(Header {
+            prev_blockhash: prev,
+            bits: CompactTarget::from_consensus(hard),
+            nonce: i,
+            ..start_header
+        });
+    }
+    let needed = start.chain_work + claimed_work(&chain);
+    let now = u64::from(start.median_time_past) + 3600;
+    let mut sync = HeadersSync::new(start, start_header, needed, &rules, now);
+    for h in &chain {
+        assert!(sync.process(std::slice::from_ref(h), true).success);
+    }
+    assert_eq!(sync.locator_head(), start.hash, "the work is reached");
+    let mut released = Vec::new();
+    for h in &chain {
+        let done = sync.process(std::slice::from_ref(h), true);
+        assert!(done.success, "header {} refused", h.nonce);
+        released.extend(done.released);
+    }
+    assert_eq!(released, chain);
+}

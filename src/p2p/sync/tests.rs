@@ -203,7 +203,7 @@ fn an_unrequested_block_is_kept_only_near_the_next_one() {
 }
 
 fn later() -> Instant {
-    Instant::now() + STALL_TIMEOUT
+    Instant::now() + REQUEST_TIMEOUT
 }
 
 #[test]
@@ -262,4 +262,71 @@ fn a_block_from_another_peer_leaves_the_request_and_the_held_block_alone() {
     assert_eq!(dl.deliver(chain.block(5), 2), Delivered::Unwanted);
     assert_eq!(dl.deliver(chain.block(5), 1), Delivered::Unwanted);
     assert_eq!(dl.in_flight(1), 15);
+}
+
+/// Fills the window (blocks 1 to 1024) with peer 1 holding blocks 1 to 16 and every other
+/// block delivered by peers 2 to 64; returns when the window was full.
+fn window_held_by_peer_1(chain: &FakeChain, dl: &Downloader) -> Instant {
+    let start = Instant::now();
+    assert_eq!(dl.assign(1, 0, ALL), chain.hashes(1..=16));
+    for peer in 2..=64u64 {
+        for hash in dl.assign(peer, 0, ALL) {
+            let height = chain.header_height(&hash).unwrap();
+            assert_eq!(dl.deliver(chain.block(height), peer), Delivered::Taken);
+        }
+    }
+    start
+}
+
+#[test]
+fn the_peer_holding_up_a_full_window_stalls_after_an_adaptive_timeout() {
+    let chain = FakeChain::new(2000);
+    let dl = downloader(&chain);
+    let start = window_held_by_peer_1(&chain, &dl);
+    assert_eq!(dl.stall_timeout(), BLOCK_STALLING_TIMEOUT_DEFAULT);
+    // Peer 2 finds nothing left in the window: peer 1 is holding it up from now.
+    assert!(dl.assign_at(2, 0, ALL, || start).is_empty());
+    let after = |ms| move || start + Duration::from_millis(ms);
+    assert!(dl.assign_at(2, 0, ALL, after(1900)).is_empty());
+    assert!(!dl.take_stalling(1), "within Core's 2 s");
+    assert!(dl.assign_at(2, 0, ALL, after(2100)).is_empty());
+    assert!(dl.take_stalling(1), "past 2 s with the window full");
+    assert_eq!(dl.stall_timeout(), Duration::from_secs(4), "doubled");
+    // Its session drops it; the block the window waits on goes to the next peer.
+    dl.forget_peer(1);
+    let asked = dl.assign_at(2, 0, ALL, after(2200));
+    assert_eq!(asked, chain.hashes(1..=16));
+    // Peer 2 now holds it: 4 s this time.
+    assert!(dl.assign_at(3, 0, ALL, after(2300)).is_empty());
+    assert!(dl.assign_at(3, 0, ALL, after(5000)).is_empty());
+    assert!(!dl.take_stalling(2), "within the doubled timeout");
+    assert!(dl.assign_at(3, 0, ALL, after(6400)).is_empty());
+    assert!(dl.take_stalling(2));
+    assert_eq!(dl.stall_timeout(), Duration::from_secs(8));
+}
+
+#[test]
+fn a_staller_that_delivers_is_forgiven_and_connected_blocks_shrink_the_timeout() {
+    let chain = FakeChain::new(2000);
+    let dl = downloader(&chain);
+    let start = window_held_by_peer_1(&chain, &dl);
+    let after = |ms| move || start + Duration::from_millis(ms);
+    assert!(dl.assign_at(2, 0, ALL, after(0)).is_empty());
+    // Peer 1 delivers block 1 at 1.5 s: its count starts again at the next check.
+    assert_eq!(dl.deliver(chain.block(1), 1), Delivered::Taken);
+    assert!(dl.assign_at(2, 0, ALL, after(1600)).len() <= PER_PEER);
+    assert!(dl.assign_at(3, 0, ALL, after(3000)).len() <= PER_PEER);
+    assert!(!dl.take_stalling(1), "it delivered");
+    // A stall doubles the timeout, and each block connected takes 15% off, down to 2 s.
+    assert!(dl.assign_at(4, 0, ALL, after(5500)).is_empty());
+    assert!(dl.take_stalling(1));
+    assert_eq!(dl.stall_timeout(), Duration::from_secs(4));
+    dl.forget_peer(1);
+    for hash in dl.assign_at(5, 0, ALL, after(5600)) {
+        let height = chain.header_height(&hash).unwrap();
+        assert_eq!(dl.deliver(chain.block(height), 5), Delivered::Taken);
+    }
+    chain.wait_submitted(64);
+    let shrunk = dl.stall_timeout();
+    assert_eq!(shrunk, BLOCK_STALLING_TIMEOUT_DEFAULT, "{shrunk:?}");
 }
