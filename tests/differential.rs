@@ -460,3 +460,131 @@ fn replacements_agree_with_bitcoind() {
         "cairn {ours:?}"
     );
 }
+
+/// A spend of wallet coin `coin` into `outputs` (the rest of the coin is the fee) with the
+/// given lock time and sequence, signed by the wallet.
+fn spend(pair: &Pair, coin: usize, outputs: Vec<TxOut>, lock: u32, sequence: u32) -> Transaction {
+    let c = &pair.coins[coin];
+    let tx = Transaction {
+        version: bitcoin::transaction::Version::TWO,
+        lock_time: bitcoin::absolute::LockTime::from_consensus(lock),
+        input: vec![TxIn {
+            previous_output: c.0,
+            sequence: bitcoin::Sequence(sequence),
+            ..Default::default()
+        }],
+        output: outputs,
+    };
+    pair.sign(&tx)
+}
+
+/// A bare `m`-of-`n` multisig output script of the secp256k1 generator (any valid key does).
+fn bare_multisig(m: u8, n: u8) -> bitcoin::ScriptBuf {
+    let key =
+        <[u8; 33]>::from_hex("0279be667ef9dcbbac55a06295ce870b07029bfcdb2dce28d959f2815b16f81798")
+            .unwrap();
+    let mut b = bitcoin::blockdata::script::Builder::new().push_int(i64::from(m));
+    for _ in 0..n {
+        b = b.push_slice(key);
+    }
+    b.push_int(i64::from(n))
+        .push_opcode(bitcoin::opcodes::all::OP_CHECKMULTISIG)
+        .into_script()
+}
+
+/// Issue 27: finality (`CheckFinalTxAtTip`: lock times by height and by median time past) and
+/// the standardness rules a well-formed, validly signed transaction can break (`tx-size-small`,
+/// bare multisig of more than 3 keys or with m above n, and the reference Knots's
+/// `bare-multisig` and `bare-datacarrier` defaults), each judged by bitcoind's
+/// `testmempoolaccept` and by cairn; the same verdict and rule for every case.
+#[test]
+fn finality_and_standardness_agree_with_bitcoind() {
+    let pair = Pair::start();
+    let tip: u32 = pair.node.rpc(&["getblockcount"]).parse().unwrap();
+    let mtp = rpc_json(&pair.node, &["getblockchaininfo"])["mediantime"]
+        .as_u64()
+        .unwrap() as u32;
+    let pay = |coin: usize, value: u64, script: bitcoin::ScriptBuf| {
+        let back = pair.coins[coin].1 - value - 1_000;
+        vec![
+            TxOut {
+                value: Amount::from_sat(value),
+                script_pubkey: script,
+            },
+            TxOut {
+                value: Amount::from_sat(back),
+                script_pubkey: pair.coins[coin].2.clone(),
+            },
+        ]
+    };
+    let plain = |coin: usize| pay(coin, 100_000, pair.coins[coin].2.clone());
+    let (locked, unlocked) = (0xffff_fffe, 0xffff_ffff);
+    let op_return = bitcoin::ScriptBuf::from_bytes(vec![0x6a, 0x02, 0xca, 0xfe]);
+    let small = vec![TxOut {
+        value: Amount::ZERO,
+        script_pubkey: op_return,
+    }];
+    // A witness program of version 1 and 2 bytes (standard, unknown): one input and this output
+    // are 64 bytes without witness.
+    let tiny = vec![TxOut {
+        value: Amount::from_sat(pair.coins[10].1 - 1_000),
+        script_pubkey: bitcoin::ScriptBuf::from_bytes(vec![0x51, 0x02, 0xca, 0xfe]),
+    }];
+    let cases: Vec<(&str, Transaction)> = vec![
+        (
+            "lock time tip+100",
+            spend(&pair, 0, plain(0), tip + 100, locked),
+        ),
+        (
+            "lock time tip+1",
+            spend(&pair, 1, plain(1), tip + 1, locked),
+        ),
+        ("lock time tip", spend(&pair, 2, plain(2), tip, locked)),
+        ("lock time MTP", spend(&pair, 3, plain(3), mtp, locked)),
+        (
+            "lock time MTP-1",
+            spend(&pair, 4, plain(4), mtp - 1, locked),
+        ),
+        (
+            "lock time tip+100, final sequences",
+            spend(&pair, 5, plain(5), tip + 100, unlocked),
+        ),
+        (
+            "only an OP_RETURN, 64 bytes",
+            spend(&pair, 6, small, 0, locked),
+        ),
+        (
+            "64 bytes without witness",
+            spend(&pair, 10, tiny, 0, locked),
+        ),
+        (
+            "bare 1-of-4 multisig",
+            spend(&pair, 7, pay(7, 100_000, bare_multisig(1, 4)), 0, locked),
+        ),
+        (
+            "bare 2-of-1 multisig",
+            spend(&pair, 8, pay(8, 100_000, bare_multisig(2, 1)), 0, locked),
+        ),
+        (
+            "bare 1-of-3 multisig",
+            spend(&pair, 9, pay(9, 100_000, bare_multisig(1, 3)), 0, locked),
+        ),
+    ];
+    let mut disagreed = Vec::new();
+    for (name, tx) in &cases {
+        let (core, ours) = (pair.core(tx), pair.cairn(tx));
+        eprintln!("{name}: bitcoind {core:?}, cairn {ours:?}");
+        if core.as_deref().map(rule) != ours.as_deref().map(rule) {
+            disagreed.push(format!("{name}: bitcoind {core:?}, cairn {ours:?}"));
+        }
+    }
+    assert!(disagreed.is_empty(), "{disagreed:#?}");
+    // The cases are what they say: the first two and "MTP" are refused as non-final by the
+    // oracle, the rest of the lock times pass.
+    let non_final = |name: &str| {
+        let tx = &cases.iter().find(|(n, _)| *n == name).unwrap().1;
+        pair.core(tx).as_deref() == Some("non-final")
+    };
+    assert!(non_final("lock time tip+100") && non_final("lock time tip+1"));
+    assert!(non_final("lock time MTP") && !non_final("lock time MTP-1"));
+}

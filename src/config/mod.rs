@@ -37,6 +37,12 @@ pub struct MempoolConfig {
     pub max_vbytes: u64,
     /// Whether it is saved on shutdown and loaded on start (Core's `-persistmempool`).
     pub persist: bool,
+    /// Whether bare multisig outputs are standard (`-permitbaremultisig`: false in Knots, the
+    /// reference the tests run against; true in Core).
+    pub permit_bare_multisig: bool,
+    /// Whether a transaction with OP_RETURN outputs and no other is standard (Knots's
+    /// `-permitbaredatacarrier`, false by default; Core has no such rule).
+    pub permit_bare_datacarrier: bool,
 }
 
 impl Default for MempoolConfig {
@@ -44,6 +50,8 @@ impl Default for MempoolConfig {
         MempoolConfig {
             max_vbytes: 300_000_000,
             persist: true,
+            permit_bare_multisig: false,
+            permit_bare_datacarrier: false,
         }
     }
 }
@@ -147,6 +155,8 @@ impl Settings {
             mempool: MempoolConfig {
                 max_vbytes: mempool_max_mb as u64 * 1_000_000,
                 persist: o.persist_mempool.unwrap_or(true),
+                permit_bare_multisig: o.permit_bare_multisig.unwrap_or(false),
+                permit_bare_datacarrier: o.permit_bare_datacarrier.unwrap_or(false),
             },
         })
     }

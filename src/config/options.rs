@@ -229,6 +229,26 @@ options! {
             default_missing_value = "true"
         )]
         pub persist_mempool: Option<bool>,
+        /// Whether bare multisig outputs (1 to 3 keys) are relayed: Knots's and the reference
+        /// bitcoind's `-permitbaremultisig=0` by default, Core's is true [default: false].
+        #[arg(
+            env = "CAIRN_PERMIT_BARE_MULTISIG",
+            value_name = "BOOL",
+            num_args = 0..=1,
+            require_equals = true,
+            default_missing_value = "true"
+        )]
+        pub permit_bare_multisig: Option<bool>,
+        /// Whether a transaction whose only outputs are OP_RETURN is relayed: Knots's
+        /// `-permitbaredatacarrier=0` by default; Core has no such rule (true) [default: false].
+        #[arg(
+            env = "CAIRN_PERMIT_BARE_DATACARRIER",
+            value_name = "BOOL",
+            num_args = 0..=1,
+            require_equals = true,
+            default_missing_value = "true"
+        )]
+        pub permit_bare_datacarrier: Option<bool>,
         /// Where to serve compact filters over HTTP (`/filter/{hash}`, `/filterheaders`), the
         /// status page and the Esplora API [default: nowhere].
         #[arg(env = "CAIRN_HTTP_ADDR")]

@@ -15,6 +15,10 @@ pub trait CoinSource {
     /// The height of the chain's tip; `None` for an empty chain.
     fn tip_height(&self) -> Option<u32>;
 
+    /// The median time past of the chain's tip (Core's `GetMedianTimePast`: the median of its
+    /// and its ten predecessors' times); `None` for an empty chain.
+    fn tip_median_time_past(&self) -> Option<u32>;
+
     /// Whether a transaction is confirmed.
     fn is_confirmed(&self, txid: &Txid) -> Result<bool, CoinError>;
 
@@ -29,6 +33,17 @@ pub trait CoinSource {
 impl CoinSource for Index {
     fn tip_height(&self) -> Option<u32> {
         self.tip().map(|(height, _)| height)
+    }
+
+    fn tip_median_time_past(&self) -> Option<u32> {
+        self.with_chain(|chain| {
+            let (tip, _) = chain.tip()?;
+            let mut times: Vec<u32> = (tip.saturating_sub(10)..=tip)
+                .filter_map(|h| chain.header(h).map(|header| header.time))
+                .collect();
+            times.sort_unstable();
+            times.get(times.len() / 2).copied()
+        })
     }
 
     fn is_confirmed(&self, txid: &Txid) -> Result<bool, CoinError> {

@@ -5,6 +5,7 @@
 mod coins;
 pub mod consensus;
 pub mod fees;
+mod finality;
 pub mod persist;
 mod policy;
 mod rejection;
@@ -445,7 +446,8 @@ impl Mempool {
         if tx.is_coinbase() {
             return Err(Rejection::Coinbase);
         }
-        policy::check_standard(&tx)?;
+        policy::check_standard(&tx, &self.config)?;
+        finality::check_final_at_tip(&tx, index)?;
         self.check_new(&txid, index)?;
         let inputs = self.resolve_inputs(&tx, index)?;
         let fee = consensus::check_tx_inputs(&tx, &inputs.prevouts)?;
@@ -687,6 +689,16 @@ impl Mempool {
                 })
                 .collect()
         };
+        // After a reorg the tip can be lower: what its lock time no longer allows leaves with
+        // its descendants (Core's `removeForReorg` with `CheckFinalTxAtTip`).
+        let (next, time) = finality::next_block(index);
+        let non_final: Vec<Txid> = self
+            .read()
+            .txs
+            .values()
+            .filter(|e| !finality::is_final(&e.tx, next, time))
+            .map(|e| e.txid)
+            .collect();
         // Confirmed transactions leave alone: their children stay, spending what is now the
         // chain's (Core's removeForBlock). A transaction whose input is gone leaves with its
         // descendants.
@@ -714,7 +726,7 @@ impl Mempool {
         for id in &confirmed {
             inner.remove_one(id, &mut touched);
         }
-        for id in &conflicted {
+        for id in conflicted.iter().chain(&non_final) {
             inner.remove_with_descendants(id, &mut touched);
         }
         // Parents that confirmed make their children's height 0.

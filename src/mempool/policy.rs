@@ -3,6 +3,7 @@
 use bitcoin::{Transaction, TxOut};
 
 use super::rejection::Rejection;
+use crate::config::MempoolConfig;
 
 /// Minimum relay fee rate, sat/vB (Core's -minrelaytxfee default, 1000 sat/kvB).
 pub const MIN_RELAY_FEERATE: u64 = 1;
@@ -10,21 +11,44 @@ pub const MIN_RELAY_FEERATE: u64 = 1;
 pub const MAX_STANDARD_TX_WEIGHT: u64 = 400_000;
 /// Largest OP_RETURN output script (Core's default -datacarriersize plus the opcodes).
 pub const MAX_OP_RETURN_RELAY: usize = 83;
+/// Smallest standard size without witness (Core's `MIN_STANDARD_TX_NONWITNESS_SIZE`): a
+/// 64-byte transaction could pass for an inner node of a block's merkle tree.
+pub const MIN_STANDARD_TX_NONWITNESS_SIZE: usize = 65;
+
+/// Core's `IsStandard` for a bare multisig output: `m` of `n` keys with 1 <= m <= n <= 3
+/// (`script` is already known to be a multisig script).
+fn standard_multisig(script: &bitcoin::Script) -> bool {
+    let bytes = script.as_bytes();
+    let small = |b: u8| (0x51..=0x60).contains(&b).then(|| b - 0x50);
+    let (Some(m), Some(n)) = (
+        bytes.first().copied().and_then(small),
+        bytes.len().checked_sub(2).and_then(|i| small(bytes[i])),
+    ) else {
+        return false;
+    };
+    (1..=n).contains(&m) && n <= 3
+}
 
 fn non_standard(reason: &str) -> Rejection {
     Rejection::NonStandard(reason.to_string())
 }
 
+/// Core's pay-to-anchor output (`OP_1 <0x4e73>`), which pays nobody.
+fn is_anchor(script: &bitcoin::Script) -> bool {
+    script.as_bytes() == [0x51, 0x02, 0x4e, 0x73]
+}
+
 /// Size, version, output script and dust rules (after [`super::consensus::check_transaction`],
-/// which refuses a transaction without inputs or outputs).
-pub fn check_standard(tx: &Transaction) -> Result<(), Rejection> {
+/// which refuses a transaction without inputs or outputs), as Core's `IsStandardTx` with the
+/// knobs of `policy` (Knots's `bare-multisig` and `bare-datacarrier`), then `tx-size-small`.
+pub fn check_standard(tx: &Transaction, policy: &MempoolConfig) -> Result<(), Rejection> {
     if !(1..=3).contains(&tx.version.0) {
         return Err(non_standard("version"));
     }
     if tx.weight().to_wu() > MAX_STANDARD_TX_WEIGHT {
         return Err(non_standard("tx-size"));
     }
-    let mut data_outputs = 0;
+    let (mut data_outputs, mut monetary) = (0, 0);
     for out in &tx.output {
         let script = &out.script_pubkey;
         if script.is_op_return() {
@@ -40,10 +64,16 @@ pub fn check_standard(tx: &Transaction) -> Result<(), Rejection> {
             || script.is_p2wsh()
             || script.is_p2tr()
             || script.is_p2pk()
-            || script.is_multisig()
+            || (script.is_multisig() && standard_multisig(script))
             || script.is_witness_program();
         if !standard {
             return Err(non_standard("scriptpubkey"));
+        }
+        if script.is_multisig() && !policy.permit_bare_multisig {
+            return Err(non_standard("bare-multisig"));
+        }
+        if !is_anchor(script) {
+            monetary += 1;
         }
         if out.value < script.minimal_non_dust() {
             return Err(non_standard("dust"));
@@ -52,6 +82,10 @@ pub fn check_standard(tx: &Transaction) -> Result<(), Rejection> {
     if data_outputs > 1 {
         return Err(non_standard("multi-op-return"));
     }
+    // Knots: OP_RETURN outputs must ride beside a payment.
+    if monetary == 0 && data_outputs > 0 && !policy.permit_bare_datacarrier {
+        return Err(non_standard("bare-datacarrier"));
+    }
     for input in &tx.input {
         if input.script_sig.len() > 1650 {
             return Err(non_standard("scriptsig-size"));
@@ -59,6 +93,10 @@ pub fn check_standard(tx: &Transaction) -> Result<(), Rejection> {
         if !input.script_sig.is_push_only() {
             return Err(non_standard("scriptsig-not-pushonly"));
         }
+    }
+    // After `IsStandardTx`, as in Core's `PreChecks`.
+    if tx.base_size() < MIN_STANDARD_TX_NONWITNESS_SIZE {
+        return Err(non_standard("tx-size-small"));
     }
     Ok(())
 }

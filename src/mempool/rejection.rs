@@ -26,6 +26,9 @@ pub enum Rejection {
     /// A coinbase outside a block.
     #[error("coinbase")]
     Coinbase,
+    /// Its lock time has not passed at the next block (Core's `CheckFinalTxAtTip`).
+    #[error("non-final")]
+    NonFinal,
     /// An input spends nothing that exists unspent.
     #[error("bad-txns-inputs-missingorspent: input {0} spends an output that does not exist or is spent")]
     MissingInputs(OutPoint),

@@ -25,6 +25,10 @@ impl CoinSource for Coins {
         Some(self.tip)
     }
 
+    fn tip_median_time_past(&self) -> Option<u32> {
+        Some(1_700_000_000)
+    }
+
     fn is_confirmed(&self, txid: &Txid) -> Result<bool, CoinError> {
         Ok(self.confirmed.contains(txid))
     }
@@ -127,6 +131,7 @@ fn pool_of(max_vbytes: u64) -> Mempool {
     let config = MempoolConfig {
         max_vbytes,
         persist: false,
+        ..MempoolConfig::default()
     };
     Mempool::with_script_check(config, all_scripts_valid)
 }
@@ -573,7 +578,7 @@ fn a_block_removes_what_it_confirms_and_what_it_conflicts_with() {
 }
 
 fn non_standard(tx: &Transaction) -> String {
-    match policy::check_standard(tx) {
+    match policy::check_standard(tx, &MempoolConfig::default()) {
         Err(Rejection::NonStandard(reason)) => reason,
         other => panic!("expected a standardness rejection, got {other:?}"),
     }
@@ -583,14 +588,14 @@ fn non_standard(tx: &Transaction) -> String {
 fn standardness_rules() {
     let coin = OutPoint::new(Txid::from_byte_array([1; 32]), 0);
     let base = spend(&[coin], &[1000]);
-    assert!(policy::check_standard(&base).is_ok());
+    assert!(policy::check_standard(&base, &MempoolConfig::default()).is_ok());
     for version in [0, 4] {
         let mut tx = base.clone();
         tx.version = Version(version);
         assert_eq!(non_standard(&tx), "version");
     }
     // P2WPKH's dust threshold at Core's 3 sat/vB: 294.
-    assert!(policy::check_standard(&spend(&[coin], &[294])).is_ok());
+    assert!(policy::check_standard(&spend(&[coin], &[294]), &MempoolConfig::default()).is_ok());
     assert_eq!(non_standard(&spend(&[coin], &[293])), "dust");
     let mut bare = base.clone();
     bare.output[0].script_pubkey = ScriptBuf::from_bytes(vec![0x51]);
@@ -603,7 +608,7 @@ fn standardness_rules() {
     };
     let mut op_return = base.clone();
     op_return.output.push(data(83));
-    assert!(policy::check_standard(&op_return).is_ok());
+    assert!(policy::check_standard(&op_return, &MempoolConfig::default()).is_ok());
     op_return.output[1] = data(84);
     assert_eq!(non_standard(&op_return), "scriptpubkey");
     op_return.output[1] = data(83);
@@ -618,6 +623,69 @@ fn standardness_rules() {
     let heavy = spend(&[coin], &[1000; 3300]);
     assert!(heavy.weight().to_wu() > policy::MAX_STANDARD_TX_WEIGHT);
     assert_eq!(non_standard(&heavy), "tx-size");
+}
+
+/// A bare `m`-of-`n` multisig of one repeated key.
+fn multisig(m: u8, n: u8) -> ScriptBuf {
+    let mut bytes = vec![0x50 + m];
+    for _ in 0..n {
+        bytes.push(33);
+        bytes.extend_from_slice(&[2; 33]);
+    }
+    bytes.extend_from_slice(&[0x50 + n, 0xae]);
+    ScriptBuf::from_bytes(bytes)
+}
+
+#[test]
+fn bare_multisig_tiny_transactions_and_bare_data_follow_core_and_knots() {
+    let coin = OutPoint::new(Txid::from_byte_array([1; 32]), 0);
+    let knots = MempoolConfig::default();
+    let core = MempoolConfig {
+        permit_bare_multisig: true,
+        permit_bare_datacarrier: true,
+        ..MempoolConfig::default()
+    };
+    let paying = |script: ScriptBuf| {
+        let mut tx = spend(&[coin], &[100_000]);
+        tx.output[0].script_pubkey = script;
+        tx
+    };
+    // 1 to 3 keys, m at most n; Knots refuses even those by default.
+    for (m, n, ok) in [
+        (1, 1, true),
+        (1, 3, true),
+        (3, 3, true),
+        (1, 4, false),
+        (2, 1, false),
+    ] {
+        let verdict = policy::check_standard(&paying(multisig(m, n)), &core);
+        assert_eq!(verdict.is_ok(), ok, "{m}-of-{n}");
+        let knots_reason = if ok { "bare-multisig" } else { "scriptpubkey" };
+        assert_eq!(
+            policy::check_standard(&paying(multisig(m, n)), &knots),
+            Err(Rejection::NonStandard(knots_reason.into())),
+            "{m}-of-{n} under Knots"
+        );
+    }
+    // One input and a 4-byte output script: 64 bytes without witness, one too few.
+    let tiny = paying(ScriptBuf::from_bytes(vec![0x51, 0x02, 0xca, 0xfe]));
+    assert_eq!(tiny.base_size(), 64);
+    assert_eq!(
+        policy::check_standard(&tiny, &core),
+        Err(Rejection::NonStandard("tx-size-small".into()))
+    );
+    // Only an OP_RETURN (and an anchor, which pays nobody): Knots's bare-datacarrier.
+    let mut data = paying(ScriptBuf::from_bytes(vec![0x6a, 0x02, 0xca, 0xfe]));
+    data.output[0].value = Amount::ZERO;
+    data.output.push(TxOut {
+        value: Amount::from_sat(240),
+        script_pubkey: ScriptBuf::from_bytes(vec![0x51, 0x02, 0x4e, 0x73]),
+    });
+    assert_eq!(
+        policy::check_standard(&data, &knots),
+        Err(Rejection::NonStandard("bare-datacarrier".into()))
+    );
+    assert!(policy::check_standard(&data, &core).is_ok());
 }
 
 #[test]
@@ -643,4 +711,23 @@ fn without_a_stub_scripts_are_verified_by_the_kernel() {
         "{result:?}"
     );
     assert_eq!(pool.size().0, 0);
+}
+
+#[test]
+fn a_lock_time_must_pass_at_the_next_block_and_a_reorg_below_it_drops_the_transaction() {
+    let mut coins = Coins::new();
+    let coin = coins.add(1, 10_000);
+    let mut tx = spend(&[coin], &[9_000]);
+    tx.input[0].sequence = Sequence::ENABLE_LOCKTIME_NO_RBF;
+    tx.lock_time = LockTime::from_consensus(201);
+    let pool = pool();
+    assert_eq!(accept(&pool, &coins, &tx).unwrap_err(), Rejection::NonFinal);
+    // Height 200 is below the next block's (201): final.
+    tx.lock_time = LockTime::from_consensus(200);
+    accept(&pool, &coins, &tx).unwrap();
+    // A reorg to height 199: the next block is 200, which the lock time does not pass.
+    coins.tip = 199;
+    let touched = pool.revalidate_from(&coins);
+    assert!(pool.txids().is_empty(), "a non-final transaction stayed");
+    assert!(touched.contains(&ScriptHash::of(&script(100))));
 }
