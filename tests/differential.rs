@@ -464,12 +464,23 @@ fn replacements_agree_with_bitcoind() {
 /// A spend of wallet coin `coin` into `outputs` (the rest of the coin is the fee) with the
 /// given lock time and sequence, signed by the wallet.
 fn spend(pair: &Pair, coin: usize, outputs: Vec<TxOut>, lock: u32, sequence: u32) -> Transaction {
-    let c = &pair.coins[coin];
+    spend_of(pair, pair.coins[coin].0, 2, outputs, lock, sequence)
+}
+
+/// As [`spend`], of any wallet coin and with a version.
+fn spend_of(
+    pair: &Pair,
+    coin: OutPoint,
+    version: i32,
+    outputs: Vec<TxOut>,
+    lock: u32,
+    sequence: u32,
+) -> Transaction {
     let tx = Transaction {
-        version: bitcoin::transaction::Version::TWO,
+        version: bitcoin::transaction::Version(version),
         lock_time: bitcoin::absolute::LockTime::from_consensus(lock),
         input: vec![TxIn {
-            previous_output: c.0,
+            previous_output: coin,
             sequence: bitcoin::Sequence(sequence),
             ..Default::default()
         }],
@@ -492,7 +503,8 @@ fn bare_multisig(m: u8, n: u8) -> bitcoin::ScriptBuf {
         .into_script()
 }
 
-/// Issue 27: finality (`CheckFinalTxAtTip`: lock times by height and by median time past) and
+/// Issue 27: finality (`CheckFinalTxAtTip`: lock times by height and by median time past;
+/// `CheckSequenceLocksAtTip`: BIP68 relative lock times by height and by time) and
 /// the standardness rules a well-formed, validly signed transaction can break (`tx-size-small`,
 /// bare multisig of more than 3 keys or with m above n, and the reference Knots's
 /// `bare-multisig` and `bare-datacarrier` defaults), each judged by bitcoind's
@@ -570,6 +582,51 @@ fn finality_and_standardness_agree_with_bitcoind() {
             spend(&pair, 9, pay(9, 100_000, bare_multisig(1, 3)), 0, locked),
         ),
     ];
+    // BIP68 on coins of 5 confirmations (the block 4 below the tip): a height lock of 5 ends
+    // at the tip, one of 6 holds for the next block; a time lock of one 512 s unit holds (the
+    // blocks are seconds apart), one of 0 units does not; version 1 has no relative locks.
+    let young: Vec<(OutPoint, u64, bitcoin::ScriptBuf)> =
+        rpc_json(&pair.node, &["listunspent", "5", "5"])
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|u| {
+                let op = OutPoint::new(
+                    u["txid"].as_str().unwrap().parse().unwrap(),
+                    u["vout"].as_u64().unwrap() as u32,
+                );
+                let value = Amount::from_btc(u["amount"].as_f64().unwrap()).unwrap();
+                let script =
+                    bitcoin::ScriptBuf::from_hex(u["scriptPubKey"].as_str().unwrap()).unwrap();
+                (op, value.to_sat(), script)
+            })
+            .collect();
+    assert!(young.len() >= 5, "{} coins of 5 confirmations", young.len());
+    let relative = |i: usize, version: i32, sequence: u32| {
+        let (op, value, script) = &young[i];
+        let out = vec![TxOut {
+            value: Amount::from_sat(value - 1_000),
+            script_pubkey: script.clone(),
+        }];
+        spend_of(&pair, *op, version, out, 0, sequence)
+    };
+    let mut cases = cases;
+    cases.extend([
+        (
+            "relative height lock 5 on 5 confirmations",
+            relative(0, 2, 5),
+        ),
+        (
+            "relative height lock 6 on 5 confirmations",
+            relative(1, 2, 6),
+        ),
+        (
+            "relative time lock of 1 unit",
+            relative(2, 2, (1 << 22) | 1),
+        ),
+        ("relative time lock of 0 units", relative(3, 2, 1 << 22)),
+        ("relative height lock 6, version 1", relative(4, 1, 6)),
+    ]);
     let mut disagreed = Vec::new();
     for (name, tx) in &cases {
         let (core, ours) = (pair.core(tx), pair.cairn(tx));
@@ -587,4 +644,10 @@ fn finality_and_standardness_agree_with_bitcoind() {
     };
     assert!(non_final("lock time tip+100") && non_final("lock time tip+1"));
     assert!(non_final("lock time MTP") && !non_final("lock time MTP-1"));
+    let reason = |name: &str| pair.core(&cases.iter().find(|(n, _)| *n == name).unwrap().1);
+    assert_eq!(
+        reason("relative height lock 6 on 5 confirmations").as_deref(),
+        Some("non-BIP68-final")
+    );
+    assert_eq!(reason("relative height lock 5 on 5 confirmations"), None);
 }

@@ -17,7 +17,12 @@ pub trait CoinSource {
 
     /// The median time past of the chain's tip (Core's `GetMedianTimePast`: the median of its
     /// and its ten predecessors' times); `None` for an empty chain.
-    fn tip_median_time_past(&self) -> Option<u32>;
+    fn tip_median_time_past(&self) -> Option<u32> {
+        self.median_time_past(self.tip_height()?)
+    }
+
+    /// The median time past of the block at `height` of the chain; `None` above the tip.
+    fn median_time_past(&self, height: u32) -> Option<u32>;
 
     /// Whether a transaction is confirmed.
     fn is_confirmed(&self, txid: &Txid) -> Result<bool, CoinError>;
@@ -35,10 +40,10 @@ impl CoinSource for Index {
         self.tip().map(|(height, _)| height)
     }
 
-    fn tip_median_time_past(&self) -> Option<u32> {
+    fn median_time_past(&self, height: u32) -> Option<u32> {
         self.with_chain(|chain| {
-            let (tip, _) = chain.tip()?;
-            let mut times: Vec<u32> = (tip.saturating_sub(10)..=tip)
+            chain.header(height)?;
+            let mut times: Vec<u32> = (height.saturating_sub(10)..=height)
                 .filter_map(|h| chain.header(h).map(|header| header.time))
                 .collect();
             times.sort_unstable();

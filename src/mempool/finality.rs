@@ -50,6 +50,66 @@ pub fn check_final_at_tip(tx: &Transaction, coins: &dyn CoinSource) -> Result<()
     }
 }
 
+/// BIP68's flags and mask (Core's `CTxIn::SEQUENCE_LOCKTIME_*`).
+const DISABLE_FLAG: u32 = 1 << 31;
+const TYPE_FLAG: u32 = 1 << 22;
+const MASK: u32 = 0x0000_ffff;
+/// BIP68's time granularity: 512 seconds.
+const GRANULARITY: u32 = 9;
+
+/// The last height and time at which a transaction is still locked by its inputs' relative
+/// lock times (Core's `LockPoints`, from `CalculateSequenceLocks`); -1 for none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LockPoints {
+    /// The last locked height.
+    pub height: i64,
+    /// The last locked median time past.
+    pub time: i64,
+}
+
+/// Core's `CalculateSequenceLocks` at the tip for a version 2 or later transaction whose inputs
+/// spend coins of blocks `heights` (`None` for a mempool parent's: the block after the tip, as
+/// Core's `MEMPOOL_HEIGHT`): a height lock counts from the coin's block, a time lock from the
+/// median time past of the block before it.
+pub fn sequence_locks(
+    tx: &Transaction,
+    heights: &[Option<u32>],
+    coins: &dyn CoinSource,
+) -> LockPoints {
+    let mut locks = LockPoints {
+        height: -1,
+        time: -1,
+    };
+    if tx.version.0 < 2 {
+        return locks;
+    }
+    let (next, _) = next_block(coins);
+    for (input, height) in tx.input.iter().zip(heights) {
+        let height = height.unwrap_or(next);
+        let sequence = input.sequence.0;
+        if sequence & DISABLE_FLAG != 0 {
+            continue;
+        }
+        let value = i64::from(sequence & MASK);
+        if sequence & TYPE_FLAG != 0 {
+            let before = height.saturating_sub(1);
+            let coin_time = coins
+                .median_time_past(before)
+                .or_else(|| coins.tip_median_time_past());
+            let coin_time = i64::from(coin_time.unwrap_or(0));
+            locks.time = locks.time.max(coin_time + (value << GRANULARITY) - 1);
+        } else {
+            locks.height = locks.height.max(i64::from(height) + value - 1);
+        }
+    }
+    locks
+}
+
+/// Core's `EvaluateSequenceLocks` at the block after the tip: whether the locks have passed.
+pub fn locks_passed(locks: LockPoints, next_height: u32, time: u32) -> bool {
+    locks.height < i64::from(next_height) && locks.time < i64::from(time)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

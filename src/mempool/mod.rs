@@ -50,6 +50,10 @@ pub struct MempoolEntry {
     pub has_unconfirmed_parent: bool,
     /// When it entered, seconds since 1970 (kept across restarts by [`persist`]).
     pub time: i64,
+    /// The height of each spent coin's block, `None` for a mempool parent's, as they were when
+    /// it entered: its relative lock times (BIP68) are evaluated from them again after every
+    /// block.
+    pub coin_heights: Vec<Option<u32>>,
 }
 
 impl MempoolEntry {
@@ -190,6 +194,8 @@ struct ResolvedInputs {
     has_unconfirmed_parent: bool,
     /// The inputs that spend mempool transactions.
     from_parents: Vec<OutPoint>,
+    /// The height of each spent coin's block, in input order (`None` for a mempool parent's).
+    heights: Vec<Option<u32>>,
 }
 
 /// Full replace-by-fee (every transaction replaceable): the mempool transactions that `new`
@@ -450,6 +456,11 @@ impl Mempool {
         finality::check_final_at_tip(&tx, index)?;
         self.check_new(&txid, index)?;
         let inputs = self.resolve_inputs(&tx, index)?;
+        let lock_points = finality::sequence_locks(&tx, &inputs.heights, index);
+        let (next, now) = finality::next_block(index);
+        if !finality::locks_passed(lock_points, next, now) {
+            return Err(Rejection::NonBip68Final);
+        }
         let fee = consensus::check_tx_inputs(&tx, &inputs.prevouts)?;
         let vsize = tx.vsize() as u64;
         let needed = MIN_RELAY_FEERATE * vsize;
@@ -468,6 +479,7 @@ impl Mempool {
             prevouts: inputs.prevouts,
             has_unconfirmed_parent: inputs.has_unconfirmed_parent,
             time,
+            coin_heights: inputs.heights,
         };
         // Everything read from the mempool before (under a read lock, while the scripts were
         // checked) is read again under the write lock that inserts: another acceptance may have
@@ -515,6 +527,7 @@ impl Mempool {
             prevouts: Vec::with_capacity(tx.input.len()),
             has_unconfirmed_parent: false,
             from_parents: Vec::new(),
+            heights: Vec::with_capacity(tx.input.len()),
         };
         let inner = self.read();
         for input in &tx.input {
@@ -528,6 +541,7 @@ impl Mempool {
                 resolved.prevouts.push(out.clone());
                 resolved.has_unconfirmed_parent = true;
                 resolved.from_parents.push(op);
+                resolved.heights.push(None);
                 continue;
             }
             let found = index
@@ -540,6 +554,7 @@ impl Mempool {
                 return Err(Rejection::ImmatureCoinbase(op));
             }
             resolved.prevouts.push(out);
+            resolved.heights.push(Some(height));
         }
         Ok(resolved)
     }
@@ -689,14 +704,19 @@ impl Mempool {
                 })
                 .collect()
         };
-        // After a reorg the tip can be lower: what its lock time no longer allows leaves with
-        // its descendants (Core's `removeForReorg` with `CheckFinalTxAtTip`).
+        // After a reorg the tip can be lower: what its lock time or its inputs' relative lock
+        // times no longer allow leaves with its descendants (Core's `removeForReorg` with
+        // `CheckFinalTxAtTip` and `CheckSequenceLocksAtTip`; the coins' heights are those of
+        // its acceptance, a mempool parent's the next block's).
         let (next, time) = finality::next_block(index);
         let non_final: Vec<Txid> = self
             .read()
             .txs
             .values()
-            .filter(|e| !finality::is_final(&e.tx, next, time))
+            .filter(|e| {
+                let locks = finality::sequence_locks(&e.tx, &e.coin_heights, index);
+                !finality::is_final(&e.tx, next, time) || !finality::locks_passed(locks, next, time)
+            })
             .map(|e| e.txid)
             .collect();
         // Confirmed transactions leave alone: their children stay, spending what is now the
@@ -726,7 +746,8 @@ impl Mempool {
         for id in &confirmed {
             inner.remove_one(id, &mut touched);
         }
-        for id in conflicted.iter().chain(&non_final) {
+        let non_final = non_final.iter().filter(|id| !confirmed.contains(*id));
+        for id in conflicted.iter().chain(non_final) {
             inner.remove_with_descendants(id, &mut touched);
         }
         // Parents that confirmed make their children's height 0.

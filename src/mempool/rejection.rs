@@ -29,6 +29,10 @@ pub enum Rejection {
     /// Its lock time has not passed at the next block (Core's `CheckFinalTxAtTip`).
     #[error("non-final")]
     NonFinal,
+    /// An input's relative lock time has not passed at the next block (BIP68, Core's
+    /// `CheckSequenceLocksAtTip`).
+    #[error("non-BIP68-final")]
+    NonBip68Final,
     /// An input spends nothing that exists unspent.
     #[error("bad-txns-inputs-missingorspent: input {0} spends an output that does not exist or is spent")]
     MissingInputs(OutPoint),

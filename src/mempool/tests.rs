@@ -25,8 +25,9 @@ impl CoinSource for Coins {
         Some(self.tip)
     }
 
-    fn tip_median_time_past(&self) -> Option<u32> {
-        Some(1_700_000_000)
+    fn median_time_past(&self, height: u32) -> Option<u32> {
+        // Ten minutes a block.
+        (height <= self.tip).then(|| 1_700_000_000 + height * 600)
     }
 
     fn is_confirmed(&self, txid: &Txid) -> Result<bool, CoinError> {
@@ -730,4 +731,67 @@ fn a_lock_time_must_pass_at_the_next_block_and_a_reorg_below_it_drops_the_transa
     let touched = pool.revalidate_from(&coins);
     assert!(pool.txids().is_empty(), "a non-final transaction stayed");
     assert!(touched.contains(&ScriptHash::of(&script(100))));
+}
+
+#[test]
+fn relative_lock_times_count_from_the_coins_block_as_bip68() {
+    let mut coins = Coins::new();
+    let pool = pool();
+    // Coins of block 195 (the tip is 200, the next block 201; ten minutes a block).
+    let coin = |coins: &mut Coins, n: u8| coins.add_at(n, 10_000, 195, false);
+    let locked = |coins: &mut Coins, n: u8, version: i32, sequence: u32| {
+        let mut tx = spend(&[coin(coins, n)], &[9_000]);
+        tx.version = Version(version);
+        tx.input[0].sequence = Sequence(sequence);
+        tx
+    };
+    let cases = [
+        // By height: 195 + 6 - 1 = 200 is below 201; 195 + 7 - 1 is not.
+        (2, 6, true),
+        (2, 7, false),
+        // By time (512 s units from the median time past of block 194, 3,600 s before the
+        // tip's): 7 units pass, 8 do not.
+        (2, (1 << 22) | 7, true),
+        (2, (1 << 22) | 8, false),
+        // Version 1 and the disable flag: no relative lock.
+        (1, 7, true),
+        (2, (1 << 31) | 7, true),
+    ];
+    for (n, (version, sequence, passes)) in cases.into_iter().enumerate() {
+        let tx = locked(&mut coins, 10 + n as u8, version, sequence);
+        let verdict = accept(&pool, &coins, &tx);
+        assert_eq!(
+            verdict.is_ok(),
+            passes,
+            "version {version}, sequence {sequence:#x}: {verdict:?}"
+        );
+        if !passes {
+            assert_eq!(verdict.unwrap_err(), Rejection::NonBip68Final);
+        }
+    }
+    // A mempool parent's outputs count as of the next block: a lock of 1 waits for it.
+    let parent = spend(&[coins.add(30, 10_000)], &[9_000]);
+    accept(&pool, &coins, &parent).unwrap();
+    let from_parent = |sequence: u32| {
+        let mut tx = spend(&[OutPoint::new(parent.compute_txid(), 0)], &[8_000]);
+        tx.input[0].sequence = Sequence(sequence);
+        tx
+    };
+    assert_eq!(
+        accept(&pool, &coins, &from_parent(1)).unwrap_err(),
+        Rejection::NonBip68Final
+    );
+    accept(&pool, &coins, &from_parent(0)).unwrap();
+    // A reorg to 199: the height lock of 6 (last locked at 200) holds again, and it leaves.
+    let six = pool
+        .txids()
+        .into_iter()
+        .find(|id| {
+            pool.entry(id)
+                .is_some_and(|e| e.tx.input[0].sequence == Sequence(6))
+        })
+        .expect("the height lock of 6 entered");
+    coins.tip = 199;
+    pool.revalidate_from(&coins);
+    assert!(pool.entry(&six).is_none());
 }
