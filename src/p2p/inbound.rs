@@ -346,19 +346,23 @@ mod tests {
         assert_eq!(inbound.lock().len(), 2);
     }
 
+    /// 20 places held by hosts of their own groups, then 40 by one host (ids 0 to 39).
+    fn crowd(inbound: &Arc<Inbound>) -> Vec<Place> {
+        let others = (40..60u64).map(|id| (id, format!("10.{id}.0.1")));
+        let one_host = (0..40u64).map(|id| (id, "10.0.0.2".to_string()));
+        others
+            .chain(one_host)
+            .map(|(id, a)| inbound.admit(id, addr(&a)).unwrap())
+            .collect()
+    }
+
     /// 60 places: 20 held by hosts of their own groups, then 40 by one host's connections.
     /// Core's protections leave the youngest 20 to be evicted; among them the crowded host's
     /// youngest goes, unless what it did protects it.
     #[test]
     fn a_low_ping_or_a_new_block_or_transaction_protects_a_connection() {
         let inbound = Inbound::new(60, 100, Vec::new());
-        let mut places = Vec::new();
-        for id in 40..60u64 {
-            places.push(inbound.admit(id, addr(&format!("10.{id}.0.1"))).unwrap());
-        }
-        for id in 0..40 {
-            places.push(inbound.admit(id, addr("10.0.0.2")).unwrap());
-        }
+        let _places = crowd(&inbound);
         // The crowded host's three youngest did something for cairn.
         inbound.note(39, Merit::Ping(Duration::from_millis(3)));
         inbound.note(38, Merit::Tx);
@@ -377,13 +381,7 @@ mod tests {
         // Without merits the youngest goes.
         drop(held);
         let plain = Inbound::new(60, 100, Vec::new());
-        let mut more = Vec::new();
-        for id in 40..60u64 {
-            more.push(plain.admit(id, addr(&format!("10.{id}.0.1"))).unwrap());
-        }
-        for id in 0..40 {
-            more.push(plain.admit(id, addr("10.0.0.2")).unwrap());
-        }
+        let _more = crowd(&plain);
         assert!(plain.admit(100, addr("192.0.2.9")).is_some());
         assert!(!plain.lock().contains_key(&39));
     }

@@ -224,7 +224,7 @@ impl Shared {
         }
         if manual {
             tracing::warn!("not banning manually connected peer {addr}: {why}");
-        } else if is_local(addr.ip()) {
+        } else if addrbook::is_local(addr.ip()) {
             tracing::warn!("disconnected but not banning local peer {addr}: {why}");
         } else {
             self.bans.ban(addr, &why.to_string());
@@ -244,16 +244,6 @@ async fn dial(addr: SocketAddr) -> Option<TcpStream> {
             tracing::debug!("cannot connect to {addr}: timed out");
             None
         }
-    }
-}
-
-/// Core's `CNetAddr::IsLocal`: IPv4 0.0.0.0/8 and 127.0.0.0/8, IPv6 `::1` (and those IPv4
-/// ranges mapped into IPv6).
-fn is_local(ip: std::net::IpAddr) -> bool {
-    let v4 = |ip: std::net::Ipv4Addr| ip.octets()[0] == 0 || ip.is_loopback();
-    match ip {
-        std::net::IpAddr::V4(ip) => v4(ip),
-        std::net::IpAddr::V6(ip) => ip.is_loopback() || ip.to_ipv4_mapped().is_some_and(v4),
     }
 }
 
@@ -512,7 +502,8 @@ async fn watch_tip(ctx: Arc<PeerContext>) {
 
 #[cfg(test)]
 mod tests {
-    use super::{is_local, BanList, MAX_BANS};
+    use super::addrbook::is_local;
+    use super::{BanList, MAX_BANS};
 
     #[test]
     fn bans_are_kept_per_host_and_bounded() {
