@@ -6,9 +6,12 @@ mod coins;
 pub mod consensus;
 pub mod fees;
 mod finality;
+mod input_policy;
+mod limits;
 pub mod persist;
 mod policy;
 mod rejection;
+mod script_flags;
 #[cfg(test)]
 mod tests;
 
@@ -82,6 +85,9 @@ struct Inner {
     spends: HashMap<OutPoint, Txid>,
     /// Mempool transactions per script hash.
     scripts: HashMap<ScriptHash, HashSet<Txid>>,
+    /// The mempool transactions spending each mempool transaction's outputs (Core's
+    /// `m_children`): descendants are found without reading any transaction's outputs.
+    children: HashMap<Txid, HashSet<Txid>>,
     total_vsize: u64,
     /// Counts the times the mempool was taken to be changed: the fee rates computed at one
     /// count serve until the next ([`Mempool::fee_rates`]).
@@ -92,6 +98,10 @@ impl Inner {
     fn insert(&mut self, entry: MempoolEntry) {
         for input in &entry.tx.input {
             self.spends.insert(input.previous_output, entry.txid);
+            let parent = input.previous_output.txid;
+            if self.txs.contains_key(&parent) {
+                self.children.entry(parent).or_default().insert(entry.txid);
+            }
         }
         for sh in entry.scripthashes() {
             self.scripts.entry(sh).or_default().insert(entry.txid);
@@ -131,15 +141,21 @@ impl Inner {
     fn remove_with_descendants(&mut self, txid: &Txid, touched: &mut HashSet<ScriptHash>) {
         let mut stack = vec![*txid];
         while let Some(id) = stack.pop() {
-            let Some(entry) = self.remove_one(&id, touched) else {
-                continue;
-            };
-            for vout in 0..entry.tx.output.len() as u32 {
-                if let Some(child) = self.spends.get(&OutPoint::new(id, vout)) {
-                    stack.push(*child);
-                }
+            let children = self.children.get(&id).cloned().unwrap_or_default();
+            if self.remove_one(&id, touched).is_some() {
+                stack.extend(children);
             }
         }
+    }
+
+    /// The mempool transactions `tx` would replace: those spending what it spends, and their
+    /// descendants.
+    fn replaced_by(&self, tx: &Transaction) -> HashSet<Txid> {
+        tx.input
+            .iter()
+            .filter_map(|i| self.spends.get(&i.previous_output))
+            .flat_map(|c| self.descendants(c))
+            .collect()
     }
 
     /// Removes one transaction, leaving those that spend it (a block confirmed it: its outputs
@@ -152,7 +168,16 @@ impl Inner {
             if self.spends.get(&input.previous_output) == Some(id) {
                 self.spends.remove(&input.previous_output);
             }
+            let parent = input.previous_output.txid;
+            if let Some(siblings) = self.children.get_mut(&parent) {
+                siblings.remove(id);
+                if siblings.is_empty() {
+                    self.children.remove(&parent);
+                }
+            }
         }
+        // Children that stay (their parent confirmed) have no mempool parent here any more.
+        self.children.remove(id);
         for sh in entry.scripthashes() {
             touched.insert(sh);
             if let Some(set) = self.scripts.get_mut(&sh) {
@@ -174,13 +199,7 @@ impl Inner {
                 continue;
             }
             out.push(id);
-            if let Some(e) = self.txs.get(&id) {
-                for vout in 0..e.tx.output.len() as u32 {
-                    if let Some(child) = self.spends.get(&OutPoint::new(id, vout)) {
-                        stack.push(*child);
-                    }
-                }
-            }
+            stack.extend(self.children.get(&id).into_iter().flatten().copied());
         }
         out
     }
@@ -221,6 +240,13 @@ fn replacement(
     }
     all.sort();
     all.dedup();
+    // Core's `EntriesAndTxidsDisjoint`: what it spends must not leave with what it replaces.
+    if let Some(gone) = from_parents.iter().find(|op| all.contains(&op.txid)) {
+        return Err(Rejection::SpendsConflicting {
+            txid,
+            conflict: gone.txid,
+        });
+    }
     if all.len() > 100 {
         return Err(Rejection::Replacement {
             txid,
@@ -462,12 +488,21 @@ impl Mempool {
             return Err(Rejection::NonBip68Final);
         }
         let fee = consensus::check_tx_inputs(&tx, &inputs.prevouts)?;
-        let vsize = tx.vsize() as u64;
+        input_policy::check_inputs_standard(&tx, &inputs.prevouts)?;
+        input_policy::check_witness_standard(&tx, &inputs.prevouts)?;
+        let sigops = input_policy::check_sigops(&tx, &inputs.prevouts)?;
+        let vsize = input_policy::virtual_size(&tx, sigops);
         let needed = MIN_RELAY_FEERATE * vsize;
         if own_fee && fee < needed {
             return Err(Rejection::MinRelayFee { fee, needed });
         }
+        // Before any script runs, as in Core's PreChecks; again under the write lock below.
+        {
+            let inner = self.read();
+            inner.check_chain_limits(&tx, vsize, &inner.replaced_by(&tx))?;
+        }
         (self.verify_scripts)(raw, &inputs.prevouts)?;
+        check_policy_flags(&tx, &inputs.prevouts)?;
         let wtxid = tx.compute_wtxid();
         let entry = MempoolEntry {
             tx,
@@ -487,6 +522,7 @@ impl Mempool {
         let mut inner = self.write();
         let conflicts = inner.still_valid(&entry.tx, &txid, &inputs.from_parents)?;
         let replaced = replacement(&inner, &conflicts, &entry, &inputs.from_parents, needed)?;
+        inner.check_chain_limits(&entry.tx, vsize, &replaced.iter().copied().collect())?;
         let mut touched: HashSet<ScriptHash> = entry.scripthashes().collect();
         for r in &replaced {
             inner.remove_with_descendants(r, &mut touched);
@@ -972,6 +1008,20 @@ impl Mempool {
     pub fn txids(&self) -> Vec<Txid> {
         self.read().txs.keys().copied().collect()
     }
+}
+
+/// The standard script flags the kernel does not take ([`script_flags`]), for a transaction
+/// whose scripts it passed: a failure is policy, not consensus.
+fn check_policy_flags(tx: &Transaction, prevouts: &[TxOut]) -> Result<(), Rejection> {
+    for (input, (txin, prev)) in tx.input.iter().zip(prevouts).enumerate() {
+        script_flags::check_input(txin, &prev.script_pubkey).map_err(|v| {
+            Rejection::PolicyScript {
+                input,
+                message: v.to_string(),
+            }
+        })?;
+    }
+    Ok(())
 }
 
 /// The `n` newest of `entries` (ties by txid), newest first, copied.

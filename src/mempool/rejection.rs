@@ -55,6 +55,18 @@ pub enum Rejection {
         /// The kernel's message.
         message: String,
     },
+    /// An input passes consensus but breaks a standard script flag (Core's
+    /// `PolicyScriptChecks`; the message is Core's `ScriptErrorString`).
+    #[error("mempool-script-verify-flag-failed ({message}), input {input}")]
+    PolicyScript {
+        /// The failing input.
+        input: usize,
+        /// Which flag, in Core's words.
+        message: String,
+    },
+    /// Over the chain limits on unconfirmed ancestors and descendants; the text is Core's.
+    #[error("too-long-mempool-chain, {0}")]
+    TooLongChain(String),
     /// A standardness rule.
     #[error("{0}")]
     NonStandard(String),
@@ -95,6 +107,15 @@ pub enum Rejection {
         txid: Txid,
         /// The input that spends a new unconfirmed output.
         input: OutPoint,
+    },
+    /// A replacement spending an output of a transaction it replaces (Core's
+    /// `EntriesAndTxidsDisjoint`).
+    #[error("bad-txns-spends-conflicting-tx: {txid} spends conflicting transaction {conflict}")]
+    SpendsConflicting {
+        /// The new transaction.
+        txid: Txid,
+        /// The replaced transaction it spends from.
+        conflict: Txid,
     },
     /// The mempool is full of transactions paying more.
     #[error("mempool full")]

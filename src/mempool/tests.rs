@@ -415,33 +415,87 @@ fn rbf_may_not_add_new_unconfirmed_inputs() {
     assert!(!pool.is_spent(&out(&parent, 0)));
 }
 
-/// A mempool holding a transaction spending a coin into 100 outputs and `children` spends of
-/// them; the coin.
-fn fan_out(children: u32) -> (Mempool, Coins, OutPoint) {
+/// A mempool holding `n` spends of `n` coins, each with a child (the chain limits allow no
+/// wider fan of one transaction); the coins.
+fn fan_out(n: u8) -> (Mempool, Coins, Vec<OutPoint>) {
     let mut coins = Coins::new();
-    let coin = coins.add(1, 10_000_000);
+    let spent: Vec<OutPoint> = (1..=n).map(|i| coins.add(i, 100_000)).collect();
     let pool = pool();
-    let root = spend(&[coin], &[50_000; 100]);
-    accept(&pool, &coins, &root).unwrap();
-    for vout in 0..children {
-        accept(&pool, &coins, &spend(&[out(&root, vout)], &[49_000])).unwrap();
+    for coin in &spent {
+        let conflict = spend(&[*coin], &[99_000]);
+        accept(&pool, &coins, &conflict).unwrap();
+        accept(&pool, &coins, &spend(&[out(&conflict, 0)], &[98_000])).unwrap();
     }
-    (pool, coins, coin)
+    (pool, coins, spent)
 }
 
 #[test]
 fn rbf_replaces_at_most_100_transactions() {
-    // Rule 5: the conflict and its descendants count.
-    let (pool, coins, coin) = fan_out(100);
-    let new = spend(&[coin], &[100_000]);
+    // Rule 5: the conflicts and their descendants count.
+    let (pool, coins, spent) = fan_out(51);
+    let new = spend(&spent, &[51 * 100_000 - 300_000]);
     let reason = replacement_reason(accept(&pool, &coins, &new));
-    assert_eq!(reason, "it would replace 101 transactions (limit 100)");
-    assert_eq!(pool.size().0, 101);
-    // The same coin, with one child fewer.
-    let (pool, coins, _) = fan_out(99);
+    assert_eq!(reason, "it would replace 102 transactions (limit 100)");
+    assert_eq!(pool.size().0, 102);
+    // One conflict fewer.
+    let (pool, coins, spent) = fan_out(50);
+    let new = spend(&spent, &[50 * 100_000 - 300_000]);
     let accepted = accept(&pool, &coins, &new).unwrap();
     assert_eq!(accepted.replaced.len(), 100);
     assert_eq!(pool.txids(), vec![new.compute_txid()]);
+    assert!(
+        pool.read().children.is_empty(),
+        "no edge outlives its transactions"
+    );
+}
+
+#[test]
+fn chains_stop_at_25_transactions_with_one_carve_out() {
+    let mut coins = Coins::new();
+    let coin = coins.add(1, 10_000_000);
+    let pool = pool();
+    let first = spend(&[coin], &[3_000_000, 3_000_000, 3_000_000]);
+    accept(&pool, &coins, &first).unwrap();
+    let (mut tip, mut value) = (out(&first, 0), 3_000_000);
+    for _ in 1..25 {
+        value -= 1_000;
+        let next = spend(&[tip], &[value]);
+        accept(&pool, &coins, &next).unwrap();
+        tip = out(&next, 0);
+    }
+    let too_long = spend(&[tip], &[value - 1_000]);
+    let refused = accept(&pool, &coins, &too_long);
+    assert!(
+        matches!(refused, Err(Rejection::TooLongChain(_))),
+        "{refused:?}"
+    );
+    // The first has 25 with its descendants: one more small child with a single unconfirmed
+    // ancestor is let in (the carve-out), a second is not.
+    accept(&pool, &coins, &spend(&[out(&first, 1)], &[2_999_000])).unwrap();
+    let again = accept(&pool, &coins, &spend(&[out(&first, 2)], &[2_999_000]));
+    assert!(
+        matches!(again, Err(Rejection::TooLongChain(_))),
+        "{again:?}"
+    );
+    assert_eq!(pool.size().0, 26);
+}
+
+#[test]
+fn a_replacement_may_not_spend_what_it_replaces() {
+    let mut coins = Coins::new();
+    let (a, b) = (coins.add(1, 100_000), coins.add(2, 100_000));
+    let pool = pool();
+    let c1 = spend(&[a], &[40_000, 40_000]);
+    accept(&pool, &coins, &c1).unwrap();
+    accept(&pool, &coins, &spend(&[out(&c1, 0)], &[39_000])).unwrap();
+    // Conflicts with c1 and spends c1's second output.
+    let new = spend(&[a, out(&c1, 1), b], &[150_000]);
+    let refused = accept(&pool, &coins, &new);
+    assert!(
+        matches!(refused, Err(Rejection::SpendsConflicting { .. })),
+        "{refused:?}"
+    );
+    assert_eq!(pool.size().0, 2);
 }
 
 #[test]

@@ -1,0 +1,517 @@
+//! Issue 27, part 2: the standard script flags the kernel does not take, `AreInputsStandard`,
+//! `IsWitnessStandard` and the chain limits with the CPFP carve-out, each case a transaction
+//! valid in a block that breaks one rule only, judged by bitcoind's `testmempoolaccept` and by
+//! cairn: the same verdict and rule, and for a policy flag the same words.
+
+use std::str::FromStr;
+
+use bitcoin::hashes::Hash;
+use bitcoin::script::{Builder, PushBytesBuf};
+use bitcoin::secp256k1::{self, Secp256k1, SecretKey};
+use bitcoin::sighash::{EcdsaSighashType, SighashCache};
+use bitcoin::taproot::{LeafVersion, TaprootBuilder};
+use bitcoin::{Address, PublicKey, ScriptBuf, Witness};
+
+use super::*;
+
+/// The order of secp256k1's group, big-endian.
+const ORDER: [u8; 32] = [
+    0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xfe,
+    0xba, 0xae, 0xdc, 0xe6, 0xaf, 0x48, 0xa0, 0x3b, 0xbf, 0xd2, 0x5e, 0x8c, 0xd0, 0x36, 0x41, 0x41,
+];
+
+/// The fee every spend here pays (enough for the largest witness at 1 sat/vB).
+const FEE: u64 = 20_000;
+/// What each funded output holds.
+const FUNDS: u64 = 100_000;
+
+impl Pair {
+    /// Mines `n` blocks on bitcoind and feeds them to cairn's validator and index.
+    fn mine(&self, n: u32) {
+        let from: u32 = self.node.rpc(&["getblockcount"]).parse().unwrap();
+        let addr = self.node.rpc(&["getnewaddress", "", "bech32"]);
+        self.node.rpc(&["generatetoaddress", &n.to_string(), &addr]);
+        for h in from + 1..=from + n {
+            let hash = self.node.rpc(&["getblockhash", &h.to_string()]);
+            let raw = Vec::from_hex(&self.node.rpc(&["getblock", &hash, "0"])).unwrap();
+            self._validator.submit_block(&raw).unwrap();
+        }
+        self.index.sync(&self._validator).unwrap();
+    }
+
+    /// Pays [`FUNDS`] to each script in one wallet transaction, mined: the outputs, in order.
+    fn fund(&self, scripts: &[ScriptBuf]) -> Vec<(OutPoint, TxOut)> {
+        let amounts: serde_json::Map<String, Value> = scripts
+            .iter()
+            .map(|s| {
+                let addr = Address::from_script(s, bitcoin::Network::Regtest).unwrap();
+                (addr.to_string(), json!(Amount::from_sat(FUNDS).to_btc()))
+            })
+            .collect();
+        assert_eq!(amounts.len(), scripts.len(), "every script once");
+        let txid = self
+            .node
+            .rpc(&["sendmany", "", &Value::Object(amounts).to_string()]);
+        self.mine(1);
+        let raw = Vec::from_hex(&self.node.rpc(&["getrawtransaction", &txid])).unwrap();
+        let tx: Transaction = bitcoin::consensus::deserialize(&raw).unwrap();
+        scripts
+            .iter()
+            .map(|s| {
+                let vout = tx
+                    .output
+                    .iter()
+                    .position(|o| o.script_pubkey == *s)
+                    .unwrap();
+                (
+                    OutPoint::new(tx.compute_txid(), vout as u32),
+                    tx.output[vout].clone(),
+                )
+            })
+            .collect()
+    }
+
+    /// A wallet address's output script.
+    fn wallet_script(&self, kind: &str) -> ScriptBuf {
+        let addr = self.node.rpc(&["getnewaddress", "", kind]);
+        Address::from_str(&addr)
+            .unwrap()
+            .assume_checked()
+            .script_pubkey()
+    }
+}
+
+/// A spend of `coin` (worth [`FUNDS`]) back to the wallet, paying [`FEE`], with the given script
+/// sig and witness.
+fn spend_with(
+    pair: &Pair,
+    coin: OutPoint,
+    script_sig: ScriptBuf,
+    witness: Vec<Vec<u8>>,
+) -> Transaction {
+    Transaction {
+        version: bitcoin::transaction::Version::TWO,
+        lock_time: bitcoin::absolute::LockTime::ZERO,
+        input: vec![TxIn {
+            previous_output: coin,
+            script_sig,
+            sequence: bitcoin::Sequence::ENABLE_RBF_NO_LOCKTIME,
+            witness: Witness::from_slice(&witness),
+        }],
+        output: vec![TxOut {
+            value: Amount::from_sat(FUNDS - FEE),
+            script_pubkey: pair.coins[0].2.clone(),
+        }],
+    }
+}
+
+/// A DER signature with its hash type, S replaced by n - S (valid all the same).
+fn flip_s(sig: &[u8]) -> Vec<u8> {
+    let (hash_type, der) = sig.split_last().unwrap();
+    let compact = secp256k1::ecdsa::Signature::from_der(der)
+        .unwrap()
+        .serialize_compact();
+    let mut s = [0u8; 32];
+    let mut borrow = 0i16;
+    for i in (0..32).rev() {
+        let d = i16::from(ORDER[i]) - i16::from(compact[32 + i]) - borrow;
+        borrow = i16::from(d < 0);
+        s[i] = d.rem_euclid(256) as u8;
+    }
+    let high =
+        secp256k1::ecdsa::Signature::from_compact(&[&compact[..32], &s[..]].concat()).unwrap();
+    let mut out = high.serialize_der().to_vec();
+    out.push(*hash_type);
+    out
+}
+
+/// A script sig of these pushes.
+fn pushes(items: &[Vec<u8>]) -> ScriptBuf {
+    items
+        .iter()
+        .fold(Builder::new(), |b, item| {
+            b.push_slice(PushBytesBuf::try_from(item.clone()).unwrap())
+        })
+        .into_script()
+}
+
+/// The pushes of a push-only script.
+fn pushed(script: &ScriptBuf) -> Vec<Vec<u8>> {
+    script
+        .instructions()
+        .map(|i| match i.unwrap() {
+            bitcoin::script::Instruction::PushBytes(b) => b.as_bytes().to_vec(),
+            other => panic!("not a push: {other:?}"),
+        })
+        .collect()
+}
+
+/// A P2WSH output of `script` and the witness script's bytes.
+fn p2wsh(script: Vec<u8>) -> (ScriptBuf, Vec<u8>) {
+    let s = ScriptBuf::from_bytes(script.clone());
+    (ScriptBuf::new_p2wsh(&s.wscript_hash()), script)
+}
+
+/// A P2SH output of `redeem` and the redeem script's bytes.
+fn p2sh(redeem: Vec<u8>) -> (ScriptBuf, Vec<u8>) {
+    let s = ScriptBuf::from_bytes(redeem.clone());
+    (ScriptBuf::new_p2sh(&s.script_hash()), redeem)
+}
+
+/// A taproot output with one leaf `script` of `version`: the output script, and the leaf and
+/// control block that spend it.
+fn tap_leaf(script: Vec<u8>, version: u8) -> (ScriptBuf, Vec<u8>, Vec<u8>) {
+    let secp = Secp256k1::new();
+    let internal = SecretKey::from_slice(&[3; 32])
+        .unwrap()
+        .x_only_public_key(&secp)
+        .0;
+    let leaf = ScriptBuf::from_bytes(script.clone());
+    let version = LeafVersion::from_consensus(version).unwrap();
+    let info = TaprootBuilder::new()
+        .add_leaf_with_ver(0, leaf.clone(), version)
+        .unwrap()
+        .finalize(&secp, internal)
+        .unwrap();
+    let control = info.control_block(&(leaf, version)).unwrap().serialize();
+    let output = ScriptBuf::new_p2tr_tweaked(info.output_key());
+    (output, script, control)
+}
+
+/// The verdicts of both on `cases`: the names of those that disagree.
+fn disagreements(pair: &Pair, cases: &[(&str, Transaction)]) -> Vec<String> {
+    let mut disagreed = Vec::new();
+    for (name, tx) in cases {
+        let (core, ours) = (pair.core(tx), pair.cairn(tx));
+        eprintln!("{name}: bitcoind {core:?}, cairn {ours:?}");
+        let words = |r: &Option<String>| {
+            r.as_deref()
+                .filter(|r| r.starts_with("mempool-script-verify-flag-failed"))
+                .and_then(|r| r.split(['(', ')']).nth(1).map(str::to_string))
+        };
+        let same_rule = core.as_deref().map(rule) == ours.as_deref().map(rule);
+        if !same_rule || words(&core) != words(&ours) {
+            disagreed.push(format!("{name}: bitcoind {core:?}, cairn {ours:?}"));
+        }
+    }
+    disagreed
+}
+
+/// Knots's own rule against data pushed and dropped unread in scripts (`-acceptnonstddatacarrier`,
+/// off by default) set to Core's, which has no such rule: cairn does not follow it yet (issue 27).
+const CORE_DATA_RULES: [&str; 1] = ["-acceptnonstddatacarrier=1"];
+
+/// Every standard script flag and input rule a standard-looking spend can break, one per case,
+/// with a passing neighbour for each limit. Core's 3,600-byte limit on P2WSH scripts is left to
+/// the unit tests: a script that long needs over 2,000 pushed bytes (a script runs at most 201
+/// opcodes), and Knots refuses any script pushing more than 83 (`txn-datacarrier-exceeded`, its
+/// `-datacarriersize` counting, which cairn does not follow yet) before it looks at the size.
+#[test]
+fn policy_script_flags_and_input_rules_agree_with_bitcoind() {
+    let pair = Pair::start_with(&CORE_DATA_RULES);
+    let secp = Secp256k1::new();
+    let key = SecretKey::from_slice(&[7; 32]).unwrap();
+    let compressed = PublicKey::new(key.public_key(&secp));
+    let uncompressed = PublicKey::new_uncompressed(key.public_key(&secp));
+    let mut two_drops = vec![0x6d; 50];
+    two_drops.extend([0x75, 0x51]);
+    let mut sigops16 = vec![0x51, 0x63, 0x51, 0x67];
+    sigops16.extend([0xac; 16]);
+    sigops16.push(0x68);
+    let mut sigops15 = vec![0x51, 0x63, 0x51, 0x67];
+    sigops15.extend([0xac; 15]);
+    sigops15.push(0x68);
+    let drop1 = p2wsh(vec![0x75, 0x51]);
+    let drop2 = p2wsh(vec![0x75, 0x75, 0x51]);
+    let many = p2wsh(two_drops);
+    let v2 = p2sh(vec![0x52, 0x02, 0xab, 0xcd]);
+    let nop4 = p2sh(vec![0xb3, 0x51]);
+    let separator = p2sh(vec![0xab, 0x51]);
+    let ops16 = p2sh(sigops16);
+    let ops15 = p2sh(sigops15);
+    let success = tap_leaf(vec![0x50], 0xc0);
+    let future = tap_leaf(vec![0x51], 0xc2);
+    let tap_drop = tap_leaf(vec![0x75, 0x51], 0xc0);
+    let tap_true = tap_leaf(vec![0x52], 0xc0);
+    let own_p2wpkh_long =
+        ScriptBuf::new_p2wpkh(&bitcoin::WPubkeyHash::hash(&uncompressed.to_bytes()));
+    let own_p2pkh = ScriptBuf::new_p2pkh(&compressed.pubkey_hash());
+    let legacy = [
+        pair.wallet_script("legacy"),
+        pair.wallet_script("legacy"),
+        pair.wallet_script("legacy"),
+    ];
+    let segwit = pair.wallet_script("bech32");
+    let mut scripts: Vec<ScriptBuf> = vec![
+        drop1.0.clone(),
+        drop2.0.clone(),
+        many.0.clone(),
+        v2.0.clone(),
+        nop4.0.clone(),
+        separator.0.clone(),
+        ops16.0.clone(),
+        ops15.0.clone(),
+        success.0.clone(),
+        future.0.clone(),
+        tap_drop.0.clone(),
+        tap_true.0.clone(),
+        own_p2wpkh_long.clone(),
+        own_p2pkh.clone(),
+        segwit.clone(),
+    ];
+    scripts.extend(legacy.iter().cloned());
+    let coins = pair.fund(&scripts);
+    let coin = |script: &ScriptBuf| {
+        coins
+            .iter()
+            .find(|(_, out)| out.script_pubkey == *script)
+            .unwrap()
+            .0
+    };
+    let bare = |script: &ScriptBuf, witness: Vec<Vec<u8>>| {
+        spend_with(&pair, coin(script), ScriptBuf::new(), witness)
+    };
+    let by_redeem = |(out, redeem): &(ScriptBuf, Vec<u8>)| {
+        spend_with(
+            &pair,
+            coin(out),
+            pushes(std::slice::from_ref(redeem)),
+            vec![],
+        )
+    };
+    // Wallet-signed spends, then changed where the signature does not reach.
+    let wallet = |script: &ScriptBuf| pair.sign(&bare(script, vec![]));
+    let legacy_high_s = {
+        let mut tx = wallet(&legacy[0]);
+        let mut items = pushed(&tx.input[0].script_sig);
+        items[0] = flip_s(&items[0]);
+        tx.input[0].script_sig = pushes(&items);
+        tx
+    };
+    let segwit_high_s = {
+        let mut tx = wallet(&segwit);
+        let mut items: Vec<Vec<u8>> = tx.input[0].witness.to_vec();
+        items[0] = flip_s(&items[0]);
+        tx.input[0].witness = Witness::from_slice(&items);
+        tx
+    };
+    let pushdata1 = {
+        let mut tx = wallet(&legacy[1]);
+        let items = pushed(&tx.input[0].script_sig);
+        let mut bytes = pushes(&items[..1]).into_bytes();
+        bytes.extend([0x4c, items[1].len() as u8]);
+        bytes.extend(&items[1]);
+        tx.input[0].script_sig = ScriptBuf::from_bytes(bytes);
+        tx
+    };
+    let extra_push = {
+        let mut tx = wallet(&legacy[2]);
+        let mut items = pushed(&tx.input[0].script_sig);
+        items.insert(0, vec![7, 7]);
+        tx.input[0].script_sig = pushes(&items);
+        tx
+    };
+    // Signed with cairn's own key: an uncompressed key in P2WPKH, an undefined hash type.
+    let uncompressed_segwit = {
+        let mut tx = bare(&own_p2wpkh_long, vec![]);
+        let hash = SighashCache::new(&tx)
+            .p2wpkh_signature_hash(
+                0,
+                &own_p2wpkh_long,
+                Amount::from_sat(FUNDS),
+                EcdsaSighashType::All,
+            )
+            .unwrap();
+        let sig = secp.sign_ecdsa(&secp256k1::Message::from(hash), &key);
+        let mut sig = sig.serialize_der().to_vec();
+        sig.push(0x01);
+        tx.input[0].witness = Witness::from_slice(&[sig, uncompressed.to_bytes()]);
+        tx
+    };
+    let hash_type_4 = {
+        let mut tx = bare(&own_p2pkh, vec![]);
+        let hash = SighashCache::new(&tx)
+            .legacy_signature_hash(0, &own_p2pkh, 4)
+            .unwrap();
+        let sig = secp.sign_ecdsa(&secp256k1::Message::from(hash), &key);
+        let mut sig = sig.serialize_der().to_vec();
+        sig.push(0x04);
+        tx.input[0].script_sig = pushes(&[sig, compressed.to_bytes()]);
+        tx
+    };
+    let cases: Vec<(&str, Transaction)> = vec![
+        ("P2PKH signature with a high S", legacy_high_s),
+        ("P2WPKH signature with a high S", segwit_high_s),
+        ("P2PKH key pushed with OP_PUSHDATA1", pushdata1),
+        ("P2PKH script sig with an extra push", extra_push),
+        ("P2WPKH with an uncompressed key", uncompressed_segwit),
+        ("P2PKH signature of hash type 4", hash_type_4),
+        (
+            "P2WSH stack item of 81 bytes",
+            bare(&drop1.0, vec![vec![1; 81], drop1.1.clone()]),
+        ),
+        (
+            "P2WSH stack items of 80 bytes",
+            bare(&drop2.0, vec![vec![1; 80], vec![2; 80], drop2.1.clone()]),
+        ),
+        ("P2WSH with 101 stack items", {
+            let mut w = vec![vec![]; 101];
+            w.push(many.1.clone());
+            bare(&many.0, w)
+        }),
+        ("P2SH-wrapped witness version 2", by_redeem(&v2)),
+        ("P2SH redeem script running OP_NOP4", by_redeem(&nop4)),
+        (
+            "P2SH redeem script running OP_CODESEPARATOR",
+            by_redeem(&separator),
+        ),
+        ("P2SH redeem script of 16 sigops", by_redeem(&ops16)),
+        ("P2SH redeem script of 15 sigops", by_redeem(&ops15)),
+        (
+            "tapscript OP_SUCCESS80",
+            bare(&success.0, vec![success.1.clone(), success.2.clone()]),
+        ),
+        (
+            "taproot leaf version 0xc2",
+            bare(&future.0, vec![future.1.clone(), future.2.clone()]),
+        ),
+        (
+            "tapscript stack item of 81 bytes",
+            bare(
+                &tap_drop.0,
+                vec![vec![1; 81], tap_drop.1.clone(), tap_drop.2.clone()],
+            ),
+        ),
+        (
+            "taproot script path with an annex",
+            bare(
+                &tap_true.0,
+                vec![tap_true.1.clone(), tap_true.2.clone(), vec![0x50, 0]],
+            ),
+        ),
+    ];
+    let disagreed = disagreements(&pair, &cases);
+    assert!(disagreed.is_empty(), "{disagreed:#?}");
+    // The cases are what they say: the oracle refuses all but the neighbours at the limits, and
+    // every one is valid in a block (bitcoind mines them all into one, past its mempool).
+    let passing = [
+        "P2WSH stack items of 80 bytes",
+        "P2SH redeem script of 15 sigops",
+    ];
+    for (name, tx) in &cases {
+        let verdict = pair.core(tx);
+        assert_eq!(
+            verdict.is_none(),
+            passing.contains(name),
+            "{name}: {verdict:?}"
+        );
+    }
+    let raws: Vec<String> = cases
+        .iter()
+        .map(|(_, tx)| bitcoin::consensus::serialize(tx).to_lower_hex_string())
+        .collect();
+    let addr = pair.node.rpc(&["getnewaddress", "", "bech32"]);
+    let mined = pair
+        .node
+        .rpc_result(&["generateblock", &addr, &json!(raws).to_string()]);
+    assert!(mined.is_ok(), "a case is invalid by consensus: {mined:?}");
+}
+
+/// Core's chain limits: a chain of 25 unconfirmed transactions enters both mempools, the 26th
+/// is refused; a second child of the first is taken once by the CPFP carve-out, a third is not.
+#[test]
+fn chain_limits_and_the_carve_out_agree_with_bitcoind() {
+    let pair = Pair::start();
+    let mempool = Mempool::new(MempoolConfig::default());
+    let submit = |tx: &Transaction| {
+        let raw = bitcoin::consensus::serialize(tx);
+        pair.node
+            .rpc(&["sendrawtransaction", &raw.to_lower_hex_string()]);
+        mempool
+            .accept(&raw, &pair.index)
+            .unwrap_or_else(|e| panic!("cairn refused a chain member: {e}"));
+    };
+    let judge = |tx: &Transaction| {
+        let ours = mempool
+            .accept(&bitcoin::consensus::serialize(tx), &pair.index)
+            .err()
+            .map(|e| e.to_string());
+        (pair.core(tx), ours)
+    };
+    let (coin, value, script) = pair.coins[0].clone();
+    let wallet_out = |value: u64| TxOut {
+        value: Amount::from_sat(value),
+        script_pubkey: script.clone(),
+    };
+    // The first: three outputs; the chain goes on from the first of them.
+    let third = value / 3;
+    let first = spend_of(
+        &pair,
+        coin,
+        2,
+        vec![
+            wallet_out(third),
+            wallet_out(third),
+            wallet_out(third - 2_000),
+        ],
+        0,
+        0xffff_fffd,
+    );
+    submit(&first);
+    let mut tip = (OutPoint::new(first.compute_txid(), 0), third);
+    for _ in 1..25 {
+        let next = spend_of(
+            &pair,
+            tip.0,
+            2,
+            vec![wallet_out(tip.1 - 1_000)],
+            0,
+            0xffff_fffd,
+        );
+        submit(&next);
+        tip = (OutPoint::new(next.compute_txid(), 0), tip.1 - 1_000);
+    }
+    let too_long = spend_of(
+        &pair,
+        tip.0,
+        2,
+        vec![wallet_out(tip.1 - 1_000)],
+        0,
+        0xffff_fffd,
+    );
+    let (core, ours) = judge(&too_long);
+    eprintln!("26th in a chain: bitcoind {core:?}, cairn {ours:?}");
+    assert_eq!(
+        core.as_deref().map(rule).as_deref(),
+        Some("too-long-mempool-chain")
+    );
+    assert_eq!(ours.as_deref().map(rule), core.as_deref().map(rule));
+
+    let child = |vout: u32| {
+        let op = OutPoint::new(first.compute_txid(), vout);
+        let value = first.output[vout as usize].value.to_sat();
+        spend_of(
+            &pair,
+            op,
+            2,
+            vec![wallet_out(value - 1_000)],
+            0,
+            0xffff_fffd,
+        )
+    };
+    let carved = child(1);
+    let (core, ours) = judge(&carved);
+    eprintln!("carve-out: bitcoind {core:?}, cairn {ours:?}");
+    assert_eq!(core, None, "bitcoind takes the carve-out");
+    assert_eq!(ours, None, "cairn takes the carve-out");
+    let raw = bitcoin::consensus::serialize(&carved);
+    pair.node
+        .rpc(&["sendrawtransaction", &raw.to_lower_hex_string()]);
+    let (core, ours) = judge(&child(2));
+    eprintln!("a second carve-out: bitcoind {core:?}, cairn {ours:?}");
+    assert_eq!(
+        core.as_deref().map(rule).as_deref(),
+        Some("too-long-mempool-chain")
+    );
+    assert_eq!(ours.as_deref().map(rule), core.as_deref().map(rule));
+}
