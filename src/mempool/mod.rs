@@ -15,7 +15,7 @@ mod script_flags;
 #[cfg(test)]
 mod tests;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
@@ -88,6 +88,8 @@ struct Inner {
     /// The mempool transactions spending each mempool transaction's outputs (Core's
     /// `m_children`): descendants are found without reading any transaction's outputs.
     children: HashMap<Txid, HashSet<Txid>>,
+    /// Every transaction by the time it entered, oldest first: expiry reads only what expires.
+    by_time: BTreeSet<(i64, Txid)>,
     total_vsize: u64,
     /// Counts the times the mempool was taken to be changed: the fee rates computed at one
     /// count serve until the next ([`Mempool::fee_rates`]).
@@ -107,6 +109,7 @@ impl Inner {
             self.scripts.entry(sh).or_default().insert(entry.txid);
         }
         self.total_vsize += entry.vsize;
+        self.by_time.insert((entry.time, entry.txid));
         self.by_wtxid.insert(entry.wtxid, entry.txid);
         self.txs.insert(entry.txid, entry);
     }
@@ -148,6 +151,19 @@ impl Inner {
         }
     }
 
+    /// Removes the transactions that entered at or before `oldest` with their descendants (Core's
+    /// `CTxMemPool::Expire`, after `-mempoolexpiry`); returns how many left.
+    fn expire(&mut self, oldest: i64, touched: &mut HashSet<ScriptHash>) -> usize {
+        let before = self.txs.len();
+        while let Some(&(time, id)) = self.by_time.first() {
+            if time > oldest {
+                break;
+            }
+            self.remove_with_descendants(&id, touched);
+        }
+        before - self.txs.len()
+    }
+
     /// The mempool transactions `tx` would replace: those spending what it spends, and their
     /// descendants.
     fn replaced_by(&self, tx: &Transaction) -> HashSet<Txid> {
@@ -163,6 +179,7 @@ impl Inner {
     fn remove_one(&mut self, id: &Txid, touched: &mut HashSet<ScriptHash>) -> Option<MempoolEntry> {
         let entry = self.txs.remove(id)?;
         self.total_vsize -= entry.vsize;
+        self.by_time.remove(&(entry.time, *id));
         self.by_wtxid.remove(&entry.wtxid);
         for input in &entry.tx.input {
             if self.spends.get(&input.previous_output) == Some(id) {
@@ -528,6 +545,11 @@ impl Mempool {
             inner.remove_with_descendants(r, &mut touched);
         }
         inner.insert(entry);
+        // Core's `LimitMempoolSize` after every acceptance: expiry, then the size limit.
+        inner.expire(persist::now() - persist::EXPIRY_SECS, &mut touched);
+        if !inner.txs.contains_key(&txid) {
+            return Err(Rejection::MempoolFull);
+        }
         self.evict_over_limit(&mut inner, &txid, &mut touched)?;
         Ok(Accepted {
             txid,
@@ -782,6 +804,7 @@ impl Mempool {
         for id in &confirmed {
             inner.remove_one(id, &mut touched);
         }
+        inner.expire(persist::now() - persist::EXPIRY_SECS, &mut touched);
         let non_final = non_final.iter().filter(|id| !confirmed.contains(*id));
         for id in conflicted.iter().chain(non_final) {
             inner.remove_with_descendants(id, &mut touched);

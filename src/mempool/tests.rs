@@ -138,7 +138,7 @@ fn pool_of(max_vbytes: u64) -> Mempool {
 }
 
 fn accept(pool: &Mempool, coins: &Coins, tx: &Transaction) -> Result<Accepted, Rejection> {
-    pool.accept_with(&serialize(tx), coins, true, 0)
+    pool.accept_with(&serialize(tx), coins, true, persist::now())
 }
 
 fn vsize(tx: &Transaction) -> u64 {
@@ -848,4 +848,30 @@ fn relative_lock_times_count_from_the_coins_block_as_bip68() {
     coins.tip = 199;
     pool.revalidate_from(&coins);
     assert!(pool.entry(&six).is_none());
+}
+
+#[test]
+fn transactions_expire_after_two_weeks_with_their_descendants() {
+    let mut coins = Coins::new();
+    let (a, b) = (coins.add(1, 100_000), coins.add(2, 100_000));
+    let pool = pool();
+    let old = spend(&[a], &[99_000]);
+    let expiring = persist::now() - persist::EXPIRY_SECS + 1;
+    pool.accept_with(&serialize(&old), &coins, true, expiring)
+        .unwrap();
+    let child = spend(&[out(&old, 0)], &[98_000]);
+    accept(&pool, &coins, &child).unwrap();
+    assert_eq!(pool.size().0, 2);
+    // Past its two weeks, the next acceptance takes it out, with its child.
+    std::thread::sleep(std::time::Duration::from_millis(2_100));
+    let new = spend(&[b], &[99_000]);
+    let accepted = accept(&pool, &coins, &new).unwrap();
+    assert_eq!(pool.txids(), vec![new.compute_txid()]);
+    assert!(accepted.touched.contains(&ScriptHash::of(&script(1))));
+    assert!(pool.read().by_time.len() == 1 && pool.read().children.is_empty());
+    // One already expired when it arrives is not kept.
+    let stale = spend(&[out(&new, 0)], &[98_000]);
+    let refused = pool.accept_with(&serialize(&stale), &coins, true, expiring - 10);
+    assert_eq!(refused.err(), Some(Rejection::MempoolFull));
+    assert_eq!(pool.size().0, 1);
 }

@@ -314,6 +314,10 @@ fn a_staller_that_delivers_is_forgiven_and_connected_blocks_shrink_the_timeout()
     assert!(dl.assign_at(2, 0, ALL, after(0)).is_empty());
     // Peer 1 delivers block 1 at 1.5 s: its count starts again at the next check.
     assert_eq!(dl.deliver(chain.block(1), 1), Delivered::Taken);
+    // Its connection shrinks the timeout on the submitting thread, after the chain has it: let
+    // that land before the stall below doubles the timeout (CI once saw 3 s for 4 s).
+    chain.wait_submitted(1);
+    std::thread::sleep(Duration::from_millis(300));
     assert!(dl.assign_at(2, 0, ALL, after(1600)).len() <= PER_PEER);
     assert!(dl.assign_at(3, 0, ALL, after(3000)).len() <= PER_PEER);
     assert!(!dl.take_stalling(1), "it delivered");
