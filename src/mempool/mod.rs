@@ -76,6 +76,45 @@ impl MempoolEntry {
     }
 }
 
+/// A transaction's fee over its virtual size, ordered exactly (by cross-multiplication, no
+/// rounding): the key of the eviction index.
+#[derive(Debug, Clone, Copy)]
+struct FeeRate {
+    fee: u64,
+    vsize: u64,
+}
+
+impl FeeRate {
+    fn of(entry: &MempoolEntry) -> FeeRate {
+        FeeRate {
+            fee: entry.fee,
+            vsize: entry.vsize.max(1),
+        }
+    }
+}
+
+impl Ord for FeeRate {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        let ours = u128::from(self.fee) * u128::from(other.vsize);
+        let theirs = u128::from(other.fee) * u128::from(self.vsize);
+        ours.cmp(&theirs)
+    }
+}
+
+impl PartialOrd for FeeRate {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl PartialEq for FeeRate {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == std::cmp::Ordering::Equal
+    }
+}
+
+impl Eq for FeeRate {}
+
 #[derive(Default)]
 struct Inner {
     txs: HashMap<Txid, MempoolEntry>,
@@ -90,6 +129,8 @@ struct Inner {
     children: HashMap<Txid, HashSet<Txid>>,
     /// Every transaction by the time it entered, oldest first: expiry reads only what expires.
     by_time: BTreeSet<(i64, Txid)>,
+    /// Every transaction by its fee rate, lowest first: eviction reads only what it evicts.
+    by_feerate: BTreeSet<(FeeRate, Txid)>,
     total_vsize: u64,
     /// Counts the times the mempool was taken to be changed: the fee rates computed at one
     /// count serve until the next ([`Mempool::fee_rates`]).
@@ -110,6 +151,7 @@ impl Inner {
         }
         self.total_vsize += entry.vsize;
         self.by_time.insert((entry.time, entry.txid));
+        self.by_feerate.insert((FeeRate::of(&entry), entry.txid));
         self.by_wtxid.insert(entry.wtxid, entry.txid);
         self.txs.insert(entry.txid, entry);
     }
@@ -180,6 +222,7 @@ impl Inner {
         let entry = self.txs.remove(id)?;
         self.total_vsize -= entry.vsize;
         self.by_time.remove(&(entry.time, *id));
+        self.by_feerate.remove(&(FeeRate::of(&entry), *id));
         self.by_wtxid.remove(&entry.wtxid);
         for input in &entry.tx.input {
             if self.spends.get(&input.previous_output) == Some(id) {
@@ -617,8 +660,8 @@ impl Mempool {
         Ok(resolved)
     }
 
-    /// Evicts the lowest fee rates while the mempool is over its size limit; refuses `txid` if
-    /// it is among them.
+    /// Evicts the lowest fee rates (the first of the fee-rate index, no scan) while the mempool is
+    /// over its size limit; refuses `txid` if it is among them.
     fn evict_over_limit(
         &self,
         inner: &mut Inner,
@@ -626,12 +669,7 @@ impl Mempool {
         touched: &mut HashSet<ScriptHash>,
     ) -> Result<(), Rejection> {
         while inner.total_vsize > self.config.max_vbytes {
-            let Some(worst) = inner
-                .txs
-                .values()
-                .min_by(|a, b| a.feerate().total_cmp(&b.feerate()))
-                .map(|e| e.txid)
-            else {
+            let Some(&(_, worst)) = inner.by_feerate.first() else {
                 break;
             };
             inner.remove_with_descendants(&worst, touched);

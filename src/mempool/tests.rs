@@ -530,6 +530,14 @@ fn over_its_size_the_mempool_evicts_the_lowest_feerate() {
     assert!(has(&pool, &mid) && has(&pool, &high) && !has(&pool, &lowest));
     assert!(!pool.is_spent(&d));
     assert_eq!(pool.size(), (2, vsize(&mid) + vsize(&high)));
+    let inner = pool.read();
+    assert_eq!(
+        inner.by_feerate.len(),
+        2,
+        "the index holds what the pool holds"
+    );
+    assert_eq!(inner.by_time.len(), 2);
+    drop(inner);
 }
 
 #[test]
@@ -874,4 +882,14 @@ fn transactions_expire_after_two_weeks_with_their_descendants() {
     let refused = pool.accept_with(&serialize(&stale), &coins, true, expiring - 10);
     assert_eq!(refused.err(), Some(Rejection::MempoolFull));
     assert_eq!(pool.size().0, 1);
+}
+
+#[test]
+fn fee_rates_order_exactly() {
+    let rate = |fee, vsize| FeeRate { fee, vsize };
+    assert!(rate(1, 3) < rate(1, 2));
+    assert_eq!(rate(2, 4), rate(1, 2));
+    // No rounding: 1 sat over 1,000,000 vB is still above nothing.
+    assert!(rate(0, 1) < rate(1, 1_000_000));
+    assert!(rate(u64::MAX, 1) > rate(u64::MAX - 1, 1));
 }
