@@ -871,11 +871,12 @@ fn slow_readers_of_one_host_hold_a_quarter_of_the_budget_at_most() {
     );
     assert!(took < HONEST_WITHIN, "the honest pong took {took:?}");
     // The readers' answers are built two at a time (their address's share of the query pool),
-    // so the last ones are cut a few seconds in on a loaded machine.
+    // so the last ones are cut a few seconds in on a loaded machine (a clean-clone CI once saw
+    // 4 of 10 at 15 s; the wait ends as soon as 7 are cut).
     let _ = metric_when(
         served.metrics,
         &disconnects("not_reading"),
-        Duration::from_secs(15),
+        Duration::from_secs(45),
         |v| v >= 7.0,
     );
     stop.store(true, Ordering::SeqCst);

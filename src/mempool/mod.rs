@@ -193,17 +193,31 @@ impl Inner {
         }
     }
 
-    /// Removes the transactions that entered at or before `oldest` with their descendants (Core's
+    /// Removes the transactions that entered before `cutoff` with their descendants (Core's
     /// `CTxMemPool::Expire`, after `-mempoolexpiry`); returns how many left.
-    fn expire(&mut self, oldest: i64, touched: &mut HashSet<ScriptHash>) -> usize {
+    fn expire(&mut self, cutoff: i64, touched: &mut HashSet<ScriptHash>) -> usize {
         let before = self.txs.len();
         while let Some(&(time, id)) = self.by_time.first() {
-            if time > oldest {
+            if time >= cutoff {
                 break;
             }
-            self.remove_with_descendants(&id, touched);
+            if self.remove_one_with_descendants(&id, touched) == 0 {
+                // Never left behind by a removal; dropped all the same, so the loop ends.
+                self.by_time.remove(&(time, id));
+            }
         }
-        before - self.txs.len()
+        before.saturating_sub(self.txs.len())
+    }
+
+    /// [`Inner::remove_with_descendants`], returning how many left.
+    fn remove_one_with_descendants(
+        &mut self,
+        id: &Txid,
+        touched: &mut HashSet<ScriptHash>,
+    ) -> usize {
+        let before = self.txs.len();
+        self.remove_with_descendants(id, touched);
+        before.saturating_sub(self.txs.len())
     }
 
     /// The mempool transactions `tx` would replace: those spending what it spends, and their
@@ -669,10 +683,13 @@ impl Mempool {
         touched: &mut HashSet<ScriptHash>,
     ) -> Result<(), Rejection> {
         while inner.total_vsize > self.config.max_vbytes {
-            let Some(&(_, worst)) = inner.by_feerate.first() else {
+            let Some(&(rate, worst)) = inner.by_feerate.first() else {
                 break;
             };
-            inner.remove_with_descendants(&worst, touched);
+            if inner.remove_one_with_descendants(&worst, touched) == 0 {
+                // Never left behind by a removal; dropped all the same, so the loop ends.
+                inner.by_feerate.remove(&(rate, worst));
+            }
             if worst == *txid {
                 return Err(Rejection::MempoolFull);
             }

@@ -66,6 +66,8 @@ const TAPSCRIPT_LEAF: u8 = 0xc0;
 enum SigVersion {
     Base,
     WitnessV0,
+    /// BIP342's: OP_CODESEPARATOR allowed, keys not ECDSA's.
+    Tapscript,
 }
 
 /// Checks one input that the kernel verified under the consensus flags against the standard
@@ -208,7 +210,7 @@ fn check_taproot(witness: &Witness) -> Result<(), Violation> {
             Err(_) => return Ok(()),
         }
     }
-    Ok(())
+    check_opcodes(Script::from_bytes(script), SigVersion::Tapscript)
 }
 
 /// BIP342's OP_SUCCESSx opcodes (Core's `IsOpSuccess`).
@@ -216,13 +218,18 @@ fn is_op_success(op: u8) -> bool {
     matches!(op, 80 | 98 | 126..=129 | 131..=134 | 137..=138 | 141..=142 | 149..=153 | 187..=254)
 }
 
-/// A script without branches runs every opcode (the kernel passed it), so what the standard
-/// flags forbid of an opcode that runs can be seen in its bytes: non-minimal pushes
-/// (MINIMALDATA), OP_NOP1 and OP_NOP4 to OP_NOP10 (DISCOURAGE_UPGRADABLE_NOPS), and in a legacy
-/// script OP_CODESEPARATOR (CONST_SCRIPTCODE). A script with branches is left unchecked here.
+/// What the standard flags forbid of a script's opcodes, read from its bytes. In a legacy
+/// script OP_CODESEPARATOR is refused even where it does not run (CONST_SCRIPTCODE, as Core's
+/// `EvalScript`). A script without branches runs every opcode (the kernel passed it), so there
+/// non-minimal pushes (MINIMALDATA) and OP_NOP1 and OP_NOP4 to OP_NOP10
+/// (DISCOURAGE_UPGRADABLE_NOPS) are refused too; a script with branches is not read for those.
 fn check_opcodes(script: &Script, version: SigVersion) -> Result<(), Violation> {
+    let opcodes = || script.instructions().map_while(Result::ok);
+    let separator = Instruction::Op(OP_CODESEPARATOR);
+    if version == SigVersion::Base && opcodes().any(|i| i == separator) {
+        return Err(Violation::CodeSeparator);
+    }
     let branches = [OP_IF, OP_NOTIF, OP_ELSE, OP_ENDIF];
-    let opcodes = || script.instructions().filter_map(Result::ok);
     if opcodes().any(|i| matches!(i, Instruction::Op(op) if branches.contains(&op))) {
         return Ok(());
     }
@@ -236,9 +243,6 @@ fn check_opcodes(script: &Script, version: SigVersion) -> Result<(), Violation> 
         let nop = op == OP_NOP1.to_u8() || (OP_NOP4.to_u8()..=OP_NOP10.to_u8()).contains(&op);
         if nop {
             return Err(Violation::UpgradableNops);
-        }
-        if op == OP_CODESEPARATOR.to_u8() && version == SigVersion::Base {
-            return Err(Violation::CodeSeparator);
         }
     }
     Ok(())

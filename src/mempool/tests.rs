@@ -864,14 +864,15 @@ fn transactions_expire_after_two_weeks_with_their_descendants() {
     let (a, b) = (coins.add(1, 100_000), coins.add(2, 100_000));
     let pool = pool();
     let old = spend(&[a], &[99_000]);
-    let expiring = persist::now() - persist::EXPIRY_SECS + 1;
+    // Two seconds from expiring: a second boundary passing meanwhile does not expire it early.
+    let expiring = persist::now() - persist::EXPIRY_SECS + 2;
     pool.accept_with(&serialize(&old), &coins, true, expiring)
         .unwrap();
     let child = spend(&[out(&old, 0)], &[98_000]);
     accept(&pool, &coins, &child).unwrap();
     assert_eq!(pool.size().0, 2);
     // Past its two weeks, the next acceptance takes it out, with its child.
-    std::thread::sleep(std::time::Duration::from_millis(2_100));
+    std::thread::sleep(std::time::Duration::from_millis(3_100));
     let new = spend(&[b], &[99_000]);
     let accepted = accept(&pool, &coins, &new).unwrap();
     assert_eq!(pool.txids(), vec![new.compute_txid()]);

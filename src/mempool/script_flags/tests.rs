@@ -214,6 +214,21 @@ fn scripts_without_branches_are_read_for_nops_and_codeseparators() {
     assert_eq!(check_input(&in_witness, &p2wsh()), Ok(()));
     let branch = input(script_sig(&[vec![0x51], vec![0x63, 0xb3, 0x68, 0x51]]), &[]);
     assert_eq!(check_input(&branch, &p2sh), Ok(()));
+    // OP_CODESEPARATOR is refused in a legacy script even in a branch that does not run.
+    let unrun = input(script_sig(&[vec![0x00, 0x63, 0xab, 0x68, 0x51]]), &[]);
+    assert_eq!(check_input(&unrun, &p2sh), Err(Violation::CodeSeparator));
+    // Tapscript: NOPs are discouraged, OP_CODESEPARATOR is allowed.
+    let mut taproot = vec![0x51, 0x20];
+    taproot.extend([9; 32]);
+    let taproot = ScriptBuf::from_bytes(taproot);
+    let control = [&[0xc0][..], &[2; 32]].concat();
+    let tap_nop = input(ScriptBuf::new(), &[vec![0xb3, 0x51], control.clone()]);
+    assert_eq!(
+        check_input(&tap_nop, &taproot),
+        Err(Violation::UpgradableNops)
+    );
+    let tap_separator = input(ScriptBuf::new(), &[vec![0xab, 0x51], control]);
+    assert_eq!(check_input(&tap_separator, &taproot), Ok(()));
     // A non-minimal push inside the witness script.
     let pushed = input(ScriptBuf::new(), &[vec![0x01, 0x05, 0x75, 0x51]]);
     assert_eq!(check_input(&pushed, &p2wsh()), Err(Violation::MinimalData));
