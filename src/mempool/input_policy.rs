@@ -5,7 +5,9 @@
 use bitcoin::script::Instruction;
 use bitcoin::{Script, Transaction, TxOut};
 
+use super::policy::is_anchor;
 use super::rejection::Rejection;
+use super::script_flags::{has_annex, pushed_value};
 
 /// Most sigops a redeem script may have (Core's `MAX_P2SH_SIGOPS`).
 pub const MAX_P2SH_SIGOPS: usize = 15;
@@ -100,7 +102,7 @@ fn witness_standard(input: &bitcoin::TxIn, spent: &Script) -> Result<(), &'stati
     }
     if program.is_p2tr() && !wrapped {
         let mut items: Vec<&[u8]> = witness.iter().collect();
-        if items.len() >= 2 && items.last().and_then(|a| a.first()) == Some(&0x50) {
+        if has_annex(&items) {
             return Err("an annex");
         }
         if items.len() >= 2 {
@@ -205,22 +207,9 @@ pub fn virtual_size(tx: &Transaction, sigop_cost: usize) -> u64 {
 fn last_push(script_sig: &Script) -> Option<Vec<u8>> {
     let mut top = None;
     for instruction in script_sig.instructions() {
-        match instruction {
-            Ok(Instruction::PushBytes(b)) => top = Some(b.as_bytes().to_vec()),
-            Ok(Instruction::Op(op)) => match op.to_u8() {
-                0x4f => top = Some(vec![0x81]),
-                n @ 0x51..=0x60 => top = Some(vec![n - 0x50]),
-                _ => return None,
-            },
-            Err(_) => return None,
-        }
+        top = Some(pushed_value(instruction.ok()?)?);
     }
     top
-}
-
-/// Core's pay-to-anchor (`OP_1 <0x4e73>`).
-fn is_anchor(script: &Script) -> bool {
-    script.as_bytes() == [0x51, 0x02, 0x4e, 0x73]
 }
 
 /// Whether Core's `Solver` gives a type other than `NONSTANDARD` or `WITNESS_UNKNOWN`: P2PK,

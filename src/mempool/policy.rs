@@ -34,7 +34,7 @@ fn non_standard(reason: &str) -> Rejection {
 }
 
 /// Core's pay-to-anchor output (`OP_1 <0x4e73>`), which pays nobody.
-fn is_anchor(script: &bitcoin::Script) -> bool {
+pub(super) fn is_anchor(script: &bitcoin::Script) -> bool {
     script.as_bytes() == [0x51, 0x02, 0x4e, 0x73]
 }
 

@@ -97,18 +97,32 @@ pub fn check_input(input: &TxIn, spent: &Script) -> Result<(), Violation> {
 fn stack_of(script: &Script) -> Result<Vec<Vec<u8>>, Violation> {
     let mut stack = Vec::new();
     for instruction in script.instructions_minimal() {
-        match instruction {
-            Ok(Instruction::PushBytes(bytes)) => stack.push(bytes.as_bytes().to_vec()),
-            Ok(Instruction::Op(op)) => match op.to_u8() {
-                0x4f => stack.push(vec![0x81]),
-                n @ 0x51..=0x60 => stack.push(vec![n - 0x50]),
-                _ => break,
-            },
+        match instruction.map(pushed_value) {
+            Ok(Some(value)) => stack.push(value),
+            Ok(None) => break,
             Err(ScriptError::NonMinimalPush) => return Err(Violation::MinimalData),
             Err(_) => break,
         }
     }
     Ok(stack)
+}
+
+/// What a push-only instruction puts on the stack (OP_1NEGATE and OP_1 to OP_16 as numbers);
+/// `None` for any other opcode.
+pub(super) fn pushed_value(instruction: Instruction) -> Option<Vec<u8>> {
+    match instruction {
+        Instruction::PushBytes(bytes) => Some(bytes.as_bytes().to_vec()),
+        Instruction::Op(op) => match op.to_u8() {
+            0x4f => Some(vec![0x81]),
+            n @ 0x51..=0x60 => Some(vec![n - 0x50]),
+            _ => None,
+        },
+    }
+}
+
+/// Whether a taproot witness ends in an annex (BIP341: two items or more, the last from 0x50).
+pub(super) fn has_annex(items: &[&[u8]]) -> bool {
+    items.len() >= 2 && items.last().and_then(|a| a.first()) == Some(&0x50)
 }
 
 /// A legacy (base) script `script` run on the stack `args`: the standard templates' signatures,
@@ -153,7 +167,7 @@ fn check_witness(program: &Script, witness: &Witness, wrapped: bool) -> Result<(
         // Taproot (BIP341) outside P2SH.
         (0x51, 32) if !wrapped => check_taproot(witness),
         // Pay-to-anchor outside P2SH spends with an empty witness and is standard.
-        (0x51, 2) if !wrapped && bytes[2..] == [0x4e, 0x73] => Ok(()),
+        (0x51, 2) if !wrapped && super::policy::is_anchor(program) => Ok(()),
         // Segwit v0 of another size fails by consensus; every other version, size or wrapping
         // is left for soft forks.
         (0x00, _) => Ok(()),
@@ -188,7 +202,7 @@ fn check_witness_script(witness: &Witness) -> Result<(), Violation> {
 /// `ExecuteWitnessScript` looks for them before running anything).
 fn check_taproot(witness: &Witness) -> Result<(), Violation> {
     let mut items: Vec<&[u8]> = witness.iter().collect();
-    if items.len() >= 2 && items.last().and_then(|a| a.first()) == Some(&0x50) {
+    if has_annex(&items) {
         items.pop(); // The annex (IsWitnessStandard refuses it before this).
     }
     let [.., script, control] = &items[..] else {
