@@ -55,13 +55,23 @@ pub fn bitcoind_exe() -> PathBuf {
     path
 }
 
-/// A free loopback port (bound once, then released).
+/// A free loopback port (bound once, then released), never one this test
+/// process handed out before: the kernel may offer a released port again,
+/// and two listeners of one cairn on one port fail its start.
 pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    static GIVEN: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
+    let mut given = GIVEN.lock().unwrap_or_else(|e| e.into_inner());
+    loop {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        if !given.contains(&port) {
+            given.push(port);
+            return port;
+        }
+    }
 }
 
 /// A regtest bitcoind on loopback, stopped when dropped.
