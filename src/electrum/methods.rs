@@ -19,6 +19,9 @@ use crate::types::ScriptHash;
 use crate::view::merkle::rpc_hex;
 use crate::view::{status, ChainView, Cost, CostMeter, ViewError};
 
+/// How many transactions `mempool.recent` lists (ElectrumX's `count=10`).
+const RECENT_TXS: usize = 10;
+
 /// Most entries of a history answer built whole in memory: in a batch, or over WebSocket (one
 /// message per answer), and of a `listunspent`. Longer histories are answered alone over TCP or
 /// TLS, streamed.
@@ -396,6 +399,53 @@ impl Ctx<'_> {
         } else {
             Ok(json!({"success": false, "errors": errors}))
         }
+    }
+
+    /// `testmempoolaccept(raw_txs)`: the mempool's dry run ([`Mempool::test_accept`]), nothing
+    /// relayed, in ElectrumX's shape: per transaction `txid`, `wtxid`, `allowed` when decided
+    /// and `reason` (the package's error, else the transaction's) when refused. Charged as a
+    /// broadcast's checks.
+    pub(crate) fn test_mempool_accept(&self, raws: &[Vec<u8>]) -> Result<Value, RpcError> {
+        let pool = self.mempool()?;
+        let results = pool.test_accept(raws, self.backend.model.index());
+        let refused = match &results {
+            Ok(each) => each.iter().any(|r| !matches!(r.verdict, Some(Ok(_)))),
+            Err(_) => true,
+        };
+        self.charge_checks(raws.iter().map(Vec::len).sum(), refused);
+        let results = results.map_err(|e| RpcError::bad_request(e.to_string()))?;
+        Ok(Value::Array(
+            results
+                .iter()
+                .map(|r| {
+                    let mut item =
+                        json!({"txid": r.txid.to_string(), "wtxid": r.wtxid.to_string()});
+                    if let Some(verdict) = &r.verdict {
+                        item["allowed"] = json!(verdict.is_ok());
+                    }
+                    let reason = r.package_error.clone().or_else(|| match &r.verdict {
+                        Some(Err(e)) => Some(e.to_string()),
+                        _ => None,
+                    });
+                    if let Some(reason) = reason {
+                        item["reason"] = json!(reason);
+                    }
+                    item
+                })
+                .collect(),
+        ))
+    }
+
+    /// `mempool.recent()`: the last 10 transactions to enter, newest first, as ElectrumX's
+    /// `{txid, fee, vsize}` (read from the mempool's index by entry time).
+    pub(crate) fn mempool_recent(&self) -> Result<Value, RpcError> {
+        let pool = self.mempool()?;
+        Ok(Value::Array(
+            pool.newest(RECENT_TXS)
+                .iter()
+                .map(|e| json!({"txid": e.txid.to_string(), "fee": e.fee, "vsize": e.vsize}))
+                .collect(),
+        ))
     }
 
     pub(crate) fn get_balance(&self, sh: ScriptHash) -> Result<Value, RpcError> {

@@ -126,15 +126,21 @@ pub fn merkle_height_param(params: &[Value], required: bool) -> Result<Option<u6
 /// [`MAX_PACKAGE_COUNT`] of them. `verbose=true` (bitcoind's own `submitpackage` answer) is
 /// refused: cairn does not offer it.
 pub fn package_params(params: &[Value]) -> Result<Vec<Vec<u8>>, RpcError> {
-    let list = params
-        .first()
-        .and_then(Value::as_array)
-        .ok_or_else(|| RpcError::invalid_params("raw_txs must be a list of hex transactions"))?;
     if params.get(1).and_then(Value::as_bool) == Some(true) {
         return Err(RpcError::bad_request(
             "verbose package results are not offered by cairn; use verbose=false",
         ));
     }
+    raw_txs_param(params)
+}
+
+/// Parameter 0 of the package methods, `raw_txs`: a list of 1 to [`MAX_PACKAGE_COUNT`] hex
+/// transactions (bitcoind's bound on `submitpackage` and `testmempoolaccept`).
+pub fn raw_txs_param(params: &[Value]) -> Result<Vec<Vec<u8>>, RpcError> {
+    let list = params
+        .first()
+        .and_then(Value::as_array)
+        .ok_or_else(|| RpcError::invalid_params("raw_txs must be a list of hex transactions"))?;
     if list.is_empty() || list.len() > MAX_PACKAGE_COUNT {
         return Err(RpcError::invalid_params(format!(
             "a package has 1 to {MAX_PACKAGE_COUNT} transactions"

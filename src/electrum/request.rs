@@ -9,7 +9,8 @@ use serde_json::Value;
 
 use super::params::{
     add_peer_params, bool_param, merkle_height_param, outpoint_params, package_params, ping_params,
-    raw_tx_param, scripthash_param, scriptpubkey_param, txid_param, u32_param, version_params,
+    raw_tx_param, raw_txs_param, scripthash_param, scriptpubkey_param, txid_param, u32_param,
+    version_params,
 };
 use super::rpc::{RpcError, METHOD_NOT_FOUND};
 use crate::types::ScriptHash;
@@ -90,6 +91,11 @@ pub enum Request {
         /// The transactions' bytes, a child last.
         raw_txs: Vec<Vec<u8>>,
     },
+    /// `blockchain.transaction.testmempoolaccept(raw_txs)` (1.7, ElectrumX's): a dry run.
+    TestMempoolAccept {
+        /// The transactions' bytes, parents before children.
+        raw_txs: Vec<Vec<u8>>,
+    },
     /// `blockchain.transaction.get(tx_hash, verbose=false)`.
     TransactionGet {
         /// The transaction.
@@ -126,6 +132,8 @@ pub enum Request {
     FeeHistogram,
     /// `mempool.get_info()` (1.6).
     MempoolInfo,
+    /// `mempool.recent()` (1.7, ElectrumX's): the last 10 transactions to enter.
+    MempoolRecent,
     /// `server.add_peer(features)`: the features object is checked, not kept.
     AddPeer,
     /// `server.banner()`.
@@ -291,6 +299,16 @@ pub const METHODS: &[Method] = &[
             })
         },
     ),
+    method(
+        "blockchain.transaction.testmempoolaccept",
+        V1_7,
+        None,
+        |p, _| {
+            Ok(Request::TestMempoolAccept {
+                raw_txs: raw_txs_param(p)?,
+            })
+        },
+    ),
     method("blockchain.transaction.get", V1_4, None, |p, _| {
         Ok(Request::TransactionGet {
             txid: txid_param(p, 0)?,
@@ -327,6 +345,9 @@ pub const METHODS: &[Method] = &[
     }),
     method("mempool.get_info", V1_6, None, |_, _| {
         Ok(Request::MempoolInfo)
+    }),
+    method("mempool.recent", V1_7, None, |_, _| {
+        Ok(Request::MempoolRecent)
     }),
     method("server.add_peer", V1_4, None, |p, _| {
         add_peer_params(p).map(|()| Request::AddPeer)

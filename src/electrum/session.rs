@@ -249,6 +249,7 @@ impl Session {
             R::Unsubscribe(sh) => Ok(json!(self.subscriptions.remove(&sh).is_some())),
             R::Broadcast { raw_tx } => ctx.broadcast(&raw_tx),
             R::BroadcastPackage { raw_txs } => ctx.broadcast_package(&raw_txs),
+            R::TestMempoolAccept { raw_txs } => ctx.test_mempool_accept(&raw_txs),
             R::TransactionGet { txid, verbose } => ctx.transaction_get(txid, verbose),
             R::GetMerkle { txid, height } => ctx.get_merkle(txid, height),
             R::GetMerkleWitness { txid, height, cb } => ctx.get_merkle_witness(txid, height, cb),
@@ -261,6 +262,7 @@ impl Session {
             R::MempoolInfo => ctx.mempool().map(|_| {
                 json!({"mempoolminfee": min_relay_btc_per_kvb(), "minrelaytxfee": min_relay_btc_per_kvb(), "incrementalrelayfee": min_relay_btc_per_kvb()})
             }),
+            R::MempoolRecent => ctx.mempool_recent(),
             R::AddPeer => add_peer(),
             R::Banner => Ok(json!(ctx.backend.config.banner)),
             R::DonationAddress => Ok(json!(ctx.backend.config.donation_address)),

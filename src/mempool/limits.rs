@@ -73,6 +73,49 @@ impl Inner {
             .collect()
     }
 
+    /// Refuses a package of transactions of `vsize` vbytes in all, as Core's
+    /// `CheckPackageLimits`: taken together as one transaction, whether they spend each other
+    /// or not, with the in-mempool parents of them all. The error is Core's.
+    pub(super) fn check_package_limits(
+        &self,
+        txs: &[Transaction],
+        vsize: u64,
+    ) -> Result<(), String> {
+        let (count, limits) = (txs.len(), &DEFAULT);
+        if count > limits.ancestor_count {
+            let limit = limits.ancestor_count;
+            return Err(format!(
+                "package count {count} exceeds ancestor count limit [limit: {limit}]"
+            ));
+        }
+        if count > limits.descendant_count {
+            let limit = limits.descendant_count;
+            return Err(format!(
+                "package count {count} exceeds descendant count limit [limit: {limit}]"
+            ));
+        }
+        if vsize > limits.ancestor_size {
+            let limit = limits.ancestor_size;
+            return Err(format!(
+                "package size {vsize} exceeds ancestor size limit [limit: {limit}]"
+            ));
+        }
+        if vsize > limits.descendant_size {
+            let limit = limits.descendant_size;
+            return Err(format!(
+                "package size {vsize} exceeds descendant size limit [limit: {limit}]"
+            ));
+        }
+        let none = HashSet::new();
+        let parents: HashSet<Txid> = txs.iter().flat_map(|t| self.parents_of(t, &none)).collect();
+        // Core counts the members as ancestors of each other: it may overestimate, and says so.
+        self.within_staged(parents, count, vsize, limits, &none)
+            .map_err(|e| match e.starts_with("too many unconfirmed parents") {
+                true => e,
+                false => format!("possibly {e}"),
+            })
+    }
+
     /// Walks `tx`'s ancestors as `CalculateAncestorsAndCheckLimits` does; the error is Core's.
     fn within(
         &self,
@@ -81,8 +124,20 @@ impl Inner {
         limits: &Limits,
         gone: &HashSet<Txid>,
     ) -> Result<(), String> {
-        let parents = self.parents_of(tx, gone);
-        if parents.len() + 1 > limits.ancestor_count {
+        self.within_staged(self.parents_of(tx, gone), 1, vsize, limits, gone)
+    }
+
+    /// The walk of [`Inner::within`] for `count` transactions of `vsize` vbytes in all that
+    /// spend from `parents`.
+    fn within_staged(
+        &self,
+        parents: HashSet<Txid>,
+        count: usize,
+        vsize: u64,
+        limits: &Limits,
+        gone: &HashSet<Txid>,
+    ) -> Result<(), String> {
+        if parents.len() + count > limits.ancestor_count {
             let limit = limits.ancestor_count;
             return Err(format!("too many unconfirmed parents [limit: {limit}]"));
         }
@@ -99,14 +154,15 @@ impl Inner {
                 continue;
             }
             size = size.saturating_add(entry.vsize);
-            let (count, bytes) = self.descendant_totals(&id, gone, limits.descendant_count + 1);
+            let (descendants, bytes) =
+                self.descendant_totals(&id, gone, limits.descendant_count + 1);
             if bytes.saturating_add(vsize) > limits.descendant_size {
                 let limit = limits.descendant_size;
                 return Err(format!(
                     "exceeds descendant size limit for tx {id} [limit: {limit}]"
                 ));
             }
-            if count + 1 > limits.descendant_count {
+            if descendants + count > limits.descendant_count {
                 let limit = limits.descendant_count;
                 return Err(format!("too many descendants for tx {id} [limit: {limit}]"));
             }
@@ -119,7 +175,7 @@ impl Inner {
                     staged.push(parent);
                 }
             }
-            if staged.len() + ancestors.len() + 1 > limits.ancestor_count {
+            if staged.len() + ancestors.len() + count > limits.ancestor_count {
                 let limit = limits.ancestor_count;
                 return Err(format!("too many unconfirmed ancestors [limit: {limit}]"));
             }

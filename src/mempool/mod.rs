@@ -8,9 +8,11 @@ pub mod fees;
 mod finality;
 mod input_policy;
 mod limits;
+mod package;
 pub mod persist;
 mod policy;
 mod rejection;
+mod replacement;
 mod script_flags;
 #[cfg(test)]
 mod tests;
@@ -27,10 +29,13 @@ use crate::index::Index;
 
 use crate::types::ScriptHash;
 pub use coins::{CoinError, CoinSource};
+use package::Staged;
+pub use package::{TestAccept, Tested, MAX_TEST_FEE_PER_KVB};
 use persist::MempoolFile;
 pub use persist::{LoadStats, PersistError};
 pub use policy::{MAX_PACKAGE_COUNT, MIN_RELAY_FEERATE};
 pub use rejection::Rejection;
+use replacement::replacement;
 
 /// One mempool transaction.
 #[derive(Debug, Clone)]
@@ -279,102 +284,25 @@ impl Inner {
     }
 }
 
+/// A transaction that passed [`Mempool::check`], with what [`Mempool::admit`] reads again.
+struct Checked {
+    entry: MempoolEntry,
+    /// Its inputs that spend mempool transactions.
+    from_parents: Vec<OutPoint>,
+    /// The relay fee its size needs (what a replacement must add besides).
+    needed: u64,
+}
+
 /// What a transaction's inputs spend, found by [`Mempool::resolve_inputs`].
 struct ResolvedInputs {
     /// The outputs spent, in input order.
     prevouts: Vec<TxOut>,
     /// Whether any input spends a mempool transaction.
     has_unconfirmed_parent: bool,
-    /// The inputs that spend mempool transactions.
+    /// The inputs that spend mempool transactions (not staged package members).
     from_parents: Vec<OutPoint>,
     /// The height of each spent coin's block, in input order (`None` for a mempool parent's).
     heights: Vec<Option<u32>>,
-}
-
-/// Full replace-by-fee (every transaction replaceable): the mempool transactions that `new`
-/// replaces (the conflicts and their descendants), refused if they are over 100 (rule 5), if its
-/// fee rate is not above each direct conflict's (rule 6, `PaysMoreThanConflicts`, in Core's
-/// whole sat/kvB), if it spends an unconfirmed output (`from_parents`) of a transaction none of
-/// the conflicts spends from (rule 2, `HasNoNewUnconfirmed`), or if it does not pay more than all
-/// of them by the relay fee `needed` for its size (rules 3 and 4).
-fn replacement(
-    inner: &Inner,
-    conflicts: &HashSet<Txid>,
-    new: &MempoolEntry,
-    from_parents: &[OutPoint],
-    needed: u64,
-) -> Result<Vec<Txid>, Rejection> {
-    let (txid, fee, vsize) = (new.txid, new.fee, new.vsize);
-    if conflicts.is_empty() {
-        return Ok(Vec::new());
-    }
-    let mut all: Vec<Txid> = Vec::new();
-    for c in conflicts {
-        all.extend(inner.descendants(c));
-    }
-    all.sort();
-    all.dedup();
-    // Core's `EntriesAndTxidsDisjoint`: what it spends must not leave with what it replaces.
-    if let Some(gone) = from_parents.iter().find(|op| all.contains(&op.txid)) {
-        return Err(Rejection::SpendsConflicting {
-            txid,
-            conflict: gone.txid,
-        });
-    }
-    if all.len() > 100 {
-        return Err(Rejection::Replacement {
-            txid,
-            reason: format!("it would replace {} transactions (limit 100)", all.len()),
-        });
-    }
-    // Core's CFeeRate: satoshis per 1,000 virtual bytes, rounded down.
-    let per_kvb = |fee: u64, size: u64| fee.saturating_mul(1000) / size.max(1);
-    let new_rate = per_kvb(fee, vsize);
-    for old in conflicts.iter().filter_map(|c| inner.txs.get(c)) {
-        let old_rate = per_kvb(old.fee, old.vsize);
-        if new_rate <= old_rate {
-            return Err(Rejection::Replacement {
-                txid,
-                reason: format!("new feerate {new_rate} sat/kvB <= old feerate {old_rate} sat/kvB"),
-            });
-        }
-    }
-    let parents_of_conflicts: HashSet<Txid> = conflicts
-        .iter()
-        .filter_map(|c| inner.txs.get(c))
-        .flat_map(|e| e.tx.input.iter().map(|i| i.previous_output.txid))
-        .filter(|parent| inner.txs.contains_key(parent))
-        .collect();
-    if let Some(added) = from_parents
-        .iter()
-        .find(|op| !parents_of_conflicts.contains(&op.txid))
-    {
-        return Err(Rejection::AddsUnconfirmed {
-            txid,
-            input: *added,
-        });
-    }
-    let old_fees: u64 = all
-        .iter()
-        .filter_map(|t| inner.txs.get(t))
-        .map(|e| e.fee)
-        .sum();
-    if fee <= old_fees {
-        return Err(Rejection::Replacement {
-            txid,
-            reason: format!("fee {fee} not above the replaced transactions' {old_fees}"),
-        });
-    }
-    if fee - old_fees < needed {
-        return Err(Rejection::Replacement {
-            txid,
-            reason: format!(
-                "additional fee {} below the relay fee for its size, {needed}",
-                fee - old_fees
-            ),
-        });
-    }
-    Ok(all)
 }
 
 /// What accepting a transaction changed.
@@ -545,9 +473,25 @@ impl Mempool {
         own_fee: bool,
         time: i64,
     ) -> Result<Accepted, Rejection> {
+        let checked = self.pre_check(raw, index, own_fee, time, &Staged::default())?;
+        self.check_scripts(&checked)?;
+        self.admit(checked)
+    }
+
+    /// Every check of a new transaction but its scripts', in the order of Core's `PreChecks`:
+    /// consensus, coinbase, standardness, then what is known, conflicts where `staged` allows
+    /// no replacement, its inputs (from the mempool, `staged` package members or the chain),
+    /// finality, fees and chain limits. Takes no write lock.
+    fn pre_check(
+        &self,
+        raw: &[u8],
+        index: &dyn CoinSource,
+        own_fee: bool,
+        time: i64,
+        staged: &Staged,
+    ) -> Result<Checked, Rejection> {
         let tx = consensus::decode(raw)?;
         let txid = tx.compute_txid();
-        // The order of Core's PreChecks: consensus, coinbase, standardness, then what is known.
         consensus::check_transaction(&tx)?;
         if tx.is_coinbase() {
             return Err(Rejection::Coinbase);
@@ -555,7 +499,10 @@ impl Mempool {
         policy::check_standard(&tx, &self.config)?;
         finality::check_final_at_tip(&tx, index)?;
         self.check_new(&txid, index)?;
-        let inputs = self.resolve_inputs(&tx, index)?;
+        if !staged.allows_replacement() && !self.read().replaced_by(&tx).is_empty() {
+            return Err(Rejection::ReplacementDisallowed);
+        }
+        let inputs = self.resolve_inputs(&tx, index, staged)?;
         let lock_points = finality::sequence_locks(&tx, &inputs.heights, index);
         let (next, now) = finality::next_block(index);
         if !finality::locks_passed(lock_points, next, now) {
@@ -570,13 +517,11 @@ impl Mempool {
         if own_fee && fee < needed {
             return Err(Rejection::MinRelayFee { fee, needed });
         }
-        // Before any script runs, as in Core's PreChecks; again under the write lock below.
+        // Before any script runs, as in Core's PreChecks; again under the write lock.
         {
             let inner = self.read();
             inner.check_chain_limits(&tx, vsize, &inner.replaced_by(&tx))?;
         }
-        (self.verify_scripts)(raw, &inputs.prevouts)?;
-        check_policy_flags(&tx, &inputs.prevouts)?;
         let wtxid = tx.compute_wtxid();
         let entry = MempoolEntry {
             tx,
@@ -590,19 +535,41 @@ impl Mempool {
             time,
             coin_heights: inputs.heights,
         };
-        // Everything read from the mempool before (under a read lock, while the scripts were
-        // checked) is read again under the write lock that inserts: another acceptance may have
-        // run meanwhile, and two conflicting transactions must not both enter.
+        Ok(Checked {
+            entry,
+            from_parents: inputs.from_parents,
+            needed,
+        })
+    }
+
+    /// Verifies a checked transaction's scripts: the kernel's consensus verification, then the
+    /// standard flags it does not take (Core's `PolicyScriptChecks`).
+    fn check_scripts(&self, checked: &Checked) -> Result<(), Rejection> {
+        let entry = &checked.entry;
+        (self.verify_scripts)(&entry.raw, &entry.prevouts)?;
+        check_policy_flags(&entry.tx, &entry.prevouts)
+    }
+
+    /// Adds a checked transaction under the write lock, after reading again everything read
+    /// from the mempool before (under a read lock, while the scripts were checked): another
+    /// acceptance may have run meanwhile, and two conflicting transactions must not both
+    /// enter. Then Core's `LimitMempoolSize`: expiry, then the size limit.
+    fn admit(&self, checked: Checked) -> Result<Accepted, Rejection> {
+        let Checked {
+            entry,
+            from_parents,
+            needed,
+        } = checked;
+        let (txid, wtxid, vsize) = (entry.txid, entry.wtxid, entry.vsize);
         let mut inner = self.write();
-        let conflicts = inner.still_valid(&entry.tx, &txid, &inputs.from_parents)?;
-        let replaced = replacement(&inner, &conflicts, &entry, &inputs.from_parents, needed)?;
+        let conflicts = inner.still_valid(&entry.tx, &txid, &from_parents)?;
+        let replaced = replacement(&inner, &conflicts, &entry, &from_parents, needed)?;
         inner.check_chain_limits(&entry.tx, vsize, &replaced.iter().copied().collect())?;
         let mut touched: HashSet<ScriptHash> = entry.scripthashes().collect();
         for r in &replaced {
             inner.remove_with_descendants(r, &mut touched);
         }
         inner.insert(entry);
-        // Core's `LimitMempoolSize` after every acceptance: expiry, then the size limit.
         inner.expire(persist::now() - persist::EXPIRY_SECS, &mut touched);
         if !inner.txs.contains_key(&txid) {
             return Err(Rejection::MempoolFull);
@@ -636,6 +603,7 @@ impl Mempool {
         &self,
         tx: &Transaction,
         index: &dyn CoinSource,
+        staged: &Staged,
     ) -> Result<ResolvedInputs, Rejection> {
         let tip = index.tip_height().unwrap_or(0);
         let mut resolved = ResolvedInputs {
@@ -656,6 +624,12 @@ impl Mempool {
                 resolved.prevouts.push(out.clone());
                 resolved.has_unconfirmed_parent = true;
                 resolved.from_parents.push(op);
+                resolved.heights.push(None);
+                continue;
+            }
+            if let Some(out) = staged.output(&op) {
+                resolved.prevouts.push(out.clone());
+                resolved.has_unconfirmed_parent = true;
                 resolved.heights.push(None);
                 continue;
             }
@@ -695,103 +669,6 @@ impl Mempool {
             }
         }
         Ok(())
-    }
-
-    /// Checks and adds a package: a child with its unconfirmed parents, topologically sorted (the
-    /// child last), no parent spending another (Bitcoin Core's `submitpackage` shape). Each
-    /// parent is first tried alone; parents refused only for paying less than the minimum relay
-    /// fee are then taken together with the child if the package's fee rate (their fees and the
-    /// child's over their sizes) reaches it (CPFP). Returns one result per transaction, in order;
-    /// an `Err` for a malformed package as a whole.
-    pub fn accept_package(
-        &self,
-        raws: &[Vec<u8>],
-        index: &Index,
-    ) -> Result<Vec<Result<Accepted, Rejection>>, Rejection> {
-        self.accept_package_from(raws, index)
-    }
-
-    /// [`Mempool::accept_package`] over any [`CoinSource`].
-    fn accept_package_from(
-        &self,
-        raws: &[Vec<u8>],
-        index: &dyn CoinSource,
-    ) -> Result<Vec<Result<Accepted, Rejection>>, Rejection> {
-        let txs: Vec<Transaction> = raws
-            .iter()
-            .map(|raw| consensus::decode(raw))
-            .collect::<Result<_, _>>()?;
-        policy::check_package_shape(&txs)?;
-        let (parents, child) = raws.split_at(raws.len() - 1);
-        let mut results: Vec<Result<Accepted, Rejection>> = Vec::with_capacity(raws.len());
-        let mut cheap = Vec::new();
-        for (i, raw) in parents.iter().enumerate() {
-            match self.accept_with(raw, index, true, persist::now()) {
-                Err(Rejection::MinRelayFee { .. }) => {
-                    cheap.push(i);
-                    results.push(Err(Rejection::Backend("pending".into())));
-                }
-                other => results.push(other),
-            }
-        }
-        if cheap.is_empty() {
-            results.push(self.accept_with(&child[0], index, true, persist::now()));
-        } else {
-            self.accept_paid_by_child(parents, &child[0], &cheap, &mut results, index);
-        }
-        Ok(results)
-    }
-
-    /// CPFP: the `cheap` parents (below the relay fee alone) and the child go in together if
-    /// their fees over their sizes reach the relay fee, else all of them come back out. Fills in
-    /// the results of the cheap parents and pushes the child's.
-    fn accept_paid_by_child(
-        &self,
-        parents: &[Vec<u8>],
-        child: &[u8],
-        cheap: &[usize],
-        results: &mut Vec<Result<Accepted, Rejection>>,
-        index: &dyn CoinSource,
-    ) {
-        for &i in cheap {
-            results[i] = self.accept_with(&parents[i], index, false, persist::now());
-        }
-        let child_result = self.accept_with(child, index, false, persist::now());
-        let members: Vec<Txid> = cheap
-            .iter()
-            .filter_map(|&i| results[i].as_ref().ok().map(|a| a.txid))
-            .chain(child_result.as_ref().ok().map(|a| a.txid))
-            .collect();
-        let (fees, vsize) = {
-            let inner = self.read();
-            members
-                .iter()
-                .filter_map(|t| inner.txs.get(t))
-                .fold((0u64, 0u64), |(f, v), e| (f + e.fee, v + e.vsize))
-        };
-        let needed = MIN_RELAY_FEERATE * vsize;
-        let all_in = child_result.is_ok() && cheap.iter().all(|&i| results[i].is_ok());
-        if all_in && fees >= needed {
-            results.push(child_result);
-            return;
-        }
-        // Not paid for: take the cheap parents (and the child) back out.
-        let mut touched = HashSet::new();
-        {
-            let mut inner = self.write();
-            for t in &members {
-                inner.remove_with_descendants(t, &mut touched);
-            }
-        }
-        for &i in cheap {
-            if results[i].is_ok() {
-                results[i] = Err(Rejection::PackageFee { fees, needed });
-            }
-        }
-        results.push(match child_result {
-            Ok(_) => Err(Rejection::PackageFee { fees, needed }),
-            Err(e) => Err(e),
-        });
     }
 
     /// Drops transactions the chain now confirms or conflicts with (inputs no longer available);
@@ -1028,11 +905,18 @@ impl Mempool {
         self.read().txs.get(txid).cloned()
     }
 
-    /// The `n` transactions that entered last, newest first (ties by txid), copied: one pass
-    /// over the mempool keeping `n`, not a sort of it.
+    /// The `n` transactions that entered last, newest first (ties by txid, highest first),
+    /// copied: the last `n` of the index by entry time, no pass over the mempool.
     pub fn newest(&self, n: usize) -> Vec<MempoolEntry> {
         let inner = self.read();
-        newest_of(inner.txs.values(), n)
+        inner
+            .by_time
+            .iter()
+            .rev()
+            .filter_map(|(_, id)| inner.txs.get(id))
+            .take(n)
+            .cloned()
+            .collect()
     }
 
     /// The `n` transactions of a script's unconfirmed history that entered last, newest first,

@@ -193,3 +193,40 @@ pub fn check_package_shape(txs: &[bitcoin::Transaction]) -> Result<(), Rejection
     }
     Ok(())
 }
+
+/// Core's `IsWellFormedPackage` with its sort required (policy/packages.cpp), for a package of
+/// more than one transaction: at most 25 of them and 404,000 weight, no duplicate, parents
+/// before children, no two spending the same output. The error is Core's reject reason.
+pub fn check_well_formed(txs: &[bitcoin::Transaction]) -> Result<(), &'static str> {
+    use std::collections::HashSet;
+    if txs.len() > MAX_PACKAGE_COUNT {
+        return Err("package-too-many-transactions");
+    }
+    let weight: u64 = txs.iter().map(|t| t.weight().to_wu()).sum();
+    if txs.len() > 1 && weight > MAX_PACKAGE_WEIGHT {
+        return Err("package-too-large");
+    }
+    let mut later: HashSet<bitcoin::Txid> = txs.iter().map(|t| t.compute_txid()).collect();
+    if later.len() != txs.len() {
+        return Err("package-contains-duplicates");
+    }
+    for tx in txs {
+        if tx
+            .input
+            .iter()
+            .any(|i| later.contains(&i.previous_output.txid))
+        {
+            return Err("package-not-sorted");
+        }
+        later.remove(&tx.compute_txid());
+    }
+    let mut spent = HashSet::new();
+    if !txs
+        .iter()
+        .flat_map(|t| &t.input)
+        .all(|i| spent.insert(i.previous_output))
+    {
+        return Err("conflict-in-package");
+    }
+    Ok(())
+}

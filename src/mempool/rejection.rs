@@ -117,6 +117,19 @@ pub enum Rejection {
         /// The replaced transaction it spends from.
         conflict: Txid,
     },
+    /// Spends what a mempool transaction spends where no replacement is allowed (a package
+    /// tried by `testmempoolaccept`: Core's `m_allow_replacement` off).
+    #[error("bip125-replacement-disallowed")]
+    ReplacementDisallowed,
+    /// Pays more than a dry run's fee-rate guard (bitcoind's `testmempoolaccept` default
+    /// `maxfeerate`, 0.10 BTC/kvB): not a mempool rule, a guard against a mistyped fee.
+    #[error("max-fee-exceeded: fee {fee} over {max} for its size")]
+    MaxFeeExceeded {
+        /// The fee paid.
+        fee: u64,
+        /// The most the guard allows for its size.
+        max: u64,
+    },
     /// The mempool is full of transactions paying more.
     #[error("mempool full")]
     MempoolFull,

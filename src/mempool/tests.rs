@@ -894,3 +894,5 @@ fn fee_rates_order_exactly() {
     assert!(rate(0, 1) < rate(1, 1_000_000));
     assert!(rate(u64::MAX, 1) > rate(u64::MAX - 1, 1));
 }
+
+mod test_accept;
