@@ -1400,3 +1400,197 @@ fn a_message_longer_than_its_command_allows_is_refused_from_its_header() {
         "a tx of 3.9 MB may come"
     );
 }
+
+/// A dry run's verdict per transaction: `allowed` (absent when undecided) and the rule of its
+/// reason, the first word with bitcoind's name for a missing input made cairn's.
+type Verdicts = Vec<(Option<bool>, Option<String>)>;
+
+fn rule_of(reason: &str) -> String {
+    let word = reason.split([':', ' ', ',', '(']).next().unwrap_or(reason);
+    match word {
+        "bad-txns-inputs-missingorspent" => "missing-inputs".into(),
+        w => w.to_string(),
+    }
+}
+
+/// bitcoind's `testmempoolaccept` (its default `maxfeerate`, as ElectrumX calls it).
+fn core_dry_run(node: &Bitcoind, hexes: &[&str]) -> Verdicts {
+    let answer: serde_json::Value = serde_json::from_str(
+        &node.rpc(&["testmempoolaccept", &serde_json::json!(hexes).to_string()]),
+    )
+    .unwrap();
+    let items = answer.as_array().unwrap();
+    items
+        .iter()
+        .map(|r| {
+            let reason = r["package-error"]
+                .as_str()
+                .or(r["reject-reason"].as_str())
+                .map(rule_of);
+            (r["allowed"].as_bool(), reason)
+        })
+        .collect()
+}
+
+/// cairn's `blockchain.transaction.testmempoolaccept` over Electrum 1.7, in ElectrumX's shape.
+fn cairn_dry_run(client: &mut common::lines::Lines, hexes: &[&str]) -> Verdicts {
+    let answer = client.call(
+        "blockchain.transaction.testmempoolaccept",
+        serde_json::json!([hexes]),
+    );
+    let items = answer["result"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{answer}"));
+    items
+        .iter()
+        .map(|r| {
+            let reason = r["reason"].as_str().map(rule_of);
+            (r["allowed"].as_bool(), reason)
+        })
+        .collect()
+}
+
+#[test]
+fn testmempoolaccept_and_recent_over_electrum_agree_with_bitcoind() {
+    let tmp = tempfile::tempdir().unwrap();
+    let a = Bitcoind::start(&tmp.path().join("a"), &["-fallbackfee=0.0001".to_string()]);
+    a.rpc(&["createwallet", "w"]);
+    let mine = a.rpc(&["getnewaddress", "", "bech32"]);
+    a.rpc(&["generatetoaddress", "110", &mine]);
+    let electrum_port = free_port();
+    let cairn = start_cairn(
+        &tmp.path().join("cairn"),
+        &[
+            format!("--connect=127.0.0.1:{}", a.p2p_port),
+            format!("--electrum-addr=127.0.0.1:{electrum_port}"),
+        ],
+    );
+    cairn.wait_for(&a.rpc(&["getbestblockhash"]), "initial sync");
+    let addr: SocketAddr = format!("127.0.0.1:{electrum_port}").parse().unwrap();
+    let mut client = common::lines::Lines::connect(addr, "1.7");
+    let coins: serde_json::Value = serde_json::from_str(&a.rpc(&["listunspent"])).unwrap();
+    let coins = coins.as_array().unwrap();
+    assert!(coins.len() >= 8, "{} mature coins", coins.len());
+    let height: u32 = a.rpc(&["getblockcount"]).parse().unwrap();
+    // A signed spend of `input` (txid, vout, amount, and the script of an output no chain or
+    // mempool has) paying `amount - fee` to the wallet.
+    let spend = |input: (String, u64, f64, Option<String>), fee: f64, locktime: u32| -> String {
+        let (txid, vout, amount, script) = input;
+        let to = a.rpc(&["getnewaddress", "", "bech32"]);
+        let inputs = serde_json::json!([{"txid": txid, "vout": vout}]).to_string();
+        let outputs = serde_json::json!({ to: format!("{:.8}", amount - fee) }).to_string();
+        let raw = a.rpc(&[
+            "createrawtransaction",
+            &inputs,
+            &outputs,
+            &locktime.to_string(),
+        ]);
+        let prevtxs = match script {
+            Some(script) => serde_json::json!([{"txid": txid, "vout": vout,
+                "scriptPubKey": script, "amount": amount}]),
+            None => serde_json::json!([]),
+        };
+        let signed: serde_json::Value = serde_json::from_str(&a.rpc(&[
+            "signrawtransactionwithwallet",
+            &raw,
+            &prevtxs.to_string(),
+        ]))
+        .unwrap();
+        assert_eq!(signed["complete"], true, "{signed}");
+        signed["hex"].as_str().unwrap().to_string()
+    };
+    let coin = |i: usize| {
+        let c = &coins[i];
+        (
+            c["txid"].as_str().unwrap().to_string(),
+            c["vout"].as_u64().unwrap(),
+            c["amount"].as_f64().unwrap(),
+            None,
+        )
+    };
+    // The first output of a signed transaction worth `amount`, as an input for its child.
+    let first_output = |hex: &str, amount: f64| {
+        let tx: bitcoin::Transaction =
+            bitcoin::consensus::deserialize(&Vec::<u8>::from_hex(hex).unwrap()).unwrap();
+        let script = tx.output[0].script_pubkey.to_hex_string();
+        (tx.compute_txid().to_string(), 0, amount, Some(script))
+    };
+    let fine = spend(coin(0), 0.0001, 0);
+    let free = spend(coin(1), 0.0, 0);
+    let parent = spend(coin(2), 0.0001, 0);
+    let child = spend(first_output(&parent, coin(2).2 - 0.0001), 0.0001, 0);
+    let free_parent = spend(coin(3), 0.0, 0);
+    let rich_child = spend(first_output(&free_parent, coin(3).2), 0.001, 0);
+    let non_final = spend(coin(4), 0.0001, height + 100);
+    let lavish = spend(coin(5), 0.5, 0);
+    let cases: Vec<(&str, Vec<&str>)> = vec![
+        ("a payment", vec![&fine]),
+        ("no fee", vec![&free]),
+        ("a parent and its child", vec![&parent, &child]),
+        ("the child alone", vec![&child]),
+        ("a child before its parent", vec![&child, &parent]),
+        ("a duplicate", vec![&parent, &parent]),
+        (
+            "a free parent and a child paying for both",
+            vec![&free_parent, &rich_child],
+        ),
+        ("a lock time 100 blocks ahead", vec![&non_final]),
+        ("a fee over 0.10 BTC/kvB", vec![&lavish]),
+        (
+            "a fee over the guard before a payment",
+            vec![&lavish, &fine],
+        ),
+    ];
+    let check = |client: &mut common::lines::Lines, what: &str, hexes: &[&str]| {
+        let core = core_dry_run(&a, hexes);
+        let ours = cairn_dry_run(client, hexes);
+        assert_eq!(ours, core, "{what}: cairn {ours:?}, bitcoind {core:?}");
+    };
+    for (what, hexes) in &cases {
+        check(&mut client, what, hexes);
+    }
+    // Nothing was kept.
+    assert_eq!(
+        client.call("mempool.recent", serde_json::json!([]))["result"],
+        serde_json::json!([])
+    );
+
+    // With a payment in both mempools (broadcast through cairn, relayed to bitcoind): it again,
+    // a replacement alone, and the replacement in a package, which may not replace.
+    let sent = client.call(
+        "blockchain.transaction.broadcast",
+        serde_json::json!([fine]),
+    );
+    let sent_txid = sent["result"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{sent}"))
+        .to_string();
+    let start = Instant::now();
+    while !a.rpc(&["getrawmempool"]).contains(&sent_txid) {
+        assert!(start.elapsed() < Duration::from_secs(60), "never relayed");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let replacement = spend(coin(0), 0.001, 0);
+    let unrelated = spend(coin(6), 0.0001, 0);
+    check(&mut client, "in the mempool already", &[&fine]);
+    check(&mut client, "a replacement", &[&replacement]);
+    check(
+        &mut client,
+        "a replacement in a package",
+        &[&unrelated, &replacement],
+    );
+
+    // mempool.recent: the payment, with bitcoind's fee and size for it.
+    let entry: serde_json::Value =
+        serde_json::from_str(&a.rpc(&["getmempoolentry", &sent_txid])).unwrap();
+    let fee = (entry["fees"]["base"].as_f64().unwrap() * 1e8).round() as u64;
+    let recent = client.call("mempool.recent", serde_json::json!([]));
+    assert_eq!(
+        recent["result"],
+        serde_json::json!([{"txid": sent_txid, "fee": fee, "vsize": entry["vsize"]}])
+    );
+    // Not a method before 1.7.
+    let mut old = common::lines::Lines::connect(addr, "1.6");
+    let refused = old.call("mempool.recent", serde_json::json!([]));
+    assert_eq!(refused["error"]["code"], -32601, "{refused}");
+}
