@@ -43,6 +43,35 @@ pub struct MempoolConfig {
     /// Whether a transaction with OP_RETURN outputs and no other is standard (Knots's
     /// `-permitbaredatacarrier`, false by default; Core has no such rule).
     pub permit_bare_datacarrier: bool,
+    /// What becomes of version 3 (TRUC) transactions (Knots's `-mempooltruc`).
+    pub truc: TrucPolicy,
+}
+
+/// What the mempool does with version 3 transactions, which ask for the TRUC rules (BIP431):
+/// Knots's `-mempooltruc`, whose default (`accept`) is the reference bitcoind's; Core always
+/// enforces them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TrucPolicy {
+    /// Taken as any other version (Knots's default): no TRUC rule, the CPFP carve-out allowed.
+    #[default]
+    Accept,
+    /// The TRUC rules enforced (Core's behaviour).
+    Enforce,
+    /// Refused as non-standard (`version`).
+    Reject,
+}
+
+impl std::str::FromStr for TrucPolicy {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "accept" => Ok(TrucPolicy::Accept),
+            "enforce" => Ok(TrucPolicy::Enforce),
+            "reject" => Ok(TrucPolicy::Reject),
+            other => Err(format!("{other:?} is not accept, enforce or reject")),
+        }
+    }
 }
 
 impl Default for MempoolConfig {
@@ -52,6 +81,7 @@ impl Default for MempoolConfig {
             persist: true,
             permit_bare_multisig: false,
             permit_bare_datacarrier: false,
+            truc: TrucPolicy::Accept,
         }
     }
 }
@@ -157,6 +187,7 @@ impl Settings {
                 persist: o.persist_mempool.unwrap_or(true),
                 permit_bare_multisig: o.permit_bare_multisig.unwrap_or(false),
                 permit_bare_datacarrier: o.permit_bare_datacarrier.unwrap_or(false),
+                truc: truc_policy(o.mempool_truc.as_deref())?,
             },
         })
     }
@@ -231,6 +262,18 @@ fn admin_addr(asked: Option<SocketAddr>, network: Network) -> Result<SocketAddr,
         });
     }
     Ok(addr)
+}
+
+/// `mempool_truc`: `accept` unless given.
+fn truc_policy(given: Option<&str>) -> Result<TrucPolicy, ConfigError> {
+    given
+        .map(str::parse)
+        .transpose()
+        .map(Option::unwrap_or_default)
+        .map_err(|message| ConfigError::Invalid {
+            option: "mempool_truc",
+            message,
+        })
 }
 
 /// `v`, refusing zero for an option that must be at least 1.

@@ -249,6 +249,10 @@ options! {
             default_missing_value = "true"
         )]
         pub permit_bare_datacarrier: Option<bool>,
+        /// Version 3 (TRUC) transactions: `accept` them as any other (Knots's default),
+        /// `enforce` the TRUC rules (Core's behaviour) or `reject` them [default: accept].
+        #[arg(env = "CAIRN_MEMPOOL_TRUC", value_name = "accept|enforce|reject")]
+        pub mempool_truc: Option<String>,
         /// Where to serve compact filters over HTTP (`/filter/{hash}`, `/filterheaders`), the
         /// status page and the Esplora API [default: nowhere].
         #[arg(env = "CAIRN_HTTP_ADDR")]

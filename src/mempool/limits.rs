@@ -11,6 +11,7 @@ use std::collections::HashSet;
 use bitcoin::{Transaction, Txid};
 
 use super::rejection::Rejection;
+use super::truc::TRUC_VERSION;
 use super::Inner;
 
 /// A set of chain limits (Core's `CTxMemPool::Limits`).
@@ -34,9 +35,6 @@ const DEFAULT: Limits = Limits {
 /// Largest transaction the carve-out takes (Core's `EXTRA_DESCENDANT_TX_SIZE_LIMIT`, vbytes).
 const EXTRA_DESCENDANT_TX_SIZE_LIMIT: u64 = 10_000;
 
-/// Core's `TRUC_VERSION`: a version 3 transaction gets no carve-out.
-const TRUC_VERSION: i32 = 3;
-
 impl Inner {
     /// Refuses `tx` of `vsize` vbytes if it breaks the chain limits with the pool as it is
     /// without `gone` (the transactions it replaces). Past the limits, a transaction of at most
@@ -51,7 +49,9 @@ impl Inner {
         let Err(message) = self.within(tx, vsize, &DEFAULT, gone) else {
             return Ok(());
         };
-        if vsize > EXTRA_DESCENDANT_TX_SIZE_LIMIT || tx.version.0 == TRUC_VERSION {
+        // A version 3 transaction held to the TRUC rules gets no carve-out.
+        let truc = self.enforce_truc && tx.version.0 == TRUC_VERSION;
+        if vsize > EXTRA_DESCENDANT_TX_SIZE_LIMIT || truc {
             return Err(Rejection::TooLongChain(message));
         }
         let carve_out = Limits {

@@ -16,6 +16,7 @@ mod replacement;
 mod script_flags;
 #[cfg(test)]
 mod tests;
+mod truc;
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::Path;
@@ -24,7 +25,7 @@ use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use bitcoin::constants::COINBASE_MATURITY;
 use bitcoin::{OutPoint, Transaction, TxOut, Txid, Wtxid};
 
-use crate::config::MempoolConfig;
+use crate::config::{MempoolConfig, TrucPolicy};
 use crate::index::Index;
 
 use crate::types::ScriptHash;
@@ -137,6 +138,8 @@ struct Inner {
     /// Every transaction by its fee rate, lowest first: eviction reads only what it evicts.
     by_feerate: BTreeSet<(FeeRate, Txid)>,
     total_vsize: u64,
+    /// Whether version 3 transactions are held to the TRUC rules (`mempool_truc = enforce`).
+    enforce_truc: bool,
     /// Counts the times the mempool was taken to be changed: the fee rates computed at one
     /// count serve until the next ([`Mempool::fee_rates`]).
     generation: u64,
@@ -179,12 +182,40 @@ impl Inner {
         {
             return Err(Rejection::MissingInputs(*gone));
         }
-        Ok(tx
-            .input
+        Ok(self.direct_conflicts(tx))
+    }
+
+    /// The mempool transactions spending what `tx` spends.
+    fn direct_conflicts(&self, tx: &Transaction) -> HashSet<Txid> {
+        tx.input
             .iter()
             .filter_map(|i| self.spends.get(&i.previous_output))
             .copied()
-            .collect())
+            .collect()
+    }
+
+    /// What a checked transaction replaces directly, read under the lock that admits it or
+    /// answers a dry run: the transactions spending what it spends ([`Inner::still_valid`]),
+    /// and the sibling a TRUC child evicts (never in a package dry run, `allow_eviction`
+    /// off). Refuses it where the TRUC rules do.
+    fn conflicts_of(
+        &self,
+        entry: &MempoolEntry,
+        from_parents: &[OutPoint],
+        allow_eviction: bool,
+    ) -> Result<HashSet<Txid>, Rejection> {
+        let mut conflicts = self.still_valid(&entry.tx, &entry.txid, from_parents)?;
+        match self.check_truc(&truc::Candidate::of(entry), &conflicts) {
+            Ok(()) => {}
+            Err(truc::Breach {
+                sibling: Some(sibling),
+                ..
+            }) if allow_eviction => {
+                conflicts.insert(sibling);
+            }
+            Err(breach) => return Err(breach.rejection),
+        }
+        Ok(conflicts)
     }
 
     /// Removes a transaction and everything spending its outputs; returns the touched scripts.
@@ -360,8 +391,12 @@ pub struct MempoolHistoryEntry {
 impl Mempool {
     /// An empty mempool.
     pub fn new(config: MempoolConfig) -> Self {
+        let inner = Inner {
+            enforce_truc: config.truc == TrucPolicy::Enforce,
+            ..Inner::default()
+        };
         Mempool {
-            inner: RwLock::new(Inner::default()),
+            inner: RwLock::new(inner),
             fees: Mutex::new(None),
             config,
             verify_scripts: policy::verify_scripts,
@@ -517,12 +552,24 @@ impl Mempool {
         if own_fee && fee < needed {
             return Err(Rejection::MinRelayFee { fee, needed });
         }
+        let wtxid = tx.compute_wtxid();
         // Before any script runs, as in Core's PreChecks; again under the write lock.
         {
             let inner = self.read();
             inner.check_chain_limits(&tx, vsize, &inner.replaced_by(&tx))?;
+            let candidate = truc::Candidate {
+                tx: &tx,
+                txid,
+                wtxid,
+                vsize,
+            };
+            match inner.check_truc(&candidate, &inner.direct_conflicts(&tx)) {
+                Err(breach) if breach.sibling.is_none() || !staged.allows_replacement() => {
+                    return Err(breach.rejection)
+                }
+                _ => {}
+            }
         }
-        let wtxid = tx.compute_wtxid();
         let entry = MempoolEntry {
             tx,
             raw: raw.to_vec(),
@@ -562,7 +609,7 @@ impl Mempool {
         } = checked;
         let (txid, wtxid, vsize) = (entry.txid, entry.wtxid, entry.vsize);
         let mut inner = self.write();
-        let conflicts = inner.still_valid(&entry.tx, &txid, &from_parents)?;
+        let conflicts = inner.conflicts_of(&entry, &from_parents, true)?;
         let replaced = replacement(&inner, &conflicts, &entry, &from_parents, needed)?;
         inner.check_chain_limits(&entry.tx, vsize, &replaced.iter().copied().collect())?;
         let mut touched: HashSet<ScriptHash> = entry.scripthashes().collect();

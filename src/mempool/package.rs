@@ -7,7 +7,7 @@ use std::collections::{HashMap, HashSet};
 use bitcoin::{OutPoint, Transaction, TxOut, Txid, Wtxid};
 
 use super::coins::CoinSource;
-use super::{consensus, persist, policy, replacement, Accepted, Checked, Mempool};
+use super::{consensus, persist, policy, replacement, truc, Accepted, Checked, Mempool};
 use super::{Rejection, MIN_RELAY_FEERATE};
 use crate::index::Index;
 
@@ -227,7 +227,7 @@ impl Mempool {
                 from_parents,
                 needed,
             } = &checked;
-            let conflicts = inner.still_valid(&entry.tx, &entry.txid, from_parents)?;
+            let conflicts = inner.conflicts_of(entry, from_parents, true)?;
             let replaced = replacement(&inner, &conflicts, entry, from_parents, *needed)?;
             inner.check_chain_limits(&entry.tx, entry.vsize, &replaced.into_iter().collect())?;
         }
@@ -260,9 +260,19 @@ impl Mempool {
             }
         }
         let vsize = checked.iter().map(|c| c.entry.vsize).sum();
-        self.read()
-            .check_package_limits(txs, vsize)
-            .map_err(|e| format!("package-mempool-limits, {e}"))?;
+        {
+            let inner = self.read();
+            let members: Vec<truc::Candidate> = checked
+                .iter()
+                .map(|c| truc::Candidate::of(&c.entry))
+                .collect();
+            inner
+                .check_package_truc(&members)
+                .map_err(|e| e.to_string())?;
+            inner
+                .check_package_limits(txs, vsize)
+                .map_err(|e| format!("package-mempool-limits, {e}"))?;
+        }
         for (c, result) in checked.iter().zip(results.iter_mut()) {
             let verdict = self.check_scripts(c).map(|()| tested(c));
             let refused = verdict.is_err();

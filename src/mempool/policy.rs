@@ -3,7 +3,7 @@
 use bitcoin::{Transaction, TxOut};
 
 use super::rejection::Rejection;
-use crate::config::MempoolConfig;
+use crate::config::{MempoolConfig, TrucPolicy};
 
 /// Minimum relay fee rate, sat/vB (Core's -minrelaytxfee default, 1000 sat/kvB).
 pub const MIN_RELAY_FEERATE: u64 = 1;
@@ -40,9 +40,14 @@ pub(super) fn is_anchor(script: &bitcoin::Script) -> bool {
 
 /// Size, version, output script and dust rules (after [`super::consensus::check_transaction`],
 /// which refuses a transaction without inputs or outputs), as Core's `IsStandardTx` with the
-/// knobs of `policy` (Knots's `bare-multisig` and `bare-datacarrier`), then `tx-size-small`.
+/// knobs of `policy` (Knots's `bare-multisig`, `bare-datacarrier` and `-mempooltruc=reject`),
+/// then `tx-size-small`.
 pub fn check_standard(tx: &Transaction, policy: &MempoolConfig) -> Result<(), Rejection> {
-    if !(1..=3).contains(&tx.version.0) {
+    let newest = match policy.truc {
+        TrucPolicy::Reject => 2,
+        TrucPolicy::Accept | TrucPolicy::Enforce => 3,
+    };
+    if !(1..=newest).contains(&tx.version.0) {
         return Err(non_standard("version"));
     }
     if tx.weight().to_wu() > MAX_STANDARD_TX_WEIGHT {

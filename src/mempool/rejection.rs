@@ -67,6 +67,14 @@ pub enum Rejection {
     /// Over the chain limits on unconfirmed ancestors and descendants; the text is Core's.
     #[error("too-long-mempool-chain, {0}")]
     TooLongChain(String),
+    /// Breaks a TRUC (version 3) rule: the reference Knots's reason (`truc-…`), Core's message.
+    #[error("{reason}, {message}")]
+    Truc {
+        /// Which rule, in Knots's words (Core says `TRUC-violation` for all).
+        reason: &'static str,
+        /// Core's message, naming the transactions.
+        message: String,
+    },
     /// A standardness rule.
     #[error("{0}")]
     NonStandard(String),

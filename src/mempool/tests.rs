@@ -896,3 +896,4 @@ fn fee_rates_order_exactly() {
 }
 
 mod test_accept;
+mod truc;

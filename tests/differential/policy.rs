@@ -515,3 +515,260 @@ fn chain_limits_and_the_carve_out_agree_with_bitcoind() {
     );
     assert_eq!(ours.as_deref().map(rule), core.as_deref().map(rule));
 }
+
+/// Signs `tx` with the wallet, telling it the outputs it spends that no chain or mempool of
+/// bitcoind's has (`prevtxs`).
+fn sign_spending(pair: &Pair, tx: &Transaction, parents: &[&Transaction]) -> Transaction {
+    let prevtxs: Vec<Value> = tx
+        .input
+        .iter()
+        .filter_map(|i| {
+            let parent = parents
+                .iter()
+                .find(|p| p.compute_txid() == i.previous_output.txid)?;
+            let out = &parent.output[i.previous_output.vout as usize];
+            Some(json!({
+                "txid": i.previous_output.txid.to_string(),
+                "vout": i.previous_output.vout,
+                "scriptPubKey": out.script_pubkey.to_hex_string(),
+                "amount": out.value.to_btc(),
+            }))
+        })
+        .collect();
+    let hex = bitcoin::consensus::serialize(tx).to_lower_hex_string();
+    let signed = rpc_json(
+        &pair.node,
+        &[
+            "signrawtransactionwithwallet",
+            &hex,
+            &json!(prevtxs).to_string(),
+        ],
+    );
+    assert_eq!(signed["complete"], true, "{signed}");
+    let raw = Vec::from_hex(signed["hex"].as_str().unwrap()).unwrap();
+    bitcoin::consensus::deserialize(&raw).unwrap()
+}
+
+/// A dry run's verdict per transaction: `allowed` (absent when undecided) and the rule of the
+/// reason (the package's error, else the transaction's).
+type Verdicts = Vec<(Option<bool>, Option<String>)>;
+
+/// bitcoind's `testmempoolaccept` of `txs` together (no fee guard).
+fn core_dry_run(pair: &Pair, txs: &[&Transaction]) -> Verdicts {
+    let hexes: Vec<String> = txs
+        .iter()
+        .map(|t| bitcoin::consensus::serialize(*t).to_lower_hex_string())
+        .collect();
+    let answer = rpc_json(
+        &pair.node,
+        &["testmempoolaccept", &json!(hexes).to_string(), "0"],
+    );
+    answer
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            let reason = r["package-error"].as_str().or(r["reject-reason"].as_str());
+            (r["allowed"].as_bool(), reason.map(rule))
+        })
+        .collect()
+}
+
+/// cairn's dry run of `txs` together ([`Mempool::test_accept`]).
+fn cairn_dry_run(mempool: &Mempool, pair: &Pair, txs: &[&Transaction]) -> Verdicts {
+    let raws: Vec<Vec<u8>> = txs
+        .iter()
+        .map(|t| bitcoin::consensus::serialize(*t))
+        .collect();
+    mempool
+        .test_accept(&raws, &pair.index)
+        .unwrap()
+        .iter()
+        .map(|r| {
+            let reason = match (&r.package_error, &r.verdict) {
+                (Some(e), _) => Some(e.clone()),
+                (None, Some(Err(e))) => Some(e.to_string()),
+                _ => None,
+            };
+            (
+                r.verdict.as_ref().map(Result::is_ok),
+                reason.map(|e| rule(&e)),
+            )
+        })
+        .collect()
+}
+
+/// TRUC (version 3) enforced (Knots's `-mempooltruc=enforce`, Core's behaviour): inheritance
+/// both ways, one ancestor, the size limits, sibling eviction paid and unpaid, and a package's
+/// TRUC rules in a dry run, each judged by bitcoind and cairn with the same mempool.
+#[test]
+fn truc_rules_agree_with_bitcoind() {
+    let pair = Pair::start_with(&["-mempooltruc=enforce"]);
+    let mempool = Mempool::new(MempoolConfig {
+        truc: cairn::config::TrucPolicy::Enforce,
+        ..MempoolConfig::default()
+    });
+    let submit = |tx: &Transaction| {
+        let raw = bitcoin::consensus::serialize(tx);
+        pair.node
+            .rpc(&["sendrawtransaction", &raw.to_lower_hex_string()]);
+        mempool
+            .accept(&raw, &pair.index)
+            .unwrap_or_else(|e| panic!("cairn refused what bitcoind took: {e}"));
+    };
+    let script = pair.coins[0].2.clone();
+    let outs = |values: &[u64]| -> Vec<TxOut> {
+        values
+            .iter()
+            .map(|v| TxOut {
+                value: Amount::from_sat(*v),
+                script_pubkey: script.clone(),
+            })
+            .collect()
+    };
+    let coin = |i: usize| (pair.coins[i].0, pair.coins[i].1);
+    let seq = 0xffff_fffd;
+    // A spend of `from` (an outpoint worth `value`) into `values`, version `version`.
+    let make = |from: (OutPoint, u64), version: i32, values: &[u64], parents: &[&Transaction]| {
+        let tx = Transaction {
+            version: bitcoin::transaction::Version(version),
+            lock_time: bitcoin::absolute::LockTime::ZERO,
+            input: vec![TxIn {
+                previous_output: from.0,
+                sequence: bitcoin::Sequence(seq),
+                ..Default::default()
+            }],
+            output: outs(values),
+        };
+        assert!(values.iter().sum::<u64>() < from.1);
+        sign_spending(&pair, &tx, parents)
+    };
+    let output = |tx: &Transaction, vout: u32| {
+        (
+            OutPoint::new(tx.compute_txid(), vout),
+            tx.output[vout as usize].value.to_sat(),
+        )
+    };
+    let (a, b, c, d) = (coin(1), coin(2), coin(3), coin(4));
+    let third = a.1 / 3 - 1_000;
+    let parent = make(a, 3, &[third, third, third], &[]);
+    submit(&parent);
+    let plain = make(b, 2, &[b.1 - 1_000], &[]);
+    submit(&plain);
+    let child = make(output(&parent, 0), 3, &[third - 1_000], &[]);
+    let mut single: Vec<(&str, Transaction)> = vec![
+        (
+            "a version 2 child of version 3",
+            make(output(&parent, 0), 2, &[third - 1_000], &[]),
+        ),
+        (
+            "a version 3 child of version 2",
+            make(output(&plain, 0), 3, &[b.1 - 2_000], &[]),
+        ),
+        (
+            "a version 3 transaction over 10,000 vB",
+            make(c, 3, &vec![100_000; 330], &[]),
+        ),
+        ("a version 3 child", child.clone()),
+    ];
+    let mut disagree = Vec::new();
+    let mut judge = |what: &str, tx: &Transaction| {
+        let core = pair.core(tx);
+        let ours = mempool
+            .accept(&bitcoin::consensus::serialize(tx), &pair.index)
+            .err()
+            .map(|e| e.to_string());
+        eprintln!("{what}: bitcoind {core:?}, cairn {ours:?}");
+        if core.as_deref().map(rule) != ours.as_deref().map(rule) {
+            disagree.push(format!("{what}: bitcoind {core:?}, cairn {ours:?}"));
+        }
+        core.is_none()
+    };
+    for (what, tx) in single.drain(..) {
+        judge(what, &tx);
+    }
+    // The child entered cairn's mempool with its verdict; bitcoind's too.
+    pair.node.rpc(&[
+        "sendrawtransaction",
+        &bitcoin::consensus::serialize(&child).to_lower_hex_string(),
+    ]);
+    let later: Vec<(&str, Transaction)> = vec![
+        (
+            "a grandchild",
+            make(output(&child, 0), 3, &[third - 2_000], &[]),
+        ),
+        (
+            "a child over 1,000 vB",
+            make(output(&parent, 2), 3, &vec![10_000; 35], &[]),
+        ),
+        (
+            "a sibling paying as little",
+            make(output(&parent, 1), 3, &[third - 1_000], &[]),
+        ),
+        (
+            "a sibling paying for the eviction",
+            make(output(&parent, 1), 3, &[third - 20_000], &[]),
+        ),
+    ];
+    for (what, tx) in &later {
+        judge(what, tx);
+    }
+
+    // Packages of a version 3 parent no mempool has (dry runs).
+    let p = make(d, 3, &[d.1 / 2 - 1_000, d.1 / 2 - 1_000], &[]);
+    let kid = make(output(&p, 0), 3, &[d.1 / 2 - 2_000], &[&p]);
+    let sibling = make(output(&p, 1), 3, &[d.1 / 2 - 2_000], &[&p]);
+    let grandkid = make(output(&kid, 0), 3, &[d.1 / 2 - 3_000], &[&kid]);
+    let plain_kid = make(output(&p, 1), 2, &[d.1 / 2 - 2_000], &[&p]);
+    let packages: Vec<(&str, Vec<&Transaction>)> = vec![
+        ("a parent and its child", vec![&p, &kid]),
+        ("two children", vec![&p, &kid, &sibling]),
+        ("a grandchild", vec![&p, &kid, &grandkid]),
+        ("a version 2 child", vec![&p, &plain_kid]),
+    ];
+    for (what, txs) in &packages {
+        let core = core_dry_run(&pair, txs);
+        let ours = cairn_dry_run(&mempool, &pair, txs);
+        eprintln!("package, {what}: bitcoind {core:?}, cairn {ours:?}");
+        if core != ours {
+            disagree.push(format!(
+                "package, {what}: bitcoind {core:?}, cairn {ours:?}"
+            ));
+        }
+    }
+    assert!(disagree.is_empty(), "{disagree:#?}");
+}
+
+/// By default (Knots's `-mempooltruc=accept`) version 3 is any version: a version 2 child and a
+/// version 3 grandchild of an unconfirmed version 3 transaction enter both mempools.
+#[test]
+fn truc_is_off_by_default_as_in_knots() {
+    let pair = Pair::start();
+    let mempool = Mempool::new(MempoolConfig::default());
+    let script = pair.coins[0].2.clone();
+    let (mut from, mut value) = (pair.coins[1].0, pair.coins[1].1);
+    for version in [3, 2, 3] {
+        value -= 1_000;
+        let tx = Transaction {
+            version: bitcoin::transaction::Version(version),
+            lock_time: bitcoin::absolute::LockTime::ZERO,
+            input: vec![TxIn {
+                previous_output: from,
+                ..Default::default()
+            }],
+            output: vec![TxOut {
+                value: Amount::from_sat(value),
+                script_pubkey: script.clone(),
+            }],
+        };
+        let tx = pair.sign(&tx);
+        assert_eq!(pair.core(&tx), None, "bitcoind, version {version}");
+        let raw = bitcoin::consensus::serialize(&tx);
+        pair.node
+            .rpc(&["sendrawtransaction", &raw.to_lower_hex_string()]);
+        mempool
+            .accept(&raw, &pair.index)
+            .unwrap_or_else(|e| panic!("cairn, version {version}: {e}"));
+        from = OutPoint::new(tx.compute_txid(), 0);
+    }
+}
