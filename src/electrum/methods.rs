@@ -29,7 +29,12 @@ pub const MAX_BUFFERED_HISTORY: usize = 200_000;
 
 /// The minimum relay fee in BTC per 1000 vbytes, as Electrum wants fee rates.
 pub(crate) fn min_relay_btc_per_kvb() -> f64 {
-    bitcoin::Amount::from_sat(MIN_RELAY_FEERATE * 1000).to_btc()
+    btc_per_kvb(MIN_RELAY_FEERATE * 1000)
+}
+
+/// Satoshis per 1,000 vbytes in BTC/kvB.
+fn btc_per_kvb(sat_per_kvb: u64) -> f64 {
+    bitcoin::Amount::from_sat(sat_per_kvb).to_btc()
 }
 
 /// The answer for everything that needs the mempool when this cairn runs without one.
@@ -311,10 +316,23 @@ impl Ctx<'_> {
     pub(crate) fn estimatefee(&self, blocks: u32) -> Result<Value, RpcError> {
         let pool = self.mempool()?;
         self.charge_units(2); // ElectrumX's `bump_cost(2.0)`.
-                              // Below a full block's worth of the mempool, the minimum relay fee confirms next block.
+                              // Below a full block's worth of the mempool, the least fee that enters confirms next
+                              // block; no estimate is below it.
+        let floor = btc_per_kvb(pool.entry_fee_per_kvb());
         Ok(json!(pool
             .estimate_fee(blocks)
-            .unwrap_or(min_relay_btc_per_kvb())))
+            .map_or(floor, |e| e.max(floor))))
+    }
+
+    /// `mempool.get_info`: bitcoind's `getmempoolinfo` fee rates in BTC/kvB; `mempoolminfee`
+    /// rises above the relay fee after evictions (the rolling minimum fee).
+    pub(crate) fn mempool_info(&self) -> Result<Value, RpcError> {
+        let pool = self.mempool()?;
+        Ok(json!({
+            "mempoolminfee": btc_per_kvb(pool.entry_fee_per_kvb()),
+            "minrelaytxfee": min_relay_btc_per_kvb(),
+            "incrementalrelayfee": min_relay_btc_per_kvb(),
+        }))
     }
 
     pub(crate) fn fee_histogram(&self) -> Result<Value, RpcError> {

@@ -259,9 +259,7 @@ impl Session {
                 merkle,
             } => ctx.id_from_pos(height, tx_pos, merkle),
             R::FeeHistogram => ctx.fee_histogram(),
-            R::MempoolInfo => ctx.mempool().map(|_| {
-                json!({"mempoolminfee": min_relay_btc_per_kvb(), "minrelaytxfee": min_relay_btc_per_kvb(), "incrementalrelayfee": min_relay_btc_per_kvb()})
-            }),
+            R::MempoolInfo => ctx.mempool_info(),
             R::MempoolRecent => ctx.mempool_recent(),
             R::AddPeer => add_peer(),
             R::Banner => Ok(json!(ctx.backend.config.banner)),

@@ -13,6 +13,7 @@ pub mod persist;
 mod policy;
 mod rejection;
 mod replacement;
+mod rolling;
 mod script_flags;
 #[cfg(test)]
 mod tests;
@@ -372,6 +373,8 @@ pub struct Mempool {
     inner: RwLock<Inner>,
     /// The fee rates of the last generation any request asked for.
     fees: Mutex<Option<Arc<fees::FeeRates>>>,
+    /// The rolling minimum fee after evictions; taken after `inner` where both are held.
+    rolling: Mutex<rolling::RollingFee>,
     config: MempoolConfig,
     /// The kernel's script verification ([`policy::verify_scripts`]); unit tests put a stub.
     verify_scripts: ScriptCheck,
@@ -398,6 +401,7 @@ impl Mempool {
         Mempool {
             inner: RwLock::new(inner),
             fees: Mutex::new(None),
+            rolling: Mutex::new(rolling::RollingFee::default()),
             config,
             verify_scripts: policy::verify_scripts,
         }
@@ -549,8 +553,8 @@ impl Mempool {
         let sigops = input_policy::check_sigops(&tx, &inputs.prevouts)?;
         let vsize = input_policy::virtual_size(&tx, sigops);
         let needed = MIN_RELAY_FEERATE * vsize;
-        if own_fee && fee < needed {
-            return Err(Rejection::MinRelayFee { fee, needed });
+        if own_fee {
+            self.check_fee_rate(fee, vsize)?;
         }
         let wtxid = tx.compute_wtxid();
         // Before any script runs, as in Core's PreChecks; again under the write lock.
@@ -587,6 +591,37 @@ impl Mempool {
             from_parents: inputs.from_parents,
             needed,
         })
+    }
+
+    fn rolling_fee(&self) -> std::sync::MutexGuard<'_, rolling::RollingFee> {
+        self.rolling.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The mempool's minimum fee now, satoshis per 1,000 vbytes: the rolling floor after
+    /// evictions (0 when there is none), decayed for how full the pool is.
+    pub fn min_fee_per_kvb(&self) -> u64 {
+        let fullness = self.read().total_vsize as f64 / self.config.max_vbytes.max(1) as f64;
+        self.rolling_fee().floor(persist::now(), fullness)
+    }
+
+    /// The least fee rate a transaction needs to enter now, satoshis per 1,000 vbytes: the
+    /// rolling floor or the minimum relay fee, the higher (bitcoind's `mempoolminfee`).
+    pub fn entry_fee_per_kvb(&self) -> u64 {
+        self.min_fee_per_kvb().max(MIN_RELAY_FEERATE * 1000)
+    }
+
+    /// Refuses `fee` for `vsize` vbytes under the mempool's minimum fee (Core's `CheckFeeRate`:
+    /// the rolling floor, then the minimum relay fee).
+    fn check_fee_rate(&self, fee: u64, vsize: u64) -> Result<(), Rejection> {
+        let floor = rolling::fee_for(self.min_fee_per_kvb(), vsize);
+        if floor > 0 && fee < floor {
+            return Err(Rejection::MempoolMinFee { fee, needed: floor });
+        }
+        let needed = MIN_RELAY_FEERATE * vsize;
+        if fee < needed {
+            return Err(Rejection::MinRelayFee { fee, needed });
+        }
+        Ok(())
     }
 
     /// Verifies a checked transaction's scripts: the kernel's consensus verification, then the
@@ -707,6 +742,12 @@ impl Mempool {
             let Some(&(rate, worst)) = inner.by_feerate.first() else {
                 break;
             };
+            let (fee, vsize) = inner
+                .descendants(&worst)
+                .iter()
+                .filter_map(|id| inner.txs.get(id))
+                .fold((0u64, 0u64), |(f, v), e| (f + e.fee, v + e.vsize));
+            self.rolling_fee().evicted(fee, vsize, persist::now());
             if inner.remove_one_with_descendants(&worst, touched) == 0 {
                 // Never left behind by a removal; dropped all the same, so the loop ends.
                 inner.by_feerate.remove(&(rate, worst));
@@ -727,6 +768,7 @@ impl Mempool {
     /// [`Mempool::revalidate`] over any [`CoinSource`].
     fn revalidate_from(&self, index: &dyn CoinSource) -> HashSet<ScriptHash> {
         let mut touched = HashSet::new();
+        self.rolling_fee().block();
         // One look at the pool, then the index checks without holding the lock.
         let snapshot: Vec<(Txid, Vec<OutPoint>)> = {
             let inner = self.read();

@@ -7,7 +7,7 @@ use std::collections::{HashMap, HashSet};
 use bitcoin::{OutPoint, Transaction, TxOut, Txid, Wtxid};
 
 use super::coins::CoinSource;
-use super::{consensus, persist, policy, replacement, truc, Accepted, Checked, Mempool};
+use super::{consensus, persist, policy, replacement, rolling, truc, Accepted, Checked, Mempool};
 use super::{Rejection, MIN_RELAY_FEERATE};
 use crate::index::Index;
 
@@ -105,7 +105,7 @@ impl Mempool {
         let mut cheap = Vec::new();
         for (i, raw) in parents.iter().enumerate() {
             match self.accept_with(raw, index, true, persist::now()) {
-                Err(Rejection::MinRelayFee { .. }) => {
+                Err(Rejection::MinRelayFee { .. } | Rejection::MempoolMinFee { .. }) => {
                     cheap.push(i);
                     results.push(Err(Rejection::Backend("pending".into())));
                 }
@@ -147,7 +147,8 @@ impl Mempool {
                 .filter_map(|t| inner.txs.get(t))
                 .fold((0u64, 0u64), |(f, v), e| (f + e.fee, v + e.vsize))
         };
-        let needed = MIN_RELAY_FEERATE * vsize;
+        let needed =
+            (MIN_RELAY_FEERATE * vsize).max(rolling::fee_for(self.min_fee_per_kvb(), vsize));
         let all_in = child_result.is_ok() && cheap.iter().all(|&i| results[i].is_ok());
         if all_in && fees >= needed {
             results.push(child_result);

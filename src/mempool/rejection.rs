@@ -89,6 +89,15 @@ pub enum Rejection {
     /// The package is not a child with its parents.
     #[error("package-not-child-with-parents: {0}")]
     PackageShape(String),
+    /// The fee is under the mempool's rolling minimum fee after evictions (Core's
+    /// `GetMinFee`).
+    #[error("mempool min fee not met, {fee} < {needed}")]
+    MempoolMinFee {
+        /// The fee paid.
+        fee: u64,
+        /// The fee needed.
+        needed: u64,
+    },
     /// The fee is under the minimum relay fee.
     #[error("min relay fee not met, {fee} < {needed}")]
     MinRelayFee {

@@ -501,10 +501,9 @@ fn a_replacement_may_not_spend_what_it_replaces() {
 #[test]
 fn over_its_size_the_mempool_evicts_the_lowest_feerate() {
     let mut coins = Coins::new();
-    let (a, b, c, d) = (
+    let (a, b, d) = (
         coins.add(1, 100_000),
         coins.add(2, 100_000),
-        coins.add(3, 100_000),
         coins.add(4, 100_000),
     );
     // A cheap parent with a child paying well: eviction goes by a transaction's own rate and
@@ -516,28 +515,59 @@ fn over_its_size_the_mempool_evicts_the_lowest_feerate() {
     let pool = pool_of(limit);
     accept(&pool, &coins, &cheap).unwrap();
     accept(&pool, &coins, &child).unwrap();
-    let accepted = accept(&pool, &coins, &mid).unwrap();
-    assert!(accepted.touched.contains(&ScriptHash::of(&script(1))));
-    assert_eq!(pool.txids(), vec![mid.compute_txid()]);
-    let high = spend(&[c], &[95_000]);
-    accept(&pool, &coins, &high).unwrap();
+    assert_eq!(pool.min_fee_per_kvb(), 0, "no floor before an eviction");
     // The newcomer is the lowest: refused, the rest stays.
     let lowest = spend(&[d], &[99_850]);
     assert_eq!(
         accept(&pool, &coins, &lowest).unwrap_err(),
         Rejection::MempoolFull
     );
-    assert!(has(&pool, &mid) && has(&pool, &high) && !has(&pool, &lowest));
+    assert!(has(&pool, &cheap) && has(&pool, &child) && !has(&pool, &lowest));
     assert!(!pool.is_spent(&d));
-    assert_eq!(pool.size(), (2, vsize(&mid) + vsize(&high)));
+    let accepted = accept(&pool, &coins, &mid).unwrap();
+    assert!(accepted.touched.contains(&ScriptHash::of(&script(1))));
+    assert_eq!(pool.txids(), vec![mid.compute_txid()]);
     let inner = pool.read();
     assert_eq!(
         inner.by_feerate.len(),
-        2,
+        1,
         "the index holds what the pool holds"
     );
-    assert_eq!(inner.by_time.len(), 2);
+    assert_eq!(inner.by_time.len(), 1);
     drop(inner);
+}
+
+#[test]
+fn after_an_eviction_what_enters_pays_the_evicted_rate_and_more() {
+    let mut coins = Coins::new();
+    let (a, b, c) = (
+        coins.add(1, 100_000),
+        coins.add(2, 100_000),
+        coins.add(3, 100_000),
+    );
+    let cheap = spend(&[a], &[99_800]);
+    let child = spend(&[out(&cheap, 0)], &[90_000]);
+    let mid = spend(&[b], &[99_000]);
+    let pool = pool_of(vsize(&cheap) + vsize(&child) + vsize(&mid) - 1);
+    accept(&pool, &coins, &cheap).unwrap();
+    accept(&pool, &coins, &child).unwrap();
+    accept(&pool, &coins, &mid).unwrap();
+    // Core's trackPackageRemoved: the evicted package's rate (parent and child) plus the
+    // incremental relay fee, 1 sat/vB.
+    let package_vsize = vsize(&cheap) + vsize(&child);
+    let floor = 10_000 * 1000 / package_vsize + 1000;
+    assert_eq!(pool.min_fee_per_kvb(), floor);
+    assert_eq!(pool.entry_fee_per_kvb(), floor);
+    let under = spend(&[c], &[95_000]);
+    let needed = rolling::fee_for(floor, vsize(&under));
+    assert_eq!(
+        accept(&pool, &coins, &under).unwrap_err(),
+        Rejection::MempoolMinFee { fee: 5_000, needed }
+    );
+    accept(&pool, &coins, &spend(&[c], &[90_000])).unwrap();
+    // A block starts the decay; a fresh floor stays until its first ten seconds pass.
+    pool.revalidate_from(&coins);
+    assert_eq!(pool.min_fee_per_kvb(), floor);
 }
 
 #[test]

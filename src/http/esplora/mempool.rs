@@ -86,15 +86,19 @@ pub fn recent(ctx: &HttpContext) -> Reply {
 }
 
 /// `GET /fee-estimates`: sat/vB per confirmation target, from the mempool's backlog (the
-/// minimum relay fee rate where the mempool would clear sooner), as Electrum's `estimatefee`;
+/// least fee rate that enters, at least, and where the mempool would clear sooner), as
+/// Electrum's `estimatefee`;
 /// from the rates sorted once per mempool change.
 pub fn fee_estimates(ctx: &HttpContext) -> Reply {
     let mut estimates = serde_json::Map::new();
-    let rates = ctx.model.mempool().map(|p| p.fee_rates());
+    let pool = ctx.model.mempool();
+    let rates = pool.map(|p| p.fee_rates());
+    // The least fee rate that enters now (the rolling minimum fee after evictions), sat/vB.
+    let floor = pool.map_or(MIN_RELAY_FEERATE * 1000, |p| p.entry_fee_per_kvb()) as f64 / 1000.0;
     for target in FEE_TARGETS {
         let btc_per_kvb = rates.as_ref().and_then(|r| r.estimate(target));
         // BTC/kvB to sat/vB: 1e8 sat per BTC, 1000 vB per kvB.
-        let sat_per_vb = btc_per_kvb.map_or(MIN_RELAY_FEERATE as f64, |rate| rate * 100_000.0);
+        let sat_per_vb = btc_per_kvb.map_or(floor, |rate| (rate * 100_000.0).max(floor));
         estimates.insert(target.to_string(), serde_json::json!(sat_per_vb));
     }
     json(&estimates)
