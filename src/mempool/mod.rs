@@ -4,6 +4,7 @@
 
 mod coins;
 pub mod consensus;
+mod evict;
 pub mod fees;
 mod finality;
 mod input_policy;
@@ -83,45 +84,6 @@ impl MempoolEntry {
     }
 }
 
-/// A transaction's fee over its virtual size, ordered exactly (by cross-multiplication, no
-/// rounding): the key of the eviction index.
-#[derive(Debug, Clone, Copy)]
-struct FeeRate {
-    fee: u64,
-    vsize: u64,
-}
-
-impl FeeRate {
-    fn of(entry: &MempoolEntry) -> FeeRate {
-        FeeRate {
-            fee: entry.fee,
-            vsize: entry.vsize.max(1),
-        }
-    }
-}
-
-impl Ord for FeeRate {
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        let ours = u128::from(self.fee) * u128::from(other.vsize);
-        let theirs = u128::from(other.fee) * u128::from(self.vsize);
-        ours.cmp(&theirs)
-    }
-}
-
-impl PartialOrd for FeeRate {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl PartialEq for FeeRate {
-    fn eq(&self, other: &Self) -> bool {
-        self.cmp(other) == std::cmp::Ordering::Equal
-    }
-}
-
-impl Eq for FeeRate {}
-
 #[derive(Default)]
 struct Inner {
     txs: HashMap<Txid, MempoolEntry>,
@@ -136,8 +98,11 @@ struct Inner {
     children: HashMap<Txid, HashSet<Txid>>,
     /// Every transaction by the time it entered, oldest first: expiry reads only what expires.
     by_time: BTreeSet<(i64, Txid)>,
-    /// Every transaction by its fee rate, lowest first: eviction reads only what it evicts.
-    by_feerate: BTreeSet<(FeeRate, Txid)>,
+    /// Every transaction by its descendant score, lowest first: eviction reads only what it
+    /// evicts ([`evict`]).
+    by_score: BTreeSet<evict::EvictKey>,
+    /// Every transaction's fees and size with its descendants'.
+    with_descendants: HashMap<Txid, evict::Totals>,
     total_vsize: u64,
     /// Whether version 3 transactions are held to the TRUC rules (`mempool_truc = enforce`).
     enforce_truc: bool,
@@ -160,9 +125,10 @@ impl Inner {
         }
         self.total_vsize += entry.vsize;
         self.by_time.insert((entry.time, entry.txid));
-        self.by_feerate.insert((FeeRate::of(&entry), entry.txid));
         self.by_wtxid.insert(entry.wtxid, entry.txid);
-        self.txs.insert(entry.txid, entry);
+        let txid = entry.txid;
+        self.txs.insert(txid, entry);
+        self.index_for_eviction(&txid);
     }
 
     /// For a transaction about to be inserted: refuses it if it is in already or a mempool
@@ -221,12 +187,13 @@ impl Inner {
 
     /// Removes a transaction and everything spending its outputs; returns the touched scripts.
     fn remove_with_descendants(&mut self, txid: &Txid, touched: &mut HashSet<ScriptHash>) {
-        let mut stack = vec![*txid];
-        while let Some(id) = stack.pop() {
-            let children = self.children.get(&id).cloned().unwrap_or_default();
-            if self.remove_one(&id, touched).is_some() {
-                stack.extend(children);
-            }
+        if !self.txs.contains_key(txid) {
+            return;
+        }
+        let leaving = self.descendants(txid);
+        self.detach(&leaving);
+        for id in &leaving {
+            self.take_out(id, touched);
         }
     }
 
@@ -270,10 +237,17 @@ impl Inner {
     /// Removes one transaction, leaving those that spend it (a block confirmed it: its outputs
     /// are now the chain's); adds the scripts it touched.
     fn remove_one(&mut self, id: &Txid, touched: &mut HashSet<ScriptHash>) -> Option<MempoolEntry> {
+        self.detach(&[*id]);
+        self.take_out(id, touched)
+    }
+
+    /// Removes one transaction from every index, its ancestors' totals already without it
+    /// ([`Inner::detach`]); adds the scripts it touched.
+    fn take_out(&mut self, id: &Txid, touched: &mut HashSet<ScriptHash>) -> Option<MempoolEntry> {
         let entry = self.txs.remove(id)?;
+        self.unindex_for_eviction(&entry);
         self.total_vsize -= entry.vsize;
         self.by_time.remove(&(entry.time, *id));
-        self.by_feerate.remove(&(FeeRate::of(&entry), *id));
         self.by_wtxid.remove(&entry.wtxid);
         for input in &entry.tx.input {
             if self.spends.get(&input.previous_output) == Some(id) {
@@ -730,8 +704,9 @@ impl Mempool {
         Ok(resolved)
     }
 
-    /// Evicts the lowest fee rates (the first of the fee-rate index, no scan) while the mempool is
-    /// over its size limit; refuses `txid` if it is among them.
+    /// Evicts the lowest descendant scores with their descendants (the first of the eviction
+    /// index, no scan) while the mempool is over its size limit, raising the rolling minimum
+    /// fee to each evicted package's rate; refuses `txid` if it left.
     fn evict_over_limit(
         &self,
         inner: &mut Inner,
@@ -739,20 +714,13 @@ impl Mempool {
         touched: &mut HashSet<ScriptHash>,
     ) -> Result<(), Rejection> {
         while inner.total_vsize > self.config.max_vbytes {
-            let Some(&(rate, worst)) = inner.by_feerate.first() else {
+            let Some((worst, package)) = inner.lowest_score() else {
                 break;
             };
-            let (fee, vsize) = inner
-                .descendants(&worst)
-                .iter()
-                .filter_map(|id| inner.txs.get(id))
-                .fold((0u64, 0u64), |(f, v), e| (f + e.fee, v + e.vsize));
-            self.rolling_fee().evicted(fee, vsize, persist::now());
-            if inner.remove_one_with_descendants(&worst, touched) == 0 {
-                // Never left behind by a removal; dropped all the same, so the loop ends.
-                inner.by_feerate.remove(&(rate, worst));
-            }
-            if worst == *txid {
+            self.rolling_fee()
+                .evicted(package.fee, package.vsize, persist::now());
+            inner.remove_with_descendants(&worst, touched);
+            if !inner.txs.contains_key(txid) {
                 return Err(Rejection::MempoolFull);
             }
         }

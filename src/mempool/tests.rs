@@ -499,22 +499,23 @@ fn a_replacement_may_not_spend_what_it_replaces() {
 }
 
 #[test]
-fn over_its_size_the_mempool_evicts_the_lowest_feerate() {
+fn over_its_size_the_mempool_evicts_the_lowest_score() {
     let mut coins = Coins::new();
-    let (a, b, d) = (
+    let (a, b, c, d) = (
         coins.add(1, 100_000),
         coins.add(2, 100_000),
+        coins.add(3, 100_000),
         coins.add(4, 100_000),
     );
-    // A cheap parent with a child paying well: eviction goes by a transaction's own rate and
-    // takes its descendants.
+    // A cheap parent with a child paying well (a package of about 45 sat/vB), and a
+    // transaction paying about 4.5.
     let cheap = spend(&[a], &[99_800]);
     let child = spend(&[out(&cheap, 0)], &[90_000]);
-    let mid = spend(&[b], &[99_000]);
-    let limit = vsize(&cheap) + vsize(&child) + vsize(&mid) - 1;
-    let pool = pool_of(limit);
-    accept(&pool, &coins, &cheap).unwrap();
-    accept(&pool, &coins, &child).unwrap();
+    let low = spend(&[b], &[99_500]);
+    let pool = pool_of(vsize(&cheap) + vsize(&child) + vsize(&low));
+    for tx in [&cheap, &child, &low] {
+        accept(&pool, &coins, tx).unwrap();
+    }
     assert_eq!(pool.min_fee_per_kvb(), 0, "no floor before an eviction");
     // The newcomer is the lowest: refused, the rest stays.
     let lowest = spend(&[d], &[99_850]);
@@ -522,18 +523,21 @@ fn over_its_size_the_mempool_evicts_the_lowest_feerate() {
         accept(&pool, &coins, &lowest).unwrap_err(),
         Rejection::MempoolFull
     );
-    assert!(has(&pool, &cheap) && has(&pool, &child) && !has(&pool, &lowest));
+    assert_eq!(pool.size().0, 3);
     assert!(!pool.is_spent(&d));
+    // A better one evicts the lowest score, not the cheap parent its child pays for.
+    let mid = spend(&[c], &[99_000]);
     let accepted = accept(&pool, &coins, &mid).unwrap();
-    assert!(accepted.touched.contains(&ScriptHash::of(&script(1))));
-    assert_eq!(pool.txids(), vec![mid.compute_txid()]);
+    assert!(accepted.touched.contains(&ScriptHash::of(&script(2))));
+    assert!(has(&pool, &cheap) && has(&pool, &child) && has(&pool, &mid));
+    assert!(!has(&pool, &low) && !pool.is_spent(&b));
     let inner = pool.read();
     assert_eq!(
-        inner.by_feerate.len(),
-        1,
+        inner.by_score.len(),
+        3,
         "the index holds what the pool holds"
     );
-    assert_eq!(inner.by_time.len(), 1);
+    assert_eq!(inner.by_time.len(), 3);
     drop(inner);
 }
 
@@ -545,29 +549,27 @@ fn after_an_eviction_what_enters_pays_the_evicted_rate_and_more() {
         coins.add(2, 100_000),
         coins.add(3, 100_000),
     );
-    let cheap = spend(&[a], &[99_800]);
-    let child = spend(&[out(&cheap, 0)], &[90_000]);
+    let low = spend(&[a], &[99_500]);
     let mid = spend(&[b], &[99_000]);
-    let pool = pool_of(vsize(&cheap) + vsize(&child) + vsize(&mid) - 1);
-    accept(&pool, &coins, &cheap).unwrap();
-    accept(&pool, &coins, &child).unwrap();
+    let pool = pool_of(vsize(&low) + vsize(&mid) - 1);
+    accept(&pool, &coins, &low).unwrap();
     accept(&pool, &coins, &mid).unwrap();
-    // Core's trackPackageRemoved: the evicted package's rate (parent and child) plus the
-    // incremental relay fee, 1 sat/vB.
-    let package_vsize = vsize(&cheap) + vsize(&child);
-    let floor = 10_000 * 1000 / package_vsize + 1000;
+    assert!(!has(&pool, &low));
+    // Core's trackPackageRemoved: the evicted package's rate plus the incremental relay fee,
+    // 1 sat/vB.
+    let floor = 500 * 1000 / vsize(&low) + 1000;
     assert_eq!(pool.min_fee_per_kvb(), floor);
     assert_eq!(pool.entry_fee_per_kvb(), floor);
-    let under = spend(&[c], &[95_000]);
+    let under = spend(&[c], &[99_450]);
     let needed = rolling::fee_for(floor, vsize(&under));
     assert_eq!(
         accept(&pool, &coins, &under).unwrap_err(),
-        Rejection::MempoolMinFee { fee: 5_000, needed }
+        Rejection::MempoolMinFee { fee: 550, needed }
     );
-    accept(&pool, &coins, &spend(&[c], &[90_000])).unwrap();
+    accept(&pool, &coins, &spend(&[c], &[95_000])).unwrap();
     // A block starts the decay; a fresh floor stays until its first ten seconds pass.
     pool.revalidate_from(&coins);
-    assert_eq!(pool.min_fee_per_kvb(), floor);
+    assert!(pool.min_fee_per_kvb() >= floor);
 }
 
 #[test]
@@ -915,15 +917,6 @@ fn transactions_expire_after_two_weeks_with_their_descendants() {
     assert_eq!(pool.size().0, 1);
 }
 
-#[test]
-fn fee_rates_order_exactly() {
-    let rate = |fee, vsize| FeeRate { fee, vsize };
-    assert!(rate(1, 3) < rate(1, 2));
-    assert_eq!(rate(2, 4), rate(1, 2));
-    // No rounding: 1 sat over 1,000,000 vB is still above nothing.
-    assert!(rate(0, 1) < rate(1, 1_000_000));
-    assert!(rate(u64::MAX, 1) > rate(u64::MAX - 1, 1));
-}
-
+mod evict;
 mod test_accept;
 mod truc;

@@ -115,9 +115,7 @@ impl Inner {
         // Sibling eviction only where the parent has one child and that child no other
         // ancestor (a reorg can leave more).
         let sibling = match siblings.as_slice() {
-            [only] if with_descendants == 2 && self.ancestors_of_txid(only).len() == 1 => {
-                Some(*only)
-            }
+            [only] if with_descendants == 2 && self.pool_ancestors(only).len() == 1 => Some(*only),
             _ => None,
         };
         let message = format!(
@@ -240,38 +238,5 @@ impl Inner {
             ));
         }
         Ok(())
-    }
-
-    /// The mempool ancestors of a transaction not in it, nearest first.
-    fn ancestors_of(&self, tx: &Transaction) -> Vec<Txid> {
-        let parents = tx.input.iter().map(|i| i.previous_output.txid);
-        self.walk_up(parents.collect())
-    }
-
-    /// The mempool ancestors of a mempool transaction.
-    fn ancestors_of_txid(&self, txid: &Txid) -> Vec<Txid> {
-        match self.txs.get(txid) {
-            Some(entry) => self.ancestors_of(&entry.tx),
-            None => Vec::new(),
-        }
-    }
-
-    /// The mempool transactions among `stack` and their mempool ancestors, each once, in the
-    /// order first reached.
-    fn walk_up(&self, mut stack: Vec<Txid>) -> Vec<Txid> {
-        let mut seen: HashSet<Txid> = HashSet::new();
-        let mut found = Vec::new();
-        stack.reverse();
-        while let Some(id) = stack.pop() {
-            let Some(entry) = self.txs.get(&id) else {
-                continue;
-            };
-            if !seen.insert(id) {
-                continue;
-            }
-            found.push(id);
-            stack.extend(entry.tx.input.iter().map(|i| i.previous_output.txid));
-        }
-        found
     }
 }

@@ -1,0 +1,79 @@
+//! Eviction by descendant score: a parent its child pays for stays, the totals follow every
+//! entry and exit.
+
+use super::*;
+
+/// Every transaction's totals as a fresh walk of its descendants finds them.
+fn assert_totals_fresh(pool: &Mempool) {
+    let inner = pool.read();
+    for txid in inner.txs.keys() {
+        let (fee, vsize) = inner
+            .descendants(txid)
+            .iter()
+            .filter_map(|d| inner.txs.get(d))
+            .fold((0, 0), |(f, v), e| (f + e.fee, v + e.vsize));
+        let kept = inner.with_descendants[txid];
+        assert_eq!((kept.fee, kept.vsize), (fee, vsize), "{txid}");
+    }
+    assert_eq!(inner.by_score.len(), inner.txs.len());
+    assert_eq!(inner.with_descendants.len(), inner.txs.len());
+}
+
+#[test]
+fn a_parent_its_child_pays_for_is_not_evicted_for_its_own_rate() {
+    let mut coins = Coins::new();
+    let (a, b, c) = (
+        coins.add(1, 100_000),
+        coins.add(2, 100_000),
+        coins.add(3, 100_000),
+    );
+    // 1 sat/vB alone, about 45 with its child; the other pays 9.
+    let parent = spend(&[a], &[99_890]);
+    let child = spend(&[out(&parent, 0)], &[90_000]);
+    let middling = spend(&[b], &[99_000]);
+    let newcomer = spend(&[c], &[98_000]);
+    let limit = vsize(&parent) + vsize(&child) + vsize(&middling) + vsize(&newcomer) - 1;
+    let pool = pool_of(limit);
+    for tx in [&parent, &child, &middling] {
+        accept(&pool, &coins, tx).unwrap();
+    }
+    assert_totals_fresh(&pool);
+    accept(&pool, &coins, &newcomer).unwrap();
+    assert!(has(&pool, &parent) && has(&pool, &child) && has(&pool, &newcomer));
+    assert!(
+        !has(&pool, &middling),
+        "the lowest score leaves, not the lowest own rate"
+    );
+    assert_eq!(
+        pool.min_fee_per_kvb(),
+        1_000 * 1000 / vsize(&middling) + 1000
+    );
+    assert_totals_fresh(&pool);
+}
+
+#[test]
+fn totals_follow_replacements_blocks_and_removals_in_a_diamond() {
+    let mut coins = Coins::new();
+    let a = coins.add(1, 1_000_000);
+    let pool = pool();
+    let root = spend(&[a], &[300_000, 300_000, 300_000]);
+    let left = spend(&[out(&root, 0)], &[299_000]);
+    let right = spend(&[out(&root, 1)], &[299_000]);
+    let both = spend(&[out(&left, 0), out(&right, 0)], &[590_000]);
+    for tx in [&root, &left, &right, &both] {
+        accept(&pool, &coins, tx).unwrap();
+    }
+    assert_totals_fresh(&pool);
+    let root_totals = pool.read().with_descendants[&root.compute_txid()];
+    assert_eq!(root_totals.fee, 100_000 + 1_000 + 1_000 + 8_000);
+    // Replacing the left branch takes the diamond's bottom with it.
+    let new_left = spend(&[out(&root, 0)], &[280_000]);
+    accept(&pool, &coins, &new_left).unwrap();
+    assert!(!has(&pool, &both));
+    assert_totals_fresh(&pool);
+    // A block confirms the root: its children stay, with their own totals.
+    coins.confirm(&root);
+    pool.revalidate_from(&coins);
+    assert_eq!(pool.size().0, 2);
+    assert_totals_fresh(&pool);
+}
