@@ -504,6 +504,17 @@ fn spend_of(
     pair.sign(&tx)
 }
 
+/// A bare pubkey (P2PK) output script of the secp256k1 generator.
+fn bare_pubkey() -> bitcoin::ScriptBuf {
+    let key =
+        <[u8; 33]>::from_hex("0279be667ef9dcbbac55a06295ce870b07029bfcdb2dce28d959f2815b16f81798")
+            .unwrap();
+    bitcoin::blockdata::script::Builder::new()
+        .push_slice(key)
+        .push_opcode(bitcoin::opcodes::all::OP_CHECKSIG)
+        .into_script()
+}
+
 /// A bare `m`-of-`n` multisig output script of the secp256k1 generator (any valid key does).
 fn bare_multisig(m: u8, n: u8) -> bitcoin::ScriptBuf {
     let key =
@@ -595,6 +606,10 @@ fn finality_and_standardness_agree_with_bitcoind() {
         (
             "bare 1-of-3 multisig",
             spend(&pair, 9, pay(9, 100_000, bare_multisig(1, 3)), 0, locked),
+        ),
+        (
+            "a bare pubkey output",
+            spend(&pair, 11, pay(11, 100_000, bare_pubkey()), 0, locked),
         ),
     ];
     // BIP68 on coins of 5 confirmations (the block 4 below the tip): a height lock of 5 ends

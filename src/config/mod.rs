@@ -43,6 +43,9 @@ pub struct MempoolConfig {
     /// Whether a transaction with OP_RETURN outputs and no other is standard (Knots's
     /// `-permitbaredatacarrier`, false by default; Core has no such rule).
     pub permit_bare_datacarrier: bool,
+    /// Whether bare pubkey (P2PK) outputs are standard (Knots's `-permitbarepubkey`, false by
+    /// default; Core relays them).
+    pub permit_bare_pubkey: bool,
     /// What becomes of version 3 (TRUC) transactions (Knots's `-mempooltruc`).
     pub truc: TrucPolicy,
 }
@@ -81,6 +84,7 @@ impl Default for MempoolConfig {
             persist: true,
             permit_bare_multisig: false,
             permit_bare_datacarrier: false,
+            permit_bare_pubkey: false,
             truc: TrucPolicy::Accept,
         }
     }
@@ -187,6 +191,7 @@ impl Settings {
                 persist: o.persist_mempool.unwrap_or(true),
                 permit_bare_multisig: o.permit_bare_multisig.unwrap_or(false),
                 permit_bare_datacarrier: o.permit_bare_datacarrier.unwrap_or(false),
+                permit_bare_pubkey: o.permit_bare_pubkey.unwrap_or(false),
                 truc: truc_policy(o.mempool_truc.as_deref())?,
             },
         })

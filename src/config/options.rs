@@ -249,6 +249,16 @@ options! {
             default_missing_value = "true"
         )]
         pub permit_bare_datacarrier: Option<bool>,
+        /// Whether bare pubkey (P2PK) outputs are relayed: Knots's `-permitbarepubkey=0` by
+        /// default; Core relays them (true) [default: false].
+        #[arg(
+            env = "CAIRN_PERMIT_BARE_PUBKEY",
+            value_name = "BOOL",
+            num_args = 0..=1,
+            require_equals = true,
+            default_missing_value = "true"
+        )]
+        pub permit_bare_pubkey: Option<bool>,
         /// Version 3 (TRUC) transactions: `accept` them as any other (Knots's default),
         /// `enforce` the TRUC rules (Core's behaviour) or `reject` them [default: accept].
         #[arg(env = "CAIRN_MEMPOOL_TRUC", value_name = "accept|enforce|reject")]

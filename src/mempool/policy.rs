@@ -40,7 +40,8 @@ pub(super) fn is_anchor(script: &bitcoin::Script) -> bool {
 
 /// Size, version, output script and dust rules (after [`super::consensus::check_transaction`],
 /// which refuses a transaction without inputs or outputs), as Core's `IsStandardTx` with the
-/// knobs of `policy` (Knots's `bare-multisig`, `bare-datacarrier` and `-mempooltruc=reject`),
+/// knobs of `policy` (Knots's `bare-multisig`, `bare-pubkey`, `bare-datacarrier` and
+/// `-mempooltruc=reject`),
 /// then `tx-size-small`.
 pub fn check_standard(tx: &Transaction, policy: &MempoolConfig) -> Result<(), Rejection> {
     let newest = match policy.truc {
@@ -76,6 +77,9 @@ pub fn check_standard(tx: &Transaction, policy: &MempoolConfig) -> Result<(), Re
         }
         if script.is_multisig() && !policy.permit_bare_multisig {
             return Err(non_standard("bare-multisig"));
+        }
+        if script.is_p2pk() && !policy.permit_bare_pubkey {
+            return Err(non_standard("bare-pubkey"));
         }
         if !is_anchor(script) {
             monetary += 1;

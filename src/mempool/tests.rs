@@ -738,6 +738,7 @@ fn bare_multisig_tiny_transactions_and_bare_data_follow_core_and_knots() {
     let core = MempoolConfig {
         permit_bare_multisig: true,
         permit_bare_datacarrier: true,
+        permit_bare_pubkey: true,
         ..MempoolConfig::default()
     };
     let paying = |script: ScriptBuf| {
@@ -781,6 +782,16 @@ fn bare_multisig_tiny_transactions_and_bare_data_follow_core_and_knots() {
         Err(Rejection::NonStandard("bare-datacarrier".into()))
     );
     assert!(policy::check_standard(&data, &core).is_ok());
+    // A bare pubkey output: Knots's bare-pubkey.
+    let mut key = vec![0x21, 0x02];
+    key.extend([0x11; 32]);
+    key.push(0xac);
+    let p2pk = paying(ScriptBuf::from_bytes(key));
+    assert!(policy::check_standard(&p2pk, &core).is_ok());
+    assert_eq!(
+        policy::check_standard(&p2pk, &knots),
+        Err(Rejection::NonStandard("bare-pubkey".into()))
+    );
 }
 
 #[test]
