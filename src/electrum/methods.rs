@@ -458,8 +458,9 @@ impl Ctx<'_> {
     /// `{txid, fee, vsize}` (read from the mempool's index by entry time).
     pub(crate) fn mempool_recent(&self) -> Result<Value, RpcError> {
         let pool = self.mempool()?;
+        self.charge_units(1); // ElectrumX's `bump_cost(1.0)`.
         Ok(Value::Array(
-            pool.newest(RECENT_TXS)
+            pool.recent(RECENT_TXS)
                 .iter()
                 .map(|e| json!({"txid": e.txid.to_string(), "fee": e.fee, "vsize": e.vsize}))
                 .collect(),

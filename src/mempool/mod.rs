@@ -324,6 +324,19 @@ pub struct Accepted {
     pub touched: HashSet<ScriptHash>,
 }
 
+/// A transaction that entered the mempool lately ([`Mempool::recent`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RecentTx {
+    /// The transaction.
+    pub txid: Txid,
+    /// Its fee, satoshis.
+    pub fee: u64,
+    /// Its virtual size (sigop-adjusted).
+    pub vsize: u64,
+    /// What its outputs pay in all, satoshis.
+    pub value: u64,
+}
+
 /// What a script's unconfirmed transactions do to it (Esplora's `mempool_stats`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ScriptActivity {
@@ -512,7 +525,7 @@ impl Mempool {
         policy::check_standard(&tx, &self.config)?;
         finality::check_final_at_tip(&tx, index)?;
         self.check_new(&txid, index)?;
-        if !staged.allows_replacement() && !self.read().replaced_by(&tx).is_empty() {
+        if !staged.allows_replacement() && !self.read().direct_conflicts(&tx).is_empty() {
             return Err(Rejection::ReplacementDisallowed);
         }
         let inputs = self.resolve_inputs(&tx, index, staged)?;
@@ -736,7 +749,7 @@ impl Mempool {
     /// [`Mempool::revalidate`] over any [`CoinSource`].
     fn revalidate_from(&self, index: &dyn CoinSource) -> HashSet<ScriptHash> {
         let mut touched = HashSet::new();
-        self.rolling_fee().block();
+        self.rolling_fee().block(persist::now());
         // One look at the pool, then the index checks without holding the lock.
         let snapshot: Vec<(Txid, Vec<OutPoint>)> = {
             let inner = self.read();
@@ -962,9 +975,9 @@ impl Mempool {
         self.read().txs.get(txid).cloned()
     }
 
-    /// The `n` transactions that entered last, newest first (ties by txid, highest first),
-    /// copied: the last `n` of the index by entry time, no pass over the mempool.
-    pub fn newest(&self, n: usize) -> Vec<MempoolEntry> {
+    /// The `n` transactions that entered last, newest first (ties by txid, highest first), as
+    /// summaries: the last `n` of the index by entry time, nothing else read or copied.
+    pub fn recent(&self, n: usize) -> Vec<RecentTx> {
         let inner = self.read();
         inner
             .by_time
@@ -972,7 +985,16 @@ impl Mempool {
             .rev()
             .filter_map(|(_, id)| inner.txs.get(id))
             .take(n)
-            .cloned()
+            .map(|e| RecentTx {
+                txid: e.txid,
+                fee: e.fee,
+                vsize: e.vsize,
+                value: e
+                    .tx
+                    .output
+                    .iter()
+                    .fold(0u64, |sum, o| sum.saturating_add(o.value.to_sat())),
+            })
             .collect()
     }
 

@@ -9,9 +9,10 @@ use super::rejection::Rejection;
 use super::{Inner, MempoolEntry};
 
 /// Full replace-by-fee (every transaction replaceable): the mempool transactions that `new`
-/// replaces (the conflicts and their descendants), refused if they are over 100 (rule 5), if its
-/// fee rate is not above each direct conflict's (rule 6, `PaysMoreThanConflicts`, in Core's
-/// whole sat/kvB), if it spends an unconfirmed output (`from_parents`) of a transaction none of
+/// replaces (the conflicts and their descendants), refused in Core's order: if it descends
+/// from one of them (`bad-txns-spends-conflicting-tx`), if its fee rate is not above each
+/// direct conflict's (rule 6, `PaysMoreThanConflicts`, in Core's whole sat/kvB), if they are
+/// over 100 (rule 5, the walk stopping there), if it spends an unconfirmed output (`from_parents`) of a transaction none of
 /// the conflicts spends from (rule 2, `HasNoNewUnconfirmed`), or if it does not pay more than all
 /// of them by the relay fee `needed` for its size (rules 3 and 4).
 pub(super) fn replacement(
@@ -25,23 +26,16 @@ pub(super) fn replacement(
     if conflicts.is_empty() {
         return Ok(Vec::new());
     }
-    let mut all: Vec<Txid> = Vec::new();
-    for c in conflicts {
-        all.extend(inner.descendants(c));
-    }
-    all.sort();
-    all.dedup();
-    // Core's `EntriesAndTxidsDisjoint`: what it spends must not leave with what it replaces.
-    if let Some(gone) = from_parents.iter().find(|op| all.contains(&op.txid)) {
+    // Core's `EntriesAndTxidsDisjoint` (in `PreChecks`): none of what it replaces directly
+    // may be among its ancestors.
+    if let Some(gone) = inner
+        .ancestors_of(&new.tx)
+        .into_iter()
+        .find(|a| conflicts.contains(a))
+    {
         return Err(Rejection::SpendsConflicting {
             txid,
-            conflict: gone.txid,
-        });
-    }
-    if all.len() > 100 {
-        return Err(Rejection::Replacement {
-            txid,
-            reason: format!("it would replace {} transactions (limit 100)", all.len()),
+            conflict: gone,
         });
     }
     // Core's CFeeRate: satoshis per 1,000 virtual bytes, rounded down.
@@ -56,6 +50,12 @@ pub(super) fn replacement(
             });
         }
     }
+    let all = replaced_at_most(inner, conflicts, MAX_REPLACEMENT_CANDIDATES).ok_or_else(|| {
+        Rejection::Replacement {
+            txid,
+            reason: format!("it would replace more than {MAX_REPLACEMENT_CANDIDATES} transactions"),
+        }
+    })?;
     let parents_of_conflicts: HashSet<Txid> = conflicts
         .iter()
         .filter_map(|c| inner.txs.get(c))
@@ -92,4 +92,26 @@ pub(super) fn replacement(
         });
     }
     Ok(all)
+}
+
+/// Core's `MAX_REPLACEMENT_CANDIDATES` (BIP125 rule 5).
+const MAX_REPLACEMENT_CANDIDATES: usize = 100;
+
+/// The conflicts and their descendants, each once, or `None` as soon as they pass `limit`:
+/// the walk stops there, however many there are.
+fn replaced_at_most(inner: &Inner, conflicts: &HashSet<Txid>, limit: usize) -> Option<Vec<Txid>> {
+    let mut seen: HashSet<Txid> = HashSet::new();
+    let mut stack: Vec<Txid> = conflicts.iter().copied().collect();
+    while let Some(id) = stack.pop() {
+        if !seen.insert(id) {
+            continue;
+        }
+        if seen.len() > limit {
+            return None;
+        }
+        stack.extend(inner.children.get(&id).into_iter().flatten().copied());
+    }
+    let mut all: Vec<Txid> = seen.into_iter().collect();
+    all.sort();
+    Some(all)
 }

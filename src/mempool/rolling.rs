@@ -36,9 +36,11 @@ impl RollingFee {
         }
     }
 
-    /// A block connected: from now on the floor may decay.
-    pub(super) fn block(&mut self) {
+    /// A block connected at `now`: from now on the floor may decay, counted from now (Core's
+    /// `removeForBlock` resets `lastRollingFeeUpdate`).
+    pub(super) fn block(&mut self, now: i64) {
         self.block_since_bump = true;
+        self.last_update = now;
     }
 
     /// The floor at `now` in satoshis per 1,000 vbytes, decayed first for a pool `fullness`
@@ -85,8 +87,10 @@ mod tests {
             6_000,
             "no decay before a block"
         );
-        fee.block();
-        let half = 1_000 + 12 * 3_600;
+        // The decay counts from the block, not from the eviction.
+        fee.block(1_000 + 86_400);
+        assert_eq!(fee.floor(1_000 + 86_400 + 5, 1.0), 6_000);
+        let half = 1_000 + 86_400 + 12 * 3_600;
         assert_eq!(fee.floor(half, 1.0), 3_000);
         // A lower eviction does not lower it.
         fee.evicted(100, 100, half);

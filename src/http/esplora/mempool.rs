@@ -67,7 +67,7 @@ pub fn recent(ctx: &HttpContext) -> Reply {
     let entries = ctx
         .model
         .mempool()
-        .map(|p| p.newest(RECENT_TXS))
+        .map(|p| p.recent(RECENT_TXS))
         .unwrap_or_default();
     let recent: Vec<Recent> = entries
         .iter()
@@ -75,11 +75,7 @@ pub fn recent(ctx: &HttpContext) -> Reply {
             txid: e.txid,
             fee: e.fee,
             vsize: e.vsize,
-            value: e
-                .tx
-                .output
-                .iter()
-                .fold(0u64, |sum, o| sum.saturating_add(o.value.to_sat())),
+            value: e.value,
         })
         .collect();
     json(&recent)
