@@ -3,6 +3,8 @@
 //! keeps the connection's state; the history, outpoint and merkle-witness handlers are in their
 //! own modules.
 
+use std::collections::HashSet;
+
 use bitcoin::hex::DisplayHex;
 use bitcoin::{BlockHash, Txid};
 use serde_json::{json, Value};
@@ -35,6 +37,22 @@ pub(crate) fn min_relay_btc_per_kvb() -> f64 {
 /// Satoshis per 1,000 vbytes in BTC/kvB.
 fn btc_per_kvb(sat_per_kvb: u64) -> f64 {
     bitcoin::Amount::from_sat(sat_per_kvb).to_btc()
+}
+
+/// Borrowed views of transactions' bytes.
+fn slices(raws: &[Vec<u8>]) -> Vec<&[u8]> {
+    raws.iter().map(Vec::as_slice).collect()
+}
+
+/// The bytes a transaction's legacy signature checks hash at most: each non-witness input's
+/// signature hash covers the whole transaction without witnesses (0 for what does not decode,
+/// which is refused before any script runs).
+fn legacy_hashing(raw: &[u8]) -> u64 {
+    let Ok(tx) = bitcoin::consensus::deserialize::<bitcoin::Transaction>(raw) else {
+        return 0;
+    };
+    let legacy = tx.input.iter().filter(|i| i.witness.is_empty()).count() as u64;
+    legacy.saturating_mul(tx.base_size() as u64)
 }
 
 /// The answer for everything that needs the mempool when this cairn runs without one.
@@ -347,10 +365,15 @@ impl Ctx<'_> {
     }
 
     /// Charges a broadcast's checks, which read outside the view: a row's worth per 40 bytes
-    /// (its inputs looked up, its scripts verified), and 500 rows more (10 units) when it is
-    /// refused, so a client that sends what the network refuses pays for the work.
-    fn charge_checks(&self, bytes: usize, refused: bool) {
-        let rows = bytes as u64 / 40 + if refused { 500 } else { 0 };
+    /// (its inputs looked up, its scripts verified), a row per 2,000 bytes hashed for each
+    /// legacy input's signatures (each hashes the whole transaction: a 100 kB transaction of
+    /// 1,000 legacy inputs costs 1,000 units, not 50), and 500 rows more (10 units) when it is
+    /// refused or only tried, so a client that sends what the network refuses, or asks again
+    /// and again, pays for the work.
+    fn charge_checks(&self, raws: &[&[u8]], refused: bool) {
+        let hashed: u64 = raws.iter().map(|raw| legacy_hashing(raw)).sum();
+        let bytes: u64 = raws.iter().map(|raw| raw.len() as u64).sum();
+        let rows = bytes / 40 + hashed / 2_000 + if refused { 500 } else { 0 };
         self.meter.add(Cost { rows, bytes: 0 });
     }
 
@@ -366,7 +389,7 @@ impl Ctx<'_> {
         let pool = self.mempool()?;
         let index = self.backend.model.index();
         let accepted = pool.accept(raw, index);
-        self.charge_checks(raw.len(), accepted.is_err());
+        self.charge_checks(&[raw], accepted.is_err());
         let accepted = accepted.map_err(|e| {
             RpcError::bad_request(format!(
                 "the transaction was rejected by network rules.\n\n{e}"
@@ -386,15 +409,19 @@ impl Ctx<'_> {
         let index = self.backend.model.index();
         let results = pool.accept_package(raws, index);
         let refused = match &results {
-            Ok(each) => each.iter().any(Result::is_err),
+            Ok(package) => package.each.iter().any(Result::is_err),
             Err(_) => true,
         };
-        self.charge_checks(raws.iter().map(Vec::len).sum(), refused);
-        let results =
+        self.charge_checks(&slices(raws), refused);
+        let package =
             results.map_err(|e| RpcError::bad_request(format!("the package was rejected: {e}")))?;
         let mut errors = Vec::new();
-        let mut changes = Changes::none();
-        for (raw, result) in raws.iter().zip(results) {
+        // What left the pool for the package (evicted) is told whether or not it entered.
+        let mut changes = Changes {
+            scripts: Some(package.touched),
+            added: Some(HashSet::new()),
+        };
+        for (raw, result) in raws.iter().zip(package.each) {
             match result {
                 Ok(accepted) => {
                     self.backend.notifier.announce(accepted.txid);
@@ -426,11 +453,8 @@ impl Ctx<'_> {
     pub(crate) fn test_mempool_accept(&self, raws: &[Vec<u8>]) -> Result<Value, RpcError> {
         let pool = self.mempool()?;
         let results = pool.test_accept(raws, self.backend.model.index());
-        let refused = match &results {
-            Ok(each) => each.iter().any(|r| !matches!(r.verdict, Some(Ok(_)))),
-            Err(_) => true,
-        };
-        self.charge_checks(raws.iter().map(Vec::len).sum(), refused);
+        // A dry run keeps nothing, so it is charged as a refusal whatever its answer.
+        self.charge_checks(&slices(raws), true);
         let results = results.map_err(|e| RpcError::bad_request(e.to_string()))?;
         Ok(Value::Array(
             results

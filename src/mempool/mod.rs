@@ -33,7 +33,7 @@ use crate::index::Index;
 use crate::types::ScriptHash;
 pub use coins::{CoinError, CoinSource};
 use package::Staged;
-pub use package::{TestAccept, Tested, MAX_TEST_FEE_PER_KVB};
+pub use package::{PackageAccepted, TestAccept, Tested, MAX_TEST_FEE_PER_KVB};
 use persist::MempoolFile;
 pub use persist::{LoadStats, PersistError};
 pub use policy::{MAX_PACKAGE_COUNT, MIN_RELAY_FEERATE};
@@ -643,7 +643,7 @@ impl Mempool {
         if !inner.txs.contains_key(&txid) {
             return Err(Rejection::MempoolFull);
         }
-        self.evict_over_limit(&mut inner, &txid, &mut touched)?;
+        self.evict_over_limit(&mut inner, &[txid], &mut touched)?;
         Ok(Accepted {
             txid,
             wtxid,
@@ -723,7 +723,7 @@ impl Mempool {
     fn evict_over_limit(
         &self,
         inner: &mut Inner,
-        txid: &Txid,
+        txids: &[Txid],
         touched: &mut HashSet<ScriptHash>,
     ) -> Result<(), Rejection> {
         while inner.total_vsize > self.config.max_vbytes {
@@ -733,7 +733,7 @@ impl Mempool {
             self.rolling_fee()
                 .evicted(package.fee, package.vsize, persist::now());
             inner.remove_with_descendants(&worst, touched);
-            if !inner.txs.contains_key(txid) {
+            if txids.iter().any(|t| !inner.txs.contains_key(t)) {
                 return Err(Rejection::MempoolFull);
             }
         }

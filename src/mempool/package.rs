@@ -10,6 +10,7 @@ use super::coins::CoinSource;
 use super::{consensus, persist, policy, replacement, rolling, truc, Accepted, Checked, Mempool};
 use super::{Rejection, MIN_RELAY_FEERATE};
 use crate::index::Index;
+use crate::types::ScriptHash;
 
 /// The most a dry run lets a transaction pay, in satoshis per 1,000 vbytes: bitcoind's
 /// `testmempoolaccept` default `maxfeerate` (`DEFAULT_MAX_RAW_TX_FEE_RATE`, 0.10 BTC/kvB),
@@ -51,6 +52,16 @@ impl Staged {
     }
 }
 
+/// What a package submission changed ([`Mempool::accept_package`]).
+#[derive(Debug)]
+pub struct PackageAccepted {
+    /// One result per transaction, in order.
+    pub each: Vec<Result<Accepted, Rejection>>,
+    /// Scripts of transactions that left the pool for the package (evicted), whether or not
+    /// it was accepted; the accepted members' own are in `each`.
+    pub touched: HashSet<ScriptHash>,
+}
+
 /// What a transaction that would be accepted pays.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Tested {
@@ -77,15 +88,15 @@ pub struct TestAccept {
 impl Mempool {
     /// Checks and adds a package: a child with its unconfirmed parents, topologically sorted (the
     /// child last), no parent spending another (Bitcoin Core's `submitpackage` shape). Each
-    /// parent is first tried alone; parents refused only for paying less than the minimum relay
-    /// fee are then taken together with the child if the package's fee rate (their fees and the
-    /// child's over their sizes) reaches it (CPFP). Returns one result per transaction, in order;
-    /// an `Err` for a malformed package as a whole.
+    /// parent is first tried alone; parents refused only for their fee (the relay fee or the
+    /// rolling minimum) are then taken together with the child, all or none, if the package's
+    /// fee rate (their fees and the child's over their sizes) reaches both (CPFP). An `Err` for
+    /// a malformed package as a whole.
     pub fn accept_package(
         &self,
         raws: &[Vec<u8>],
         index: &Index,
-    ) -> Result<Vec<Result<Accepted, Rejection>>, Rejection> {
+    ) -> Result<PackageAccepted, Rejection> {
         self.accept_package_from(raws, index)
     }
 
@@ -94,83 +105,146 @@ impl Mempool {
         &self,
         raws: &[Vec<u8>],
         index: &dyn CoinSource,
-    ) -> Result<Vec<Result<Accepted, Rejection>>, Rejection> {
+    ) -> Result<PackageAccepted, Rejection> {
         let txs: Vec<Transaction> = raws
             .iter()
             .map(|raw| consensus::decode(raw))
             .collect::<Result<_, _>>()?;
         policy::check_package_shape(&txs)?;
         let (parents, child) = raws.split_at(raws.len() - 1);
-        let mut results: Vec<Result<Accepted, Rejection>> = Vec::with_capacity(raws.len());
+        let mut each: Vec<Result<Accepted, Rejection>> = Vec::with_capacity(raws.len());
         let mut cheap = Vec::new();
         for (i, raw) in parents.iter().enumerate() {
             match self.accept_with(raw, index, true, persist::now()) {
                 Err(Rejection::MinRelayFee { .. } | Rejection::MempoolMinFee { .. }) => {
                     cheap.push(i);
-                    results.push(Err(Rejection::Backend("pending".into())));
+                    each.push(Err(Rejection::Backend("pending".into())));
                 }
-                other => results.push(other),
+                other => each.push(other),
             }
         }
+        let mut touched = HashSet::new();
         if cheap.is_empty() {
-            results.push(self.accept_with(&child[0], index, true, persist::now()));
+            each.push(self.accept_with(&child[0], index, true, persist::now()));
         } else {
-            self.accept_paid_by_child(parents, &child[0], &cheap, &mut results, index);
+            let members: Vec<usize> = cheap.iter().copied().chain([raws.len() - 1]).collect();
+            let member_raws: Vec<&[u8]> = members.iter().map(|&i| raws[i].as_slice()).collect();
+            let txids: Vec<Txid> = members.iter().map(|&i| txs[i].compute_txid()).collect();
+            let outcome = self.accept_together(&member_raws, &txids, index, &mut touched);
+            each.push(Err(Rejection::Backend("pending".into())));
+            match outcome {
+                Ok(accepted) => {
+                    for (&i, a) in members.iter().zip(accepted) {
+                        each[i] = Ok(a);
+                    }
+                }
+                Err(errors) => {
+                    for (&i, e) in members.iter().zip(errors) {
+                        each[i] = Err(e);
+                    }
+                }
+            }
         }
-        Ok(results)
+        Ok(PackageAccepted { each, touched })
     }
 
-    /// CPFP: the `cheap` parents (below the relay fee alone) and the child go in together if
-    /// their fees over their sizes reach the relay fee, else all of them come back out. Fills in
-    /// the results of the cheap parents and pushes the child's.
-    fn accept_paid_by_child(
+    /// CPFP: `raws` (the parents below the fee alone, then their child) are checked as one
+    /// before any enters: each member's pre-checks with the earlier ones' outputs spendable
+    /// and no replacement, the package's fee rate against the relay fee and the rolling
+    /// minimum, the package's chain limits, every script; then all enter under one write lock,
+    /// with one eviction pass. A refusal leaves the pool as it was, but for what an eviction
+    /// pass took before it reached a member (their scripts are added to `touched`).
+    fn accept_together(
         &self,
-        parents: &[Vec<u8>],
-        child: &[u8],
-        cheap: &[usize],
-        results: &mut Vec<Result<Accepted, Rejection>>,
+        raws: &[&[u8]],
+        txids: &[Txid],
         index: &dyn CoinSource,
-    ) {
-        for &i in cheap {
-            results[i] = self.accept_with(&parents[i], index, false, persist::now());
-        }
-        let child_result = self.accept_with(child, index, false, persist::now());
-        let members: Vec<Txid> = cheap
-            .iter()
-            .filter_map(|&i| results[i].as_ref().ok().map(|a| a.txid))
-            .chain(child_result.as_ref().ok().map(|a| a.txid))
-            .collect();
-        let (fees, vsize) = {
-            let inner = self.read();
-            members
-                .iter()
-                .filter_map(|t| inner.txs.get(t))
-                .fold((0u64, 0u64), |(f, v), e| (f + e.fee, v + e.vsize))
+        touched: &mut HashSet<ScriptHash>,
+    ) -> Result<Vec<Accepted>, Vec<Rejection>> {
+        let all = |e: Rejection| vec![e; raws.len()];
+        let one = |i: usize, e: Rejection| -> Vec<Rejection> {
+            (0..raws.len())
+                .map(|j| match j == i {
+                    true => e.clone(),
+                    false => Rejection::PackageFailed(txids[i]),
+                })
+                .collect()
         };
-        let needed =
-            (MIN_RELAY_FEERATE * vsize).max(rolling::fee_for(self.min_fee_per_kvb(), vsize));
-        let all_in = child_result.is_ok() && cheap.iter().all(|&i| results[i].is_ok());
-        if all_in && fees >= needed {
-            results.push(child_result);
-            return;
+        let mut staged = Staged::package();
+        let mut checked = Vec::with_capacity(raws.len());
+        for (i, raw) in raws.iter().enumerate() {
+            let c = self
+                .pre_check(raw, index, false, persist::now(), &staged)
+                .map_err(|e| one(i, e))?;
+            staged.add(&c.entry.tx);
+            checked.push(c);
         }
-        // Not paid for: take the cheap parents (and the child) back out.
-        let mut touched = HashSet::new();
-        {
-            let mut inner = self.write();
-            for t in &members {
-                inner.remove_with_descendants(t, &mut touched);
-            }
-        }
-        for &i in cheap {
-            if results[i].is_ok() {
-                results[i] = Err(Rejection::PackageFee { fees, needed });
-            }
-        }
-        results.push(match child_result {
-            Ok(_) => Err(Rejection::PackageFee { fees, needed }),
-            Err(e) => Err(e),
+        let (fees, vsize) = checked.iter().fold((0u64, 0u64), |(f, v), c| {
+            (f + c.entry.fee, v + c.entry.vsize)
         });
+        let floor = rolling::fee_for(self.min_fee_per_kvb(), vsize);
+        let needed = (MIN_RELAY_FEERATE * vsize).max(floor);
+        if fees < needed {
+            return Err(all(Rejection::PackageFee { fees, needed }));
+        }
+        let txs: Vec<Transaction> = checked.iter().map(|c| c.entry.tx.clone()).collect();
+        self.read()
+            .check_package_limits(&txs, vsize)
+            .map_err(|e| all(Rejection::TooLongChain(e)))?;
+        for (i, c) in checked.iter().enumerate() {
+            self.check_scripts(c).map_err(|e| one(i, e))?;
+        }
+        self.admit_all(checked, touched)
+    }
+
+    /// Adds checked package members in order under one write lock, each read again as
+    /// [`Mempool::admit`] does but replacing nothing, then one expiry and eviction pass; on any
+    /// refusal every member leaves again.
+    fn admit_all(
+        &self,
+        checked: Vec<Checked>,
+        touched: &mut HashSet<ScriptHash>,
+    ) -> Result<Vec<Accepted>, Vec<Rejection>> {
+        let count = checked.len();
+        let txids: Vec<Txid> = checked.iter().map(|c| c.entry.txid).collect();
+        let mut inner = self.write();
+        let mut accepted = Vec::with_capacity(count);
+        for (i, c) in checked.into_iter().enumerate() {
+            let conflicts = inner.conflicts_of(&c.entry, &c.from_parents, false);
+            let admissible = conflicts
+                .and_then(|conflicts| match conflicts.is_empty() {
+                    true => Ok(()),
+                    false => Err(Rejection::ReplacementDisallowed),
+                })
+                .and_then(|()| {
+                    inner.check_chain_limits(&c.entry.tx, c.entry.vsize, &HashSet::new())
+                });
+            if let Err(e) = admissible {
+                let mut scratch = HashSet::new();
+                for txid in &txids[..i] {
+                    inner.remove_with_descendants(txid, &mut scratch);
+                }
+                let mut errors = vec![Rejection::PackageFailed(txids[i]); count];
+                errors[i] = e;
+                return Err(errors);
+            }
+            accepted.push(Accepted {
+                txid: c.entry.txid,
+                wtxid: c.entry.wtxid,
+                replaced: Vec::new(),
+                touched: c.entry.scripthashes().collect(),
+            });
+            inner.insert(c.entry);
+        }
+        inner.expire(persist::now() - persist::EXPIRY_SECS, touched);
+        if self.evict_over_limit(&mut inner, &txids, touched).is_err() {
+            let mut scratch = HashSet::new();
+            for txid in &txids {
+                inner.remove_with_descendants(txid, &mut scratch);
+            }
+            return Err(vec![Rejection::MempoolFull; count]);
+        }
+        Ok(accepted)
     }
 
     /// Whether transactions would be accepted now, nothing changed (bitcoind's

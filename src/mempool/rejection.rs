@@ -86,6 +86,9 @@ pub enum Rejection {
         /// The fee their size needs.
         needed: u64,
     },
+    /// Refused with a package whose other member (named) was refused.
+    #[error("package not accepted: its member {0} was refused")]
+    PackageFailed(Txid),
     /// The package is not a child with its parents.
     #[error("package-not-child-with-parents: {0}")]
     PackageShape(String),

@@ -584,7 +584,7 @@ fn a_child_pays_for_its_parent_in_a_package() {
         Err(Rejection::MinRelayFee { fee: 0, .. })
     ));
     let raws = vec![serialize(&parent), serialize(&child)];
-    let results = pool.accept_package_from(&raws, &coins).unwrap();
+    let results = pool.accept_package_from(&raws, &coins).unwrap().each;
     assert_eq!(results.len(), 2);
     assert_eq!(results[0].as_ref().unwrap().txid, parent.compute_txid());
     assert_eq!(results[1].as_ref().unwrap().txid, child.compute_txid());
@@ -601,7 +601,7 @@ fn a_package_whose_child_pays_too_little_leaves_nothing() {
     let child = spend(&[out(&parent, 0)], &[100_000 - vsize(&parent)]);
     let needed = vsize(&parent) + vsize(&child);
     let raws = vec![serialize(&parent), serialize(&child)];
-    let results = pool.accept_package_from(&raws, &coins).unwrap();
+    let results = pool.accept_package_from(&raws, &coins).unwrap().each;
     let fee_too_low = Rejection::PackageFee {
         fees: vsize(&parent),
         needed,
@@ -643,7 +643,8 @@ fn a_package_is_a_child_with_its_parents() {
     // Well formed, each paying its way: each goes in on its own.
     let results = pool
         .accept_package_from(&[serialize(&parent), serialize(&child)], &coins)
-        .unwrap();
+        .unwrap()
+        .each;
     assert!(results.iter().all(Result::is_ok));
     assert_eq!(pool.size().0, 2);
 }

@@ -77,3 +77,32 @@ fn totals_follow_replacements_blocks_and_removals_in_a_diamond() {
     assert_eq!(pool.size().0, 2);
     assert_totals_fresh(&pool);
 }
+
+#[test]
+fn a_refused_package_evicts_nobody() {
+    let mut coins = Coins::new();
+    let [a, b, c, p] = [1, 2, 3, 4].map(|n| coins.add(n, 100_000));
+    let vs = vsize(&spend(&[a], &[1]));
+    assert_eq!(vs, 82);
+    let pool = pool_of(3 * vs - 1);
+    // 2, 2.5 and 10 sat/vB: the third evicts the first, and the floor is 3 sat/vB.
+    for (coin, fee) in [(a, 164), (b, 205), (c, 820)] {
+        let _ = accept(&pool, &coins, &spend(&[coin], &[100_000 - fee]));
+    }
+    assert_eq!(pool.size().0, 2);
+    assert_eq!(pool.min_fee_per_kvb(), 3_000);
+    // A parent at 2.8 sat/vB (under the floor, above the 2.5 in the pool) and a child that
+    // spends more than it has: refused before anything enters, so the 2.5 stays.
+    let parent = spend(&[p], &[100_000 - 230]);
+    let child = spend(&[out(&parent, 0)], &[200_000]);
+    let raws = vec![serialize(&parent), serialize(&child)];
+    let package = pool.accept_package_from(&raws, &coins).unwrap();
+    assert_eq!(
+        package.each[0].as_ref().unwrap_err(),
+        &Rejection::PackageFailed(child.compute_txid())
+    );
+    assert!(matches!(package.each[1], Err(Rejection::InBelowOut { .. })));
+    assert!(package.touched.is_empty());
+    assert_eq!(pool.size().0, 2, "nobody evicted");
+    assert_totals_fresh(&pool);
+}
