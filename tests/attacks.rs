@@ -873,12 +873,19 @@ fn slow_readers_of_one_host_hold_a_quarter_of_the_budget_at_most() {
     // The readers' answers are built two at a time (their address's share of the query pool),
     // so the last ones are cut a few seconds in on a loaded machine (a clean-clone CI once saw
     // 4 of 10 at 15 s; the wait ends as soon as 7 are cut).
-    let _ = metric_when(
+    let counted = metric_when(
         served.metrics,
         &disconnects("not_reading"),
         Duration::from_secs(45),
         |v| v >= 7.0,
     );
+    println!("cuts counted by the server: {counted:?}");
+    // A reader sees its cut at its next read, up to 1.5 s later (a CI run once stopped them
+    // first and counted 6 of 10): wait for 7 of them to see it, 10 s at most.
+    let seen_by = Instant::now() + Duration::from_secs(10);
+    while readers.iter().filter(|r| r.is_finished()).count() < 7 && Instant::now() < seen_by {
+        std::thread::sleep(Duration::from_millis(100));
+    }
     stop.store(true, Ordering::SeqCst);
     let cut = readers
         .into_iter()

@@ -48,6 +48,14 @@ pub struct MempoolConfig {
     pub permit_bare_pubkey: bool,
     /// What becomes of version 3 (TRUC) transactions (Knots's `-mempooltruc`).
     pub truc: TrucPolicy,
+    /// The minimum relay fee rate and the incremental relay fee rate, sat per 1,000 vbytes
+    /// (`-minrelaytxfee` and `-incrementalrelayfee`: 1,000 in Knots and Core 29, 100 in Core 30).
+    pub min_relay_per_kvb: u64,
+    /// Most bytes of OP_RETURN output scripts (`-datacarriersize`: 83 in Knots and Core 29, for
+    /// each; 100,000 in Core 30, for all of them together).
+    pub datacarrier_size: usize,
+    /// Whether a transaction may have more than one OP_RETURN output (Core 30; not Knots).
+    pub permit_multiple_datacarrier: bool,
 }
 
 /// What the mempool does with version 3 transactions, which ask for the TRUC rules (BIP431):
@@ -86,6 +94,9 @@ impl Default for MempoolConfig {
             permit_bare_datacarrier: false,
             permit_bare_pubkey: false,
             truc: TrucPolicy::Accept,
+            min_relay_per_kvb: 1_000,
+            datacarrier_size: 83,
+            permit_multiple_datacarrier: false,
         }
     }
 }
@@ -193,6 +204,9 @@ impl Settings {
                 permit_bare_datacarrier: o.permit_bare_datacarrier.unwrap_or(false),
                 permit_bare_pubkey: o.permit_bare_pubkey.unwrap_or(false),
                 truc: truc_policy(o.mempool_truc.as_deref())?,
+                min_relay_per_kvb: min_relay_per_kvb(o.mempool_min_relay_fee)?,
+                datacarrier_size: datacarrier_size(o.datacarrier_size)?,
+                permit_multiple_datacarrier: o.permit_multiple_datacarrier.unwrap_or(false),
             },
         })
     }
@@ -267,6 +281,29 @@ fn admin_addr(asked: Option<SocketAddr>, network: Network) -> Result<SocketAddr,
         });
     }
     Ok(addr)
+}
+
+/// `mempool_min_relay_fee` (sat/vB, 1 unless given, 0.001 to 1,000) in sat per 1,000 vbytes.
+fn min_relay_per_kvb(given: Option<f64>) -> Result<u64, ConfigError> {
+    let sat_per_vb = given.unwrap_or(1.0);
+    if !(0.001..=1_000.0).contains(&sat_per_vb) {
+        return Err(ConfigError::Invalid {
+            option: "mempool_min_relay_fee",
+            message: format!("{sat_per_vb} sat/vB is outside 0.001..=1000"),
+        });
+    }
+    Ok((sat_per_vb * 1000.0).round() as u64)
+}
+
+/// `datacarrier_size`: 83 unless given, at most 100,000 (a standard transaction's size).
+fn datacarrier_size(given: Option<usize>) -> Result<usize, ConfigError> {
+    match given.unwrap_or(83) {
+        size @ 0..=100_000 => Ok(size),
+        size => Err(ConfigError::Invalid {
+            option: "datacarrier_size",
+            message: format!("{size} bytes is over 100000"),
+        }),
+    }
 }
 
 /// `mempool_truc`: `accept` unless given.

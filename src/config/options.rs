@@ -259,6 +259,24 @@ options! {
             default_missing_value = "true"
         )]
         pub permit_bare_pubkey: Option<bool>,
+        /// The minimum relay fee rate, sat/vB, also the incremental relay fee for replacements
+        /// and the rolling minimum: Knots's and Core 29's 1; Core 30's 0.1 [default: 1].
+        #[arg(env = "CAIRN_MEMPOOL_MIN_RELAY_FEE", value_name = "SAT_PER_VB")]
+        pub mempool_min_relay_fee: Option<f64>,
+        /// Most bytes of OP_RETURN output scripts: Knots's and Core 29's 83 (each); Core 30's
+        /// 100000 (all together) [default: 83].
+        #[arg(env = "CAIRN_DATACARRIER_SIZE", value_name = "BYTES")]
+        pub datacarrier_size: Option<usize>,
+        /// Whether a transaction may have more than one OP_RETURN output (their sizes then
+        /// counted together): Core 30 does; Knots does not [default: false].
+        #[arg(
+            env = "CAIRN_PERMIT_MULTIPLE_DATACARRIER",
+            value_name = "BOOL",
+            num_args = 0..=1,
+            require_equals = true,
+            default_missing_value = "true"
+        )]
+        pub permit_multiple_datacarrier: Option<bool>,
         /// Version 3 (TRUC) transactions: `accept` them as any other (Knots's default),
         /// `enforce` the TRUC rules (Core's behaviour) or `reject` them [default: accept].
         #[arg(env = "CAIRN_MEMPOOL_TRUC", value_name = "accept|enforce|reject")]

@@ -15,7 +15,7 @@ use super::rpc::{Reply, RpcError, BACKEND_ERROR, HISTORY_TOO_LARGE};
 use super::verbose;
 use crate::config::SERVER_SOFTWARE;
 use crate::index::query::{QueryError, TxPosition};
-use crate::mempool::{Mempool, Rejection, MIN_RELAY_FEERATE};
+use crate::mempool::{Mempool, Rejection};
 use crate::notify::Changes;
 use crate::types::ScriptHash;
 use crate::view::merkle::rpc_hex;
@@ -30,12 +30,8 @@ const RECENT_TXS: usize = 10;
 pub const MAX_BUFFERED_HISTORY: usize = 200_000;
 
 /// The minimum relay fee in BTC per 1000 vbytes, as Electrum wants fee rates.
-pub(crate) fn min_relay_btc_per_kvb() -> f64 {
-    btc_per_kvb(MIN_RELAY_FEERATE * 1000)
-}
-
 /// Satoshis per 1,000 vbytes in BTC/kvB.
-fn btc_per_kvb(sat_per_kvb: u64) -> f64 {
+pub(crate) fn btc_per_kvb(sat_per_kvb: u64) -> f64 {
     bitcoin::Amount::from_sat(sat_per_kvb).to_btc()
 }
 
@@ -348,8 +344,8 @@ impl Ctx<'_> {
         let pool = self.mempool()?;
         Ok(json!({
             "mempoolminfee": btc_per_kvb(pool.entry_fee_per_kvb()),
-            "minrelaytxfee": min_relay_btc_per_kvb(),
-            "incrementalrelayfee": min_relay_btc_per_kvb(),
+            "minrelaytxfee": btc_per_kvb(pool.min_relay_per_kvb()),
+            "incrementalrelayfee": btc_per_kvb(pool.min_relay_per_kvb()),
         }))
     }
 

@@ -16,9 +16,7 @@ use super::cost::{self, Verdict};
 use super::counted::busy;
 pub(crate) use super::counted::{excessive, NoBudget, Room, Spent, SubscriptionShares, Taken};
 use super::history::HistoryJob;
-use super::methods::{
-    add_peer, min_relay_btc_per_kvb, pong_text, syncing_error, version_text, Ctx,
-};
+use super::methods::{add_peer, btc_per_kvb, pong_text, syncing_error, version_text, Ctx};
 use super::outpoint::{status_json, OutpointSub};
 use super::outpoint_calls::outpoint_notes;
 use super::request::{method_label, Request, Version, PROTOCOL_MAX, PROTOCOL_MIN, VERSIONS};
@@ -240,7 +238,9 @@ impl Session {
             R::OutpointGetStatus(op) => ctx.outpoint_get_status(op),
             R::OutpointSubscribe(op) => self.outpoint_subscribe(op),
             R::OutpointUnsubscribe(op) => Ok(json!(self.outpoints.remove(&op).is_some())),
-            R::RelayFee => ctx.mempool().map(|_| json!(min_relay_btc_per_kvb())),
+            R::RelayFee => ctx
+                .mempool()
+                .map(|p| json!(btc_per_kvb(p.min_relay_per_kvb()))),
             R::GetBalance(sh) => ctx.get_balance(sh),
             R::GetHistory(sh) => return ctx.get_history(sh),
             R::GetMempool(sh) => ctx.get_mempool(sh),

@@ -388,7 +388,7 @@ impl Mempool {
         Mempool {
             inner: RwLock::new(inner),
             fees: Mutex::new(None),
-            rolling: Mutex::new(rolling::RollingFee::default()),
+            rolling: Mutex::new(rolling::RollingFee::new(config.min_relay_per_kvb)),
             config,
             verify_scripts: policy::verify_scripts,
         }
@@ -539,7 +539,7 @@ impl Mempool {
         input_policy::check_witness_standard(&tx, &inputs.prevouts)?;
         let sigops = input_policy::check_sigops(&tx, &inputs.prevouts)?;
         let vsize = input_policy::virtual_size(&tx, sigops);
-        let needed = MIN_RELAY_FEERATE * vsize;
+        let needed = self.relay_fee(vsize);
         if own_fee {
             self.check_fee_rate(fee, vsize)?;
         }
@@ -594,7 +594,18 @@ impl Mempool {
     /// The least fee rate a transaction needs to enter now, satoshis per 1,000 vbytes: the
     /// rolling floor or the minimum relay fee, the higher (bitcoind's `mempoolminfee`).
     pub fn entry_fee_per_kvb(&self) -> u64 {
-        self.min_fee_per_kvb().max(MIN_RELAY_FEERATE * 1000)
+        self.min_fee_per_kvb().max(self.config.min_relay_per_kvb)
+    }
+
+    /// The minimum (and incremental) relay fee rate, satoshis per 1,000 vbytes
+    /// (`mempool_min_relay_fee`).
+    pub fn min_relay_per_kvb(&self) -> u64 {
+        self.config.min_relay_per_kvb
+    }
+
+    /// The relay fee `vsize` vbytes ask (Core's `GetFee`, rounded up).
+    fn relay_fee(&self, vsize: u64) -> u64 {
+        rolling::fee_for(self.config.min_relay_per_kvb, vsize)
     }
 
     /// Refuses `fee` for `vsize` vbytes under the mempool's minimum fee (Core's `CheckFeeRate`:
@@ -604,7 +615,7 @@ impl Mempool {
         if floor > 0 && fee < floor {
             return Err(Rejection::MempoolMinFee { fee, needed: floor });
         }
-        let needed = MIN_RELAY_FEERATE * vsize;
+        let needed = self.relay_fee(vsize);
         if fee < needed {
             return Err(Rejection::MinRelayFee { fee, needed });
         }

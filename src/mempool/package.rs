@@ -7,8 +7,8 @@ use std::collections::{HashMap, HashSet};
 use bitcoin::{OutPoint, Transaction, TxOut, Txid, Wtxid};
 
 use super::coins::CoinSource;
+use super::Rejection;
 use super::{consensus, persist, policy, replacement, rolling, truc, Accepted, Checked, Mempool};
-use super::{Rejection, MIN_RELAY_FEERATE};
 use crate::index::Index;
 use crate::types::ScriptHash;
 
@@ -183,7 +183,7 @@ impl Mempool {
             (f + c.entry.fee, v + c.entry.vsize)
         });
         let floor = rolling::fee_for(self.min_fee_per_kvb(), vsize);
-        let needed = (MIN_RELAY_FEERATE * vsize).max(floor);
+        let needed = self.relay_fee(vsize).max(floor);
         if fees < needed {
             return Err(all(Rejection::PackageFee { fees, needed }));
         }

@@ -5,12 +5,11 @@ use bitcoin::{Transaction, TxOut};
 use super::rejection::Rejection;
 use crate::config::{MempoolConfig, TrucPolicy};
 
-/// Minimum relay fee rate, sat/vB (Core's -minrelaytxfee default, 1000 sat/kvB).
+/// The default minimum relay fee rate, sat/vB (Knots's and Core 29's `-minrelaytxfee`, 1,000
+/// sat/kvB; `mempool_min_relay_fee` changes it).
 pub const MIN_RELAY_FEERATE: u64 = 1;
 /// Largest standard transaction weight (Core's MAX_STANDARD_TX_WEIGHT).
 pub const MAX_STANDARD_TX_WEIGHT: u64 = 400_000;
-/// Largest OP_RETURN output script (Core's default -datacarriersize plus the opcodes).
-pub const MAX_OP_RETURN_RELAY: usize = 83;
 /// Smallest standard size without witness (Core's `MIN_STANDARD_TX_NONWITNESS_SIZE`): a
 /// 64-byte transaction could pass for an inner node of a block's merkle tree.
 pub const MIN_STANDARD_TX_NONWITNESS_SIZE: usize = 65;
@@ -54,12 +53,14 @@ pub fn check_standard(tx: &Transaction, policy: &MempoolConfig) -> Result<(), Re
     if tx.weight().to_wu() > MAX_STANDARD_TX_WEIGHT {
         return Err(non_standard("tx-size"));
     }
-    let (mut data_outputs, mut monetary) = (0, 0);
+    let (mut data_outputs, mut monetary, mut data_bytes) = (0, 0, 0usize);
     for out in &tx.output {
         let script = &out.script_pubkey;
         if script.is_op_return() {
             data_outputs += 1;
-            if script.len() > MAX_OP_RETURN_RELAY {
+            data_bytes = data_bytes.saturating_add(script.len());
+            // Knots and Core 29 refuse each output over the size; Core 30 their sum.
+            if !policy.permit_multiple_datacarrier && script.len() > policy.datacarrier_size {
                 return Err(non_standard("scriptpubkey"));
             }
             continue;
@@ -88,8 +89,11 @@ pub fn check_standard(tx: &Transaction, policy: &MempoolConfig) -> Result<(), Re
             return Err(non_standard("dust"));
         }
     }
-    if data_outputs > 1 {
+    if data_outputs > 1 && !policy.permit_multiple_datacarrier {
         return Err(non_standard("multi-op-return"));
+    }
+    if data_bytes > policy.datacarrier_size {
+        return Err(non_standard("datacarrier"));
     }
     // Knots: OP_RETURN outputs must ride beside a payment.
     if monetary == 0 && data_outputs > 0 && !policy.permit_bare_datacarrier {

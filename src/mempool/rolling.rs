@@ -7,14 +7,15 @@
 
 /// Core's `ROLLING_FEE_HALFLIFE`: 12 hours, in seconds.
 const HALFLIFE_SECS: f64 = 12.0 * 60.0 * 60.0;
-/// Core's `DEFAULT_INCREMENTAL_RELAY_FEE`: 1,000 sat/kvB.
-pub const INCREMENTAL_RELAY_PER_KVB: u64 = 1_000;
 /// How often the floor decays at most (Core's `lastRollingFeeUpdate + 10`), seconds.
 const UPDATE_EVERY_SECS: i64 = 10;
 
 /// The floor's state.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(super) struct RollingFee {
+    /// The incremental relay fee, sat per 1,000 vbytes (`-incrementalrelayfee`, which cairn
+    /// keeps equal to the minimum relay fee: 1,000 by default).
+    incremental: u64,
     /// Satoshis per 1,000 vbytes; 0 when there is no floor.
     rate: f64,
     /// When it last decayed (or rose), seconds since 1970.
@@ -24,10 +25,20 @@ pub(super) struct RollingFee {
 }
 
 impl RollingFee {
+    /// No floor yet, with this incremental relay fee.
+    pub(super) fn new(incremental: u64) -> RollingFee {
+        RollingFee {
+            incremental,
+            rate: 0.0,
+            last_update: 0,
+            block_since_bump: false,
+        }
+    }
+
     /// An eviction of a package paying `fee` over `vsize` vbytes at `now`: the floor is at
     /// least its rate plus the incremental relay fee (`trackPackageRemoved`).
     pub(super) fn evicted(&mut self, fee: u64, vsize: u64, now: i64) {
-        let rate = fee.saturating_mul(1000) / vsize.max(1) + INCREMENTAL_RELAY_PER_KVB;
+        let rate = fee.saturating_mul(1000) / vsize.max(1) + self.incremental;
         let rate = rate as f64;
         if rate > self.rate {
             self.rate = rate;
@@ -58,12 +69,12 @@ impl RollingFee {
             let elapsed = (now - self.last_update) as f64;
             self.rate /= 2f64.powf(elapsed / halflife);
             self.last_update = now;
-            if self.rate < INCREMENTAL_RELAY_PER_KVB as f64 / 2.0 {
+            if self.rate < self.incremental as f64 / 2.0 {
                 self.rate = 0.0;
                 return 0;
             }
         }
-        (self.rate.round() as u64).max(INCREMENTAL_RELAY_PER_KVB)
+        (self.rate.round() as u64).max(self.incremental)
     }
 }
 
@@ -78,7 +89,7 @@ mod tests {
 
     #[test]
     fn an_eviction_raises_the_floor_which_halves_every_halflife_after_a_block() {
-        let mut fee = RollingFee::default();
+        let mut fee = RollingFee::new(1_000);
         assert_eq!(fee.floor(0, 1.0), 0);
         // 5 sat/vB evicted: 6 sat/vB to enter.
         fee.evicted(500, 100, 1_000);

@@ -796,6 +796,75 @@ fn bare_multisig_tiny_transactions_and_bare_data_follow_core_and_knots() {
 }
 
 #[test]
+fn op_return_outputs_follow_knots_by_default_and_core_30_when_told() {
+    let coin = OutPoint::new(Txid::from_byte_array([1; 32]), 0);
+    let with_data = |sizes: &[usize]| {
+        let mut tx = spend(&[coin], &[100_000]);
+        for &size in sizes {
+            // OP_RETURN, OP_PUSHDATA1 and the data: `size` bytes of script.
+            let mut script = vec![0x6a, 0x4c, (size - 3) as u8];
+            script.resize(size, 0xab);
+            tx.output.push(TxOut {
+                value: Amount::ZERO,
+                script_pubkey: ScriptBuf::from_bytes(script),
+            });
+        }
+        tx
+    };
+    let knots = MempoolConfig::default();
+    let core_30 = MempoolConfig {
+        datacarrier_size: 100_000,
+        permit_multiple_datacarrier: true,
+        ..MempoolConfig::default()
+    };
+    let verdict = |tx: &Transaction, config: &MempoolConfig| {
+        policy::check_standard(tx, config)
+            .err()
+            .map(|e| e.to_string())
+    };
+    assert_eq!(verdict(&with_data(&[83]), &knots), None);
+    assert_eq!(
+        verdict(&with_data(&[84]), &knots).as_deref(),
+        Some("scriptpubkey")
+    );
+    assert_eq!(
+        verdict(&with_data(&[40, 40]), &knots).as_deref(),
+        Some("multi-op-return")
+    );
+    assert_eq!(verdict(&with_data(&[200, 200, 200]), &core_30), None);
+    // Core 30 counts them together.
+    let small = MempoolConfig {
+        datacarrier_size: 100,
+        ..core_30
+    };
+    assert_eq!(verdict(&with_data(&[50, 50]), &small), None);
+    assert_eq!(
+        verdict(&with_data(&[50, 51]), &small).as_deref(),
+        Some("datacarrier")
+    );
+}
+
+#[test]
+fn the_relay_fee_can_be_core_30s_tenth() {
+    let mut coins = Coins::new();
+    let coin = coins.add(1, 100_000);
+    let config = MempoolConfig {
+        persist: false,
+        min_relay_per_kvb: 100,
+        ..MempoolConfig::default()
+    };
+    let pool = Mempool::with_script_check(config, all_scripts_valid);
+    // 82 vbytes at 0.1 sat/vB: 9 satoshis (rounded up), 8 too few.
+    let cheap = spend(&[coin], &[100_000 - 8]);
+    assert_eq!(
+        accept(&pool, &coins, &cheap).unwrap_err(),
+        Rejection::MinRelayFee { fee: 8, needed: 9 }
+    );
+    accept(&pool, &coins, &spend(&[coin], &[100_000 - 9])).unwrap();
+    assert_eq!(pool.entry_fee_per_kvb(), 100);
+}
+
+#[test]
 fn standardness_comes_before_the_inputs() {
     // Dust spending nothing that exists: refused as dust, the coins never asked.
     let coins = Coins::new();
