@@ -1,0 +1,249 @@
+//! What the mempool answers about scripts, outputs and its transactions (the read side the
+//! view, the servers and the relay use), each under the read lock.
+
+use bitcoin::{OutPoint, TxOut, Txid, Wtxid};
+
+use super::{Mempool, MempoolEntry, MempoolHistoryEntry, RecentTx, ScriptActivity};
+use crate::types::ScriptHash;
+
+impl Mempool {
+    /// A script's unconfirmed history in protocol order: height 0 before -1, then by txid.
+    pub fn history(&self, sh: &ScriptHash) -> Vec<MempoolHistoryEntry> {
+        let inner = self.read();
+        let mut out: Vec<MempoolHistoryEntry> = inner
+            .scripts
+            .get(sh)
+            .into_iter()
+            .flatten()
+            .filter_map(|id| inner.txs.get(id))
+            .map(|e| MempoolHistoryEntry {
+                txid: e.txid,
+                height: electrum_height(e),
+                fee: e.fee,
+            })
+            .collect();
+        out.sort_by(|a, b| {
+            b.height
+                .cmp(&a.height)
+                .then_with(|| a.txid.to_string().cmp(&b.txid.to_string()))
+        });
+        out
+    }
+
+    /// What a script's unconfirmed transactions do to it.
+    pub fn script_activity(&self, sh: &ScriptHash) -> ScriptActivity {
+        let inner = self.read();
+        let mut activity = ScriptActivity::default();
+        for entry in inner
+            .scripts
+            .get(sh)
+            .into_iter()
+            .flatten()
+            .filter_map(|id| inner.txs.get(id))
+        {
+            activity.txs += 1;
+            for out in entry
+                .tx
+                .output
+                .iter()
+                .filter(|o| !o.script_pubkey.is_op_return())
+            {
+                if ScriptHash::of(&out.script_pubkey) == *sh {
+                    activity.funded += 1;
+                    activity.funded_sum = activity.funded_sum.saturating_add(out.value.to_sat());
+                }
+            }
+            for prevout in &entry.prevouts {
+                if ScriptHash::of(&prevout.script_pubkey) == *sh {
+                    activity.spent += 1;
+                    activity.spent_sum = activity.spent_sum.saturating_add(prevout.value.to_sat());
+                }
+            }
+        }
+        activity
+    }
+
+    /// The change the mempool makes to a script's balance (may be negative).
+    pub fn balance_delta(&self, sh: &ScriptHash) -> i64 {
+        let inner = self.read();
+        let mut delta: i64 = 0;
+        for id in inner.scripts.get(sh).into_iter().flatten() {
+            let Some(e) = inner.txs.get(id) else { continue };
+            for o in &e.tx.output {
+                if ScriptHash::of(&o.script_pubkey) == *sh {
+                    delta += o.value.to_sat() as i64;
+                }
+            }
+            for p in &e.prevouts {
+                if ScriptHash::of(&p.script_pubkey) == *sh {
+                    delta -= p.value.to_sat() as i64;
+                }
+            }
+        }
+        delta
+    }
+
+    /// Unconfirmed outputs paying a script that nothing in the mempool spends.
+    pub fn unspent(&self, sh: &ScriptHash) -> Vec<(Txid, u32, u64)> {
+        let inner = self.read();
+        let mut out = Vec::new();
+        for id in inner.scripts.get(sh).into_iter().flatten() {
+            let Some(e) = inner.txs.get(id) else { continue };
+            for (vout, o) in e.tx.output.iter().enumerate() {
+                let op = OutPoint::new(e.txid, vout as u32);
+                if ScriptHash::of(&o.script_pubkey) == *sh && !inner.spends.contains_key(&op) {
+                    out.push((e.txid, vout as u32, o.value.to_sat()));
+                }
+            }
+        }
+        out.sort();
+        out
+    }
+
+    /// A mempool transaction's output, with the transaction's height as Electrum shows it (0,
+    /// or -1 when it spends another mempool transaction): `None` if the transaction is not in
+    /// the mempool, an output of `None` if it has no such output.
+    pub fn output(&self, op: &OutPoint) -> Option<(Option<TxOut>, i64)> {
+        let inner = self.read();
+        let entry = inner.txs.get(&op.txid)?;
+        let out = usize::try_from(op.vout)
+            .ok()
+            .and_then(|i| entry.tx.output.get(i))
+            .cloned();
+        Some((out, electrum_height(entry)))
+    }
+
+    /// The mempool transaction that spends an outpoint, with its height as Electrum shows it.
+    pub fn spender(&self, op: &OutPoint) -> Option<(Txid, i64)> {
+        let inner = self.read();
+        let txid = inner.spends.get(op)?;
+        Some((*txid, inner.txs.get(txid).map(electrum_height).unwrap_or(0)))
+    }
+
+    /// The mempool transaction and input that spend an outpoint, with its height as Electrum
+    /// shows it (without copying the transaction).
+    pub fn spending_input(&self, op: &OutPoint) -> Option<(Txid, u32, i64)> {
+        let inner = self.read();
+        let txid = inner.spends.get(op)?;
+        let entry = inner.txs.get(txid)?;
+        let vin = entry
+            .tx
+            .input
+            .iter()
+            .position(|i| i.previous_output == *op)?;
+        Some((*txid, u32::try_from(vin).ok()?, electrum_height(entry)))
+    }
+
+    /// Whether a mempool transaction spends this outpoint.
+    pub fn is_spent(&self, op: &OutPoint) -> bool {
+        self.read().spends.contains_key(op)
+    }
+
+    /// A mempool transaction's bytes.
+    pub fn raw(&self, txid: &Txid) -> Option<Vec<u8>> {
+        self.read().txs.get(txid).map(|e| e.raw.clone())
+    }
+
+    /// A mempool transaction with what its inputs spend (a copy).
+    pub fn entry(&self, txid: &Txid) -> Option<MempoolEntry> {
+        self.read().txs.get(txid).cloned()
+    }
+
+    /// The `n` transactions that entered last, newest first (ties by txid, highest first), as
+    /// summaries: the last `n` of the index by entry time, nothing else read or copied.
+    pub fn recent(&self, n: usize) -> Vec<RecentTx> {
+        let inner = self.read();
+        inner
+            .by_time
+            .iter()
+            .rev()
+            .filter_map(|(_, id)| inner.txs.get(id))
+            .take(n)
+            .map(|e| RecentTx {
+                txid: e.txid,
+                fee: e.fee,
+                vsize: e.vsize,
+                value: e
+                    .tx
+                    .output
+                    .iter()
+                    .fold(0u64, |sum, o| sum.saturating_add(o.value.to_sat())),
+            })
+            .collect()
+    }
+
+    /// The `n` transactions of a script's unconfirmed history that entered last, newest first,
+    /// copied.
+    pub fn newest_of_script(&self, sh: &ScriptHash, n: usize) -> Vec<MempoolEntry> {
+        let inner = self.read();
+        let entries = inner
+            .scripts
+            .get(sh)
+            .into_iter()
+            .flatten()
+            .filter_map(|id| inner.txs.get(id));
+        newest_of(entries, n)
+    }
+
+    /// A mempool transaction's bytes by witness id.
+    pub fn raw_by_wtxid(&self, wtxid: &Wtxid) -> Option<Vec<u8>> {
+        let inner = self.read();
+        let txid = inner.by_wtxid.get(wtxid)?;
+        inner.txs.get(txid).map(|e| e.raw.clone())
+    }
+
+    /// Number of transactions and their total virtual size (without reading every entry).
+    pub fn size(&self) -> (usize, u64) {
+        let inner = self.read();
+        (inner.txs.len(), inner.total_vsize)
+    }
+
+    /// Number of transactions, total virtual size and total fees.
+    pub fn info(&self) -> (usize, u64, u64) {
+        let inner = self.read();
+        (
+            inner.txs.len(),
+            inner.total_vsize,
+            inner.txs.values().map(|e| e.fee).sum(),
+        )
+    }
+
+    /// The fee histogram as ElectrumX builds it (see [`fees::FeeRates`]).
+    pub fn fee_histogram(&self) -> Vec<(f64, u64)> {
+        self.fee_rates().histogram.clone()
+    }
+
+    /// A fee rate (BTC/kvB) that would place a transaction within the first `blocks` blocks' worth
+    /// of the mempool, or `None` when the mempool would clear sooner (then the minimum applies).
+    pub fn estimate_fee(&self, blocks: u32) -> Option<f64> {
+        self.fee_rates().estimate(blocks)
+    }
+
+    /// Every transaction, for re-announcing.
+    pub fn txids(&self) -> Vec<Txid> {
+        self.read().txs.keys().copied().collect()
+    }
+}
+
+/// The `n` newest of `entries` (ties by txid), newest first, copied.
+fn newest_of<'a>(entries: impl Iterator<Item = &'a MempoolEntry>, n: usize) -> Vec<MempoolEntry> {
+    let mut kept: Vec<&MempoolEntry> = Vec::with_capacity(n.saturating_add(1));
+    for entry in entries {
+        let at = kept.partition_point(|k| (k.time, k.txid) > (entry.time, entry.txid));
+        if at < n {
+            kept.insert(at, entry);
+            kept.truncate(n);
+        }
+    }
+    kept.into_iter().cloned().collect()
+}
+
+/// A mempool transaction's height as Electrum shows it: -1 when it spends another mempool
+/// transaction, else 0.
+fn electrum_height(entry: &MempoolEntry) -> i64 {
+    if entry.has_unconfirmed_parent {
+        -1
+    } else {
+        0
+    }
+}
