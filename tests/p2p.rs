@@ -204,6 +204,7 @@ fn transactions_relay_both_ways_with_bitcoind() {
         &[
             format!("--connect=127.0.0.1:{}", a.p2p_port),
             format!("--electrum-addr=127.0.0.1:{electrum_port}"),
+            "--mempool-truc=enforce".to_string(),
         ],
     );
     cairn.wait_for(&a.rpc(&["getbestblockhash"]), "initial sync");
@@ -335,8 +336,9 @@ fn transactions_relay_both_ways_with_bitcoind() {
     wait_for_script_notification(&c, &dest_script, "no notification after the reorg");
 
     // Packages (blockchain.transaction.broadcast_package, through the electrum-client crate):
-    // a parent paying no fee is refused alone, accepted with a child that pays for both, and
-    // refused with a child that does not.
+    // a version 3 parent paying no fee (cairn enforces TRUC here, where a child may pay for a
+    // free parent as in Core 28 and later) is refused alone, accepted with a child that pays
+    // for both, and refused with a child that does not.
     let coins: serde_json::Value = serde_json::from_str(&a.rpc(&["listunspent", "1"])).unwrap();
     let mut coins = coins
         .as_array()
@@ -349,7 +351,7 @@ fn transactions_relay_both_ways_with_bitcoind() {
         let to_parent = a.rpc(&["getnewaddress", "", "bech32"]);
         let inputs = serde_json::json!([{"txid": coin["txid"], "vout": coin["vout"]}]).to_string();
         let outputs = serde_json::json!({ to_parent.clone(): format!("{amount:.8}") }).to_string();
-        let raw = a.rpc(&["createrawtransaction", &inputs, &outputs]);
+        let raw = version_3(&a.rpc(&["createrawtransaction", &inputs, &outputs]));
         let signed: serde_json::Value =
             serde_json::from_str(&a.rpc(&["signrawtransactionwithwallet", &raw])).unwrap();
         let parent: bitcoin::Transaction = bitcoin::consensus::deserialize(
@@ -366,7 +368,7 @@ fn transactions_relay_both_ways_with_bitcoind() {
         let prevtxs = serde_json::json!([{"txid": parent.compute_txid().to_string(), "vout": 0,
             "scriptPubKey": info["scriptPubKey"], "amount": amount}])
         .to_string();
-        let raw = a.rpc(&["createrawtransaction", &inputs, &outputs]);
+        let raw = version_3(&a.rpc(&["createrawtransaction", &inputs, &outputs]));
         let signed: serde_json::Value =
             serde_json::from_str(&a.rpc(&["signrawtransactionwithwallet", &raw, &prevtxs]))
                 .unwrap();
@@ -1399,6 +1401,12 @@ fn a_message_longer_than_its_command_allows_is_refused_from_its_header() {
         !tx.is_closed_within(Duration::from_secs(2)),
         "a tx of 3.9 MB may come"
     );
+}
+
+/// An unsigned transaction's hex made version 3 (its first four bytes).
+fn version_3(hex: &str) -> String {
+    assert!(hex.starts_with("02000000"), "{hex}");
+    format!("03000000{}", &hex[8..])
 }
 
 /// A dry run's verdict per transaction: `allowed` (absent when undecided) and the rule of its

@@ -9,6 +9,7 @@ use bitcoin::{OutPoint, Transaction, TxOut, Txid, Wtxid};
 use super::coins::CoinSource;
 use super::Rejection;
 use super::{consensus, persist, policy, replacement, rolling, truc, Accepted, Checked, Mempool};
+use crate::config::TrucPolicy;
 use crate::index::Index;
 use crate::types::ScriptHash;
 
@@ -88,9 +89,10 @@ pub struct TestAccept {
 impl Mempool {
     /// Checks and adds a package: a child with its unconfirmed parents, topologically sorted (the
     /// child last), no parent spending another (Bitcoin Core's `submitpackage` shape). Each
-    /// parent is first tried alone; parents refused only for their fee (the relay fee or the
-    /// rolling minimum) are then taken together with the child, all or none, if the package's
-    /// fee rate (their fees and the child's over their sizes) reaches both (CPFP). An `Err` for
+    /// parent is first tried alone; parents refused only for a fee its child may pay
+    /// ([`Mempool::child_may_pay`]) are then taken together with the child, all or none, if
+    /// the package's fee rate (their fees and the child's over their sizes) reaches the relay
+    /// fee and the rolling minimum (CPFP). An `Err` for
     /// a malformed package as a whole.
     pub fn accept_package(
         &self,
@@ -116,7 +118,7 @@ impl Mempool {
         let mut cheap = Vec::new();
         for (i, raw) in parents.iter().enumerate() {
             match self.accept_with(raw, index, true, persist::now()) {
-                Err(Rejection::MinRelayFee { .. } | Rejection::MempoolMinFee { .. }) => {
+                Err(e) if self.child_may_pay(&txs[i], &e) => {
                     cheap.push(i);
                     each.push(Err(Rejection::Backend("pending".into())));
                 }
@@ -146,6 +148,21 @@ impl Mempool {
             }
         }
         Ok(PackageAccepted { each, touched })
+    }
+
+    /// Whether a parent refused with `refusal` may still enter paid for by its child (Core's
+    /// `TX_RECONSIDERABLE`): under the rolling minimum fee, or, for a version 3 parent held to
+    /// the TRUC rules, under the relay fee. Any other parent below the relay fee is refused
+    /// even with a child (Core 28 and later, and the reference Knots 29.4: `min relay fee not
+    /// met`), so no free transaction can stay behind when its child is replaced.
+    fn child_may_pay(&self, parent: &Transaction, refusal: &Rejection) -> bool {
+        match refusal {
+            Rejection::MempoolMinFee { .. } => true,
+            Rejection::MinRelayFee { .. } => {
+                self.config.truc == TrucPolicy::Enforce && parent.version.0 == truc::TRUC_VERSION
+            }
+            _ => false,
+        }
     }
 
     /// CPFP: `raws` (the parents below the fee alone, then their child) are checked as one

@@ -572,13 +572,29 @@ fn after_an_eviction_what_enters_pays_the_evicted_rate_and_more() {
     assert!(pool.min_fee_per_kvb() >= floor);
 }
 
+/// A pool enforcing TRUC, whose version 3 parents below the relay fee a child may pay for.
+fn truc_pool() -> Mempool {
+    let config = MempoolConfig {
+        persist: false,
+        truc: crate::config::TrucPolicy::Enforce,
+        ..MempoolConfig::default()
+    };
+    Mempool::with_script_check(config, all_scripts_valid)
+}
+
+/// `tx` as version 3.
+fn v3(mut tx: Transaction) -> Transaction {
+    tx.version = Version(3);
+    tx
+}
+
 #[test]
 fn a_child_pays_for_its_parent_in_a_package() {
     let mut coins = Coins::new();
     let coin = coins.add(1, 100_000);
-    let pool = pool();
-    let parent = spend(&[coin], &[100_000]);
-    let child = spend(&[out(&parent, 0)], &[99_000]);
+    let pool = truc_pool();
+    let parent = v3(spend(&[coin], &[100_000]));
+    let child = v3(spend(&[out(&parent, 0)], &[99_000]));
     assert!(matches!(
         accept(&pool, &coins, &parent),
         Err(Rejection::MinRelayFee { fee: 0, .. })
@@ -592,13 +608,33 @@ fn a_child_pays_for_its_parent_in_a_package() {
 }
 
 #[test]
+fn a_free_parent_of_another_version_is_refused_even_with_a_child() {
+    // Core 28 and later, and the reference Knots: `min relay fee not met` is final for any
+    // parent but a TRUC one; its child then spends nothing known.
+    let mut coins = Coins::new();
+    let coin = coins.add(1, 100_000);
+    for pool in [pool(), truc_pool()] {
+        let parent = spend(&[coin], &[100_000]);
+        let child = spend(&[out(&parent, 0)], &[90_000]);
+        let raws = vec![serialize(&parent), serialize(&child)];
+        let results = pool.accept_package_from(&raws, &coins).unwrap().each;
+        assert!(matches!(
+            results[0],
+            Err(Rejection::MinRelayFee { fee: 0, .. })
+        ));
+        assert!(matches!(results[1], Err(Rejection::MissingInputs(_))));
+        assert_eq!(pool.size(), (0, 0));
+    }
+}
+
+#[test]
 fn a_package_whose_child_pays_too_little_leaves_nothing() {
     let mut coins = Coins::new();
     let coin = coins.add(1, 100_000);
-    let pool = pool();
-    let parent = spend(&[coin], &[100_000]);
+    let pool = truc_pool();
+    let parent = v3(spend(&[coin], &[100_000]));
     // Enough for the child alone, not for both.
-    let child = spend(&[out(&parent, 0)], &[100_000 - vsize(&parent)]);
+    let child = v3(spend(&[out(&parent, 0)], &[100_000 - vsize(&parent)]));
     let needed = vsize(&parent) + vsize(&child);
     let raws = vec![serialize(&parent), serialize(&child)];
     let results = pool.accept_package_from(&raws, &coins).unwrap().each;
