@@ -189,25 +189,30 @@ fn wait_for_script_notification(
     }
 }
 
+/// A bitcoind with a wallet and 110 blocks mined to it (the address returned), and a cairn
+/// following it over P2P with `extra` options, synced: its Electrum port returned.
+fn wallet_and_cairn(dir: &std::path::Path, extra: &[&str]) -> (Bitcoind, String, Cairn, u16) {
+    let a = Bitcoind::start(&dir.join("a"), &["-fallbackfee=0.0001".to_string()]);
+    a.rpc(&["createwallet", "w"]);
+    let mine = a.rpc(&["getnewaddress", "", "bech32"]);
+    a.rpc(&["generatetoaddress", "110", &mine]);
+    let electrum_port = free_port();
+    let mut args = vec![
+        format!("--connect=127.0.0.1:{}", a.p2p_port),
+        format!("--electrum-addr=127.0.0.1:{electrum_port}"),
+    ];
+    args.extend(extra.iter().map(|a| a.to_string()));
+    let cairn = start_cairn(&dir.join("cairn"), &args);
+    cairn.wait_for(&a.rpc(&["getbestblockhash"]), "initial sync");
+    (a, mine, cairn, electrum_port)
+}
+
 #[test]
 fn transactions_relay_both_ways_with_bitcoind() {
     use electrum_client::raw_client::RawClient;
     use electrum_client::{ElectrumApi, Param};
     let tmp = tempfile::tempdir().unwrap();
-    let a = Bitcoind::start(&tmp.path().join("a"), &["-fallbackfee=0.0001".to_string()]);
-    a.rpc(&["createwallet", "w"]);
-    let mine = a.rpc(&["getnewaddress", "", "bech32"]);
-    a.rpc(&["generatetoaddress", "110", &mine]);
-    let electrum_port = free_port();
-    let cairn = start_cairn(
-        &tmp.path().join("cairn"),
-        &[
-            format!("--connect=127.0.0.1:{}", a.p2p_port),
-            format!("--electrum-addr=127.0.0.1:{electrum_port}"),
-            "--mempool-truc=enforce".to_string(),
-        ],
-    );
-    cairn.wait_for(&a.rpc(&["getbestblockhash"]), "initial sync");
+    let (a, mine, cairn, electrum_port) = wallet_and_cairn(tmp.path(), &["--mempool-truc=enforce"]);
     let c = RawClient::new(
         ("127.0.0.1", electrum_port),
         Some(Duration::from_secs(30)),
@@ -1461,19 +1466,7 @@ fn cairn_dry_run(client: &mut common::lines::Lines, hexes: &[&str]) -> Verdicts 
 #[test]
 fn testmempoolaccept_and_recent_over_electrum_agree_with_bitcoind() {
     let tmp = tempfile::tempdir().unwrap();
-    let a = Bitcoind::start(&tmp.path().join("a"), &["-fallbackfee=0.0001".to_string()]);
-    a.rpc(&["createwallet", "w"]);
-    let mine = a.rpc(&["getnewaddress", "", "bech32"]);
-    a.rpc(&["generatetoaddress", "110", &mine]);
-    let electrum_port = free_port();
-    let cairn = start_cairn(
-        &tmp.path().join("cairn"),
-        &[
-            format!("--connect=127.0.0.1:{}", a.p2p_port),
-            format!("--electrum-addr=127.0.0.1:{electrum_port}"),
-        ],
-    );
-    cairn.wait_for(&a.rpc(&["getbestblockhash"]), "initial sync");
+    let (a, _mine, _cairn, electrum_port) = wallet_and_cairn(tmp.path(), &[]);
     let addr: SocketAddr = format!("127.0.0.1:{electrum_port}").parse().unwrap();
     let mut client = common::lines::Lines::connect(addr, "1.7");
     let coins: serde_json::Value = serde_json::from_str(&a.rpc(&["listunspent"])).unwrap();

@@ -78,7 +78,7 @@ impl Inner {
     /// or not, with the in-mempool parents of them all. The error is Core's.
     pub(super) fn check_package_limits(
         &self,
-        txs: &[Transaction],
+        txs: &[&Transaction],
         vsize: u64,
     ) -> Result<(), String> {
         let (count, limits) = (txs.len(), &DEFAULT);

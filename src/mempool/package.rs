@@ -204,7 +204,7 @@ impl Mempool {
         if fees < needed {
             return Err(all(Rejection::PackageFee { fees, needed }));
         }
-        let txs: Vec<Transaction> = checked.iter().map(|c| c.entry.tx.clone()).collect();
+        let txs: Vec<&Transaction> = checked.iter().map(|c| &c.entry.tx).collect();
         self.read()
             .check_package_limits(&txs, vsize)
             .map_err(|e| all(Rejection::TooLongChain(e)))?;
@@ -362,7 +362,7 @@ impl Mempool {
                 .check_package_truc(&members)
                 .map_err(|e| e.to_string())?;
             inner
-                .check_package_limits(txs, vsize)
+                .check_package_limits(&txs.iter().collect::<Vec<_>>(), vsize)
                 .map_err(|e| format!("package-mempool-limits, {e}"))?;
         }
         for (c, result) in checked.iter().zip(results.iter_mut()) {

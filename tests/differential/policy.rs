@@ -71,6 +71,16 @@ impl Pair {
             .collect()
     }
 
+    /// Sends `tx` to bitcoind's mempool and `mempool`; both must take it.
+    fn submit(&self, mempool: &Mempool, tx: &Transaction) {
+        let raw = bitcoin::consensus::serialize(tx);
+        self.node
+            .rpc(&["sendrawtransaction", &raw.to_lower_hex_string()]);
+        mempool
+            .accept(&raw, &self.index)
+            .unwrap_or_else(|e| panic!("cairn refused what bitcoind took: {e}"));
+    }
+
     /// A wallet address's output script.
     fn wallet_script(&self, kind: &str) -> ScriptBuf {
         let addr = self.node.rpc(&["getnewaddress", "", kind]);
@@ -423,14 +433,7 @@ fn policy_script_flags_and_input_rules_agree_with_bitcoind() {
 fn chain_limits_and_the_carve_out_agree_with_bitcoind() {
     let pair = Pair::start();
     let mempool = Mempool::new(MempoolConfig::default());
-    let submit = |tx: &Transaction| {
-        let raw = bitcoin::consensus::serialize(tx);
-        pair.node
-            .rpc(&["sendrawtransaction", &raw.to_lower_hex_string()]);
-        mempool
-            .accept(&raw, &pair.index)
-            .unwrap_or_else(|e| panic!("cairn refused a chain member: {e}"));
-    };
+    let submit = |tx: &Transaction| pair.submit(&mempool, tx);
     let judge = |tx: &Transaction| {
         let ours = mempool
             .accept(&bitcoin::consensus::serialize(tx), &pair.index)
@@ -608,14 +611,7 @@ fn truc_rules_agree_with_bitcoind() {
         truc: cairn::config::TrucPolicy::Enforce,
         ..MempoolConfig::default()
     });
-    let submit = |tx: &Transaction| {
-        let raw = bitcoin::consensus::serialize(tx);
-        pair.node
-            .rpc(&["sendrawtransaction", &raw.to_lower_hex_string()]);
-        mempool
-            .accept(&raw, &pair.index)
-            .unwrap_or_else(|e| panic!("cairn refused what bitcoind took: {e}"));
-    };
+    let submit = |tx: &Transaction| pair.submit(&mempool, tx);
     let script = pair.coins[0].2.clone();
     let outs = |values: &[u64]| -> Vec<TxOut> {
         values
