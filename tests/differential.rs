@@ -6,6 +6,8 @@
 //! refusal must name the same rule.
 
 mod common;
+#[path = "differential/fees.rs"]
+mod fees;
 #[path = "differential/policy.rs"]
 mod policy;
 

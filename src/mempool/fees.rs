@@ -1,14 +1,26 @@
-//! The mempool's fee rates in one sorted list, from which the fee estimates and the fee
-//! histogram are read: built once per change of the mempool, shared by every request.
+//! What the fee estimates and the fee histogram are read from, built once per change of the
+//! mempool and shared by every request: the blocks a miner would build next ([`projection`],
+//! by ancestor fee rate, as Core's block assembler) and the histogram of own fee rates
+//! (ElectrumX's).
 
-/// Every transaction's fee rate (sat/vB) and virtual size, highest rate first, and the fee
-/// histogram made from them.
+use std::time::{Duration, Instant};
+
+use super::projection::{self, Node, ProjectedBlock};
+
+/// How many blocks are projected: Esplora's longest confirmation target.
+pub const PROJECTED_BLOCKS: usize = 1008;
+
+/// The projected blocks and the fee histogram of one mempool generation.
 #[derive(Debug)]
 pub struct FeeRates {
     /// The mempool generation these are of.
     pub(super) generation: u64,
-    /// (fee rate, vsize), highest rate first.
-    sorted: Vec<(f64, u64)>,
+    /// When they were built and how long that took: a changed mempool is projected again only
+    /// after ten times that ([`super::Mempool::fee_rates`]).
+    pub(super) built: Instant,
+    pub(super) cost: Duration,
+    /// The blocks a miner would build next, the first as Core's `getblocktemplate`.
+    pub blocks: Vec<ProjectedBlock>,
     /// The fee histogram as ElectrumX builds it: [fee rate, vsize] bins from the highest rate
     /// down, the first closed at 100 kvB and each next one 10% larger; the rest in a last bin
     /// at the lowest rate.
@@ -16,30 +28,36 @@ pub struct FeeRates {
 }
 
 impl FeeRates {
-    /// The rates of `txs` ((fee rate, vsize) pairs), sorted, with their histogram.
-    pub(super) fn of(generation: u64, txs: impl Iterator<Item = (f64, u64)>) -> Self {
-        let mut sorted: Vec<(f64, u64)> = txs.collect();
+    /// The projection of `nodes` (every mempool transaction) leaving out what pays under
+    /// `min_fee_per_kvb`, and the histogram of their own rates.
+    pub(super) fn of(generation: u64, nodes: &[Node], min_fee_per_kvb: u64) -> Self {
+        let started = Instant::now();
+        let mut sorted: Vec<(f64, u64)> = nodes
+            .iter()
+            .map(|n| (n.fee as f64 / n.vsize.max(1) as f64, n.vsize))
+            .collect();
         sorted.sort_by(|a, b| b.0.total_cmp(&a.0));
         let histogram = histogram(&sorted);
+        let blocks = projection::project(nodes, min_fee_per_kvb, PROJECTED_BLOCKS);
         FeeRates {
             generation,
-            sorted,
+            built: started,
+            cost: started.elapsed(),
+            blocks,
             histogram,
         }
     }
 
-    /// A fee rate (BTC/kvB) that would place a transaction within the first `blocks` blocks'
-    /// worth (1,000,000 vB each) of the mempool, or `None` when the mempool would clear sooner.
+    /// A fee rate (BTC/kvB) that enters the `blocks`th projected block (the lowest package rate
+    /// it took), or `None` when the mempool would clear within `blocks` blocks (any fee the
+    /// mempool takes would do).
     pub fn estimate(&self, blocks: u32) -> Option<f64> {
-        let room = u64::from(blocks.max(1)) * 1_000_000;
-        let mut cum = 0u64;
-        for (rate, vsize) in &self.sorted {
-            cum += vsize;
-            if cum >= room {
-                return Some(rate * 1000.0 / bitcoin::Amount::ONE_BTC.to_sat() as f64);
-            }
+        let n = blocks.max(1) as usize;
+        if self.blocks.len() <= n {
+            return None;
         }
-        None
+        let sat_per_vb = self.blocks[n - 1].min_rate;
+        Some(sat_per_vb * 1000.0 / bitcoin::Amount::ONE_BTC.to_sat() as f64)
     }
 }
 
@@ -64,20 +82,41 @@ fn histogram(sorted: &[(f64, u64)]) -> Vec<(f64, u64)> {
 
 #[cfg(test)]
 mod tests {
+    use bitcoin::hashes::Hash;
+    use bitcoin::Txid;
+
     use super::*;
 
+    fn node(n: u32, fee: u64, vsize: u64, parents: &[u32]) -> Node {
+        let mut id = [0u8; 32];
+        id[..4].copy_from_slice(&n.to_be_bytes());
+        Node {
+            txid: Txid::from_byte_array(id),
+            fee,
+            vsize,
+            weight: vsize * 4,
+            sigops: 4,
+            parents: parents.to_vec(),
+        }
+    }
+
     #[test]
-    fn estimates_and_bins_walk_the_rates_from_the_highest() {
-        // 300 transactions of 10 kvB at 1 to 300 sat/vB: 3 MvB in all.
-        let rates = FeeRates::of(7, (1..=300).map(|r| (f64::from(r), 10_000)));
+    fn estimates_read_the_projected_blocks_and_bins_walk_own_rates() {
+        // 300 transactions of 10 kvB at 1 to 300 sat/vB: 3 MvB in all; 99 fit a block
+        // (8,000 + 99 * 40,000 < 4,000,000).
+        let nodes: Vec<Node> = (1..=300)
+            .map(|r| node(r, u64::from(r) * 10_000, 10_000, &[]))
+            .collect();
+        let rates = FeeRates::of(7, &nodes, 1000);
         assert_eq!(rates.generation, 7);
-        // The first 1 MvB is the 100 highest: 300 down to 201.
-        assert_eq!(rates.estimate(1), Some(201.0 * 1000.0 / 1e8));
-        assert_eq!(rates.estimate(3), Some(1.0 * 1000.0 / 1e8));
+        let counts: Vec<usize> = rates.blocks.iter().map(|b| b.txids.len()).collect();
+        assert_eq!(counts, [99, 99, 99, 3]);
+        assert_eq!(rates.estimate(1), Some(202.0 * 1000.0 / 1e8));
+        assert_eq!(rates.estimate(3), Some(4.0 * 1000.0 / 1e8));
         assert_eq!(
             rates.estimate(4),
             None,
-            "the mempool clears within 3 blocks"
+            "the mempool clears within 4 blocks"
         );
         // Bins close at 100 kvB, then 110 kvB, 121 kvB...: the first at the 10th rate.
         assert_eq!(rates.histogram[0], (291.0, 100_000));
@@ -85,5 +124,52 @@ mod tests {
         let total: u64 = rates.histogram.iter().map(|(_, v)| v).sum();
         assert_eq!(total, 3_000_000, "every vbyte is in a bin");
         assert_eq!(rates.histogram.last().map(|b| b.0), Some(1.0));
+    }
+
+    #[test]
+    fn a_child_pays_for_its_parent_and_a_package_too_big_waits_for_the_next_block() {
+        let mut nodes = vec![
+            // A 1 sat/vB parent whose child brings the package to 50 sat/vB.
+            node(0, 1_000, 1_000, &[]),
+            node(1, 99_000, 1_000, &[0]),
+            // A 90 kvB package at 25 sat/vB: a 10 sat/vB parent, a 40 sat/vB child.
+            node(2, 45_000 * 10, 45_000, &[]),
+            node(3, 45_000 * 40, 45_000, &[2]),
+        ];
+        // 24 at 30 sat/vB, 40 kvB each: with the 8,000 kept for the coinbase and the first
+        // package's 8,000 they weigh 3,856,000, leaving 144,000 (36 kvB).
+        nodes.extend((10..34).map(|n| node(n, 40_000 * 30, 40_000, &[])));
+        // 15 at 20 sat/vB, 3 kvB each: 11 fit the room left (3,856,000 + 12 * 12,000 is not
+        // under 4,000,000).
+        nodes.extend((40..55).map(|n| node(n, 20 * 3_000, 3_000, &[])));
+        let rates = FeeRates::of(1, &nodes, 1000);
+        let [first, second] = &rates.blocks[..] else {
+            panic!("{} blocks", rates.blocks.len())
+        };
+        assert_eq!(
+            first.txids[..2],
+            [nodes[0].txid, nodes[1].txid],
+            "parent then child, first"
+        );
+        assert!(nodes[4..28].iter().all(|n| first.txids.contains(&n.txid)));
+        assert_eq!(first.txids.len(), 2 + 24 + 11);
+        assert_eq!(first.min_rate, 20.0);
+        assert_eq!(first.vsize, 2_000 + 24 * 40_000 + 11 * 3_000);
+        assert_eq!(
+            second.txids[..2],
+            [nodes[2].txid, nodes[3].txid],
+            "the package passed over opens the next block"
+        );
+        assert_eq!(second.txids.len(), 2 + 4);
+        assert_eq!(rates.estimate(1), Some(20.0 * 1000.0 / 1e8));
+        assert_eq!(rates.estimate(2), None);
+    }
+
+    #[test]
+    fn nothing_under_the_block_minimum_is_projected() {
+        let nodes = vec![node(0, 999, 1_000, &[]), node(1, 1_000, 1_000, &[])];
+        let rates = FeeRates::of(1, &nodes, 1000);
+        assert_eq!(rates.blocks.len(), 1);
+        assert_eq!(rates.blocks[0].txids, [nodes[1].txid]);
     }
 }

@@ -16,6 +16,7 @@ mod limits;
 mod package;
 pub mod persist;
 mod policy;
+mod projection;
 mod queries;
 mod rejection;
 mod replacement;
@@ -43,6 +44,7 @@ pub use package::{PackageAccepted, TestAccept, Tested, MAX_TEST_FEE_PER_KVB};
 use persist::MempoolFile;
 pub use persist::{LoadStats, PersistError};
 pub use policy::{MAX_PACKAGE_COUNT, MIN_RELAY_FEERATE};
+pub use projection::ProjectedBlock;
 pub use rejection::Rejection;
 use replacement::replacement;
 
@@ -59,8 +61,12 @@ pub struct MempoolEntry {
     pub wtxid: Wtxid,
     /// Fee in satoshis.
     pub fee: u64,
-    /// Virtual size.
+    /// Virtual size (counting 20 bytes a sigop where more, as Core's `GetTxSize`).
     pub vsize: u64,
+    /// Weight.
+    pub weight: u64,
+    /// Sigop cost (Core's `GetTransactionSigOpCost`).
+    pub sigop_cost: u64,
     /// The outputs its inputs spend.
     pub prevouts: Vec<TxOut>,
     /// Whether any input spends another mempool transaction.
@@ -419,18 +425,25 @@ impl Mempool {
         inner
     }
 
-    /// The fee rates of every transaction, highest first, and the fee histogram: computed once
-    /// per change of the mempool, however many requests ask, so a request costs a walk of the
-    /// backlog at most, never a sort of the whole mempool.
+    /// The projected blocks and the fee histogram ([`fees::FeeRates`]), computed once per
+    /// change of the mempool however many requests ask, outside the mempool's lock. A changed
+    /// mempool is projected again only once ten times the last projection's time has passed,
+    /// so a stream of changes and requests costs at most a tenth of a core; until then the
+    /// last projection serves.
     pub fn fee_rates(&self) -> Arc<fees::FeeRates> {
-        let inner = self.read();
         let mut cached = self.fees.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(rates) = cached.as_ref().filter(|r| r.generation == inner.generation) {
+        let generation = self.read().generation;
+        if let Some(rates) = cached
+            .as_ref()
+            .filter(|r| r.generation == generation || r.built.elapsed() < r.cost.saturating_mul(10))
+        {
             return rates.clone();
         }
+        let (generation, nodes) = self.read().projection_nodes();
         let rates = Arc::new(fees::FeeRates::of(
-            inner.generation,
-            inner.txs.values().map(|e| (e.feerate(), e.vsize)),
+            generation,
+            &nodes,
+            self.config.min_relay_per_kvb,
         ));
         *cached = Some(rates.clone());
         rates
@@ -567,6 +580,7 @@ impl Mempool {
                 _ => {}
             }
         }
+        let tx_weight = tx.weight().to_wu();
         let entry = MempoolEntry {
             tx,
             raw: raw.to_vec(),
@@ -574,6 +588,8 @@ impl Mempool {
             wtxid,
             fee,
             vsize,
+            weight: tx_weight,
+            sigop_cost: sigops as u64,
             prevouts: inputs.prevouts,
             has_unconfirmed_parent: inputs.has_unconfirmed_parent,
             time,

@@ -1,9 +1,12 @@
 //! What the mempool answers about scripts, outputs and its transactions (the read side the
 //! view, the servers and the relay use), each under the read lock.
 
+use std::collections::HashMap;
+
 use bitcoin::{OutPoint, TxOut, Txid, Wtxid};
 
-use super::{Mempool, MempoolEntry, MempoolHistoryEntry, RecentTx, ScriptActivity};
+use super::projection::Node;
+use super::{Inner, Mempool, MempoolEntry, MempoolHistoryEntry, RecentTx, ScriptActivity};
 use crate::types::ScriptHash;
 
 impl Mempool {
@@ -222,6 +225,41 @@ impl Mempool {
     /// Every transaction, for re-announcing.
     pub fn txids(&self) -> Vec<Txid> {
         self.read().txs.keys().copied().collect()
+    }
+}
+
+impl Inner {
+    /// The generation and every transaction as the block assembler reads it: fee, sizes,
+    /// sigops and mempool parents, copied so the projection runs outside the lock.
+    pub(super) fn projection_nodes(&self) -> (u64, Vec<Node>) {
+        let position: HashMap<Txid, u32> = self
+            .txs
+            .keys()
+            .enumerate()
+            .map(|(i, txid)| (*txid, i as u32))
+            .collect();
+        let nodes = self
+            .txs
+            .values()
+            .map(|e| {
+                let mut parents: Vec<u32> =
+                    e.tx.input
+                        .iter()
+                        .filter_map(|i| position.get(&i.previous_output.txid).copied())
+                        .collect();
+                parents.sort_unstable();
+                parents.dedup();
+                Node {
+                    txid: e.txid,
+                    fee: e.fee,
+                    vsize: e.vsize,
+                    weight: e.weight,
+                    sigops: e.sigop_cost,
+                    parents,
+                }
+            })
+            .collect();
+        (self.generation, nodes)
     }
 }
 

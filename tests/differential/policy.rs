@@ -27,7 +27,7 @@ const FUNDS: u64 = 100_000;
 
 impl Pair {
     /// Mines `n` blocks on bitcoind and feeds them to cairn's validator and index.
-    fn mine(&self, n: u32) {
+    pub(super) fn mine(&self, n: u32) {
         let from: u32 = self.node.rpc(&["getblockcount"]).parse().unwrap();
         let addr = self.node.rpc(&["getnewaddress", "", "bech32"]);
         self.node.rpc(&["generatetoaddress", &n.to_string(), &addr]);
@@ -72,10 +72,14 @@ impl Pair {
     }
 
     /// Sends `tx` to bitcoind's mempool and `mempool`; both must take it.
-    fn submit(&self, mempool: &Mempool, tx: &Transaction) {
+    pub(super) fn submit(&self, mempool: &Mempool, tx: &Transaction) {
         let raw = bitcoin::consensus::serialize(tx);
-        self.node
-            .rpc(&["sendrawtransaction", &raw.to_lower_hex_string()]);
+        if let Err(e) = self
+            .node
+            .rpc_result(&["sendrawtransaction", &raw.to_lower_hex_string()])
+        {
+            panic!("bitcoind refused {}: {e}", tx.compute_txid());
+        }
         mempool
             .accept(&raw, &self.index)
             .unwrap_or_else(|e| panic!("cairn refused what bitcoind took: {e}"));

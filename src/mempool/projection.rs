@@ -1,0 +1,341 @@
+//! The next blocks a miner would build from the mempool, by Core 29's `BlockAssembler`
+//! (`node/miner.cpp`, `addPackageTxs`): the best package by ancestor fee rate first, its
+//! descendants' ancestor totals reduced by what entered, a package that does not fit passed
+//! over. Where Core stops at one block, the packages passed over open the next block, as
+//! mempool.space's projection does; the first block is Core's template. Blocks are projected
+//! as Core's defaults build them, which most hash power mines; Knots's miner defaults build
+//! smaller blocks (`-blockmaxweight` 1,200,000, `-blockmaxsize` 300,000, coin-age priority).
+
+use std::cmp::Ordering;
+use std::collections::BinaryHeap;
+
+use bitcoin::Txid;
+
+/// A block's most weight (Core 30's `DEFAULT_BLOCK_MAX_WEIGHT`, the consensus limit; Core 29
+/// had 3,996,000 and kept 4,000 for the coinbase, which leaves the same room).
+pub const BLOCK_MAX_WEIGHT: u64 = 4_000_000;
+/// Weight and sigop cost kept for the header and coinbase (Core 30's
+/// `DEFAULT_BLOCK_RESERVED_WEIGHT` and the 400 sigops of `resetBlock`).
+const COINBASE_WEIGHT: u64 = 8_000;
+const COINBASE_SIGOPS: u64 = 400;
+/// Most sigop cost of a block (Core's `MAX_BLOCK_SIGOPS_COST`).
+const BLOCK_MAX_SIGOPS: u64 = 80_000;
+/// Core's `MAX_CONSECUTIVE_FAILURES` and `BLOCK_FULL_ENOUGH_WEIGHT_DELTA`: a block within 4,000
+/// weight of full that saw 1,000 packages in a row not fit is closed.
+const MAX_CONSECUTIVE_FAILURES: u32 = 1_000;
+const FULL_ENOUGH_DELTA: u64 = 4_000;
+
+/// One mempool transaction as the assembler reads it.
+#[derive(Debug, Clone)]
+pub struct Node {
+    /// Its id.
+    pub txid: Txid,
+    /// Its fee (cairn has no `prioritisetransaction`: the modified fee is the fee).
+    pub fee: u64,
+    /// Its virtual size counting sigops (Core's `GetTxSize`): what a package is measured by.
+    pub vsize: u64,
+    /// Its weight (Core's `GetTxWeight`): what a block adds up.
+    pub weight: u64,
+    /// Its sigop cost.
+    pub sigops: u64,
+    /// Its mempool parents, as indexes into the same list.
+    pub parents: Vec<u32>,
+}
+
+/// One projected block.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ProjectedBlock {
+    /// Its transactions, package by package, parents first.
+    pub txids: Vec<Txid>,
+    /// Their virtual size.
+    pub vsize: u64,
+    /// Their fees.
+    pub fees: u64,
+    /// The lowest fee rate of a package it took, sat/vB: what a transaction must beat to enter it.
+    pub min_rate: f64,
+}
+
+/// A package's fee, size and sigops: a transaction's with its ancestors not yet in a block.
+#[derive(Debug, Clone, Copy)]
+struct Totals {
+    fee: u64,
+    vsize: u64,
+    sigops: u64,
+}
+
+/// A transaction waiting in the queue, ordered as Core's `CompareTxMemPoolEntryByAncestorFee`:
+/// the lower of its own and its package's fee rate, higher first, then the lower txid (its
+/// bytes as stored, Core's `uint256` order).
+#[derive(Debug, Clone, Copy)]
+struct Queued {
+    score_fee: u64,
+    score_vsize: u64,
+    txid: Txid,
+    index: u32,
+    version: u32,
+}
+
+impl Ord for Queued {
+    fn cmp(&self, other: &Self) -> Ordering {
+        // a/b against c/d as a*d against c*b, exactly (Core compares the same products as
+        // doubles).
+        let mine = u128::from(self.score_fee) * u128::from(other.score_vsize);
+        let theirs = u128::from(other.score_fee) * u128::from(self.score_vsize);
+        mine.cmp(&theirs).then_with(|| other.txid.cmp(&self.txid))
+    }
+}
+
+impl PartialOrd for Queued {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl PartialEq for Queued {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+
+impl Eq for Queued {}
+
+/// The assembler's state over the whole projection.
+struct Assembler<'a> {
+    nodes: &'a [Node],
+    children: Vec<Vec<u32>>,
+    /// Each transaction's package: itself with its ancestors not yet in a block.
+    package: Vec<Totals>,
+    /// Bumped when `package` changes: older queue entries are stale.
+    version: Vec<u32>,
+    in_block: Vec<bool>,
+    queue: BinaryHeap<Queued>,
+    /// Packages that did not fit the open block: queued again for the next.
+    passed_over: Vec<u32>,
+    min_fee_per_kvb: u64,
+}
+
+/// Projects `nodes` (every mempool transaction) into blocks, at most `max_blocks`, leaving out
+/// packages paying under `min_fee_per_kvb` (Core's `-blockmintxfee`).
+pub fn project(nodes: &[Node], min_fee_per_kvb: u64, max_blocks: usize) -> Vec<ProjectedBlock> {
+    let mut assembler = Assembler::new(nodes, min_fee_per_kvb);
+    let mut blocks = Vec::new();
+    while blocks.len() < max_blocks {
+        let block = assembler.fill_block();
+        if block.txids.is_empty() {
+            break;
+        }
+        blocks.push(block);
+    }
+    blocks
+}
+
+impl<'a> Assembler<'a> {
+    fn new(nodes: &'a [Node], min_fee_per_kvb: u64) -> Self {
+        let mut children = vec![Vec::new(); nodes.len()];
+        for (i, node) in nodes.iter().enumerate() {
+            for &p in &node.parents {
+                children[p as usize].push(i as u32);
+            }
+        }
+        let mut assembler = Assembler {
+            nodes,
+            children,
+            package: Vec::with_capacity(nodes.len()),
+            version: vec![0; nodes.len()],
+            in_block: vec![false; nodes.len()],
+            queue: BinaryHeap::with_capacity(nodes.len()),
+            passed_over: Vec::new(),
+            min_fee_per_kvb,
+        };
+        for i in 0..nodes.len() as u32 {
+            let totals = assembler
+                .outside_ancestors(i)
+                .iter()
+                .fold(Totals::ZERO, |t, &a| t.plus(&nodes[a as usize]));
+            assembler.package.push(totals);
+            assembler.enqueue(i);
+        }
+        assembler
+    }
+
+    /// `i` with its ancestors not yet in a block, ancestors first (Core's `SortForBlock` sorts
+    /// by ancestor count; a parent always precedes its child either way).
+    fn outside_ancestors(&self, i: u32) -> Vec<u32> {
+        let mut seen = vec![i];
+        let mut next = 0;
+        while next < seen.len() {
+            let at = seen[next] as usize;
+            next += 1;
+            for &p in &self.nodes[at].parents {
+                if !self.in_block[p as usize] && !seen.contains(&p) {
+                    seen.push(p);
+                }
+            }
+        }
+        // Breadth first from the child: reversed, every parent comes before its children only
+        // if sorted by depth; sort by the count of outside ancestors as Core does.
+        let mut with_depth: Vec<(usize, u32)> = seen
+            .iter()
+            .map(|&a| (self.ancestor_count(a, &seen), a))
+            .collect();
+        with_depth.sort_unstable();
+        with_depth.into_iter().map(|(_, a)| a).collect()
+    }
+
+    /// How many of `set` are ancestors of `i` (itself included).
+    fn ancestor_count(&self, i: u32, set: &[u32]) -> usize {
+        let mut seen = vec![i];
+        let mut next = 0;
+        while next < seen.len() {
+            let at = seen[next] as usize;
+            next += 1;
+            for &p in &self.nodes[at].parents {
+                if set.contains(&p) && !seen.contains(&p) {
+                    seen.push(p);
+                }
+            }
+        }
+        seen.len()
+    }
+
+    fn enqueue(&mut self, i: u32) {
+        let node = &self.nodes[i as usize];
+        let package = self.package[i as usize];
+        // Core's `GetModFeeAndSize`: the lower of the transaction's own and its package's rate.
+        let own_higher = u128::from(node.fee) * u128::from(package.vsize)
+            > u128::from(package.fee) * u128::from(node.vsize);
+        let (score_fee, score_vsize) = if own_higher {
+            (package.fee, package.vsize)
+        } else {
+            (node.fee, node.vsize)
+        };
+        self.queue.push(Queued {
+            score_fee,
+            score_vsize: score_vsize.max(1),
+            txid: node.txid,
+            index: i,
+            version: self.version[i as usize],
+        });
+    }
+
+    /// The next current entry of the queue.
+    fn pop(&mut self) -> Option<u32> {
+        while let Some(q) = self.queue.pop() {
+            let i = q.index as usize;
+            if !self.in_block[i] && q.version == self.version[i] {
+                return Some(q.index);
+            }
+        }
+        None
+    }
+
+    /// Fills one block from the queue; what did not fit is queued again for the next.
+    fn fill_block(&mut self) -> ProjectedBlock {
+        let mut block = ProjectedBlock::default();
+        let (mut weight, mut sigops) = (COINBASE_WEIGHT, COINBASE_SIGOPS);
+        let mut failures = 0u32;
+        while let Some(i) = self.pop() {
+            let package = self.package[i as usize];
+            if u128::from(package.fee) * 1000
+                < u128::from(self.min_fee_per_kvb) * u128::from(package.vsize)
+            {
+                // Everything else pays less (Core returns here): only what this block passed
+                // over may fill the next.
+                self.enqueue(i);
+                break;
+            }
+            let fits = weight + 4 * package.vsize < BLOCK_MAX_WEIGHT
+                && sigops + package.sigops < BLOCK_MAX_SIGOPS;
+            if !fits {
+                self.passed_over.push(i);
+                failures += 1;
+                if failures > MAX_CONSECUTIVE_FAILURES
+                    && weight > BLOCK_MAX_WEIGHT - FULL_ENOUGH_DELTA
+                {
+                    break;
+                }
+                continue;
+            }
+            failures = 0;
+            sigops += package.sigops;
+            let rate = package.fee as f64 / package.vsize.max(1) as f64;
+            block.min_rate = if block.txids.is_empty() {
+                rate
+            } else {
+                block.min_rate.min(rate)
+            };
+            weight += self.add_package(i, &mut block);
+        }
+        for i in std::mem::take(&mut self.passed_over) {
+            if !self.in_block[i as usize] {
+                self.version[i as usize] += 1;
+                self.enqueue(i);
+            }
+        }
+        block
+    }
+
+    /// Puts `i` and its outside ancestors in `block`, then takes them from their descendants'
+    /// packages (Core's `UpdatePackagesForAdded`); returns the weight added.
+    fn add_package(&mut self, i: u32, block: &mut ProjectedBlock) -> u64 {
+        let members = self.outside_ancestors(i);
+        let mut weight = 0;
+        for &m in &members {
+            self.in_block[m as usize] = true;
+            let node = &self.nodes[m as usize];
+            weight += node.weight;
+            block.txids.push(node.txid);
+            block.vsize += node.vsize;
+            block.fees += node.fee;
+        }
+        let mut changed = Vec::new();
+        for &m in &members {
+            let node = &self.nodes[m as usize];
+            for d in self.descendants(m) {
+                let totals = &mut self.package[d as usize];
+                totals.fee -= node.fee;
+                totals.vsize -= node.vsize;
+                totals.sigops -= node.sigops;
+                if !changed.contains(&d) {
+                    changed.push(d);
+                }
+            }
+        }
+        for d in changed {
+            self.version[d as usize] += 1;
+            self.enqueue(d);
+        }
+        weight
+    }
+
+    /// `i`'s descendants not in a block.
+    fn descendants(&self, i: u32) -> Vec<u32> {
+        let mut seen: Vec<u32> = Vec::new();
+        let mut stack = vec![i];
+        while let Some(at) = stack.pop() {
+            for &c in &self.children[at as usize] {
+                if !self.in_block[c as usize] && !seen.contains(&c) {
+                    seen.push(c);
+                    stack.push(c);
+                }
+            }
+        }
+        seen
+    }
+}
+
+impl Totals {
+    const ZERO: Totals = Totals {
+        fee: 0,
+        vsize: 0,
+        sigops: 0,
+    };
+
+    fn plus(self, node: &Node) -> Totals {
+        Totals {
+            fee: self.fee + node.fee,
+            vsize: self.vsize + node.vsize,
+            sigops: self.sigops + node.sigops,
+        }
+    }
+}
