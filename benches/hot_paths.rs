@@ -6,7 +6,9 @@
 //! - a 10,000-entry `get_history` answer as JSON text, beside writing the same entries by hand;
 //! - history keys encoded and decoded, beside copying the same bytes;
 //! - a `cp_height` proof at height 100,000 from cached subtree roots, beside the whole tree of
-//!   100,000 header hashes (what it cost before the cache).
+//!   100,000 header hashes (what it cost before the cache);
+//! - the projected blocks of a 100,000-transaction mempool (Core's block assembler), beside
+//!   sorting the same transactions by their own fee rate (what the estimates read before).
 
 use std::hint::black_box;
 
@@ -15,6 +17,7 @@ use bitcoin::Txid;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 
 use cairn::electrum::history_text;
+use cairn::mempool::projection::{self, Node};
 use cairn::store::schema::HistoryKey;
 use cairn::types::{ScriptHash, TxNum};
 use cairn::view::{merkle, status};
@@ -128,6 +131,57 @@ fn key_encoding(c: &mut Criterion) {
     group.finish();
 }
 
+/// 100,000 transactions of 140 to 2,100 vB at 1 to 200 sat/vB, a third of them children of
+/// one of the 20 transactions before them that has no parent (chains within the mempool's
+/// limits, as a real one).
+fn mempool_nodes() -> Vec<Node> {
+    (0..100_000u32)
+        .map(|i| {
+            let mix = i.wrapping_mul(2_654_435_761);
+            let vsize = 140 + u64::from(mix % 1_960);
+            let rate = 1 + u64::from(mix >> 8) % 200;
+            let parents = match (i % 3, i) {
+                (0, 20..) => match i - 1 - (mix >> 16) % 20 {
+                    p if p % 3 == 0 => vec![p - 1],
+                    p => vec![p],
+                },
+                _ => Vec::new(),
+            };
+            Node {
+                txid: Txid::from_byte_array(sha256d::Hash::hash(&i.to_le_bytes()).to_byte_array()),
+                fee: rate * vsize,
+                vsize,
+                weight: vsize * 4,
+                sigops: 4,
+                parents,
+            }
+        })
+        .collect()
+}
+
+fn fee_projection(c: &mut Criterion) {
+    let nodes = mempool_nodes();
+    let mut group = c.benchmark_group("projected blocks of a 100k-transaction mempool");
+    group.sample_size(10);
+    group.bench_function("cairn projection::project, every block", |b| {
+        b.iter(|| black_box(projection::project(&nodes, 1000, 1008)))
+    });
+    group.bench_function(
+        "baseline: sort by own fee rate (the estimates before)",
+        |b| {
+            b.iter(|| {
+                let mut rates: Vec<(f64, u64)> = nodes
+                    .iter()
+                    .map(|n| (n.fee as f64 / n.vsize as f64, n.vsize))
+                    .collect();
+                rates.sort_by(|a, b| b.0.total_cmp(&a.0));
+                black_box(rates)
+            })
+        },
+    );
+    group.finish();
+}
+
 fn checkpoint_proof(c: &mut Criterion) {
     let n = 100_000usize;
     let leaves: Vec<[u8; 32]> = (0..n as u32)
@@ -151,6 +205,7 @@ criterion_group!(
     merkle_branch,
     history_to_json,
     key_encoding,
-    checkpoint_proof
+    checkpoint_proof,
+    fee_projection
 );
 criterion_main!(benches);

@@ -329,9 +329,10 @@ impl Ctx<'_> {
 
     pub(crate) fn estimatefee(&self, blocks: u32) -> Result<Value, RpcError> {
         let pool = self.mempool()?;
-        self.charge_units(2); // ElectrumX's `bump_cost(2.0)`.
-                              // Below a full block's worth of the mempool, the least fee that enters confirms next
-                              // block; no estimate is below it.
+        // ElectrumX's `bump_cost(2.0)`.
+        self.charge_units(2);
+        // Where the mempool would clear within `blocks` blocks, the least fee that enters
+        // confirms in time; no estimate is below it.
         let floor = btc_per_kvb(pool.entry_fee_per_kvb());
         Ok(json!(pool
             .estimate_fee(blocks)

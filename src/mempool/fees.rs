@@ -10,6 +10,10 @@ use super::projection::{self, Node, ProjectedBlock};
 /// How many blocks are projected: Esplora's longest confirmation target.
 pub const PROJECTED_BLOCKS: usize = 1008;
 
+/// From this cost on, a projection serves until ten times its cost has passed even if the
+/// mempool changed; cheaper ones (small mempools) are redone at every change.
+pub const THROTTLED_FROM: Duration = Duration::from_millis(1);
+
 /// The projected blocks and the fee histogram of one mempool generation.
 #[derive(Debug)]
 pub struct FeeRates {

@@ -16,7 +16,7 @@ mod limits;
 mod package;
 pub mod persist;
 mod policy;
-mod projection;
+pub mod projection;
 mod queries;
 mod rejection;
 mod replacement;
@@ -426,17 +426,18 @@ impl Mempool {
     }
 
     /// The projected blocks and the fee histogram ([`fees::FeeRates`]), computed once per
-    /// change of the mempool however many requests ask, outside the mempool's lock. A changed
-    /// mempool is projected again only once ten times the last projection's time has passed,
-    /// so a stream of changes and requests costs at most a tenth of a core; until then the
-    /// last projection serves.
+    /// change of the mempool however many requests ask, outside the mempool's lock. Once a
+    /// projection takes a millisecond or more, a changed mempool is projected again only after
+    /// ten times its time has passed, so a stream of changes and requests costs at most a tenth
+    /// of a core; until then the last projection serves.
     pub fn fee_rates(&self) -> Arc<fees::FeeRates> {
         let mut cached = self.fees.lock().unwrap_or_else(PoisonError::into_inner);
         let generation = self.read().generation;
-        if let Some(rates) = cached
-            .as_ref()
-            .filter(|r| r.generation == generation || r.built.elapsed() < r.cost.saturating_mul(10))
-        {
+        if let Some(rates) = cached.as_ref().filter(|r| {
+            let throttled =
+                r.cost >= fees::THROTTLED_FROM && r.built.elapsed() < r.cost.saturating_mul(10);
+            r.generation == generation || throttled
+        }) {
             return rates.clone();
         }
         let (generation, nodes) = self.read().projection_nodes();

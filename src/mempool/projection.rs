@@ -120,7 +120,7 @@ pub fn project(nodes: &[Node], min_fee_per_kvb: u64, max_blocks: usize) -> Vec<P
     let mut assembler = Assembler::new(nodes, min_fee_per_kvb);
     let mut blocks = Vec::new();
     while blocks.len() < max_blocks {
-        let block = assembler.fill_block();
+        let block = assembler.fill_block(blocks.is_empty());
         if block.txids.is_empty() {
             break;
         }
@@ -229,8 +229,9 @@ impl<'a> Assembler<'a> {
         None
     }
 
-    /// Fills one block from the queue; what did not fit is queued again for the next.
-    fn fill_block(&mut self) -> ProjectedBlock {
+    /// Fills one block from the queue (the `first` exactly as Core's assembler); what did not
+    /// fit is queued again for the next.
+    fn fill_block(&mut self, first: bool) -> ProjectedBlock {
         let mut block = ProjectedBlock::default();
         let (mut weight, mut sigops) = (COINBASE_WEIGHT, COINBASE_SIGOPS);
         let mut failures = 0u32;
@@ -249,9 +250,11 @@ impl<'a> Assembler<'a> {
             if !fits {
                 self.passed_over.push(i);
                 failures += 1;
-                if failures > MAX_CONSECUTIVE_FAILURES
-                    && weight > BLOCK_MAX_WEIGHT - FULL_ENOUGH_DELTA
-                {
+                // Core closes its block only when also nearly full, and may read the whole
+                // mempool to fill the last few thousand weight units; a block after the first
+                // is a guess about the future anyway, so it closes without that.
+                let full_enough = weight > BLOCK_MAX_WEIGHT - FULL_ENOUGH_DELTA || !first;
+                if failures > MAX_CONSECUTIVE_FAILURES && full_enough {
                     break;
                 }
                 continue;

@@ -216,8 +216,8 @@ impl Mempool {
         self.fee_rates().histogram.clone()
     }
 
-    /// A fee rate (BTC/kvB) that would place a transaction within the first `blocks` blocks' worth
-    /// of the mempool, or `None` when the mempool would clear sooner (then the minimum applies).
+    /// A fee rate (BTC/kvB) that enters the `blocks`th projected block, or `None` when the
+    /// mempool would clear within `blocks` blocks (then the minimum applies).
     pub fn estimate_fee(&self, blocks: u32) -> Option<f64> {
         self.fee_rates().estimate(blocks)
     }

@@ -1035,5 +1035,6 @@ fn transactions_expire_after_two_weeks_with_their_descendants() {
 }
 
 mod evict;
+mod projection;
 mod test_accept;
 mod truc;

@@ -186,3 +186,49 @@ fn the_projected_next_block_is_bitcoinds_template() {
         .sum();
     assert_eq!(rates.blocks[0].fees, template_fees);
 }
+
+/// Rounds of steady traffic: 40 transactions of 37 kvB at 1 to 40 sat/vB arrive (1.5 blocks'
+/// worth), bitcoind mines one block by Core's defaults and cairn follows it. bitcoind's
+/// `estimatesmartfee` learns from what confirmed; cairn reads its projection of the mempool.
+/// Each round from the sixth, on the mempool bitcoind's next block will be built from, both
+/// answer Electrum's `blockchain.estimatefee(1)`: they must agree within half again.
+#[test]
+fn estimatefee_is_close_to_bitcoinds_estimatesmartfee_on_the_same_traffic() {
+    const ROUNDS: usize = 9;
+    const PER_ROUND: usize = 40;
+    let pair = Pair::start_with(&CORE_MINER);
+    let mut coins = fund(&pair, ROUNDS * PER_ROUND, 2_500_000).into_iter();
+    let pool = mempool();
+    let mut rows = Vec::new();
+    for round in 0..ROUNDS {
+        // The rates in an order that changes every round, so neither arrival order nor txid
+        // favours a rate.
+        for k in 0..PER_ROUND {
+            let rate = 1 + ((k * 7 + round * 13) % PER_ROUND) as u64;
+            let (tx, _) = spend(&[coins.next().unwrap()], 860, 1_000, rate);
+            pair.submit(&pool, &tx);
+        }
+        if round >= 5 {
+            let core = rpc_json(&pair.node, &["estimatesmartfee", "1"]);
+            let core = core["feerate"].as_f64();
+            let ours = pool.fee_rates().estimate(1);
+            rows.push((round, core, ours));
+        }
+        pair.mine(1);
+        pool.revalidate(&pair.index);
+    }
+    for (round, core, ours) in &rows {
+        eprintln!("round {round}: bitcoind {core:?} BTC/kvB, cairn {ours:?} BTC/kvB");
+    }
+    for (round, core, ours) in rows {
+        let (core, ours) = (
+            core.expect("bitcoind has an estimate"),
+            ours.expect("a backlog"),
+        );
+        let ratio = ours / core;
+        assert!(
+            (1.0 / 1.5..=1.5).contains(&ratio),
+            "round {round}: cairn {ours} against bitcoind {core} BTC/kvB"
+        );
+    }
+}

@@ -81,10 +81,9 @@ pub fn recent(ctx: &HttpContext) -> Reply {
     json(&recent)
 }
 
-/// `GET /fee-estimates`: sat/vB per confirmation target, from the mempool's backlog (the
-/// least fee rate that enters, at least, and where the mempool would clear sooner), as
-/// Electrum's `estimatefee`;
-/// from the rates sorted once per mempool change.
+/// `GET /fee-estimates`: sat/vB per confirmation target, from the projected blocks as
+/// Electrum's `estimatefee` (the lowest package rate the target's block takes, at least the
+/// least fee rate that enters, which it is where the mempool would clear sooner).
 pub fn fee_estimates(ctx: &HttpContext) -> Reply {
     let mut estimates = serde_json::Map::new();
     let pool = ctx.model.mempool();
