@@ -1205,11 +1205,16 @@ struct Charged {
 /// Asks `blockchain.scripthash.get_balance [sh]` from `from` on one connection after another,
 /// each answer read before the next request, until `stop`.
 fn balance_flood(from: &str, to: SocketAddr, sh: &str, stop: &AtomicBool) -> Charged {
-    let mut seen = Charged::default();
     let request = json!({"jsonrpc": "2.0", "id": 1, "method": "blockchain.scripthash.get_balance",
-                         "params": [sh]})
-    .to_string()
-        + "\n";
+                         "params": [sh]});
+    flood(from, to, &request, stop)
+}
+
+/// Sends `request` from `from` on one connection after another (each opened with
+/// `server.version` for protocol 1.7), each answer read before the next request, until `stop`.
+fn flood(from: &str, to: SocketAddr, request: &Value, stop: &AtomicBool) -> Charged {
+    let mut seen = Charged::default();
+    let request = request.to_string() + "\n";
     while !stop.load(Ordering::SeqCst) {
         let Ok(s) = connect_from_with_rcvbuf(from, to, None) else {
             std::thread::sleep(Duration::from_millis(50));
@@ -1218,6 +1223,16 @@ fn balance_flood(from: &str, to: SocketAddr, sh: &str, stop: &AtomicBool) -> Cha
         s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
         let mut reader = BufReader::new(s.try_clone().unwrap());
         let mut s = s;
+        // Protocol 1.7 first, for its methods.
+        let hello = json!({"jsonrpc": "2.0", "id": 0, "method": "server.version",
+                           "params": ["attacker", "1.7"]});
+        let mut line = String::new();
+        let greeted = s.write_all(format!("{hello}\n").as_bytes()).is_ok()
+            && std::io::BufRead::read_line(&mut reader, &mut line).is_ok_and(|n| n > 0);
+        if !greeted || line.contains("excessive resource usage") {
+            seen.closed_for_cost += u64::from(greeted);
+            continue;
+        }
         while !stop.load(Ordering::SeqCst) {
             if s.write_all(request.as_bytes()).is_err() {
                 break;
@@ -1328,4 +1343,93 @@ fn costly_requests_are_charged_to_their_host() {
         "honest get_balance: {balance}"
     );
     assert!(honest_balance < Duration::from_secs(2));
+}
+
+/// A signed transaction of bitcoind's wallet paying 1 BTC to itself, not broadcast.
+fn unsent_payment(node: &Bitcoind) -> String {
+    let to = node.rpc(&["getnewaddress"]);
+    let outputs = json!({ to: 1.0 }).to_string();
+    let raw = node.rpc(&["createrawtransaction", "[]", &outputs]);
+    let funded = node.rpc_json(&["fundrawtransaction", &raw]);
+    let signed = node.rpc_json(&[
+        "signrawtransactionwithwallet",
+        funded["hex"].as_str().unwrap(),
+    ]);
+    assert_eq!(signed["complete"], true);
+    signed["hex"].as_str().unwrap().to_string()
+}
+
+/// Issue 27: **a flood of dry runs was nearly free.** `testmempoolaccept` (Electrum 1.7) runs
+/// every check of a broadcast, the signatures included, and keeps nothing, so it can be asked
+/// again and again with one valid transaction.
+///
+/// Four connections from 127.0.0.2 ask for the dry run of one valid, signed wallet payment for
+/// 10 s, each answer read before the next request, reconnecting when closed; cairn runs with
+/// `--electrum-cost-hard-limit=1500` as in the test above. Asserted: the attackers get fewer
+/// than 1,000 dry runs and are throttled (or closed) for their cost, and an honest client from
+/// 127.0.0.3
+/// meanwhile gets `server.ping` within 2 s each time, then the same dry run (allowed) and a
+/// broadcast of that payment within 2 s each.
+///
+/// *Fails before the fix* (d461d85, where an allowed dry run was charged as an accepted
+/// broadcast, its bytes only, about 0.2 units): the attackers got 3,736 dry runs in the 10 s;
+/// now 144 (each costs a refused broadcast's 10 units more).
+#[test]
+fn dry_runs_are_charged_to_their_host() {
+    let served = Served::start(&["--electrum-cost-hard-limit=1500"]);
+    let payment = unsent_payment(&served.node);
+    let request = json!({"jsonrpc": "2.0", "id": 1,
+                         "method": "blockchain.transaction.testmempoolaccept",
+                         "params": [[payment]]});
+
+    let honest = served.honest_electrum();
+    let stop = AtomicBool::new(false);
+    let seen: Vec<Charged> = std::thread::scope(|scope| {
+        let attackers: Vec<_> = (0..4)
+            .map(|_| scope.spawn(|| flood("127.0.0.2", served.electrum, &request, &stop)))
+            .collect();
+        std::thread::sleep(Duration::from_secs(10));
+        stop.store(true, Ordering::SeqCst);
+        attackers.into_iter().map(|a| a.join().unwrap()).collect()
+    });
+    let report = honest.stop();
+    let answers: u64 = seen.iter().map(|s| s.answers).sum();
+    let closed: u64 = seen.iter().map(|s| s.closed_for_cost).sum();
+    println!(
+        "attackers: {answers} dry runs, closed {closed} times for their cost; honest: {} visits, \
+         worst {:?}",
+        report.tries, report.worst
+    );
+    let mut c = Lines::connect_from("127.0.0.3", served.electrum, "1.7");
+    let asked = Instant::now();
+    let tried = c.call(
+        "blockchain.transaction.testmempoolaccept",
+        json!([[payment]]),
+    );
+    let tried_in = asked.elapsed();
+    let asked = Instant::now();
+    let sent = c.call("blockchain.transaction.broadcast", json!([payment]));
+    let sent_in = asked.elapsed();
+    println!("the honest client's dry run: {tried_in:?}: {tried}; broadcast {sent_in:?}: {sent}");
+
+    let throttled = served.metric("cairn_electrum_throttled_total");
+    println!("requests throttled: {throttled}");
+    assert!(answers < 1_000, "the attackers got {answers} dry runs");
+    assert!(
+        throttled > 0.0 || closed > 0,
+        "the attackers were neither slowed nor closed"
+    );
+    assert!(
+        report.failures.is_empty(),
+        "honest client: {:#?}",
+        report.failures
+    );
+    assert!(
+        report.worst < Duration::from_secs(2),
+        "honest client waited {:?}",
+        report.worst
+    );
+    assert_eq!(tried["result"][0]["allowed"], true, "{tried}");
+    assert!(sent["result"].is_string(), "{sent}");
+    assert!(tried_in < Duration::from_secs(2) && sent_in < Duration::from_secs(2));
 }
