@@ -372,6 +372,10 @@ pub struct Mempool {
     inner: RwLock<Inner>,
     /// The fee rates of the last generation any request asked for.
     fees: Mutex<Option<Arc<fees::FeeRates>>>,
+    /// Scripts whose mempool part changed in an acceptance that was then refused (a newcomer
+    /// the size limit evicted after it replaced, expired or evicted others): handed out with
+    /// the next acceptance's or block's, so their subscribers still hear of it.
+    unannounced: Mutex<HashSet<ScriptHash>>,
     /// The rolling minimum fee after evictions; taken after `inner` where both are held.
     rolling: Mutex<rolling::RollingFee>,
     config: MempoolConfig,
@@ -400,6 +404,7 @@ impl Mempool {
         Mempool {
             inner: RwLock::new(inner),
             fees: Mutex::new(None),
+            unannounced: Mutex::new(HashSet::new()),
             rolling: Mutex::new(rolling::RollingFee::new(config.min_relay_per_kvb)),
             config,
             verify_scripts: policy::verify_scripts,
@@ -674,16 +679,40 @@ impl Mempool {
         }
         inner.insert(entry);
         inner.expire(persist::now() - persist::EXPIRY_SECS, &mut touched);
-        if !inner.txs.contains_key(&txid) {
-            return Err(Rejection::MempoolFull);
+        let kept = match inner.txs.contains_key(&txid) {
+            true => self.evict_over_limit(&mut inner, &[txid], &mut touched),
+            false => Err(Rejection::MempoolFull),
+        };
+        if let Err(full) = kept {
+            self.keep_unannounced(touched);
+            return Err(full);
         }
-        self.evict_over_limit(&mut inner, &[txid], &mut touched)?;
+        touched.extend(self.take_unannounced());
         Ok(Accepted {
             txid,
             wtxid,
             replaced,
             touched,
         })
+    }
+
+    /// Keeps `touched` of a refused acceptance for the next change to hand out.
+    fn keep_unannounced(&self, touched: HashSet<ScriptHash>) {
+        let mut kept = self
+            .unannounced
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        kept.extend(touched);
+    }
+
+    /// The scripts refused acceptances changed since the last call ([`Mempool::keep_unannounced`]).
+    fn take_unannounced(&self) -> HashSet<ScriptHash> {
+        std::mem::take(
+            &mut *self
+                .unannounced
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner),
+        )
     }
 
     /// Refuses a transaction the mempool or the chain already has.

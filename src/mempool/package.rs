@@ -125,7 +125,7 @@ impl Mempool {
                 other => each.push(other),
             }
         }
-        let mut touched = HashSet::new();
+        let mut touched = self.take_unannounced();
         if cheap.is_empty() {
             each.push(self.accept_with(&child[0], index, true, persist::now()));
         } else {

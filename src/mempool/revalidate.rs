@@ -19,7 +19,7 @@ impl Mempool {
 
     /// [`Mempool::revalidate`] over any [`CoinSource`].
     pub(super) fn revalidate_from(&self, index: &dyn CoinSource) -> HashSet<ScriptHash> {
-        let mut touched = HashSet::new();
+        let mut touched = self.take_unannounced();
         self.rolling_fee().block(persist::now());
         // One look at the pool, then the index checks without holding the lock.
         let snapshot: Vec<(Txid, Vec<OutPoint>)> = {

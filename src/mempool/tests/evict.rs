@@ -106,3 +106,43 @@ fn a_refused_package_evicts_nobody() {
     assert_eq!(pool.size().0, 2, "nobody evicted");
     assert_totals_fresh(&pool);
 }
+
+#[test]
+fn what_a_refused_newcomer_evicted_is_announced_with_the_next_change() {
+    let mut coins = Coins::new();
+    let (a, b, n, d) = (
+        coins.add(1, 100_000),
+        coins.add(2, 100_000),
+        coins.add(3, 100_000),
+        coins.add(4, 100_000),
+    );
+    // About 2 and 10 sat/vB; the newcomer is large at about 5 sat/vB.
+    let low = spend(&[a], &[99_780]);
+    let high = spend(&[b], &[98_900]);
+    let shape = spend(&[n], &[1_000; 30]);
+    let fee = 5 * vsize(&shape);
+    let newcomer = spend(
+        &[n],
+        &[vec![1_000; 29], vec![100_000 - 29_000 - fee]].concat(),
+    );
+    assert_eq!(vsize(&newcomer), vsize(&shape));
+    // With it, the pool is over by more than the cheapest holds: the eviction pass takes the
+    // cheapest, then the newcomer itself.
+    let pool = pool_of(vsize(&low) + vsize(&high) + vsize(&newcomer) / 2);
+    accept(&pool, &coins, &low).unwrap();
+    accept(&pool, &coins, &high).unwrap();
+    assert_eq!(
+        accept(&pool, &coins, &newcomer).unwrap_err(),
+        Rejection::MempoolFull
+    );
+    assert!(!has(&pool, &low) && !has(&pool, &newcomer) && has(&pool, &high));
+    // The evicted one's scripts come with the next acceptance (they were lost before).
+    let next = spend(&[d], &[98_000]);
+    let accepted = accept(&pool, &coins, &next).unwrap();
+    assert!(accepted.touched.contains(&ScriptHash::of(&script(1))));
+    let again = pool.revalidate_from(&coins);
+    assert!(
+        !again.contains(&ScriptHash::of(&script(1))),
+        "handed out once"
+    );
+}
