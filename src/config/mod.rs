@@ -318,7 +318,6 @@ fn truc_policy(given: Option<&str>) -> Result<TrucPolicy, ConfigError> {
         })
 }
 
-/// `v`, refusing zero for an option that must be at least 1.
 /// `min_free_space_mb` in bytes: at least 1 MiB, and a count of bytes that fits 64 bits.
 fn min_free_space(mb: Option<u64>) -> Result<u64, ConfigError> {
     let mb = mb.unwrap_or(DEFAULT_MIN_FREE_SPACE_MB);

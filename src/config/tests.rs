@@ -298,3 +298,61 @@ fn parse(args: &[&str]) -> Result<Flags, clap::Error> {
     let args = std::iter::once("cairn").chain(args.iter().copied());
     Cli::try_parse_from(args).map(|cli| cli.flags)
 }
+
+#[test]
+fn mempool_policy_options_refuse_bad_values_by_name_and_apply_good_ones() {
+    for (line, option, words) in [
+        ("mempool_truc = \"sometimes\"", "mempool_truc", "sometimes"),
+        (
+            "mempool_min_relay_fee = 0.0",
+            "mempool_min_relay_fee",
+            "outside",
+        ),
+        (
+            "mempool_min_relay_fee = 5000.0",
+            "mempool_min_relay_fee",
+            "outside",
+        ),
+        (
+            "mempool_min_relay_fee = nan",
+            "mempool_min_relay_fee",
+            "outside",
+        ),
+        (
+            "datacarrier_size = 100001",
+            "datacarrier_size",
+            "over 100000",
+        ),
+    ] {
+        let file = FileConfig::parse(&format!("{line}\n"), Path::new("x")).unwrap();
+        let err = Settings::resolve(file, FileConfig::default())
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains(option) && err.contains(words), "{line}: {err}");
+    }
+    // Wrong types are refused by the parser, naming the option.
+    for line in [
+        "permit_bare_pubkey = 1",
+        "permit_multiple_datacarrier = \"yes\"",
+    ] {
+        let err = FileConfig::parse(&format!("{line}\n"), Path::new("x")).unwrap_err();
+        let option = line.split(' ').next().unwrap_or_default();
+        assert!(err.to_string().contains(option), "{line}: {err}");
+    }
+    let file = FileConfig::parse(
+        "mempool_truc = \"enforce\"\nmempool_min_relay_fee = 0.1\ndatacarrier_size = 100000\n\
+         permit_bare_pubkey = true\npermit_multiple_datacarrier = true\n",
+        Path::new("x"),
+    )
+    .unwrap();
+    let s = Settings::resolve(file, FileConfig::default()).unwrap();
+    assert_eq!(s.mempool.truc, TrucPolicy::Enforce);
+    assert_eq!(s.mempool.min_relay_per_kvb, 100);
+    assert_eq!(s.mempool.datacarrier_size, 100_000);
+    assert!(s.mempool.permit_bare_pubkey && s.mempool.permit_multiple_datacarrier);
+    let defaults = Settings::resolve(FileConfig::default(), FileConfig::default()).unwrap();
+    assert_eq!(defaults.mempool.truc, TrucPolicy::Accept);
+    assert_eq!(defaults.mempool.min_relay_per_kvb, 1_000);
+    assert_eq!(defaults.mempool.datacarrier_size, 83);
+    assert!(!defaults.mempool.permit_bare_pubkey && !defaults.mempool.permit_multiple_datacarrier);
+}
