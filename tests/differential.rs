@@ -683,3 +683,69 @@ fn finality_and_standardness_agree_with_bitcoind() {
     );
     assert_eq!(reason("relative height lock 5 on 5 confirmations"), None);
 }
+
+/// Issue 27: output kinds as Core's `Solver` tells them (OP_RETURN followed by pushes only, a
+/// version 0 witness program of 20 or 32 bytes only, keys of a size their first byte
+/// announces), each output in a validly signed wallet spend judged by bitcoind and by cairn.
+/// rust-bitcoin's shape tests, which cairn used before, took the first three.
+#[test]
+fn output_kinds_agree_with_bitcoind() {
+    let pair = Pair::start();
+    let key = "0279be667ef9dcbbac55a06295ce870b07029bfcdb2dce28d959f2815b16f81798";
+    let script = |hex: String| bitcoin::ScriptBuf::from_hex(&hex).unwrap();
+    let kinds: Vec<(&str, bitcoin::ScriptBuf, u64)> = vec![
+        ("OP_RETURN then OP_CHECKSIG", script("6aac".into()), 0),
+        (
+            "OP_RETURN with a push cut short",
+            script("6a0501".into()),
+            0,
+        ),
+        (
+            "a version 0 witness program of 25 bytes",
+            script(format!("0019{}", "11".repeat(25))),
+            10_000,
+        ),
+        (
+            "a bare pubkey of 33 bytes with an uncompressed header",
+            script(format!("2104{}ac", &key[2..])),
+            10_000,
+        ),
+        (
+            "a bare 1-of-2 multisig with a key of header 05",
+            script(format!("5121{key}2105{}52ae", &key[2..])),
+            10_000,
+        ),
+        ("a pay-to-anchor", script("51024e73".into()), 1_000),
+        (
+            "a version 2 witness program",
+            script("5202cafe".into()),
+            1_000,
+        ),
+        (
+            "OP_RETURN of pushes and small numbers",
+            script("6a02cafe5160".into()),
+            0,
+        ),
+    ];
+    let mut disagreed = Vec::new();
+    for (coin, (name, output, value)) in kinds.into_iter().enumerate() {
+        let (_, held, back_script) = &pair.coins[coin];
+        let outputs = vec![
+            TxOut {
+                value: Amount::from_sat(value),
+                script_pubkey: output,
+            },
+            TxOut {
+                value: Amount::from_sat(held - value - 1_000),
+                script_pubkey: back_script.clone(),
+            },
+        ];
+        let tx = spend(&pair, coin, outputs, 0, 0xffff_fffe);
+        let (core, ours) = (pair.core(&tx), pair.cairn(&tx));
+        eprintln!("{name}: bitcoind {core:?}, cairn {ours:?}");
+        if core.as_deref().map(rule) != ours.as_deref().map(rule) {
+            disagreed.push(format!("{name}: bitcoind {core:?}, cairn {ours:?}"));
+        }
+    }
+    assert!(disagreed.is_empty(), "{disagreed:#?}");
+}

@@ -8,6 +8,7 @@ use bitcoin::{Script, Transaction, TxOut};
 use super::policy::is_anchor;
 use super::rejection::Rejection;
 use super::script_flags::{has_annex, pushed_value};
+use super::solver::{solve, OutputKind};
 
 /// Most sigops a redeem script may have (Core's `MAX_P2SH_SIGOPS`).
 pub const MAX_P2SH_SIGOPS: usize = 15;
@@ -213,80 +214,13 @@ fn last_push(script_sig: &Script) -> Option<Vec<u8>> {
 }
 
 /// Whether Core's `Solver` gives a type other than `NONSTANDARD` or `WITNESS_UNKNOWN`: P2PK,
-/// P2PKH, P2SH, multisig of 1 to 16 keys, OP_RETURN data, witness v0 keys and scripts, taproot,
+/// P2PKH, P2SH, multisig of 1 to 20 keys, OP_RETURN data, witness v0 keys and scripts, taproot,
 /// pay-to-anchor.
 fn is_known_type(script: &Script) -> bool {
-    let b = script.as_bytes();
-    if script.is_witness_program() {
-        return script.is_p2wpkh() || script.is_p2wsh() || script.is_p2tr() || is_anchor(script);
-    }
-    let p2pk = matches!(b.len(), 35 | 67)
-        && usize::from(b[0]) == b.len() - 2
-        && b[b.len() - 1] == 0xac
-        && pubkey_sized(&b[1..b.len() - 1]);
-    let data = b.first() == Some(&0x6a) && Script::from_bytes(&b[1..]).is_push_only();
-    script.is_p2pkh() || script.is_p2sh() || p2pk || solver_multisig(script) || data
-}
-
-/// Core's `CPubKey::ValidSize`: the length the first byte announces (hybrid keys included).
-fn pubkey_sized(key: &[u8]) -> bool {
-    match key.first() {
-        Some(0x02 | 0x03) => key.len() == 33,
-        Some(0x04 | 0x06 | 0x07) => key.len() == 65,
-        _ => false,
-    }
-}
-
-/// Core's `MatchMultisig`: a number of signatures from 1 to 20, keys of a valid size pushed any
-/// way, their count (at least the signatures', at most 20), then OP_CHECKMULTISIG.
-fn solver_multisig(script: &Script) -> bool {
-    let Some((&0xae, body)) = script.as_bytes().split_last() else {
-        return false;
-    };
-    let mut ops = Script::from_bytes(body).instructions();
-    let Some(required) = ops.next().and_then(|i| script_number(i.ok()?)) else {
-        return false;
-    };
-    let mut keys = 0i64;
-    for instruction in ops.by_ref() {
-        match instruction {
-            Ok(Instruction::PushBytes(k)) if pubkey_sized(k.as_bytes()) => keys += 1,
-            Ok(last) => {
-                let count = script_number(last);
-                return (1..=20).contains(&required)
-                    && count == Some(keys)
-                    && (required..=20).contains(&keys)
-                    && ops.next().is_none();
-            }
-            Err(_) => return false,
-        }
-    }
-    false
-}
-
-/// Core's `GetScriptNumber` for small numbers: OP_0 to OP_16, or a minimal push of up to 4 bytes.
-fn script_number(instruction: Instruction) -> Option<i64> {
-    match instruction {
-        Instruction::Op(op) if (0x51..=0x60).contains(&op.to_u8()) => {
-            Some(i64::from(op.to_u8() - 0x50))
-        }
-        Instruction::PushBytes(b) if b.is_empty() => Some(0),
-        Instruction::PushBytes(b) if b.len() <= 4 => {
-            let bytes = b.as_bytes();
-            let minimal = bytes.last().is_some_and(|&l| l & 0x7f != 0)
-                || (bytes.len() > 1 && bytes[bytes.len() - 2] & 0x80 != 0);
-            if !minimal {
-                return None;
-            }
-            let mut n: i64 = 0;
-            for (i, &byte) in bytes.iter().enumerate() {
-                n |= i64::from(byte) << (8 * i);
-            }
-            let sign = 0x80i64 << (8 * (bytes.len() - 1));
-            Some(if n & sign != 0 { -(n & !sign) } else { n })
-        }
-        _ => None,
-    }
+    !matches!(
+        solve(script),
+        OutputKind::NonStandard | OutputKind::WitnessUnknown
+    )
 }
 
 #[cfg(test)]

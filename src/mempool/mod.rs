@@ -23,6 +23,7 @@ mod replacement;
 mod revalidate;
 mod rolling;
 mod script_flags;
+mod solver;
 #[cfg(test)]
 mod tests;
 mod truc;

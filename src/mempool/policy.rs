@@ -3,6 +3,7 @@
 use bitcoin::{Transaction, TxOut};
 
 use super::rejection::Rejection;
+use super::solver::{solve, OutputKind};
 use crate::config::{MempoolConfig, TrucPolicy};
 
 /// The default minimum relay fee rate, sat/vB (Knots's and Core 29's `-minrelaytxfee`, 1,000
@@ -13,20 +14,6 @@ pub const MAX_STANDARD_TX_WEIGHT: u64 = 400_000;
 /// Smallest standard size without witness (Core's `MIN_STANDARD_TX_NONWITNESS_SIZE`): a
 /// 64-byte transaction could pass for an inner node of a block's merkle tree.
 pub const MIN_STANDARD_TX_NONWITNESS_SIZE: usize = 65;
-
-/// Core's `IsStandard` for a bare multisig output: `m` of `n` keys with 1 <= m <= n <= 3
-/// (`script` is already known to be a multisig script).
-fn standard_multisig(script: &bitcoin::Script) -> bool {
-    let bytes = script.as_bytes();
-    let small = |b: u8| (0x51..=0x60).contains(&b).then(|| b - 0x50);
-    let (Some(m), Some(n)) = (
-        bytes.first().copied().and_then(small),
-        bytes.len().checked_sub(2).and_then(|i| small(bytes[i])),
-    ) else {
-        return false;
-    };
-    (1..=n).contains(&m) && n <= 3
-}
 
 fn non_standard(reason: &str) -> Rejection {
     Rejection::NonStandard(reason.to_string())
@@ -56,34 +43,28 @@ pub fn check_standard(tx: &Transaction, policy: &MempoolConfig) -> Result<(), Re
     let (mut data_outputs, mut monetary, mut data_bytes) = (0, 0, 0usize);
     for out in &tx.output {
         let script = &out.script_pubkey;
-        if script.is_op_return() {
-            data_outputs += 1;
-            data_bytes = data_bytes.saturating_add(script.len());
-            // Knots and Core 29 refuse each output over the size; Core 30 their sum.
-            if !policy.permit_multiple_datacarrier && script.len() > policy.datacarrier_size {
-                return Err(non_standard("scriptpubkey"));
+        let kind = solve(script);
+        match kind {
+            OutputKind::NullData => {
+                data_outputs += 1;
+                data_bytes = data_bytes.saturating_add(script.len());
+                // Knots and Core 29 refuse each output over the size; Core 30 their sum.
+                if !policy.permit_multiple_datacarrier && script.len() > policy.datacarrier_size {
+                    return Err(non_standard("scriptpubkey"));
+                }
+                continue;
             }
-            continue;
-        }
-        let standard = script.is_p2pkh()
-            || script.is_p2sh()
-            || script.is_p2wpkh()
-            || script.is_p2wsh()
-            || script.is_p2tr()
-            || script.is_p2pk()
-            || (script.is_multisig() && standard_multisig(script))
-            || script.is_witness_program();
-        if !standard {
-            return Err(non_standard("scriptpubkey"));
-        }
-        if script.is_multisig() && !policy.permit_bare_multisig {
-            return Err(non_standard("bare-multisig"));
-        }
-        if script.is_p2pk() && !policy.permit_bare_pubkey {
-            return Err(non_standard("bare-pubkey"));
-        }
-        if !is_anchor(script) {
-            monetary += 1;
+            OutputKind::NonStandard => return Err(non_standard("scriptpubkey")),
+            // Core's `IsStandard`: 1 to 3 keys, m at most n.
+            OutputKind::Multisig { n, .. } if n > 3 => return Err(non_standard("scriptpubkey")),
+            OutputKind::Multisig { .. } if !policy.permit_bare_multisig => {
+                return Err(non_standard("bare-multisig"))
+            }
+            OutputKind::PubKey if !policy.permit_bare_pubkey => {
+                return Err(non_standard("bare-pubkey"))
+            }
+            OutputKind::Anchor => {}
+            _ => monetary += 1,
         }
         if out.value < script.minimal_non_dust() {
             return Err(non_standard("dust"));
