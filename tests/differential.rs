@@ -183,7 +183,12 @@ impl Pair {
 
     /// cairn's verdict on a fresh mempool: `None` if accepted, else its reason.
     fn cairn(&self, tx: &Transaction) -> Option<String> {
-        let mempool = Mempool::new(MempoolConfig::default());
+        self.cairn_with(tx, MempoolConfig::default())
+    }
+
+    /// As [`Pair::cairn`], with a mempool of `config`.
+    fn cairn_with(&self, tx: &Transaction, config: MempoolConfig) -> Option<String> {
+        let mempool = Mempool::new(config);
         mempool
             .accept(&bitcoin::consensus::serialize(tx), &self.index)
             .err()

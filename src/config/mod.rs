@@ -56,6 +56,10 @@ pub struct MempoolConfig {
     pub datacarrier_size: usize,
     /// Whether a transaction may have more than one OP_RETURN output (Core 30; not Knots).
     pub permit_multiple_datacarrier: bool,
+    /// Whether Knots's rules against data apply ([`crate::mempool`]'s `data_rules`: parasites,
+    /// Runes, `-maxscriptsize`, data in input scripts, BIP-110's limits): Knots's defaults;
+    /// Core has none of them.
+    pub knots_data_rules: bool,
 }
 
 /// What the mempool does with version 3 transactions, which ask for the TRUC rules (BIP431):
@@ -97,6 +101,7 @@ impl Default for MempoolConfig {
             min_relay_per_kvb: 1_000,
             datacarrier_size: 83,
             permit_multiple_datacarrier: false,
+            knots_data_rules: true,
         }
     }
 }
@@ -207,6 +212,7 @@ impl Settings {
                 min_relay_per_kvb: min_relay_per_kvb(o.mempool_min_relay_fee)?,
                 datacarrier_size: datacarrier_size(o.datacarrier_size)?,
                 permit_multiple_datacarrier: o.permit_multiple_datacarrier.unwrap_or(false),
+                knots_data_rules: o.knots_data_rules.unwrap_or(true),
             },
         })
     }

@@ -277,6 +277,18 @@ options! {
             default_missing_value = "true"
         )]
         pub permit_multiple_datacarrier: Option<bool>,
+        /// Knots 29.4's rules against data: CAT-21 lock times, Runes, scripts over 1,650
+        /// bytes, data dropped or enveloped in input scripts, and BIP-110's limits (output
+        /// scripts of 34 bytes, pushes of 256, no OP_IF in tapscript); `false` is Core's policy
+        /// [default: true].
+        #[arg(
+            env = "CAIRN_KNOTS_DATA_RULES",
+            value_name = "BOOL",
+            num_args = 0..=1,
+            require_equals = true,
+            default_missing_value = "true"
+        )]
+        pub knots_data_rules: Option<bool>,
         /// Version 3 (TRUC) transactions: `accept` them as any other (Knots's default),
         /// `enforce` the TRUC rules (Core's behaviour) or `reject` them [default: accept].
         #[arg(env = "CAIRN_MEMPOOL_TRUC", value_name = "accept|enforce|reject")]

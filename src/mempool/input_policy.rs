@@ -5,6 +5,7 @@
 use bitcoin::script::Instruction;
 use bitcoin::{Script, Transaction, TxOut};
 
+use super::data_rules;
 use super::policy::is_anchor;
 use super::rejection::Rejection;
 use super::script_flags::{has_annex, pushed_value};
@@ -31,10 +32,18 @@ fn refuse(reason: &str, detail: String) -> Rejection {
 }
 
 /// Core's `AreInputsStandard`: every spent output of a type Core's `Solver` knows (not
-/// `NONSTANDARD`, not `WITNESS_UNKNOWN`), and a P2SH redeem script of at most 15 sigops.
-pub fn check_inputs_standard(tx: &Transaction, prevouts: &[TxOut]) -> Result<(), Rejection> {
+/// `NONSTANDARD`, not `WITNESS_UNKNOWN`), and a P2SH redeem script of at most 15 sigops; with
+/// `knots`, first Knots's size limits on both scripts.
+pub fn check_inputs_standard(
+    tx: &Transaction,
+    prevouts: &[TxOut],
+    knots: bool,
+) -> Result<(), Rejection> {
     for (i, (input, prev)) in tx.input.iter().zip(prevouts).enumerate() {
         let spent = &prev.script_pubkey;
+        if knots {
+            data_rules::check_input_sizes(input, spent)?;
+        }
         if !is_known_type(spent) {
             let detail = format!("input {i} spends a non-standard output");
             return Err(refuse("bad-txns-nonstandard-inputs", detail));
@@ -56,11 +65,19 @@ pub fn check_inputs_standard(tx: &Transaction, prevouts: &[TxOut]) -> Result<(),
 
 /// Core's `IsWitnessStandard`: no witness on an input whose spent output (or redeem script) is
 /// not a witness program, nor on a pay-to-anchor; P2WSH scripts, stack items and their sizes
-/// within bounds; no annex, and tapscript stack items within bounds.
-pub fn check_witness_standard(tx: &Transaction, prevouts: &[TxOut]) -> Result<(), Rejection> {
+/// within bounds; no annex, and tapscript stack items within bounds; with `knots`, first no
+/// witness over Knots's `-maxscriptsize`.
+pub fn check_witness_standard(
+    tx: &Transaction,
+    prevouts: &[TxOut],
+    knots: bool,
+) -> Result<(), Rejection> {
     for (i, (input, prev)) in tx.input.iter().zip(prevouts).enumerate() {
         if input.witness.is_empty() {
             continue;
+        }
+        if knots {
+            data_rules::check_witness_size(input)?;
         }
         witness_standard(input, &prev.script_pubkey)
             .map_err(|why| refuse("bad-witness-nonstandard", format!("input {i}: {why}")))?;
@@ -205,7 +222,7 @@ pub fn virtual_size(tx: &Transaction, sigop_cost: usize) -> u64 {
 
 /// The last push of a script sig, as Core reads a redeem script (`EvalScript` without flags:
 /// the stack's top); `None` if the script sig pushes nothing.
-fn last_push(script_sig: &Script) -> Option<Vec<u8>> {
+pub(super) fn last_push(script_sig: &Script) -> Option<Vec<u8>> {
     let mut top = None;
     for instruction in script_sig.instructions() {
         top = Some(pushed_value(instruction.ok()?)?);

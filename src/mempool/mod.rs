@@ -8,6 +8,7 @@
 
 mod coins;
 pub mod consensus;
+mod data_rules;
 mod evict;
 pub mod fees;
 mod finality;
@@ -560,9 +561,16 @@ impl Mempool {
         if !finality::locks_passed(lock_points, next, now) {
             return Err(Rejection::NonBip68Final);
         }
+        let knots = self.config.knots_data_rules;
+        if knots {
+            data_rules::check_output_sizes(&tx)?;
+        }
         let fee = consensus::check_tx_inputs(&tx, &inputs.prevouts)?;
-        input_policy::check_inputs_standard(&tx, &inputs.prevouts)?;
-        input_policy::check_witness_standard(&tx, &inputs.prevouts)?;
+        input_policy::check_inputs_standard(&tx, &inputs.prevouts, knots)?;
+        if knots {
+            data_rules::check_data_in_inputs(&tx, &inputs.prevouts)?;
+        }
+        input_policy::check_witness_standard(&tx, &inputs.prevouts, knots)?;
         let sigops = input_policy::check_sigops(&tx, &inputs.prevouts)?;
         let vsize = input_policy::virtual_size(&tx, sigops);
         let needed = self.relay_fee(vsize);
@@ -656,7 +664,16 @@ impl Mempool {
     fn check_scripts(&self, checked: &Checked) -> Result<(), Rejection> {
         let entry = &checked.entry;
         (self.verify_scripts)(&entry.raw, &entry.prevouts)?;
-        check_policy_flags(&entry.tx, &entry.prevouts)
+        check_policy_flags(&entry.tx, &entry.prevouts)?;
+        if self.config.knots_data_rules {
+            data_rules::check_scripts(&entry.tx, &entry.prevouts).map_err(|(input, why)| {
+                Rejection::PolicyScript {
+                    input,
+                    message: why.to_string(),
+                }
+            })?;
+        }
+        Ok(())
     }
 
     /// Adds a checked transaction under the write lock, after reading again everything read

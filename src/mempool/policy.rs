@@ -2,6 +2,7 @@
 
 use bitcoin::{Transaction, TxOut};
 
+use super::data_rules;
 use super::rejection::Rejection;
 use super::solver::{solve, OutputKind};
 use crate::config::{MempoolConfig, TrucPolicy};
@@ -40,9 +41,15 @@ pub fn check_standard(tx: &Transaction, policy: &MempoolConfig) -> Result<(), Re
     if tx.weight().to_wu() > MAX_STANDARD_TX_WEIGHT {
         return Err(non_standard("tx-size"));
     }
+    if policy.knots_data_rules {
+        data_rules::check_parasite(tx)?;
+    }
     let (mut data_outputs, mut monetary, mut data_bytes) = (0, 0, 0usize);
     for out in &tx.output {
         let script = &out.script_pubkey;
+        if policy.knots_data_rules {
+            data_rules::check_output(script)?;
+        }
         let kind = solve(script);
         match kind {
             OutputKind::NullData => {
