@@ -7,8 +7,9 @@
 //! - history keys encoded and decoded, beside copying the same bytes;
 //! - a `cp_height` proof at height 100,000 from cached subtree roots, beside the whole tree of
 //!   100,000 header hashes (what it cost before the cache);
-//! - the projected blocks of a 100,000-transaction mempool (Core's block assembler), beside
-//!   sorting the same transactions by their own fee rate (what the estimates read before).
+//! - the projected blocks of a 100,000-transaction mempool (Core's block assembler), and of one
+//!   made of chains of 25 each spending all before it, beside sorting the same transactions by
+//!   their own fee rate (what the estimates read before).
 
 use std::hint::black_box;
 
@@ -159,13 +160,29 @@ fn mempool_nodes() -> Vec<Node> {
         .collect()
 }
 
+/// 100,000 transactions in groups of 25, each spending every one before it in its group (the
+/// most ancestors the mempool's limits allow, every one shared).
+fn dense_chains() -> Vec<Node> {
+    let mut nodes = mempool_nodes();
+    for (i, node) in nodes.iter_mut().enumerate() {
+        let first = i - i % 25;
+        node.parents = (first as u32..i as u32).collect();
+    }
+    nodes
+}
+
 fn fee_projection(c: &mut Criterion) {
     let nodes = mempool_nodes();
+    let dense = dense_chains();
     let mut group = c.benchmark_group("projected blocks of a 100k-transaction mempool");
     group.sample_size(10);
     group.bench_function("cairn projection::project, every block", |b| {
         b.iter(|| black_box(projection::project(&nodes, 1000, 1008)))
     });
+    group.bench_function(
+        "cairn projection::project, chains of 25 spending all before",
+        |b| b.iter(|| black_box(projection::project(&dense, 1000, 1008))),
+    );
     group.bench_function(
         "baseline: sort by own fee rate (the estimates before)",
         |b| {

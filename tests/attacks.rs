@@ -1207,12 +1207,13 @@ struct Charged {
 fn balance_flood(from: &str, to: SocketAddr, sh: &str, stop: &AtomicBool) -> Charged {
     let request = json!({"jsonrpc": "2.0", "id": 1, "method": "blockchain.scripthash.get_balance",
                          "params": [sh]});
-    flood(from, to, &request, stop)
+    flood(from, to, "1.4", &request, stop)
 }
 
 /// Sends `request` from `from` on one connection after another (each opened with
-/// `server.version` for protocol 1.7), each answer read before the next request, until `stop`.
-fn flood(from: &str, to: SocketAddr, request: &Value, stop: &AtomicBool) -> Charged {
+/// `server.version` for protocol `version`), each answer read before the next request, until
+/// `stop`.
+fn flood(from: &str, to: SocketAddr, version: &str, request: &Value, stop: &AtomicBool) -> Charged {
     let mut seen = Charged::default();
     let request = request.to_string() + "\n";
     while !stop.load(Ordering::SeqCst) {
@@ -1223,14 +1224,14 @@ fn flood(from: &str, to: SocketAddr, request: &Value, stop: &AtomicBool) -> Char
         s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
         let mut reader = BufReader::new(s.try_clone().unwrap());
         let mut s = s;
-        // Protocol 1.7 first, for its methods.
         let hello = json!({"jsonrpc": "2.0", "id": 0, "method": "server.version",
-                           "params": ["attacker", "1.7"]});
+                           "params": ["attacker", version]});
         let mut line = String::new();
         let greeted = s.write_all(format!("{hello}\n").as_bytes()).is_ok()
             && std::io::BufRead::read_line(&mut reader, &mut line).is_ok_and(|n| n > 0);
         if !greeted || line.contains("excessive resource usage") {
             seen.closed_for_cost += u64::from(greeted);
+            std::thread::sleep(Duration::from_millis(50));
             continue;
         }
         while !stop.load(Ordering::SeqCst) {
@@ -1386,7 +1387,7 @@ fn dry_runs_are_charged_to_their_host() {
     let stop = AtomicBool::new(false);
     let seen: Vec<Charged> = std::thread::scope(|scope| {
         let attackers: Vec<_> = (0..4)
-            .map(|_| scope.spawn(|| flood("127.0.0.2", served.electrum, &request, &stop)))
+            .map(|_| scope.spawn(|| flood("127.0.0.2", served.electrum, "1.7", &request, &stop)))
             .collect();
         std::thread::sleep(Duration::from_secs(10));
         stop.store(true, Ordering::SeqCst);

@@ -8,6 +8,8 @@
 mod common;
 #[path = "differential/fees.rs"]
 mod fees;
+#[path = "differential/finality.rs"]
+mod finality;
 #[path = "differential/policy.rs"]
 mod policy;
 

@@ -350,9 +350,13 @@ fn mempool_policy_options_refuse_bad_values_by_name_and_apply_good_ones() {
     assert_eq!(s.mempool.min_relay_per_kvb, 100);
     assert_eq!(s.mempool.datacarrier_size, 100_000);
     assert!(s.mempool.permit_bare_pubkey && s.mempool.permit_multiple_datacarrier);
+    let core = FileConfig::parse("knots_data_rules = false\n", Path::new("x")).unwrap();
+    let core = Settings::resolve(core, FileConfig::default()).unwrap();
+    assert!(!core.mempool.knots_data_rules);
     let defaults = Settings::resolve(FileConfig::default(), FileConfig::default()).unwrap();
     assert_eq!(defaults.mempool.truc, TrucPolicy::Accept);
     assert_eq!(defaults.mempool.min_relay_per_kvb, 1_000);
     assert_eq!(defaults.mempool.datacarrier_size, 83);
     assert!(!defaults.mempool.permit_bare_pubkey && !defaults.mempool.permit_multiple_datacarrier);
+    assert!(defaults.mempool.knots_data_rules);
 }

@@ -1,7 +1,7 @@
 //! What the mempool asks of the chain: confirmed transactions and their unspent outputs. The
 //! index answers in production; a unit test answers from coins it holds in memory.
 
-use bitcoin::{OutPoint, TxOut, Txid};
+use bitcoin::{BlockHash, OutPoint, TxOut, Txid};
 
 use crate::index::Index;
 
@@ -23,6 +23,9 @@ pub trait CoinSource {
 
     /// The median time past of the block at `height` of the chain; `None` above the tip.
     fn median_time_past(&self, height: u32) -> Option<u32>;
+
+    /// The hash of the chain's block at `height`; `None` above the tip.
+    fn block_hash(&self, height: u32) -> Option<BlockHash>;
 
     /// Whether a transaction is confirmed.
     fn is_confirmed(&self, txid: &Txid) -> Result<bool, CoinError>;
@@ -49,6 +52,10 @@ impl CoinSource for Index {
             times.sort_unstable();
             times.get(times.len() / 2).copied()
         })
+    }
+
+    fn block_hash(&self, height: u32) -> Option<BlockHash> {
+        self.with_chain(|chain| chain.hash(height))
     }
 
     fn is_confirmed(&self, txid: &Txid) -> Result<bool, CoinError> {

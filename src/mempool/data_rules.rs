@@ -17,8 +17,10 @@ use super::script_flags::has_annex;
 /// Knots's `-maxscriptsize`: output scripts, spent output scripts, redeem scripts and whole
 /// witnesses (serialized) larger are refused.
 pub const MAX_SCRIPT_SIZE: usize = 1_650;
-/// Most bytes of an output script other than OP_RETURN (BIP-110's output size limit).
+/// Most bytes of an output script other than OP_RETURN, and of an OP_RETURN one (BIP-110's
+/// output size limits).
 const MAX_OUTPUT_SCRIPT_SIZE: usize = 34;
+const MAX_NULL_DATA_SIZE: usize = 83;
 /// Most bytes a script may push (BIP-110; 520 in consensus).
 const MAX_PUSH_SIZE: usize = 256;
 /// Largest taproot control block (BIP-110: a tree 7 deep).
@@ -38,26 +40,34 @@ pub fn check_parasite(tx: &Transaction) -> Result<(), Rejection> {
     }
 }
 
-/// In `IsStandardTx`'s output loop: the size limit (before the kind) and Runes (OP_RETURN
-/// OP_13 …, `-rejecttokens`).
-pub fn check_output(script: &Script) -> Result<(), Rejection> {
+/// In `IsStandardTx`'s output loop, before the output's kind: the size limit.
+pub fn check_output_size(script: &Script) -> Result<(), Rejection> {
+    match script.len() > MAX_SCRIPT_SIZE {
+        true => Err(refuse("scriptpubkey-size")),
+        false => Ok(()),
+    }
+}
+
+/// In `IsStandardTx`'s output loop, for a standard OP_RETURN output: Runes (OP_RETURN OP_13
+/// …, `-rejecttokens`).
+pub fn check_null_data(script: &Script) -> Result<(), Rejection> {
     let bytes = script.as_bytes();
-    if bytes.len() > MAX_SCRIPT_SIZE {
-        return Err(refuse("scriptpubkey-size"));
+    match bytes.len() > 2 && bytes[1] == OP_PUSHNUM_13.to_u8() {
+        true => Err(refuse("tokens-runes")),
+        false => Ok(()),
     }
-    if bytes.len() > 2 && bytes[0] == OP_RETURN.to_u8() && bytes[1] == OP_PUSHNUM_13.to_u8() {
-        return Err(refuse("tokens-runes"));
-    }
-    Ok(())
 }
 
 /// Knots's `CheckTxInputs` with its output size limit (after the inputs are found): no output
-/// script but OP_RETURN over 34 bytes.
+/// script over 34 bytes, or 83 for OP_RETURN (which only Core 30's `datacarrier_size` reaches).
 pub fn check_output_sizes(tx: &Transaction) -> Result<(), Rejection> {
-    let too_large = tx
-        .output
-        .iter()
-        .any(|o| !o.script_pubkey.is_op_return() && o.script_pubkey.len() > MAX_OUTPUT_SCRIPT_SIZE);
+    let too_large = tx.output.iter().any(|o| {
+        let limit = match o.script_pubkey.is_op_return() {
+            true => MAX_NULL_DATA_SIZE,
+            false => MAX_OUTPUT_SCRIPT_SIZE,
+        };
+        o.script_pubkey.len() > limit
+    });
     match too_large {
         true => Err(refuse("bad-txns-vout-script-toolarge")),
         false => Ok(()),

@@ -7,8 +7,9 @@ use std::time::{Duration, Instant};
 
 use super::projection::{self, Node, ProjectedBlock};
 
-/// How many blocks are projected: Esplora's longest confirmation target.
-pub const PROJECTED_BLOCKS: usize = 1008;
+/// How many blocks are projected: one more than Esplora's longest confirmation target (an
+/// estimate for n blocks needs to know whether the mempool fills them).
+pub const PROJECTED_BLOCKS: usize = 1009;
 
 /// From this cost on, a projection serves until ten times its cost has passed even if the
 /// mempool changed; cheaper ones (small mempools) are redone at every change.
@@ -34,8 +35,13 @@ pub struct FeeRates {
 impl FeeRates {
     /// The projection of `nodes` (every mempool transaction) leaving out what pays under
     /// `min_fee_per_kvb`, and the histogram of their own rates.
-    pub(super) fn of(generation: u64, nodes: &[Node], min_fee_per_kvb: u64) -> Self {
-        let started = Instant::now();
+    /// `started` is when the work began (the snapshot included), for its cost.
+    pub(super) fn of(
+        generation: u64,
+        nodes: &[Node],
+        min_fee_per_kvb: u64,
+        started: Instant,
+    ) -> Self {
         let mut sorted: Vec<(f64, u64)> = nodes
             .iter()
             .map(|n| (n.fee as f64 / n.vsize.max(1) as f64, n.vsize))
@@ -45,23 +51,34 @@ impl FeeRates {
         let blocks = projection::project(nodes, min_fee_per_kvb, PROJECTED_BLOCKS);
         FeeRates {
             generation,
-            built: started,
+            built: Instant::now(),
             cost: started.elapsed(),
             blocks,
             histogram,
         }
     }
 
-    /// A fee rate (BTC/kvB) that enters the `blocks`th projected block (the lowest package rate
-    /// it took), or `None` when the mempool would clear within `blocks` blocks (any fee the
-    /// mempool takes would do).
+    /// A fee rate (BTC/kvB) that enters one of the first `blocks` projected blocks (the
+    /// lowest package rate any of them took, so a longer target never asks more), or `None`
+    /// when the mempool would clear within `blocks` blocks (any fee the mempool takes would do).
     pub fn estimate(&self, blocks: u32) -> Option<f64> {
         let n = blocks.max(1) as usize;
         if self.blocks.len() <= n {
             return None;
         }
-        let sat_per_vb = self.blocks[n - 1].min_rate;
+        let sat_per_vb = self.blocks[..n]
+            .iter()
+            .map(|b| b.min_rate)
+            .fold(f64::INFINITY, f64::min);
         Some(sat_per_vb * 1000.0 / bitcoin::Amount::ONE_BTC.to_sat() as f64)
+    }
+
+    /// Whether this projection serves a mempool at `generation`: it is of that generation, or
+    /// it cost 1 ms or more and ten times that has not passed.
+    pub(super) fn serves(&self, generation: u64) -> bool {
+        let throttled =
+            self.cost >= THROTTLED_FROM && self.built.elapsed() < self.cost.saturating_mul(10);
+        self.generation == generation || throttled
     }
 }
 
@@ -111,7 +128,7 @@ mod tests {
         let nodes: Vec<Node> = (1..=300)
             .map(|r| node(r, u64::from(r) * 10_000, 10_000, &[]))
             .collect();
-        let rates = FeeRates::of(7, &nodes, 1000);
+        let rates = FeeRates::of(7, &nodes, 1000, Instant::now());
         assert_eq!(rates.generation, 7);
         let counts: Vec<usize> = rates.blocks.iter().map(|b| b.txids.len()).collect();
         assert_eq!(counts, [99, 99, 99, 3]);
@@ -146,7 +163,7 @@ mod tests {
         // 15 at 20 sat/vB, 3 kvB each: 11 fit the room left (3,856,000 + 12 * 12,000 is not
         // under 4,000,000).
         nodes.extend((40..55).map(|n| node(n, 20 * 3_000, 3_000, &[])));
-        let rates = FeeRates::of(1, &nodes, 1000);
+        let rates = FeeRates::of(1, &nodes, 1000, Instant::now());
         let [first, second] = &rates.blocks[..] else {
             panic!("{} blocks", rates.blocks.len())
         };
@@ -170,9 +187,26 @@ mod tests {
     }
 
     #[test]
+    fn a_sibling_of_a_paid_for_package_is_freed_of_all_of_it() {
+        // G <- P <- {C1, C2}: C1 pays for G and P; C2 then stands alone at 20 sat/vB, ahead
+        // of Y (15) and X (10). Were G still counted in C2's package it would fall to about 4.
+        let nodes = vec![
+            node(0, 1_000, 1_000, &[]),
+            node(1, 1_000, 1_000, &[0]),
+            node(2, 100_000, 1_000, &[1]),
+            node(3, 20 * 200, 200, &[1]),
+            node(4, 10_000, 1_000, &[]),
+            node(5, 15_000, 1_000, &[]),
+        ];
+        let rates = FeeRates::of(1, &nodes, 1000, Instant::now());
+        let order: Vec<Txid> = [0, 1, 2, 3, 5, 4].iter().map(|&i| nodes[i].txid).collect();
+        assert_eq!(rates.blocks[0].txids, order);
+    }
+
+    #[test]
     fn nothing_under_the_block_minimum_is_projected() {
         let nodes = vec![node(0, 999, 1_000, &[]), node(1, 1_000, 1_000, &[])];
-        let rates = FeeRates::of(1, &nodes, 1000);
+        let rates = FeeRates::of(1, &nodes, 1000, Instant::now());
         assert_eq!(rates.blocks.len(), 1);
         assert_eq!(rates.blocks[0].txids, [nodes[1].txid]);
     }

@@ -70,6 +70,16 @@ pub struct LockPoints {
 /// Core's `CalculateSequenceLocks` at the tip for a version 2 or later transaction whose inputs
 /// spend coins of blocks `heights` (`None` for a mempool parent's: the block after the tip, as
 /// Core's `MEMPOOL_HEIGHT`): a height lock counts from the coin's block, a time lock from the
+/// The height and hash of the block of the highest of `heights` (the confirmed coins'), for
+/// [`super::MempoolEntry::coins_block`].
+pub fn coins_block(
+    heights: &[Option<u32>],
+    coins: &dyn CoinSource,
+) -> Option<(u32, bitcoin::BlockHash)> {
+    let highest = heights.iter().flatten().max().copied()?;
+    Some((highest, coins.block_hash(highest)?))
+}
+
 /// median time past of the block before it.
 pub fn sequence_locks(
     tx: &Transaction,

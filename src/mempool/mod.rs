@@ -31,7 +31,7 @@ mod truc;
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::Path;
-use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::sync::{Arc, Mutex, PoisonError, RwLock, TryLockError};
 
 use bitcoin::constants::COINBASE_MATURITY;
 use bitcoin::{OutPoint, Transaction, TxOut, Txid, Wtxid};
@@ -79,6 +79,10 @@ pub struct MempoolEntry {
     /// it entered: its relative lock times (BIP68) are evaluated from them again after every
     /// block.
     pub coin_heights: Vec<Option<u32>>,
+    /// The height and hash of the block of its highest confirmed coin when `coin_heights` were
+    /// read (Core's `LockPoints::maxInputBlock`): while that block is in the chain, so are the
+    /// others and the heights hold; after a reorg took it out they are read again.
+    pub coins_block: Option<(u32, bitcoin::BlockHash)>,
 }
 
 impl MempoolEntry {
@@ -374,6 +378,8 @@ pub struct Mempool {
     inner: RwLock<Inner>,
     /// The fee rates of the last generation any request asked for.
     fees: Mutex<Option<Arc<fees::FeeRates>>>,
+    /// Held by the one request projecting the mempool ([`Mempool::fee_rates`]).
+    building: Mutex<()>,
     /// Scripts whose mempool part changed in an acceptance that was then refused (a newcomer
     /// the size limit evicted after it replaced, expired or evicted others): handed out with
     /// the next acceptance's or block's, so their subscribers still hear of it.
@@ -406,6 +412,7 @@ impl Mempool {
         Mempool {
             inner: RwLock::new(inner),
             fees: Mutex::new(None),
+            building: Mutex::new(()),
             unannounced: Mutex::new(HashSet::new()),
             rolling: Mutex::new(rolling::RollingFee::new(config.min_relay_per_kvb)),
             config,
@@ -433,28 +440,46 @@ impl Mempool {
     }
 
     /// The projected blocks and the fee histogram ([`fees::FeeRates`]), computed once per
-    /// change of the mempool however many requests ask, outside the mempool's lock. Once a
-    /// projection takes a millisecond or more, a changed mempool is projected again only after
-    /// ten times its time has passed, so a stream of changes and requests costs at most a tenth
-    /// of a core; until then the last projection serves.
+    /// change of the mempool however many requests ask, from a snapshot, outside the mempool's
+    /// lock. One request builds at a time; the others are served the last projection
+    /// meanwhile. Once a projection takes a millisecond or more, a changed mempool is projected
+    /// again only after ten times its time has passed (snapshot included), so a stream of
+    /// changes and requests spends at most a tenth of a core on it.
     pub fn fee_rates(&self) -> Arc<fees::FeeRates> {
-        let mut cached = self.fees.lock().unwrap_or_else(PoisonError::into_inner);
-        let generation = self.read().generation;
-        if let Some(rates) = cached.as_ref().filter(|r| {
-            let throttled =
-                r.cost >= fees::THROTTLED_FROM && r.built.elapsed() < r.cost.saturating_mul(10);
-            r.generation == generation || throttled
-        }) {
+        let last = self.last_fee_rates();
+        if let Some(rates) = last.as_ref().filter(|r| r.serves(self.read().generation)) {
             return rates.clone();
         }
+        let _building = match (self.building.try_lock(), last) {
+            (Ok(guard), _) => guard,
+            (Err(TryLockError::WouldBlock), Some(last)) => return last,
+            (Err(TryLockError::WouldBlock), None) => {
+                self.building.lock().unwrap_or_else(PoisonError::into_inner)
+            }
+            (Err(TryLockError::Poisoned(poisoned)), _) => poisoned.into_inner(),
+        };
+        // Another request may have built it while this one waited.
+        let last = self.last_fee_rates();
+        if let Some(rates) = last.filter(|r| r.serves(self.read().generation)) {
+            return rates;
+        }
+        let started = std::time::Instant::now();
         let (generation, nodes) = self.read().projection_nodes();
         let rates = Arc::new(fees::FeeRates::of(
             generation,
             &nodes,
             self.config.min_relay_per_kvb,
+            started,
         ));
-        *cached = Some(rates.clone());
+        *self.fees.lock().unwrap_or_else(PoisonError::into_inner) = Some(rates.clone());
         rates
+    }
+
+    fn last_fee_rates(&self) -> Option<Arc<fees::FeeRates>> {
+        self.fees
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     /// Saves the mempool to `path` in Core's `mempool.dat` format, parents before children;
@@ -608,6 +633,7 @@ impl Mempool {
             prevouts: inputs.prevouts,
             has_unconfirmed_parent: inputs.has_unconfirmed_parent,
             time,
+            coins_block: finality::coins_block(&inputs.heights, index),
             coin_heights: inputs.heights,
         };
         Ok(Checked {

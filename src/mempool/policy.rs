@@ -48,7 +48,7 @@ pub fn check_standard(tx: &Transaction, policy: &MempoolConfig) -> Result<(), Re
     for out in &tx.output {
         let script = &out.script_pubkey;
         if policy.knots_data_rules {
-            data_rules::check_output(script)?;
+            data_rules::check_output_size(script)?;
         }
         let kind = solve(script);
         match kind {
@@ -58,6 +58,9 @@ pub fn check_standard(tx: &Transaction, policy: &MempoolConfig) -> Result<(), Re
                 // Knots and Core 29 refuse each output over the size; Core 30 their sum.
                 if !policy.permit_multiple_datacarrier && script.len() > policy.datacarrier_size {
                     return Err(non_standard("scriptpubkey"));
+                }
+                if policy.knots_data_rules {
+                    data_rules::check_null_data(script)?;
                 }
                 continue;
             }

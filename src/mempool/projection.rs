@@ -105,6 +105,9 @@ struct Assembler<'a> {
     children: Vec<Vec<u32>>,
     /// Each transaction's package: itself with its ancestors not yet in a block.
     package: Vec<Totals>,
+    /// Each transaction's count of mempool ancestors, itself included.
+    ancestors: Vec<u32>,
+    marks: Marks,
     /// Bumped when `package` changes: older queue entries are stale.
     version: Vec<u32>,
     in_block: Vec<bool>,
@@ -141,61 +144,52 @@ impl<'a> Assembler<'a> {
             nodes,
             children,
             package: Vec::with_capacity(nodes.len()),
+            ancestors: Vec::with_capacity(nodes.len()),
             version: vec![0; nodes.len()],
             in_block: vec![false; nodes.len()],
+            marks: Marks::new(nodes.len()),
             queue: BinaryHeap::with_capacity(nodes.len()),
             passed_over: Vec::new(),
             min_fee_per_kvb,
         };
         for i in 0..nodes.len() as u32 {
-            let totals = assembler
-                .outside_ancestors(i)
+            let members = assembler.walk_outside_ancestors(i);
+            let totals = members
                 .iter()
                 .fold(Totals::ZERO, |t, &a| t.plus(&nodes[a as usize]));
             assembler.package.push(totals);
+            assembler.ancestors.push(members.len() as u32);
             assembler.enqueue(i);
         }
         assembler
     }
 
-    /// `i` with its ancestors not yet in a block, ancestors first (Core's `SortForBlock` sorts
-    /// by ancestor count; a parent always precedes its child either way).
-    fn outside_ancestors(&self, i: u32) -> Vec<u32> {
+    /// `i` with its ancestors not yet in a block, in no order; each visited once (marks, not
+    /// searches, so a dense chain costs its edges).
+    fn walk_outside_ancestors(&mut self, i: u32) -> Vec<u32> {
+        self.marks.clear();
+        self.marks.set(i);
         let mut seen = vec![i];
         let mut next = 0;
         while next < seen.len() {
             let at = seen[next] as usize;
             next += 1;
             for &p in &self.nodes[at].parents {
-                if !self.in_block[p as usize] && !seen.contains(&p) {
+                if !self.in_block[p as usize] && self.marks.set(p) {
                     seen.push(p);
                 }
             }
         }
-        // Breadth first from the child: reversed, every parent comes before its children only
-        // if sorted by depth; sort by the count of outside ancestors as Core does.
-        let mut with_depth: Vec<(usize, u32)> = seen
-            .iter()
-            .map(|&a| (self.ancestor_count(a, &seen), a))
-            .collect();
-        with_depth.sort_unstable();
-        with_depth.into_iter().map(|(_, a)| a).collect()
+        seen
     }
 
-    /// How many of `set` are ancestors of `i` (itself included).
-    fn ancestor_count(&self, i: u32, set: &[u32]) -> usize {
-        let mut seen = vec![i];
-        let mut next = 0;
-        while next < seen.len() {
-            let at = seen[next] as usize;
-            next += 1;
-            for &p in &self.nodes[at].parents {
-                if set.contains(&p) && !seen.contains(&p) {
-                    seen.push(p);
-                }
-            }
-        }
-        seen.len()
+    /// `i` with its ancestors not yet in a block in Core's `SortForBlock` order: by their
+    /// count of mempool ancestors (a parent has fewer than its child), then by txid.
+    fn outside_ancestors(&mut self, i: u32) -> Vec<u32> {
+        let mut members = self.walk_outside_ancestors(i);
+        members
+            .sort_unstable_by_key(|&m| (self.ancestors[m as usize], self.nodes[m as usize].txid));
+        members
     }
 
     fn enqueue(&mut self, i: u32) {
@@ -292,18 +286,19 @@ impl<'a> Assembler<'a> {
             block.fees += node.fee;
         }
         let mut changed = Vec::new();
+        let nodes = self.nodes;
         for &m in &members {
-            let node = &self.nodes[m as usize];
+            let node = &nodes[m as usize];
             for d in self.descendants(m) {
                 let totals = &mut self.package[d as usize];
                 totals.fee -= node.fee;
                 totals.vsize -= node.vsize;
                 totals.sigops -= node.sigops;
-                if !changed.contains(&d) {
-                    changed.push(d);
-                }
+                changed.push(d);
             }
         }
+        changed.sort_unstable();
+        changed.dedup();
         for d in changed {
             self.version[d as usize] += 1;
             self.enqueue(d);
@@ -311,19 +306,52 @@ impl<'a> Assembler<'a> {
         weight
     }
 
-    /// `i`'s descendants not in a block.
-    fn descendants(&self, i: u32) -> Vec<u32> {
-        let mut seen: Vec<u32> = Vec::new();
+    /// `i`'s descendants not in a block, found through any path, members of the block
+    /// included (a descendant reached only through another member of the same package must
+    /// lose this one's share too: Core's `CalculateDescendants`).
+    fn descendants(&mut self, i: u32) -> Vec<u32> {
+        self.marks.clear();
+        self.marks.set(i);
+        let mut found = Vec::new();
         let mut stack = vec![i];
         while let Some(at) = stack.pop() {
             for &c in &self.children[at as usize] {
-                if !self.in_block[c as usize] && !seen.contains(&c) {
-                    seen.push(c);
+                if self.marks.set(c) {
                     stack.push(c);
+                    if !self.in_block[c as usize] {
+                        found.push(c);
+                    }
                 }
             }
         }
-        seen
+        found
+    }
+}
+
+/// Visited marks for the walks, cleared in constant time by moving to a new epoch.
+struct Marks {
+    epoch: u32,
+    at: Vec<u32>,
+}
+
+impl Marks {
+    fn new(len: usize) -> Self {
+        Marks {
+            epoch: 1,
+            at: vec![0; len],
+        }
+    }
+
+    fn clear(&mut self) {
+        self.epoch += 1;
+    }
+
+    /// Marks `i`; whether it was unmarked.
+    fn set(&mut self, i: u32) -> bool {
+        let slot = &mut self.at[i as usize];
+        let fresh = *slot != self.epoch;
+        *slot = self.epoch;
+        fresh
     }
 }
 

@@ -2,9 +2,9 @@
 //! or no longer lets be final leaves with its descendants (Core's `removeForBlock` and
 //! `removeForReorg`).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
-use bitcoin::{OutPoint, Txid};
+use bitcoin::{BlockHash, OutPoint, Txid};
 
 use super::{finality, persist, CoinSource, Mempool};
 use crate::index::Index;
@@ -35,10 +35,11 @@ impl Mempool {
                 })
                 .collect()
         };
+        self.reread_moved_coins(index);
         // After a reorg the tip can be lower: what its lock time or its inputs' relative lock
         // times no longer allow leaves with its descendants (Core's `removeForReorg` with
-        // `CheckFinalTxAtTip` and `CheckSequenceLocksAtTip`; the coins' heights are those of
-        // its acceptance, a mempool parent's the next block's).
+        // `CheckFinalTxAtTip` and `CheckSequenceLocksAtTip`; the coins' heights as last read,
+        // a mempool parent's the next block's).
         let (next, time) = finality::next_block(index);
         let non_final: Vec<Txid> = self
             .read()
@@ -102,5 +103,59 @@ impl Mempool {
             }
         }
         touched
+    }
+
+    /// Reads again the coin heights of every transaction whose highest coin's block left the
+    /// chain (Core's `TestLockPointValidity`, then `CalculateLockPointsAtTip`): a reorg may
+    /// have confirmed its coins later, which its relative lock times count from. One hash
+    /// lookup a distinct height otherwise; the index is read only for what moved.
+    fn reread_moved_coins(&self, index: &dyn CoinSource) {
+        let mut hashes: HashMap<u32, Option<BlockHash>> = HashMap::new();
+        let moved: Vec<(Txid, Vec<OutPoint>, Vec<Option<u32>>)> = {
+            let inner = self.read();
+            inner
+                .txs
+                .values()
+                .filter(|e| {
+                    e.coins_block.is_some_and(|(height, hash)| {
+                        *hashes
+                            .entry(height)
+                            .or_insert_with(|| index.block_hash(height))
+                            != Some(hash)
+                    })
+                })
+                .map(|e| {
+                    let inputs = e.tx.input.iter().map(|i| i.previous_output).collect();
+                    (e.txid, inputs, e.coin_heights.clone())
+                })
+                .collect()
+        };
+        let reread: Vec<(Txid, Vec<Option<u32>>)> = moved
+            .into_iter()
+            .map(|(txid, inputs, old)| {
+                let heights = inputs
+                    .iter()
+                    .zip(old)
+                    .map(|(op, old)| {
+                        // A mempool parent's output stays one; a coin now spent or gone leaves
+                        // with the conflicts below, whatever its height.
+                        old.and_then(|_| index.confirmed_unspent(op).ok().flatten())
+                            .map(|(_, height, _)| height)
+                            .or(old)
+                    })
+                    .collect();
+                (txid, heights)
+            })
+            .collect();
+        if reread.is_empty() {
+            return;
+        }
+        let mut inner = self.write();
+        for (txid, heights) in reread {
+            if let Some(entry) = inner.txs.get_mut(&txid) {
+                entry.coins_block = finality::coins_block(&heights, index);
+                entry.coin_heights = heights;
+            }
+        }
     }
 }

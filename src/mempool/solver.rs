@@ -116,49 +116,46 @@ fn is_pay_to_pubkey(bytes: &[u8]) -> bool {
 }
 
 /// Core's `GetScriptNumber` for a multisig count in `min..=max`: OP_1 to OP_16, or a minimal
-/// push of a minimally encoded number.
-fn script_number(instruction: &Instruction, min: usize, max: usize) -> Option<usize> {
+/// push (opcode `0x01`, `opcode` here) of a minimally encoded number (17 to 127: a smaller one
+/// has an opcode of its own).
+fn script_number(instruction: &Instruction, opcode: u8, min: usize, max: usize) -> Option<usize> {
     let count = match instruction {
         Instruction::Op(op)
             if (OP_PUSHNUM_1.to_u8()..=OP_PUSHNUM_16.to_u8()).contains(&op.to_u8()) =>
         {
             usize::from(op.to_u8() - 0x50)
         }
-        Instruction::PushBytes(data) => {
-            // A number up to 16 has an opcode of its own: a push of it is not minimal.
-            let number = bitcoin::script::read_scriptint(data.as_bytes()).ok()?;
-            let minimal = data.len() == 1 && number > 16 && number <= 0x7f;
-            if !minimal {
-                return None;
-            }
-            usize::try_from(number).ok()?
-        }
+        Instruction::PushBytes(data) => match (opcode, data.as_bytes()) {
+            (0x01, &[n]) if (17..=0x7f).contains(&n) => usize::from(n),
+            _ => return None,
+        },
         Instruction::Op(_) => return None,
     };
     (min..=max).contains(&count).then_some(count)
 }
 
-/// Core's `MatchMultisig`: m, keys of valid sizes, n (the number of keys), OP_CHECKMULTISIG as
-/// the last byte and nothing between.
+/// Core's `MatchMultisig`: m, keys of valid sizes (pushed any way), n (the number of keys),
+/// OP_CHECKMULTISIG as the last byte and nothing between.
 fn multisig(script: &Script) -> Option<(usize, usize)> {
     let bytes = script.as_bytes();
     if bytes.last() != Some(&OP_CHECKMULTISIG.to_u8()) {
         return None;
     }
-    let mut instructions = script.instructions();
-    let m = script_number(&instructions.next()?.ok()?, 1, MAX_PUBKEYS_PER_MULTISIG)?;
+    let mut instructions = script.instruction_indices();
+    let (at, first) = instructions.next()?.ok()?;
+    let m = script_number(&first, bytes[at], 1, MAX_PUBKEYS_PER_MULTISIG)?;
     let mut keys = 0usize;
-    let last = loop {
-        let instruction = instructions.next()?.ok()?;
+    let (at, last) = loop {
+        let (at, instruction) = instructions.next()?.ok()?;
         match instruction {
             Instruction::PushBytes(key) if valid_key_size(key.as_bytes()) => keys += 1,
-            other => break other,
+            other => break (at, other),
         }
     };
-    let n = script_number(&last, m, MAX_PUBKEYS_PER_MULTISIG)?;
+    let n = script_number(&last, bytes[at], m, MAX_PUBKEYS_PER_MULTISIG)?;
     let rest_is_checkmultisig = matches!(
         (instructions.next(), instructions.next()),
-        (Some(Ok(Instruction::Op(op))), None) if op == OP_CHECKMULTISIG
+        (Some(Ok((_, Instruction::Op(op)))), None) if op == OP_CHECKMULTISIG
     );
     (keys == n && rest_is_checkmultisig).then_some((m, n))
 }
@@ -227,6 +224,15 @@ mod tests {
             ),
             (format!("010121{KEY}51ae"), OutputKind::NonStandard),
             ("".to_owned(), OutputKind::NonStandard),
+            // Counts over 16 are pushed, with opcode 0x01 only (Core's CheckMinimalPush).
+            (
+                format!("0111{}0111ae", format!("21{KEY}").repeat(17)),
+                OutputKind::Multisig { m: 17, n: 17 },
+            ),
+            (
+                format!("4c0111{}0111ae", format!("21{KEY}").repeat(17)),
+                OutputKind::NonStandard,
+            ),
         ];
         for (script, kind) in cases {
             assert_eq!(solve(&hex(&script)), kind, "{script}");

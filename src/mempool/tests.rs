@@ -16,6 +16,8 @@ use crate::config::MempoolConfig;
 #[derive(Default)]
 struct Coins {
     tip: u32,
+    /// Bumped by a reorg: every block's hash changes with it.
+    epoch: u32,
     confirmed: HashSet<Txid>,
     unspent: HashMap<OutPoint, (TxOut, u32, bool)>,
 }
@@ -28,6 +30,13 @@ impl CoinSource for Coins {
     fn median_time_past(&self, height: u32) -> Option<u32> {
         // Ten minutes a block.
         (height <= self.tip).then(|| 1_700_000_000 + height * 600)
+    }
+
+    fn block_hash(&self, height: u32) -> Option<bitcoin::BlockHash> {
+        let mut bytes = [0u8; 32];
+        bytes[..4].copy_from_slice(&height.to_le_bytes());
+        bytes[4..8].copy_from_slice(&self.epoch.to_le_bytes());
+        (height <= self.tip).then(|| bitcoin::BlockHash::from_byte_array(bytes))
     }
 
     fn is_confirmed(&self, txid: &Txid) -> Result<bool, CoinError> {
@@ -1038,3 +1047,27 @@ mod evict;
 mod projection;
 mod test_accept;
 mod truc;
+
+#[test]
+fn a_reorg_that_confirms_a_coin_later_restarts_its_relative_lock() {
+    let mut coins = Coins::new();
+    let pool = pool();
+    // A coin of block 198 and a lock of 3: 198 + 3 - 1 = 200 is below the next block, 201.
+    let coin = coins.add_at(1, 10_000, 198, false);
+    let mut tx = spend(&[coin], &[9_000]);
+    tx.input[0].sequence = Sequence(3);
+    accept(&pool, &coins, &tx).unwrap();
+    let entry = pool.entry(&tx.compute_txid()).unwrap();
+    assert_eq!(entry.coins_block.map(|(h, _)| h), Some(198));
+    // A block on top changes nothing.
+    coins.tip = 201;
+    pool.revalidate_from(&coins);
+    assert!(has(&pool, &tx));
+    // A reorg replaces blocks 198 on with three that confirm the coin in block 200: the lock
+    // now ends at 202, the next block's height.
+    coins.epoch += 1;
+    coins.tip = 201;
+    coins.unspent.get_mut(&coin).unwrap().1 = 200;
+    pool.revalidate_from(&coins);
+    assert!(!has(&pool, &tx), "a lock the reorg restarted is not final");
+}

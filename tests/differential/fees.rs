@@ -115,8 +115,8 @@ fn mempool() -> Mempool {
 
 /// cairn's first projected block and bitcoind's `getblocktemplate` take the same transactions
 /// from the same 1.3 MvB mempool: packages by ancestor fee rate (children paying for parents,
-/// a three-long chain), equal rates ordered by txid, packages too big for the room left passed
-/// over for smaller ones.
+/// a three-long chain, a sibling of a paid-for package), equal rates ordered by txid, packages
+/// too big for the room left passed over for smaller ones.
 #[test]
 fn the_projected_next_block_is_bitcoinds_template() {
     // Core's miner defaults (Knots's build 1.2 MWU blocks with coin-age priority).
@@ -151,6 +151,16 @@ fn the_projected_next_block_is_bitcoinds_template() {
     pair.submit(&pool, &second);
     let (third, _) = spend(&outs[..1], 2, 1_000, 3_000);
     pair.submit(&pool, &third);
+    // A grandparent and a parent at 1 sat/vB, a child paying for both (about 24 sat/vB
+    // together) and its sibling at 20 sat/vB, which then stands alone.
+    let (grand, outs) = spend(&[coins.next().unwrap()], 600, 1_000, 1);
+    pair.submit(&pool, &grand);
+    let (parent, outs) = spend(&outs[..1], 1, 100_000, 1);
+    pair.submit(&pool, &parent);
+    let (paying, _) = spend(&outs[..1], 1, 1_000, 4_000);
+    pair.submit(&pool, &paying);
+    let (sibling, _) = spend(&outs[1..2], 1, 1_000, 20);
+    pair.submit(&pool, &sibling);
     // Small ones at 1 to 20 sat/vB to fill what the large ones leave.
     for rate in (1..=20).chain(1..=20) {
         let (tx, _) = spend(&[coins.next().unwrap()], 1, 1_000, rate);

@@ -930,10 +930,38 @@ fn knots_data_rules_agree_with_bitcoind() {
     assert!(disagreed.is_empty(), "{disagreed:#?}");
     // The cases are what they say: the oracle refuses each rule's case and takes its neighbour.
     let core = |name: &str| pair.core(&cases.iter().find(|(n, _)| *n == name).unwrap().1);
-    assert_eq!(
-        core("lock time 21 (CAT-21)").as_deref(),
-        Some("parasite-cat21")
-    );
+    let refused = [
+        ("lock time 21 (CAT-21)", "parasite-cat21"),
+        ("a Runes OP_RETURN", "tokens-runes"),
+        (
+            "a 35-byte witness program output",
+            "bad-txns-vout-script-toolarge",
+        ),
+        (
+            "<1 byte> OP_DROP in a witness script",
+            "txn-datacarrier-nonstandard",
+        ),
+        (
+            "an OP_FALSE OP_IF envelope in a witness script",
+            "txn-datacarrier-nonstandard",
+        ),
+        (
+            "a witness of 25 items of 80 bytes (over 1,650 bytes)",
+            "bad-witness-witness-size",
+        ),
+        (
+            "a push of 257 bytes in a witness script",
+            "mempool-script-verify-flag-failed (Push",
+        ),
+        (
+            "OP_IF in a tapscript",
+            "mempool-script-verify-flag-failed (OP_IF",
+        ),
+    ];
+    for (name, reason) in refused {
+        let said = core(name).unwrap_or_default();
+        assert!(said.starts_with(reason), "{name}: bitcoind said {said:?}");
+    }
     assert_eq!(core("lock time 22"), None);
     assert_eq!(core("a 34-byte witness program output"), None);
     assert_eq!(core("a push of 256 bytes in a witness script"), None);
