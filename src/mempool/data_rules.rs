@@ -58,6 +58,28 @@ pub fn check_null_data(script: &Script) -> Result<(), Rejection> {
     }
 }
 
+/// In `IsStandardTx`'s output loop, for a P2WSH output with `remaining` outputs from it to the
+/// last (itself included): the first of an OLGA ("stamp:") run (`-rejecttokens`; Knots's
+/// `IsOLGA`: the program's first two bytes give the payload's size, which fills that many
+/// 32-byte programs and one more, then "stamp:" in any case).
+pub fn check_p2wsh(script: &Script, remaining: usize) -> Result<(), Rejection> {
+    let bytes = script.as_bytes();
+    if !script.is_p2wsh() {
+        return Ok(());
+    }
+    let payload = usize::from(bytes[2]) << 8 | usize::from(bytes[3]);
+    let outputs = (payload + 1) / 32 + 1;
+    let stamp = bytes[4..9]
+        .iter()
+        .zip(b"stamp")
+        .all(|(b, s)| b | 0x20 == *s)
+        && bytes[9] == b':';
+    match remaining >= outputs && stamp {
+        true => Err(refuse("tokens-olga")),
+        false => Ok(()),
+    }
+}
+
 /// Knots's `CheckTxInputs` with its output size limit (after the inputs are found): no output
 /// script over 34 bytes, or 83 for OP_RETURN (which only Core 30's `datacarrier_size` reaches).
 pub fn check_output_sizes(tx: &Transaction) -> Result<(), Rejection> {
@@ -327,6 +349,27 @@ mod tests {
         );
         assert_eq!(data_bytes(&hex("6a01ab7551")), 0, "OP_RETURN: output data");
         assert_eq!(data_bytes(&hex("68")), 1, "an OP_ENDIF without OP_IF");
+    }
+
+    #[test]
+    fn an_olga_run_is_found_from_its_first_output() {
+        use bitcoin::hashes::Hash;
+        let stamp = |program_start: &[u8]| {
+            let mut program = program_start.to_vec();
+            program.resize(32, 0x11);
+            bitcoin::ScriptBuf::new_p2wsh(&bitcoin::WScriptHash::from_byte_array(
+                program.try_into().unwrap(),
+            ))
+        };
+        // 40 bytes of payload: two outputs.
+        let first = stamp(b"\x00\x28STAMP:");
+        assert!(check_p2wsh(&first, 2).is_err());
+        assert!(
+            check_p2wsh(&first, 1).is_ok(),
+            "the run needs its second output"
+        );
+        assert!(check_p2wsh(&stamp(b"\x00\x28stamp;"), 2).is_ok());
+        assert!(check_p2wsh(&stamp(b"\x00\x28stamp:"), 2).is_err());
     }
 
     #[test]

@@ -45,7 +45,7 @@ pub fn check_standard(tx: &Transaction, policy: &MempoolConfig) -> Result<(), Re
         data_rules::check_parasite(tx)?;
     }
     let (mut data_outputs, mut monetary, mut data_bytes) = (0, 0, 0usize);
-    for out in &tx.output {
+    for (i, out) in tx.output.iter().enumerate() {
         let script = &out.script_pubkey;
         if policy.knots_data_rules {
             data_rules::check_output_size(script)?;
@@ -72,6 +72,10 @@ pub fn check_standard(tx: &Transaction, policy: &MempoolConfig) -> Result<(), Re
             }
             OutputKind::PubKey if !policy.permit_bare_pubkey => {
                 return Err(non_standard("bare-pubkey"))
+            }
+            OutputKind::WitnessV0ScriptHash if policy.knots_data_rules => {
+                data_rules::check_p2wsh(script, tx.output.len() - i)?;
+                monetary += 1;
             }
             OutputKind::Anchor => {}
             _ => monetary += 1,

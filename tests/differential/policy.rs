@@ -855,6 +855,21 @@ fn knots_data_rules_agree_with_bitcoind() {
         tx.input[0].sequence = bitcoin::Sequence::ENABLE_LOCKTIME_NO_RBF;
         tx
     };
+    // Two P2WSH outputs whose first program starts with a payload size of 40 and "stamp:".
+    let olga = |mark: u8| {
+        let mut tx = wallet(0);
+        let mut first = vec![0x00, 0x28, b's', b't', b'a', b'm', b'p', mark];
+        first.resize(32, 0x11);
+        for program in [first, vec![0x22; 32]] {
+            let hash = bitcoin::WScriptHash::from_byte_array(program.try_into().unwrap());
+            tx.output.push(TxOut {
+                value: Amount::from_sat(1_000),
+                script_pubkey: ScriptBuf::new_p2wsh(&hash),
+            });
+            tx.output[0].value -= Amount::from_sat(1_000);
+        }
+        pair.sign(&tx)
+    };
     let program = |len: usize| {
         let mut s = vec![0x51, len as u8];
         s.extend(vec![0x11; len]);
@@ -870,6 +885,8 @@ fn knots_data_rules_agree_with_bitcoind() {
                 ScriptBuf::from_bytes(vec![0x6a, 0x5d, 0x01, 0x00]),
             )),
         ),
+        ("an OLGA run of two P2WSH outputs", olga(b':')),
+        ("two P2WSH outputs that are not OLGA", olga(b';')),
         (
             "a 35-byte witness program output",
             pair.sign(&with_output(wallet(0), program(33))),
@@ -933,6 +950,7 @@ fn knots_data_rules_agree_with_bitcoind() {
     let refused = [
         ("lock time 21 (CAT-21)", "parasite-cat21"),
         ("a Runes OP_RETURN", "tokens-runes"),
+        ("an OLGA run of two P2WSH outputs", "tokens-olga"),
         (
             "a 35-byte witness program output",
             "bad-txns-vout-script-toolarge",
@@ -963,6 +981,7 @@ fn knots_data_rules_agree_with_bitcoind() {
         assert!(said.starts_with(reason), "{name}: bitcoind said {said:?}");
     }
     assert_eq!(core("lock time 22"), None);
+    assert_eq!(core("two P2WSH outputs that are not OLGA"), None);
     assert_eq!(core("a 34-byte witness program output"), None);
     assert_eq!(core("a push of 256 bytes in a witness script"), None);
     assert_eq!(core("a tapscript without branches"), None);
