@@ -1194,6 +1194,20 @@ fn electrum_script_hash(node: &Bitcoind, address: &str) -> String {
     hash.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// The honest client's visits all succeeded, none slower than `within`.
+fn assert_served_within(report: &probe::HonestReport, within: Duration) {
+    assert!(
+        report.failures.is_empty(),
+        "honest client: {:#?}",
+        report.failures
+    );
+    assert!(
+        report.worst < within,
+        "honest client waited {:?}",
+        report.worst
+    );
+}
+
 /// What one cost attacker saw: answers, and the "excessive resource usage" errors it was closed
 /// with.
 #[derive(Default)]
@@ -1329,16 +1343,7 @@ fn costly_requests_are_charged_to_their_host() {
     let at_accept = served.metric(&refused("cost"));
     println!("connections refused at accept for their host's cost: {at_accept}");
     assert!(at_accept > 0.0, "no connection refused for its host's cost");
-    assert!(
-        report.failures.is_empty(),
-        "honest client: {:#?}",
-        report.failures
-    );
-    assert!(
-        report.worst < Duration::from_secs(2),
-        "honest client waited {:?}",
-        report.worst
-    );
+    assert_served_within(&report, Duration::from_secs(2));
     assert!(
         balance.get("result").is_some(),
         "honest get_balance: {balance}"
@@ -1420,16 +1425,7 @@ fn dry_runs_are_charged_to_their_host() {
         throttled > 0.0 || closed > 0,
         "the attackers were neither slowed nor closed"
     );
-    assert!(
-        report.failures.is_empty(),
-        "honest client: {:#?}",
-        report.failures
-    );
-    assert!(
-        report.worst < Duration::from_secs(2),
-        "honest client waited {:?}",
-        report.worst
-    );
+    assert_served_within(&report, Duration::from_secs(2));
     assert_eq!(tried["result"][0]["allowed"], true, "{tried}");
     assert!(sent["result"].is_string(), "{sent}");
     assert!(tried_in < Duration::from_secs(2) && sent_in < Duration::from_secs(2));

@@ -10,9 +10,8 @@ use bitcoin::opcodes::all::{
 use bitcoin::script::Instruction;
 use bitcoin::{Script, Transaction, TxIn, TxOut};
 
-use super::input_policy::last_push;
 use super::rejection::Rejection;
-use super::script_flags::has_annex;
+use super::script_flags::{has_annex, last_push};
 
 /// Knots's `-maxscriptsize`: output scripts, spent output scripts, redeem scripts and whole
 /// witnesses (serialized) larger are refused.

@@ -6,10 +6,9 @@ use bitcoin::script::Instruction;
 use bitcoin::{Script, Transaction, TxOut};
 
 use super::data_rules;
-use super::policy::is_anchor;
 use super::rejection::Rejection;
-use super::script_flags::{has_annex, pushed_value};
-use super::solver::{solve, OutputKind};
+use super::script_flags::{has_annex, last_push};
+use super::solver::{is_anchor, solve, OutputKind};
 
 /// Most sigops a redeem script may have (Core's `MAX_P2SH_SIGOPS`).
 pub const MAX_P2SH_SIGOPS: usize = 15;
@@ -218,16 +217,6 @@ fn sigop_count(script: &Script, accurate: bool) -> usize {
 pub fn virtual_size(tx: &Transaction, sigop_cost: usize) -> u64 {
     let by_sigops = (sigop_cost as u64).saturating_mul(WEIGHT_PER_SIGOP);
     tx.weight().to_wu().max(by_sigops).div_ceil(4)
-}
-
-/// The last push of a script sig, as Core reads a redeem script (`EvalScript` without flags:
-/// the stack's top); `None` if the script sig pushes nothing.
-pub(super) fn last_push(script_sig: &Script) -> Option<Vec<u8>> {
-    let mut top = None;
-    for instruction in script_sig.instructions() {
-        top = Some(pushed_value(instruction.ok()?)?);
-    }
-    top
 }
 
 /// Whether Core's `Solver` gives a type other than `NONSTANDARD` or `WITNESS_UNKNOWN`: P2PK,

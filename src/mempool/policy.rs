@@ -20,11 +20,6 @@ fn non_standard(reason: &str) -> Rejection {
     Rejection::NonStandard(reason.to_string())
 }
 
-/// Core's pay-to-anchor output (`OP_1 <0x4e73>`), which pays nobody.
-pub(super) fn is_anchor(script: &bitcoin::Script) -> bool {
-    script.as_bytes() == [0x51, 0x02, 0x4e, 0x73]
-}
-
 /// Size, version, output script and dust rules (after [`super::consensus::check_transaction`],
 /// which refuses a transaction without inputs or outputs), as Core's `IsStandardTx` with the
 /// knobs of `policy` (Knots's `bare-multisig`, `bare-pubkey`, `bare-datacarrier` and

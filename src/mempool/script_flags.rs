@@ -120,6 +120,16 @@ pub(super) fn pushed_value(instruction: Instruction) -> Option<Vec<u8>> {
     }
 }
 
+/// The last push of a script sig, as Core reads a redeem script (`EvalScript` without flags:
+/// the stack's top); `None` if the script sig pushes nothing.
+pub(super) fn last_push(script_sig: &Script) -> Option<Vec<u8>> {
+    let mut top = None;
+    for instruction in script_sig.instructions() {
+        top = Some(pushed_value(instruction.ok()?)?);
+    }
+    top
+}
+
 /// Whether a taproot witness ends in an annex (BIP341: two items or more, the last from 0x50).
 pub(super) fn has_annex(items: &[&[u8]]) -> bool {
     items.len() >= 2 && items.last().and_then(|a| a.first()) == Some(&0x50)
@@ -167,7 +177,7 @@ fn check_witness(program: &Script, witness: &Witness, wrapped: bool) -> Result<(
         // Taproot (BIP341) outside P2SH.
         (0x51, 32) if !wrapped => check_taproot(witness),
         // Pay-to-anchor outside P2SH spends with an empty witness and is standard.
-        (0x51, 2) if !wrapped && super::policy::is_anchor(program) => Ok(()),
+        (0x51, 2) if !wrapped && super::solver::is_anchor(program) => Ok(()),
         // Segwit v0 of another size fails by consensus; every other version, size or wrapping
         // is left for soft forks.
         (0x00, _) => Ok(()),

@@ -37,6 +37,11 @@ pub enum OutputKind {
     WitnessUnknown,
 }
 
+/// Core's pay-to-anchor output (`OP_1 <0x4e73>`, `IsPayToAnchor`), which pays nobody.
+pub(super) fn is_anchor(script: &Script) -> bool {
+    script.as_bytes() == [0x51, 0x02, 0x4e, 0x73]
+}
+
 /// The kind of `script`, in Core's order: P2SH, witness programs, null data, P2PK, P2PKH,
 /// multisig.
 pub fn solve(script: &Script) -> OutputKind {
@@ -49,7 +54,7 @@ pub fn solve(script: &Script) -> OutputKind {
             (0, 20) => OutputKind::WitnessV0KeyHash,
             (0, 32) => OutputKind::WitnessV0ScriptHash,
             (1, 32) => OutputKind::WitnessV1Taproot,
-            _ if bytes == [0x51, 0x02, 0x4e, 0x73] => OutputKind::Anchor,
+            _ if is_anchor(script) => OutputKind::Anchor,
             (0, _) => OutputKind::NonStandard,
             _ => OutputKind::WitnessUnknown,
         };

@@ -5,16 +5,6 @@
 use super::*;
 
 impl Pair {
-    /// Feeds bitcoind's blocks at `heights` (of its active chain) to cairn's validator and index.
-    fn follow(&self, heights: std::ops::RangeInclusive<u32>) {
-        for h in heights {
-            let hash = self.node.rpc(&["getblockhash", &h.to_string()]);
-            let raw = Vec::from_hex(&self.node.rpc(&["getblock", &hash, "0"])).unwrap();
-            self._validator.submit_block(&raw).unwrap();
-        }
-        self.index.sync(&self._validator).unwrap();
-    }
-
     /// Mines a block of no transaction on bitcoind.
     fn mine_empty(&self) {
         let addr = self.node.rpc(&["getnewaddress", "", "bech32"]);

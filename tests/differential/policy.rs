@@ -31,7 +31,12 @@ impl Pair {
         let from: u32 = self.node.rpc(&["getblockcount"]).parse().unwrap();
         let addr = self.node.rpc(&["getnewaddress", "", "bech32"]);
         self.node.rpc(&["generatetoaddress", &n.to_string(), &addr]);
-        for h in from + 1..=from + n {
+        self.follow(from + 1..=from + n);
+    }
+
+    /// Feeds bitcoind's blocks at `heights` (of its active chain) to cairn's validator and index.
+    pub(super) fn follow(&self, heights: std::ops::RangeInclusive<u32>) {
+        for h in heights {
             let hash = self.node.rpc(&["getblockhash", &h.to_string()]);
             let raw = Vec::from_hex(&self.node.rpc(&["getblock", &hash, "0"])).unwrap();
             self._validator.submit_block(&raw).unwrap();
