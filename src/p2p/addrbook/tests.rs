@@ -128,7 +128,9 @@ fn fresh_entries_keep_their_places_from_the_same_source_group() {
 
 #[test]
 fn gossiped_times_are_penalised_and_the_future_is_five_days_ago() {
-    let book = AddrBook::new(false);
+    // A fixed key: with a random one the two gossiped addresses share a bucket place now and
+    // then, and one is not kept (seen once in CI).
+    let book = AddrBook::with_key(false, [7; 32]);
     let now = now_secs();
     book.add(
         [
