@@ -6,6 +6,8 @@
 //! refusal must name the same rule.
 
 mod common;
+#[path = "differential/data_rules.rs"]
+mod data_rules;
 #[path = "differential/fees.rs"]
 mod fees;
 #[path = "differential/finality.rs"]

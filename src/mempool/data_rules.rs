@@ -4,12 +4,15 @@
 //! `-acceptnonstddatacarrier=0`, and the reduced-data rules (BIP-110) Knots applies as policy.
 //! Each function is one place of Knots's `PreChecks` order; the reasons are Knots's.
 
+use bitcoin::hashes::Hash;
 use bitcoin::opcodes::all::{
-    OP_2DROP, OP_DROP, OP_ENDIF, OP_IF, OP_NOTIF, OP_PUSHBYTES_0, OP_PUSHNUM_13, OP_RETURN,
+    OP_2DROP, OP_CHECKSIGVERIFY, OP_DROP, OP_ELSE, OP_ENDIF, OP_IF, OP_NOTIF, OP_PUSHBYTES_0,
+    OP_PUSHBYTES_32, OP_PUSHNUM_13, OP_PUSHNUM_16, OP_RESERVED, OP_RETURN,
 };
 use bitcoin::script::Instruction;
-use bitcoin::{Script, Transaction, TxIn, TxOut};
+use bitcoin::{Script, Transaction, TxIn, TxOut, Witness};
 
+use super::dead_parts::{find_dead_parts, parse_ops};
 use super::rejection::Rejection;
 use super::script_flags::{has_annex, last_push};
 
@@ -53,6 +56,34 @@ pub fn check_null_data(script: &Script) -> Result<(), Rejection> {
     let bytes = script.as_bytes();
     match bytes.len() > 2 && bytes[1] == OP_PUSHNUM_13.to_u8() {
         true => Err(refuse("tokens-runes")),
+        false => Ok(()),
+    }
+}
+
+/// Counterparty's marker, at the start of its enciphered messages.
+const COUNTERPARTY_PREFIX: &[u8; 8] = b"CNTRPRTY";
+
+/// In `IsStandardTx`'s output loop, for a standard OP_RETURN output of `tx`: a Counterparty
+/// message (`-rejecttokens`), whose first push, RC4-enciphered with the first input's spent
+/// txid (in RPC byte order) as key, begins "CNTRPRTY".
+pub fn check_counterparty(tx: &Transaction, script: &Script) -> Result<(), Rejection> {
+    use rc4::{consts::U32, Key, KeyInit, Rc4, StreamCipher};
+    let Some(first) = tx.input.first() else {
+        return Ok(());
+    };
+    let Some(Ok(Instruction::PushBytes(data))) = script.instructions().nth(1) else {
+        return Ok(());
+    };
+    let Some(enciphered) = data.as_bytes().get(..COUNTERPARTY_PREFIX.len()) else {
+        return Ok(());
+    };
+    let mut key = first.previous_output.txid.to_byte_array();
+    key.reverse();
+    let mut prefix = [0u8; 8];
+    prefix.copy_from_slice(enciphered);
+    Rc4::<U32>::new(Key::<U32>::from_slice(&key)).apply_keystream(&mut prefix);
+    match &prefix == COUNTERPARTY_PREFIX {
+        true => Err(refuse("tokens-counterparty")),
         false => Ok(()),
     }
 }
@@ -119,18 +150,32 @@ pub fn check_witness_size(input: &TxIn) -> Result<(), Rejection> {
     }
 }
 
-/// After `AreInputsStandard`: data in the script an input runs (its redeem, witness or leaf
-/// script), which Knots refuses whatever its size under `-acceptnonstddatacarrier=0`.
-pub fn check_data_in_inputs(tx: &Transaction, prevouts: &[TxOut]) -> Result<(), Rejection> {
+/// After `AreInputsStandard` (Knots's `DatacarrierBytes` over the transaction): data in the
+/// script an input runs (its redeem, witness or leaf script), which Knots refuses whatever its
+/// size under `-acceptnonstddatacarrier=0`; then all data, OP_RETURN outputs' included, over
+/// `datacarrier_size` (`-datacarrierfullcount`).
+pub fn check_data_carried(
+    tx: &Transaction,
+    prevouts: &[TxOut],
+    datacarrier_size: usize,
+) -> Result<(), Rejection> {
+    let mut total = DataBytes::default();
     for (input, prev) in tx.input.iter().zip(prevouts) {
         let script = script_run_by(input, &prev.script_pubkey);
-        if data_bytes(&script) > 0 {
-            return Err(refuse("txn-datacarrier-nonstandard"));
-        }
+        total.add(datacarrier_bytes(&script, Some(&input.witness)));
     }
-    Ok(())
+    // OLGA outputs, which Knots also counts here, were refused before as tokens-olga.
+    for output in tx.output.iter().rev() {
+        total.add(datacarrier_bytes(output.script_pubkey.as_bytes(), None));
+    }
+    if total.nonstandard > 0 {
+        return Err(refuse("txn-datacarrier-nonstandard"));
+    }
+    match total.standard.saturating_add(total.nonstandard) > datacarrier_size {
+        true => Err(refuse("txn-datacarrier-exceeded")),
+        false => Ok(()),
+    }
 }
-
 /// The script Knots scans for data in an input (its `GetScriptForTransactionInput`): a P2SH
 /// redeem script, a P2WSH witness script (also in P2SH), a tapscript, else the script sig.
 fn script_run_by(input: &TxIn, spent: &Script) -> Vec<u8> {
@@ -166,75 +211,128 @@ fn script_run_by(input: &TxIn, spent: &Script) -> Vec<u8> {
     Vec::new()
 }
 
-/// Knots's `CScript::DatacarrierBytes`, the non-standard part, for its default counting (the
-/// `OP_FALSE OP_IF … OP_ENDIF` envelope and runs of pushes ended by OP_DROP or OP_2DROP; a
-/// script that does not parse counts whole; one with an unconditional OP_RETURN is output
-/// data, 0 here). Not counted yet: branches a constant makes dead (`-rejectdeadbranches`),
-/// OLGA outputs and OPNet leaves.
-pub fn data_bytes(script: &[u8]) -> usize {
-    let Some(ops) = opcodes_with_ends(script) else {
-        return script.len();
+/// Data bytes as Knots counts them: `standard` is an OP_RETURN script's (any script with an
+/// OP_RETURN outside conditionals), `nonstandard` data anywhere else.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct DataBytes {
+    /// Bytes of scripts with an OP_RETURN outside conditionals.
+    pub standard: usize,
+    /// Bytes of data carried where a script runs or could run.
+    pub nonstandard: usize,
+}
+
+impl DataBytes {
+    fn add(&mut self, other: DataBytes) {
+        self.standard = self.standard.saturating_add(other.standard);
+        self.nonstandard = self.nonstandard.saturating_add(other.nonstandard);
+    }
+
+    fn nonstandard(bytes: usize) -> Self {
+        DataBytes {
+            standard: 0,
+            nonstandard: bytes,
+        }
+    }
+}
+
+/// Knots 29.4.3's `CScript::DatacarrierBytes` with its defaults (`-rejectdeadbranches`, bare
+/// envelopes), for a script that is not an OLGA output; `witness` is the spending input's. A
+/// script that does not parse counts whole, one with an unconditional OP_RETURN is standard
+/// data whole; otherwise counted are: an OPNet leaf's spend, runs of pushes ended by OP_DROP or
+/// OP_2DROP (from the run's first push through the drop), the `OP_FALSE OP_IF … OP_ENDIF`
+/// envelope, and every conditional part a constant makes dead (with its guard's first byte).
+pub fn datacarrier_bytes(script: &[u8], witness: Option<&Witness>) -> DataBytes {
+    if let Some(bytes) = witness.map(opnet_witness_size).filter(|&b| b > 0) {
+        return DataBytes::nonstandard(bytes);
+    }
+    let Some(ops) = parse_ops(script) else {
+        return DataBytes::nonstandard(script.len());
     };
-    let is_push = |op: u8| op <= 0x60 && op != 0x50;
-    let (mut counted, mut conditional, mut envelope) = (0usize, 0u32, 0u32);
-    let (mut last, mut began) = (0xffu8, 0usize);
-    for &(at, op, end) in &ops {
-        if op == OP_IF.to_u8() || op == OP_NOTIF.to_u8() {
+    let dead = find_dead_parts(script, &ops);
+    let is_push = |op: u8| op <= OP_PUSHNUM_16.to_u8() && op != OP_RESERVED.to_u8();
+    let is_if = |op: u8| op == OP_IF.to_u8() || op == OP_NOTIF.to_u8();
+    let (mut counted, mut conditional, mut noop) = (0usize, 0u32, 0u32);
+    let (mut last, mut began, mut span_guard) = (0xffu8, 0usize, 1usize);
+    for op in &ops {
+        let (at, code, end) = (op.at, op.code, op.data.end);
+        if is_if(code) {
             conditional += 1;
-        } else if op == OP_ENDIF.to_u8() {
+        } else if code == OP_ENDIF.to_u8() {
             let Some(fewer) = conditional.checked_sub(1) else {
-                return script.len();
+                return DataBytes::nonstandard(script.len());
             };
             conditional = fewer;
-        } else if op == OP_RETURN.to_u8() && conditional == 0 {
-            return 0;
+        } else if code == OP_RETURN.to_u8() && conditional == 0 {
+            return DataBytes {
+                standard: script.len(),
+                nonstandard: 0,
+            };
         }
-        let opens_envelope = op == OP_IF.to_u8() && last == OP_PUSHBYTES_0.to_u8();
-        if envelope > 0 {
-            if op == OP_IF.to_u8() || op == OP_NOTIF.to_u8() {
-                envelope += 1;
-            } else if op == OP_ENDIF.to_u8() {
-                envelope -= 1;
-                if envelope == 0 {
-                    // From the OP_FALSE (one byte before the OP_IF) through the OP_ENDIF.
-                    counted += end - began + 1;
+        let dead_guard = (code == OP_IF.to_u8() && last == OP_PUSHBYTES_0.to_u8())
+            || (is_if(code) && dead.if_at(at));
+        if noop == 0 && code == OP_ELSE.to_u8() && dead.else_at(at) {
+            // A dead OP_ELSE part: from the OP_ELSE, without a guard.
+            (noop, began, span_guard, last) = (1, at, 0, code);
+            continue;
+        }
+        if dead_guard && noop == 0 {
+            span_guard = 1;
+        }
+        if noop > 0 {
+            if is_if(code) {
+                noop += 1;
+            } else if code == OP_ELSE.to_u8() && noop == 1 {
+                counted += at - began + span_guard;
+                noop = 0;
+            } else if code == OP_ENDIF.to_u8() {
+                noop -= 1;
+                if noop == 0 {
+                    counted += end - began + span_guard;
                 }
             }
-        } else if opens_envelope {
-            envelope = 1;
-            began = at;
-        } else if is_push(op) {
+        } else if dead_guard {
+            (noop, began) = (1, at);
+        } else if is_push(code) {
             if !is_push(last) {
                 began = at;
             }
-        } else if (op == OP_DROP.to_u8() || op == OP_2DROP.to_u8()) && is_push(last) {
+        } else if (code == OP_DROP.to_u8() || code == OP_2DROP.to_u8()) && is_push(last) {
             counted += end - began;
         }
-        last = op;
+        last = code;
     }
-    counted
+    DataBytes::nonstandard(counted)
 }
 
-/// Each opcode of `script` with its offset and the offset after it; `None` if it does not
-/// parse.
-fn opcodes_with_ends(script: &[u8]) -> Option<Vec<(usize, u8, usize)>> {
-    let starts: Vec<usize> = Script::from_bytes(script)
+/// Knots's `OPNetWitnessSize`: a script-path spend of five items with a one-node control block
+/// whose leaf pushes "op" counts its first item and its leaf, less 34 bytes for each 32-byte
+/// key an OP_CHECKSIGVERIFY takes; 0 for any other witness.
+fn opnet_witness_size(witness: &Witness) -> usize {
+    let stack: Vec<&[u8]> = witness.iter().collect();
+    let [first, _, _, leaf, control] = stack[..] else {
+        return 0;
+    };
+    if control.len() != 65 {
+        return 0;
+    }
+    let (mut found, mut deduct, mut last) = (false, 0usize, 0xffu8);
+    for (at, instruction) in Script::from_bytes(leaf)
         .instruction_indices()
-        .map(|i| i.ok().map(|(at, _)| at))
-        .collect::<Option<_>>()?;
-    Some(
-        starts
-            .iter()
-            .enumerate()
-            .map(|(n, &at)| {
-                (
-                    at,
-                    script[at],
-                    starts.get(n + 1).copied().unwrap_or(script.len()),
-                )
-            })
-            .collect(),
-    )
+        .map_while(Result::ok)
+    {
+        if let Instruction::PushBytes(data) = instruction {
+            found |= data.as_bytes() == b"op";
+        }
+        let code = leaf[at];
+        if code == OP_CHECKSIGVERIFY.to_u8() && last == OP_PUSHBYTES_32.to_u8() {
+            deduct += 34;
+        }
+        last = code;
+    }
+    match found {
+        true => (first.len() + leaf.len()).saturating_sub(deduct),
+        false => 0,
+    }
 }
 
 /// With the scripts (BIP-110's rules as Knots's standard flags): no push over 256 bytes in a
@@ -329,25 +427,62 @@ mod tests {
         bitcoin::ScriptBuf::from_hex(s).unwrap().to_bytes()
     }
 
+    fn counted(script: &str) -> usize {
+        datacarrier_bytes(&hex(script), None).nonstandard
+    }
+
     #[test]
     fn data_is_counted_as_knots_counts_it() {
-        // Knots 29.4.3's counts, measured by hand on the reference bitcoind.
-        assert_eq!(data_bytes(&hex("01ab7551")), 3, "<1B> OP_DROP OP_TRUE");
-        assert_eq!(data_bytes(&hex("517551")), 2, "OP_1 OP_DROP");
-        assert_eq!(data_bytes(&hex("02aaaa02bbbb6d51")), 7, "<2B><2B> OP_2DROP");
+        // Knots 29.4.3's counts, measured on the reference bitcoind (its -datacarriercost=25
+        // node's extra weight gives the bytes counted).
+        assert_eq!(counted("01ab7551"), 3, "<1B> OP_DROP OP_TRUE");
+        assert_eq!(counted("517551"), 2, "OP_1 OP_DROP");
+        assert_eq!(counted("02aaaa02bbbb6d51"), 7, "<2B><2B> OP_2DROP");
+        let two_drops = format!("05{0}05{0}757551", "dd".repeat(5));
+        assert_eq!(counted(&two_drops), 13, "the run and the first drop");
+        assert_eq!(counted("5101ab75"), 4, "OP_TRUE joins the run");
         let envelope = format!("00630a{}6851", "cc".repeat(10));
-        assert_eq!(data_bytes(&hex(&envelope)), 14, "OP_0 OP_IF <10B> OP_ENDIF");
-        assert_eq!(data_bytes(&hex("006368")), 3, "the empty envelope");
+        assert_eq!(counted(&envelope), 14, "OP_0 OP_IF <10B> OP_ENDIF");
+        assert_eq!(counted("006368"), 3, "the empty envelope");
+        let dead_notif = format!("51640a{}6851", "cc".repeat(10));
+        assert_eq!(counted(&dead_notif), 14, "OP_1 OP_NOTIF <10B> OP_ENDIF");
+        let dead_else = format!("516351670a{}68", "cc".repeat(10));
+        assert_eq!(counted(&dead_else), 13, "a dead OP_ELSE part, no guard");
+        let witness_if = format!("630a{}756851", "cc".repeat(10));
+        assert_eq!(counted(&witness_if), 12, "a drop inside a live branch");
+        let size = format!("0a{}82777551", "cc".repeat(10));
+        assert_eq!(counted(&size), 0, "<10B> OP_SIZE OP_NIP OP_DROP");
+        let hashed = format!("0a{}a97551", "cc".repeat(10));
+        assert_eq!(counted(&hashed), 0, "<10B> OP_HASH160 OP_DROP");
         // Nothing in ordinary scripts: a CSV drop follows an opcode, not a push.
         let csv = "21".to_owned() + &"02".repeat(33) + "ad56b275";
-        assert_eq!(data_bytes(&hex(&csv)), 0);
+        assert_eq!(counted(&csv), 0);
+        assert_eq!(counted("5221aa"), 3, "a script that does not parse");
+        assert_eq!(counted("68"), 1, "an OP_ENDIF without OP_IF");
+        let op_return = format!("6a4c50{}", "ee".repeat(80));
+        let whole = datacarrier_bytes(&hex(&op_return), None);
+        assert_eq!((whole.standard, whole.nonstandard), (83, 0));
+        assert_eq!(datacarrier_bytes(&hex("6a01ab7551"), None).standard, 5);
+    }
+
+    #[test]
+    fn an_opnet_leaf_counts_its_first_item_and_its_script() {
+        let key = format!("20{}ad", "11".repeat(32));
+        let leaf = |tag: &str| hex(&format!("{key}02{tag}7551"));
+        let spend = |leaf: Vec<u8>, control: usize| {
+            Witness::from_slice(&[vec![0xaa; 3], vec![], vec![], leaf, vec![0xc0; control]])
+        };
+        let opnet = spend(leaf("6f70"), 65);
+        // 3 bytes of the first item, 39 of the leaf, less 34 for the key's check.
+        assert_eq!(datacarrier_bytes(&[], Some(&opnet)).nonstandard, 8);
         assert_eq!(
-            data_bytes(&hex("5221aa")),
-            3,
-            "a script that does not parse"
+            datacarrier_bytes(&[], Some(&spend(leaf("6f71"), 65))).nonstandard,
+            0
         );
-        assert_eq!(data_bytes(&hex("6a01ab7551")), 0, "OP_RETURN: output data");
-        assert_eq!(data_bytes(&hex("68")), 1, "an OP_ENDIF without OP_IF");
+        assert_eq!(
+            datacarrier_bytes(&[], Some(&spend(leaf("6f70"), 33))).nonstandard,
+            0
+        );
     }
 
     #[test]

@@ -8,7 +8,8 @@
 
 mod coins;
 pub mod consensus;
-mod data_rules;
+pub mod data_rules;
+pub mod dead_parts;
 mod evict;
 pub mod fees;
 mod finality;
@@ -24,7 +25,7 @@ mod replacement;
 mod revalidate;
 mod rolling;
 mod script_flags;
-mod solver;
+pub mod solver;
 #[cfg(test)]
 mod tests;
 mod truc;
@@ -593,7 +594,7 @@ impl Mempool {
         let fee = consensus::check_tx_inputs(&tx, &inputs.prevouts)?;
         input_policy::check_inputs_standard(&tx, &inputs.prevouts, knots)?;
         if knots {
-            data_rules::check_data_in_inputs(&tx, &inputs.prevouts)?;
+            data_rules::check_data_carried(&tx, &inputs.prevouts, self.config.datacarrier_size)?;
         }
         input_policy::check_witness_standard(&tx, &inputs.prevouts, knots)?;
         let sigops = input_policy::check_sigops(&tx, &inputs.prevouts)?;

@@ -40,7 +40,13 @@ pub fn check_standard(tx: &Transaction, policy: &MempoolConfig) -> Result<(), Re
         data_rules::check_parasite(tx)?;
     }
     let (mut data_outputs, mut monetary, mut data_bytes) = (0, 0, 0usize);
-    for (i, out) in tx.output.iter().enumerate() {
+    // Knots walks the outputs from the last, Core from the first: which reason a transaction
+    // breaking two rules gets depends on it.
+    let mut outputs: Vec<(usize, &TxOut)> = tx.output.iter().enumerate().collect();
+    if policy.knots_data_rules {
+        outputs.reverse();
+    }
+    for (i, out) in outputs {
         let script = &out.script_pubkey;
         if policy.knots_data_rules {
             data_rules::check_output_size(script)?;
@@ -56,6 +62,7 @@ pub fn check_standard(tx: &Transaction, policy: &MempoolConfig) -> Result<(), Re
                 }
                 if policy.knots_data_rules {
                     data_rules::check_null_data(script)?;
+                    data_rules::check_counterparty(tx, script)?;
                 }
                 continue;
             }

@@ -24,7 +24,12 @@ pub enum OutputKind {
     /// P2SH.
     ScriptHash,
     /// Bare `m`-of-`n` multisig.
-    Multisig { m: usize, n: usize },
+    Multisig {
+        /// Signatures required.
+        m: usize,
+        /// Keys given.
+        n: usize,
+    },
     /// OP_RETURN followed by pushes only.
     NullData,
     /// P2WPKH.

@@ -1045,6 +1045,7 @@ fn transactions_expire_after_two_weeks_with_their_descendants() {
 
 mod evict;
 mod projection;
+mod script_props;
 mod test_accept;
 mod truc;
 

@@ -21,9 +21,9 @@ const ORDER: [u8; 32] = [
 ];
 
 /// The fee every spend here pays (enough for the largest witness at 1 sat/vB).
-const FEE: u64 = 20_000;
+pub(super) const FEE: u64 = 20_000;
 /// What each funded output holds.
-const FUNDS: u64 = 100_000;
+pub(super) const FUNDS: u64 = 100_000;
 
 impl Pair {
     /// Mines `n` blocks on bitcoind and feeds them to cairn's validator and index.
@@ -45,7 +45,7 @@ impl Pair {
     }
 
     /// Pays [`FUNDS`] to each script in one wallet transaction, mined: the outputs, in order.
-    fn fund(&self, scripts: &[ScriptBuf]) -> Vec<(OutPoint, TxOut)> {
+    pub(super) fn fund(&self, scripts: &[ScriptBuf]) -> Vec<(OutPoint, TxOut)> {
         let amounts: serde_json::Map<String, Value> = scripts
             .iter()
             .map(|s| {
@@ -102,7 +102,7 @@ impl Pair {
 
 /// A spend of `coin` (worth [`FUNDS`]) back to the wallet, paying [`FEE`], with the given script
 /// sig and witness.
-fn spend_with(
+pub(super) fn spend_with(
     pair: &Pair,
     coin: OutPoint,
     script_sig: ScriptBuf,
@@ -166,7 +166,7 @@ fn pushed(script: &ScriptBuf) -> Vec<Vec<u8>> {
 }
 
 /// A P2WSH output of `script` and the witness script's bytes.
-fn p2wsh(script: Vec<u8>) -> (ScriptBuf, Vec<u8>) {
+pub(super) fn p2wsh(script: Vec<u8>) -> (ScriptBuf, Vec<u8>) {
     let s = ScriptBuf::from_bytes(script.clone());
     (ScriptBuf::new_p2wsh(&s.wscript_hash()), script)
 }
@@ -179,7 +179,7 @@ fn p2sh(redeem: Vec<u8>) -> (ScriptBuf, Vec<u8>) {
 
 /// A taproot output with one leaf `script` of `version`: the output script, and the leaf and
 /// control block that spend it.
-fn tap_leaf(script: Vec<u8>, version: u8) -> (ScriptBuf, Vec<u8>, Vec<u8>) {
+pub(super) fn tap_leaf(script: Vec<u8>, version: u8) -> (ScriptBuf, Vec<u8>, Vec<u8>) {
     let secp = Secp256k1::new();
     let internal = SecretKey::from_slice(&[3; 32])
         .unwrap()
@@ -209,7 +209,7 @@ fn disagreements(pair: &Pair, cases: &[(&str, Transaction)]) -> Vec<String> {
 
 /// The verdicts of both on `cases`, cairn's mempool of `config`: the names of those that
 /// disagree.
-fn disagreements_with(
+pub(super) fn disagreements_with(
     pair: &Pair,
     cases: &[(&str, Transaction)],
     config: MempoolConfig,
@@ -793,202 +793,4 @@ fn truc_is_off_by_default_as_in_knots() {
             .unwrap_or_else(|e| panic!("cairn, version {version}: {e}"));
         from = OutPoint::new(tx.compute_txid(), 0);
     }
-}
-
-/// Knots 29.4's rules against data, on by default in both (`knots_data_rules`): each case
-/// breaks one, beside neighbours that pass; the same verdict and rule from bitcoind and cairn,
-/// and for a script rule the same words.
-#[test]
-fn knots_data_rules_agree_with_bitcoind() {
-    let pair = Pair::start();
-    let push = |n: usize| {
-        let mut s = vec![0x4d, n as u8, (n >> 8) as u8];
-        s.extend(vec![0x5a; n]);
-        s
-    };
-    // <n bytes> OP_SHA256 <their hash> OP_EQUAL: a push that is not dropped.
-    let hashed = |n: usize| {
-        let mut s = push(n);
-        s.push(0xa8);
-        s.push(32);
-        s.extend(bitcoin::hashes::sha256::Hash::hash(&vec![0x5a; n]).to_byte_array());
-        s.push(0x87);
-        s
-    };
-    let dropped = p2wsh(vec![0x01, 0xab, 0x75, 0x51]);
-    let mut envelope_script = vec![0x00, 0x63, 0x0a];
-    envelope_script.extend([0xcc; 10]);
-    envelope_script.extend([0x68, 0x51]);
-    let envelope = p2wsh(envelope_script);
-    let mut drops = vec![0x6d; 12];
-    drops.extend([0x75, 0x51]);
-    let wide = p2wsh(drops);
-    let mut fewer_drops = vec![0x6d; 10];
-    fewer_drops.push(0x51);
-    let narrow = p2wsh(fewer_drops);
-    let (push257, push256) = (p2wsh(hashed(257)), p2wsh(hashed(256)));
-    let branch = tap_leaf(vec![0x51, 0x63, 0x51, 0x68], 0xc0);
-    let plain_leaf = tap_leaf(vec![0x51], 0xc0);
-    let scripts = [
-        dropped.0.clone(),
-        envelope.0.clone(),
-        wide.0.clone(),
-        push257.0.clone(),
-        push256.0.clone(),
-        branch.0.clone(),
-        plain_leaf.0.clone(),
-        narrow.0.clone(),
-    ];
-    let coins = pair.fund(&scripts);
-    let items = |n: usize, script: &[u8]| {
-        let mut w = vec![vec![0x77; 80]; n];
-        w.push(script.to_vec());
-        w
-    };
-    let with_output = |mut tx: Transaction, script: ScriptBuf| {
-        tx.output.push(TxOut {
-            value: Amount::from_sat(if script.is_op_return() { 0 } else { 1_000 }),
-            script_pubkey: script,
-        });
-        tx.output[0].value -= Amount::from_sat(1_000);
-        tx
-    };
-    let wallet = |lock: u32| {
-        let mut tx = spend_with(&pair, pair.coins[1].0, ScriptBuf::new(), vec![]);
-        tx.output[0].value = Amount::from_sat(pair.coins[1].1 - FEE);
-        tx.lock_time = bitcoin::absolute::LockTime::from_consensus(lock);
-        tx.input[0].sequence = bitcoin::Sequence::ENABLE_LOCKTIME_NO_RBF;
-        tx
-    };
-    // Two P2WSH outputs whose first program starts with a payload size of 40 and "stamp:".
-    let olga = |mark: u8| {
-        let mut tx = wallet(0);
-        let mut first = vec![0x00, 0x28, b's', b't', b'a', b'm', b'p', mark];
-        first.resize(32, 0x11);
-        for program in [first, vec![0x22; 32]] {
-            let hash = bitcoin::WScriptHash::from_byte_array(program.try_into().unwrap());
-            tx.output.push(TxOut {
-                value: Amount::from_sat(1_000),
-                script_pubkey: ScriptBuf::new_p2wsh(&hash),
-            });
-            tx.output[0].value -= Amount::from_sat(1_000);
-        }
-        pair.sign(&tx)
-    };
-    let program = |len: usize| {
-        let mut s = vec![0x51, len as u8];
-        s.extend(vec![0x11; len]);
-        ScriptBuf::from_bytes(s)
-    };
-    let cases: Vec<(&str, Transaction)> = vec![
-        ("lock time 21 (CAT-21)", pair.sign(&wallet(21))),
-        ("lock time 22", pair.sign(&wallet(22))),
-        (
-            "a Runes OP_RETURN",
-            pair.sign(&with_output(
-                wallet(0),
-                ScriptBuf::from_bytes(vec![0x6a, 0x5d, 0x01, 0x00]),
-            )),
-        ),
-        ("an OLGA run of two P2WSH outputs", olga(b':')),
-        ("two P2WSH outputs that are not OLGA", olga(b';')),
-        (
-            "a 35-byte witness program output",
-            pair.sign(&with_output(wallet(0), program(33))),
-        ),
-        (
-            "a 34-byte witness program output",
-            pair.sign(&with_output(wallet(0), program(32))),
-        ),
-        (
-            "<1 byte> OP_DROP in a witness script",
-            spend_with(&pair, coins[0].0, ScriptBuf::new(), vec![dropped.1.clone()]),
-        ),
-        (
-            "an OP_FALSE OP_IF envelope in a witness script",
-            spend_with(
-                &pair,
-                coins[1].0,
-                ScriptBuf::new(),
-                vec![envelope.1.clone()],
-            ),
-        ),
-        (
-            "a witness of 25 items of 80 bytes (over 1,650 bytes)",
-            spend_with(&pair, coins[2].0, ScriptBuf::new(), items(25, &wide.1)),
-        ),
-        (
-            "a witness of 20 items of 80 bytes",
-            spend_with(&pair, coins[7].0, ScriptBuf::new(), items(20, &narrow.1)),
-        ),
-        (
-            "a push of 257 bytes in a witness script",
-            spend_with(&pair, coins[3].0, ScriptBuf::new(), vec![push257.1.clone()]),
-        ),
-        (
-            "a push of 256 bytes in a witness script",
-            spend_with(&pair, coins[4].0, ScriptBuf::new(), vec![push256.1.clone()]),
-        ),
-        (
-            "OP_IF in a tapscript",
-            spend_with(
-                &pair,
-                coins[5].0,
-                ScriptBuf::new(),
-                vec![branch.1.clone(), branch.2.clone()],
-            ),
-        ),
-        (
-            "a tapscript without branches",
-            spend_with(
-                &pair,
-                coins[6].0,
-                ScriptBuf::new(),
-                vec![plain_leaf.1.clone(), plain_leaf.2.clone()],
-            ),
-        ),
-    ];
-    let disagreed = disagreements_with(&pair, &cases, MempoolConfig::default());
-    assert!(disagreed.is_empty(), "{disagreed:#?}");
-    // The cases are what they say: the oracle refuses each rule's case and takes its neighbour.
-    let core = |name: &str| pair.core(&cases.iter().find(|(n, _)| *n == name).unwrap().1);
-    let refused = [
-        ("lock time 21 (CAT-21)", "parasite-cat21"),
-        ("a Runes OP_RETURN", "tokens-runes"),
-        ("an OLGA run of two P2WSH outputs", "tokens-olga"),
-        (
-            "a 35-byte witness program output",
-            "bad-txns-vout-script-toolarge",
-        ),
-        (
-            "<1 byte> OP_DROP in a witness script",
-            "txn-datacarrier-nonstandard",
-        ),
-        (
-            "an OP_FALSE OP_IF envelope in a witness script",
-            "txn-datacarrier-nonstandard",
-        ),
-        (
-            "a witness of 25 items of 80 bytes (over 1,650 bytes)",
-            "bad-witness-witness-size",
-        ),
-        (
-            "a push of 257 bytes in a witness script",
-            "mempool-script-verify-flag-failed (Push",
-        ),
-        (
-            "OP_IF in a tapscript",
-            "mempool-script-verify-flag-failed (OP_IF",
-        ),
-    ];
-    for (name, reason) in refused {
-        let said = core(name).unwrap_or_default();
-        assert!(said.starts_with(reason), "{name}: bitcoind said {said:?}");
-    }
-    assert_eq!(core("lock time 22"), None);
-    assert_eq!(core("two P2WSH outputs that are not OLGA"), None);
-    assert_eq!(core("a 34-byte witness program output"), None);
-    assert_eq!(core("a push of 256 bytes in a witness script"), None);
-    assert_eq!(core("a tapscript without branches"), None);
-    assert_eq!(core("a witness of 20 items of 80 bytes"), None);
 }
