@@ -10,6 +10,7 @@ mod error;
 pub mod filters;
 pub mod query;
 pub mod rows;
+pub mod silent_payments;
 mod writer;
 
 use std::collections::HashSet;

@@ -1,0 +1,109 @@
+//! Silent payments (BIP352): each eligible transaction's public tweak data `input_hash·A`, from
+//! the transaction and the outputs it spends (the kernel's undo data hands the index every one),
+//! with the taproot outputs a wallet scans. The curve arithmetic and the key extraction rules
+//! are the `silentpayments` crate's; the rules of eligibility it leaves to its caller are here.
+
+use bitcoin::hashes::Hash;
+use bitcoin::{Transaction, TxOut};
+use silentpayments::utils::receiving::{calculate_tweak_data, get_pubkey_from_input};
+use silentpayments::utils::OutPoint as SpOutPoint;
+
+/// A taproot output of an eligible transaction, as scanning wallets are served it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TaprootOutput {
+    /// Its index in the transaction.
+    pub vout: u32,
+    /// Its x-only output key.
+    pub key: [u8; 32],
+    /// Its amount in satoshis.
+    pub value: u64,
+}
+
+/// One eligible transaction's tweak data.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TxTweak {
+    /// The compressed point `input_hash·A` (BIP352's tweak data).
+    pub tweak: [u8; 33],
+    /// Its taproot outputs, in output order.
+    pub outputs: Vec<TaprootOutput>,
+}
+
+/// The taproot outputs of `tx` (`OP_1 <32 bytes>`).
+pub fn taproot_outputs(tx: &Transaction) -> Vec<TaprootOutput> {
+    tx.output
+        .iter()
+        .enumerate()
+        .filter(|(_, o)| o.script_pubkey.is_p2tr())
+        .map(|(vout, o)| {
+            let mut key = [0u8; 32];
+            key.copy_from_slice(&o.script_pubkey.as_bytes()[2..34]);
+            TaprootOutput {
+                vout: vout as u32,
+                key,
+                value: o.value.to_sat(),
+            }
+        })
+        .collect()
+}
+
+/// BIP352's tweak data of `tx`, whose inputs spend `prevouts` (in input order), or `None` when
+/// it is not eligible: a coinbase; no taproot output; an input spending a witness program of
+/// version 2 or more; no input of a kind that counts (P2TR but a script path from the NUMS
+/// key, P2WPKH, P2SH-P2WPKH, P2PKH, with compressed keys only); or keys that sum to infinity.
+/// `outpoint_L` is the smallest of all inputs' outpoints, eligible or not, by their bytes.
+pub fn tx_tweak(tx: &Transaction, prevouts: &[TxOut]) -> Option<TxTweak> {
+    if tx.is_coinbase() || prevouts.len() != tx.input.len() {
+        return None;
+    }
+    let outputs = taproot_outputs(tx);
+    if outputs.is_empty() {
+        return None;
+    }
+    let spends_future_version = prevouts.iter().any(|p| {
+        p.script_pubkey
+            .witness_version()
+            .is_some_and(|v| v.to_num() > 1)
+    });
+    if spends_future_version {
+        return None;
+    }
+    let keys: Vec<_> = tx
+        .input
+        .iter()
+        .zip(prevouts)
+        .filter_map(|(input, prev)| {
+            let witness: Vec<Vec<u8>> = input.witness.to_vec();
+            // An input the crate cannot read (a witness where none belongs, and so on) counts
+            // no key, as BIP352's reference skips it.
+            get_pubkey_from_input(
+                input.script_sig.as_bytes(),
+                &witness,
+                prev.script_pubkey.as_bytes(),
+            )
+            .ok()
+            .flatten()
+        })
+        .collect();
+    if keys.is_empty() {
+        return None;
+    }
+    let outpoints: Vec<SpOutPoint> = tx
+        .input
+        .iter()
+        .map(|i| {
+            SpOutPoint::from_txid_bytes_and_vout(
+                i.previous_output.txid.to_byte_array(),
+                i.previous_output.vout,
+            )
+        })
+        .collect();
+    let key_refs: Vec<_> = keys.iter().collect();
+    let tweak = calculate_tweak_data(&key_refs, &outpoints).ok()?;
+    Some(TxTweak {
+        tweak: tweak.serialize(),
+        outputs,
+    })
+}
+
+#[cfg(test)]
+mod tests;
