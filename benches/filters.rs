@@ -52,7 +52,11 @@ fn filter_vs_prepare(c: &mut Criterion) {
         |b| {
             b.iter(|| {
                 for (h, raw, _, undo) in &blocks {
-                    std::hint::black_box(rows::prepare(*h, raw, undo, true).expect("prepare"));
+                    let extras = rows::Extras {
+                        filter: true,
+                        tweaks: false,
+                    };
+                    std::hint::black_box(rows::prepare(*h, raw, undo, extras).expect("prepare"));
                 }
             })
         },

@@ -143,6 +143,8 @@ pub struct Settings {
     pub status_page_details: bool,
     /// Whether the index builds and serves BIP158 filters.
     pub block_filters: bool,
+    /// Whether the index builds BIP352 silent-payment tweaks.
+    pub silent_payments: bool,
     /// The index store's block cache, bytes.
     pub index_cache_bytes: usize,
     /// Free disk space, bytes, below which no more blocks are taken.
@@ -200,6 +202,7 @@ impl Settings {
             metrics_addr: o.metrics_addr,
             status_page_details: o.status_page_details.unwrap_or(false),
             block_filters: o.block_filters.unwrap_or(true),
+            silent_payments: o.silent_payments.unwrap_or(false),
             index_cache_bytes: index_cache_mb << 20,
             min_free_space: min_free_space(o.min_free_space_mb)?,
             mempool: MempoolConfig {

@@ -335,6 +335,15 @@ options! {
             default_missing_value = "true"
         )]
         pub block_filters: Option<bool>,
+        /// Whether the index builds BIP352 silent-payment tweaks [default: false].
+        #[arg(
+            env = "CAIRN_SILENT_PAYMENTS",
+            value_name = "BOOL",
+            num_args = 0..=1,
+            require_equals = true,
+            default_missing_value = "true"
+        )]
+        pub silent_payments: Option<bool>,
         /// The index store's block cache, MiB [default: 256].
         #[arg(env = "CAIRN_INDEX_CACHE_MB")]
         pub index_cache_mb: Option<usize>,

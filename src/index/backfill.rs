@@ -11,7 +11,7 @@ use rocksdb::WriteBatch;
 
 use super::error::IndexError;
 use super::filters;
-use super::rows::{prepare, PreparedBlock};
+use super::rows::{prepare, Extras, PreparedBlock};
 use super::Index;
 use crate::kernel::Validator;
 use crate::store::schema::{cf, meta, FilterRow, HistoryKey};
@@ -106,7 +106,11 @@ impl Index {
             .map(|(i, hash)| {
                 let raw = validator.read_block_bytes_by_hash(hash)?;
                 let undo = validator.read_undo_by_hash(hash)?;
-                Ok(prepare(next + i as u32, &raw, &undo, true)?)
+                let extras = Extras {
+                    filter: true,
+                    tweaks: false,
+                };
+                Ok(prepare(next + i as u32, &raw, &undo, extras)?)
             })
             .collect();
         let mut batch = WriteBatch::default();

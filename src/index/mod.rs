@@ -11,6 +11,7 @@ pub mod filters;
 pub mod query;
 pub mod rows;
 pub mod silent_payments;
+mod tweaks;
 mod writer;
 
 use std::collections::HashSet;
@@ -34,7 +35,7 @@ struct BatchCounts {
     disconnected: u64,
     txs: u64,
 }
-use rows::{prepare, PreparedBlock};
+use rows::{prepare, Extras, PreparedBlock};
 
 use crate::types::{ScriptHash, TxNum};
 pub use error::IndexError;
@@ -95,6 +96,18 @@ pub struct Index {
     block_files: Option<KernelBlockFiles>,
     /// Whether BIP158 filters are built and served.
     filters: bool,
+    /// The height from which silent-payment tweaks are built and served, if they are.
+    tweaks_from: Option<u32>,
+}
+
+/// What an index builds beside the rows every block has.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IndexOptions {
+    /// Whether BIP158 filters are built and served (`block_filters`).
+    pub filters: bool,
+    /// The height from which BIP352 tweaks are built and served (`silent_payments`: taproot's
+    /// activation on mainnet, genesis elsewhere); `None`, not built.
+    pub tweaks_from: Option<u32>,
 }
 
 impl Index {
@@ -116,6 +129,26 @@ impl Index {
         block_files: Option<KernelBlockFiles>,
         filters: bool,
     ) -> Result<Self, IndexError> {
+        let options = IndexOptions {
+            filters,
+            tweaks_from: None,
+        };
+        Self::open_with_options(store, block_files, options)
+    }
+
+    /// As [`Index::open`], with what is built beside the rows: filters as
+    /// [`Index::open_with_filters`] says, and tweaks likewise (turned on over indexed blocks,
+    /// they are built for those first).
+    pub fn open_with_options(
+        store: Arc<Store>,
+        block_files: Option<KernelBlockFiles>,
+        options: IndexOptions,
+    ) -> Result<Self, IndexError> {
+        let IndexOptions {
+            filters,
+            tweaks_from,
+        } = options;
+        tweaks::mark(&store, tweaks_from)?;
         let marked_off = store.get(cf::META, meta::FILTERS_OFF)?.is_some();
         if filters && marked_off {
             let mut batch = WriteBatch::default();
@@ -164,6 +197,7 @@ impl Index {
             chain: RwLock::new(Arc::new(chain)),
             block_files,
             filters,
+            tweaks_from,
         })
     }
 
@@ -268,6 +302,7 @@ impl Index {
             ..Default::default()
         };
         self.backfill_filters(validator)?;
+        self.backfill_tweaks(validator)?;
         loop {
             self.scan_block_files()?;
             if !self.undo_blocks_left_behind(validator, &mut stats)? {
@@ -353,7 +388,7 @@ impl Index {
             .into_par_iter()
             .map(|h| {
                 let (raw, undo) = validator.read_block_with_undo(h)?;
-                Ok(prepare(h as u32, &raw, &undo, self.filters)?)
+                Ok(prepare(h as u32, &raw, &undo, self.extras_at(h as u32))?)
             })
             .collect();
         let mut prepared = match prepared {
@@ -494,7 +529,7 @@ impl Index {
             .read_block_bytes_by_hash(&hash)
             .and_then(|raw| Ok((validator.read_undo_by_hash(&hash)?, raw)))
             .map_err(IndexError::from)
-            .and_then(|(undo, raw)| Ok((prepare(height, &raw, &undo, false)?, raw)));
+            .and_then(|(undo, raw)| Ok((prepare(height, &raw, &undo, Extras::default())?, raw)));
         let (range, parent) = self.with_chain(|c| (c.txnums(height), c.hash(height - 1)));
         let (Some(range), Some(parent_hash)) = (range, parent) else {
             return Err(IndexError::Inconsistent(format!(

@@ -21,6 +21,8 @@ use crate::store::schema::{
 use crate::store::StoreError;
 use crate::types::{ScriptHash, TxNum, TXNUM_LEN};
 
+mod tweaks;
+
 /// One confirmed transaction of a script's history.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct HistoryEntry {

@@ -4,6 +4,7 @@
 use bitcoin::consensus::Decodable;
 use bitcoin::{BlockHash, Transaction, Txid};
 
+use super::silent_payments::{tx_tweak, TxTweak};
 use crate::kernel::BlockUndo;
 use crate::types::ScriptHash;
 
@@ -67,6 +68,17 @@ pub struct PreparedTx {
     pub outputs: Vec<PreparedOutput>,
     /// Its inputs (none for the coinbase).
     pub inputs: Vec<PreparedInput>,
+    /// Its BIP352 tweak data, when tweaks are built and it is eligible.
+    pub tweak: Option<TxTweak>,
+}
+
+/// What [`prepare`] builds beside the rows every block has.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Extras {
+    /// The block's BIP158 basic filter.
+    pub filter: bool,
+    /// Each eligible transaction's silent-payment tweak data.
+    pub tweaks: bool,
 }
 
 /// A block ready to be written or undone.
@@ -94,12 +106,12 @@ fn output(o: &bitcoin::TxOut) -> PreparedOutput {
 }
 
 /// Decodes a serialized block with its undo data into a [`PreparedBlock`]; its BIP158 filter
-/// is built only `with_filter` (empty otherwise).
+/// (empty otherwise) and its transactions' tweaks are built as `extras` asks.
 pub fn prepare(
     height: u32,
     raw: &[u8],
     undo: &BlockUndo,
-    with_filter: bool,
+    extras: Extras,
 ) -> Result<PreparedBlock, PrepareError> {
     let decode_err = |e: bitcoin::consensus::encode::Error| PrepareError::Decode {
         height,
@@ -138,16 +150,25 @@ pub fn prepare(
             0 => Vec::new(),
             _ => spent_inputs(&tx, i, undo).map_err(mismatch)?,
         };
+        let spent = i.checked_sub(1).and_then(|j| undo.txs.get(j));
+        let tweak = match (extras.tweaks, spent) {
+            (true, Some(spent)) if tx.output.iter().any(|o| o.script_pubkey.is_p2tr()) => {
+                let prevouts: Vec<bitcoin::TxOut> = spent.iter().map(|c| c.txout.clone()).collect();
+                tx_tweak(&tx, &prevouts)
+            }
+            _ => None,
+        };
         txs.push(PreparedTx {
             txid: tx.compute_txid(),
             offset,
             len,
             outputs: tx.output.iter().map(output).collect(),
             inputs,
+            tweak,
         });
         txdata.push(tx);
     }
-    let filter = if with_filter {
+    let filter = if extras.filter {
         super::filters::basic_filter(&bitcoin::Block { header, txdata }, undo).map_err(|e| {
             PrepareError::Decode {
                 height,

@@ -8,6 +8,21 @@ use bitcoin::{Transaction, TxOut};
 use silentpayments::utils::receiving::{calculate_tweak_data, get_pubkey_from_input};
 use silentpayments::utils::OutPoint as SpOutPoint;
 
+use crate::types::Network;
+
+/// Taproot's activation height on mainnet (BIP341): no output before it can be a silent
+/// payment.
+const MAINNET_TAPROOT_HEIGHT: u32 = 709_632;
+
+/// The first height whose transactions get tweaks: taproot's activation on mainnet, genesis
+/// elsewhere (testnet4, signet and regtest have taproot from their start).
+pub fn first_height(network: Network) -> u32 {
+    match network {
+        Network::Mainnet => MAINNET_TAPROOT_HEIGHT,
+        Network::Testnet4 | Network::Signet | Network::Regtest => 0,
+    }
+}
+
 /// A taproot output of an eligible transaction, as scanning wallets are served it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TaprootOutput {

@@ -8,9 +8,10 @@ use bitcoin::Txid;
 use super::batch::SortedBatch;
 use super::error::IndexError;
 use super::rows::{PreparedBlock, PreparedInput, PreparedTx};
+use super::silent_payments::TxTweak;
 use crate::store::schema::{
     cf, meta, scripthash_prefix, BlockRow, FilterRow, HistoryKey, OutPointNum, SpentRow, TipRow,
-    TxRow, TxidKey, UtxoKey,
+    TweakRow, TxRow, TxidKey, UtxoKey,
 };
 use crate::store::undo::{UndoInput, UndoRow, UndoTx};
 use crate::store::Store;
@@ -156,6 +157,9 @@ pub fn connect<S: StoredTxNums + ?Sized>(
         };
         batch.put(cf::TXS, TxRow::key(t), txrow.encode());
         batch.put(cf::TXID, TxidKey::encode(&tx.txid, t), []);
+        if let Some(tweak) = &tx.tweak {
+            batch.put(cf::TWEAKS, TweakRow::key(t), tweak_row(tweak).encode());
+        }
         // Inputs first: a transaction's outputs cannot be spent by its own inputs.
         for (vin, input) in tx.inputs.iter().enumerate() {
             let spent = lookup.spent_outpoint(tx, input, block.height)?;
@@ -196,6 +200,18 @@ pub fn connect<S: StoredTxNums + ?Sized>(
     }
     batch.put(cf::UNDO, UndoRow::key(block.height), undo.encode());
     Ok(filter_header)
+}
+
+/// The stored form of a transaction's tweak data.
+pub fn tweak_row(tweak: &TxTweak) -> TweakRow {
+    TweakRow {
+        tweak: tweak.tweak,
+        outputs: tweak
+            .outputs
+            .iter()
+            .map(|o| (o.vout, o.key, o.value))
+            .collect(),
+    }
 }
 
 /// What undoing `block` (indexed, its coinbase at `first`) takes, from the block and the
@@ -255,6 +271,9 @@ pub fn disconnect(
         let t = TxNum(first.0 + i as u64);
         batch.delete(cf::TXS, TxRow::key(t));
         batch.delete(cf::TXID, TxidKey::encode(txid, t));
+        // Whether or not tweaks are built now: rows written while they were must not outlive
+        // the transaction (its TxNum will be another's).
+        batch.delete(cf::TWEAKS, TweakRow::key(t));
         for (vout, prefix) in tx.outputs.iter().enumerate() {
             batch.delete(cf::HISTORY, HistoryKey::encode_prefix(prefix, t));
             let op = OutPointNum {

@@ -176,6 +176,7 @@ pub fn check_data_carried(
         false => Ok(()),
     }
 }
+
 /// The script Knots scans for data in an input (its `GetScriptForTransactionInput`): a P2SH
 /// redeem script, a P2WSH witness script (also in P2SH), a tapscript, else the script sig.
 fn script_run_by(input: &TxIn, spent: &Script) -> Vec<u8> {
@@ -236,24 +237,25 @@ impl DataBytes {
 }
 
 /// Knots 29.4.3's `CScript::DatacarrierBytes` with its defaults (`-rejectdeadbranches`, bare
-/// envelopes), for a script that is not an OLGA output; `witness` is the spending input's. A
-/// script that does not parse counts whole, one with an unconditional OP_RETURN is standard
-/// data whole; otherwise counted are: an OPNet leaf's spend, runs of pushes ended by OP_DROP or
+/// envelopes), for a script that is not an OLGA output; `witness` is the spending input's. Read
+/// opcode by opcode: an unconditional OP_RETURN makes the script standard data whole, an
+/// OP_ENDIF without its OP_IF or a push cut short (whichever comes first) non-standard data
+/// whole; otherwise counted are: an OPNet leaf's spend, runs of pushes ended by OP_DROP or
 /// OP_2DROP (from the run's first push through the drop), the `OP_FALSE OP_IF … OP_ENDIF`
 /// envelope, and every conditional part a constant makes dead (with its guard's first byte).
 pub fn datacarrier_bytes(script: &[u8], witness: Option<&Witness>) -> DataBytes {
     if let Some(bytes) = witness.map(opnet_witness_size).filter(|&b| b > 0) {
         return DataBytes::nonstandard(bytes);
     }
-    let Some(ops) = parse_ops(script) else {
-        return DataBytes::nonstandard(script.len());
-    };
-    let dead = find_dead_parts(script, &ops);
+    // Read as Knots reads it, opcode by opcode: what decides before a push cut short decides.
+    let parsed = parse_ops(script);
+    let ops = &parsed.ops;
+    let dead = find_dead_parts(script, ops);
     let is_push = |op: u8| op <= OP_PUSHNUM_16.to_u8() && op != OP_RESERVED.to_u8();
     let is_if = |op: u8| op == OP_IF.to_u8() || op == OP_NOTIF.to_u8();
     let (mut counted, mut conditional, mut noop) = (0usize, 0u32, 0u32);
     let (mut last, mut began, mut span_guard) = (0xffu8, 0usize, 1usize);
-    for op in &ops {
+    for op in ops {
         let (at, code, end) = (op.at, op.code, op.data.end);
         if is_if(code) {
             conditional += 1;
@@ -301,7 +303,11 @@ pub fn datacarrier_bytes(script: &[u8], witness: Option<&Witness>) -> DataBytes 
         }
         last = code;
     }
-    DataBytes::nonstandard(counted)
+    match parsed.complete {
+        true => DataBytes::nonstandard(counted),
+        // A script that does not parse is all data.
+        false => DataBytes::nonstandard(script.len()),
+    }
 }
 
 /// Knots's `OPNetWitnessSize`: a script-path spend of five items with a one-node control block
@@ -463,6 +469,11 @@ mod tests {
         let whole = datacarrier_bytes(&hex(&op_return), None);
         assert_eq!((whole.standard, whole.nonstandard), (83, 0));
         assert_eq!(datacarrier_bytes(&hex("6a01ab7551"), None).standard, 5);
+        let op_return_first = datacarrier_bytes(&[0x6a, 0x4c], None);
+        assert_eq!(
+            op_return_first.standard, 2,
+            "OP_RETURN before the cut push decides"
+        );
     }
 
     #[test]

@@ -4,10 +4,12 @@
 //! signature check or an opcode not modelled is unknown, and an unknown condition marks
 //! nothing, so a part a spend can reach is never read as dead.
 
+use std::cell::OnceCell;
 use std::ops::Range;
 
+use bitcoin::hashes::{sha256, Hash};
 use bitcoin::opcodes::all::*;
-use bitcoin::script::{read_scriptint, write_scriptint, Script};
+use bitcoin::script::{read_scriptint, write_scriptint, Instruction, Script};
 
 /// One opcode of a script: where it starts, its byte, and where its pushed data lies (an
 /// empty range at its end for an opcode that pushes no data).
@@ -21,34 +23,45 @@ pub struct Op {
     pub data: Range<usize>,
 }
 
-/// A script's opcodes as Core's `GetOp` reads them; `None` if a push runs past the end.
-pub fn parse_ops(script: &[u8]) -> Option<Vec<Op>> {
-    let starts: Vec<usize> = Script::from_bytes(script)
-        .instruction_indices()
-        .map(|i| i.ok().map(|(at, _)| at))
-        .collect::<Option<_>>()?;
-    let ends = starts.iter().skip(1).copied().chain([script.len()]);
-    Some(
-        starts
-            .iter()
-            .zip(ends)
-            .map(|(&at, end)| {
-                let code = script[at];
+/// A script's opcodes as Core's `GetOp` reads them, up to the first that does not parse (a
+/// push running past the end).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParsedOps {
+    /// The opcodes read, in order.
+    pub ops: Vec<Op>,
+    /// Whether they reach the script's end (`false`: reading stopped at a push cut short).
+    pub complete: bool,
+}
+
+/// Reads `script`'s opcodes as Core's `GetOp` does, as far as they parse.
+pub fn parse_ops(script: &[u8]) -> ParsedOps {
+    let mut ops = Vec::new();
+    for item in Script::from_bytes(script).instruction_indices() {
+        let Ok((at, instruction)) = item else {
+            return ParsedOps {
+                ops,
+                complete: false,
+            };
+        };
+        let code = script[at];
+        let data = match instruction {
+            Instruction::PushBytes(pushed) => {
                 let header = match code {
                     0x4c => 2,
                     0x4d => 3,
                     0x4e => 5,
                     _ => 1,
                 };
-                let begins = if code <= 0x4e { at + header } else { end };
-                Op {
-                    at,
-                    code,
-                    data: begins..end,
-                }
-            })
-            .collect(),
-    )
+                at + header..at + header + pushed.len()
+            }
+            Instruction::Op(_) => at + 1..at + 1,
+        };
+        ops.push(Op { at, code, data });
+    }
+    ParsedOps {
+        ops,
+        complete: true,
+    }
 }
 
 /// The conditionals a constant guard makes unreachable, by the offset of their opcode: the
@@ -80,12 +93,33 @@ const UNKNOWN: Known = 0;
 const MAX_STACK_SIZE: usize = 1_000;
 const MAX_PUBKEYS_PER_MULTISIG: i64 = 20;
 
+/// A value seen, with what the opcodes ask of it worked out once: read again and again
+/// (`OP_IFDUP`, `OP_EQUAL` on a copy), a large push must not cost its size each time.
+struct Value {
+    bytes: Vec<u8>,
+    truthy: bool,
+    /// Its SHA-256, computed the first time two values of its length are compared.
+    digest: OnceCell<[u8; 32]>,
+}
+
 /// The values seen; stacks hold their indexes, so a copy costs nothing.
-struct Values(Vec<Vec<u8>>);
+struct Values(Vec<Value>);
 
 impl Values {
-    fn add(&mut self, value: Vec<u8>) -> Known {
-        self.0.push(value);
+    fn new() -> Self {
+        // Index 0 is UNKNOWN's place.
+        let mut values = Values(Vec::new());
+        values.add(Vec::new());
+        values
+    }
+
+    fn add(&mut self, bytes: Vec<u8>) -> Known {
+        let truthy = cast_to_bool(&bytes);
+        self.0.push(Value {
+            bytes,
+            truthy,
+            digest: OnceCell::new(),
+        });
         self.0.len() - 1
     }
 
@@ -99,14 +133,29 @@ impl Values {
         self.add_num(i64::from(b))
     }
 
-    fn get(&self, v: Known) -> &[u8] {
-        &self.0[v]
+    fn len(&self, v: Known) -> usize {
+        self.0[v].bytes.len()
+    }
+
+    fn truthy(&self, v: Known) -> bool {
+        self.0[v].truthy
+    }
+
+    /// Whether two known values hold the same bytes: a copy by its index, others by length
+    /// and then by SHA-256, each value hashed at most once.
+    fn equal(&self, a: Known, b: Known) -> bool {
+        let digest = |v: Known| {
+            *self.0[v]
+                .digest
+                .get_or_init(|| sha256::Hash::hash(&self.0[v].bytes).to_byte_array())
+        };
+        a == b || (self.len(a) == self.len(b) && digest(a) == digest(b))
     }
 
     /// The value as a minimal script number of at most 4 bytes, if known.
     fn num(&self, v: Known) -> Option<i64> {
         (v != UNKNOWN)
-            .then(|| read_scriptint(&self.0[v]).ok())
+            .then(|| read_scriptint(&self.0[v].bytes).ok())
             .flatten()
     }
 }
@@ -165,7 +214,7 @@ pub fn find_dead_parts(script: &[u8], ops: &[Op]) -> DeadParts {
     let mut dead = DeadParts::default();
     let mut frames: Vec<Frame> = Vec::new();
     let mut not_running = 0usize;
-    let mut values = Values(vec![Vec::new()]);
+    let mut values = Values::new();
     let (mut stack, mut alt) = (Stack::default(), Stack::default());
     for op in ops {
         let code = op.code;
@@ -186,7 +235,7 @@ pub fn find_dead_parts(script: &[u8], ops: &[Op]) -> DeadParts {
                 });
                 continue;
             }
-            let runs = cast_to_bool(values.get(cond)) == (code == OP_IF.to_u8());
+            let runs = values.truthy(cond) == (code == OP_IF.to_u8());
             if !runs {
                 dead.at_if.push(op.at);
                 not_running += 1;
@@ -269,7 +318,7 @@ fn step(code: u8, data: &[u8], values: &mut Values, stack: &mut Stack, alt: &mut
                 let top = stack.peek(0);
                 if top == UNKNOWN {
                     stack.forget(); // whether it copies is not known, so neither is the depth
-                } else if cast_to_bool(values.get(top)) {
+                } else if values.truthy(top) {
                     stack.push(top);
                 }
             }
@@ -277,7 +326,7 @@ fn step(code: u8, data: &[u8], values: &mut Values, stack: &mut Stack, alt: &mut
                 let top = stack.peek(0);
                 let size = match top {
                     UNKNOWN => UNKNOWN,
-                    _ => values.add_num(values.get(top).len() as i64),
+                    _ => values.add_num(values.len(top) as i64),
                 };
                 stack.push(size);
             }
@@ -289,7 +338,7 @@ fn step(code: u8, data: &[u8], values: &mut Values, stack: &mut Stack, alt: &mut
                 if op == OP_EQUAL {
                     let equal = match a == UNKNOWN || b == UNKNOWN {
                         true => UNKNOWN,
-                        false => values.add_bool(values.get(a) == values.get(b)),
+                        false => values.add_bool(values.equal(a, b)),
                     };
                     stack.push(equal);
                 }
@@ -483,8 +532,7 @@ mod tests {
 
     fn dead(hex: &str) -> DeadParts {
         let script = bitcoin::ScriptBuf::from_hex(hex).unwrap().to_bytes();
-        let ops = parse_ops(&script).unwrap();
-        find_dead_parts(&script, &ops)
+        find_dead_parts(&script, &parse_ops(&script).ops)
     }
 
     #[test]
@@ -521,10 +569,14 @@ mod tests {
     #[test]
     fn ops_carry_their_data() {
         let script = [0x02, 0xaa, 0xbb, 0x4c, 0x01, 0xcc, 0x75];
-        let ops = parse_ops(&script).unwrap();
-        let data: Vec<&[u8]> = ops.iter().map(|o| &script[o.data.clone()]).collect();
+        let parsed = parse_ops(&script);
+        assert!(parsed.complete);
+        let data: Vec<&[u8]> = parsed.ops.iter().map(|o| &script[o.data.clone()]).collect();
         assert_eq!(data, vec![&[0xaa, 0xbb][..], &[0xcc][..], &[][..]]);
-        assert_eq!(ops[2].data, 7..7);
-        assert!(parse_ops(&[0x4c, 0x05, 0x00]).is_none());
+        assert_eq!(parsed.ops[2].data, 7..7);
+        // OP_RETURN, then a push cut short: the OP_RETURN is read, then reading stops.
+        let cut = parse_ops(&[0x6a, 0x4c, 0x05, 0x00]);
+        assert!(!cut.complete);
+        assert_eq!(cut.ops.len(), 1);
     }
 }

@@ -20,11 +20,11 @@ fn non_standard(reason: &str) -> Rejection {
     Rejection::NonStandard(reason.to_string())
 }
 
-/// Size, version, output script and dust rules (after [`super::consensus::check_transaction`],
-/// which refuses a transaction without inputs or outputs), as Core's `IsStandardTx` with the
-/// knobs of `policy` (Knots's `bare-multisig`, `bare-pubkey`, `bare-datacarrier` and
-/// `-mempooltruc=reject`),
-/// then `tx-size-small`.
+/// Size, version, script sig, output script and dust rules (after
+/// [`super::consensus::check_transaction`], which refuses a transaction without inputs or
+/// outputs), as Core's `IsStandardTx` with the knobs of `policy` (Knots's `bare-multisig`,
+/// `bare-pubkey`, `bare-datacarrier`, `-mempooltruc=reject` and its data rules), in Knots's
+/// order; then `tx-size-small`.
 pub fn check_standard(tx: &Transaction, policy: &MempoolConfig) -> Result<(), Rejection> {
     let newest = match policy.truc {
         TrucPolicy::Reject => 2,
@@ -39,63 +39,7 @@ pub fn check_standard(tx: &Transaction, policy: &MempoolConfig) -> Result<(), Re
     if policy.knots_data_rules {
         data_rules::check_parasite(tx)?;
     }
-    let (mut data_outputs, mut monetary, mut data_bytes) = (0, 0, 0usize);
-    // Knots walks the outputs from the last, Core from the first: which reason a transaction
-    // breaking two rules gets depends on it.
-    let mut outputs: Vec<(usize, &TxOut)> = tx.output.iter().enumerate().collect();
-    if policy.knots_data_rules {
-        outputs.reverse();
-    }
-    for (i, out) in outputs {
-        let script = &out.script_pubkey;
-        if policy.knots_data_rules {
-            data_rules::check_output_size(script)?;
-        }
-        let kind = solve(script);
-        match kind {
-            OutputKind::NullData => {
-                data_outputs += 1;
-                data_bytes = data_bytes.saturating_add(script.len());
-                // Knots and Core 29 refuse each output over the size; Core 30 their sum.
-                if !policy.permit_multiple_datacarrier && script.len() > policy.datacarrier_size {
-                    return Err(non_standard("scriptpubkey"));
-                }
-                if policy.knots_data_rules {
-                    data_rules::check_null_data(script)?;
-                    data_rules::check_counterparty(tx, script)?;
-                }
-                continue;
-            }
-            OutputKind::NonStandard => return Err(non_standard("scriptpubkey")),
-            // Core's `IsStandard`: 1 to 3 keys, m at most n.
-            OutputKind::Multisig { n, .. } if n > 3 => return Err(non_standard("scriptpubkey")),
-            OutputKind::Multisig { .. } if !policy.permit_bare_multisig => {
-                return Err(non_standard("bare-multisig"))
-            }
-            OutputKind::PubKey if !policy.permit_bare_pubkey => {
-                return Err(non_standard("bare-pubkey"))
-            }
-            OutputKind::WitnessV0ScriptHash if policy.knots_data_rules => {
-                data_rules::check_p2wsh(script, tx.output.len() - i)?;
-                monetary += 1;
-            }
-            OutputKind::Anchor => {}
-            _ => monetary += 1,
-        }
-        if out.value < script.minimal_non_dust() {
-            return Err(non_standard("dust"));
-        }
-    }
-    if data_outputs > 1 && !policy.permit_multiple_datacarrier {
-        return Err(non_standard("multi-op-return"));
-    }
-    if data_bytes > policy.datacarrier_size {
-        return Err(non_standard("datacarrier"));
-    }
-    // Knots: OP_RETURN outputs must ride beside a payment.
-    if monetary == 0 && data_outputs > 0 && !policy.permit_bare_datacarrier {
-        return Err(non_standard("bare-datacarrier"));
-    }
+    // Core and Knots read the inputs' script sigs before the outputs.
     for input in &tx.input {
         if input.script_sig.len() > 1650 {
             return Err(non_standard("scriptsig-size"));
@@ -104,9 +48,90 @@ pub fn check_standard(tx: &Transaction, policy: &MempoolConfig) -> Result<(), Re
             return Err(non_standard("scriptsig-not-pushonly"));
         }
     }
+    let mut counts = OutputCounts::default();
+    // Knots walks the outputs from the last, Core from the first: which reason a transaction
+    // breaking two rules gets depends on it.
+    let mut outputs: Vec<(usize, &TxOut)> = tx.output.iter().enumerate().collect();
+    if policy.knots_data_rules {
+        outputs.reverse();
+    }
+    for (i, out) in outputs {
+        check_output(tx, i, out, policy, &mut counts)?;
+    }
+    if counts.data_outputs > 1 && !policy.permit_multiple_datacarrier {
+        return Err(non_standard("multi-op-return"));
+    }
+    if counts.data_bytes > policy.datacarrier_size {
+        return Err(non_standard("datacarrier"));
+    }
+    // Knots: OP_RETURN outputs must ride beside a payment.
+    if counts.monetary == 0 && counts.data_outputs > 0 && !policy.permit_bare_datacarrier {
+        return Err(non_standard("bare-datacarrier"));
+    }
     // After `IsStandardTx`, as in Core's `PreChecks`.
     if tx.base_size() < MIN_STANDARD_TX_NONWITNESS_SIZE {
         return Err(non_standard("tx-size-small"));
+    }
+    Ok(())
+}
+
+/// What the output loop counts for the whole-transaction rules.
+#[derive(Default)]
+struct OutputCounts {
+    data_outputs: usize,
+    data_bytes: usize,
+    monetary: usize,
+}
+
+/// One output (the `i`th of `tx`) in Knots's order: its size, its kind, dust, then the rules of
+/// its kind.
+fn check_output(
+    tx: &Transaction,
+    i: usize,
+    out: &TxOut,
+    policy: &MempoolConfig,
+    counts: &mut OutputCounts,
+) -> Result<(), Rejection> {
+    let script = &out.script_pubkey;
+    if policy.knots_data_rules {
+        data_rules::check_output_size(script)?;
+    }
+    let kind = solve(script);
+    // Core's `IsStandard`: a kind it knows, multisig of 1 to 3 keys, and (Knots and Core 29)
+    // each OP_RETURN output within the size; Core 30 limits their sum instead.
+    let oversized_data = kind == OutputKind::NullData
+        && !policy.permit_multiple_datacarrier
+        && script.len() > policy.datacarrier_size;
+    if kind == OutputKind::NonStandard
+        || matches!(kind, OutputKind::Multisig { n, .. } if n > 3)
+        || oversized_data
+    {
+        return Err(non_standard("scriptpubkey"));
+    }
+    if out.value < script.minimal_non_dust() {
+        return Err(non_standard("dust"));
+    }
+    match kind {
+        OutputKind::NullData => {
+            counts.data_outputs += 1;
+            counts.data_bytes = counts.data_bytes.saturating_add(script.len());
+            if policy.knots_data_rules {
+                data_rules::check_null_data(script)?;
+                data_rules::check_counterparty(tx, script)?;
+            }
+        }
+        OutputKind::PubKey if !policy.permit_bare_pubkey => {
+            return Err(non_standard("bare-pubkey"))
+        }
+        OutputKind::Multisig { .. } if !policy.permit_bare_multisig => {
+            return Err(non_standard("bare-multisig"))
+        }
+        OutputKind::WitnessV0ScriptHash if policy.knots_data_rules => {
+            data_rules::check_p2wsh(script, tx.output.len() - i)?;
+            counts.monetary += 1;
+        }
+        OutputKind::Anchor => {}
+        _ => counts.monetary += 1,
     }
     Ok(())
 }

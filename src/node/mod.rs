@@ -14,7 +14,7 @@ use crate::admin::{Status, SyncStatus, TipStatus};
 use crate::config::Settings;
 use crate::datadir::space::SpaceWatch;
 use crate::datadir::{DataDir, DataDirError, DataDirLock};
-use crate::index::{Index, IndexError};
+use crate::index::{silent_payments, Index, IndexError, IndexOptions};
 use crate::kernel::blockfiles::KernelBlockFiles;
 use crate::kernel::{KernelError, KernelEvent, Validator, ValidatorConfig};
 use crate::mempool::Mempool;
@@ -192,10 +192,16 @@ fn open_index(datadir: &DataDir, settings: &Settings) -> Result<Arc<Index>, Node
         settings.index_cache_bytes,
     )?);
     let files = KernelBlockFiles::new(&datadir.blocks_dir(), settings.magic());
-    Ok(Arc::new(Index::open_with_filters(
+    let options = IndexOptions {
+        filters: settings.block_filters,
+        tweaks_from: settings
+            .silent_payments
+            .then(|| silent_payments::first_height(settings.network)),
+    };
+    Ok(Arc::new(Index::open_with_options(
         store,
         Some(files),
-        settings.block_filters,
+        options,
     )?))
 }
 

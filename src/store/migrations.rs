@@ -61,6 +61,7 @@ pub fn check_and_upgrade(store: &Store, existed: bool) -> Result<(), StoreError>
             // rows there, and need none: the older cairn stopped cleanly, so the kernel has them
             // on disk (`migrations/v3.md`).
             2 => {}
+            3 => v3_to_v4(store, &mut batch),
             other => {
                 return Err(StoreError::UnknownSchema {
                     path: store.path().to_path_buf(),
@@ -85,6 +86,13 @@ fn v1_to_v2(store: &Store, batch: &mut WriteBatch) {
         meta::FILTER_BACKFILL,
         0u32.to_le_bytes(),
     );
+}
+
+/// Version 4 adds silent-payment tweaks (`tweaks` column family, created on open), off by
+/// default. The blocks indexed under version 3 have none: mark them off, so that turning silent
+/// payments on builds them all (`migrations/v4.md`).
+fn v3_to_v4(store: &Store, batch: &mut WriteBatch) {
+    batch.put_cf(store.cf(cf::META), meta::TWEAKS_OFF, []);
 }
 
 fn store_is_empty(store: &Store) -> Result<bool, StoreError> {

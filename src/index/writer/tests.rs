@@ -14,7 +14,7 @@ use bitcoin::{
 };
 
 use super::*;
-use crate::index::rows::prepare;
+use crate::index::rows::{prepare, Extras};
 use crate::kernel::{BlockUndo, SpentOutput};
 
 impl StoredTxNums for HashMap<Txid, TxNum> {
@@ -174,7 +174,16 @@ fn block() -> (Block, BlockUndo) {
 
 fn prepared() -> (Block, PreparedBlock) {
     let (block, undo) = block();
-    let prepared = prepare(5, &bitcoin::consensus::serialize(&block), &undo, true).unwrap();
+    let prepared = prepare(
+        5,
+        &bitcoin::consensus::serialize(&block),
+        &undo,
+        Extras {
+            filter: true,
+            tweaks: false,
+        },
+    )
+    .unwrap();
     (block, prepared)
 }
 
@@ -408,7 +417,7 @@ fn genesis_outputs_are_in_the_history_but_not_unspent() {
     let (mut block, _) = block();
     block.txdata = vec![coinbase];
     let raw = bitcoin::consensus::serialize(&block);
-    let prepared = prepare(0, &raw, &BlockUndo::default(), false).unwrap();
+    let prepared = prepare(0, &raw, &BlockUndo::default(), Extras::default()).unwrap();
     let stored = HashMap::new();
     let mut batch = SortedBatch::default();
     connect(

@@ -1,0 +1,52 @@
+//! Silent-payment tweaks read from one view: a block's eligible transactions with their tweak
+//! data and taproot outputs, in block order.
+
+use bitcoin::Txid;
+
+use super::{IndexView, QueryError};
+use crate::index::IndexError;
+use crate::store::schema::{cf, meta, TweakRow, TxRow};
+use crate::types::TxNum;
+
+impl IndexView<'_> {
+    /// Whether this view can serve tweaks: built (`silent_payments`) and none still to build.
+    pub fn tweaks_ready(&self) -> Result<bool, QueryError> {
+        Ok(self.index.tweaks_from().is_some()
+            && self.get(cf::META, meta::TWEAK_BACKFILL)?.is_none())
+    }
+
+    /// The eligible transactions of the view's block at `height`, in block order, with their
+    /// tweak rows; `None` when tweaks are not ready, the height is below the first with tweaks
+    /// or beyond the view's tip.
+    pub fn tweaks_at(&self, height: u32) -> Result<Option<Vec<(Txid, TweakRow)>>, QueryError> {
+        let indexed_here = self.index.tweaks_from().is_some_and(|f| height >= f);
+        if !indexed_here || !self.tweaks_ready()? {
+            return Ok(None);
+        }
+        let Some(txnums) = self.chain.txnums(height) else {
+            return Ok(None);
+        };
+        let mut rows = Vec::new();
+        let start = TweakRow::key(TxNum(txnums.start));
+        self.walk(cf::TWEAKS, &[], &start, false, |key, value| {
+            let txnum = TweakRow::decode_key(key)?;
+            if txnum.0 >= txnums.end {
+                return Ok(false);
+            }
+            rows.push((txnum, TweakRow::decode(value)?));
+            Ok(true)
+        })?;
+        let mut out = Vec::with_capacity(rows.len());
+        for (txnum, row) in rows {
+            let Some(bytes) = self.get(cf::TXS, &TxRow::key(txnum))? else {
+                return Err(IndexError::Inconsistent(format!(
+                    "tweak row for TxNum {} without its transaction",
+                    txnum.0
+                ))
+                .into());
+            };
+            out.push((TxRow::decode(&bytes)?.txid, row));
+        }
+        Ok(Some(out))
+    }
+}
