@@ -10,6 +10,7 @@ mod common;
 
 use std::io::{BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
+use std::str::FromStr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
@@ -1429,4 +1430,93 @@ fn dry_runs_are_charged_to_their_host() {
     assert_eq!(tried["result"][0]["allowed"], true, "{tried}");
     assert!(sent["result"].is_string(), "{sent}");
     assert!(tried_in < Duration::from_secs(2) && sent_in < Duration::from_secs(2));
+}
+
+/// A taproot script-path spend of `coin` (worth `value` sat) back to `to`, whose leaf is
+/// `leaf` (its control block made up: no check reaches it before the data count).
+fn leaf_spend(coin: &Value, to: &str, leaf: Vec<u8>) -> String {
+    use bitcoin::hex::{DisplayHex, FromHex};
+    let value = (coin["amount"].as_f64().unwrap() * 1e8).round() as u64;
+    let script = Vec::<u8>::from_hex(coin["scriptPubKey"].as_str().unwrap()).unwrap();
+    assert!(bitcoin::Script::from_bytes(&script).is_p2tr(), "{coin}");
+    let to = bitcoin::Address::from_str(to).unwrap().assume_checked();
+    let tx = bitcoin::Transaction {
+        version: bitcoin::transaction::Version::TWO,
+        lock_time: bitcoin::absolute::LockTime::ZERO,
+        input: vec![bitcoin::TxIn {
+            previous_output: bitcoin::OutPoint::new(
+                coin["txid"].as_str().unwrap().parse().unwrap(),
+                coin["vout"].as_u64().unwrap() as u32,
+            ),
+            script_sig: bitcoin::ScriptBuf::new(),
+            sequence: bitcoin::Sequence::ENABLE_RBF_NO_LOCKTIME,
+            witness: bitcoin::Witness::from_slice(&[leaf, [vec![0xc0], vec![0x02; 32]].concat()]),
+        }],
+        output: vec![bitcoin::TxOut {
+            value: bitcoin::Amount::from_sat(value - 50_000),
+            script_pubkey: to.script_pubkey(),
+        }],
+    };
+    bitcoin::consensus::serialize(&tx).to_lower_hex_string()
+}
+
+/// Issue 27 review: **a script read again and again cost its size each time.** Knots's
+/// constant propagation (`FindDeadParts`, run on the script an input spends before any size
+/// limit of the witness) tells whether OP_IFDUP copies its argument by reading it whole, and a
+/// false one stays on the stack: a 200 kB push followed by 180,000 OP_IFDUPs is 3.6e10 bytes
+/// read. Anyone can send it, spending any taproot coin with a made-up leaf; it is refused, but
+/// only after the count.
+///
+/// From 127.0.0.2, three such spends of a wallet's taproot coin are broadcast one after the
+/// other. Asserted: each is refused, cairn spends under 0.5 s of CPU on the three together,
+/// and an honest client from 127.0.0.3 gets `server.ping` within 2 s throughout.
+///
+/// *Fails before the fix* (8f28208, the truth of a value read from its bytes each time): 58.9 s
+/// of CPU for the three spends, about 20 s each (now 0.05 s for the three). Knots 29.4.3's
+/// `FindDeadParts` reads values the same way.
+#[test]
+fn a_value_read_again_and_again_costs_its_size_once() {
+    let served = Served::start(&[]);
+    let address = served.node.rpc(&["getnewaddress", "", "bech32m"]);
+    served.node.rpc(&["sendtoaddress", &address, "1.0"]);
+    served.node.rpc(&["generatetoaddress", "1", &served.mine]);
+    served
+        .cairn
+        .wait_for(&served.node.rpc(&["getbestblockhash"]), "the taproot coin");
+    let coins =
+        served
+            .node
+            .rpc_json(&["listunspent", "1", "9999999", &json!([address]).to_string()]);
+    let coin = &coins[0];
+    // PUSHDATA4 of 200,000 zero bytes, then OP_IFDUP 180,000 times.
+    let mut leaf = vec![0x4e];
+    leaf.extend(200_000u32.to_le_bytes());
+    leaf.extend(vec![0u8; 200_000]);
+    leaf.extend(vec![0x73; 180_000]);
+    let raw = leaf_spend(coin, &served.node.rpc(&["getnewaddress"]), leaf);
+
+    let honest = served.honest_electrum();
+    let mut attacker = Lines::connect_from("127.0.0.2", served.electrum, "1.7");
+    let before = served.cairn.cpu_seconds();
+    let started = Instant::now();
+    let mut refusals = Vec::new();
+    for _ in 0..3 {
+        let answer = attacker.call("blockchain.transaction.broadcast", json!([raw]));
+        refusals.push(
+            answer["error"]["message"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string(),
+        );
+    }
+    let (cpu, took) = (served.cairn.cpu_seconds() - before, started.elapsed());
+    let report = honest.stop();
+    println!(
+        "3 spends: {cpu:.2} s of CPU in {took:?}, refused with {refusals:?}; honest: {} visits, \
+         worst {:?}",
+        report.tries, report.worst
+    );
+    assert!(refusals.iter().all(|r| !r.is_empty()), "{refusals:?}");
+    assert!(cpu < 0.5, "{cpu:.2} s of CPU for three refused spends");
+    assert_served_within(&report, Duration::from_secs(2));
 }

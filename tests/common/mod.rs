@@ -327,6 +327,25 @@ impl Cairn {
         self.child.id()
     }
 
+    /// The CPU time it has used so far, user and system, in seconds (`/proc/PID/stat`).
+    pub fn cpu_seconds(&self) -> f64 {
+        let stat =
+            std::fs::read_to_string(format!("/proc/{}/stat", self.pid())).unwrap_or_default();
+        // The fields after the command name (which may hold spaces) start at its closing ')'.
+        let fields: Vec<&str> = stat
+            .rsplit_once(')')
+            .map_or("", |(_, rest)| rest)
+            .split_whitespace()
+            .collect();
+        let ticks: f64 = [11, 12] // utime and stime: fields 14 and 15 of the whole line
+            .iter()
+            .filter_map(|&i| fields.get(i).and_then(|v| v.parse::<f64>().ok()))
+            .sum();
+        // SAFETY: sysconf only reads a configuration value.
+        let per_second = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+        ticks / per_second.max(1.0)
+    }
+
     /// Its resident memory now, KiB (`VmRSS` in /proc).
     pub fn rss_kib(&self) -> u64 {
         let status =
