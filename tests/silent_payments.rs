@@ -166,13 +166,16 @@ fn tweaks_turned_on_later_or_after_an_upgrade_are_built_as_from_the_start() {
     assert!(!index.tweaks_ready().unwrap());
     index.sync(&v).unwrap();
     assert_eq!(index.dump().unwrap(), reference_rows);
-    // Turned off, the store says so and nothing is served.
+    // Turned off, the store says so and its rows are gone; turned on again, all are built.
     drop((v, index));
-    let (_v, off) = open(upgraded.path(), false);
-    assert!(off
-        .store()
-        .get(cf::META, meta::TWEAKS_OFF)
-        .unwrap()
-        .is_some());
-    assert_eq!(off.reader().tweaks_at(5).unwrap(), None);
+    {
+        let (_v, off) = open(upgraded.path(), false);
+        let store = off.store();
+        assert!(store.get(cf::META, meta::TWEAKS_OFF).unwrap().is_some());
+        assert_eq!(store.scan_prefix(None, cf::TWEAKS, &[]).count(), 0);
+    }
+    let (v, index) = open(upgraded.path(), true);
+    index.sync(&v).unwrap();
+    assert!(index.tweaks_ready().unwrap());
+    assert_eq!(index.dump().unwrap(), reference_rows);
 }

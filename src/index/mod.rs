@@ -301,12 +301,18 @@ impl Index {
             txids: Some(HashSet::new()),
             ..Default::default()
         };
-        self.backfill_filters(validator)?;
-        self.backfill_tweaks(validator)?;
+        let mut backfilled = false;
         loop {
             self.scan_block_files()?;
             if !self.undo_blocks_left_behind(validator, &mut stats)? {
                 return Ok(stats);
+            }
+            // Only once every indexed block is one the kernel has (after a crash it may have
+            // lost some), and before new blocks are indexed.
+            if !backfilled {
+                self.backfill_filters(validator)?;
+                self.backfill_tweaks(validator)?;
+                backfilled = true;
             }
             let kernel_tip = validator.tip().height;
             let next = self.tip().map(|(h, _)| i64::from(h) + 1).unwrap_or(0);

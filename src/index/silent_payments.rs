@@ -1,12 +1,16 @@
 //! Silent payments (BIP352): each eligible transaction's public tweak data `input_hash·A`, from
 //! the transaction and the outputs it spends (the kernel's undo data hands the index every one),
-//! with the taproot outputs a wallet scans. The curve arithmetic and the key extraction rules
-//! are the `silentpayments` crate's; the rules of eligibility it leaves to its caller are here.
+//! with the taproot outputs a wallet scans. The key extraction rules are the `silentpayments`
+//! crate's; the rules of eligibility it leaves to its caller, and the sum and multiplication
+//! (with one shared secp256k1 context, where the crate makes one per call), are here.
 
 use bitcoin::hashes::Hash;
 use bitcoin::{Transaction, TxOut};
-use silentpayments::utils::receiving::{calculate_tweak_data, get_pubkey_from_input};
-use silentpayments::utils::OutPoint as SpOutPoint;
+use std::sync::LazyLock;
+
+use bitcoin::hashes::{sha256, HashEngine};
+use bitcoin::secp256k1::{PublicKey, Scalar, Secp256k1, VerifyOnly};
+use silentpayments::utils::receiving::{get_pubkey_from_input, is_eligible};
 
 use crate::types::Network;
 
@@ -21,6 +25,22 @@ pub fn first_height(network: Network) -> u32 {
         Network::Mainnet => MAINNET_TAPROOT_HEIGHT,
         Network::Testnet4 | Network::Signet | Network::Regtest => 0,
     }
+}
+
+/// One context for every tweak (making one costs as much as the multiplication it serves).
+static SECP: LazyLock<Secp256k1<VerifyOnly>> = LazyLock::new(Secp256k1::verification_only);
+
+/// BIP352's `input_hash`: the tagged hash `BIP0352/Inputs` of the smallest outpoint and the
+/// keys' sum, as a scalar; `None` if it is not one (2^-128 odds).
+fn input_hash(smallest: &[u8; 36], sum: &PublicKey) -> Option<Scalar> {
+    static TAG: LazyLock<[u8; 32]> =
+        LazyLock::new(|| sha256::Hash::hash(b"BIP0352/Inputs").to_byte_array());
+    let mut engine = sha256::Hash::engine();
+    engine.input(&TAG[..]);
+    engine.input(&TAG[..]);
+    engine.input(smallest);
+    engine.input(&sum.serialize());
+    Scalar::from_be_bytes(sha256::Hash::from_engine(engine).to_byte_array()).ok()
 }
 
 /// A taproot output of an eligible transaction, as scanning wallets are served it.
@@ -86,6 +106,7 @@ pub fn tx_tweak(tx: &Transaction, prevouts: &[TxOut]) -> Option<TxTweak> {
         .input
         .iter()
         .zip(prevouts)
+        .filter(|(_, prev)| is_eligible(prev.script_pubkey.as_bytes()))
         .filter_map(|(input, prev)| {
             let witness: Vec<Vec<u8>> = input.witness.to_vec();
             // An input the crate cannot read (a witness where none belongs, and so on) counts
@@ -102,18 +123,21 @@ pub fn tx_tweak(tx: &Transaction, prevouts: &[TxOut]) -> Option<TxTweak> {
     if keys.is_empty() {
         return None;
     }
-    let outpoints: Vec<SpOutPoint> = tx
+    // outpoint_L: the smallest of all inputs' outpoints, as serialized (txid, vout LE).
+    let smallest = tx
         .input
         .iter()
         .map(|i| {
-            SpOutPoint::from_txid_bytes_and_vout(
-                i.previous_output.txid.to_byte_array(),
-                i.previous_output.vout,
-            )
+            let mut bytes = [0u8; 36];
+            bytes[..32].copy_from_slice(&i.previous_output.txid.to_byte_array());
+            bytes[32..].copy_from_slice(&i.previous_output.vout.to_le_bytes());
+            bytes
         })
-        .collect();
-    let key_refs: Vec<_> = keys.iter().collect();
-    let tweak = calculate_tweak_data(&key_refs, &outpoints).ok()?;
+        .min()?;
+    let key_refs: Vec<&PublicKey> = keys.iter().collect();
+    // A = the sum of the keys; none when it is the point at infinity.
+    let sum = PublicKey::combine_keys(&key_refs).ok()?;
+    let tweak = sum.mul_tweak(&SECP, &input_hash(&smallest, &sum)?).ok()?;
     Some(TxTweak {
         tweak: tweak.serialize(),
         outputs,

@@ -16,7 +16,17 @@ use super::Index;
 use crate::kernel::Validator;
 use crate::store::schema::{cf, meta, TweakRow};
 use crate::store::Store;
-use crate::types::TxNum;
+use crate::types::{TxNum, TXNUM_LEN};
+
+/// The tweak rows of `block`, whose coinbase is `first`.
+fn rows_of(block: &PreparedBlock, first: u64) -> Vec<(TxNum, TweakRow)> {
+    block
+        .txs
+        .iter()
+        .enumerate()
+        .filter_map(|(i, tx)| Some((TxNum(first + i as u64), tweak_row(tx.tweak.as_ref()?))))
+        .collect()
+}
 
 /// Heights built per batch.
 const BACKFILL_BATCH: u32 = 1000;
@@ -35,6 +45,11 @@ pub(super) fn mark(store: &Store, from: Option<u32>) -> Result<(), IndexError> {
             tracing::info!("silent payments turned on: building the tweaks of indexed blocks");
         }
         None if !marked_off => {
+            // Kept, they would take disk for nothing; turned on again, all are built anyway.
+            let rows = store.cf(cf::TWEAKS);
+            let (first, last) = ([0u8; TXNUM_LEN], [0xffu8; TXNUM_LEN]);
+            batch.delete_range_cf(rows, first, last);
+            batch.delete_cf(rows, last);
             batch.put_cf(handle, meta::TWEAKS_OFF, []);
             batch.delete_cf(handle, meta::TWEAK_BACKFILL);
         }
@@ -120,25 +135,23 @@ impl Index {
             filter: false,
             tweaks: true,
         };
-        let built: Result<Vec<PreparedBlock>, IndexError> = blocks
+        // Each block turned into its rows at once: a batch holds rows, not prepared blocks.
+        let built: Result<Vec<Vec<(TxNum, TweakRow)>>, IndexError> = blocks
             .par_iter()
-            .map(|(height, hash, _)| {
+            .map(|(height, hash, first)| {
                 let raw = validator.read_block_bytes_by_hash(hash)?;
                 let undo = validator.read_undo_by_hash(hash)?;
-                Ok(prepare(*height, &raw, &undo, extras)?)
+                let block = prepare(*height, &raw, &undo, extras)?;
+                Ok(rows_of(&block, *first))
             })
             .collect();
         let mut batch = WriteBatch::default();
-        for ((_, _, first), block) in blocks.iter().zip(built?) {
-            for (i, tx) in block.txs.iter().enumerate() {
-                if let Some(tweak) = &tx.tweak {
-                    batch.put_cf(
-                        self.store.cf(cf::TWEAKS),
-                        TweakRow::key(TxNum(first + i as u64)),
-                        tweak_row(tweak).encode(),
-                    );
-                }
-            }
+        for (txnum, row) in built?.into_iter().flatten() {
+            batch.put_cf(
+                self.store.cf(cf::TWEAKS),
+                TweakRow::key(txnum),
+                row.encode(),
+            );
         }
         batch.put_cf(
             self.store.cf(cf::META),
