@@ -19,7 +19,7 @@ use serde_json::{json, Value};
 use cairn::config::{ElectrumConfig, MempoolConfig};
 use cairn::electrum::{Backend, ElectrumServer};
 use cairn::generate::{ChainGenerator, GenerateOptions};
-use cairn::index::Index;
+use cairn::index::{Index, IndexOptions};
 use cairn::kernel::Validator;
 use cairn::mempool::Mempool;
 use cairn::node::runner::IndexRunner;
@@ -43,6 +43,21 @@ struct Fixture {
 
 impl Fixture {
     fn start(n: u32, txs: u32, seed: u64, tweak: impl FnOnce(&mut ElectrumConfig)) -> Self {
+        let options = IndexOptions {
+            filters: true,
+            tweaks_from: None,
+        };
+        Self::start_with(n, txs, seed, options, tweak)
+    }
+
+    /// As [`Fixture::start`], the index built with `options`.
+    fn start_with(
+        n: u32,
+        txs: u32,
+        seed: u64,
+        options: IndexOptions,
+        tweak: impl FnOnce(&mut ElectrumConfig),
+    ) -> Self {
         let tmp = tempfile::tempdir().unwrap();
         let (validator, events) = common::open_validator(tmp.path());
         let validator = Arc::new(validator);
@@ -60,7 +75,7 @@ impl Fixture {
             &tmp.path().join("kernel/blocks"),
             Network::Regtest.magic(),
         );
-        let index = Arc::new(Index::open(store, Some(files)).unwrap());
+        let index = Arc::new(Index::open_with_options(store, Some(files), options).unwrap());
         index.sync(&validator).unwrap();
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
@@ -1708,4 +1723,56 @@ fn a_history_over_the_limit_is_an_error_before_any_of_it() {
         new.call("server.ping", json!([2]))["result"],
         json!({"data": "00"})
     );
+}
+
+/// Issue 28: `blockchain.block.tweaks` (Cake Wallet's dialect) answers each block's tweaks as
+/// computed from prevouts the generator made (those with a taproot output of 1,000 sat or more,
+/// `sp_min_dust`'s default), `[]` for a block without them or under a dust limit above every
+/// amount, an error above the tip and from a server that builds no tweaks.
+#[test]
+fn block_tweaks_are_each_eligible_transactions() {
+    let options = IndexOptions {
+        filters: true,
+        tweaks_from: Some(0),
+    };
+    let f = Fixture::start_with(120, 20, 61, options, |_| {});
+    let c = f.client();
+    let blocks: Vec<&Block> = f.blocks.iter().collect();
+    let want = common::expected_tweaks(&blocks);
+    let (mut eligible, mut first_served) = (0, None);
+    for (i, rows) in want.iter().enumerate() {
+        let height = i + 1;
+        let got = c
+            .raw_call("blockchain.block.tweaks", vec![Param::Usize(height)])
+            .unwrap();
+        let hex: Vec<String> = rows
+            .iter()
+            .filter(|(_, _, values)| values.iter().any(|v| *v >= 1_000))
+            .map(|(_, tweak, _)| tweak[..].to_lower_hex_string())
+            .collect();
+        assert_eq!(got, json!(hex), "height {height}");
+        eligible += hex.len();
+        if first_served.is_none() && !hex.is_empty() {
+            first_served = Some(height);
+        }
+    }
+    assert!(eligible > 20, "{eligible} eligible transactions");
+    let genesis = c.raw_call("blockchain.block.tweaks", vec![Param::Usize(0)]);
+    assert_eq!(genesis.unwrap(), json!([]));
+    assert!(c
+        .raw_call("blockchain.block.tweaks", vec![Param::Usize(121)])
+        .is_err());
+    // The same chain under a dust limit above every amount: that block's answer is empty.
+    let first = first_served.unwrap();
+    let all_dust = Fixture::start_with(first as u32, 20, 61, options, |c| c.sp_min_dust = u64::MAX);
+    let none = all_dust
+        .client()
+        .raw_call("blockchain.block.tweaks", vec![Param::Usize(first)]);
+    assert_eq!(none.unwrap(), json!([]));
+    let off = Fixture::start(5, 5, 62, |_| {});
+    let refused = off
+        .client()
+        .raw_call("blockchain.block.tweaks", vec![Param::Usize(1)]);
+    let message = format!("{:?}", refused.unwrap_err());
+    assert!(message.contains("silent_payments = false"), "{message}");
 }

@@ -5,15 +5,14 @@
 
 mod common;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::sync::Arc;
 
 use bitcoin::consensus::serialize;
-use bitcoin::{Block, OutPoint, TxOut};
+use bitcoin::{Block, OutPoint};
 
 use cairn::generate::{ChainGenerator, GenerateOptions};
-use cairn::index::silent_payments::tx_tweak;
 use cairn::index::{Index, IndexOptions};
 use cairn::kernel::Validator;
 use cairn::store::schema::{cf, meta};
@@ -45,36 +44,8 @@ fn chain(blocks: usize, seed: u64) -> (ChainGenerator, Vec<Block>) {
     (gen, blocks)
 }
 
-/// The tweak rows `blocks` (from height 1) should have, their prevouts from the blocks
-/// themselves: per height, txid, tweak and taproot outputs.
-fn expected(blocks: &[&Block]) -> Vec<Vec<(bitcoin::Txid, [u8; 33], usize)>> {
-    let mut outputs: HashMap<OutPoint, TxOut> = HashMap::new();
-    let mut out = Vec::new();
-    for block in blocks {
-        let mut rows = Vec::new();
-        for tx in &block.txdata {
-            let txid = tx.compute_txid();
-            if !tx.is_coinbase() {
-                let prevouts: Vec<TxOut> = tx
-                    .input
-                    .iter()
-                    .map(|i| outputs[&i.previous_output].clone())
-                    .collect();
-                if let Some(t) = tx_tweak(tx, &prevouts) {
-                    rows.push((txid, t.tweak, t.outputs.len()));
-                }
-            }
-            for (vout, o) in tx.output.iter().enumerate() {
-                outputs.insert(OutPoint::new(txid, vout as u32), o.clone());
-            }
-        }
-        out.push(rows);
-    }
-    out
-}
-
 /// The tweak rows the index serves for heights 1..=n.
-fn served(index: &Index, n: u32) -> Vec<Vec<(bitcoin::Txid, [u8; 33], usize)>> {
+fn served(index: &Index, n: u32) -> Vec<Vec<(bitcoin::Txid, [u8; 33], Vec<u64>)>> {
     let view = index.reader();
     (1..=n)
         .map(|h| {
@@ -82,7 +53,7 @@ fn served(index: &Index, n: u32) -> Vec<Vec<(bitcoin::Txid, [u8; 33], usize)>> {
                 .unwrap()
                 .unwrap_or_else(|| panic!("no tweaks served at {h}"))
                 .into_iter()
-                .map(|(txid, row)| (txid, row.tweak, row.outputs.len()))
+                .map(|(_, txid, row)| (txid, row.tweak, row.outputs.iter().map(|o| o.2).collect()))
                 .collect()
         })
         .collect()
@@ -101,7 +72,7 @@ fn every_eligible_transaction_has_its_tweak_through_a_reorg() {
     }
     index.sync(&v).unwrap();
     let on_a: Vec<&Block> = common.iter().chain(&a).collect();
-    let want = expected(&on_a);
+    let want = common::expected_tweaks(&on_a);
     let eligible: usize = want.iter().map(Vec::len).sum();
     assert!(
         eligible > 50,
@@ -113,7 +84,7 @@ fn every_eligible_transaction_has_its_tweak_through_a_reorg() {
     }
     index.sync(&v).unwrap();
     let on_b: Vec<&Block> = common.iter().chain(&b).collect();
-    assert_eq!(served(&index, 127), expected(&on_b));
+    assert_eq!(served(&index, 127), common::expected_tweaks(&on_b));
     assert_eq!(index.reader().tweaks_at(128).unwrap(), None);
     // Nothing of branch A is left: the rows are a fresh index's of the same chain.
     let fresh_dir = tempfile::tempdir().unwrap();
@@ -178,4 +149,140 @@ fn tweaks_turned_on_later_or_after_an_upgrade_are_built_as_from_the_start() {
     index.sync(&v).unwrap();
     assert!(index.tweaks_ready().unwrap());
     assert_eq!(index.dump().unwrap(), reference_rows);
+}
+
+/// The HTTP tweak endpoints, in BlindBit Oracle's v1 shapes under `/silent-payments/`, from a
+/// `cairn run --silent-payments` over a generated chain: `tweak-index` is every eligible
+/// transaction's tweak, `tweaks` those with a taproot output still unspent, `dustLimit` keeps
+/// those whose largest such output is worth that much; `info` and `block-height` say the tip.
+#[test]
+fn http_serves_tweaks_in_blindbits_shapes() {
+    use bitcoin::hex::{DisplayHex, FromHex};
+    use common::http::get;
+    use std::process::{Command, Stdio};
+    let tmp = tempfile::tempdir().unwrap();
+    let chain = tmp.path().join("chain");
+    let opts = GenerateOptions {
+        blocks: 115,
+        txs_per_block: 20,
+        seed: 72,
+    };
+    ChainGenerator::new(opts).write_to(&chain).unwrap();
+    let text = std::fs::read_to_string(chain.join("blocks.hex")).unwrap();
+    let blocks: Vec<Block> = text
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| bitcoin::consensus::deserialize(&Vec::<u8>::from_hex(l.trim()).unwrap()).unwrap())
+        .collect();
+    let dd = tmp.path().join("dd");
+    let cairn = |args: &[&str]| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_cairn"));
+        c.arg("--datadir")
+            .arg(&dd)
+            .args(["--admin-addr", "127.0.0.1:0", "--silent-payments"])
+            .args(args)
+            .env("CAIRN_LOG", "warn");
+        c
+    };
+    let out = cairn(&["import", "--quiet", "--blocks-file"])
+        .arg(chain.join("blocks.hex"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let addr = common::free_addr();
+    let mut child = cairn(&[
+        "--http-addr",
+        &addr.to_string(),
+        "--electrum-addr",
+        "127.0.0.1:0",
+    ])
+    .args(["--no-listen", "run"])
+    .stdout(Stdio::null())
+    .stderr(Stdio::null())
+    .spawn()
+    .unwrap();
+    let start = std::time::Instant::now();
+    while std::net::TcpStream::connect(addr).is_err() {
+        assert!(start.elapsed().as_secs() < 60, "HTTP server never started");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let json = |path: &str| {
+        let (status, _, body) = get(addr, path);
+        assert_eq!(status, 200, "{path}: {body}");
+        serde_json::from_str::<serde_json::Value>(&body).unwrap()
+    };
+    let info = json("/silent-payments/info");
+    assert_eq!(
+        (info["network"].as_str(), info["height"].as_u64()),
+        (Some("regtest"), Some(115))
+    );
+    assert_eq!(json("/silent-payments/block-height")["block_height"], 115);
+
+    // Expected from the blocks themselves: tweaks, and which taproot outputs a later block spends.
+    let refs: Vec<&Block> = blocks.iter().collect();
+    let want = common::expected_tweaks(&refs);
+    let spent: HashSet<OutPoint> = blocks
+        .iter()
+        .flat_map(|b| {
+            b.txdata
+                .iter()
+                .flat_map(|t| t.input.iter().map(|i| i.previous_output))
+        })
+        .collect();
+    let by_txid: HashMap<bitcoin::Txid, &bitcoin::Transaction> = blocks
+        .iter()
+        .flat_map(|b| b.txdata.iter().map(|t| (t.compute_txid(), t)))
+        .collect();
+    let unspent_taproot = |txid: &bitcoin::Txid| -> Vec<u64> {
+        by_txid[txid]
+            .output
+            .iter()
+            .enumerate()
+            .filter(|(v, o)| {
+                o.script_pubkey.is_p2tr() && !spent.contains(&OutPoint::new(*txid, *v as u32))
+            })
+            .map(|(_, o)| o.value.to_sat())
+            .collect()
+    };
+    let (mut all, mut cut) = (0, 0);
+    for (i, rows) in want.iter().enumerate() {
+        let h = i + 1;
+        let hex = |keep: &dyn Fn(&(bitcoin::Txid, [u8; 33], Vec<u64>)) -> bool| {
+            serde_json::json!(rows
+                .iter()
+                .filter(|r| keep(r))
+                .map(|r| r.1[..].to_lower_hex_string())
+                .collect::<Vec<_>>())
+        };
+        assert_eq!(
+            json(&format!("/silent-payments/tweak-index/{h}")),
+            hex(&|_| true),
+            "{h}"
+        );
+        let big = |r: &(bitcoin::Txid, [u8; 33], Vec<u64>)| r.2.iter().any(|v| *v >= 50_000);
+        let path = format!("/silent-payments/tweak-index/{h}?dustLimit=50000");
+        assert_eq!(json(&path), hex(&big), "{path}");
+        let alive = |r: &(bitcoin::Txid, [u8; 33], Vec<u64>)| !unspent_taproot(&r.0).is_empty();
+        assert_eq!(
+            json(&format!("/silent-payments/tweaks/{h}")),
+            hex(&alive),
+            "{h}"
+        );
+        all += rows.len();
+        cut += rows.iter().filter(|r| alive(r)).count();
+    }
+    assert!(
+        all > 20 && cut < all,
+        "{all} eligible, {cut} with unspent taproot outputs"
+    );
+    let (status, _, _) = get(addr, "/silent-payments/tweaks/116");
+    assert_eq!(status, 404);
+    let (status, _, _) = get(addr, "/silent-payments/tweaks/5?dustLimit=x");
+    assert_eq!(status, 400);
+    let _ = child.kill();
+    let _ = child.wait();
 }

@@ -58,6 +58,9 @@ pub struct ElectrumConfig {
     pub cache_history_from: usize,
     /// Most headers in one `blockchain.block.headers` answer.
     pub max_headers: u32,
+    /// Silent payments: transactions whose taproot outputs are all below this (satoshis) are
+    /// left out of tweak answers (Cake Wallet's `--sp-min-dust`).
+    pub sp_min_dust: u64,
     /// Text of `server.banner`.
     pub banner: String,
     /// Answer of `server.donation_address` (empty: none).
@@ -119,6 +122,7 @@ impl ElectrumConfig {
             // Shorter histories cost about a round trip to read again.
             cache_history_from: 20,
             max_headers: 2016,
+            sp_min_dust: 1_000,
             banner: format!("Welcome to {SERVER_SOFTWARE}, a validating Electrum server"),
             donation_address: String::new(),
             peers: Vec::new(),

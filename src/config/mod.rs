@@ -444,6 +444,9 @@ fn electrum_config(network: Network, o: &FileConfig) -> Result<ElectrumConfig, C
             *field = positive(option, v)?;
         }
     }
+    if let Some(dust) = o.sp_min_dust {
+        electrum.sp_min_dust = dust;
+    }
     if let Some(mb) = o.electrum_answer_budget_mb {
         electrum.answer_budget_bytes =
             positive("electrum_answer_budget_mb", mb)?.saturating_mul(1 << 20);

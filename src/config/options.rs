@@ -151,6 +151,11 @@ options! {
         /// Most history entries (or unspent outputs) in one Electrum answer [default: 10000000].
         #[arg(env = "CAIRN_ELECTRUM_MAX_HISTORY")]
         pub electrum_max_history: Option<usize>,
+        /// Silent payments: transactions whose taproot outputs are all below this many
+        /// satoshis are left out of `blockchain.block.tweaks` answers, as Cake Wallet's server
+        /// does [default: 1000].
+        #[arg(env = "CAIRN_SP_MIN_DUST")]
+        pub sp_min_dust: Option<u64>,
         /// Text of `server.banner` [default: "Welcome to cairn <version>, a validating Electrum
         /// server"].
         #[arg(env = "CAIRN_ELECTRUM_BANNER")]

@@ -19,7 +19,7 @@ use crate::mempool::{Mempool, Rejection};
 use crate::notify::Changes;
 use crate::types::ScriptHash;
 use crate::view::merkle::rpc_hex;
-use crate::view::{status, ChainView, Cost, CostMeter, ViewError};
+use crate::view::{status, ChainView, Cost, CostMeter, TweakState, ViewError};
 
 /// How many transactions `mempool.recent` lists (ElectrumX's `count=10`).
 const RECENT_TXS: usize = 10;
@@ -306,6 +306,39 @@ impl Ctx<'_> {
             result["root"] = json!(root);
         }
         Ok(result)
+    }
+
+    /// `blockchain.block.tweaks(height)`, Cake Wallet's silent-payment dialect: the tweak data
+    /// of the block's eligible transactions with a taproot output of at least `sp_min_dust`, in
+    /// block order, each a compressed point in hex (none below the first height with tweaks:
+    /// taproot's activation).
+    pub(crate) fn block_tweaks(&self, height: u32) -> Result<Value, RpcError> {
+        let view = self.view();
+        match view.tweak_state().map_err(view_err)? {
+            TweakState::Off => {
+                return Err(RpcError::bad_request(
+                    "silent-payment tweaks are not indexed here (silent_payments = false)",
+                ))
+            }
+            TweakState::Building => {
+                return Err(RpcError::bad_request(
+                    "silent-payment tweaks of indexed blocks are still being built",
+                ))
+            }
+            TweakState::Ready => {}
+        }
+        let tweaks = view
+            .block_tweaks(height)
+            .map_err(view_err)?
+            .ok_or_else(|| RpcError::bad_request(format!("height {height} out of range")))?;
+        // As Cake's server: only transactions with a taproot output of at least the dust limit.
+        let dust = self.backend.config.sp_min_dust;
+        let hex: Vec<String> = tweaks
+            .iter()
+            .filter(|t| t.outputs.iter().any(|(_, _, value)| *value >= dust))
+            .map(|t| t.tweak[..].to_lower_hex_string())
+            .collect();
+        Ok(json!(hex))
     }
 
     pub(crate) fn mempool(&self) -> Result<&Mempool, RpcError> {

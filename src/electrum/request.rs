@@ -53,6 +53,11 @@ pub enum Request {
         /// The checkpoint to prove the last one against; 0 for no proof.
         cp_height: u32,
     },
+    /// `blockchain.block.tweaks(height)` (Cake Wallet's silent-payment dialect).
+    BlockTweaks {
+        /// The block's height.
+        height: u32,
+    },
     /// `blockchain.estimatefee(number)`.
     EstimateFee {
         /// Within how many blocks the transaction should confirm.
@@ -208,6 +213,11 @@ pub const METHODS: &[Method] = &[
             start_height: u32_param(p, 0, "start_height", None)?,
             count: u32_param(p, 1, "count", None)?,
             cp_height: u32_param(p, 2, "cp_height", Some(0))?,
+        })
+    }),
+    method("blockchain.block.tweaks", V1_4, None, |p, _| {
+        Ok(Request::BlockTweaks {
+            height: u32_param(p, 0, "height", None)?,
         })
     }),
     method("blockchain.estimatefee", V1_4, None, |p, _| {

@@ -233,6 +233,7 @@ impl Session {
                 count,
                 cp_height,
             } => ctx.block_headers(start_height, count, cp_height),
+            R::BlockTweaks { height } => ctx.block_tweaks(height),
             R::EstimateFee { number } => ctx.estimatefee(number),
             R::HeadersSubscribe => self.headers_subscribe(),
             R::OutpointGetStatus(op) => ctx.outpoint_get_status(op),

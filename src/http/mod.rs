@@ -9,6 +9,7 @@ mod context;
 pub mod esplora;
 pub mod metrics;
 mod serve;
+mod silent_payments;
 pub mod status_page;
 
 use std::net::SocketAddr;
@@ -300,7 +301,7 @@ fn unhealthy(
     }
 }
 
-/// Routes one request: the filter endpoints, else the Esplora API.
+/// Routes one request: silent-payment tweaks, the filter endpoints, else the Esplora API.
 fn answer(
     ctx: &HttpContext,
     method: &Method,
@@ -308,6 +309,9 @@ fn answer(
     query: Option<&str>,
     body: &[u8],
 ) -> Response<Full<Bytes>> {
+    if let Some(rest) = path.strip_prefix("/silent-payments/") {
+        return silent_payments::answer(&ctx.model.view(), method, rest, query);
+    }
     let is_filter_path = path.starts_with("/filter/") || path == "/filterheaders";
     if !is_filter_path {
         return esplora::route(ctx, method, path, body).unwrap_or_else(failure);

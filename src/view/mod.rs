@@ -2,7 +2,7 @@
 //! mempool, the kernel's block and undo reads, and the caches), and per request one
 //! [`ChainView`] taken at once, which answers each domain question once (a script's history,
 //! status, balance and unspent outputs; an outpoint's status and spender; a transaction with its
-//! place, prevouts and proofs; headers and checkpoint proofs; block filters and their headers) and reports what it read.
+//! place, prevouts and proofs; headers and checkpoint proofs; block filters and their headers; silent-payment tweaks) and reports what it read.
 //!
 //! The servers (`electrum`, `http`) only parse requests and render these answers; they never
 //! join the index and the mempool themselves. The view never writes the index.
@@ -14,6 +14,7 @@ mod model;
 mod outpoint;
 mod script;
 pub mod status;
+mod tweaks;
 mod tx;
 
 pub use crate::index::query::Cost;
@@ -22,4 +23,5 @@ pub use filters::{BlockFilter, FilterState};
 pub use model::{CacheSettings, ChainView, CostMeter, ReadModel, ViewError};
 pub use outpoint::{OutpointStatus, Spender};
 pub use script::{HistoryItem, ScriptStats, Unspent};
+pub use tweaks::{TweakState, TxTweak};
 pub use tx::{decode, BlockOfTx, Confirmation, FoundTx, WitnessProof};

@@ -492,3 +492,34 @@ pub fn start_cairn(dir: &Path, args: &[String]) -> Cairn {
     }
     c
 }
+
+/// The tweak rows `blocks` (from height 1) should have, their prevouts from the blocks
+/// themselves: per height, txid, tweak and its taproot outputs' amounts.
+pub fn expected_tweaks(
+    blocks: &[&bitcoin::Block],
+) -> Vec<Vec<(bitcoin::Txid, [u8; 33], Vec<u64>)>> {
+    let mut outputs: std::collections::HashMap<bitcoin::OutPoint, bitcoin::TxOut> =
+        std::collections::HashMap::new();
+    let mut out = Vec::new();
+    for block in blocks {
+        let mut rows = Vec::new();
+        for tx in &block.txdata {
+            let txid = tx.compute_txid();
+            if !tx.is_coinbase() {
+                let prevouts: Vec<bitcoin::TxOut> = tx
+                    .input
+                    .iter()
+                    .map(|i| outputs[&i.previous_output].clone())
+                    .collect();
+                if let Some(t) = cairn::index::silent_payments::tx_tweak(tx, &prevouts) {
+                    rows.push((txid, t.tweak, t.outputs.iter().map(|o| o.value).collect()));
+                }
+            }
+            for (vout, o) in tx.output.iter().enumerate() {
+                outputs.insert(bitcoin::OutPoint::new(txid, vout as u32), o.clone());
+            }
+        }
+        out.push(rows);
+    }
+    out
+}

@@ -5,7 +5,7 @@ use bitcoin::Txid;
 
 use super::{IndexView, QueryError};
 use crate::index::IndexError;
-use crate::store::schema::{cf, meta, TweakRow, TxRow};
+use crate::store::schema::{cf, meta, OutPointNum, TweakRow, TxRow};
 use crate::types::TxNum;
 
 impl IndexView<'_> {
@@ -18,7 +18,10 @@ impl IndexView<'_> {
     /// The eligible transactions of the view's block at `height`, in block order, with their
     /// tweak rows; `None` when tweaks are not ready, the height is below the first with tweaks
     /// or beyond the view's tip.
-    pub fn tweaks_at(&self, height: u32) -> Result<Option<Vec<(Txid, TweakRow)>>, QueryError> {
+    pub fn tweaks_at(
+        &self,
+        height: u32,
+    ) -> Result<Option<Vec<(TxNum, Txid, TweakRow)>>, QueryError> {
         let indexed_here = self.index.tweaks_from().is_some_and(|f| height >= f);
         if !indexed_here || !self.tweaks_ready()? {
             return Ok(None);
@@ -45,8 +48,14 @@ impl IndexView<'_> {
                 ))
                 .into());
             };
-            out.push((TxRow::decode(&bytes)?.txid, row));
+            out.push((txnum, TxRow::decode(&bytes)?.txid, row));
         }
         Ok(Some(out))
+    }
+
+    /// Whether the view's chain spends output `vout` of the transaction `txnum`.
+    pub fn is_spent(&self, txnum: TxNum, vout: u32) -> Result<bool, QueryError> {
+        let key = OutPointNum { txnum, vout }.encode();
+        Ok(self.get(cf::SPENT, &key)?.is_some())
     }
 }

@@ -1,0 +1,81 @@
+//! Silent-payment tweaks (BIP352) as the view's chain has them: per block, each eligible
+//! transaction's tweak data and taproot outputs.
+
+use bitcoin::Txid;
+
+use crate::types::TxNum;
+
+use super::model::{ChainView, ViewError};
+
+/// Whether the index can answer for tweaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TweakState {
+    /// The index builds no tweaks (`silent_payments = false`).
+    Off,
+    /// The tweaks of blocks indexed before they were turned on are still being built.
+    Building,
+    /// Every block of the view from the first height with tweaks has them.
+    Ready,
+}
+
+/// One eligible transaction of a block.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TxTweak {
+    /// Its place in the chain, for reads about its outputs.
+    txnum: TxNum,
+    /// Its id.
+    pub txid: Txid,
+    /// Its tweak data `input_hash·A`, a compressed point.
+    pub tweak: [u8; 33],
+    /// Its taproot outputs: output index, x-only key, amount in satoshis.
+    pub outputs: Vec<(u32, [u8; 32], u64)>,
+}
+
+impl ChainView<'_> {
+    /// Whether tweaks can be served from this view.
+    pub fn tweak_state(&self) -> Result<TweakState, ViewError> {
+        if self.model.index().tweaks_from().is_none() {
+            return Ok(TweakState::Off);
+        }
+        Ok(match self.index.tweaks_ready()? {
+            true => TweakState::Ready,
+            false => TweakState::Building,
+        })
+    }
+
+    /// The eligible transactions of the view's block at `height`, in block order: empty below
+    /// the first height with tweaks (no silent payment is older), `None` above the tip or while
+    /// tweaks are not [`TweakState::Ready`].
+    pub fn block_tweaks(&self, height: u32) -> Result<Option<Vec<TxTweak>>, ViewError> {
+        let first = self.model.index().tweaks_from();
+        if self.tip().is_none_or(|(tip, _)| height > tip) {
+            return Ok(None);
+        }
+        if first.is_some_and(|f| height < f) && self.tweak_state()? == TweakState::Ready {
+            return Ok(Some(Vec::new()));
+        }
+        let rows = self.index.tweaks_at(height)?;
+        Ok(rows.map(|rows| {
+            rows.into_iter()
+                .map(|(txnum, txid, row)| TxTweak {
+                    txnum,
+                    txid,
+                    tweak: row.tweak,
+                    outputs: row.outputs,
+                })
+                .collect()
+        }))
+    }
+
+    /// The amounts of `tx`'s taproot outputs the view's chain has not spent (cut-through:
+    /// a scanning wallet need not look at what is gone).
+    pub fn unspent_taproot_values(&self, tx: &TxTweak) -> Result<Vec<u64>, ViewError> {
+        let mut values = Vec::with_capacity(tx.outputs.len());
+        for (vout, _, value) in &tx.outputs {
+            if !self.index.is_spent(tx.txnum, *vout)? {
+                values.push(*value);
+            }
+        }
+        Ok(values)
+    }
+}
