@@ -1726,9 +1726,9 @@ fn a_history_over_the_limit_is_an_error_before_any_of_it() {
 }
 
 /// Issue 28: `blockchain.block.tweaks` (Cake Wallet's dialect) answers each block's tweaks as
-/// computed from prevouts the generator made (those with a taproot output of 1,000 sat or more,
-/// `sp_min_dust`'s default), `[]` for a block without them or under a dust limit above every
-/// amount, an error above the tip and from a server that builds no tweaks.
+/// computed from prevouts the generator made (those with a taproot output of at least
+/// `sp_min_dust`: all at the default 1,000 sat; some under a limit taken from the data), `[]`
+/// for genesis, an error above the tip and from a server that builds no tweaks.
 #[test]
 fn block_tweaks_are_each_eligible_transactions() {
     let options = IndexOptions {
@@ -1739,22 +1739,23 @@ fn block_tweaks_are_each_eligible_transactions() {
     let c = f.client();
     let blocks: Vec<&Block> = f.blocks.iter().collect();
     let want = common::expected_tweaks(&blocks);
-    let (mut eligible, mut first_served) = (0, None);
+    // Every generated output is worth 1,000 sat or more: at the default dust limit all are served.
+    let hex_at = |rows: &[(bitcoin::Txid, [u8; 33], Vec<u64>)], dust: u64| {
+        let kept: Vec<String> = rows
+            .iter()
+            .filter(|(_, _, values)| values.iter().any(|v| *v >= dust))
+            .map(|(_, tweak, _)| tweak[..].to_lower_hex_string())
+            .collect();
+        json!(kept)
+    };
+    let mut eligible = 0;
     for (i, rows) in want.iter().enumerate() {
         let height = i + 1;
         let got = c
             .raw_call("blockchain.block.tweaks", vec![Param::Usize(height)])
             .unwrap();
-        let hex: Vec<String> = rows
-            .iter()
-            .filter(|(_, _, values)| values.iter().any(|v| *v >= 1_000))
-            .map(|(_, tweak, _)| tweak[..].to_lower_hex_string())
-            .collect();
-        assert_eq!(got, json!(hex), "height {height}");
-        eligible += hex.len();
-        if first_served.is_none() && !hex.is_empty() {
-            first_served = Some(height);
-        }
+        assert_eq!(got, hex_at(rows, 1_000), "height {height}");
+        eligible += rows.len();
     }
     assert!(eligible > 20, "{eligible} eligible transactions");
     let genesis = c.raw_call("blockchain.block.tweaks", vec![Param::Usize(0)]);
@@ -1762,13 +1763,25 @@ fn block_tweaks_are_each_eligible_transactions() {
     assert!(c
         .raw_call("blockchain.block.tweaks", vec![Param::Usize(121)])
         .is_err());
-    // The same chain under a dust limit above every amount: that block's answer is empty.
-    let first = first_served.unwrap();
-    let all_dust = Fixture::start_with(first as u32, 20, 61, options, |c| c.sp_min_dust = u64::MAX);
-    let none = all_dust
+    // The same chain with the dust limit at a block's largest transaction's largest output: that
+    // transaction is kept, a smaller one left out.
+    let largest = |values: &Vec<u64>| values.iter().copied().max().unwrap_or(0);
+    let (height, dust) = want
+        .iter()
+        .enumerate()
+        .find_map(|(i, rows)| {
+            let maxima: Vec<u64> = rows.iter().map(|r| largest(&r.2)).collect();
+            let top = maxima.iter().copied().max()?;
+            maxima.iter().any(|m| *m < top).then_some((i + 1, top))
+        })
+        .expect("a block with two eligible transactions of different sizes");
+    let rows = &want[height - 1];
+    assert!(hex_at(rows, dust) != hex_at(rows, 0) && hex_at(rows, dust) != json!([]));
+    let dusty = Fixture::start_with(height as u32, 20, 61, options, |c| c.sp_min_dust = dust);
+    let kept = dusty
         .client()
-        .raw_call("blockchain.block.tweaks", vec![Param::Usize(first)]);
-    assert_eq!(none.unwrap(), json!([]));
+        .raw_call("blockchain.block.tweaks", vec![Param::Usize(height)]);
+    assert_eq!(kept.unwrap(), hex_at(rows, dust));
     let off = Fixture::start(5, 5, 62, |_| {});
     let refused = off
         .client()

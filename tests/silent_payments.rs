@@ -194,7 +194,7 @@ fn http_serves_tweaks_in_blindbits_shapes() {
         String::from_utf8_lossy(&out.stderr)
     );
     let addr = common::free_addr();
-    let mut child = cairn(&[
+    let child = cairn(&[
         "--http-addr",
         &addr.to_string(),
         "--electrum-addr",
@@ -205,6 +205,7 @@ fn http_serves_tweaks_in_blindbits_shapes() {
     .stderr(Stdio::null())
     .spawn()
     .unwrap();
+    let _running = KilledOnDrop(child);
     let start = std::time::Instant::now();
     while std::net::TcpStream::connect(addr).is_err() {
         assert!(start.elapsed().as_secs() < 60, "HTTP server never started");
@@ -248,30 +249,44 @@ fn http_serves_tweaks_in_blindbits_shapes() {
             .map(|(_, o)| o.value.to_sat())
             .collect()
     };
-    let (mut all, mut cut) = (0, 0);
+    type Row = (bitcoin::Txid, [u8; 33], Vec<u64>);
+    let largest = |values: &[u64]| values.iter().copied().max().unwrap_or(0);
+    let (mut all, mut cut, mut dust_dropped, mut cut_dust_dropped) = (0, 0, 0, 0);
     for (i, rows) in want.iter().enumerate() {
         let h = i + 1;
-        let hex = |keep: &dyn Fn(&(bitcoin::Txid, [u8; 33], Vec<u64>)) -> bool| {
+        let hex = |keep: &dyn Fn(&Row) -> bool| {
             serde_json::json!(rows
                 .iter()
                 .filter(|r| keep(r))
                 .map(|r| r.1[..].to_lower_hex_string())
                 .collect::<Vec<_>>())
         };
-        assert_eq!(
-            json(&format!("/silent-payments/tweak-index/{h}")),
-            hex(&|_| true),
-            "{h}"
-        );
-        let big = |r: &(bitcoin::Txid, [u8; 33], Vec<u64>)| r.2.iter().any(|v| *v >= 50_000);
-        let path = format!("/silent-payments/tweak-index/{h}?dustLimit=50000");
+        let index = json(&format!("/silent-payments/tweak-index/{h}"));
+        assert_eq!(index, hex(&|_| true), "{h}");
+        // A dust limit from the data: the block's largest transaction's largest output.
+        let dust = rows.iter().map(|r| largest(&r.2)).max().unwrap_or(0);
+        let big = |r: &Row| largest(&r.2) >= dust;
+        let path = format!("/silent-payments/tweak-index/{h}?dustLimit={dust}");
         assert_eq!(json(&path), hex(&big), "{path}");
-        let alive = |r: &(bitcoin::Txid, [u8; 33], Vec<u64>)| !unspent_taproot(&r.0).is_empty();
+        dust_dropped += rows.iter().filter(|r| !big(r)).count();
+        let alive = |r: &Row| !unspent_taproot(&r.0).is_empty();
         assert_eq!(
             json(&format!("/silent-payments/tweaks/{h}")),
             hex(&alive),
             "{h}"
         );
+        // Cut-through with a dust limit: the largest *unspent* output decides.
+        let cut_dust = rows
+            .iter()
+            .filter(|r| alive(r))
+            .map(|r| largest(&unspent_taproot(&r.0)))
+            .max();
+        if let Some(cut_dust) = cut_dust {
+            let kept = |r: &Row| largest(&unspent_taproot(&r.0)) >= cut_dust;
+            let path = format!("/silent-payments/tweaks/{h}?dust={cut_dust}");
+            assert_eq!(json(&path), hex(&kept), "{path}");
+            cut_dust_dropped += rows.iter().filter(|r| alive(r) && !kept(r)).count();
+        }
         all += rows.len();
         cut += rows.iter().filter(|r| alive(r)).count();
     }
@@ -279,10 +294,23 @@ fn http_serves_tweaks_in_blindbits_shapes() {
         all > 20 && cut < all,
         "{all} eligible, {cut} with unspent taproot outputs"
     );
+    assert!(
+        dust_dropped > 0 && cut_dust_dropped > 0,
+        "the dust limits left nothing out"
+    );
+    assert_eq!(json("/silent-payments/info")["tweaks_only"], true);
     let (status, _, _) = get(addr, "/silent-payments/tweaks/116");
     assert_eq!(status, 404);
     let (status, _, _) = get(addr, "/silent-payments/tweaks/5?dustLimit=x");
     assert_eq!(status, 400);
-    let _ = child.kill();
-    let _ = child.wait();
+}
+
+/// A child process killed when the test ends, however it ends.
+struct KilledOnDrop(std::process::Child);
+
+impl Drop for KilledOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }

@@ -1,6 +1,8 @@
-//! Silent-payment tweaks over HTTP, in BlindBit Oracle's v1 shapes (the API BIP352 light
-//! wallets such as Dana, BlindBit Scan and spdk call) under `/silent-payments/`: a wallet's
-//! base URL is `http://HOST:PORT/silent-payments`. Served: `info`, `block-height`,
+//! Silent-payment tweaks over HTTP, in BlindBit Oracle's v1 shapes (the tweak part of the API
+//! BIP352 light wallets such as Dana, BlindBit Scan and spdk call; its filters, `utxos` and
+//! `spent-index`, which they also need to scan, are not served yet: `info` says
+//! `tweaks_only`) under `/silent-payments/`: a wallet's base URL is
+//! `http://HOST:PORT/silent-payments`. Served: `info`, `block-height`,
 //! `tweak-index/{height}` (every eligible transaction) and `tweaks/{height}` (cut-through: those
 //! with a taproot output still unspent), both `?dustLimit=N` (or `dust=N`): only transactions
 //! whose largest (unspent, for `tweaks`) taproot output is worth N sat or more. Each answer is
@@ -48,7 +50,8 @@ pub(super) fn answer(
             json!({
                 "network": network_name(view.network()),
                 "height": tip,
-                "tweaks_only": false,
+                // BlindBit's word for a server without its filters, `utxos` and `spent-index`.
+                "tweaks_only": true,
                 "tweaks_full_basic": true,
                 "tweaks_full_with_dust_filter": true,
                 "tweaks_cut_through_with_dust_filter": true,
@@ -119,14 +122,14 @@ fn tweaks(
 /// Whether `tx` is served: its largest taproot output (of those unspent, with `cut_through`)
 /// is worth `dust` or more.
 fn kept(view: &ChainView, tx: &TxTweak, dust: u64, cut_through: bool) -> Result<bool, ViewError> {
-    let values = match cut_through {
-        true => view.unspent_taproot_values(tx)?,
-        false => tx.outputs.iter().map(|(_, _, value)| *value).collect(),
-    };
-    Ok(values.iter().max().is_some_and(|largest| *largest >= dust))
+    match cut_through {
+        true => view.has_unspent_taproot(tx, dust),
+        false => Ok(tx.outputs.iter().any(|(_, _, value)| *value >= dust)),
+    }
 }
 
-/// The `dustLimit` (or `dust`) of a query, 0 when absent; other parameters are refused.
+/// The `dustLimit` (or `dust`) of a query, 0 when absent; other parameters are ignored, as
+/// BlindBit ignores them.
 fn dust_limit(query: &str) -> Result<u64, String> {
     let mut dust = 0;
     for pair in query.split('&').filter(|p| !p.is_empty()) {
@@ -137,7 +140,7 @@ fn dust_limit(query: &str) -> Result<u64, String> {
                     .parse()
                     .map_err(|_| "Invalid dustLimit parameter".to_string())?;
             }
-            other => return Err(format!("unknown parameter {other:?}")),
+            _ => {}
         }
     }
     Ok(dust)

@@ -67,15 +67,18 @@ impl ChainView<'_> {
         }))
     }
 
-    /// The amounts of `tx`'s taproot outputs the view's chain has not spent (cut-through:
-    /// a scanning wallet need not look at what is gone).
-    pub fn unspent_taproot_values(&self, tx: &TxTweak) -> Result<Vec<u64>, ViewError> {
-        let mut values = Vec::with_capacity(tx.outputs.len());
-        for (vout, _, value) in &tx.outputs {
+    /// Whether `tx` has a taproot output of at least `dust` satoshis that the view's chain has
+    /// not spent (cut-through: a scanning wallet need not look at what is gone). Only outputs
+    /// of at least `dust` are looked up, the largest first, until one is unspent.
+    pub fn has_unspent_taproot(&self, tx: &TxTweak, dust: u64) -> Result<bool, ViewError> {
+        let mut candidates: Vec<&(u32, [u8; 32], u64)> =
+            tx.outputs.iter().filter(|(_, _, v)| *v >= dust).collect();
+        candidates.sort_by(|a, b| b.2.cmp(&a.2));
+        for (vout, _, _) in candidates {
             if !self.index.is_spent(tx.txnum, *vout)? {
-                values.push(*value);
+                return Ok(true);
             }
         }
-        Ok(values)
+        Ok(false)
     }
 }
