@@ -73,7 +73,7 @@ impl ChainView<'_> {
     pub fn has_unspent_taproot(&self, tx: &TxTweak, dust: u64) -> Result<bool, ViewError> {
         let mut candidates: Vec<&(u32, [u8; 32], u64)> =
             tx.outputs.iter().filter(|(_, _, v)| *v >= dust).collect();
-        candidates.sort_by(|a, b| b.2.cmp(&a.2));
+        candidates.sort_by_key(|o| std::cmp::Reverse(o.2));
         for (vout, _, _) in candidates {
             if !self.index.is_spent(tx.txnum, *vout)? {
                 return Ok(true);
