@@ -27,17 +27,10 @@ impl Index {
         if !self.filters {
             return Ok(());
         }
-        let Some(bytes) = self.store.get(cf::META, meta::FILTER_BACKFILL)? else {
+        let Some(mut next) = self.backfill_marker(meta::FILTER_BACKFILL)? else {
             return Ok(());
         };
         let _span = tracing::info_span!("filter_backfill").entered();
-        let mut next = bytes
-            .as_slice()
-            .try_into()
-            .map(u32::from_le_bytes)
-            .map_err(|_| {
-                IndexError::Inconsistent("filter backfill marker is not 4 bytes".into())
-            })?;
         let tip = self.tip().map(|(h, _)| h);
         let started = Instant::now();
         let mut last_log = Instant::now();
@@ -69,6 +62,18 @@ impl Index {
             started.elapsed().as_secs_f64()
         );
         Ok(())
+    }
+
+    /// The next height a backfill marked under `key` (in `meta`) builds, if one is under way.
+    pub(super) fn backfill_marker(&self, key: &'static [u8]) -> Result<Option<u32>, IndexError> {
+        let Some(bytes) = self.store.get(cf::META, key)? else {
+            return Ok(None);
+        };
+        let next = bytes.as_slice().try_into().map(u32::from_le_bytes);
+        next.map(Some).map_err(|_| {
+            let name = String::from_utf8_lossy(key);
+            IndexError::Inconsistent(format!("{name} marker is not 4 bytes"))
+        })
     }
 
     /// The filter header the filter at `height` chains onto.

@@ -83,15 +83,10 @@ impl Index {
         if self.tweaks_from.is_none() {
             return Ok(());
         }
-        let Some(bytes) = self.store.get(cf::META, meta::TWEAK_BACKFILL)? else {
+        let Some(mut next) = self.backfill_marker(meta::TWEAK_BACKFILL)? else {
             return Ok(());
         };
         let _span = tracing::info_span!("tweak_backfill").entered();
-        let mut next = bytes
-            .as_slice()
-            .try_into()
-            .map(u32::from_le_bytes)
-            .map_err(|_| IndexError::Inconsistent("tweak backfill marker is not 4 bytes".into()))?;
         let tip = self.tip().map(|(h, _)| h);
         let (started, mut last_log) = (Instant::now(), Instant::now());
         while let Some(tip) = tip.filter(|t| next <= *t) {

@@ -321,19 +321,14 @@ fn opnet_witness_size(witness: &Witness) -> usize {
     if control.len() != 65 {
         return 0;
     }
+    // Knots reads the leaf as far as it parses.
     let (mut found, mut deduct, mut last) = (false, 0usize, 0xffu8);
-    for (at, instruction) in Script::from_bytes(leaf)
-        .instruction_indices()
-        .map_while(Result::ok)
-    {
-        if let Instruction::PushBytes(data) = instruction {
-            found |= data.as_bytes() == b"op";
-        }
-        let code = leaf[at];
-        if code == OP_CHECKSIGVERIFY.to_u8() && last == OP_PUSHBYTES_32.to_u8() {
+    for op in parse_ops(leaf).ops {
+        found |= op.code <= 0x4e && &leaf[op.data.clone()] == b"op";
+        if op.code == OP_CHECKSIGVERIFY.to_u8() && last == OP_PUSHBYTES_32.to_u8() {
             deduct += 34;
         }
-        last = code;
+        last = op.code;
     }
     match found {
         true => (first.len() + leaf.len()).saturating_sub(deduct),
