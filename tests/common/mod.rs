@@ -74,6 +74,12 @@ pub fn free_port() -> u16 {
     }
 }
 
+/// Whether a `bitcoin-cli` error says bitcoind never ran the call: no connection to its RPC
+/// port, or its work queue full (`-rpcworkqueue`).
+fn never_ran(error: &str) -> bool {
+    error.contains("Could not connect to the server") || error.contains("Work queue depth exceeded")
+}
+
 /// A regtest bitcoind on loopback, stopped when dropped.
 pub struct Bitcoind {
     child: Child,
@@ -141,12 +147,30 @@ impl Bitcoind {
         node
     }
 
+    /// One call, not retried: for polling bitcoind's start and asking it to stop.
     fn try_rpc(&self, args: &[&str]) -> Option<String> {
-        self.rpc_result(args).ok()
+        self.rpc_once(args).ok()
     }
 
-    /// Calls an RPC: its output, or its error message.
+    /// Calls an RPC: its output, or its error message. A call bitcoind never ran (no
+    /// connection, or its RPC work queue full: both refused before the method runs, so a retry
+    /// cannot run it twice) is tried again for up to 10 s: on 2 busy cores these happened in
+    /// CI under load, failing tests that had nothing to do with them.
     pub fn rpc_result(&self, args: &[&str]) -> Result<String, String> {
+        let start = Instant::now();
+        loop {
+            let answer = self.rpc_once(args);
+            match answer {
+                Err(e) if never_ran(&e) && start.elapsed() < Duration::from_secs(10) => {
+                    std::thread::sleep(Duration::from_millis(200))
+                }
+                answer => return answer,
+            }
+        }
+    }
+
+    /// One `bitcoin-cli` call: its output, or its error message.
+    fn rpc_once(&self, args: &[&str]) -> Result<String, String> {
         let cli = bitcoind_exe().with_file_name("bitcoin-cli");
         let out = Command::new(cli)
             .arg("-regtest")
@@ -161,10 +185,10 @@ impl Bitcoind {
         }
     }
 
-    /// Calls an RPC and returns its output, panicking on failure.
+    /// Calls an RPC and returns its output, panicking with bitcoind's error on failure.
     pub fn rpc(&self, args: &[&str]) -> String {
-        self.try_rpc(args)
-            .unwrap_or_else(|| panic!("bitcoin-cli {args:?} failed"))
+        self.rpc_result(args)
+            .unwrap_or_else(|e| panic!("bitcoin-cli {args:?} failed: {e}"))
     }
 
     /// Calls an RPC whose output is JSON.
