@@ -1725,6 +1725,121 @@ fn a_history_over_the_limit_is_an_error_before_any_of_it() {
     );
 }
 
+/// Issue 28: `blockchain.tweaks.subscribe(height, count, historical)` streams Cake's shape: one
+/// notification per height with each eligible transaction's tweak and taproot outputs (x-only
+/// key, amount, and in historical mode what spends it), computed here from the generated blocks;
+/// without `historical` the outputs a later block spends are left out (and a transaction with
+/// none left); then `{"message": "done"}`, which is also the result. The range is cut at the
+/// tip; a batch cannot hold a stream.
+#[test]
+fn tweaks_stream_in_cakes_shape() {
+    use std::collections::HashMap;
+    let options = IndexOptions {
+        filters: true,
+        tweaks_from: Some(0),
+    };
+    let f = Fixture::start_with(120, 20, 63, options, |_| {});
+    let blocks: Vec<&Block> = f.blocks.iter().collect();
+    let want = common::expected_tweaks(&blocks);
+    // What spends each output (txid, input, height), and each transaction's taproot outputs.
+    let mut spends = HashMap::new();
+    let mut taproot = HashMap::new();
+    for (i, block) in f.blocks.iter().enumerate() {
+        for tx in &block.txdata {
+            let txid = tx.compute_txid();
+            for (vin, input) in tx.input.iter().enumerate() {
+                spends.insert(input.previous_output, (txid, vin, i + 1));
+            }
+            let outs: Vec<(u32, String, u64)> = (0..tx.output.len() as u32)
+                .filter(|v| tx.output[*v as usize].script_pubkey.is_p2tr())
+                .map(|v| {
+                    let out = &tx.output[v as usize];
+                    let key = out.script_pubkey.as_bytes()[2..].to_lower_hex_string();
+                    (v, key, out.value.to_sat())
+                })
+                .collect();
+            taproot.insert(txid, outs);
+        }
+    }
+    let (mut told_spent, mut left_out) = (0, 0);
+    let mut expected = |height: usize, historical: bool| -> Value {
+        let mut block = serde_json::Map::new();
+        for (txid, tweak, _) in want.get(height.wrapping_sub(1)).into_iter().flatten() {
+            let mut pubkeys = serde_json::Map::new();
+            for (vout, key, value) in &taproot[txid] {
+                let spend = spends.get(&bitcoin::OutPoint::new(*txid, *vout));
+                let mut item = vec![json!(key), json!(value)];
+                match (spend, historical) {
+                    (Some(_), false) => {
+                        left_out += 1;
+                        continue;
+                    }
+                    (Some((by, vin, at)), true) => {
+                        let header = &f.blocks[at - 1].header;
+                        let confirmed = json!({"height": at, "hash": header.block_hash().to_string(), "time": header.time});
+                        item.push(
+                            json!({"txid": by.to_string(), "vin": vin, "confirmed": confirmed}),
+                        );
+                        told_spent += 1;
+                    }
+                    (None, _) => {}
+                }
+                pubkeys.insert(vout.to_string(), Value::Array(item));
+            }
+            if !pubkeys.is_empty() {
+                let entry =
+                    json!({"tweak": tweak.to_lower_hex_string(), "output_pubkeys": pubkeys});
+                block.insert(txid.to_string(), entry);
+            }
+        }
+        json!({ height.to_string(): block })
+    };
+    let method = "blockchain.tweaks.subscribe";
+    let done = json!({"jsonrpc": "2.0", "method": method, "params": [{"message": "done"}]});
+    let mut c = Lines::connect(f.addr, "1.4");
+    let mut stream = |params: Value| -> Vec<Value> {
+        let answer = c.call(method, params.clone());
+        assert_eq!(answer["result"], done, "{params}: {answer}");
+        let notes: Vec<Value> = c.notes.drain(..).collect();
+        assert_eq!(notes.last(), Some(&done), "{params}");
+        assert!(notes.iter().all(|n| n["method"] == method), "{params}");
+        notes[..notes.len() - 1]
+            .iter()
+            .map(|n| n["params"][0].clone())
+            .collect()
+    };
+    for historical in [true, false] {
+        let told = stream(json!([0, 200, historical]));
+        assert_eq!(told.len(), 121, "heights 0 to the tip");
+        for (height, note) in told.iter().enumerate() {
+            assert_eq!(*note, expected(height, historical), "height {height}");
+        }
+    }
+    assert!(
+        told_spent > 10 && left_out == told_spent,
+        "{told_spent} spent outputs told, {left_out} left out"
+    );
+    let heights = |notes: Vec<Value>| -> Vec<String> {
+        let keys = notes.iter().flat_map(|n| n.as_object().unwrap().keys());
+        keys.cloned().collect()
+    };
+    assert_eq!(
+        heights(stream(json!([10, 5]))),
+        ["10", "11", "12", "13", "14"]
+    );
+    assert_eq!(
+        heights(stream(json!([118, 50, false]))),
+        ["118", "119", "120"]
+    );
+    assert!(stream(json!([121, 5, false])).is_empty(), "above the tip");
+    let batch = format!(
+        "[{{\"jsonrpc\":\"2.0\",\"id\":90,\"method\":\"{method}\",\"params\":[1,2,false]}}]\n"
+    );
+    let answers = c.raw_batch(&batch);
+    let message = answers[0]["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("not in a batch"), "{answers:?}");
+}
+
 /// Issue 28: `blockchain.block.tweaks` (Cake Wallet's dialect) answers each block's tweaks as
 /// computed from prevouts the generator made (those with a taproot output of at least
 /// `sp_min_dust`: all at the default 1,000 sat; some under a limit taken from the data), `[]`

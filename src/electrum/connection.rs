@@ -13,11 +13,11 @@ use tokio::sync::{broadcast, mpsc};
 
 use super::backend::Backend;
 use super::cost::Verdict;
-use super::history::{HistoryJob, Piece};
+use super::history::Piece;
 pub use super::outbox::Shares;
 use super::outbox::{BudgetRoom, Outbox, Queued, SEND_TIMEOUT, WRITE_CHUNK};
 use super::rpc::{error_value, RpcError};
-use super::session::{excessive, Answer, Session, SubscriptionShares};
+use super::session::{excessive, Answer, Session, StreamJob, SubscriptionShares};
 use crate::listen::WorkPool;
 use crate::notify::TipUpdate;
 
@@ -360,7 +360,7 @@ async fn serve(
                     None => true,
                     Some(Answer::Line(text)) => out.send_held(text, held).await,
                     Some(Answer::Batch(parts)) => out.send_batch(parts, held).await,
-                    Some(Answer::History(job)) => stream(job, &out, &pool).await,
+                    Some(Answer::Stream(job)) => stream(job, &out, &pool).await,
                     Some(Answer::NoRoom) => false,
                 };
                 if !sent {
@@ -457,19 +457,20 @@ impl Drop for SessionGauges {
     }
 }
 
-/// Writes a long history answer as its pieces are read (on a thread of its own, one of
-/// [`crate::listen::STREAMS`], two pieces ahead at most, reading in the query pool's slots),
-/// each held against the answer budget like a line; `false` if the client does not take them
-/// or the read failed midway (the answer cannot be finished).
-async fn stream(job: HistoryJob, out: &Outbox, pool: &Arc<WorkPool>) -> bool {
-    let (method, started) = (job.method, job.started);
+/// Writes a streamed answer (a long history, a tweak stream) as its pieces are made (on a
+/// thread of its own, one of [`crate::listen::STREAMS`], two pieces ahead at most, reading in
+/// the query pool's slots), each held against the answer budget like a line; `false` if the
+/// client does not take them or the job stopped in the middle of a line (the answer cannot be
+/// finished).
+async fn stream(job: StreamJob, out: &Outbox, pool: &Arc<WorkPool>) -> bool {
+    let (id, method, started) = job.request();
     let place = match pool.stream_place(&out.budget.host).await {
         Ok(place) => place,
         Err(refused) => {
-            let err =
-                RpcError::bad_request(format!("{refused}: no place to stream a long history"));
+            let err = RpcError::bad_request(format!("{refused}: no place to stream the answer"));
+            let line = error_value(id.clone(), &err).to_string();
             crate::metrics::metrics().electrum_request(method, started.elapsed(), true);
-            return out.send(error_value(job.id, &err).to_string()).await;
+            return out.send(line).await;
         }
     };
     let (tx, mut rx) = mpsc::channel::<Piece>(2);
@@ -478,15 +479,14 @@ async fn stream(job: HistoryJob, out: &Outbox, pool: &Arc<WorkPool>) -> bool {
         let _place = place;
         job.run(tx, &pool, &host)
     });
+    // Whether the last piece ended a line: a job ends its answer with one.
     let mut finished = false;
     while let Some((text, last)) = rx.recv().await {
         if !out.send_piece(text, last).await {
+            finished = false;
             break;
         }
-        if last {
-            finished = true;
-            break;
-        }
+        finished = last;
     }
     drop(rx);
     let _ = reader.await;

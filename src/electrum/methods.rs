@@ -70,6 +70,19 @@ pub(crate) fn syncing_error(sync: crate::kernel::SyncProgress) -> RpcError {
     )
 }
 
+/// `Ok` when silent-payment tweaks can be served from `view`, else why not.
+fn tweaks_ready(view: &ChainView<'_>) -> Result<(), RpcError> {
+    match view.tweak_state().map_err(view_err)? {
+        TweakState::Off => Err(RpcError::bad_request(
+            "silent-payment tweaks are not indexed here (silent_payments = false)",
+        )),
+        TweakState::Building => Err(RpcError::bad_request(
+            "silent-payment tweaks of indexed blocks are still being built",
+        )),
+        TweakState::Ready => Ok(()),
+    }
+}
+
 /// A read's failure as an answer (see [`backend_err`] for a history over the limit).
 pub(crate) fn view_err(e: ViewError) -> RpcError {
     match e {
@@ -314,19 +327,7 @@ impl Ctx<'_> {
     /// taproot's activation).
     pub(crate) fn block_tweaks(&self, height: u32) -> Result<Value, RpcError> {
         let view = self.view();
-        match view.tweak_state().map_err(view_err)? {
-            TweakState::Off => {
-                return Err(RpcError::bad_request(
-                    "silent-payment tweaks are not indexed here (silent_payments = false)",
-                ))
-            }
-            TweakState::Building => {
-                return Err(RpcError::bad_request(
-                    "silent-payment tweaks of indexed blocks are still being built",
-                ))
-            }
-            TweakState::Ready => {}
-        }
+        tweaks_ready(&view)?;
         let tweaks = view
             .block_tweaks(height)
             .map_err(view_err)?
@@ -339,6 +340,28 @@ impl Ctx<'_> {
             .map(|t| t.tweak[..].to_lower_hex_string())
             .collect();
         Ok(json!(hex))
+    }
+
+    /// `blockchain.tweaks.subscribe(height, count, historical)`, Cake Wallet's tweak stream
+    /// (`super::tweaks`): checked here, streamed by the session. Over TCP and TLS only, alone:
+    /// a stream of notifications cannot sit in a batch or be built whole.
+    pub(crate) fn tweaks_subscribe(
+        &self,
+        height: u32,
+        count: u32,
+        historical: bool,
+    ) -> Result<Reply, RpcError> {
+        tweaks_ready(&self.view())?;
+        if !self.streams_answers() {
+            return Err(RpcError::bad_request(
+                "blockchain.tweaks.subscribe streams notifications: ask for it alone (not in a batch), over TCP or TLS",
+            ));
+        }
+        Ok(Reply::Tweaks {
+            height,
+            count,
+            historical,
+        })
     }
 
     pub(crate) fn mempool(&self) -> Result<&Mempool, RpcError> {

@@ -58,6 +58,16 @@ pub enum Request {
         /// The block's height.
         height: u32,
     },
+    /// `blockchain.tweaks.subscribe(height, count, historical)` (Cake Wallet's silent-payment
+    /// dialect): a stream of each height's tweaks.
+    TweaksSubscribe {
+        /// The first height.
+        height: u32,
+        /// How many heights.
+        count: u32,
+        /// Whether spent outputs are told too.
+        historical: bool,
+    },
     /// `blockchain.estimatefee(number)`.
     EstimateFee {
         /// Within how many blocks the transaction should confirm.
@@ -218,6 +228,13 @@ pub const METHODS: &[Method] = &[
     method("blockchain.block.tweaks", V1_4, None, |p, _| {
         Ok(Request::BlockTweaks {
             height: u32_param(p, 0, "height", None)?,
+        })
+    }),
+    method("blockchain.tweaks.subscribe", V1_4, None, |p, _| {
+        Ok(Request::TweaksSubscribe {
+            height: u32_param(p, 0, "height", None)?,
+            count: u32_param(p, 1, "count", None)?,
+            historical: bool_param(p, 2, "historical")?,
         })
     }),
     method("blockchain.estimatefee", V1_4, None, |p, _| {

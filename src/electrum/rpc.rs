@@ -54,6 +54,15 @@ pub enum Reply {
     Text(String),
     /// A script's history too long to build in memory: the session streams it.
     History(crate::types::ScriptHash),
+    /// Silent-payment tweaks of a range of heights: the session streams them.
+    Tweaks {
+        /// The first height asked for.
+        height: u32,
+        /// How many heights.
+        count: u32,
+        /// Whether spent outputs are told too.
+        historical: bool,
+    },
 }
 
 /// The error answer to the request with `id`, as a JSON value.

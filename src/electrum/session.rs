@@ -15,7 +15,7 @@ use super::backend::Backend;
 use super::cost::{self, Verdict};
 use super::counted::busy;
 pub(crate) use super::counted::{excessive, NoBudget, Room, Spent, SubscriptionShares, Taken};
-use super::history::HistoryJob;
+use super::history::{HistoryJob, Piece};
 use super::methods::{add_peer, btc_per_kvb, pong_text, syncing_error, version_text, Ctx};
 use super::outpoint::{status_json, OutpointSub};
 use super::outpoint_calls::outpoint_notes;
@@ -23,10 +23,14 @@ use super::request::{method_label, Request, Version, PROTOCOL_MAX, PROTOCOL_MIN,
 use super::rpc::{
     error_value, Reply, RpcError, BAD_REQUEST, HISTORY_TOO_LARGE, INVALID_REQUEST, PARSE_ERROR,
 };
+use super::tweaks::TweaksJob;
 use crate::config::SERVER_SOFTWARE;
+use crate::listen::{HostShares, WorkPool};
 use crate::notify::TipUpdate;
 use crate::types::ScriptHash;
+use crate::view::Cost;
 use crate::view::CostMeter;
+use tokio::sync::mpsc;
 
 /// Total bytes of one batch's answers before the rest of the batch is refused.
 const MAX_BATCH_RESPONSE_BYTES: usize = 64 * 1024 * 1024;
@@ -35,14 +39,40 @@ const MAX_BATCH_RESPONSE_BYTES: usize = 64 * 1024 * 1024;
 pub(crate) enum Answer {
     /// A whole answer (or a batch's answers), JSON text.
     Line(String),
-    /// A long history, written in pieces by [`HistoryJob::run`].
-    History(HistoryJob),
+    /// An answer written in pieces by a job of its own: a long history, or a tweak stream.
+    Stream(StreamJob),
     /// A batch's answers, to be written as one line `[a,b,...]` in pieces, never copied into
     /// one string (transports that take pieces; others get [`Answer::Line`]).
     Batch(Vec<String>),
     /// Nothing: the answer budget had no room for it (the client holds its share unread, or
     /// the budget stayed full), so the session ends.
     NoRoom,
+}
+
+/// An answer the session streams: written by its job, on a thread of its own.
+pub(crate) enum StreamJob {
+    /// A long history ([`HistoryJob::run`]).
+    History(HistoryJob),
+    /// Silent-payment tweaks of a range of heights ([`TweaksJob::run`]).
+    Tweaks(TweaksJob),
+}
+
+impl StreamJob {
+    /// The request's id, its method's label, and when it came.
+    pub(crate) fn request(&self) -> (&Value, &'static str, std::time::Instant) {
+        match self {
+            StreamJob::History(j) => (&j.id, j.method, j.started),
+            StreamJob::Tweaks(j) => (&j.id, j.method, j.started),
+        }
+    }
+
+    /// Writes the answer's pieces to `tx` (see each job's `run`); returns what it read.
+    pub(crate) fn run(self, tx: mpsc::Sender<Piece>, pool: &WorkPool, host: &HostShares) -> Cost {
+        match self {
+            StreamJob::History(j) => j.run(tx, pool, host),
+            StreamJob::Tweaks(j) => j.run(tx, pool, host),
+        }
+    }
 }
 
 /// One connection's protocol state: the negotiated version, the subscriptions and what was last
@@ -234,6 +264,11 @@ impl Session {
                 cp_height,
             } => ctx.block_headers(start_height, count, cp_height),
             R::BlockTweaks { height } => ctx.block_tweaks(height),
+            R::TweaksSubscribe {
+                height,
+                count,
+                historical,
+            } => return ctx.tweaks_subscribe(height, count, historical),
             R::EstimateFee { number } => ctx.estimatefee(number),
             R::HeadersSubscribe => self.headers_subscribe(),
             R::OutpointGetStatus(op) => ctx.outpoint_get_status(op),
@@ -368,7 +403,7 @@ impl Session {
         self.spent.read = self.spent.read.plus(read);
         crate::metrics::metrics().electrum_read(label, read.rows, read.bytes);
         // A history streamed in pieces is counted when its last piece is written (`stream`).
-        let streamed = matches!(result, Ok(Reply::History(_)));
+        let streamed = matches!(result, Ok(Reply::History(_) | Reply::Tweaks { .. }));
         if !streamed {
             crate::metrics::metrics().electrum_request(label, started.elapsed(), result.is_err());
         }
@@ -386,15 +421,28 @@ impl Session {
             }
             Ok(Reply::History(sh)) => {
                 let v17 = self.v17();
-                Answer::History(HistoryJob {
+                Answer::Stream(StreamJob::History(HistoryJob {
                     backend: self.backend.clone(),
                     sh,
                     id,
                     v17,
                     method: label,
                     started,
-                })
+                }))
             }
+            Ok(Reply::Tweaks {
+                height,
+                count,
+                historical,
+            }) => Answer::Stream(StreamJob::Tweaks(TweaksJob {
+                backend: self.backend.clone(),
+                id,
+                height,
+                count,
+                historical,
+                method: label,
+                started,
+            })),
             Err(e) => Answer::Line(error_value(id, &e).to_string()),
         };
         // What the answer took beyond what was asked before it was built.
@@ -475,9 +523,9 @@ impl Session {
                 match self.handle_request(request, room) {
                     Some(Answer::Line(text)) => Some(text),
                     // Not reached: a session in a batch builds every answer whole.
-                    Some(Answer::History(job)) => {
-                        let err = RpcError::bad_request("history too large for a batch");
-                        Some(error_value(job.id, &err).to_string())
+                    Some(Answer::Stream(job)) => {
+                        let err = RpcError::bad_request("not streamed in a batch");
+                        Some(error_value(job.request().0.clone(), &err).to_string())
                     }
                     Some(Answer::NoRoom) => return Some(Answer::NoRoom),
                     // Not reached: only a batch answers in pieces.
@@ -666,8 +714,9 @@ impl Requests {
             Answer::Batch(parts) => Some(format!("[{}]", parts.join(","))),
             Answer::NoRoom => None,
             // A session without a socket builds every answer whole.
-            Answer::History(job) => {
-                Some(error_value(job.id, &RpcError::bad_request("not streamed here")).to_string())
+            Answer::Stream(job) => {
+                let err = RpcError::bad_request("not streamed here");
+                Some(error_value(job.request().0.clone(), &err).to_string())
             }
         }
     }

@@ -75,10 +75,15 @@ impl ChainView<'_> {
             tx.outputs.iter().filter(|(_, _, v)| *v >= dust).collect();
         candidates.sort_by_key(|o| std::cmp::Reverse(o.2));
         for (vout, _, _) in candidates {
-            if !self.index.is_spent(tx.txnum, *vout)? {
+            if !self.tweak_output_spent(tx, *vout)? {
                 return Ok(true);
             }
         }
         Ok(false)
+    }
+
+    /// Whether the view's chain has spent output `vout` of `tx`.
+    pub fn tweak_output_spent(&self, tx: &TxTweak, vout: u32) -> Result<bool, ViewError> {
+        Ok(self.index.is_spent(tx.txnum, vout)?)
     }
 }
