@@ -1520,3 +1520,81 @@ fn a_value_read_again_and_again_costs_its_size_once() {
     assert!(cpu < 0.5, "{cpu:.2} s of CPU for three refused spends");
     assert_served_within(&report, Duration::from_secs(2));
 }
+
+// ---- Issue 28: tweak streams nobody reads ----
+
+/// A tweak hog: connects from `from` with a 4 KiB receive buffer and sends `n` pipelined
+/// `blockchain.tweaks.subscribe [0, 1000, true]` (each a stream of a notification per height
+/// and its end), then never reads a byte.
+fn tweak_hog(from: &str, to: SocketAddr, n: usize) -> TcpStream {
+    let mut s = connect_from_with_rcvbuf(from, to, Some(4096))
+        .unwrap_or_else(|e| panic!("a tweak hog from {from}: {e}"));
+    let mut lines = String::new();
+    for id in 1..=n {
+        let ask = json!({"jsonrpc": "2.0", "id": id, "method": "blockchain.tweaks.subscribe",
+                         "params": [0, 1000, true]});
+        lines.push_str(&format!("{ask}\n"));
+    }
+    // The server reads requests only as it answers them: the rest may not fit its buffers.
+    s.set_write_timeout(Some(Duration::from_secs(2))).unwrap();
+    let _ = s.write_all(lines.as_bytes());
+    s
+}
+
+/// Issue 28: **a tweak stream is a long answer, and a host that asks for many and reads none
+/// must hold only its own share.** Six hogs from 127.0.0.2 each pipeline 1,500 streams of the
+/// whole chain (about 12 MB of notifications each) and never read; meanwhile an honest client
+/// from 127.0.0.3 asks for the same stream (cut-through) every 500 ms for 10 s. Asserted: every
+/// honest stream is whole (every height, then `done` as notification and result) and comes
+/// within [`HONEST_WITHIN`]; the hogs' host pays for its streams (`cairn_electrum_throttled_total`
+/// rises: its requests wait while its cost is over the soft limit); resident memory grows by
+/// less than 256 MiB; when the hogs hang up, every one of their sessions (mid-stream, or waiting
+/// for a stream place, a slot or its turn) is gone within 10 s. What holds: a host streams two
+/// answers at once (`STREAMS_PER_HOST`), a stream gives its query slot back while its client
+/// takes a notification, each height is charged to the host as it is sent, and unread
+/// notifications are held against the host's answer budget and the write timeout as any answer.
+#[test]
+fn unread_tweak_streams_hold_their_host_only() {
+    let served = Served::start(&["--silent-payments", "--electrum-write-timeout-secs=3"]);
+    let throttled_before = served.metric("cairn_electrum_throttled_total");
+    let rss = RssPeak::start(served.cairn.pid());
+    let tip: usize = served.node.rpc(&["getblockcount"]).parse().unwrap();
+    let hogs: Vec<TcpStream> = (0..6)
+        .map(|_| tweak_hog("127.0.0.2", served.electrum, 1500))
+        .collect();
+    let started = Instant::now();
+    let mut honest = Lines::connect_from("127.0.0.3", served.electrum, "1.4");
+    let (mut streams, mut worst) = (0, Duration::ZERO);
+    while started.elapsed() < Duration::from_secs(10) {
+        let asked = Instant::now();
+        let answer = honest.call("blockchain.tweaks.subscribe", json!([0, 1000, false]));
+        let took = asked.elapsed();
+        let notes: Vec<Value> = honest.notes.drain(..).collect();
+        assert_eq!(answer["result"]["params"][0]["message"], "done", "{answer}");
+        assert_eq!(notes.len(), tip + 2, "every height and done");
+        assert!(took < HONEST_WITHIN, "an honest stream took {took:?}");
+        (streams, worst) = (streams + 1, worst.max(took));
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    drop(honest);
+    let throttled = served.metric("cairn_electrum_throttled_total") - throttled_before;
+    let asked =
+        served.metric("cairn_electrum_requests_total{method=\"blockchain.tweaks.subscribe\"}");
+    println!(
+        "honest: {streams} whole streams, the slowest {worst:?}; {asked} streams answered, \
+         the hogs' host throttled {throttled} times"
+    );
+    assert!(throttled > 0.0, "the hogs' host never paid for its streams");
+    let grown = rss.growth_mib();
+    assert!(grown < 256, "resident memory grew by {grown} MiB");
+    drop(hogs);
+    let hung_up = Instant::now();
+    let gone = metric_when(served.metrics, TCP_OPEN, Duration::from_secs(10), |v| {
+        v == 0.0
+    });
+    println!(
+        "hog sessions gone {:?} after they hung up",
+        hung_up.elapsed()
+    );
+    assert!(gone.is_ok(), "hog sessions left open: {gone:?}");
+}
