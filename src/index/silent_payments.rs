@@ -14,6 +14,8 @@ use silentpayments::utils::receiving::{get_pubkey_from_input, is_eligible};
 
 use crate::types::Network;
 
+pub mod scan;
+
 /// Taproot's activation height on mainnet (BIP341): no output before it can be a silent
 /// payment.
 const MAINNET_TAPROOT_HEIGHT: u32 = 709_632;

@@ -23,6 +23,12 @@ use crate::types::{run_marked, Abandon, Subnet};
 pub const STREAMS: usize = 64;
 /// Histories one host may stream at once.
 pub const STREAMS_PER_HOST: usize = 2;
+/// Silent-payment scans run at once, over every connection: each holds a thread while it reads
+/// and hands its arithmetic to the scan threads, so the rest wait their turn (Frigate: "multiple
+/// clients conducting simultaneous scans slows each scan linearly").
+pub const SCANS: usize = 8;
+/// Scans one host runs at once: its others wait.
+pub const SCANS_PER_HOST: usize = 1;
 /// How long an HTTP request may wait for its slot, and a history for a place to stream from,
 /// before it is answered "busy".
 pub const MOST_WAIT: Duration = Duration::from_secs(20);
@@ -34,6 +40,7 @@ pub struct WorkPool {
     queue: usize,
     waiting: AtomicUsize,
     streams: Arc<Semaphore>,
+    scans: Arc<Semaphore>,
     closed: Abandon,
     /// Each host's share, by its key, while any of its connections or jobs holds it: every
     /// server's connections of one host share one.
@@ -45,6 +52,7 @@ pub struct WorkPool {
 pub struct HostWork {
     jobs: Arc<Semaphore>,
     streams: Arc<Semaphore>,
+    scans: Arc<Semaphore>,
 }
 
 impl HostWork {
@@ -52,6 +60,7 @@ impl HostWork {
         HostWork {
             jobs: Arc::new(Semaphore::new(jobs)),
             streams: Arc::new(Semaphore::new(STREAMS_PER_HOST)),
+            scans: Arc::new(Semaphore::new(SCANS_PER_HOST)),
         }
     }
 }
@@ -63,7 +72,7 @@ pub struct Slot {
     _share: Arc<HostWork>,
 }
 
-/// A place for one streamed history, given back when dropped.
+/// A place for one streamed history (or one silent-payment scan), given back when dropped.
 pub struct StreamPlace {
     _place: OwnedSemaphorePermit,
     _host: OwnedSemaphorePermit,
@@ -130,6 +139,7 @@ impl WorkPool {
             queue,
             waiting: AtomicUsize::new(0),
             streams: Arc::new(Semaphore::new(STREAMS)),
+            scans: Arc::new(Semaphore::new(SCANS)),
             closed: Abandon::default(),
             hosts: Mutex::new(HashMap::new()),
         })
@@ -266,6 +276,23 @@ impl WorkPool {
         }
     }
 
+    /// Waits, as long as it takes, for a place for one silent-payment scan of `host`'s, one of
+    /// [`SCANS_PER_HOST`] and of [`SCANS`]: a scan is a subscription's work, which its session
+    /// drops (and with it this wait) when it ends.
+    pub async fn scan_place(&self, host: &HostShares) -> Result<StreamPlace, Refused> {
+        let share = self.share(host);
+        let turn = share.scans.clone().acquire_owned().await;
+        let place = self.scans.clone().acquire_owned().await;
+        match (turn, place, self.closed.is_raised()) {
+            (Ok(turn), Ok(place), false) => Ok(StreamPlace {
+                _place: place,
+                _host: turn,
+                _share: share,
+            }),
+            _ => Err(Refused::Closed),
+        }
+    }
+
     /// The flag raised when the pool closes, for a streaming thread to mark its reads with.
     pub fn closing(&self) -> &Abandon {
         &self.closed
@@ -276,6 +303,7 @@ impl WorkPool {
         self.closed.raise();
         self.slots.close();
         self.streams.close();
+        self.scans.close();
     }
 
     /// Jobs running now.
