@@ -1904,3 +1904,279 @@ fn block_tweaks_are_each_eligible_transactions() {
     let message = format!("{:?}", refused.unwrap_err());
     assert!(message.contains("silent_payments = false"), "{message}");
 }
+
+/// BIP352 tagged hash, computed here apart from cairn's.
+fn sp_tagged(tag: &[u8], parts: &[&[u8]]) -> [u8; 32] {
+    let tag = sha256::Hash::hash(tag).to_byte_array();
+    let mut data = [&tag[..], &tag[..]].concat();
+    for part in parts {
+        data.extend_from_slice(part);
+    }
+    sha256::Hash::hash(&data).to_byte_array()
+}
+
+/// A wallet (scan secret `scan`, label `label` if any) made to own taproot output `key` of the
+/// transaction with tweak data `tweak`, as its `k = 0` output: its spend key is the output's
+/// point less `t_0·G` (and the label's point). Checked with the `silentpayments` crate's scan.
+fn sp_wallet_owning(scan: [u8; 32], tweak: &[u8; 33], key: [u8; 32], label: Option<u32>) -> String {
+    use bitcoin::secp256k1::{Parity, PublicKey, Scalar, Secp256k1, SecretKey, XOnlyPublicKey};
+    use silentpayments::receiving::{Label, Receiver};
+    let secp = Secp256k1::new();
+    let b_scan = SecretKey::from_slice(&scan).unwrap();
+    let tweak_point = PublicKey::from_slice(tweak).unwrap();
+    let shared = tweak_point
+        .mul_tweak(&secp, &Scalar::from(b_scan))
+        .unwrap()
+        .serialize();
+    let t0 = sp_tagged(b"BIP0352/SharedSecret", &[&shared, &0u32.to_be_bytes()]);
+    let output = XOnlyPublicKey::from_slice(&key).unwrap();
+    let minus = |secret: [u8; 32]| {
+        SecretKey::from_slice(&secret)
+            .unwrap()
+            .public_key(&secp)
+            .negate(&secp)
+    };
+    let mut spend = output.public_key(Parity::Even).combine(&minus(t0)).unwrap();
+    if let Some(m) = label {
+        let label = sp_tagged(b"BIP0352/Label", &[&scan, &m.to_be_bytes()]);
+        spend = spend.combine(&minus(label)).unwrap();
+    }
+    let network = silentpayments::Network::Regtest;
+    let mut receiver = Receiver::new(
+        silentpayments::SpVersion::ZERO,
+        b_scan.public_key(&secp),
+        spend,
+        Label::new(b_scan, 0),
+        network,
+    )
+    .unwrap();
+    if let Some(m) = label {
+        receiver.add_label(Label::new(b_scan, m)).unwrap();
+    }
+    let ecdh =
+        silentpayments::utils::receiving::calculate_ecdh_shared_secret(&tweak_point, &b_scan);
+    let found = receiver.scan_transaction(&ecdh, &[output]).unwrap();
+    assert_eq!(
+        found.values().map(|m| m.len()).sum::<usize>(),
+        1,
+        "the crate finds it"
+    );
+    spend.serialize().to_lower_hex_string()
+}
+
+/// The eligible transactions of the last of `blocks` with their tweak and first taproot key.
+fn sp_eligible_last(blocks: &[&Block]) -> Vec<(bitcoin::Txid, [u8; 33], [u8; 32])> {
+    let tweaks = common::expected_tweaks(blocks);
+    let last = blocks[blocks.len() - 1];
+    tweaks[tweaks.len() - 1]
+        .iter()
+        .map(|(txid, tweak, _)| {
+            let tx = last
+                .txdata
+                .iter()
+                .find(|t| t.compute_txid() == *txid)
+                .unwrap();
+            let out = tx
+                .output
+                .iter()
+                .find(|o| o.script_pubkey.is_p2tr())
+                .unwrap();
+            let key: [u8; 32] = out.script_pubkey.as_bytes()[2..34].try_into().unwrap();
+            (*txid, *tweak, key)
+        })
+        .collect()
+}
+
+/// The history told by `subscription`'s scan, up to and with the notification at progress 1.0:
+/// each positional (`[subscription, progress, history]`, Frigate's), naming the subscription as
+/// its answer did, progress never falling; each entry's `tweak_key` checked against `tweaks`
+/// and left out.
+fn sp_scan_notes(c: &mut Lines, subscription: &Value) -> Vec<Value> {
+    let mut notes = Vec::new();
+    let mut progress = 0.0;
+    loop {
+        let note = c.note("blockchain.silentpayments.subscribe");
+        let p = note["params"].as_array().unwrap();
+        if p[0]["address"] != subscription["address"] {
+            c.notes.push(note);
+            continue;
+        }
+        assert_eq!(p.len(), 3, "{note}");
+        assert_eq!(&p[0], subscription, "{note}");
+        let now = p[1].as_f64().unwrap();
+        assert!(now >= progress && now <= 1.0, "{note}");
+        progress = now;
+        for entry in p[2].as_array().unwrap() {
+            let keys: Vec<&String> = entry.as_object().unwrap().keys().collect();
+            assert_eq!(keys, ["height", "tweak_key", "tx_hash"], "{note}");
+            assert_eq!(entry["tweak_key"].as_str().unwrap().len(), 66, "{note}");
+            notes.push(json!({"height": entry["height"], "tx_hash": entry["tx_hash"]}));
+        }
+        if now == 1.0 {
+            return notes;
+        }
+    }
+}
+/// Issue 28: Frigate's remote scanner. Wallets made to own one output of a generated block
+/// (checked with the `silentpayments` crate) are found by `blockchain.silentpayments.subscribe`
+/// from the start and not from after it, with and only with their label; one paid in a new
+/// block is told as the block comes, one paid in a competing branch as the reorg to it comes
+/// (a scan that did not notice the reorg would have started after the height it already had).
+#[test]
+fn frigate_scanner_finds_wallets_payments_through_new_blocks_and_a_reorg() {
+    let options = IndexOptions {
+        filters: true,
+        tweaks_from: Some(0),
+    };
+    let mut f = Fixture::start_with(120, 20, 67, options, |_| {});
+    let method = "blockchain.silentpayments.subscribe";
+    let blocks: Vec<&Block> = f.blocks.iter().collect();
+    let want = common::expected_tweaks(&blocks);
+    let at = |h: usize| {
+        let (txid, tweak, _) = want[h - 1][0];
+        let tx = f.blocks[h - 1]
+            .txdata
+            .iter()
+            .find(|t| t.compute_txid() == txid)
+            .unwrap();
+        let out = tx
+            .output
+            .iter()
+            .find(|o| o.script_pubkey.is_p2tr())
+            .unwrap();
+        let key: [u8; 32] = out.script_pubkey.as_bytes()[2..34].try_into().unwrap();
+        (txid, tweak, key)
+    };
+    let a_height = (105..=120).find(|h| !want[h - 1].is_empty()).unwrap();
+    let b_height = (a_height + 1..=120)
+        .find(|h| !want[h - 1].is_empty())
+        .unwrap();
+    let (a_txid, a_tweak, a_key) = at(a_height);
+    let (b_txid, b_tweak, b_key) = at(b_height);
+    let (scan_a, scan_b) = ([7u8; 32], [9u8; 32]);
+    let spend_a = sp_wallet_owning(scan_a, &a_tweak, a_key, None);
+    let spend_b = sp_wallet_owning(scan_b, &b_tweak, b_key, Some(1));
+    let mut c = Lines::connect(f.addr, "1.4");
+    let features = c.call("server.features", json!([]));
+    assert_eq!(
+        features["result"]["silent_payments"],
+        json!([0]),
+        "{features}"
+    );
+
+    let scan_a_hex = scan_a.to_lower_hex_string();
+    let sub = c.call(method, json!([scan_a_hex, spend_a]))["result"].clone();
+    let address = sub["address"].as_str().unwrap().to_string();
+    assert!(address.starts_with("sprt1q"), "{sub}");
+    assert_eq!(
+        sub,
+        json!({"address": address, "labels": [0], "start_height": 0})
+    );
+    let a_entry = json!({"height": a_height, "tx_hash": a_txid.to_string()});
+    assert_eq!(sp_scan_notes(&mut c, &sub), vec![a_entry.clone()]);
+    // From after it on another connection: nothing. From a time: the last block at or before
+    // it. On this one the same keys start over, never after what it covered.
+    let mut other = Lines::connect(f.addr, "1.4");
+    let later = other.call(method, json!([scan_a_hex, spend_a, a_height + 1]))["result"].clone();
+    assert_eq!(later["start_height"], a_height + 1);
+    assert!(sp_scan_notes(&mut other, &later).is_empty());
+    let time = f.blocks[a_height - 1].header.time;
+    let timed = other.call(method, json!([scan_a_hex, spend_a, time]))["result"].clone();
+    let from_time = (1..=120)
+        .rev()
+        .find(|h| f.blocks[h - 1].header.time <= time)
+        .unwrap();
+    assert_eq!(timed["start_height"], from_time, "{timed}");
+    assert_eq!(sp_scan_notes(&mut other, &timed), vec![a_entry.clone()]);
+    let again = c.call(method, json!([scan_a_hex, spend_a, a_height + 1]))["result"].clone();
+    assert_eq!(again, sub, "not narrowed");
+    assert_eq!(sp_scan_notes(&mut c, &again), vec![a_entry.clone()]);
+    // A range: those heights only.
+    let range = format!("{}-{}", a_height - 3, a_height - 1);
+    let ranged = other.call(method, json!([scan_a_hex, spend_a, range]))["result"].clone();
+    assert!(sp_scan_notes(&mut other, &ranged).is_empty(), "{ranged}");
+    let range = format!("{}-{}", a_height, a_height);
+    let stranger = [1u8; 32].to_lower_hex_string();
+    let ranged = other.call(method, json!([stranger, spend_a, range]));
+    assert!(sp_scan_notes(&mut other, &ranged["result"]).is_empty());
+    let too_far = other.call(method, json!([scan_a_hex, spend_a, "5-500"]));
+    assert_eq!(too_far["error"]["code"], -32602, "{too_far}");
+
+    // The labelled wallet: found with its label only.
+    let scan_b_hex = scan_b.to_lower_hex_string();
+    let unlabelled = c.call(method, json!([scan_b_hex, spend_b]))["result"].clone();
+    assert!(
+        sp_scan_notes(&mut c, &unlabelled).is_empty(),
+        "no label, not found"
+    );
+    let labelled = c.call(method, json!([scan_b_hex, spend_b, null, [5, 1]]))["result"].clone();
+    assert_eq!(labelled["labels"], json!([0, 1, 5]));
+    let b_entry = json!({"height": b_height, "tx_hash": b_txid.to_string()});
+    assert_eq!(sp_scan_notes(&mut c, &labelled), vec![b_entry]);
+    let b_address = labelled["address"].as_str().unwrap();
+    for _ in 0..2 {
+        let gone = c.call(
+            "blockchain.silentpayments.unsubscribe",
+            json!([scan_b_hex, spend_b]),
+        );
+        assert_eq!(gone["result"], b_address, "the address, subscribed or not");
+    }
+
+    // A new block, and a competing branch of two from the same parent.
+    let mut fork = f.gen.fork(9);
+    let main = f.gen.next_block().unwrap();
+    let branch = [fork.next_block().unwrap(), fork.next_block().unwrap()];
+    let on_main: Vec<&Block> = blocks.iter().copied().chain([&main]).collect();
+    let on_branch: Vec<&Block> = blocks.iter().copied().chain([&branch[0]]).collect();
+    let (c_txid, c_tweak, c_key) = sp_eligible_last(&on_main)[0];
+    let (d_txid, d_tweak, d_key) = sp_eligible_last(&on_branch)
+        .into_iter()
+        .find(|(txid, _, _)| !main.txdata.iter().any(|t| t.compute_txid() == *txid))
+        .unwrap();
+    let (scan_c, scan_d) = ([11u8; 32], [13u8; 32]);
+    let spend_c = sp_wallet_owning(scan_c, &c_tweak, c_key, None);
+    let spend_d = sp_wallet_owning(scan_d, &d_tweak, d_key, None);
+    let sub_c =
+        c.call(method, json!([scan_c.to_lower_hex_string(), spend_c, 110]))["result"].clone();
+    assert!(sp_scan_notes(&mut c, &sub_c).is_empty());
+    let sub_d =
+        c.call(method, json!([scan_d.to_lower_hex_string(), spend_d, 110]))["result"].clone();
+    assert!(sp_scan_notes(&mut c, &sub_d).is_empty());
+    f.validator.submit_block(&serialize(&main)).unwrap();
+    let c_entry = json!({"height": 121, "tx_hash": c_txid.to_string()});
+    assert_eq!(sp_scan_notes(&mut c, &sub_c), vec![c_entry]);
+    for b in &branch {
+        f.validator.submit_block(&serialize(b)).unwrap();
+    }
+    assert_eq!(f.validator.tip().height, 122);
+    let d_entry = json!({"height": 121, "tx_hash": d_txid.to_string()});
+    assert_eq!(sp_scan_notes(&mut c, &sub_d), vec![d_entry]);
+
+    // Keys that are not keys, label 0 or eleven labels, a 101st subscription: refused.
+    let bad = c.call(method, json!(["00".repeat(32), spend_a]));
+    assert!(
+        bad["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("scan private key"),
+        "{bad}"
+    );
+    for labels in [json!([0]), json!((1..=11).collect::<Vec<u32>>())] {
+        let refused = c.call(method, json!([scan_a_hex, spend_a, 0, labels]));
+        assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    }
+    for i in 0..97u8 {
+        let scan = [i.wrapping_add(20); 32].to_lower_hex_string();
+        let sub = c.call(method, json!([scan, spend_b, 121]));
+        assert!(sub["result"].is_object(), "{i}: {sub}");
+    }
+    let last = [200u8; 32].to_lower_hex_string();
+    let too_many = c.call(method, json!([last, spend_b]));
+    assert!(
+        too_many["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("at most 100"),
+        "{too_many}"
+    );
+}

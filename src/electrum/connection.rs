@@ -18,7 +18,8 @@ pub use super::outbox::Shares;
 use super::outbox::{BudgetRoom, Outbox, Queued, SEND_TIMEOUT, WRITE_CHUNK};
 use super::rpc::{error_value, RpcError};
 use super::session::{excessive, Answer, Session, StreamJob, SubscriptionShares};
-use crate::listen::WorkPool;
+use super::silent_payments::{ScanEvent, ScanJob};
+use crate::listen::{HostShares, WorkPool};
 use crate::notify::TipUpdate;
 
 /// Lines waiting to be written to a client before the session stops reading from it.
@@ -316,6 +317,9 @@ async fn serve(
     let (pool, limits) = (backend.pool.clone(), backend.config.cost);
     let host = out.budget.host.clone();
     let mut session = Session::new(backend, streams, subscriptions);
+    // The session's silent-payment scans: what they tell it, and their tasks (dropped with it).
+    let (scan_tx, mut scan_rx) = mpsc::channel::<ScanEvent>(2);
+    let mut scans = tokio::task::JoinSet::new();
     // Idle counts from the client's last request: notifications sent meanwhile do not count
     // (ElectrumX's `last_recv`, Fulcrum's `lastGood`).
     let idle_at = tokio::time::sleep_until(far_or(tokio::time::Instant::now(), idle));
@@ -367,6 +371,7 @@ async fn serve(
                     tracing::info!("electrum client {peer} does not read its answers; disconnecting");
                     return End::NotReading;
                 }
+                start_scans(&mut scans, session.take_scans(), &scan_tx, &pool, &host);
                 idle_at.as_mut().reset(far_or(tokio::time::Instant::now(), idle));
             }
             update = updates.recv() => {
@@ -395,8 +400,47 @@ async fn serve(
                     tracing::info!("electrum client {peer} does not read its notifications; disconnecting");
                     return End::NotReading;
                 }
+                start_scans(&mut scans, session.take_scans(), &scan_tx, &pool, &host);
             }
+            Some(event) = scan_rx.recv() => match event {
+                // Charged by the scan as it made it.
+                ScanEvent::Note(line) => {
+                    if !out.send(line).await {
+                        tracing::info!("electrum client {peer} does not read its scan's notifications; disconnecting");
+                        return End::NotReading;
+                    }
+                }
+                ScanEvent::Ended { address, generation, scanned } => {
+                    session.scan_ended(&address, generation, scanned);
+                    start_scans(&mut scans, session.take_scans(), &scan_tx, &pool, &host);
+                }
+            },
+            Some(_) = scans.join_next(), if !scans.is_empty() => {}
         }
+    }
+}
+
+/// Starts `jobs` (a session's silent-payment scans), each on a thread of its own once it has a
+/// place ([`WorkPool::scan_place`]), telling `events` what it finds and when it ends.
+fn start_scans(
+    scans: &mut tokio::task::JoinSet<()>,
+    jobs: Vec<ScanJob>,
+    events: &mpsc::Sender<ScanEvent>,
+    pool: &Arc<WorkPool>,
+    host: &Arc<HostShares>,
+) {
+    for job in jobs {
+        let (events, pool, host) = (events.clone(), pool.clone(), host.clone());
+        scans.spawn(async move {
+            let Ok(place) = pool.scan_place(&host).await else {
+                return;
+            };
+            let _ = tokio::task::spawn_blocking(move || {
+                let _place = place;
+                job.run(events, &pool, &host);
+            })
+            .await;
+        });
     }
 }
 

@@ -71,7 +71,7 @@ pub(crate) fn syncing_error(sync: crate::kernel::SyncProgress) -> RpcError {
 }
 
 /// `Ok` when silent-payment tweaks can be served from `view`, else why not.
-fn tweaks_ready(view: &ChainView<'_>) -> Result<(), RpcError> {
+fn tweaks_ready_in(view: &ChainView<'_>) -> Result<(), RpcError> {
     match view.tweak_state().map_err(view_err)? {
         TweakState::Off => Err(RpcError::bad_request(
             "silent-payment tweaks are not indexed here (silent_payments = false)",
@@ -231,6 +231,10 @@ impl Ctx<'_> {
         } else {
             features["hash_function"] = json!("sha256");
         }
+        if self.backend.model.index().tweaks_from().is_some() {
+            // Frigate's: the silent-payment protocol versions served (`blockchain.silentpayments.*`).
+            features["silent_payments"] = json!([0]);
+        }
         if let Some(sync) = self.backend.model.validator().initial_download() {
             // Not a key of the spec: clients ignore what they do not know.
             features["syncing"] = json!({"height": sync.height, "headers": sync.headers});
@@ -321,13 +325,18 @@ impl Ctx<'_> {
         Ok(result)
     }
 
+    /// `Ok` when silent-payment tweaks can be served, else why not.
+    pub(crate) fn tweaks_ready(&self) -> Result<(), RpcError> {
+        tweaks_ready_in(&self.view())
+    }
+
     /// `blockchain.block.tweaks(height)`, Cake Wallet's silent-payment dialect: the tweak data
     /// of the block's eligible transactions with a taproot output of at least `sp_min_dust`, in
     /// block order, each a compressed point in hex (none below the first height with tweaks:
     /// taproot's activation).
     pub(crate) fn block_tweaks(&self, height: u32) -> Result<Value, RpcError> {
         let view = self.view();
-        tweaks_ready(&view)?;
+        tweaks_ready_in(&view)?;
         let tweaks = view
             .block_tweaks(height)
             .map_err(view_err)?
@@ -351,7 +360,7 @@ impl Ctx<'_> {
         count: u32,
         historical: bool,
     ) -> Result<Reply, RpcError> {
-        tweaks_ready(&self.view())?;
+        tweaks_ready_in(&self.view())?;
         if !self.streams_answers() {
             return Err(RpcError::bad_request(
                 "blockchain.tweaks.subscribe streams notifications: ask for it alone (not in a batch), over TCP or TLS",

@@ -18,6 +18,7 @@ mod readme_table;
 mod request;
 pub mod rpc;
 mod session;
+mod silent_payments;
 mod tweaks;
 mod verbose;
 

@@ -237,3 +237,76 @@ mod tests {
         assert_eq!(parse_version("x"), None);
     }
 }
+
+/// A silent-payment wallet's keys as a remote scan is asked for with them: the scan secret and
+/// the compressed spend public key, checked as keys when the scan is set up. Never printed
+/// (not in `Debug`, not in an error), and overwritten when dropped.
+#[derive(Clone, PartialEq, Eq)]
+pub struct SpKeys {
+    /// The scan private key.
+    pub scan: [u8; 32],
+    /// The spend public key, compressed.
+    pub spend: [u8; 33],
+}
+
+impl std::fmt::Debug for SpKeys {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SpKeys { .. }")
+    }
+}
+
+impl Drop for SpKeys {
+    fn drop(&mut self) {
+        // Volatile, so the compiler keeps a write nothing reads after.
+        for byte in self.scan.iter_mut() {
+            // SAFETY: `byte` is a valid, aligned, exclusive reference.
+            unsafe { std::ptr::write_volatile(byte, 0) };
+        }
+    }
+}
+
+/// Parameter `i`, `N` bytes in hex named `name` (the text is not echoed: it may be a secret).
+fn key_param<const N: usize>(params: &[Value], i: usize, name: &str) -> Result<[u8; N], RpcError> {
+    let text = str_param(params, i, name)?;
+    <[u8; N]>::from_hex(text)
+        .map_err(|_| RpcError::invalid_params(format!("{name} must be {} hex characters", 2 * N)))
+}
+
+/// Parameters `scan_private_key, spend_public_key` (Frigate's).
+pub fn sp_keys(params: &[Value]) -> Result<SpKeys, RpcError> {
+    Ok(SpKeys {
+        scan: key_param(params, 0, "scan_private_key")?,
+        spend: key_param(params, 1, "spend_public_key")?,
+    })
+}
+
+/// Parameter `i`, a list of at most `most` labels (`m`, from 1 to 2^31 - 1: change's 0 is
+/// always scanned, and Frigate refuses it), sorted without repeats; empty when absent or null.
+pub fn labels_param(params: &[Value], i: usize, most: usize) -> Result<Vec<u32>, RpcError> {
+    let list = match params.get(i) {
+        None | Some(Value::Null) => return Ok(Vec::new()),
+        Some(Value::Array(list)) => list,
+        Some(_) => {
+            return Err(RpcError::invalid_params(
+                "labels must be a list of integers",
+            ))
+        }
+    };
+    if list.len() > most {
+        return Err(RpcError::invalid_params(format!(
+            "at most {most} labels per subscription"
+        )));
+    }
+    let mut labels: Vec<u32> = list
+        .iter()
+        .map(|m| {
+            m.as_u64()
+                .filter(|m| (1..1 << 31).contains(m))
+                .map(|m| m as u32)
+        })
+        .collect::<Option<_>>()
+        .ok_or_else(|| RpcError::invalid_params("each label must satisfy 0 < label < 2^31"))?;
+    labels.sort_unstable();
+    labels.dedup();
+    Ok(labels)
+}

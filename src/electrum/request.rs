@@ -8,14 +8,15 @@ use bitcoin::{OutPoint, Txid};
 use serde_json::Value;
 
 use super::params::{
-    add_peer_params, bool_param, merkle_height_param, outpoint_params, package_params, ping_params,
-    raw_tx_param, raw_txs_param, scripthash_param, scriptpubkey_param, txid_param, u32_param,
-    version_params,
+    add_peer_params, bool_param, labels_param, merkle_height_param, outpoint_params,
+    package_params, ping_params, raw_tx_param, raw_txs_param, scripthash_param, scriptpubkey_param,
+    sp_keys, txid_param, u32_param, version_params,
 };
 use super::rpc::{RpcError, METHOD_NOT_FOUND};
+use super::silent_payments::{Start, MAX_LABELS};
 use crate::types::ScriptHash;
 
-pub use super::params::Version;
+pub use super::params::{SpKeys, Version};
 
 /// Protocol 1.4, the oldest served, and the rules of a session that has not sent
 /// `server.version`.
@@ -67,6 +68,21 @@ pub enum Request {
         count: u32,
         /// Whether spent outputs are told too.
         historical: bool,
+    },
+    /// `blockchain.silentpayments.subscribe(scan_private_key, spend_public_key, start?,
+    /// labels?)` (Frigate's remote scanner).
+    SilentPaymentsSubscribe {
+        /// The wallet's scan secret and spend public key.
+        keys: SpKeys,
+        /// A height, a time or a range of heights; the first height with tweaks when absent.
+        start: Option<Start>,
+        /// The labels (`m`) to scan for besides the address itself.
+        labels: Vec<u32>,
+    },
+    /// `blockchain.silentpayments.unsubscribe(scan_private_key, spend_public_key)`.
+    SilentPaymentsUnsubscribe {
+        /// The keys subscribed.
+        keys: SpKeys,
     },
     /// `blockchain.estimatefee(number)`.
     EstimateFee {
@@ -237,6 +253,19 @@ pub const METHODS: &[Method] = &[
             historical: bool_param(p, 2, "historical")?,
         })
     }),
+    method("blockchain.silentpayments.subscribe", V1_4, None, |p, _| {
+        Ok(Request::SilentPaymentsSubscribe {
+            keys: sp_keys(p)?,
+            start: Start::parse(p.get(2).unwrap_or(&Value::Null))?,
+            labels: labels_param(p, 3, MAX_LABELS)?,
+        })
+    }),
+    method(
+        "blockchain.silentpayments.unsubscribe",
+        V1_4,
+        None,
+        |p, _| Ok(Request::SilentPaymentsUnsubscribe { keys: sp_keys(p)? }),
+    ),
     method("blockchain.estimatefee", V1_4, None, |p, _| {
         Ok(Request::EstimateFee {
             number: u32_param(p, 0, "number", None)?,

@@ -19,12 +19,16 @@ use super::history::{HistoryJob, Piece};
 use super::methods::{add_peer, btc_per_kvb, pong_text, syncing_error, version_text, Ctx};
 use super::outpoint::{status_json, OutpointSub};
 use super::outpoint_calls::outpoint_notes;
-use super::request::{method_label, Request, Version, PROTOCOL_MAX, PROTOCOL_MIN, VERSIONS};
+use super::request::{
+    method_label, Request, SpKeys, Version, PROTOCOL_MAX, PROTOCOL_MIN, VERSIONS,
+};
 use super::rpc::{
     error_value, Reply, RpcError, BAD_REQUEST, HISTORY_TOO_LARGE, INVALID_REQUEST, PARSE_ERROR,
 };
+use super::silent_payments::{ScanJob, Start, Subscriptions as SpSubscriptions};
 use super::tweaks::TweaksJob;
 use crate::config::SERVER_SOFTWARE;
+use crate::index::silent_payments::scan::ScanKeys;
 use crate::listen::{HostShares, WorkPool};
 use crate::notify::TipUpdate;
 use crate::types::ScriptHash;
@@ -102,6 +106,10 @@ pub struct Session {
     spent: Spent,
     /// Its subscriptions, counted for its host and the server.
     shares: SubscriptionShares,
+    /// Its silent-payment subscriptions (Frigate's remote scanner) and the scans they need.
+    silent: SpSubscriptions,
+    /// The tip the silent-payment subscriptions were last brought up to.
+    silent_tip: Option<(u32, bitcoin::BlockHash)>,
 }
 
 impl Session {
@@ -122,6 +130,8 @@ impl Session {
             meter: CostMeter::default(),
             spent: Spent::default(),
             shares,
+            silent: SpSubscriptions::default(),
+            silent_tip: None,
         }
     }
 
@@ -269,6 +279,12 @@ impl Session {
                 count,
                 historical,
             } => return ctx.tweaks_subscribe(height, count, historical),
+            R::SilentPaymentsSubscribe {
+                keys,
+                start,
+                labels,
+            } => self.silent_subscribe(&keys, start, &labels),
+            R::SilentPaymentsUnsubscribe { keys } => self.silent_unsubscribe(&keys),
             R::EstimateFee { number } => ctx.estimatefee(number),
             R::HeadersSubscribe => self.headers_subscribe(),
             R::OutpointGetStatus(op) => ctx.outpoint_get_status(op),
@@ -324,6 +340,47 @@ impl Session {
         };
         self.version = Some(chosen);
         Ok(json!([SERVER_SOFTWARE, version_text(chosen)]))
+    }
+
+    /// `blockchain.silentpayments.subscribe`: the address, its scan queued
+    /// ([`Session::take_scans`]).
+    fn silent_subscribe(
+        &mut self,
+        keys: &SpKeys,
+        start: Option<Start>,
+        labels: &[u32],
+    ) -> Result<Value, RpcError> {
+        self.ctx().tweaks_ready()?;
+        let labels: Vec<u32> = [0].into_iter().chain(labels.iter().copied()).collect();
+        let keys = ScanKeys::new(&keys.scan, &keys.spend, &labels)
+            .map_err(|e| RpcError::invalid_params(e.to_string()))?;
+        let tip = self.backend.model.view().tip();
+        let address = self.silent.subscribe(&self.backend, keys, start)?;
+        self.silent_tip = tip;
+        Ok(address)
+    }
+
+    /// `blockchain.silentpayments.unsubscribe`: the address, its scan stopped.
+    fn silent_unsubscribe(&mut self, keys: &SpKeys) -> Result<Value, RpcError> {
+        let keys = ScanKeys::new(&keys.scan, &keys.spend, &[])
+            .map_err(|e| RpcError::invalid_params(e.to_string()))?;
+        Ok(self.silent.unsubscribe(&self.backend, &keys))
+    }
+
+    /// The silent-payment scans to start now.
+    pub(crate) fn take_scans(&mut self) -> Vec<ScanJob> {
+        self.silent.take_jobs()
+    }
+
+    /// A silent-payment scan ended: the subscription's next one, if it needs one.
+    pub(crate) fn scan_ended(
+        &mut self,
+        address: &Arc<str>,
+        generation: u64,
+        scanned: Vec<(u32, bitcoin::BlockHash)>,
+    ) {
+        self.silent
+            .ended(&self.backend, address, generation, scanned);
     }
 
     /// `blockchain.headers.subscribe`: the tip, from now on notified when it changes.
@@ -591,7 +648,9 @@ impl Session {
     pub(crate) fn cares_about(&self, update: Option<&TipUpdate>) -> bool {
         let Some(u) = update else { return true };
         let tip = Some((u.height, u.header.block_hash()));
-        (self.headers_subscribed && self.last_notified != tip) || self.must_read_for(update)
+        (self.headers_subscribed && self.last_notified != tip)
+            || (self.silent.len() > 0 && self.silent_tip != tip)
+            || self.must_read_for(update)
     }
 
     /// Whether `update` makes this session read statuses again (a subscribed script touched, an
@@ -648,6 +707,11 @@ impl Session {
                     .to_string(),
                 );
             }
+        }
+        let tip_id = tip.map(|(h, header)| (h, header.block_hash()));
+        if self.silent.len() > 0 && (update.is_none() || self.silent_tip != tip_id) {
+            self.silent_tip = tip_id;
+            self.silent.on_tip(&self.backend);
         }
         let height = tip.map(|(h, _)| h);
         let new_block = update.is_none() || height != self.seen_height;

@@ -1,0 +1,553 @@
+//! Frigate's remote scanner, as its README (sparrowwallet/frigate, "Electrum Protocol") and
+//! Sparrow's client have it: `blockchain.silentpayments.subscribe(scan_private_key,
+//! spend_public_key, start?, labels?)` answers `{"address", "labels", "start_height"}` (the
+//! wallet's address without a label, the labels scanned, change's 0 always among them, and the
+//! first height scanned), then scans the chain's tweaks from there with the wallet's keys and
+//! tells what it finds in notifications `[subscription, progress, history]`, `history` a list of
+//! `{"height", "tx_hash", "tweak_key"}` in chain order: pages of at most [`PAGE`] and a
+//! heartbeat every [`HEARTBEAT`] with `progress` below 1 while the first scan runs, then always
+//! one at 1.0 with the rest. Each new block is scanned as it comes (told only when something is
+//! found); after a reorg the blocks from the fork on are scanned again. `start` is a height, a
+//! time (above 500,000,000: the last block at or before it) or `"FROM-TO"` (those heights, then
+//! only new blocks). `blockchain.silentpayments.unsubscribe` stops it.
+//!
+//! Unlike Frigate, which tests the 8-byte prefix of `k = 0`'s key and leaves the check to the
+//! wallet, a transaction is told only when BIP352's whole scan finds an output of the wallet in
+//! it. No mempool transaction is scanned yet.
+//!
+//! The keys stay in the session's memory (never logged: [`ScanKeys`] does not print its secret)
+//! and go with it. A session holds at most [`MAX_SUBSCRIPTIONS`] with at most [`MAX_LABELS`]
+//! labels each (Frigate's limits); scans run one per host and [`crate::listen::SCANS`] at once,
+//! their arithmetic on the scan threads (one per core), their reads in the query pool's slots in
+//! the host's turn, their work charged to the host ([`SCANNED_PER_UNIT`]).
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, LazyLock};
+use std::time::{Duration, Instant};
+
+use bitcoin::hex::DisplayHex;
+use bitcoin::{BlockHash, Txid};
+use rayon::prelude::*;
+use serde_json::{json, Value};
+use tokio::sync::mpsc;
+
+use super::backend::Backend;
+use super::cost::{self, Verdict};
+use super::rpc::RpcError;
+use crate::index::silent_payments::scan::ScanKeys;
+use crate::listen::{HostShares, Slot, WorkPool};
+use crate::types::run_marked;
+use crate::view::{ChainView, TxTweak};
+
+/// The method's name, in its notifications too.
+pub const METHOD: &str = "blockchain.silentpayments.subscribe";
+/// Subscriptions one session may hold (Frigate's `maxSubscriptions`).
+pub const MAX_SUBSCRIPTIONS: usize = 100;
+/// Labels one subscription may ask for besides change (Frigate's `maxLabels`).
+pub const MAX_LABELS: usize = 10;
+/// Most transactions one notification lists (Frigate's suggested page).
+pub const PAGE: usize = 100;
+/// Eligible transactions scanned worth one unit of cost: about a second of one core's work.
+pub const SCANNED_PER_UNIT: f64 = 20_000.0;
+/// Most eligible transactions read before they are scanned (a chunk's memory and a
+/// notification's delay).
+const CHUNK_TXS: usize = 20_000;
+/// A first scan tells its progress at least this often, found or not.
+const HEARTBEAT: Duration = Duration::from_secs(5);
+/// Scanned blocks remembered by hash, to find a reorg's fork (a deeper reorg scans them all
+/// again, then what follows).
+const RECENT: usize = 24;
+/// How long a first scan's first notification waits after the answer: a Sparrow from before
+/// its fix drops a notification that comes before it has recorded the answer.
+const FIRST_NOTE_AFTER: Duration = Duration::from_millis(200);
+/// A `start` above this is a time (seconds since the epoch), not a height.
+const START_IS_TIME: u32 = 500_000_000;
+
+/// The scan threads: one per core, apart from the indexer's and the query pool's.
+static SCAN_THREADS: LazyLock<Option<rayon::ThreadPool>> = LazyLock::new(|| {
+    let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .thread_name(|i| format!("sp-scan-{i}"))
+        .build()
+        .ok()
+});
+
+/// The wallet's address (BIP352 version 0, no label) on `network`.
+pub fn address(keys: &ScanKeys, network: bitcoin::Network) -> String {
+    let network = match network {
+        bitcoin::Network::Bitcoin => silentpayments::Network::Mainnet,
+        bitcoin::Network::Regtest => silentpayments::Network::Regtest,
+        _ => silentpayments::Network::Testnet,
+    };
+    silentpayments::SilentPaymentCode::new(
+        silentpayments::SpVersion::ZERO,
+        keys.scan_public(),
+        keys.spend_public(),
+        network,
+    )
+    .to_string()
+}
+
+/// A transaction a scan found: its height, id and tweak data.
+type Hit = (u32, Txid, [u8; 33]);
+
+/// The transactions of `txs` that pay `keys`, in their order, with their heights.
+fn find(keys: &ScanKeys, txs: &[(u32, TxTweak)]) -> Vec<Hit> {
+    let pays = |(height, tx): &(u32, TxTweak)| {
+        let outputs: Vec<[u8; 32]> = tx.outputs.iter().map(|o| o.1).collect();
+        (!keys.scan(&tx.tweak, &outputs).is_empty()).then_some((*height, tx.txid, tx.tweak))
+    };
+    match &*SCAN_THREADS {
+        Some(threads) => {
+            threads.install(|| txs.par_iter().with_min_len(64).filter_map(pays).collect())
+        }
+        None => txs.iter().filter_map(pays).collect(),
+    }
+}
+
+/// The last height whose block's time is at most `time` (0 when none is), found by halving as
+/// Frigate does (headers' times need not rise, so this is as close as they allow).
+fn height_at_time(view: &ChainView, time: u32) -> u32 {
+    let Some((tip, _)) = view.tip() else { return 0 };
+    let (mut low, mut high) = (0, tip);
+    while low < high {
+        let mid = low + (high - low).div_ceil(2);
+        match view.header(mid).is_some_and(|h| h.time <= time) {
+            true => low = mid,
+            false => high = mid - 1,
+        }
+    }
+    low
+}
+
+/// Where a subscription's first scan starts and ends (`None`: the tip).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Start {
+    /// From a height.
+    Height(u32),
+    /// From the last block at or before a time.
+    Time(u32),
+    /// `"FROM-TO"`: those heights only.
+    Range(u32, u32),
+}
+
+impl Start {
+    /// `start` as Frigate reads it: a height, a time above 500,000,000, or `"FROM-TO"`.
+    pub fn parse(start: &Value) -> Result<Option<Start>, RpcError> {
+        let bad = || RpcError::invalid_params("start must be an integer or a 'FROM-TO' string");
+        match start {
+            Value::Null => Ok(None),
+            Value::Number(n) => {
+                let n = n
+                    .as_u64()
+                    .and_then(|n| u32::try_from(n).ok())
+                    .ok_or_else(bad)?;
+                Ok(Some(match n > START_IS_TIME {
+                    true => Start::Time(n),
+                    false => Start::Height(n),
+                }))
+            }
+            Value::String(text) => {
+                let (from, to) = text.split_once('-').ok_or_else(bad)?;
+                let (from, to) = (
+                    from.parse().map_err(|_| bad())?,
+                    to.parse().map_err(|_| bad())?,
+                );
+                match from <= to {
+                    true => Ok(Some(Start::Range(from, to))),
+                    false => Err(RpcError::invalid_params(
+                        "start range must satisfy 0 <= from <= to",
+                    )),
+                }
+            }
+            _ => Err(bad()),
+        }
+    }
+}
+
+/// One subscription's scan of a range of heights, run on a thread of its own.
+pub(crate) struct ScanJob {
+    backend: Arc<Backend>,
+    keys: Arc<ScanKeys>,
+    address: Arc<str>,
+    /// The subscription's answer, in each notification.
+    subscription: Arc<Value>,
+    /// The first height to scan.
+    from: u32,
+    /// The last height the first scan covers (`None`: the tip it starts at).
+    to: Option<u32>,
+    /// The subscription's first scan: its progress told, and ended with 1.0.
+    first: bool,
+    generation: u64,
+    cancel: Arc<AtomicBool>,
+    /// When it was queued (as its subscription was answered).
+    queued: Instant,
+}
+
+/// What a scan tells its session.
+pub(crate) enum ScanEvent {
+    /// A notification to send.
+    Note(String),
+    /// The scan ended, having scanned up to these blocks (the last [`RECENT`]).
+    Ended {
+        address: Arc<str>,
+        generation: u64,
+        scanned: Vec<(u32, BlockHash)>,
+    },
+}
+
+/// Why a scan stopped short.
+enum Stop {
+    /// The client went, the subscription was dropped, or the server is closing.
+    Gone,
+    /// Its host's cost is at the hard limit.
+    Cost,
+    /// A read failed.
+    Read(String),
+}
+
+impl ScanJob {
+    /// Scans, then tells the session it ended (whether it got to the tip or not).
+    pub(crate) fn run(self, tx: mpsc::Sender<ScanEvent>, pool: &WorkPool, host: &HostShares) {
+        let rt = tokio::runtime::Handle::current();
+        let slot = || rt.block_on(pool.slot(host)).ok();
+        let limits = self.backend.config.cost;
+        let pay = |scanned: usize, bytes: usize| {
+            let units = scanned as f64 / SCANNED_PER_UNIT + bytes as f64 / cost::BANDWIDTH_UNIT;
+            match limits.verdict(host.cost.charge(units, limits.decay_per_sec)) {
+                Verdict::Go => true,
+                Verdict::Wait(pause) => {
+                    std::thread::sleep(pause);
+                    true
+                }
+                Verdict::Close => false,
+            }
+        };
+        let mut scanned = Vec::new();
+        let _span = tracing::debug_span!("sp_scan", from = self.from).entered();
+        let ended = run_marked(&[pool.closing()], || {
+            self.scan(&tx, &mut scanned, slot, pay)
+        });
+        match ended {
+            Ok(()) | Err(Stop::Gone) => {}
+            Err(Stop::Cost) => tracing::info!("a silent-payment scan stopped: its host's cost"),
+            Err(Stop::Read(e)) => tracing::warn!("a silent-payment scan stopped: {e}"),
+        }
+        let start = scanned.len().saturating_sub(RECENT);
+        let _ = tx.blocking_send(ScanEvent::Ended {
+            address: self.address.clone(),
+            generation: self.generation,
+            scanned: scanned.split_off(start),
+        });
+    }
+
+    /// A notification of `history` at `progress`: positional, as Frigate sends it.
+    fn note(&self, progress: f64, history: &[Hit]) -> String {
+        let history: Vec<Value> = history
+            .iter()
+            .map(|(height, txid, tweak)| {
+                json!({"height": height, "tx_hash": txid.to_string(),
+                       "tweak_key": tweak.to_lower_hex_string()})
+            })
+            .collect();
+        json!({"jsonrpc": "2.0", "method": METHOD,
+               "params": [&*self.subscription, progress, history]})
+        .to_string()
+    }
+
+    /// Reads the tweaks of heights from `from` in chunks, scans each on the scan threads and
+    /// tells what it found: a first scan up to the tip it started at, then what came meanwhile;
+    /// a later scan up to the tip.
+    fn scan(
+        &self,
+        tx: &mpsc::Sender<ScanEvent>,
+        scanned: &mut Vec<(u32, BlockHash)>,
+        slot: impl Fn() -> Option<Slot>,
+        pay: impl Fn(usize, usize) -> bool,
+    ) -> Result<(), Stop> {
+        let send = |line: String| {
+            if self.first {
+                std::thread::sleep(FIRST_NOTE_AFTER.saturating_sub(self.queued.elapsed()));
+            }
+            if !pay(0, line.len()) {
+                return Err(Stop::Cost);
+            }
+            tx.blocking_send(ScanEvent::Note(line))
+                .map_err(|_| Stop::Gone)
+        };
+        let (mut next, mut target) = (self.from, None);
+        let mut found: Vec<Hit> = Vec::new();
+        let mut told = Instant::now();
+        loop {
+            if self.cancel.load(Ordering::SeqCst) {
+                return Err(Stop::Gone);
+            }
+            let held = slot().ok_or(Stop::Gone)?;
+            let chunk = self.read_chunk(&mut next, &mut target, scanned)?;
+            drop(held);
+            let Some(chunk) = chunk else { break };
+            found.extend(find(&self.keys, &chunk));
+            if !pay(chunk.len(), 0) {
+                return Err(Stop::Cost);
+            }
+            let progress = match (self.first, target) {
+                (true, Some(target)) if target >= self.from => {
+                    (f64::from(next - self.from) / f64::from(target + 1 - self.from)).min(0.9999)
+                }
+                _ => 1.0,
+            };
+            // A first scan's pages while more may follow, and its heartbeat.
+            while self.first && (found.len() > PAGE || told.elapsed() >= HEARTBEAT) {
+                let page: Vec<_> = found.drain(..found.len().min(PAGE)).collect();
+                send(self.note(progress, &page))?;
+                told = Instant::now();
+            }
+        }
+        // The rest at 1.0 (not paged, as Frigate's last): always after a first scan, which it
+        // ends; after a later one, only when something was found.
+        if self.first || !found.is_empty() {
+            send(self.note(1.0, &found))?;
+        }
+        Ok(())
+    }
+
+    /// The eligible transactions of the heights from `next` on, [`CHUNK_TXS`] or so, read
+    /// through one view (their blocks' hashes noted in `scanned`); `None` when `next` is past
+    /// the tip (a first scan's `target`, the tip it started at, until it has got there).
+    fn read_chunk(
+        &self,
+        next: &mut u32,
+        target: &mut Option<u32>,
+        scanned: &mut Vec<(u32, BlockHash)>,
+    ) -> Result<Option<Vec<(u32, TxTweak)>>, Stop> {
+        let view = self.backend.model.view();
+        let Some((tip, _)) = view.tip() else {
+            return Ok(None);
+        };
+        let end = match self.first {
+            true => *target.get_or_insert(self.to.map_or(tip, |to| to.min(tip))),
+            false => tip,
+        };
+        if *next > end {
+            return Ok(None);
+        }
+        let mut chunk = Vec::new();
+        while *next <= end && chunk.len() < CHUNK_TXS {
+            let read = view
+                .block_tweaks(*next)
+                .map_err(|e| Stop::Read(e.to_string()))?;
+            let (Some(block), Some(hash)) = (read, view.block_hash(*next)) else {
+                // The chain got shorter (a reorg): what is left is scanned after it.
+                *next = end + 1;
+                break;
+            };
+            chunk.extend(block.into_iter().map(|t| (*next, t)));
+            scanned.push((*next, hash));
+            if scanned.len() > 2 * RECENT {
+                scanned.drain(..RECENT);
+            }
+            *next += 1;
+        }
+        Ok(Some(chunk))
+    }
+}
+
+/// One subscription of a session.
+struct Subscription {
+    keys: Arc<ScanKeys>,
+    /// The answer to the subscribe, in each notification.
+    subscription: Arc<Value>,
+    start_height: u32,
+    /// The first height new blocks are scanned from (past a `"FROM-TO"` range's tip).
+    live_from: u32,
+    /// The last blocks scanned, by height and hash, oldest first.
+    scanned: Vec<(u32, BlockHash)>,
+    /// The scan running now, by its generation, with the flag that stops it.
+    running: Option<(u64, Arc<AtomicBool>)>,
+    /// Whether the tip moved while a scan ran.
+    behind: bool,
+}
+
+impl Drop for Subscription {
+    fn drop(&mut self) {
+        if let Some((_, cancel)) = &self.running {
+            cancel.store(true, Ordering::SeqCst);
+        }
+    }
+}
+
+/// A session's silent-payment subscriptions, and the scans they need run.
+#[derive(Default)]
+pub(crate) struct Subscriptions {
+    subs: HashMap<Arc<str>, Subscription>,
+    jobs: Vec<ScanJob>,
+    generation: u64,
+}
+
+impl Subscriptions {
+    /// How many the session holds.
+    pub(crate) fn len(&self) -> usize {
+        self.subs.len()
+    }
+
+    /// Subscribes `keys` (with change's label and the others) from `start` (the first height
+    /// with tweaks when absent; never above what the connection's subscription of the same keys
+    /// covers already): the answer, the first scan queued. The same keys again start over.
+    pub(crate) fn subscribe(
+        &mut self,
+        backend: &Arc<Backend>,
+        keys: ScanKeys,
+        start: Option<Start>,
+    ) -> Result<Value, RpcError> {
+        let view = backend.model.view();
+        let address: Arc<str> = address(&keys, view.network()).into();
+        let existing = self.subs.get(&address).map(|s| s.start_height);
+        if existing.is_none() && self.subs.len() >= MAX_SUBSCRIPTIONS {
+            return Err(RpcError::invalid_params(format!(
+                "at most {MAX_SUBSCRIPTIONS} silent-payment subscriptions per connection"
+            )));
+        }
+        let tip = view.tip().map_or(0, |(h, _)| h);
+        let first = backend.model.index().tweaks_from().unwrap_or(0);
+        let (from, to) = match start {
+            None => (0, None),
+            Some(Start::Height(h)) => (h, None),
+            Some(Start::Time(t)) => (height_at_time(&view, t), None),
+            Some(Start::Range(_, to)) if to > tip => {
+                return Err(RpcError::invalid_params(format!(
+                    "start range 'to' ({to}) exceeds tip ({tip})"
+                )))
+            }
+            Some(Start::Range(from, to)) => (from, Some(to)),
+        };
+        drop(view);
+        let start_height = existing.map_or(from, |e| e.min(from)).max(first);
+        let mut labels: Vec<u32> = keys.labels().collect();
+        labels.sort_unstable();
+        let subscription =
+            Arc::new(json!({"address": &*address, "labels": labels, "start_height": start_height}));
+        let sub = Subscription {
+            keys: Arc::new(keys),
+            subscription: subscription.clone(),
+            start_height,
+            live_from: to.map_or(0, |_| tip + 1),
+            scanned: Vec::new(),
+            running: None,
+            behind: false,
+        };
+        self.subs.insert(address.clone(), sub);
+        self.queue(backend, &address, start_height, Some(to));
+        Ok((*subscription).clone())
+    }
+
+    /// Drops the subscription of `keys`, if there is one: the address either way (Frigate's).
+    pub(crate) fn unsubscribe(&mut self, backend: &Backend, keys: &ScanKeys) -> Value {
+        let address = address(keys, backend.model.view().network());
+        self.subs.remove(address.as_str());
+        json!(address)
+    }
+
+    /// Queues a scan of `address`'s subscription from `from`: a first scan (`first`: to the
+    /// height it holds, or the tip) or a later one.
+    fn queue(
+        &mut self,
+        backend: &Arc<Backend>,
+        address: &Arc<str>,
+        from: u32,
+        first: Option<Option<u32>>,
+    ) {
+        let Some(sub) = self.subs.get_mut(address) else {
+            return;
+        };
+        self.generation += 1;
+        let cancel = Arc::new(AtomicBool::new(false));
+        if let Some((_, old)) = sub.running.replace((self.generation, cancel.clone())) {
+            old.store(true, Ordering::SeqCst);
+        }
+        sub.behind = false;
+        self.jobs.push(ScanJob {
+            backend: backend.clone(),
+            keys: sub.keys.clone(),
+            address: address.clone(),
+            subscription: sub.subscription.clone(),
+            from,
+            to: first.flatten(),
+            first: first.is_some(),
+            generation: self.generation,
+            cancel,
+            queued: Instant::now(),
+        });
+    }
+
+    /// The scans to start now.
+    pub(crate) fn take_jobs(&mut self) -> Vec<ScanJob> {
+        std::mem::take(&mut self.jobs)
+    }
+
+    /// A scan ended, having scanned `scanned`: what the subscription knows, and the next scan
+    /// if the tip moved meanwhile.
+    pub(crate) fn ended(
+        &mut self,
+        backend: &Arc<Backend>,
+        address: &Arc<str>,
+        generation: u64,
+        scanned: Vec<(u32, BlockHash)>,
+    ) {
+        let Some(sub) = self.subs.get_mut(address) else {
+            return;
+        };
+        if sub.running.as_ref().map(|r| r.0) != Some(generation) {
+            return; // A scan replaced by a newer one.
+        }
+        sub.running = None;
+        if let Some(&(from, _)) = scanned.first() {
+            sub.scanned.retain(|(h, _)| *h < from);
+            sub.scanned.extend(scanned);
+            let start = sub.scanned.len().saturating_sub(RECENT);
+            sub.scanned.drain(..start);
+        }
+        if sub.behind {
+            self.follow(backend, address);
+        }
+    }
+
+    /// A new tip (or a reorg): each subscription's blocks from the first it has not scanned on
+    /// the chain now are queued (after the running scan, if one runs).
+    pub(crate) fn on_tip(&mut self, backend: &Arc<Backend>) {
+        let addresses: Vec<Arc<str>> = self.subs.keys().cloned().collect();
+        for address in addresses {
+            match self.subs.get_mut(&address) {
+                Some(sub) if sub.running.is_some() => sub.behind = true,
+                Some(_) => self.follow(backend, &address),
+                None => {}
+            }
+        }
+    }
+
+    /// Queues the scan of `address`'s blocks after the last one it scanned that the chain
+    /// still has (all it remembers again after a reorg deeper than that), if the tip is past.
+    fn follow(&mut self, backend: &Arc<Backend>, address: &Arc<str>) {
+        let Some(sub) = self.subs.get(address) else {
+            return;
+        };
+        let view = backend.model.view();
+        let Some((tip, _)) = view.tip() else { return };
+        let kept = sub
+            .scanned
+            .iter()
+            .rev()
+            .find(|(h, hash)| view.block_hash(*h) == Some(*hash));
+        let from = match (kept, sub.scanned.first()) {
+            (Some((h, _)), _) => h + 1,
+            (None, Some((oldest, _))) => *oldest,
+            (None, None) => sub.start_height,
+        }
+        .max(sub.live_from);
+        drop(view);
+        if from <= tip {
+            self.queue(backend, address, from, None);
+        }
+    }
+}
