@@ -1598,3 +1598,92 @@ fn unread_tweak_streams_hold_their_host_only() {
     );
     assert!(gone.is_ok(), "hog sessions left open: {gone:?}");
 }
+
+/// A connection from `from` that pipelines `n` silent-payment subscriptions of wallets no block
+/// pays (each with 10 labels) from height 0 and never reads.
+fn scan_hog(from: &str, to: SocketAddr, seed: u8, n: usize) -> TcpStream {
+    let mut s = connect_from_with_rcvbuf(from, to, Some(4096))
+        .unwrap_or_else(|e| panic!("a scan hog from {from}: {e}"));
+    // The generator point: a valid spend key nobody's outputs are made from.
+    let spend = "0279be667ef9dcbbac55a06295ce870b07029bfcdb2dce28d959f2815b16f81798";
+    let mut lines = String::new();
+    for id in 1..=n {
+        let mut scan = [seed; 32];
+        scan[..8].copy_from_slice(&(id as u64).to_be_bytes());
+        let scan: String = scan.iter().map(|b| format!("{b:02x}")).collect();
+        let ask = json!({"jsonrpc": "2.0", "id": id, "method": "blockchain.silentpayments.subscribe",
+                         "params": [scan, spend, 0, (1..=10).collect::<Vec<u32>>()]});
+        lines.push_str(&format!("{ask}\n"));
+    }
+    s.set_write_timeout(Some(Duration::from_secs(2))).unwrap();
+    let _ = s.write_all(lines.as_bytes());
+    s
+}
+
+/// Issue 28: **a remote scan costs the server CPU for every eligible transaction of the range,
+/// and one host that asks for a thousand must wait for its own.** On a chain with 600
+/// BIP352-eligible transactions (bitcoind's wallet paying its taproot addresses), twelve
+/// connections from 127.0.0.2 each pipeline 100 subscriptions of the whole chain with ten labels
+/// and never read; meanwhile an honest client from 127.0.0.3 subscribes a wallet every 500 ms for
+/// 10 s. Asserted: each honest scan ends (its notification at progress 1.0) within
+/// [`HONEST_WITHIN`]; when the hogs hang up, their sessions are gone within 10 s. What holds: a
+/// scan takes its host's turn (one of `SCANS_PER_HOST`) before it queues for one of the server's
+/// `SCANS` places, so the hogs' 1,200 scans wait in their host's line, not before another host's
+/// (with the two waits the other way round, one queue for all, the honest scan waited over 30 s).
+#[test]
+fn one_hosts_silent_payment_scans_wait_their_own_turn() {
+    let served = Served::start(&["--silent-payments", "--electrum-write-timeout-secs=3"]);
+    let node = &served.node;
+    node.rpc(&["generatetoaddress", "100", &served.mine]);
+    for _ in 0..15 {
+        for _ in 0..40 {
+            let to = node.rpc(&["getnewaddress", "", "bech32m"]);
+            node.rpc(&["sendtoaddress", &to, "0.001"]);
+        }
+        node.rpc(&["generatetoaddress", "1", &served.mine]);
+    }
+    served
+        .cairn
+        .wait_for(&node.rpc(&["getbestblockhash"]), "the taproot payments");
+    let hogs: Vec<TcpStream> = (0..PER_IP as u8)
+        .map(|i| scan_hog("127.0.0.2", served.electrum, i + 1, 100))
+        .collect();
+    let method = "blockchain.silentpayments.subscribe";
+    let spend = "0279be667ef9dcbbac55a06295ce870b07029bfcdb2dce28d959f2815b16f81798";
+    let started = Instant::now();
+    let mut honest = Lines::connect_from("127.0.0.3", served.electrum, "1.4");
+    let (mut scans, mut worst) = (0u8, Duration::ZERO);
+    while started.elapsed() < Duration::from_secs(10) {
+        let asked = Instant::now();
+        let scan: String = [0xa0 + scans; 32]
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        let answer = honest.call(method, json!([scan, spend]));
+        assert!(answer["result"]["address"].is_string(), "{answer}");
+        loop {
+            let note = honest.note(method);
+            if note["params"][0] == answer["result"] && note["params"][1] == 1.0 {
+                break;
+            }
+        }
+        let took = asked.elapsed();
+        assert!(took < HONEST_WITHIN, "an honest scan took {took:?}");
+        (scans, worst) = (scans + 1, worst.max(took));
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    drop(honest);
+    let asked = served
+        .metric("cairn_electrum_requests_total{method=\"blockchain.silentpayments.subscribe\"}");
+    println!("honest: {scans} whole scans, the slowest {worst:?}; {asked} subscriptions answered");
+    drop(hogs);
+    let hung_up = Instant::now();
+    let gone = metric_when(served.metrics, TCP_OPEN, Duration::from_secs(10), |v| {
+        v == 0.0
+    });
+    println!(
+        "hog sessions gone {:?} after they hung up",
+        hung_up.elapsed()
+    );
+    assert!(gone.is_ok(), "hog sessions left open: {gone:?}");
+}
