@@ -410,8 +410,8 @@ async fn serve(
                         return End::NotReading;
                     }
                 }
-                ScanEvent::Ended { address, generation, scanned } => {
-                    session.scan_ended(&address, generation, scanned);
+                ScanEvent::Ended { address, generation, scanned, told } => {
+                    session.scan_ended(&address, generation, scanned, told);
                     start_scans(&mut scans, session.take_scans(), &scan_tx, &pool, &host);
                 }
             },

@@ -378,9 +378,10 @@ impl Session {
         address: &Arc<str>,
         generation: u64,
         scanned: Vec<(u32, bitcoin::BlockHash)>,
+        told: Vec<bitcoin::Txid>,
     ) {
         self.silent
-            .ended(&self.backend, address, generation, scanned);
+            .ended(&self.backend, address, generation, scanned, told);
     }
 
     /// `blockchain.headers.subscribe`: the tip, from now on notified when it changes.
@@ -649,7 +650,8 @@ impl Session {
         let Some(u) = update else { return true };
         let tip = Some((u.height, u.header.block_hash()));
         (self.headers_subscribed && self.last_notified != tip)
-            || (self.silent.len() > 0 && self.silent_tip != tip)
+            || (self.silent.len() > 0
+                && (self.silent_tip != tip || u.added.as_ref().is_none_or(|a| !a.is_empty())))
             || self.must_read_for(update)
     }
 
@@ -709,9 +711,14 @@ impl Session {
             }
         }
         let tip_id = tip.map(|(h, header)| (h, header.block_hash()));
-        if self.silent.len() > 0 && (update.is_none() || self.silent_tip != tip_id) {
+        let added = update.and_then(|u| u.added.as_deref());
+        if self.silent.len() > 0
+            && (update.is_none()
+                || self.silent_tip != tip_id
+                || added.is_none_or(|a| !a.is_empty()))
+        {
             self.silent_tip = tip_id;
-            self.silent.on_tip(&self.backend);
+            self.silent.on_update(&self.backend, added);
         }
         let height = tip.map(|(h, _)| h);
         let new_block = update.is_none() || height != self.seen_height;

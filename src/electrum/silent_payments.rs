@@ -11,9 +11,14 @@
 //! time (above 500,000,000: the last block at or before it) or `"FROM-TO"` (those heights, then
 //! only new blocks). `blockchain.silentpayments.unsubscribe` stops it.
 //!
+//! Mempool transactions are scanned too (their tweaks computed from the outputs their inputs
+//! spend, which the mempool holds): all of them with the first scan, told with height 0 in its
+//! last notification, then each as it enters; one told from the mempool is not told again when
+//! it confirms (Frigate's rule: the wallet follows it by its script's subscription).
+//!
 //! Unlike Frigate, which tests the 8-byte prefix of `k = 0`'s key and leaves the check to the
 //! wallet, a transaction is told only when BIP352's whole scan finds an output of the wallet in
-//! it. No mempool transaction is scanned yet.
+//! it.
 //!
 //! The keys stay in the session's memory (never logged: [`ScanKeys`] does not print its secret)
 //! and go with it. A session holds at most [`MAX_SUBSCRIPTIONS`] with at most [`MAX_LABELS`]
@@ -21,7 +26,7 @@
 //! their arithmetic on the scan threads (one per core), their reads in the query pool's slots in
 //! the host's turn, their work charged to the host ([`SCANNED_PER_UNIT`]).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, LazyLock};
 use std::time::{Duration, Instant};
@@ -36,6 +41,7 @@ use super::backend::Backend;
 use super::cost::{self, Verdict};
 use super::rpc::RpcError;
 use crate::index::silent_payments::scan::ScanKeys;
+use crate::index::silent_payments::tx_tweak;
 use crate::listen::{HostShares, Slot, WorkPool};
 use crate::types::run_marked;
 use crate::view::{ChainView, TxTweak};
@@ -61,6 +67,9 @@ const RECENT: usize = 24;
 /// How long a first scan's first notification waits after the answer: a Sparrow from before
 /// its fix drops a notification that comes before it has recorded the answer.
 const FIRST_NOTE_AFTER: Duration = Duration::from_millis(200);
+/// Mempool transactions a subscription remembers having told (more: it forgets them all, and
+/// may tell one again when it confirms).
+const MAX_TOLD: usize = 1_000;
 /// A `start` above this is a time (seconds since the epoch), not a height.
 const START_IS_TIME: u32 = 500_000_000;
 
@@ -104,6 +113,53 @@ fn find(keys: &ScanKeys, txs: &[(u32, TxTweak)]) -> Vec<Hit> {
             threads.install(|| txs.par_iter().with_min_len(64).filter_map(pays).collect())
         }
         None => txs.iter().filter_map(pays).collect(),
+    }
+}
+
+/// The mempool transactions of `txs` (with the outputs they spend) that pay `keys`, at height 0.
+fn find_in_mempool(
+    keys: &ScanKeys,
+    txs: &[(bitcoin::Transaction, Vec<bitcoin::TxOut>)],
+) -> Vec<Hit> {
+    let pays = |(tx, prevouts): &(bitcoin::Transaction, Vec<bitcoin::TxOut>)| {
+        let tweak = tx_tweak(tx, prevouts)?;
+        let outputs: Vec<[u8; 32]> = tweak.outputs.iter().map(|o| o.key).collect();
+        (!keys.scan(&tweak.tweak, &outputs).is_empty()).then(|| (0, tx.compute_txid(), tweak.tweak))
+    };
+    match &*SCAN_THREADS {
+        Some(threads) => {
+            threads.install(|| txs.par_iter().with_min_len(16).filter_map(pays).collect())
+        }
+        None => txs.iter().filter_map(pays).collect(),
+    }
+}
+
+/// Which mempool transactions a scan looks at.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) enum MempoolScan {
+    /// None.
+    #[default]
+    Nothing,
+    /// Every one.
+    All,
+    /// These, if they are still there.
+    These(Vec<Txid>),
+}
+
+impl MempoolScan {
+    /// This and `more` together (every one, past [`CHUNK_TXS`] named).
+    fn and(self, more: MempoolScan) -> MempoolScan {
+        match (self, more) {
+            (MempoolScan::Nothing, more) => more,
+            (this, MempoolScan::Nothing) => this,
+            (MempoolScan::These(mut a), MempoolScan::These(b))
+                if a.len() + b.len() <= CHUNK_TXS =>
+            {
+                a.extend(b);
+                MempoolScan::These(a)
+            }
+            _ => MempoolScan::All,
+        }
     }
 }
 
@@ -184,6 +240,10 @@ pub(crate) struct ScanJob {
     cancel: Arc<AtomicBool>,
     /// When it was queued (as its subscription was answered).
     queued: Instant,
+    /// The mempool transactions to scan.
+    mempool: MempoolScan,
+    /// Mempool transactions told before: not told again, confirmed or not.
+    told: HashSet<Txid>,
 }
 
 /// What a scan tells its session.
@@ -195,6 +255,8 @@ pub(crate) enum ScanEvent {
         address: Arc<str>,
         generation: u64,
         scanned: Vec<(u32, BlockHash)>,
+        /// The mempool transactions it told.
+        told: Vec<Txid>,
     },
 }
 
@@ -230,16 +292,24 @@ impl ScanJob {
         let ended = run_marked(&[pool.closing()], || {
             self.scan(&tx, &mut scanned, slot, pay)
         });
-        match ended {
-            Ok(()) | Err(Stop::Gone) => {}
-            Err(Stop::Cost) => tracing::info!("a silent-payment scan stopped: its host's cost"),
-            Err(Stop::Read(e)) => tracing::warn!("a silent-payment scan stopped: {e}"),
-        }
+        let told = match ended {
+            Ok(told) => told,
+            Err(Stop::Gone) => Vec::new(),
+            Err(Stop::Cost) => {
+                tracing::info!("a silent-payment scan stopped: its host's cost");
+                Vec::new()
+            }
+            Err(Stop::Read(e)) => {
+                tracing::warn!("a silent-payment scan stopped: {e}");
+                Vec::new()
+            }
+        };
         let start = scanned.len().saturating_sub(RECENT);
         let _ = tx.blocking_send(ScanEvent::Ended {
             address: self.address.clone(),
             generation: self.generation,
             scanned: scanned.split_off(start),
+            told,
         });
     }
 
@@ -257,16 +327,17 @@ impl ScanJob {
         .to_string()
     }
 
-    /// Reads the tweaks of heights from `from` in chunks, scans each on the scan threads and
-    /// tells what it found: a first scan up to the tip it started at, then what came meanwhile;
-    /// a later scan up to the tip.
+    /// Reads the tweaks of heights from `from` in chunks, scans each on the scan threads, then
+    /// the mempool's transactions it is to, and tells what it found: a first scan up to the tip
+    /// it started at (or its range's end), a later one up to the tip. Returns the mempool
+    /// transactions it told.
     fn scan(
         &self,
         tx: &mpsc::Sender<ScanEvent>,
         scanned: &mut Vec<(u32, BlockHash)>,
         slot: impl Fn() -> Option<Slot>,
         pay: impl Fn(usize, usize) -> bool,
-    ) -> Result<(), Stop> {
+    ) -> Result<Vec<Txid>, Stop> {
         let send = |line: String| {
             if self.first {
                 std::thread::sleep(FIRST_NOTE_AFTER.saturating_sub(self.queued.elapsed()));
@@ -305,12 +376,50 @@ impl ScanJob {
                 told = Instant::now();
             }
         }
+        // Confirmed, what was told from the mempool is not told again.
+        found.retain(|(_, txid, _)| !self.told.contains(txid));
+        let in_mempool = self.scan_mempool(&slot, &pay)?;
+        let told: Vec<Txid> = in_mempool.iter().map(|hit| hit.1).collect();
+        found.extend(in_mempool);
         // The rest at 1.0 (not paged, as Frigate's last): always after a first scan, which it
         // ends; after a later one, only when something was found.
         if self.first || !found.is_empty() {
             send(self.note(1.0, &found))?;
         }
-        Ok(())
+        Ok(told)
+    }
+
+    /// The mempool transactions to scan that pay the wallet and were not told before, read in
+    /// chunks of [`CHUNK_TXS`] (in a slot of the pool each) and scanned on the scan threads.
+    fn scan_mempool(
+        &self,
+        slot: &impl Fn() -> Option<Slot>,
+        pay: &impl Fn(usize, usize) -> bool,
+    ) -> Result<Vec<Hit>, Stop> {
+        let Some(mempool) = self.backend.model.mempool() else {
+            return Ok(Vec::new());
+        };
+        let txids = match &self.mempool {
+            MempoolScan::Nothing => return Ok(Vec::new()),
+            MempoolScan::All => mempool.txids(),
+            MempoolScan::These(txids) => txids.clone(),
+        };
+        let mut hits = Vec::new();
+        for chunk in txids.chunks(CHUNK_TXS) {
+            if self.cancel.load(Ordering::SeqCst) {
+                return Err(Stop::Gone);
+            }
+            let held = slot().ok_or(Stop::Gone)?;
+            let txs = mempool.with_taproot_outputs(chunk);
+            drop(held);
+            hits.extend(find_in_mempool(&self.keys, &txs));
+            // A tweak to compute besides the scan: charged as two.
+            if !pay(2 * txs.len(), 0) {
+                return Err(Stop::Cost);
+            }
+        }
+        hits.retain(|(_, txid, _)| !self.told.contains(txid));
+        Ok(hits)
     }
 
     /// The eligible transactions of the heights from `next` on, [`CHUNK_TXS`] or so, read
@@ -368,6 +477,10 @@ struct Subscription {
     running: Option<(u64, Arc<AtomicBool>)>,
     /// Whether the tip moved while a scan ran.
     behind: bool,
+    /// Mempool transactions to scan once the running scan ends.
+    pending: MempoolScan,
+    /// Mempool transactions told (at most [`MAX_TOLD`]).
+    told: HashSet<Txid>,
 }
 
 impl Drop for Subscription {
@@ -436,9 +549,11 @@ impl Subscriptions {
             scanned: Vec::new(),
             running: None,
             behind: false,
+            pending: MempoolScan::Nothing,
+            told: HashSet::new(),
         };
         self.subs.insert(address.clone(), sub);
-        self.queue(backend, &address, start_height, Some(to));
+        self.queue(backend, &address, start_height, Some(to), MempoolScan::All);
         Ok((*subscription).clone())
     }
 
@@ -457,6 +572,7 @@ impl Subscriptions {
         address: &Arc<str>,
         from: u32,
         first: Option<Option<u32>>,
+        mempool: MempoolScan,
     ) {
         let Some(sub) = self.subs.get_mut(address) else {
             return;
@@ -478,6 +594,8 @@ impl Subscriptions {
             generation: self.generation,
             cancel,
             queued: Instant::now(),
+            mempool,
+            told: sub.told.clone(),
         });
     }
 
@@ -494,10 +612,15 @@ impl Subscriptions {
         address: &Arc<str>,
         generation: u64,
         scanned: Vec<(u32, BlockHash)>,
+        told: Vec<Txid>,
     ) {
         let Some(sub) = self.subs.get_mut(address) else {
             return;
         };
+        if sub.told.len() + told.len() > MAX_TOLD {
+            sub.told.clear();
+        }
+        sub.told.extend(told);
         if sub.running.as_ref().map(|r| r.0) != Some(generation) {
             return; // A scan replaced by a newer one.
         }
@@ -508,20 +631,30 @@ impl Subscriptions {
             let start = sub.scanned.len().saturating_sub(RECENT);
             sub.scanned.drain(..start);
         }
-        if sub.behind {
+        if sub.behind || sub.pending != MempoolScan::Nothing {
             self.follow(backend, address);
         }
     }
 
-    /// A new tip (or a reorg): each subscription's blocks from the first it has not scanned on
-    /// the chain now are queued (after the running scan, if one runs).
-    pub(crate) fn on_tip(&mut self, backend: &Arc<Backend>) {
+    /// A new tip, a reorg or new mempool transactions (`added`; `None`: any may be): each
+    /// subscription's blocks from the first it has not scanned on the chain now, and the new
+    /// mempool transactions, are queued (after the running scan, if one runs).
+    pub(crate) fn on_update(&mut self, backend: &Arc<Backend>, added: Option<&HashSet<Txid>>) {
         let addresses: Vec<Arc<str>> = self.subs.keys().cloned().collect();
         for address in addresses {
-            match self.subs.get_mut(&address) {
-                Some(sub) if sub.running.is_some() => sub.behind = true,
-                Some(_) => self.follow(backend, &address),
-                None => {}
+            let Some(sub) = self.subs.get_mut(&address) else {
+                continue;
+            };
+            let more = match added {
+                None => MempoolScan::All,
+                Some(added) if added.is_empty() => MempoolScan::Nothing,
+                Some(added) if added.len() > CHUNK_TXS => MempoolScan::All,
+                Some(added) => MempoolScan::These(added.iter().copied().collect()),
+            };
+            sub.pending = std::mem::take(&mut sub.pending).and(more);
+            match sub.running.is_some() {
+                true => sub.behind = true,
+                false => self.follow(backend, &address),
             }
         }
     }
@@ -529,9 +662,10 @@ impl Subscriptions {
     /// Queues the scan of `address`'s blocks after the last one it scanned that the chain
     /// still has (all it remembers again after a reorg deeper than that), if the tip is past.
     fn follow(&mut self, backend: &Arc<Backend>, address: &Arc<str>) {
-        let Some(sub) = self.subs.get(address) else {
+        let Some(sub) = self.subs.get_mut(address) else {
             return;
         };
+        let mempool = std::mem::take(&mut sub.pending);
         let view = backend.model.view();
         let Some((tip, _)) = view.tip() else { return };
         let kept = sub
@@ -546,8 +680,8 @@ impl Subscriptions {
         }
         .max(sub.live_from);
         drop(view);
-        if from <= tip {
-            self.queue(backend, address, from, None);
+        if from <= tip || mempool != MempoolScan::Nothing {
+            self.queue(backend, address, from, None, mempool);
         }
     }
 }

@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use bitcoin::{OutPoint, TxOut, Txid, Wtxid};
+use bitcoin::{OutPoint, Transaction, TxOut, Txid, Wtxid};
 
 use super::projection::Node;
 use super::{Inner, Mempool, MempoolEntry, MempoolHistoryEntry, RecentTx, ScriptActivity};
@@ -220,6 +220,18 @@ impl Mempool {
     /// mempool would clear within `blocks` blocks (then the minimum applies).
     pub fn estimate_fee(&self, blocks: u32) -> Option<f64> {
         self.fee_rates().estimate(blocks)
+    }
+
+    /// Those of `txids` in the mempool with a taproot output, with the outputs their inputs
+    /// spend (copies): what a silent-payment scan needs of them.
+    pub fn with_taproot_outputs(&self, txids: &[Txid]) -> Vec<(Transaction, Vec<TxOut>)> {
+        let inner = self.read();
+        txids
+            .iter()
+            .filter_map(|id| inner.txs.get(id))
+            .filter(|e| e.tx.output.iter().any(|o| o.script_pubkey.is_p2tr()))
+            .map(|e| (e.tx.clone(), e.prevouts.clone()))
+            .collect()
     }
 
     /// Every transaction, for re-announcing.
