@@ -18,7 +18,7 @@ pub use super::outbox::Shares;
 use super::outbox::{BudgetRoom, Outbox, Queued, SEND_TIMEOUT, WRITE_CHUNK};
 use super::rpc::{error_value, RpcError};
 use super::session::{excessive, Answer, Session, StreamJob, SubscriptionShares};
-use super::silent_payments::{ScanEvent, ScanJob};
+use super::silent_payments::{ScanEvent, ScanFailed, ScanJob};
 use crate::listen::{HostShares, WorkPool};
 use crate::notify::TipUpdate;
 
@@ -404,14 +404,26 @@ async fn serve(
             }
             Some(event) = scan_rx.recv() => match event {
                 // Charged by the scan as it made it.
-                ScanEvent::Note(line) => {
+                ScanEvent::Note { address, generation, line } => {
+                    if !session.scan_is_current(&address, generation) {
+                        continue;
+                    }
                     if !out.send(line).await {
                         tracing::info!("electrum client {peer} does not read its scan's notifications; disconnecting");
                         return End::NotReading;
                     }
                 }
-                ScanEvent::Ended { address, generation, scanned, told } => {
+                ScanEvent::Ended { address, generation, scanned, told, failed } => {
                     session.scan_ended(&address, generation, scanned, told);
+                    match failed {
+                        None => {}
+                        Some(ScanFailed::Cost) => return over_cost(peer, &out).await,
+                        // Its wallet cannot be told the scan is complete: it reconnects.
+                        Some(ScanFailed::Broken) => {
+                            tracing::warn!("electrum client {peer}: a silent-payment scan failed; disconnecting");
+                            return End::Left;
+                        }
+                    }
                     start_scans(&mut scans, session.take_scans(), &scan_tx, &pool, &host);
                 }
             },
@@ -435,11 +447,16 @@ fn start_scans(
             let Ok(place) = pool.scan_place(&host).await else {
                 return;
             };
-            let _ = tokio::task::spawn_blocking(move || {
+            let on_panic = job.panicked();
+            let told = events.clone();
+            let ran = tokio::task::spawn_blocking(move || {
                 let _place = place;
-                job.run(events, &pool, &host);
+                job.run(told, &pool, &host);
             })
             .await;
+            if ran.is_err() {
+                let _ = events.send(on_panic).await;
+            }
         });
     }
 }

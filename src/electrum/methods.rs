@@ -231,7 +231,7 @@ impl Ctx<'_> {
         } else {
             features["hash_function"] = json!("sha256");
         }
-        if self.backend.model.index().tweaks_from().is_some() {
+        if self.tweaks_ready().is_ok() {
             // Frigate's: the silent-payment protocol versions served (`blockchain.silentpayments.*`).
             features["silent_payments"] = json!([0]);
         }

@@ -367,6 +367,12 @@ impl Session {
         Ok(self.silent.unsubscribe(&self.backend, &keys))
     }
 
+    /// Whether a silent-payment scan's notification is still to be sent (its scan not
+    /// replaced, its subscription not dropped).
+    pub(crate) fn scan_is_current(&self, address: &str, generation: u64) -> bool {
+        self.silent.is_current(address, generation)
+    }
+
     /// The silent-payment scans to start now.
     pub(crate) fn take_scans(&mut self) -> Vec<ScanJob> {
         self.silent.take_jobs()

@@ -54,8 +54,14 @@ pub const MAX_SUBSCRIPTIONS: usize = 100;
 pub const MAX_LABELS: usize = 10;
 /// Most transactions one notification lists (Frigate's suggested page).
 pub const PAGE: usize = 100;
-/// Eligible transactions scanned worth one unit of cost: about a second of one core's work.
-pub const SCANNED_PER_UNIT: f64 = 20_000.0;
+/// Eligible transactions scanned worth one unit of cost: about 0.15 s of one core's work
+/// (`cargo bench --bench sp_scan`: 12,900 a second), so a host's cost decays (10 units a
+/// second) only while it scans with less than about one and a half cores; beyond, its scans and
+/// requests wait, and at the hard limit its scans stop and its sessions close.
+pub const SCANNED_PER_UNIT: f64 = 2_000.0;
+/// The longest a scan waits for its session to take a notification before it stops (the
+/// session is then not reading, and its write timeout ends it).
+const NOTE_WAIT: Duration = Duration::from_secs(20);
 /// Most eligible transactions read before they are scanned (a chunk's memory and a
 /// notification's delay).
 const CHUNK_TXS: usize = 20_000;
@@ -67,6 +73,8 @@ const RECENT: usize = 24;
 /// How long a first scan's first notification waits after the answer: a Sparrow from before
 /// its fix drops a notification that comes before it has recorded the answer.
 const FIRST_NOTE_AFTER: Duration = Duration::from_millis(200);
+/// Mempool transactions named for a subscription's next scan (more: it scans them all).
+const MAX_PENDING: usize = 256;
 /// Mempool transactions a subscription remembers having told (more: it forgets them all, and
 /// may tell one again when it confirms).
 const MAX_TOLD: usize = 1_000;
@@ -134,6 +142,23 @@ fn find_in_mempool(
     }
 }
 
+/// Hands `event` to the session, waiting at most [`NOTE_WAIT`] for room (so a scan that
+/// holds a place never waits on a client that does not read for longer than that).
+fn send_within(tx: &mpsc::Sender<ScanEvent>, mut event: ScanEvent) -> Result<(), ()> {
+    let started = Instant::now();
+    loop {
+        match tx.try_send(event) {
+            Ok(()) => return Ok(()),
+            Err(mpsc::error::TrySendError::Closed(_)) => return Err(()),
+            Err(mpsc::error::TrySendError::Full(back)) if started.elapsed() < NOTE_WAIT => {
+                event = back;
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            Err(mpsc::error::TrySendError::Full(_)) => return Err(()),
+        }
+    }
+}
+
 /// Which mempool transactions a scan looks at.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) enum MempoolScan {
@@ -147,13 +172,13 @@ pub(crate) enum MempoolScan {
 }
 
 impl MempoolScan {
-    /// This and `more` together (every one, past [`CHUNK_TXS`] named).
+    /// This and `more` together (every one, past [`MAX_PENDING`] named).
     fn and(self, more: MempoolScan) -> MempoolScan {
         match (self, more) {
             (MempoolScan::Nothing, more) => more,
             (this, MempoolScan::Nothing) => this,
             (MempoolScan::These(mut a), MempoolScan::These(b))
-                if a.len() + b.len() <= CHUNK_TXS =>
+                if a.len() + b.len() <= MAX_PENDING =>
             {
                 a.extend(b);
                 MempoolScan::These(a)
@@ -248,8 +273,13 @@ pub(crate) struct ScanJob {
 
 /// What a scan tells its session.
 pub(crate) enum ScanEvent {
-    /// A notification to send.
-    Note(String),
+    /// A notification to send, if the scan is still its subscription's (a subscribe again or an
+    /// unsubscribe drops what a replaced scan had on its way).
+    Note {
+        address: Arc<str>,
+        generation: u64,
+        line: String,
+    },
     /// The scan ended, having scanned up to these blocks (the last [`RECENT`]).
     Ended {
         address: Arc<str>,
@@ -257,7 +287,19 @@ pub(crate) enum ScanEvent {
         scanned: Vec<(u32, BlockHash)>,
         /// The mempool transactions it told.
         told: Vec<Txid>,
+        /// Why it stopped short, if it did for a reason the session must end for (its
+        /// subscription cannot be told it is complete).
+        failed: Option<ScanFailed>,
     },
+}
+
+/// Why a scan stopped short of its end, for the session to end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ScanFailed {
+    /// Its host's cost reached the hard limit.
+    Cost,
+    /// A read failed, or the scan panicked.
+    Broken,
 }
 
 /// Why a scan stopped short.
@@ -292,25 +334,38 @@ impl ScanJob {
         let ended = run_marked(&[pool.closing()], || {
             self.scan(&tx, &mut scanned, slot, pay)
         });
-        let told = match ended {
-            Ok(told) => told,
-            Err(Stop::Gone) => Vec::new(),
+        let (told, failed) = match ended {
+            Ok(told) => (told, None),
+            Err(Stop::Gone) => (Vec::new(), None),
             Err(Stop::Cost) => {
                 tracing::info!("a silent-payment scan stopped: its host's cost");
-                Vec::new()
+                (Vec::new(), Some(ScanFailed::Cost))
             }
             Err(Stop::Read(e)) => {
                 tracing::warn!("a silent-payment scan stopped: {e}");
-                Vec::new()
+                (Vec::new(), Some(ScanFailed::Broken))
             }
         };
         let start = scanned.len().saturating_sub(RECENT);
-        let _ = tx.blocking_send(ScanEvent::Ended {
+        let ended = ScanEvent::Ended {
             address: self.address.clone(),
             generation: self.generation,
             scanned: scanned.split_off(start),
             told,
-        });
+            failed,
+        };
+        let _ = send_within(&tx, ended);
+    }
+
+    /// What tells the session this scan ended without a word: it panicked.
+    pub(crate) fn panicked(&self) -> ScanEvent {
+        ScanEvent::Ended {
+            address: self.address.clone(),
+            generation: self.generation,
+            scanned: Vec::new(),
+            told: Vec::new(),
+            failed: Some(ScanFailed::Broken),
+        }
     }
 
     /// A notification of `history` at `progress`: positional, as Frigate sends it.
@@ -345,8 +400,12 @@ impl ScanJob {
             if !pay(0, line.len()) {
                 return Err(Stop::Cost);
             }
-            tx.blocking_send(ScanEvent::Note(line))
-                .map_err(|_| Stop::Gone)
+            let note = ScanEvent::Note {
+                address: self.address.clone(),
+                generation: self.generation,
+                line,
+            };
+            send_within(tx, note).map_err(|_| Stop::Gone)
         };
         let (mut next, mut target) = (self.from, None);
         let mut found: Vec<Hit> = Vec::new();

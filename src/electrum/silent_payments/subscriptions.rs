@@ -10,12 +10,17 @@ use bitcoin::{BlockHash, Txid};
 use serde_json::{json, Value};
 
 use super::{
-    address, height_at_time, MempoolScan, ScanJob, Start, CHUNK_TXS, MAX_SUBSCRIPTIONS, MAX_TOLD,
+    address, height_at_time, MempoolScan, ScanJob, Start, MAX_PENDING, MAX_SUBSCRIPTIONS, MAX_TOLD,
     RECENT,
 };
 use crate::electrum::backend::Backend;
 use crate::electrum::rpc::RpcError;
 use crate::index::silent_payments::scan::ScanKeys;
+
+/// Scans one session may have queued and not ended: a client that subscribes again and again
+/// (each replacing the last, whose scan still waits for a place to find it was replaced) is
+/// refused past it.
+const MAX_UNFINISHED: usize = 2 * MAX_SUBSCRIPTIONS;
 
 /// One subscription of a session.
 struct Subscription {
@@ -48,6 +53,8 @@ impl Drop for Subscription {
 /// A session's silent-payment subscriptions, and the scans they need run.
 #[derive(Default)]
 pub(crate) struct Subscriptions {
+    /// Scans queued and not ended (replaced ones included): at most [`MAX_UNFINISHED`].
+    unfinished: usize,
     subs: HashMap<Arc<str>, Subscription>,
     jobs: Vec<ScanJob>,
     generation: u64,
@@ -68,6 +75,11 @@ impl Subscriptions {
         keys: ScanKeys,
         start: Option<Start>,
     ) -> Result<Value, RpcError> {
+        if self.unfinished >= MAX_UNFINISHED {
+            return Err(RpcError::invalid_params(
+                "too many silent-payment scans waiting on this connection; try again later",
+            ));
+        }
         let view = backend.model.view();
         let address: Arc<str> = address(&keys, view.network()).into();
         let existing = self.subs.get(&address).map(|s| s.start_height);
@@ -132,6 +144,7 @@ impl Subscriptions {
             return;
         };
         self.generation += 1;
+        self.unfinished += 1;
         let cancel = Arc::new(AtomicBool::new(false));
         if let Some((_, old)) = sub.running.replace((self.generation, cancel.clone())) {
             old.store(true, Ordering::SeqCst);
@@ -153,6 +166,14 @@ impl Subscriptions {
         });
     }
 
+    /// Whether scan `generation` is `address`'s subscription's running one.
+    pub(crate) fn is_current(&self, address: &str, generation: u64) -> bool {
+        self.subs
+            .get(address)
+            .and_then(|sub| sub.running.as_ref())
+            .is_some_and(|(running, _)| *running == generation)
+    }
+
     /// The scans to start now.
     pub(crate) fn take_jobs(&mut self) -> Vec<ScanJob> {
         std::mem::take(&mut self.jobs)
@@ -168,6 +189,7 @@ impl Subscriptions {
         scanned: Vec<(u32, BlockHash)>,
         told: Vec<Txid>,
     ) {
+        self.unfinished = self.unfinished.saturating_sub(1);
         let Some(sub) = self.subs.get_mut(address) else {
             return;
         };
@@ -202,7 +224,7 @@ impl Subscriptions {
             let more = match added {
                 None => MempoolScan::All,
                 Some(added) if added.is_empty() => MempoolScan::Nothing,
-                Some(added) if added.len() > CHUNK_TXS => MempoolScan::All,
+                Some(added) if added.len() > MAX_PENDING => MempoolScan::All,
                 Some(added) => MempoolScan::These(added.iter().copied().collect()),
             };
             sub.pending = std::mem::take(&mut sub.pending).and(more);
