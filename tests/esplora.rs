@@ -381,10 +381,14 @@ fn esplora_answers_agree_with_bitcoind() {
     let x = node.rpc(&["getnewaddress", "", "bech32"]);
     let x_funding = node.rpc(&["sendtoaddress", &x, "2.0"]);
     node.rpc(&["generatetoaddress", "1", &mine]);
+    // The wallet learns of the block after generatetoaddress returns (Core's validation
+    // interface queue): asked too soon, it lists nothing.
+    node.rpc(&["syncwithvalidationinterfacequeue"]);
     let x_coin = rpc_json(
         &node,
         &["listunspent", "1", "9999999", &json!([x]).to_string()],
     );
+    assert!(x_coin[0]["txid"].is_string(), "x's coin not listed: {x_coin}");
     let spend_x = {
         let inputs = json!([{"txid": x_coin[0]["txid"], "vout": x_coin[0]["vout"]}]);
         let raw = node.rpc(&[
