@@ -388,7 +388,10 @@ fn esplora_answers_agree_with_bitcoind() {
         &node,
         &["listunspent", "1", "9999999", &json!([x]).to_string()],
     );
-    assert!(x_coin[0]["txid"].is_string(), "x's coin not listed: {x_coin}");
+    assert!(
+        x_coin[0]["txid"].is_string(),
+        "x's coin not listed: {x_coin}"
+    );
     let spend_x = {
         let inputs = json!([{"txid": x_coin[0]["txid"], "vout": x_coin[0]["vout"]}]);
         let raw = node.rpc(&[
