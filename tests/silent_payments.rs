@@ -154,9 +154,11 @@ fn tweaks_turned_on_later_or_after_an_upgrade_are_built_as_from_the_start() {
 /// The HTTP tweak endpoints, in BlindBit Oracle's v1 shapes under `/silent-payments/`, from a
 /// `cairn run --silent-payments` over a generated chain: `tweak-index` is every eligible
 /// transaction's tweak, `tweaks` those with a taproot output still unspent, `dustLimit` keeps
-/// those whose largest such output is worth that much; `info` and `block-height` say the tip.
+/// those whose largest such output is worth that much; `info` and `block-height` say the tip;
+/// the filters, spent-index, `utxos` and `compute-index` are the blocks' (see
+/// [`blindbits_block_data_is_the_blocks`]).
 #[test]
-fn http_serves_tweaks_in_blindbits_shapes() {
+fn http_serves_tweaks_filters_and_utxos_in_blindbits_shapes() {
     use bitcoin::hex::{DisplayHex, FromHex};
     use common::http::get;
     use std::process::{Command, Stdio};
@@ -298,11 +300,136 @@ fn http_serves_tweaks_in_blindbits_shapes() {
         dust_dropped > 0 && cut_dust_dropped > 0,
         "the dust limits left nothing out"
     );
-    assert_eq!(json("/silent-payments/info")["tweaks_only"], true);
-    let (status, _, _) = get(addr, "/silent-payments/tweaks/116");
-    assert_eq!(status, 404);
+    assert_eq!(json("/silent-payments/info")["tweaks_only"], false);
+    blindbits_block_data_is_the_blocks(&json, &blocks, &want, &spent);
+    for path in [
+        "tweaks/116",
+        "utxos/116",
+        "filter/spent/116",
+        "compute-index/116",
+    ] {
+        let (status, _, _) = get(addr, &format!("/silent-payments/{path}"));
+        assert_eq!(status, 404, "{path}");
+    }
     let (status, _, _) = get(addr, "/silent-payments/tweaks/5?dustLimit=x");
     assert_eq!(status, 400);
+}
+
+/// BlindBit's filters, spent-index and `utxos`, and its v2 `compute-index`, against what the
+/// generated blocks hold: each filter read with rust-bitcoin's BIP158 reader finds every
+/// element BlindBit puts in it (every taproot output's x-only key; for each input spending a
+/// taproot output, `SHA256(txid ‖ vout ‖ block hash)[..8]`, the spent-index in block order).
+fn blindbits_block_data_is_the_blocks(
+    json: &dyn Fn(&str) -> serde_json::Value,
+    blocks: &[Block],
+    want: &[Vec<(bitcoin::Txid, [u8; 33], Vec<u64>)>],
+    spent: &HashSet<OutPoint>,
+) {
+    use bitcoin::bip158::BlockFilter;
+    use bitcoin::hashes::{sha256, Hash};
+    use bitcoin::hex::{DisplayHex, FromHex};
+    let outputs: HashMap<OutPoint, bitcoin::TxOut> = blocks
+        .iter()
+        .flat_map(|b| b.txdata.iter())
+        .flat_map(|t| {
+            let txid = t.compute_txid();
+            t.output
+                .iter()
+                .enumerate()
+                .map(move |(v, o)| (OutPoint::new(txid, v as u32), o.clone()))
+        })
+        .collect();
+    let filter = |path: &str, hash: &bitcoin::BlockHash, h: usize| {
+        let answer = json(path);
+        assert_eq!(answer["block_hash"], hash.to_string(), "{path}");
+        assert_eq!(answer["block_height"], h, "{path}");
+        assert_eq!(answer["filter_type"], 4, "{path}");
+        Vec::<u8>::from_hex(answer["data"].as_str().unwrap()).unwrap()
+    };
+    let (mut spends, mut keys, mut utxos) = (0, 0, 0);
+    for (i, block) in blocks.iter().enumerate() {
+        let (h, hash) = (i + 1, block.block_hash());
+        let taproot: Vec<[u8; 32]> = block
+            .txdata
+            .iter()
+            .flat_map(|t| t.output.iter())
+            .filter(|o| o.script_pubkey.is_p2tr())
+            .map(|o| o.script_pubkey.as_bytes()[2..34].try_into().unwrap())
+            .collect();
+        let data = filter(&format!("/silent-payments/filter/new-utxos/{h}"), &hash, h);
+        assert_eq!(usize::from(data[0]), taproot.len().min(252), "{h}");
+        let read = BlockFilter::new(&data);
+        for key in &taproot {
+            assert!(
+                read.match_any(&hash, std::iter::once(&key[..])).unwrap(),
+                "{h}"
+            );
+        }
+        keys += taproot.len();
+        let elements: Vec<String> = block.txdata[1..]
+            .iter()
+            .flat_map(|t| t.input.iter())
+            .filter(|i| outputs[&i.previous_output].script_pubkey.is_p2tr())
+            .map(|i| {
+                let mut pre = serialize(&i.previous_output);
+                pre.extend(hash.to_byte_array());
+                sha256::Hash::hash(&pre)[..8].to_lower_hex_string()
+            })
+            .collect();
+        let index = json(&format!("/silent-payments/spent-index/{h}"));
+        assert_eq!(index["block_hash"], hash.to_string());
+        assert_eq!(index["data"], serde_json::json!(elements), "{h}");
+        let data = filter(&format!("/silent-payments/filter/spent/{h}"), &hash, h);
+        assert_eq!(usize::from(data[0]), elements.len().min(252), "{h}");
+        let read = BlockFilter::new(&data);
+        for e in &elements {
+            let e = Vec::<u8>::from_hex(e).unwrap();
+            assert!(
+                read.match_any(&hash, std::iter::once(&e[..])).unwrap(),
+                "{h}"
+            );
+        }
+        spends += elements.len();
+        // `utxos` and `compute-index`: the eligible transactions' taproot outputs.
+        let mut rows = Vec::new();
+        let mut index = Vec::new();
+        for (txid, tweak, _) in &want[i] {
+            let tx = block
+                .txdata
+                .iter()
+                .find(|t| t.compute_txid() == *txid)
+                .unwrap();
+            let mut prefixes = Vec::new();
+            for (vout, o) in tx.output.iter().enumerate() {
+                if !o.script_pubkey.is_p2tr() {
+                    continue;
+                }
+                rows.push(serde_json::json!({
+                    "txid": txid.to_string(), "vout": vout, "value": o.value.to_sat(),
+                    "scriptpubkey": o.script_pubkey.to_hex_string(), "block_height": h,
+                    "block_hash": hash.to_string(), "timestamp": block.header.time,
+                    "spent": spent.contains(&OutPoint::new(*txid, vout as u32)),
+                }));
+                prefixes.push(o.script_pubkey.as_bytes()[2..10].to_lower_hex_string());
+            }
+            index.push(serde_json::json!({
+                "txid": txid.to_string(), "tweak": tweak.to_lower_hex_string(), "outputs": prefixes,
+            }));
+        }
+        utxos += rows.len();
+        assert_eq!(
+            json(&format!("/silent-payments/utxos/{h}")),
+            serde_json::json!(rows),
+            "{h}"
+        );
+        let compute = json(&format!("/silent-payments/compute-index/{h}"));
+        assert_eq!(compute["block_identifier"]["block_hash"], hash.to_string());
+        assert_eq!(compute["index"], serde_json::json!(index), "{h}");
+    }
+    assert!(
+        spends > 10 && keys > 50 && utxos > 20,
+        "{spends} taproot spends, {keys} taproot outputs, {utxos} utxos"
+    );
 }
 
 /// A child process killed when the test ends, however it ends.

@@ -1,12 +1,14 @@
-//! Silent-payment tweaks over HTTP, in BlindBit Oracle's v1 shapes (the tweak part of the API
-//! BIP352 light wallets such as Dana, BlindBit Scan and spdk call; its filters, `utxos` and
-//! `spent-index`, which they also need to scan, are not served yet: `info` says
-//! `tweaks_only`) under `/silent-payments/`: a wallet's base URL is
-//! `http://HOST:PORT/silent-payments`. Served: `info`, `block-height`,
-//! `tweak-index/{height}` (every eligible transaction) and `tweaks/{height}` (cut-through: those
-//! with a taproot output still unspent), both `?dustLimit=N` (or `dust=N`): only transactions
-//! whose largest (unspent, for `tweaks`) taproot output is worth N sat or more. Each answer is
-//! a JSON list of 66-hex tweaks in block order.
+//! Silent-payment data over HTTP in BlindBit Oracle's v1 shapes (the API BIP352 light wallets
+//! such as Dana, BlindBit Scan and spdk call) under `/silent-payments/`: a wallet's base URL is
+//! `http://HOST:PORT/silent-payments`. Served: `info`, `block-height`, `tweak-index/{height}`
+//! (every eligible transaction) and `tweaks/{height}` (cut-through: those with a taproot output
+//! still unspent), both `?dustLimit=N` (or `dust=N`): only transactions whose largest (unspent,
+//! for `tweaks`) taproot output is worth N sat or more, each a JSON list of 66-hex tweaks in
+//! block order; `filter/new-utxos/{height}`, `filter/spent/{height}`, `spent-index/{height}`
+//! and `utxos/{height}` ([`blocks`]); and BlindBit v2's `compute-index/{height}`.
+
+mod blocks;
+mod gcs;
 
 use bitcoin::hex::DisplayHex;
 use http_body_util::Full;
@@ -51,7 +53,7 @@ pub(super) fn answer(
                 "network": network_name(view.network()),
                 "height": tip,
                 // BlindBit's word for a server without its filters, `utxos` and `spent-index`.
-                "tweaks_only": true,
+                "tweaks_only": false,
                 "tweaks_full_basic": true,
                 "tweaks_full_with_dust_filter": true,
                 "tweaks_cut_through_with_dust_filter": true,
@@ -65,9 +67,26 @@ pub(super) fn answer(
             if let Some(height) = path.strip_prefix("tweaks/") {
                 return tweaks(view, height, query, true);
             }
+            if let Some(height) = path.strip_prefix("filter/new-utxos/") {
+                return blocks::new_utxos_filter(view, height);
+            }
+            if let Some(height) = path.strip_prefix("filter/spent/") {
+                return blocks::spent_filter(view, height);
+            }
+            if let Some(height) = path.strip_prefix("spent-index/") {
+                return blocks::spent_index(view, height);
+            }
+            if let Some(height) = path.strip_prefix("utxos/") {
+                return blocks::utxos(view, height);
+            }
+            if let Some(height) = path.strip_prefix("compute-index/") {
+                return blocks::compute_index(view, height);
+            }
             error(
                 StatusCode::NOT_FOUND,
-                "unknown path: try info, block-height, tweaks/{height} or tweak-index/{height}",
+                "unknown path: try info, block-height, tweaks/{height}, tweak-index/{height}, \
+                 filter/new-utxos/{height}, filter/spent/{height}, spent-index/{height}, \
+                 utxos/{height} or compute-index/{height}",
             )
         }
     }
@@ -91,8 +110,9 @@ fn tweaks(
     query: Option<&str>,
     cut_through: bool,
 ) -> Response<Full<Bytes>> {
-    let Ok(height) = height.parse::<u32>() else {
-        return error(StatusCode::BAD_REQUEST, "not a block height");
+    let height = match parse_height(height) {
+        Ok(height) => height,
+        Err(response) => return response,
     };
     let dust = match dust_limit(query.unwrap_or("")) {
         Ok(dust) => dust,
@@ -100,12 +120,7 @@ fn tweaks(
     };
     let block = match view.block_tweaks(height) {
         Ok(Some(block)) => block,
-        Ok(None) => {
-            return error(
-                StatusCode::NOT_FOUND,
-                format!("height {height} is above the tip"),
-            )
-        }
+        Ok(None) => return above_tip(height),
         Err(e) => return error(StatusCode::INTERNAL_SERVER_ERROR, e),
     };
     let mut out = Vec::with_capacity(block.len());
@@ -117,6 +132,21 @@ fn tweaks(
         }
     }
     reply(StatusCode::OK, json!(out))
+}
+
+/// The block height of a path (400 with BlindBit's message when it is not one).
+fn parse_height(height: &str) -> Result<u32, Response<Full<Bytes>>> {
+    height
+        .parse::<u32>()
+        .map_err(|_| error(StatusCode::BAD_REQUEST, "could not parse block height"))
+}
+
+/// The answer for a height above the view's tip.
+fn above_tip(height: u32) -> Response<Full<Bytes>> {
+    error(
+        StatusCode::NOT_FOUND,
+        format!("height {height} is above the tip"),
+    )
 }
 
 /// Whether `tx` is served: its largest taproot output (of those unspent, with `cut_through`)
