@@ -441,3 +441,176 @@ impl Drop for KilledOnDrop {
         let _ = self.0.wait();
     }
 }
+
+/// Against a real bitcoind: a chain its wallet built, coins of all four of its address kinds
+/// (P2PKH, P2SH-P2WPKH, P2WPKH, P2TR) spent together to taproot and other outputs; cairn syncs
+/// it over P2P and serves each block's tweaks (`tweak-index`) and BlindBit's spent-index. Both
+/// equal what is computed from bitcoind's `getblock <hash> 3` alone (each input's prevout from
+/// bitcoind, not from cairn's undo data): BIP352's eligibility from its decoded scripts, each
+/// input's key and the tweak by the `silentpayments` crate's `get_pubkey_from_input` and
+/// `calculate_tweak_data` (not cairn's code).
+#[test]
+fn tweaks_equal_those_computed_from_bitcoinds_getblock_verbosity_3() {
+    use bitcoin::hashes::{sha256, Hash};
+    use bitcoin::hex::{DisplayHex, FromHex};
+    use common::{free_addr, start_cairn_from, Bitcoind};
+    use serde_json::Value;
+    let tmp = tempfile::tempdir().unwrap();
+    let (node, mine) = Bitcoind::with_wallet(&tmp.path().join("bitcoind"), 110);
+    let kinds = ["legacy", "p2sh-segwit", "bech32", "bech32m"];
+    // Ten coins of each kind (one payment), then payments that take several of them at once.
+    let mut coins = serde_json::Map::new();
+    for kind in kinds {
+        for _ in 0..10 {
+            coins.insert(
+                node.rpc(&["getnewaddress", "", kind]),
+                serde_json::json!(0.01),
+            );
+        }
+    }
+    node.rpc(&["sendmany", "", &Value::Object(coins).to_string()]);
+    node.rpc(&["generatetoaddress", "1", &mine]);
+    // Pairs of those coins of two kinds (every pair of kinds, and each kind with itself), each
+    // pair paying a taproot address, its change of each kind in turn.
+    let mut by_kind: HashMap<String, Vec<Value>> = HashMap::new();
+    for coin in node.rpc_json(&["listunspent"]).as_array().unwrap() {
+        if coin["amount"].as_f64() == Some(0.01) {
+            let desc = coin["desc"].as_str().unwrap();
+            let kind = desc[..desc.find('(').unwrap()].to_string();
+            by_kind
+                .entry(kind)
+                .or_default()
+                .push(serde_json::json!({"txid": coin["txid"], "vout": coin["vout"]}));
+        }
+    }
+    let names: Vec<String> = by_kind.keys().cloned().collect();
+    assert_eq!(names.len(), 4, "{names:?}");
+    let mut paid = 0;
+    for (i, a) in names.iter().enumerate() {
+        for b in &names[i..] {
+            let mut inputs = vec![by_kind.get_mut(a).unwrap().pop().unwrap()];
+            inputs.push(by_kind.get_mut(b).unwrap().pop().unwrap());
+            let kind = kinds[paid % kinds.len()];
+            let to = node.rpc(&["getnewaddress", "", "bech32m"]);
+            let options =
+                serde_json::json!({"inputs": inputs, "add_inputs": false, "change_type": kind});
+            node.rpc(&[
+                "send",
+                &serde_json::json!({ to: 0.015 }).to_string(),
+                "null",
+                "unset",
+                "null",
+                &options.to_string(),
+            ]);
+            paid += 1;
+        }
+    }
+    node.rpc(&["generatetoaddress", "1", &mine]);
+    // Then the wallet's own choice of coins, the taproot outputs made above among them (a bech32
+    // payment with bech32 change pays no taproot output: not eligible).
+    for round in 0..4 {
+        for kind in kinds {
+            let to = node.rpc(&["getnewaddress", "", kind]);
+            node.rpc(&["sendtoaddress", &to, ["0.004", "0.011"][round % 2]]);
+        }
+        node.rpc(&["generatetoaddress", "1", &mine]);
+    }
+    let http = free_addr();
+    let cairn = start_cairn_from(
+        &tmp.path().join("cairn"),
+        &node,
+        &["--silent-payments".into(), format!("--http-addr={http}")],
+    );
+    cairn.wait_for(&node.rpc(&["getbestblockhash"]), "the wallet's payments");
+    let tip: u32 = node.rpc(&["getblockcount"]).parse().unwrap();
+    let served = |path: &str| {
+        let (status, _, body) = common::http::get(http, path);
+        assert_eq!(status, 200, "{path}: {body}");
+        serde_json::from_str::<Value>(&body).unwrap()
+    };
+    let (mut eligible, mut mixed, mut taproot_spends) = (0, 0, 0);
+    for h in 1..=tip {
+        let hash = node.rpc(&["getblockhash", &h.to_string()]);
+        let block = node.rpc_json(&["getblock", &hash, "3"]);
+        let (mut tweaks, mut spent) = (Vec::new(), Vec::new());
+        for tx in block["tx"].as_array().unwrap().iter().skip(1) {
+            let ins = tx["vin"].as_array().unwrap();
+            for input in ins {
+                if input["prevout"]["scriptPubKey"]["type"] == "witness_v1_taproot" {
+                    let mut pre = Vec::<u8>::from_hex(input["txid"].as_str().unwrap()).unwrap();
+                    pre.reverse();
+                    pre.extend((input["vout"].as_u64().unwrap() as u32).to_le_bytes());
+                    let mut block_hash = Vec::<u8>::from_hex(&hash).unwrap();
+                    block_hash.reverse();
+                    pre.extend(block_hash);
+                    spent.push(sha256::Hash::hash(&pre)[..8].to_lower_hex_string());
+                }
+            }
+            let pays_taproot = tx["vout"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|o| o["scriptPubKey"]["type"] == "witness_v1_taproot");
+            if let Some(tweak) = tweak_from_getblock(ins, pays_taproot) {
+                tweaks.push(tweak.to_lower_hex_string());
+                let kinds: HashSet<&str> = ins
+                    .iter()
+                    .map(|i| i["prevout"]["scriptPubKey"]["type"].as_str().unwrap())
+                    .collect();
+                mixed += usize::from(kinds.len() > 1);
+            }
+        }
+        eligible += tweaks.len();
+        taproot_spends += spent.len();
+        let index = served(&format!("/silent-payments/tweak-index/{h}"));
+        assert_eq!(index, serde_json::json!(tweaks), "tweaks at {h}");
+        let index = served(&format!("/silent-payments/spent-index/{h}"));
+        assert_eq!(
+            index["data"],
+            serde_json::json!(spent),
+            "spent-index at {h}"
+        );
+    }
+    assert!(
+        eligible >= 15 && mixed >= 4 && taproot_spends >= 4,
+        "{eligible} eligible ({mixed} with inputs of several kinds), {taproot_spends} taproot spends"
+    );
+}
+
+/// BIP352's tweak of a transaction from `getblock <hash> 3`'s inputs (each with its prevout),
+/// by the `silentpayments` crate: `None` when it pays no taproot output, spends a witness
+/// program of version 2 or more, or has no input key that counts.
+fn tweak_from_getblock(inputs: &[serde_json::Value], pays_taproot: bool) -> Option<[u8; 33]> {
+    use bitcoin::hex::FromHex;
+    use silentpayments::utils::receiving::{calculate_tweak_data, get_pubkey_from_input};
+    use silentpayments::utils::OutPoint as SpOutPoint;
+    if !pays_taproot {
+        return None;
+    }
+    let bytes = |v: &serde_json::Value| Vec::<u8>::from_hex(v.as_str().unwrap_or("")).unwrap();
+    let (mut keys, mut outpoints) = (Vec::new(), Vec::new());
+    for input in inputs {
+        let script = bytes(&input["prevout"]["scriptPubKey"]["hex"]);
+        // A witness program of version 2 to 16: OP_2..OP_16, then one push of 2 to 40 bytes.
+        let version_2_up = (0x52..=0x60).contains(script.first()?)
+            && script.len() >= 4
+            && usize::from(script[1]) + 2 == script.len();
+        if version_2_up {
+            return None;
+        }
+        let witness: Vec<Vec<u8>> = input["txinwitness"]
+            .as_array()
+            .map(|w| w.iter().map(bytes).collect())
+            .unwrap_or_default();
+        let sig = bytes(&input["scriptSig"]["hex"]);
+        if let Ok(Some(key)) = get_pubkey_from_input(&sig, &witness, &script) {
+            keys.push(key);
+        }
+        let vout = input["vout"].as_u64()? as u32;
+        outpoints.push(SpOutPoint::from_txid_and_vout(input["txid"].as_str()?, vout).ok()?);
+    }
+    let refs: Vec<_> = keys.iter().collect();
+    calculate_tweak_data(&refs, &outpoints)
+        .ok()
+        .map(|tweak| tweak.serialize())
+}
