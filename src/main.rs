@@ -111,6 +111,11 @@ struct GenerateArgs {
     /// sizes) from a random transaction of a real block: `mainnet` is block 951658.
     #[arg(long, value_enum)]
     shape: Option<ShapeSource>,
+    /// Also pay a silent-payment (BIP352) wallet with this many transactions per thousand (at
+    /// most 1000; its address, labels 1 and 2 and change's; its keys and every payment are
+    /// written to OUT/silent-payments.json), for scanner tests and benchmarks.
+    #[arg(long, default_value_t = 0)]
+    silent_payments_per_mille: u32,
 }
 
 /// Where `cairn generate --shape` takes its transaction shapes from.
@@ -287,7 +292,17 @@ fn generate(args: &GenerateArgs) -> Result<()> {
     if let Some(ShapeSource::Mainnet) = args.shape {
         generator = generator.with_shapes(Shapes::mainnet()?);
     }
+    if args.silent_payments_per_mille > 0 {
+        generator = generator.with_silent_payments(args.silent_payments_per_mille)?;
+    }
     let summary = generator.write_to(&args.out)?;
+    if args.silent_payments_per_mille > 0 {
+        println!(
+            "silent-payment wallet: {} outputs paid; keys and payments in {}",
+            summary.silent_payments,
+            args.out.join("silent-payments.json").display()
+        );
+    }
     if args.wallet_addresses > 0 {
         println!(
             "wallet: {} receive addresses, {} transactions; descriptors in {}",

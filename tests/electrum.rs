@@ -18,7 +18,7 @@ use serde_json::{json, Value};
 
 use cairn::config::{ElectrumConfig, MempoolConfig};
 use cairn::electrum::{Backend, ElectrumServer};
-use cairn::generate::{ChainGenerator, GenerateOptions};
+use cairn::generate::{ChainGenerator, GenerateOptions, SpPayment};
 use cairn::index::{Index, IndexOptions};
 use cairn::kernel::Validator;
 use cairn::mempool::Mempool;
@@ -58,14 +58,24 @@ impl Fixture {
         options: IndexOptions,
         tweak: impl FnOnce(&mut ElectrumConfig),
     ) -> Self {
-        let tmp = tempfile::tempdir().unwrap();
-        let (validator, events) = common::open_validator(tmp.path());
-        let validator = Arc::new(validator);
-        let mut gen = ChainGenerator::new(GenerateOptions {
+        let gen = ChainGenerator::new(GenerateOptions {
             blocks: 0,
             txs_per_block: txs,
             seed,
         });
+        Self::start_from(gen, n, options, tweak)
+    }
+
+    /// As [`Fixture::start_with`], the chain's first `n` blocks from `gen`.
+    fn start_from(
+        mut gen: ChainGenerator,
+        n: u32,
+        options: IndexOptions,
+        tweak: impl FnOnce(&mut ElectrumConfig),
+    ) -> Self {
+        let tmp = tempfile::tempdir().unwrap();
+        let (validator, events) = common::open_validator(tmp.path());
+        let validator = Arc::new(validator);
         let blocks: Vec<Block> = (0..n).map(|_| gen.next_block().unwrap()).collect();
         for b in &blocks {
             validator.submit_block(&serialize(b)).unwrap();
@@ -2018,6 +2028,160 @@ fn sp_scan_notes(c: &mut Lines, subscription: &Value) -> Vec<Value> {
         }
     }
 }
+/// The payments `cairn generate --silent-payments-per-mille` made, as the remote scanner tells
+/// them: `(height, txid)` once per transaction, from `from`, with `labels` (change's 0 always).
+fn sp_expected(payments: &[SpPayment], from: u32, labels: &[u32]) -> Vec<Value> {
+    let mut told: Vec<Value> = Vec::new();
+    for p in payments {
+        let labelled = p.label.is_none_or(|l| l == 0 || labels.contains(&l));
+        let entry = json!({"height": p.height, "tx_hash": p.txid.to_string()});
+        if p.height >= from && labelled && told.last() != Some(&entry) {
+            told.push(entry);
+        }
+    }
+    told
+}
+
+/// A client-side scan (the private kind) with the `silentpayments` crate over Cake's
+/// `blockchain.tweaks.subscribe(1, tip, true)` stream: each transaction's tweak and outputs
+/// scanned by [`common::sp::Wallet`]; what it finds as `(txid, vout, label, key)`, sorted.
+fn sp_client_scan(
+    c: &mut Lines,
+    tip: u32,
+    wallet: &Value,
+) -> Vec<(String, u32, Option<u32>, String)> {
+    let scanner = common::sp::Wallet::from_json(wallet);
+    let hex = |v: &Value| Vec::<u8>::from_hex(v.as_str().unwrap()).unwrap();
+    let method = "blockchain.tweaks.subscribe";
+    let answer = c.call(method, json!([1, tip, true]));
+    assert_eq!(answer["result"]["params"][0]["message"], "done", "{answer}");
+    let mut found = Vec::new();
+    for note in c.notes.drain(..) {
+        for (_, block) in note["params"][0].as_object().unwrap() {
+            let Some(block) = block.as_object() else {
+                continue;
+            };
+            for (txid, tx) in block {
+                let outputs: Vec<(u32, [u8; 32])> = tx["output_pubkeys"]
+                    .as_object()
+                    .unwrap()
+                    .iter()
+                    .map(|(vout, o)| (vout.parse().unwrap(), hex(&o[0]).try_into().unwrap()))
+                    .collect();
+                for (vout, label, key) in scanner.scan(&hex(&tx["tweak"]), &outputs) {
+                    found.push((txid.clone(), vout, label, key));
+                }
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+/// Issue 28: a chain that pays a silent-payment wallet (`ChainGenerator::with_silent_payments`:
+/// its address, labels 1 and 2 and change's 0, paid with the `silentpayments` crate's sending
+/// side, one or two outputs per paying transaction). Frigate's remote scanner tells exactly its
+/// payments: from the first block, from a later height, without the labels (change's still),
+/// and after a reorg to a branch without the last one; a client-side scan with the crate over
+/// Cake's tweak stream finds exactly the same outputs with their labels.
+#[test]
+fn generated_silent_payments_are_found_by_the_remote_scanner_and_a_client_side_scan() {
+    let options = IndexOptions {
+        filters: true,
+        tweaks_from: Some(0),
+    };
+    let gen = ChainGenerator::new(GenerateOptions {
+        blocks: 0,
+        txs_per_block: 20,
+        seed: 88,
+    })
+    .with_silent_payments(100)
+    .unwrap();
+    let mut f = Fixture::start_from(gen, 125, options, |_| {});
+    let wallet = f.gen.silent_wallet().unwrap();
+    let payments = f.gen.silent_payments().to_vec();
+    let labelled = payments
+        .iter()
+        .filter(|p| p.label.is_some_and(|l| l > 0))
+        .count();
+    let change = payments.iter().filter(|p| p.label == Some(0)).count();
+    assert!(
+        payments.len() >= 20 && labelled >= 3 && change >= 2,
+        "{} payments, {labelled} to labels, {change} to change",
+        payments.len()
+    );
+    let method = "blockchain.silentpayments.subscribe";
+    let (scan, spend) = (&wallet["scan_private_key"], &wallet["spend_public_key"]);
+    let mut c = Lines::connect(f.addr, "1.4");
+    let all = c.call(method, json!([scan, spend, null, [1, 2]]))["result"].clone();
+    assert_eq!(
+        sp_scan_notes(&mut c, &all),
+        sp_expected(&payments, 0, &[1, 2])
+    );
+    let mid = payments[payments.len() / 2].height;
+    let mut other = Lines::connect(f.addr, "1.4");
+    let later = other.call(method, json!([scan, spend, mid]))["result"].clone();
+    assert_eq!(
+        sp_scan_notes(&mut other, &later),
+        sp_expected(&payments, mid, &[])
+    );
+    // The client-side scan over the tweak server's data finds exactly the same outputs.
+    let mut cake = Lines::connect(f.addr, "1.4");
+    let want = common::sp::payments(&wallet);
+    assert_eq!(sp_client_scan(&mut cake, 125, &wallet), want);
+
+    // A block that pays the wallet, then a competing branch of two without that payment.
+    let (main, fork) = loop {
+        let before = f.gen.clone();
+        let block = f.gen.next_block().unwrap();
+        if f.gen.silent_payments().len() > before.silent_payments().len() {
+            break (block, before.fork(5));
+        }
+        f.validator.submit_block(&serialize(&block)).unwrap();
+    };
+    let mut fork = fork;
+    let branch = [fork.next_block().unwrap(), fork.next_block().unwrap()];
+    f.validator.submit_block(&serialize(&main)).unwrap();
+    let told = sp_scan_notes(&mut c, &all);
+    let paid = f.gen.silent_payments().last().unwrap().clone();
+    assert_eq!(
+        told,
+        sp_expected(std::slice::from_ref(&paid), 0, &[1, 2]),
+        "the new block"
+    );
+    for b in &branch {
+        f.validator.submit_block(&serialize(b)).unwrap();
+    }
+    let after = fork.silent_payments().to_vec();
+    assert!(!after.contains(&paid), "the branch has no such payment");
+    let mut fresh = Lines::connect(f.addr, "1.4");
+    let tip = main_tip_height(&mut fresh, 127);
+    assert_eq!(tip, 127, "the index never reached the branch's tip");
+    let again = fresh.call(method, json!([scan, spend, null, [1, 2]]))["result"].clone();
+    let mut told = sp_scan_notes(&mut fresh, &again);
+    // The payment left with its block; back in the mempool (when the branch did not spend
+    // its coins), it is told there, at height 0.
+    let unconfirmed = json!({"height": 0, "tx_hash": paid.txid.to_string()});
+    if told.last() == Some(&unconfirmed) {
+        told.pop();
+    }
+    assert_eq!(told, sp_expected(&after, 0, &[1, 2]));
+}
+
+/// The tip height the server's index is at, asked until it is `want` (at most 30 s).
+fn main_tip_height(c: &mut Lines, want: u64) -> u64 {
+    let started = Instant::now();
+    loop {
+        let tip = c.call("blockchain.headers.subscribe", json!([]))["result"]["height"]
+            .as_u64()
+            .unwrap();
+        if tip == want || started.elapsed() > Duration::from_secs(30) {
+            return tip;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 /// Issue 28: Frigate's remote scanner. Wallets made to own one output of a generated block
 /// (checked with the `silentpayments` crate) are found by `blockchain.silentpayments.subscribe`
 /// from the start and not from after it, with and only with their label; one paid in a new

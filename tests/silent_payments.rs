@@ -156,7 +156,9 @@ fn tweaks_turned_on_later_or_after_an_upgrade_are_built_as_from_the_start() {
 /// transaction's tweak, `tweaks` those with a taproot output still unspent, `dustLimit` keeps
 /// those whose largest such output is worth that much; `info` and `block-height` say the tip;
 /// the filters, spent-index, `utxos` and `compute-index` are the blocks' (see
-/// [`blindbits_block_data_is_the_blocks`]).
+/// [`blindbits_block_data_is_the_blocks`]), and over them a light wallet's scan with the
+/// `silentpayments` crate finds exactly what `cairn generate --silent-payments-per-mille` paid
+/// its wallet ([`blindbit_client_scan`]).
 #[test]
 fn http_serves_tweaks_filters_and_utxos_in_blindbits_shapes() {
     use bitcoin::hex::{DisplayHex, FromHex};
@@ -164,12 +166,22 @@ fn http_serves_tweaks_filters_and_utxos_in_blindbits_shapes() {
     use std::process::{Command, Stdio};
     let tmp = tempfile::tempdir().unwrap();
     let chain = tmp.path().join("chain");
-    let opts = GenerateOptions {
-        blocks: 115,
-        txs_per_block: 20,
-        seed: 72,
-    };
-    ChainGenerator::new(opts).write_to(&chain).unwrap();
+    let generated = Command::new(env!("CARGO_BIN_EXE_cairn"))
+        .args([
+            "generate",
+            "--blocks",
+            "115",
+            "--txs-per-block",
+            "20",
+            "--seed",
+            "72",
+        ])
+        .args(["--silent-payments-per-mille", "100", "--out"])
+        .arg(&chain)
+        .env("CAIRN_LOG", "warn")
+        .output()
+        .unwrap();
+    assert!(generated.status.success(), "{generated:?}");
     let text = std::fs::read_to_string(chain.join("blocks.hex")).unwrap();
     let blocks: Vec<Block> = text
         .lines()
@@ -302,6 +314,12 @@ fn http_serves_tweaks_filters_and_utxos_in_blindbits_shapes() {
     );
     assert_eq!(json("/silent-payments/info")["tweaks_only"], false);
     blindbits_block_data_is_the_blocks(&json, &blocks, &want, &spent);
+    let wallet: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(chain.join("silent-payments.json")).unwrap())
+            .unwrap();
+    let payments = common::sp::payments(&wallet);
+    assert!(payments.len() >= 10, "{} payments", payments.len());
+    assert_eq!(blindbit_client_scan(&json, &blocks, &wallet), payments);
     for path in [
         "tweaks/116",
         "utxos/116",
@@ -430,6 +448,53 @@ fn blindbits_block_data_is_the_blocks(
         spends > 10 && keys > 50 && utxos > 20,
         "{spends} taproot spends, {keys} taproot outputs, {utxos} utxos"
     );
+}
+
+/// A light wallet's scan over BlindBit's API as spdk's scanner does it: per height, each
+/// eligible transaction's tweak (`compute-index`), the wallet's first output key per tweak
+/// matched against `filter/new-utxos`, and on a match `utxos` grouped by transaction scanned by
+/// [`common::sp::Wallet`]; what it finds as `(txid, vout, label, key)`, sorted.
+fn blindbit_client_scan(
+    json: &dyn Fn(&str) -> serde_json::Value,
+    blocks: &[Block],
+    wallet: &serde_json::Value,
+) -> Vec<(String, u32, Option<u32>, String)> {
+    use bitcoin::bip158::BlockFilter;
+    use bitcoin::hex::FromHex;
+    let scanner = common::sp::Wallet::from_json(wallet);
+    let hex = |v: &serde_json::Value| Vec::<u8>::from_hex(v.as_str().unwrap()).unwrap();
+    let mut found = Vec::new();
+    for h in 1..=blocks.len() {
+        let index = json(&format!("/silent-payments/compute-index/{h}"));
+        let utxos = json(&format!("/silent-payments/utxos/{h}"));
+        let filter = json(&format!("/silent-payments/filter/new-utxos/{h}"));
+        let filter = BlockFilter::new(&hex(&filter["data"]));
+        let hash = blocks[h - 1].block_hash();
+        for tx in index["index"].as_array().unwrap() {
+            let txid = tx["txid"].as_str().unwrap();
+            let outputs: Vec<(u32, [u8; 32])> = utxos
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|u| u["txid"] == txid)
+                .map(|u| {
+                    let script = hex(&u["scriptpubkey"]);
+                    (
+                        u["vout"].as_u64().unwrap() as u32,
+                        script[2..34].try_into().unwrap(),
+                    )
+                })
+                .collect();
+            for (vout, label, key) in scanner.scan(&hex(&tx["tweak"]), &outputs) {
+                let key_bytes = Vec::<u8>::from_hex(&key).unwrap();
+                let matched = filter.match_any(&hash, std::iter::once(&key_bytes[..]));
+                assert!(matched.unwrap(), "{txid}:{vout} not in new-utxos at {h}");
+                found.push((txid.to_string(), vout, label, key));
+            }
+        }
+    }
+    found.sort();
+    found
 }
 
 /// A child process killed when the test ends, however it ends.

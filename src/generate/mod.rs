@@ -6,6 +6,7 @@
 //! heavy-tailed reuse: most once or twice, a few hot ones very often.
 
 mod shape;
+mod silent;
 mod spend;
 mod wallet;
 
@@ -30,6 +31,7 @@ use rand_chacha::ChaCha20Rng;
 use crate::import::BlkWriter;
 use crate::types::Network;
 pub use shape::{OutputShape, ShapeError, Shapes, TxShape};
+pub use silent::{SpPayment, LABELS as SP_LABELS};
 pub use wallet::{derive_key, Owner, ScriptKind};
 
 /// Regtest halves the subsidy every 150 blocks.
@@ -73,6 +75,8 @@ pub struct GenerateSummary {
     pub wallet_txs: u64,
     /// Distinct scripts paid.
     pub scripts: u64,
+    /// Outputs paid to the silent-payment wallet (0 without one).
+    pub silent_payments: u64,
 }
 
 /// Errors from writing a generated chain.
@@ -157,6 +161,8 @@ pub struct ChainGenerator {
     /// Descriptors of the wallet (receive, change), with private keys.
     wallet_descriptors: Option<(String, String)>,
     wallet_txs: u64,
+    /// The silent-payment wallet a share of transactions pays, if set.
+    silent: Option<silent::SpWallet>,
     /// Spendable coins.
     coins: Vec<Coin>,
     /// Coinbase coins and the height at which they mature, in height order.
@@ -184,6 +190,7 @@ impl ChainGenerator {
             wallet: 0..0,
             wallet_descriptors: None,
             wallet_txs: 0,
+            silent: None,
             coins: Vec::new(),
             immature: Default::default(),
             prev_hash: genesis.block_hash(),
@@ -264,6 +271,28 @@ impl ChainGenerator {
     pub fn with_shapes(mut self, shapes: Shapes) -> Self {
         self.shapes = Some(shapes);
         self
+    }
+
+    /// Pays a silent-payment wallet (BIP352; keys from a fixed seed, labels [`SP_LABELS`] and
+    /// change's 0) with one or two outputs of `per_mille` transactions out of a thousand from
+    /// then on (those with an input key that BIP352 counts), computed with the `silentpayments`
+    /// crate; the wallet keeps what it gets (never spent). `write_to` writes its keys and the
+    /// payments to `silent-payments.json`. Without this call the chain is the same as before.
+    pub fn with_silent_payments(mut self, per_mille: u32) -> Result<Self, GenerateError> {
+        let wallet = silent::SpWallet::new(&self.secp, per_mille).map_err(GenerateError::Wallet)?;
+        self.silent = Some(wallet);
+        Ok(self)
+    }
+
+    /// The payments to the silent-payment wallet so far, in chain order (empty without one).
+    pub fn silent_payments(&self) -> &[SpPayment] {
+        self.silent.as_ref().map_or(&[], |w| w.payments())
+    }
+
+    /// The silent-payment wallet's keys, labels and payments as `write_to` writes them to
+    /// `silent-payments.json`; `None` without one.
+    pub fn silent_wallet(&self) -> Option<serde_json::Value> {
+        self.silent.as_ref().map(silent::SpWallet::to_json)
     }
 
     /// The height of the last block built.
@@ -441,6 +470,7 @@ impl ChainGenerator {
             max_script_history: 0,
             wallet_txs: 0,
             scripts: 0,
+            silent_payments: 0,
         };
         // Core's first block file starts with the genesis block; bitcoind's -loadblock needs it.
         let genesis = bitcoin::blockdata::constants::genesis_block(Network::Regtest.to_bitcoin());
@@ -477,6 +507,12 @@ impl ChainGenerator {
         }
         summary.scripts = self.owners.len() as u64;
         summary.wallet_txs = self.wallet_txs;
+        summary.silent_payments = self.silent_payments().len() as u64;
+        if let Some(wallet) = &self.silent {
+            let path = out.join("silent-payments.json");
+            let text = format!("{:#}\n", wallet.to_json());
+            std::fs::write(&path, text).map_err(io(&path))?;
+        }
         if let Some((receive, change)) = &self.wallet_descriptors {
             let path = out.join("wallet.txt");
             let text = format!(

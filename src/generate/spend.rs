@@ -8,7 +8,7 @@ use bitcoin::{Amount, OutPoint, ScriptBuf, Sequence, Transaction, TxIn, TxOut, W
 use rand::Rng;
 
 use super::{
-    wallet, ChainGenerator, Coin, GenerateError, ScriptKind, TxShape, KIND_TRIES, MIN_OUTPUT,
+    wallet, ChainGenerator, Coin, GenerateError, Owner, ScriptKind, TxShape, KIND_TRIES, MIN_OUTPUT,
 };
 
 impl ChainGenerator {
@@ -87,6 +87,7 @@ impl ChainGenerator {
                 script_pubkey: ScriptBuf::new_op_return(wallet::push_bytes(&data)),
             });
         }
+        let paid = self.pay_silent_wallet(&inputs, &mut outputs[..recipients.len()])?;
         let tx = self.signed_tx(&inputs, outputs)?;
         if inputs
             .iter()
@@ -97,14 +98,42 @@ impl ChainGenerator {
             self.wallet_txs += 1;
         }
         let txid = tx.compute_txid();
+        let is_silent = |vout: usize| paid.iter().any(|(v, _, _)| *v as usize == vout);
         for (vout, owner) in recipients.iter().enumerate() {
+            if is_silent(vout) {
+                continue;
+            }
             fresh.push(Coin {
                 outpoint: OutPoint::new(txid, vout as u32),
                 value: tx.output[vout].value.to_sat(),
                 owner: *owner,
             });
         }
+        if let Some(wallet) = self.silent.as_mut() {
+            wallet.record(self.height, txid, paid);
+        }
         Ok(Some((tx, fee)))
+    }
+
+    /// Makes some of `outputs` pay the silent-payment wallet when it draws this transaction.
+    fn pay_silent_wallet(
+        &mut self,
+        inputs: &[Coin],
+        outputs: &mut [TxOut],
+    ) -> Result<super::silent::Paid, GenerateError> {
+        let Some(wallet) = self.silent.as_ref() else {
+            return Ok(Vec::new());
+        };
+        if !wallet.draws(&mut self.rng) {
+            return Ok(Vec::new());
+        }
+        let spent: Vec<(OutPoint, &Owner)> = inputs
+            .iter()
+            .map(|c| (c.outpoint, &self.owners[c.owner as usize]))
+            .collect();
+        wallet
+            .pay(&mut self.rng, &spent, outputs)
+            .map_err(GenerateError::Wallet)
     }
 
     /// The coins to spend: as many as `shape` has inputs, each of its kind where one is found,

@@ -122,6 +122,21 @@ impl Owner {
     }
 }
 
+impl Owner {
+    /// The secret key BIP352 counts for an input spending this owner's output, and whether it
+    /// is a taproot output key (which the sum takes with even Y); `None` for 2-of-3 multisig,
+    /// which does not count.
+    pub(super) fn bip352_key(&self) -> Option<(SecretKey, bool)> {
+        match self.kind {
+            ScriptKind::P2pkh | ScriptKind::P2shP2wpkh | ScriptKind::P2wpkh => {
+                self.keys.first().map(|k| (*k, false))
+            }
+            ScriptKind::P2tr => self.tweaked.map(|t| (t.to_keypair().secret_key(), true)),
+            ScriptKind::P2wsh2of3 => None,
+        }
+    }
+}
+
 /// What signing one input produces.
 pub struct InputSignature {
     /// The scriptSig.

@@ -5,6 +5,7 @@ pub mod http;
 pub mod lines;
 pub mod peer;
 pub mod probe;
+pub mod sp;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
