@@ -465,7 +465,20 @@ fn index_stats(settings: Settings) -> Result<()> {
         .iter()
         .map(|(name, bytes)| (name.to_string(), serde_json::json!(bytes)))
         .collect();
+    // Rows of the silent-payment tweaks (one per eligible transaction), for bytes per row.
+    let mut tweak_rows = 0u64;
+    let snapshot = store.snapshot();
+    store.for_each_in_prefix::<cairn::store::StoreError>(
+        &snapshot,
+        cairn::store::schema::cf::TWEAKS,
+        &[],
+        |_, _| {
+            tweak_rows += 1;
+            Ok(true)
+        },
+    )?;
     let out = serde_json::json!({
+        "tweak_rows": tweak_rows,
         "index_tip": node::index_tip(Some(index)),
         "txs": txs,
         "index_bytes": total,

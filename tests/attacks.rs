@@ -1687,3 +1687,72 @@ fn one_hosts_silent_payment_scans_wait_their_own_turn() {
     );
     assert!(gone.is_ok(), "hog sessions left open: {gone:?}");
 }
+
+/// Issue 28: **long scans must not hold a wallet's next scan back.** A whole-chain scan holds
+/// its place as long as it runs (mainnet: hours), and a host over its soft cost limit sleeps in
+/// its scans while it holds theirs. Sixteen hosts (127.0.0.2 and 127.0.0.4 to .18) each pipeline
+/// 30 whole-chain scans with ten labels on a server whose soft cost limit (3 units, never
+/// forgiven, no hard limit) they soon pass, so every one of the server's `SCANS` places is held
+/// by a scan sleeping 2.5 s a step and as many hosts wait for one. The honest client
+/// (127.0.0.3) subscribes wallets from the tip, as Sparrow does for a new wallet: a short scan.
+/// Asserted: each of its scans ends within 2 s. What holds: short scans (a subscription's
+/// follow-ups for new blocks, or first scans of at most `QUICK_SCAN_BLOCKS`) have a lane of
+/// their own (`QUICK_SCANS` places); with every scan in the long lane, an honest scan waited
+/// 9.8 s for a hog's place and the test failed.
+#[test]
+fn short_scans_pass_hosts_whose_long_scans_hold_every_place() {
+    let served = Served::start(&[
+        "--silent-payments",
+        "--electrum-cost-soft-limit=3",
+        "--electrum-cost-hard-limit=0",
+        "--electrum-cost-decay-per-sec=0",
+    ]);
+    let node = &served.node;
+    node.rpc(&["generatetoaddress", "100", &served.mine]);
+    for _ in 0..15 {
+        for _ in 0..40 {
+            let to = node.rpc(&["getnewaddress", "", "bech32m"]);
+            node.rpc(&["sendtoaddress", &to, "0.001"]);
+        }
+        node.rpc(&["generatetoaddress", "1", &served.mine]);
+    }
+    let tip_hash = node.rpc(&["getbestblockhash"]);
+    served.cairn.wait_for(&tip_hash, "the taproot payments");
+    let tip: u64 = node.rpc(&["getblockcount"]).parse().unwrap();
+    // 127.0.0.2 and 127.0.0.4 to .18: sixteen hosts, twice the long places.
+    let hosts: Vec<String> = std::iter::once(2)
+        .chain(4..=18)
+        .map(|i| format!("127.0.0.{i}"))
+        .collect();
+    let hogs: Vec<TcpStream> = hosts
+        .iter()
+        .enumerate()
+        .map(|(i, from)| scan_hog(from, served.electrum, 0x40 + i as u8, 30))
+        .collect();
+    std::thread::sleep(Duration::from_secs(10));
+    let method = "blockchain.silentpayments.subscribe";
+    let spend = "0279be667ef9dcbbac55a06295ce870b07029bfcdb2dce28d959f2815b16f81798";
+    let mut honest = Lines::connect_from("127.0.0.3", served.electrum, "1.4");
+    let mut worst = Duration::ZERO;
+    for i in 0..5u8 {
+        let asked = Instant::now();
+        let scan: String = [0xc0 + i; 32].iter().map(|b| format!("{b:02x}")).collect();
+        let answer = honest.call(method, json!([scan, spend, tip]));
+        assert!(answer["result"]["address"].is_string(), "{answer}");
+        loop {
+            let note = honest.note(method);
+            if note["params"][0] == answer["result"] && note["params"][1] == 1.0 {
+                break;
+            }
+        }
+        let took = asked.elapsed();
+        assert!(
+            took < Duration::from_secs(2),
+            "an honest short scan took {took:?}"
+        );
+        worst = worst.max(took);
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    println!("honest short scans: the slowest {worst:?}");
+    drop(hogs);
+}

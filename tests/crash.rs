@@ -295,3 +295,101 @@ fn killed_at_random_instants_during_an_import_it_resumes_to_a_clean_index() {
     assert_same_rows(&index_rows(&dir), &rows);
     assert_same_answers(&answers_at_tip(&dir, &[], &tip), &clean_answers);
 }
+
+/// Issue 28: turned on over an indexed chain, `silent_payments` builds the tweaks of the blocks
+/// indexed before on start, a batch of blocks and its progress mark at a time. Killed at random
+/// instants while it builds them, cairn resumes on the next start, and its rows (tweaks and all)
+/// end equal to those of an index built with tweaks from the start.
+#[test]
+fn killed_at_random_instants_while_building_tweaks_it_resumes_to_a_clean_index() {
+    use cairn::store::schema::meta;
+    let tmp = tempfile::tempdir().unwrap();
+    let chain = tmp.path().join("chain");
+    cairn::generate::ChainGenerator::new(cairn::generate::GenerateOptions {
+        blocks: BLOCKS as u32,
+        txs_per_block: 60,
+        seed: 12,
+    })
+    .write_to(&chain)
+    .unwrap();
+    let import = |dir: &std::path::Path, tweaks: bool| {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_cairn"));
+        cmd.arg("--datadir").arg(dir);
+        if tweaks {
+            cmd.arg("--silent-payments");
+        }
+        let status = cmd
+            .args(["import", "--quiet", "--blocks-dir"])
+            .arg(chain.join("blocks"))
+            .env("CAIRN_LOG", "warn")
+            .stdout(std::process::Stdio::null())
+            .status()
+            .unwrap();
+        assert!(status.success(), "import into {dir:?}");
+    };
+    let dir = tmp.path().join("cairn");
+    import(&dir, false);
+    let tweaks_on = || vec!["--silent-payments".to_string(), "--no-listen".to_string()];
+    // Killed later each time nothing was built yet (starting takes a while), until the build
+    // is over: the kills land before, between and after its batches.
+    let (mut mid_build, mut after) = (0, 100);
+    for _ in 0..4 * kills() {
+        let cairn = start_cairn(&dir, &tweaks_on());
+        std::thread::sleep(random_delay(after..after + 100));
+        drop(cairn); // SIGKILL
+        let store = cairn::store::Store::open(&dir.join("regtest/index")).unwrap();
+        let meta_row = |key| store.get(cairn::store::schema::cf::META, key).unwrap();
+        let at =
+            meta_row(meta::TWEAK_BACKFILL).map(|h| u32::from_le_bytes(h[..4].try_into().unwrap()));
+        eprintln!("killed with the tweaks built up to {at:?}");
+        match at {
+            None if meta_row(meta::TWEAKS_OFF).is_none() => break,
+            Some(h) if h > 0 => mid_build += 1,
+            _ => after += 100,
+        }
+    }
+    assert!(mid_build > 0, "no kill landed while the tweaks were built");
+    // Once more to the end: `server.features` says `silent_payments` once every block has them.
+    let port = common::free_port();
+    let mut args = tweaks_on();
+    args.push(format!("--electrum-addr=127.0.0.1:{port}"));
+    let cairn = start_cairn(&dir, &args);
+    let started = std::time::Instant::now();
+    loop {
+        let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+        if let Ok(mut c) = std::panic::catch_unwind(|| common::lines::Lines::connect(addr, "1.4")) {
+            let features = c.call("server.features", serde_json::json!([]));
+            if features["result"]["silent_payments"].is_array() {
+                break;
+            }
+        }
+        assert!(
+            started.elapsed().as_secs() < 120,
+            "the tweaks were never built"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    cairn.stop();
+    let clean = tmp.path().join("clean");
+    import(&clean, true);
+    assert_same_rows(&rows_with_tweaks(&dir), &rows_with_tweaks(&clean));
+}
+
+/// Every row of the index in `datadir`, opened with tweaks on (opened without, it would mark
+/// them off).
+fn rows_with_tweaks(datadir: &std::path::Path) -> Vec<(&'static str, Vec<(Box<[u8]>, Box<[u8]>)>)> {
+    let store =
+        std::sync::Arc::new(cairn::store::Store::open(&datadir.join("regtest/index")).unwrap());
+    let options = cairn::index::IndexOptions {
+        filters: true,
+        tweaks_from: Some(0),
+    };
+    let index = cairn::index::Index::open_with_options(store, None, options).unwrap();
+    let rows = index.dump().unwrap();
+    assert!(
+        rows.iter()
+            .any(|(name, r)| *name == "tweaks" && !r.is_empty()),
+        "no tweak rows in {datadir:?}"
+    );
+    rows
+}

@@ -9,6 +9,8 @@
 # Defaults: 2000 blocks, 53 txs per block (about 100k transactions), 3 runs.
 # With `filters` as the fourth argument it compares the index without BIP158 filters
 # (`block_filters = false`) against the index with them instead: the sync cost of filters.
+# With `silent` it compares the index without silent-payment tweaks (the default) against the
+# index with them (`silent_payments = true`): the sync cost of BIP352 tweaks.
 # With `neighbour` it compares bare validation alone against bare validation beside a busy loop
 # in another process at the lowest CPU priority (SCHED_IDLE, `chrt -i 0`): what any work on the
 # second core costs validation on this machine, whatever its priority.
@@ -43,10 +45,16 @@ side_stats() { # $1 = label, $2 = median seconds
   awk -v b="$BLOCKS" -v t="$TXS_TOTAL" -v s="$2" -v r="$rss" -v l="$1" \
     'BEGIN { printf "{\"side\": \"%s\", \"blocks_per_s\": %.1f, \"txs_per_s\": %.0f, \"peak_rss_mib\": %.0f}\n", l, b / s, t / s, r / 1024 }'
 }
+# The side compared against the indexed one.
+first_side() {
+  case "$MODE" in filters) echo nofilters ;; silent) echo notweaks ;; *) echo bare ;; esac
+}
 bench_extra() {
-  "$CAIRN" --datadir "$WORK/indexed" index-stats > "$WORK/stats.json"
+  # With tweaks on (opened without them, the index would mark them off).
+  if [ "$MODE" = silent ]; then set -- --config "$WORK/tweaks.toml"; else set --; fi
+  "$CAIRN" --datadir "$WORK/indexed" "$@" index-stats > "$WORK/stats.json"
   TXS_TOTAL=$(sed -n 's/^  "txs": *\([0-9]*\).*/\1/p' "$WORK/stats.json")
-  if [ "$MODE" = filters ]; then first=nofilters; else first=bare; fi
+  first=$(first_side)
   printf '{"sides": [%s, %s], "index_stats": %s}' "$(side_stats "$first" "$ma")" "$(side_stats indexed "$mb")" "$(cat "$WORK/stats.json")"
 }
 if [ "$MODE" = neighbour ]; then
@@ -63,12 +71,17 @@ elif [ "$MODE" = filters ]; then
   printf 'block_filters = false\n' > "$WORK/no-filters.toml"
   nofilters() { run nofilters --config "$WORK/no-filters.toml"; }
   compare "index without filters" nofilters "index with filters" indexed
+elif [ "$MODE" = silent ]; then
+  printf 'silent_payments = true\n' > "$WORK/tweaks.toml"
+  notweaks() { run notweaks; }
+  indexed() { run indexed --config "$WORK/tweaks.toml"; }
+  compare "index without tweaks" notweaks "index with silent-payment tweaks" indexed
 else
   compare "bare validation (--no-index)" bare "validation + index" indexed
 fi
 echo
 TXS_TOTAL=$(sed -n 's/^  "txs": *\([0-9]*\).*/\1/p' "$WORK/stats.json")
-if [ "$MODE" = filters ]; then first=nofilters; else first=bare; fi
+first=$(first_side)
 echo "| side (medians) | blocks/s | txs/s | peak RSS |"
 echo "|---|---|---|---|"
 for side in "$first $ma" "indexed $mb"; do

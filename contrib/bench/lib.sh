@@ -5,7 +5,8 @@
 # The command that is running, for the JSON records.
 BENCH_COMMAND="sh $0 $*"
 
-# bench_setup [CARGO BUILD ARGS...]: builds cairn (and what else is named) in release, sets
+# bench_setup [CARGO BUILD ARGS...]: builds cairn (and what else is named) in release (or
+# CAIRN_BENCH_PROFILE), sets
 # CAIRN, CHAIN (the generated chain, cached in ${CAIRN_BENCH_CACHE:-/var/tmp/cairn-bench}; with
 # WALLET_ADDRESSES set, a chain that also pays a BIP84 wallet of that many addresses; with
 # HOT_PER_MILLE set, one whose busiest script gets that share of all outputs; with SHAPE=mainnet,
@@ -21,8 +22,12 @@ bench_setup() {
       { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq time >/dev/null; }
   fi
   export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-/var/tmp/cairn-target}"
-  cargo build --release --locked --bin cairn "$@" >/dev/null 2>&1
-  CAIRN="$CARGO_TARGET_DIR/release/cairn"
+  # CAIRN_BENCH_PROFILE=ci measures the test profile's build (overflow checks and debug
+  # assertions on) where a release build (RocksDB's C++ again, about 30 minutes here) is not
+  # worth it for a ratio; a figure from it says so.
+  profile=${CAIRN_BENCH_PROFILE:-release}
+  cargo build --profile "$profile" --locked --bin cairn "$@" >/dev/null 2>&1
+  CAIRN="$CARGO_TARGET_DIR/$profile/cairn"
   CHAIN="${CAIRN_BENCH_CACHE:-/var/tmp/cairn-bench}/chain-$BLOCKS-$TXS-seed1"
   set -- --blocks "$BLOCKS" --txs-per-block "$TXS" --seed 1
   if [ -n "${SHAPE:-}" ]; then

@@ -444,14 +444,13 @@ fn start_scans(
     for job in jobs {
         let (events, pool, host) = (events.clone(), pool.clone(), host.clone());
         scans.spawn(async move {
-            let Ok(place) = pool.scan_place(&host).await else {
+            let Ok(place) = pool.scan_place(&host, job.is_quick()).await else {
                 return;
             };
             let on_panic = job.panicked();
             let told = events.clone();
             let ran = tokio::task::spawn_blocking(move || {
-                let _place = place;
-                job.run(told, &pool, &host);
+                job.run(told, &pool, &host, place);
             })
             .await;
             if ran.is_err() {

@@ -42,7 +42,7 @@ use super::cost::{self, Verdict};
 use super::rpc::RpcError;
 use crate::index::silent_payments::scan::ScanKeys;
 use crate::index::silent_payments::tx_tweak;
-use crate::listen::{HostShares, Slot, WorkPool};
+use crate::listen::{HostShares, Slot, StreamPlace, WorkPool, QUICK_SCAN_BLOCKS};
 use crate::types::run_marked;
 use crate::view::{ChainView, TxTweak};
 
@@ -313,8 +313,15 @@ enum Stop {
 }
 
 impl ScanJob {
-    /// Scans, then tells the session it ended (whether it got to the tip or not).
-    pub(crate) fn run(self, tx: mpsc::Sender<ScanEvent>, pool: &WorkPool, host: &HostShares) {
+    /// Scans, holding its `place` until it ends, then tells the session it ended (whether it
+    /// got to the tip or not).
+    pub(crate) fn run(
+        self,
+        tx: mpsc::Sender<ScanEvent>,
+        pool: &WorkPool,
+        host: &HostShares,
+        _place: StreamPlace,
+    ) {
         let rt = tokio::runtime::Handle::current();
         let slot = || rt.block_on(pool.slot(host)).ok();
         let limits = self.backend.config.cost;
@@ -380,6 +387,15 @@ impl ScanJob {
         json!({"jsonrpc": "2.0", "method": METHOD,
                "params": [&*self.subscription, progress, history]})
         .to_string()
+    }
+
+    /// Whether this is a short scan (at most [`QUICK_SCAN_BLOCKS`] to the tip or its range's
+    /// end: a subscription's follow-up for new blocks, or a first scan of a recent start),
+    /// which takes a place in the short lane ([`WorkPool::scan_place`]).
+    pub(crate) fn is_quick(&self) -> bool {
+        let tip = self.backend.model.view().tip().map_or(0, |(h, _)| h);
+        let end = self.to.map_or(tip, |to| to.min(tip));
+        end.saturating_sub(self.from) < QUICK_SCAN_BLOCKS
     }
 
     /// Reads the tweaks of heights from `from` in chunks, scans each on the scan threads, then

@@ -29,6 +29,15 @@ pub const STREAMS_PER_HOST: usize = 2;
 pub const SCANS: usize = 8;
 /// Scans one host runs at once: its others wait.
 pub const SCANS_PER_HOST: usize = 1;
+/// Short scans (a subscription's follow-up for new blocks, or a first scan of at most
+/// [`QUICK_SCAN_BLOCKS`]) run at once beside the long ones, over every connection: hours-long
+/// whole-chain scans holding every place in [`SCANS`] never hold a wallet's next block back.
+pub const QUICK_SCANS: usize = 4;
+/// A first scan of at most this many blocks (a day's) is a short one.
+pub const QUICK_SCAN_BLOCKS: u32 = 144;
+/// The scans of every exempt connection together (127.0.0.1, where a Tor onion service's
+/// clients arrive, each connection otherwise a host of its own): half of each lane's places.
+pub const EXEMPT_SCANS: usize = SCANS / 2;
 /// How long an HTTP request may wait for its slot, and a history for a place to stream from,
 /// before it is answered "busy".
 pub const MOST_WAIT: Duration = Duration::from_secs(20);
@@ -41,6 +50,9 @@ pub struct WorkPool {
     waiting: AtomicUsize,
     streams: Arc<Semaphore>,
     scans: Arc<Semaphore>,
+    quick_scans: Arc<Semaphore>,
+    /// The scan turns every exempt connection shares.
+    exempt: Arc<HostWork>,
     closed: Abandon,
     /// Each host's share, by its key, while any of its connections or jobs holds it: every
     /// server's connections of one host share one.
@@ -53,14 +65,20 @@ pub struct HostWork {
     jobs: Arc<Semaphore>,
     streams: Arc<Semaphore>,
     scans: Arc<Semaphore>,
+    quick_scans: Arc<Semaphore>,
 }
 
 impl HostWork {
     fn new(jobs: usize) -> Self {
+        Self::with_scans(jobs, SCANS_PER_HOST, SCANS_PER_HOST)
+    }
+
+    fn with_scans(jobs: usize, scans: usize, quick_scans: usize) -> Self {
         HostWork {
             jobs: Arc::new(Semaphore::new(jobs)),
             streams: Arc::new(Semaphore::new(STREAMS_PER_HOST)),
-            scans: Arc::new(Semaphore::new(SCANS_PER_HOST)),
+            scans: Arc::new(Semaphore::new(scans)),
+            quick_scans: Arc::new(Semaphore::new(quick_scans)),
         }
     }
 }
@@ -140,6 +158,8 @@ impl WorkPool {
             waiting: AtomicUsize::new(0),
             streams: Arc::new(Semaphore::new(STREAMS)),
             scans: Arc::new(Semaphore::new(SCANS)),
+            quick_scans: Arc::new(Semaphore::new(QUICK_SCANS)),
+            exempt: Arc::new(HostWork::with_scans(0, EXEMPT_SCANS, QUICK_SCANS / 2)),
             closed: Abandon::default(),
             hosts: Mutex::new(HashMap::new()),
         })
@@ -276,13 +296,22 @@ impl WorkPool {
         }
     }
 
-    /// Waits, as long as it takes, for a place for one silent-payment scan of `host`'s, one of
-    /// [`SCANS_PER_HOST`] and of [`SCANS`]: a scan is a subscription's work, which its session
-    /// drops (and with it this wait) when it ends.
-    pub async fn scan_place(&self, host: &HostShares) -> Result<StreamPlace, Refused> {
-        let share = self.share(host);
-        let turn = share.scans.clone().acquire_owned().await;
-        let place = self.scans.clone().acquire_owned().await;
+    /// Waits, as long as it takes, for a place for one silent-payment scan of `host`'s: a
+    /// `quick` one (see [`QUICK_SCANS`]) one of its host's [`SCANS_PER_HOST`] short ones and of
+    /// [`QUICK_SCANS`], a long one one of its host's and of [`SCANS`]; every exempt connection
+    /// counts as one host with [`EXEMPT_SCANS`] (and half the short ones). A scan is a
+    /// subscription's work, which its session drops (and with it this wait) when it ends.
+    pub async fn scan_place(&self, host: &HostShares, quick: bool) -> Result<StreamPlace, Refused> {
+        let share = match host.key {
+            Some(_) => self.share(host),
+            None => self.exempt.clone(),
+        };
+        let (turns, places) = match quick {
+            true => (&share.quick_scans, &self.quick_scans),
+            false => (&share.scans, &self.scans),
+        };
+        let turn = turns.clone().acquire_owned().await;
+        let place = places.clone().acquire_owned().await;
         match (turn, place, self.closed.is_raised()) {
             (Ok(turn), Ok(place), false) => Ok(StreamPlace {
                 _place: place,
@@ -304,6 +333,7 @@ impl WorkPool {
         self.slots.close();
         self.streams.close();
         self.scans.close();
+        self.quick_scans.close();
     }
 
     /// Jobs running now.
@@ -370,6 +400,40 @@ mod tests {
         assert!(tokio::time::timeout(wait, pool.slot(&again)).await.is_err());
         drop((a, b));
         assert!(pool.slot(&again).await.is_ok());
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn long_scans_leave_short_ones_a_lane_and_exempt_connections_share_one() {
+        let pool = WorkPool::new(4, 8);
+        let wait = Duration::from_millis(50);
+        let host = |i: usize| HostShares {
+            key: Some(format!("203.0.113.{i}/32").parse().unwrap()),
+            ..HostShares::default()
+        };
+        let hosts: Vec<HostShares> = (0..=SCANS).map(host).collect();
+        let mut long = Vec::new();
+        for h in &hosts[..SCANS] {
+            long.push(pool.scan_place(h, false).await.unwrap());
+        }
+        let ninth = tokio::time::timeout(wait, pool.scan_place(&hosts[SCANS], false)).await;
+        assert!(ninth.is_err(), "every long place is held");
+        // A short scan still runs at once, even one of a host whose long scan runs.
+        let quick = tokio::time::timeout(wait, pool.scan_place(&hosts[0], true)).await;
+        assert!(quick.is_ok_and(|q| q.is_ok()));
+        drop(long);
+        // Every exempt connection (no host key) together: half the long places.
+        let exempt: Vec<HostShares> = (0..=EXEMPT_SCANS).map(|_| HostShares::default()).collect();
+        let mut held = Vec::new();
+        for e in &exempt[..EXEMPT_SCANS] {
+            held.push(pool.scan_place(e, false).await.unwrap());
+        }
+        let more = tokio::time::timeout(wait, pool.scan_place(&exempt[EXEMPT_SCANS], false)).await;
+        assert!(more.is_err(), "the exempt connections' places are all held");
+        let keyed = tokio::time::timeout(wait, pool.scan_place(&hosts[SCANS], false)).await;
+        assert!(
+            keyed.is_ok_and(|p| p.is_ok()),
+            "another host still gets one"
+        );
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
