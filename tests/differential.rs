@@ -66,6 +66,7 @@ impl Pair {
             .collect();
         let spent_txid = node.rpc(&["sendmany", "", &Value::Object(targets).to_string()]);
         node.rpc(&["generatetoaddress", "5", &addr]);
+        node.wait_for_indexes(std::time::Duration::from_secs(60));
 
         let (validator, _events) = common::open_validator(tmp.path());
         let height: u32 = node.rpc(&["getblockcount"]).parse().unwrap();

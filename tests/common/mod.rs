@@ -239,9 +239,16 @@ impl Bitcoind {
     fn wait_for_indexes_until(&self, timeout: Duration, done: impl Fn(&serde_json::Value) -> bool) {
         let start = Instant::now();
         loop {
+            let tip: u64 = self.rpc(&["getblockcount"]).parse().unwrap();
             let info: serde_json::Value =
                 serde_json::from_str(&self.rpc(&["getindexinfo"])).unwrap();
-            if done(&info) {
+            // "synced" turns true once and stays true while an index trails new blocks in
+            // its own thread: each index must also have reached the tip.
+            let at_tip = info.as_object().is_some_and(|all| {
+                all.values()
+                    .all(|i| i["best_block_height"].as_u64() == Some(tip))
+            });
+            if at_tip && done(&info) {
                 return;
             }
             assert!(

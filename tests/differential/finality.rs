@@ -77,6 +77,8 @@ fn relative_locks_turn_final_with_blocks_and_back_with_a_reorg() {
     let addr = pair.node.rpc(&["getnewaddress", "", "bech32"]);
     pair.node.rpc(&["generatetoaddress", "1", &addr]);
     pair.mine_empty();
+    pair.node
+        .wait_for_indexes(std::time::Duration::from_secs(60));
     let parent_block = rpc_json(
         &pair.node,
         &["getrawtransaction", &parent.compute_txid().to_string(), "1"],

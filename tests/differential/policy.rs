@@ -31,6 +31,8 @@ impl Pair {
         let from: u32 = self.node.rpc(&["getblockcount"]).parse().unwrap();
         let addr = self.node.rpc(&["getnewaddress", "", "bech32"]);
         self.node.rpc(&["generatetoaddress", &n.to_string(), &addr]);
+        self.node
+            .wait_for_indexes(std::time::Duration::from_secs(60));
         self.follow(from + 1..=from + n);
     }
 
