@@ -90,7 +90,8 @@ struct GenerateArgs {
     /// Number of blocks after genesis.
     #[arg(long)]
     blocks: u32,
-    /// Transactions per block besides the coinbase (once enough coins have matured).
+    /// Transactions per block besides the coinbase (once enough coins have matured), at most what
+    /// fits in the consensus weight and sigop limits.
     #[arg(long, default_value_t = 50)]
     txs_per_block: u32,
     /// The seed: the same seed gives the same chain.

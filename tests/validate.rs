@@ -249,3 +249,39 @@ fn garbage_and_orphans_are_named() {
     }
     assert_eq!(v.tip().height, 0);
 }
+
+/// `cairn generate --blocks 110 --txs-per-block 4000 --seed 1` once wrote a 1.57 MB block 101
+/// that the kernel refused (`bad-blk-length`). Whatever the flags, a block closes before the
+/// consensus weight and sigop limits (a transaction that does not fit opens the next block), and
+/// the kernel takes every block, plain and mainnet-shaped.
+#[test]
+fn generated_blocks_stay_within_the_consensus_limits_whatever_the_flags() {
+    let plain = ChainGenerator::new(GenerateOptions {
+        blocks: 104,
+        txs_per_block: 8_000,
+        seed: 1,
+    });
+    let shaped = ChainGenerator::new(GenerateOptions {
+        blocks: 104,
+        txs_per_block: 8_000,
+        seed: 2,
+    })
+    .with_shapes(cairn::generate::Shapes::mainnet().unwrap());
+    for (name, mut gen) in [("plain", plain), ("mainnet-shaped", shaped)] {
+        let tmp = tempfile::tempdir().unwrap();
+        let v = open(tmp.path());
+        let mut heaviest = 0;
+        for _ in 0..104 {
+            let block = gen.next_block().unwrap();
+            heaviest = heaviest.max(block.weight().to_wu());
+            assert_eq!(
+                v.submit_block(&serialize(&block)).unwrap(),
+                Accepted::Connected,
+                "{name}"
+            );
+        }
+        // The limit was reached, not stayed away from.
+        assert!(heaviest > 3_900_000, "{name}: heaviest block {heaviest} WU");
+        assert_eq!(v.tip().height, 104, "{name}");
+    }
+}

@@ -36,6 +36,12 @@ pub use wallet::{derive_key, Owner, ScriptKind};
 
 /// Regtest halves the subsidy every 150 blocks.
 pub const REGTEST_HALVING_INTERVAL: u32 = 150;
+/// The weight a block's transactions besides the coinbase may have: the consensus limit less
+/// what Core's miner keeps for the header and the coinbase (`-blockreservedweight`, 8,000).
+const BLOCK_WEIGHT_ROOM: u64 = bitcoin::Weight::MAX_BLOCK.to_wu() - 8_000;
+/// The sigop cost a block's transactions besides the coinbase may have: the consensus limit less
+/// the 400 Core's miner keeps for the coinbase.
+const BLOCK_SIGOPS_ROOM: u64 = bitcoin::blockdata::constants::MAX_BLOCK_SIGOPS_COST as u64 - 400;
 /// Outputs below this are never created (Core's dust limit for the largest standard script).
 pub const MIN_OUTPUT: u64 = 1_000;
 
@@ -52,7 +58,8 @@ const KIND_TRIES: usize = 8;
 pub struct GenerateOptions {
     /// Blocks after genesis.
     pub blocks: u32,
-    /// Transactions per block besides the coinbase, once coins have matured.
+    /// Transactions per block besides the coinbase, once coins have matured, at most what fits
+    /// the consensus limits.
     pub txs_per_block: u32,
     /// The seed.
     pub seed: u64,
@@ -96,6 +103,14 @@ pub enum GenerateError {
     /// Signing failed (a bug: the generator built an inconsistent transaction).
     #[error("signing failed: {0}")]
     Sign(String),
+    /// A transaction too large for any block (a bug: shapes are standard transactions).
+    #[error("a generated transaction of weight {weight} and sigop cost {sigops} fits no block")]
+    Oversized {
+        /// Its weight.
+        weight: u64,
+        /// Its sigop cost.
+        sigops: u64,
+    },
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -167,6 +182,8 @@ pub struct ChainGenerator {
     coins: Vec<Coin>,
     /// Coinbase coins and the height at which they mature, in height order.
     immature: std::collections::VecDeque<(u32, Coin)>,
+    /// A transaction built for the last block that had no room for it; the next one's first.
+    carried: Option<spend::Built>,
     prev_hash: BlockHash,
     prev_time: u32,
     height: u32,
@@ -193,6 +210,7 @@ impl ChainGenerator {
             silent: None,
             coins: Vec::new(),
             immature: Default::default(),
+            carried: None,
             prev_hash: genesis.block_hash(),
             prev_time: genesis.header.time,
             height: 0,
@@ -366,17 +384,38 @@ impl ChainGenerator {
         }
         let mut txs: Vec<Transaction> = Vec::new();
         let mut fees = 0u64;
+        let (mut weight, mut sigops) = (0u64, 0u64);
         // Outputs created in this block, spendable by later txs of the same block.
         let mut fresh: Vec<Coin> = Vec::new();
         let target = self.opts.txs_per_block as usize;
+        // A transaction the last block had no room for comes first: later ones may spend it.
+        let mut next = self.carried.take();
         while txs.len() < target {
-            match self.build_tx(&mut fresh)? {
-                Some((tx, fee)) => {
-                    fees += fee;
-                    txs.push(tx);
+            let built = match next.take() {
+                Some(built) => built,
+                None => match self.build_tx(&mut fresh)? {
+                    Some(built) => built,
+                    None => break,
+                },
+            };
+            let tx_weight = built.tx.weight().to_wu();
+            if weight + tx_weight > BLOCK_WEIGHT_ROOM || sigops + built.sigops > BLOCK_SIGOPS_ROOM {
+                if txs.is_empty() {
+                    return Err(GenerateError::Oversized {
+                        weight: tx_weight,
+                        sigops: built.sigops,
+                    });
                 }
-                None => break,
+                self.carried = Some(built);
+                break;
             }
+            weight += tx_weight;
+            sigops += built.sigops;
+            fees += built.fee;
+            if let Some(wallet) = self.silent.as_mut() {
+                wallet.record(height, built.tx.compute_txid(), built.paid);
+            }
+            txs.push(built.tx);
         }
         self.coins.append(&mut fresh);
         let coinbase = self.coinbase(height, Self::subsidy(height) + fees);
@@ -491,6 +530,9 @@ impl ChainGenerator {
             }
         }
         blk.finish().map_err(io(&blocks_dir))?;
+        if let Some(built) = self.carried.take() {
+            self.forget(built);
+        }
         summary.max_script_history = self.uses.iter().copied().max().unwrap_or(0);
         // The busiest script, for benchmarks of long histories.
         if let Some(busiest) = (0..self.uses.len()).max_by_key(|&i| self.uses[i]) {
@@ -505,7 +547,7 @@ impl ChainGenerator {
             );
             std::fs::write(&path, text).map_err(io(&path))?;
         }
-        summary.scripts = self.owners.len() as u64;
+        summary.scripts = self.uses.iter().filter(|&&u| u > 0).count() as u64;
         summary.wallet_txs = self.wallet_txs;
         summary.silent_payments = self.silent_payments().len() as u64;
         if let Some(wallet) = &self.silent {

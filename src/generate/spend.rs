@@ -11,6 +11,23 @@ use super::{
     wallet, ChainGenerator, Coin, GenerateError, Owner, ScriptKind, TxShape, KIND_TRIES, MIN_OUTPUT,
 };
 
+/// A transaction built for the chain, not yet placed in a block.
+#[derive(Clone)]
+pub(super) struct Built {
+    /// The signed transaction.
+    pub(super) tx: Transaction,
+    /// What it leaves to the miner.
+    pub(super) fee: u64,
+    /// Its sigop cost as Core's `GetTransactionSigOpCost` counts it.
+    pub(super) sigops: u64,
+    /// What it pays the silent-payment wallet, recorded at the height it is placed.
+    pub(super) paid: super::silent::Paid,
+    /// The owners it was counted for in `uses` (inputs and paid recipients).
+    pub(super) owners: Vec<u32>,
+    /// Whether it was counted as a wallet transaction.
+    pub(super) wallet: bool,
+}
+
 impl ChainGenerator {
     fn take_coin(&mut self, fresh: &mut Vec<Coin>) -> Option<Coin> {
         let (in_block, i) = self.pick_coin(fresh)?;
@@ -56,7 +73,7 @@ impl ChainGenerator {
     pub(super) fn build_tx(
         &mut self,
         fresh: &mut Vec<Coin>,
-    ) -> Result<Option<(Transaction, u64)>, GenerateError> {
+    ) -> Result<Option<Built>, GenerateError> {
         let shape = match &self.shapes {
             Some(shapes) => Some(shapes.pick(&mut self.rng).clone()),
             None => None,
@@ -89,30 +106,54 @@ impl ChainGenerator {
         }
         let paid = self.pay_silent_wallet(&inputs, &mut outputs[..recipients.len()])?;
         let tx = self.signed_tx(&inputs, outputs)?;
-        if inputs
+        let sigops = tx.total_sigop_cost(|op| {
+            let coin = inputs.iter().find(|c| c.outpoint == *op)?;
+            Some(TxOut {
+                value: Amount::from_sat(coin.value),
+                script_pubkey: self.owners[coin.owner as usize].script_pubkey.clone(),
+            })
+        }) as u64;
+        let is_silent = |vout: usize| paid.iter().any(|(v, _, _)| *v as usize == vout);
+        // A recipient whose output now pays the silent-payment wallet is not paid after all.
+        let mut paying = Vec::with_capacity(recipients.len());
+        for (vout, owner) in recipients.into_iter().enumerate() {
+            match is_silent(vout) {
+                true => self.uses[owner as usize] -= 1,
+                false => paying.push((vout, owner)),
+            }
+        }
+        let owners: Vec<u32> = inputs
             .iter()
             .map(|c| c.owner)
-            .chain(recipients.iter().copied())
-            .any(|o| self.wallet.contains(&o))
-        {
-            self.wallet_txs += 1;
-        }
+            .chain(paying.iter().map(|(_, owner)| *owner))
+            .collect();
+        let wallet = owners.iter().any(|o| self.wallet.contains(o));
+        self.wallet_txs += u64::from(wallet);
         let txid = tx.compute_txid();
-        let is_silent = |vout: usize| paid.iter().any(|(v, _, _)| *v as usize == vout);
-        for (vout, owner) in recipients.iter().enumerate() {
-            if is_silent(vout) {
-                continue;
-            }
+        for (vout, owner) in paying {
             fresh.push(Coin {
                 outpoint: OutPoint::new(txid, vout as u32),
                 value: tx.output[vout].value.to_sat(),
-                owner: *owner,
+                owner,
             });
         }
-        if let Some(wallet) = self.silent.as_mut() {
-            wallet.record(self.height, txid, paid);
+        Ok(Some(Built {
+            tx,
+            fee,
+            sigops,
+            paid,
+            owners,
+            wallet,
+        }))
+    }
+
+    /// Takes back what `built` was counted for, when the chain ends before a block had room
+    /// for it.
+    pub(super) fn forget(&mut self, built: Built) {
+        for owner in built.owners {
+            self.uses[owner as usize] -= 1;
         }
-        Ok(Some((tx, fee)))
+        self.wallet_txs -= u64::from(built.wallet);
     }
 
     /// Makes some of `outputs` pay the silent-payment wallet when it draws this transaction.
