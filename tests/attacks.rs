@@ -1628,8 +1628,9 @@ fn scan_hog(from: &str, to: SocketAddr, seed: u8, n: usize) -> TcpStream {
 /// 10 s. Asserted: each honest scan ends (its notification at progress 1.0) within
 /// [`HONEST_WITHIN`]; when the hogs hang up, their sessions are gone within 10 s. What holds: a
 /// scan takes its host's turn (one of `SCANS_PER_HOST`) before it queues for one of the server's
-/// `SCANS` places, so the hogs' 1,200 scans wait in their host's line, not before another host's
-/// (with the two waits the other way round, one queue for all, the honest scan waited over 30 s).
+/// `SCANS` places, so the hogs' scans (200 of the 1,200 taken, `SILENT_PER_HOST`) wait in their
+/// host's line, not before another host's (with the two waits the other way round, one queue for
+/// all, the honest scan waited over 30 s).
 #[test]
 fn one_hosts_silent_payment_scans_wait_their_own_turn() {
     let served = Served::start(&["--silent-payments", "--electrum-write-timeout-secs=3"]);
@@ -1696,7 +1697,8 @@ fn one_hosts_silent_payment_scans_wait_their_own_turn() {
 /// by a scan sleeping 2.5 s a step and as many hosts wait for one. The honest client
 /// (127.0.0.3) subscribes wallets from the tip, as Sparrow does for a new wallet: a short scan.
 /// Asserted: each of its scans ends within 2 s. What holds: short scans (a subscription's
-/// follow-ups for new blocks, or first scans of at most `QUICK_SCAN_BLOCKS`) have a lane of
+/// follow-ups for new blocks, or first scans of fewer than `QUICK_SCAN_BLOCKS` with at most
+/// `QUICK_SCAN_MEMPOOL` mempool transactions) have a lane of
 /// their own (`QUICK_SCANS` places); with every scan in the long lane, an honest scan waited
 /// 9.8 s for a hog's place and the test failed.
 #[test]
@@ -1755,4 +1757,61 @@ fn short_scans_pass_hosts_whose_long_scans_hold_every_place() {
     }
     println!("honest short scans: the slowest {worst:?}");
     drop(hogs);
+}
+
+/// A hex scan key of `tag`'s, the `i`-th.
+fn scan_key(tag: [u8; 2], i: u32) -> String {
+    let mut key = [tag[0]; 32];
+    key[1] = tag[1];
+    key[2..6].copy_from_slice(&i.to_be_bytes());
+    key.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Issue 28: **a silent-payment subscription is scanned again for every new block and mempool
+/// transaction for as long as it lasts, so one host must not hold them without bound.** Frigate
+/// limits a connection to 100; a host opens as many connections as it may. Three connections
+/// from 127.0.0.2 each subscribe 100 wallets (from the tip, so their first scans are short).
+/// Asserted: 200 are taken (`SILENT_PER_HOST`, two connections' worth) and the other 100 are
+/// refused "from this address"; an honest client on 127.0.0.3 still subscribes; when one of the
+/// hog's connections goes, its subscriptions are given back and the host subscribes again. On
+/// the code before the limit all 300 were taken.
+#[test]
+fn one_host_can_not_hold_every_silent_payment_subscription() {
+    let served = Served::start(&["--silent-payments"]);
+    let tip: u64 = served.node.rpc(&["getblockcount"]).parse().unwrap();
+    let method = "blockchain.silentpayments.subscribe";
+    let spend = "0279be667ef9dcbbac55a06295ce870b07029bfcdb2dce28d959f2815b16f81798";
+    let mut hog: Vec<Lines> = (0..3)
+        .map(|_| Lines::connect_from("127.0.0.2", served.electrum, "1.4"))
+        .collect();
+    let (mut taken, mut refused) = (0, 0);
+    for (c, conn) in hog.iter_mut().enumerate() {
+        for i in 0..100 {
+            let answer = conn.call(method, json!([scan_key([0x21, c as u8], i), spend, tip]));
+            if answer["result"]["address"].is_string() {
+                taken += 1;
+                continue;
+            }
+            let said = answer["error"]["message"].as_str().unwrap_or_default();
+            assert!(said.contains("from this address"), "{answer}");
+            refused += 1;
+        }
+    }
+    assert_eq!((taken, refused), (200, 100), "the host's subscriptions");
+    let mut honest = Lines::connect_from("127.0.0.3", served.electrum, "1.4");
+    let answer = honest.call(method, json!([scan_key([0x33, 0], 0), spend, tip]));
+    assert!(answer["result"]["address"].is_string(), "{answer}");
+    // One connection gone, its hundred are the host's again.
+    drop(hog.remove(0));
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut i = 0;
+    loop {
+        let answer = hog[1].call(method, json!([scan_key([0x22, 9], i), spend, tip]));
+        if answer["result"]["address"].is_string() {
+            break;
+        }
+        assert!(Instant::now() < deadline, "still refused: {answer}");
+        std::thread::sleep(Duration::from_millis(100));
+        i += 1;
+    }
 }

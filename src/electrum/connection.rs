@@ -312,8 +312,11 @@ async fn serve(
     let idle = backend.config.idle_timeout;
     let limit = backend.config.max_line_bytes;
     out.timeout = SEND_TIMEOUT.min(idle);
-    let subscriptions =
-        SubscriptionShares::new(out.budget.host.clone(), out.budget.subscriptions.clone());
+    let subscriptions = SubscriptionShares::new(
+        out.budget.host.clone(),
+        out.budget.subscriptions.clone(),
+        out.budget.silent_subscriptions.clone(),
+    );
     let (pool, limits) = (backend.pool.clone(), backend.config.cost);
     let host = out.budget.host.clone();
     let mut session = Session::new(backend, streams, subscriptions);

@@ -62,44 +62,90 @@ impl Room for NoBudget {
 
 /// What a session's subscriptions count against besides its own limit: its host's
 /// (`electrum_max_subscriptions_per_ip`, Fulcrum's `max_subs_per_ip`) and the server's
-/// (`electrum_max_subscriptions_total`, Fulcrum's `max_subs`). Given back when the session ends.
+/// (`electrum_max_subscriptions_total`, Fulcrum's `max_subs`); its silent-payment ones apart, as
+/// [`SILENT_PER_HOST`] and [`SILENT_TOTAL`] bound them. Given back when the session ends.
 pub(crate) struct SubscriptionShares {
     pub(super) host: Arc<HostShares>,
     pub(super) total: Arc<AtomicUsize>,
-    /// What this session has added to both.
+    /// Every session's silent-payment subscriptions.
+    pub(super) silent_total: Arc<AtomicUsize>,
+    /// What this session has added to both counts of each kind.
     held: usize,
+    silent_held: usize,
 }
 
+/// Silent-payment subscriptions one host's connections may hold together: two connections'
+/// worth of Frigate's limit. Each is scanned again for every new block and mempool transaction.
+pub const SILENT_PER_HOST: usize = 2 * super::silent_payments::MAX_SUBSCRIPTIONS;
+/// Silent-payment subscriptions the server holds over every connection. Each new mainnet block
+/// has some 640 eligible transactions (153.7 million from Taproot's activation to height
+/// 950,000, as Frigate counts them), so the follow-up scans of 2,000 subscriptions are about
+/// 1.3 million a block, some 100 s of one core here: a sixth of one core at a block each ten
+/// minutes.
+pub const SILENT_TOTAL: usize = 2_000;
+
 impl SubscriptionShares {
-    /// Counting against `host` and `total`.
-    pub(crate) fn new(host: Arc<HostShares>, total: Arc<AtomicUsize>) -> Self {
+    /// Counting against `host`, `total` and (silent-payment ones) `silent_total`.
+    pub(crate) fn new(
+        host: Arc<HostShares>,
+        total: Arc<AtomicUsize>,
+        silent_total: Arc<AtomicUsize>,
+    ) -> Self {
         SubscriptionShares {
             host,
             total,
+            silent_total,
             held: 0,
+            silent_held: 0,
         }
     }
 
     /// The session now holds `now` subscriptions.
     pub(super) fn hold(&mut self, now: usize) {
-        if now == self.held {
-            return;
-        }
-        let (host, total) = (&self.host.subscriptions, &*self.total);
-        if now > self.held {
-            host.fetch_add(now - self.held, Ordering::SeqCst);
-            total.fetch_add(now - self.held, Ordering::SeqCst);
-        } else {
-            host.fetch_sub(self.held - now, Ordering::SeqCst);
-            total.fetch_sub(self.held - now, Ordering::SeqCst);
-        }
-        self.held = now;
+        let counts = [&self.host.subscriptions, &*self.total];
+        shift(counts, &mut self.held, now);
     }
+
+    /// The session now holds `now` silent-payment subscriptions.
+    pub(super) fn hold_silent(&mut self, now: usize) {
+        let counts = [&self.host.silent_subscriptions, &*self.silent_total];
+        shift(counts, &mut self.silent_held, now);
+    }
+
+    /// Refuses one more silent-payment subscription when the host or the server holds its
+    /// limit.
+    pub(super) fn silent_room(&self) -> Result<(), RpcError> {
+        let host = self.host.silent_subscriptions.load(Ordering::SeqCst);
+        let total = self.silent_total.load(Ordering::SeqCst);
+        for (now, limit, of) in [
+            (host, SILENT_PER_HOST, "from this address"),
+            (total, SILENT_TOTAL, "on this server"),
+        ] {
+            if now >= limit {
+                return Err(RpcError::invalid_params(format!(
+                    "at most {limit} silent-payment subscriptions {of}"
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Moves `counts` by what `held` becomes, `now`.
+fn shift(counts: [&AtomicUsize; 2], held: &mut usize, now: usize) {
+    for count in counts {
+        match now >= *held {
+            true => count.fetch_add(now - *held, Ordering::SeqCst),
+            false => count.fetch_sub(*held - now, Ordering::SeqCst),
+        };
+    }
+    *held = now;
 }
 
 impl Drop for SubscriptionShares {
     fn drop(&mut self) {
         self.hold(0);
+        self.hold_silent(0);
     }
 }
 

@@ -31,6 +31,8 @@ pub struct Shares {
     pub(super) host: Arc<HostShares>,
     /// Every session's subscriptions.
     pub(super) subscriptions: Arc<AtomicUsize>,
+    /// Every session's silent-payment subscriptions.
+    pub(super) silent_subscriptions: Arc<AtomicUsize>,
 }
 
 impl Shares {
@@ -42,6 +44,7 @@ impl Shares {
             share: (total / 4).max(1),
             host: Arc::default(),
             subscriptions: Arc::default(),
+            silent_subscriptions: Arc::default(),
         }
     }
 

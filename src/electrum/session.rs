@@ -233,6 +233,7 @@ impl Session {
         }
         let answer = self.dispatch(request).map_err(|e| self.in_protocol(e));
         self.shares.hold(self.subscription_count());
+        self.shares.hold_silent(self.silent.len());
         Some(answer)
     }
 
@@ -355,7 +356,8 @@ impl Session {
         let keys = ScanKeys::new(&keys.scan, &keys.spend, &labels)
             .map_err(|e| RpcError::invalid_params(e.to_string()))?;
         let tip = self.backend.model.view().tip();
-        let address = self.silent.subscribe(&self.backend, keys, start)?;
+        let room = || self.shares.silent_room();
+        let address = self.silent.subscribe(&self.backend, keys, start, room)?;
         self.silent_tip = tip;
         Ok(address)
     }
@@ -780,7 +782,7 @@ pub struct Requests(Session);
 impl Requests {
     /// A fresh client (no version negotiated, no subscriptions) of `backend`.
     pub fn new(backend: Arc<Backend>) -> Self {
-        let shares = SubscriptionShares::new(Arc::default(), Arc::default());
+        let shares = SubscriptionShares::new(Arc::default(), Arc::default(), Arc::default());
         Requests(Session::new(backend, false, shares))
     }
 

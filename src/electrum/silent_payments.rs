@@ -42,7 +42,9 @@ use super::cost::{self, Verdict};
 use super::rpc::RpcError;
 use crate::index::silent_payments::scan::ScanKeys;
 use crate::index::silent_payments::tx_tweak;
-use crate::listen::{HostShares, Slot, StreamPlace, WorkPool, QUICK_SCAN_BLOCKS};
+use crate::listen::{
+    HostShares, Slot, StreamPlace, WorkPool, QUICK_SCAN_BLOCKS, QUICK_SCAN_MEMPOOL,
+};
 use crate::types::run_marked;
 use crate::view::{ChainView, TxTweak};
 
@@ -389,13 +391,20 @@ impl ScanJob {
         .to_string()
     }
 
-    /// Whether this is a short scan (at most [`QUICK_SCAN_BLOCKS`] to the tip or its range's
-    /// end: a subscription's follow-up for new blocks, or a first scan of a recent start),
-    /// which takes a place in the short lane ([`WorkPool::scan_place`]).
+    /// Whether this is a short scan, which takes a place in the short lane
+    /// ([`WorkPool::scan_place`]): fewer than [`QUICK_SCAN_BLOCKS`] to the tip or its range's
+    /// end (a subscription's follow-up for a new block, or a first scan of a recent start) and
+    /// at most [`QUICK_SCAN_MEMPOOL`] mempool transactions to look at. Decided as it is queued;
+    /// the tip it then scans to moves only by mined blocks.
     pub(crate) fn is_quick(&self) -> bool {
         let tip = self.backend.model.view().tip().map_or(0, |(h, _)| h);
         let end = self.to.map_or(tip, |to| to.min(tip));
-        end.saturating_sub(self.from) < QUICK_SCAN_BLOCKS
+        let mempool = match &self.mempool {
+            MempoolScan::Nothing => 0,
+            MempoolScan::These(txids) => txids.len(),
+            MempoolScan::All => self.backend.model.mempool().map_or(0, |m| m.size().0),
+        };
+        end.saturating_sub(self.from) < QUICK_SCAN_BLOCKS && mempool <= QUICK_SCAN_MEMPOOL
     }
 
     /// Reads the tweaks of heights from `from` in chunks, scans each on the scan threads, then

@@ -43,6 +43,8 @@ pub struct HostShares {
     pub bytes: AtomicUsize,
     /// Its Electrum subscriptions.
     pub subscriptions: AtomicUsize,
+    /// Its silent-payment subscriptions (Frigate's remote scanner).
+    pub silent_subscriptions: AtomicUsize,
     /// What its Electrum requests cost, decaying ([`super::cost`]).
     pub cost: Account,
     /// The host's key (its IPv4 address or IPv6 /64); `None` for an exempt host, whose

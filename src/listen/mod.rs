@@ -16,7 +16,10 @@ use tokio::net::{TcpListener, TcpStream};
 pub use cost::{Account, Charged};
 pub use hosts::{HostGuard, HostShares, HostTable, Refused};
 pub use stall::WriteDeadline;
-pub use work::{Refused as WorkRefused, Slot, StreamPlace, WorkPool, QUICK_SCAN_BLOCKS, STREAMS};
+pub use work::{
+    Refused as WorkRefused, Slot, StreamPlace, WorkPool, QUICK_SCAN_BLOCKS, QUICK_SCAN_MEMPOOL,
+    STREAMS,
+};
 
 /// How long to wait after a failed accept before trying again.
 const AFTER_FAILURE: Duration = Duration::from_millis(100);

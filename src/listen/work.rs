@@ -29,12 +29,18 @@ pub const STREAMS_PER_HOST: usize = 2;
 pub const SCANS: usize = 8;
 /// Scans one host runs at once: its others wait.
 pub const SCANS_PER_HOST: usize = 1;
-/// Short scans (a subscription's follow-up for new blocks, or a first scan of at most
-/// [`QUICK_SCAN_BLOCKS`]) run at once beside the long ones, over every connection: hours-long
+/// Short scans (a subscription's follow-up for a new block, or a first scan from a recent
+/// height; fewer than [`QUICK_SCAN_BLOCKS`] blocks and at most [`QUICK_SCAN_MEMPOOL`] mempool
+/// transactions) run at once beside the long ones, over every connection: hours-long
 /// whole-chain scans holding every place in [`SCANS`] never hold a wallet's next block back.
 pub const QUICK_SCANS: usize = 4;
-/// A first scan of at most this many blocks (a day's) is a short one.
-pub const QUICK_SCAN_BLOCKS: u32 = 144;
+/// A scan of fewer blocks than this (an hour's: on mainnet some 4,000 eligible transactions,
+/// 153.7 million from Taproot's activation to height 950,000 as Frigate counts them, about a
+/// third of a second of one core here) may be a short one.
+pub const QUICK_SCAN_BLOCKS: u32 = 6;
+/// A scan of more mempool transactions than this (as a first scan of a full mempool) is a
+/// long one, whatever its blocks.
+pub const QUICK_SCAN_MEMPOOL: usize = 10_000;
 /// The scans of every exempt connection together (127.0.0.1, where a Tor onion service's
 /// clients arrive, each connection otherwise a host of its own): half of each lane's places.
 pub const EXEMPT_SCANS: usize = SCANS / 2;
@@ -94,6 +100,8 @@ pub struct Slot {
 pub struct StreamPlace {
     _place: OwnedSemaphorePermit,
     _host: OwnedSemaphorePermit,
+    /// An exempt connection's scan's turn among every exempt connection's.
+    _exempt: Option<OwnedSemaphorePermit>,
     _share: Arc<HostWork>,
 }
 
@@ -290,6 +298,7 @@ impl WorkPool {
             Ok((Ok(turn), Ok(place))) if !self.closed.is_raised() => Ok(StreamPlace {
                 _place: place,
                 _host: turn,
+                _exempt: None,
                 _share: share.clone(),
             }),
             Ok(_) => Err(Refused::Closed),
@@ -298,24 +307,32 @@ impl WorkPool {
 
     /// Waits, as long as it takes, for a place for one silent-payment scan of `host`'s: a
     /// `quick` one (see [`QUICK_SCANS`]) one of its host's [`SCANS_PER_HOST`] short ones and of
-    /// [`QUICK_SCANS`], a long one one of its host's and of [`SCANS`]; every exempt connection
-    /// counts as one host with [`EXEMPT_SCANS`] (and half the short ones). A scan is a
-    /// subscription's work, which its session drops (and with it this wait) when it ends.
+    /// [`QUICK_SCANS`], a long one one of its host's and of [`SCANS`]. An exempt connection
+    /// takes its own turn, then one of the turns every exempt connection shares
+    /// ([`EXEMPT_SCANS`], half the short ones), so one of them never holds more than a host's
+    /// part. A scan is a subscription's work, which its session drops (and with it this wait)
+    /// when it ends.
     pub async fn scan_place(&self, host: &HostShares, quick: bool) -> Result<StreamPlace, Refused> {
-        let share = match host.key {
-            Some(_) => self.share(host),
-            None => self.exempt.clone(),
+        let lane = |share: &HostWork| match quick {
+            true => share.quick_scans.clone(),
+            false => share.scans.clone(),
         };
-        let (turns, places) = match quick {
-            true => (&share.quick_scans, &self.quick_scans),
-            false => (&share.scans, &self.scans),
+        let share = self.share(host);
+        let turn = lane(&share).acquire_owned().await;
+        let exempt = match host.key {
+            Some(_) => None,
+            None => Some(lane(&self.exempt).acquire_owned().await),
         };
-        let turn = turns.clone().acquire_owned().await;
+        let places = match quick {
+            true => &self.quick_scans,
+            false => &self.scans,
+        };
         let place = places.clone().acquire_owned().await;
-        match (turn, place, self.closed.is_raised()) {
-            (Ok(turn), Ok(place), false) => Ok(StreamPlace {
+        match (turn, exempt.transpose(), place, self.closed.is_raised()) {
+            (Ok(turn), Ok(exempt), Ok(place), false) => Ok(StreamPlace {
                 _place: place,
                 _host: turn,
+                _exempt: exempt,
                 _share: share,
             }),
             _ => Err(Refused::Closed),
@@ -433,6 +450,26 @@ mod tests {
         assert!(
             keyed.is_ok_and(|p| p.is_ok()),
             "another host still gets one"
+        );
+        drop(held);
+        // One exempt connection holds one long and one short place, not the exempt ones all.
+        let one = HostShares::default();
+        let _long = pool.scan_place(&one, false).await.unwrap();
+        let second = tokio::time::timeout(wait, pool.scan_place(&one, false)).await;
+        assert!(
+            second.is_err(),
+            "an exempt connection's second long scan waits"
+        );
+        let _quick = pool.scan_place(&one, true).await.unwrap();
+        let second = tokio::time::timeout(wait, pool.scan_place(&one, true)).await;
+        assert!(
+            second.is_err(),
+            "an exempt connection's second short scan waits"
+        );
+        let other = tokio::time::timeout(wait, pool.scan_place(&exempt[0], false)).await;
+        assert!(
+            other.is_ok_and(|p| p.is_ok()),
+            "another exempt one still runs"
         );
     }
 

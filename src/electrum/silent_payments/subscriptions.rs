@@ -68,12 +68,14 @@ impl Subscriptions {
 
     /// Subscribes `keys` (with change's label and the others) from `start` (the first height
     /// with tweaks when absent; never above what the connection's subscription of the same keys
-    /// covers already): the answer, the first scan queued. The same keys again start over.
+    /// covers already): the answer, the first scan queued. The same keys again start over; new
+    /// ones are refused when `room` (the host's and the server's) refuses.
     pub(crate) fn subscribe(
         &mut self,
         backend: &Arc<Backend>,
         keys: ScanKeys,
         start: Option<Start>,
+        room: impl FnOnce() -> Result<(), RpcError>,
     ) -> Result<Value, RpcError> {
         if self.unfinished >= MAX_UNFINISHED {
             return Err(RpcError::invalid_params(
@@ -87,6 +89,9 @@ impl Subscriptions {
             return Err(RpcError::invalid_params(format!(
                 "at most {MAX_SUBSCRIPTIONS} silent-payment subscriptions per connection"
             )));
+        }
+        if existing.is_none() {
+            room()?;
         }
         let tip = view.tip().map_or(0, |(h, _)| h);
         let first = backend.model.index().tweaks_from().unwrap_or(0);

@@ -1,8 +1,9 @@
 //! What BlindBit light wallets fetch per block besides tweaks, in BlindBit Oracle's v1 shapes
 //! (its `src/server/api.go` at e9d1f4c, the API spdk's `backend-blindbit-v1`, Dana and
 //! BlindBit Scan speak), and BlindBit's v2 `compute-index`. The filters and the spent-index are
-//! computed from the block and the kernel's undo data when asked (each read charged to the
-//! connection like any block read); `utxos` and `compute-index` from the tweak rows.
+//! computed from the block and the kernel's undo data when asked, in a query-pool slot in the
+//! host's turn like any Esplora block read (HTTP keeps no cost account: its bounds are the
+//! host's share of the pool and the queue); `utxos` and `compute-index` from the tweak rows.
 
 use bitcoin::hex::DisplayHex;
 use bitcoin::{Block, BlockHash};
@@ -132,6 +133,14 @@ fn spent_elements(
     }
     let mut elements = Vec::new();
     for (tx, spent) in spending.iter().zip(&undo.txs) {
+        if tx.input.len() != spent.len() {
+            return Err(failed(ViewError::Damaged(format!(
+                "block {hash}'s undo data has {} spent outputs for transaction {}, which has {} inputs",
+                spent.len(),
+                tx.compute_txid(),
+                tx.input.len()
+            ))));
+        }
         for (input, prevout) in tx.input.iter().zip(spent) {
             if prevout.txout.script_pubkey.is_p2tr() {
                 elements.push(gcs::spent_element(&input.previous_output, hash));
