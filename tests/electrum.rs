@@ -2120,7 +2120,9 @@ fn generated_silent_payments_are_found_by_the_remote_scanner_and_a_client_side_s
     );
     let mid = payments[payments.len() / 2].height;
     let mut other = Lines::connect(f.addr, "1.4");
-    let later = other.call(method, json!([scan, spend, mid]))["result"].clone();
+    // By name, as Frigate also takes them.
+    let named = json!({"scan_private_key": scan, "spend_public_key": spend, "start": mid});
+    let later = other.call(method, named)["result"].clone();
     assert_eq!(
         sp_scan_notes(&mut other, &later),
         sp_expected(&payments, mid, &[])

@@ -9,6 +9,7 @@ mod counted;
 mod history;
 mod merkle_witness;
 mod methods;
+mod named;
 mod outbox;
 mod outpoint;
 mod outpoint_calls;

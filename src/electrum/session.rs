@@ -439,11 +439,23 @@ impl Session {
             ));
         };
         let empty = Vec::new();
+        let by_name;
         let params = match obj.get("params") {
             None | Some(Value::Null) => &empty,
             Some(Value::Array(a)) => a,
+            Some(Value::Object(named)) => match super::named::positional(method, named) {
+                Ok(list) => {
+                    by_name = list;
+                    &by_name
+                }
+                Err(err) => {
+                    return Some(Answer::Line(
+                        error_value(id.unwrap_or(Value::Null), &err).to_string(),
+                    ))
+                }
+            },
             Some(_) => {
-                let err = RpcError::invalid_params("params must be an array");
+                let err = RpcError::invalid_params("params must be an array or an object");
                 return Some(Answer::Line(
                     error_value(id.unwrap_or(Value::Null), &err).to_string(),
                 ));
