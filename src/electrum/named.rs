@@ -4,6 +4,8 @@
 //! silent-payment methods); an object is read into the positional list the method's parser
 //! takes, so both forms are checked by the same code.
 
+use std::borrow::Cow;
+
 use serde_json::{Map, Value};
 
 use super::rpc::RpcError;
@@ -61,6 +63,22 @@ pub fn param_names(method: &str) -> Option<&'static [&'static str]> {
         | "server.peers.subscribe" => NONE,
         _ => return None,
     })
+}
+
+/// A request's `params` as the positional list `method` takes: a list as it is, none for
+/// absent or `null`, an object by name ([`positional`]); anything else is refused.
+pub fn params_of<'a>(
+    method: &str,
+    params: Option<&'a Value>,
+) -> Result<Cow<'a, [Value]>, RpcError> {
+    match params {
+        None | Some(Value::Null) => Ok(Cow::Borrowed(&[])),
+        Some(Value::Array(list)) => Ok(Cow::Borrowed(list)),
+        Some(Value::Object(named)) => positional(method, named).map(Cow::Owned),
+        Some(_) => Err(RpcError::invalid_params(
+            "params must be an array or an object",
+        )),
+    }
 }
 
 /// `named` as the positional list `method` takes: each name's value at its place, `null` where

@@ -438,27 +438,12 @@ impl Session {
                 error_value(id.unwrap_or(Value::Null), &err).to_string(),
             ));
         };
-        let empty = Vec::new();
-        let by_name;
-        let params = match obj.get("params") {
-            None | Some(Value::Null) => &empty,
-            Some(Value::Array(a)) => a,
-            Some(Value::Object(named)) => match super::named::positional(method, named) {
-                Ok(list) => {
-                    by_name = list;
-                    &by_name
-                }
-                Err(err) => {
-                    return Some(Answer::Line(
-                        error_value(id.unwrap_or(Value::Null), &err).to_string(),
-                    ))
-                }
-            },
-            Some(_) => {
-                let err = RpcError::invalid_params("params must be an array or an object");
+        let params = match super::named::params_of(method, obj.get("params")) {
+            Ok(params) => params,
+            Err(err) => {
                 return Some(Answer::Line(
                     error_value(id.unwrap_or(Value::Null), &err).to_string(),
-                ));
+                ))
             }
         };
         tracing::trace!("electrum request {method}");
@@ -472,7 +457,7 @@ impl Session {
         };
         let before = room.held();
         let id_len = id.to_string().len();
-        let Some(result) = self.call(method, params, id_len, room) else {
+        let Some(result) = self.call(method, &params, id_len, room) else {
             crate::metrics::metrics().electrum_request(label, started.elapsed(), true);
             return Some(Answer::NoRoom);
         };
