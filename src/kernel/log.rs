@@ -1,15 +1,23 @@
 //! Bitcoin Core's kernel log lines, forwarded to `tracing` and kept briefly so that a rejected
 //! block can be reported with the kernel's own reason.
+//!
+//! The kernel calls the log callback on the thread that logs, and `process_block` logs a block's
+//! rejection on the thread that submitted it, so the recent lines are kept per thread: two
+//! validators in one process (tests, or a node beside `cairn generate --check`) never clear or
+//! crowd out each other's reasons.
 
+use std::cell::RefCell;
 use std::collections::VecDeque;
-use std::sync::{Mutex, Once, PoisonError};
+use std::sync::Once;
 
 use bitcoinkernel::{Log, Logger};
 
 /// How many recent kernel lines are kept for error reports.
 const RECENT_LINES: usize = 64;
 
-static RECENT: Mutex<VecDeque<String>> = Mutex::new(VecDeque::new());
+thread_local! {
+    static RECENT: RefCell<VecDeque<String>> = const { RefCell::new(VecDeque::new()) };
+}
 static INSTALL: Once = Once::new();
 
 struct TracingLog;
@@ -22,11 +30,12 @@ impl Log for TracingLog {
         } else {
             tracing::debug!(target: "kernel", "{line}");
         }
-        let mut recent = RECENT.lock().unwrap_or_else(PoisonError::into_inner);
-        if recent.len() == RECENT_LINES {
-            recent.pop_front();
-        }
-        recent.push_back(line.to_string());
+        RECENT.with_borrow_mut(|recent| {
+            if recent.len() == RECENT_LINES {
+                recent.pop_front();
+            }
+            recent.push_back(line.to_string());
+        });
     }
 }
 
@@ -40,10 +49,14 @@ pub fn install() {
 }
 
 /// The kernel's reason for rejecting `block_hash` (display hex), found in the lines logged since
-/// the last [`clear`]: Core writes the validation state (e.g. `bad-txnmrklroot, hashMerkleRoot
+/// the last [`clear`] on this thread: Core writes the validation state (e.g. `bad-txnmrklroot, hashMerkleRoot
 /// mismatch`) into its error lines.
 pub(crate) fn rejection_reason(block_hash: &str) -> Option<String> {
-    let recent = RECENT.lock().unwrap_or_else(PoisonError::into_inner);
+    RECENT.with_borrow(|recent| reason_in(recent, block_hash))
+}
+
+/// The validation state in `recent`'s lines about `block_hash`, most specific line first.
+fn reason_in(recent: &VecDeque<String>, block_hash: &str) -> Option<String> {
     // Core's lines that carry the validation state, most specific first.
     let patterns: [(&str, &str); 5] = [
         ("ConnectBlock", "failed, "),
@@ -71,8 +84,36 @@ pub(crate) fn rejection_reason(block_hash: &str) -> Option<String> {
     None
 }
 
-/// Clears the recent-lines buffer (before a call whose lines will be searched).
+/// Clears this thread's recent lines (before a call whose lines will be searched).
 pub(crate) fn clear() {
-    let mut recent = RECENT.lock().unwrap_or_else(PoisonError::into_inner);
-    recent.clear();
+    RECENT.with_borrow_mut(VecDeque::clear);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LINE: &str =
+        "ERROR: ProcessNewBlock: AcceptBlock FAILED (bad-txnmrklroot, hashMerkleRoot mismatch)";
+
+    #[test]
+    fn another_threads_submission_neither_clears_nor_crowds_out_this_threads_reason() {
+        clear();
+        TracingLog.log(LINE);
+        std::thread::spawn(|| {
+            clear();
+            for i in 0..2 * RECENT_LINES {
+                TracingLog.log(&format!("UpdateTip: new best={i}"));
+            }
+            assert_eq!(rejection_reason("00"), None);
+        })
+        .join()
+        .expect("the other thread");
+        assert_eq!(
+            rejection_reason("00").as_deref(),
+            Some("bad-txnmrklroot, hashMerkleRoot mismatch")
+        );
+        clear();
+        assert_eq!(rejection_reason("00"), None);
+    }
 }
