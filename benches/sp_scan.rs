@@ -1,6 +1,7 @@
 //! The remote scanner's arithmetic (Frigate's dialect): BIP352's scan of one eligible
 //! transaction with a wallet's keys, per transaction on one core, beside the `silentpayments`
-//! crate's scan of the same transactions (its ECDH, then `Receiver::scan_transaction`). The
+//! crate's scan of the same transactions (its ECDH, then `Receiver::scan_transaction`) and
+//! Frigate's libsecp256k1 calls (change's label only). The
 //! workload: 2,000 transactions of random tweak data, each with two taproot outputs that do not
 //! pay the wallet (as nearly every transaction a scan meets), the wallet with change's label
 //! only (what Sparrow asks) and with ten more.
@@ -93,6 +94,83 @@ fn scan(c: &mut Criterion) {
         );
     }
     group.finish();
+    frigates_calls(c, &txs, &b_scan, &b_spend);
+}
+
+/// Frigate's per-transaction calls on the same transactions, for a ratio on this machine: its
+/// DuckDB extension (sparrowwallet/duckdb-secp256k1-extension) takes the tweak as an
+/// uncompressed point (no square root), multiplies it by the scan secret with
+/// `secp256k1_ec_pubkey_tweak_mul` (libsecp256k1's variable-time `ecmult`), hashes `t_0`, makes
+/// `t_0·G` with `secp256k1_ec_pubkey_create`, adds the spend key with
+/// `secp256k1_ec_pubkey_combine` and compares 8-byte prefixes of `k = 0` only. The same
+/// libsecp256k1 calls through the `secp256k1` crate; change's label only.
+fn frigates_calls(
+    c: &mut Criterion,
+    txs: &[([u8; 33], Vec<[u8; 32]>)],
+    b_scan: &SecretKey,
+    b_spend: &PublicKey,
+) {
+    let secp = Secp256k1::new();
+    let uncompressed: Vec<([u8; 65], Vec<u64>)> = txs
+        .iter()
+        .map(|(tweak, outputs)| {
+            let point = PublicKey::from_slice(tweak).expect("point");
+            let prefixes = outputs.iter().map(prefix).collect();
+            (point.serialize_uncompressed(), prefixes)
+        })
+        .collect();
+    let change = secret_of(&tagged(
+        b"BIP0352/Label",
+        &[&b_scan.secret_bytes(), &0u32.to_be_bytes()],
+    ))
+    .public_key(&secp);
+    let scalar = bitcoin::secp256k1::Scalar::from(*b_scan);
+    let mut group = c.benchmark_group("scan a transaction");
+    group.throughput(Throughput::Elements(txs.len() as u64));
+    group.bench_function("Frigate's libsecp256k1 calls, 1 label (txs/s)", |b| {
+        b.iter(|| {
+            for (tweak, outputs) in &uncompressed {
+                let point = PublicKey::from_slice(tweak).expect("point");
+                let shared = point.mul_tweak(&secp, &scalar).expect("mul").serialize();
+                let t_0 = tagged(b"BIP0352/SharedSecret", &[&shared, &0u32.to_be_bytes()]);
+                let p_0 = secret_of(&t_0)
+                    .public_key(&secp)
+                    .combine(b_spend)
+                    .expect("add");
+                let labelled = p_0.combine(&change).expect("label");
+                let hit = [p_0, labelled]
+                    .iter()
+                    .any(|p| outputs.contains(&prefix(&p.x_only_public_key().0.serialize())));
+                black_box(hit);
+            }
+        })
+    });
+    group.finish();
+}
+
+/// The first 8 bytes of an x-only key, big-endian (Frigate's stored prefix).
+fn prefix(key: &[u8; 32]) -> u64 {
+    let mut bytes = [0u8; 8];
+    bytes.copy_from_slice(&key[..8]);
+    u64::from_be_bytes(bytes)
+}
+
+/// A tagged hash (BIP340) of `parts`.
+fn tagged(tag: &[u8], parts: &[&[u8]]) -> [u8; 32] {
+    use bitcoin::hashes::{sha256, Hash, HashEngine};
+    let tag = sha256::Hash::hash(tag).to_byte_array();
+    let mut engine = sha256::Hash::engine();
+    engine.input(&tag);
+    engine.input(&tag);
+    for part in parts {
+        engine.input(part);
+    }
+    sha256::Hash::from_engine(engine).to_byte_array()
+}
+
+/// A hash as a secret key (a failure is 2^-128 odds).
+fn secret_of(hash: &[u8; 32]) -> SecretKey {
+    SecretKey::from_slice(hash).expect("a valid scalar")
 }
 
 criterion_group!(benches, scan);

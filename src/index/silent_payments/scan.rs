@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 use std::sync::LazyLock;
 
-use bitcoin::hashes::{sha256, Hash, HashEngine};
+use bitcoin::hashes::{sha256, sha256t_hash_newtype, Hash, HashEngine};
 use bitcoin::secp256k1::{
     ecdh, All, Parity, PublicKey, Scalar, Secp256k1, SecretKey, XOnlyPublicKey,
 };
@@ -19,6 +19,23 @@ pub const K_MAX: u32 = 2323;
 
 /// One context for every scan: the scan's multiplications need a signing one.
 static SECP: LazyLock<Secp256k1<All>> = LazyLock::new(Secp256k1::new);
+
+sha256t_hash_newtype! {
+    /// BIP352's shared-secret tag, hashed once at compile time (its midstate).
+    struct SharedSecretTag = hash_str("BIP0352/SharedSecret");
+    /// `hash_BIP0352/SharedSecret`, made once per `k` of every transaction scanned.
+    #[hash_newtype(forward)]
+    struct SharedSecretHash(_);
+}
+
+/// BIP352's `t_k = hash_BIP0352/SharedSecret(ser_P(ecdh_shared_secret) || ser32(k))`, from the
+/// tag's midstate.
+fn shared_secret_hash(shared: &[u8; 33], k: u32) -> [u8; 32] {
+    let mut engine = SharedSecretHash::engine();
+    engine.input(shared);
+    engine.input(&k.to_be_bytes());
+    SharedSecretHash::from_engine(engine).to_byte_array()
+}
 
 /// BIP352's tagged hash `tag` of `parts`.
 fn tagged(tag: &[u8], parts: &[&[u8]]) -> [u8; 32] {
@@ -160,7 +177,7 @@ impl ScanKeys {
 
     /// The output among `open` (x-only key to index) paid with `t_k`, if one is.
     fn scan_k(&self, shared: &[u8; 33], k: u32, open: &HashMap<[u8; 32], usize>) -> Option<Found> {
-        let t_k = tagged(b"BIP0352/SharedSecret", &[shared, &k.to_be_bytes()]);
+        let t_k = shared_secret_hash(shared, k);
         let t_k = SecretKey::from_slice(&t_k).ok()?;
         let p_k = self.spend.add_exp_tweak(&SECP, &Scalar::from(t_k)).ok()?;
         let x_of = |p: &PublicKey| p.x_only_public_key().0.serialize();
