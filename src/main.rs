@@ -12,7 +12,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use cairn::admin::AdminClient;
 use cairn::config::{Flags, Settings};
 use cairn::datadir::DataDirError;
-use cairn::generate::{ChainGenerator, GenerateOptions, Shapes};
+use cairn::generate::{ChainGenerator, GenerateOptions, Shapes, Spending};
 use cairn::import::{BlkDir, ImportStats, Importer, Progress};
 use cairn::node::{self, Node, NodeError};
 use cairn::notify::Notifier;
@@ -112,11 +112,25 @@ struct GenerateArgs {
     /// sizes) from a random transaction of a real block: `mainnet` is block 951658.
     #[arg(long, value_enum)]
     shape: Option<ShapeSource>,
+    /// `none`: spend every output without a signature (P2SH, P2WSH and taproot script-path
+    /// spends of the same kinds' shapes and sizes), which costs the kernel what mainnet costs
+    /// below its assume-valid block; `all` (default): real ECDSA and Schnorr signatures.
+    #[arg(long, value_enum, default_value_t = Signatures::All)]
+    signatures: Signatures,
     /// Also pay a silent-payment (BIP352) wallet with this many transactions per thousand (at
     /// most 1000; its address, labels 1 and 2 and change's; its keys and every payment are
     /// written to OUT/silent-payments.json), for scanner tests and benchmarks.
     #[arg(long, default_value_t = 0)]
     silent_payments_per_mille: u32,
+}
+
+/// Whether `cairn generate` signs its spends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Signatures {
+    /// Real signatures on every input.
+    All,
+    /// No signature anywhere.
+    None,
 }
 
 /// Where `cairn generate --shape` takes its transaction shapes from.
@@ -284,6 +298,9 @@ fn generate(args: &GenerateArgs) -> Result<()> {
         seed: args.seed,
     };
     let mut generator = ChainGenerator::new(opts);
+    if args.signatures == Signatures::None {
+        generator = generator.with_spending(Spending::SignatureFree);
+    }
     if args.wallet_addresses > 0 {
         generator = generator.with_wallet(args.wallet_addresses)?;
     }

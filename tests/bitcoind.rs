@@ -88,18 +88,96 @@ fn bitcoind_loads_the_generated_blk_files_to_the_same_tip_as_cairn() {
 /// filters equal bitcoind's.
 #[test]
 fn bitcoind_accepts_a_mainnet_shaped_chain_and_cairn_indexes_it_the_same() {
-    let tmp = tempfile::tempdir().unwrap();
-    let out = tmp.path().join("chain");
-    let opts = GenerateOptions {
+    let shapes = cairn::generate::Shapes::mainnet().unwrap();
+    let gen = ChainGenerator::new(GenerateOptions {
         blocks: 200,
         txs_per_block: 40,
         seed: 8,
-    };
+    })
+    .with_shapes(shapes);
+    accepted_and_indexed_the_same(gen, 200);
+}
+
+/// The signature-free workload (`cairn generate --signatures none --shape mainnet`): no input
+/// anywhere carries or needs a signature, and the chain is valid for bitcoind and cairn alike,
+/// with the same filters.
+#[test]
+fn bitcoind_accepts_a_signature_free_chain_and_cairn_indexes_it_the_same() {
     let shapes = cairn::generate::Shapes::mainnet().unwrap();
-    let summary = ChainGenerator::new(opts)
-        .with_shapes(shapes)
-        .write_to(&out)
-        .unwrap();
+    let mut gen = ChainGenerator::new(GenerateOptions {
+        blocks: 200,
+        txs_per_block: 40,
+        seed: 9,
+    })
+    .with_shapes(shapes)
+    .with_spending(cairn::generate::Spending::SignatureFree);
+    let mut outputs = std::collections::HashMap::new();
+    let mut spends = 0;
+    for _ in 0..200 {
+        let block = gen.next_block().unwrap();
+        for tx in &block.txdata {
+            for input in tx.input.iter().filter(|_| !tx.is_coinbase()) {
+                let prevout: &bitcoin::ScriptBuf = &outputs[&input.previous_output];
+                assert_signature_free(prevout, input);
+                spends += 1;
+            }
+            let txid = tx.compute_txid();
+            for (vout, out) in tx.output.iter().enumerate() {
+                let outpoint = bitcoin::OutPoint::new(txid, vout as u32);
+                outputs.insert(outpoint, out.script_pubkey.clone());
+            }
+        }
+    }
+    assert!(spends > 4_000, "{spends} spends");
+    let gen = ChainGenerator::new(GenerateOptions {
+        blocks: 200,
+        txs_per_block: 40,
+        seed: 9,
+    })
+    .with_shapes(cairn::generate::Shapes::mainnet().unwrap())
+    .with_spending(cairn::generate::Spending::SignatureFree);
+    accepted_and_indexed_the_same(gen, 200);
+}
+
+/// An input of the signature-free workload: its prevout is P2SH, P2WSH or taproot (never a
+/// key hash nor a bare key), taproot spent by its script path, and the script it runs has no
+/// signature opcode.
+fn assert_signature_free(prevout: &bitcoin::ScriptBuf, input: &bitcoin::TxIn) {
+    use bitcoin::blockdata::opcodes::all::*;
+    let witness: Vec<&[u8]> = input.witness.iter().collect();
+    let script = if prevout.is_p2tr() {
+        assert_eq!(witness.len(), 3, "taproot spent by its script path");
+        witness[1].to_vec()
+    } else if prevout.is_p2wsh() || (prevout.is_p2sh() && !witness.is_empty()) {
+        witness.last().expect("a witness script").to_vec()
+    } else {
+        assert!(prevout.is_p2sh(), "a script that needs a key: {prevout:?}");
+        let pushes = input.script_sig.instructions().filter_map(|i| match i {
+            Ok(bitcoin::script::Instruction::PushBytes(p)) => Some(p.as_bytes().to_vec()),
+            _ => None,
+        });
+        pushes.last().expect("a redeem script")
+    };
+    let signing = [
+        OP_CHECKSIG,
+        OP_CHECKSIGVERIFY,
+        OP_CHECKMULTISIG,
+        OP_CHECKMULTISIGVERIFY,
+        OP_CHECKSIGADD,
+    ];
+    for op in bitcoin::Script::from_bytes(&script).instructions() {
+        if let Ok(bitcoin::script::Instruction::Op(op)) = op {
+            assert!(!signing.contains(&op), "{op:?} in {script:?}");
+        }
+    }
+}
+
+/// Writes `gen`'s chain of `blocks`, has bitcoind load it and cairn import and index it: the
+/// same tip, and the last 50 blocks' filters and filter headers equal bitcoind's.
+fn accepted_and_indexed_the_same(gen: ChainGenerator, blocks: u32) {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("chain");
+    let summary = gen.write_to(&out).unwrap();
     let node = common::Bitcoind::start(
         &tmp.path().join("bitcoind"),
         &[
@@ -107,18 +185,18 @@ fn bitcoind_accepts_a_mainnet_shaped_chain_and_cairn_indexes_it_the_same() {
             "-blockfilterindex=1".into(),
         ],
     );
-    node.wait_for_height(200, Duration::from_secs(120));
+    node.wait_for_height(u64::from(blocks), Duration::from_secs(120));
     assert_eq!(node.rpc(&["getbestblockhash"]), summary.tip.to_string());
 
     let dir = tmp.path().join("cairn");
     let (tip, height) = import_into_cairn(&dir, &out.join("blocks"));
-    assert_eq!((tip, height), (summary.tip, 200));
+    assert_eq!((tip, height), (summary.tip, i64::from(blocks)));
     let store = std::sync::Arc::new(cairn::store::Store::open(&dir.join("index")).unwrap());
     let index = cairn::index::Index::open(store, None).unwrap();
     let (validator, _events) = common::open_validator(&dir);
     index.sync(&validator).unwrap();
     node.wait_for_filter_index(Duration::from_secs(120));
-    for h in 150..=200u32 {
+    for h in blocks - 50..=blocks {
         let hash = node.rpc(&["getblockhash", &h.to_string()]);
         let want: serde_json::Value =
             serde_json::from_str(&node.rpc(&["getblockfilter", &hash])).unwrap();

@@ -2,12 +2,12 @@
 # Flame graphs of both sides of the index-overhead comparison: `perf record` (DWARF call
 # graphs, 250 samples/s per thread) of bare validation (`cairn import --no-index`) and of
 # validation + index (`cairn import`) on the same generated chain, drawn with inferno into
-# contrib/bench/flamegraphs/import-{bare,indexed}-BLOCKS-TXS[-SHAPE].svg (frames narrower than
+# contrib/bench/flamegraphs/import-{bare,indexed}-BLOCKS-TXS[-SHAPE][-nosig].svg (frames narrower than
 # a pixel left out, to keep the files small), with a table of the share of samples per thread
 # kind (the kernel's validating, script-check and prevout-fetching threads, the indexer and its
 # rayon pool, RocksDB's background threads).
 #
-# Usage: contrib/bench/flamegraph.sh [BLOCKS] [TXS_PER_BLOCK]   (SHAPE=mainnet as elsewhere)
+# Usage: contrib/bench/flamegraph.sh [BLOCKS] [TXS_PER_BLOCK]   (SHAPE=mainnet, SIGNATURES=none as elsewhere)
 # Installs perf (Debian package linux-perf) and inferno (cargo, into /opt/inferno) if missing.
 set -eu
 cd "$(dirname "$0")/../.."
@@ -23,7 +23,7 @@ INFERNO=${INFERNO:-/opt/inferno}
   CARGO_TARGET_DIR=/var/tmp/inferno-target cargo install inferno --version 0.12.8 --locked --root "$INFERNO" >/dev/null 2>&1
 OUT=contrib/bench/flamegraphs
 mkdir -p "$OUT"
-SUFFIX="$BLOCKS-$TXS${SHAPE:+-$SHAPE}"
+SUFFIX="$BLOCKS-$TXS${SHAPE:+-$SHAPE}"; [ "${SIGNATURES:-all}" = none ] && SUFFIX="$SUFFIX-nosig"
 # Thread names: the kernel's script checkers are b-scriptch.N and its prevout fetchers
 # b-prevout.N; the validating thread is the main one (named after the binary); rayon's pool
 # threads, which prepare the indexer's rows, are started by the indexer thread and carry its name.

@@ -47,7 +47,7 @@ electrs=$(disk "$WORK/electrs"); txindex=$(disk "$r/indexes/txindex"); filters=$
 other=$((electrs + txindex + filters))
 echo "| chain | cairn index | electrs + txindex + blockfilterindex | cairn / other |"
 echo "|---|---|---|---|"
-awk -v c="$cairn_bytes" -v e="$electrs" -v t="$txindex" -v f="$filters" -v o="$other" -v b="$BLOCKS" -v x="$TXS" -v s="${SHAPE:-}" \
+awk -v c="$cairn_bytes" -v e="$electrs" -v t="$txindex" -v f="$filters" -v o="$other" -v b="$BLOCKS" -v x="$TXS" -v s="${SHAPE:-}${SIGNATURES:+ signatures=$SIGNATURES}" \
   'BEGIN { printf "| %s blocks x %s txs/block %s | %d | %d + %d + %d = %d | %.3fx |\n", b, x, s, c, e, t, f, o, c / o }'
 echo "cairn per column family: $(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["column_families"])' "$WORK/stats.json")"
 commit=$(git describe --always --dirty 2>/dev/null || echo unknown)

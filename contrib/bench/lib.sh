@@ -10,7 +10,9 @@ BENCH_COMMAND="sh $0 $*"
 # CAIRN, CHAIN (the generated chain, cached in ${CAIRN_BENCH_CACHE:-/var/tmp/cairn-bench}; with
 # WALLET_ADDRESSES set, a chain that also pays a BIP84 wallet of that many addresses; with
 # HOT_PER_MILLE set, one whose busiest script gets that share of all outputs; with SHAPE=mainnet,
-# one whose transactions copy mainnet block 951658's shapes: `cairn generate --shape`),
+# one whose transactions copy mainnet block 951658's shapes: `cairn generate --shape`; with
+# SIGNATURES=none, one whose spends need no signature, the kernel's cost below mainnet's
+# assume-valid block: `cairn generate --signatures none`),
 # BITCOIND, CLI and WORK (a scratch folder). Installs what is missing first.
 bench_setup() {
   # What a fresh machine lacks: build dependencies and nc (setup.sh), the reference bitcoind,
@@ -33,6 +35,10 @@ bench_setup() {
   if [ -n "${SHAPE:-}" ]; then
     CHAIN="$CHAIN-$SHAPE"
     set -- "$@" --shape "$SHAPE"
+  fi
+  if [ "${SIGNATURES:-all}" = none ]; then
+    CHAIN="$CHAIN-nosig"
+    set -- "$@" --signatures none
   fi
   if [ "${HOT_PER_MILLE:-0}" -gt 0 ]; then
     CHAIN="$CHAIN-hot$HOT_PER_MILLE"

@@ -32,7 +32,7 @@ use crate::import::BlkWriter;
 use crate::types::Network;
 pub use shape::{OutputShape, ShapeError, Shapes, TxShape};
 pub use silent::{SpPayment, LABELS as SP_LABELS};
-pub use wallet::{derive_key, Owner, ScriptKind};
+pub use wallet::{derive_key, Owner, ScriptKind, Spending};
 
 /// Regtest halves the subsidy every 150 blocks.
 pub const REGTEST_HALVING_INTERVAL: u32 = 150;
@@ -169,6 +169,8 @@ pub struct ChainGenerator {
     hot_per_mille: u32,
     /// Real transactions' shapes to copy, if set (`--shape mainnet`).
     shapes: Option<Shapes>,
+    /// Whether new scripts are spent with signatures (`--signatures none`: without).
+    spending: Spending,
     warm: Vec<u32>,
     miners: Vec<u32>,
     /// The wallet's receive addresses (owner indexes, contiguous), if it has one.
@@ -202,6 +204,7 @@ impl ChainGenerator {
             hot: Vec::new(),
             hot_per_mille: 0,
             shapes: None,
+            spending: Spending::Signed,
             warm: Vec::new(),
             miners: Vec::new(),
             wallet: 0..0,
@@ -291,6 +294,24 @@ impl ChainGenerator {
         self
     }
 
+    /// Spends every output from then on as `spending` says; with
+    /// [`Spending::SignatureFree`] the scripts made so far (the miners' and the hot ones) are
+    /// made again signature-free, so call it before any block. The wallet of
+    /// [`ChainGenerator::with_wallet`] keeps its keys (a wallet restores it). Without this call
+    /// the chain is the same as before.
+    pub fn with_spending(mut self, spending: Spending) -> Self {
+        self.spending = spending;
+        if spending == Spending::SignatureFree {
+            for (index, owner) in self.owners.iter_mut().enumerate() {
+                if !self.wallet.contains(&(index as u32)) {
+                    *owner =
+                        Owner::signature_free(&self.secp, owner.kind, self.opts.seed, index as u64);
+                }
+            }
+        }
+        self
+    }
+
     /// Pays a silent-payment wallet (BIP352; keys from a fixed seed, labels [`SP_LABELS`] and
     /// change's 0) with one or two outputs of `per_mille` transactions out of a thousand from
     /// then on (those with an input key that BIP352 counts), computed with the `silentpayments`
@@ -325,8 +346,13 @@ impl ChainGenerator {
             (None, None) => ScriptKind::from_percent(self.rng.gen_range(0..100)),
         };
         let index = self.owners.len() as u64;
-        self.owners
-            .push(Owner::new(&self.secp, kind, self.opts.seed, index));
+        let owner = match self.spending {
+            Spending::Signed => Owner::new(&self.secp, kind, self.opts.seed, index),
+            Spending::SignatureFree => {
+                Owner::signature_free(&self.secp, kind, self.opts.seed, index)
+            }
+        };
+        self.owners.push(owner);
         self.uses.push(0);
         index as u32
     }

@@ -1,12 +1,16 @@
 //! The generator's key owners: deterministic keys, the five script kinds it pays to, and how
-//! each kind signs a spend.
+//! each kind signs a spend; or, for the signature-free workload, the script of the same kind's
+//! shape that spends without any signature.
 
-use bitcoin::blockdata::opcodes::all::{OP_CHECKMULTISIG, OP_PUSHNUM_2, OP_PUSHNUM_3};
+use bitcoin::blockdata::opcodes::all::{
+    OP_2DROP, OP_CHECKMULTISIG, OP_DROP, OP_PUSHNUM_1, OP_PUSHNUM_2, OP_PUSHNUM_3,
+};
 use bitcoin::hashes::{sha256, Hash};
 use bitcoin::key::{Keypair, TapTweak, TweakedKeypair};
 use bitcoin::script::{Builder, PushBytesBuf};
 use bitcoin::secp256k1::{All, Message, Secp256k1, SecretKey};
 use bitcoin::sighash::{EcdsaSighashType, Prevouts, SighashCache, TapSighashType};
+use bitcoin::taproot::{ControlBlock, LeafVersion, TapLeafHash, TapNodeHash, TaprootMerkleBranch};
 use bitcoin::{CompressedPublicKey, PublicKey, ScriptBuf, Transaction, TxOut, Witness};
 
 /// The kinds of output script the generator creates and spends.
@@ -37,6 +41,22 @@ impl ScriptKind {
     }
 }
 
+/// How the generator's outputs are spent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Spending {
+    /// With real signatures (ECDSA and Schnorr), as wallets spend.
+    #[default]
+    Signed,
+    /// With no signature anywhere: what the kernel checks below mainnet's assume-valid block
+    /// (block and transaction rules, the UTXO set, no signatures), at about the byte sizes of
+    /// signed spends. Each kind becomes a script of its shape that any input spends:
+    /// P2PKH a P2SH, P2WPKH and 2-of-3 multisig a P2WSH, P2SH-P2WPKH a P2SH-P2WSH, each of
+    /// `<20-byte id> OP_DROP OP_2DROP OP_TRUE` with two signature-sized pushes; taproot a
+    /// script-path spend of the one leaf `<id> OP_DROP OP_DROP OP_TRUE` with a 64-byte push (its
+    /// output key is still checked against the control block, a tweak, not a signature).
+    SignatureFree,
+}
+
 /// One owner of outputs: a script and the keys that spend it.
 #[derive(Debug, Clone)]
 pub struct Owner {
@@ -48,6 +68,8 @@ pub struct Owner {
     /// P2SH redeem script or P2WSH witness script.
     inner_script: Option<ScriptBuf>,
     tweaked: Option<TweakedKeypair>,
+    /// The input that spends any of its outputs, when it needs no signature.
+    free: Option<InputSignature>,
 }
 
 /// A deterministic secret key: SHA-256 of (seed, index, attempt), retried if out of range.
@@ -118,6 +140,96 @@ impl Owner {
             keys,
             inner_script,
             tweaked,
+            free: None,
+        }
+    }
+
+    /// An owner of `kind`'s shape whose outputs spend without a signature
+    /// ([`Spending::SignatureFree`]), unique by `seed` and `index`.
+    pub fn signature_free(secp: &Secp256k1<All>, kind: ScriptKind, seed: u64, index: u64) -> Self {
+        let key = derive_key(seed, index * 4);
+        let id = push_bytes(&key.secret_bytes()[..20]);
+        let two_pushes = [vec![0x30; 72], vec![0x02; 33]];
+        let script = |drop| {
+            Builder::new()
+                .push_slice(&id)
+                .push_opcode(OP_DROP)
+                .push_opcode(drop)
+                .push_opcode(OP_PUSHNUM_1)
+                .into_script()
+        };
+        let ws = script(OP_2DROP);
+        let witness = |pushes: &[Vec<u8>], ws: &ScriptBuf| {
+            let mut w = Witness::from_slice(pushes);
+            w.push(ws.as_bytes());
+            w
+        };
+        let (script_pubkey, script_sig, free_witness, tweaked) = match kind {
+            ScriptKind::P2pkh => {
+                let mut b = Builder::new();
+                for push in &two_pushes {
+                    b = b.push_slice(push_bytes(push));
+                }
+                let sig = b.push_slice(push_bytes(ws.as_bytes())).into_script();
+                (
+                    ScriptBuf::new_p2sh(&ws.script_hash()),
+                    sig,
+                    Witness::new(),
+                    None,
+                )
+            }
+            ScriptKind::P2wpkh => (
+                ScriptBuf::new_p2wsh(&ws.wscript_hash()),
+                ScriptBuf::new(),
+                witness(&two_pushes, &ws),
+                None,
+            ),
+            ScriptKind::P2shP2wpkh => {
+                let program = ScriptBuf::new_p2wsh(&ws.wscript_hash());
+                let sig = Builder::new()
+                    .push_slice(push_bytes(program.as_bytes()))
+                    .into_script();
+                let spk = ScriptBuf::new_p2sh(&program.script_hash());
+                (spk, sig, witness(&two_pushes, &ws), None)
+            }
+            ScriptKind::P2wsh2of3 => (
+                ScriptBuf::new_p2wsh(&ws.wscript_hash()),
+                ScriptBuf::new(),
+                witness(&[vec![0x30; 72], vec![0x30; 72]], &ws),
+                None,
+            ),
+            ScriptKind::P2tr => {
+                let leaf = script(OP_DROP);
+                let keypair = Keypair::from_secret_key(secp, &key);
+                let (internal, _) = keypair.x_only_public_key();
+                // One leaf: the merkle root is its hash, the control block has no path.
+                let root =
+                    TapNodeHash::from(TapLeafHash::from_script(&leaf, LeafVersion::TapScript));
+                let (_, parity) = internal.tap_tweak(secp, Some(root));
+                let control = ControlBlock {
+                    leaf_version: LeafVersion::TapScript,
+                    output_key_parity: parity,
+                    internal_key: internal,
+                    merkle_branch: TaprootMerkleBranch::default(),
+                };
+                let mut w = Witness::from_slice(&[vec![0x01; 64]]);
+                w.push(leaf.as_bytes());
+                w.push(control.serialize());
+                let tweaked = keypair.tap_tweak(secp, Some(root));
+                let spk = ScriptBuf::new_p2tr(secp, internal, Some(root));
+                (spk, ScriptBuf::new(), w, Some(tweaked))
+            }
+        };
+        Owner {
+            kind,
+            script_pubkey,
+            keys: vec![key],
+            inner_script: None,
+            tweaked,
+            free: Some(InputSignature {
+                script_sig,
+                witness: free_witness,
+            }),
         }
     }
 }
@@ -127,6 +239,11 @@ impl Owner {
     /// is a taproot output key (which the sum takes with even Y); `None` for 2-of-3 multisig,
     /// which does not count.
     pub(super) fn bip352_key(&self) -> Option<(SecretKey, bool)> {
+        if self.free.is_some() {
+            // Signature-free: only taproot's output key counts (a script-path spend, its
+            // internal key not the NUMS point); the others are P2SH and P2WSH scripts.
+            return self.tweaked.map(|t| (t.to_keypair().secret_key(), true));
+        }
         match self.kind {
             ScriptKind::P2pkh | ScriptKind::P2shP2wpkh | ScriptKind::P2wpkh => {
                 self.keys.first().map(|k| (*k, false))
@@ -138,6 +255,7 @@ impl Owner {
 }
 
 /// What signing one input produces.
+#[derive(Debug, Clone)]
 pub struct InputSignature {
     /// The scriptSig.
     pub script_sig: ScriptBuf,
@@ -163,6 +281,9 @@ pub fn sign_input(
     owner: &Owner,
 ) -> Result<InputSignature, String> {
     let prevout = &prevouts[index];
+    if let Some(free) = &owner.free {
+        return Ok(free.clone());
+    }
     match owner.kind {
         ScriptKind::P2pkh => sign_p2pkh(secp, cache, index, prevout, owner),
         ScriptKind::P2wpkh | ScriptKind::P2shP2wpkh => {
