@@ -114,7 +114,8 @@ struct GenerateArgs {
     shape: Option<ShapeSource>,
     /// `none`: spend every output without a signature (P2SH, P2WSH and taproot script-path
     /// spends of the same kinds' shapes and sizes), which costs the kernel what mainnet costs
-    /// below its assume-valid block; `all` (default): real ECDSA and Schnorr signatures.
+    /// below its assume-valid block (the outputs of `--wallet-addresses` stay signed: a wallet
+    /// restores them); `all` (default): real ECDSA and Schnorr signatures.
     #[arg(long, value_enum, default_value_t = Signatures::All)]
     signatures: Signatures,
     /// Also pay a silent-payment (BIP352) wallet with this many transactions per thousand (at

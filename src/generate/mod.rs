@@ -238,8 +238,12 @@ impl ChainGenerator {
     }
 
     /// The secret keys of the coinbase receivers (P2WPKH), for tests that restore a wallet which
-    /// the chain pays.
+    /// the chain pays; empty for a signature-free chain, whose coinbases pay scripts that no key
+    /// controls.
     pub fn miner_keys(&self) -> Vec<bitcoin::secp256k1::SecretKey> {
+        if self.spending == Spending::SignatureFree {
+            return Vec::new();
+        }
         self.miners
             .iter()
             .map(|&m| derive_key(self.opts.seed, u64::from(m) * 4))
@@ -297,9 +301,14 @@ impl ChainGenerator {
     /// Spends every output from then on as `spending` says; with
     /// [`Spending::SignatureFree`] the scripts made so far (the miners' and the hot ones) are
     /// made again signature-free, so call it before any block. The wallet of
-    /// [`ChainGenerator::with_wallet`] keeps its keys (a wallet restores it). Without this call
+    /// [`ChainGenerator::with_wallet`] keeps its keys and signatures (a wallet restores it: 2% of
+    /// outputs, signed when spent). Without this call
     /// the chain is the same as before.
     pub fn with_spending(mut self, spending: Spending) -> Self {
+        debug_assert_eq!(
+            self.height, 0,
+            "the coins of blocks built would change scripts"
+        );
         self.spending = spending;
         if spending == Spending::SignatureFree {
             for (index, owner) in self.owners.iter_mut().enumerate() {

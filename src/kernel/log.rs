@@ -30,7 +30,10 @@ impl Log for TracingLog {
         } else {
             tracing::debug!(target: "kernel", "{line}");
         }
-        RECENT.with_borrow_mut(|recent| {
+        // `try_with`: a line logged while this thread's locals are torn down is not kept (a
+        // panic here, inside the kernel's C callback, would abort the process).
+        let _ = RECENT.try_with(|recent| {
+            let mut recent = recent.borrow_mut();
             if recent.len() == RECENT_LINES {
                 recent.pop_front();
             }
