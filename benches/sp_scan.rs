@@ -12,7 +12,7 @@ use bitcoin::secp256k1::{PublicKey, Secp256k1, SecretKey, XOnlyPublicKey};
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use rand::{RngCore, SeedableRng};
 
-use cairn::index::silent_payments::scan::ScanKeys;
+use cairn::index::silent_payments::scan::{tagged, ScanKeys};
 use silentpayments::receiving::{Label, Receiver};
 use silentpayments::utils::receiving::calculate_ecdh_shared_secret;
 
@@ -153,19 +153,6 @@ fn prefix(key: &[u8; 32]) -> u64 {
     let mut bytes = [0u8; 8];
     bytes.copy_from_slice(&key[..8]);
     u64::from_be_bytes(bytes)
-}
-
-/// A tagged hash (BIP340) of `parts`.
-fn tagged(tag: &[u8], parts: &[&[u8]]) -> [u8; 32] {
-    use bitcoin::hashes::{sha256, Hash, HashEngine};
-    let tag = sha256::Hash::hash(tag).to_byte_array();
-    let mut engine = sha256::Hash::engine();
-    engine.input(&tag);
-    engine.input(&tag);
-    for part in parts {
-        engine.input(part);
-    }
-    sha256::Hash::from_engine(engine).to_byte_array()
 }
 
 /// A hash as a secret key (a failure is 2^-128 odds).

@@ -199,24 +199,7 @@ impl Owner {
                 None,
             ),
             ScriptKind::P2tr => {
-                let leaf = script(OP_DROP);
-                let keypair = Keypair::from_secret_key(secp, &key);
-                let (internal, _) = keypair.x_only_public_key();
-                // One leaf: the merkle root is its hash, the control block has no path.
-                let root =
-                    TapNodeHash::from(TapLeafHash::from_script(&leaf, LeafVersion::TapScript));
-                let (_, parity) = internal.tap_tweak(secp, Some(root));
-                let control = ControlBlock {
-                    leaf_version: LeafVersion::TapScript,
-                    output_key_parity: parity,
-                    internal_key: internal,
-                    merkle_branch: TaprootMerkleBranch::default(),
-                };
-                let mut w = Witness::from_slice(&[vec![0x01; 64]]);
-                w.push(leaf.as_bytes());
-                w.push(control.serialize());
-                let tweaked = keypair.tap_tweak(secp, Some(root));
-                let spk = ScriptBuf::new_p2tr(secp, internal, Some(root));
+                let (spk, w, tweaked) = taproot_script_path(secp, &key, script(OP_DROP));
                 (spk, ScriptBuf::new(), w, Some(tweaked))
             }
         };
@@ -232,6 +215,32 @@ impl Owner {
             }),
         }
     }
+}
+
+/// A taproot output of `key` committing to the one leaf `leaf`, the witness spending it by that
+/// leaf (a 64-byte push, the leaf, the control block), and the tweaked key pair (the output
+/// key's secret, which BIP352 counts).
+fn taproot_script_path(
+    secp: &Secp256k1<All>,
+    key: &SecretKey,
+    leaf: ScriptBuf,
+) -> (ScriptBuf, Witness, TweakedKeypair) {
+    let keypair = Keypair::from_secret_key(secp, key);
+    let (internal, _) = keypair.x_only_public_key();
+    // One leaf: the merkle root is its hash, the control block has no path.
+    let root = TapNodeHash::from(TapLeafHash::from_script(&leaf, LeafVersion::TapScript));
+    let tweaked = keypair.tap_tweak(secp, Some(root));
+    let (output_key, parity) = tweaked.public_parts();
+    let control = ControlBlock {
+        leaf_version: LeafVersion::TapScript,
+        output_key_parity: parity,
+        internal_key: internal,
+        merkle_branch: TaprootMerkleBranch::default(),
+    };
+    let mut witness = Witness::from_slice(&[vec![0x01; 64]]);
+    witness.push(leaf.as_bytes());
+    witness.push(control.serialize());
+    (ScriptBuf::new_p2tr_tweaked(output_key), witness, tweaked)
 }
 
 impl Owner {

@@ -37,8 +37,8 @@ fn shared_secret_hash(shared: &[u8; 33], k: u32) -> [u8; 32] {
     SharedSecretHash::from_engine(engine).to_byte_array()
 }
 
-/// BIP352's tagged hash `tag` of `parts`.
-fn tagged(tag: &[u8], parts: &[&[u8]]) -> [u8; 32] {
+/// BIP340's tagged hash `tag` of `parts` (BIP352's hashes are such).
+pub fn tagged(tag: &[u8], parts: &[&[u8]]) -> [u8; 32] {
     let tag = sha256::Hash::hash(tag).to_byte_array();
     let mut engine = sha256::Hash::engine();
     engine.input(&tag);
