@@ -13,8 +13,8 @@ use bitcoin::script::Instruction;
 use bitcoin::{Script, Transaction, TxIn, TxOut, Witness};
 
 use super::dead_parts::{find_dead_parts, parse_ops};
+use super::input_policy::{has_annex, last_push};
 use super::rejection::Rejection;
-use super::script_flags::{has_annex, last_push};
 
 /// Knots's `-maxscriptsize`: output scripts, spent output scripts, redeem scripts and whole
 /// witnesses (serialized) larger are refused.

@@ -1,6 +1,6 @@
 //! cairn's mempool: unconfirmed transactions checked against the index's unspent outputs and
 //! each other, their scripts verified by the kernel, with Core's policy: standardness
-//! (`policy`, `input_policy`, `script_flags`), finality, chain limits (`limits`), TRUC
+//! (`policy`, `input_policy`, the `interpreter` under the standard script flags), finality, chain limits (`limits`), TRUC
 //! (`truc`), full replace-by-fee (`replacement`), eviction by descendant score (`evict`) with
 //! the rolling minimum fee (`rolling`), packages and dry runs (`package`). This file accepts a
 //! transaction: pre-checks, scripts, admission under the write lock; `queries` answers the
@@ -14,6 +14,7 @@ mod evict;
 pub mod fees;
 mod finality;
 mod input_policy;
+pub mod interpreter;
 mod limits;
 mod package;
 pub mod persist;
@@ -24,7 +25,6 @@ mod rejection;
 mod replacement;
 mod revalidate;
 mod rolling;
-mod script_flags;
 pub mod solver;
 #[cfg(test)]
 mod tests;
@@ -849,16 +849,26 @@ impl Mempool {
     }
 }
 
-/// The standard script flags the kernel does not take ([`script_flags`]), for a transaction
-/// whose scripts it passed: a failure is policy, not consensus.
+/// Core's standard script flags, which the kernel does not take, for a transaction whose
+/// scripts it passed under the consensus flags: each input run again by the [`interpreter`]
+/// under `STANDARD_SCRIPT_VERIFY_FLAGS`, and a failure is policy (Core's
+/// `mempool-script-verify-flag-failed`). An input the interpreter fails under the consensus
+/// flags too, which the kernel passed, is a disagreement with the kernel, which decides
+/// consensus: logged, and the input kept.
 fn check_policy_flags(tx: &Transaction, prevouts: &[TxOut]) -> Result<(), Rejection> {
-    for (input, (txin, prev)) in tx.input.iter().zip(prevouts).enumerate() {
-        script_flags::check_input(txin, &prev.script_pubkey).map_err(|v| {
-            Rejection::PolicyScript {
-                input,
-                message: v.to_string(),
-            }
-        })?;
+    use interpreter::{verify_input, Flags};
+    for input in 0..tx.input.len() {
+        let Err(error) = verify_input(tx, input, prevouts, Flags::STANDARD) else {
+            continue;
+        };
+        if let Err(consensus) = verify_input(tx, input, prevouts, Flags::MANDATORY) {
+            tracing::error!(txid = %tx.compute_txid(), input, %consensus, "the policy interpreter fails a spend the kernel passed");
+            continue;
+        }
+        return Err(Rejection::PolicyScript {
+            input,
+            message: error.to_string(),
+        });
     }
     Ok(())
 }

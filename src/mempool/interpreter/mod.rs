@@ -1,0 +1,401 @@
+//! A script interpreter for policy: Core's `VerifyScript` and `EvalScript`
+//! (script/interpreter.cpp) with every script verification flag, so the mempool can hold a
+//! spend the kernel passed under the consensus flags to Core's `STANDARD_SCRIPT_VERIFY_FLAGS`
+//! too (the kernel's C API takes the consensus flags only). Consensus stays the kernel's: this
+//! runs after it and only adds refusals. Checked against Core's own `script_tests.json`.
+
+mod checker;
+mod error;
+mod eval;
+mod num;
+mod script;
+#[cfg(test)]
+mod tests;
+
+use bitcoin::hashes::{sha256, Hash};
+use bitcoin::secp256k1::{Secp256k1, VerifyOnly, XOnlyPublicKey};
+use bitcoin::taproot::{ControlBlock, LeafVersion, TapLeafHash};
+use bitcoin::{Transaction, TxOut};
+use std::sync::LazyLock;
+
+pub use checker::Checker;
+pub use error::ScriptError;
+use eval::{eval_script, ExecData, Stack, MAX_ELEMENT_SIZE, MAX_STACK_SIZE};
+
+static SECP: LazyLock<Secp256k1<VerifyOnly>> = LazyLock::new(Secp256k1::verification_only);
+
+/// Script verification flags (`SCRIPT_VERIFY_...`, script/interpreter.h), as a set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Flags(u32);
+
+#[allow(missing_docs)] // each is Core's flag of the same name
+impl Flags {
+    pub const NONE: Flags = Flags(0);
+    pub const P2SH: Flags = Flags(1 << 0);
+    pub const STRICTENC: Flags = Flags(1 << 1);
+    pub const DERSIG: Flags = Flags(1 << 2);
+    pub const LOW_S: Flags = Flags(1 << 3);
+    pub const NULLDUMMY: Flags = Flags(1 << 4);
+    pub const SIGPUSHONLY: Flags = Flags(1 << 5);
+    pub const MINIMALDATA: Flags = Flags(1 << 6);
+    pub const DISCOURAGE_UPGRADABLE_NOPS: Flags = Flags(1 << 7);
+    pub const CLEANSTACK: Flags = Flags(1 << 8);
+    pub const CHECKLOCKTIMEVERIFY: Flags = Flags(1 << 9);
+    pub const CHECKSEQUENCEVERIFY: Flags = Flags(1 << 10);
+    pub const WITNESS: Flags = Flags(1 << 11);
+    pub const DISCOURAGE_UPGRADABLE_WITNESS_PROGRAM: Flags = Flags(1 << 12);
+    pub const MINIMALIF: Flags = Flags(1 << 13);
+    pub const NULLFAIL: Flags = Flags(1 << 14);
+    pub const WITNESS_PUBKEYTYPE: Flags = Flags(1 << 15);
+    pub const CONST_SCRIPTCODE: Flags = Flags(1 << 16);
+    pub const TAPROOT: Flags = Flags(1 << 17);
+    pub const DISCOURAGE_UPGRADABLE_TAPROOT_VERSION: Flags = Flags(1 << 18);
+    pub const DISCOURAGE_OP_SUCCESS: Flags = Flags(1 << 19);
+    pub const DISCOURAGE_UPGRADABLE_PUBKEYTYPE: Flags = Flags(1 << 20);
+
+    /// Core's `MANDATORY_SCRIPT_VERIFY_FLAGS`: what a block's scripts are held to.
+    pub const MANDATORY: Flags = Flags(
+        Self::P2SH.0
+            | Self::DERSIG.0
+            | Self::NULLDUMMY.0
+            | Self::CHECKLOCKTIMEVERIFY.0
+            | Self::CHECKSEQUENCEVERIFY.0
+            | Self::WITNESS.0
+            | Self::TAPROOT.0,
+    );
+
+    /// Core's `STANDARD_SCRIPT_VERIFY_FLAGS` (policy/policy.h): what the mempool holds to.
+    pub const STANDARD: Flags = Flags(
+        Self::MANDATORY.0
+            | Self::STRICTENC.0
+            | Self::MINIMALDATA.0
+            | Self::DISCOURAGE_UPGRADABLE_NOPS.0
+            | Self::CLEANSTACK.0
+            | Self::MINIMALIF.0
+            | Self::NULLFAIL.0
+            | Self::LOW_S.0
+            | Self::DISCOURAGE_UPGRADABLE_WITNESS_PROGRAM.0
+            | Self::WITNESS_PUBKEYTYPE.0
+            | Self::CONST_SCRIPTCODE.0
+            | Self::DISCOURAGE_UPGRADABLE_TAPROOT_VERSION.0
+            | Self::DISCOURAGE_OP_SUCCESS.0
+            | Self::DISCOURAGE_UPGRADABLE_PUBKEYTYPE.0,
+    );
+
+    /// Whether every flag of `other` is set.
+    pub fn has(self, other: Flags) -> bool {
+        self.0 & other.0 == other.0
+    }
+
+    /// Whether any flag of `other` is set.
+    pub fn any(self, other: Flags) -> bool {
+        self.0 & other.0 != 0
+    }
+}
+
+impl std::ops::BitOr for Flags {
+    type Output = Flags;
+    fn bitor(self, other: Flags) -> Flags {
+        Flags(self.0 | other.0)
+    }
+}
+
+/// Which rules a script runs under (Core's `SigVersion`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SigVersion {
+    /// Legacy scripts, P2SH redeem scripts included.
+    Base,
+    /// BIP143's segwit v0 scripts.
+    WitnessV0,
+    /// BIP341's key-path spend.
+    Taproot,
+    /// BIP342's tapscript.
+    Tapscript,
+}
+
+/// Verifies input `input` of `tx` (whose spent outputs, all inputs', are `prevouts`) under
+/// `flags`: Core's `VerifyScript` with its first error.
+pub fn verify_input(
+    tx: &Transaction,
+    input: usize,
+    prevouts: &[TxOut],
+    flags: Flags,
+) -> Result<(), ScriptError> {
+    let txin = tx.input.get(input).ok_or(ScriptError::UnknownError)?;
+    let spent = prevouts.get(input).ok_or(ScriptError::UnknownError)?;
+    let mut checker = Checker::new(tx, input, prevouts);
+    let script_sig = txin.script_sig.as_bytes();
+    let script_pubkey = spent.script_pubkey.as_bytes();
+    let witness: Vec<Vec<u8>> = txin.witness.iter().map(<[u8]>::to_vec).collect();
+    let witness = Witness { stack: witness };
+    verify_script(script_sig, script_pubkey, &witness, flags, &mut checker)
+}
+
+/// An input's witness stack.
+struct Witness {
+    stack: Vec<Vec<u8>>,
+}
+
+fn verify_script(
+    script_sig: &[u8],
+    script_pubkey: &[u8],
+    witness: &Witness,
+    flags: Flags,
+    checker: &mut Checker<'_>,
+) -> Result<(), ScriptError> {
+    if flags.has(Flags::SIGPUSHONLY) && !script::is_push_only(script_sig) {
+        return Err(ScriptError::SigPushOnly);
+    }
+    let mut exec = ExecData::default();
+    let mut stack: Stack = Vec::new();
+    eval_script(
+        &mut stack,
+        script_sig,
+        flags,
+        checker,
+        SigVersion::Base,
+        &mut exec,
+    )?;
+    let after_sig = flags.has(Flags::P2SH).then(|| stack.clone());
+    eval_script(
+        &mut stack,
+        script_pubkey,
+        flags,
+        checker,
+        SigVersion::Base,
+        &mut exec,
+    )?;
+    require_true(&stack)?;
+    let mut had_witness = false;
+    if flags.has(Flags::WITNESS) {
+        if let Some((version, program)) = witness_program(script_pubkey) {
+            had_witness = true;
+            if !script_sig.is_empty() {
+                return Err(ScriptError::WitnessMalleated);
+            }
+            verify_witness_program(witness, version, program, flags, checker, false)?;
+            stack.truncate(1);
+        }
+    }
+    if let Some(mut p2sh_stack) = after_sig.filter(|_| is_p2sh(script_pubkey)) {
+        if !script::is_push_only(script_sig) {
+            return Err(ScriptError::SigPushOnly);
+        }
+        let redeem = p2sh_stack.pop().ok_or(ScriptError::EvalFalse)?;
+        eval_script(
+            &mut p2sh_stack,
+            &redeem,
+            flags,
+            checker,
+            SigVersion::Base,
+            &mut exec,
+        )?;
+        require_true(&p2sh_stack)?;
+        if flags.has(Flags::WITNESS) {
+            if let Some((version, program)) = witness_program(&redeem) {
+                had_witness = true;
+                if script_sig != script::push_of(&redeem).as_slice() {
+                    return Err(ScriptError::WitnessMalleatedP2sh);
+                }
+                verify_witness_program(witness, version, program, flags, checker, true)?;
+                p2sh_stack.truncate(1);
+            }
+        }
+        stack = p2sh_stack;
+    }
+    if flags.has(Flags::CLEANSTACK) && stack.len() != 1 {
+        return Err(ScriptError::CleanStack);
+    }
+    if flags.has(Flags::WITNESS) && !had_witness && !witness.stack.is_empty() {
+        return Err(ScriptError::WitnessUnexpected);
+    }
+    Ok(())
+}
+
+/// A true top of the stack, or EVAL_FALSE.
+fn require_true(stack: &Stack) -> Result<(), ScriptError> {
+    match stack.last() {
+        Some(top) if num::cast_to_bool(top) => Ok(()),
+        _ => Err(ScriptError::EvalFalse),
+    }
+}
+
+/// Core's `IsPayToScriptHash`: OP_HASH160 <20 bytes> OP_EQUAL.
+fn is_p2sh(script: &[u8]) -> bool {
+    script.len() == 23 && script[0] == 0xa9 && script[1] == 0x14 && script[22] == 0x87
+}
+
+/// Core's `IsWitnessProgram`: a version opcode and one push of 2 to 40 bytes, 4 to 42 in all.
+fn witness_program(script: &[u8]) -> Option<(u8, &[u8])> {
+    if !(4..=42).contains(&script.len()) || usize::from(script[1]) + 2 != script.len() {
+        return None;
+    }
+    match script[0] {
+        0x00 => Some((0, &script[2..])),
+        v @ 0x51..=0x60 => Some((v - 0x50, &script[2..])),
+        _ => None,
+    }
+}
+
+/// Core's `VerifyWitnessProgram`: P2WPKH, P2WSH, taproot's key and script paths, and versions
+/// with no meaning yet.
+fn verify_witness_program(
+    witness: &Witness,
+    version: u8,
+    program: &[u8],
+    flags: Flags,
+    checker: &mut Checker<'_>,
+    in_p2sh: bool,
+) -> Result<(), ScriptError> {
+    let mut stack = witness.stack.clone();
+    match (version, program.len()) {
+        (0, 32) => {
+            let script = stack.pop().ok_or(ScriptError::WitnessProgramWitnessEmpty)?;
+            if sha256::Hash::hash(&script).as_byte_array() != program {
+                return Err(ScriptError::WitnessProgramMismatch);
+            }
+            let mut exec = ExecData::default();
+            execute_witness_script(
+                stack,
+                &script,
+                flags,
+                SigVersion::WitnessV0,
+                checker,
+                &mut exec,
+            )
+        }
+        (0, 20) => {
+            if stack.len() != 2 {
+                return Err(ScriptError::WitnessProgramMismatch);
+            }
+            let mut script = vec![0x76, 0xa9, 0x14];
+            script.extend_from_slice(program);
+            script.extend([0x88, 0xac]);
+            let mut exec = ExecData::default();
+            execute_witness_script(
+                stack,
+                &script,
+                flags,
+                SigVersion::WitnessV0,
+                checker,
+                &mut exec,
+            )
+        }
+        (0, _) => Err(ScriptError::WitnessProgramWrongLength),
+        (1, 32) if !in_p2sh => {
+            if !flags.has(Flags::TAPROOT) {
+                return Ok(());
+            }
+            verify_taproot(stack, program, flags, checker, witness_size(&witness.stack))
+        }
+        _ if flags.has(Flags::DISCOURAGE_UPGRADABLE_WITNESS_PROGRAM) => {
+            Err(ScriptError::DiscourageUpgradableWitnessProgram)
+        }
+        _ => Ok(()),
+    }
+}
+
+/// BIP341's spend of a taproot output: a key path by one signature, or a script path by a
+/// leaf its control block commits to.
+fn verify_taproot(
+    mut stack: Stack,
+    program: &[u8],
+    flags: Flags,
+    checker: &mut Checker<'_>,
+    witness_size: usize,
+) -> Result<(), ScriptError> {
+    if stack.is_empty() {
+        return Err(ScriptError::WitnessProgramWitnessEmpty);
+    }
+    let mut exec = ExecData::default();
+    if stack.len() >= 2 && stack.last().is_some_and(|last| last.first() == Some(&0x50)) {
+        exec.taproot.annex = stack.pop();
+    }
+    if stack.len() == 1 {
+        return checker.check_schnorr(&stack[0], program, &exec.taproot);
+    }
+    let control = stack.pop().ok_or(ScriptError::WitnessProgramWitnessEmpty)?;
+    let script = stack.pop().ok_or(ScriptError::WitnessProgramWitnessEmpty)?;
+    if control.len() < 33 || control.len() > 33 + 32 * 128 || (control.len() - 33) % 32 != 0 {
+        return Err(ScriptError::TaprootWrongControlSize);
+    }
+    let leaf_version = control[0] & 0xfe;
+    let committed = ControlBlock::decode(&control)
+        .ok()
+        .zip(XOnlyPublicKey::from_slice(program).ok());
+    let Some((block, output_key)) = committed else {
+        return Err(ScriptError::WitnessProgramMismatch);
+    };
+    let script = bitcoin::ScriptBuf::from_bytes(script);
+    if !block.verify_taproot_commitment(&SECP, output_key, &script) {
+        return Err(ScriptError::WitnessProgramMismatch);
+    }
+    if leaf_version != 0xc0 {
+        if flags.has(Flags::DISCOURAGE_UPGRADABLE_TAPROOT_VERSION) {
+            return Err(ScriptError::DiscourageUpgradableTaprootVersion);
+        }
+        return Ok(());
+    }
+    let leaf = LeafVersion::from_consensus(leaf_version)
+        .map_err(|_| ScriptError::WitnessProgramMismatch)?;
+    exec.taproot.leaf_hash = Some(TapLeafHash::from_script(&script, leaf));
+    exec.validation_weight_left = witness_size as i64 + 50;
+    execute_witness_script(
+        stack,
+        script.as_bytes(),
+        flags,
+        SigVersion::Tapscript,
+        checker,
+        &mut exec,
+    )
+}
+
+/// The witness stack's serialized size (Core's `GetSerializeSize(witness.stack)`).
+fn witness_size(stack: &[Vec<u8>]) -> usize {
+    let compact = |n: usize| match n {
+        0..=0xfc => 1,
+        0xfd..=0xffff => 3,
+        0x1_0000..=0xffff_ffff => 5,
+        _ => 9,
+    };
+    compact(stack.len())
+        + stack
+            .iter()
+            .map(|item| compact(item.len()) + item.len())
+            .sum::<usize>()
+}
+
+/// Core's `ExecuteWitnessScript`: OP_SUCCESSx first in tapscript, the element size limit on
+/// the witness, then the script, which must leave exactly one true element.
+fn execute_witness_script(
+    mut stack: Stack,
+    script: &[u8],
+    flags: Flags,
+    version: SigVersion,
+    checker: &mut Checker<'_>,
+    exec: &mut ExecData,
+) -> Result<(), ScriptError> {
+    if version == SigVersion::Tapscript {
+        let mut pc = 0;
+        while pc < script.len() {
+            let op = script::next_op(script, &mut pc).ok_or(ScriptError::BadOpcode)?;
+            if script::is_op_success(op.opcode) {
+                if flags.has(Flags::DISCOURAGE_OP_SUCCESS) {
+                    return Err(ScriptError::DiscourageOpSuccess);
+                }
+                return Ok(());
+            }
+        }
+        if stack.len() > MAX_STACK_SIZE {
+            return Err(ScriptError::StackSize);
+        }
+    }
+    if stack.iter().any(|item| item.len() > MAX_ELEMENT_SIZE) {
+        return Err(ScriptError::PushSize);
+    }
+    eval_script(&mut stack, script, flags, checker, version, exec)?;
+    if stack.len() != 1 {
+        return Err(ScriptError::CleanStack);
+    }
+    require_true(&stack)
+}
