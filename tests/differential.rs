@@ -14,6 +14,8 @@ mod fees;
 mod finality;
 #[path = "differential/policy.rs"]
 mod policy;
+#[path = "differential/script_run.rs"]
+mod script_run;
 
 use std::sync::Arc;
 

@@ -127,7 +127,7 @@ pub(super) fn spend_with(
 }
 
 /// A DER signature with its hash type, S replaced by n - S (valid all the same).
-fn flip_s(sig: &[u8]) -> Vec<u8> {
+pub(super) fn flip_s(sig: &[u8]) -> Vec<u8> {
     let (hash_type, der) = sig.split_last().unwrap();
     let compact = secp256k1::ecdsa::Signature::from_der(der)
         .unwrap()
@@ -201,7 +201,7 @@ pub(super) fn tap_leaf(script: Vec<u8>, version: u8) -> (ScriptBuf, Vec<u8>, Vec
 
 /// The verdicts of both on `cases`, cairn without Knots's data rules (see [`CORE_DATA_RULES`]):
 /// the names of those that disagree.
-fn disagreements(pair: &Pair, cases: &[(&str, Transaction)]) -> Vec<String> {
+pub(super) fn disagreements(pair: &Pair, cases: &[(&str, Transaction)]) -> Vec<String> {
     let without_data_rules = MempoolConfig {
         knots_data_rules: false,
         ..MempoolConfig::default()
@@ -237,7 +237,7 @@ pub(super) fn disagreements_with(
 /// off by default) set to Core's, which has no such rule, and cairn without Knots's data rules
 /// (`knots_data_rules = false`; `knots_data_rules_agree_with_bitcoind` checks them): the cases
 /// here drop data to reach Core's rules.
-const CORE_DATA_RULES: [&str; 1] = ["-acceptnonstddatacarrier=1"];
+pub(super) const CORE_DATA_RULES: [&str; 1] = ["-acceptnonstddatacarrier=1"];
 
 /// Every standard script flag and input rule a standard-looking spend can break, one per case,
 /// with a passing neighbour for each limit. Core's 3,600-byte limit on P2WSH scripts is left to
