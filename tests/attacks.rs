@@ -1521,6 +1521,104 @@ fn a_value_read_again_and_again_costs_its_size_once() {
     assert_served_within(&report, Duration::from_secs(2));
 }
 
+/// Issue 27, the policy interpreter: **nested branches asked of at every opcode.** The
+/// interpreter that holds spends to Core's standard flags first kept its open OP_IF branches
+/// as a list of flags and asked at every opcode whether all were true: a tapscript of 100,000
+/// nested `OP_1 OP_IF` (300 kB, standard under Core's policy, where tapscripts have no size or
+/// opcode limit) made that 1.5e10 steps, after the kernel, which keeps Core's
+/// `ConditionStack`, had passed it at once. Now the interpreter keeps Core's
+/// `ConditionStack` too: the depth and the first false branch.
+///
+/// With Core's policy (`--knots-data-rules=false`; Knots's default refuses OP_IF in tapscript
+/// first), 127.0.0.2 broadcasts one spend of a taproot coin whose leaf is that script.
+/// Asserted: the spend is taken (it is valid and standard), cairn spends under 0.5 s of CPU
+/// on it, and an honest client from 127.0.0.3 gets `server.ping` within 2 s throughout.
+///
+/// *Fails before the fix* (305e742, the list of flags): 8.83 s of CPU for the one spend (now
+/// 0.01 s, the kernel included).
+#[test]
+fn nested_branches_cost_a_step_each() {
+    use bitcoin::hex::{DisplayHex, FromHex};
+    let served = Served::start(&["--knots-data-rules=false"]);
+    let levels = 100_000;
+    let mut leaf = Vec::with_capacity(3 * levels + 1);
+    for _ in 0..levels {
+        leaf.extend([0x51, 0x63]);
+    }
+    leaf.push(0x51);
+    leaf.extend(std::iter::repeat_n(0x68, levels));
+    let secp = bitcoin::secp256k1::Secp256k1::new();
+    let internal = bitcoin::secp256k1::SecretKey::from_slice(&[5; 32])
+        .unwrap()
+        .x_only_public_key(&secp)
+        .0;
+    let script = bitcoin::ScriptBuf::from_bytes(leaf.clone());
+    let tapscript = bitcoin::taproot::LeafVersion::TapScript;
+    let info = bitcoin::taproot::TaprootBuilder::new()
+        .add_leaf(0, script.clone())
+        .unwrap()
+        .finalize(&secp, internal)
+        .unwrap();
+    let control = info
+        .control_block(&(script, tapscript))
+        .unwrap()
+        .serialize();
+    let output = bitcoin::ScriptBuf::new_p2tr_tweaked(info.output_key());
+    let address = bitcoin::Address::from_script(&output, bitcoin::Network::Regtest).unwrap();
+    let funding = served
+        .node
+        .rpc(&["sendtoaddress", &address.to_string(), "1.0"]);
+    served.node.rpc(&["generatetoaddress", "1", &served.mine]);
+    served
+        .cairn
+        .wait_for(&served.node.rpc(&["getbestblockhash"]), "the coin");
+    let wallet_tx = served.node.rpc_json(&["gettransaction", &funding]);
+    let raw = Vec::<u8>::from_hex(wallet_tx["hex"].as_str().unwrap()).unwrap();
+    let funding: bitcoin::Transaction = bitcoin::consensus::deserialize(&raw).unwrap();
+    let vout = funding
+        .output
+        .iter()
+        .position(|o| o.script_pubkey == output)
+        .unwrap();
+    let to = served.node.rpc(&["getnewaddress", "", "bech32"]);
+    let to = bitcoin::Address::from_str(&to).unwrap().assume_checked();
+    let spend = bitcoin::Transaction {
+        version: bitcoin::transaction::Version::TWO,
+        lock_time: bitcoin::absolute::LockTime::ZERO,
+        input: vec![bitcoin::TxIn {
+            previous_output: bitcoin::OutPoint::new(funding.compute_txid(), vout as u32),
+            script_sig: bitcoin::ScriptBuf::new(),
+            sequence: bitcoin::Sequence::ENABLE_RBF_NO_LOCKTIME,
+            witness: bitcoin::Witness::from_slice(&[leaf, control]),
+        }],
+        output: vec![bitcoin::TxOut {
+            value: bitcoin::Amount::from_sat(100_000_000 - 200_000),
+            script_pubkey: to.script_pubkey(),
+        }],
+    };
+    let raw = bitcoin::consensus::serialize(&spend).to_lower_hex_string();
+
+    let honest = served.honest_electrum();
+    let mut attacker = Lines::connect_from("127.0.0.2", served.electrum, "1.7");
+    let before = served.cairn.cpu_seconds();
+    let started = Instant::now();
+    let answer = attacker.call("blockchain.transaction.broadcast", json!([raw]));
+    let (cpu, took) = (served.cairn.cpu_seconds() - before, started.elapsed());
+    let report = honest.stop();
+    println!(
+        "a spend of {levels} nested branches: {cpu:.2} s of CPU in {took:?}, answered {answer}; \
+         honest: {} visits, worst {:?}",
+        report.tries, report.worst
+    );
+    assert_eq!(
+        answer["result"],
+        json!(spend.compute_txid().to_string()),
+        "{answer}"
+    );
+    assert!(cpu < 0.5, "{cpu:.2} s of CPU for one spend");
+    assert_served_within(&report, Duration::from_secs(2));
+}
+
 // ---- Issue 28: tweak streams nobody reads ----
 
 /// A tweak hog: connects from `from` with a 4 KiB receive buffer and sends `n` pipelined
