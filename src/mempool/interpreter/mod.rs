@@ -8,6 +8,8 @@ mod checker;
 mod error;
 mod eval;
 mod num;
+#[cfg(test)]
+mod props;
 mod script;
 #[cfg(test)]
 mod tests;
