@@ -16,9 +16,9 @@ use cairn::kernel::{Validator, ValidatorConfig};
 use cairn::mempool::Mempool;
 use cairn::notify::Notifier;
 use cairn::store::Store;
-use libfuzzer_sys::fuzz_target;
 use cairn::types::Network;
 use cairn::view::{CacheSettings, ReadModel};
+use libfuzzer_sys::fuzz_target;
 
 /// 110 blocks with 3 transactions each once coinbases matured, indexed.
 fn backend() -> Arc<Backend> {

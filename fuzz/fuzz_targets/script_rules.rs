@@ -41,8 +41,14 @@ fuzz_target!(|data: &[u8]| {
     assert_eq!(at, script.len());
     // Within the script (and the witness's first item) and one byte per conditional: a dead
     // part counts its guard's byte even when a drop counted it already, as Knots's does.
-    let conditionals = parsed.ops.iter().filter(|o| matches!(o.code, 0x63 | 0x64)).count();
-    let first_item = witness.as_ref().map_or(0, |_| usize::from(k).min(script.len()));
+    let conditionals = parsed
+        .ops
+        .iter()
+        .filter(|o| matches!(o.code, 0x63 | 0x64))
+        .count();
+    let first_item = witness
+        .as_ref()
+        .map_or(0, |_| usize::from(k).min(script.len()));
     assert!(counted.nonstandard <= script.len() + conditionals + first_item);
     let dead = find_dead_parts(script, &parsed.ops);
     assert!(dead.at_if.iter().all(|&o| matches!(script[o], 0x63 | 0x64)));

@@ -46,7 +46,7 @@ use package::Staged;
 pub use package::{PackageAccepted, TestAccept, Tested, MAX_TEST_FEE_PER_KVB};
 use persist::MempoolFile;
 pub use persist::{LoadStats, PersistError};
-pub use policy::{MAX_PACKAGE_COUNT, MIN_RELAY_FEERATE};
+pub use policy::{verify_scripts, MAX_PACKAGE_COUNT, MIN_RELAY_FEERATE};
 pub use projection::ProjectedBlock;
 pub use rejection::Rejection;
 use replacement::replacement;
