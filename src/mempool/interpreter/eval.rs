@@ -587,7 +587,7 @@ fn stack_op(
             need(stack, 2)?;
             stack.truncate(len - 2);
         }
-        0x6e | 0x6f | 0x70 => {
+        0x6e..=0x70 => {
             // 2DUP, 3DUP, 2OVER: copy n elements from depth d.
             let (n, depth) = match opcode {
                 0x6e => (2, 2),
