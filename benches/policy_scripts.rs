@@ -16,7 +16,7 @@ use bitcoin::{
 };
 use criterion::{criterion_group, criterion_main, Criterion};
 
-use cairn::mempool::interpreter::{verify_input, Flags};
+use cairn::mempool::interpreter::{verify_input, Flags, TxData};
 use cairn::mempool::verify_scripts;
 
 /// Which kind of output every input spends.
@@ -131,14 +131,16 @@ fn policy_scripts(c: &mut Criterion) {
         let (tx, prevouts) = signed(kind, n);
         let raw = bitcoin::consensus::serialize(&tx);
         verify_scripts(&raw, &prevouts).expect("the kernel passes it");
+        let data = TxData::new(&tx, &prevouts);
         for i in 0..n {
-            verify_input(&tx, i, &prevouts, Flags::STANDARD).expect("standard");
+            verify_input(&data, i, Flags::STANDARD).expect("standard");
         }
         let mut group = c.benchmark_group(format!("scripts of {name}"));
         group.bench_function("cairn interpreter, standard flags", |b| {
             b.iter(|| {
+                let data = TxData::new(&tx, &prevouts);
                 for i in 0..n {
-                    black_box(verify_input(&tx, i, &prevouts, Flags::STANDARD)).unwrap();
+                    black_box(verify_input(&data, i, Flags::STANDARD)).unwrap();
                 }
             })
         });

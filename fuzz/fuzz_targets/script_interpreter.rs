@@ -16,7 +16,7 @@ use bitcoin::{
     absolute, transaction, Amount, OutPoint, ScriptBuf, Sequence, Transaction, TxIn, TxOut, Txid,
     Witness,
 };
-use cairn::mempool::interpreter::{verify_input, Flags};
+use cairn::mempool::interpreter::{verify_input, Flags, TxData};
 use cairn::mempool::verify_scripts;
 use libfuzzer_sys::fuzz_target;
 
@@ -125,8 +125,9 @@ fuzz_target!(|input: &[u8]| {
         }],
     };
     let prevouts = [spent];
-    let consensus = verify_input(&tx, 0, &prevouts, Flags::MANDATORY);
-    let standard = verify_input(&tx, 0, &prevouts, Flags::STANDARD);
+    let data = TxData::new(&tx, &prevouts);
+    let consensus = verify_input(&data, 0, Flags::MANDATORY);
+    let standard = verify_input(&data, 0, Flags::STANDARD);
     assert!(
         standard.is_err() || consensus.is_ok(),
         "{standard:?} {consensus:?}"

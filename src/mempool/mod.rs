@@ -371,8 +371,8 @@ pub struct ScriptActivity {
     pub spent_sum: u64,
 }
 
-/// Verifies a transaction's input scripts given the outputs they spend.
-type ScriptCheck = fn(&[u8], &[TxOut]) -> Result<(), Rejection>;
+/// Verifies a transaction's input scripts (decoded and raw) given the outputs they spend.
+type ScriptCheck = fn(&Transaction, &[u8], &[TxOut]) -> Result<(), Rejection>;
 
 /// The mempool.
 pub struct Mempool {
@@ -388,7 +388,8 @@ pub struct Mempool {
     /// The rolling minimum fee after evictions; taken after `inner` where both are held.
     rolling: Mutex<rolling::RollingFee>,
     config: MempoolConfig,
-    /// The kernel's script verification ([`policy::verify_scripts`]); unit tests put a stub.
+    /// Script verification: the policy interpreter and the kernel ([`scripts_in_cores_order`]);
+    /// unit tests put a stub.
     verify_scripts: ScriptCheck,
 }
 
@@ -417,11 +418,12 @@ impl Mempool {
             unannounced: Mutex::new(HashSet::new()),
             rolling: Mutex::new(rolling::RollingFee::new(config.min_relay_per_kvb)),
             config,
-            verify_scripts: policy::verify_scripts,
+            verify_scripts: scripts_in_cores_order,
         }
     }
 
-    /// An empty mempool whose scripts are checked by `verify_scripts` instead of the kernel.
+    /// An empty mempool whose scripts are checked by `verify_scripts` instead of the policy
+    /// interpreter and the kernel.
     #[cfg(test)]
     fn with_script_check(config: MempoolConfig, verify_scripts: ScriptCheck) -> Self {
         Mempool {
@@ -686,12 +688,11 @@ impl Mempool {
         Ok(())
     }
 
-    /// Verifies a checked transaction's scripts: the kernel's consensus verification, then the
-    /// standard flags it does not take (Core's `PolicyScriptChecks`).
+    /// Verifies a checked transaction's scripts ([`scripts_in_cores_order`]), then Knots's
+    /// rules on the data they carry.
     fn check_scripts(&self, checked: &Checked) -> Result<(), Rejection> {
         let entry = &checked.entry;
-        (self.verify_scripts)(&entry.raw, &entry.prevouts)?;
-        check_policy_flags(&entry.tx, &entry.prevouts)?;
+        (self.verify_scripts)(&entry.tx, &entry.raw, &entry.prevouts)?;
         if self.config.knots_data_rules {
             data_rules::check_scripts(&entry.tx, &entry.prevouts).map_err(|(input, why)| {
                 Rejection::PolicyScript {
@@ -849,26 +850,49 @@ impl Mempool {
     }
 }
 
-/// Core's standard script flags, which the kernel does not take, for a transaction whose
-/// scripts it passed under the consensus flags: each input run again by the [`interpreter`]
-/// under `STANDARD_SCRIPT_VERIFY_FLAGS`, and a failure is policy (Core's
-/// `mempool-script-verify-flag-failed`). An input the interpreter fails under the consensus
-/// flags too, which the kernel passed, is a disagreement with the kernel, which decides
-/// consensus: logged, and the input kept.
-fn check_policy_flags(tx: &Transaction, prevouts: &[TxOut]) -> Result<(), Rejection> {
-    use interpreter::{verify_input, Flags};
-    for input in 0..tx.input.len() {
-        let Err(error) = verify_input(tx, input, prevouts, Flags::STANDARD) else {
-            continue;
-        };
-        if let Err(consensus) = verify_input(tx, input, prevouts, Flags::MANDATORY) {
-            tracing::error!(txid = %tx.compute_txid(), input, %consensus, "the policy interpreter fails a spend the kernel passed");
-            continue;
-        }
+/// Verifies a transaction's scripts in Core's order (`PolicyScriptChecks`): every input under
+/// the standard flags, which the kernel does not take, by the policy [`interpreter`]; the
+/// first that fails is judged again under the consensus flags, and passing them it is a policy
+/// refusal (`mempool-script-verify-flag-failed`). Then the kernel's consensus verification,
+/// which decides consensus and words its failures; an input the interpreter fails under the
+/// consensus flags but the kernel passes (a disagreement, which would be a bug) is refused all
+/// the same, as Core refuses any standard failure.
+fn scripts_in_cores_order(
+    tx: &Transaction,
+    raw: &[u8],
+    prevouts: &[TxOut],
+) -> Result<(), Rejection> {
+    let failure = first_standard_failure(tx, prevouts);
+    if let Some((input, error, false)) = failure {
+        return Err(Rejection::PolicyScript {
+            input,
+            message: error.to_string(),
+        });
+    }
+    policy::verify_scripts(raw, prevouts)?;
+    if let Some((input, error, _)) = failure {
+        tracing::warn!(txid = %tx.compute_txid(), input, %error,
+            "the policy interpreter fails under the consensus flags a spend the kernel passes");
         return Err(Rejection::PolicyScript {
             input,
             message: error.to_string(),
         });
     }
     Ok(())
+}
+
+/// The first input of `tx` the policy interpreter fails under Core's standard flags, with its
+/// error and whether the input fails the consensus flags too (Core's `CheckInputScripts`
+/// asking `STANDARD_SCRIPT_VERIFY_FLAGS` first, then the mandatory ones of the failing input).
+fn first_standard_failure(
+    tx: &Transaction,
+    prevouts: &[TxOut],
+) -> Option<(usize, interpreter::ScriptError, bool)> {
+    use interpreter::{verify_input, Flags, TxData};
+    let data = TxData::new(tx, prevouts);
+    (0..tx.input.len()).find_map(|input| {
+        let error = verify_input(&data, input, Flags::STANDARD).err()?;
+        let consensus_fails = verify_input(&data, input, Flags::MANDATORY).is_err();
+        Some((input, error, consensus_fails))
+    })
 }

@@ -3,6 +3,7 @@
 //! lock times of CHECKLOCKTIMEVERIFY and CHECKSEQUENCEVERIFY; and the encoding rules of
 //! signatures and keys (`CheckSignatureEncoding`, `CheckPubKeyEncoding`).
 
+use std::cell::{OnceCell, RefCell};
 use std::sync::LazyLock;
 
 use bitcoin::consensus::Encodable;
@@ -35,13 +36,36 @@ pub struct TaprootInput {
     pub code_separator: u32,
 }
 
-/// Checks the signatures and lock times of one input of one transaction.
-pub struct Checker<'a> {
+/// What every input's checks of one transaction share (Core's `PrecomputedTransactionData`):
+/// BIP143's hashes of the whole transaction and BIP341's (in the sighash cache), each
+/// computed once for all its inputs, not once an input.
+pub struct TxData<'a> {
     tx: &'a Transaction,
-    input: usize,
     prevouts: &'a [TxOut],
-    cache: SighashCache<&'a Transaction>,
-    bip143: Option<Bip143Hashes>,
+    cache: RefCell<SighashCache<&'a Transaction>>,
+    bip143: OnceCell<Bip143Hashes>,
+}
+
+impl<'a> TxData<'a> {
+    /// The shared data of `tx`, whose inputs spend `prevouts` (one for each, in order).
+    pub fn new(tx: &'a Transaction, prevouts: &'a [TxOut]) -> Self {
+        TxData {
+            tx,
+            prevouts,
+            cache: RefCell::new(SighashCache::new(tx)),
+            bip143: OnceCell::new(),
+        }
+    }
+
+    /// The transaction.
+    pub fn tx(&self) -> &'a Transaction {
+        self.tx
+    }
+
+    /// The outputs its inputs spend.
+    pub fn prevouts(&self) -> &'a [TxOut] {
+        self.prevouts
+    }
 }
 
 /// BIP143's hashes of the whole transaction, computed once for all its inputs.
@@ -51,21 +75,33 @@ struct Bip143Hashes {
     outputs: sha256d::Hash,
 }
 
-impl<'a> Checker<'a> {
-    /// A checker for input `input` of `tx`, whose spent outputs are `prevouts` (all inputs).
-    pub fn new(tx: &'a Transaction, input: usize, prevouts: &'a [TxOut]) -> Self {
+/// Signature hashes one input computed, by hash type and script code (Core's `SigHashCache`):
+/// a 1-of-15 CHECKMULTISIG hashes the transaction once, not once a key.
+type HashMemo = Vec<(u8, Vec<u8>, [u8; 32])>;
+
+/// Checks the signatures and lock times of one input of one transaction.
+pub struct Checker<'d, 'a> {
+    data: &'d TxData<'a>,
+    tx: &'a Transaction,
+    input: usize,
+    hashes: HashMemo,
+}
+
+impl<'d, 'a> Checker<'d, 'a> {
+    /// A checker for input `input` of the transaction of `data`.
+    pub fn new(data: &'d TxData<'a>, input: usize) -> Self {
         Checker {
-            tx,
+            data,
+            tx: data.tx,
             input,
-            prevouts,
-            cache: SighashCache::new(tx),
-            bip143: None,
+            hashes: Vec::new(),
         }
     }
 
     /// The value of the output the input spends.
     fn amount(&self) -> bitcoin::Amount {
-        self.prevouts
+        self.data
+            .prevouts
             .get(self.input)
             .map_or(bitcoin::Amount::ZERO, |out| out.value)
     }
@@ -92,28 +128,50 @@ impl<'a> Checker<'a> {
             return false;
         };
         signature.normalize_s();
+        let digest = self.signature_hash(script_code, hash_type, version);
+        let message = Message::from_digest(digest);
+        SECP.verify_ecdsa(&message, &signature, &key).is_ok()
+    }
+
+    /// The hash an ECDSA signature of `hash_type` signs, from this input's memo when it was
+    /// computed for the same hash type and script code.
+    fn signature_hash(
+        &mut self,
+        script_code: &[u8],
+        hash_type: u8,
+        version: SigVersion,
+    ) -> [u8; 32] {
+        let known = self
+            .hashes
+            .iter()
+            .find(|(t, code, _)| *t == hash_type && code == script_code);
+        if let Some((_, _, digest)) = known {
+            return *digest;
+        }
         let digest = match version {
             SigVersion::Base => self.legacy_hash(script_code, hash_type),
             _ => self.bip143_hash(script_code, hash_type),
         };
-        let message = Message::from_digest(digest);
-        SECP.verify_ecdsa(&message, &signature, &key).is_ok()
+        self.hashes.push((hash_type, script_code.to_vec(), digest));
+        digest
     }
 
     /// Core's legacy `SignatureHash`: OP_CODESEPARATORs left out of the script code, and the
     /// SIGHASH_SINGLE bug's hash of one.
     fn legacy_hash(&self, script_code: &[u8], hash_type: u8) -> [u8; 32] {
         let code = without_code_separators(script_code);
-        self.cache
+        self.data
+            .cache
+            .borrow()
             .legacy_signature_hash(self.input, Script::from_bytes(&code), u32::from(hash_type))
             .map_or([0; 32], |h| h.to_byte_array())
     }
 
     /// BIP143's hash, with the hash type byte written as the transaction carries it.
-    fn bip143_hash(&mut self, script_code: &[u8], hash_type: u8) -> [u8; 32] {
+    fn bip143_hash(&self, script_code: &[u8], hash_type: u8) -> [u8; 32] {
         let tx = self.tx;
         let amount = self.amount().to_sat();
-        let hashes = self.bip143.get_or_insert_with(|| Bip143Hashes::of(tx));
+        let hashes = self.data.bip143.get_or_init(|| Bip143Hashes::of(tx));
         let base = hash_type & 0x1f;
         let anyone_can_pay = hash_type & 0x80 != 0;
         let zero = sha256d::Hash::all_zeros();
@@ -183,10 +241,12 @@ impl<'a> Checker<'a> {
         };
         let leaf = taproot.leaf_hash.map(|leaf| (leaf, taproot.code_separator));
         let digest = self
+            .data
             .cache
+            .borrow_mut()
             .taproot_signature_hash(
                 self.input,
-                &Prevouts::All(self.prevouts),
+                &Prevouts::All(self.data.prevouts),
                 annex,
                 leaf,
                 hash_type,

@@ -85,10 +85,10 @@ impl Conditions {
 }
 
 /// One run's state: its flags, its checker and where it is.
-struct Run<'c, 'a> {
+struct Run<'c, 'd, 'a> {
     flags: Flags,
     version: SigVersion,
-    checker: &'c mut Checker<'a>,
+    checker: &'c mut Checker<'d, 'a>,
     exec: &'c mut ExecData,
     require_minimal: bool,
     /// Where the script code of a signature starts (after the last OP_CODESEPARATOR run).
@@ -100,7 +100,7 @@ pub fn eval_script(
     stack: &mut Stack,
     code: &[u8],
     flags: Flags,
-    checker: &mut Checker<'_>,
+    checker: &mut Checker<'_, '_>,
     version: SigVersion,
     exec: &mut ExecData,
 ) -> Result<(), ScriptError> {
@@ -214,7 +214,7 @@ fn push_bool(stack: &mut Stack, value: bool) {
     stack.push(if value { vec![1] } else { Vec::new() });
 }
 
-impl Run<'_, '_> {
+impl Run<'_, '_, '_> {
     fn number(&self, bytes: &[u8]) -> Result<i64, ScriptError> {
         num::read(bytes, self.require_minimal, DEFAULT_NUM_SIZE)
     }

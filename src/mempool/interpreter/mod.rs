@@ -14,13 +14,14 @@ mod script;
 #[cfg(test)]
 mod tests;
 
-use bitcoin::hashes::{sha256, Hash};
-use bitcoin::secp256k1::{Secp256k1, VerifyOnly, XOnlyPublicKey};
-use bitcoin::taproot::{ControlBlock, LeafVersion, TapLeafHash};
-use bitcoin::{Transaction, TxOut};
+use bitcoin::consensus::Encodable;
+use bitcoin::hashes::{sha256, Hash, HashEngine};
+use bitcoin::secp256k1::{Parity, Scalar, Secp256k1, VerifyOnly, XOnlyPublicKey};
+use bitcoin::taproot::{TapLeafHash, TapNodeHash, TapTweakHash};
+use bitcoin::VarInt;
 use std::sync::LazyLock;
 
-pub use checker::Checker;
+pub use checker::{Checker, TxData};
 pub use error::ScriptError;
 use eval::{eval_script, ExecData, Stack, MAX_ELEMENT_SIZE, MAX_STACK_SIZE};
 
@@ -115,21 +116,24 @@ pub enum SigVersion {
     Tapscript,
 }
 
-/// Verifies input `input` of `tx` (whose spent outputs, all inputs', are `prevouts`) under
-/// `flags`: Core's `VerifyScript` with its first error.
-pub fn verify_input(
-    tx: &Transaction,
-    input: usize,
-    prevouts: &[TxOut],
-    flags: Flags,
-) -> Result<(), ScriptError> {
-    let txin = tx.input.get(input).ok_or(ScriptError::UnknownError)?;
-    let spent = prevouts.get(input).ok_or(ScriptError::UnknownError)?;
-    let mut checker = Checker::new(tx, input, prevouts);
+/// Verifies input `input` of the transaction of `data` under `flags`: Core's `VerifyScript`
+/// with its first error.
+pub fn verify_input(data: &TxData<'_>, input: usize, flags: Flags) -> Result<(), ScriptError> {
+    let txin = data
+        .tx()
+        .input
+        .get(input)
+        .ok_or(ScriptError::UnknownError)?;
+    let spent = data
+        .prevouts()
+        .get(input)
+        .ok_or(ScriptError::UnknownError)?;
+    let mut checker = Checker::new(data, input);
     let script_sig = txin.script_sig.as_bytes();
     let script_pubkey = spent.script_pubkey.as_bytes();
-    let witness: Vec<Vec<u8>> = txin.witness.iter().map(<[u8]>::to_vec).collect();
-    let witness = Witness { stack: witness };
+    let witness = Witness {
+        stack: txin.witness.iter().map(<[u8]>::to_vec).collect(),
+    };
     verify_script(script_sig, script_pubkey, &witness, flags, &mut checker)
 }
 
@@ -143,7 +147,7 @@ fn verify_script(
     script_pubkey: &[u8],
     witness: &Witness,
     flags: Flags,
-    checker: &mut Checker<'_>,
+    checker: &mut Checker<'_, '_>,
 ) -> Result<(), ScriptError> {
     if flags.has(Flags::SIGPUSHONLY) && !script::is_push_only(script_sig) {
         return Err(ScriptError::SigPushOnly);
@@ -246,7 +250,7 @@ fn verify_witness_program(
     version: u8,
     program: &[u8],
     flags: Flags,
-    checker: &mut Checker<'_>,
+    checker: &mut Checker<'_, '_>,
     in_p2sh: bool,
 ) -> Result<(), ScriptError> {
     let mut stack = witness.stack.clone();
@@ -290,6 +294,8 @@ fn verify_witness_program(
             }
             verify_taproot(stack, program, flags, checker, witness_size(&witness.stack))
         }
+        // Pay-to-anchor (Core 28's `IsPayToAnchor`): anyone spends it.
+        (1, 2) if !in_p2sh && program == [0x4e, 0x73] => Ok(()),
         _ if flags.has(Flags::DISCOURAGE_UPGRADABLE_WITNESS_PROGRAM) => {
             Err(ScriptError::DiscourageUpgradableWitnessProgram)
         }
@@ -303,7 +309,7 @@ fn verify_taproot(
     mut stack: Stack,
     program: &[u8],
     flags: Flags,
-    checker: &mut Checker<'_>,
+    checker: &mut Checker<'_, '_>,
     witness_size: usize,
 ) -> Result<(), ScriptError> {
     if stack.is_empty() {
@@ -322,14 +328,8 @@ fn verify_taproot(
         return Err(ScriptError::TaprootWrongControlSize);
     }
     let leaf_version = control[0] & 0xfe;
-    let committed = ControlBlock::decode(&control)
-        .ok()
-        .zip(XOnlyPublicKey::from_slice(program).ok());
-    let Some((block, output_key)) = committed else {
-        return Err(ScriptError::WitnessProgramMismatch);
-    };
-    let script = bitcoin::ScriptBuf::from_bytes(script);
-    if !block.verify_taproot_commitment(&SECP, output_key, &script) {
+    let leaf_hash = tap_leaf_hash(leaf_version, &script);
+    if !commits_to(&control, program, leaf_hash) {
         return Err(ScriptError::WitnessProgramMismatch);
     }
     if leaf_version != 0xc0 {
@@ -338,18 +338,55 @@ fn verify_taproot(
         }
         return Ok(());
     }
-    let leaf = LeafVersion::from_consensus(leaf_version)
-        .map_err(|_| ScriptError::WitnessProgramMismatch)?;
-    exec.taproot.leaf_hash = Some(TapLeafHash::from_script(&script, leaf));
+    exec.taproot.leaf_hash = Some(leaf_hash);
     exec.validation_weight_left = witness_size as i64 + 50;
     execute_witness_script(
         stack,
-        script.as_bytes(),
+        &script,
         flags,
         SigVersion::Tapscript,
         checker,
         &mut exec,
     )
+}
+
+/// BIP341's leaf hash of `script` under any leaf version byte (Core's `ComputeTapleafHash`;
+/// the `bitcoin` crate's leaf versions leave out 0x50, which Core hashes all the same).
+fn tap_leaf_hash(version: u8, script: &[u8]) -> TapLeafHash {
+    let mut engine = TapLeafHash::engine();
+    engine.input(&[version]);
+    let mut size = Vec::with_capacity(9);
+    let _ = VarInt(script.len() as u64).consensus_encode(&mut size);
+    engine.input(&size);
+    engine.input(script);
+    TapLeafHash::from_engine(engine)
+}
+
+/// Core's `VerifyTaprootCommitment`: the output key `program` is the control block's internal
+/// key tweaked by the Merkle root of `leaf` and the path, with the control block's parity.
+fn commits_to(control: &[u8], program: &[u8], leaf: TapLeafHash) -> bool {
+    let Ok(internal) = XOnlyPublicKey::from_slice(&control[1..33]) else {
+        return false;
+    };
+    let Ok(output) = XOnlyPublicKey::from_slice(program) else {
+        return false;
+    };
+    let mut node = TapNodeHash::from(leaf);
+    for sibling in control[33..].chunks_exact(32) {
+        let mut bytes = [0u8; 32];
+        bytes.copy_from_slice(sibling);
+        node = TapNodeHash::from_node_hashes(node, TapNodeHash::from_byte_array(bytes));
+    }
+    let tweak = TapTweakHash::from_key_and_tweak(internal, Some(node));
+    let Ok(tweak) = Scalar::from_be_bytes(tweak.to_byte_array()) else {
+        return false;
+    };
+    let parity = if control[0] & 1 == 1 {
+        Parity::Odd
+    } else {
+        Parity::Even
+    };
+    internal.tweak_add_check(&SECP, &output, parity, tweak)
 }
 
 /// The witness stack's serialized size (Core's `GetSerializeSize(witness.stack)`).
@@ -374,7 +411,7 @@ fn execute_witness_script(
     script: &[u8],
     flags: Flags,
     version: SigVersion,
-    checker: &mut Checker<'_>,
+    checker: &mut Checker<'_, '_>,
     exec: &mut ExecData,
 ) -> Result<(), ScriptError> {
     if version == SigVersion::Tapscript {

@@ -13,7 +13,7 @@ use bitcoin::{Amount, OutPoint, ScriptBuf, Sequence, Transaction, TxIn, TxOut, T
 use proptest::prelude::*;
 
 use super::script::push_of;
-use super::{num, verify_input, Flags};
+use super::{num, verify_input, Flags, TxData};
 
 /// Opcodes worth drawing: flow, stack, arithmetic, hashes, checks, lock times, NOPs, disabled,
 /// reserved and OP_SUCCESS ones.
@@ -217,12 +217,13 @@ proptest! {
         let spent = TxOut { value: Amount::from_sat(sats), script_pubkey: ScriptBuf::from_bytes(spk) };
         let tx = spend(&spent, script_sig, &witness, version, lock, sequence);
         let prevouts = [spent.clone()];
-        let consensus = verify_input(&tx, 0, &prevouts, Flags::MANDATORY);
+        let data = TxData::new(&tx, &prevouts);
+        let consensus = verify_input(&data, 0, Flags::MANDATORY);
         if let Some(kernel) = kernel_verdict(&tx, &spent) {
             prop_assert_eq!(kernel, consensus.is_ok(), "kernel {} interpreter {:?}", kernel, consensus);
         }
-        let standard = verify_input(&tx, 0, &prevouts, Flags::STANDARD);
+        let standard = verify_input(&data, 0, Flags::STANDARD);
         prop_assert!(standard.is_err() || consensus.is_ok(), "{:?} {:?}", standard, consensus);
-        prop_assert_eq!(standard, verify_input(&tx, 0, &prevouts, Flags::STANDARD));
+        prop_assert_eq!(standard, verify_input(&data, 0, Flags::STANDARD));
     }
 }

@@ -11,7 +11,7 @@ use bitcoin::transaction::Version;
 use bitcoin::{Amount, OutPoint, ScriptBuf, Sequence, Transaction, TxIn, TxOut, Txid, Witness};
 
 use super::script::push_of;
-use super::{num, verify_input, Flags};
+use super::{num, verify_input, Flags, TxData};
 
 const SCRIPT_TESTS: &str = include_str!("../../../tests/data/script_tests.json");
 
@@ -316,7 +316,8 @@ fn spend_of(row: &Row) -> (Transaction, TxOut) {
 
 fn run(row: &Row, flags: Flags) -> String {
     let (spend, spent) = spend_of(row);
-    match verify_input(&spend, 0, &[spent], flags) {
+    let prevouts = [spent];
+    match verify_input(&TxData::new(&spend, &prevouts), 0, flags) {
         Ok(()) => "OK".to_owned(),
         Err(e) => e.core_name().to_owned(),
     }
@@ -385,5 +386,64 @@ fn fewer_flags_keep_a_pass_and_more_flags_keep_a_failure() {
         "{}:\n{}",
         failures.len(),
         failures.join("\n")
+    );
+}
+
+/// A spend of `spk` with an empty script sig and `witness`, judged under `flags`.
+fn judge(spk: Vec<u8>, witness: Vec<Vec<u8>>, flags: Flags) -> String {
+    let row = Row {
+        script_sig: vec![],
+        witness,
+        script_pubkey: spk,
+        amount: Amount::from_sat(1_000),
+        flags,
+        expected: String::new(),
+        text: String::new(),
+    };
+    run(&row, flags)
+}
+
+#[test]
+fn pay_to_anchor_is_spent_by_anyone_and_only_bare() {
+    // Core 28's IsPayToAnchor: OP_1 <0x4e73>, not discouraged as a version 1 program.
+    assert_eq!(
+        judge(vec![0x51, 0x02, 0x4e, 0x73], vec![], Flags::STANDARD),
+        "OK"
+    );
+    // Another 2-byte version 1 program stays an upgradable one.
+    let other = judge(vec![0x51, 0x02, 0x4e, 0x74], vec![], Flags::STANDARD);
+    assert_eq!(other, "DISCOURAGE_UPGRADABLE_WITNESS_PROGRAM");
+}
+
+#[test]
+fn a_leaf_of_version_0x50_is_committed_to_and_discouraged() {
+    let secp = Secp256k1::new();
+    let script = vec![0x51];
+    let leaf = super::tap_leaf_hash(0x50, &script);
+    // An internal key whose tweaked output key is odd: the control block starts 0x51, which
+    // is not an annex (0x50 would be taken for one).
+    let (internal, output) = (1u8..)
+        .find_map(|seed| {
+            let internal = SecretKey::from_slice(&[seed; 32])
+                .ok()?
+                .x_only_public_key(&secp)
+                .0;
+            let tweak = bitcoin::taproot::TapTweakHash::from_key_and_tweak(
+                internal,
+                Some(bitcoin::taproot::TapNodeHash::from(leaf)),
+            );
+            let (output, parity) = internal.add_tweak(&secp, &tweak.to_scalar()).ok()?;
+            (parity == bitcoin::secp256k1::Parity::Odd).then_some((internal, output))
+        })
+        .expect("an odd key");
+    let mut spk = vec![0x51, 0x20];
+    spk.extend(output.serialize());
+    let mut control = vec![0x51];
+    control.extend(internal.serialize());
+    let witness = vec![script, control];
+    assert_eq!(judge(spk.clone(), witness.clone(), Flags::MANDATORY), "OK");
+    assert_eq!(
+        judge(spk, witness, Flags::STANDARD),
+        "DISCOURAGE_UPGRADABLE_TAPROOT_VERSION"
     );
 }
