@@ -3,7 +3,9 @@
 //! inputs (`cairn::mempool::verify_scripts`), the baseline every acceptance paid before, on
 //! - a wallet's payment: 2 P2WPKH inputs, 2 outputs;
 //! - 100 P2PKH inputs (each legacy signature hashes the whole transaction again);
-//! - a 2-of-3 P2WSH multisig input.
+//! - a 2-of-3 P2WSH multisig input;
+//! - 1,000 P2WPKH inputs and 1,000 taproot key-path inputs (BIP143's and BIP341's hashes of
+//!   the whole transaction computed once, not once an input).
 
 use std::hint::black_box;
 
@@ -25,6 +27,7 @@ enum Spent {
     P2wpkh,
     P2pkh,
     Multisig,
+    Taproot,
 }
 
 /// A signed transaction of `n` inputs of `kind` and 2 outputs, with what its inputs spend.
@@ -49,6 +52,10 @@ fn signed(kind: Spent, n: usize) -> (Transaction, Vec<TxOut>) {
         Spent::P2wpkh => ScriptBuf::new_p2wpkh(&pubs[0].wpubkey_hash().unwrap()),
         Spent::P2pkh => ScriptBuf::new_p2pkh(&pubs[0].pubkey_hash()),
         Spent::Multisig => ScriptBuf::new_p2wsh(&multisig.wscript_hash()),
+        Spent::Taproot => {
+            let internal = keys[0].x_only_public_key(&secp).0;
+            ScriptBuf::new_p2tr(&secp, internal, None)
+        }
     };
     let value = Amount::from_sat(100_000);
     let prevouts = vec![
@@ -104,6 +111,18 @@ fn signed(kind: Spent, n: usize) -> (Transaction, Vec<TxOut>) {
                     .push_key(&pubs[0])
                     .into_script();
             }
+            Spent::Taproot => {
+                let mut cache = cache;
+                let all = bitcoin::sighash::Prevouts::All(&prevouts);
+                let hash = cache
+                    .taproot_key_spend_signature_hash(i, &all, bitcoin::TapSighashType::Default)
+                    .unwrap();
+                let keypair = bitcoin::key::Keypair::from_secret_key(&secp, &keys[0]);
+                let tweaked = bitcoin::key::TapTweak::tap_tweak(keypair, &secp, None);
+                let msg = Message::from_digest(hash.to_byte_array());
+                let sig = secp.sign_schnorr_no_aux_rand(&msg, &tweaked.to_keypair());
+                tx.input[i].witness = Witness::from_slice(&[sig.as_ref().to_vec()]);
+            }
             Spent::Multisig => {
                 let mut cache = cache;
                 let hash = cache
@@ -127,6 +146,8 @@ fn policy_scripts(c: &mut Criterion) {
         ("2 P2WPKH inputs", Spent::P2wpkh, 2),
         ("100 P2PKH inputs", Spent::P2pkh, 100),
         ("a 2-of-3 P2WSH input", Spent::Multisig, 1),
+        ("1,000 P2WPKH inputs", Spent::P2wpkh, 1_000),
+        ("1,000 taproot key-path inputs", Spent::Taproot, 1_000),
     ] {
         let (tx, prevouts) = signed(kind, n);
         let raw = bitcoin::consensus::serialize(&tx);
@@ -144,6 +165,17 @@ fn policy_scripts(c: &mut Criterion) {
                 }
             })
         });
+        group.bench_function(
+            "cairn before b1da87f: the whole transaction's hashes again for each input",
+            |b| {
+                b.iter(|| {
+                    for i in 0..n {
+                        let data = TxData::new(&tx, &prevouts);
+                        black_box(verify_input(&data, i, Flags::STANDARD)).unwrap();
+                    }
+                })
+            },
+        );
         group.bench_function("baseline: the kernel, consensus flags", |b| {
             b.iter(|| black_box(verify_scripts(&raw, &prevouts)).unwrap())
         });
