@@ -1697,6 +1697,20 @@ fn unread_tweak_streams_hold_their_host_only() {
     assert!(gone.is_ok(), "hog sessions left open: {gone:?}");
 }
 
+/// Mines 100 blocks, then 15 blocks of 40 wallet payments to taproot addresses each: 600
+/// BIP352-eligible transactions for scans to read.
+fn taproot_payments(served: &Served) {
+    let node = &served.node;
+    node.rpc(&["generatetoaddress", "100", &served.mine]);
+    for _ in 0..15 {
+        for _ in 0..40 {
+            let to = node.rpc(&["getnewaddress", "", "bech32m"]);
+            node.rpc(&["sendtoaddress", &to, "0.001"]);
+        }
+        node.rpc(&["generatetoaddress", "1", &served.mine]);
+    }
+}
+
 /// A connection from `from` that pipelines `n` silent-payment subscriptions of wallets no block
 /// pays (each with 10 labels) from height 0 and never reads.
 fn scan_hog(from: &str, to: SocketAddr, seed: u8, n: usize) -> TcpStream {
@@ -1733,14 +1747,7 @@ fn scan_hog(from: &str, to: SocketAddr, seed: u8, n: usize) -> TcpStream {
 fn one_hosts_silent_payment_scans_wait_their_own_turn() {
     let served = Served::start(&["--silent-payments", "--electrum-write-timeout-secs=3"]);
     let node = &served.node;
-    node.rpc(&["generatetoaddress", "100", &served.mine]);
-    for _ in 0..15 {
-        for _ in 0..40 {
-            let to = node.rpc(&["getnewaddress", "", "bech32m"]);
-            node.rpc(&["sendtoaddress", &to, "0.001"]);
-        }
-        node.rpc(&["generatetoaddress", "1", &served.mine]);
-    }
+    taproot_payments(&served);
     served
         .cairn
         .wait_for(&node.rpc(&["getbestblockhash"]), "the taproot payments");
@@ -1808,14 +1815,7 @@ fn short_scans_pass_hosts_whose_long_scans_hold_every_place() {
         "--electrum-cost-decay-per-sec=0",
     ]);
     let node = &served.node;
-    node.rpc(&["generatetoaddress", "100", &served.mine]);
-    for _ in 0..15 {
-        for _ in 0..40 {
-            let to = node.rpc(&["getnewaddress", "", "bech32m"]);
-            node.rpc(&["sendtoaddress", &to, "0.001"]);
-        }
-        node.rpc(&["generatetoaddress", "1", &served.mine]);
-    }
+    taproot_payments(&served);
     let tip_hash = node.rpc(&["getbestblockhash"]);
     served.cairn.wait_for(&tip_hash, "the taproot payments");
     let tip: u64 = node.rpc(&["getblockcount"]).parse().unwrap();
@@ -1854,6 +1854,68 @@ fn short_scans_pass_hosts_whose_long_scans_hold_every_place() {
         std::thread::sleep(Duration::from_millis(300));
     }
     println!("honest short scans: the slowest {worst:?}");
+    drop(hogs);
+}
+
+/// Issue 28: **a scan that waits must not hold a place while it waits.** A scan of a host over
+/// its soft cost limit sleeps before each step, and a scan whose client does not read waits up
+/// to 20 s for room for its notification; both held one of the server's `SCANS` places while
+/// they waited, so hosts whose scans do nothing but wait kept a new wallet's whole-chain scan
+/// (the long lane: a restore from height 0) out. Sixteen hosts (127.0.0.2 and 127.0.0.4 to .18)
+/// each pipeline 30 whole-chain scans and never read, on a server whose soft cost limit (3
+/// units, never forgiven, no hard limit) they soon pass. The honest client (127.0.0.3)
+/// subscribes wallets from height 0. Asserted: each of its scans ends within 2 s. What holds:
+/// a waiting scan steps aside from its place (`StreamPlace::aside`), keeping only its host's
+/// turn, and takes a place again after the wait.
+///
+/// *Fails before the fix* (fcf77f7, the place held through the waits): the slowest honest
+/// scan took 7.4 s (now 1.0 s).
+#[test]
+fn scans_that_wait_hold_no_place() {
+    let served = Served::start(&[
+        "--silent-payments",
+        "--electrum-cost-soft-limit=3",
+        "--electrum-cost-hard-limit=0",
+        "--electrum-cost-decay-per-sec=0",
+    ]);
+    taproot_payments(&served);
+    let node = &served.node;
+    served
+        .cairn
+        .wait_for(&node.rpc(&["getbestblockhash"]), "the taproot payments");
+    let hosts: Vec<String> = std::iter::once(2)
+        .chain(4..=18)
+        .map(|i| format!("127.0.0.{i}"))
+        .collect();
+    let hogs: Vec<TcpStream> = hosts
+        .iter()
+        .enumerate()
+        .map(|(i, from)| scan_hog(from, served.electrum, 0x60 + i as u8, 30))
+        .collect();
+    std::thread::sleep(Duration::from_secs(10));
+    let method = "blockchain.silentpayments.subscribe";
+    let spend = "0279be667ef9dcbbac55a06295ce870b07029bfcdb2dce28d959f2815b16f81798";
+    let mut honest = Lines::connect_from("127.0.0.3", served.electrum, "1.4");
+    let mut worst = Duration::ZERO;
+    for i in 0..5u8 {
+        let asked = Instant::now();
+        let scan: String = [0xd0 + i; 32].iter().map(|b| format!("{b:02x}")).collect();
+        let answer = honest.call(method, json!([scan, spend, 0]));
+        assert!(answer["result"]["address"].is_string(), "{answer}");
+        loop {
+            let note = honest.note(method);
+            if note["params"][0] == answer["result"] && note["params"][1] == 1.0 {
+                break;
+            }
+        }
+        worst = worst.max(asked.elapsed());
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    println!("honest whole-chain scans: the slowest {worst:?}");
+    assert!(
+        worst < Duration::from_secs(2),
+        "an honest whole-chain scan took {worst:?}"
+    );
     drop(hogs);
 }
 

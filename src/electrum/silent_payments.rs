@@ -26,6 +26,7 @@
 //! their arithmetic on the scan threads (one per core), their reads in the query pool's slots in
 //! the host's turn, their work charged to the host ([`SCANNED_PER_UNIT`]).
 
+use std::cell::RefCell;
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, LazyLock};
@@ -141,23 +142,6 @@ fn find_in_mempool(
             threads.install(|| txs.par_iter().with_min_len(16).filter_map(pays).collect())
         }
         None => txs.iter().filter_map(pays).collect(),
-    }
-}
-
-/// Hands `event` to the session, waiting at most [`NOTE_WAIT`] for room (so a scan that
-/// holds a place never waits on a client that does not read for longer than that).
-fn send_within(tx: &mpsc::Sender<ScanEvent>, mut event: ScanEvent) -> Result<(), ()> {
-    let started = Instant::now();
-    loop {
-        match tx.try_send(event) {
-            Ok(()) => return Ok(()),
-            Err(mpsc::error::TrySendError::Closed(_)) => return Err(()),
-            Err(mpsc::error::TrySendError::Full(back)) if started.elapsed() < NOTE_WAIT => {
-                event = back;
-                std::thread::sleep(Duration::from_millis(5));
-            }
-            Err(mpsc::error::TrySendError::Full(_)) => return Err(()),
-        }
     }
 }
 
@@ -316,33 +300,51 @@ enum Stop {
 
 impl ScanJob {
     /// Scans, holding its `place` until it ends, then tells the session it ended (whether it
-    /// got to the tip or not).
+    /// got to the tip or not). The place is stepped aside from ([`StreamPlace::aside`]) while
+    /// the scan waits for its session to take a notification (at most [`NOTE_WAIT`]) or sleeps
+    /// off its host's cost: a scan of a client that does not read, or of a host over its cost,
+    /// holds only its host's turn, never one of the server's places.
     pub(crate) fn run(
         self,
         tx: mpsc::Sender<ScanEvent>,
         pool: &WorkPool,
         host: &HostShares,
-        _place: StreamPlace,
+        place: StreamPlace,
     ) {
         let rt = tokio::runtime::Handle::current();
+        let place = RefCell::new(place);
         let slot = || rt.block_on(pool.slot(host)).ok();
         let limits = self.backend.config.cost;
         let pay = |scanned: usize, bytes: usize| {
             let units = scanned as f64 / SCANNED_PER_UNIT + bytes as f64 / cost::BANDWIDTH_UNIT;
             match limits.verdict(host.cost.charge(units, limits.decay_per_sec)) {
-                Verdict::Go => true,
-                Verdict::Wait(pause) => {
-                    std::thread::sleep(pause);
-                    true
+                Verdict::Go => Ok(()),
+                Verdict::Wait(pause) => place
+                    .borrow_mut()
+                    .aside(&rt, || std::thread::sleep(pause))
+                    .map_err(|_| Stop::Gone),
+                Verdict::Close => Err(Stop::Cost),
+            }
+        };
+        let deliver = |event: ScanEvent| match tx.try_send(event) {
+            Ok(()) => Ok(()),
+            Err(mpsc::error::TrySendError::Closed(_)) => Err(Stop::Gone),
+            Err(mpsc::error::TrySendError::Full(event)) => {
+                let waited = place
+                    .borrow_mut()
+                    .aside(&rt, || rt.block_on(tx.send_timeout(event, NOTE_WAIT)));
+                match waited {
+                    Ok(Ok(())) => Ok(()),
+                    _ => Err(Stop::Gone),
                 }
-                Verdict::Close => false,
             }
         };
         let mut scanned = Vec::new();
         let _span = tracing::debug_span!("sp_scan", from = self.from).entered();
         let ended = run_marked(&[pool.closing()], || {
-            self.scan(&tx, &mut scanned, slot, pay)
+            self.scan(&deliver, &mut scanned, slot, pay)
         });
+        drop(place);
         let (told, failed) = match ended {
             Ok(told) => (told, None),
             Err(Stop::Gone) => (Vec::new(), None),
@@ -363,7 +365,7 @@ impl ScanJob {
             told,
             failed,
         };
-        let _ = send_within(&tx, ended);
+        let _ = rt.block_on(tx.send_timeout(ended, NOTE_WAIT));
     }
 
     /// What tells the session this scan ended without a word: it panicked.
@@ -413,24 +415,21 @@ impl ScanJob {
     /// transactions it told.
     fn scan(
         &self,
-        tx: &mpsc::Sender<ScanEvent>,
+        deliver: &impl Fn(ScanEvent) -> Result<(), Stop>,
         scanned: &mut Vec<(u32, BlockHash)>,
         slot: impl Fn() -> Option<Slot>,
-        pay: impl Fn(usize, usize) -> bool,
+        pay: impl Fn(usize, usize) -> Result<(), Stop>,
     ) -> Result<Vec<Txid>, Stop> {
         let send = |line: String| {
             if self.first {
                 std::thread::sleep(FIRST_NOTE_AFTER.saturating_sub(self.queued.elapsed()));
             }
-            if !pay(0, line.len()) {
-                return Err(Stop::Cost);
-            }
-            let note = ScanEvent::Note {
+            pay(0, line.len())?;
+            deliver(ScanEvent::Note {
                 address: self.address.clone(),
                 generation: self.generation,
                 line,
-            };
-            send_within(tx, note).map_err(|_| Stop::Gone)
+            })
         };
         let (mut next, mut target) = (self.from, None);
         let mut found: Vec<Hit> = Vec::new();
@@ -444,9 +443,7 @@ impl ScanJob {
             drop(held);
             let Some(chunk) = chunk else { break };
             found.extend(find(&self.keys, &chunk));
-            if !pay(chunk.len(), 0) {
-                return Err(Stop::Cost);
-            }
+            pay(chunk.len(), 0)?;
             let progress = match (self.first, target) {
                 (true, Some(target)) if target >= self.from => {
                     (f64::from(next - self.from) / f64::from(target + 1 - self.from)).min(0.9999)
@@ -478,7 +475,7 @@ impl ScanJob {
     fn scan_mempool(
         &self,
         slot: &impl Fn() -> Option<Slot>,
-        pay: &impl Fn(usize, usize) -> bool,
+        pay: &impl Fn(usize, usize) -> Result<(), Stop>,
     ) -> Result<Vec<Hit>, Stop> {
         let Some(mempool) = self.backend.model.mempool() else {
             return Ok(Vec::new());
@@ -498,9 +495,7 @@ impl ScanJob {
             drop(held);
             hits.extend(find_in_mempool(&self.keys, &txs));
             // A tweak to compute besides the scan: charged as two.
-            if !pay(2 * txs.len(), 0) {
-                return Err(Stop::Cost);
-            }
+            pay(2 * txs.len(), 0)?;
         }
         hits.retain(|(_, txid, _)| !self.told.contains(txid));
         Ok(hits)

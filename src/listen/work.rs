@@ -98,11 +98,33 @@ pub struct Slot {
 
 /// A place for one streamed history (or one silent-payment scan), given back when dropped.
 pub struct StreamPlace {
-    _place: OwnedSemaphorePermit,
+    /// The server's place, `None` while stepped aside ([`StreamPlace::aside`]).
+    place: Option<OwnedSemaphorePermit>,
+    /// Where the server's place comes from.
+    lane: Arc<Semaphore>,
     _host: OwnedSemaphorePermit,
     /// An exempt connection's scan's turn among every exempt connection's.
     _exempt: Option<OwnedSemaphorePermit>,
     _share: Arc<HostWork>,
+}
+
+impl StreamPlace {
+    /// Runs `wait` (a pause that needs no server place: a client reading slowly, a host's
+    /// cost pause) with the server's place given back, keeping the host's turn, then takes a
+    /// place again (from a blocking thread of `rt`'s). So a job that waits on its client or
+    /// its cost never holds a place another host's job could use. Refused when the pool
+    /// closes meanwhile.
+    pub fn aside<T>(
+        &mut self,
+        rt: &tokio::runtime::Handle,
+        wait: impl FnOnce() -> T,
+    ) -> Result<T, Refused> {
+        self.place = None;
+        let waited = wait();
+        let place = rt.block_on(self.lane.clone().acquire_owned());
+        self.place = Some(place.map_err(|_| Refused::Closed)?);
+        Ok(waited)
+    }
 }
 
 /// Why a job was not run, or did not finish.
@@ -296,7 +318,8 @@ impl WorkPool {
         match tokio::time::timeout(MOST_WAIT, places).await {
             Err(_) => Err(Refused::Busy),
             Ok((Ok(turn), Ok(place))) if !self.closed.is_raised() => Ok(StreamPlace {
-                _place: place,
+                place: Some(place),
+                lane: self.streams.clone(),
                 _host: turn,
                 _exempt: None,
                 _share: share.clone(),
@@ -330,7 +353,8 @@ impl WorkPool {
         let place = places.clone().acquire_owned().await;
         match (turn, exempt.transpose(), place, self.closed.is_raised()) {
             (Ok(turn), Ok(exempt), Ok(place), false) => Ok(StreamPlace {
-                _place: place,
+                place: Some(place),
+                lane: places.clone(),
                 _host: turn,
                 _exempt: exempt,
                 _share: share,
@@ -417,6 +441,44 @@ mod tests {
         assert!(tokio::time::timeout(wait, pool.slot(&again)).await.is_err());
         drop((a, b));
         assert!(pool.slot(&again).await.is_ok());
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_place_stepped_aside_from_serves_another_host_meanwhile() {
+        let pool = WorkPool::new(4, 8);
+        let host = |i: usize| HostShares {
+            key: Some(format!("203.0.113.{i}/32").parse().unwrap()),
+            ..HostShares::default()
+        };
+        let hosts: Vec<HostShares> = (0..SCANS).map(host).collect();
+        let mut long = Vec::new();
+        for h in &hosts {
+            long.push(pool.scan_place(h, false).await.unwrap());
+        }
+        let waiting = pool.clone();
+        let ninth = host(SCANS);
+        let other = tokio::spawn(async move { waiting.scan_place(&ninth, false).await });
+        let rt = tokio::runtime::Handle::current();
+        let mut first = long.remove(0);
+        // While the first scan waits aside, the ninth host's scan gets its place; the first
+        // takes one again only once that is given back.
+        let back = tokio::task::spawn_blocking(move || {
+            let got = first.aside(&rt, || std::thread::sleep(Duration::from_millis(200)));
+            (first, got)
+        });
+        let ninth_place = tokio::time::timeout(Duration::from_secs(5), other).await;
+        let ninth_place = ninth_place
+            .expect("a place while the first waits")
+            .unwrap()
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        assert!(
+            !back.is_finished(),
+            "the first took a place the ninth holds"
+        );
+        drop(ninth_place);
+        let (_first, got) = back.await.unwrap();
+        assert!(got.is_ok());
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
