@@ -13,7 +13,7 @@ use bitcoin::script::Instruction;
 use bitcoin::{Script, Transaction, TxIn, TxOut, Witness};
 
 use super::dead_parts::{find_dead_parts, parse_ops};
-use super::input_policy::{has_annex, last_push};
+use super::pushes::{has_annex, last_push};
 use super::rejection::Rejection;
 
 /// Knots's `-maxscriptsize`: output scripts, spent output scripts, redeem scripts and whole

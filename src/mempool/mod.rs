@@ -20,6 +20,7 @@ mod package;
 pub mod persist;
 mod policy;
 pub mod projection;
+mod pushes;
 mod queries;
 mod rejection;
 mod replacement;
