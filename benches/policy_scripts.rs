@@ -166,7 +166,7 @@ fn policy_scripts(c: &mut Criterion) {
             })
         });
         group.bench_function(
-            "cairn before b1da87f: the whole transaction's hashes again for each input",
+            "cairn with TxData built again for each input (the whole transaction's hashes again, as first landed)",
             |b| {
                 b.iter(|| {
                     for i in 0..n {

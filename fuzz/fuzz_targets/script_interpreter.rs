@@ -2,8 +2,8 @@
 //! the kernel: under the consensus flags it must give the kernel's verdict; a pass under the
 //! standard flags must be a pass under the consensus flags; nothing may panic or overflow.
 //!
-//! Input: a mode byte, the script sig's length, the script's length, the script sig, the script,
-//! then witness items each led by its length. The mode's low three bits say how the output
+//! Input: a mode byte, the script sig's length, a quarter of the script's length, the script sig,
+//! the script, then witness items each led by its length. The mode's low three bits say how the output
 //! holds the script: bare, P2SH, P2WSH, P2SH-P2WSH, a tapscript leaf (its control block
 //! computed), or as the output script itself with the witness as given; bit 3 picks version 2
 //! and a relative lock in the sequence, bit 4 a lock time.

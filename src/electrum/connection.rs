@@ -435,8 +435,9 @@ async fn serve(
     }
 }
 
-/// Starts `jobs` (a session's silent-payment scans), each on a thread of its own once it has a
-/// place ([`WorkPool::scan_place`]), telling `events` what it finds and when it ends.
+/// Starts `jobs` (a session's silent-payment scans), each once it has a place
+/// ([`WorkPool::scan_place`]), telling `events` what it finds and when it ends; a scan ends
+/// with its session (the set dropped), its reads stopped at their next row.
 fn start_scans(
     scans: &mut tokio::task::JoinSet<()>,
     jobs: Vec<ScanJob>,
@@ -451,12 +452,8 @@ fn start_scans(
                 return;
             };
             let on_panic = job.panicked();
-            let told = events.clone();
-            let ran = tokio::task::spawn_blocking(move || {
-                job.run(told, &pool, &host, place);
-            })
-            .await;
-            if ran.is_err() {
+            let scan = std::panic::AssertUnwindSafe(job.run(events.clone(), pool, host, place));
+            if futures_util::FutureExt::catch_unwind(scan).await.is_err() {
                 let _ = events.send(on_panic).await;
             }
         });

@@ -427,9 +427,9 @@ impl Ctx<'_> {
     }
 
     /// Charges a broadcast's checks, which read outside the view: a row's worth per 20 bytes
-    /// (its inputs looked up, its scripts verified twice: by the kernel under the consensus
-    /// flags, then by the policy interpreter under the standard ones, which costs about as
-    /// much: `benches/policy_scripts.rs`), a row per 1,000 bytes hashed for each legacy
+    /// (its inputs looked up, its scripts verified twice: by the policy interpreter under the
+    /// standard flags, then by the kernel under the consensus ones, or the failing input by the
+    /// interpreter again; each run costs about as much: `benches/policy_scripts.rs`), a row per 1,000 bytes hashed for each legacy
     /// input's signatures (each hashes the whole transaction, in each run: a 100 kB
     /// transaction of 1,000 legacy inputs costs 2,000 units, not 100), and 500 rows more (10
     /// units) when it is refused or only tried, so a client that sends what the network

@@ -26,7 +26,6 @@
 //! their arithmetic on the scan threads (one per core), their reads in the query pool's slots in
 //! the host's turn, their work charged to the host ([`SCANNED_PER_UNIT`]).
 
-use std::cell::RefCell;
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, LazyLock};
@@ -37,6 +36,7 @@ use bitcoin::{BlockHash, Txid};
 use rayon::prelude::*;
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
+use tracing::Instrument;
 
 use super::backend::Backend;
 use super::cost::{self, Verdict};
@@ -44,9 +44,8 @@ use super::rpc::RpcError;
 use crate::index::silent_payments::scan::ScanKeys;
 use crate::index::silent_payments::tx_tweak;
 use crate::listen::{
-    HostShares, Slot, StreamPlace, WorkPool, QUICK_SCAN_BLOCKS, QUICK_SCAN_MEMPOOL,
+    HostShares, StreamPlace, WorkPool, WorkRefused, QUICK_SCAN_BLOCKS, QUICK_SCAN_MEMPOOL,
 };
-use crate::types::run_marked;
 use crate::view::{ChainView, TxTweak};
 
 /// The method's name, in its notifications too.
@@ -65,6 +64,9 @@ pub const SCANNED_PER_UNIT: f64 = 2_000.0;
 /// The longest a scan waits for its session to take a notification before it stops (the
 /// session is then not reading, and its write timeout ends it).
 const NOTE_WAIT: Duration = Duration::from_secs(20);
+/// How long a notification waits for room before its scan steps aside from its place for the
+/// rest of [`NOTE_WAIT`].
+const NOTE_WAIT_IN_PLACE: Duration = Duration::from_millis(250);
 /// Most eligible transactions read before they are scanned (a chunk's memory and a
 /// notification's delay).
 const CHUNK_TXS: usize = 20_000;
@@ -298,52 +300,42 @@ enum Stop {
     Read(String),
 }
 
+/// A scan at work: its job, its session's channel, the pool and host it reads and pays in, and
+/// its place.
+struct Scanning {
+    job: Arc<ScanJob>,
+    tx: mpsc::Sender<ScanEvent>,
+    pool: Arc<WorkPool>,
+    host: Arc<HostShares>,
+    place: StreamPlace,
+}
+
 impl ScanJob {
-    /// Scans, holding its `place` until it ends, then tells the session it ended (whether it
-    /// got to the tip or not). The place is stepped aside from ([`StreamPlace::aside`]) while
-    /// the scan waits for its session to take a notification (at most [`NOTE_WAIT`]) or sleeps
-    /// off its host's cost: a scan of a client that does not read, or of a host over its cost,
-    /// holds only its host's turn, never one of the server's places.
-    pub(crate) fn run(
+    /// Scans, then tells the session it ended (whether it got to the tip or not). Its reads
+    /// run in query slots of its host's turn and its arithmetic on a blocking thread, both while
+    /// it holds its `place`; its waits (its host's cost pause, its session taking a
+    /// notification) hold no thread and no place: it steps aside ([`StreamPlace::step_aside`])
+    /// and takes a place again after, unless it is over by then. So a scan of a client that
+    /// does not read, or of a host over its cost, holds only its host's turn.
+    pub(crate) async fn run(
         self,
         tx: mpsc::Sender<ScanEvent>,
-        pool: &WorkPool,
-        host: &HostShares,
+        pool: Arc<WorkPool>,
+        host: Arc<HostShares>,
         place: StreamPlace,
     ) {
-        let rt = tokio::runtime::Handle::current();
-        let place = RefCell::new(place);
-        let slot = || rt.block_on(pool.slot(host)).ok();
-        let limits = self.backend.config.cost;
-        let pay = |scanned: usize, bytes: usize| {
-            let units = scanned as f64 / SCANNED_PER_UNIT + bytes as f64 / cost::BANDWIDTH_UNIT;
-            match limits.verdict(host.cost.charge(units, limits.decay_per_sec)) {
-                Verdict::Go => Ok(()),
-                Verdict::Wait(pause) => place
-                    .borrow_mut()
-                    .aside(&rt, || std::thread::sleep(pause))
-                    .map_err(|_| Stop::Gone),
-                Verdict::Close => Err(Stop::Cost),
-            }
-        };
-        let deliver = |event: ScanEvent| match tx.try_send(event) {
-            Ok(()) => Ok(()),
-            Err(mpsc::error::TrySendError::Closed(_)) => Err(Stop::Gone),
-            Err(mpsc::error::TrySendError::Full(event)) => {
-                let waited = place
-                    .borrow_mut()
-                    .aside(&rt, || rt.block_on(tx.send_timeout(event, NOTE_WAIT)));
-                match waited {
-                    Ok(Ok(())) => Ok(()),
-                    _ => Err(Stop::Gone),
-                }
-            }
+        let job = Arc::new(self);
+        let span = tracing::debug_span!("sp_scan", from = job.from);
+        let mut scanning = Scanning {
+            job: job.clone(),
+            tx,
+            pool,
+            host,
+            place,
         };
         let mut scanned = Vec::new();
-        let _span = tracing::debug_span!("sp_scan", from = self.from).entered();
-        let ended = run_marked(&[pool.closing()], || {
-            self.scan(&deliver, &mut scanned, slot, pay)
-        });
+        let ended = scanning.scan(&mut scanned).instrument(span).await;
+        let Scanning { tx, place, .. } = scanning;
         drop(place);
         let (told, failed) = match ended {
             Ok(told) => (told, None),
@@ -359,13 +351,13 @@ impl ScanJob {
         };
         let start = scanned.len().saturating_sub(RECENT);
         let ended = ScanEvent::Ended {
-            address: self.address.clone(),
-            generation: self.generation,
+            address: job.address.clone(),
+            generation: job.generation,
             scanned: scanned.split_off(start),
             told,
             failed,
         };
-        let _ = rt.block_on(tx.send_timeout(ended, NOTE_WAIT));
+        let _ = tx.send_timeout(ended, NOTE_WAIT).await;
     }
 
     /// What tells the session this scan ended without a word: it panicked.
@@ -409,98 +401,6 @@ impl ScanJob {
         end.saturating_sub(self.from) < QUICK_SCAN_BLOCKS && mempool <= QUICK_SCAN_MEMPOOL
     }
 
-    /// Reads the tweaks of heights from `from` in chunks, scans each on the scan threads, then
-    /// the mempool's transactions it is to, and tells what it found: a first scan up to the tip
-    /// it started at (or its range's end), a later one up to the tip. Returns the mempool
-    /// transactions it told.
-    fn scan(
-        &self,
-        deliver: &impl Fn(ScanEvent) -> Result<(), Stop>,
-        scanned: &mut Vec<(u32, BlockHash)>,
-        slot: impl Fn() -> Option<Slot>,
-        pay: impl Fn(usize, usize) -> Result<(), Stop>,
-    ) -> Result<Vec<Txid>, Stop> {
-        let send = |line: String| {
-            if self.first {
-                std::thread::sleep(FIRST_NOTE_AFTER.saturating_sub(self.queued.elapsed()));
-            }
-            pay(0, line.len())?;
-            deliver(ScanEvent::Note {
-                address: self.address.clone(),
-                generation: self.generation,
-                line,
-            })
-        };
-        let (mut next, mut target) = (self.from, None);
-        let mut found: Vec<Hit> = Vec::new();
-        let mut told = Instant::now();
-        loop {
-            if self.cancel.load(Ordering::SeqCst) {
-                return Err(Stop::Gone);
-            }
-            let held = slot().ok_or(Stop::Gone)?;
-            let chunk = self.read_chunk(&mut next, &mut target, scanned)?;
-            drop(held);
-            let Some(chunk) = chunk else { break };
-            found.extend(find(&self.keys, &chunk));
-            pay(chunk.len(), 0)?;
-            let progress = match (self.first, target) {
-                (true, Some(target)) if target >= self.from => {
-                    (f64::from(next - self.from) / f64::from(target + 1 - self.from)).min(0.9999)
-                }
-                _ => 1.0,
-            };
-            // A first scan's pages while more may follow, and its heartbeat.
-            while self.first && (found.len() > PAGE || told.elapsed() >= HEARTBEAT) {
-                let page: Vec<_> = found.drain(..found.len().min(PAGE)).collect();
-                send(self.note(progress, &page))?;
-                told = Instant::now();
-            }
-        }
-        // Confirmed, what was told from the mempool is not told again.
-        found.retain(|(_, txid, _)| !self.told.contains(txid));
-        let in_mempool = self.scan_mempool(&slot, &pay)?;
-        let told: Vec<Txid> = in_mempool.iter().map(|hit| hit.1).collect();
-        found.extend(in_mempool);
-        // The rest at 1.0 (not paged, as Frigate's last): always after a first scan, which it
-        // ends; after a later one, only when something was found.
-        if self.first || !found.is_empty() {
-            send(self.note(1.0, &found))?;
-        }
-        Ok(told)
-    }
-
-    /// The mempool transactions to scan that pay the wallet and were not told before, read in
-    /// chunks of [`CHUNK_TXS`] (in a slot of the pool each) and scanned on the scan threads.
-    fn scan_mempool(
-        &self,
-        slot: &impl Fn() -> Option<Slot>,
-        pay: &impl Fn(usize, usize) -> Result<(), Stop>,
-    ) -> Result<Vec<Hit>, Stop> {
-        let Some(mempool) = self.backend.model.mempool() else {
-            return Ok(Vec::new());
-        };
-        let txids = match &self.mempool {
-            MempoolScan::Nothing => return Ok(Vec::new()),
-            MempoolScan::All => mempool.txids(),
-            MempoolScan::These(txids) => txids.clone(),
-        };
-        let mut hits = Vec::new();
-        for chunk in txids.chunks(CHUNK_TXS) {
-            if self.cancel.load(Ordering::SeqCst) {
-                return Err(Stop::Gone);
-            }
-            let held = slot().ok_or(Stop::Gone)?;
-            let txs = mempool.with_taproot_outputs(chunk);
-            drop(held);
-            hits.extend(find_in_mempool(&self.keys, &txs));
-            // A tweak to compute besides the scan: charged as two.
-            pay(2 * txs.len(), 0)?;
-        }
-        hits.retain(|(_, txid, _)| !self.told.contains(txid));
-        Ok(hits)
-    }
-
     /// The eligible transactions of the heights from `next` on, [`CHUNK_TXS`] or so, read
     /// through one view (their blocks' hashes noted in `scanned`); `None` when `next` is past
     /// the tip (a first scan's `target`, the tip it started at, until it has got there).
@@ -540,6 +440,177 @@ impl ScanJob {
         }
         Ok(Some(chunk))
     }
+}
+
+impl Scanning {
+    /// Reads the tweaks of heights from `from` in chunks, scans each on the scan threads, then
+    /// the mempool's transactions it is to, and tells what it found: a first scan up to the tip
+    /// it started at (or its range's end), a later one up to the tip. Returns the mempool
+    /// transactions it told.
+    async fn scan(&mut self, scanned: &mut Vec<(u32, BlockHash)>) -> Result<Vec<Txid>, Stop> {
+        let job = self.job.clone();
+        let (mut next, mut target) = (job.from, None);
+        let mut found: Vec<Hit> = Vec::new();
+        let mut told = Instant::now();
+        loop {
+            if job.cancel.load(Ordering::SeqCst) {
+                return Err(Stop::Gone);
+            }
+            let seen = std::mem::take(scanned);
+            let (chunk, read_to, end, seen) = self
+                .read(move |job| {
+                    let (mut next, mut target, mut seen) = (next, target, seen);
+                    let chunk = job.read_chunk(&mut next, &mut target, &mut seen)?;
+                    Ok((chunk, next, target, seen))
+                })
+                .await?;
+            (*scanned, next, target) = (seen, read_to, end);
+            let Some(chunk) = chunk else { break };
+            let (keys, len) = (job.keys.clone(), chunk.len());
+            found.extend(compute(move || find(&keys, &chunk)).await?);
+            self.pay(len, 0).await?;
+            let progress = match (job.first, target) {
+                (true, Some(target)) if target >= job.from => {
+                    (f64::from(next - job.from) / f64::from(target + 1 - job.from)).min(0.9999)
+                }
+                _ => 1.0,
+            };
+            // A first scan's pages while more may follow, and its heartbeat.
+            while job.first && (found.len() > PAGE || told.elapsed() >= HEARTBEAT) {
+                let page: Vec<_> = found.drain(..found.len().min(PAGE)).collect();
+                self.send(job.note(progress, &page)).await?;
+                told = Instant::now();
+            }
+        }
+        // Confirmed, what was told from the mempool is not told again.
+        found.retain(|(_, txid, _)| !job.told.contains(txid));
+        let in_mempool = self.scan_mempool().await?;
+        let told: Vec<Txid> = in_mempool.iter().map(|hit| hit.1).collect();
+        found.extend(in_mempool);
+        // The rest at 1.0 (not paged, as Frigate's last): always after a first scan, which it
+        // ends; after a later one, only when something was found.
+        if job.first || !found.is_empty() {
+            self.send(job.note(1.0, &found)).await?;
+        }
+        Ok(told)
+    }
+
+    /// The mempool transactions to scan that pay the wallet and were not told before, read in
+    /// chunks of [`CHUNK_TXS`] (in a slot of the pool each) and scanned on the scan threads.
+    async fn scan_mempool(&mut self) -> Result<Vec<Hit>, Stop> {
+        let job = self.job.clone();
+        let Some(mempool) = job.backend.model.mempool() else {
+            return Ok(Vec::new());
+        };
+        let txids = match &job.mempool {
+            MempoolScan::Nothing => return Ok(Vec::new()),
+            MempoolScan::All => mempool.txids(),
+            MempoolScan::These(txids) => txids.clone(),
+        };
+        let mut hits = Vec::new();
+        for chunk in txids.chunks(CHUNK_TXS) {
+            if job.cancel.load(Ordering::SeqCst) {
+                return Err(Stop::Gone);
+            }
+            let chunk = chunk.to_vec();
+            let txs = self
+                .read(move |job| {
+                    let mempool = job.backend.model.mempool();
+                    Ok(mempool.map_or_else(Vec::new, |m| m.with_taproot_outputs(&chunk)))
+                })
+                .await?;
+            let (keys, len) = (job.keys.clone(), txs.len());
+            hits.extend(compute(move || find_in_mempool(&keys, &txs)).await?);
+            // A tweak to compute besides the scan: charged as two.
+            self.pay(2 * len, 0).await?;
+        }
+        hits.retain(|(_, txid, _)| !job.told.contains(txid));
+        Ok(hits)
+    }
+
+    /// Runs `read` in a query slot of the host's turn, on a blocking thread; the pool's
+    /// closing or the scan's end (this future dropped) stops its next read.
+    async fn read<T: Send + 'static>(
+        &self,
+        read: impl FnOnce(&ScanJob) -> Result<T, Stop> + Send + 'static,
+    ) -> Result<T, Stop> {
+        let slot = self.pool.slot(&self.host).await.map_err(|_| Stop::Gone)?;
+        let job = self.job.clone();
+        match self.pool.run(slot, move || read(&job)).await {
+            Ok(read) => read,
+            Err(WorkRefused::Failed) => Err(Stop::Read("a read panicked".into())),
+            Err(_) => Err(Stop::Gone),
+        }
+    }
+
+    /// Charges what was scanned and sent to the host; over its soft limit, the pause is slept
+    /// with the place given back.
+    async fn pay(&mut self, scanned: usize, bytes: usize) -> Result<(), Stop> {
+        let limits = self.job.backend.config.cost;
+        let units = scanned as f64 / SCANNED_PER_UNIT + bytes as f64 / cost::BANDWIDTH_UNIT;
+        match limits.verdict(self.host.cost.charge(units, limits.decay_per_sec)) {
+            Verdict::Go => Ok(()),
+            Verdict::Close => Err(Stop::Cost),
+            Verdict::Wait(pause) => {
+                self.place.step_aside();
+                tokio::time::sleep(pause).await;
+                self.come_back().await
+            }
+        }
+    }
+
+    /// Hands a notification to the session: [`NOTE_WAIT_IN_PLACE`] in its place (a session
+    /// busy writing takes it by then), then the rest of [`NOTE_WAIT`] stepped aside.
+    async fn deliver(&mut self, event: ScanEvent) -> Result<(), Stop> {
+        let event = match self.tx.send_timeout(event, NOTE_WAIT_IN_PLACE).await {
+            Ok(()) => return Ok(()),
+            Err(mpsc::error::SendTimeoutError::Closed(_)) => return Err(Stop::Gone),
+            Err(mpsc::error::SendTimeoutError::Timeout(event)) => event,
+        };
+        self.place.step_aside();
+        match self
+            .tx
+            .send_timeout(event, NOTE_WAIT - NOTE_WAIT_IN_PLACE)
+            .await
+        {
+            Ok(()) => self.come_back().await,
+            Err(_) => Err(Stop::Gone),
+        }
+    }
+
+    /// Takes a place again after a wait, unless the scan is over meanwhile (its subscription
+    /// dropped or replaced, its session gone, the pool closing).
+    async fn come_back(&mut self) -> Result<(), Stop> {
+        if self.job.cancel.load(Ordering::SeqCst) {
+            return Err(Stop::Gone);
+        }
+        tokio::select! {
+            back = self.place.step_back() => back.map_err(|_| Stop::Gone),
+            () = self.tx.closed() => Err(Stop::Gone),
+        }
+    }
+
+    /// A notification's line, paid for and handed over; a first scan's first not before
+    /// [`FIRST_NOTE_AFTER`] from its answer.
+    async fn send(&mut self, line: String) -> Result<(), Stop> {
+        if self.job.first {
+            tokio::time::sleep(FIRST_NOTE_AFTER.saturating_sub(self.job.queued.elapsed())).await;
+        }
+        self.pay(0, line.len()).await?;
+        let note = ScanEvent::Note {
+            address: self.job.address.clone(),
+            generation: self.job.generation,
+            line,
+        };
+        self.deliver(note).await
+    }
+}
+
+/// Runs a scan's arithmetic on a blocking thread (the scan threads' pool inside).
+async fn compute<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Result<T, Stop> {
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| Stop::Read(format!("a scan's arithmetic failed: {e}")))
 }
 
 mod subscriptions;

@@ -109,21 +109,22 @@ pub struct StreamPlace {
 }
 
 impl StreamPlace {
-    /// Runs `wait` (a pause that needs no server place: a client reading slowly, a host's
-    /// cost pause) with the server's place given back, keeping the host's turn, then takes a
-    /// place again (from a blocking thread of `rt`'s). So a job that waits on its client or
-    /// its cost never holds a place another host's job could use. Refused when the pool
-    /// closes meanwhile.
-    pub fn aside<T>(
-        &mut self,
-        rt: &tokio::runtime::Handle,
-        wait: impl FnOnce() -> T,
-    ) -> Result<T, Refused> {
+    /// Gives the server's place back for a wait that needs none (a client reading slowly, a
+    /// host's cost pause), keeping the host's turn; [`StreamPlace::step_back`] takes one again.
+    /// So a job that waits on its client or its cost never holds a place another host's job
+    /// could use.
+    pub fn step_aside(&mut self) {
         self.place = None;
-        let waited = wait();
-        let place = rt.block_on(self.lane.clone().acquire_owned());
-        self.place = Some(place.map_err(|_| Refused::Closed)?);
-        Ok(waited)
+    }
+
+    /// Takes a server's place again after [`StreamPlace::step_aside`] (at once if it holds
+    /// one); refused when the pool closes.
+    pub async fn step_back(&mut self) -> Result<(), Refused> {
+        if self.place.is_none() {
+            let place = self.lane.clone().acquire_owned().await;
+            self.place = Some(place.map_err(|_| Refused::Closed)?);
+        }
+        Ok(())
     }
 }
 
@@ -458,20 +459,20 @@ mod tests {
         let waiting = pool.clone();
         let ninth = host(SCANS);
         let other = tokio::spawn(async move { waiting.scan_place(&ninth, false).await });
-        let rt = tokio::runtime::Handle::current();
         let mut first = long.remove(0);
         // While the first scan waits aside, the ninth host's scan gets its place; the first
         // takes one again only once that is given back.
-        let back = tokio::task::spawn_blocking(move || {
-            let got = first.aside(&rt, || std::thread::sleep(Duration::from_millis(200)));
-            (first, got)
-        });
+        first.step_aside();
         let ninth_place = tokio::time::timeout(Duration::from_secs(5), other).await;
         let ninth_place = ninth_place
             .expect("a place while the first waits")
             .unwrap()
             .unwrap();
-        tokio::time::sleep(Duration::from_millis(400)).await;
+        let back = tokio::spawn(async move {
+            let got = first.step_back().await;
+            (first, got)
+        });
+        tokio::time::sleep(Duration::from_millis(200)).await;
         assert!(
             !back.is_finished(),
             "the first took a place the ninth holds"

@@ -2,7 +2,8 @@
 //! MINIMALIF in segwit v0, NOPs and number encodings in branching scripts, LOW_S and key
 //! encodings outside the templates, CLEANSTACK in P2SH, unknown key types in tapscript),
 //! which cairn's policy interpreter checks beside the kernel. Each case is valid in a block
-//! and breaks one flag; each has a neighbour that breaks none. Judged by bitcoind's
+//! and breaks one flag, or is a neighbour of such cases that breaks none (signed spends outside
+//! the templates included). Judged by bitcoind's
 //! `testmempoolaccept` and by cairn: the same verdict, and the same words when refused.
 
 use bitcoin::hashes::Hash;
@@ -56,12 +57,11 @@ fn flags_that_need_the_script_run_agree_with_bitcoind() {
     let add_2 = p2wsh(vec![0x8b, 0x52, 0x9c]);
     // <key> CHECKSIGVERIFY 1: a signed spend outside the templates.
     let signed = p2wsh(key_then(&compressed, CHECKSIGVERIFY, &[0x51]));
+    let signed_2 = p2wsh(key_then(&compressed, CHECKSIGVERIFY, &[0x52]));
     let long_key = p2wsh(key_then(&uncompressed, CHECKSIGVERIFY, &[0x51]));
-    // A P2SH redeem script of OP_1.
-    let one = {
-        let s = ScriptBuf::from_bytes(vec![0x51]);
-        (ScriptBuf::new_p2sh(&s.script_hash()), vec![0x51])
-    };
+    // P2SH redeem scripts of OP_1 and OP_2.
+    let redeem = |op: u8| ScriptBuf::new_p2sh(&ScriptBuf::from_bytes(vec![op]).script_hash());
+    let (one, two) = ((redeem(0x51), vec![0x51]), (redeem(0x52), vec![0x52]));
     // A tapscript leaf with a 33-byte key: an unknown key type, its signature unchecked; the
     // neighbour a 32-byte key with an empty signature (a failed check, then NOT).
     let tap_unknown = tap_leaf(key_then(&compressed, CHECKSIG, &[]), 0xc0);
@@ -76,8 +76,10 @@ fn flags_that_need_the_script_run_agree_with_bitcoind() {
         &add.0,
         &add_2.0,
         &signed.0,
+        &signed_2.0,
         &long_key.0,
         &one.0,
+        &two.0,
         &tap_unknown.0,
         &tap_known.0,
     ];
@@ -150,11 +152,24 @@ fn flags_that_need_the_script_run_agree_with_bitcoind() {
             sign_p2wsh(&long_key.0, &long_key.1, false),
         ),
         (
+            "their neighbour: a low S and a compressed key outside the templates",
+            sign_p2wsh(&signed_2.0, &signed_2.1, false),
+        ),
+        (
             "a P2SH redeem script leaving two elements (CLEANSTACK)",
             spend_with(
                 &pair,
                 coin(&one.0),
                 ScriptBuf::from_bytes(vec![0x02, 7, 7, 0x01, 0x51]),
+                vec![],
+            ),
+        ),
+        (
+            "CLEANSTACK's neighbour: a P2SH redeem script leaving one element",
+            spend_with(
+                &pair,
+                coin(&two.0),
+                ScriptBuf::from_bytes(vec![0x01, 0x52]),
                 vec![],
             ),
         ),

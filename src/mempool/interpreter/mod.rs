@@ -1,8 +1,9 @@
 //! A script interpreter for policy: Core's `VerifyScript` and `EvalScript`
-//! (script/interpreter.cpp) with every script verification flag, so the mempool can hold a
-//! spend the kernel passed under the consensus flags to Core's `STANDARD_SCRIPT_VERIFY_FLAGS`
-//! too (the kernel's C API takes the consensus flags only). Consensus stays the kernel's: this
-//! runs after it and only adds refusals. Checked against Core's own `script_tests.json`.
+//! (script/interpreter.cpp) with every script verification flag, so the mempool can hold
+//! spends to Core's `STANDARD_SCRIPT_VERIFY_FLAGS` (the kernel's C API takes the consensus flags
+//! only). The mempool runs it first, in Core's order, and the kernel after it, which decides
+//! consensus (`scripts_in_cores_order` in the mempool). Checked against Core's own
+//! `script_tests.json` and, under the consensus flags, against the kernel.
 
 mod checker;
 mod error;
