@@ -1865,7 +1865,7 @@ fn short_scans_pass_hosts_whose_long_scans_hold_every_place() {
 /// each pipeline 30 whole-chain scans and never read, on a server whose soft cost limit (3
 /// units, never forgiven, no hard limit) they soon pass. The honest client (127.0.0.3)
 /// subscribes wallets from height 0. Asserted: each of its scans ends within 2 s. What holds:
-/// a waiting scan steps aside from its place (`StreamPlace::aside`), keeping only its host's
+/// a waiting scan steps aside from its place (`StreamPlace::step_aside`), keeping only its host's
 /// turn, and takes a place again after the wait.
 ///
 /// *Fails before the fix* (fcf77f7, the place held through the waits): the slowest honest

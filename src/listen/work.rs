@@ -98,7 +98,7 @@ pub struct Slot {
 
 /// A place for one streamed history (or one silent-payment scan), given back when dropped.
 pub struct StreamPlace {
-    /// The server's place, `None` while stepped aside ([`StreamPlace::aside`]).
+    /// The server's place, `None` while stepped aside ([`StreamPlace::step_aside`]).
     place: Option<OwnedSemaphorePermit>,
     /// Where the server's place comes from.
     lane: Arc<Semaphore>,
