@@ -444,6 +444,11 @@ fn policy_script_flags_and_input_rules_agree_with_bitcoind() {
             "{name}: {verdict:?}"
         );
     }
+    assert_valid_in_a_block(&pair, &cases);
+}
+
+/// Every case is valid by consensus: bitcoind mines them all into one block, past its mempool.
+pub(super) fn assert_valid_in_a_block(pair: &Pair, cases: &[(&str, Transaction)]) {
     let raws: Vec<String> = cases
         .iter()
         .map(|(_, tx)| bitcoin::consensus::serialize(tx).to_lower_hex_string())

@@ -11,7 +11,10 @@ use bitcoin::secp256k1::{self, Secp256k1, SecretKey};
 use bitcoin::sighash::{EcdsaSighashType, SighashCache};
 use bitcoin::{PublicKey, ScriptBuf};
 
-use super::policy::{disagreements, flip_s, p2wsh, spend_with, tap_leaf, CORE_DATA_RULES, FUNDS};
+use super::policy::{
+    assert_valid_in_a_block, disagreements, flip_s, p2wsh, spend_with, tap_leaf, CORE_DATA_RULES,
+    FUNDS,
+};
 use super::*;
 
 /// `<key> opcode` then `tail`.
@@ -200,13 +203,5 @@ fn flags_that_need_the_script_run_agree_with_bitcoind() {
             "{name}: {verdict:?}"
         );
     }
-    let raws: Vec<String> = cases
-        .iter()
-        .map(|(_, tx)| bitcoin::consensus::serialize(tx).to_lower_hex_string())
-        .collect();
-    let addr = pair.node.rpc(&["getnewaddress", "", "bech32"]);
-    let mined = pair
-        .node
-        .rpc_result(&["generateblock", &addr, &json!(raws).to_string()]);
-    assert!(mined.is_ok(), "a case is invalid by consensus: {mined:?}");
+    assert_valid_in_a_block(&pair, &cases);
 }

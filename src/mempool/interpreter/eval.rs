@@ -351,11 +351,7 @@ impl Run<'_, '_, '_> {
         if !self.flags.has(Flags::CHECKLOCKTIMEVERIFY) {
             return Ok(());
         }
-        let lock_time = num::read(top(stack, 1)?, self.require_minimal, 5)?;
-        if lock_time < 0 {
-            return Err(ScriptError::NegativeLocktime);
-        }
-        if !self.checker.check_lock_time(lock_time) {
+        if !self.checker.check_lock_time(self.lock_argument(stack)?) {
             return Err(ScriptError::UnsatisfiedLocktime);
         }
         Ok(())
@@ -365,10 +361,7 @@ impl Run<'_, '_, '_> {
         if !self.flags.has(Flags::CHECKSEQUENCEVERIFY) {
             return Ok(());
         }
-        let sequence = num::read(top(stack, 1)?, self.require_minimal, 5)?;
-        if sequence < 0 {
-            return Err(ScriptError::NegativeLocktime);
-        }
+        let sequence = self.lock_argument(stack)?;
         if sequence & (1 << 31) != 0 {
             return Ok(()); // BIP112: the disable flag makes it a NOP
         }
@@ -376,6 +369,16 @@ impl Run<'_, '_, '_> {
             return Err(ScriptError::UnsatisfiedLocktime);
         }
         Ok(())
+    }
+
+    /// CHECKLOCKTIMEVERIFY's and CHECKSEQUENCEVERIFY's argument: a number of up to 5 bytes,
+    /// not negative.
+    fn lock_argument(&self, stack: &Stack) -> Result<i64, ScriptError> {
+        let value = num::read(top(stack, 1)?, self.require_minimal, 5)?;
+        if value < 0 {
+            return Err(ScriptError::NegativeLocktime);
+        }
+        Ok(value)
     }
 
     fn binary(&self, opcode: u8, stack: &mut Stack) -> Result<(), ScriptError> {

@@ -19,7 +19,7 @@ use bitcoin::consensus::Encodable;
 use bitcoin::hashes::{sha256, Hash, HashEngine};
 use bitcoin::secp256k1::{Parity, Scalar, Secp256k1, VerifyOnly, XOnlyPublicKey};
 use bitcoin::taproot::{TapLeafHash, TapNodeHash, TapTweakHash};
-use bitcoin::VarInt;
+use bitcoin::{Script, VarInt};
 use std::sync::LazyLock;
 
 pub use checker::{Checker, TxData};
@@ -184,7 +184,8 @@ fn verify_script(
             stack.truncate(1);
         }
     }
-    if let Some(mut p2sh_stack) = after_sig.filter(|_| is_p2sh(script_pubkey)) {
+    if let Some(mut p2sh_stack) = after_sig.filter(|_| Script::from_bytes(script_pubkey).is_p2sh())
+    {
         if !script::is_push_only(script_sig) {
             return Err(ScriptError::SigPushOnly);
         }
@@ -227,11 +228,6 @@ fn require_true(stack: &Stack) -> Result<(), ScriptError> {
     }
 }
 
-/// Core's `IsPayToScriptHash`: OP_HASH160 <20 bytes> OP_EQUAL.
-fn is_p2sh(script: &[u8]) -> bool {
-    script.len() == 23 && script[0] == 0xa9 && script[1] == 0x14 && script[22] == 0x87
-}
-
 /// Core's `IsWitnessProgram`: a version opcode and one push of 2 to 40 bytes, 4 to 42 in all.
 fn witness_program(script: &[u8]) -> Option<(u8, &[u8])> {
     if !(4..=42).contains(&script.len()) || usize::from(script[1]) + 2 != script.len() {
@@ -261,15 +257,7 @@ fn verify_witness_program(
             if sha256::Hash::hash(&script).as_byte_array() != program {
                 return Err(ScriptError::WitnessProgramMismatch);
             }
-            let mut exec = ExecData::default();
-            execute_witness_script(
-                stack,
-                &script,
-                flags,
-                SigVersion::WitnessV0,
-                checker,
-                &mut exec,
-            )
+            execute_v0(stack, &script, flags, checker)
         }
         (0, 20) => {
             if stack.len() != 2 {
@@ -278,15 +266,7 @@ fn verify_witness_program(
             let mut script = vec![0x76, 0xa9, 0x14];
             script.extend_from_slice(program);
             script.extend([0x88, 0xac]);
-            let mut exec = ExecData::default();
-            execute_witness_script(
-                stack,
-                &script,
-                flags,
-                SigVersion::WitnessV0,
-                checker,
-                &mut exec,
-            )
+            execute_v0(stack, &script, flags, checker)
         }
         (0, _) => Err(ScriptError::WitnessProgramWrongLength),
         (1, 32) if !in_p2sh => {
@@ -302,6 +282,24 @@ fn verify_witness_program(
         }
         _ => Ok(()),
     }
+}
+
+/// A segwit v0 script (P2WSH's, or P2WPKH's implied one) run on the witness stack.
+fn execute_v0(
+    stack: Stack,
+    script: &[u8],
+    flags: Flags,
+    checker: &mut Checker<'_, '_>,
+) -> Result<(), ScriptError> {
+    let mut exec = ExecData::default();
+    execute_witness_script(
+        stack,
+        script,
+        flags,
+        SigVersion::WitnessV0,
+        checker,
+        &mut exec,
+    )
 }
 
 /// BIP341's spend of a taproot output: a key path by one signature, or a script path by a
@@ -392,12 +390,7 @@ fn commits_to(control: &[u8], program: &[u8], leaf: TapLeafHash) -> bool {
 
 /// The witness stack's serialized size (Core's `GetSerializeSize(witness.stack)`).
 fn witness_size(stack: &[Vec<u8>]) -> usize {
-    let compact = |n: usize| match n {
-        0..=0xfc => 1,
-        0xfd..=0xffff => 3,
-        0x1_0000..=0xffff_ffff => 5,
-        _ => 9,
-    };
+    let compact = |n: usize| VarInt(n as u64).size();
     compact(stack.len())
         + stack
             .iter()
