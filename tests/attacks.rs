@@ -725,7 +725,16 @@ fn http_hog(from: &str, to: SocketAddr, n: usize) -> TcpStream {
 fn http_is_never_held_shut() {
     let http = free_addr();
     let flag = format!("--http-addr={http}");
-    let served = Served::start(&[&flag, "--http-max-connections=40"]);
+    // The cost limits off: what is tested is the write timeout. With them on, a hog's requests
+    // wait up to 2.5 s each once its host is over the soft limit, writing nothing meanwhile, so
+    // its place is held until its cost reaches the hard limit instead (minutes here); its
+    // host's share of places (32) bounds that, as it bounds connections that idle.
+    let served = Served::start(&[
+        &flag,
+        "--http-max-connections=40",
+        "--http-cost-soft-limit=0",
+        "--http-cost-hard-limit=0",
+    ]);
     assert_eq!(
         http_from("127.0.0.3", http, "/health", HONEST_WITHIN),
         Ok(200)
@@ -1350,6 +1359,145 @@ fn costly_requests_are_charged_to_their_host() {
         "honest get_balance: {balance}"
     );
     assert!(honest_balance < Duration::from_secs(2));
+}
+
+/// What one HTTP cost attacker saw: answers, 429s, and connections closed with no answer (at
+/// accept, for its host's cost).
+#[derive(Default)]
+struct HttpCharged {
+    answers: u64,
+    too_many: u64,
+    closed: u64,
+}
+
+/// Reads one HTTP/1.1 answer (its head, then a body of its `Content-Length`): its status and
+/// whether it says when to try again (`Retry-After`), or `None` when the connection ends first.
+fn http_answer(reader: &mut BufReader<TcpStream>) -> Option<(u16, bool)> {
+    let (mut status, mut length, mut retry_after) = (None, 0usize, false);
+    loop {
+        let mut line = String::new();
+        match std::io::BufRead::read_line(reader, &mut line) {
+            Ok(0) | Err(_) => return None,
+            Ok(_) if line == "\r\n" => break,
+            Ok(_) if status.is_none() => status = line.split_whitespace().nth(1)?.parse().ok(),
+            Ok(_) => {
+                let (name, value) = line.split_once(':')?;
+                if name.eq_ignore_ascii_case("content-length") {
+                    length = value.trim().parse().ok()?;
+                }
+                retry_after |= name.eq_ignore_ascii_case("retry-after");
+            }
+        }
+    }
+    let mut body = vec![0u8; length];
+    reader.read_exact(&mut body).ok()?;
+    Some((status?, retry_after))
+}
+
+/// Asks `GET path` from `from` on one keep-alive connection after another, each answer read
+/// before the next request, until `stop`.
+fn http_flood(from: &str, to: SocketAddr, path: &str, stop: &AtomicBool) -> HttpCharged {
+    let mut seen = HttpCharged::default();
+    let request = format!("GET {path} HTTP/1.1\r\nHost: cairn\r\n\r\n");
+    while !stop.load(Ordering::SeqCst) {
+        let Ok(s) = connect_from_with_rcvbuf(from, to, None) else {
+            std::thread::sleep(Duration::from_millis(50));
+            continue;
+        };
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let mut reader = BufReader::new(s.try_clone().unwrap());
+        let mut s = s;
+        let mut answered = false;
+        while !stop.load(Ordering::SeqCst) {
+            let sent = s.write_all(request.as_bytes()).is_ok();
+            match http_answer(&mut reader).filter(|_| sent) {
+                Some((200, _)) => seen.answers += 1,
+                Some((429, retry_after)) => {
+                    assert!(retry_after, "a 429 without Retry-After");
+                    seen.too_many += 1;
+                    break;
+                }
+                Some((other, _)) => panic!("an attacker's answer: {other}"),
+                None => {
+                    seen.closed += u64::from(!answered);
+                    std::thread::sleep(Duration::from_millis(50));
+                    break;
+                }
+            }
+            answered = true;
+        }
+    }
+    seen
+}
+
+/// Issue 28: **HTTP requests were charged to nobody.** The Electrum server charges every
+/// request to its host's cost (ElectrumX's rules); the HTTP server, which serves the same
+/// reads (Esplora's address, block and transaction pages, silent-payment tweaks, a broadcast's
+/// checks), kept no account: a host could keep half the query pool reading for ever.
+///
+/// The wallet's address gets 1,601 transactions, so each `GET /address/{it}` reads 1,601 rows
+/// and as many transactions from the block files for a 200-byte answer. Four keep-alive
+/// connections from 127.0.0.2 ask for it, each answer read before the next request, for 10 s,
+/// reconnecting when closed; cairn runs with the default soft limit (1,000 units) and
+/// `--http-cost-hard-limit=1500`. Asserted: the attackers are throttled
+/// (`cairn_http_throttled_total`), then answered 429 with `Retry-After`, and their new
+/// connections are closed at accept (`cairn_http_connections_refused_total{reason="cost"}`);
+/// they get fewer than 100 answers; an honest client from 127.0.0.3 meanwhile gets
+/// `/blocks/tip/height` within 2 s each time, and the same address page within 2 s at the end.
+///
+/// *Fails before the fix:* nothing was charged: the attackers got 338 answers in the 10 s
+/// (about 54,000 units' worth; measured with the limits off, `--http-cost-soft-limit=0
+/// --http-cost-hard-limit=0`, which is the code before the fix: no verdict, no refusal), now 9,
+/// with 737 connections closed at accept.
+#[test]
+fn costly_http_requests_are_charged_to_their_host() {
+    let http = free_addr();
+    let flag = format!("--http-addr={http}");
+    let served = Served::start(&[&flag, "--http-cost-hard-limit=1500"]);
+    let busy = served.make_busy();
+    let path = format!("/address/{busy}");
+    let honest = Honest::visiting(Duration::from_millis(250), move || {
+        match http_from("127.0.0.3", http, "/blocks/tip/height", HONEST_WITHIN) {
+            Ok(200) => Ok(()),
+            other => Err(format!("/blocks/tip/height: {other:?}")),
+        }
+    });
+    let stop = std::sync::Arc::new(AtomicBool::new(false));
+    let attackers: Vec<_> = (0..4)
+        .map(|_| {
+            let (stop, path) = (stop.clone(), path.clone());
+            std::thread::spawn(move || http_flood("127.0.0.2", http, &path, &stop))
+        })
+        .collect();
+    std::thread::sleep(Duration::from_secs(10));
+    stop.store(true, Ordering::SeqCst);
+    let seen: Vec<HttpCharged> = attackers.into_iter().map(|a| a.join().unwrap()).collect();
+    let report = honest.stop();
+    let sum = |f: fn(&HttpCharged) -> u64| seen.iter().map(f).sum::<u64>();
+    let (answers, too_many, closed) = (sum(|s| s.answers), sum(|s| s.too_many), sum(|s| s.closed));
+    let throttled = served.metric("cairn_http_throttled_total");
+    let at_accept =
+        served.metric("cairn_http_connections_refused_total{listener=\"HTTP\",reason=\"cost\"}");
+    println!(
+        "attackers: {answers} answers, {too_many} answered 429, {closed} closed unanswered; \
+         {throttled} requests throttled, {at_accept} connections refused at accept; honest: {} \
+         visits, worst {:?}",
+        report.tries, report.worst
+    );
+    let (status, head, _) = common::http::get(http, "/blocks/tip/height");
+    assert_eq!(status, 200, "from the exempt 127.0.0.1: {head}");
+    let asked = Instant::now();
+    let page = http_from("127.0.0.3", http, &path, Duration::from_secs(2));
+    let honest_page = asked.elapsed();
+    println!("the honest client's {path}: {page:?} in {honest_page:?}");
+
+    assert!(answers < 100, "the attackers got {answers} answers");
+    assert!(throttled > 0.0, "nothing throttled");
+    assert!(too_many > 0, "no request answered 429");
+    assert!(at_accept > 0.0, "no connection refused for its host's cost");
+    assert_served_within(&report, Duration::from_secs(2));
+    assert_eq!(page, Ok(200));
+    assert!(honest_page < Duration::from_secs(2));
 }
 
 /// A signed transaction of bitcoind's wallet paying 1 BTC to itself, not broadcast.

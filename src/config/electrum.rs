@@ -72,12 +72,12 @@ pub struct ElectrumConfig {
 }
 
 /// The limits a host's request cost is held to, in ElectrumX's units (the rules are in
-/// `electrum::cost`); a limit of 0 is no limit, as ElectrumX's `COST_SOFT_LIMIT=0`.
+/// `listen::cost`); a limit of 0 is no limit, as ElectrumX's `COST_SOFT_LIMIT=0`.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct CostLimits {
     /// Above it, requests wait before they run.
     pub soft: f64,
-    /// At it, the session is closed.
+    /// At it, requests are refused: an Electrum session is closed, an HTTP request answered 429.
     pub hard: f64,
     /// Units forgiven per second.
     pub decay_per_sec: f64,

@@ -133,6 +133,8 @@ pub struct Settings {
     pub http_max_connections: usize,
     /// Most HTTP connections one host or subnet may hold, and the hosts spared.
     pub http_hosts: HostLimits,
+    /// What a host's HTTP requests may cost (`http_cost_*`).
+    pub http_cost: CostLimits,
     /// HTTP requests waiting for the query pool at most.
     pub http_work_queue: usize,
     /// Query jobs (Electrum and HTTP) running at once.
@@ -179,6 +181,7 @@ impl Settings {
         let mempool_max_mb = positive("mempool_max_mb", o.mempool_max_mb.unwrap_or(300) as usize)?;
         let electrum = electrum_config(network, &o)?;
         let http_hosts = http_hosts(&o, &electrum.hosts.exempt)?;
+        let http_cost = cost_limits(http_cost(&o))?;
         let p2p = p2p_config(network, signet_challenge.is_some(), magic, &o)
             .exempting(&electrum.hosts.exempt);
         Ok(Settings {
@@ -197,6 +200,7 @@ impl Settings {
                     .unwrap_or(DEFAULT_HTTP_MAX_CONNECTIONS),
             )?,
             http_hosts,
+            http_cost,
             http_work_queue: positive("http_work_queue", o.http_work_queue.unwrap_or(64))?,
             query_threads: positive("query_threads", o.query_threads.unwrap_or(4))?,
             metrics_addr: o.metrics_addr,
@@ -460,7 +464,7 @@ fn electrum_config(network: Network, o: &FileConfig) -> Result<ElectrumConfig, C
     if let Some(list) = &o.host_limit_exempt {
         electrum.hosts.exempt = exempt_hosts(list)?;
     }
-    electrum.cost = cost_limits(o)?;
+    electrum.cost = cost_limits(electrum_cost(o))?;
     at_least_per_ip(&electrum.hosts, "electrum_max_connections_per_subnet")?;
     if let Some(v) = &o.electrum_banner {
         electrum.banner = v.clone();
@@ -477,13 +481,36 @@ fn electrum_config(network: Network, o: &FileConfig) -> Result<ElectrumConfig, C
 /// The HTTP server's per-host limits: 32 connections per address (a browser opens six per
 /// site, a wallet behind a NAT more), 128 per subnet, unless the options say otherwise; the
 /// hosts spared are the Electrum server's (`host_limit_exempt`).
-/// The cost limits: ElectrumX's defaults, 0 for none; the hard limit above the soft one.
-fn cost_limits(o: &FileConfig) -> Result<CostLimits, ConfigError> {
+/// The options of one server's cost limits: soft, hard, decay.
+type CostOptions = [(&'static str, Option<u64>); 3];
+
+/// The Electrum server's cost limits (`electrum_cost_*`).
+fn electrum_cost(o: &FileConfig) -> CostOptions {
+    [
+        ("electrum_cost_soft_limit", o.electrum_cost_soft_limit),
+        ("electrum_cost_hard_limit", o.electrum_cost_hard_limit),
+        ("electrum_cost_decay_per_sec", o.electrum_cost_decay_per_sec),
+    ]
+}
+
+/// The HTTP server's cost limits (`http_cost_*`).
+fn http_cost(o: &FileConfig) -> CostOptions {
+    [
+        ("http_cost_soft_limit", o.http_cost_soft_limit),
+        ("http_cost_hard_limit", o.http_cost_hard_limit),
+        ("http_cost_decay_per_sec", o.http_cost_decay_per_sec),
+    ]
+}
+
+/// One server's cost limits: ElectrumX's defaults, 0 for none; the hard limit above the soft
+/// one, and a decay with a hard limit.
+fn cost_limits(options: CostOptions) -> Result<CostLimits, ConfigError> {
+    let [soft, hard, decay] = options;
     let mut cost = CostLimits::default();
     let given = [
-        (&mut cost.soft, o.electrum_cost_soft_limit),
-        (&mut cost.hard, o.electrum_cost_hard_limit),
-        (&mut cost.decay_per_sec, o.electrum_cost_decay_per_sec),
+        (&mut cost.soft, soft.1),
+        (&mut cost.hard, hard.1),
+        (&mut cost.decay_per_sec, decay.1),
     ];
     for (field, value) in given {
         if let Some(v) = value {
@@ -492,18 +519,15 @@ fn cost_limits(o: &FileConfig) -> Result<CostLimits, ConfigError> {
     }
     if cost.hard > 0.0 && cost.decay_per_sec <= 0.0 {
         return Err(ConfigError::Invalid {
-            option: "electrum_cost_decay_per_sec",
+            option: decay.0,
             message: "0 with a hard limit: a host that reached it would be shut out for ever"
                 .into(),
         });
     }
     if cost.soft > 0.0 && cost.hard > 0.0 && cost.hard <= cost.soft {
         return Err(ConfigError::Invalid {
-            option: "electrum_cost_hard_limit",
-            message: format!(
-                "{} is not above electrum_cost_soft_limit ({})",
-                cost.hard, cost.soft
-            ),
+            option: hard.0,
+            message: format!("{} is not above {} ({})", cost.hard, soft.0, cost.soft),
         });
     }
     Ok(cost)

@@ -188,6 +188,48 @@ fn zero_limits_are_refused_by_name_and_others_apply() {
 }
 
 #[test]
+fn each_servers_cost_limits_default_to_electrumxs_and_are_refused_by_name() {
+    let resolve = |file: &str| {
+        Settings::resolve(
+            FileConfig::parse(file, Path::new("x")).unwrap(),
+            FileConfig::default(),
+        )
+    };
+    let s = resolve("").unwrap();
+    assert_eq!(s.electrum.cost, CostLimits::default());
+    assert_eq!(s.http_cost, CostLimits::default());
+    let s = resolve("http_cost_soft_limit = 5\nhttp_cost_hard_limit = 0\n").unwrap();
+    assert_eq!((s.http_cost.soft, s.http_cost.hard), (5.0, 0.0));
+    assert_eq!(
+        s.electrum.cost,
+        CostLimits::default(),
+        "each server its own"
+    );
+    for (server, other) in [("electrum", "http"), ("http", "electrum")] {
+        let err = resolve(&format!(
+            "{server}_cost_soft_limit = 20\n{server}_cost_hard_limit = 20\n"
+        ))
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains(&format!("{server}_cost_hard_limit"))
+                && err.contains(&format!("{server}_cost_soft_limit"))
+                && !err.contains(other),
+            "{err}"
+        );
+        let err = resolve(&format!("{server}_cost_decay_per_sec = 0\n"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains(&format!("{server}_cost_decay_per_sec")),
+            "{err}"
+        );
+    }
+    // No hard limit: no decay is needed.
+    assert!(resolve("http_cost_hard_limit = 0\nhttp_cost_decay_per_sec = 0\n").is_ok());
+}
+
+#[test]
 fn tls_listeners_take_default_ports_and_the_pair_goes_together() {
     let resolve = |file: &str| {
         Settings::resolve(

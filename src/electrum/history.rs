@@ -8,10 +8,10 @@ use std::sync::Arc;
 use tokio::sync::mpsc;
 
 use super::backend::Backend;
-use super::cost::{self, Verdict};
 use super::methods::{backend_err, history_entries_text, view_err, Ctx, MAX_BUFFERED_HISTORY};
 use super::rpc::{error_value, RpcError};
 use crate::index::query::{QueryError, HISTORY_PAGE};
+use crate::listen::cost::{self, Verdict};
 use crate::listen::{HostShares, Slot, WorkPool};
 use crate::types::{run_marked, ScriptHash};
 use crate::view::{Cost, CostMeter, ViewError};

@@ -40,17 +40,6 @@ fn slices(raws: &[Vec<u8>]) -> Vec<&[u8]> {
     raws.iter().map(Vec::as_slice).collect()
 }
 
-/// The bytes a transaction's legacy signature checks hash at most: each non-witness input's
-/// signature hash covers the whole transaction without witnesses (0 for what does not decode,
-/// which is refused before any script runs).
-fn legacy_hashing(raw: &[u8]) -> u64 {
-    let Ok(tx) = bitcoin::consensus::deserialize::<bitcoin::Transaction>(raw) else {
-        return 0;
-    };
-    let legacy = tx.input.iter().filter(|i| i.witness.is_empty()).count() as u64;
-    legacy.saturating_mul(tx.base_size() as u64)
-}
-
 /// The answer for everything that needs the mempool when this cairn runs without one.
 fn no_mempool() -> RpcError {
     RpcError::new(
@@ -426,19 +415,11 @@ impl Ctx<'_> {
         ))
     }
 
-    /// Charges a broadcast's checks, which read outside the view: a row's worth per 20 bytes
-    /// (its inputs looked up, its scripts verified twice: by the policy interpreter under the
-    /// standard flags, then by the kernel under the consensus ones, or the failing input by the
-    /// interpreter again; each run costs about as much: `benches/policy_scripts.rs`), a row per 1,000 bytes hashed for each legacy
-    /// input's signatures (each hashes the whole transaction, in each run: a 100 kB
-    /// transaction of 1,000 legacy inputs costs 2,000 units, not 100), and 500 rows more (10
-    /// units) when it is refused or only tried, so a client that sends what the network
-    /// refuses, or asks again and again, pays for the work.
+    /// Charges a broadcast's checks, which read outside the view
+    /// ([`crate::listen::broadcast_checks`]).
     fn charge_checks(&self, raws: &[&[u8]], refused: bool) {
-        let hashed: u64 = raws.iter().map(|raw| legacy_hashing(raw)).sum();
-        let bytes: u64 = raws.iter().map(|raw| raw.len() as u64).sum();
-        let rows = bytes / 20 + hashed / 1_000 + if refused { 500 } else { 0 };
-        self.meter.add(Cost { rows, bytes: 0 });
+        self.meter
+            .add(crate::listen::broadcast_checks(raws, refused));
     }
 
     /// Charges work that reads no rows at ElectrumX's price in units (50 rows a unit).

@@ -4,7 +4,6 @@
 
 mod backend;
 mod connection;
-mod cost;
 mod counted;
 mod history;
 mod merkle_witness;
@@ -35,7 +34,7 @@ pub use request::{PROTOCOL_MAX, PROTOCOL_MIN};
 pub use session::Requests;
 
 use crate::config::CostLimits;
-use crate::listen::{HostGuard, HostTable};
+use crate::listen::{cost, HostGuard, HostTable};
 use crate::tls::Tls;
 
 /// Errors starting the server.

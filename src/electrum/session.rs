@@ -12,7 +12,6 @@ use bitcoin::OutPoint;
 use serde_json::{json, Value};
 
 use super::backend::Backend;
-use super::cost::{self, Verdict};
 use super::counted::busy;
 pub(crate) use super::counted::{excessive, NoBudget, Room, Spent, SubscriptionShares, Taken};
 use super::history::{HistoryJob, Piece};
@@ -29,6 +28,7 @@ use super::silent_payments::{ScanJob, Start, Subscriptions as SpSubscriptions};
 use super::tweaks::TweaksJob;
 use crate::config::SERVER_SOFTWARE;
 use crate::index::silent_payments::scan::ScanKeys;
+use crate::listen::cost::{self, Verdict};
 use crate::listen::{HostShares, WorkPool};
 use crate::notify::TipUpdate;
 use crate::types::ScriptHash;

@@ -39,10 +39,10 @@ use tokio::sync::mpsc;
 use tracing::Instrument;
 
 use super::backend::Backend;
-use super::cost::{self, Verdict};
 use super::rpc::RpcError;
 use crate::index::silent_payments::scan::ScanKeys;
 use crate::index::silent_payments::tx_tweak;
+use crate::listen::cost::{self, Verdict};
 use crate::listen::{
     HostShares, StreamPlace, WorkPool, WorkRefused, QUICK_SCAN_BLOCKS, QUICK_SCAN_MEMPOOL,
 };

@@ -19,12 +19,11 @@ use serde_json::{json, Map, Value};
 use tokio::sync::mpsc;
 
 use super::backend::Backend;
-use super::cost;
 use super::counted::excessive;
 use super::history::Piece;
 use super::methods::view_err;
 use super::rpc::{error_value, RpcError};
-use crate::listen::{HostShares, Slot, WorkPool};
+use crate::listen::{cost, HostShares, Slot, WorkPool};
 use crate::types::run_marked;
 use crate::view::{ChainView, Cost, CostMeter, TxTweak, ViewError};
 

@@ -40,6 +40,7 @@ impl MetricsServer {
             max_connections: MAX_CONNECTIONS,
             hosts: None,
             health: None,
+            cost: None,
         };
         let task = tokio::spawn(super::serve::serve(
             listener,

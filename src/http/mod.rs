@@ -23,9 +23,11 @@ use hyper::{Method, Request, Response, StatusCode};
 use serde_json::{json, Value};
 use tokio::net::TcpListener;
 
-use crate::config::HostLimits;
+use crate::config::{CostLimits, HostLimits};
+use crate::listen::cost::{self, Verdict};
 use crate::listen::{HostShares, WorkRefused};
-use crate::view::{ChainView, FilterState};
+use crate::view::{ChainView, CostMeter, FilterState};
+use context::Query;
 pub use context::{HttpContext, HttpError};
 pub use serve::answer_with;
 use serve::{busy, serve, with_cors, Place, Places, REQUEST_TIMEOUT};
@@ -62,7 +64,7 @@ impl HttpServer {
         tracing::info!("HTTP server (filters, Esplora API) on {addr}");
         let ctx = Arc::new(ctx);
         let sampler = tokio::spawn(take_samples(ctx.clone()));
-        let places = Places::with_health(max_connections, hosts);
+        let places = Places::with_health(max_connections, hosts, ctx.cost);
         let task = tokio::spawn(serve(listener, "HTTP", places, move |req, place, host| {
             let ctx = ctx.clone();
             async move {
@@ -123,7 +125,10 @@ fn failure(esplora::Failure(status, message): esplora::Failure) -> Response<Full
 /// query pool (`/health` on a blocking thread of its own: it reads two tips, and must be
 /// answered when the pool is busy): RocksDB and block-file reads never hold up the async
 /// workers that every connection shares. A request that finds the pool's queue full gets 503
-/// at once; one whose client hangs up leaves the queue, or stops at its next read.
+/// at once; one whose client hangs up leaves the queue, or stops at its next read. Its host's
+/// cost decides first whether it runs at once, after a wait (above the soft limit) or not at
+/// all ([`over_cost`]); once answered, what it read and the bytes it moved are charged to its
+/// host ([`cost::units`]). `/health` is neither held up nor charged.
 async fn answer_off_the_workers(
     ctx: Arc<HttpContext>,
     req: Request<Incoming>,
@@ -140,37 +145,95 @@ async fn answer_off_the_workers(
             Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, e),
         };
     }
+    let limits = ctx.cost;
+    match limits.verdict(host.cost.level(limits.decay_per_sec)) {
+        Verdict::Go => {}
+        Verdict::Wait(pause) => {
+            crate::metrics::metrics().http_throttled.inc();
+            tokio::time::sleep(pause).await;
+        }
+        Verdict::Close => return over_cost(&limits, host.cost.level(limits.decay_per_sec)),
+    }
     let slot = match ctx.pool.queued_slot(&host).await {
         Ok(slot) => slot,
         Err(refused) => return work_refused(refused),
     };
     let pool = ctx.pool.clone();
     let answered = pool.run(slot, move || {
-        match ctx.model.validator().initial_download() {
-            // The status page shows an initial download too.
-            _ if matches!(parts.uri.path(), "/" | "/api/status") => {
-                status_page(&ctx, &parts.method, parts.uri.path())
-            }
-            Some(sync) => error(
-                StatusCode::SERVICE_UNAVAILABLE,
-                format!(
-                    "server is syncing: height {} of {}",
-                    sync.height, sync.headers
-                ),
-            ),
-            None => answer(
-                &ctx,
-                &parts.method,
-                parts.uri.path(),
-                parts.uri.query(),
-                &body,
-            ),
-        }
+        let meter = CostMeter::default();
+        let response = answer_request(&ctx, &Query::new(&ctx, &meter), &parts, &body);
+        let moved = head_bytes(&parts) + body.len() + body_bytes(&response);
+        host.cost
+            .charge(cost::units(1, meter.take(), moved), limits.decay_per_sec);
+        response
     });
     match answered.await {
         Ok(response) => response,
         Err(refused) => work_refused(refused),
     }
+}
+
+/// The answer to one request other than `/health`, its reads counted in `query`'s meter.
+fn answer_request(
+    ctx: &HttpContext,
+    query: &Query,
+    parts: &hyper::http::request::Parts,
+    body: &[u8],
+) -> Response<Full<Bytes>> {
+    match ctx.model.validator().initial_download() {
+        // The status page shows an initial download too.
+        _ if matches!(parts.uri.path(), "/" | "/api/status") => {
+            status_page(ctx, &parts.method, parts.uri.path())
+        }
+        Some(sync) => error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!(
+                "server is syncing: height {} of {}",
+                sync.height, sync.headers
+            ),
+        ),
+        None => answer(
+            query,
+            &parts.method,
+            parts.uri.path(),
+            parts.uri.query(),
+            body,
+        ),
+    }
+}
+
+/// The bytes of a request's head, near enough: its method, target and headers.
+fn head_bytes(parts: &hyper::http::request::Parts) -> usize {
+    let headers: usize = parts
+        .headers
+        .iter()
+        .map(|(name, value)| name.as_str().len() + value.len() + 4)
+        .sum();
+    parts.method.as_str().len() + parts.uri.to_string().len() + headers
+}
+
+/// The bytes of an answer's body.
+fn body_bytes(response: &Response<Full<Bytes>>) -> usize {
+    let size = hyper::body::Body::size_hint(response.body());
+    usize::try_from(size.exact().unwrap_or(size.lower())).unwrap_or(usize::MAX)
+}
+
+/// The answer to a request of a host whose cost is at the hard limit: 429, to be tried again
+/// once its cost has decayed below it (`Retry-After`), and the connection closed, as ElectrumX
+/// closes such a session.
+fn over_cost(limits: &CostLimits, level: f64) -> Response<Full<Bytes>> {
+    let secs = limits.retry_after(level);
+    let mut response = error(
+        StatusCode::TOO_MANY_REQUESTS,
+        format!("excessive resource usage: this host's requests cost more than the server allows; try again in {secs} s"),
+    );
+    let headers = response.headers_mut();
+    headers.insert(hyper::header::RETRY_AFTER, secs.into());
+    headers.insert(
+        hyper::header::CONNECTION,
+        hyper::header::HeaderValue::from_static("close"),
+    );
+    response
 }
 
 /// A request's body: at most [`MAX_BODY_BYTES`], within [`REQUEST_TIMEOUT`].
@@ -303,14 +366,14 @@ fn unhealthy(
 
 /// Routes one request: silent-payment tweaks, the filter endpoints, else the Esplora API.
 fn answer(
-    ctx: &HttpContext,
+    ctx: &Query,
     method: &Method,
     path: &str,
     query: Option<&str>,
     body: &[u8],
 ) -> Response<Full<Bytes>> {
     if let Some(rest) = path.strip_prefix("/silent-payments/") {
-        return silent_payments::answer(&ctx.model.view(), method, rest, query);
+        return silent_payments::answer(&ctx.view(), method, rest, query);
     }
     let is_filter_path = path.starts_with("/filter/") || path == "/filterheaders";
     if !is_filter_path {
@@ -319,7 +382,7 @@ fn answer(
     if method != Method::GET {
         return error(StatusCode::METHOD_NOT_ALLOWED, "only GET is served");
     }
-    filter_answer(&ctx.model.view(), path, query)
+    filter_answer(&ctx.view(), path, query)
 }
 
 /// Answers one GET request for filters.

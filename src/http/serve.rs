@@ -11,8 +11,8 @@ use hyper::body::{Bytes, Incoming};
 use hyper::{Request, Response, StatusCode};
 use tokio::net::TcpListener;
 
-use crate::config::HostLimits;
-use crate::listen::{HostGuard, HostShares, HostTable, WriteDeadline};
+use crate::config::{CostLimits, HostLimits};
+use crate::listen::{cost, HostGuard, HostShares, HostTable, WriteDeadline};
 
 /// How long a client may take to send its request.
 pub(super) const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
@@ -38,12 +38,15 @@ pub(super) struct Places {
     pub hosts: Option<Arc<HostTable>>,
     /// The places held for health checks and their count per host (`None`: none held).
     pub health: Option<Arc<HostTable>>,
+    /// What a host's requests may cost (`None`: not counted): a host at the hard limit has its
+    /// new connections closed at accept; any other pays [`cost::CONNECTION`] for each.
+    pub cost: Option<CostLimits>,
 }
 
 impl Places {
-    /// The HTTP listener's: `max_connections`, `hosts` per host, and [`HEALTH_PLACES`] more for
-    /// health checks.
-    pub fn with_health(max_connections: usize, hosts: HostLimits) -> Self {
+    /// The HTTP listener's: `max_connections`, `hosts` per host, [`HEALTH_PLACES`] more for
+    /// health checks, and each host's requests held to `cost`.
+    pub fn with_health(max_connections: usize, hosts: HostLimits, cost: CostLimits) -> Self {
         let checks = HostLimits {
             per_ip: 2,
             per_subnet: 4,
@@ -53,6 +56,7 @@ impl Places {
             max_connections,
             hosts: Some(HostTable::new(hosts, "HTTP")),
             health: Some(HostTable::new(checks, "HTTP health checks")),
+            cost: Some(cost),
         }
     }
 }
@@ -68,7 +72,8 @@ pub(super) enum Place {
 
 /// Accepts clients of `listener` (`what` names them in logs) for ever, at most
 /// `max_connections` at once and as many per host as `hosts` allows (more are closed as they
-/// connect, counted in `cairn_http_connections_refused_total`), with [`HEALTH_PLACES`] more held
+/// connect, counted in `cairn_http_connections_refused_total`; so are those of a host at the
+/// hard limit of its cost, when `places` counts it), with [`HEALTH_PLACES`] more held
 /// for health checks when `places` says so, and serves each over HTTP/1.1 with `handle` (given
 /// the request, the place and what the host's connections share): the request head must come
 /// within [`REQUEST_TIMEOUT`] and fit 64 KiB, and a write that takes nothing for
@@ -101,6 +106,12 @@ pub(super) async fn serve<H, F>(
             Some(Ok(host)) => Some(host),
             None => None,
         };
+        if let (Some(host), Some(limits)) = (&host, &places.cost) {
+            if !admits_for_cost(host, limits) {
+                refused("cost");
+                continue;
+            }
+        }
         let (permit, place, check) = match any.clone().try_acquire_owned() {
             Ok(permit) => (permit, Place::Any, None),
             Err(_) => {
@@ -141,6 +152,18 @@ pub(super) async fn serve<H, F>(
             }
         });
     }
+}
+
+/// Whether `host` may connect, by its cost: not at the hard limit (ElectrumX closes such a
+/// host's sessions; it pays nothing more for being refused); a host that may pays
+/// [`cost::CONNECTION`], so one that reconnects in a loop pays for it.
+fn admits_for_cost(host: &HostGuard, limits: &CostLimits) -> bool {
+    let shared = host.shared();
+    if limits.verdict(shared.cost.level(limits.decay_per_sec)) == cost::Verdict::Close {
+        return false;
+    }
+    shared.cost.charge(cost::CONNECTION, limits.decay_per_sec);
+    true
 }
 
 /// The answer on a health check's place to anything but `/health`: try again later, on a

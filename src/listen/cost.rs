@@ -1,10 +1,19 @@
-//! What a host's requests cost, decaying over time: ElectrumX's session cost (aiorpcX
-//! `Session.cost`, decayed by `cost_decay_per_sec`), kept per host so that its connections
-//! share one account, and kept a while after they end so that reconnecting does not clear it
-//! (ElectrumX's `retained_cost`).
+//! What a host's requests cost, and what its cost earns it, for every query server (Electrum
+//! and HTTP): ElectrumX's session cost (aiorpcX `Session.cost`, decayed by
+//! `cost_decay_per_sec`), kept per host so that its connections share one account, and kept a
+//! while after they end so that reconnecting does not clear it (ElectrumX's `retained_cost`);
+//! ElectrumX's throttle (aiorpcX `_throttled_request`): under the soft limit a request runs at
+//! once; between the soft and the hard limit it waits first, up to [`REQUEST_SLEEP`] as the cost
+//! nears the hard limit; at the hard limit the client is refused. One unit is ElectrumX's:
+//! [`BANDWIDTH_UNIT`] bytes sent or received (`BANDWIDTH_UNIT_COST`), [`ROWS_PER_UNIT`] index
+//! rows, [`READ_BYTES_PER_UNIT`] bytes read from the store and the block files, and [`BASE`] for
+//! any request.
 
 use std::sync::{Mutex, PoisonError};
-use std::time::Instant;
+use std::time::{Duration, Instant};
+
+use crate::config::CostLimits;
+use crate::view::Cost;
 
 /// A decaying cost, in ElectrumX's units.
 #[derive(Debug)]
@@ -64,6 +73,96 @@ impl Account {
     }
 }
 
+/// Bytes of a request and its answer (or a notification) worth one unit: ElectrumX's
+/// `BANDWIDTH_UNIT_COST`.
+pub const BANDWIDTH_UNIT: f64 = 5_000.0;
+/// Index rows (and blocks' spent outputs, transactions) read worth one unit: a history of
+/// 50 entries costs about what ElectrumX charges (`len(history) / 50`).
+pub const ROWS_PER_UNIT: f64 = 50.0;
+/// Bytes read from the store and the block files worth one unit: a whole 2 MB block is 40.
+pub const READ_BYTES_PER_UNIT: f64 = 50_000.0;
+/// What any request costs besides: its parse, dispatch and round trip.
+pub const BASE: f64 = 0.05;
+/// What a connection costs its host as it is accepted (its handshakes, its session): a host
+/// that reconnects in a loop pays for it.
+pub const CONNECTION: f64 = 1.0;
+/// The longest a request waits for its turn when its host's cost nears the hard limit
+/// (ElectrumX's `REQUEST_SLEEP`, 2,500 ms).
+pub const REQUEST_SLEEP: Duration = Duration::from_millis(2_500);
+
+/// What a request may do, by its host's cost.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Verdict {
+    /// Run now.
+    Go,
+    /// Run after waiting this long.
+    Wait(Duration),
+    /// Refuse it: an Electrum session is closed, an HTTP request answered 429.
+    Close,
+}
+
+impl CostLimits {
+    /// What a request may do when its host's cost is `level`.
+    pub fn verdict(&self, level: f64) -> Verdict {
+        if self.hard > 0.0 && level >= self.hard {
+            return Verdict::Close;
+        }
+        if self.soft <= 0.0 || level <= self.soft {
+            return Verdict::Go;
+        }
+        let span = match self.hard > self.soft {
+            true => self.hard - self.soft,
+            false => self.soft,
+        };
+        let fraction = ((level - self.soft) / span).min(1.0);
+        Verdict::Wait(REQUEST_SLEEP.mul_f64(fraction))
+    }
+
+    /// Whole seconds until a cost of `level` has decayed below the hard limit (at least 1):
+    /// what an HTTP client refused for its cost is told to wait (`Retry-After`).
+    pub fn retry_after(&self, level: f64) -> u64 {
+        if self.decay_per_sec <= 0.0 {
+            return 1;
+        }
+        let secs = (level - self.hard) / self.decay_per_sec;
+        (secs.ceil() as u64).saturating_add(1)
+    }
+}
+
+/// The units of `requests` requests that read `read` and moved `bytes` bytes in and out.
+pub fn units(requests: usize, read: Cost, bytes: usize) -> f64 {
+    BASE * requests as f64
+        + read.rows as f64 / ROWS_PER_UNIT
+        + read.bytes as f64 / READ_BYTES_PER_UNIT
+        + bytes as f64 / BANDWIDTH_UNIT
+}
+
+/// What a broadcast's checks cost, which read outside the view: a row's worth per 20 bytes
+/// (its inputs looked up, its scripts verified twice: by the policy interpreter under the
+/// standard flags, then by the kernel under the consensus ones, or the failing input by the
+/// interpreter again; each run costs about as much: `benches/policy_scripts.rs`), a row per
+/// 1,000 bytes hashed for each legacy input's signatures (each hashes the whole transaction,
+/// in each run: a 100 kB transaction of 1,000 legacy inputs costs 2,000 units, not 100), and
+/// 500 rows more (10 units) when it is refused or only tried, so a client that sends what the
+/// network refuses, or asks again and again, pays for the work.
+pub fn broadcast_checks(raws: &[&[u8]], refused: bool) -> Cost {
+    let hashed: u64 = raws.iter().map(|raw| legacy_hashing(raw)).sum();
+    let bytes: u64 = raws.iter().map(|raw| raw.len() as u64).sum();
+    let rows = bytes / 20 + hashed / 1_000 + if refused { 500 } else { 0 };
+    Cost { rows, bytes: 0 }
+}
+
+/// The bytes a transaction's legacy signature checks hash at most: each non-witness input's
+/// signature hash covers the whole transaction without witnesses (0 for what does not decode,
+/// which is refused before any script runs).
+fn legacy_hashing(raw: &[u8]) -> u64 {
+    let Ok(tx) = bitcoin::consensus::deserialize::<bitcoin::Transaction>(raw) else {
+        return 0;
+    };
+    let legacy = tx.input.iter().filter(|i| i.witness.is_empty()).count() as u64;
+    legacy.saturating_mul(tx.base_size() as u64)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -85,5 +184,68 @@ mod tests {
             account.charge(-5.0, 0.0) >= after,
             "nothing is ever refunded"
         );
+    }
+
+    #[test]
+    fn requests_wait_more_as_the_cost_nears_the_hard_limit_then_close() {
+        let limits = CostLimits::default();
+        assert_eq!(limits.verdict(0.0), Verdict::Go);
+        assert_eq!(limits.verdict(1_000.0), Verdict::Go);
+        assert_eq!(
+            limits.verdict(5_500.0),
+            Verdict::Wait(REQUEST_SLEEP.mul_f64(0.5))
+        );
+        assert_eq!(limits.verdict(10_000.0), Verdict::Close);
+        let off = CostLimits {
+            soft: 0.0,
+            hard: 0.0,
+            decay_per_sec: 0.0,
+        };
+        assert_eq!(off.verdict(1e12), Verdict::Go);
+    }
+
+    #[test]
+    fn a_refused_host_is_told_when_its_cost_is_below_the_hard_limit_again() {
+        let limits = CostLimits::default();
+        assert_eq!(limits.retry_after(10_000.0), 1);
+        assert_eq!(limits.retry_after(10_095.0), 11);
+        assert_eq!(limits.retry_after(9_000.0), 1, "at least a second");
+        let no_decay = CostLimits {
+            decay_per_sec: 0.0,
+            ..limits
+        };
+        assert_eq!(no_decay.retry_after(20_000.0), 1);
+    }
+
+    #[test]
+    fn a_broadcast_pays_for_its_bytes_its_legacy_hashing_and_a_refusal() {
+        let tx = bitcoin::Transaction {
+            version: bitcoin::transaction::Version::TWO,
+            lock_time: bitcoin::absolute::LockTime::ZERO,
+            input: vec![bitcoin::TxIn::default(); 10],
+            output: vec![bitcoin::TxOut::NULL],
+        };
+        let raw = bitcoin::consensus::serialize(&tx);
+        let base = raw.len() as u64;
+        let taken = broadcast_checks(&[&raw], false);
+        assert_eq!(taken.rows, base / 20 + 10 * base / 1_000);
+        assert_eq!(broadcast_checks(&[&raw], true).rows, taken.rows + 500);
+        assert_eq!(
+            broadcast_checks(&[b"junk"], true).rows,
+            500,
+            "nothing hashed"
+        );
+    }
+
+    #[test]
+    fn a_unit_is_electrumx_bandwidth_unit_or_its_worth_in_reads() {
+        let nothing = Cost::default();
+        assert_eq!(units(0, nothing, 5_000), 1.0);
+        let rows = Cost {
+            rows: 50,
+            bytes: 50_000,
+        };
+        assert_eq!(units(0, rows, 0), 2.0);
+        assert!((units(20, nothing, 0) - 1.0).abs() < 1e-9);
     }
 }

@@ -45,7 +45,7 @@ pub struct HostShares {
     pub subscriptions: AtomicUsize,
     /// Its silent-payment subscriptions (Frigate's remote scanner).
     pub silent_subscriptions: AtomicUsize,
-    /// What its Electrum requests cost, decaying ([`super::cost`]).
+    /// What its requests cost, decaying ([`super::cost`]).
     pub cost: Account,
     /// The host's key (its IPv4 address or IPv6 /64); `None` for an exempt host, whose
     /// connections each have their own shares.

@@ -1,9 +1,10 @@
 //! What every server's listener shares: accepting the next client without spinning when accept
 //! fails (out of file descriptors, say), which would starve every other task; the count of
-//! connections each host holds ([`HostTable`]); writes that fail once they stall
+//! connections each host holds ([`HostTable`]) and what their requests cost ([`Account`],
+//! [`Verdict`]); writes that fail once they stall
 //! ([`WriteDeadline`]); and the pool their query work runs in ([`WorkPool`]).
 
-mod cost;
+pub mod cost;
 mod hosts;
 mod stall;
 mod work;
@@ -13,7 +14,7 @@ use std::time::Duration;
 
 use tokio::net::{TcpListener, TcpStream};
 
-pub use cost::{Account, Charged};
+pub use cost::{broadcast_checks, Account, Charged, Verdict};
 pub use hosts::{HostGuard, HostShares, HostTable, Refused};
 pub use stall::WriteDeadline;
 pub use work::{

@@ -59,6 +59,8 @@ pub struct Metrics {
     /// HTTP requests answered 503 because the query pool did not take them, by why:
     /// `queue_full`, `closed`.
     pub http_work_refused: IntCounterVec,
+    /// HTTP requests made to wait because their host's cost was over the soft limit.
+    pub http_throttled: IntCounter,
     /// Electrum connections closed at accept, by the limit they met: `ip`, `subnet`, `limit`,
     /// `cost`.
     pub electrum_connections_refused: IntCounterVec,
@@ -257,6 +259,13 @@ impl Metrics {
                     ),
                     &["reason"],
                 ),
+            ),
+            http_throttled: registered(
+                &r,
+                IntCounter::with_opts(opts(
+                    "http_throttled_total",
+                    "HTTP requests made to wait because their host's cost was over the soft limit.",
+                )),
             ),
             electrum_throttled: registered(
                 &r,

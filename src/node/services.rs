@@ -137,6 +137,7 @@ impl Services {
                     })),
                     samples: Default::default(),
                     pool: pool.clone(),
+                    cost: settings.http_cost,
                 };
                 Some(
                     HttpServer::start(

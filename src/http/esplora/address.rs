@@ -10,7 +10,7 @@ use serde::Serialize;
 
 use super::api::{json, txid, unknown, Failure, Reply, TxStatus, MEMPOOL_TXS, TXS_PER_PAGE};
 use super::tx::TxValue;
-use crate::http::context::HttpContext;
+use crate::http::context::Query;
 use crate::index::query::QueryError;
 use crate::types::ScriptHash;
 use crate::view::ViewError;
@@ -22,7 +22,7 @@ pub const STATS_MAX_HISTORY: usize = 20_000;
 pub const MAX_UTXOS: usize = 5_000;
 
 /// Routes `/address/:address/...` and `/scripthash/:hash/...`.
-pub fn route(ctx: &HttpContext, kind: &str, script: &str, rest: &[&str], path: &str) -> Reply {
+pub fn route(ctx: &Query, kind: &str, script: &str, rest: &[&str], path: &str) -> Reply {
     let sh = match kind {
         "address" => address_script_hash(ctx, script)?,
         _ => script_hash(script)?,
@@ -44,7 +44,7 @@ pub fn route(ctx: &HttpContext, kind: &str, script: &str, rest: &[&str], path: &
 }
 
 /// The script hash of an address of this server's network.
-fn address_script_hash(ctx: &HttpContext, text: &str) -> Result<ScriptHash, Failure> {
+fn address_script_hash(ctx: &Query, text: &str) -> Result<ScriptHash, Failure> {
     let address = bitcoin::Address::from_str(text).map_err(|e| Failure::bad(e.to_string()))?;
     let network = ctx.model.validator().network().to_bitcoin();
     let address = address
@@ -62,8 +62,8 @@ fn script_hash(text: &str) -> Result<ScriptHash, Failure> {
 }
 
 /// `GET /address/:address` and `/scripthash/:hash`.
-fn stats(ctx: &HttpContext, kind: &str, script: &str, sh: &ScriptHash) -> Reply {
-    let view = ctx.model.view();
+fn stats(ctx: &Query, kind: &str, script: &str, sh: &ScriptHash) -> Reply {
+    let view = ctx.view();
     let chain = view.script_stats(sh, STATS_MAX_HISTORY)?;
     let mempool = view.mempool_stats(sh);
     let mut answer = serde_json::Map::new();
@@ -80,8 +80,8 @@ fn stats(ctx: &HttpContext, kind: &str, script: &str, sh: &ScriptHash) -> Reply 
 }
 
 /// Up to 50 of the script's mempool transactions, newest first.
-fn mempool_txs(ctx: &HttpContext, sh: &ScriptHash) -> Vec<(Txid, TxValue)> {
-    let view = ctx.model.view();
+fn mempool_txs(ctx: &Query, sh: &ScriptHash) -> Vec<(Txid, TxValue)> {
+    let view = ctx.view();
     let network = view.network();
     view.mempool_transactions(sh, MEMPOOL_TXS)
         .iter()
@@ -91,19 +91,14 @@ fn mempool_txs(ctx: &HttpContext, sh: &ScriptHash) -> Vec<(Txid, TxValue)> {
 
 /// `GET .../txs` (`with_mempool`: up to 50 mempool transactions, then the 25 newest confirmed)
 /// and `.../txs/chain[/:last_seen_txid]` (25 confirmed, older than `last_seen`).
-fn history(
-    ctx: &HttpContext,
-    sh: &ScriptHash,
-    with_mempool: bool,
-    last_seen: Option<Txid>,
-) -> Reply {
+fn history(ctx: &Query, sh: &ScriptHash, with_mempool: bool, last_seen: Option<Txid>) -> Reply {
     // The mempool first: a transaction confirmed between the two reads shows up confirmed.
     let unconfirmed = if with_mempool {
         mempool_txs(ctx, sh)
     } else {
         Vec::new()
     };
-    let view = ctx.model.view();
+    let view = ctx.view();
     // As Esplora: a last seen transaction that is not in the history ends it.
     let Some(entries) = view.confirmed_page(sh, last_seen.as_ref(), TXS_PER_PAGE)? else {
         return json(&Vec::<TxValue>::new());
@@ -134,8 +129,8 @@ struct Utxo {
 
 /// `GET .../utxo`: the confirmed unspent outputs nothing in the mempool spends, then the
 /// mempool's unspent outputs paying the script; at most [`MAX_UTXOS`].
-fn utxos(ctx: &HttpContext, sh: &ScriptHash) -> Reply {
-    let view = ctx.model.view();
+fn utxos(ctx: &Query, sh: &ScriptHash) -> Reply {
+    let view = ctx.view();
     let unspent = view.unspent(sh, MAX_UTXOS).map_err(|e| match e {
         ViewError::Query(QueryError::TooLarge { limit }) => {
             Failure::bad(format!("too many unspent outputs: more than {limit}"))

@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use super::api::{binary, json, text, Failure, Reply, BLOCKS_PER_PAGE, TXS_PER_PAGE};
 use super::tx::TxValue;
-use crate::http::context::HttpContext;
+use crate::http::context::Query;
 use crate::view::ChainView;
 
 /// A block's summary as Esplora shows it.
@@ -71,30 +71,26 @@ fn block_value(view: &ChainView<'_>, height: u32, hash: &BlockHash) -> Result<Bl
 }
 
 /// `GET /blocks/tip/height`.
-pub fn tip_height(ctx: &HttpContext) -> Reply {
-    let (height, _) = ctx.model.view().tip().ok_or_else(block_not_found)?;
+pub fn tip_height(ctx: &Query) -> Reply {
+    let (height, _) = ctx.view().tip().ok_or_else(block_not_found)?;
     text(height.to_string())
 }
 
 /// `GET /blocks/tip/hash`.
-pub fn tip_hash(ctx: &HttpContext) -> Reply {
-    let (_, hash) = ctx.model.view().tip().ok_or_else(block_not_found)?;
+pub fn tip_hash(ctx: &Query) -> Reply {
+    let (_, hash) = ctx.view().tip().ok_or_else(block_not_found)?;
     text(hash.to_string())
 }
 
 /// `GET /block-height/:height`.
-pub fn hash_at(ctx: &HttpContext, height: u32) -> Reply {
-    let hash = ctx
-        .model
-        .view()
-        .block_hash(height)
-        .ok_or_else(block_not_found)?;
+pub fn hash_at(ctx: &Query, height: u32) -> Reply {
+    let hash = ctx.view().block_hash(height).ok_or_else(block_not_found)?;
     text(hash.to_string())
 }
 
 /// `GET /blocks[/:start_height]`: ten blocks down from the start (the tip by default).
-pub fn list(ctx: &HttpContext, start: Option<u32>) -> Reply {
-    let view = ctx.model.view();
+pub fn list(ctx: &Query, start: Option<u32>) -> Reply {
+    let view = ctx.view();
     let (tip, _) = view.tip().ok_or_else(block_not_found)?;
     let start = start.unwrap_or(tip);
     if start > tip {
@@ -109,15 +105,15 @@ pub fn list(ctx: &HttpContext, start: Option<u32>) -> Reply {
 }
 
 /// `GET /block/:hash`.
-pub fn summary(ctx: &HttpContext, hash: &BlockHash) -> Reply {
-    let view = ctx.model.view();
+pub fn summary(ctx: &Query, hash: &BlockHash) -> Reply {
+    let view = ctx.view();
     let height = height_of(&view, hash)?;
     json(&block_value(&view, height, hash)?)
 }
 
 /// `GET /block/:hash/header`: the 80 bytes in hex.
-pub fn header(ctx: &HttpContext, hash: &BlockHash) -> Reply {
-    let view = ctx.model.view();
+pub fn header(ctx: &Query, hash: &BlockHash) -> Reply {
+    let view = ctx.view();
     let height = height_of(&view, hash)?;
     let header = view.header(height).ok_or_else(block_not_found)?;
     text(bitcoin::consensus::encode::serialize_hex(&header))
@@ -132,8 +128,8 @@ struct BlockStatus {
 }
 
 /// `GET /block/:hash/status`: not in the best chain also for a block nobody knows (as Esplora).
-pub fn status(ctx: &HttpContext, hash: &BlockHash) -> Reply {
-    let view = ctx.model.view();
+pub fn status(ctx: &Query, hash: &BlockHash) -> Reply {
+    let view = ctx.view();
     let status = match view.height_of(hash) {
         Some(height) => BlockStatus {
             in_best_chain: true,
@@ -149,19 +145,19 @@ pub fn status(ctx: &HttpContext, hash: &BlockHash) -> Reply {
     json(&status)
 }
 
-fn block_txids(ctx: &HttpContext, hash: &BlockHash) -> Result<Vec<Txid>, Failure> {
-    let view = ctx.model.view();
+fn block_txids(ctx: &Query, hash: &BlockHash) -> Result<Vec<Txid>, Failure> {
+    let view = ctx.view();
     let height = height_of(&view, hash)?;
     view.block_txids(height)?.ok_or_else(block_not_found)
 }
 
 /// `GET /block/:hash/txids`.
-pub fn txids(ctx: &HttpContext, hash: &BlockHash) -> Reply {
+pub fn txids(ctx: &Query, hash: &BlockHash) -> Reply {
     json(&block_txids(ctx, hash)?)
 }
 
 /// `GET /block/:hash/txid/:index`.
-pub fn txid_at(ctx: &HttpContext, hash: &BlockHash, index: usize) -> Reply {
+pub fn txid_at(ctx: &Query, hash: &BlockHash, index: usize) -> Reply {
     let txids = block_txids(ctx, hash)?;
     let txid = txids
         .get(index)
@@ -170,8 +166,8 @@ pub fn txid_at(ctx: &HttpContext, hash: &BlockHash, index: usize) -> Reply {
 }
 
 /// `GET /block/:hash/txs[/:start_index]`: 25 transactions from `start`, a multiple of 25.
-pub fn txs(ctx: &HttpContext, hash: &BlockHash, start: usize) -> Reply {
-    let view = ctx.model.view();
+pub fn txs(ctx: &Query, hash: &BlockHash, start: usize) -> Reply {
+    let view = ctx.view();
     height_of(&view, hash)?;
     if !start.is_multiple_of(TXS_PER_PAGE) {
         return Err(Failure::bad(format!(
@@ -187,8 +183,8 @@ pub fn txs(ctx: &HttpContext, hash: &BlockHash, start: usize) -> Reply {
 }
 
 /// `GET /block/:hash/raw`: the serialized block.
-pub fn raw(ctx: &HttpContext, hash: &BlockHash) -> Reply {
-    let view = ctx.model.view();
+pub fn raw(ctx: &Query, hash: &BlockHash) -> Reply {
+    let view = ctx.view();
     height_of(&view, hash)?;
     binary(view.block_bytes(hash)?)
 }

@@ -4,7 +4,7 @@
 use serde::Serialize;
 
 use super::api::{json, Reply};
-use crate::http::context::HttpContext;
+use crate::http::context::Query;
 use crate::mempool::MIN_RELAY_FEERATE;
 
 /// Transactions in `/mempool/recent` (Esplora's `RECENT_TXS_SIZE`).
@@ -27,7 +27,7 @@ struct Backlog {
 }
 
 /// `GET /mempool`: size, fees and the fee-rate histogram (Electrum's `get_fee_histogram`).
-pub fn stats(ctx: &HttpContext) -> Reply {
+pub fn stats(ctx: &Query) -> Reply {
     let backlog = match ctx.model.mempool() {
         Some(pool) => {
             let (count, vsize, total_fee) = pool.info();
@@ -49,7 +49,7 @@ pub fn stats(ctx: &HttpContext) -> Reply {
 }
 
 /// `GET /mempool/txids`.
-pub fn txids(ctx: &HttpContext) -> Reply {
+pub fn txids(ctx: &Query) -> Reply {
     json(&ctx.model.mempool().map(|p| p.txids()).unwrap_or_default())
 }
 
@@ -63,7 +63,7 @@ struct Recent {
 }
 
 /// `GET /mempool/recent`: the last ten transactions to enter, newest first.
-pub fn recent(ctx: &HttpContext) -> Reply {
+pub fn recent(ctx: &Query) -> Reply {
     let entries = ctx
         .model
         .mempool()
@@ -84,7 +84,7 @@ pub fn recent(ctx: &HttpContext) -> Reply {
 /// `GET /fee-estimates`: sat/vB per confirmation target, from the projected blocks as
 /// Electrum's `estimatefee` (the lowest package rate the target's block takes, at least the
 /// least fee rate that enters, which it is where the mempool would clear sooner).
-pub fn fee_estimates(ctx: &HttpContext) -> Reply {
+pub fn fee_estimates(ctx: &Query) -> Reply {
     let mut estimates = serde_json::Map::new();
     let pool = ctx.model.mempool();
     let rates = pool.map(|p| p.fee_rates());

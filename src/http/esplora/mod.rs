@@ -11,12 +11,12 @@ mod tx;
 
 use hyper::Method;
 
-use crate::http::context::HttpContext;
+use crate::http::context::Query;
 use api::{block_hash, number, txid, unknown};
 pub use api::{Failure, Reply, TxStatus, BLOCKS_PER_PAGE, MEMPOOL_TXS, TXS_PER_PAGE};
 
 /// Answers one request of the Esplora API; unknown paths get Esplora's 404.
-pub fn route(ctx: &HttpContext, method: &Method, path: &str, body: &[u8]) -> Reply {
+pub fn route(ctx: &Query, method: &Method, path: &str, body: &[u8]) -> Reply {
     // Esplora's paths have at most six parts; a seventh only makes the path unknown.
     let parts: Vec<&str> = path.split('/').skip(1).take(7).collect();
     if method == Method::POST {

@@ -6,7 +6,7 @@ use bitcoin::{OutPoint, Script, ScriptBuf, Transaction, TxIn, TxOut, Txid};
 use serde::Serialize;
 
 use super::api::{self, binary, text, Failure, Reply, TxStatus};
-use crate::http::context::HttpContext;
+use crate::http::context::Query;
 use crate::mempool::Rejection;
 use crate::view::merkle::rpc_hex;
 use crate::view::{decode, BlockOfTx, ChainView, FoundTx, Spender};
@@ -209,45 +209,44 @@ fn not_found() -> Failure {
 }
 
 /// `GET /tx/:txid`.
-pub fn json(ctx: &HttpContext, txid: &Txid) -> Reply {
-    let view = ctx.model.view();
+pub fn json(ctx: &Query, txid: &Txid) -> Reply {
+    let view = ctx.view();
     let found = view.transaction(txid, true)?.ok_or_else(not_found)?;
     api::json(&TxValue::found(&found, view.network()))
 }
 
 /// The bytes of the chain's or the mempool's transaction.
-fn raw_bytes(ctx: &HttpContext, txid: &Txid) -> Result<Vec<u8>, Failure> {
-    let view = ctx.model.view();
+fn raw_bytes(ctx: &Query, txid: &Txid) -> Result<Vec<u8>, Failure> {
+    let view = ctx.view();
     let (raw, _) = view.raw_transaction(txid)?.ok_or_else(not_found)?;
     Ok(raw)
 }
 
 /// `GET /tx/:txid/hex`.
-pub fn hex(ctx: &HttpContext, txid: &Txid) -> Reply {
+pub fn hex(ctx: &Query, txid: &Txid) -> Reply {
     text(raw_bytes(ctx, txid)?.to_lower_hex_string())
 }
 
 /// `GET /tx/:txid/raw`.
-pub fn raw(ctx: &HttpContext, txid: &Txid) -> Reply {
+pub fn raw(ctx: &Query, txid: &Txid) -> Reply {
     binary(raw_bytes(ctx, txid)?)
 }
 
 /// `GET /tx/:txid/status`: unconfirmed also for a transaction nobody knows (as Esplora).
-pub fn status(ctx: &HttpContext, txid: &Txid) -> Reply {
-    let confirmation = ctx.model.view().tx_confirmation(txid)?;
+pub fn status(ctx: &Query, txid: &Txid) -> Reply {
+    let confirmation = ctx.view().tx_confirmation(txid)?;
     api::json(&TxStatus::of(confirmation))
 }
 
 /// A confirmed transaction's block with its txids.
-fn confirming_block(ctx: &HttpContext, txid: &Txid) -> Result<BlockOfTx, Failure> {
-    ctx.model
-        .view()
+fn confirming_block(ctx: &Query, txid: &Txid) -> Result<BlockOfTx, Failure> {
+    ctx.view()
         .confirming_block(txid)?
         .ok_or_else(|| Failure::not_found("Transaction not found or is unconfirmed"))
 }
 
 /// `GET /tx/:txid/merkle-proof`: Electrum's `get_merkle` answer.
-pub fn merkle_proof(ctx: &HttpContext, txid: &Txid) -> Reply {
+pub fn merkle_proof(ctx: &Query, txid: &Txid) -> Reply {
     let block = confirming_block(ctx, txid)?;
     let merkle: Vec<String> = block.branch().iter().map(rpc_hex).collect();
     api::json(
@@ -256,7 +255,7 @@ pub fn merkle_proof(ctx: &HttpContext, txid: &Txid) -> Reply {
 }
 
 /// `GET /tx/:txid/merkleblock-proof`: bitcoind's `gettxoutproof` for this one transaction.
-pub fn merkleblock_proof(ctx: &HttpContext, txid: &Txid) -> Reply {
+pub fn merkleblock_proof(ctx: &Query, txid: &Txid) -> Reply {
     let block = confirming_block(ctx, txid)?;
     let proof =
         bitcoin::MerkleBlock::from_header_txids_with_predicate(&block.header, &block.txids, |t| {
@@ -301,15 +300,15 @@ impl Spending {
 }
 
 /// `GET /tx/:txid/outspend/:vout`: not spent also for an output nobody knows (as Esplora).
-pub fn outspend(ctx: &HttpContext, txid: &Txid, vout: u32) -> Reply {
-    let view = ctx.model.view();
+pub fn outspend(ctx: &Query, txid: &Txid, vout: u32) -> Reply {
+    let view = ctx.view();
     let spender = view.spender(&OutPoint::new(*txid, vout))?;
     api::json(&Spending::of(&view, spender))
 }
 
 /// `GET /tx/:txid/outspends`: one answer per output.
-pub fn outspends(ctx: &HttpContext, txid: &Txid) -> Reply {
-    let view = ctx.model.view();
+pub fn outspends(ctx: &Query, txid: &Txid) -> Reply {
+    let view = ctx.view();
     let found = view.transaction(txid, false)?.ok_or_else(not_found)?;
     let spenders = view.spenders(txid, found.tx.output.len(), found.confirmation.is_some())?;
     let answers: Vec<Spending> = spenders
@@ -321,7 +320,7 @@ pub fn outspends(ctx: &HttpContext, txid: &Txid) -> Reply {
 
 /// `POST /tx`: the body is the transaction in hex; the answer its txid, or bitcoind's
 /// `sendrawtransaction` error as Esplora passes it on (400).
-pub fn broadcast(ctx: &HttpContext, body: &[u8]) -> Reply {
+pub fn broadcast(ctx: &Query, body: &[u8]) -> Reply {
     let rpc_error = |code: i32, message: String| {
         let error = serde_json::json!({ "code": code, "message": message });
         Failure::bad(format!("sendrawtransaction RPC error: {error}"))
@@ -337,7 +336,9 @@ pub fn broadcast(ctx: &HttpContext, body: &[u8]) -> Reply {
             "this server keeps no mempool".into(),
         )
     })?;
-    match pool.accept(&raw, ctx.model.index()) {
+    let accepted = pool.accept(&raw, ctx.model.index());
+    ctx.charge(crate::listen::broadcast_checks(&[&raw], accepted.is_err()));
+    match accepted {
         Ok(accepted) => {
             let txid = accepted.txid;
             ctx.notifier.accepted(ctx.model.index(), accepted);
