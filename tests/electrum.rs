@@ -1850,6 +1850,61 @@ fn tweaks_stream_in_cakes_shape() {
     assert!(message.contains("not in a batch"), "{answers:?}");
 }
 
+/// Issue 28: `blockchain.tweaks.subscribe` lists no taproot output under `sp_min_dust`, as
+/// Cake's server, which drops them as it indexes: with the dust limit at the largest output of a
+/// transaction that has a smaller one too, that transaction is told with its outputs at or over
+/// the limit only, and one with none left out.
+///
+/// *Fails before the fix:* a transaction with an output over the limit was told with all its
+/// taproot outputs, the smaller ones included.
+#[test]
+fn tweaks_stream_leaves_out_outputs_under_the_dust_limit() {
+    let options = IndexOptions {
+        filters: true,
+        tweaks_from: Some(0),
+    };
+    let f = Fixture::start_with(150, 40, 64, options, |_| {});
+    let blocks: Vec<&Block> = f.blocks.iter().collect();
+    let want = common::expected_tweaks(&blocks);
+    let (height, dust) = want
+        .iter()
+        .enumerate()
+        .find_map(|(i, rows)| {
+            let mixed = rows
+                .iter()
+                .find(|(_, _, v)| v.iter().min() < v.iter().max())?;
+            Some((i + 1, *mixed.2.iter().max()?))
+        })
+        .expect("a transaction with taproot outputs of different amounts");
+    drop(f);
+    let dusty = Fixture::start_with(height as u32, 40, 64, options, |c| c.sp_min_dust = dust);
+    let mut c = Lines::connect(dusty.addr, "1.4");
+    let method = "blockchain.tweaks.subscribe";
+    c.call(method, json!([height, 1, true]));
+    let note = c.notes.drain(..).next().expect("the height's notification");
+    let block = note["params"][0][height.to_string()]
+        .as_object()
+        .cloned()
+        .unwrap_or_default();
+    let kept: Vec<&(bitcoin::Txid, [u8; 33], Vec<u64>)> = want[height - 1]
+        .iter()
+        .filter(|(_, _, v)| v.iter().any(|v| *v >= dust))
+        .collect();
+    assert_eq!(block.len(), kept.len(), "{note}");
+    for (txid, _, values) in kept {
+        let told = &block[&txid.to_string()]["output_pubkeys"];
+        let amounts: Vec<u64> = told
+            .as_object()
+            .expect("output_pubkeys")
+            .values()
+            .map(|item| item[1].as_u64().unwrap())
+            .collect();
+        let over = values.iter().filter(|v| **v >= dust).count();
+        assert_eq!(amounts.len(), over, "{txid}: {told}");
+        assert!(amounts.iter().all(|a| *a >= dust), "{txid}: {told}");
+    }
+}
+
 /// Issue 28: `blockchain.block.tweaks` (Cake Wallet's dialect) answers each block's tweaks as
 /// computed from prevouts the generator made (those with a taproot output of at least
 /// `sp_min_dust`: all at the default 1,000 sat; some under a limit taken from the data), `[]`

@@ -126,8 +126,10 @@ impl TweaksJob {
     }
 }
 
-/// The notification for `height`: its eligible transactions with an output of at least `dust`
-/// satoshis that is told (all when `historical`, else only those the chain has not spent).
+/// The notification for `height`: its eligible transactions with a told output of at least
+/// `dust` satoshis (all when `historical`, else only those the chain has not spent), each with
+/// those outputs; smaller ones are left out, as Cake's server never lists them (it drops them as
+/// it indexes).
 pub fn height_note(
     chain: &ChainView<'_>,
     height: u32,
@@ -137,8 +139,8 @@ pub fn height_note(
     let txs = chain.block_tweaks(height)?.unwrap_or_default();
     let mut block = Map::new();
     for tx in &txs {
-        let outputs = told_outputs(chain, tx, historical)?;
-        if !outputs.iter().any(|(_, value, _)| *value >= dust) {
+        let outputs = told_outputs(chain, tx, dust, historical)?;
+        if outputs.is_empty() {
             continue;
         }
         let mut pubkeys = Map::new();
@@ -160,16 +162,18 @@ pub fn height_note(
     Ok(json!({"jsonrpc": "2.0", "method": METHOD, "params": [params]}).to_string())
 }
 
-/// `tx`'s taproot outputs that are told: output index, amount, and (historical) what spends
-/// it as Cake's server writes a spend, `{"txid", "vin", "confirmed": {"height", "hash",
-/// "time"} or null}`. Without `historical`, outputs the chain has spent are left out.
+/// `tx`'s taproot outputs of at least `dust` satoshis that are told: output index, amount,
+/// and (historical) what spends it as Cake's server writes a spend, `{"txid", "vin",
+/// "confirmed": {"height", "hash", "time"} or null}`. Without `historical`, outputs the chain
+/// has spent are left out.
 fn told_outputs(
     chain: &ChainView<'_>,
     tx: &TxTweak,
+    dust: u64,
     historical: bool,
 ) -> Result<Vec<(u32, u64, Option<Value>)>, ViewError> {
     let mut told = Vec::with_capacity(tx.outputs.len());
-    for (vout, _, value) in &tx.outputs {
+    for (vout, _, value) in tx.outputs.iter().filter(|(_, _, v)| *v >= dust) {
         if !historical {
             if !chain.tweak_output_spent(tx, *vout)? {
                 told.push((*vout, *value, None));
