@@ -1438,8 +1438,9 @@ fn http_flood(from: &str, to: SocketAddr, path: &str, stop: &AtomicBool) -> Http
 /// The wallet's address gets 1,601 transactions, so each `GET /address/{it}` reads 1,601 rows
 /// and as many transactions from the block files for a 200-byte answer. Four keep-alive
 /// connections from 127.0.0.2 ask for it, each answer read before the next request, for 10 s,
-/// reconnecting when closed; cairn runs with the default soft limit (1,000 units) and
-/// `--http-cost-hard-limit=1500`. Asserted: the attackers are throttled
+/// reconnecting when closed; cairn runs with `--http-cost-soft-limit=1000
+/// --http-cost-hard-limit=1500` (the defaults, 10,000 and 100,000, take minutes to reach).
+/// Asserted: the attackers are throttled
 /// (`cairn_http_throttled_total`), then answered 429 with `Retry-After`, and their new
 /// connections are closed at accept (`cairn_http_connections_refused_total{reason="cost"}`);
 /// they get fewer than 100 answers; an honest client from 127.0.0.3 meanwhile gets
@@ -1453,7 +1454,11 @@ fn http_flood(from: &str, to: SocketAddr, path: &str, stop: &AtomicBool) -> Http
 fn costly_http_requests_are_charged_to_their_host() {
     let http = free_addr();
     let flag = format!("--http-addr={http}");
-    let served = Served::start(&[&flag, "--http-cost-hard-limit=1500"]);
+    let served = Served::start(&[
+        &flag,
+        "--http-cost-soft-limit=1000",
+        "--http-cost-hard-limit=1500",
+    ]);
     let busy = served.make_busy();
     let path = format!("/address/{busy}");
     let honest = Honest::visiting(Duration::from_millis(250), move || {

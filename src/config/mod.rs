@@ -181,7 +181,7 @@ impl Settings {
         let mempool_max_mb = positive("mempool_max_mb", o.mempool_max_mb.unwrap_or(300) as usize)?;
         let electrum = electrum_config(network, &o)?;
         let http_hosts = http_hosts(&o, &electrum.hosts.exempt)?;
-        let http_cost = cost_limits(http_cost(&o))?;
+        let http_cost = cost_limits(HTTP_COST_LIMITS, http_cost(&o))?;
         let p2p = p2p_config(network, signet_challenge.is_some(), magic, &o)
             .exempting(&electrum.hosts.exempt);
         Ok(Settings {
@@ -464,7 +464,7 @@ fn electrum_config(network: Network, o: &FileConfig) -> Result<ElectrumConfig, C
     if let Some(list) = &o.host_limit_exempt {
         electrum.hosts.exempt = exempt_hosts(list)?;
     }
-    electrum.cost = cost_limits(electrum_cost(o))?;
+    electrum.cost = cost_limits(CostLimits::default(), electrum_cost(o))?;
     at_least_per_ip(&electrum.hosts, "electrum_max_connections_per_subnet")?;
     if let Some(v) = &o.electrum_banner {
         electrum.banner = v.clone();
@@ -478,9 +478,6 @@ fn electrum_config(network: Network, o: &FileConfig) -> Result<ElectrumConfig, C
     Ok(electrum)
 }
 
-/// The HTTP server's per-host limits: 32 connections per address (a browser opens six per
-/// site, a wallet behind a NAT more), 128 per subnet, unless the options say otherwise; the
-/// hosts spared are the Electrum server's (`host_limit_exempt`).
 /// The options of one server's cost limits: soft, hard, decay.
 type CostOptions = [(&'static str, Option<u64>); 3];
 
@@ -502,11 +499,24 @@ fn http_cost(o: &FileConfig) -> CostOptions {
     ]
 }
 
-/// One server's cost limits: ElectrumX's defaults, 0 for none; the hard limit above the soft
-/// one, and a decay with a hard limit.
-fn cost_limits(options: CostOptions) -> Result<CostLimits, ConfigError> {
+/// The HTTP server's cost limits unless the options say otherwise: ten times ElectrumX's
+/// (which Electrum keeps). An Esplora client reads whole blocks' undo data for each
+/// transaction it shows (its inputs' prevouts): on mainnet about 150 units a transaction page
+/// and 350 for `/blocks`, so a BDK full scan of a 30-address wallet costs about 9,400 units,
+/// under the soft limit; a host is held to 100 units a second (5,000 rows or 5 MB read) once
+/// over it.
+pub const HTTP_COST_LIMITS: CostLimits = CostLimits {
+    soft: 10_000.0,
+    hard: 100_000.0,
+    decay_per_sec: 100.0,
+};
+
+/// One server's cost limits from `base`, 0 for none; the hard limit above the soft one, and a
+/// decay with a hard limit (a soft limit without one holds a host that passed it to its waits,
+/// which the attack tests use).
+fn cost_limits(base: CostLimits, options: CostOptions) -> Result<CostLimits, ConfigError> {
     let [soft, hard, decay] = options;
-    let mut cost = CostLimits::default();
+    let mut cost = base;
     let given = [
         (&mut cost.soft, soft.1),
         (&mut cost.hard, hard.1),
@@ -533,6 +543,9 @@ fn cost_limits(options: CostOptions) -> Result<CostLimits, ConfigError> {
     Ok(cost)
 }
 
+/// The HTTP server's per-host limits: 32 connections per address (a browser opens six per
+/// site, a wallet behind a NAT more), 128 per subnet, unless the options say otherwise; the
+/// hosts spared are the Electrum server's (`host_limit_exempt`).
 fn http_hosts(o: &FileConfig, exempt: &[Subnet]) -> Result<HostLimits, ConfigError> {
     let per_ip = o.http_max_connections_per_ip.unwrap_or(32);
     let per_subnet = o.http_max_connections_per_subnet.unwrap_or(128);

@@ -312,14 +312,14 @@ options! {
         #[arg(env = "CAIRN_HTTP_MAX_CONNECTIONS_PER_SUBNET")]
         pub http_max_connections_per_subnet: Option<usize>,
         /// A host's HTTP request cost (the Electrum server's units) above which its requests
-        /// wait before they run, up to 2.5 s; 0: none [default: 1000].
+        /// wait before they run, up to 2.5 s; 0: none [default: 10000].
         #[arg(env = "CAIRN_HTTP_COST_SOFT_LIMIT")]
         pub http_cost_soft_limit: Option<u64>,
         /// A host's HTTP request cost at which its requests are answered 429 and its new
-        /// connections closed; 0: none [default: 10000].
+        /// connections closed; 0: none [default: 100000].
         #[arg(env = "CAIRN_HTTP_COST_HARD_LIMIT")]
         pub http_cost_hard_limit: Option<u64>,
-        /// Units of a host's HTTP request cost forgiven per second [default: 10].
+        /// Units of a host's HTTP request cost forgiven per second [default: 100].
         #[arg(env = "CAIRN_HTTP_COST_DECAY_PER_SEC")]
         pub http_cost_decay_per_sec: Option<u64>,
         /// HTTP requests waiting for the query pool at most; more are answered 503 at once

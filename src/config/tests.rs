@@ -197,7 +197,7 @@ fn each_servers_cost_limits_default_to_electrumxs_and_are_refused_by_name() {
     };
     let s = resolve("").unwrap();
     assert_eq!(s.electrum.cost, CostLimits::default());
-    assert_eq!(s.http_cost, CostLimits::default());
+    assert_eq!(s.http_cost, HTTP_COST_LIMITS);
     let s = resolve("http_cost_soft_limit = 5\nhttp_cost_hard_limit = 0\n").unwrap();
     assert_eq!((s.http_cost.soft, s.http_cost.hard), (5.0, 0.0));
     assert_eq!(

@@ -125,27 +125,87 @@ pub async fn run(
 
 /// Writes each queued line (each line's share of the budget goes back once it is written, when
 /// its [`Queued`] drops), in pieces of [`WRITE_CHUNK`] bytes, each of which must go out within
-/// `stall`: a client that stops reading is cut after `stall` however long its answer.
+/// `stall`: a client that stops reading is cut after `stall` however long its answer. Lines
+/// already queued together (pipelined answers, a burst of notifications) go out in one write
+/// while they fit a piece, each with its newline: one system call, not two a line.
 async fn write_lines<W: tokio::io::AsyncWrite + Unpin>(
     mut out: W,
     mut queue: mpsc::Receiver<Queued>,
     stall: Duration,
 ) -> Written {
-    while let Some(mut queued) = queue.recv().await {
-        let newline: &[u8] = if queued.ends_line { b"\n" } else { b"" };
-        let chunks = queued.line.as_bytes().chunks(WRITE_CHUNK);
-        for chunk in chunks.chain(std::iter::once(newline)) {
-            match tokio::time::timeout(stall, out.write_all(chunk)).await {
-                Ok(Ok(())) => {}
-                Ok(Err(_)) => return Written::Failed,
-                Err(_) => return Written::Stalled,
+    let mut next = None;
+    let mut piece = Vec::with_capacity(WRITE_CHUNK);
+    loop {
+        let first = match next.take() {
+            Some(queued) => queued,
+            None => match queue.recv().await {
+                Some(queued) => queued,
+                None => break,
+            },
+        };
+        if first.line.len() >= WRITE_CHUNK {
+            if let Err(written) = write_long(&mut out, first, stall).await {
+                return written;
             }
-            // What the kernel took is no longer held: a slow reader holds what it has not read.
-            queued.held.release(chunk.len());
+            continue;
+        }
+        // Small lines queued now, while they fit one piece; the first that does not waits.
+        let mut batch = vec![first];
+        let mut bytes = batch[0].line.len() + 1;
+        while let Ok(queued) = queue.try_recv() {
+            if bytes + queued.line.len() + 1 > WRITE_CHUNK {
+                next = Some(queued);
+                break;
+            }
+            bytes += queued.line.len() + 1;
+            batch.push(queued);
+        }
+        piece.clear();
+        for queued in &batch {
+            piece.extend_from_slice(queued.line.as_bytes());
+            if queued.ends_line {
+                piece.push(b'\n');
+            }
+        }
+        if let Err(written) = write_within(&mut out, &piece, stall).await {
+            return written;
+        }
+        // What the kernel took is no longer held: a slow reader holds what it has not read.
+        for mut queued in batch {
+            queued.held.release(queued.line.len());
         }
     }
     let _ = tokio::time::timeout(stall, out.shutdown()).await;
     Written::All
+}
+
+/// Writes one line of [`WRITE_CHUNK`] bytes or more in pieces, each within `stall`, giving
+/// back its share of the budget as they go.
+async fn write_long<W: tokio::io::AsyncWrite + Unpin>(
+    out: &mut W,
+    mut queued: Queued,
+    stall: Duration,
+) -> Result<(), Written> {
+    let newline: &[u8] = if queued.ends_line { b"\n" } else { b"" };
+    let chunks = queued.line.as_bytes().chunks(WRITE_CHUNK);
+    for chunk in chunks.chain(std::iter::once(newline)) {
+        write_within(out, chunk, stall).await?;
+        queued.held.release(chunk.len());
+    }
+    Ok(())
+}
+
+/// Writes `bytes`, which must go out within `stall`.
+async fn write_within<W: tokio::io::AsyncWrite + Unpin>(
+    out: &mut W,
+    bytes: &[u8],
+    stall: Duration,
+) -> Result<(), Written> {
+    match tokio::time::timeout(stall, out.write_all(bytes)).await {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(_)) => Err(Written::Failed),
+        Err(_) => Err(Written::Stalled),
+    }
 }
 
 /// How a client's writer task ended.

@@ -327,7 +327,7 @@ impl Ctx<'_> {
         let view = self.view();
         tweaks_ready_in(&view)?;
         let tweaks = view
-            .block_tweaks(height)
+            .block_tweak_rows(height)
             .map_err(view_err)?
             .ok_or_else(|| RpcError::bad_request(format!("height {height} out of range")))?;
         // As Cake's server: only transactions with a taproot output of at least the dust limit.

@@ -146,13 +146,14 @@ async fn answer_off_the_workers(
         };
     }
     let limits = ctx.cost;
-    match limits.verdict(host.cost.level(limits.decay_per_sec)) {
-        Verdict::Go => {}
-        Verdict::Wait(pause) => {
-            crate::metrics::metrics().http_throttled.inc();
-            tokio::time::sleep(pause).await;
-        }
-        Verdict::Close => return over_cost(&limits, host.cost.level(limits.decay_per_sec)),
+    let level = || host.cost.level(limits.decay_per_sec);
+    if let Verdict::Wait(pause) = limits.verdict(level()) {
+        crate::metrics::metrics().http_throttled.inc();
+        tokio::time::sleep(pause).await;
+    }
+    // Asked again after the wait: the host's other requests may have been charged meanwhile.
+    if limits.verdict(level()) == Verdict::Close {
+        return over_cost(&limits, level());
     }
     let slot = match ctx.pool.queued_slot(&host).await {
         Ok(slot) => slot,

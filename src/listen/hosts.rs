@@ -6,7 +6,7 @@ use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
-use super::cost::{Account, Charged};
+use super::cost::Account;
 use crate::config::HostLimits;
 use crate::types::Subnet;
 
@@ -19,8 +19,9 @@ pub struct HostTable {
     what: &'static str,
     live: Mutex<HashMap<Subnet, Live>>,
     /// The costs of hosts whose connections all ended, for when they come back (ElectrumX's
-    /// `retained_cost`), [`RETAINED`] at most.
-    retained: Mutex<HashMap<Subnet, Charged>>,
+    /// `retained_cost`), [`RETAINED`] at most: the accounts themselves, so that what a request
+    /// still under way charges after its host's last connection ended is kept too.
+    retained: Mutex<HashMap<Subnet, Arc<Account>>>,
     warned: Mutex<Option<Instant>>,
 }
 
@@ -45,8 +46,9 @@ pub struct HostShares {
     pub subscriptions: AtomicUsize,
     /// Its silent-payment subscriptions (Frigate's remote scanner).
     pub silent_subscriptions: AtomicUsize,
-    /// What its requests cost, decaying ([`super::cost`]).
-    pub cost: Account,
+    /// What its requests cost, decaying ([`super::cost`]); kept by its table when the host
+    /// leaves.
+    pub cost: Arc<Account>,
     /// The host's key (its IPv4 address or IPv6 /64); `None` for an exempt host, whose
     /// connections each have their own shares.
     pub key: Option<Subnet>,
@@ -158,22 +160,24 @@ impl HostTable {
     }
 
     /// The cost `key` left with when its last connection ended, if it is still kept.
-    fn retained_cost(&self, key: &Subnet) -> Account {
+    fn retained_cost(&self, key: &Subnet) -> Arc<Account> {
         let mut retained = self.retained.lock().unwrap_or_else(PoisonError::into_inner);
-        retained.remove(key).map(Account::from).unwrap_or_default()
+        retained.remove(key).unwrap_or_default()
     }
 
     /// Keeps the cost of a host that leaves, making room by forgetting the cheapest (as last
     /// charged: a host cannot push a costly one out with many cheap ones).
-    fn retain_cost(&self, key: Subnet, cost: Charged) {
-        if cost.units <= 0.0 {
+    fn retain_cost(&self, key: Subnet, shares: &Arc<HostShares>) {
+        // Nothing charged and nothing under way that could charge: nothing to keep.
+        if shares.cost.snapshot().units <= 0.0 && Arc::strong_count(shares) == 1 {
             return;
         }
+        let cost = shares.cost.clone();
         let mut retained = self.retained.lock().unwrap_or_else(PoisonError::into_inner);
         if retained.len() >= RETAINED {
             let cheapest = retained
                 .iter()
-                .min_by(|a, b| a.1.units.total_cmp(&b.1.units))
+                .min_by(|a, b| a.1.snapshot().units.total_cmp(&b.1.snapshot().units))
                 .map(|(k, _)| *k);
             if let Some(cheapest) = cheapest {
                 retained.remove(&cheapest);
@@ -237,7 +241,7 @@ impl Drop for HostGuard {
         // Kept before the table is let go: a connection of the host admitted meanwhile would
         // start from nothing, and its leaving overwrite this.
         if let Some(host) = left {
-            self.table.retain_cost(keys[0], host.shared.cost.snapshot());
+            self.table.retain_cost(keys[0], &host.shared);
         }
         drop(live);
     }
@@ -303,6 +307,18 @@ mod tests {
             0.0,
             "an exempt connection's own"
         );
+    }
+
+    #[test]
+    fn what_a_request_charges_after_its_host_left_is_kept() {
+        let table = HostTable::new(HostLimits::new(2, 4), "test");
+        let a = table.admit(ip("203.0.113.9")).unwrap();
+        // A request under way holds the host's shares; its client hangs up, the job goes on.
+        let job = a.shared();
+        drop(a);
+        job.cost.charge(700.0, 0.0);
+        let again = table.admit(ip("203.0.113.9")).unwrap();
+        assert_eq!(again.shared().cost.level(0.0), 700.0);
     }
 
     #[test]

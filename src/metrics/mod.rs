@@ -54,7 +54,7 @@ pub struct Metrics {
     /// Electrum connections accepted, by transport.
     pub electrum_connections_accepted: IntCounterVec,
     /// HTTP connections closed at accept, by listener (`HTTP`, `metrics`) and the limit they
-    /// met: `ip`, `subnet`, `limit`.
+    /// met: `ip`, `subnet`, `limit`, `cost`.
     pub http_connections_refused: IntCounterVec,
     /// HTTP requests answered 503 because the query pool did not take them, by why:
     /// `queue_full`, `closed`.

@@ -22,6 +22,27 @@ impl IndexView<'_> {
         &self,
         height: u32,
     ) -> Result<Option<Vec<(TxNum, Txid, TweakRow)>>, QueryError> {
+        let Some(rows) = self.tweak_rows_at(height)? else {
+            return Ok(None);
+        };
+        let mut out = Vec::with_capacity(rows.len());
+        for (txnum, row) in rows {
+            let Some(bytes) = self.get(cf::TXS, &TxRow::key(txnum))? else {
+                return Err(IndexError::Inconsistent(format!(
+                    "tweak row for TxNum {} without its transaction",
+                    txnum.0
+                ))
+                .into());
+            };
+            out.push((txnum, TxRow::decode(&bytes)?.txid, row));
+        }
+        Ok(Some(out))
+    }
+
+    /// The tweak rows of the view's block at `height`, in block order, as [`Self::tweaks_at`]
+    /// finds them, without the transactions' ids (one read fewer per transaction: a list of
+    /// tweaks needs none).
+    pub fn tweak_rows_at(&self, height: u32) -> Result<Option<Vec<(TxNum, TweakRow)>>, QueryError> {
         let indexed_here = self.index.tweaks_from().is_some_and(|f| height >= f);
         if !indexed_here || !self.tweaks_ready()? {
             return Ok(None);
@@ -39,18 +60,7 @@ impl IndexView<'_> {
             rows.push((txnum, TweakRow::decode(value)?));
             Ok(true)
         })?;
-        let mut out = Vec::with_capacity(rows.len());
-        for (txnum, row) in rows {
-            let Some(bytes) = self.get(cf::TXS, &TxRow::key(txnum))? else {
-                return Err(IndexError::Inconsistent(format!(
-                    "tweak row for TxNum {} without its transaction",
-                    txnum.0
-                ))
-                .into());
-            };
-            out.push((txnum, TxRow::decode(&bytes)?.txid, row));
-        }
-        Ok(Some(out))
+        Ok(Some(rows))
     }
 
     /// Whether the view's chain spends output `vout` of the transaction `txnum`.
