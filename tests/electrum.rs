@@ -1880,6 +1880,18 @@ fn tweaks_stream_leaves_out_outputs_under_the_dust_limit() {
     let dusty = Fixture::start_with(height as u32, 40, 64, options, |c| c.sp_min_dust = dust);
     let mut c = Lines::connect(dusty.addr, "1.4");
     let method = "blockchain.tweaks.subscribe";
+    // Without `historical` (cut-through) too: no output under the limit is ever told.
+    c.call(method, json!([height, 1, false]));
+    for note in c.notes.drain(..) {
+        let block = note["params"][0][height.to_string()].clone();
+        for tx in block.as_object().into_iter().flat_map(|b| b.values()) {
+            let told = tx["output_pubkeys"].as_object().expect("output_pubkeys");
+            assert!(
+                told.values().all(|item| item[1].as_u64() >= Some(dust)),
+                "{tx}"
+            );
+        }
+    }
     c.call(method, json!([height, 1, true]));
     let note = c.notes.drain(..).next().expect("the height's notification");
     let block = note["params"][0][height.to_string()]

@@ -121,8 +121,8 @@ fn failure(esplora::Failure(status, message): esplora::Failure) -> Response<Full
     answer_with(status, "text/plain", message)
 }
 
-/// Reads the body (at most [`MAX_BODY_BYTES`], within [`REQUEST_TIMEOUT`]), then answers in the
-/// query pool (`/health` on a blocking thread of its own: it reads two tips, and must be
+/// Reads the body (at most [`MAX_BODY_BYTES`], within [`REQUEST_TIMEOUT`]; `/health`'s is
+/// never read), then answers in the query pool (`/health` on a blocking thread of its own: it reads two tips, and must be
 /// answered when the pool is busy): RocksDB and block-file reads never hold up the async
 /// workers that every connection shares. A request that finds the pool's queue full gets 503
 /// at once; one whose client hangs up leaves the queue, or stops at its next read. Its host's
@@ -135,10 +135,6 @@ async fn answer_off_the_workers(
     host: Arc<HostShares>,
 ) -> Response<Full<Bytes>> {
     let (parts, body) = req.into_parts();
-    let body = match read_body(body).await {
-        Ok(body) => body,
-        Err(failed) => return failure(failed),
-    };
     if parts.uri.path() == "/health" {
         return match tokio::task::spawn_blocking(move || health(&ctx)).await {
             Ok(response) => response,
@@ -155,6 +151,11 @@ async fn answer_off_the_workers(
     if limits.verdict(level()) == Verdict::Close {
         return over_cost(&limits, level());
     }
+    // Read only for a request that may run: a host at the hard limit sends no body for nothing.
+    let body = match read_body(body).await {
+        Ok(body) => body,
+        Err(failed) => return failure(failed),
+    };
     let slot = match ctx.pool.queued_slot(&host).await {
         Ok(slot) => slot,
         Err(refused) => return work_refused(refused),
