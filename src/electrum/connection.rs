@@ -134,7 +134,6 @@ async fn write_lines<W: tokio::io::AsyncWrite + Unpin>(
     stall: Duration,
 ) -> Written {
     let mut next = None;
-    let mut piece = Vec::with_capacity(WRITE_CHUNK);
     loop {
         let first = match next.take() {
             Some(queued) => queued,
@@ -160,7 +159,8 @@ async fn write_lines<W: tokio::io::AsyncWrite + Unpin>(
             bytes += queued.line.len() + 1;
             batch.push(queued);
         }
-        piece.clear();
+        // Built for this write and freed after it: an idle connection holds no buffer.
+        let mut piece = Vec::with_capacity(bytes);
         for queued in &batch {
             piece.extend_from_slice(queued.line.as_bytes());
             if queued.ends_line {
