@@ -1234,6 +1234,18 @@ fn balance_flood(from: &str, to: SocketAddr, sh: &str, stop: &AtomicBool) -> Cha
     flood(from, to, "1.4", &request, stop)
 }
 
+/// A flooder's next connection from `from`, with a reader over a clone of it; `None` after a
+/// 50 ms back-off when the server refused it.
+fn reconnect(from: &str, to: SocketAddr) -> Option<(TcpStream, BufReader<TcpStream>)> {
+    let Ok(s) = connect_from_with_rcvbuf(from, to, None) else {
+        std::thread::sleep(Duration::from_millis(50));
+        return None;
+    };
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let reader = BufReader::new(s.try_clone().unwrap());
+    Some((s, reader))
+}
+
 /// Sends `request` from `from` on one connection after another (each opened with
 /// `server.version` for protocol `version`), each answer read before the next request, until
 /// `stop`.
@@ -1241,13 +1253,9 @@ fn flood(from: &str, to: SocketAddr, version: &str, request: &Value, stop: &Atom
     let mut seen = Charged::default();
     let request = request.to_string() + "\n";
     while !stop.load(Ordering::SeqCst) {
-        let Ok(s) = connect_from_with_rcvbuf(from, to, None) else {
-            std::thread::sleep(Duration::from_millis(50));
+        let Some((mut s, mut reader)) = reconnect(from, to) else {
             continue;
         };
-        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-        let mut reader = BufReader::new(s.try_clone().unwrap());
-        let mut s = s;
         let hello = json!({"jsonrpc": "2.0", "id": 0, "method": "server.version",
                            "params": ["attacker", version]});
         let mut line = String::new();
@@ -1400,13 +1408,9 @@ fn http_flood(from: &str, to: SocketAddr, path: &str, stop: &AtomicBool) -> Http
     let mut seen = HttpCharged::default();
     let request = format!("GET {path} HTTP/1.1\r\nHost: cairn\r\n\r\n");
     while !stop.load(Ordering::SeqCst) {
-        let Ok(s) = connect_from_with_rcvbuf(from, to, None) else {
-            std::thread::sleep(Duration::from_millis(50));
+        let Some((mut s, mut reader)) = reconnect(from, to) else {
             continue;
         };
-        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-        let mut reader = BufReader::new(s.try_clone().unwrap());
-        let mut s = s;
         let mut answered = false;
         while !stop.load(Ordering::SeqCst) {
             let sent = s.write_all(request.as_bytes()).is_ok();

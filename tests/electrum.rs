@@ -1920,7 +1920,8 @@ fn tweaks_stream_leaves_out_outputs_under_the_dust_limit() {
 /// Issue 28: `blockchain.block.tweaks` (Cake Wallet's dialect) answers each block's tweaks as
 /// computed from prevouts the generator made (those with a taproot output of at least
 /// `sp_min_dust`: all at the default 1,000 sat; some under a limit taken from the data), `[]`
-/// for genesis, an error above the tip and from a server that builds no tweaks.
+/// for genesis and below the first height with tweaks, an error above the tip and from a server
+/// that builds no tweaks.
 #[test]
 fn block_tweaks_are_each_eligible_transactions() {
     let options = IndexOptions {
@@ -1974,6 +1975,32 @@ fn block_tweaks_are_each_eligible_transactions() {
         .client()
         .raw_call("blockchain.block.tweaks", vec![Param::Usize(height)]);
     assert_eq!(kept.unwrap(), hex_at(rows, dust));
+    // With tweaks built from height 110, lower heights list none (their blocks have eligible
+    // transactions: no silent payment is older than the wallet's birth), 110 on all of theirs.
+    let first = 110;
+    let later = IndexOptions {
+        filters: true,
+        tweaks_from: Some(first),
+    };
+    let from_first = Fixture::start_with(first + 4, 20, 61, later, |_| {});
+    let c = from_first.client();
+    let below = (1..first as usize).filter(|h| !want[h - 1].is_empty());
+    assert!(
+        below.clone().count() > 3,
+        "blocks below {first} with tweaks"
+    );
+    for height in below.chain(first as usize..=first as usize + 4) {
+        let got = c.raw_call("blockchain.block.tweaks", vec![Param::Usize(height)]);
+        let expected = match height < first as usize {
+            true => json!([]),
+            false => hex_at(&want[height - 1], 1_000),
+        };
+        assert_eq!(
+            got.unwrap(),
+            expected,
+            "height {height}, tweaks from {first}"
+        );
+    }
     let off = Fixture::start(5, 5, 62, |_| {});
     let refused = off
         .client()

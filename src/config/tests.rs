@@ -187,14 +187,16 @@ fn zero_limits_are_refused_by_name_and_others_apply() {
     );
 }
 
+/// The settings a config file's text resolves to, with no flags or environment over it.
+fn resolve(file: &str) -> Result<Settings, ConfigError> {
+    Settings::resolve(
+        FileConfig::parse(file, Path::new("x")).unwrap(),
+        FileConfig::default(),
+    )
+}
+
 #[test]
 fn each_servers_cost_limits_default_to_electrumxs_and_are_refused_by_name() {
-    let resolve = |file: &str| {
-        Settings::resolve(
-            FileConfig::parse(file, Path::new("x")).unwrap(),
-            FileConfig::default(),
-        )
-    };
     let s = resolve("").unwrap();
     assert_eq!(s.electrum.cost, CostLimits::default());
     assert_eq!(s.http_cost, HTTP_COST_LIMITS);
@@ -231,12 +233,6 @@ fn each_servers_cost_limits_default_to_electrumxs_and_are_refused_by_name() {
 
 #[test]
 fn tls_listeners_take_default_ports_and_the_pair_goes_together() {
-    let resolve = |file: &str| {
-        Settings::resolve(
-            FileConfig::parse(file, Path::new("x")).unwrap(),
-            FileConfig::default(),
-        )
-    };
     let s = resolve("electrum_tls_addr = \"0.0.0.0\"\nelectrum_wss_addr = \"\"\n").unwrap();
     assert_eq!(s.electrum.tls_addr, Some("0.0.0.0:60402".parse().unwrap()));
     assert_eq!(

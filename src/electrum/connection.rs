@@ -613,3 +613,6 @@ async fn stream(job: StreamJob, out: &Outbox, pool: &Arc<WorkPool>) -> bool {
     crate::metrics::metrics().electrum_request(method, started.elapsed(), !finished);
     finished
 }
+
+#[cfg(test)]
+mod tests;

@@ -4,7 +4,7 @@
 //! view counts the rows and bytes it reads ([`Cost`]). The domain questions servers ask are
 //! answered above it, in `crate::view`.
 
-use std::cell::Cell;
+use std::cell::{Cell, OnceCell};
 use std::sync::Arc;
 
 use bitcoin::{BlockHash, Txid};
@@ -134,6 +134,8 @@ pub struct IndexView<'a> {
     chain: Arc<IndexedChain>,
     snap: Snapshot<'a>,
     cost: Cell<Cost>,
+    /// Whether tweaks can be served, read from the snapshot once per view.
+    tweaks_ready: OnceCell<bool>,
 }
 
 impl IndexView<'_> {
@@ -722,6 +724,7 @@ impl Index {
             chain,
             snap,
             cost: Cell::new(Cost::default()),
+            tweaks_ready: OnceCell::new(),
         }
     }
 

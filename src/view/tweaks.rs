@@ -19,6 +19,16 @@ pub enum TweakState {
     Ready,
 }
 
+/// Where a height stands for tweaks in one view.
+enum TweakHeight {
+    /// Beyond the view's tip (or no tip): no answer.
+    AboveTip,
+    /// Below the first height with tweaks, all built: no silent payment is older, none to list.
+    BeforeFirst,
+    /// A height whose rows are read (the read itself says when they are not ready).
+    Indexed,
+}
+
 /// One eligible transaction of a block.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TxTweak {
@@ -48,8 +58,10 @@ impl ChainView<'_> {
     /// the first height with tweaks (no silent payment is older), `None` above the tip or while
     /// tweaks are not [`TweakState::Ready`].
     pub fn block_tweaks(&self, height: u32) -> Result<Option<Vec<TxTweak>>, ViewError> {
-        if let Some(answer) = self.outside_tweaks(height)? {
-            return Ok(answer);
+        match self.tweak_height(height)? {
+            TweakHeight::AboveTip => return Ok(None),
+            TweakHeight::BeforeFirst => return Ok(Some(Vec::new())),
+            TweakHeight::Indexed => {}
         }
         let rows = self.index.tweaks_at(height)?;
         Ok(rows.map(|rows| {
@@ -68,24 +80,25 @@ impl ChainView<'_> {
     /// without the transactions' ids (one read fewer per transaction): what a list of tweaks
     /// needs.
     pub fn block_tweak_rows(&self, height: u32) -> Result<Option<Vec<TweakRow>>, ViewError> {
-        if let Some(answer) = self.outside_tweaks(height)? {
-            return Ok(answer.map(|_| Vec::new()));
+        match self.tweak_height(height)? {
+            TweakHeight::AboveTip => return Ok(None),
+            TweakHeight::BeforeFirst => return Ok(Some(Vec::new())),
+            TweakHeight::Indexed => {}
         }
         let rows = self.index.tweak_rows_at(height)?;
         Ok(rows.map(|rows| rows.into_iter().map(|(_, row)| row).collect()))
     }
 
-    /// The answer for a height the index has no tweak rows for: `Some(None)` above the tip,
-    /// `Some(Some([]))` below the first height with tweaks; `None` for a height to read.
-    fn outside_tweaks(&self, height: u32) -> Result<Option<Option<Vec<TxTweak>>>, ViewError> {
+    /// Where `height` stands for tweaks in this view.
+    fn tweak_height(&self, height: u32) -> Result<TweakHeight, ViewError> {
         let first = self.model.index().tweaks_from();
         if self.tip().is_none_or(|(tip, _)| height > tip) {
-            return Ok(Some(None));
+            return Ok(TweakHeight::AboveTip);
         }
         if first.is_some_and(|f| height < f) && self.tweak_state()? == TweakState::Ready {
-            return Ok(Some(Some(Vec::new())));
+            return Ok(TweakHeight::BeforeFirst);
         }
-        Ok(None)
+        Ok(TweakHeight::Indexed)
     }
 
     /// Whether `tx` has a taproot output of at least `dust` satoshis that the view's chain has

@@ -10,9 +10,14 @@ use crate::types::TxNum;
 
 impl IndexView<'_> {
     /// Whether this view can serve tweaks: built (`silent_payments`) and none still to build.
+    /// Asked once per view: its snapshot cannot change.
     pub fn tweaks_ready(&self) -> Result<bool, QueryError> {
-        Ok(self.index.tweaks_from().is_some()
-            && self.get(cf::META, meta::TWEAK_BACKFILL)?.is_none())
+        if let Some(ready) = self.tweaks_ready.get() {
+            return Ok(*ready);
+        }
+        let ready = self.index.tweaks_from().is_some()
+            && self.get(cf::META, meta::TWEAK_BACKFILL)?.is_none();
+        Ok(*self.tweaks_ready.get_or_init(|| ready))
     }
 
     /// The eligible transactions of the view's block at `height`, in block order, with their
