@@ -4,7 +4,12 @@
 #
 # Usage:
 #   contrib/bench/ab.sh import BIN_A BIN_B [BLOCKS] [TXS_PER_BLOCK] [RUNS]
-#       `cairn import` of the chain with the index (wall seconds).
+#       `cairn import` of the chain with the index (wall seconds; with METRIC=cpu, the
+#       process's CPU seconds, user and system, from /usr/bin/time: what a lever that takes work
+#       off a thread running beside validation saves, which the wall clock of 2 cores hides).
+#   contrib/bench/ab.sh reindex BIN_A BIN_B [BLOCKS] [TXS_PER_BLOCK] [RUNS]
+#       `cairn reindex` of one kernel's blocks (validated once by B, not timed): the indexer
+#       alone, nothing validated beside it (wall seconds).
 #   contrib/bench/ab.sh query BIN_A BIN_B [BLOCKS] [TXS_PER_BLOCK] [RUNS] [KIND] [REQUESTS]
 #       each binary builds its own index once (so storage levers count), then serves it in
 #       turn; examples/electrum_load
@@ -35,8 +40,19 @@ export CAIRN_ELECTRUM_COST_SOFT_LIMIT=0 CAIRN_ELECTRUM_COST_HARD_LIMIT=0
 trap 'kill "${PID:-}" 2>/dev/null || true; rm -rf "$WORK"' EXIT INT TERM
 import_with() {
   rm -rf "$WORK/d"
+  if [ "${METRIC:-wall}" = cpu ]; then
+    /usr/bin/time -f '%U %S' -o "$WORK/cpu.txt" \
+      "$1" --datadir "$WORK/d" import --quiet --blocks-dir "$CHAIN/blocks" >/dev/null
+    awk '{ printf "%.3f\n", $1 + $2 }' "$WORK/cpu.txt"
+    return
+  fi
   start=$(date +%s.%N)
   "$1" --datadir "$WORK/d" import --quiet --blocks-dir "$CHAIN/blocks" >/dev/null
+  elapsed "$start" "$(date +%s.%N)"
+}
+reindex_with() {
+  start=$(date +%s.%N)
+  "$1" --datadir "$WORK/k" reindex >/dev/null
   elapsed "$start" "$(date +%s.%N)"
 }
 query_with() { # $1 = binary, $2 = its datadir
@@ -64,6 +80,11 @@ case $MODE in
     a() { import_with "$BIN_A"; }
     b() { import_with "$BIN_B"; }
     compare "A: $BIN_A" a "B: $BIN_B" b ;;
+  reindex)
+    "$BIN_B" --datadir "$WORK/k" import --quiet --no-index --blocks-dir "$CHAIN/blocks" >/dev/null
+    a() { reindex_with "$BIN_A"; }
+    b() { reindex_with "$BIN_B"; }
+    compare "A: $BIN_A (reindex)" a "B: $BIN_B (reindex)" b ;;
   query)
     "$BIN_A" --datadir "$WORK/qa" import --quiet --blocks-dir "$CHAIN/blocks" >/dev/null
     "$BIN_B" --datadir "$WORK/qb" import --quiet --blocks-dir "$CHAIN/blocks" >/dev/null
@@ -76,5 +97,5 @@ case $MODE in
     a() { esplora_with "$BIN_A" "$WORK/e"; }
     b() { esplora_with "$BIN_B" "$WORK/e"; }
     compare "A: $BIN_A (/address/:a/txs $KIND p50)" a "B: $BIN_B (/address/:a/txs $KIND p50)" b ;;
-  *) echo "usage: $0 import|query|esplora BIN_A BIN_B [BLOCKS] [TXS_PER_BLOCK] [RUNS] [KIND] [REQUESTS]" >&2; exit 2 ;;
+  *) echo "usage: $0 import|reindex|query|esplora BIN_A BIN_B [BLOCKS] [TXS_PER_BLOCK] [RUNS] [KIND] [REQUESTS]" >&2; exit 2 ;;
 esac

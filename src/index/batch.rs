@@ -15,6 +15,8 @@ struct Row {
     key: std::ops::Range<usize>,
     /// `None`: the key is deleted.
     value: Option<std::ops::Range<usize>>,
+    /// A put of a key the store cannot hold before this batch ([`SortedBatch::put_new`]).
+    fresh: bool,
 }
 
 /// One column family's rows, their bytes in one arena (no allocation per key or value).
@@ -61,17 +63,33 @@ impl SortedBatch {
 
     /// Sets `key` to `value` in column family `cf`.
     pub fn put(&mut self, cf: &'static str, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) {
+        self.push_put(cf, key.as_ref(), value.as_ref(), false);
+    }
+
+    /// Sets `key`, which the store cannot hold before this batch (it names something the
+    /// batch creates, such as a new transaction's output), to `value`: if the batch deletes it
+    /// again, neither reaches RocksDB (an output created and spent within one batch costs no
+    /// memtable insert and leaves no tombstone).
+    pub fn put_new(&mut self, cf: &'static str, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) {
+        self.push_put(cf, key.as_ref(), value.as_ref(), true);
+    }
+
+    fn push_put(&mut self, cf: &'static str, key: &[u8], value: &[u8], fresh: bool) {
         let family = self.family(cf);
-        let key = family.push(key.as_ref());
-        let value = Some(family.push(value.as_ref()));
-        family.rows.push(Row { key, value });
+        let key = family.push(key);
+        let value = Some(family.push(value));
+        family.rows.push(Row { key, value, fresh });
     }
 
     /// Removes `key` from column family `cf`.
     pub fn delete(&mut self, cf: &'static str, key: impl AsRef<[u8]>) {
         let family = self.family(cf);
         let key = family.push(key.as_ref());
-        family.rows.push(Row { key, value: None });
+        family.rows.push(Row {
+            key,
+            value: None,
+            fresh: false,
+        });
     }
 
     /// Every row in the order added, per column family.
@@ -87,8 +105,9 @@ impl SortedBatch {
         out
     }
 
-    /// The RocksDB batch: every family's rows sorted by key; operations on one key keep the
-    /// order they were added in (a stable sort), so a put followed by a delete still deletes.
+    /// The RocksDB batch: every family's rows sorted by key, each key once with its last
+    /// operation (so a put followed by a delete still deletes), and a key first put with
+    /// [`Self::put_new`] and deleted in the end not at all.
     pub fn into_write_batch(self, store: &Store) -> WriteBatch {
         let mut batch = WriteBatch::default();
         for Family {
@@ -99,10 +118,16 @@ impl SortedBatch {
         {
             rows.sort_by(|a, b| bytes[a.key.clone()].cmp(&bytes[b.key.clone()]));
             let handle = store.cf(cf);
-            for row in rows {
-                let key = &bytes[row.key];
-                match row.value {
-                    Some(value) => batch.put_cf(handle, key, &bytes[value]),
+            for group in rows.chunk_by(|a, b| bytes[a.key.clone()] == bytes[b.key.clone()]) {
+                // Only a key's last operation counts; none when the key was new to the batch
+                // and is deleted in the end.
+                let (Some(first), Some(last)) = (group.first(), group.last()) else {
+                    continue;
+                };
+                let key = &bytes[last.key.clone()];
+                match &last.value {
+                    Some(value) => batch.put_cf(handle, key, &bytes[value.clone()]),
+                    None if first.fresh => {}
                     None => batch.delete_cf(handle, key),
                 }
             }
@@ -133,5 +158,34 @@ mod tests {
         assert_eq!(store.get(cf::UTXO, &[2]).unwrap(), None);
         assert_eq!(store.get(cf::UTXO, &[3]).unwrap(), Some(vec![1]));
         assert_eq!(store.get(cf::HISTORY, &[9]).unwrap(), Some(vec![]));
+    }
+
+    /// A key's operations reach RocksDB as its last one; a key new to the batch and deleted in
+    /// it not at all, while a delete of a key put without `put_new` still goes (it may be in
+    /// the store from before).
+    #[test]
+    fn each_key_goes_once_and_new_keys_deleted_again_not_at_all() {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = Store::open(tmp.path()).unwrap();
+        let mut before = SortedBatch::default();
+        before.put(cf::UTXO, [5u8], [1u8]);
+        store.write(before.into_write_batch(&store)).unwrap();
+        let mut b = SortedBatch::default();
+        b.put_new(cf::UTXO, [6u8], [1u8]);
+        b.delete(cf::UTXO, [6u8]); // created and spent in the batch: nothing written
+        b.put(cf::UTXO, [5u8], [2u8]);
+        b.delete(cf::UTXO, [5u8]); // in the store before: the delete goes
+        b.put_new(cf::UTXO, [7u8], [1u8]);
+        b.delete(cf::UTXO, [7u8]);
+        b.put(cf::UTXO, [7u8], [3u8]); // put again after: the last put goes
+        b.put(cf::UTXO, [8u8], [1u8]);
+        b.put(cf::UTXO, [8u8], [4u8]);
+        let batch = b.into_write_batch(&store);
+        assert_eq!(batch.len(), 3, "a delete of 5, a put each of 7 and 8");
+        store.write(batch).unwrap();
+        assert_eq!(store.get(cf::UTXO, &[5]).unwrap(), None);
+        assert_eq!(store.get(cf::UTXO, &[6]).unwrap(), None);
+        assert_eq!(store.get(cf::UTXO, &[7]).unwrap(), Some(vec![3]));
+        assert_eq!(store.get(cf::UTXO, &[8]).unwrap(), Some(vec![4]));
     }
 }

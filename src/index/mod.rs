@@ -62,22 +62,33 @@ pub struct SyncStats {
 const MAX_TOUCHED: usize = 100_000;
 
 impl SyncStats {
+    /// Adds `block`'s transactions and script hashes to the lists, or gives a list up (`None`:
+    /// any may have changed) as soon as the block could take it past [`MAX_TOUCHED`], before
+    /// hashing any of it in: a sync of many blocks (the initial download) ends up with no list
+    /// anyway, and filling one to the limit first cost the indexer a twentieth of its time.
     fn touch(&mut self, block: &PreparedBlock) {
+        let within = |len: usize, more: usize| len.saturating_add(more) <= MAX_TOUCHED;
         if let Some(set) = self.txids.as_mut() {
-            set.extend(block.txs.iter().map(|tx| tx.txid));
-            if set.len() > MAX_TOUCHED {
-                self.txids = None;
+            match within(set.len(), block.txs.len()) {
+                true => set.extend(block.txs.iter().map(|tx| tx.txid)),
+                false => self.txids = None,
             }
         }
         let Some(set) = self.touched.as_mut() else {
             return;
         };
+        let scripts: usize = block
+            .txs
+            .iter()
+            .map(|tx| tx.outputs.len() + tx.inputs.len())
+            .sum();
+        if !within(set.len(), scripts) {
+            self.touched = None;
+            return;
+        }
         for tx in &block.txs {
             set.extend(tx.outputs.iter().map(|o| o.scripthash));
             set.extend(tx.inputs.iter().map(|i| i.spent.scripthash));
-        }
-        if set.len() > MAX_TOUCHED {
-            self.touched = None;
         }
     }
 }
@@ -242,6 +253,41 @@ impl Index {
         Ok(())
     }
 
+    /// The serialized block `hash`: read from the kernel's block files where the scan found it
+    /// (one read; the kernel would decode the block and encode it again, a tenth of the
+    /// indexer's time on the signature-free chain), else from the kernel.
+    fn block_bytes(&self, validator: &Validator, hash: &BlockHash) -> Result<Vec<u8>, IndexError> {
+        match self.block_from_files(hash)? {
+            Some(bytes) => Ok(bytes),
+            None => Ok(validator.read_block_bytes_by_hash(hash)?),
+        }
+    }
+
+    /// The block `hash` from the kernel's files at the position the scan recorded, if there is
+    /// one and the bytes there still start with that block's header; `None` otherwise.
+    fn block_from_files(&self, hash: &BlockHash) -> Result<Option<Vec<u8>>, IndexError> {
+        let Some(files) = &self.block_files else {
+            return Ok(None);
+        };
+        let Some(row) = self.store.get(cf::BLOCKPOS, &BlockPosRow::key(hash))? else {
+            return Ok(None);
+        };
+        let row = BlockPosRow::decode(&row)?;
+        let bytes = match files.read(row.at, row.len) {
+            Ok(bytes) => bytes,
+            Err(e) => {
+                tracing::debug!("block {hash} not read from its file ({e}): asking the kernel");
+                return Ok(None);
+            }
+        };
+        let header = bytes
+            .get(..80)
+            .and_then(|h| bitcoin::consensus::deserialize::<bitcoin::block::Header>(h).ok());
+        Ok(header
+            .is_some_and(|h| h.block_hash() == *hash)
+            .then_some(bytes))
+    }
+
     /// The store.
     pub fn store(&self) -> &Arc<Store> {
         &self.store
@@ -393,7 +439,8 @@ impl Index {
         let prepared: Result<Vec<PreparedBlock>, IndexError> = (next..=end)
             .into_par_iter()
             .map(|h| {
-                let (raw, undo) = validator.read_block_with_undo(h)?;
+                let (hash, undo) = validator.read_undo_at(h)?;
+                let raw = self.block_bytes(validator, &hash)?;
                 Ok(prepare(h as u32, &raw, &undo, self.extras_at(h as u32))?)
             })
             .collect();
@@ -627,5 +674,69 @@ impl Index {
             out.push((name, rows?));
         }
         Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::rows::{PreparedOutput, PreparedTx};
+    use super::*;
+    use bitcoin::hashes::Hash;
+
+    /// A block of `txs` transactions with `outputs` outputs each, every script its own.
+    fn block(txs: u32, outputs: u32, seed: u32) -> PreparedBlock {
+        let hash = |i: u32, j: u32| {
+            let mut bytes = [0u8; 32];
+            bytes[..4].copy_from_slice(&seed.to_le_bytes());
+            bytes[4..8].copy_from_slice(&i.to_le_bytes());
+            bytes[8..12].copy_from_slice(&j.to_le_bytes());
+            bytes
+        };
+        let txs = (0..txs)
+            .map(|i| PreparedTx {
+                txid: Txid::from_byte_array(hash(i, u32::MAX)),
+                offset: 0,
+                len: 0,
+                outputs: (0..outputs)
+                    .map(|j| PreparedOutput {
+                        scripthash: ScriptHash(hash(i, j)),
+                        value: 1,
+                        spendable: true,
+                        op_return: false,
+                    })
+                    .collect(),
+                inputs: Vec::new(),
+                tweak: None,
+            })
+            .collect();
+        PreparedBlock {
+            height: 1,
+            header: bitcoin::constants::genesis_block(bitcoin::Network::Regtest).header,
+            txs,
+            filter: Vec::new(),
+        }
+    }
+
+    /// The lists grow block by block while they stay within the limit, and are given up
+    /// before a block that could take them past it is hashed in.
+    #[test]
+    fn touched_lists_are_given_up_before_they_pass_the_limit() {
+        let mut stats = SyncStats {
+            touched: Some(HashSet::new()),
+            txids: Some(HashSet::new()),
+            ..Default::default()
+        };
+        let small = block(10, 3, 1);
+        stats.touch(&small);
+        assert_eq!(stats.touched.as_ref().map(HashSet::len), Some(30));
+        assert_eq!(stats.txids.as_ref().map(HashSet::len), Some(10));
+        // 30 scripts listed; 99,971 more would pass 100,000: given up, the txids (10 + 33,324)
+        // kept.
+        let large = block(33_324, 3, 2);
+        stats.touch(&large);
+        assert_eq!(stats.touched, None);
+        assert_eq!(stats.txids.as_ref().map(HashSet::len), Some(33_334));
+        stats.touch(&block(66_667, 1, 3));
+        assert_eq!(stats.txids, None, "33,334 + 66,667 is past the limit");
     }
 }

@@ -1,5 +1,6 @@
 //! Writing and undoing blocks: one atomic batch per group of blocks, with the new index tip.
 
+use std::cell::RefCell;
 use std::collections::HashMap;
 
 use bitcoin::bip158::FilterHeader;
@@ -14,38 +15,86 @@ use crate::store::schema::{
     TweakRow, TxRow, TxidKey, UtxoKey,
 };
 use crate::store::undo::{UndoInput, UndoRow, UndoTx};
-use crate::store::Store;
+use crate::store::{PrefixCursor, Store};
 use crate::types::TxNum;
 
 /// Where a [`TxNumLookup`] finds the TxNums of transactions written before the current batch:
-/// the store; in unit tests, a map.
+/// the store ([`StoreTxNums`]); in unit tests, a map.
 pub trait StoredTxNums {
-    /// The TxNum of `txid`; the newest if a txid repeats.
+    /// The TxNum of `txid`, a transaction the store holds (a validated block's prevout, whose
+    /// block is indexed); the newest if a txid repeats. `None` if none is stored; for a txid the
+    /// store does not hold, the answer may also be another transaction's.
     fn stored_txnum(&self, txid: &Txid) -> Result<Option<TxNum>, IndexError>;
 }
 
-impl StoredTxNums for Store {
+impl<T: StoredTxNums + ?Sized> StoredTxNums for &T {
     fn stored_txnum(&self, txid: &Txid) -> Result<Option<TxNum>, IndexError> {
-        find_txnum(self, None, txid)
+        (**self).stored_txnum(txid)
+    }
+}
+
+/// The store's TxNums as one batch looks them up: one cursor over the `txid` rows for all its
+/// lookups (an iterator created for each lookup cost a quarter of the lookup's time on the
+/// signature-free chain's profile), and no `txs` read when only one transaction's id starts
+/// like the one asked: a prevout's transaction is in the index, so that one is it. Only ids
+/// sharing their first 8 bytes with another stored id (1 lookup in 10^10 at mainnet's 1.2
+/// billion transactions, and mainnet's two BIP30 duplicates) are told apart by their `txs` rows.
+pub struct StoreTxNums<'a> {
+    store: &'a Store,
+    cursor: RefCell<PrefixCursor<'a>>,
+}
+
+impl<'a> StoreTxNums<'a> {
+    /// The store's TxNums as they are now: the cursor sees no later write.
+    pub fn new(store: &'a Store) -> Self {
+        StoreTxNums {
+            store,
+            cursor: RefCell::new(store.prefix_cursor(cf::TXID)),
+        }
+    }
+}
+
+impl StoredTxNums for StoreTxNums<'_> {
+    fn stored_txnum(&self, txid: &Txid) -> Result<Option<TxNum>, IndexError> {
+        let mut candidates = Vec::new();
+        let prefix = TxidKey::prefix(txid);
+        self.cursor
+            .borrow_mut()
+            .keys_with_prefix(&prefix, |key| -> Result<bool, IndexError> {
+                candidates.push(TxidKey::decode(key)?);
+                Ok(true)
+            })?;
+        if let [only] = candidates[..] {
+            return Ok(Some(only));
+        }
+        let mut found = None;
+        for txnum in candidates {
+            if let Some(bytes) = self.store.get(cf::TXS, &TxRow::key(txnum))? {
+                if TxRow::decode(&bytes)?.txid == *txid {
+                    found = Some(txnum);
+                }
+            }
+        }
+        Ok(found)
     }
 }
 
 /// Finds the TxNum of a confirmed txid: first among the batch being built, then in the store.
-pub struct TxNumLookup<'a, S: StoredTxNums + ?Sized = Store> {
-    store: &'a S,
+pub struct TxNumLookup<S: StoredTxNums> {
+    store: S,
     pending: HashMap<Txid, TxNum>,
 }
 
-impl<'a> TxNumLookup<'a> {
-    /// A lookup over `store` with nothing pending.
+impl<'a> TxNumLookup<StoreTxNums<'a>> {
+    /// A lookup over `store` as it is now, with nothing pending.
     pub fn new(store: &'a Store) -> Self {
-        TxNumLookup::over(store)
+        TxNumLookup::over(StoreTxNums::new(store))
     }
 }
 
-impl<'a, S: StoredTxNums + ?Sized> TxNumLookup<'a, S> {
+impl<S: StoredTxNums> TxNumLookup<S> {
     /// A lookup over what `store` holds, with nothing pending.
-    pub fn over(store: &'a S) -> Self {
+    pub fn over(store: S) -> Self {
         TxNumLookup {
             store,
             pending: HashMap::new(),
@@ -111,9 +160,9 @@ pub fn find_txnum(
 
 /// Adds the rows of `block`, whose coinbase gets `first`, to `batch`; with `prev_filter` (the
 /// filter header of its parent) it writes its filter too and returns its filter header.
-pub fn connect<S: StoredTxNums + ?Sized>(
+pub fn connect<S: StoredTxNums>(
     batch: &mut SortedBatch,
-    lookup: &mut TxNumLookup<'_, S>,
+    lookup: &mut TxNumLookup<S>,
     block: &PreparedBlock,
     first: TxNum,
     prev_filter: Option<FilterHeader>,
@@ -188,7 +237,8 @@ pub fn connect<S: StoredTxNums + ?Sized>(
                     txnum: t,
                     vout: vout as u32,
                 };
-                batch.put(
+                // A new output's key: spent within the batch, it is never written.
+                batch.put_new(
                     cf::UTXO,
                     UtxoKey::encode(&out.scripthash, op),
                     out.value.to_le_bytes(),
@@ -221,8 +271,8 @@ pub fn undo_row_of(store: &Store, block: &PreparedBlock) -> Result<UndoRow, Inde
 }
 
 /// [`undo_row_of`], the spent outputs' TxNums found by `lookup`.
-fn undo_row_from<S: StoredTxNums + ?Sized>(
-    lookup: &TxNumLookup<'_, S>,
+fn undo_row_from<S: StoredTxNums>(
+    lookup: &TxNumLookup<S>,
     block: &PreparedBlock,
 ) -> Result<UndoRow, IndexError> {
     let mut undo = UndoRow {

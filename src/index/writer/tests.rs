@@ -437,3 +437,60 @@ fn genesis_outputs_are_in_the_history_but_not_unspent() {
     apply(&mut state, &batch);
     assert!(state.contains_key(&history(&script(1), 0)));
 }
+
+/// The store's lookup for a batch: a txid alone with its 8-byte prefix is found without its
+/// `txs` row; ids sharing a prefix are told apart by those rows, a repeated id gives the newest;
+/// the cursor sees the store as it was when it was made.
+#[test]
+fn store_lookups_tell_ids_sharing_a_prefix_apart() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = Store::open(tmp.path()).unwrap();
+    let id = |first: u8, last: u8| {
+        let mut bytes = [first; 32];
+        bytes[31] = last;
+        Txid::from_byte_array(bytes)
+    };
+    let (alone, twin_a, twin_b) = (id(1, 0), id(2, 0), id(2, 1));
+    let rows = [(alone, 5), (twin_a, 6), (twin_b, 7), (twin_a, 9)];
+    let mut batch = SortedBatch::default();
+    for (txid, n) in rows {
+        let t = TxNum(n);
+        // The only id with its prefix gets no `txs` row: it must be found without reading one.
+        if txid != alone {
+            let row = TxRow {
+                txid,
+                offset: 0,
+                len: 1,
+            };
+            batch.put(cf::TXS, TxRow::key(t), row.encode());
+        }
+        batch.put(cf::TXID, TxidKey::encode(&txid, t), []);
+    }
+    store.write(batch.into_write_batch(&store)).unwrap();
+    let lookup = StoreTxNums::new(&store);
+    assert_eq!(lookup.stored_txnum(&alone).unwrap(), Some(TxNum(5)));
+    assert_eq!(lookup.stored_txnum(&twin_b).unwrap(), Some(TxNum(7)));
+    assert_eq!(
+        lookup.stored_txnum(&twin_a).unwrap(),
+        Some(TxNum(9)),
+        "the newest"
+    );
+    assert_eq!(
+        lookup.stored_txnum(&id(2, 2)).unwrap(),
+        None,
+        "a prefix shared, no id"
+    );
+    assert_eq!(lookup.stored_txnum(&id(3, 0)).unwrap(), None);
+    let mut later = SortedBatch::default();
+    later.put(cf::TXID, TxidKey::encode(&id(3, 0), TxNum(10)), []);
+    store.write(later.into_write_batch(&store)).unwrap();
+    assert_eq!(
+        lookup.stored_txnum(&id(3, 0)).unwrap(),
+        None,
+        "written after the cursor"
+    );
+    assert_eq!(
+        StoreTxNums::new(&store).stored_txnum(&id(3, 0)).unwrap(),
+        Some(TxNum(10))
+    );
+}
