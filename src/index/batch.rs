@@ -12,6 +12,9 @@ use crate::store::Store;
 
 /// One row: where its key (and its value, for a put) sit in the family's byte arena.
 struct Row {
+    /// The key's first 8 bytes, big-endian (zero-padded): what orders nearly every pair of
+    /// keys (script hashes, txids) without reading the arena.
+    head: u64,
     key: std::ops::Range<usize>,
     /// `None`: the key is deleted.
     value: Option<std::ops::Range<usize>>,
@@ -31,6 +34,20 @@ impl Family {
         let start = self.bytes.len();
         self.bytes.extend_from_slice(data);
         start..self.bytes.len()
+    }
+
+    fn push_row(&mut self, key: &[u8], value: Option<&[u8]>, fresh: bool) {
+        let mut head = [0u8; 8];
+        let n = key.len().min(8);
+        head[..n].copy_from_slice(&key[..n]);
+        let key = self.push(key);
+        let value = value.map(|v| self.push(v));
+        self.rows.push(Row {
+            head: u64::from_be_bytes(head),
+            key,
+            value,
+            fresh,
+        });
     }
 }
 
@@ -75,21 +92,12 @@ impl SortedBatch {
     }
 
     fn push_put(&mut self, cf: &'static str, key: &[u8], value: &[u8], fresh: bool) {
-        let family = self.family(cf);
-        let key = family.push(key);
-        let value = Some(family.push(value));
-        family.rows.push(Row { key, value, fresh });
+        self.family(cf).push_row(key, Some(value), fresh);
     }
 
     /// Removes `key` from column family `cf`.
     pub fn delete(&mut self, cf: &'static str, key: impl AsRef<[u8]>) {
-        let family = self.family(cf);
-        let key = family.push(key.as_ref());
-        family.rows.push(Row {
-            key,
-            value: None,
-            fresh: false,
-        });
+        self.family(cf).push_row(key.as_ref(), None, false);
     }
 
     /// Every row in the order added, per column family.
@@ -116,7 +124,12 @@ impl SortedBatch {
             mut rows,
         } in self.families
         {
-            rows.sort_by(|a, b| bytes[a.key.clone()].cmp(&bytes[b.key.clone()]));
+            // Stable: one key's operations keep their order. The heads decide most pairs.
+            rows.sort_by(|a, b| {
+                a.head
+                    .cmp(&b.head)
+                    .then_with(|| bytes[a.key.clone()].cmp(&bytes[b.key.clone()]))
+            });
             let handle = store.cf(cf);
             for group in rows.chunk_by(|a, b| bytes[a.key.clone()] == bytes[b.key.clone()]) {
                 // Only a key's last operation counts; none when the key was new to the batch

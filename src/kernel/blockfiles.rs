@@ -165,56 +165,28 @@ impl KernelBlockFiles {
 
     /// Lists the complete block records written since `from`, and the position after the last
     /// one. Stops at the end of written data (zero padding, a partly written record, or the end
-    /// of the newest file).
+    /// of the newest file). Reads only each record's first 88 bytes (magic, size, header), not
+    /// the blocks, nor the zeros Core preallocates files with (up to 16 MiB a scan).
     pub fn scan_from(&self, from: FilePos) -> Result<(Vec<FoundBlock>, FilePos), BlkError> {
         let key = self.key()?;
         let mut found = Vec::new();
         let mut pos = from;
         loop {
             let path = self.path(pos.file);
-            // Only the part after `pos` is read: the rest was scanned before.
-            let mut data = Vec::new();
-            match File::open(&path) {
-                Ok(mut f) => {
-                    let io = |source| BlkError::Io {
-                        path: path.clone(),
-                        source,
-                    };
-                    f.seek(SeekFrom::Start(pos.offset)).map_err(io)?;
-                    f.read_to_end(&mut data).map_err(io)?;
-                }
+            let io = |source| BlkError::Io {
+                path: path.clone(),
+                source,
+            };
+            let file = match File::open(&path) {
+                Ok(f) => f,
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((found, pos)),
                 Err(source) => return Err(BlkError::Io { path, source }),
+            };
+            let file_len = file.metadata().map_err(io)?.len();
+            while let Some(block) = self.record_at(&file, &key, pos, file_len).map_err(io)? {
+                found.push(block);
+                pos.offset = block.at.offset + u64::from(block.len);
             }
-            let base = pos.offset as usize;
-            let mut off = 0usize;
-            while off + 8 <= data.len() {
-                let mut head = [0u8; 8];
-                head.copy_from_slice(&data[off..off + 8]);
-                xor_in_place(&key, &mut head, (base + off) as u64);
-                if head[..4] != self.magic {
-                    break; // zero padding: nothing written here yet
-                }
-                let size = u32::from_le_bytes([head[4], head[5], head[6], head[7]]);
-                let end = off + 8 + size as usize;
-                if !(81..=MAX_BLOCK_SIZE).contains(&size) || end > data.len() {
-                    break;
-                }
-                let mut header = data[off + 8..off + 8 + 80].to_vec();
-                xor_in_place(&key, &mut header, (base + off + 8) as u64);
-                if let Ok(h) = bitcoin::consensus::deserialize::<bitcoin::block::Header>(&header) {
-                    found.push(FoundBlock {
-                        hash: h.block_hash(),
-                        at: FilePos {
-                            file: pos.file,
-                            offset: (base + off + 8) as u64,
-                        },
-                        len: size,
-                    });
-                }
-                off = end;
-            }
-            pos.offset = (base + off) as u64;
             // Core only starts the next file once this one is full.
             if self.path(pos.file + 1).exists() {
                 pos = FilePos {
@@ -225,5 +197,41 @@ impl KernelBlockFiles {
                 return Ok((found, pos));
             }
         }
+    }
+
+    /// The complete block record at `at` in `file` (`file_len` bytes), if one is there: its
+    /// magic, a plausible size, all of it within the file.
+    fn record_at(
+        &self,
+        file: &File,
+        key: &[u8; 8],
+        at: FilePos,
+        file_len: u64,
+    ) -> std::io::Result<Option<FoundBlock>> {
+        use std::os::unix::fs::FileExt;
+        let mut head = [0u8; 8 + 80];
+        if at.offset.saturating_add(head.len() as u64) > file_len {
+            return Ok(None);
+        }
+        file.read_exact_at(&mut head, at.offset)?;
+        xor_in_place(key, &mut head, at.offset);
+        if head[..4] != self.magic {
+            return Ok(None); // zero padding: nothing written here yet
+        }
+        let size = u32::from_le_bytes([head[4], head[5], head[6], head[7]]);
+        let end = at.offset + 8 + u64::from(size);
+        if !(81..=MAX_BLOCK_SIZE).contains(&size) || end > file_len {
+            return Ok(None);
+        }
+        let header: bitcoin::block::Header = bitcoin::consensus::deserialize(&head[8..])
+            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
+        Ok(Some(FoundBlock {
+            hash: header.block_hash(),
+            at: FilePos {
+                file: at.file,
+                offset: at.offset + 8,
+            },
+            len: size,
+        }))
     }
 }
