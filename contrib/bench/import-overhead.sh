@@ -11,6 +11,8 @@
 # (`block_filters = false`) against the index with them instead: the sync cost of filters.
 # With `silent` it compares the index without silent-payment tweaks (the default) against the
 # index with them (`silent_payments = true`): the sync cost of BIP352 tweaks.
+# With `cores` it compares the indexed import pinned to one core (`taskset -c 0`) against the
+# same on both cores; `cores-bare` the same for bare validation: 1 to 2 core scaling.
 # With `neighbour` it compares bare validation alone against bare validation beside a busy loop
 # in another process at the lowest CPU priority (SCHED_IDLE, `chrt -i 0`): what any work on the
 # second core costs validation on this machine, whatever its priority.
@@ -66,6 +68,21 @@ if [ "$MODE" = neighbour ]; then
   }
   unset -f bench_extra
   compare "bare validation" bare "bare validation beside a SCHED_IDLE busy loop" beside_spinner
+  exit 0
+elif [ "$MODE" = cores ] || [ "$MODE" = cores-bare ]; then
+  # The same import pinned to the first core, then on both: how sync time scales from 1 to 2
+  # cores (the kernel's script-check thread, the indexer and its rayon pool, RocksDB's
+  # background threads all share what they are given).
+  flags=""; [ "$MODE" = cores-bare ] && flags=--no-index
+  one() {
+    rm -rf "$WORK/one"
+    start=$(date +%s.%N)
+    taskset -c 0 "$CAIRN" --datadir "$WORK/one" import --quiet --blocks-dir "$CHAIN/blocks" $flags >/dev/null
+    elapsed "$start" "$(date +%s.%N)"
+  }
+  two() { run two $flags; }
+  unset -f bench_extra
+  compare "one core (taskset -c 0)${flags:+ $flags}" one "two cores${flags:+ $flags}" two
   exit 0
 elif [ "$MODE" = filters ]; then
   printf 'block_filters = false\n' > "$WORK/no-filters.toml"

@@ -109,7 +109,7 @@ impl Index {
             .par_iter()
             .enumerate()
             .map(|(i, hash)| {
-                let raw = self.block_bytes(validator, hash)?;
+                let raw = validator.read_block_bytes_by_hash(hash)?;
                 let undo = validator.read_undo_by_hash(hash)?;
                 let extras = Extras {
                     filter: true,

@@ -253,41 +253,6 @@ impl Index {
         Ok(())
     }
 
-    /// The serialized block `hash`: read from the kernel's block files where the scan found it
-    /// (one read; the kernel would decode the block and encode it again, a tenth of the
-    /// indexer's time on the signature-free chain), else from the kernel.
-    fn block_bytes(&self, validator: &Validator, hash: &BlockHash) -> Result<Vec<u8>, IndexError> {
-        match self.block_from_files(hash)? {
-            Some(bytes) => Ok(bytes),
-            None => Ok(validator.read_block_bytes_by_hash(hash)?),
-        }
-    }
-
-    /// The block `hash` from the kernel's files at the position the scan recorded, if there is
-    /// one and the bytes there still start with that block's header; `None` otherwise.
-    fn block_from_files(&self, hash: &BlockHash) -> Result<Option<Vec<u8>>, IndexError> {
-        let Some(files) = &self.block_files else {
-            return Ok(None);
-        };
-        let Some(row) = self.store.get(cf::BLOCKPOS, &BlockPosRow::key(hash))? else {
-            return Ok(None);
-        };
-        let row = BlockPosRow::decode(&row)?;
-        let bytes = match files.read(row.at, row.len) {
-            Ok(bytes) => bytes,
-            Err(e) => {
-                tracing::debug!("block {hash} not read from its file ({e}): asking the kernel");
-                return Ok(None);
-            }
-        };
-        let header = bytes
-            .get(..80)
-            .and_then(|h| bitcoin::consensus::deserialize::<bitcoin::block::Header>(h).ok());
-        Ok(header
-            .is_some_and(|h| h.block_hash() == *hash)
-            .then_some(bytes))
-    }
-
     /// The store.
     pub fn store(&self) -> &Arc<Store> {
         &self.store
@@ -439,8 +404,7 @@ impl Index {
         let prepared: Result<Vec<PreparedBlock>, IndexError> = (next..=end)
             .into_par_iter()
             .map(|h| {
-                let (hash, undo) = validator.read_undo_at(h)?;
-                let raw = self.block_bytes(validator, &hash)?;
+                let (raw, undo) = validator.read_block_with_undo(h)?;
                 Ok(prepare(h as u32, &raw, &undo, self.extras_at(h as u32))?)
             })
             .collect();
@@ -479,6 +443,7 @@ impl Index {
             next_txnum = TxNum(next_txnum.0 + block.txs.len() as u64);
             prev = Some(block.header.block_hash());
         }
+        drop(lookup); // its cursor pins the store as it was: not across the commit
         let Some(last) = blocks.last() else {
             return Ok(true);
         };

@@ -135,7 +135,7 @@ impl Index {
         let built: Result<Vec<Vec<(TxNum, TweakRow)>>, IndexError> = blocks
             .par_iter()
             .map(|(height, hash, first)| {
-                let raw = self.block_bytes(validator, hash)?;
+                let raw = validator.read_block_bytes_by_hash(hash)?;
                 let undo = validator.read_undo_by_hash(hash)?;
                 let block = prepare(*height, &raw, &undo, extras)?;
                 Ok(rows_of(&block, *first))

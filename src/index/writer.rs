@@ -126,7 +126,9 @@ impl<S: StoredTxNums> TxNumLookup<S> {
         })
     }
 
-    /// The TxNum of `txid`; the newest if a txid repeats (mainnet's two BIP30 duplicates).
+    /// The TxNum of `txid`, a transaction the batch or the store holds (a validated block's
+    /// prevout); the newest if a txid repeats (mainnet's two BIP30 duplicates). For a txid
+    /// held by neither, `None`, or rarely another transaction's TxNum (see [`StoreTxNums`]).
     pub fn get(&self, txid: &Txid) -> Result<Option<TxNum>, IndexError> {
         if let Some(n) = self.pending.get(txid) {
             return Ok(Some(*n));

@@ -512,15 +512,6 @@ impl Validator {
         ))
     }
 
-    /// The hash of the block at `height` of the active chain and its undo data, both of the
-    /// same block even if the chain changes meanwhile: for a reader that has the block's bytes
-    /// elsewhere (the index reads them from the block files by hash).
-    pub fn read_undo_at(&self, height: i64) -> Result<(BlockHash, BlockUndo), KernelError> {
-        let entry = self.entry_at(height)?;
-        let hash = to_hash(entry.block_hash().to_bytes());
-        Ok((hash, self.read_entry_undo(&entry)?))
-    }
-
     /// Reads and decodes the block at `height` of the active chain.
     pub fn read_block(&self, height: i64) -> Result<bitcoin::Block, KernelError> {
         let bytes = self.read_block_bytes(height)?;
