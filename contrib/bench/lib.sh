@@ -63,7 +63,16 @@ peer_stack() {
   mkdir -p "$WORK/peer"
   "$BITCOIND" -regtest -datadir="$WORK/peer" -port="$1" -bind=127.0.0.1 -rpcport="$2" -rpcuser=u -rpcpassword=p \
     $(loadblock_args) -daemon -printtoconsole=0 >/dev/null
-  until [ "$("$CLI" -regtest -datadir="$WORK/peer" -rpcport="$2" -rpcuser=u -rpcpassword=p getblockcount 2>/dev/null || echo 0)" = "$BLOCKS" ]; do sleep 0.5; done
+  waited=0
+  until [ "$("$CLI" -regtest -datadir="$WORK/peer" -rpcport="$2" -rpcuser=u -rpcpassword=p getblockcount 2>/dev/null || echo 0)" = "$BLOCKS" ]; do
+    sleep 0.5; waited=$((waited + 1))
+    # Gone (no pid file after 10 s) or still short of the tip after 10 minutes: say why, stop.
+    if [ "$waited" -gt 1200 ] || { [ "$waited" -gt 20 ] && [ ! -f "$WORK/peer/regtest/bitcoind.pid" ]; }; then
+      echo "the peer bitcoind did not load the chain; the end of its log:" >&2
+      tail -20 "$WORK/peer/regtest/debug.log" >&2 || true
+      exit 1
+    fi
+  done
 }
 
 # need_electrs: sets ELECTRS (CAIRN_ELECTRS or /opt/electrs/bin/electrs), installing electrs
