@@ -213,7 +213,13 @@ impl KernelBlockFiles {
         if at.offset.saturating_add(head.len() as u64) > file_len {
             return Ok(None);
         }
-        file.read_exact_at(&mut head, at.offset)?;
+        match file.read_exact_at(&mut head, at.offset) {
+            Ok(()) => {}
+            // Core truncates a finished file's preallocated zeros when it moves to the next
+            // file: what was past the end of the records may be gone since `file_len` was read.
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(None),
+            Err(e) => return Err(e),
+        }
         xor_in_place(key, &mut head, at.offset);
         if head[..4] != self.magic {
             return Ok(None); // zero padding: nothing written here yet
@@ -233,5 +239,48 @@ impl KernelBlockFiles {
             },
             len: size,
         }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A blk file of two records followed by zero padding: both found with their places, the
+    /// scan stops at the zeros, and a length read before Core truncated the file (a stale
+    /// `file_len` past its end) finds nothing rather than failing.
+    #[test]
+    fn the_scan_finds_whole_records_and_stops_at_zeros_or_the_end() {
+        let tmp = tempfile::tempdir().unwrap();
+        let network = bitcoin::Network::Regtest;
+        let magic = network.magic().to_bytes();
+        let block = bitcoin::consensus::serialize(&bitcoin::constants::genesis_block(network));
+        let mut data = Vec::new();
+        for _ in 0..2 {
+            data.extend_from_slice(&magic);
+            data.extend_from_slice(&(block.len() as u32).to_le_bytes());
+            data.extend_from_slice(&block);
+        }
+        let written = data.len() as u64;
+        data.extend_from_slice(&[0u8; 4096]);
+        let path = tmp.path().join("blk00000.dat");
+        std::fs::write(&path, &data).unwrap();
+        let files = KernelBlockFiles::new(tmp.path(), magic);
+        let (found, next) = files.scan_from(FilePos::default()).unwrap();
+        let hash = bitcoin::constants::genesis_block(network).block_hash();
+        assert_eq!(found.len(), 2);
+        assert_eq!(found[1].at.offset, 8 + block.len() as u64 + 8);
+        assert!(found
+            .iter()
+            .all(|b| b.hash == hash && b.len == block.len() as u32));
+        assert_eq!(next.offset, written);
+        assert_eq!(files.read(found[1].at, found[1].len).unwrap(), block);
+        // Again from where it stopped: nothing new.
+        assert_eq!(files.scan_from(next).unwrap(), (Vec::new(), next));
+        // The zeros truncated away after the length was read.
+        std::fs::write(&path, &data[..written as usize]).unwrap();
+        let file = File::open(&path).unwrap();
+        let stale = files.record_at(&file, &[0; 8], next, written + 4096);
+        assert_eq!(stale.unwrap(), None);
     }
 }
