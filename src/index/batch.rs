@@ -154,10 +154,16 @@ mod tests {
     use super::*;
     use crate::store::schema::cf;
 
-    #[test]
-    fn keys_are_sorted_and_one_keys_operations_keep_their_order() {
+    /// An empty store in a folder that lives as long as the first half.
+    fn temp_store() -> (tempfile::TempDir, Store) {
         let tmp = tempfile::tempdir().unwrap();
         let store = Store::open(tmp.path()).unwrap();
+        (tmp, store)
+    }
+
+    #[test]
+    fn keys_are_sorted_and_one_keys_operations_keep_their_order() {
+        let (_tmp, store) = temp_store();
         let mut b = SortedBatch::default();
         b.put(cf::UTXO, [3u8], [1u8]);
         b.put(cf::UTXO, [1u8], [1u8]);
@@ -178,8 +184,7 @@ mod tests {
     /// the store from before).
     #[test]
     fn each_key_goes_once_and_new_keys_deleted_again_not_at_all() {
-        let tmp = tempfile::tempdir().unwrap();
-        let store = Store::open(tmp.path()).unwrap();
+        let (_tmp, store) = temp_store();
         let mut before = SortedBatch::default();
         before.put(cf::UTXO, [5u8], [1u8]);
         store.write(before.into_write_batch(&store)).unwrap();

@@ -67,15 +67,7 @@ impl StoredTxNums for StoreTxNums<'_> {
         if let [only] = candidates[..] {
             return Ok(Some(only));
         }
-        let mut found = None;
-        for txnum in candidates {
-            if let Some(bytes) = self.store.get(cf::TXS, &TxRow::key(txnum))? {
-                if TxRow::decode(&bytes)?.txid == *txid {
-                    found = Some(txnum);
-                }
-            }
-        }
-        Ok(found)
+        newest_with_txid(self.store, None, candidates, txid)
     }
 }
 
@@ -143,10 +135,24 @@ pub fn find_txnum(
     snapshot: Option<&rocksdb::Snapshot<'_>>,
     txid: &Txid,
 ) -> Result<Option<TxNum>, IndexError> {
-    let mut found = None;
+    let mut candidates = Vec::new();
     for item in store.scan_prefix(snapshot, cf::TXID, &TxidKey::prefix(txid)) {
         let (key, _) = item?;
-        let txnum = TxidKey::decode(&key)?;
+        candidates.push(TxidKey::decode(&key)?);
+    }
+    newest_with_txid(store, snapshot, candidates, txid)
+}
+
+/// The last of `candidates` (TxNums in order) whose `txs` row holds `txid`: the newest, if a
+/// txid repeats.
+fn newest_with_txid(
+    store: &Store,
+    snapshot: Option<&rocksdb::Snapshot<'_>>,
+    candidates: Vec<TxNum>,
+    txid: &Txid,
+) -> Result<Option<TxNum>, IndexError> {
+    let mut found = None;
+    for txnum in candidates {
         let row = match snapshot {
             Some(s) => store.get_at(s, cf::TXS, &TxRow::key(txnum))?,
             None => store.get(cf::TXS, &TxRow::key(txnum))?,
