@@ -22,7 +22,7 @@ use cairn::generate::{ChainGenerator, GenerateOptions, SpPayment};
 use cairn::index::{Index, IndexOptions};
 use cairn::kernel::Validator;
 use cairn::mempool::Mempool;
-use cairn::node::runner::IndexRunner;
+use cairn::node::runner::{BulkLoad, IndexRunner};
 use cairn::notify::Notifier;
 use cairn::view::{CacheSettings, ReadModel};
 
@@ -100,6 +100,7 @@ impl Fixture {
             Some((mempool.clone(), None)),
             events,
             notifier.clone(),
+            BulkLoad::WhileDownloading,
         )
         .unwrap();
         let mut econfig = ElectrumConfig::defaults(Network::Regtest);

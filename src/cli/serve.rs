@@ -9,7 +9,7 @@ use anyhow::Result;
 
 use cairn::datadir::space::SpaceWatch;
 use cairn::kernel::{KernelEvent, Validator};
-use cairn::node::runner::IndexRunner;
+use cairn::node::runner::{BulkLoad, IndexRunner};
 use cairn::node::services::Services;
 use cairn::node::{self, Node};
 use cairn::notify::Notifier;
@@ -17,7 +17,8 @@ use cairn::notify::Notifier;
 use super::signals::{signals, Signals};
 
 /// Starts what consumes the kernel's events: the indexer thread when there is an index, else a
-/// thread that only logs them. A serving node (`serving`) also loads its saved mempool.
+/// thread that only logs them. A serving node (`serving`) also loads its saved mempool and logs
+/// its index writes once its initial download is over; otherwise none is logged until the end.
 pub fn start_consumer(
     node: &mut Node,
     notifier: &Notifier,
@@ -38,6 +39,11 @@ pub fn start_consumer(
             }),
             events,
             notifier.clone(),
+            if serving {
+                BulkLoad::WhileDownloading
+            } else {
+                BulkLoad::UntilFinished
+            },
         )?)),
         None => {
             std::thread::Builder::new()

@@ -401,10 +401,15 @@ impl Index {
         kernel_tip: i64,
     ) -> Result<Option<Vec<PreparedBlock>>, IndexError> {
         let end = (next + BATCH_BLOCKS as i64 - 1).min(kernel_tip);
+        let reader = match validator.chain_reader(end) {
+            Ok(reader) => reader,
+            Err(_) if validator.tip().height < end => return Ok(None),
+            Err(e) => return Err(e.into()),
+        };
         let prepared: Result<Vec<PreparedBlock>, IndexError> = (next..=end)
             .into_par_iter()
             .map(|h| {
-                let (raw, undo) = validator.read_block_with_undo(h)?;
+                let (raw, undo) = reader.read_block_with_undo(h)?;
                 Ok(prepare(h as u32, &raw, &undo, self.extras_at(h as u32))?)
             })
             .collect();

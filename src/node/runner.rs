@@ -24,13 +24,15 @@ pub struct IndexRunner {
 
 impl IndexRunner {
     /// Starts the thread; it syncs at once (then loads the mempool saved at `saved_mempool`, if
-    /// given), then syncs on every kernel event (and every 250 ms).
+    /// given), then syncs on every kernel event (and every 250 ms). `bulk` says while the
+    /// index's writes skip RocksDB's log.
     pub fn spawn(
         index: Arc<Index>,
         validator: Arc<Validator>,
         mempool: Option<(Arc<Mempool>, Option<PathBuf>)>,
         events: Receiver<KernelEvent>,
         notifier: Notifier,
+        bulk: BulkLoad,
     ) -> std::io::Result<Self> {
         let stop = Arc::new(AtomicBool::new(false));
         let failure = Arc::new(Mutex::new(None));
@@ -40,7 +42,9 @@ impl IndexRunner {
             .spawn(move || {
                 let result = (|| {
                     let (pool, saved) = mempool.unzip();
+                    let mut bulk = BulkLoadState::start(bulk, &index, &validator)?;
                     let first = index.sync(&validator)?;
+                    bulk.after_sync(&index, &validator)?;
                     if first.connected > 0 || first.disconnected > 0 {
                         notifier.publish(
                             &index,
@@ -53,7 +57,10 @@ impl IndexRunner {
                     if let (Some(pool), Some(path)) = (&pool, saved.flatten()) {
                         load_mempool(pool, &index, &path, &notifier);
                     }
-                    let settle = SettleCompaction::new(first.connected);
+                    let catch_up = CatchUp {
+                        bulk,
+                        settle: SettleCompaction::new(first.connected),
+                    };
                     run(
                         &index,
                         &validator,
@@ -61,7 +68,7 @@ impl IndexRunner {
                         events,
                         &notifier,
                         &stop2,
-                        settle,
+                        catch_up,
                     )
                 })();
                 if let Err(e) = &result {
@@ -109,7 +116,7 @@ fn run(
     events: Receiver<KernelEvent>,
     notifier: &Notifier,
     stop: &AtomicBool,
-    mut settle: SettleCompaction,
+    mut catch_up: CatchUp,
 ) -> Result<Receiver<KernelEvent>, IndexError> {
     let mut pruner = UndoPruner::default();
     let mut kernel_stopped = false;
@@ -119,7 +126,7 @@ fn run(
         let stopping = stop.load(Ordering::SeqCst) || kernel_stopped;
         let stats = index.sync(validator)?;
         pruner.after_sync(index, validator, stats.lowest_undone)?;
-        settle.after_sync(index, validator, stats.connected);
+        catch_up.after_sync(index, validator, stats.connected, stopping)?;
         if stats.connected > 0 || stats.disconnected > 0 {
             let changes = match mempool {
                 Some(pool) => follow_tip(pool, index, stats),
@@ -133,16 +140,113 @@ fn run(
         if stopping {
             return Ok(events);
         }
-        match events.recv_timeout(Duration::from_millis(250)) {
-            Ok(KernelEvent::Fatal(message)) => {
-                tracing::error!("indexer stops: the kernel hit a fatal error: {message}");
-                kernel_stopped = true;
-            }
-            Ok(_) | Err(RecvTimeoutError::Timeout) => {}
-            Err(RecvTimeoutError::Disconnected) => std::thread::sleep(Duration::from_millis(250)),
+        kernel_stopped |= wait_for_events(&events);
+    }
+}
+
+/// Waits for the kernel's next event (at most 250 ms), then takes every event already queued:
+/// one sync for a burst. True if one was the kernel's fatal error.
+fn wait_for_events(events: &Receiver<KernelEvent>) -> bool {
+    let mut fatal = match events.recv_timeout(Duration::from_millis(250)) {
+        Ok(event) => is_fatal(event),
+        Err(RecvTimeoutError::Timeout) => false,
+        Err(RecvTimeoutError::Disconnected) => {
+            std::thread::sleep(Duration::from_millis(250));
+            false
         }
-        // Coalesce a burst of events into one sync.
-        while events.try_recv().is_ok() {}
+    };
+    while let Ok(event) = events.try_recv() {
+        fatal |= is_fatal(event);
+    }
+    fatal
+}
+
+/// Whether the event is the kernel's fatal error (logged).
+fn is_fatal(event: KernelEvent) -> bool {
+    let KernelEvent::Fatal(message) = event else {
+        return false;
+    };
+    tracing::error!("indexer stops: the kernel hit a fatal error: {message}");
+    true
+}
+
+/// While the index's writes skip RocksDB's write-ahead log ([`crate::store::Store::set_bulk_load`]):
+/// a catch-up then writes each row once instead of twice and never waits for a sync, and a
+/// crash costs only the batches since the last flush, which the next start indexes again from
+/// the kernel's blocks (as electrs does during its initial sync, and as Core keeps its coins
+/// cache unflushed during its initial download). Only the indexer thread writes the index, so
+/// no logged write can come between the unlogged ones and the flush that ends them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BulkLoad {
+    /// While the kernel is in its initial download (`cairn run`); logged and synced after.
+    WhileDownloading,
+    /// Until the runner finishes (`cairn import`, `cairn demo`: a catch-up without clients).
+    UntilFinished,
+}
+
+/// What changes once the initial catch-up is over: writes logged again, then one compaction.
+struct CatchUp {
+    bulk: BulkLoadState,
+    settle: SettleCompaction,
+}
+
+impl CatchUp {
+    fn after_sync(
+        &mut self,
+        index: &Index,
+        validator: &Validator,
+        connected: u32,
+        stopping: bool,
+    ) -> Result<(), IndexError> {
+        if stopping {
+            self.bulk.finish(index)?;
+        } else {
+            self.bulk.after_sync(index, validator)?;
+        }
+        let hold = self.bulk.on || stopping;
+        self.settle.after_sync(index, validator, connected, hold);
+        Ok(())
+    }
+}
+
+struct BulkLoadState {
+    when: BulkLoad,
+    /// Whether it is on now.
+    on: bool,
+}
+
+impl BulkLoadState {
+    /// Turns bulk loading on if `when` says so now.
+    fn start(when: BulkLoad, index: &Index, validator: &Validator) -> Result<Self, IndexError> {
+        let on = match when {
+            BulkLoad::UntilFinished => true,
+            BulkLoad::WhileDownloading => validator.initial_download().is_some(),
+        };
+        if on {
+            index.store().set_bulk_load(true)?;
+            tracing::info!("index writes skip the write-ahead log until the initial sync ends");
+        }
+        Ok(BulkLoadState { when, on })
+    }
+
+    /// Ends bulk loading (flushing what it wrote) once the initial download is over.
+    fn after_sync(&mut self, index: &Index, validator: &Validator) -> Result<(), IndexError> {
+        if self.on
+            && self.when == BulkLoad::WhileDownloading
+            && validator.initial_download().is_none()
+        {
+            self.finish(index)?;
+        }
+        Ok(())
+    }
+
+    /// Ends bulk loading now: everything written is flushed, durable once this returns.
+    fn finish(&mut self, index: &Index) -> Result<(), IndexError> {
+        if std::mem::take(&mut self.on) {
+            index.store().set_bulk_load(false)?;
+            tracing::info!("index writes are logged again: the initial sync is flushed");
+        }
+        Ok(())
     }
 }
 
@@ -184,9 +288,12 @@ impl SettleCompaction {
         }
     }
 
-    fn after_sync(&mut self, index: &Index, validator: &Validator, connected: u32) {
+    /// Starts the compaction once it is due; never while bulk loading or stopping (`hold`): a
+    /// catch-up still going on, or nothing after it to compact for.
+    fn after_sync(&mut self, index: &Index, validator: &Validator, connected: u32, hold: bool) {
         self.indexed = self.indexed.saturating_add(u64::from(connected));
         if self.started
+            || hold
             || self.indexed < SETTLE_AFTER_BLOCKS
             || validator.initial_download().is_some()
         {
@@ -282,4 +389,41 @@ fn follow_tip(pool: &Mempool, index: &Index, stats: SyncStats) -> Changes {
         }
     }
     changes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bitcoin::hashes::Hash;
+
+    fn connected(height: i64) -> KernelEvent {
+        KernelEvent::BlockConnected {
+            hash: bitcoin::BlockHash::all_zeros(),
+            height,
+        }
+    }
+
+    #[test]
+    fn a_fatal_error_within_a_burst_of_events_is_seen() {
+        let (tx, rx) = std::sync::mpsc::channel();
+        for event in [
+            connected(1),
+            KernelEvent::Fatal("disk".into()),
+            connected(2),
+        ] {
+            tx.send(event).unwrap();
+        }
+        assert!(wait_for_events(&rx));
+        assert!(rx.try_recv().is_err(), "the whole burst is taken");
+        tx.send(connected(3)).unwrap();
+        assert!(!wait_for_events(&rx));
+    }
+
+    #[test]
+    fn waiting_without_events_ends_after_a_quarter_second() {
+        let (_tx, rx) = std::sync::mpsc::channel::<KernelEvent>();
+        let started = Instant::now();
+        assert!(!wait_for_events(&rx));
+        assert!(started.elapsed() >= Duration::from_millis(250));
+    }
 }

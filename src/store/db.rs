@@ -186,7 +186,8 @@ impl Store {
     /// index resumes from the older tip it then finds, as after any crash. Off: writes use the
     /// log again and everything written in bulk is flushed, durable once this returns. Every
     /// write in between must be a bulk one (a logged write replayed after a crash without the
-    /// unlogged ones before it could be out of order). For `cairn reindex`.
+    /// unlogged ones before it could be out of order). For `cairn reindex`, and the indexer
+    /// thread's catch-ups (`node::runner::BulkLoad`).
     pub fn set_bulk_load(&self, on: bool) -> Result<(), StoreError> {
         self.bulk_load
             .store(on, std::sync::atomic::Ordering::Relaxed);
