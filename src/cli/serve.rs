@@ -17,8 +17,9 @@ use cairn::notify::Notifier;
 use super::signals::{signals, Signals};
 
 /// Starts what consumes the kernel's events: the indexer thread when there is an index, else a
-/// thread that only logs them. A serving node (`serving`) also loads its saved mempool and logs
-/// its index writes once its initial download is over; otherwise none is logged until the end.
+/// thread that only logs them. A serving node (`serving`) also loads its saved mempool, and
+/// writes the index through RocksDB's write-ahead log once its initial download is over;
+/// otherwise (an import) not until the end.
 pub fn start_consumer(
     node: &mut Node,
     notifier: &Notifier,

@@ -425,6 +425,14 @@ impl Index {
         }) {
             prepared.truncate(cut.max(1));
         }
+        // The reader kept to the chain it started on: a reorg to a shorter chain meanwhile
+        // leaves these blocks readable but off the active chain.
+        if let Some(last) = prepared.last() {
+            let height = i64::from(last.height);
+            if validator.hash_at(height) != Some(last.header.block_hash()) {
+                return Ok(None);
+            }
+        }
         Ok(Some(prepared))
     }
 

@@ -472,9 +472,17 @@ impl IndexView<'_> {
     }
 
     /// A confirmed transaction's bytes, read straight from the kernel's block files (no kernel
-    /// lock): the position, the block it names and where that block sits all from this view.
-    /// `None` if the transaction is unknown or the files are not mapped.
-    pub fn raw_tx(&self, txid: &Txid) -> Result<Option<(Vec<u8>, TxPosition)>, QueryError> {
+    /// lock), and decoded: the position, the block it names and where that block sits all from
+    /// this view. `None` if the transaction is unknown, the files are not mapped, or the bytes
+    /// there are not that transaction: they must decode exactly and hash to `txid`. After a
+    /// crash a record can hold other bytes than its header says (Core preallocates its files
+    /// with zeros, so a record's head can reach the disk before its body, and Core may write
+    /// over a record it lost); the caller then asks the kernel. The txid covers everything but
+    /// the witnesses.
+    pub fn raw_tx(
+        &self,
+        txid: &Txid,
+    ) -> Result<Option<(Vec<u8>, bitcoin::Transaction, TxPosition)>, QueryError> {
         let Some(files) = self.index.block_files() else {
             return Ok(None);
         };
@@ -506,7 +514,17 @@ impl IndexView<'_> {
             .read(at, pos.len)
             .map_err(|e| IndexError::BlockFiles(e.to_string()))?;
         self.charge(0, bytes.len())?;
-        Ok(Some((bytes, pos)))
+        match bitcoin::consensus::deserialize::<bitcoin::Transaction>(&bytes) {
+            Ok(tx) if tx.compute_txid() == *txid => Ok(Some((bytes, tx, pos))),
+            _ => {
+                tracing::warn!(
+                    "block {hash}'s record in the block files does not hold transaction {txid} \
+                     where the index expects it (torn or written over after a crash?): read \
+                     through the kernel instead"
+                );
+                Ok(None)
+            }
+        }
     }
 
     /// A confirmed transaction's bytes and position: from the block files directly, through the
@@ -517,8 +535,8 @@ impl IndexView<'_> {
         validator: &crate::kernel::Validator,
         txid: &Txid,
     ) -> Result<Option<(Vec<u8>, TxPosition)>, QueryError> {
-        if let Some(found) = self.raw_tx(txid)? {
-            return Ok(Some(found));
+        if let Some((bytes, _, pos)) = self.raw_tx(txid)? {
+            return Ok(Some((bytes, pos)));
         }
         let Some(pos) = self.tx_position(txid)? else {
             return Ok(None);
@@ -568,15 +586,11 @@ impl IndexView<'_> {
         if self.get(cf::SPENT, &key.encode())?.is_some() {
             return Ok(None);
         }
-        let Some((bytes, pos)) = self.raw_tx(&op.txid)? else {
+        // Unreadable from the files (a torn record): unknown, so a spend of it is refused, never
+        // accepted on wrong bytes.
+        let Some((_, tx, pos)) = self.raw_tx(&op.txid)? else {
             return Ok(None);
         };
-        let tx: bitcoin::Transaction = bitcoin::consensus::deserialize(&bytes).map_err(|e| {
-            IndexError::Inconsistent(format!(
-                "stored transaction {} does not decode: {e}",
-                op.txid
-            ))
-        })?;
         let Some(out) = tx.output.get(op.vout as usize) else {
             return Ok(None);
         };

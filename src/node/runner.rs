@@ -14,6 +14,7 @@ use crate::index::{Index, IndexError, SyncStats};
 use crate::kernel::{KernelEvent, Validator};
 use crate::mempool::Mempool;
 use crate::notify::{Changes, Notifier};
+use crate::store::Store;
 
 /// A running indexer thread.
 pub struct IndexRunner {
@@ -44,7 +45,7 @@ impl IndexRunner {
                     let (pool, saved) = mempool.unzip();
                     let mut bulk = BulkLoadState::start(bulk, &index, &validator)?;
                     let first = index.sync(&validator)?;
-                    bulk.after_sync(&index, &validator)?;
+                    bulk.after_sync(&validator)?;
                     if first.connected > 0 || first.disconnected > 0 {
                         notifier.publish(
                             &index,
@@ -148,7 +149,7 @@ fn run(
 /// one sync for a burst. True if one was the kernel's fatal error.
 fn wait_for_events(events: &Receiver<KernelEvent>) -> bool {
     let mut fatal = match events.recv_timeout(Duration::from_millis(250)) {
-        Ok(event) => is_fatal(event),
+        Ok(event) => note_fatal(event),
         Err(RecvTimeoutError::Timeout) => false,
         Err(RecvTimeoutError::Disconnected) => {
             std::thread::sleep(Duration::from_millis(250));
@@ -156,13 +157,13 @@ fn wait_for_events(events: &Receiver<KernelEvent>) -> bool {
         }
     };
     while let Ok(event) = events.try_recv() {
-        fatal |= is_fatal(event);
+        fatal |= note_fatal(event);
     }
     fatal
 }
 
-/// Whether the event is the kernel's fatal error (logged).
-fn is_fatal(event: KernelEvent) -> bool {
+/// Logs the kernel's fatal error; true if the event is one.
+fn note_fatal(event: KernelEvent) -> bool {
     let KernelEvent::Fatal(message) = event else {
         return false;
     };
@@ -199,9 +200,9 @@ impl CatchUp {
         stopping: bool,
     ) -> Result<(), IndexError> {
         if stopping {
-            self.bulk.finish(index)?;
+            self.bulk.finish()?;
         } else {
-            self.bulk.after_sync(index, validator)?;
+            self.bulk.after_sync(validator)?;
         }
         let hold = self.bulk.on || stopping;
         self.settle.after_sync(index, validator, connected, hold);
@@ -209,8 +210,11 @@ impl CatchUp {
     }
 }
 
+/// Bulk loading as the runner drives it; ended (flushed) when dropped, also when the thread
+/// ends on an error.
 struct BulkLoadState {
     when: BulkLoad,
+    store: Arc<Store>,
     /// Whether it is on now.
     on: bool,
 }
@@ -222,31 +226,40 @@ impl BulkLoadState {
             BulkLoad::UntilFinished => true,
             BulkLoad::WhileDownloading => validator.initial_download().is_some(),
         };
+        let store = index.store().clone();
         if on {
-            index.store().set_bulk_load(true)?;
+            store.set_bulk_load(true)?;
             tracing::info!("index writes skip the write-ahead log until the initial sync ends");
         }
-        Ok(BulkLoadState { when, on })
+        Ok(BulkLoadState { when, store, on })
     }
 
     /// Ends bulk loading (flushing what it wrote) once the initial download is over.
-    fn after_sync(&mut self, index: &Index, validator: &Validator) -> Result<(), IndexError> {
+    fn after_sync(&mut self, validator: &Validator) -> Result<(), IndexError> {
         if self.on
             && self.when == BulkLoad::WhileDownloading
             && validator.initial_download().is_none()
         {
-            self.finish(index)?;
+            self.finish()?;
         }
         Ok(())
     }
 
     /// Ends bulk loading now: everything written is flushed, durable once this returns.
-    fn finish(&mut self, index: &Index) -> Result<(), IndexError> {
+    fn finish(&mut self) -> Result<(), IndexError> {
         if std::mem::take(&mut self.on) {
-            index.store().set_bulk_load(false)?;
+            self.store.set_bulk_load(false)?;
             tracing::info!("index writes are logged again: the initial sync is flushed");
         }
         Ok(())
+    }
+}
+
+impl Drop for BulkLoadState {
+    fn drop(&mut self) {
+        if let Err(e) = self.finish() {
+            tracing::warn!("the index's bulk-loaded writes were not flushed: {e}");
+        }
     }
 }
 
