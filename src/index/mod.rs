@@ -634,8 +634,9 @@ impl Index {
 
     /// Every row of the logical index, for comparing two indexes in tests: all column families
     /// but the map of the kernel's block files (`blockpos`, `meta/blkscan`), which depends on
-    /// the order blocks reached the kernel, not on the chain, and the `undo` rows, which depend on
-    /// when the kernel last wrote its state.
+    /// the order blocks reached the kernel, not on the chain, and the `undo` rows and the mark
+    /// of a compaction due (`meta/unsettled`), which depend on when the kernel last wrote its
+    /// state and on when the process stopped.
     pub fn dump(&self) -> Result<Vec<(&'static str, Vec<(Box<[u8]>, Box<[u8]>)>)>, IndexError> {
         let mut out = Vec::new();
         for name in cf::ALL {
@@ -645,9 +646,10 @@ impl Index {
             let rows: Result<Vec<_>, _> = self
                 .store
                 .scan_prefix(None, name, &[])
-                .filter(
-                    |item| !matches!(item, Ok((k, _)) if name == cf::META && &**k == meta::BLKSCAN),
-                )
+                .filter(|item| {
+                    !matches!(item, Ok((k, _)) if name == cf::META
+                        && [meta::BLKSCAN, meta::UNSETTLED].contains(&&**k))
+                })
                 .collect();
             out.push((name, rows?));
         }

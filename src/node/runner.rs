@@ -14,6 +14,7 @@ use crate::index::{Index, IndexError, SyncStats};
 use crate::kernel::{KernelEvent, Validator};
 use crate::mempool::Mempool;
 use crate::notify::{Changes, Notifier};
+use crate::store::schema::{cf, meta};
 use crate::store::Store;
 
 /// A running indexer thread.
@@ -60,7 +61,7 @@ impl IndexRunner {
                     }
                     let catch_up = CatchUp {
                         bulk,
-                        settle: SettleCompaction::new(first.connected),
+                        settle: SettleCompaction::new(&index, first.connected),
                     };
                     run(
                         &index,
@@ -205,8 +206,7 @@ impl CatchUp {
             self.bulk.after_sync(validator)?;
         }
         let hold = self.bulk.on || stopping;
-        self.settle.after_sync(index, validator, connected, hold);
-        Ok(())
+        self.settle.after_sync(index, validator, connected, hold)
     }
 }
 
@@ -286,31 +286,46 @@ const SETTLE_AFTER_BLOCKS: u64 = 1_000;
 /// download after indexing [`SETTLE_AFTER_BLOCKS`] or more blocks (once per process, as electrs
 /// does after its initial sync): rows deleted or rewritten during the catch-up (spent outputs,
 /// undo rows) then leave the files, and every file gets the last level's compression. Until
-/// then RocksDB compacts as it sees fit; a stop meanwhile abandons the compaction safely.
+/// then RocksDB compacts as it sees fit. A catch-up that ends before its compaction (an import,
+/// a stop) leaves `meta/unsettled`, and the next run compacts once out of the initial download.
 struct SettleCompaction {
     indexed: u64,
+    /// `meta/unsettled` is in the store.
+    marked: bool,
     started: bool,
 }
 
 impl SettleCompaction {
-    /// Counts `connected` blocks already indexed (the first sync's).
-    fn new(connected: u32) -> Self {
+    /// Counts `connected` blocks already indexed (the first sync's), and whether an earlier
+    /// catch-up left its compaction due.
+    fn new(index: &Index, connected: u32) -> Self {
+        let marked = matches!(index.store().get(cf::META, meta::UNSETTLED), Ok(Some(_)));
         SettleCompaction {
             indexed: u64::from(connected),
+            marked,
             started: false,
         }
     }
 
     /// Starts the compaction once it is due; never while bulk loading or stopping (`hold`): a
-    /// catch-up still going on, or nothing after it to compact for.
-    fn after_sync(&mut self, index: &Index, validator: &Validator, connected: u32, hold: bool) {
+    /// catch-up still going on, or nothing after it to compact for. A due one is marked first.
+    fn after_sync(
+        &mut self,
+        index: &Index,
+        validator: &Validator,
+        connected: u32,
+        hold: bool,
+    ) -> Result<(), IndexError> {
         self.indexed = self.indexed.saturating_add(u64::from(connected));
-        if self.started
-            || hold
-            || self.indexed < SETTLE_AFTER_BLOCKS
-            || validator.initial_download().is_some()
-        {
-            return;
+        if self.started || !(self.marked || self.indexed >= SETTLE_AFTER_BLOCKS) {
+            return Ok(());
+        }
+        if !self.marked {
+            set_unsettled(index.store(), true)?;
+            self.marked = true;
+        }
+        if hold || validator.initial_download().is_some() {
+            return Ok(());
         }
         self.started = true;
         let store = index.store().clone();
@@ -321,6 +336,11 @@ impl SettleCompaction {
                 let before: u64 = store.disk_bytes().iter().map(|(_, b)| b).sum();
                 store.compact();
                 let after: u64 = store.disk_bytes().iter().map(|(_, b)| b).sum();
+                // Bulk loading is over for this process (it never turns on again), so this
+                // logged write cannot land among unlogged ones.
+                if let Err(e) = set_unsettled(&store, false) {
+                    tracing::warn!("the index's compaction is done but not marked so: {e}");
+                }
                 tracing::info!(
                     "index compacted after the initial sync: {before} to {after} bytes in {:.1} s",
                     started.elapsed().as_secs_f64()
@@ -329,7 +349,19 @@ impl SettleCompaction {
         if let Err(e) = compaction {
             tracing::warn!("the index's compaction did not start: {e}");
         }
+        Ok(())
     }
+}
+
+/// Writes or deletes `meta/unsettled`.
+fn set_unsettled(store: &Store, due: bool) -> Result<(), crate::store::StoreError> {
+    let mut batch = rocksdb::WriteBatch::default();
+    if due {
+        batch.put_cf(store.cf(cf::META), meta::UNSETTLED, []);
+    } else {
+        batch.delete_cf(store.cf(cf::META), meta::UNSETTLED);
+    }
+    store.write(batch)
 }
 
 /// Deletes the index's `undo` rows of blocks the kernel certainly has on disk: at start, up to

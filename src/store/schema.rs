@@ -92,6 +92,10 @@ pub mod meta {
     /// upgraded from version 3: tweaks are neither written nor served, and turning them on
     /// builds them all. Empty value.
     pub const TWEAKS_OFF: &[u8] = b"tweaks_off";
+    /// Present after a catch-up long enough to compact the whole index for, until that
+    /// compaction has run (an import's is left to the next `cairn run`). Empty value; a store
+    /// without it (every older one) has nothing due.
+    pub const UNSETTLED: &[u8] = b"unsettled";
 }
 
 /// `meta/blkscan`: the position in the kernel's block files up to which every record is in
