@@ -276,7 +276,7 @@ fn readers_see_whole_commits_during_a_reorg_and_never_hold_up_the_writer() {
 /// its files with zeros, so a record's head can reach the disk before its body, and Core may
 /// write over a record it lost. Such a record of the tip block, written where the next one
 /// goes (the index maps it, as it would after a restart), is never served: the bytes are read
-/// through the kernel instead, and an output in it counts as unknown, not as zeros.
+/// through the kernel instead (the output of one too), never the zeros.
 #[test]
 fn a_torn_record_of_a_block_is_never_served_as_its_transactions() {
     use cairn::kernel::blockfiles::{read_xor_key, xor_in_place, FilePos, KernelBlockFiles};
@@ -297,6 +297,20 @@ fn a_torn_record_of_a_block_is_never_served_as_its_transactions() {
     let txid = tx.compute_txid();
     let good = serialize(tx);
     assert_eq!(index.reader().raw_tx(&txid).unwrap().unwrap().0, good);
+    let spent_in_tip: Vec<bitcoin::OutPoint> = tip
+        .txdata
+        .iter()
+        .flat_map(|t| t.input.iter().map(|i| i.previous_output))
+        .collect();
+    let op = tip.txdata[1..]
+        .iter()
+        .flat_map(|t| {
+            let txid = t.compute_txid();
+            (0..t.output.len() as u32).map(move |vout| bitcoin::OutPoint { txid, vout })
+        })
+        .find(|op| !spent_in_tip.contains(op))
+        .expect("an output the tip block leaves unspent");
+    assert!(index.confirmed_unspent(&op).unwrap().is_some());
 
     // The tip block's head (magic, size, header) and zeros for its body, after the last record.
     let dir = tmp.path().join("kernel/blocks");
@@ -326,6 +340,16 @@ fn a_torn_record_of_a_block_is_never_served_as_its_transactions() {
         .unwrap()
         .expect("read through the kernel");
     assert_eq!(bytes, good);
-    let op = bitcoin::OutPoint { txid, vout: 0 };
-    assert_eq!(index.confirmed_unspent(&op).unwrap(), None);
+    // Without a kernel to read through, an error; with one, the output.
+    let err = index.confirmed_unspent(&op).unwrap_err().to_string();
+    assert!(err.contains("not readable from the block files"), "{err}");
+    let v = Arc::new(v);
+    index.read_through(&v);
+    let want = tip
+        .txdata
+        .iter()
+        .find(|t| t.compute_txid() == op.txid)
+        .map(|t| t.output[op.vout as usize].clone());
+    let got = index.confirmed_unspent(&op).unwrap().map(|(out, _, _)| out);
+    assert_eq!(got, want);
 }

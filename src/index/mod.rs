@@ -109,6 +109,9 @@ pub struct Index {
     filters: bool,
     /// The height from which silent-payment tweaks are built and served, if they are.
     tweaks_from: Option<u32>,
+    /// The kernel that reads what the block files cannot give ([`Index::read_through`]); not
+    /// owned, so it closes when its node closes.
+    kernel: std::sync::OnceLock<std::sync::Weak<Validator>>,
 }
 
 /// What an index builds beside the rows every block has.
@@ -209,7 +212,19 @@ impl Index {
             block_files,
             filters,
             tweaks_from,
+            kernel: Default::default(),
         })
+    }
+
+    /// Transactions the block files cannot give (a block not mapped, or a record torn by a
+    /// crash) are read through `validator` from then on (once set, kept).
+    pub fn read_through(&self, validator: &Arc<Validator>) {
+        let _ = self.kernel.set(Arc::downgrade(validator));
+    }
+
+    /// The kernel given to [`Index::read_through`], while it is open.
+    pub(crate) fn kernel(&self) -> Option<Arc<Validator>> {
+        self.kernel.get().and_then(std::sync::Weak::upgrade)
     }
 
     /// The kernel's block files, when the index reads them directly.

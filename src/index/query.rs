@@ -538,6 +538,15 @@ impl IndexView<'_> {
         if let Some((bytes, _, pos)) = self.raw_tx(txid)? {
             return Ok(Some((bytes, pos)));
         }
+        self.tx_through_kernel(validator, txid)
+    }
+
+    /// A confirmed transaction's bytes read through the kernel (the whole block, charged).
+    fn tx_through_kernel(
+        &self,
+        validator: &crate::kernel::Validator,
+        txid: &Txid,
+    ) -> Result<Option<(Vec<u8>, TxPosition)>, QueryError> {
         let Some(pos) = self.tx_position(txid)? else {
             return Ok(None);
         };
@@ -586,10 +595,12 @@ impl IndexView<'_> {
         if self.get(cf::SPENT, &key.encode())?.is_some() {
             return Ok(None);
         }
-        // Unreadable from the files (a torn record): unknown, so a spend of it is refused, never
-        // accepted on wrong bytes.
-        let Some((_, tx, pos)) = self.raw_tx(&op.txid)? else {
-            return Ok(None);
+        let (tx, pos) = match self.raw_tx(&op.txid)? {
+            Some((_, tx, pos)) => (tx, pos),
+            None => match self.confirmed_tx_through_kernel(&op.txid)? {
+                Some(found) => found,
+                None => return Ok(None),
+            },
         };
         let Some(out) = tx.output.get(op.vout as usize) else {
             return Ok(None);
@@ -598,6 +609,28 @@ impl IndexView<'_> {
             return Ok(None);
         }
         Ok(Some((out.clone(), pos.height, pos.pos == 0)))
+    }
+
+    /// A confirmed transaction the block files could not give (unmapped, or a record torn by
+    /// a crash), decoded, read through the index's kernel; an error without one: never "no such
+    /// transaction", never wrong bytes.
+    fn confirmed_tx_through_kernel(
+        &self,
+        txid: &Txid,
+    ) -> Result<Option<(bitcoin::Transaction, TxPosition)>, QueryError> {
+        let Some(kernel) = self.index.kernel() else {
+            return Err(IndexError::BlockFiles(format!(
+                "transaction {txid} is confirmed but not readable from the block files"
+            ))
+            .into());
+        };
+        let Some((bytes, pos)) = self.tx_through_kernel(&kernel, txid)? else {
+            return Ok(None);
+        };
+        let tx = bitcoin::consensus::deserialize(&bytes).map_err(|e| {
+            IndexError::Inconsistent(format!("transaction {txid} does not decode: {e}"))
+        })?;
+        Ok(Some((tx, pos)))
     }
 
     /// The txids of a block, in block order.

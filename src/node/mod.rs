@@ -87,8 +87,9 @@ impl Node {
             script_threads: settings.kernel_script_threads,
         };
         let (validator, events) = Validator::open(&config)?;
+        let validator = Arc::new(validator);
         let index = match with_index {
-            true => Some(open_index(&datadir, &settings)?),
+            true => Some(open_index(&datadir, &settings, &validator)?),
             false => None,
         };
         let mempool = index
@@ -101,7 +102,7 @@ impl Node {
         Ok(Node {
             settings,
             datadir,
-            validator: Arc::new(validator),
+            validator,
             events: Some(events),
             index,
             mempool,
@@ -130,7 +131,7 @@ impl Node {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => return Err(io(&dir)(e).into()),
         }
-        let index = open_index(&self.datadir, &self.settings)?;
+        let index = open_index(&self.datadir, &self.settings, &self.validator)?;
         self.index = Some(index.clone());
         self.mempool = Some(Arc::new(Mempool::new(self.settings.mempool)));
         Ok(index)
@@ -185,8 +186,13 @@ impl Node {
     }
 }
 
-/// Opens (or creates) the data folder's index store with the configured cache and filters.
-fn open_index(datadir: &DataDir, settings: &Settings) -> Result<Arc<Index>, NodeError> {
+/// Opens (or creates) the data folder's index store with the configured cache and filters;
+/// what the block files cannot give it reads through `validator`.
+fn open_index(
+    datadir: &DataDir,
+    settings: &Settings,
+    validator: &Arc<Validator>,
+) -> Result<Arc<Index>, NodeError> {
     let store = Arc::new(Store::open_with_cache(
         &datadir.index_dir(),
         settings.index_cache_bytes,
@@ -198,11 +204,9 @@ fn open_index(datadir: &DataDir, settings: &Settings) -> Result<Arc<Index>, Node
             .silent_payments
             .then(|| silent_payments::first_height(settings.network)),
     };
-    Ok(Arc::new(Index::open_with_options(
-        store,
-        Some(files),
-        options,
-    )?))
+    let index = Index::open_with_options(store, Some(files), options)?;
+    index.read_through(validator);
+    Ok(Arc::new(index))
 }
 
 /// Deletes a folder and what it holds; nothing there is not an error.
