@@ -444,7 +444,11 @@ fn reindex(settings: Settings, json: bool) -> Result<()> {
     let synced = index.sync(&node.validator);
     done.store(true, std::sync::atomic::Ordering::SeqCst);
     let _ = progress.join();
-    synced?;
+    let stats = synced?;
+    // Left to the next run, as after an import.
+    if u64::from(stats.connected) >= cairn::node::runner::SETTLE_AFTER_BLOCKS {
+        cairn::node::runner::set_unsettled(index.store(), true)?;
+    }
     index.store().set_bulk_load(false)?;
     let seconds = started.elapsed().as_secs_f64();
     let txs = index.with_chain(|c| c.next_txnum().0);

@@ -279,9 +279,6 @@ fn readers_see_whole_commits_during_a_reorg_and_never_hold_up_the_writer() {
 /// through the kernel instead (the output of one too), never the zeros.
 #[test]
 fn a_torn_record_of_a_block_is_never_served_as_its_transactions() {
-    use cairn::kernel::blockfiles::{read_xor_key, xor_in_place, FilePos, KernelBlockFiles};
-    use std::os::unix::fs::FileExt;
-
     let tmp = tempfile::tempdir().unwrap();
     let (v, index) = open(tmp.path());
     let mut gen = ChainGenerator::new(GenerateOptions {
@@ -312,22 +309,7 @@ fn a_torn_record_of_a_block_is_never_served_as_its_transactions() {
         .expect("an output the tip block leaves unspent");
     assert!(index.confirmed_unspent(&op).unwrap().is_some());
 
-    // The tip block's head (magic, size, header) and zeros for its body, after the last record.
-    let dir = tmp.path().join("kernel/blocks");
-    let (_, next) = KernelBlockFiles::new(&dir, Network::Regtest.magic())
-        .scan_from(FilePos::default())
-        .unwrap();
-    let raw = serialize(tip);
-    let mut record = Network::Regtest.magic().to_vec();
-    record.extend_from_slice(&(raw.len() as u32).to_le_bytes());
-    record.extend_from_slice(&raw[..80]);
-    record.resize(8 + raw.len(), 0);
-    xor_in_place(&read_xor_key(&dir).unwrap(), &mut record, next.offset);
-    let file = std::fs::OpenOptions::new()
-        .write(true)
-        .open(dir.join(format!("blk{:05}.dat", next.file)))
-        .unwrap();
-    file.write_all_at(&record, next.offset).unwrap();
+    tear_record_after_the_last(&tmp.path().join("kernel/blocks"), tip);
     index.sync(&v).unwrap(); // maps the torn record: the later of two with the same hash
 
     assert!(
@@ -352,4 +334,26 @@ fn a_torn_record_of_a_block_is_never_served_as_its_transactions() {
         .map(|t| t.output[op.vout as usize].clone());
     let got = index.confirmed_unspent(&op).unwrap().map(|(out, _, _)| out);
     assert_eq!(got, want);
+}
+
+/// Writes `block`'s head (magic, size, header) and zeros for its body where the kernel's next
+/// record would go: a record torn by a crash.
+fn tear_record_after_the_last(dir: &Path, block: &Block) {
+    use cairn::kernel::blockfiles::{read_xor_key, xor_in_place, FilePos, KernelBlockFiles};
+    use std::os::unix::fs::FileExt;
+
+    let (_, next) = KernelBlockFiles::new(dir, Network::Regtest.magic())
+        .scan_from(FilePos::default())
+        .unwrap();
+    let raw = serialize(block);
+    let mut record = Network::Regtest.magic().to_vec();
+    record.extend_from_slice(&(raw.len() as u32).to_le_bytes());
+    record.extend_from_slice(&raw[..80]);
+    record.resize(8 + raw.len(), 0);
+    xor_in_place(&read_xor_key(dir).unwrap(), &mut record, next.offset);
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .open(dir.join(format!("blk{:05}.dat", next.file)))
+        .unwrap();
+    file.write_all_at(&record, next.offset).unwrap();
 }

@@ -190,6 +190,20 @@ fn a_long_catch_up_ends_with_the_index_compacted() {
         cairn::store::schema::meta::UNSETTLED,
     );
     assert_eq!(mark.unwrap(), None, "the compaction is still marked due");
+    drop(store);
+    // A reindex of as many blocks leaves it due again, for the next run.
+    let out = cairn(&indexed).arg("reindex").output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let store = cairn::store::Store::open(&indexed.join("regtest/index")).unwrap();
+    let mark = store.get(
+        cairn::store::schema::cf::META,
+        cairn::store::schema::meta::UNSETTLED,
+    );
+    assert!(mark.unwrap().is_some(), "a reindex left no compaction due");
     eprintln!("after the import: {line}");
 }
 

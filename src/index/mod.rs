@@ -112,6 +112,9 @@ pub struct Index {
     /// The kernel that reads what the block files cannot give ([`Index::read_through`]); not
     /// owned, so it closes when its node closes.
     kernel: std::sync::OnceLock<std::sync::Weak<Validator>>,
+    /// The last block read through the kernel for a transaction (one block: the inputs of a
+    /// transaction into one torn block read it once, not once each).
+    kernel_block: std::sync::Mutex<Option<(BlockHash, Arc<Vec<u8>>)>>,
 }
 
 /// What an index builds beside the rows every block has.
@@ -213,6 +216,7 @@ impl Index {
             filters,
             tweaks_from,
             kernel: Default::default(),
+            kernel_block: Default::default(),
         })
     }
 
@@ -220,6 +224,34 @@ impl Index {
     /// crash) are read through `validator` from then on (once set, kept).
     pub fn read_through(&self, validator: &Arc<Validator>) {
         let _ = self.kernel.set(Arc::downgrade(validator));
+    }
+
+    /// The serialized block `hash` read through `validator`, or the same block read last.
+    pub(crate) fn kernel_block(
+        &self,
+        validator: &Validator,
+        hash: &BlockHash,
+    ) -> Result<Arc<Vec<u8>>, IndexError> {
+        let last = || {
+            self.kernel_block
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+        };
+        if let Some((held, bytes)) = &*last() {
+            if held == hash {
+                return Ok(bytes.clone());
+            }
+        }
+        // Read without the lock: other requests do not wait for this one.
+        let bytes = Arc::new(validator.read_block_bytes_by_hash(hash)?);
+        if self.block_files.is_some() {
+            tracing::warn!(
+                "block {hash} read through the kernel: the block files do not hold it where the \
+                 index maps it (a record torn or written over after a crash?)"
+            );
+        }
+        *last() = Some((*hash, bytes.clone()));
+        Ok(bytes)
     }
 
     /// The kernel given to [`Index::read_through`], while it is open.

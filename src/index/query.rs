@@ -516,14 +516,8 @@ impl IndexView<'_> {
         self.charge(0, bytes.len())?;
         match bitcoin::consensus::deserialize::<bitcoin::Transaction>(&bytes) {
             Ok(tx) if tx.compute_txid() == *txid => Ok(Some((bytes, tx, pos))),
-            _ => {
-                tracing::warn!(
-                    "block {hash}'s record in the block files does not hold transaction {txid} \
-                     where the index expects it (torn or written over after a crash?): read \
-                     through the kernel instead"
-                );
-                Ok(None)
-            }
+            // Logged once per block, when the kernel reads it instead.
+            _ => Ok(None),
         }
     }
 
@@ -535,31 +529,39 @@ impl IndexView<'_> {
         validator: &crate::kernel::Validator,
         txid: &Txid,
     ) -> Result<Option<(Vec<u8>, TxPosition)>, QueryError> {
-        if let Some((bytes, _, pos)) = self.raw_tx(txid)? {
-            return Ok(Some((bytes, pos)));
-        }
-        self.tx_through_kernel(validator, txid)
+        let found = match self.raw_tx(txid)? {
+            Some(found) => Some(found),
+            None => self.tx_through_kernel(validator, txid)?,
+        };
+        Ok(found.map(|(bytes, _, pos)| (bytes, pos)))
     }
 
-    /// A confirmed transaction's bytes read through the kernel (the whole block, charged).
+    /// A confirmed transaction read through the kernel, bytes and decoded: from the block this
+    /// view has at its height (not whatever the kernel's chain has there now), checked against
+    /// `txid`, the whole block charged.
     fn tx_through_kernel(
         &self,
         validator: &crate::kernel::Validator,
         txid: &Txid,
-    ) -> Result<Option<(Vec<u8>, TxPosition)>, QueryError> {
+    ) -> Result<Option<(Vec<u8>, bitcoin::Transaction, TxPosition)>, QueryError> {
         let Some(pos) = self.tx_position(txid)? else {
             return Ok(None);
         };
-        let block = validator
-            .read_block_bytes(i64::from(pos.height))
-            .map_err(IndexError::from)?;
+        let Some(hash) = self.chain.hash(pos.height) else {
+            return Ok(None);
+        };
+        let block = self.index.kernel_block(validator, &hash)?;
         self.charge(0, block.len())?;
+        let wrong = |what: &str| IndexError::Inconsistent(format!("transaction {txid} {what}"));
         let bytes = block
             .get(pos.offset as usize..pos.offset as usize + pos.len as usize)
-            .ok_or_else(|| {
-                IndexError::Inconsistent(format!("transaction {txid} lies outside its block"))
-            })?;
-        Ok(Some((bytes.to_vec(), pos)))
+            .ok_or_else(|| wrong("lies outside its block"))?;
+        let tx: bitcoin::Transaction = bitcoin::consensus::deserialize(bytes)
+            .map_err(|e| wrong(&format!("does not decode from its block: {e}")))?;
+        if tx.compute_txid() != *txid {
+            return Err(wrong("is not where the index places it in its block").into());
+        }
+        Ok(Some((bytes.to_vec(), tx, pos)))
     }
 
     /// Whether a confirmed transaction has this output and nothing in the chain spends it
@@ -624,13 +626,9 @@ impl IndexView<'_> {
             ))
             .into());
         };
-        let Some((bytes, pos)) = self.tx_through_kernel(&kernel, txid)? else {
-            return Ok(None);
-        };
-        let tx = bitcoin::consensus::deserialize(&bytes).map_err(|e| {
-            IndexError::Inconsistent(format!("transaction {txid} does not decode: {e}"))
-        })?;
-        Ok(Some((tx, pos)))
+        Ok(self
+            .tx_through_kernel(&kernel, txid)?
+            .map(|(_, tx, pos)| (tx, pos)))
     }
 
     /// The txids of a block, in block order.

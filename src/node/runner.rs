@@ -61,7 +61,7 @@ impl IndexRunner {
                     }
                     let catch_up = CatchUp {
                         bulk,
-                        settle: SettleCompaction::new(&index, first.connected),
+                        settle: SettleCompaction::new(&index, first.connected)?,
                     };
                     run(
                         &index,
@@ -280,7 +280,7 @@ fn load_mempool(pool: &Mempool, index: &Index, path: &std::path::Path, notifier:
 }
 
 /// Blocks indexed in one catch-up after which the whole index is compacted once it is done.
-const SETTLE_AFTER_BLOCKS: u64 = 1_000;
+pub const SETTLE_AFTER_BLOCKS: u64 = 1_000;
 
 /// Compacts the whole index, in a thread of its own, once the node has left its initial
 /// download after indexing [`SETTLE_AFTER_BLOCKS`] or more blocks (once per process, as electrs
@@ -292,23 +292,25 @@ struct SettleCompaction {
     indexed: u64,
     /// `meta/unsettled` is in the store.
     marked: bool,
-    started: bool,
+    /// Set by the compaction's thread when it is done (the mark is deleted here, on the
+    /// indexer thread, the index's only writer).
+    done: Option<Arc<AtomicBool>>,
 }
 
 impl SettleCompaction {
     /// Counts `connected` blocks already indexed (the first sync's), and whether an earlier
     /// catch-up left its compaction due.
-    fn new(index: &Index, connected: u32) -> Self {
-        let marked = matches!(index.store().get(cf::META, meta::UNSETTLED), Ok(Some(_)));
-        SettleCompaction {
+    fn new(index: &Index, connected: u32) -> Result<Self, IndexError> {
+        Ok(SettleCompaction {
             indexed: u64::from(connected),
-            marked,
-            started: false,
-        }
+            marked: index.store().get(cf::META, meta::UNSETTLED)?.is_some(),
+            done: None,
+        })
     }
 
     /// Starts the compaction once it is due; never while bulk loading or stopping (`hold`): a
-    /// catch-up still going on, or nothing after it to compact for. A due one is marked first.
+    /// catch-up still going on, or nothing after it to compact for. A due one is marked first,
+    /// and unmarked once done.
     fn after_sync(
         &mut self,
         index: &Index,
@@ -317,7 +319,14 @@ impl SettleCompaction {
         hold: bool,
     ) -> Result<(), IndexError> {
         self.indexed = self.indexed.saturating_add(u64::from(connected));
-        if self.started || !(self.marked || self.indexed >= SETTLE_AFTER_BLOCKS) {
+        if let Some(done) = &self.done {
+            if self.marked && done.load(Ordering::SeqCst) {
+                set_unsettled(index.store(), false)?;
+                self.marked = false;
+            }
+            return Ok(());
+        }
+        if !(self.marked || self.indexed >= SETTLE_AFTER_BLOCKS) {
             return Ok(());
         }
         if !self.marked {
@@ -327,7 +336,8 @@ impl SettleCompaction {
         if hold || validator.initial_download().is_some() {
             return Ok(());
         }
-        self.started = true;
+        let done = Arc::new(AtomicBool::new(false));
+        self.done = Some(done.clone());
         let store = index.store().clone();
         let compaction = std::thread::Builder::new()
             .name("compaction".into())
@@ -336,11 +346,7 @@ impl SettleCompaction {
                 let before: u64 = store.disk_bytes().iter().map(|(_, b)| b).sum();
                 store.compact();
                 let after: u64 = store.disk_bytes().iter().map(|(_, b)| b).sum();
-                // Bulk loading is over for this process (it never turns on again), so this
-                // logged write cannot land among unlogged ones.
-                if let Err(e) = set_unsettled(&store, false) {
-                    tracing::warn!("the index's compaction is done but not marked so: {e}");
-                }
+                done.store(true, Ordering::SeqCst);
                 tracing::info!(
                     "index compacted after the initial sync: {before} to {after} bytes in {:.1} s",
                     started.elapsed().as_secs_f64()
@@ -353,8 +359,9 @@ impl SettleCompaction {
     }
 }
 
-/// Writes or deletes `meta/unsettled`.
-fn set_unsettled(store: &Store, due: bool) -> Result<(), crate::store::StoreError> {
+/// Writes or deletes `meta/unsettled` (the whole-index compaction after a catch-up is due): on
+/// the index's writing thread only.
+pub fn set_unsettled(store: &Store, due: bool) -> Result<(), crate::store::StoreError> {
     let mut batch = rocksdb::WriteBatch::default();
     if due {
         batch.put_cf(store.cf(cf::META), meta::UNSETTLED, []);
