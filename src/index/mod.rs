@@ -62,31 +62,30 @@ pub struct SyncStats {
 const MAX_TOUCHED: usize = 100_000;
 
 impl SyncStats {
-    /// Adds `block`'s transactions and script hashes to the lists, or gives a list up (`None`:
-    /// any may have changed) as soon as the block could take it past [`MAX_TOUCHED`], before
-    /// hashing any of it in: a sync of many blocks (the initial download) ends up with no list
-    /// anyway, and filling one to the limit first cost the indexer a twentieth of its time.
-    fn touch(&mut self, block: &PreparedBlock) {
+    /// Adds the transactions and script hashes of `blocks` (one batch, or one undone block) to
+    /// the lists, or gives a list up (`None`: any may have changed) when the whole batch could
+    /// take it past [`MAX_TOUCHED`], before hashing any of it in: a batch of a catch-up (the
+    /// initial download: hundreds of blocks, up to 100,000 transactions) gives the lists up at
+    /// once, where filling them block by block up to the limit first cost the indexer a
+    /// twentieth of its time, once for every sync; a block at the tip is listed.
+    fn touch(&mut self, blocks: &[PreparedBlock]) {
         let within = |len: usize, more: usize| len.saturating_add(more) <= MAX_TOUCHED;
+        let txs = || blocks.iter().flat_map(|b| &b.txs);
         if let Some(set) = self.txids.as_mut() {
-            match within(set.len(), block.txs.len()) {
-                true => set.extend(block.txs.iter().map(|tx| tx.txid)),
+            match within(set.len(), txs().count()) {
+                true => set.extend(txs().map(|tx| tx.txid)),
                 false => self.txids = None,
             }
         }
         let Some(set) = self.touched.as_mut() else {
             return;
         };
-        let scripts: usize = block
-            .txs
-            .iter()
-            .map(|tx| tx.outputs.len() + tx.inputs.len())
-            .sum();
+        let scripts: usize = txs().map(|tx| tx.outputs.len() + tx.inputs.len()).sum();
         if !within(set.len(), scripts) {
             self.touched = None;
             return;
         }
-        for tx in &block.txs {
+        for tx in txs() {
             set.extend(tx.outputs.iter().map(|o| o.scripthash));
             set.extend(tx.inputs.iter().map(|i| i.spent.scripthash));
         }
@@ -387,11 +386,8 @@ impl Index {
                 continue;
             }
             stats.connected += prepared.len() as u32;
-            let mut txs = 0;
-            for block in &prepared {
-                stats.touch(block);
-                txs += block.txs.len();
-            }
+            stats.touch(&prepared);
+            let txs: usize = prepared.iter().map(|b| b.txs.len()).sum();
             tracing::debug!(
                 "indexed heights {next}..={} ({txs} txs) in {:.0} ms",
                 next + prepared.len() as i64 - 1,
@@ -419,7 +415,7 @@ impl Index {
             }
             match self.disconnect_tip(validator, height, hash)? {
                 Some((undone, raw)) => {
-                    stats.touch(&undone);
+                    stats.touch(std::slice::from_ref(&undone));
                     for tx in undone.txs.iter().skip(1) {
                         if let Some(bytes) =
                             raw.get(tx.offset as usize..(tx.offset + tx.len) as usize)
@@ -744,8 +740,9 @@ mod tests {
         }
     }
 
-    /// The lists grow block by block while they stay within the limit, and are given up
-    /// before a block that could take them past it is hashed in.
+    /// The lists grow batch by batch while they stay within the limit, and are given up
+    /// before a batch that could take them past it is hashed in, even when its first blocks
+    /// would fit.
     #[test]
     fn touched_lists_are_given_up_before_they_pass_the_limit() {
         let mut stats = SyncStats {
@@ -753,17 +750,15 @@ mod tests {
             txids: Some(HashSet::new()),
             ..Default::default()
         };
-        let small = block(10, 3, 1);
-        stats.touch(&small);
+        stats.touch(&[block(10, 3, 1)]);
         assert_eq!(stats.touched.as_ref().map(HashSet::len), Some(30));
         assert_eq!(stats.txids.as_ref().map(HashSet::len), Some(10));
-        // 30 scripts listed; 99,971 more would pass 100,000: given up, the txids (10 + 33,324)
-        // kept.
-        let large = block(33_324, 3, 2);
-        stats.touch(&large);
+        // 30 scripts listed; a batch of 3 + 99,969 more would pass 100,000: given up, though
+        // its first block fits; the txids (10 + 1 + 33,323) kept.
+        stats.touch(&[block(1, 3, 2), block(33_323, 3, 3)]);
         assert_eq!(stats.touched, None);
         assert_eq!(stats.txids.as_ref().map(HashSet::len), Some(33_334));
-        stats.touch(&block(66_667, 1, 3));
+        stats.touch(&[block(66_667, 1, 4)]);
         assert_eq!(stats.txids, None, "33,334 + 66,667 is past the limit");
     }
 }
