@@ -336,20 +336,60 @@ fn a_torn_record_of_a_block_is_never_served_as_its_transactions() {
     assert_eq!(got, want);
 }
 
+/// The indexer reads blocks from the kernel's block files where the scan found them. Records
+/// of the next two blocks that are not them (one torn: its head and zeros; one whose last
+/// transaction pays a satoshi more than the header commits to), mapped
+/// before those blocks are indexed, are read through the kernel instead: the index equals one
+/// that read every block through the kernel.
+#[test]
+fn blocks_whose_records_are_not_them_are_indexed_from_the_kernel() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (v, index) = open(tmp.path());
+    let mut gen = ChainGenerator::new(GenerateOptions {
+        blocks: 0,
+        txs_per_block: 5,
+        seed: 4,
+    });
+    let blocks = generated(&mut gen, 112);
+    submit(&v, &blocks[..110]);
+    index.sync(&v).unwrap();
+    submit(&v, &blocks[110..]);
+    let dir = tmp.path().join("kernel/blocks");
+    tear_record_after_the_last(&dir, &blocks[110]);
+    let mut other = blocks[111].clone();
+    if let Some(last) = other.txdata.last_mut() {
+        last.output[0].value += bitcoin::Amount::from_sat(1);
+    }
+    write_record_after_the_last(&dir, &serialize(&other));
+    index.sync(&v).unwrap(); // maps both records, then indexes the two blocks
+    assert_eq!(index.tip().map(|(h, _)| h), Some(112));
+
+    let store = Arc::new(Store::open(&tmp.path().join("through-kernel")).unwrap());
+    let through_kernel = Index::open(store, None).unwrap();
+    through_kernel.sync(&v).unwrap();
+    assert!(index.dump().unwrap() == through_kernel.dump().unwrap());
+}
+
 /// Writes `block`'s head (magic, size, header) and zeros for its body where the kernel's next
 /// record would go: a record torn by a crash.
 fn tear_record_after_the_last(dir: &Path, block: &Block) {
+    let raw = serialize(block);
+    let mut torn = raw[..80].to_vec();
+    torn.resize(raw.len(), 0);
+    write_record_after_the_last(dir, &torn);
+}
+
+/// Writes a record of `raw` (magic, size, bytes) where the kernel's next record would go.
+fn write_record_after_the_last(dir: &Path, raw: &[u8]) {
     use cairn::kernel::blockfiles::{read_xor_key, xor_in_place, FilePos, KernelBlockFiles};
     use std::os::unix::fs::FileExt;
 
     let (_, next) = KernelBlockFiles::new(dir, Network::Regtest.magic())
         .scan_from(FilePos::default())
         .unwrap();
-    let raw = serialize(block);
     let mut record = Network::Regtest.magic().to_vec();
     record.extend_from_slice(&(raw.len() as u32).to_le_bytes());
-    record.extend_from_slice(&raw[..80]);
-    record.resize(8 + raw.len(), 0);
+    record.extend_from_slice(raw);
     xor_in_place(&read_xor_key(dir).unwrap(), &mut record, next.offset);
     let file = std::fs::OpenOptions::new()
         .write(true)

@@ -23,7 +23,7 @@ use rayon::prelude::*;
 use rocksdb::WriteBatch;
 
 use crate::kernel::blockfiles::{FilePos, KernelBlockFiles};
-use crate::kernel::Validator;
+use crate::kernel::{ChainReader, Validator};
 use crate::store::schema::{cf, meta, BlockPosRow, BlockRow, FilterRow, ScanPosRow, TipRow, TxRow};
 use crate::store::undo::UndoRow;
 use crate::store::Store;
@@ -451,10 +451,7 @@ impl Index {
         };
         let prepared: Result<Vec<PreparedBlock>, IndexError> = (next..=end)
             .into_par_iter()
-            .map(|h| {
-                let (raw, undo) = reader.read_block_with_undo(h)?;
-                Ok(prepare(h as u32, &raw, &undo, self.extras_at(h as u32))?)
-            })
+            .map(|h| self.read_and_prepare(&reader, h))
             .collect();
         let mut prepared = match prepared {
             Ok(p) => p,
@@ -477,6 +474,47 @@ impl Index {
             }
         }
         Ok(Some(prepared))
+    }
+
+    /// Reads and prepares the block at `height`: its bytes from the kernel's block files where
+    /// the scan found it, without the kernel's lock (which a validating kernel holds nearly all
+    /// the time, so a read through it waits), checked to be that block; read through the
+    /// kernel when they are not (a record torn or written over after a crash) or not mapped
+    /// yet. The undo data is always the kernel's.
+    fn read_and_prepare(
+        &self,
+        reader: &ChainReader<'_>,
+        height: i64,
+    ) -> Result<PreparedBlock, IndexError> {
+        let (h, extras) = (height as u32, self.extras_at(height as u32));
+        let undo = reader.read_undo(height)?;
+        let hash = reader.hash_at(height)?;
+        if let Some(raw) = self.mapped_block_bytes(&hash)? {
+            match rows::prepare_from_files(h, &raw, &undo, extras, &hash) {
+                Ok(block) => return Ok(block),
+                Err(e) => tracing::warn!("{e}; read through the kernel instead"),
+            }
+        }
+        Ok(prepare(h, &reader.read_block(height)?, &undo, extras)?)
+    }
+
+    /// The bytes at the place the block-file scan found `hash`, unchecked; `None` when it has
+    /// not found it or they cannot be read.
+    fn mapped_block_bytes(&self, hash: &BlockHash) -> Result<Option<Vec<u8>>, IndexError> {
+        let Some(files) = &self.block_files else {
+            return Ok(None);
+        };
+        let Some(row) = self.store.get(cf::BLOCKPOS, &BlockPosRow::key(hash))? else {
+            return Ok(None);
+        };
+        let row = BlockPosRow::decode(&row)?;
+        match files.read(row.at, row.len) {
+            Ok(raw) => Ok(Some(raw)),
+            Err(e) => {
+                tracing::debug!("block {hash} not read from the block files: {e}");
+                Ok(None)
+            }
+        }
     }
 
     /// Writes `blocks` (consecutive, on top of the tip) in one batch; `false` if they do not

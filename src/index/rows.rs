@@ -19,6 +19,17 @@ pub enum PrepareError {
         /// The decoder's message.
         message: String,
     },
+    /// Bytes read from the block files are not the block they were mapped to (a record torn
+    /// or written over after a crash).
+    #[error("the bytes read for block {hash} at height {height} are not it: {message}")]
+    NotTheBlock {
+        /// The block the bytes were read for.
+        hash: BlockHash,
+        /// Its height.
+        height: u32,
+        /// What differs.
+        message: String,
+    },
     /// The undo data does not fit the block.
     #[error("undo data of block {hash} at height {height} does not match it: {message}")]
     UndoMismatch {
@@ -113,6 +124,31 @@ pub fn prepare(
     undo: &BlockUndo,
     extras: Extras,
 ) -> Result<PreparedBlock, PrepareError> {
+    prepare_checked(height, raw, undo, extras, None)
+}
+
+/// [`prepare`] for bytes read from the kernel's block files at the place a scan mapped to
+/// `hash`, which after a crash can hold a torn record or another block: they must decode to
+/// exactly their length, with `hash`'s header and the merkle root of the transactions decoded
+/// (and, when tweaks are built, which read witnesses, the header's witness commitment), else
+/// [`PrepareError::NotTheBlock`]. The txids are the ones every row needs anyway.
+pub fn prepare_from_files(
+    height: u32,
+    raw: &[u8],
+    undo: &BlockUndo,
+    extras: Extras,
+    hash: &BlockHash,
+) -> Result<PreparedBlock, PrepareError> {
+    prepare_checked(height, raw, undo, extras, Some(hash))
+}
+
+fn prepare_checked(
+    height: u32,
+    raw: &[u8],
+    undo: &BlockUndo,
+    extras: Extras,
+    expect: Option<&BlockHash>,
+) -> Result<PreparedBlock, PrepareError> {
     let decode_err = |e: bitcoin::consensus::encode::Error| PrepareError::Decode {
         height,
         message: e.to_string(),
@@ -168,12 +204,21 @@ pub fn prepare(
         });
         txdata.push(tx);
     }
-    let filter = if extras.filter {
-        super::filters::basic_filter(&bitcoin::Block { header, txdata }, undo).map_err(|e| {
-            PrepareError::Decode {
+    let block = bitcoin::Block { header, txdata };
+    if let Some(hash) = expect {
+        let whole = cursor.position() == raw.len() as u64;
+        is_the_block(&block, hash, whole, &txs, extras.tweaks).map_err(|message| {
+            PrepareError::NotTheBlock {
+                hash: *hash,
                 height,
-                message: format!("filter: {e}"),
+                message,
             }
+        })?;
+    }
+    let filter = if extras.filter {
+        super::filters::basic_filter(&block, undo).map_err(|e| PrepareError::Decode {
+            height,
+            message: format!("filter: {e}"),
         })?
     } else {
         Vec::new()
@@ -184,6 +229,32 @@ pub fn prepare(
         txs,
         filter,
     })
+}
+
+/// Whether `block`, decoded from bytes read for `hash` (`whole`: to their last byte), is that
+/// block: its header hashes to `hash` and commits to the transactions decoded (`txs`' ids),
+/// and with `witnesses`, to their witnesses too.
+fn is_the_block(
+    block: &bitcoin::Block,
+    hash: &BlockHash,
+    whole: bool,
+    txs: &[PreparedTx],
+    witnesses: bool,
+) -> Result<(), String> {
+    if !whole {
+        return Err("bytes are left after the block".into());
+    }
+    if block.header.block_hash() != *hash {
+        return Err(format!("the header is {}'s", block.header.block_hash()));
+    }
+    let root = bitcoin::merkle_tree::calculate_root(txs.iter().map(|tx| tx.txid));
+    if root.map(|r| r.to_raw_hash()) != Some(block.header.merkle_root.to_raw_hash()) {
+        return Err("the transactions are not the header's".into());
+    }
+    if witnesses && !block.check_witness_commitment() {
+        return Err("the witnesses are not the block's".into());
+    }
+    Ok(())
 }
 
 /// The inputs of the block's `i`th transaction, each with the output it spends from the undo

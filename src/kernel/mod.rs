@@ -511,8 +511,7 @@ impl Validator {
     /// A reader of the active chain's blocks up to `last`, all ancestors of the block now at
     /// `last` (one chain even if the kernel reorganizes meanwhile). It finds each block without
     /// the kernel's main lock, which a validating kernel holds nearly all the time: each read
-    /// then takes it only for the block's and the undo data's file positions (twice, not four
-    /// times a block).
+    /// then takes it only for the file position of what it reads.
     pub fn chain_reader(&self, last: i64) -> Result<ChainReader<'_>, KernelError> {
         Ok(ChainReader {
             validator: self,
@@ -571,17 +570,32 @@ pub struct ChainReader<'a> {
 }
 
 impl ChainReader<'_> {
-    /// The serialized block at `height` (at most the last one's) with its undo data.
-    pub fn read_block_with_undo(&self, height: i64) -> Result<(Vec<u8>, BlockUndo), KernelError> {
-        let entry = i32::try_from(height)
+    /// The entry at `height`, at most the last one's, found without the kernel's lock.
+    fn entry(&self, height: i64) -> Result<bitcoinkernel::BlockTreeEntry<'_>, KernelError> {
+        i32::try_from(height)
             .ok()
             .and_then(|h| self.last.ancestor(h))
             .ok_or(KernelError::Read {
                 what: "block",
                 height,
                 message: "no block at that height below the reader's last".into(),
-            })?;
-        self.validator.read_entry_with_undo(&entry)
+            })
+    }
+
+    /// The hash of the block at `height` (at most the last one's), without the kernel's lock.
+    pub fn hash_at(&self, height: i64) -> Result<BlockHash, KernelError> {
+        let hash = self.entry(height)?.block_hash().to_bytes();
+        Ok(BlockHash::from_byte_array(hash))
+    }
+
+    /// The serialized block at `height` (at most the last one's).
+    pub fn read_block(&self, height: i64) -> Result<Vec<u8>, KernelError> {
+        self.validator.read_entry_bytes(&self.entry(height)?)
+    }
+
+    /// The undo data of the block at `height` (at most the last one's).
+    pub fn read_undo(&self, height: i64) -> Result<BlockUndo, KernelError> {
+        self.validator.read_entry_undo(&self.entry(height)?)
     }
 }
 

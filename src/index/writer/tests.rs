@@ -14,7 +14,7 @@ use bitcoin::{
 };
 
 use super::*;
-use crate::index::rows::{prepare, Extras};
+use crate::index::rows::{prepare, prepare_from_files, Extras, PrepareError, PreparedBlock};
 use crate::kernel::{BlockUndo, SpentOutput};
 
 impl StoredTxNums for HashMap<Txid, TxNum> {
@@ -492,5 +492,73 @@ fn store_lookups_tell_ids_sharing_a_prefix_apart() {
     assert_eq!(
         StoreTxNums::new(&store).stored_txnum(&id(3, 0)).unwrap(),
         Some(TxNum(10))
+    );
+}
+
+/// `block()` with a witness on transaction 1 and the coinbase's commitment to it, its merkle
+/// root filled in.
+fn committed_block() -> (Block, BlockUndo) {
+    let (mut block, undo) = block();
+    block.txdata[1].input[0].witness = Witness::from_slice(&[vec![7u8; 33]]);
+    block.txdata[0].input[0].witness = Witness::from_slice(&[[0u8; 32]]);
+    let root = block.witness_root().expect("a coinbase");
+    let commitment = Block::compute_witness_commitment(&root, &[0u8; 32]);
+    let mut script = vec![0x6a, 0x24, 0xaa, 0x21, 0xa9, 0xed];
+    script.extend_from_slice(commitment.as_ref());
+    block.txdata[0]
+        .output
+        .push(pay(ScriptBuf::from_bytes(script), 0));
+    block.header.merkle_root = block.compute_merkle_root().expect("transactions");
+    (block, undo)
+}
+
+/// Bytes read from the kernel's block files (which a crash can leave torn or written over)
+/// are taken for a block only if they are it: its header, to their last byte, its
+/// transactions (the merkle root) and, when tweaks are built from witnesses, its witnesses
+/// (the commitment).
+#[test]
+fn bytes_from_the_block_files_are_taken_only_if_they_are_the_block() {
+    let (block, undo) = committed_block();
+    let hash = block.block_hash();
+    let read = |block: &Block, tail: &[u8], tweaks: bool, hash: &BlockHash| {
+        let mut raw = bitcoin::consensus::serialize(block);
+        raw.extend_from_slice(tail);
+        let extras = Extras {
+            filter: true,
+            tweaks,
+        };
+        prepare_from_files(5, &raw, &undo, extras, hash)
+    };
+    let refused =
+        |r: Result<PreparedBlock, PrepareError>| matches!(r, Err(PrepareError::NotTheBlock { .. }));
+    let prepared = read(&block, &[], true, &hash).expect("the block");
+    let want = prepare(
+        5,
+        &bitcoin::consensus::serialize(&block),
+        &undo,
+        Extras {
+            filter: true,
+            tweaks: true,
+        },
+    )
+    .unwrap();
+    assert_eq!(prepared.txs.len(), want.txs.len());
+    assert_eq!(prepared.filter, want.filter);
+    assert!(refused(read(
+        &block,
+        &[],
+        false,
+        &BlockHash::from_byte_array([3; 32])
+    )));
+    assert!(refused(read(&block, &[0], false, &hash)), "a byte more");
+    let mut paid_more = block.clone();
+    paid_more.txdata[2].output[0].value += Amount::from_sat(1);
+    assert!(refused(read(&paid_more, &[], false, &hash)));
+    let mut witness = block.clone();
+    witness.txdata[1].input[0].witness = Witness::from_slice(&[vec![8u8; 33]]);
+    assert!(refused(read(&witness, &[], true, &hash)));
+    assert!(
+        read(&witness, &[], false, &hash).is_ok(),
+        "no row but tweaks reads witnesses"
     );
 }
