@@ -172,6 +172,7 @@ echo
 echo "index bytes to answer the same questions (transactions by txid, histories, BIP158 filters):"
 index_sizes
 commit=$(git describe --always --dirty 2>/dev/null || echo unknown)
+[ -z "${CAIRN_BIN:-}" ] || commit="$CAIRN_BIN (tree $commit)"
 json=$(results_file "cold-start-$BLOCKS-$TXS")
 cat > "$json" <<JSON
 {"benchmark": "cold-start", "command": "$BENCH_COMMAND", "commit": "$commit", "blocks": $BLOCKS, "txs_per_block": $TXS,

@@ -28,8 +28,15 @@ bench_setup() {
   # assertions on) where a release build (RocksDB's C++ again, about 30 minutes here) is not
   # worth it for a ratio; a figure from it says so.
   profile=${CAIRN_BENCH_PROFILE:-release}
-  cargo build --profile "$profile" --locked --bin cairn "$@" >/dev/null 2>&1
-  CAIRN="$CARGO_TARGET_DIR/$profile/cairn"
+  # CAIRN_BIN=/path/to/cairn measures that build instead (a copy kept before a change), so
+  # scripts without an A/B mode can be run for two builds in turn.
+  if [ -n "${CAIRN_BIN:-}" ]; then
+    CAIRN=$CAIRN_BIN
+    [ $# -eq 0 ] || cargo build --profile "$profile" --locked "$@" >/dev/null 2>&1
+  else
+    cargo build --profile "$profile" --locked --bin cairn "$@" >/dev/null 2>&1
+    CAIRN="$CARGO_TARGET_DIR/$profile/cairn"
+  fi
   CHAIN="${CAIRN_BENCH_CACHE:-/var/tmp/cairn-bench}/chain-$BLOCKS-$TXS-seed1"
   set -- --blocks "$BLOCKS" --txs-per-block "$TXS" --seed 1
   if [ -n "${SHAPE:-}" ]; then
@@ -140,6 +147,7 @@ compare() {
   echo "|---|---|---|---|"
   printf '| %s blocks x %s txs/block | %.4g s | %.4g s | %.3fx |\n' "$BLOCKS" "$TXS" "$ma" "$mb" "$ratio"
   commit=$(git describe --always --dirty 2>/dev/null || echo unknown)
+  [ -z "${CAIRN_BIN:-}" ] || commit="$CAIRN_BIN (tree $commit)"
   mem=$(awk '/MemTotal/ {printf "%.1f", $2 / 1048576}' /proc/meminfo)
   echo "machine: $(nproc) cores, $mem GiB; commit $commit"
   json=$(results_file "$(basename "$0" .sh)-$BLOCKS-$TXS")
