@@ -16,13 +16,19 @@ use cairn::store::Store;
 use cairn::types::Network;
 
 fn open(dir: &Path) -> (Validator, Index) {
+    let (validator, index, _) = open_with_store(dir);
+    (validator, index)
+}
+
+fn open_with_store(dir: &Path) -> (Validator, Index, Arc<Store>) {
     let validator = common::open_validator(dir).0;
     let store = Arc::new(Store::open(&dir.join("index")).unwrap());
     let files = cairn::kernel::blockfiles::KernelBlockFiles::new(
         &dir.join("kernel/blocks"),
         Network::Regtest.magic(),
     );
-    (validator, Index::open(store, Some(files)).unwrap())
+    let index = Index::open(store.clone(), Some(files)).unwrap();
+    (validator, index, store)
 }
 
 fn submit(v: &Validator, blocks: &[Block]) {
@@ -344,7 +350,7 @@ fn a_torn_record_of_a_block_is_never_served_as_its_transactions() {
 #[test]
 fn blocks_whose_records_are_not_them_are_indexed_from_the_kernel() {
     let tmp = tempfile::tempdir().unwrap();
-    let (v, index) = open(tmp.path());
+    let (v, index, store) = open_with_store(tmp.path());
     let mut gen = ChainGenerator::new(GenerateOptions {
         blocks: 0,
         txs_per_block: 5,
@@ -363,6 +369,15 @@ fn blocks_whose_records_are_not_them_are_indexed_from_the_kernel() {
     write_record_after_the_last(&dir, &serialize(&other));
     index.sync(&v).unwrap(); // maps both records, then indexes the two blocks
     assert_eq!(index.tip().map(|(h, _)| h), Some(112));
+    // Both records were read and found not to be their blocks: unmapped (the block before
+    // them keeps its place).
+    let mapped = |b: &Block| {
+        let key = cairn::store::schema::BlockPosRow::key(&b.block_hash());
+        let row = store.get(cairn::store::schema::cf::BLOCKPOS, &key).unwrap();
+        row.is_some()
+    };
+    assert!(mapped(&blocks[109]));
+    assert!(!mapped(&blocks[110]) && !mapped(&blocks[111]));
 
     let store = Arc::new(Store::open(&tmp.path().join("through-kernel")).unwrap());
     let through_kernel = Index::open(store, None).unwrap();

@@ -435,7 +435,8 @@ impl Index {
     }
 
     /// Reads and prepares the blocks from `next` on, in parallel while the kernel may validate
-    /// later ones: at most [`BATCH_BLOCKS`] and [`BATCH_TXS`] transactions (at least one block).
+    /// later ones: at most [`BATCH_BLOCKS`] and [`BATCH_TXS`] transactions (at least one block),
+    /// reading at most one chunk of blocks past that.
     /// `None` if the kernel's chain got shorter meanwhile (a reorg).
     fn prepare_batch(
         &self,
@@ -449,15 +450,31 @@ impl Index {
             Err(_) if validator.tip().height < end => return Ok(None),
             Err(e) => return Err(e.into()),
         };
-        let prepared: Result<Vec<PreparedBlock>, IndexError> = (next..=end)
-            .into_par_iter()
-            .map(|h| self.read_and_prepare(&reader, h))
-            .collect();
-        let mut prepared = match prepared {
-            Ok(p) => p,
-            Err(_) if validator.tip().height < end => return Ok(None),
-            Err(e) => return Err(e),
-        };
+        // Only as many blocks as the batch takes: mainnet's blocks hold thousands of
+        // transactions, a batch a few dozen of them, not BATCH_BLOCKS. A first chunk tells how
+        // many transactions a block holds here; the rest of the batch is read in one go.
+        let first = (rayon::current_num_threads() * 4).max(16);
+        let (mut prepared, mut from, mut txs) = (Vec::<PreparedBlock>::new(), next, 0usize);
+        while from <= end && txs <= BATCH_TXS {
+            let blocks = match prepared.len() {
+                0 => first,
+                n => (BATCH_TXS - txs) / (txs / n).max(1) + 1,
+            };
+            let to = (from + blocks as i64 - 1).min(end);
+            let blocks: Result<Vec<PreparedBlock>, IndexError> = (from..=to)
+                .into_par_iter()
+                .map(|h| self.read_and_prepare(&reader, h))
+                .collect();
+            match blocks {
+                Ok(blocks) => {
+                    txs += blocks.iter().map(|b| b.txs.len()).sum::<usize>();
+                    prepared.extend(blocks);
+                }
+                Err(_) if validator.tip().height < end => return Ok(None),
+                Err(e) => return Err(e),
+            }
+            from = to + 1;
+        }
         let mut txs = 0usize;
         if let Some(cut) = prepared.iter().position(|b| {
             txs += b.txs.len();
@@ -479,8 +496,8 @@ impl Index {
     /// Reads and prepares the block at `height`: its bytes from the kernel's block files where
     /// the scan found it, without the kernel's lock (which a validating kernel holds nearly all
     /// the time, so a read through it waits), checked to be that block; read through the
-    /// kernel when they are not (a record torn or written over after a crash) or not mapped
-    /// yet. The undo data is always the kernel's.
+    /// kernel when they are not (a record torn or written over after a crash: then unmapped,
+    /// once) or not mapped yet. The undo data is always the kernel's (its read still waits).
     fn read_and_prepare(
         &self,
         reader: &ChainReader<'_>,
@@ -492,7 +509,14 @@ impl Index {
         if let Some(raw) = self.mapped_block_bytes(&hash)? {
             match rows::prepare_from_files(h, &raw, &undo, extras, &hash) {
                 Ok(block) => return Ok(block),
-                Err(e) => tracing::warn!("{e}; read through the kernel instead"),
+                Err(e) => {
+                    // The scan never goes back, so the record stays what it is: unmapped, the
+                    // block is read through the kernel from now on, here and for queries.
+                    tracing::warn!("{e}; read through the kernel, its record unmapped");
+                    let mut unmap = WriteBatch::default();
+                    unmap.delete_cf(self.store.cf(cf::BLOCKPOS), BlockPosRow::key(&hash));
+                    self.store.write(unmap)?;
+                }
             }
         }
         Ok(prepare(h, &reader.read_block(height)?, &undo, extras)?)

@@ -129,8 +129,9 @@ pub fn prepare(
 
 /// [`prepare`] for bytes read from the kernel's block files at the place a scan mapped to
 /// `hash`, which after a crash can hold a torn record or another block: they must decode to
-/// exactly their length, with `hash`'s header and the merkle root of the transactions decoded
-/// (and, when tweaks are built, which read witnesses, the header's witness commitment), else
+/// exactly their length, with `hash`'s header (checked first) and the merkle root of the
+/// transactions decoded (and, when tweaks are built, which read witnesses, the coinbase's
+/// witness commitment), else
 /// [`PrepareError::NotTheBlock`]. The txids are the ones every row needs anyway.
 pub fn prepare_from_files(
     height: u32,
@@ -155,6 +156,14 @@ fn prepare_checked(
     };
     let mut cursor = std::io::Cursor::new(raw);
     let header = bitcoin::block::Header::consensus_decode(&mut cursor).map_err(decode_err)?;
+    if let Some(hash) = expect.filter(|hash| header.block_hash() != **hash) {
+        // Before anything else is decoded: another block's bytes, or none.
+        return Err(PrepareError::NotTheBlock {
+            hash: *hash,
+            height,
+            message: format!("the header is {}'s", header.block_hash()),
+        });
+    }
     let count = bitcoin::VarInt::consensus_decode(&mut cursor)
         .map_err(decode_err)?
         .0;
@@ -231,9 +240,11 @@ fn prepare_checked(
     })
 }
 
-/// Whether `block`, decoded from bytes read for `hash` (`whole`: to their last byte), is that
-/// block: its header hashes to `hash` and commits to the transactions decoded (`txs`' ids),
-/// and with `witnesses`, to their witnesses too.
+/// Whether `block`, decoded from bytes read for `hash` (`whole`: to their last byte) with a
+/// header that hashes to `hash`, is that block: the header commits to the transactions
+/// decoded (`txs`' ids), and with `witnesses`, the coinbase to their witnesses too. A
+/// mutated form with a transaction repeated (CVE-2012-2459) keeps the merkle root but not the
+/// transaction count, which the undo data's (checked before) already refuses.
 fn is_the_block(
     block: &bitcoin::Block,
     hash: &BlockHash,
@@ -244,9 +255,7 @@ fn is_the_block(
     if !whole {
         return Err("bytes are left after the block".into());
     }
-    if block.header.block_hash() != *hash {
-        return Err(format!("the header is {}'s", block.header.block_hash()));
-    }
+    debug_assert_eq!(block.header.block_hash(), *hash, "checked before decoding");
     let root = bitcoin::merkle_tree::calculate_root(txs.iter().map(|tx| tx.txid));
     if root.map(|r| r.to_raw_hash()) != Some(block.header.merkle_root.to_raw_hash()) {
         return Err("the transactions are not the header's".into());
