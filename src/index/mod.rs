@@ -243,7 +243,10 @@ impl Index {
         }
         // Read without the lock: other requests do not wait for this one.
         let bytes = Arc::new(validator.read_block_bytes_by_hash(hash)?);
-        if self.block_files.is_some() {
+        // Unmapped, the indexer warned once already; still mapped, its record was torn after
+        // the block was indexed.
+        let mapped = || self.store.get(cf::BLOCKPOS, &BlockPosRow::key(hash));
+        if self.block_files.is_some() && mapped()?.is_some() {
             tracing::warn!(
                 "block {hash} read through the kernel: the block files do not hold it where the \
                  index maps it (a record torn or written over after a crash?)"
@@ -436,7 +439,7 @@ impl Index {
 
     /// Reads and prepares the blocks from `next` on, in parallel while the kernel may validate
     /// later ones: at most [`BATCH_BLOCKS`] and [`BATCH_TXS`] transactions (at least one block),
-    /// reading at most one chunk of blocks past that.
+    /// reading past that only as far as an estimate from the blocks read before overshoots.
     /// `None` if the kernel's chain got shorter meanwhile (a reorg).
     fn prepare_batch(
         &self,
@@ -450,31 +453,37 @@ impl Index {
             Err(_) if validator.tip().height < end => return Ok(None),
             Err(e) => return Err(e.into()),
         };
-        // Only as many blocks as the batch takes: mainnet's blocks hold thousands of
+        // Only about as many blocks as the batch takes: mainnet's blocks hold thousands of
         // transactions, a batch a few dozen of them, not BATCH_BLOCKS. A first chunk tells how
-        // many transactions a block holds here; the rest of the batch is read in one go.
+        // many transactions a block holds here; each further round reads as many blocks as
+        // that average says the batch still takes.
         let first = (rayon::current_num_threads() * 4).max(16);
         let (mut prepared, mut from, mut txs) = (Vec::<PreparedBlock>::new(), next, 0usize);
-        while from <= end && txs <= BATCH_TXS {
+        let mut unmap = Vec::new();
+        while from <= end && txs < BATCH_TXS {
             let blocks = match prepared.len() {
                 0 => first,
                 n => (BATCH_TXS - txs) / (txs / n).max(1) + 1,
             };
             let to = (from + blocks as i64 - 1).min(end);
-            let blocks: Result<Vec<PreparedBlock>, IndexError> = (from..=to)
+            let blocks: Result<Vec<(PreparedBlock, Option<BlockHash>)>, IndexError> = (from..=to)
                 .into_par_iter()
                 .map(|h| self.read_and_prepare(&reader, h))
                 .collect();
             match blocks {
                 Ok(blocks) => {
-                    txs += blocks.iter().map(|b| b.txs.len()).sum::<usize>();
-                    prepared.extend(blocks);
+                    for (block, bad_record) in blocks {
+                        txs += block.txs.len();
+                        prepared.push(block);
+                        unmap.extend(bad_record);
+                    }
                 }
                 Err(_) if validator.tip().height < end => return Ok(None),
                 Err(e) => return Err(e),
             }
             from = to + 1;
         }
+        self.unmap_records(&unmap);
         let mut txs = 0usize;
         if let Some(cut) = prepared.iter().position(|b| {
             txs += b.txs.len();
@@ -496,30 +505,51 @@ impl Index {
     /// Reads and prepares the block at `height`: its bytes from the kernel's block files where
     /// the scan found it, without the kernel's lock (which a validating kernel holds nearly all
     /// the time, so a read through it waits), checked to be that block; read through the
-    /// kernel when they are not (a record torn or written over after a crash: then unmapped,
-    /// once) or not mapped yet. The undo data is always the kernel's (its read still waits).
+    /// kernel when they are not or not mapped yet. Also the block's hash when its record is
+    /// not the block (torn or written over after a crash: the kernel's bytes differ), to be
+    /// unmapped. The undo data is always the kernel's (its read still waits).
     fn read_and_prepare(
         &self,
         reader: &ChainReader<'_>,
         height: i64,
-    ) -> Result<PreparedBlock, IndexError> {
+    ) -> Result<(PreparedBlock, Option<BlockHash>), IndexError> {
         let (h, extras) = (height as u32, self.extras_at(height as u32));
         let undo = reader.read_undo(height)?;
         let hash = reader.hash_at(height)?;
-        if let Some(raw) = self.mapped_block_bytes(&hash)? {
-            match rows::prepare_from_files(h, &raw, &undo, extras, &hash) {
-                Ok(block) => return Ok(block),
-                Err(e) => {
-                    // The scan never goes back, so the record stays what it is: unmapped, the
-                    // block is read through the kernel from now on, here and for queries.
-                    tracing::warn!("{e}; read through the kernel, its record unmapped");
-                    let mut unmap = WriteBatch::default();
-                    unmap.delete_cf(self.store.cf(cf::BLOCKPOS), BlockPosRow::key(&hash));
-                    self.store.write(unmap)?;
-                }
-            }
+        let Some(raw) = self.mapped_block_bytes(&hash)? else {
+            return Ok((
+                prepare(h, &reader.read_block(height)?, &undo, extras)?,
+                None,
+            ));
+        };
+        let refused = match rows::prepare_from_files(h, &raw, &undo, extras, &hash) {
+            Ok(block) => return Ok((block, None)),
+            Err(e) => e,
+        };
+        let kernel_raw = reader.read_block(height)?;
+        let block = prepare(h, &kernel_raw, &undo, extras)?;
+        // The same bytes refused, the kernel's prepared: cannot be, but never unmap a good one.
+        let bad = (kernel_raw != raw).then(|| {
+            tracing::warn!("{refused}; read through the kernel, its record unmapped");
+            hash
+        });
+        Ok((block, bad))
+    }
+
+    /// Deletes the block-file places of `hashes`, whose records are not their blocks: the scan
+    /// never goes back, so they are read through the kernel from now on, here and for queries.
+    /// On the indexer thread, between scans; a failure costs only a warning more next time.
+    fn unmap_records(&self, hashes: &[BlockHash]) {
+        if hashes.is_empty() {
+            return;
         }
-        Ok(prepare(h, &reader.read_block(height)?, &undo, extras)?)
+        let mut batch = WriteBatch::default();
+        for hash in hashes {
+            batch.delete_cf(self.store.cf(cf::BLOCKPOS), BlockPosRow::key(hash));
+        }
+        if let Err(e) = self.store.write(batch) {
+            tracing::warn!("block-file places not deleted: {e}");
+        }
     }
 
     /// The bytes at the place the block-file scan found `hash`, unchecked; `None` when it has
