@@ -452,9 +452,14 @@ impl IndexView<'_> {
 
     /// Where a confirmed transaction is.
     pub fn tx_position(&self, txid: &Txid) -> Result<Option<TxPosition>, QueryError> {
-        let Some(txnum) = self.txnum_of(txid)? else {
-            return Ok(None);
-        };
+        match self.txnum_of(txid)? {
+            Some(txnum) => self.position_of(txnum),
+            None => Ok(None),
+        }
+    }
+
+    /// Where the confirmed transaction `txnum` is.
+    fn position_of(&self, txnum: TxNum) -> Result<Option<TxPosition>, QueryError> {
         let Some((height, pos)) = self.chain.locate(txnum) else {
             return Ok(None);
         };
@@ -483,10 +488,24 @@ impl IndexView<'_> {
         &self,
         txid: &Txid,
     ) -> Result<Option<(Vec<u8>, bitcoin::Transaction, TxPosition)>, QueryError> {
-        let Some(files) = self.index.block_files() else {
+        if self.index.block_files().is_none() {
+            return Ok(None);
+        }
+        let Some(pos) = self.tx_position(txid)? else {
             return Ok(None);
         };
-        let Some(pos) = self.tx_position(txid)? else {
+        Ok(self
+            .tx_from_files(txid, &pos)?
+            .map(|(bytes, tx)| (bytes, tx, pos)))
+    }
+
+    /// [`Self::raw_tx`] at a position already looked up.
+    fn tx_from_files(
+        &self,
+        txid: &Txid,
+        pos: &TxPosition,
+    ) -> Result<Option<(Vec<u8>, bitcoin::Transaction)>, QueryError> {
+        let Some(files) = self.index.block_files() else {
             return Ok(None);
         };
         let Some(hash) = self.chain.hash(pos.height) else {
@@ -515,7 +534,7 @@ impl IndexView<'_> {
             .map_err(|e| IndexError::BlockFiles(e.to_string()))?;
         self.charge(0, bytes.len())?;
         match bitcoin::consensus::deserialize::<bitcoin::Transaction>(&bytes) {
-            Ok(tx) if tx.compute_txid() == *txid => Ok(Some((bytes, tx, pos))),
+            Ok(tx) if tx.compute_txid() == *txid => Ok(Some((bytes, tx))),
             // Logged once per block, when the kernel reads it instead.
             _ => Ok(None),
         }
@@ -529,11 +548,14 @@ impl IndexView<'_> {
         validator: &crate::kernel::Validator,
         txid: &Txid,
     ) -> Result<Option<(Vec<u8>, TxPosition)>, QueryError> {
-        let found = match self.raw_tx(txid)? {
-            Some(found) => Some(found),
-            None => self.tx_through_kernel(validator, txid)?,
+        let Some(pos) = self.tx_position(txid)? else {
+            return Ok(None);
         };
-        Ok(found.map(|(bytes, _, pos)| (bytes, pos)))
+        let found = match self.tx_from_files(txid, &pos)? {
+            Some(found) => Some(found),
+            None => self.tx_through_kernel(validator, txid, &pos)?,
+        };
+        Ok(found.map(|(bytes, _)| (bytes, pos)))
     }
 
     /// A confirmed transaction read through the kernel, bytes and decoded: from the block this
@@ -543,10 +565,8 @@ impl IndexView<'_> {
         &self,
         validator: &crate::kernel::Validator,
         txid: &Txid,
-    ) -> Result<Option<(Vec<u8>, bitcoin::Transaction, TxPosition)>, QueryError> {
-        let Some(pos) = self.tx_position(txid)? else {
-            return Ok(None);
-        };
+        pos: &TxPosition,
+    ) -> Result<Option<(Vec<u8>, bitcoin::Transaction)>, QueryError> {
         let Some(hash) = self.chain.hash(pos.height) else {
             return Ok(None);
         };
@@ -561,7 +581,7 @@ impl IndexView<'_> {
         if tx.compute_txid() != *txid {
             return Err(wrong("is not where the index places it in its block").into());
         }
-        Ok(Some((bytes.to_vec(), tx, pos)))
+        Ok(Some((bytes.to_vec(), tx)))
     }
 
     /// Whether a confirmed transaction has this output and nothing in the chain spends it
@@ -597,10 +617,13 @@ impl IndexView<'_> {
         if self.get(cf::SPENT, &key.encode())?.is_some() {
             return Ok(None);
         }
-        let (tx, pos) = match self.raw_tx(&op.txid)? {
-            Some((_, tx, pos)) => (tx, pos),
-            None => match self.confirmed_tx_through_kernel(&op.txid)? {
-                Some(found) => found,
+        let Some(pos) = self.position_of(txnum)? else {
+            return Ok(None);
+        };
+        let tx = match self.tx_from_files(&op.txid, &pos)? {
+            Some((_, tx)) => tx,
+            None => match self.confirmed_tx_through_kernel(&op.txid, &pos)? {
+                Some(tx) => tx,
                 None => return Ok(None),
             },
         };
@@ -619,7 +642,8 @@ impl IndexView<'_> {
     fn confirmed_tx_through_kernel(
         &self,
         txid: &Txid,
-    ) -> Result<Option<(bitcoin::Transaction, TxPosition)>, QueryError> {
+        pos: &TxPosition,
+    ) -> Result<Option<bitcoin::Transaction>, QueryError> {
         let Some(kernel) = self.index.kernel() else {
             return Err(IndexError::BlockFiles(format!(
                 "transaction {txid} is confirmed but not readable from the block files"
@@ -627,8 +651,8 @@ impl IndexView<'_> {
             .into());
         };
         Ok(self
-            .tx_through_kernel(&kernel, txid)?
-            .map(|(_, tx, pos)| (tx, pos)))
+            .tx_through_kernel(&kernel, txid, pos)?
+            .map(|(_, tx)| tx))
     }
 
     /// The txids of a block, in block order.
