@@ -3,6 +3,7 @@
 mod electrum;
 mod error;
 mod hosts;
+mod mempool;
 mod options;
 mod p2p;
 
@@ -16,6 +17,7 @@ use crate::types::{signet_magic, Network, Subnet, UnknownNetwork};
 pub use electrum::{CostLimits, ElectrumConfig, SERVER_SOFTWARE};
 pub use error::ConfigError;
 pub use hosts::HostLimits;
+pub use mempool::{MempoolConfig, PolicyProfile, TrucPolicy};
 pub use options::{FileConfig, Flags};
 pub use p2p::P2pConfig;
 
@@ -29,82 +31,6 @@ pub const DEFAULT_HTTP_MAX_CONNECTIONS: usize = 256;
 /// otherwise: above what the kernel itself needs before it gives up (Core's 50 MiB margin plus
 /// a 16 MiB block-file chunk), with room for the index's writes and compactions.
 pub const DEFAULT_MIN_FREE_SPACE_MB: u64 = 256;
-
-/// Mempool settings.
-#[derive(Debug, Clone, Copy)]
-pub struct MempoolConfig {
-    /// Most virtual bytes held; lower fee rates are evicted above it.
-    pub max_vbytes: u64,
-    /// Whether it is saved on shutdown and loaded on start (Core's `-persistmempool`).
-    pub persist: bool,
-    /// Whether bare multisig outputs are standard (`-permitbaremultisig`: false in Knots, the
-    /// reference the tests run against; true in Core).
-    pub permit_bare_multisig: bool,
-    /// Whether a transaction with OP_RETURN outputs and no other is standard (Knots's
-    /// `-permitbaredatacarrier`, false by default; Core has no such rule).
-    pub permit_bare_datacarrier: bool,
-    /// Whether bare pubkey (P2PK) outputs are standard (Knots's `-permitbarepubkey`, false by
-    /// default; Core relays them).
-    pub permit_bare_pubkey: bool,
-    /// What becomes of version 3 (TRUC) transactions (Knots's `-mempooltruc`).
-    pub truc: TrucPolicy,
-    /// The minimum relay fee rate and the incremental relay fee rate, sat per 1,000 vbytes
-    /// (`-minrelaytxfee` and `-incrementalrelayfee`: 1,000 in Knots and Core 29, 100 in Core 30).
-    pub min_relay_per_kvb: u64,
-    /// Most bytes of OP_RETURN output scripts (`-datacarriersize`: 83 in Knots and Core 29, for
-    /// each; 100,000 in Core 30, for all of them together).
-    pub datacarrier_size: usize,
-    /// Whether a transaction may have more than one OP_RETURN output (Core 30; not Knots).
-    pub permit_multiple_datacarrier: bool,
-    /// Whether Knots's rules against data apply ([`crate::mempool`]'s `data_rules`: parasites,
-    /// Runes, `-maxscriptsize`, data in input scripts, BIP-110's limits): Knots's defaults;
-    /// Core has none of them.
-    pub knots_data_rules: bool,
-}
-
-/// What the mempool does with version 3 transactions, which ask for the TRUC rules (BIP431):
-/// Knots's `-mempooltruc`, whose default (`accept`) is the reference bitcoind's; Core always
-/// enforces them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum TrucPolicy {
-    /// Taken as any other version (Knots's default): no TRUC rule, the CPFP carve-out allowed.
-    #[default]
-    Accept,
-    /// The TRUC rules enforced (Core's behaviour).
-    Enforce,
-    /// Refused as non-standard (`version`).
-    Reject,
-}
-
-impl std::str::FromStr for TrucPolicy {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "accept" => Ok(TrucPolicy::Accept),
-            "enforce" => Ok(TrucPolicy::Enforce),
-            "reject" => Ok(TrucPolicy::Reject),
-            other => Err(format!("{other:?} is not accept, enforce or reject")),
-        }
-    }
-}
-
-impl Default for MempoolConfig {
-    fn default() -> Self {
-        MempoolConfig {
-            max_vbytes: 300_000_000,
-            persist: true,
-            permit_bare_multisig: false,
-            permit_bare_datacarrier: false,
-            permit_bare_pubkey: false,
-            truc: TrucPolicy::Accept,
-            min_relay_per_kvb: 1_000,
-            datacarrier_size: 83,
-            permit_multiple_datacarrier: false,
-            knots_data_rules: true,
-        }
-    }
-}
 
 /// The settings cairn runs with, after merging defaults, file, environment and flags.
 #[derive(Debug, Clone)]
@@ -209,18 +135,7 @@ impl Settings {
             silent_payments: o.silent_payments.unwrap_or(false),
             index_cache_bytes: index_cache_mb << 20,
             min_free_space: min_free_space(o.min_free_space_mb)?,
-            mempool: MempoolConfig {
-                max_vbytes: mempool_max_mb as u64 * 1_000_000,
-                persist: o.persist_mempool.unwrap_or(true),
-                permit_bare_multisig: o.permit_bare_multisig.unwrap_or(false),
-                permit_bare_datacarrier: o.permit_bare_datacarrier.unwrap_or(false),
-                permit_bare_pubkey: o.permit_bare_pubkey.unwrap_or(false),
-                truc: truc_policy(o.mempool_truc.as_deref())?,
-                min_relay_per_kvb: min_relay_per_kvb(o.mempool_min_relay_fee)?,
-                datacarrier_size: datacarrier_size(o.datacarrier_size)?,
-                permit_multiple_datacarrier: o.permit_multiple_datacarrier.unwrap_or(false),
-                knots_data_rules: o.knots_data_rules.unwrap_or(true),
-            },
+            mempool: mempool::resolve(&o, mempool_max_mb as u64 * 1_000_000)?,
         })
     }
 
@@ -294,41 +209,6 @@ fn admin_addr(asked: Option<SocketAddr>, network: Network) -> Result<SocketAddr,
         });
     }
     Ok(addr)
-}
-
-/// `mempool_min_relay_fee` (sat/vB, 1 unless given, 0.001 to 1,000) in sat per 1,000 vbytes.
-fn min_relay_per_kvb(given: Option<f64>) -> Result<u64, ConfigError> {
-    let sat_per_vb = given.unwrap_or(1.0);
-    if !(0.001..=1_000.0).contains(&sat_per_vb) {
-        return Err(ConfigError::Invalid {
-            option: "mempool_min_relay_fee",
-            message: format!("{sat_per_vb} sat/vB is outside 0.001..=1000"),
-        });
-    }
-    Ok((sat_per_vb * 1000.0).round() as u64)
-}
-
-/// `datacarrier_size`: 83 unless given, at most 100,000 (a standard transaction's size).
-fn datacarrier_size(given: Option<usize>) -> Result<usize, ConfigError> {
-    match given.unwrap_or(83) {
-        size @ 0..=100_000 => Ok(size),
-        size => Err(ConfigError::Invalid {
-            option: "datacarrier_size",
-            message: format!("{size} bytes is over 100000"),
-        }),
-    }
-}
-
-/// `mempool_truc`: `accept` unless given.
-fn truc_policy(given: Option<&str>) -> Result<TrucPolicy, ConfigError> {
-    given
-        .map(str::parse)
-        .transpose()
-        .map(Option::unwrap_or_default)
-        .map_err(|message| ConfigError::Invalid {
-            option: "mempool_truc",
-            message,
-        })
 }
 
 /// `min_free_space_mb` in bytes: at least 1 MiB, and a count of bytes that fits 64 bits.

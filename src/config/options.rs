@@ -234,8 +234,13 @@ options! {
             default_missing_value = "true"
         )]
         pub persist_mempool: Option<bool>,
-        /// Whether bare multisig outputs (1 to 3 keys) are relayed: Knots's and the reference
-        /// bitcoind's `-permitbaremultisig=0` by default, Core's is true [default: false].
+        /// Whose relay policy the mempool follows: `core` (Bitcoin Core 31's defaults) or
+        /// `knots` (Bitcoin Knots 29.4's); each option below overrides one rule of it
+        /// [default: core].
+        #[arg(env = "CAIRN_MEMPOOL_POLICY", value_name = "core|knots")]
+        pub mempool_policy: Option<String>,
+        /// Whether bare multisig outputs (1 to 3 keys) are relayed (`-permitbaremultisig`)
+        /// [default: true; knots: false].
         #[arg(
             env = "CAIRN_PERMIT_BARE_MULTISIG",
             value_name = "BOOL",
@@ -244,8 +249,8 @@ options! {
             default_missing_value = "true"
         )]
         pub permit_bare_multisig: Option<bool>,
-        /// Whether a transaction whose only outputs are OP_RETURN is relayed: Knots's
-        /// `-permitbaredatacarrier=0` by default; Core has no such rule (true) [default: false].
+        /// Whether a transaction whose only outputs are OP_RETURN is relayed (Knots's
+        /// `-permitbaredatacarrier`; Core has no such rule) [default: true; knots: false].
         #[arg(
             env = "CAIRN_PERMIT_BARE_DATACARRIER",
             value_name = "BOOL",
@@ -254,8 +259,8 @@ options! {
             default_missing_value = "true"
         )]
         pub permit_bare_datacarrier: Option<bool>,
-        /// Whether bare pubkey (P2PK) outputs are relayed: Knots's `-permitbarepubkey=0` by
-        /// default; Core relays them (true) [default: false].
+        /// Whether bare pubkey (P2PK) outputs are relayed (Knots's `-permitbarepubkey`; Core
+        /// relays them) [default: true; knots: false].
         #[arg(
             env = "CAIRN_PERMIT_BARE_PUBKEY",
             value_name = "BOOL",
@@ -265,15 +270,15 @@ options! {
         )]
         pub permit_bare_pubkey: Option<bool>,
         /// The minimum relay fee rate, sat/vB, also the incremental relay fee for replacements
-        /// and the rolling minimum: Knots's and Core 29's 1; Core 30's 0.1 [default: 1].
+        /// and the rolling minimum [default: 0.1; knots: 1].
         #[arg(env = "CAIRN_MEMPOOL_MIN_RELAY_FEE", value_name = "SAT_PER_VB")]
         pub mempool_min_relay_fee: Option<f64>,
-        /// Most bytes of OP_RETURN output scripts: Knots's and Core 29's 83 (each); Core 30's
-        /// 100000 (all together) [default: 83].
+        /// Most bytes of OP_RETURN output scripts: all of them together where several are
+        /// permitted, else each [default: 100000; knots: 83].
         #[arg(env = "CAIRN_DATACARRIER_SIZE", value_name = "BYTES")]
         pub datacarrier_size: Option<usize>,
         /// Whether a transaction may have more than one OP_RETURN output (their sizes then
-        /// counted together): Core 30 does; Knots does not [default: false].
+        /// counted together) [default: true; knots: false].
         #[arg(
             env = "CAIRN_PERMIT_MULTIPLE_DATACARRIER",
             value_name = "BOOL",
@@ -284,8 +289,8 @@ options! {
         pub permit_multiple_datacarrier: Option<bool>,
         /// Knots 29.4's rules against data: CAT-21 lock times, Runes, scripts over 1,650
         /// bytes, data dropped or enveloped in input scripts, and BIP-110's limits (output
-        /// scripts of 34 bytes, pushes of 256, no OP_IF in tapscript); `false` is Core's policy
-        /// [default: true].
+        /// scripts of 34 bytes, pushes of 256, no OP_IF in tapscript); not Bitcoin's rules
+        /// [default: false; knots: true].
         #[arg(
             env = "CAIRN_KNOTS_DATA_RULES",
             value_name = "BOOL",
@@ -294,8 +299,8 @@ options! {
             default_missing_value = "true"
         )]
         pub knots_data_rules: Option<bool>,
-        /// Version 3 (TRUC) transactions: `accept` them as any other (Knots's default),
-        /// `enforce` the TRUC rules (Core's behaviour) or `reject` them [default: accept].
+        /// Version 3 (TRUC) transactions: `enforce` the TRUC rules (Core's behaviour),
+        /// `accept` them as any other or `reject` them [default: enforce; knots: accept].
         #[arg(env = "CAIRN_MEMPOOL_TRUC", value_name = "accept|enforce|reject")]
         pub mempool_truc: Option<String>,
         /// Where to serve compact filters over HTTP (`/filter/{hash}`, `/filterheaders`), the
