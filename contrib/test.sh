@@ -5,6 +5,10 @@
 set -eu
 cd "$(dirname "$0")/.."
 sh contrib/setup.sh
+# The oracle: Bitcoin Core 31.99 built from the source the kernel is built from (about 25
+# minutes once, then kept outside the clone); and Bitcoin Knots 29.4, whose wallet signs where a
+# test needs a wallet and whose policy the Knots profile is checked against.
+sh contrib/build-core-bitcoind.sh /var/tmp/cairn-core
 sh contrib/install-bitcoind.sh /opt/bitcoind
 # The Electrum wallet 4.3.4, a real client for tests/electrum_wallet.rs.
 if [ ! -x /usr/bin/electrum ]; then
@@ -21,6 +25,7 @@ for tool in systemd-analyze:systemd haproxy:haproxy promtool:prometheus chromium
   fi
 done
 export CAIRN_BITCOIND=/opt/bitcoind/bitcoind
+export CAIRN_CORE_BITCOIND=/var/tmp/cairn-core/bin/bitcoind
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-/var/tmp/cairn-target}"
 # The tree is rustfmt-clean and clippy-clean (every allowed lint is named with its reason where it
 # is allowed); both gate the tests. Clippy builds in the same profile, so it reuses the C++.

@@ -43,7 +43,22 @@ pub fn chain(n: u32, txs_per_block: u32, seed: u64) -> Vec<Block> {
     (0..n).map(|_| gen.next_block().unwrap()).collect()
 }
 
-/// The bitcoind wrapper `contrib/install-bitcoind.sh` installs (or `CAIRN_BITCOIND`).
+/// Bitcoin Core 31.99 as `contrib/build-core-bitcoind.sh` builds it from the kernel's own source
+/// (or `CAIRN_CORE_BITCOIND`): the oracle for everything Bitcoin decides.
+pub fn core_bitcoind_exe() -> PathBuf {
+    let path = std::env::var_os("CAIRN_CORE_BITCOIND")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/var/tmp/cairn-core/bin/bitcoind"));
+    assert!(
+        path.exists(),
+        "{} not found: run contrib/build-core-bitcoind.sh (the README's test command does)",
+        path.display()
+    );
+    path
+}
+
+/// The Bitcoin Knots 29.4 wrapper `contrib/install-bitcoind.sh` installs (or `CAIRN_BITCOIND`):
+/// a wallet that signs, and the Knots profile's reference.
 pub fn bitcoind_exe() -> PathBuf {
     let path = std::env::var_os("CAIRN_BITCOIND")
         .map(PathBuf::from)
@@ -84,6 +99,8 @@ fn never_ran(error: &str) -> bool {
 /// A regtest bitcoind on loopback, stopped when dropped.
 pub struct Bitcoind {
     child: Child,
+    /// The `bitcoind` it runs; `bitcoin-cli` beside it is asked.
+    exe: PathBuf,
     pub datadir: PathBuf,
     pub rpc_port: u16,
     pub p2p_port: u16,
@@ -100,12 +117,23 @@ impl Bitcoind {
         (node, mine)
     }
 
-    /// Starts bitcoind with extra arguments and waits until its RPC answers.
+    /// Starts Knots's bitcoind with extra arguments and waits until its RPC answers.
     pub fn start(datadir: &Path, extra: &[String]) -> Self {
+        Bitcoind::start_exe(bitcoind_exe(), datadir, extra)
+    }
+
+    /// Starts Bitcoin Core 31.99 (no wallet) with extra arguments and waits until its RPC
+    /// answers.
+    pub fn start_core(datadir: &Path, extra: &[String]) -> Self {
+        Bitcoind::start_exe(core_bitcoind_exe(), datadir, extra)
+    }
+
+    /// Starts `exe` with extra arguments and waits until its RPC answers.
+    pub fn start_exe(exe: PathBuf, datadir: &Path, extra: &[String]) -> Self {
         std::fs::create_dir_all(datadir).unwrap();
         let rpc_port = free_port();
         let p2p_port = free_port();
-        let child = Command::new(bitcoind_exe())
+        let child = Command::new(&exe)
             .arg("-regtest")
             .arg(format!("-datadir={}", datadir.display()))
             .args([
@@ -130,6 +158,7 @@ impl Bitcoind {
             .expect("start bitcoind");
         let mut node = Bitcoind {
             child,
+            exe,
             datadir: datadir.to_path_buf(),
             rpc_port,
             p2p_port,
@@ -172,7 +201,7 @@ impl Bitcoind {
 
     /// One `bitcoin-cli` call: its output, or its error message.
     fn rpc_once(&self, args: &[&str]) -> Result<String, String> {
-        let cli = bitcoind_exe().with_file_name("bitcoin-cli");
+        let cli = self.exe.with_file_name("bitcoin-cli");
         let out = Command::new(cli)
             .arg("-regtest")
             .arg(format!("-rpcport={}", self.rpc_port))
