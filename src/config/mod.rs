@@ -105,6 +105,7 @@ impl Settings {
             o.index_cache_mb.unwrap_or(DEFAULT_INDEX_CACHE_MB),
         )?;
         let mempool_max_mb = positive("mempool_max_mb", o.mempool_max_mb.unwrap_or(300) as usize)?;
+        let mempool = mempool::resolve(&o, mempool_max_mb as u64 * 1_000_000)?;
         let electrum = electrum_config(network, &o)?;
         let http_hosts = http_hosts(&o, &electrum.hosts.exempt)?;
         let http_cost = cost_limits(HTTP_COST_LIMITS, http_cost(&o))?;
@@ -135,7 +136,7 @@ impl Settings {
             silent_payments: o.silent_payments.unwrap_or(false),
             index_cache_bytes: index_cache_mb << 20,
             min_free_space: min_free_space(o.min_free_space_mb)?,
-            mempool: mempool::resolve(&o, mempool_max_mb as u64 * 1_000_000)?,
+            mempool,
         })
     }
 

@@ -377,24 +377,51 @@ fn mempool_policy_options_refuse_bad_values_by_name_and_apply_good_ones() {
         let option = line.split(' ').next().unwrap_or_default();
         assert!(err.to_string().contains(option), "{line}: {err}");
     }
+    // Core 31's policy unless told otherwise.
+    let defaults = Settings::resolve(FileConfig::default(), FileConfig::default()).unwrap();
+    assert_eq!(defaults.mempool.profile, PolicyProfile::Core);
+    assert_eq!(defaults.mempool.truc, TrucPolicy::Enforce);
+    assert_eq!(defaults.mempool.min_relay_per_kvb, 100);
+    assert_eq!(defaults.mempool.datacarrier_size, 100_000);
+    assert!(defaults.mempool.permit_bare_pubkey && defaults.mempool.permit_multiple_datacarrier);
+    assert!(defaults.mempool.permit_bare_multisig && defaults.mempool.permit_bare_datacarrier);
+    assert!(!defaults.mempool.knots_data_rules && defaults.mempool.clusters());
+    // Knots's profile: every default is Knots 29.4's.
+    let knots = FileConfig::parse("mempool_policy = \"knots\"\n", Path::new("x")).unwrap();
+    let knots = Settings::resolve(knots, FileConfig::default()).unwrap();
+    assert_eq!(knots.mempool.profile, PolicyProfile::Knots);
+    assert_eq!(knots.mempool.truc, TrucPolicy::Accept);
+    assert_eq!(knots.mempool.min_relay_per_kvb, 1_000);
+    assert_eq!(knots.mempool.datacarrier_size, 83);
+    assert!(!knots.mempool.permit_bare_pubkey && !knots.mempool.permit_multiple_datacarrier);
+    assert!(knots.mempool.knots_data_rules && !knots.mempool.clusters());
+    // Each knob on top of either profile; flags over the file.
     let file = FileConfig::parse(
-        "mempool_truc = \"enforce\"\nmempool_min_relay_fee = 0.1\ndatacarrier_size = 100000\n\
-         permit_bare_pubkey = true\npermit_multiple_datacarrier = true\n",
+        "mempool_policy = \"knots\"\nmempool_truc = \"enforce\"\nmempool_min_relay_fee = 0.1\n\
+         datacarrier_size = 100000\npermit_bare_pubkey = true\npermit_multiple_datacarrier = true\n",
         Path::new("x"),
     )
     .unwrap();
     let s = Settings::resolve(file, FileConfig::default()).unwrap();
+    assert_eq!(s.mempool.profile, PolicyProfile::Knots);
     assert_eq!(s.mempool.truc, TrucPolicy::Enforce);
     assert_eq!(s.mempool.min_relay_per_kvb, 100);
     assert_eq!(s.mempool.datacarrier_size, 100_000);
     assert!(s.mempool.permit_bare_pubkey && s.mempool.permit_multiple_datacarrier);
-    let core = FileConfig::parse("knots_data_rules = false\n", Path::new("x")).unwrap();
-    let core = Settings::resolve(core, FileConfig::default()).unwrap();
-    assert!(!core.mempool.knots_data_rules);
-    let defaults = Settings::resolve(FileConfig::default(), FileConfig::default()).unwrap();
-    assert_eq!(defaults.mempool.truc, TrucPolicy::Accept);
-    assert_eq!(defaults.mempool.min_relay_per_kvb, 1_000);
-    assert_eq!(defaults.mempool.datacarrier_size, 83);
-    assert!(!defaults.mempool.permit_bare_pubkey && !defaults.mempool.permit_multiple_datacarrier);
-    assert!(defaults.mempool.knots_data_rules);
+    assert!(s.mempool.knots_data_rules && !s.mempool.permit_bare_multisig);
+    let file = FileConfig::parse(
+        "knots_data_rules = true\nmempool_truc = \"accept\"\n",
+        Path::new("x"),
+    );
+    let flags = FileConfig {
+        mempool_truc: Some("reject".into()),
+        ..Default::default()
+    };
+    let s = Settings::resolve(file.unwrap(), flags).unwrap();
+    assert_eq!(s.mempool.profile, PolicyProfile::Core);
+    assert!(s.mempool.knots_data_rules && s.mempool.clusters());
+    assert_eq!(s.mempool.truc, TrucPolicy::Reject);
+    let bad = FileConfig::parse("mempool_policy = \"bip110\"\n", Path::new("x")).unwrap();
+    let err = Settings::resolve(bad, FileConfig::default()).unwrap_err();
+    assert!(err.to_string().contains("mempool_policy"), "{err}");
 }

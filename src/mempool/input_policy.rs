@@ -9,6 +9,7 @@ use super::data_rules;
 use super::pushes::{has_annex, last_push};
 use super::rejection::Rejection;
 use super::solver::{is_anchor, solve, OutputKind};
+use crate::config::{MempoolConfig, PolicyProfile};
 
 /// Most sigops a redeem script may have (Core's `MAX_P2SH_SIGOPS`).
 pub const MAX_P2SH_SIGOPS: usize = 15;
@@ -23,6 +24,8 @@ pub const MAX_STANDARD_P2WSH_STACK_ITEMS: usize = 100;
 pub const MAX_STANDARD_P2WSH_STACK_ITEM_SIZE: usize = 80;
 /// Largest stack item of a standard tapscript spend (`MAX_STANDARD_TAPSCRIPT_STACK_ITEM_SIZE`).
 pub const MAX_STANDARD_TAPSCRIPT_STACK_ITEM_SIZE: usize = 80;
+/// Most legacy sigops a standard transaction may run (Core 30's `MAX_TX_LEGACY_SIGOPS`, BIP54).
+pub const MAX_TX_LEGACY_SIGOPS: usize = 2_500;
 /// Weight units a sigop counts for in the virtual size (Core's `-bytespersigop` 20, times 4).
 const WEIGHT_PER_SIGOP: u64 = 20;
 
@@ -30,17 +33,21 @@ fn refuse(reason: &str, detail: String) -> Rejection {
     Rejection::NonStandard(format!("{reason}: {detail}"))
 }
 
-/// Core's `AreInputsStandard`: every spent output of a type Core's `Solver` knows (not
-/// `NONSTANDARD`, not `WITNESS_UNKNOWN`), and a P2SH redeem script of at most 15 sigops; with
-/// `knots`, first Knots's size limits on both scripts.
+/// Core's `ValidateInputsStandardness` (policy/policy.cpp): under Core's profile first BIP54's
+/// limit on legacy sigops ([`check_legacy_sigops`]); then every spent output of a type Core's
+/// `Solver` knows (not `NONSTANDARD`, not `WITNESS_UNKNOWN`), and a P2SH redeem script of at
+/// most 15 sigops; with Knots's data rules, first Knots's size limits on both scripts.
 pub fn check_inputs_standard(
     tx: &Transaction,
     prevouts: &[TxOut],
-    knots: bool,
+    policy: &MempoolConfig,
 ) -> Result<(), Rejection> {
+    if policy.profile == PolicyProfile::Core {
+        check_legacy_sigops(tx, prevouts)?;
+    }
     for (i, (input, prev)) in tx.input.iter().zip(prevouts).enumerate() {
         let spent = &prev.script_pubkey;
-        if knots {
+        if policy.knots_data_rules {
             data_rules::check_input_sizes(input, spent)?;
         }
         if !is_known_type(spent) {
@@ -64,18 +71,18 @@ pub fn check_inputs_standard(
 
 /// Core's `IsWitnessStandard`: no witness on an input whose spent output (or redeem script) is
 /// not a witness program, nor on a pay-to-anchor; P2WSH scripts, stack items and their sizes
-/// within bounds; no annex, and tapscript stack items within bounds; with `knots`, first no
-/// witness over Knots's `-maxscriptsize`.
+/// within bounds; no annex, and tapscript stack items within bounds; with Knots's data rules,
+/// first no witness over Knots's `-maxscriptsize`.
 pub fn check_witness_standard(
     tx: &Transaction,
     prevouts: &[TxOut],
-    knots: bool,
+    policy: &MempoolConfig,
 ) -> Result<(), Rejection> {
     for (i, (input, prev)) in tx.input.iter().zip(prevouts).enumerate() {
         if input.witness.is_empty() {
             continue;
         }
-        if knots {
+        if policy.knots_data_rules {
             data_rules::check_witness_size(input)?;
         }
         witness_standard(input, &prev.script_pubkey)
@@ -141,14 +148,36 @@ fn witness_standard(input: &bitcoin::TxIn, spent: &Script) -> Result<(), &'stati
     Ok(())
 }
 
-/// The transaction's sigop cost (Core's `GetTransactionSigOpCost`), refused above 16,000
+/// Refuses a sigop cost (Core's `GetTransactionSigOpCost`, [`sigop_cost`]) above 16,000
 /// (`bad-txns-too-many-sigops`).
-pub fn check_sigops(tx: &Transaction, prevouts: &[TxOut]) -> Result<usize, Rejection> {
-    let cost = sigop_cost(tx, prevouts);
+pub fn check_sigop_cost(cost: usize) -> Result<(), Rejection> {
     if cost > MAX_STANDARD_TX_SIGOPS_COST {
         return Err(refuse("bad-txns-too-many-sigops", cost.to_string()));
     }
-    Ok(cost)
+    Ok(())
+}
+
+/// BIP54's limit on a transaction's legacy sigops, as Core 30's `CheckSigopsBIP54`
+/// (policy/policy.cpp): each input's script sig counted accurately, and the output it spends
+/// (for P2SH, the redeem script its script sig pushes last, none if the script sig is not
+/// push-only), at most 2,500 in all (`bad-txns-nonstandard-inputs`). The output scripts the
+/// transaction creates do not count: they run only where they are spent.
+pub fn check_legacy_sigops(tx: &Transaction, prevouts: &[TxOut]) -> Result<(), Rejection> {
+    let mut sigops = 0usize;
+    for (input, prev) in tx.input.iter().zip(prevouts) {
+        sigops = sigops.saturating_add(sigop_count(&input.script_sig, true));
+        let spent = &prev.script_pubkey;
+        sigops = sigops.saturating_add(match spent.is_p2sh() {
+            true => last_push(&input.script_sig)
+                .map_or(0, |redeem| sigop_count(Script::from_bytes(&redeem), true)),
+            false => sigop_count(spent, true),
+        });
+        if sigops > MAX_TX_LEGACY_SIGOPS {
+            let detail = "non-witness sigops exceed bip54 limit".to_string();
+            return Err(refuse("bad-txns-nonstandard-inputs", detail));
+        }
+    }
+    Ok(())
 }
 
 /// Core's `GetTransactionSigOpCost` with every spent output known: legacy sigops of every script
@@ -215,8 +244,12 @@ fn sigop_count(script: &Script, accurate: bool) -> usize {
 
 /// Core's `GetVirtualTransactionSize`: the weight, or 20 bytes a sigop if more, in vbytes.
 pub fn virtual_size(tx: &Transaction, sigop_cost: usize) -> u64 {
-    let by_sigops = (sigop_cost as u64).saturating_mul(WEIGHT_PER_SIGOP);
-    tx.weight().to_wu().max(by_sigops).div_ceil(4)
+    adjusted_weight(tx.weight().to_wu(), sigop_cost).div_ceil(4)
+}
+
+/// Core's `GetSigOpsAdjustedWeight`: `weight`, or 20 bytes a sigop if more, in weight units.
+pub fn adjusted_weight(weight: u64, sigop_cost: usize) -> u64 {
+    weight.max((sigop_cost as u64).saturating_mul(WEIGHT_PER_SIGOP))
 }
 
 /// Whether Core's `Solver` gives a type other than `NONSTANDARD` or `WITNESS_UNKNOWN`: P2PK,

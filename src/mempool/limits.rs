@@ -1,4 +1,4 @@
-//! Core's chain limits on unconfirmed ancestors and descendants (`CalculateAncestorsAndCheckLimits`
+//! Knots's (and Core 30's) chain limits on unconfirmed ancestors and descendants (`CalculateAncestorsAndCheckLimits`
 //! in txmempool.cpp, the defaults of policy/policy.h) with the CPFP carve-out of
 //! `MemPoolAccept::PreChecks`: a transaction is refused (`too-long-mempool-chain`) if it would
 //! have more than 25 in-mempool ancestors with itself, or of more than 101,000 vbytes, or would
@@ -10,6 +10,7 @@ use std::collections::HashSet;
 
 use bitcoin::{Transaction, Txid};
 
+use super::cluster::Newcomers;
 use super::rejection::Rejection;
 use super::truc::TRUC_VERSION;
 use super::Inner;
@@ -36,16 +37,22 @@ const DEFAULT: Limits = Limits {
 const EXTRA_DESCENDANT_TX_SIZE_LIMIT: u64 = 10_000;
 
 impl Inner {
-    /// Refuses `tx` of `vsize` vbytes if it breaks the chain limits with the pool as it is
-    /// without `gone` (the transactions it replaces). Past the limits, a transaction of at most
+    /// Refuses `tx` of `weight` sigop-adjusted weight units if it breaks the profile's limits
+    /// with the pool as it is without `gone` (the transactions it replaces): Core's cluster
+    /// limits ([`super::cluster`]) or Knots's chain limits. Past those, a transaction of at most
     /// 10,000 vbytes with a single in-mempool ancestor is still let in once more (the CPFP
     /// carve-out, for two-party contracts whose other side filled the descendant limit).
     pub(super) fn check_chain_limits(
         &self,
         tx: &Transaction,
-        vsize: u64,
+        weight: u64,
         gone: &HashSet<Txid>,
     ) -> Result<(), Rejection> {
+        if self.clusters {
+            let newcomers = Newcomers { txs: &[tx], weight };
+            return self.check_cluster_limits(&newcomers, gone);
+        }
+        let vsize = weight.div_ceil(4);
         let Err(message) = self.within(tx, vsize, &DEFAULT, gone) else {
             return Ok(());
         };
@@ -80,7 +87,22 @@ impl Inner {
         &self,
         txs: &[&Transaction],
         vsize: u64,
-    ) -> Result<(), String> {
+    ) -> Result<(), Rejection> {
+        if self.clusters {
+            // The members' vbytes are sigop-adjusted and rounded up: at most 3 weight units
+            // more each than the graph counts.
+            let newcomers = Newcomers {
+                txs,
+                weight: vsize.saturating_mul(4),
+            };
+            return self.check_cluster_limits(&newcomers, &HashSet::new());
+        }
+        self.check_package_chain_limits(txs, vsize)
+            .map_err(Rejection::TooLongChain)
+    }
+
+    /// [`Inner::check_package_limits`] under Knots's chain limits.
+    fn check_package_chain_limits(&self, txs: &[&Transaction], vsize: u64) -> Result<(), String> {
         let (count, limits) = (txs.len(), &DEFAULT);
         if count > limits.ancestor_count {
             let limit = limits.ancestor_count;

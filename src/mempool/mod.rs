@@ -6,6 +6,7 @@
 //! transaction: pre-checks, scripts, admission under the write lock; `queries` answers the
 //! read side and `revalidate` follows the chain.
 
+mod cluster;
 mod coins;
 pub mod consensus;
 pub mod data_rules;
@@ -16,6 +17,7 @@ mod finality;
 mod input_policy;
 pub mod interpreter;
 mod limits;
+pub mod linearize;
 mod package;
 pub mod persist;
 mod policy;
@@ -38,7 +40,7 @@ use std::sync::{Arc, Mutex, PoisonError, RwLock, TryLockError};
 use bitcoin::constants::COINBASE_MATURITY;
 use bitcoin::{OutPoint, Transaction, TxOut, Txid, Wtxid};
 
-use crate::config::{MempoolConfig, TrucPolicy};
+use crate::config::{MempoolConfig, PolicyProfile, TrucPolicy};
 use crate::index::Index;
 
 use crate::types::ScriptHash;
@@ -47,7 +49,7 @@ use package::Staged;
 pub use package::{PackageAccepted, TestAccept, Tested, MAX_TEST_FEE_PER_KVB};
 use persist::MempoolFile;
 pub use persist::{LoadStats, PersistError};
-pub use policy::{verify_scripts, MAX_PACKAGE_COUNT, MIN_RELAY_FEERATE};
+pub use policy::{verify_scripts, MAX_PACKAGE_COUNT, MIN_RELAY_PER_KVB};
 pub use projection::ProjectedBlock;
 pub use rejection::Rejection;
 use replacement::replacement;
@@ -88,6 +90,12 @@ pub struct MempoolEntry {
 }
 
 impl MempoolEntry {
+    /// Its weight, or 20 vbytes a sigop if more (Core's `GetSigOpsAdjustedWeight`): what the
+    /// cluster limits count.
+    pub fn adjusted_weight(&self) -> u64 {
+        input_policy::adjusted_weight(self.weight, self.sigop_cost as usize)
+    }
+
     /// Fee rate in sat/vB.
     pub fn feerate(&self) -> f64 {
         self.fee as f64 / self.vsize.max(1) as f64
@@ -126,6 +134,8 @@ struct Inner {
     total_vsize: u64,
     /// Whether version 3 transactions are held to the TRUC rules (`mempool_truc = enforce`).
     enforce_truc: bool,
+    /// Whether the chain limits are Core 31's clusters, not Knots's ancestors and descendants.
+    clusters: bool,
     /// Counts the times the mempool was taken to be changed: the fee rates computed at one
     /// count serve until the next ([`Mempool::fee_rates`]).
     generation: u64,
@@ -179,6 +189,57 @@ impl Inner {
             .filter_map(|i| self.spends.get(&i.previous_output))
             .copied()
             .collect()
+    }
+
+    /// The checks of a new transaction against its relatives in the pool, in the profile's
+    /// order (Core 31: TRUC, then clusters, then ephemeral dust; Knots: chain limits, then
+    /// TRUC), with the pool as it would be without what the candidate replaces. A TRUC sibling
+    /// it could evict is not refused where `staged` allows replacement.
+    fn check_relatives(
+        &self,
+        candidate: &truc::Candidate,
+        weight: u64,
+        staged: &Staged,
+    ) -> Result<(), Rejection> {
+        let truc = || match self.check_truc(candidate, &self.direct_conflicts(candidate.tx)) {
+            Err(breach) if breach.sibling.is_none() || !staged.allows_replacement() => {
+                Err(breach.rejection)
+            }
+            _ => Ok(()),
+        };
+        let gone = self.replaced_by(candidate.tx);
+        if !self.clusters {
+            self.check_chain_limits(candidate.tx, weight, &gone)?;
+            return truc();
+        }
+        truc()?;
+        self.check_chain_limits(candidate.tx, weight, &gone)?;
+        self.check_ephemeral_spends(candidate.tx)
+    }
+
+    /// Core's `CheckEphemeralSpends` for one transaction (policy/ephemeral_policy.cpp): every
+    /// dust output of each mempool parent it spends from must be spent by it
+    /// (`missing-ephemeral-spends`).
+    fn check_ephemeral_spends(&self, tx: &Transaction) -> Result<(), Rejection> {
+        let spent: HashSet<OutPoint> = tx.input.iter().map(|i| i.previous_output).collect();
+        for parent in tx.input.iter().map(|i| i.previous_output.txid) {
+            let Some(entry) = self.txs.get(&parent) else {
+                continue;
+            };
+            let unspent_dust = entry
+                .tx
+                .output
+                .iter()
+                .enumerate()
+                .filter(|(_, out)| policy::is_dust(out))
+                .any(|(vout, _)| !spent.contains(&OutPoint::new(parent, vout as u32)));
+            if unspent_dust {
+                return Err(Rejection::MissingEphemeralSpends {
+                    txid: tx.compute_txid(),
+                });
+            }
+        }
+        Ok(())
     }
 
     /// What a checked transaction replaces directly, read under the lock that admits it or
@@ -410,6 +471,7 @@ impl Mempool {
     pub fn new(config: MempoolConfig) -> Self {
         let inner = Inner {
             enforce_truc: config.truc == TrucPolicy::Enforce,
+            clusters: config.clusters(),
             ..Inner::default()
         };
         Mempool {
@@ -590,40 +652,36 @@ impl Mempool {
         if !finality::locks_passed(lock_points, next, now) {
             return Err(Rejection::NonBip68Final);
         }
-        let knots = self.config.knots_data_rules;
-        if knots {
+        let policy = &self.config;
+        if policy.knots_data_rules {
             data_rules::check_output_sizes(&tx)?;
         }
         let fee = consensus::check_tx_inputs(&tx, &inputs.prevouts)?;
-        input_policy::check_inputs_standard(&tx, &inputs.prevouts, knots)?;
-        if knots {
-            data_rules::check_data_carried(&tx, &inputs.prevouts, self.config.datacarrier_size)?;
+        input_policy::check_inputs_standard(&tx, &inputs.prevouts, policy)?;
+        if policy.knots_data_rules {
+            data_rules::check_data_carried(&tx, &inputs.prevouts, policy.datacarrier_size)?;
         }
-        input_policy::check_witness_standard(&tx, &inputs.prevouts, knots)?;
-        let sigops = input_policy::check_sigops(&tx, &inputs.prevouts)?;
+        input_policy::check_witness_standard(&tx, &inputs.prevouts, policy)?;
+        let sigops = input_policy::sigop_cost(&tx, &inputs.prevouts);
+        if policy.profile == PolicyProfile::Core {
+            policy::check_ephemeral_fee(&tx, fee)?;
+        }
+        input_policy::check_sigop_cost(sigops)?;
         let vsize = input_policy::virtual_size(&tx, sigops);
         let needed = self.relay_fee(vsize);
         if own_fee {
             self.check_fee_rate(fee, vsize)?;
         }
         let wtxid = tx.compute_wtxid();
+        let candidate = truc::Candidate {
+            tx: &tx,
+            txid,
+            wtxid,
+            vsize,
+        };
+        let weight = input_policy::adjusted_weight(tx.weight().to_wu(), sigops);
         // Before any script runs, as in Core's PreChecks; again under the write lock.
-        {
-            let inner = self.read();
-            inner.check_chain_limits(&tx, vsize, &inner.replaced_by(&tx))?;
-            let candidate = truc::Candidate {
-                tx: &tx,
-                txid,
-                wtxid,
-                vsize,
-            };
-            match inner.check_truc(&candidate, &inner.direct_conflicts(&tx)) {
-                Err(breach) if breach.sibling.is_none() || !staged.allows_replacement() => {
-                    return Err(breach.rejection)
-                }
-                _ => {}
-            }
-        }
+        self.read().check_relatives(&candidate, weight, staged)?;
         let tx_weight = tx.weight().to_wu();
         let entry = MempoolEntry {
             tx,
@@ -715,11 +773,12 @@ impl Mempool {
             from_parents,
             needed,
         } = checked;
-        let (txid, wtxid, vsize) = (entry.txid, entry.wtxid, entry.vsize);
+        let (txid, wtxid) = (entry.txid, entry.wtxid);
         let mut inner = self.write();
         let conflicts = inner.conflicts_of(&entry, &from_parents, true)?;
         let replaced = replacement(&inner, &conflicts, &entry, &from_parents, needed)?;
-        inner.check_chain_limits(&entry.tx, vsize, &replaced.iter().copied().collect())?;
+        let gone = replaced.iter().copied().collect();
+        inner.check_chain_limits(&entry.tx, entry.adjusted_weight(), &gone)?;
         let mut touched: HashSet<ScriptHash> = entry.scripthashes().collect();
         for r in &replaced {
             inner.remove_with_descendants(r, &mut touched);

@@ -9,7 +9,7 @@ use bitcoin::{OutPoint, Transaction, TxOut, Txid, Wtxid};
 use super::coins::CoinSource;
 use super::Rejection;
 use super::{consensus, persist, policy, replacement, rolling, truc, Accepted, Checked, Mempool};
-use crate::config::TrucPolicy;
+use crate::config::{PolicyProfile, TrucPolicy};
 use crate::index::Index;
 use crate::types::ScriptHash;
 
@@ -151,15 +151,17 @@ impl Mempool {
     }
 
     /// Whether a parent refused with `refusal` may still enter paid for by its child (Core's
-    /// `TX_RECONSIDERABLE`): under the rolling minimum fee, or, for a version 3 parent held to
-    /// the TRUC rules, under the relay fee. Any other parent below the relay fee is refused
-    /// even with a child (Core 28 and later, and the reference Knots 29.4: `min relay fee not
-    /// met`), so no free transaction can stay behind when its child is replaced.
+    /// `TX_RECONSIDERABLE`): under the rolling minimum fee or the relay fee (Core 31, with or
+    /// without fee: validation.cpp's `AcceptPackage`). Under Knots's profile (as Core 28 to
+    /// 30) a parent below the relay fee may only if it is version 3 held to the TRUC rules, so
+    /// no free transaction can stay behind when its child is replaced.
     fn child_may_pay(&self, parent: &Transaction, refusal: &Rejection) -> bool {
         match refusal {
             Rejection::MempoolMinFee { .. } => true,
             Rejection::MinRelayFee { .. } => {
-                self.config.truc == TrucPolicy::Enforce && parent.version.0 == truc::TRUC_VERSION
+                self.config.profile == PolicyProfile::Core
+                    || (self.config.truc == TrucPolicy::Enforce
+                        && parent.version.0 == truc::TRUC_VERSION)
             }
             _ => false,
         }
@@ -205,9 +207,7 @@ impl Mempool {
             return Err(all(Rejection::PackageFee { fees, needed }));
         }
         let txs: Vec<&Transaction> = checked.iter().map(|c| &c.entry.tx).collect();
-        self.read()
-            .check_package_limits(&txs, vsize)
-            .map_err(|e| all(Rejection::TooLongChain(e)))?;
+        self.read().check_package_limits(&txs, vsize).map_err(all)?;
         for (i, c) in checked.iter().enumerate() {
             self.check_scripts(c).map_err(|e| one(i, e))?;
         }
@@ -234,7 +234,11 @@ impl Mempool {
                     false => Err(Rejection::ReplacementDisallowed),
                 })
                 .and_then(|()| {
-                    inner.check_chain_limits(&c.entry.tx, c.entry.vsize, &HashSet::new())
+                    inner.check_chain_limits(
+                        &c.entry.tx,
+                        c.entry.adjusted_weight(),
+                        &HashSet::new(),
+                    )
                 });
             if let Err(e) = admissible {
                 let mut scratch = HashSet::new();
@@ -321,7 +325,8 @@ impl Mempool {
             } = &checked;
             let conflicts = inner.conflicts_of(entry, from_parents, true)?;
             let replaced = replacement(&inner, &conflicts, entry, from_parents, *needed)?;
-            inner.check_chain_limits(&entry.tx, entry.vsize, &replaced.into_iter().collect())?;
+            let gone = replaced.into_iter().collect();
+            inner.check_chain_limits(&entry.tx, entry.adjusted_weight(), &gone)?;
         }
         self.check_scripts(&checked)?;
         Ok(tested(&checked))
@@ -363,7 +368,10 @@ impl Mempool {
                 .map_err(|e| e.to_string())?;
             inner
                 .check_package_limits(&txs.iter().collect::<Vec<_>>(), vsize)
-                .map_err(|e| format!("package-mempool-limits, {e}"))?;
+                .map_err(|e| match e {
+                    Rejection::TooLongChain(e) => format!("package-mempool-limits, {e}"),
+                    e => e.to_string(),
+                })?;
         }
         for (c, result) in checked.iter().zip(results.iter_mut()) {
             let verdict = self.check_scripts(c).map(|()| tested(c));

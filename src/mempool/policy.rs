@@ -5,11 +5,11 @@ use bitcoin::{Transaction, TxOut};
 use super::data_rules;
 use super::rejection::Rejection;
 use super::solver::{solve, OutputKind};
-use crate::config::{MempoolConfig, TrucPolicy};
+use crate::config::{MempoolConfig, PolicyProfile, TrucPolicy};
 
-/// The default minimum relay fee rate, sat/vB (Knots's and Core 29's `-minrelaytxfee`, 1,000
-/// sat/kvB; `mempool_min_relay_fee` changes it).
-pub const MIN_RELAY_FEERATE: u64 = 1;
+/// The default minimum relay fee rate, sat per 1,000 vbytes (Core 30's and 31's
+/// `DEFAULT_MIN_RELAY_TX_FEE`; `mempool_min_relay_fee` changes it).
+pub const MIN_RELAY_PER_KVB: u64 = 100;
 /// Largest standard transaction weight (Core's MAX_STANDARD_TX_WEIGHT).
 pub const MAX_STANDARD_TX_WEIGHT: u64 = 400_000;
 /// Smallest standard size without witness (Core's `MIN_STANDARD_TX_NONWITNESS_SIZE`): a
@@ -22,9 +22,9 @@ fn non_standard(reason: &str) -> Rejection {
 
 /// Size, version, script sig, output script and dust rules (after
 /// [`super::consensus::check_transaction`], which refuses a transaction without inputs or
-/// outputs), as Core's `IsStandardTx` with the knobs of `policy` (Knots's `bare-multisig`,
-/// `bare-pubkey`, `bare-datacarrier`, `-mempooltruc=reject` and its data rules), in Knots's
-/// order; then `tx-size-small`.
+/// outputs), as `IsStandardTx` (policy/policy.cpp) with the knobs of `policy` (Knots's
+/// `bare-pubkey`, `bare-datacarrier`, `-mempooltruc=reject` and its data rules), in the order
+/// of the policy's profile; then `tx-size-small`.
 pub fn check_standard(tx: &Transaction, policy: &MempoolConfig) -> Result<(), Rejection> {
     let newest = match policy.truc {
         TrucPolicy::Reject => 2,
@@ -51,8 +51,9 @@ pub fn check_standard(tx: &Transaction, policy: &MempoolConfig) -> Result<(), Re
     let mut counts = OutputCounts::default();
     // Knots walks the outputs from the last, Core from the first: which reason a transaction
     // breaking two rules gets depends on it.
+    let knots = policy.profile == PolicyProfile::Knots;
     let mut outputs: Vec<(usize, &TxOut)> = tx.output.iter().enumerate().collect();
-    if policy.knots_data_rules {
+    if knots {
         outputs.reverse();
     }
     for (i, out) in outputs {
@@ -63,6 +64,11 @@ pub fn check_standard(tx: &Transaction, policy: &MempoolConfig) -> Result<(), Re
     }
     if counts.data_bytes > policy.datacarrier_size {
         return Err(non_standard("datacarrier"));
+    }
+    // Core: one dust output at most, and only in a transaction without fee (ephemeral dust,
+    // `MAX_DUST_OUTPUTS_PER_TX`; the fee is checked by [`check_ephemeral_fee`]).
+    if counts.dust > MAX_DUST_OUTPUTS_PER_TX {
+        return Err(non_standard("dust"));
     }
     // Knots: OP_RETURN outputs must ride beside a payment.
     if counts.monetary == 0 && counts.data_outputs > 0 && !policy.permit_bare_datacarrier {
@@ -75,16 +81,36 @@ pub fn check_standard(tx: &Transaction, policy: &MempoolConfig) -> Result<(), Re
     Ok(())
 }
 
+/// Most dust outputs of a standard transaction (Core's `MAX_DUST_OUTPUTS_PER_TX`), which must
+/// then pay no fee and be spent by a child in the same package or the pool (ephemeral dust).
+pub const MAX_DUST_OUTPUTS_PER_TX: usize = 1;
+
+/// Core's `PreCheckEphemeralTx` (policy/ephemeral_policy.cpp): a transaction with a dust output
+/// pays no fee, so it is never worth mining alone.
+pub fn check_ephemeral_fee(tx: &Transaction, fee: u64) -> Result<(), Rejection> {
+    if fee != 0 && tx.output.iter().any(is_dust) {
+        return Err(non_standard("dust, tx with dust output must be 0-fee"));
+    }
+    Ok(())
+}
+
+/// Whether an output is dust at Core's dust relay fee (3 sat/vB, `IsDust`).
+pub fn is_dust(out: &TxOut) -> bool {
+    out.value < out.script_pubkey.minimal_non_dust()
+}
+
 /// What the output loop counts for the whole-transaction rules.
 #[derive(Default)]
 struct OutputCounts {
     data_outputs: usize,
     data_bytes: usize,
     monetary: usize,
+    dust: usize,
 }
 
-/// One output (the `i`th of `tx`) in Knots's order: its size, its kind, dust, then the rules of
-/// its kind.
+/// One output (the `i`th of `tx`) in the profile's order: its size, its kind, the data carrier
+/// (Core: the bytes left of it, at this output), dust (Knots: at once; Core: counted), then the
+/// rules of its kind.
 fn check_output(
     tx: &Transaction,
     i: usize,
@@ -108,13 +134,25 @@ fn check_output(
     {
         return Err(non_standard("scriptpubkey"));
     }
-    if out.value < script.minimal_non_dust() {
-        return Err(non_standard("dust"));
+    let core = policy.profile == PolicyProfile::Core;
+    if kind == OutputKind::NullData && core {
+        counts.data_bytes = counts.data_bytes.saturating_add(script.len());
+        if counts.data_bytes > policy.datacarrier_size {
+            return Err(non_standard("datacarrier"));
+        }
+    }
+    if is_dust(out) {
+        match core {
+            true => counts.dust += 1,
+            false => return Err(non_standard("dust")),
+        }
     }
     match kind {
         OutputKind::NullData => {
             counts.data_outputs += 1;
-            counts.data_bytes = counts.data_bytes.saturating_add(script.len());
+            if !core {
+                counts.data_bytes = counts.data_bytes.saturating_add(script.len());
+            }
             if policy.knots_data_rules {
                 data_rules::check_null_data(script)?;
                 data_rules::check_counterparty(tx, script)?;

@@ -64,6 +64,15 @@ pub enum Rejection {
         /// Which flag, in Core's words.
         message: String,
     },
+    /// Leaves a dust output of a mempool parent unspent (Core's `CheckEphemeralSpends`).
+    #[error("missing-ephemeral-spends, tx {txid} did not spend parent's ephemeral dust")]
+    MissingEphemeralSpends {
+        /// The transaction that leaves it.
+        txid: Txid,
+    },
+    /// Would make a cluster of more than 64 transactions or 101,000 vbytes (Core 31).
+    #[error("too-large-cluster")]
+    TooLargeCluster,
     /// Over the chain limits on unconfirmed ancestors and descendants; the text is Core's.
     #[error("too-long-mempool-chain, {0}")]
     TooLongChain(String),
@@ -116,6 +125,19 @@ pub enum Rejection {
         txid: Txid,
         /// Which replacement rule failed.
         reason: String,
+    },
+    /// A replacement whose direct conflicts lie in more than 100 clusters (Core 31's rule 5).
+    #[error("too many potential replacements, rejecting replacement {txid}; too many conflicting clusters")]
+    TooManyReplacements {
+        /// The new transaction.
+        txid: Txid,
+    },
+    /// A replacement that would not improve the fee-rate diagram of the clusters it changes
+    /// (Core 31's `ImprovesFeerateDiagram`).
+    #[error("replacement-failed, {txid}: insufficient feerate: does not improve feerate diagram")]
+    ReplacementFailed {
+        /// The new transaction.
+        txid: Txid,
     },
     /// A replacement that spends an unconfirmed output of a transaction none of those it
     /// replaces spends from (BIP125 rule 2).

@@ -1,12 +1,114 @@
-//! Full replace-by-fee as Core's `ReplacementChecks` (policy/rbf.cpp): what a transaction that
-//! spends what mempool transactions spend must pay to take their place.
+//! Full replace-by-fee as `MemPoolAccept::ReplacementChecks` (validation.cpp, policy/rbf.cpp):
+//! what a transaction that spends what mempool transactions spend must pay to take their
+//! place. Core 31 (the default profile) asks that it pay for what it replaces and its own relay
+//! and improve the fee-rate diagram of the clusters it changes; Knots 29.4 asks BIP125's rules
+//! 2 to 6.
 
+use std::cmp::Ordering;
 use std::collections::HashSet;
 
 use bitcoin::{OutPoint, Txid};
 
+use super::linearize::{compare_diagrams, FeeFrac};
 use super::rejection::Rejection;
 use super::{Inner, MempoolEntry};
+
+/// The mempool transactions `new` replaces (the conflicts and their descendants), or why it
+/// may not, under the pool's profile: [`diagram_replacement`] for Core's, [`bip125_replacement`]
+/// for Knots's. `needed` is the incremental relay fee for its size.
+pub(super) fn replacement(
+    inner: &Inner,
+    conflicts: &HashSet<Txid>,
+    new: &MempoolEntry,
+    from_parents: &[OutPoint],
+    needed: u64,
+) -> Result<Vec<Txid>, Rejection> {
+    if conflicts.is_empty() {
+        return Ok(Vec::new());
+    }
+    match inner.clusters {
+        true => diagram_replacement(inner, conflicts, new, needed),
+        false => bip125_replacement(inner, conflicts, new, from_parents, needed),
+    }
+}
+
+/// Core 31's replacement rules, in its order: the direct conflicts in at most 100 clusters
+/// (rule 5, `GetEntriesForConflicts`: `too many potential replacements`); at least the fees of
+/// everything replaced, and more by the relay fee for its own size (rules 3 and 4,
+/// `PaysForRBF`: `insufficient fee`); the cluster limits without what it replaces; a fee-rate
+/// diagram of the changed clusters strictly better than theirs (`ImprovesFeerateDiagram`:
+/// `replacement-failed`); and none of what it replaces directly among its ancestors
+/// (`EntriesAndTxidsDisjoint`).
+fn diagram_replacement(
+    inner: &Inner,
+    conflicts: &HashSet<Txid>,
+    new: &MempoolEntry,
+    needed: u64,
+) -> Result<Vec<Txid>, Rejection> {
+    let txid = new.txid;
+    let clusters = inner.cluster_count(conflicts, MAX_REPLACEMENT_CANDIDATES + 1);
+    if clusters > MAX_REPLACEMENT_CANDIDATES {
+        return Err(Rejection::TooManyReplacements { txid });
+    }
+    let mut all: Vec<Txid> = conflicts
+        .iter()
+        .flat_map(|c| inner.descendants(c))
+        .collect::<HashSet<Txid>>()
+        .into_iter()
+        .collect();
+    all.sort();
+    let old_fees: u64 = all
+        .iter()
+        .filter_map(|t| inner.txs.get(t))
+        .map(|e| e.fee)
+        .sum();
+    if new.fee < old_fees {
+        return Err(Rejection::Replacement {
+            txid,
+            reason: format!("less fees than conflicting txs; {} < {old_fees}", new.fee),
+        });
+    }
+    if new.fee - old_fees < needed {
+        let added = new.fee - old_fees;
+        return Err(Rejection::Replacement {
+            txid,
+            reason: format!("not enough additional fees to relay; {added} < {needed}"),
+        });
+    }
+    let gone: HashSet<Txid> = all.iter().copied().collect();
+    inner.check_chain_limits(&new.tx, new.adjusted_weight(), &gone)?;
+    let parents = new.tx.input.iter().map(|i| i.previous_output.txid);
+    let changed = inner.clusters_of(all.iter().copied().chain(parents));
+    let before = inner.diagram(&changed, None);
+    let remaining: HashSet<Txid> = changed.difference(&gone).copied().collect();
+    let own = FeeFrac::new(new.fee, new.adjusted_weight());
+    let after = inner.diagram(&remaining, Some((&new.tx, own)));
+    if compare_diagrams(&after, &before) != Some(Ordering::Greater) {
+        return Err(Rejection::ReplacementFailed { txid });
+    }
+    disjoint_from_ancestors(inner, conflicts, new)?;
+    Ok(all)
+}
+
+/// Core's `EntriesAndTxidsDisjoint`: none of what `new` replaces directly may be among its
+/// ancestors (`bad-txns-spends-conflicting-tx`).
+fn disjoint_from_ancestors(
+    inner: &Inner,
+    conflicts: &HashSet<Txid>,
+    new: &MempoolEntry,
+) -> Result<(), Rejection> {
+    match inner
+        .ancestors_of(&new.tx)
+        .into_iter()
+        .find(|a| conflicts.contains(a))
+    {
+        Some(gone) => Err(Rejection::SpendsConflicting {
+            txid: new.txid,
+            conflict: gone,
+        }),
+        None => Ok(()),
+    }
+}
 
 /// Full replace-by-fee (every transaction replaceable): the mempool transactions that `new`
 /// replaces (the conflicts and their descendants), refused in Core's order: if it descends
@@ -15,7 +117,7 @@ use super::{Inner, MempoolEntry};
 /// over 100 (rule 5, the walk stopping there), if it spends an unconfirmed output (`from_parents`) of a transaction none of
 /// the conflicts spends from (rule 2, `HasNoNewUnconfirmed`), or if it does not pay more than all
 /// of them by the relay fee `needed` for its size (rules 3 and 4).
-pub(super) fn replacement(
+fn bip125_replacement(
     inner: &Inner,
     conflicts: &HashSet<Txid>,
     new: &MempoolEntry,
@@ -23,21 +125,8 @@ pub(super) fn replacement(
     needed: u64,
 ) -> Result<Vec<Txid>, Rejection> {
     let (txid, fee, vsize) = (new.txid, new.fee, new.vsize);
-    if conflicts.is_empty() {
-        return Ok(Vec::new());
-    }
-    // Core's `EntriesAndTxidsDisjoint` (in `PreChecks`): none of what it replaces directly
-    // may be among its ancestors.
-    if let Some(gone) = inner
-        .ancestors_of(&new.tx)
-        .into_iter()
-        .find(|a| conflicts.contains(a))
-    {
-        return Err(Rejection::SpendsConflicting {
-            txid,
-            conflict: gone,
-        });
-    }
+    // Knots checks `EntriesAndTxidsDisjoint` first, in `PreChecks`.
+    disjoint_from_ancestors(inner, conflicts, new)?;
     // Core's CFeeRate: satoshis per 1,000 virtual bytes, rounded down.
     let per_kvb = |fee: u64, size: u64| fee.saturating_mul(1000) / size.max(1);
     let new_rate = per_kvb(fee, vsize);

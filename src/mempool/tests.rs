@@ -134,14 +134,14 @@ fn all_scripts_valid(_: &Transaction, _: &[u8], _: &[TxOut]) -> Result<(), Rejec
 
 /// A mempool of the default size that takes every script as valid.
 fn pool() -> Mempool {
-    pool_of(MempoolConfig::default().max_vbytes)
+    pool_of(MempoolConfig::knots().max_vbytes)
 }
 
 fn pool_of(max_vbytes: u64) -> Mempool {
     let config = MempoolConfig {
         max_vbytes,
         persist: false,
-        ..MempoolConfig::default()
+        ..MempoolConfig::knots()
     };
     Mempool::with_script_check(config, all_scripts_valid)
 }
@@ -586,7 +586,7 @@ fn truc_pool() -> Mempool {
     let config = MempoolConfig {
         persist: false,
         truc: crate::config::TrucPolicy::Enforce,
-        ..MempoolConfig::default()
+        ..MempoolConfig::knots()
     };
     Mempool::with_script_check(config, all_scripts_valid)
 }
@@ -719,7 +719,7 @@ fn a_block_removes_what_it_confirms_and_what_it_conflicts_with() {
 }
 
 fn non_standard(tx: &Transaction) -> String {
-    match policy::check_standard(tx, &MempoolConfig::default()) {
+    match policy::check_standard(tx, &MempoolConfig::knots()) {
         Err(Rejection::NonStandard(reason)) => reason,
         other => panic!("expected a standardness rejection, got {other:?}"),
     }
@@ -729,14 +729,14 @@ fn non_standard(tx: &Transaction) -> String {
 fn standardness_rules() {
     let coin = OutPoint::new(Txid::from_byte_array([1; 32]), 0);
     let base = spend(&[coin], &[1000]);
-    assert!(policy::check_standard(&base, &MempoolConfig::default()).is_ok());
+    assert!(policy::check_standard(&base, &MempoolConfig::knots()).is_ok());
     for version in [0, 4] {
         let mut tx = base.clone();
         tx.version = Version(version);
         assert_eq!(non_standard(&tx), "version");
     }
     // P2WPKH's dust threshold at Core's 3 sat/vB: 294.
-    assert!(policy::check_standard(&spend(&[coin], &[294]), &MempoolConfig::default()).is_ok());
+    assert!(policy::check_standard(&spend(&[coin], &[294]), &MempoolConfig::knots()).is_ok());
     assert_eq!(non_standard(&spend(&[coin], &[293])), "dust");
     let mut bare = base.clone();
     bare.output[0].script_pubkey = ScriptBuf::from_bytes(vec![0x51]);
@@ -749,7 +749,7 @@ fn standardness_rules() {
     };
     let mut op_return = base.clone();
     op_return.output.push(data(83));
-    assert!(policy::check_standard(&op_return, &MempoolConfig::default()).is_ok());
+    assert!(policy::check_standard(&op_return, &MempoolConfig::knots()).is_ok());
     op_return.output[1] = data(84);
     assert_eq!(non_standard(&op_return), "scriptpubkey");
     op_return.output[1] = data(83);
@@ -780,12 +780,12 @@ fn multisig(m: u8, n: u8) -> ScriptBuf {
 #[test]
 fn bare_multisig_tiny_transactions_and_bare_data_follow_core_and_knots() {
     let coin = OutPoint::new(Txid::from_byte_array([1; 32]), 0);
-    let knots = MempoolConfig::default();
+    let knots = MempoolConfig::knots();
     let core = MempoolConfig {
         permit_bare_multisig: true,
         permit_bare_datacarrier: true,
         permit_bare_pubkey: true,
-        ..MempoolConfig::default()
+        ..MempoolConfig::knots()
     };
     let paying = |script: ScriptBuf| {
         let mut tx = spend(&[coin], &[100_000]);
@@ -856,11 +856,11 @@ fn op_return_outputs_follow_knots_by_default_and_core_30_when_told() {
         }
         tx
     };
-    let knots = MempoolConfig::default();
+    let knots = MempoolConfig::knots();
     let core_30 = MempoolConfig {
         datacarrier_size: 100_000,
         permit_multiple_datacarrier: true,
-        ..MempoolConfig::default()
+        ..MempoolConfig::knots()
     };
     let verdict = |tx: &Transaction, config: &MempoolConfig| {
         policy::check_standard(tx, config)
@@ -896,7 +896,7 @@ fn the_relay_fee_can_be_core_30s_tenth() {
     let config = MempoolConfig {
         persist: false,
         min_relay_per_kvb: 100,
-        ..MempoolConfig::default()
+        ..MempoolConfig::knots()
     };
     let pool = Mempool::with_script_check(config, all_scripts_valid);
     // 82 vbytes at 0.1 sat/vB: 9 satoshis (rounded up), 8 too few.
@@ -925,7 +925,7 @@ fn without_a_stub_scripts_are_verified_by_the_kernel() {
     // The production mempool: an unsigned spend of a P2WPKH output fails its script.
     let mut coins = Coins::new();
     let coin = coins.add(1, 100_000);
-    let pool = Mempool::new(MempoolConfig::default());
+    let pool = Mempool::new(MempoolConfig::knots());
     let result = accept(&pool, &coins, &spend(&[coin], &[99_000]));
     assert!(
         matches!(result, Err(Rejection::Script { input: 0, .. })),
@@ -1043,6 +1043,7 @@ fn transactions_expire_after_two_weeks_with_their_descendants() {
     assert_eq!(pool.size().0, 1);
 }
 
+mod core_policy;
 mod evict;
 mod projection;
 mod script_props;

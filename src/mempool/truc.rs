@@ -2,9 +2,10 @@
 //! version 3 transaction has at most one unconfirmed ancestor or descendant, is at most 10,000
 //! vbytes, and 1,000 as a child; versions 3 and others do not spend each other unconfirmed. A
 //! second child of a version 3 parent may evict the first under the replacement rules (sibling
-//! eviction), where a replacement may happen. Enforced with `mempool_truc = enforce` only (the
-//! reference Knots's default takes version 3 as any other). Refusals carry the reasons of the reference
-//! bitcoind, Knots 29.4 (`truc-…`; Core says `TRUC-violation` for all), with Core's messages.
+//! eviction), where a replacement may happen. Enforced with `mempool_truc = enforce` (Core's
+//! profile's default; Knots's takes version 3 as any other). Refusals carry Core's reason,
+//! `TRUC-violation`, under Core's profile and Knots 29.4's (`truc-…`) under Knots's, with Core's
+//! messages.
 
 use std::collections::HashSet;
 
@@ -87,6 +88,22 @@ impl Inner {
         if !self.enforce_truc {
             return Ok(());
         }
+        self.single_truc(new, direct_conflicts)
+            .map_err(|b| self.in_profile_words(b))
+    }
+
+    /// Core says `TRUC-violation` for every TRUC rule; Knots names each (`truc-…`).
+    fn in_profile_words(&self, mut breach: Breach) -> Breach {
+        if let Rejection::Truc { reason, .. } = &mut breach.rejection {
+            if self.clusters {
+                *reason = "TRUC-violation";
+            }
+        }
+        breach
+    }
+
+    /// [`Inner::check_truc`] with the rules enforced, in Knots's words.
+    fn single_truc(&self, new: &Candidate, direct_conflicts: &HashSet<Txid>) -> Result<(), Breach> {
         let ancestors = self.ancestors_of(new.tx);
         let ids = (new.txid, new.wtxid, new.tx.version.0);
         for id in &ancestors {
@@ -159,7 +176,7 @@ impl Inner {
         }
         for member in members {
             self.package_truc(member, members)
-                .map_err(|b| b.rejection)?;
+                .map_err(|b| self.in_profile_words(b).rejection)?;
         }
         Ok(())
     }

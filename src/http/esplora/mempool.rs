@@ -5,7 +5,7 @@ use serde::Serialize;
 
 use super::api::{json, Reply};
 use crate::http::context::Query;
-use crate::mempool::MIN_RELAY_FEERATE;
+use crate::mempool::MIN_RELAY_PER_KVB;
 
 /// Transactions in `/mempool/recent` (Esplora's `RECENT_TXS_SIZE`).
 const RECENT_TXS: usize = 10;
@@ -89,7 +89,7 @@ pub fn fee_estimates(ctx: &Query) -> Reply {
     let pool = ctx.model.mempool();
     let rates = pool.map(|p| p.fee_rates());
     // The least fee rate that enters now (the rolling minimum fee after evictions), sat/vB.
-    let floor = pool.map_or(MIN_RELAY_FEERATE * 1000, |p| p.entry_fee_per_kvb()) as f64 / 1000.0;
+    let floor = pool.map_or(MIN_RELAY_PER_KVB, |p| p.entry_fee_per_kvb()) as f64 / 1000.0;
     for target in FEE_TARGETS {
         let btc_per_kvb = rates.as_ref().and_then(|r| r.estimate(target));
         // BTC/kvB to sat/vB: 1e8 sat per BTC, 1000 vB per kvB.

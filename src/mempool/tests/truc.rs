@@ -8,7 +8,7 @@ fn pool() -> Mempool {
     let config = MempoolConfig {
         persist: false,
         truc: TrucPolicy::Enforce,
-        ..MempoolConfig::default()
+        ..MempoolConfig::knots()
     };
     Mempool::with_script_check(config, all_scripts_valid)
 }
@@ -186,7 +186,7 @@ fn by_default_version_3_is_any_version_and_reject_refuses_it() {
     let config = MempoolConfig {
         persist: false,
         truc: TrucPolicy::Reject,
-        ..MempoolConfig::default()
+        ..MempoolConfig::knots()
     };
     let rejecting = Mempool::with_script_check(config, all_scripts_valid);
     let refused = accept(&rejecting, &coins, &parent);

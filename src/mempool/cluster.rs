@@ -1,0 +1,232 @@
+//! Core 31's cluster limits (the cluster mempool, txmempool.cpp's `CheckMemPoolPolicyLimits`
+//! over txgraph.cpp's `IsOversized`): a cluster is a set of mempool transactions connected by
+//! spending each other, and none may grow past 64 transactions (`DEFAULT_CLUSTER_LIMIT`) or
+//! 101,000 vbytes (`DEFAULT_CLUSTER_SIZE_LIMIT_KVB`, counted as 404,000 sigop-adjusted weight
+//! units). A transaction that would join clusters into one past either limit is refused
+//! (`too-large-cluster`). They replace the ancestor and descendant limits and the CPFP
+//! carve-out of Core 30 and Knots (`limits`), which the Knots profile keeps.
+//!
+//! A walk visits at most 64 transactions besides the newcomers before it stops, so a check
+//! costs about 64 times a transaction's inputs and children whatever the pool holds.
+
+use std::collections::HashSet;
+
+use bitcoin::{Transaction, Txid};
+
+use super::linearize::{chunks, linearize, FeeFrac, Node};
+use super::rejection::Rejection;
+use super::{Inner, MempoolEntry};
+
+/// Most transactions in a cluster (Core's `DEFAULT_CLUSTER_LIMIT`).
+pub const CLUSTER_COUNT_LIMIT: usize = 64;
+/// Most sigop-adjusted weight of a cluster: 101 kvB (Core's `DEFAULT_CLUSTER_SIZE_LIMIT_KVB`
+/// times 1,000, times `WITNESS_SCALE_FACTOR`, as txmempool.cpp hands it to the graph).
+pub const CLUSTER_WEIGHT_LIMIT: u64 = 101_000 * 4;
+
+/// Transactions about to join the pool: what they spend, and their size.
+pub(super) struct Newcomers<'a> {
+    /// The transactions.
+    pub txs: &'a [&'a Transaction],
+    /// Their sigop-adjusted weight together (Core's `GetSigOpsAdjustedWeight`).
+    pub weight: u64,
+}
+
+impl Inner {
+    /// Refuses `new` if, with the pool as it is without `gone` (what they replace), the cluster
+    /// they would join (their in-mempool parents' clusters merged, and themselves) holds more
+    /// than [`CLUSTER_COUNT_LIMIT`] transactions or [`CLUSTER_WEIGHT_LIMIT`] weight.
+    pub(super) fn check_cluster_limits(
+        &self,
+        new: &Newcomers,
+        gone: &HashSet<Txid>,
+    ) -> Result<(), Rejection> {
+        let own: HashSet<Txid> = new.txs.iter().map(|t| t.compute_txid()).collect();
+        let seeds = new
+            .txs
+            .iter()
+            .flat_map(|t| &t.input)
+            .map(|i| i.previous_output.txid)
+            .filter(|p| !own.contains(p));
+        let room = CLUSTER_COUNT_LIMIT.saturating_sub(new.txs.len());
+        let Some(weight) = self.cluster_weight(seeds, gone, room) else {
+            return Err(Rejection::TooLargeCluster);
+        };
+        if new.txs.len() > CLUSTER_COUNT_LIMIT
+            || weight.saturating_add(new.weight) > CLUSTER_WEIGHT_LIMIT
+        {
+            return Err(Rejection::TooLargeCluster);
+        }
+        Ok(())
+    }
+
+    /// The sigop-adjusted weight of the mempool transactions connected to `seeds` (those of
+    /// them in the pool) without passing through `gone`, or `None` once they are more than
+    /// `room`: the walk stops there.
+    fn cluster_weight(
+        &self,
+        seeds: impl Iterator<Item = Txid>,
+        gone: &HashSet<Txid>,
+        room: usize,
+    ) -> Option<u64> {
+        let mut seen: HashSet<Txid> = HashSet::new();
+        let mut stack: Vec<Txid> = seeds.collect();
+        let mut weight = 0u64;
+        while let Some(id) = stack.pop() {
+            if gone.contains(&id) || seen.contains(&id) {
+                continue;
+            }
+            let Some(entry) = self.txs.get(&id) else {
+                continue;
+            };
+            seen.insert(id);
+            if seen.len() > room {
+                return None;
+            }
+            weight = weight.saturating_add(entry.adjusted_weight());
+            stack.extend(self.relatives(id, entry));
+        }
+        Some(weight)
+    }
+
+    /// The whole clusters of `seeds` (those of them in the pool): every mempool transaction
+    /// connected to one of them.
+    pub(super) fn clusters_of(&self, seeds: impl Iterator<Item = Txid>) -> HashSet<Txid> {
+        let mut seen: HashSet<Txid> = HashSet::new();
+        let mut stack: Vec<Txid> = seeds.collect();
+        while let Some(id) = stack.pop() {
+            if seen.contains(&id) {
+                continue;
+            }
+            let Some(entry) = self.txs.get(&id) else {
+                continue;
+            };
+            seen.insert(id);
+            stack.extend(self.relatives(id, entry));
+        }
+        seen
+    }
+
+    /// How many distinct clusters `txs` belong to, counting no further than `stop`.
+    pub(super) fn cluster_count(&self, txs: &HashSet<Txid>, stop: usize) -> usize {
+        let mut counted: HashSet<Txid> = HashSet::new();
+        let mut clusters = 0;
+        for id in txs {
+            if clusters >= stop {
+                break;
+            }
+            if counted.contains(id) || !self.txs.contains_key(id) {
+                continue;
+            }
+            counted.extend(self.clusters_of(std::iter::once(*id)));
+            clusters += 1;
+        }
+        clusters
+    }
+
+    /// A mempool transaction's parents and children in the pool.
+    fn relatives<'a>(
+        &'a self,
+        id: Txid,
+        entry: &'a MempoolEntry,
+    ) -> impl Iterator<Item = Txid> + 'a {
+        let parents = entry.tx.input.iter().map(|i| i.previous_output.txid);
+        let children = self.children.get(&id).into_iter().flatten().copied();
+        parents.chain(children)
+    }
+
+    /// The chunks of the clusters `members` (mempool transactions) and `newcomer` form among
+    /// themselves, each cluster linearized ([`linearize`]) and chunked on its own, all the
+    /// chunks in decreasing fee rate: a fee-rate diagram (txgraph.cpp's
+    /// `GetMainStagingDiagrams`).
+    pub(super) fn diagram(
+        &self,
+        members: &HashSet<Txid>,
+        newcomer: Option<(&Transaction, FeeFrac)>,
+    ) -> Vec<FeeFrac> {
+        let mut ids: Vec<Txid> = members
+            .iter()
+            .filter(|id| self.txs.contains_key(*id))
+            .copied()
+            .collect();
+        ids.sort();
+        let mut txs: Vec<(&Transaction, FeeFrac)> = ids
+            .iter()
+            .filter_map(|id| self.txs.get(id))
+            .map(|e| (&e.tx, FeeFrac::new(e.fee, e.adjusted_weight())))
+            .collect();
+        if let Some((tx, rate)) = newcomer {
+            ids.push(tx.compute_txid());
+            txs.push((tx, rate));
+        }
+        let at: std::collections::HashMap<Txid, usize> =
+            ids.iter().enumerate().map(|(i, id)| (*id, i)).collect();
+        let nodes: Vec<Node> = txs
+            .iter()
+            .map(|(tx, feerate)| Node {
+                feerate: *feerate,
+                parents: tx
+                    .input
+                    .iter()
+                    .filter_map(|i| at.get(&i.previous_output.txid).copied())
+                    .collect(),
+            })
+            .collect();
+        let mut diagram: Vec<FeeFrac> = components(&nodes)
+            .into_iter()
+            .flat_map(|component| {
+                let part = sub_cluster(&nodes, &component);
+                chunks(&part, &linearize(&part))
+            })
+            .collect();
+        diagram.sort_by(|a, b| b.rate_cmp(a));
+        diagram
+    }
+}
+
+/// The connected components of `nodes` (indices), parents and children alike linking.
+fn components(nodes: &[Node]) -> Vec<Vec<usize>> {
+    let mut neighbours: Vec<Vec<usize>> = vec![Vec::new(); nodes.len()];
+    for (i, n) in nodes.iter().enumerate() {
+        for &p in &n.parents {
+            neighbours[i].push(p);
+            neighbours[p].push(i);
+        }
+    }
+    let mut component_of = vec![usize::MAX; nodes.len()];
+    let mut out: Vec<Vec<usize>> = Vec::new();
+    for start in 0..nodes.len() {
+        if component_of[start] != usize::MAX {
+            continue;
+        }
+        let mut members = Vec::new();
+        let mut stack = vec![start];
+        component_of[start] = out.len();
+        while let Some(i) = stack.pop() {
+            members.push(i);
+            for &j in &neighbours[i] {
+                if component_of[j] == usize::MAX {
+                    component_of[j] = out.len();
+                    stack.push(j);
+                }
+            }
+        }
+        members.sort_unstable();
+        out.push(members);
+    }
+    out
+}
+
+/// The nodes of `component` as a cluster of their own, parents renumbered.
+fn sub_cluster(nodes: &[Node], component: &[usize]) -> Vec<Node> {
+    component
+        .iter()
+        .map(|&i| Node {
+            feerate: nodes[i].feerate,
+            parents: nodes[i]
+                .parents
+                .iter()
+                .filter_map(|p| component.binary_search(p).ok())
+                .collect(),
+        })
+        .collect()
+}

@@ -1,0 +1,126 @@
+use super::*;
+use proptest::prelude::*;
+
+fn node(fee: u64, size: u64, parents: &[usize]) -> Node {
+    Node {
+        feerate: FeeFrac::new(fee, size),
+        parents: parents.to_vec(),
+    }
+}
+
+#[test]
+fn a_child_paying_for_its_parent_makes_one_chunk() {
+    let nodes = [node(0, 400, &[]), node(2_000, 400, &[0])];
+    let order = linearize(&nodes);
+    assert_eq!(order, vec![0, 1]);
+    assert_eq!(chunks(&nodes, &order), vec![FeeFrac::new(2_000, 800)]);
+}
+
+#[test]
+fn unrelated_transactions_go_by_fee_rate() {
+    let nodes = [
+        node(100, 400, &[]),
+        node(900, 400, &[]),
+        node(500, 400, &[]),
+    ];
+    let order = linearize(&nodes);
+    assert_eq!(order, vec![1, 2, 0]);
+    let rates = chunks(&nodes, &order);
+    assert_eq!(rates.len(), 3);
+}
+
+#[test]
+fn a_parent_paying_more_than_its_child_stays_its_own_chunk() {
+    let nodes = [node(4_000, 400, &[]), node(400, 400, &[0])];
+    let order = linearize(&nodes);
+    assert_eq!(
+        chunks(&nodes, &order),
+        vec![FeeFrac::new(4_000, 400), FeeFrac::new(400, 400)]
+    );
+}
+
+#[test]
+fn the_best_child_pulls_its_ancestors_first() {
+    // A cheap parent with a cheap child and a rich child: parent and rich child first.
+    let nodes = [
+        node(100, 400, &[]),
+        node(100, 400, &[0]),
+        node(5_000, 400, &[0]),
+    ];
+    let order = linearize(&nodes);
+    assert_eq!(order, vec![0, 2, 1]);
+    assert_eq!(
+        chunks(&nodes, &order),
+        vec![FeeFrac::new(5_100, 800), FeeFrac::new(100, 400)]
+    );
+}
+
+#[test]
+fn diagrams_compare_as_cores() {
+    let old = [FeeFrac::new(1_000, 400)];
+    // More fee for the same size: better everywhere.
+    assert_eq!(
+        compare_diagrams(&[FeeFrac::new(1_500, 400)], &old),
+        Some(Ordering::Greater)
+    );
+    assert_eq!(
+        compare_diagrams(&old, &[FeeFrac::new(1_500, 400)]),
+        Some(Ordering::Less)
+    );
+    assert_eq!(compare_diagrams(&old, &old), Some(Ordering::Equal));
+    // More fee but a larger size at a lower rate: above at the end, below at the start.
+    let bigger = [FeeFrac::new(1_200, 1_600)];
+    assert_eq!(compare_diagrams(&bigger, &old), None);
+    // The empty diagram stays at zero: anything paying is above it.
+    assert_eq!(compare_diagrams(&old, &[]), Some(Ordering::Greater));
+    // Same total, but front-loaded: better.
+    let split = [FeeFrac::new(900, 200), FeeFrac::new(100, 200)];
+    assert_eq!(compare_diagrams(&split, &old), Some(Ordering::Greater));
+}
+
+/// A random cluster: each node's parents are among the earlier ones.
+fn cluster() -> impl Strategy<Value = Vec<Node>> {
+    prop::collection::vec((0u64..10_000, 1u64..4_000, any::<u64>()), 1..24).prop_map(|raw| {
+        raw.iter()
+            .enumerate()
+            .map(|(i, &(fee, size, bits))| {
+                let parents = (0..i).filter(|p| bits >> (p % 64) & 1 == 1 && i - p < 6);
+                node(fee, size, &parents.collect::<Vec<_>>())
+            })
+            .collect()
+    })
+}
+
+proptest! {
+    #[test]
+    fn linearizations_are_topological_and_chunks_fall(nodes in cluster()) {
+        let order = linearize(&nodes);
+        let mut at = vec![usize::MAX; nodes.len()];
+        for (pos, &i) in order.iter().enumerate() {
+            prop_assert_eq!(at[i], usize::MAX, "each once");
+            at[i] = pos;
+        }
+        for (i, n) in nodes.iter().enumerate() {
+            for &p in &n.parents {
+                prop_assert!(at[p] < at[i], "parent {} after child {}", p, i);
+            }
+        }
+        let chunked = chunks(&nodes, &order);
+        for pair in chunked.windows(2) {
+            prop_assert!(pair[0].rate_cmp(&pair[1]) != Ordering::Less);
+        }
+        let total = chunked.iter().fold(FeeFrac::default(), |s, c| s.plus(*c));
+        let all = nodes.iter().fold(FeeFrac::default(), |s, n| s.plus(n.feerate));
+        prop_assert_eq!(total, all);
+        prop_assert_eq!(compare_diagrams(&chunked, &chunked), Some(Ordering::Equal));
+    }
+
+    #[test]
+    fn diagram_comparison_is_antisymmetric(a in cluster(), b in cluster()) {
+        let da = chunks(&a, &linearize(&a));
+        let db = chunks(&b, &linearize(&b));
+        let ab = compare_diagrams(&da, &db);
+        let ba = compare_diagrams(&db, &da);
+        prop_assert_eq!(ab, ba.map(Ordering::reverse));
+    }
+}
