@@ -1315,6 +1315,41 @@ fn earlier_transactions_arrive_by_bip35_and_orphans_fetch_their_parents() {
     wait_in_mempool(child.compute_txid(), "the orphan");
 }
 
+/// A peer announcing Knots's BLAKE2b fork (service bit 28: Knots left Bitcoin's chain in August
+/// 2026 for a proof of work with 164-byte headers) is told apart in its `version` and
+/// disconnected before any header is read: not banned, so the same address is welcome again
+/// announcing Bitcoin's services, and cairn still serves an honest peer.
+#[test]
+fn a_peer_of_knots_blake2b_fork_is_disconnected_without_a_ban() {
+    use bitcoin::p2p::ServiceFlags;
+    let tmp = tempfile::tempdir().unwrap();
+    let p2p_port = free_port();
+    let _cairn = start_cairn(
+        &tmp.path().join("cairn"),
+        &[format!("--p2p-addr=127.0.0.1:{p2p_port}")],
+    );
+    let cairn_p2p = SocketAddr::from(([127, 0, 0, 1], p2p_port));
+    // From a non-loopback address: loopback peers are never banned, so only this one shows it.
+    let remote = non_loopback_ip();
+    let bitcoin = ServiceFlags::NETWORK | ServiceFlags::WITNESS;
+    let fork = bitcoin | ServiceFlags::from(1 << 28);
+    for _ in 0..3 {
+        let mut forked = ScriptedPeer::connect(&remote, cairn_p2p);
+        assert!(
+            forked.try_handshake_announcing(fork).is_none(),
+            "a peer of the BLAKE2b fork must be disconnected in its handshake"
+        );
+    }
+    let mut back = ScriptedPeer::connect(&remote, cairn_p2p);
+    assert!(
+        back.try_handshake_announcing(bitcoin).is_some(),
+        "and not banned"
+    );
+    assert!(back.pinged(7), "served as any peer");
+    let mut honest = ScriptedPeer::connect("127.0.0.3", cairn_p2p);
+    assert!(honest.try_handshake().is_some());
+}
+
 /// Issue 12: the peer that sends a block the kernel finds invalid is the one disconnected and
 /// banned (Core's MaybePunishNodeForBlock), and the block is not held against the chain. A peer
 /// that sends `mempool` to cairn, which does not offer NODE_BLOOM, is disconnected without a ban,

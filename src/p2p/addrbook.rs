@@ -12,6 +12,8 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use bitcoin::hashes::{sha256, Hash};
 use bitcoin::p2p::ServiceFlags;
+
+use super::handshake::follows_other_chain;
 use rand::Rng;
 
 pub use tables::Info;
@@ -304,6 +306,7 @@ impl AddrBook {
                 && !banned(&info.addr)
                 && (group == [0] || !groups.contains(&group))
                 && info.services.has(wanted)
+                && !follows_other_chain(info.services)
                 && (draws >= 30 || now - info.last_try >= 600)
         })
     }
@@ -338,6 +341,7 @@ impl AddrBook {
             !exclude.contains(&info.addr)
                 && !banned(&info.addr)
                 && info.services.has(ServiceFlags::NETWORK)
+                && !follows_other_chain(info.services)
                 && (draws >= 30 || now - info.last_try >= 600)
         })
     }
@@ -392,6 +396,22 @@ impl AddrBook {
         };
         tables.add(&known, addr.ip(), 0, now, &mut rand::thread_rng());
         tables.good(&addr, now);
+    }
+
+    /// Records that `addr` announced another chain's services in its handshake (as Core's
+    /// `SetServices` records a peer's services): outbound and feeler picks pass it over.
+    pub fn mark_other_chain(&self, addr: SocketAddr, services: ServiceFlags) {
+        if !self.usable(&addr) {
+            return;
+        }
+        let now = now_secs();
+        let known = KnownAddr {
+            addr,
+            services,
+            last_seen: now as u32,
+        };
+        self.lock()
+            .add(&known, addr.ip(), 0, now, &mut rand::thread_rng());
     }
 
     /// An outbound connection to `addr` ended (Core's `Connected`).

@@ -33,6 +33,13 @@ pub enum PeerError {
     /// cairn could not answer (its store failed).
     #[error("internal error: {0}")]
     Internal(String),
+    /// It announced another chain's service bit (Knots's BLAKE2b fork): not misbehaviour, and
+    /// not a peer to dial again.
+    #[error("follows another chain (services {services:#x}: Knots's BLAKE2b fork)")]
+    OtherChain {
+        /// The services it announced.
+        services: u64,
+    },
     /// It closed the connection on cairn's BIP324 handshake: it speaks v1 only.
     #[error("no v2 transport (BIP324): the peer closed the connection on its handshake")]
     NoV2,
@@ -58,6 +65,7 @@ impl PeerError {
             | PeerError::Closed
             | PeerError::WriterGone
             | PeerError::NoV2
+            | PeerError::OtherChain { .. }
             | PeerError::Internal(_) => false,
         }
     }

@@ -17,6 +17,16 @@ use super::wire::{ReadWire, WriteWire};
 /// The protocol version cairn speaks (wtxidrelay, sendheaders).
 pub const PROTOCOL_VERSION: u32 = 70016;
 
+/// The service bit Bitcoin Knots's nodes announce since they left Bitcoin's chain at block
+/// 961,632 and moved to a BLAKE2b proof of work with 164-byte headers (Knots's
+/// `doc/blake2b-fork.md`): a peer announcing it follows another chain.
+pub const OTHER_CHAIN_BLAKE2B: u64 = 1 << 28;
+
+/// Whether `services` announce another chain than Bitcoin's ([`OTHER_CHAIN_BLAKE2B`]).
+pub fn follows_other_chain(services: ServiceFlags) -> bool {
+    services.to_u64() & OTHER_CHAIN_BLAKE2B != 0
+}
+
 /// What the handshake learnt about the peer.
 #[derive(Debug, Clone)]
 pub struct PeerTraits {
@@ -100,6 +110,11 @@ async fn handshake_replies(
                         "protocol version {} too old",
                         v.version
                     )));
+                }
+                if follows_other_chain(v.services) {
+                    return Err(PeerError::OtherChain {
+                        services: v.services.to_u64(),
+                    });
                 }
                 if ctx.registry.is_own_nonce(v.nonce) {
                     return Err(PeerError::Handshake("connected to ourselves".into()));

@@ -105,7 +105,14 @@ async fn open(
                 OpenError::NoV2 => PeerError::NoV2,
                 OpenError::Failed(e) => PeerError::Codec(e),
             })?;
-        let traits = handshake(&mut reader, &mut writer, addr, ctx).await?;
+        let traits = match handshake(&mut reader, &mut writer, addr, ctx).await {
+            Err(PeerError::OtherChain { services }) if !inbound => {
+                // Remembered with its services, so outbound picks pass it over.
+                ctx.book.mark_other_chain(addr, services.into());
+                return Err(PeerError::OtherChain { services });
+            }
+            traits => traits?,
+        };
         Ok::<_, PeerError>((reader, writer, transport, traits))
     };
     tokio::time::timeout(HANDSHAKE_TIMEOUT, opened)

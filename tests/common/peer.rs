@@ -237,8 +237,18 @@ impl ScriptedPeer {
 
     /// The handshake, or `None` if cairn closes the connection instead.
     pub fn try_handshake(&mut self) -> Option<Vec<bitcoin::p2p::message::NetworkMessage>> {
+        self.try_handshake_announcing(Self::version().services)
+    }
+
+    /// [`ScriptedPeer::try_handshake`], announcing `services` in `version`.
+    pub fn try_handshake_announcing(
+        &mut self,
+        services: bitcoin::p2p::ServiceFlags,
+    ) -> Option<Vec<bitcoin::p2p::message::NetworkMessage>> {
         use bitcoin::p2p::message::NetworkMessage;
-        self.send(NetworkMessage::Version(Self::version())).ok()?;
+        let mut version = Self::version();
+        version.services = services;
+        self.send(NetworkMessage::Version(version)).ok()?;
         self.send(NetworkMessage::Verack).ok()?;
         let mut seen = Vec::new();
         while !seen.iter().any(|m| matches!(m, NetworkMessage::Verack)) {

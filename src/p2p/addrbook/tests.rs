@@ -2,6 +2,7 @@ use std::net::Ipv4Addr;
 
 use super::tables::{Tables, BUCKET_SIZE};
 use super::*;
+use crate::p2p::handshake::OTHER_CHAIN_BLAKE2B;
 
 fn known(s: &str, services: ServiceFlags, last_seen: u32) -> KnownAddr {
     KnownAddr {
@@ -174,6 +175,32 @@ fn pick_wants_full_nodes_in_new_groups_and_skips_excluded_and_banned() {
     );
     let tried = book.info(&"3.3.3.3:8333".parse().expect("address"));
     assert_eq!(tried.map(|i| i.attempts), Some(1));
+}
+
+#[test]
+fn peers_of_another_chain_are_never_picked_again() {
+    let book = AddrBook::new(false);
+    let now = now_secs() as u32;
+    let fork: SocketAddr = "6.6.6.6:8333".parse().expect("address");
+    book.add([known("6.6.6.6:8333", full(), now)], ip("9.9.9.9"));
+    let none = HashSet::new();
+    assert_eq!(
+        book.pick(&none, &HashSet::new(), |_| false, false),
+        Some(fork)
+    );
+    // Its handshake announced Knots's BLAKE2b fork: it stays known, with those services.
+    book.mark_other_chain(fork, full() | ServiceFlags::from(OTHER_CHAIN_BLAKE2B));
+    assert!(book.info(&fork).is_some());
+    assert_eq!(book.pick(&none, &HashSet::new(), |_| false, false), None);
+    assert_eq!(book.pick_feeler(&none, |_| false), None);
+    // Gossip of a node announcing the bit is passed over the same way.
+    let gossiped = known(
+        "7.7.7.7:8333",
+        full() | ServiceFlags::from(OTHER_CHAIN_BLAKE2B),
+        now,
+    );
+    book.add([gossiped], ip("9.9.9.9"));
+    assert_eq!(book.pick(&none, &HashSet::new(), |_| false, false), None);
 }
 
 #[test]
