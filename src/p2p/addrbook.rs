@@ -12,8 +12,6 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use bitcoin::hashes::{sha256, Hash};
 use bitcoin::p2p::ServiceFlags;
-
-use super::handshake::follows_other_chain;
 use rand::Rng;
 
 pub use tables::Info;
@@ -55,6 +53,16 @@ pub struct AddrBook {
     tables: Mutex<Tables>,
     /// Whether loopback and private addresses are kept (regtest only: its peers are local).
     allow_local: bool,
+}
+
+/// The service bit Bitcoin Knots's nodes announce since they left Bitcoin's chain at block
+/// 961,632 and moved to a BLAKE2b proof of work with 164-byte headers (Knots's
+/// `doc/blake2b-fork.md`): a peer announcing it follows another chain.
+pub const OTHER_CHAIN_BLAKE2B: u64 = 1 << 28;
+
+/// Whether `services` announce another chain than Bitcoin's ([`OTHER_CHAIN_BLAKE2B`]).
+pub fn follows_other_chain(services: ServiceFlags) -> bool {
+    services.to_u64() & OTHER_CHAIN_BLAKE2B != 0
 }
 
 /// Seconds since the epoch.

@@ -9,6 +9,7 @@ use bitcoin::p2p::message::NetworkMessage;
 use bitcoin::p2p::message_network::VersionMessage;
 use bitcoin::p2p::ServiceFlags;
 
+use super::addrbook::follows_other_chain;
 use super::codec::Incoming;
 use super::context::PeerContext;
 use super::error::PeerError;
@@ -16,16 +17,6 @@ use super::wire::{ReadWire, WriteWire};
 
 /// The protocol version cairn speaks (wtxidrelay, sendheaders).
 pub const PROTOCOL_VERSION: u32 = 70016;
-
-/// The service bit Bitcoin Knots's nodes announce since they left Bitcoin's chain at block
-/// 961,632 and moved to a BLAKE2b proof of work with 164-byte headers (Knots's
-/// `doc/blake2b-fork.md`): a peer announcing it follows another chain.
-pub const OTHER_CHAIN_BLAKE2B: u64 = 1 << 28;
-
-/// Whether `services` announce another chain than Bitcoin's ([`OTHER_CHAIN_BLAKE2B`]).
-pub fn follows_other_chain(services: ServiceFlags) -> bool {
-    services.to_u64() & OTHER_CHAIN_BLAKE2B != 0
-}
 
 /// What the handshake learnt about the peer.
 #[derive(Debug, Clone)]

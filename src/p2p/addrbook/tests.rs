@@ -2,7 +2,6 @@ use std::net::Ipv4Addr;
 
 use super::tables::{Tables, BUCKET_SIZE};
 use super::*;
-use crate::p2p::handshake::OTHER_CHAIN_BLAKE2B;
 
 fn known(s: &str, services: ServiceFlags, last_seen: u32) -> KnownAddr {
     KnownAddr {
