@@ -13,7 +13,7 @@ use std::collections::HashSet;
 
 use bitcoin::{Transaction, Txid};
 
-use super::linearize::{chunks, linearize, FeeFrac, Node};
+use super::linearize::{chunks, components, linearize, sub_cluster, FeeFrac, Node};
 use super::rejection::Rejection;
 use super::{Inner, MempoolEntry};
 
@@ -181,52 +181,4 @@ impl Inner {
         diagram.sort_by(|a, b| b.rate_cmp(a));
         diagram
     }
-}
-
-/// The connected components of `nodes` (indices), parents and children alike linking.
-fn components(nodes: &[Node]) -> Vec<Vec<usize>> {
-    let mut neighbours: Vec<Vec<usize>> = vec![Vec::new(); nodes.len()];
-    for (i, n) in nodes.iter().enumerate() {
-        for &p in &n.parents {
-            neighbours[i].push(p);
-            neighbours[p].push(i);
-        }
-    }
-    let mut component_of = vec![usize::MAX; nodes.len()];
-    let mut out: Vec<Vec<usize>> = Vec::new();
-    for start in 0..nodes.len() {
-        if component_of[start] != usize::MAX {
-            continue;
-        }
-        let mut members = Vec::new();
-        let mut stack = vec![start];
-        component_of[start] = out.len();
-        while let Some(i) = stack.pop() {
-            members.push(i);
-            for &j in &neighbours[i] {
-                if component_of[j] == usize::MAX {
-                    component_of[j] = out.len();
-                    stack.push(j);
-                }
-            }
-        }
-        members.sort_unstable();
-        out.push(members);
-    }
-    out
-}
-
-/// The nodes of `component` as a cluster of their own, parents renumbered.
-fn sub_cluster(nodes: &[Node], component: &[usize]) -> Vec<Node> {
-    component
-        .iter()
-        .map(|&i| Node {
-            feerate: nodes[i].feerate,
-            parents: nodes[i]
-                .parents
-                .iter()
-                .filter_map(|p| component.binary_search(p).ok())
-                .collect(),
-        })
-        .collect()
 }

@@ -1,10 +1,11 @@
 //! What the fee estimates and the fee histogram are read from, built once per change of the
-//! mempool and shared by every request: the blocks a miner would build next ([`projection`],
-//! by ancestor fee rate, as Core's block assembler) and the histogram of own fee rates
-//! (ElectrumX's).
+//! mempool and shared by every request: the blocks a miner would build next (by chunks as
+//! Core 31's block assembler, [`block_builder`], under Core's profile; by ancestor fee rate as
+//! Core 29's, [`projection`], under Knots's) and the histogram of own fee rates (ElectrumX's).
 
 use std::time::{Duration, Instant};
 
+use super::block_builder;
 use super::projection::{self, Node, ProjectedBlock};
 
 /// How many blocks are projected: one more than Esplora's longest confirmation target (an
@@ -40,15 +41,23 @@ impl FeeRates {
         generation: u64,
         nodes: &[Node],
         min_fee_per_kvb: u64,
+        clusters: bool,
         started: Instant,
     ) -> Self {
-        let mut sorted: Vec<(f64, u64)> = nodes
-            .iter()
-            .map(|n| (n.fee as f64 / n.vsize.max(1) as f64, n.vsize))
-            .collect();
+        let (mut sorted, blocks) = match clusters {
+            true => {
+                let chunks = block_builder::chunk_clusters(nodes);
+                let blocks =
+                    block_builder::project(nodes, &chunks, min_fee_per_kvb, PROJECTED_BLOCKS);
+                (chunk_rates(nodes, &chunks), blocks)
+            }
+            false => {
+                let blocks = projection::project(nodes, min_fee_per_kvb, PROJECTED_BLOCKS);
+                (own_rates(nodes), blocks)
+            }
+        };
         sorted.sort_by(|a, b| b.0.total_cmp(&a.0));
         let histogram = histogram(&sorted);
-        let blocks = projection::project(nodes, min_fee_per_kvb, PROJECTED_BLOCKS);
         FeeRates {
             generation,
             built: Instant::now(),
@@ -101,6 +110,31 @@ fn histogram(sorted: &[(f64, u64)]) -> Vec<(f64, u64)> {
     out
 }
 
+/// Each transaction's own fee rate, sat/vB, with its vsize (Core 29, ElectrumX).
+fn own_rates(nodes: &[Node]) -> Vec<(f64, u64)> {
+    nodes
+        .iter()
+        .map(|n| (n.fee as f64 / n.vsize.max(1) as f64, n.vsize))
+        .collect()
+}
+
+/// Each transaction's chunk's fee rate, sat/vB, with its vsize: the rate it is mined at in a
+/// cluster mempool (Core 31).
+fn chunk_rates(nodes: &[Node], clusters: &[Vec<block_builder::Chunk>]) -> Vec<(f64, u64)> {
+    clusters
+        .iter()
+        .flatten()
+        .flat_map(|chunk| {
+            let vsize = chunk.feerate.size.div_ceil(4).max(1);
+            let rate = chunk.feerate.fee as f64 / vsize as f64;
+            chunk
+                .members
+                .iter()
+                .map(move |&m| (rate, nodes[m as usize].vsize))
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use bitcoin::hashes::Hash;
@@ -121,6 +155,16 @@ mod tests {
         }
     }
 
+    /// The fee rates of `nodes` at 1 sat/vB, projected by chunks (Core 31) and by ancestor
+    /// packages (Core 29): on these mempools, whose clusters are trees, the blocks agree; the
+    /// histograms differ where a child pays for its parent (chunk rates against own rates).
+    fn of_both(generation: u64, nodes: &[Node]) -> FeeRates {
+        let chunks = FeeRates::of(generation, nodes, 1000, true, Instant::now());
+        let packages = FeeRates::of(generation, nodes, 1000, false, Instant::now());
+        assert_eq!(chunks.blocks, packages.blocks, "chunks and packages");
+        packages
+    }
+
     #[test]
     fn estimates_read_the_projected_blocks_and_bins_walk_own_rates() {
         // 300 transactions of 10 kvB at 1 to 300 sat/vB: 3 MvB in all; 99 fit a block
@@ -128,7 +172,7 @@ mod tests {
         let nodes: Vec<Node> = (1..=300)
             .map(|r| node(r, u64::from(r) * 10_000, 10_000, &[]))
             .collect();
-        let rates = FeeRates::of(7, &nodes, 1000, Instant::now());
+        let rates = of_both(7, &nodes);
         assert_eq!(rates.generation, 7);
         let counts: Vec<usize> = rates.blocks.iter().map(|b| b.txids.len()).collect();
         assert_eq!(counts, [99, 99, 99, 3]);
@@ -163,7 +207,7 @@ mod tests {
         // 15 at 20 sat/vB, 3 kvB each: 11 fit the room left (3,856,000 + 12 * 12,000 is not
         // under 4,000,000).
         nodes.extend((40..55).map(|n| node(n, 20 * 3_000, 3_000, &[])));
-        let rates = FeeRates::of(1, &nodes, 1000, Instant::now());
+        let rates = of_both(1, &nodes);
         let [first, second] = &rates.blocks[..] else {
             panic!("{} blocks", rates.blocks.len())
         };
@@ -198,15 +242,36 @@ mod tests {
             node(4, 10_000, 1_000, &[]),
             node(5, 15_000, 1_000, &[]),
         ];
-        let rates = FeeRates::of(1, &nodes, 1000, Instant::now());
+        let rates = of_both(1, &nodes);
         let order: Vec<Txid> = [0, 1, 2, 3, 5, 4].iter().map(|&i| nodes[i].txid).collect();
         assert_eq!(rates.blocks[0].txids, order);
     }
 
     #[test]
+    fn chunks_take_a_parent_with_both_children_that_pay_for_it_at_their_rate_together() {
+        // A 1 sat/vB parent with two 100 sat/vB children: one chunk of 201,000 for 3,000 vB
+        // (67 sat/vB) under Core 31; Core 29's packages take parent and first child at 50.5,
+        // then the second alone.
+        let nodes = vec![
+            node(0, 1_000, 1_000, &[]),
+            node(1, 100_000, 1_000, &[0]),
+            node(2, 100_000, 1_000, &[0]),
+        ];
+        let chunks = FeeRates::of(1, &nodes, 1000, true, Instant::now());
+        let packages = FeeRates::of(1, &nodes, 1000, false, Instant::now());
+        assert_eq!(chunks.blocks[0].txids, packages.blocks[0].txids);
+        assert_eq!(chunks.blocks[0].min_rate, 67.0);
+        assert_eq!(packages.blocks[0].min_rate, 50.5);
+        // Under 100 kvB the histogram is one bin at the lowest rate: the chunk's, where by own
+        // rates the parent's 1 sat/vB.
+        assert_eq!(chunks.histogram, vec![(67.0, 3_000)]);
+        assert_eq!(packages.histogram, vec![(1.0, 3_000)]);
+    }
+
+    #[test]
     fn nothing_under_the_block_minimum_is_projected() {
         let nodes = vec![node(0, 999, 1_000, &[]), node(1, 1_000, 1_000, &[])];
-        let rates = FeeRates::of(1, &nodes, 1000, Instant::now());
+        let rates = of_both(1, &nodes);
         assert_eq!(rates.blocks.len(), 1);
         assert_eq!(rates.blocks[0].txids, [nodes[1].txid]);
     }

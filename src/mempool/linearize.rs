@@ -117,15 +117,39 @@ fn visit(nodes: &[Node], i: usize, seen: &mut [bool], out: &mut Vec<usize>) {
 /// group is merged into the one before while it pays a higher rate; the result's rates do not
 /// increase.
 pub fn chunks(nodes: &[Node], order: &[usize]) -> Vec<FeeFrac> {
-    let mut out: Vec<FeeFrac> = Vec::with_capacity(order.len());
+    chunked(nodes, order)
+        .into_iter()
+        .map(|c| c.feerate)
+        .collect()
+}
+
+/// A chunk: its members in the linearization's order, and their fee and size together.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Chunk {
+    /// Their fee and size.
+    pub feerate: FeeFrac,
+    /// The members (indices into the cluster), parents first.
+    pub members: Vec<usize>,
+}
+
+/// [`chunks`] with each chunk's members.
+pub fn chunked(nodes: &[Node], order: &[usize]) -> Vec<Chunk> {
+    let mut out: Vec<Chunk> = Vec::with_capacity(order.len());
     for &i in order {
-        let mut chunk = nodes[i].feerate;
+        let mut chunk = Chunk {
+            feerate: nodes[i].feerate,
+            members: vec![i],
+        };
         while let Some(last) = out.last() {
-            if chunk.rate_cmp(last) != Ordering::Greater {
+            if chunk.feerate.rate_cmp(&last.feerate) != Ordering::Greater {
                 break;
             }
-            chunk = chunk.plus(*last);
-            out.pop();
+            let Some(mut before) = out.pop() else {
+                break;
+            };
+            before.feerate = before.feerate.plus(chunk.feerate);
+            before.members.append(&mut chunk.members);
+            chunk = before;
         }
         out.push(chunk);
     }
@@ -202,6 +226,54 @@ impl Slope {
     fn cmp_to(&self, other: &Slope) -> Ordering {
         (self.fee * other.size.max(1)).cmp(&(other.fee * self.size.max(1)))
     }
+}
+
+/// The connected components of `nodes` (indices), parents and children alike linking.
+pub fn components(nodes: &[Node]) -> Vec<Vec<usize>> {
+    let mut neighbours: Vec<Vec<usize>> = vec![Vec::new(); nodes.len()];
+    for (i, n) in nodes.iter().enumerate() {
+        for &p in &n.parents {
+            neighbours[i].push(p);
+            neighbours[p].push(i);
+        }
+    }
+    let mut component_of = vec![usize::MAX; nodes.len()];
+    let mut out: Vec<Vec<usize>> = Vec::new();
+    for start in 0..nodes.len() {
+        if component_of[start] != usize::MAX {
+            continue;
+        }
+        let mut members = Vec::new();
+        let mut stack = vec![start];
+        component_of[start] = out.len();
+        while let Some(i) = stack.pop() {
+            members.push(i);
+            for &j in &neighbours[i] {
+                if component_of[j] == usize::MAX {
+                    component_of[j] = out.len();
+                    stack.push(j);
+                }
+            }
+        }
+        members.sort_unstable();
+        out.push(members);
+    }
+    out
+}
+
+/// The nodes of `component` as a cluster of their own, parents renumbered.
+pub fn sub_cluster(nodes: &[Node], component: &[usize]) -> Vec<Node> {
+    component
+        .iter()
+        .map(|&i| Node {
+            feerate: nodes[i].feerate,
+            parents: nodes[i]
+                .parents
+                .iter()
+                .filter_map(|p| component.binary_search(p).ok())
+                .collect(),
+        })
+        .collect()
 }
 
 #[cfg(test)]

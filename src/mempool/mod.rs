@@ -6,6 +6,7 @@
 //! transaction: pre-checks, scripts, admission under the write lock; `queries` answers the
 //! read side and `revalidate` follows the chain.
 
+mod block_builder;
 mod cluster;
 mod coins;
 pub mod consensus;
@@ -535,6 +536,7 @@ impl Mempool {
             generation,
             &nodes,
             self.config.min_relay_per_kvb,
+            self.config.clusters(),
             started,
         ));
         *self.fees.lock().unwrap_or_else(PoisonError::into_inner) = Some(rates.clone());
