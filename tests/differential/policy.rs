@@ -1,16 +1,17 @@
 //! Issue 27, part 2: the standard script flags the kernel does not take, `AreInputsStandard`,
-//! `IsWitnessStandard` and the chain limits with the CPFP carve-out, each case a transaction
-//! valid in a block that breaks one rule only, judged by bitcoind's `testmempoolaccept` and by
-//! cairn: the same verdict and rule, and for a policy flag the same words.
-
-use std::str::FromStr;
+//! `IsWitnessStandard`, the chain limits and TRUC, each case a transaction valid in a block that
+//! breaks one rule only, judged by bitcoind's `testmempoolaccept` and by cairn: the same verdict
+//! and rule, and for a policy flag the same words. The oracle is Bitcoin Core 31.99 against
+//! cairn's default (Core) profile, but for Knots's chain limits with the CPFP carve-out (which
+//! Core 31's clusters replaced) and its `-mempooltruc=accept` default: Bitcoin Knots 29.4
+//! against the Knots profile.
 
 use bitcoin::hashes::Hash;
 use bitcoin::script::{Builder, PushBytesBuf};
 use bitcoin::secp256k1::{self, Secp256k1, SecretKey};
 use bitcoin::sighash::{EcdsaSighashType, SighashCache};
 use bitcoin::taproot::{LeafVersion, TaprootBuilder};
-use bitcoin::{Address, PublicKey, ScriptBuf, Witness};
+use bitcoin::{PublicKey, ScriptBuf, Witness};
 
 use super::*;
 
@@ -26,11 +27,12 @@ pub(super) const FEE: u64 = 20_000;
 pub(super) const FUNDS: u64 = 100_000;
 
 impl Pair {
-    /// Mines `n` blocks on bitcoind and feeds them to cairn's validator and index.
+    /// Mines `n` blocks on bitcoind (to the test's address) and feeds them to cairn's validator
+    /// and index.
     pub(super) fn mine(&self, n: u32) {
         let from: u32 = self.node.rpc(&["getblockcount"]).parse().unwrap();
-        let addr = self.node.rpc(&["getnewaddress", "", "bech32"]);
-        self.node.rpc(&["generatetoaddress", &n.to_string(), &addr]);
+        self.node
+            .rpc(&["generatetoaddress", &n.to_string(), &self.miner]);
         self.node
             .wait_for_indexes(std::time::Duration::from_secs(60));
         self.follow(from + 1..=from + n);
@@ -46,35 +48,24 @@ impl Pair {
         self.index.sync(&self._validator).unwrap();
     }
 
-    /// Pays [`FUNDS`] to each script in one wallet transaction, mined: the outputs, in order.
+    /// Pays [`FUNDS`] to each script in one transaction of the test's, mined: the outputs, in
+    /// order.
     pub(super) fn fund(&self, scripts: &[ScriptBuf]) -> Vec<(OutPoint, TxOut)> {
-        let amounts: serde_json::Map<String, Value> = scripts
-            .iter()
-            .map(|s| {
-                let addr = Address::from_script(s, bitcoin::Network::Regtest).unwrap();
-                (addr.to_string(), json!(Amount::from_sat(FUNDS).to_btc()))
-            })
-            .collect();
-        assert_eq!(amounts.len(), scripts.len(), "every script once");
-        let txid = self
-            .node
-            .rpc(&["sendmany", "", &Value::Object(amounts).to_string()]);
+        let distinct: std::collections::HashSet<&ScriptBuf> = scripts.iter().collect();
+        assert_eq!(distinct.len(), scripts.len(), "every script once");
+        let tx = self.pay(
+            scripts
+                .iter()
+                .map(|s| TxOut {
+                    value: Amount::from_sat(FUNDS),
+                    script_pubkey: s.clone(),
+                })
+                .collect(),
+        );
         self.mine(1);
-        let raw = Vec::from_hex(&self.node.rpc(&["getrawtransaction", &txid])).unwrap();
-        let tx: Transaction = bitcoin::consensus::deserialize(&raw).unwrap();
-        scripts
-            .iter()
-            .map(|s| {
-                let vout = tx
-                    .output
-                    .iter()
-                    .position(|o| o.script_pubkey == *s)
-                    .unwrap();
-                (
-                    OutPoint::new(tx.compute_txid(), vout as u32),
-                    tx.output[vout].clone(),
-                )
-            })
+        let txid = tx.compute_txid();
+        (0..scripts.len())
+            .map(|vout| (OutPoint::new(txid, vout as u32), tx.output[vout].clone()))
             .collect()
     }
 
@@ -92,13 +83,15 @@ impl Pair {
             .unwrap_or_else(|e| panic!("cairn refused what bitcoind took: {e}"));
     }
 
-    /// A wallet address's output script.
-    fn wallet_script(&self, kind: &str) -> ScriptBuf {
-        let addr = self.node.rpc(&["getnewaddress", "", kind]);
-        Address::from_str(&addr)
-            .unwrap()
-            .assume_checked()
-            .script_pubkey()
+    /// The output script of a fresh key of the test's, of the kind `getnewaddress` calls
+    /// `kind` (`bech32`, `legacy`, `p2sh-segwit`, `bech32m`); [`Pair::sign`] signs its spends.
+    pub(super) fn wallet_script(&self, kind: &str) -> ScriptBuf {
+        self.keys.script(Kind::named(kind))
+    }
+
+    /// An empty mempool of cairn's with the profile of the oracle's ([`Pair::config`]).
+    pub(super) fn mempool(&self) -> Mempool {
+        Mempool::new(self.config)
     }
 }
 
@@ -199,26 +192,13 @@ pub(super) fn tap_leaf(script: Vec<u8>, version: u8) -> (ScriptBuf, Vec<u8>, Vec
     (output, script, control)
 }
 
-/// The verdicts of both on `cases`, cairn without Knots's data rules (see [`CORE_DATA_RULES`]):
-/// the names of those that disagree.
+/// The verdicts of both on `cases`, cairn's mempool of the oracle's profile ([`Pair::config`]):
+/// the names of those that disagree (the same rule, and for a script flag of policy the same
+/// words, or not).
 pub(super) fn disagreements(pair: &Pair, cases: &[(&str, Transaction)]) -> Vec<String> {
-    let without_data_rules = MempoolConfig {
-        knots_data_rules: false,
-        ..MempoolConfig::default()
-    };
-    disagreements_with(pair, cases, without_data_rules)
-}
-
-/// The verdicts of both on `cases`, cairn's mempool of `config`: the names of those that
-/// disagree.
-pub(super) fn disagreements_with(
-    pair: &Pair,
-    cases: &[(&str, Transaction)],
-    config: MempoolConfig,
-) -> Vec<String> {
     let mut disagreed = Vec::new();
     for (name, tx) in cases {
-        let (core, ours) = (pair.core(tx), pair.cairn_with(tx, config));
+        let (core, ours) = (pair.core(tx), pair.cairn(tx));
         eprintln!("{name}: bitcoind {core:?}, cairn {ours:?}");
         let words = |r: &Option<String>| {
             r.as_deref()
@@ -233,20 +213,13 @@ pub(super) fn disagreements_with(
     disagreed
 }
 
-/// Knots's own rule against data pushed and dropped unread in scripts (`-acceptnonstddatacarrier`,
-/// off by default) set to Core's, which has no such rule, and cairn without Knots's data rules
-/// (`knots_data_rules = false`; `knots_data_rules_agree_with_bitcoind` checks them): the cases
-/// here drop data to reach Core's rules.
-pub(super) const CORE_DATA_RULES: [&str; 1] = ["-acceptnonstddatacarrier=1"];
-
 /// Every standard script flag and input rule a standard-looking spend can break, one per case,
-/// with a passing neighbour for each limit. Core's 3,600-byte limit on P2WSH scripts is left to
-/// the unit tests: a script that long needs over 2,000 pushed bytes (a script runs at most 201
-/// opcodes), and Knots refuses a witness over 1,650 bytes (`-maxscriptsize`) before it looks at
-/// the script's size.
+/// with a passing neighbour for each limit; Bitcoin Core 31.99 the oracle, cairn's default
+/// profile (no Knots rule against data, whose `-maxscriptsize` would refuse the 3,600-byte
+/// P2WSH script first).
 #[test]
 fn policy_script_flags_and_input_rules_agree_with_bitcoind() {
-    let pair = Pair::start_with(&CORE_DATA_RULES);
+    let pair = Pair::start();
     let secp = Secp256k1::new();
     let key = SecretKey::from_slice(&[7; 32]).unwrap();
     let compressed = PublicKey::new(key.public_key(&secp));
@@ -260,6 +233,20 @@ fn policy_script_flags_and_input_rules_agree_with_bitcoind() {
     sigops15.extend([0xac; 15]);
     sigops15.push(0x68);
     let drop1 = p2wsh(vec![0x75, 0x51]);
+    // Witness scripts of 3,601 and 3,600 bytes (Core's MAX_STANDARD_P2WSH_SCRIPT_SIZE): six
+    // pushes of 520 bytes and one of 452 or 451, each dropped, then OP_TRUE.
+    let long_script = |last: usize| {
+        let mut script = Vec::new();
+        for n in [520, 520, 520, 520, 520, 520, last] {
+            script.extend([0x4d, n as u8, (n >> 8) as u8]);
+            script.extend(vec![0x5a; n]);
+            script.push(0x75);
+        }
+        script.push(0x51);
+        p2wsh(script)
+    };
+    let (script3601, script3600) = (long_script(452), long_script(451));
+    assert_eq!((script3601.1.len(), script3600.1.len()), (3_601, 3_600));
     let drop2 = p2wsh(vec![0x75, 0x75, 0x51]);
     let many = p2wsh(two_drops);
     let v2 = p2sh(vec![0x52, 0x02, 0xab, 0xcd]);
@@ -284,6 +271,8 @@ fn policy_script_flags_and_input_rules_agree_with_bitcoind() {
         drop1.0.clone(),
         drop2.0.clone(),
         many.0.clone(),
+        script3601.0.clone(),
+        script3600.0.clone(),
         v2.0.clone(),
         nop4.0.clone(),
         separator.0.clone(),
@@ -317,7 +306,7 @@ fn policy_script_flags_and_input_rules_agree_with_bitcoind() {
             vec![],
         )
     };
-    // Wallet-signed spends, then changed where the signature does not reach.
+    // Spends signed with the test's keys, then changed where the signature does not reach.
     let wallet = |script: &ScriptBuf| pair.sign(&bare(script, vec![]));
     let legacy_high_s = {
         let mut tx = wallet(&legacy[0]);
@@ -392,6 +381,14 @@ fn policy_script_flags_and_input_rules_agree_with_bitcoind() {
             "P2WSH stack items of 80 bytes",
             bare(&drop2.0, vec![vec![1; 80], vec![2; 80], drop2.1.clone()]),
         ),
+        (
+            "P2WSH witness script of 3,601 bytes",
+            bare(&script3601.0, vec![script3601.1.clone()]),
+        ),
+        (
+            "P2WSH witness script of 3,600 bytes",
+            bare(&script3600.0, vec![script3600.1.clone()]),
+        ),
         ("P2WSH with 101 stack items", {
             let mut w = vec![vec![]; 101];
             w.push(many.1.clone());
@@ -434,6 +431,7 @@ fn policy_script_flags_and_input_rules_agree_with_bitcoind() {
     // every one is valid in a block (bitcoind mines them all into one, past its mempool).
     let passing = [
         "P2WSH stack items of 80 bytes",
+        "P2WSH witness script of 3,600 bytes",
         "P2SH redeem script of 15 sigops",
     ];
     for (name, tx) in &cases {
@@ -453,19 +451,20 @@ pub(super) fn assert_valid_in_a_block(pair: &Pair, cases: &[(&str, Transaction)]
         .iter()
         .map(|(_, tx)| bitcoin::consensus::serialize(tx).to_lower_hex_string())
         .collect();
-    let addr = pair.node.rpc(&["getnewaddress", "", "bech32"]);
     let mined = pair
         .node
-        .rpc_result(&["generateblock", &addr, &json!(raws).to_string()]);
+        .rpc_result(&["generateblock", &pair.miner, &json!(raws).to_string()]);
     assert!(mined.is_ok(), "a case is invalid by consensus: {mined:?}");
 }
 
-/// Core's chain limits: a chain of 25 unconfirmed transactions enters both mempools, the 26th
-/// is refused; a second child of the first is taken once by the CPFP carve-out, a third is not.
+/// Knots's chain limits (Core's before its cluster mempool): a chain of 25 unconfirmed
+/// transactions enters both mempools, the 26th is refused; a second child of the first is taken
+/// once by the CPFP carve-out, a third is not. Bitcoin Knots 29.4 and the Knots profile
+/// ([`cluster_limits_agree_with_bitcoind`] has Core 31's).
 #[test]
-fn chain_limits_and_the_carve_out_agree_with_bitcoind() {
-    let pair = Pair::start();
-    let mempool = Mempool::new(MempoolConfig::default());
+fn chain_limits_and_the_carve_out_agree_with_knots() {
+    let pair = Pair::start_knots();
+    let mempool = pair.mempool();
     let submit = |tx: &Transaction| pair.submit(&mempool, tx);
     let judge = |tx: &Transaction| {
         let ours = mempool
@@ -552,37 +551,86 @@ fn chain_limits_and_the_carve_out_agree_with_bitcoind() {
     assert_eq!(ours.as_deref().map(rule), core.as_deref().map(rule));
 }
 
-/// Signs `tx` with the wallet, telling it the outputs it spends that no chain or mempool of
-/// bitcoind's has (`prevtxs`).
-fn sign_spending(pair: &Pair, tx: &Transaction, parents: &[&Transaction]) -> Transaction {
-    let prevtxs: Vec<Value> = tx
-        .input
-        .iter()
-        .filter_map(|i| {
-            let parent = parents
-                .iter()
-                .find(|p| p.compute_txid() == i.previous_output.txid)?;
-            let out = &parent.output[i.previous_output.vout as usize];
-            Some(json!({
-                "txid": i.previous_output.txid.to_string(),
-                "vout": i.previous_output.vout,
-                "scriptPubKey": out.script_pubkey.to_hex_string(),
-                "amount": out.value.to_btc(),
-            }))
-        })
-        .collect();
-    let hex = bitcoin::consensus::serialize(tx).to_lower_hex_string();
-    let signed = rpc_json(
-        &pair.node,
-        &[
-            "signrawtransactionwithwallet",
-            &hex,
-            &json!(prevtxs).to_string(),
-        ],
+/// Core 31's cluster limits (64 transactions and 101 kvB to a cluster; no count of ancestors or
+/// descendants, no carve-out): a chain grows link by link, each judged by both before it enters
+/// both mempools; bitcoind takes the 64th and refuses the 65th (`too-large-cluster`), and so a
+/// second child of the first, the carve-out's case in Knots. Bitcoin Core 31.99 and cairn's
+/// default profile ([`chain_limits_and_the_carve_out_agree_with_knots`] has Knots's limits).
+#[test]
+fn cluster_limits_agree_with_bitcoind() {
+    let pair = Pair::start();
+    let mempool = pair.mempool();
+    let judge = |what: &str, tx: &Transaction| {
+        let ours = mempool
+            .accept(&bitcoin::consensus::serialize(tx), &pair.index)
+            .err()
+            .map(|e| e.to_string());
+        let core = pair.core(tx);
+        eprintln!("{what}: bitcoind {core:?}, cairn {ours:?}");
+        assert_eq!(
+            ours.as_deref().map(rule),
+            core.as_deref().map(rule),
+            "{what}: bitcoind {core:?}, cairn {ours:?}"
+        );
+        core
+    };
+    // Taken by both (cairn's verdict put it in its mempool): into bitcoind's too.
+    let enter = |tx: &Transaction| {
+        let raw = bitcoin::consensus::serialize(tx);
+        pair.node
+            .rpc(&["sendrawtransaction", &raw.to_lower_hex_string()]);
+    };
+    let (coin, value, script) = pair.coins[0].clone();
+    let out = |value: u64| TxOut {
+        value: Amount::from_sat(value),
+        script_pubkey: script.clone(),
+    };
+    let link = |from: OutPoint, value: u64| {
+        spend_of(&pair, from, 2, vec![out(value - 1_000)], 0, 0xffff_fffd)
+    };
+    let third = value / 3;
+    let first = spend_of(
+        &pair,
+        coin,
+        2,
+        vec![out(third), out(third), out(third - 2_000)],
+        0,
+        0xffff_fffd,
     );
-    assert_eq!(signed["complete"], true, "{signed}");
-    let raw = Vec::from_hex(signed["hex"].as_str().unwrap()).unwrap();
-    bitcoin::consensus::deserialize(&raw).unwrap()
+    assert_eq!(judge("1st in a chain", &first), None);
+    enter(&first);
+    let mut tip = (OutPoint::new(first.compute_txid(), 0), third);
+    for n in 2..=65 {
+        let next = link(tip.0, tip.1);
+        let core = judge(&format!("{n}th in a chain"), &next);
+        if n < 65 {
+            assert_eq!(core, None, "bitcoind takes the {n}th in a chain");
+            enter(&next);
+            tip = (OutPoint::new(next.compute_txid(), 0), tip.1 - 1_000);
+        } else {
+            assert_eq!(
+                core.as_deref().map(rule).as_deref(),
+                Some("too-large-cluster")
+            );
+        }
+    }
+    let second_child = link(
+        OutPoint::new(first.compute_txid(), 1),
+        first.output[1].value.to_sat(),
+    );
+    let core = judge("a second child of the first", &second_child);
+    assert_eq!(
+        core.as_deref().map(rule).as_deref(),
+        Some("too-large-cluster")
+    );
+}
+
+/// Signs `tx` with the test's keys, told of the outputs it spends that no chain or mempool of
+/// bitcoind's has (`parents`): every input must be signed.
+fn sign_spending(pair: &Pair, tx: &Transaction, parents: &[&Transaction]) -> Transaction {
+    let (signed, complete) = pair.sign_with(tx, parents);
+    assert!(complete, "an input of {} left unsigned", tx.compute_txid());
+    signed
 }
 
 /// A dry run's verdict per transaction: `allowed` (absent when undecided) and the rule of the
@@ -634,16 +682,13 @@ fn cairn_dry_run(mempool: &Mempool, pair: &Pair, txs: &[&Transaction]) -> Verdic
         .collect()
 }
 
-/// TRUC (version 3) enforced (Knots's `-mempooltruc=enforce`, Core's behaviour): inheritance
-/// both ways, one ancestor, the size limits, sibling eviction paid and unpaid, and a package's
-/// TRUC rules in a dry run, each judged by bitcoind and cairn with the same mempool.
+/// TRUC (version 3) as Core enforces it: inheritance both ways, one ancestor, the size limits,
+/// sibling eviction paid and unpaid, and a package's TRUC rules in a dry run, each judged by
+/// Bitcoin Core 31.99 and cairn's default profile with the same mempool.
 #[test]
 fn truc_rules_agree_with_bitcoind() {
-    let pair = Pair::start_with(&["-mempooltruc=enforce"]);
-    let mempool = Mempool::new(MempoolConfig {
-        truc: cairn::config::TrucPolicy::Enforce,
-        ..MempoolConfig::default()
-    });
+    let pair = Pair::start();
+    let mempool = pair.mempool();
     let submit = |tx: &Transaction| pair.submit(&mempool, tx);
     let script = pair.coins[0].2.clone();
     let outs = |values: &[u64]| -> Vec<TxOut> {
@@ -768,12 +813,13 @@ fn truc_rules_agree_with_bitcoind() {
     assert!(disagree.is_empty(), "{disagree:#?}");
 }
 
-/// By default (Knots's `-mempooltruc=accept`) version 3 is any version: a version 2 child and a
-/// version 3 grandchild of an unconfirmed version 3 transaction enter both mempools.
+/// Knots's default (`-mempooltruc=accept`, the Knots profile's) takes version 3 as any version:
+/// a version 2 child and a version 3 grandchild of an unconfirmed version 3 transaction enter
+/// both mempools. Bitcoin Knots 29.4.
 #[test]
 fn truc_is_off_by_default_as_in_knots() {
-    let pair = Pair::start();
-    let mempool = Mempool::new(MempoolConfig::default());
+    let pair = Pair::start_knots();
+    let mempool = pair.mempool();
     let script = pair.coins[0].2.clone();
     let (mut from, mut value) = (pair.coins[1].0, pair.coins[1].1);
     for version in [3, 2, 3] {

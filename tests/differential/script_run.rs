@@ -3,8 +3,8 @@
 //! encodings outside the templates, CLEANSTACK in P2SH, unknown key types in tapscript),
 //! which cairn's policy interpreter checks beside the kernel. Each case is valid in a block
 //! and breaks one flag, or is a neighbour of such cases that breaks none (signed spends outside
-//! the templates included). Judged by bitcoind's
-//! `testmempoolaccept` and by cairn: the same verdict, and the same words when refused.
+//! the templates included). Judged by Bitcoin Core 31.99's `testmempoolaccept` and by cairn's
+//! default profile: the same verdict, and the same words when refused.
 
 use bitcoin::hashes::Hash;
 use bitcoin::secp256k1::{self, Secp256k1, SecretKey};
@@ -12,8 +12,7 @@ use bitcoin::sighash::{EcdsaSighashType, SighashCache};
 use bitcoin::{PublicKey, ScriptBuf};
 
 use super::policy::{
-    assert_valid_in_a_block, disagreements, flip_s, p2wsh, spend_with, tap_leaf, CORE_DATA_RULES,
-    FUNDS,
+    assert_valid_in_a_block, disagreements, flip_s, p2wsh, spend_with, tap_leaf, FUNDS,
 };
 use super::*;
 
@@ -39,7 +38,7 @@ fn signature(secp: &Secp256k1<secp256k1::All>, key: &SecretKey, hash: [u8; 32]) 
 
 #[test]
 fn flags_that_need_the_script_run_agree_with_bitcoind() {
-    let pair = Pair::start_with(&CORE_DATA_RULES);
+    let pair = Pair::start();
     let secp = Secp256k1::new();
     let key = SecretKey::from_slice(&[9; 32]).unwrap();
     let compressed = PublicKey::new(key.public_key(&secp)).to_bytes();
