@@ -1,10 +1,12 @@
-//! Issue 27, part 2: the standard script flags the kernel does not take, `AreInputsStandard`,
-//! `IsWitnessStandard`, the chain limits and TRUC, each case a transaction valid in a block that
-//! breaks one rule only, judged by bitcoind's `testmempoolaccept` and by cairn: the same verdict
-//! and rule, and for a policy flag the same words. The oracle is Bitcoin Core 31.99 against
-//! cairn's default (Core) profile, but for Knots's chain limits with the CPFP carve-out (which
-//! Core 31's clusters replaced) and its `-mempooltruc=accept` default: Bitcoin Knots 29.4
-//! against the Knots profile.
+//! Issue 27, part 2: the standard script flags the kernel does not take, `AreInputsStandard`
+//! (BIP54's legacy sigops among them), `IsWitnessStandard`, the chain limits, TRUC, ephemeral
+//! dust and packages of a child paying for its parent, each case a transaction valid in a block
+//! that breaks one rule only, judged by bitcoind's `testmempoolaccept` (or `submitpackage`) and
+//! by cairn: the same verdict and rule, and for a policy flag the same words. The oracle is
+//! Bitcoin Core 31.99 against cairn's default (Core) profile, but for Knots's chain limits with
+//! the CPFP carve-out (which Core 31's clusters replaced), its `-mempooltruc=accept` default and
+//! its packages (a parent below the relay fee only if TRUC): Bitcoin Knots 29.4 against the
+//! Knots profile.
 
 use bitcoin::hashes::Hash;
 use bitcoin::script::{Builder, PushBytesBuf};
@@ -445,6 +447,75 @@ fn policy_script_flags_and_input_rules_agree_with_bitcoind() {
     assert_valid_in_a_block(&pair, &cases);
 }
 
+/// BIP54's limit on the legacy sigops of a transaction's inputs, which Core 31 applies as policy
+/// (`MAX_TX_LEGACY_SIGOPS`, 2,500: the sigops of each input's script sig and of the output it
+/// spends, a P2SH output's by its redeem script): 166 spends of a P2SH redeem script of 15
+/// sigops (in a branch not run) and one of 10, 2,500 in all, are taken; with one of 11 instead,
+/// 2,501, refused (`bad-txns-nonstandard-inputs`), though valid in a block. Bitcoin Core 31.99
+/// and cairn's default profile.
+#[test]
+#[ignore = "cairn's mempool lacks Core 31's MAX_TX_LEGACY_SIGOPS (BIP54's 2,500 legacy sigops \
+            in a transaction's inputs): it takes the spend of 2,501 that Core refuses \
+            (bad-txns-nonstandard-inputs)"]
+fn legacy_sigops_limit_agrees_with_bitcoind() {
+    let pair = Pair::start();
+    // OP_1 OP_IF OP_1 OP_ELSE <n × OP_CHECKSIG> OP_ENDIF.
+    let redeem = |n: usize| {
+        let mut script = vec![0x51, 0x63, 0x51, 0x67];
+        script.extend(vec![0xac; n]);
+        script.push(0x68);
+        p2sh(script)
+    };
+    let (fifteen, ten, eleven) = (redeem(15), redeem(10), redeem(11));
+    let mut outputs = vec![
+        TxOut {
+            value: Amount::from_sat(FUNDS),
+            script_pubkey: fifteen.0.clone(),
+        };
+        166
+    ];
+    for last in [&ten, &eleven] {
+        outputs.push(TxOut {
+            value: Amount::from_sat(FUNDS),
+            script_pubkey: last.0.clone(),
+        });
+    }
+    let funding = pair.pay(outputs);
+    pair.mine(1);
+    let txid = funding.compute_txid();
+    let spend = |last: u32| {
+        let input = |vout: u32, redeem: &Vec<u8>| TxIn {
+            previous_output: OutPoint::new(txid, vout),
+            script_sig: pushes(std::slice::from_ref(redeem)),
+            sequence: bitcoin::Sequence::ENABLE_RBF_NO_LOCKTIME,
+            witness: Witness::new(),
+        };
+        let mut inputs: Vec<TxIn> = (0..166).map(|vout| input(vout, &fifteen.1)).collect();
+        inputs.push(input(last, if last == 166 { &ten.1 } else { &eleven.1 }));
+        Transaction {
+            version: bitcoin::transaction::Version::TWO,
+            lock_time: bitcoin::absolute::LockTime::ZERO,
+            input: inputs,
+            output: vec![TxOut {
+                value: Amount::from_sat(167 * FUNDS - 100_000),
+                script_pubkey: pair.coins[0].2.clone(),
+            }],
+        }
+    };
+    let cases = vec![
+        ("2,500 legacy sigops in the inputs", spend(166)),
+        ("2,501 legacy sigops in the inputs", spend(167)),
+    ];
+    let disagreed = disagreements(&pair, &cases);
+    assert!(disagreed.is_empty(), "{disagreed:#?}");
+    assert_eq!(pair.core(&cases[0].1), None);
+    assert_eq!(
+        pair.core(&cases[1].1).as_deref().map(rule).as_deref(),
+        Some("bad-txns-nonstandard-inputs")
+    );
+    assert_valid_in_a_block(&pair, &cases[1..]);
+}
+
 /// Every case is valid by consensus: bitcoind mines them all into one block, past its mempool.
 pub(super) fn assert_valid_in_a_block(pair: &Pair, cases: &[(&str, Transaction)]) {
     let raws: Vec<String> = cases
@@ -824,6 +895,232 @@ fn truc_rules_agree_with_bitcoind() {
         }
     }
     assert!(disagree.is_empty(), "{disagree:#?}");
+}
+
+/// Which of `txs` bitcoind's mempool holds after its `submitpackage` of them (no fee guard),
+/// and what it said.
+fn core_submit_package(pair: &Pair, txs: &[&Transaction]) -> (Vec<bool>, String) {
+    let hexes: Vec<String> = txs
+        .iter()
+        .map(|t| bitcoin::consensus::serialize(*t).to_lower_hex_string())
+        .collect();
+    let said = pair
+        .node
+        .rpc_result(&["submitpackage", &json!(hexes).to_string(), "0"])
+        .unwrap_or_else(|e| e);
+    let pool = rpc_json(&pair.node, &["getrawmempool"]);
+    let held = txs
+        .iter()
+        .map(|t| {
+            let txid = t.compute_txid().to_string();
+            pool.as_array()
+                .unwrap()
+                .iter()
+                .any(|p| p.as_str() == Some(&txid))
+        })
+        .collect();
+    (held, said.split_whitespace().collect::<Vec<_>>().join(" "))
+}
+
+/// Which of `txs` cairn's `mempool` holds after [`Mempool::accept_package`], and why it
+/// refused those it refused.
+fn cairn_submit_package(
+    pair: &Pair,
+    mempool: &Mempool,
+    txs: &[&Transaction],
+) -> (Vec<bool>, String) {
+    let raws: Vec<Vec<u8>> = txs
+        .iter()
+        .map(|t| bitcoin::consensus::serialize(*t))
+        .collect();
+    let said = match mempool.accept_package(&raws, &pair.index) {
+        Ok(accepted) => format!(
+            "{:?}",
+            accepted
+                .each
+                .iter()
+                .map(|r| r.as_ref().err().map(ToString::to_string))
+                .collect::<Vec<_>>()
+        ),
+        Err(e) => e.to_string(),
+    };
+    let held = txs
+        .iter()
+        .map(|t| mempool.entry(&t.compute_txid()).is_some())
+        .collect();
+    (held, said)
+}
+
+/// A parent paying no fee, with its coin's value in one output and, if `dust`, a second output
+/// of 0 sat; and a child spending all of the parent's outputs, paying `fee`.
+fn parent_and_child(pair: &Pair, coin: usize, dust: bool, fee: u64) -> (Transaction, Transaction) {
+    let (op, value, script) = pair.coins[coin].clone();
+    let mut outputs = vec![TxOut {
+        value: Amount::from_sat(value),
+        script_pubkey: script.clone(),
+    }];
+    if dust {
+        outputs.push(TxOut {
+            value: Amount::ZERO,
+            script_pubkey: script.clone(),
+        });
+    }
+    let parent = spend_of(pair, op, 2, outputs, 0, 0xffff_fffd);
+    let child = Transaction {
+        version: bitcoin::transaction::Version::TWO,
+        lock_time: bitcoin::absolute::LockTime::ZERO,
+        input: (0..parent.output.len() as u32)
+            .map(|vout| TxIn {
+                previous_output: OutPoint::new(parent.compute_txid(), vout),
+                sequence: bitcoin::Sequence(0xffff_fffd),
+                ..Default::default()
+            })
+            .collect(),
+        output: vec![TxOut {
+            value: Amount::from_sat(value - fee),
+            script_pubkey: script,
+        }],
+    };
+    let child = sign_spending(pair, &child, &[&parent]);
+    (parent, child)
+}
+
+/// A package of one parent paying nothing and one child paying for both (CPFP), submitted
+/// (`submitpackage`; cairn's [`Mempool::accept_package`]) after a dry run of the parent alone,
+/// which both refuse for its fee: which of the two each mempool holds, and what each said.
+fn child_paying_for_its_parent(pair: &Pair) -> (Vec<bool>, String, Vec<bool>, String) {
+    let mempool = pair.mempool();
+    let (parent, child) = parent_and_child(pair, 0, false, 5_000);
+    let (core, ours) = (pair.core(&parent), pair.cairn(&parent));
+    eprintln!("the parent alone: bitcoind {core:?}, cairn {ours:?}");
+    assert_eq!(
+        core.as_deref().map(rule).as_deref(),
+        Some("min-relay-fee-not-met")
+    );
+    assert_eq!(ours.as_deref().map(rule), core.as_deref().map(rule));
+    let (core, core_said) = core_submit_package(pair, &[&parent, &child]);
+    let (ours, ours_said) = cairn_submit_package(pair, &mempool, &[&parent, &child]);
+    eprintln!("the package: bitcoind {core:?} ({core_said}), cairn {ours:?} ({ours_said})");
+    (core, core_said, ours, ours_said)
+}
+
+/// [`child_paying_for_its_parent`] judged by Bitcoin Core 31.99, which takes both, and cairn's
+/// default profile.
+#[test]
+#[ignore = "cairn's packages lack Core 31's 1p1c for any version: it refuses a parent below the \
+            minimum relay fee unless it is TRUC (min relay fee not met), which Core 31 takes \
+            when its child pays for both"]
+fn a_child_paying_for_its_parent_agrees_with_bitcoind() {
+    let pair = Pair::start();
+    let (core, core_said, ours, ours_said) = child_paying_for_its_parent(&pair);
+    assert_eq!(
+        core,
+        [true, true],
+        "bitcoind takes the package: {core_said}"
+    );
+    assert_eq!(ours, core, "cairn: {ours_said}");
+}
+
+/// [`child_paying_for_its_parent`] judged by Bitcoin Knots 29.4, which refuses a parent below
+/// the relay fee unless it is TRUC, and the Knots profile.
+#[test]
+fn a_child_paying_for_its_parent_agrees_with_knots() {
+    let pair = Pair::start_knots();
+    let (core, core_said, ours, ours_said) = child_paying_for_its_parent(&pair);
+    assert_eq!(
+        core,
+        [false, false],
+        "Knots refuses the package: {core_said}"
+    );
+    assert_eq!(ours, core, "cairn: {ours_said}");
+}
+
+/// Ephemeral dust (Core 31's `PreCheckEphemeralTx` and `CheckEphemeralSpends`): a transaction
+/// may have one dust output if it pays no fee and a child in its package spends the dust. Dry
+/// runs of a transaction with a dust output paying nothing (refused for its fee, not its dust),
+/// paying a fee (`dust`), with two dust outputs (`dust`); then packages of a parent paying
+/// nothing with one dust output and a child paying for both that spends it (taken), or spends
+/// another coin of the parent but not the dust (`missing-ephemeral-spends`). Bitcoin Core
+/// 31.99 and cairn's default profile: the same verdicts and rules, the same transactions held.
+#[test]
+#[ignore = "cairn's mempool lacks Core 31's ephemeral dust: it refuses any dust output (dust), \
+            where Core refuses one dust output of a transaction paying nothing only for its fee \
+            alone and takes it in a package whose child spends the dust"]
+fn ephemeral_dust_agrees_with_bitcoind() {
+    let pair = Pair::start();
+    let (op, value, script) = pair.coins[1].clone();
+    let with_dust = |fee: u64, dusts: usize| {
+        let mut outputs = vec![TxOut {
+            value: Amount::from_sat(value - fee),
+            script_pubkey: script.clone(),
+        }];
+        outputs.extend(vec![
+            TxOut {
+                value: Amount::ZERO,
+                script_pubkey: script.clone(),
+            };
+            dusts
+        ]);
+        spend_of(&pair, op, 2, outputs, 0, 0xffff_fffd)
+    };
+    let singles = vec![
+        ("one dust output, no fee", with_dust(0, 1)),
+        ("one dust output, a fee", with_dust(1_000, 1)),
+        ("two dust outputs, no fee", with_dust(0, 2)),
+    ];
+    let mut disagreed = disagreements(&pair, &singles);
+    let expected = [
+        ("one dust output, no fee", "min-relay-fee-not-met"),
+        ("one dust output, a fee", "dust"),
+        ("two dust outputs, no fee", "dust"),
+    ];
+    for ((name, tx), (_, reason)) in singles.iter().zip(expected) {
+        let core = pair.core(tx);
+        assert_eq!(core.as_deref().map(rule).as_deref(), Some(reason), "{name}");
+    }
+
+    let mempool = pair.mempool();
+    let (parent, child) = parent_and_child(&pair, 2, true, 5_000);
+    let (core, core_said) = core_submit_package(&pair, &[&parent, &child]);
+    let (ours, ours_said) = cairn_submit_package(&pair, &mempool, &[&parent, &child]);
+    eprintln!(
+        "dust spent by the child: bitcoind {core:?} ({core_said}), cairn {ours:?} ({ours_said})"
+    );
+    assert_eq!(
+        core,
+        [true, true],
+        "bitcoind takes the package: {core_said}"
+    );
+    if ours != core {
+        disagreed.push(format!(
+            "dust spent by the child: bitcoind holds {core:?} ({core_said}), cairn {ours:?} \
+             ({ours_said})"
+        ));
+    }
+    let (parent, mut child) = parent_and_child(&pair, 3, true, 5_000);
+    child.input.pop();
+    let child = sign_spending(&pair, &child, &[&parent]);
+    let (core, core_said) = core_submit_package(&pair, &[&parent, &child]);
+    let (ours, ours_said) = cairn_submit_package(&pair, &mempool, &[&parent, &child]);
+    eprintln!(
+        "dust the child leaves: bitcoind {core:?} ({core_said}), cairn {ours:?} ({ours_said})"
+    );
+    assert_eq!(
+        core,
+        [false, false],
+        "bitcoind refuses the package: {core_said}"
+    );
+    assert!(
+        core_said.contains("missing-ephemeral-spends"),
+        "{core_said}"
+    );
+    if ours != core || !ours_said.contains("missing-ephemeral-spends") {
+        disagreed.push(format!(
+            "dust the child leaves: bitcoind holds {core:?} ({core_said}), cairn {ours:?} \
+             ({ours_said})"
+        ));
+    }
+    assert!(disagreed.is_empty(), "{disagreed:#?}");
 }
 
 /// Knots's default (`-mempooltruc=accept`, the Knots profile's) takes version 3 as any version:
