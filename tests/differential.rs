@@ -508,9 +508,24 @@ impl ForTest for Txid {
     }
 }
 
+/// `CAIRN_DIFF_CASES` (400 unless given) mutated transactions judged by Bitcoin Core 31.99 and
+/// cairn's default profile.
 #[test]
 fn mempool_acceptance_agrees_with_bitcoinds_testmempoolaccept() {
-    let pair = Pair::start();
+    mutated_transactions_agree(&Pair::start());
+}
+
+/// As [`mempool_acceptance_agrees_with_bitcoinds_testmempoolaccept`], Bitcoin Knots 29.4 and the
+/// Knots profile (its relay fee of 1 sat/vB, which the fees about 110 sat probe, and its
+/// `dust-nonanchor`).
+#[test]
+fn mempool_acceptance_agrees_with_knots() {
+    mutated_transactions_agree(&Pair::start_knots());
+}
+
+/// Mutated transactions ([`build`]) judged by `pair`'s bitcoind and cairn: the same verdict and
+/// rule for every one.
+fn mutated_transactions_agree(pair: &Pair) {
     let agreed = std::cell::Cell::new(0u32);
     let cases: u32 = std::env::var("CAIRN_DIFF_CASES")
         .ok()
@@ -526,7 +541,7 @@ fn mempool_acceptance_agrees_with_bitcoinds_testmempoolaccept() {
     let result = runner.run(
         &(0usize..40, 1usize..=3, 1usize..=3, mutation()),
         |(first, inputs, outputs, m)| {
-            let tx = build(&pair, first, inputs, outputs, &m);
+            let tx = build(pair, first, inputs, outputs, &m);
             let (core, ours) = (pair.core(&tx), pair.cairn(&tx));
             eprintln!("{m:?} {inputs}x{outputs}: bitcoind {core:?}, cairn {ours:?}");
             prop_assert_eq!(
