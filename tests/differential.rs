@@ -658,15 +658,60 @@ fn replacements_agree_with_bitcoind() {
     assert!(disagreed.is_empty(), "{disagreed:#?}");
 }
 
-/// [`AT_A_LOWER_RATE`] judged by Bitcoin Core 31.99 and cairn's default profile: both refuse,
-/// for the same reason.
+/// A replacement at a lower fee rate than the transaction it replaces (about 17 sat/vB against
+/// 20) that pays for that transaction's parent better (the parent, at 1.8 sat/vB, and the
+/// replacement together about 13.9 sat/vB, against about 10.9 with the replaced): Knots's rule
+/// 6 refuses it, Core 31 takes it, as it improves the feerate diagram. The verdicts of
+/// bitcoind and of cairn.
+fn replacement_raising_its_parents_chunk(
+    pair: &Pair,
+    mempool: &Mempool,
+) -> (Option<String>, Option<String>) {
+    let (op, value, script) = pair.coins[30].clone();
+    let out = |value: u64| TxOut {
+        value: Amount::from_sat(value),
+        script_pubkey: script.clone(),
+    };
+    let parent = spend_of(pair, op, 2, vec![out(value - 200)], 0, 0xffff_fffd);
+    pair.submit(mempool, &parent);
+    let (from, value) = (OutPoint::new(parent.compute_txid(), 0), value - 200);
+    let first = spend_of(pair, from, 2, vec![out(value - 2_200)], 0, 0xffff_fffd);
+    pair.submit(mempool, &first);
+    let mut outputs = vec![out((value - 8_000) / 13); 13];
+    outputs[0].value += Amount::from_sat((value - 8_000) % 13);
+    let second = spend_of(pair, from, 2, outputs, 0, 0xffff_fffd);
+    let core = pair.core(&second);
+    let ours = mempool
+        .accept(&bitcoin::consensus::serialize(&second), &pair.index)
+        .err()
+        .map(|e| e.to_string());
+    eprintln!(
+        "replacement of {} vB paying 8,000 for one of 110 vB paying 2,200: bitcoind {core:?}, \
+         cairn {ours:?}",
+        second.vsize()
+    );
+    (core, ours)
+}
+
+/// [`AT_A_LOWER_RATE`], which both refuse, for the same reason, and
+/// [`replacement_raising_its_parents_chunk`], which Core takes, judged by Bitcoin Core 31.99 and
+/// cairn's default profile.
 #[test]
 #[ignore = "cairn's mempool lacks Core 31's feerate-diagram replacement check: it refuses a \
-            replacement at a lower fee rate by Knots's rule 6 (insufficient fee), Core because \
-            it does not improve the diagram (replacement-failed)"]
+            replacement at a lower fee rate than what it replaces by Knots's rule 6 (insufficient \
+            fee), where Core refuses it only when it does not improve the diagram \
+            (replacement-failed)"]
 fn replacements_at_a_lower_fee_rate_agree_with_bitcoind() {
     let pair = Pair::start();
-    let disagreed = replacements(&pair, &pair.mempool(), &AT_A_LOWER_RATE, 0);
+    let mempool = pair.mempool();
+    let mut disagreed = replacements(&pair, &mempool, &AT_A_LOWER_RATE, 0);
+    let (core, ours) = replacement_raising_its_parents_chunk(&pair, &mempool);
+    assert_eq!(core, None, "Core 31 takes what improves its diagram");
+    if ours.as_deref().map(rule) != core.as_deref().map(rule) {
+        disagreed.push(format!(
+            "replacement raising its parent's chunk: bitcoind {core:?}, cairn {ours:?}"
+        ));
+    }
     assert!(disagreed.is_empty(), "{disagreed:#?}");
 }
 
@@ -686,9 +731,10 @@ fn a_replacement_adding_an_unconfirmed_input_agrees_with_bitcoind() {
     );
 }
 
-/// [`REPLACEMENTS`], [`AT_A_LOWER_RATE`] and a replacement adding an unconfirmed input judged by
-/// Bitcoin Knots 29.4 and the Knots profile (its rule 6 and incremental relay fee of 1 sat/vB),
-/// where rule 2 refuses the last however much it pays.
+/// [`REPLACEMENTS`], [`AT_A_LOWER_RATE`], [`replacement_raising_its_parents_chunk`] and a
+/// replacement adding an unconfirmed input judged by Bitcoin Knots 29.4 and the Knots profile
+/// (its rule 6 and incremental relay fee of 1 sat/vB), where rule 2 refuses the last however
+/// much it pays.
 #[test]
 fn replacements_agree_with_knots() {
     let pair = Pair::start_knots();
@@ -696,6 +742,17 @@ fn replacements_agree_with_knots() {
     let mut disagreed = replacements(&pair, &mempool, &REPLACEMENTS, 0);
     disagreed.extend(replacements(&pair, &mempool, &AT_A_LOWER_RATE, 10));
     assert!(disagreed.is_empty(), "{disagreed:#?}");
+    let (core, ours) = replacement_raising_its_parents_chunk(&pair, &mempool);
+    assert_eq!(
+        core.as_deref().map(rule).as_deref(),
+        Some("insufficient"),
+        "rule 6: {core:?}"
+    );
+    assert_eq!(
+        ours.as_deref().map(rule),
+        core.as_deref().map(rule),
+        "cairn {ours:?}"
+    );
     let (core, ours) = replacement_adding_an_unconfirmed_input(&pair, &mempool);
     assert_eq!(
         core.as_deref().map(rule),
