@@ -1,22 +1,22 @@
-//! Issue 27: Knots 29.4's rules against data (`knots_data_rules`, on by default in both), each
-//! case a transaction that breaks one beside neighbours that pass, judged by bitcoind's
-//! `testmempoolaccept` and by cairn: the same verdict and rule, and for a script rule the same
-//! words.
+//! Issue 27: Knots 29.4's rules against data (`knots_data_rules`, on in the Knots profile as in
+//! Knots), each case a transaction that breaks one beside neighbours that pass, judged by
+//! Bitcoin Knots 29.4's `testmempoolaccept` ([`Pair::start_knots`]) and by cairn with the Knots
+//! profile: the same verdict and rule, and for a script rule the same words.
 
 use bitcoin::hashes::Hash;
 use bitcoin::secp256k1::{Secp256k1, SecretKey};
 use bitcoin::taproot::{LeafVersion, TaprootBuilder};
 use bitcoin::ScriptBuf;
 
-use super::policy::{disagreements_with, p2wsh, spend_with, tap_leaf, FEE};
+use super::policy::{disagreements, p2wsh, spend_with, tap_leaf, FEE};
 use super::*;
 
-/// Knots 29.4's rules against data, on by default in both (`knots_data_rules`): each case
-/// breaks one, beside neighbours that pass; the same verdict and rule from bitcoind and cairn,
-/// and for a script rule the same words.
+/// Knots 29.4's rules against data, on by default in Knots and in the Knots profile
+/// (`knots_data_rules`): each case breaks one, beside neighbours that pass; the same verdict and
+/// rule from Knots and cairn, and for a script rule the same words.
 #[test]
 fn knots_data_rules_agree_with_bitcoind() {
-    let pair = Pair::start();
+    let pair = Pair::start_knots();
     let push = |n: usize| {
         let mut s = vec![0x4d, n as u8, (n >> 8) as u8];
         s.extend(vec![0x5a; n]);
@@ -164,7 +164,7 @@ fn knots_data_rules_agree_with_bitcoind() {
             ),
         ),
     ];
-    let disagreed = disagreements_with(&pair, &cases, MempoolConfig::default());
+    let disagreed = disagreements(&pair, &cases);
     assert!(disagreed.is_empty(), "{disagreed:#?}");
     // The cases are what they say: the oracle refuses each rule's case and takes its neighbour.
     let core = |name: &str| pair.core(&cases.iter().find(|(n, _)| *n == name).unwrap().1);
@@ -246,7 +246,7 @@ fn rc4(key: [u8; 32], message: &[u8]) -> Vec<u8> {
 /// (from the last), each beside a neighbour that passes or gets the other reason.
 #[test]
 fn knots_dead_branches_opnet_and_counterparty_agree_with_bitcoind() {
-    let pair = Pair::start();
+    let pair = Pair::start_knots();
     let ten = [0xcc; 10];
     let with_ten = |head: &[u8], tail: &[u8]| [head, &[0x0a], &ten, tail].concat();
     // OP_1 OP_NOTIF <10B> OP_ENDIF OP_TRUE: the NOTIF part never runs.
@@ -346,7 +346,7 @@ fn knots_dead_branches_opnet_and_counterparty_agree_with_bitcoind() {
             with_outputs(vec![(293, dust), (1_000, bare_key)]),
         ),
     ];
-    let disagreed = disagreements_with(&pair, &cases, MempoolConfig::default());
+    let disagreed = disagreements(&pair, &cases);
     assert!(disagreed.is_empty(), "{disagreed:#?}");
     let core = |name: &str| pair.core(&cases.iter().find(|(n, _)| *n == name).unwrap().1);
     let refused = [

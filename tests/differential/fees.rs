@@ -1,6 +1,7 @@
-//! Issue 27, fee estimates: cairn's projection of the next block against bitcoind's
-//! `getblocktemplate` on the same mempool, and its `estimatefee` against bitcoind's
-//! `estimatesmartfee` on the same traffic.
+//! Issue 27, fee estimates: cairn's projection of the next block against Bitcoin Core 31.99's
+//! `getblocktemplate` on the same mempool, and its `estimatefee` against Core's
+//! `estimatesmartfee` on the same traffic (cairn's default profile, Core's block assembly
+//! defaults).
 
 use bitcoin::hashes::{sha256, Hash};
 use bitcoin::script::Builder;
@@ -28,30 +29,17 @@ fn anyone() -> ScriptBuf {
     ScriptBuf::new_p2wsh(&WScriptHash::from_byte_array(hash.to_byte_array()))
 }
 
-/// Pays `count` coins of `each` sat: bitcoind's wallet funds one, split by a transaction
-/// of cairn's making, both mined (cairn's index follows).
+/// Pays `count` coins of `each` sat: one paid by the test's keys ([`Pair::pay`]), split by a
+/// transaction of cairn's making, both mined (cairn's index follows).
 fn fund(pair: &Pair, count: usize, each: u64) -> Vec<Coin> {
-    let addr = bitcoin::Address::from_script(&anyone(), bitcoin::Network::Regtest).unwrap();
-    let total = Amount::from_sat(each * count as u64 + 1_000_000);
-    let txid: Txid = pair
-        .node
-        .rpc(&[
-            "sendtoaddress",
-            &addr.to_string(),
-            &total.to_btc().to_string(),
-        ])
-        .parse()
-        .unwrap();
-    let raw = Vec::from_hex(&pair.node.rpc(&["getrawtransaction", &txid.to_string()])).unwrap();
-    let tx: Transaction = bitcoin::consensus::deserialize(&raw).unwrap();
-    let vout = tx
-        .output
-        .iter()
-        .position(|o| o.script_pubkey == anyone())
-        .unwrap();
+    let total = each * count as u64 + 1_000_000;
+    let paid = pair.pay(vec![TxOut {
+        value: Amount::from_sat(total),
+        script_pubkey: anyone(),
+    }]);
     let funded = Coin {
-        outpoint: OutPoint::new(txid, vout as u32),
-        value: total.to_sat(),
+        outpoint: OutPoint::new(paid.compute_txid(), 0),
+        value: total,
     };
     let (split, coins) = spend(&[funded], count, each, 2);
     let raw = bitcoin::consensus::serialize(&split);
@@ -101,27 +89,14 @@ fn spend(coins: &[Coin], outputs: usize, each: u64, sat_per_vb: u64) -> (Transac
     (tx, new_coins)
 }
 
-/// bitcoind's block assembly as Core's defaults: full blocks by fee rate alone.
-const CORE_MINER: [&str; 3] = [
-    "-blockmaxweight=4000000",
-    "-blockmaxsize=4000000",
-    "-blockprioritysize=0",
-];
-
-/// A mempool as cairn's defaults, scripts checked by the kernel.
-fn mempool() -> Mempool {
-    Mempool::new(MempoolConfig::default())
-}
-
 /// cairn's first projected block and bitcoind's `getblocktemplate` take the same transactions
 /// from the same 1.3 MvB mempool: packages by ancestor fee rate (children paying for parents,
 /// a three-long chain, a sibling of a paid-for package), equal rates ordered by txid, packages
 /// too big for the room left passed over for smaller ones.
 #[test]
 fn the_projected_next_block_is_bitcoinds_template() {
-    // Core's miner defaults (Knots's build 1.2 MWU blocks with coin-age priority).
-    let pair = Pair::start_with(&CORE_MINER);
-    let pool = mempool();
+    let pair = Pair::start();
+    let pool = pair.mempool();
     let mut coins = fund(&pair, 80, 25_000_000).into_iter();
     // 26 large transactions of 34 to 47 kvB at 2 to 40 sat/vB, some at equal rates.
     for i in 0..26u64 {
@@ -198,7 +173,7 @@ fn the_projected_next_block_is_bitcoinds_template() {
 }
 
 /// Rounds of steady traffic: 40 transactions of 37 kvB at 1 to 40 sat/vB arrive (1.5 blocks'
-/// worth), bitcoind mines one block by Core's defaults and cairn follows it. bitcoind's
+/// worth), bitcoind mines one block and cairn follows it. bitcoind's
 /// `estimatesmartfee` learns from what confirmed; cairn reads its projection of the mempool.
 /// Each round from the sixth, on the mempool bitcoind's next block will be built from, both
 /// answer Electrum's `blockchain.estimatefee(1)`: they must agree within half again.
@@ -206,9 +181,9 @@ fn the_projected_next_block_is_bitcoinds_template() {
 fn estimatefee_is_close_to_bitcoinds_estimatesmartfee_on_the_same_traffic() {
     const ROUNDS: usize = 9;
     const PER_ROUND: usize = 40;
-    let pair = Pair::start_with(&CORE_MINER);
+    let pair = Pair::start();
     let mut coins = fund(&pair, ROUNDS * PER_ROUND, 2_500_000).into_iter();
-    let pool = mempool();
+    let pool = pair.mempool();
     let mut rows = Vec::new();
     for round in 0..ROUNDS {
         // The rates in an order that changes every round, so neither arrival order nor txid

@@ -1,14 +1,14 @@
 //! Issue 27, finality over time: a relative lock that blocks make final, and a reorg that makes
-//! it not final again, judged by bitcoind's `testmempoolaccept` and cairn at each step, and
-//! the transaction leaving both mempools with the reorg (Core's `removeForReorg`).
+//! it not final again, judged by Bitcoin Core 31.99's `testmempoolaccept` and cairn's default
+//! profile at each step, and the transaction leaving both mempools with the reorg (Core's
+//! `removeForReorg`).
 
 use super::*;
 
 impl Pair {
     /// Mines a block of no transaction on bitcoind.
     fn mine_empty(&self) {
-        let addr = self.node.rpc(&["getnewaddress", "", "bech32"]);
-        self.node.rpc(&["generateblock", &addr, "[]"]);
+        self.node.rpc(&["generateblock", &self.miner, "[]"]);
     }
 
     /// Whether bitcoind's mempool holds `txid`.
@@ -28,7 +28,7 @@ impl Pair {
 #[test]
 fn relative_locks_turn_final_with_blocks_and_back_with_a_reorg() {
     let pair = Pair::start();
-    let pool = Mempool::new(MempoolConfig::default());
+    let pool = pair.mempool();
     let tip: u32 = pair.node.rpc(&["getblockcount"]).parse().unwrap();
     let (_, value, script) = pair.coins[0].clone();
     let out = |value: u64| TxOut {
@@ -74,8 +74,7 @@ fn relative_locks_turn_final_with_blocks_and_back_with_a_reorg() {
     );
     pair.mine_empty();
     pair.mine_empty();
-    let addr = pair.node.rpc(&["getnewaddress", "", "bech32"]);
-    pair.node.rpc(&["generatetoaddress", "1", &addr]);
+    pair.node.rpc(&["generatetoaddress", "1", &pair.miner]);
     pair.mine_empty();
     pair.node
         .wait_for_indexes(std::time::Duration::from_secs(60));
