@@ -697,10 +697,6 @@ fn replacement_raising_its_parents_chunk(
 /// [`replacement_raising_its_parents_chunk`], which Core takes, judged by Bitcoin Core 31.99 and
 /// cairn's default profile.
 #[test]
-#[ignore = "cairn's mempool lacks Core 31's feerate-diagram replacement check: it refuses a \
-            replacement at a lower fee rate than what it replaces by Knots's rule 6 (insufficient \
-            fee), where Core refuses it only when it does not improve the diagram \
-            (replacement-failed)"]
 fn replacements_at_a_lower_fee_rate_agree_with_bitcoind() {
     let pair = Pair::start();
     let mempool = pair.mempool();
@@ -718,8 +714,6 @@ fn replacements_at_a_lower_fee_rate_agree_with_bitcoind() {
 /// A replacement adding an unconfirmed input judged by Bitcoin Core 31.99, which takes it (it
 /// has no rule 2), and cairn's default profile.
 #[test]
-#[ignore = "cairn's mempool keeps BIP125's rule 2 (replacement-adds-unconfirmed) under the \
-            Core profile; Core 31 dropped it with the cluster mempool"]
 fn a_replacement_adding_an_unconfirmed_input_agrees_with_bitcoind() {
     let pair = Pair::start();
     let (core, ours) = replacement_adding_an_unconfirmed_input(&pair, &pair.mempool());

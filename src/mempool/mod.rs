@@ -434,8 +434,9 @@ pub struct ScriptActivity {
     pub spent_sum: u64,
 }
 
-/// Verifies a transaction's input scripts (decoded and raw) given the outputs they spend.
-type ScriptCheck = fn(&Transaction, &[u8], &[TxOut]) -> Result<(), Rejection>;
+/// Verifies a transaction's input scripts (decoded and raw) given the outputs they spend,
+/// wording failures as Core 31 does where `core_31`, else as Knots 29.4.
+type ScriptCheck = fn(&Transaction, &[u8], &[TxOut], bool) -> Result<(), Rejection>;
 
 /// The mempool.
 pub struct Mempool {
@@ -753,7 +754,8 @@ impl Mempool {
     /// rules on the data they carry.
     fn check_scripts(&self, checked: &Checked) -> Result<(), Rejection> {
         let entry = &checked.entry;
-        (self.verify_scripts)(&entry.tx, &entry.raw, &entry.prevouts)?;
+        let core_31 = self.config.profile == PolicyProfile::Core;
+        (self.verify_scripts)(&entry.tx, &entry.raw, &entry.prevouts, core_31)?;
         if self.config.knots_data_rules {
             data_rules::check_scripts(&entry.tx, &entry.prevouts).map_err(|(input, why)| {
                 Rejection::PolicyScript {
@@ -923,12 +925,13 @@ fn scripts_in_cores_order(
     tx: &Transaction,
     raw: &[u8],
     prevouts: &[TxOut],
+    core_31: bool,
 ) -> Result<(), Rejection> {
     let failure = first_standard_failure(tx, prevouts);
     if let Some((input, error, false)) = failure {
         return Err(Rejection::PolicyScript {
             input,
-            message: error.to_string(),
+            message: error.words(core_31),
         });
     }
     policy::verify_scripts(raw, prevouts)?;
@@ -937,7 +940,7 @@ fn scripts_in_cores_order(
             "the policy interpreter fails under the consensus flags a spend the kernel passes");
         return Err(Rejection::PolicyScript {
             input,
-            message: error.to_string(),
+            message: error.words(core_31),
         });
     }
     Ok(())

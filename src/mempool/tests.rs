@@ -128,7 +128,7 @@ fn spend_to(inputs: &[OutPoint], outputs: &[u64], n: u8) -> Transaction {
     }
 }
 
-fn all_scripts_valid(_: &Transaction, _: &[u8], _: &[TxOut]) -> Result<(), Rejection> {
+fn all_scripts_valid(_: &Transaction, _: &[u8], _: &[TxOut], _: bool) -> Result<(), Rejection> {
     Ok(())
 }
 

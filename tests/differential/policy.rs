@@ -454,9 +454,6 @@ fn policy_script_flags_and_input_rules_agree_with_bitcoind() {
 /// 2,501, refused (`bad-txns-nonstandard-inputs`), though valid in a block. Bitcoin Core 31.99
 /// and cairn's default profile.
 #[test]
-#[ignore = "cairn's mempool lacks Core 31's MAX_TX_LEGACY_SIGOPS (BIP54's 2,500 legacy sigops \
-            in a transaction's inputs): it takes the spend of 2,501 that Core refuses \
-            (bad-txns-nonstandard-inputs)"]
 fn legacy_sigops_limit_agrees_with_bitcoind() {
     let pair = Pair::start();
     // OP_1 OP_IF OP_1 OP_ELSE <n × OP_CHECKSIG> OP_ENDIF.
@@ -628,9 +625,6 @@ fn chain_limits_and_the_carve_out_agree_with_knots() {
 /// second child of the first, the carve-out's case in Knots. Bitcoin Core 31.99 and cairn's
 /// default profile ([`chain_limits_and_the_carve_out_agree_with_knots`] has Knots's limits).
 #[test]
-#[ignore = "cairn's mempool lacks Core 31's cluster limits (64 transactions, 101 kvB): under the \
-            Core profile it still counts 25 ancestors and descendants, and refuses the 26th in a \
-            chain (too-long-mempool-chain), which Core takes"]
 fn cluster_limits_agree_with_bitcoind() {
     let pair = Pair::start();
     let mempool = pair.mempool();
@@ -705,9 +699,6 @@ fn cluster_limits_agree_with_bitcoind() {
 /// kvB (Knots's limits) but whose cluster would be about 94 kvB (taken) or 104 kvB (refused,
 /// `too-large-cluster`), judged by dry runs. Bitcoin Core 31.99 and cairn's default profile.
 #[test]
-#[ignore = "cairn's mempool lacks Core 31's cluster limits (64 transactions, 101 kvB): under the \
-            Core profile it bounds ancestor and descendant sets, and takes a transaction whose \
-            cluster would exceed 101 kvB, which Core refuses (too-large-cluster)"]
 fn cluster_size_limit_agrees_with_bitcoind() {
     let pair = Pair::start();
     let mempool = pair.mempool();
@@ -1092,9 +1083,6 @@ fn child_paying_for_its_parent(pair: &Pair) -> (Vec<bool>, String, Vec<bool>, St
 /// [`child_paying_for_its_parent`] judged by Bitcoin Core 31.99, which takes both, and cairn's
 /// default profile.
 #[test]
-#[ignore = "cairn's packages lack Core 31's 1p1c for any version: it refuses a parent below the \
-            minimum relay fee unless it is TRUC (min relay fee not met), which Core 31 takes \
-            when its child pays for both"]
 fn a_child_paying_for_its_parent_agrees_with_bitcoind() {
     let pair = Pair::start();
     let (core, core_said, ours, ours_said) = child_paying_for_its_parent(&pair);
@@ -1128,9 +1116,6 @@ fn a_child_paying_for_its_parent_agrees_with_knots() {
 /// another coin of the parent but not the dust (`missing-ephemeral-spends`). Bitcoin Core
 /// 31.99 and cairn's default profile: the same verdicts and rules, the same transactions held.
 #[test]
-#[ignore = "cairn's mempool lacks Core 31's ephemeral dust: it refuses any dust output (dust), \
-            where Core refuses one dust output of a transaction paying nothing only for its fee \
-            alone and takes it in a package whose child spends the dust"]
 fn ephemeral_dust_agrees_with_bitcoind() {
     let pair = Pair::start();
     let (op, value, script) = pair.coins[1].clone();

@@ -124,6 +124,21 @@ pub enum ScriptError {
 }
 
 impl ScriptError {
+    /// Core's message for this error as a given release words it: Core 31 (`core_31`) names
+    /// two errors Core 29 and Knots 29.4 word otherwise (a bad script number, `SCRIPTNUM`; OP_IF
+    /// on an empty stack, `INVALID_STACK_OPERATION`); the others read the same.
+    pub fn words(self, core_31: bool) -> String {
+        match (self, core_31) {
+            (ScriptError::ScriptNum, true) => {
+                "Script number overflowed or is non-minimally encoded".into()
+            }
+            (ScriptError::IfOnEmptyStack, true) => {
+                "Operation not valid with the current stack size".into()
+            }
+            _ => self.to_string(),
+        }
+    }
+
     /// Core's name for the error without `SCRIPT_ERR_` (as `script_tests.json` writes it).
     pub fn core_name(self) -> &'static str {
         use ScriptError::*;
