@@ -14,6 +14,8 @@
 mod common;
 #[path = "differential/data_rules.rs"]
 mod data_rules;
+#[path = "differential/defaults.rs"]
+mod defaults;
 #[path = "differential/fees.rs"]
 mod fees;
 #[path = "differential/finality.rs"]

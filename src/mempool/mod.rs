@@ -222,22 +222,40 @@ impl Inner {
     /// dust output of each mempool parent it spends from must be spent by it
     /// (`missing-ephemeral-spends`).
     fn check_ephemeral_spends(&self, tx: &Transaction) -> Result<(), Rejection> {
-        let spent: HashSet<OutPoint> = tx.input.iter().map(|i| i.previous_output).collect();
-        for parent in tx.input.iter().map(|i| i.previous_output.txid) {
-            let Some(entry) = self.txs.get(&parent) else {
-                continue;
-            };
-            let unspent_dust = entry
-                .tx
-                .output
-                .iter()
-                .enumerate()
-                .filter(|(_, out)| policy::is_dust(out))
-                .any(|(vout, _)| !spent.contains(&OutPoint::new(parent, vout as u32)));
-            if unspent_dust {
-                return Err(Rejection::MissingEphemeralSpends {
-                    txid: tx.compute_txid(),
-                });
+        self.check_package_ephemeral_spends(&[tx])
+            .map_err(|(_, refusal)| refusal)
+    }
+
+    /// Core's `CheckEphemeralSpends` for a package: every dust output of each parent a member
+    /// spends from, in the package or the pool, must be spent by that member; else the first
+    /// that leaves one, and its refusal.
+    fn check_package_ephemeral_spends(
+        &self,
+        txs: &[&Transaction],
+    ) -> Result<(), (usize, Rejection)> {
+        let members: HashMap<Txid, &Transaction> =
+            txs.iter().map(|t| (t.compute_txid(), *t)).collect();
+        for (i, tx) in txs.iter().enumerate() {
+            let spent: HashSet<OutPoint> = tx.input.iter().map(|i| i.previous_output).collect();
+            let parents: HashSet<Txid> = tx.input.iter().map(|i| i.previous_output.txid).collect();
+            for parent in parents {
+                let found = members
+                    .get(&parent)
+                    .copied()
+                    .or_else(|| self.txs.get(&parent).map(|e| &e.tx));
+                let Some(found) = found else {
+                    continue;
+                };
+                let unspent_dust = found
+                    .output
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, out)| policy::is_dust(out))
+                    .any(|(vout, _)| !spent.contains(&OutPoint::new(parent, vout as u32)));
+                if unspent_dust {
+                    let txid = tx.compute_txid();
+                    return Err((i, Rejection::MissingEphemeralSpends { txid }));
+                }
             }
         }
         Ok(())
@@ -590,9 +608,11 @@ impl Mempool {
                     stats.accepted += 1;
                     on_accepted(accepted);
                 }
-                Err(Rejection::AlreadyKnown | Rejection::AlreadyInMempool) => {
-                    stats.already_there += 1
-                }
+                Err(
+                    Rejection::AlreadyKnown
+                    | Rejection::AlreadyInMempool
+                    | Rejection::SameNonWitnessData,
+                ) => stats.already_there += 1,
                 Err(Rejection::Backend(e)) => {
                     let message = format!("the index cannot answer: {e}");
                     return Err(persist::format_error(&name, message));
@@ -638,14 +658,14 @@ impl Mempool {
         staged: &Staged,
     ) -> Result<Checked, Rejection> {
         let tx = consensus::decode(raw)?;
-        let txid = tx.compute_txid();
+        let (txid, wtxid) = (tx.compute_txid(), tx.compute_wtxid());
         consensus::check_transaction(&tx)?;
         if tx.is_coinbase() {
             return Err(Rejection::Coinbase);
         }
         policy::check_standard(&tx, &self.config)?;
         finality::check_final_at_tip(&tx, index)?;
-        self.check_new(&txid, index)?;
+        self.check_new(&txid, &wtxid, index)?;
         if !staged.allows_replacement() && !self.read().direct_conflicts(&tx).is_empty() {
             return Err(Rejection::ReplacementDisallowed);
         }
@@ -675,7 +695,6 @@ impl Mempool {
         if own_fee {
             self.check_fee_rate(fee, vsize)?;
         }
-        let wtxid = tx.compute_wtxid();
         let candidate = truc::Candidate {
             tx: &tx,
             txid,
@@ -826,9 +845,18 @@ impl Mempool {
     }
 
     /// Refuses a transaction the mempool or the chain already has.
-    fn check_new(&self, txid: &Txid, index: &dyn CoinSource) -> Result<(), Rejection> {
-        if self.read().txs.contains_key(txid) {
-            return Err(Rejection::AlreadyInMempool);
+    fn check_new(
+        &self,
+        txid: &Txid,
+        wtxid: &Wtxid,
+        index: &dyn CoinSource,
+    ) -> Result<(), Rejection> {
+        if let Some(there) = self.read().txs.get(txid) {
+            // Core's `PreChecks`: the same transaction, or the same one with another witness.
+            return Err(match there.wtxid == *wtxid {
+                true => Rejection::AlreadyInMempool,
+                false => Rejection::SameNonWitnessData,
+            });
         }
         let confirmed = index
             .is_confirmed(txid)

@@ -207,7 +207,15 @@ impl Mempool {
             return Err(all(Rejection::PackageFee { fees, needed }));
         }
         let txs: Vec<&Transaction> = checked.iter().map(|c| &c.entry.tx).collect();
-        self.read().check_package_limits(&txs, vsize).map_err(all)?;
+        {
+            let inner = self.read();
+            inner.check_package_limits(&txs, vsize).map_err(all)?;
+            if self.config.profile == PolicyProfile::Core {
+                inner
+                    .check_package_ephemeral_spends(&txs)
+                    .map_err(|(i, e)| one(i, e))?;
+            }
+        }
         for (i, c) in checked.iter().enumerate() {
             self.check_scripts(c).map_err(|e| one(i, e))?;
         }
@@ -372,6 +380,14 @@ impl Mempool {
                     Rejection::TooLongChain(e) => format!("package-mempool-limits, {e}"),
                     e => e.to_string(),
                 })?;
+            let members: Vec<&Transaction> = txs.iter().collect();
+            if self.config.profile == PolicyProfile::Core {
+                // Core's `unspent-dust` is the member's refusal, not a package error.
+                if let Err((i, e)) = inner.check_package_ephemeral_spends(&members) {
+                    results[i].verdict = Some(Err(e));
+                    return Ok(());
+                }
+            }
         }
         for (c, result) in checked.iter().zip(results.iter_mut()) {
             let verdict = self.check_scripts(c).map(|()| tested(c));

@@ -20,6 +20,9 @@ pub enum Rejection {
     /// Already in the mempool.
     #[error("txn-already-in-mempool")]
     AlreadyInMempool,
+    /// A transaction of the same txid but another witness is in the mempool.
+    #[error("txn-same-nonwitness-data-in-mempool")]
+    SameNonWitnessData,
     /// Already in the chain.
     #[error("txn-already-known")]
     AlreadyKnown,

@@ -210,6 +210,13 @@ fn refuses_missing_inputs_and_known_transactions() {
         accept(&pool, &coins, &parent).unwrap_err(),
         Rejection::AlreadyInMempool
     );
+    // The same transaction with another witness: Core's own reason.
+    let mut malleated = parent.clone();
+    malleated.input[0].witness = Witness::from_slice(&[vec![1u8; 72]]);
+    assert_eq!(
+        accept(&pool, &coins, &malleated).unwrap_err(),
+        Rejection::SameNonWitnessData
+    );
     // An output the mempool parent does not have.
     let beyond = out(&parent, 1);
     assert_eq!(

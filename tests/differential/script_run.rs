@@ -49,9 +49,6 @@ fn flags_that_need_the_script_run_agree_with_bitcoind() {
 /// [`SCRIPT_NUMBER`] and its neighbour, judged by Bitcoin Core 31.99 and cairn's default
 /// profile.
 #[test]
-#[ignore = "cairn's script interpreter words a non-minimal script number as Core 30 and Knots did \
-            (\"unknown error\"), not as Core 31 (\"Script number overflowed or is non-minimally \
-            encoded\", SCRIPT_ERR_SCRIPTNUM)"]
 fn a_non_minimal_script_number_agrees_with_bitcoind() {
     script_run_flags_agree_with_bitcoind(|name| name.starts_with("MINIMALDATA"));
 }
