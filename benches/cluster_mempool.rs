@@ -4,6 +4,7 @@
 //! - a chain (each transaction spends the one before): the cheapest shape;
 //! - a dense cluster (each transaction spends up to four of the five before it): the dearest
 //!   for an ancestor-set linearization;
+//!
 //! and comparing two diagrams of 100 such chunks (a replacement touching 100 clusters, Core's
 //! most). Read as ratios: each size against the 2-transaction cluster of its shape.
 

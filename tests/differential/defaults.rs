@@ -23,7 +23,7 @@ fn judge(pair: &Pair, mempool: &Mempool, case: &str, tx: &Transaction, enter: bo
     let cairn = match enter {
         true => mempool.accept(&raw, &pair.index).err(),
         false => mempool
-            .test_accept(&[raw.clone()], &pair.index)
+            .test_accept(std::slice::from_ref(&raw), &pair.index)
             .ok()
             .and_then(|mut r| r.remove(0).verdict)
             .and_then(|v| v.err()),
@@ -117,7 +117,6 @@ fn a_new_users_cases_agree_with_bitcoind_at_cairns_defaults() {
         "a P2WSH spend running OP_FALSE OP_IF <300 bytes> OP_ENDIF",
         spend_with(&pair, funded[0].0, bitcoin::ScriptBuf::new(), vec![script]),
     );
-    drop(single);
 
     let mut entering = |case: String, tx: &Transaction| {
         verdicts.push(judge(&pair, &mempool, &case, tx, true));
@@ -203,7 +202,6 @@ fn a_new_users_cases_agree_with_bitcoind_at_cairns_defaults() {
         ),
         &big_child,
     );
-    drop(entering);
 
     assert_eq!(verdicts.len(), 42);
     let refused: Vec<&str> = verdicts
