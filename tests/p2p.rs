@@ -405,7 +405,8 @@ fn transactions_relay_both_ways_with_bitcoind() {
             .collect::<Vec<_>>(),
         vec![(child.compute_txid(), -1)]
     );
-    let (cheap_parent, cheap_child) = package(0.0000005);
+    // 10 sat for both: under 0.1 sat/vB, the relay fee of Core 31 and of cairn's default.
+    let (cheap_parent, cheap_child) = package(0.0000001);
     let res = c
         .transaction_broadcast_package(&[cheap_parent.clone(), cheap_child.clone()])
         .unwrap();
@@ -1315,12 +1316,64 @@ fn earlier_transactions_arrive_by_bip35_and_orphans_fetch_their_parents() {
     wait_in_mempool(child.compute_txid(), "the orphan");
 }
 
-/// A peer announcing Knots's BLAKE2b fork (service bit 28: Knots left Bitcoin's chain in August
-/// 2026 for a proof of work with 164-byte headers) is told apart in its `version` and
+/// A peer announcing Knots's BLAKE2b fork on mainnet (service bit 28: Knots left Bitcoin's chain
+/// in August 2026 for a proof of work with 164-byte headers) is told apart in its `version` and
 /// disconnected before any header is read: not banned, so the same address is welcome again
-/// announcing Bitcoin's services, and cairn still serves an honest peer.
+/// announcing Bitcoin's services, and cairn still serves an honest peer. On regtest, where Knots
+/// announces the bit on Bitcoin's own chain (every other test here syncs from one), it is a peer
+/// like any other.
 #[test]
-fn a_peer_of_knots_blake2b_fork_is_disconnected_without_a_ban() {
+fn a_peer_of_knots_blake2b_fork_is_disconnected_on_mainnet_without_a_ban() {
+    use bitcoin::p2p::{Magic, ServiceFlags};
+    let tmp = tempfile::tempdir().unwrap();
+    let p2p = SocketAddr::from(([127, 0, 0, 1], free_port()));
+    let mut cairn = std::process::Command::new(env!("CARGO_BIN_EXE_cairn"))
+        .arg("--datadir")
+        .arg(tmp.path())
+        .args([
+            "--network=mainnet",
+            "--dnsseed=false",
+            "--connect=127.0.0.1:9",
+        ])
+        .args(["--admin-addr=127.0.0.1:0", "--electrum-addr=127.0.0.1:0"])
+        .arg(format!("--p2p-addr={p2p}"))
+        .arg("run")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    while std::net::TcpStream::connect(p2p).is_err() {
+        assert!(start.elapsed() < Duration::from_secs(60), "no P2P listener");
+        assert!(cairn.try_wait().unwrap().is_none(), "cairn exited");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // From a non-loopback address: loopback peers are never banned, so only this one shows it.
+    let remote = non_loopback_ip();
+    let bitcoin = ServiceFlags::NETWORK | ServiceFlags::WITNESS;
+    let fork = bitcoin | ServiceFlags::from(1 << 28);
+    for _ in 0..3 {
+        let mut forked = ScriptedPeer::connect(&remote, p2p).on(Magic::BITCOIN);
+        assert!(
+            forked.try_handshake_announcing(fork).is_none(),
+            "a peer of the BLAKE2b fork must be disconnected in its handshake"
+        );
+    }
+    let mut back = ScriptedPeer::connect(&remote, p2p).on(Magic::BITCOIN);
+    assert!(
+        back.try_handshake_announcing(bitcoin).is_some(),
+        "and not banned"
+    );
+    assert!(back.pinged(7), "served as any peer");
+    let mut honest = ScriptedPeer::connect("127.0.0.3", p2p).on(Magic::BITCOIN);
+    assert!(honest.try_handshake().is_some());
+    let _ = cairn.kill();
+    let _ = cairn.wait();
+}
+
+/// On regtest Knots 29.4 announces the BLAKE2b bit on Bitcoin's chain: cairn takes such a peer.
+#[test]
+fn the_blake2b_bit_is_only_another_chain_on_mainnet() {
     use bitcoin::p2p::ServiceFlags;
     let tmp = tempfile::tempdir().unwrap();
     let p2p_port = free_port();
@@ -1329,25 +1382,9 @@ fn a_peer_of_knots_blake2b_fork_is_disconnected_without_a_ban() {
         &[format!("--p2p-addr=127.0.0.1:{p2p_port}")],
     );
     let cairn_p2p = SocketAddr::from(([127, 0, 0, 1], p2p_port));
-    // From a non-loopback address: loopback peers are never banned, so only this one shows it.
-    let remote = non_loopback_ip();
-    let bitcoin = ServiceFlags::NETWORK | ServiceFlags::WITNESS;
-    let fork = bitcoin | ServiceFlags::from(1 << 28);
-    for _ in 0..3 {
-        let mut forked = ScriptedPeer::connect(&remote, cairn_p2p);
-        assert!(
-            forked.try_handshake_announcing(fork).is_none(),
-            "a peer of the BLAKE2b fork must be disconnected in its handshake"
-        );
-    }
-    let mut back = ScriptedPeer::connect(&remote, cairn_p2p);
-    assert!(
-        back.try_handshake_announcing(bitcoin).is_some(),
-        "and not banned"
-    );
-    assert!(back.pinged(7), "served as any peer");
-    let mut honest = ScriptedPeer::connect("127.0.0.3", cairn_p2p);
-    assert!(honest.try_handshake().is_some());
+    let knots_like = ServiceFlags::NETWORK | ServiceFlags::WITNESS | ServiceFlags::from(1 << 28);
+    let mut peer = ScriptedPeer::connect("127.0.0.3", cairn_p2p);
+    assert!(peer.try_handshake_announcing(knots_like).is_some());
 }
 
 /// Issue 12: the peer that sends a block the kernel finds invalid is the one disconnected and

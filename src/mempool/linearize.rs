@@ -4,11 +4,12 @@
 //! A linearization is a topological order of a cluster's transactions; its chunks are the
 //! groups that order cuts into where each group pays at least the fee rate of the next
 //! (merging a later group into the one before while it pays more). cairn linearizes by
-//! ancestor-set fee rate, as Core's miner did before clusters: the highest-rate set of a
-//! transaction with its remaining ancestors goes first, repeatedly. That is optimal for chains,
-//! a parent with children and a child with parents; Core 31 searches further (spanning-forest
-//! linearization within a budget) and can find better chunks where transactions share several
-//! parents and children.
+//! ancestor-set fee rate, as Core's miner did before clusters (the highest-rate set of a
+//! transaction with its remaining ancestors goes first, repeatedly), then runs Core's
+//! `PostLinearize`, which makes the result optimal for trees (every transaction with at most one
+//! parent, or every one with at most one child: chains, 1p1c, TRUC, fan-outs and fan-ins). Core
+//! 31 searches further (spanning-forest linearization within a budget) and can find better
+//! chunks where transactions share several parents and several children.
 
 use std::cmp::Ordering;
 
@@ -35,6 +36,14 @@ impl FeeFrac {
         }
     }
 
+    /// `self` less `other` (a part of it), never below zero.
+    pub fn minus(self, other: FeeFrac) -> FeeFrac {
+        FeeFrac {
+            fee: self.fee.saturating_sub(other.fee),
+            size: self.size.saturating_sub(other.size),
+        }
+    }
+
     /// Compares fee rates exactly (cross-multiplied); an empty size counts as size 1.
     pub fn rate_cmp(&self, other: &FeeFrac) -> Ordering {
         let left = u128::from(self.fee) * u128::from(other.size.max(1));
@@ -52,65 +61,198 @@ pub struct Node {
     pub parents: Vec<usize>,
 }
 
-/// A topological order of `nodes` (parents first) by ancestor-set fee rate: repeatedly the
-/// not yet ordered transaction whose not yet ordered ancestors with itself pay the highest
-/// rate, those ancestors first (ties: the smaller set, then the lower index). Quadratic in the
-/// cluster's size times its ancestry: about 64 × 64 × 64 steps for Core's largest cluster.
+/// A topological order of `nodes` (parents first): by ancestor-set fee rate (repeatedly the not
+/// yet ordered transaction whose not yet ordered ancestors with itself pay the highest rate,
+/// those ancestors first; ties: the smaller set, then the lower index), then improved by Core's
+/// `PostLinearize` (a backward and a forward pass), which makes it optimal for trees: clusters
+/// where each transaction has at most one parent, or at most one child. Quadratic in the
+/// cluster's size: about 64 × 64 steps for Core's largest cluster.
 pub fn linearize(nodes: &[Node]) -> Vec<usize> {
-    let ancestors: Vec<Vec<usize>> = (0..nodes.len()).map(|i| ancestry(nodes, i)).collect();
+    let order = ancestor_set_order(nodes);
+    let order = post_linearize_pass(nodes, &order, false);
+    post_linearize_pass(nodes, &order, true)
+}
+
+/// The ancestor-set order of [`linearize`], each transaction's remaining ancestors' fee and
+/// size kept up to date as sets leave (no set is summed twice).
+fn ancestor_set_order(nodes: &[Node]) -> Vec<usize> {
+    let ancestors = ancestor_lists(nodes);
+    let mut descendants: Vec<Vec<usize>> = vec![Vec::new(); nodes.len()];
+    for (i, set) in ancestors.iter().enumerate() {
+        for &a in set {
+            descendants[a].push(i);
+        }
+    }
+    let mut left: Vec<(FeeFrac, usize)> = ancestors
+        .iter()
+        .map(|set| {
+            let sum = set
+                .iter()
+                .fold(FeeFrac::default(), |s, &a| s.plus(nodes[a].feerate));
+            (sum, set.len())
+        })
+        .collect();
     let mut done = vec![false; nodes.len()];
     let mut order = Vec::with_capacity(nodes.len());
     while order.len() < nodes.len() {
-        let mut best: Option<(usize, FeeFrac, usize)> = None;
-        for (i, set) in ancestors.iter().enumerate().filter(|(i, _)| !done[*i]) {
-            let left: Vec<usize> = set.iter().copied().filter(|&a| !done[a]).collect();
-            let rate = left
-                .iter()
-                .fold(FeeFrac::default(), |sum, &a| sum.plus(nodes[a].feerate));
-            let better = best.is_none_or(|(_, r, n)| match rate.rate_cmp(&r) {
-                Ordering::Greater => true,
-                Ordering::Equal => left.len() < n,
-                Ordering::Less => false,
-            });
-            if better {
-                best = Some((i, rate, left.len()));
+        let best = (0..nodes.len()).filter(|&i| !done[i]).reduce(|best, i| {
+            let (rate, count) = left[i];
+            let (best_rate, best_count) = left[best];
+            match rate.rate_cmp(&best_rate) {
+                Ordering::Greater => i,
+                Ordering::Equal if count < best_count => i,
+                _ => best,
             }
-        }
-        let Some((pick, _, _)) = best else {
+        });
+        let Some(pick) = best else {
             break;
         };
-        // The set in topological order: ancestry lists ancestors before descendants.
         for &a in &ancestors[pick] {
-            if !done[a] {
-                done[a] = true;
-                order.push(a);
+            if done[a] {
+                continue;
+            }
+            done[a] = true;
+            order.push(a);
+            for &d in &descendants[a] {
+                let (sum, count) = &mut left[d];
+                *sum = sum.minus(nodes[a].feerate);
+                *count = count.saturating_sub(1);
             }
         }
     }
     order
 }
 
-/// `i` with its ancestors in `nodes`, each once, every one after its own ancestors.
-fn ancestry(nodes: &[Node], i: usize) -> Vec<usize> {
-    let mut out = Vec::new();
-    let mut seen = vec![false; nodes.len()];
-    visit(nodes, i, &mut seen, &mut out);
+/// Each node with its ancestors, in a topological order of the cluster (Kahn's, lowest index
+/// first); a node on a cycle, which transactions cannot form, comes after the rest.
+fn ancestor_lists(nodes: &[Node]) -> Vec<Vec<usize>> {
+    let n = nodes.len();
+    let parents: Vec<Vec<usize>> = nodes
+        .iter()
+        .map(|node| {
+            let mut p: Vec<usize> = node.parents.iter().copied().filter(|&p| p < n).collect();
+            p.sort_unstable();
+            p.dedup();
+            p
+        })
+        .collect();
+    let mut children: Vec<Vec<usize>> = vec![Vec::new(); n];
+    let mut waiting: Vec<usize> = parents.iter().map(Vec::len).collect();
+    for (i, ps) in parents.iter().enumerate() {
+        for &p in ps {
+            children[p].push(i);
+        }
+    }
+    let mut ready: std::collections::BTreeSet<usize> =
+        (0..n).filter(|&i| waiting[i] == 0).collect();
+    let mut topo = Vec::with_capacity(n);
+    while let Some(i) = ready.pop_first() {
+        topo.push(i);
+        for &c in &children[i] {
+            waiting[c] -= 1;
+            if waiting[c] == 0 {
+                ready.insert(c);
+            }
+        }
+    }
+    let placed: Vec<bool> = {
+        let mut placed = vec![false; n];
+        topo.iter().for_each(|&i| placed[i] = true);
+        placed
+    };
+    topo.extend((0..n).filter(|&i| !placed[i]));
+    let mut position = vec![0usize; n];
+    for (at, &i) in topo.iter().enumerate() {
+        position[i] = at;
+    }
+    let mut ancestors: Vec<Vec<usize>> = vec![Vec::new(); n];
+    let mut mark = vec![usize::MAX; n];
+    for &i in &topo {
+        let mut set = vec![i];
+        mark[i] = i;
+        for &p in &parents[i] {
+            for &a in &ancestors[p] {
+                if mark[a] != i {
+                    mark[a] = i;
+                    set.push(a);
+                }
+            }
+        }
+        set.sort_unstable_by_key(|&a| position[a]);
+        ancestors[i] = set;
+    }
+    ancestors
+}
+
+/// A group of Core's `PostLinearize`: members in order, and their fee and size.
+struct Group {
+    members: Vec<usize>,
+    feerate: FeeFrac,
+}
+
+/// One pass of Core's `PostLinearize` (cluster_linearize.h) over `order`, `forward` or from
+/// the back: each transaction starts a group placed last (first, going backward); while the
+/// group next to it the other way pays less (more, going backward) it merges with it if one
+/// depends on the other, else the two swap. The result is never worse, its chunks are
+/// connected, and a forward pass makes a cluster whose transactions have at most one child
+/// optimal, a backward one a cluster whose transactions have at most one parent.
+fn post_linearize_pass(nodes: &[Node], order: &[usize], forward: bool) -> Vec<usize> {
+    // Going backward, `groups` holds the final order reversed: the group before a position is
+    // the one after it in the final order.
+    let mut groups: Vec<Group> = Vec::with_capacity(order.len());
+    let walk: Box<dyn Iterator<Item = &usize>> = match forward {
+        true => Box::new(order.iter()),
+        false => Box::new(order.iter().rev()),
+    };
+    for &i in walk {
+        groups.push(Group {
+            members: vec![i],
+            feerate: nodes[i].feerate,
+        });
+        let mut at = groups.len() - 1;
+        while at > 0 {
+            let wanted = match forward {
+                true => Ordering::Less,
+                false => Ordering::Greater,
+            };
+            if groups[at - 1].feerate.rate_cmp(&groups[at].feerate) != wanted {
+                break;
+            }
+            // Which of the two comes first in the final order.
+            let (first, second) = match forward {
+                true => (at - 1, at),
+                false => (at, at - 1),
+            };
+            if depends(nodes, &groups[second].members, &groups[first].members) {
+                let mut members = std::mem::take(&mut groups[first].members);
+                members.extend_from_slice(&groups[second].members);
+                let feerate = groups[first].feerate.plus(groups[second].feerate);
+                groups[at - 1] = Group { members, feerate };
+                groups.remove(at);
+            } else {
+                groups.swap(at - 1, at);
+            }
+            at -= 1;
+        }
+    }
+    let mut out: Vec<usize> = Vec::with_capacity(order.len());
+    match forward {
+        true => groups
+            .iter()
+            .for_each(|g| out.extend_from_slice(&g.members)),
+        false => groups
+            .iter()
+            .rev()
+            .for_each(|g| out.extend_from_slice(&g.members)),
+    }
     out
 }
 
-/// Depth-first, parents before the child (a cluster of at most 64 keeps the depth small; a
-/// cycle, which transactions cannot form, would be cut where it closes).
-fn visit(nodes: &[Node], i: usize, seen: &mut [bool], out: &mut Vec<usize>) {
-    if seen[i] {
-        return;
-    }
-    seen[i] = true;
-    for &p in &nodes[i].parents {
-        if p < nodes.len() {
-            visit(nodes, p, seen, out);
-        }
-    }
-    out.push(i);
+/// Whether any of `later` spends from any of `earlier`.
+fn depends(nodes: &[Node], later: &[usize], earlier: &[usize]) -> bool {
+    later
+        .iter()
+        .any(|&l| nodes[l].parents.iter().any(|p| earlier.contains(p)))
 }
 
 /// The chunks of `order` (Core's `ChunkLinearization`): each transaction starts a group, and a

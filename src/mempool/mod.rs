@@ -55,6 +55,10 @@ pub use projection::ProjectedBlock;
 pub use rejection::Rejection;
 use replacement::replacement;
 
+/// Core 30's and 31's `DEFAULT_BLOCK_MIN_TX_FEE`, sat per 1,000 vbytes: what a chunk must pay to
+/// be mined at all.
+pub const BLOCK_MIN_TX_FEE_PER_KVB: u64 = 1;
+
 /// One mempool transaction.
 #[derive(Debug, Clone)]
 pub struct MempoolEntry {
@@ -551,10 +555,16 @@ impl Mempool {
         }
         let started = std::time::Instant::now();
         let (generation, nodes) = self.read().projection_nodes();
+        // The block's minimum fee rate: Core 30's and 31's `-blockmintxfee` of 1 sat/kvB under
+        // Core's profile; Core 29's 1,000 (the relay fee) under Knots's.
+        let block_min = match self.config.clusters() {
+            true => BLOCK_MIN_TX_FEE_PER_KVB,
+            false => self.config.min_relay_per_kvb,
+        };
         let rates = Arc::new(fees::FeeRates::of(
             generation,
             &nodes,
-            self.config.min_relay_per_kvb,
+            block_min,
             self.config.clusters(),
             started,
         ));

@@ -53,16 +53,30 @@ pub struct AddrBook {
     tables: Mutex<Tables>,
     /// Whether loopback and private addresses are kept (regtest only: its peers are local).
     allow_local: bool,
+    /// Addresses whose own handshake announced another chain ([`AddrBook::mark_other_chain`]):
+    /// never picked again while cairn runs. At most [`OTHER_CHAIN_KEPT`]; only an outbound
+    /// handshake cairn itself made adds one, so gossip cannot.
+    other_chain: Mutex<HashSet<SocketAddr>>,
 }
 
 /// The service bit Bitcoin Knots's nodes announce since they left Bitcoin's chain at block
 /// 961,632 and moved to a BLAKE2b proof of work with 164-byte headers (Knots's
-/// `doc/blake2b-fork.md`): a peer announcing it follows another chain.
+/// `doc/blake2b-fork.md`; its `getnetworkinfo` names it `BLAKE2B?`): on mainnet a peer
+/// announcing it follows another chain. Knots sets it on every network.
 pub const OTHER_CHAIN_BLAKE2B: u64 = 1 << 28;
+
+/// How many addresses of another chain the book remembers.
+const OTHER_CHAIN_KEPT: usize = 4_096;
 
 /// Whether `services` announce another chain than Bitcoin's ([`OTHER_CHAIN_BLAKE2B`]).
 pub fn follows_other_chain(services: ServiceFlags) -> bool {
     services.to_u64() & OTHER_CHAIN_BLAKE2B != 0
+}
+
+/// `services` without the other chain's bit: what gossip may say of an address is never taken
+/// as the address's own word (a peer could otherwise mark honest nodes as another chain's).
+fn without_other_chain(services: ServiceFlags) -> ServiceFlags {
+    ServiceFlags::from(services.to_u64() & !OTHER_CHAIN_BLAKE2B)
 }
 
 /// Seconds since the epoch.
@@ -236,6 +250,7 @@ impl AddrBook {
         AddrBook {
             tables: Mutex::new(Tables::new(key)),
             allow_local,
+            other_chain: Mutex::new(HashSet::new()),
         }
     }
 
@@ -255,6 +270,7 @@ impl AddrBook {
         let mut tables = self.lock();
         let mut added = 0;
         for mut known in addrs {
+            known.services = without_other_chain(known.services);
             // Core refuses IPv4 mapped into `addrv2`'s IPv6; taken as the IPv4 it is, it is one
             // entry, not two.
             if let IpAddr::V6(v6) = known.addr.ip() {
@@ -308,13 +324,14 @@ impl AddrBook {
         count_failure: bool,
     ) -> Option<SocketAddr> {
         let (wanted, now) = (ServiceFlags::NETWORK | ServiceFlags::WITNESS, now_secs());
+        let other_chain = self.other_chain();
         self.draw(false, count_failure, |info, draws| {
             let group = group(info.addr.ip());
             !exclude.contains(&info.addr)
                 && !banned(&info.addr)
                 && (group == [0] || !groups.contains(&group))
                 && info.services.has(wanted)
-                && !follows_other_chain(info.services)
+                && !other_chain.contains(&info.addr)
                 && (draws >= 30 || now - info.last_try >= 600)
         })
     }
@@ -345,11 +362,12 @@ impl AddrBook {
             return Some(addr);
         }
         let now = now_secs();
+        let other_chain = self.other_chain();
         self.draw(true, true, |info, draws| {
             !exclude.contains(&info.addr)
                 && !banned(&info.addr)
                 && info.services.has(ServiceFlags::NETWORK)
-                && !follows_other_chain(info.services)
+                && !other_chain.contains(&info.addr)
                 && (draws >= 30 || now - info.last_try >= 600)
         })
     }
@@ -406,20 +424,19 @@ impl AddrBook {
         tables.good(&addr, now);
     }
 
-    /// Records that `addr` announced another chain's services in its handshake (as Core's
-    /// `SetServices` records a peer's services): outbound and feeler picks pass it over.
-    pub fn mark_other_chain(&self, addr: SocketAddr, services: ServiceFlags) {
-        if !self.usable(&addr) {
-            return;
+    /// Records that `addr` announced another chain in its own handshake: outbound and feeler
+    /// picks pass it over while cairn runs (the first [`OTHER_CHAIN_KEPT`] such addresses).
+    pub fn mark_other_chain(&self, addr: SocketAddr) {
+        let mut other_chain = self.other_chain();
+        if other_chain.len() < OTHER_CHAIN_KEPT {
+            other_chain.insert(addr);
         }
-        let now = now_secs();
-        let known = KnownAddr {
-            addr,
-            services,
-            last_seen: now as u32,
-        };
-        self.lock()
-            .add(&known, addr.ip(), 0, now, &mut rand::thread_rng());
+    }
+
+    fn other_chain(&self) -> MutexGuard<'_, HashSet<SocketAddr>> {
+        self.other_chain
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
     }
 
     /// An outbound connection to `addr` ended (Core's `Connected`).

@@ -7,7 +7,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use bitcoin::p2p::address::Address;
 use bitcoin::p2p::message::NetworkMessage;
 use bitcoin::p2p::message_network::VersionMessage;
-use bitcoin::p2p::ServiceFlags;
+use bitcoin::p2p::{Magic, ServiceFlags};
 
 use super::addrbook::follows_other_chain;
 use super::codec::Incoming;
@@ -102,7 +102,9 @@ async fn handshake_replies(
                         v.version
                     )));
                 }
-                if follows_other_chain(v.services) {
+                // Knots's fork left mainnet only; on the test networks Knots announces the
+                // bit on Bitcoin's chain.
+                if ctx.magic == Magic::BITCOIN && follows_other_chain(v.services) {
                     return Err(PeerError::OtherChain {
                         services: v.services.to_u64(),
                     });

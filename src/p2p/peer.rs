@@ -107,8 +107,8 @@ async fn open(
             })?;
         let traits = match handshake(&mut reader, &mut writer, addr, ctx).await {
             Err(PeerError::OtherChain { services }) if !inbound => {
-                // Remembered with its services, so outbound picks pass it over.
-                ctx.book.mark_other_chain(addr, services.into());
+                // Remembered, so outbound picks pass it over.
+                ctx.book.mark_other_chain(addr);
                 return Err(PeerError::OtherChain { services });
             }
             traits => traits?,

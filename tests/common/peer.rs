@@ -147,6 +147,8 @@ pub struct ScriptedPeer {
     /// The connection.
     pub stream: TcpStream,
     reader: bitcoin::io::FromStd<std::io::BufReader<TcpStream>>,
+    /// The network magic it sends ([`ScriptedPeer::MAGIC`] unless [`ScriptedPeer::on`] says).
+    magic: bitcoin::p2p::Magic,
 }
 
 impl ScriptedPeer {
@@ -164,11 +166,21 @@ impl ScriptedPeer {
             .unwrap();
         let reader =
             bitcoin::io::FromStd::new(std::io::BufReader::new(stream.try_clone().unwrap()));
-        ScriptedPeer { stream, reader }
+        ScriptedPeer {
+            stream,
+            reader,
+            magic: Self::MAGIC,
+        }
+    }
+
+    /// The peer, speaking on the network of `magic`.
+    pub fn on(mut self, magic: bitcoin::p2p::Magic) -> Self {
+        self.magic = magic;
+        self
     }
 
     pub fn send(&mut self, msg: bitcoin::p2p::message::NetworkMessage) -> std::io::Result<()> {
-        let raw = bitcoin::p2p::message::RawNetworkMessage::new(Self::MAGIC, msg);
+        let raw = bitcoin::p2p::message::RawNetworkMessage::new(self.magic, msg);
         self.stream.write_all(&bitcoin::consensus::serialize(&raw))
     }
 

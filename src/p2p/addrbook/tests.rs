@@ -177,29 +177,24 @@ fn pick_wants_full_nodes_in_new_groups_and_skips_excluded_and_banned() {
 }
 
 #[test]
-fn peers_of_another_chain_are_never_picked_again() {
+fn peers_of_another_chain_are_never_picked_again_and_gossip_cannot_say_so() {
     let book = AddrBook::new(false);
     let now = now_secs() as u32;
     let fork: SocketAddr = "6.6.6.6:8333".parse().expect("address");
-    book.add([known("6.6.6.6:8333", full(), now)], ip("9.9.9.9"));
+    let bit = ServiceFlags::from(OTHER_CHAIN_BLAKE2B);
+    // Gossip claiming the other chain's bit is taken without it: the address stays pickable.
+    book.add([known("6.6.6.6:8333", full() | bit, now)], ip("9.9.9.9"));
+    let services = book.info(&fork).expect("known").services;
+    assert!(!follows_other_chain(services), "{services:?}");
     let none = HashSet::new();
     assert_eq!(
         book.pick(&none, &HashSet::new(), |_| false, false),
         Some(fork)
     );
-    // Its handshake announced Knots's BLAKE2b fork: it stays known, with those services.
-    book.mark_other_chain(fork, full() | ServiceFlags::from(OTHER_CHAIN_BLAKE2B));
-    assert!(book.info(&fork).is_some());
+    // Its own handshake announced Knots's BLAKE2b fork: no longer picked.
+    book.mark_other_chain(fork);
     assert_eq!(book.pick(&none, &HashSet::new(), |_| false, false), None);
     assert_eq!(book.pick_feeler(&none, |_| false), None);
-    // Gossip of a node announcing the bit is passed over the same way.
-    let gossiped = known(
-        "7.7.7.7:8333",
-        full() | ServiceFlags::from(OTHER_CHAIN_BLAKE2B),
-        now,
-    );
-    book.add([gossiped], ip("9.9.9.9"));
-    assert_eq!(book.pick(&none, &HashSet::new(), |_| false, false), None);
 }
 
 #[test]
