@@ -1,6 +1,6 @@
 //! What the mempool's second script run costs: the policy interpreter under Core's standard
-//! flags (`cairn::mempool::interpreter`) beside the kernel's consensus verification of the same
-//! inputs (`cairn::mempool::verify_scripts`), the baseline every acceptance paid before, on
+//! flags (`cairn::policy::interpreter`) beside the kernel's consensus verification of the same
+//! inputs (`cairn::kernel::scripts::verify_scripts`), the baseline every acceptance paid before, on
 //! - a wallet's payment: 2 P2WPKH inputs, 2 outputs;
 //! - 100 P2PKH inputs (each legacy signature hashes the whole transaction again);
 //! - a 2-of-3 P2WSH multisig input;
@@ -18,8 +18,8 @@ use bitcoin::{
 };
 use criterion::{criterion_group, criterion_main, Criterion};
 
-use cairn::mempool::interpreter::{verify_input, Flags, TxData};
-use cairn::mempool::verify_scripts;
+use cairn::policy::interpreter::{verify_input, Flags, TxData};
+use cairn::kernel::scripts::verify_scripts;
 
 /// Which kind of output every input spends.
 #[derive(Clone, Copy)]

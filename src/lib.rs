@@ -37,6 +37,7 @@ pub mod index;
 pub mod kernel;
 pub mod listen;
 pub mod mempool;
+pub mod policy;
 pub mod metrics;
 pub mod node;
 pub mod notify;

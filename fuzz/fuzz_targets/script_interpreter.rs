@@ -1,4 +1,4 @@
-//! The mempool's policy interpreter (`cairn::mempool::interpreter`) on fuzzed spends, against
+//! The mempool's policy interpreter (`cairn::policy::interpreter`) on fuzzed spends, against
 //! the kernel: under the consensus flags it must give the kernel's verdict; a pass under the
 //! standard flags must be a pass under the consensus flags; nothing may panic or overflow.
 //!
@@ -16,8 +16,8 @@ use bitcoin::{
     absolute, transaction, Amount, OutPoint, ScriptBuf, Sequence, Transaction, TxIn, TxOut, Txid,
     Witness,
 };
-use cairn::mempool::interpreter::{verify_input, Flags, TxData};
-use cairn::mempool::verify_scripts;
+use cairn::policy::interpreter::{verify_input, Flags, TxData};
+use cairn::kernel::scripts::verify_scripts;
 use libfuzzer_sys::fuzz_target;
 
 fn push(data: &[u8]) -> Vec<u8> {
@@ -138,7 +138,7 @@ fuzz_target!(|input: &[u8]| {
             consensus.is_ok(),
             "the kernel passes, the interpreter says {consensus:?}"
         ),
-        Err(cairn::mempool::Rejection::Script { .. }) => {
+        Err(cairn::kernel::scripts::ScriptFailure::Input { invalid: true, .. }) => {
             assert!(
                 consensus.is_err(),
                 "the kernel fails, the interpreter passes"

@@ -7,9 +7,9 @@
 #![no_main]
 
 use bitcoin::{Script, Witness};
-use cairn::mempool::data_rules::datacarrier_bytes;
-use cairn::mempool::dead_parts::{find_dead_parts, parse_ops};
-use cairn::mempool::solver::solve;
+use cairn::policy::data_rules::datacarrier_bytes;
+use cairn::policy::dead_parts::{find_dead_parts, parse_ops};
+use cairn::policy::solver::solve;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -11,7 +11,7 @@ use std::sync::{Arc, OnceLock};
 use bitcoin::{Amount, ScriptBuf, TxOut};
 use cairn::config::MempoolConfig;
 use cairn::index::Index;
-use cairn::mempool::consensus::{check_transaction, check_tx_inputs, decode};
+use cairn::policy::consensus::{check_transaction, check_tx_inputs, decode};
 use cairn::mempool::Mempool;
 use cairn::store::Store;
 use libfuzzer_sys::fuzz_target;

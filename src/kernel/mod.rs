@@ -5,6 +5,7 @@
 pub mod blockfiles;
 mod events;
 pub mod log;
+pub mod scripts;
 pub mod sync_state;
 mod undo;
 mod work;

@@ -14,7 +14,7 @@ use std::collections::HashSet;
 use bitcoin::{Transaction, Txid};
 
 use super::linearize::{chunks, components, linearize, sub_cluster, FeeFrac, Node};
-use super::rejection::Rejection;
+use crate::policy::Rejection;
 use super::{Inner, MempoolEntry};
 
 /// Most transactions in a cluster (Core's `DEFAULT_CLUSTER_LIMIT`).

@@ -4,7 +4,7 @@
 use bitcoin::Transaction;
 
 use super::coins::CoinSource;
-use super::rejection::Rejection;
+use crate::policy::Rejection;
 
 /// Core's `LOCKTIME_THRESHOLD`: a lock time below it is a height, else a time.
 const LOCKTIME_THRESHOLD: u32 = 500_000_000;

@@ -11,7 +11,7 @@ use std::collections::HashSet;
 use bitcoin::{Transaction, Txid};
 
 use super::cluster::Newcomers;
-use super::rejection::Rejection;
+use crate::policy::Rejection;
 use super::truc::TRUC_VERSION;
 use super::Inner;
 

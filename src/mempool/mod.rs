@@ -1,35 +1,28 @@
 //! cairn's mempool: unconfirmed transactions checked against the index's unspent outputs and
-//! each other, their scripts verified by the kernel, with Core's policy: standardness
-//! (`policy`, `input_policy`, the `interpreter` under the standard script flags), finality, chain limits (`limits`), TRUC
-//! (`truc`), full replace-by-fee (`replacement`), eviction by descendant score (`evict`) with
-//! the rolling minimum fee (`rolling`), packages and dry runs (`package`). This file accepts a
+//! each other, their scripts verified by the kernel, under the relay policy of
+//! [`crate::policy`] (standardness, the policy script interpreter, data rules) with the rules of
+//! the pool itself: finality (`finality`), Core 31's clusters (`cluster`, `linearize`) or Knots's
+//! chain limits (`limits`), TRUC (`truc`), full replace-by-fee (`replacement`), eviction by
+//! descendant score (`evict`) with the rolling minimum fee (`rolling`), packages and dry runs
+//! (`package`), projected blocks (`block_builder`, `projection`). This file accepts a
 //! transaction: pre-checks, scripts, admission under the write lock; `queries` answers the
 //! read side and `revalidate` follows the chain.
 
 mod block_builder;
 mod cluster;
 mod coins;
-pub mod consensus;
-pub mod data_rules;
-pub mod dead_parts;
 mod evict;
 pub mod fees;
 mod finality;
-mod input_policy;
-pub mod interpreter;
 mod limits;
 pub mod linearize;
 mod package;
 pub mod persist;
-mod policy;
 pub mod projection;
-mod pushes;
 mod queries;
-mod rejection;
 mod replacement;
 mod revalidate;
 mod rolling;
-pub mod solver;
 #[cfg(test)]
 mod tests;
 mod truc;
@@ -50,9 +43,9 @@ use package::Staged;
 pub use package::{PackageAccepted, TestAccept, Tested, MAX_TEST_FEE_PER_KVB};
 use persist::MempoolFile;
 pub use persist::{LoadStats, PersistError};
-pub use policy::{verify_scripts, MAX_PACKAGE_COUNT, MIN_RELAY_PER_KVB};
+pub use crate::policy::{Rejection, MAX_PACKAGE_COUNT, MIN_RELAY_PER_KVB};
+use crate::policy::{consensus, data_rules, inputs, interpreter, standard};
 pub use projection::ProjectedBlock;
-pub use rejection::Rejection;
 use replacement::replacement;
 
 /// Core 30's and 31's `DEFAULT_BLOCK_MIN_TX_FEE`, sat per 1,000 vbytes: what a chunk must pay to
@@ -98,7 +91,7 @@ impl MempoolEntry {
     /// Its weight, or 20 vbytes a sigop if more (Core's `GetSigOpsAdjustedWeight`): what the
     /// cluster limits count.
     pub fn adjusted_weight(&self) -> u64 {
-        input_policy::adjusted_weight(self.weight, self.sigop_cost as usize)
+        inputs::adjusted_weight(self.weight, self.sigop_cost as usize)
     }
 
     /// Fee rate in sat/vB.
@@ -254,7 +247,7 @@ impl Inner {
                     .output
                     .iter()
                     .enumerate()
-                    .filter(|(_, out)| policy::is_dust(out))
+                    .filter(|(_, out)| standard::is_dust(out))
                     .any(|(vout, _)| !spent.contains(&OutPoint::new(parent, vout as u32)));
                 if unspent_dust {
                     let txid = tx.compute_txid();
@@ -673,7 +666,7 @@ impl Mempool {
         if tx.is_coinbase() {
             return Err(Rejection::Coinbase);
         }
-        policy::check_standard(&tx, &self.config)?;
+        standard::check_standard(&tx, &self.config)?;
         finality::check_final_at_tip(&tx, index)?;
         self.check_new(&txid, &wtxid, index)?;
         if !staged.allows_replacement() && !self.read().direct_conflicts(&tx).is_empty() {
@@ -690,17 +683,17 @@ impl Mempool {
             data_rules::check_output_sizes(&tx)?;
         }
         let fee = consensus::check_tx_inputs(&tx, &inputs.prevouts)?;
-        input_policy::check_inputs_standard(&tx, &inputs.prevouts, policy)?;
+        inputs::check_inputs_standard(&tx, &inputs.prevouts, policy)?;
         if policy.knots_data_rules {
             data_rules::check_data_carried(&tx, &inputs.prevouts, policy.datacarrier_size)?;
         }
-        input_policy::check_witness_standard(&tx, &inputs.prevouts, policy)?;
-        let sigops = input_policy::sigop_cost(&tx, &inputs.prevouts);
+        inputs::check_witness_standard(&tx, &inputs.prevouts, policy)?;
+        let sigops = inputs::sigop_cost(&tx, &inputs.prevouts);
         if policy.profile == PolicyProfile::Core {
-            policy::check_ephemeral_fee(&tx, fee)?;
+            standard::check_ephemeral_fee(&tx, fee)?;
         }
-        input_policy::check_sigop_cost(sigops)?;
-        let vsize = input_policy::virtual_size(&tx, sigops);
+        inputs::check_sigop_cost(sigops)?;
+        let vsize = inputs::virtual_size(&tx, sigops);
         let needed = self.relay_fee(vsize);
         if own_fee {
             self.check_fee_rate(fee, vsize)?;
@@ -711,7 +704,7 @@ impl Mempool {
             wtxid,
             vsize,
         };
-        let weight = input_policy::adjusted_weight(tx.weight().to_wu(), sigops);
+        let weight = inputs::adjusted_weight(tx.weight().to_wu(), sigops);
         // Before any script runs, as in Core's PreChecks; again under the write lock.
         self.read().check_relatives(&candidate, weight, staged)?;
         let tx_weight = tx.weight().to_wu();
@@ -972,7 +965,7 @@ fn scripts_in_cores_order(
             message: error.words(core_31),
         });
     }
-    policy::verify_scripts(raw, prevouts)?;
+    crate::kernel::scripts::verify_scripts(raw, prevouts)?;
     if let Some((input, error, _)) = failure {
         tracing::warn!(txid = %tx.compute_txid(), input, %error,
             "the policy interpreter fails under the consensus flags a spend the kernel passes");

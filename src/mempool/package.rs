@@ -8,7 +8,7 @@ use bitcoin::{OutPoint, Transaction, TxOut, Txid, Wtxid};
 
 use super::coins::CoinSource;
 use super::Rejection;
-use super::{consensus, persist, policy, replacement, rolling, truc, Accepted, Checked, Mempool};
+use super::{consensus, persist, replacement, rolling, truc, Accepted, Checked, Mempool};
 use crate::config::{PolicyProfile, TrucPolicy};
 use crate::index::Index;
 use crate::types::ScriptHash;
@@ -112,7 +112,7 @@ impl Mempool {
             .iter()
             .map(|raw| consensus::decode(raw))
             .collect::<Result<_, _>>()?;
-        policy::check_package_shape(&txs)?;
+        crate::policy::check_package_shape(&txs)?;
         let (parents, child) = raws.split_at(raws.len() - 1);
         let mut each: Vec<Result<Accepted, Rejection>> = Vec::with_capacity(raws.len());
         let mut cheap = Vec::new();
@@ -349,7 +349,7 @@ impl Mempool {
         index: &dyn CoinSource,
         results: &mut [TestAccept],
     ) -> Result<(), String> {
-        policy::check_well_formed(txs).map_err(str::to_string)?;
+        crate::policy::check_well_formed(txs).map_err(str::to_string)?;
         let mut staged = Staged::package();
         let mut checked = Vec::with_capacity(raws.len());
         for (i, raw) in raws.iter().enumerate() {

@@ -10,7 +10,7 @@ use std::collections::HashSet;
 use bitcoin::{OutPoint, Txid};
 
 use super::linearize::{compare_diagrams, FeeFrac};
-use super::rejection::Rejection;
+use crate::policy::Rejection;
 use super::{Inner, MempoolEntry};
 
 /// The mempool transactions `new` replaces (the conflicts and their descendants), or why it

@@ -726,7 +726,7 @@ fn a_block_removes_what_it_confirms_and_what_it_conflicts_with() {
 }
 
 fn non_standard(tx: &Transaction) -> String {
-    match policy::check_standard(tx, &MempoolConfig::knots()) {
+    match standard::check_standard(tx, &MempoolConfig::knots()) {
         Err(Rejection::NonStandard(reason)) => reason,
         other => panic!("expected a standardness rejection, got {other:?}"),
     }
@@ -736,14 +736,14 @@ fn non_standard(tx: &Transaction) -> String {
 fn standardness_rules() {
     let coin = OutPoint::new(Txid::from_byte_array([1; 32]), 0);
     let base = spend(&[coin], &[1000]);
-    assert!(policy::check_standard(&base, &MempoolConfig::knots()).is_ok());
+    assert!(standard::check_standard(&base, &MempoolConfig::knots()).is_ok());
     for version in [0, 4] {
         let mut tx = base.clone();
         tx.version = Version(version);
         assert_eq!(non_standard(&tx), "version");
     }
     // P2WPKH's dust threshold at Core's 3 sat/vB: 294.
-    assert!(policy::check_standard(&spend(&[coin], &[294]), &MempoolConfig::knots()).is_ok());
+    assert!(standard::check_standard(&spend(&[coin], &[294]), &MempoolConfig::knots()).is_ok());
     assert_eq!(non_standard(&spend(&[coin], &[293])), "dust");
     let mut bare = base.clone();
     bare.output[0].script_pubkey = ScriptBuf::from_bytes(vec![0x51]);
@@ -756,7 +756,7 @@ fn standardness_rules() {
     };
     let mut op_return = base.clone();
     op_return.output.push(data(83));
-    assert!(policy::check_standard(&op_return, &MempoolConfig::knots()).is_ok());
+    assert!(standard::check_standard(&op_return, &MempoolConfig::knots()).is_ok());
     op_return.output[1] = data(84);
     assert_eq!(non_standard(&op_return), "scriptpubkey");
     op_return.output[1] = data(83);
@@ -769,7 +769,7 @@ fn standardness_rules() {
     long_sig.input[0].script_sig = ScriptBuf::from_bytes(vec![0; 1651]);
     assert_eq!(non_standard(&long_sig), "scriptsig-size");
     let heavy = spend(&[coin], &[1000; 3300]);
-    assert!(heavy.weight().to_wu() > policy::MAX_STANDARD_TX_WEIGHT);
+    assert!(heavy.weight().to_wu() > standard::MAX_STANDARD_TX_WEIGHT);
     assert_eq!(non_standard(&heavy), "tx-size");
 }
 
@@ -807,11 +807,11 @@ fn bare_multisig_tiny_transactions_and_bare_data_follow_core_and_knots() {
         (1, 4, false),
         (2, 1, false),
     ] {
-        let verdict = policy::check_standard(&paying(multisig(m, n)), &core);
+        let verdict = standard::check_standard(&paying(multisig(m, n)), &core);
         assert_eq!(verdict.is_ok(), ok, "{m}-of-{n}");
         let knots_reason = if ok { "bare-multisig" } else { "scriptpubkey" };
         assert_eq!(
-            policy::check_standard(&paying(multisig(m, n)), &knots),
+            standard::check_standard(&paying(multisig(m, n)), &knots),
             Err(Rejection::NonStandard(knots_reason.into())),
             "{m}-of-{n} under Knots"
         );
@@ -820,7 +820,7 @@ fn bare_multisig_tiny_transactions_and_bare_data_follow_core_and_knots() {
     let tiny = paying(ScriptBuf::from_bytes(vec![0x51, 0x02, 0xca, 0xfe]));
     assert_eq!(tiny.base_size(), 64);
     assert_eq!(
-        policy::check_standard(&tiny, &core),
+        standard::check_standard(&tiny, &core),
         Err(Rejection::NonStandard("tx-size-small".into()))
     );
     // Only an OP_RETURN (and an anchor, which pays nobody): Knots's bare-datacarrier.
@@ -831,18 +831,18 @@ fn bare_multisig_tiny_transactions_and_bare_data_follow_core_and_knots() {
         script_pubkey: ScriptBuf::from_bytes(vec![0x51, 0x02, 0x4e, 0x73]),
     });
     assert_eq!(
-        policy::check_standard(&data, &knots),
+        standard::check_standard(&data, &knots),
         Err(Rejection::NonStandard("bare-datacarrier".into()))
     );
-    assert!(policy::check_standard(&data, &core).is_ok());
+    assert!(standard::check_standard(&data, &core).is_ok());
     // A bare pubkey output: Knots's bare-pubkey.
     let mut key = vec![0x21, 0x02];
     key.extend([0x11; 32]);
     key.push(0xac);
     let p2pk = paying(ScriptBuf::from_bytes(key));
-    assert!(policy::check_standard(&p2pk, &core).is_ok());
+    assert!(standard::check_standard(&p2pk, &core).is_ok());
     assert_eq!(
-        policy::check_standard(&p2pk, &knots),
+        standard::check_standard(&p2pk, &knots),
         Err(Rejection::NonStandard("bare-pubkey".into()))
     );
 }
@@ -870,7 +870,7 @@ fn op_return_outputs_follow_knots_by_default_and_core_30_when_told() {
         ..MempoolConfig::knots()
     };
     let verdict = |tx: &Transaction, config: &MempoolConfig| {
-        policy::check_standard(tx, config)
+        standard::check_standard(tx, config)
             .err()
             .map(|e| e.to_string())
     };
@@ -1053,7 +1053,6 @@ fn transactions_expire_after_two_weeks_with_their_descendants() {
 mod core_policy;
 mod evict;
 mod projection;
-mod script_props;
 mod test_accept;
 mod truc;
 

@@ -11,7 +11,7 @@ use std::collections::HashSet;
 
 use bitcoin::{Transaction, Txid, Wtxid};
 
-use super::rejection::Rejection;
+use crate::policy::Rejection;
 use super::{Inner, MempoolEntry};
 
 /// Core's `TRUC_VERSION`.

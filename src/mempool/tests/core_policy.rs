@@ -173,7 +173,7 @@ fn one_dust_output_needs_a_free_transaction_and_a_child_that_spends_it() {
     );
     // Knots refuses any dust output at once.
     assert_eq!(
-        policy::check_standard(&paying, &MempoolConfig::knots()).unwrap_err(),
+        standard::check_standard(&paying, &MempoolConfig::knots()).unwrap_err(),
         Rejection::NonStandard("dust".into())
     );
     // Free, with its dust: below the relay fee alone (a package's child pays for it). Once in
@@ -265,25 +265,25 @@ fn data_carriers_and_bare_outputs_are_cores() {
         }
         tx
     };
-    assert!(policy::check_standard(&with_data(&[200]), &core).is_ok());
-    assert!(policy::check_standard(&with_data(&[40, 40]), &core).is_ok());
-    assert!(policy::check_standard(&with_data(&[50_000, 49_000]), &core).is_ok());
+    assert!(standard::check_standard(&with_data(&[200]), &core).is_ok());
+    assert!(standard::check_standard(&with_data(&[40, 40]), &core).is_ok());
+    assert!(standard::check_standard(&with_data(&[50_000, 49_000]), &core).is_ok());
     // Over the limit together: refused at the output that passes it, before a later bad one.
     let small = MempoolConfig {
         datacarrier_size: 1_000,
         ..MempoolConfig::default()
     };
-    assert!(policy::check_standard(&with_data(&[500, 500]), &small).is_ok());
+    assert!(standard::check_standard(&with_data(&[500, 500]), &small).is_ok());
     let mut over = with_data(&[500, 501]);
     over.output.push(TxOut {
         value: Amount::from_sat(1_000),
         script_pubkey: ScriptBuf::from_bytes(vec![0x51]),
     });
     assert_eq!(
-        policy::check_standard(&over, &small).unwrap_err(),
+        standard::check_standard(&over, &small).unwrap_err(),
         Rejection::NonStandard("datacarrier".into())
     );
     let mut multisig = spend(&[coin], &[100_000]);
     multisig.output[0].script_pubkey = super::multisig(1, 2);
-    assert!(policy::check_standard(&multisig, &core).is_ok());
+    assert!(standard::check_standard(&multisig, &core).is_ok());
 }

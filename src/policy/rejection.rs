@@ -182,3 +182,13 @@ pub enum Rejection {
     #[error("cannot check inputs: {0}")]
     Backend(String),
 }
+
+impl From<crate::kernel::scripts::ScriptFailure> for Rejection {
+    fn from(failure: crate::kernel::scripts::ScriptFailure) -> Self {
+        use crate::kernel::scripts::ScriptFailure;
+        match failure {
+            ScriptFailure::Decode(message) => Rejection::Decode(message),
+            ScriptFailure::Input { input, message, .. } => Rejection::Script { input, message },
+        }
+    }
+}

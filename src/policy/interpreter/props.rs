@@ -174,27 +174,11 @@ fn spend(
 
 /// The kernel's verdict under its consensus flags: `None` when it does not judge the input.
 fn kernel_verdict(tx: &Transaction, spent: &TxOut) -> Option<bool> {
+    use crate::kernel::scripts::{verify_scripts, ScriptFailure};
     let raw = bitcoin::consensus::serialize(tx);
-    let kernel_tx = bitcoinkernel::Transaction::new(&raw).ok()?;
-    let script = bitcoinkernel::ScriptPubkey::new(spent.script_pubkey.as_bytes()).ok()?;
-    let outs = [bitcoinkernel::TxOut::new(
-        &script,
-        spent.value.to_sat() as i64,
-    )];
-    let precomputed = bitcoinkernel::PrecomputedTransactionData::new(&kernel_tx, &outs).ok()?;
-    let verdict = bitcoinkernel::verify(
-        &script,
-        Some(spent.value.to_sat() as i64),
-        &kernel_tx,
-        0,
-        Some(bitcoinkernel::VERIFY_ALL),
-        &precomputed,
-    );
-    match verdict {
+    match verify_scripts(&raw, std::slice::from_ref(spent)) {
         Ok(()) => Some(true),
-        Err(bitcoinkernel::KernelError::ScriptVerify(
-            bitcoinkernel::ScriptVerifyError::Invalid,
-        )) => Some(false),
+        Err(ScriptFailure::Input { invalid: true, .. }) => Some(false),
         Err(_) => None,
     }
 }

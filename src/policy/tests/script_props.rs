@@ -7,9 +7,9 @@ use bitcoin::script::{Builder, PushBytesBuf};
 use bitcoin::ScriptBuf;
 use proptest::prelude::*;
 
-use crate::mempool::data_rules::datacarrier_bytes;
-use crate::mempool::dead_parts::{find_dead_parts, parse_ops};
-use crate::mempool::solver::{solve, OutputKind};
+use crate::policy::data_rules::datacarrier_bytes;
+use crate::policy::dead_parts::{find_dead_parts, parse_ops};
+use crate::policy::solver::{solve, OutputKind};
 
 /// Opcodes that neither push nor branch nor end a script.
 const PLAIN_OPCODES: [u8; 8] = [0x76, 0xa9, 0x87, 0x88, 0xac, 0xad, 0x82, 0x93];

@@ -1,0 +1,3 @@
+//! Properties of the policy's parsers of untrusted scripts.
+
+mod script_props;
