@@ -18,8 +18,8 @@ use bitcoin::{
 };
 use criterion::{criterion_group, criterion_main, Criterion};
 
-use cairn::policy::interpreter::{verify_input, Flags, TxData};
 use cairn::kernel::scripts::verify_scripts;
+use cairn::policy::interpreter::{verify_input, Flags, TxData};
 
 /// Which kind of output every input spends.
 #[derive(Clone, Copy)]

@@ -53,12 +53,9 @@ pub fn verify_scripts(raw: &[u8], prevouts: &[TxOut]) -> Result<(), ScriptFailur
             message: e.to_string(),
             invalid: matches!(
                 e,
-                bitcoinkernel::KernelError::ScriptVerify(
-                    bitcoinkernel::ScriptVerifyError::Invalid
-                )
+                bitcoinkernel::KernelError::ScriptVerify(bitcoinkernel::ScriptVerifyError::Invalid)
             ),
         })?;
     }
     Ok(())
 }
-

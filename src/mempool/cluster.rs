@@ -14,8 +14,8 @@ use std::collections::HashSet;
 use bitcoin::{Transaction, Txid};
 
 use super::linearize::{chunks, components, linearize, sub_cluster, FeeFrac, Node};
-use crate::policy::Rejection;
 use super::{Inner, MempoolEntry};
+use crate::policy::Rejection;
 
 /// Most transactions in a cluster (Core's `DEFAULT_CLUSTER_LIMIT`).
 pub const CLUSTER_COUNT_LIMIT: usize = 64;

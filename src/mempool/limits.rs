@@ -11,9 +11,9 @@ use std::collections::HashSet;
 use bitcoin::{Transaction, Txid};
 
 use super::cluster::Newcomers;
-use crate::policy::Rejection;
 use super::truc::TRUC_VERSION;
 use super::Inner;
+use crate::policy::Rejection;
 
 /// A set of chain limits (Core's `CTxMemPool::Limits`).
 #[derive(Debug, Clone, Copy)]

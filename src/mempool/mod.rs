@@ -37,14 +37,14 @@ use bitcoin::{OutPoint, Transaction, TxOut, Txid, Wtxid};
 use crate::config::{MempoolConfig, PolicyProfile, TrucPolicy};
 use crate::index::Index;
 
+use crate::policy::{consensus, data_rules, inputs, interpreter, standard};
+pub use crate::policy::{Rejection, MAX_PACKAGE_COUNT, MIN_RELAY_PER_KVB};
 use crate::types::ScriptHash;
 pub use coins::{CoinError, CoinSource};
 use package::Staged;
 pub use package::{PackageAccepted, TestAccept, Tested, MAX_TEST_FEE_PER_KVB};
 use persist::MempoolFile;
 pub use persist::{LoadStats, PersistError};
-pub use crate::policy::{Rejection, MAX_PACKAGE_COUNT, MIN_RELAY_PER_KVB};
-use crate::policy::{consensus, data_rules, inputs, interpreter, standard};
 pub use projection::ProjectedBlock;
 use replacement::replacement;
 

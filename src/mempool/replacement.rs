@@ -10,8 +10,8 @@ use std::collections::HashSet;
 use bitcoin::{OutPoint, Txid};
 
 use super::linearize::{compare_diagrams, FeeFrac};
-use crate::policy::Rejection;
 use super::{Inner, MempoolEntry};
+use crate::policy::Rejection;
 
 /// The mempool transactions `new` replaces (the conflicts and their descendants), or why it
 /// may not, under the pool's profile: [`diagram_replacement`] for Core's, [`bip125_replacement`]

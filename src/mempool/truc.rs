@@ -11,8 +11,8 @@ use std::collections::HashSet;
 
 use bitcoin::{Transaction, Txid, Wtxid};
 
-use crate::policy::Rejection;
 use super::{Inner, MempoolEntry};
+use crate::policy::Rejection;
 
 /// Core's `TRUC_VERSION`.
 pub(super) const TRUC_VERSION: i32 = 3;
