@@ -223,19 +223,7 @@ impl Pair {
             spent.push(reserve.remove(0));
         }
         let have: u64 = spent.iter().map(|(_, o)| o.value.to_sat()).sum();
-        let mut tx = Transaction {
-            version: bitcoin::transaction::Version::TWO,
-            lock_time: bitcoin::absolute::LockTime::ZERO,
-            input: spent
-                .iter()
-                .map(|(op, _)| TxIn {
-                    previous_output: *op,
-                    sequence: bitcoin::Sequence::ENABLE_RBF_NO_LOCKTIME,
-                    ..Default::default()
-                })
-                .collect(),
-            output: outputs,
-        };
+        let mut tx = unsigned_spend(&spent, outputs);
         let paid: u64 = tx.output.iter().map(|o| o.value.to_sat()).sum();
         tx.output.push(TxOut {
             value: Amount::from_sat(have - paid),
@@ -343,6 +331,23 @@ impl Pair {
             .accept(&bitcoin::consensus::serialize(tx), &self.index)
             .err()
             .map(|e| e.to_string())
+    }
+}
+
+/// A version 2 transaction spending `coins` into `outputs`, signalling replaceability, unsigned.
+fn unsigned_spend(coins: &[(OutPoint, TxOut)], outputs: Vec<TxOut>) -> Transaction {
+    Transaction {
+        version: bitcoin::transaction::Version::TWO,
+        lock_time: bitcoin::absolute::LockTime::ZERO,
+        input: coins
+            .iter()
+            .map(|(op, _)| TxIn {
+                previous_output: *op,
+                sequence: bitcoin::Sequence::ENABLE_RBF_NO_LOCKTIME,
+                ..Default::default()
+            })
+            .collect(),
+        output: outputs,
     }
 }
 
@@ -1072,22 +1077,13 @@ fn the_tests_own_signatures_of_every_kind_agree_with_bitcoind() {
     let back = pair.coins[0].2.clone();
     let spend_all = |coins: &[(OutPoint, TxOut)]| {
         let value: u64 = coins.iter().map(|(_, o)| o.value.to_sat()).sum();
-        let tx = Transaction {
-            version: bitcoin::transaction::Version::TWO,
-            lock_time: bitcoin::absolute::LockTime::ZERO,
-            input: coins
-                .iter()
-                .map(|(op, _)| TxIn {
-                    previous_output: *op,
-                    sequence: bitcoin::Sequence::ENABLE_RBF_NO_LOCKTIME,
-                    ..Default::default()
-                })
-                .collect(),
-            output: vec![TxOut {
+        let tx = unsigned_spend(
+            coins,
+            vec![TxOut {
                 value: Amount::from_sat(value - 5_000),
                 script_pubkey: back.clone(),
             }],
-        };
+        );
         let (signed, complete) = pair.sign_with(&tx, &[]);
         assert!(complete, "every input signed");
         signed

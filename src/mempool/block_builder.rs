@@ -13,6 +13,7 @@ use bitcoin::Txid;
 
 use super::linearize::{chunked, components, linearize, sub_cluster, FeeFrac};
 use super::projection::{Node, ProjectedBlock, BLOCK_MAX_WEIGHT};
+use crate::policy::inputs;
 
 /// Weight and sigop cost kept for the header and coinbase (Core's
 /// `DEFAULT_BLOCK_RESERVED_WEIGHT` and `DEFAULT_COINBASE_OUTPUT_MAX_ADDITIONAL_SIGOPS`).
@@ -160,7 +161,7 @@ pub fn chunk_clusters(nodes: &[Node]) -> Vec<Vec<Chunk>> {
     let graph: Vec<super::linearize::Node> = nodes
         .iter()
         .map(|n| super::linearize::Node {
-            feerate: FeeFrac::new(n.fee, adjusted_weight(n)),
+            feerate: FeeFrac::new(n.fee, inputs::adjusted_weight(n.weight, n.sigops as usize)),
             parents: n.parents.iter().map(|&p| p as usize).collect(),
         })
         .collect();
@@ -189,9 +190,4 @@ pub fn chunk_clusters(nodes: &[Node]) -> Vec<Vec<Chunk>> {
                 .collect()
         })
         .collect()
-}
-
-/// A node's weight, or 20 vbytes a sigop if more (Core's `GetSigOpsAdjustedWeight`).
-fn adjusted_weight(node: &Node) -> u64 {
-    node.weight.max(node.sigops.saturating_mul(20))
 }
