@@ -9,7 +9,7 @@
 //! A walk visits at most 64 transactions besides the newcomers before it stops, so a check
 //! costs about 64 times a transaction's inputs and children whatever the pool holds.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use bitcoin::{Transaction, Txid};
 
@@ -149,28 +149,7 @@ impl Inner {
             .copied()
             .collect();
         ids.sort();
-        let mut txs: Vec<(&Transaction, FeeFrac)> = ids
-            .iter()
-            .filter_map(|id| self.txs.get(id))
-            .map(|e| (&e.tx, FeeFrac::new(e.fee, e.adjusted_weight())))
-            .collect();
-        if let Some((tx, rate)) = newcomer {
-            ids.push(tx.compute_txid());
-            txs.push((tx, rate));
-        }
-        let at: std::collections::HashMap<Txid, usize> =
-            ids.iter().enumerate().map(|(i, id)| (*id, i)).collect();
-        let nodes: Vec<Node> = txs
-            .iter()
-            .map(|(tx, feerate)| Node {
-                feerate: *feerate,
-                parents: tx
-                    .input
-                    .iter()
-                    .filter_map(|i| at.get(&i.previous_output.txid).copied())
-                    .collect(),
-            })
-            .collect();
+        let nodes = self.graph_of(&ids, newcomer);
         let mut diagram: Vec<FeeFrac> = components(&nodes)
             .into_iter()
             .flat_map(|component| {
@@ -180,5 +159,34 @@ impl Inner {
             .collect();
         diagram.sort_by(|a, b| b.rate_cmp(a));
         diagram
+    }
+
+    /// The graph of the mempool transactions `ids` and `newcomer` (last), for [`linearize`]:
+    /// each one's fee and sigop-adjusted weight, and its parents among them.
+    pub(super) fn graph_of(
+        &self,
+        ids: &[Txid],
+        newcomer: Option<(&Transaction, FeeFrac)>,
+    ) -> Vec<Node> {
+        let mut txs: Vec<(&Transaction, FeeFrac)> = ids
+            .iter()
+            .filter_map(|id| self.txs.get(id))
+            .map(|e| (&e.tx, FeeFrac::new(e.fee, e.adjusted_weight())))
+            .collect();
+        let mut at: HashMap<Txid, usize> = ids.iter().enumerate().map(|(i, id)| (*id, i)).collect();
+        if let Some((tx, rate)) = newcomer {
+            at.insert(tx.compute_txid(), txs.len());
+            txs.push((tx, rate));
+        }
+        txs.iter()
+            .map(|(tx, feerate)| Node {
+                feerate: *feerate,
+                parents: tx
+                    .input
+                    .iter()
+                    .filter_map(|i| at.get(&i.previous_output.txid).copied())
+                    .collect(),
+            })
+            .collect()
     }
 }

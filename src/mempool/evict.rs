@@ -1,4 +1,5 @@
-//! The eviction order (Core's `descendant_score` index and `TrimToSize`): every transaction
+//! Knots's eviction order (Core 30's `descendant_score` index and `TrimToSize`; Core 31 evicts
+//! chunks, [`super::chunk_index`]): every transaction
 //! keeps its fees and size with its descendants', and a full pool evicts, with its descendants,
 //! the transaction whose higher of its own fee rate and its rate with descendants is lowest
 //! (`CompareTxMemPoolEntryByDescendantScore`; the newer first among equals). A parent a child
@@ -112,6 +113,9 @@ impl Inner {
     /// ancestors among them, which leave too: read before any of them leaves, so no path up is
     /// cut.
     pub(super) fn detach(&mut self, ids: &[Txid]) {
+        if self.clusters {
+            return;
+        }
         let leaving: HashSet<Txid> = ids.iter().copied().collect();
         for id in ids {
             let Some(entry) = self.txs.get(id) else {

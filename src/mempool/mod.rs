@@ -9,6 +9,7 @@
 //! read side and `revalidate` follows the chain.
 
 mod block_builder;
+mod chunk_index;
 mod cluster;
 mod coins;
 mod evict;
@@ -124,11 +125,13 @@ struct Inner {
     children: HashMap<Txid, HashSet<Txid>>,
     /// Every transaction by the time it entered, oldest first: expiry reads only what expires.
     by_time: BTreeSet<(i64, Txid)>,
-    /// Every transaction by its descendant score, lowest first: eviction reads only what it
-    /// evicts ([`evict`]).
+    /// Knots's profile: every transaction by its descendant score, lowest first: eviction reads
+    /// only what it evicts ([`evict`]).
     by_score: BTreeSet<evict::EvictKey>,
-    /// Every transaction's fees and size with its descendants'.
+    /// Knots's profile: every transaction's fees and size with its descendants'.
     with_descendants: HashMap<Txid, evict::Totals>,
+    /// Core's profile: every cluster's chunks, worst first ([`chunk_index`]).
+    chunk_index: chunk_index::ChunkIndex,
     total_vsize: u64,
     /// Whether version 3 transactions are held to the TRUC rules (`mempool_truc = enforce`).
     enforce_truc: bool,
@@ -156,7 +159,10 @@ impl Inner {
         self.by_wtxid.insert(entry.wtxid, entry.txid);
         let txid = entry.txid;
         self.txs.insert(txid, entry);
-        self.index_for_eviction(&txid);
+        match self.clusters {
+            true => self.chunk_index.entered(txid),
+            false => self.index_for_eviction(&txid),
+        }
     }
 
     /// For a transaction about to be inserted: refuses it if it is in already or a mempool
@@ -342,7 +348,18 @@ impl Inner {
     /// ([`Inner::detach`]); adds the scripts it touched.
     fn take_out(&mut self, id: &Txid, touched: &mut HashSet<ScriptHash>) -> Option<MempoolEntry> {
         let entry = self.txs.remove(id)?;
-        self.unindex_for_eviction(&entry);
+        match self.clusters {
+            true => {
+                let parents = entry.tx.input.iter().map(|i| i.previous_output.txid);
+                let children = self.children.get(id).into_iter().flatten().copied();
+                let neighbours: Vec<Txid> = parents
+                    .chain(children)
+                    .filter(|n| self.txs.contains_key(n))
+                    .collect();
+                self.chunk_index.left(id, neighbours.into_iter());
+            }
+            false => self.unindex_for_eviction(&entry),
+        }
         self.total_vsize -= entry.vsize;
         self.by_time.remove(&(entry.time, *id));
         self.by_wtxid.remove(&entry.wtxid);
@@ -921,9 +938,10 @@ impl Mempool {
         Ok(resolved)
     }
 
-    /// Evicts the lowest descendant scores with their descendants (the first of the eviction
-    /// index, no scan) while the mempool is over its size limit, raising the rolling minimum
-    /// fee to each evicted package's rate; refuses `txid` if it left.
+    /// Evicts while the mempool is over its size limit, raising the rolling minimum fee to
+    /// each evicted package's rate (Core's `TrimToSize`): Core's profile the worst chunk of any
+    /// cluster, Knots's the lowest descendant score with its descendants (the first of either
+    /// index, no scan). Refuses `txids` if one of them left.
     fn evict_over_limit(
         &self,
         inner: &mut Inner,
@@ -931,17 +949,36 @@ impl Mempool {
         touched: &mut HashSet<ScriptHash>,
     ) -> Result<(), Rejection> {
         while inner.total_vsize > self.config.max_vbytes {
-            let Some((worst, package)) = inner.lowest_score() else {
+            let Some(evicted) = inner.evict_once(touched) else {
                 break;
             };
             self.rolling_fee()
-                .evicted(package.fee, package.vsize, persist::now());
-            inner.remove_with_descendants(&worst, touched);
+                .evicted(evicted.fee, evicted.vsize, persist::now());
             if txids.iter().any(|t| !inner.txs.contains_key(t)) {
                 return Err(Rejection::MempoolFull);
             }
         }
         Ok(())
+    }
+}
+
+impl Inner {
+    /// Evicts one package by the profile's order; its fee and virtual size (a chunk's
+    /// sigop-adjusted weight in vbytes, rounded up, as Core's `ToFeePerVSize`).
+    fn evict_once(&mut self, touched: &mut HashSet<ScriptHash>) -> Option<evict::Totals> {
+        if !self.clusters {
+            let (worst, package) = self.lowest_score()?;
+            self.remove_with_descendants(&worst, touched);
+            return Some(package);
+        }
+        let chunk = self.worst_chunk()?;
+        for txid in &chunk.txids {
+            self.remove_with_descendants(txid, touched);
+        }
+        Some(evict::Totals {
+            fee: chunk.feerate.fee,
+            vsize: chunk.feerate.size.div_ceil(4),
+        })
     }
 }
 

@@ -1052,6 +1052,7 @@ fn transactions_expire_after_two_weeks_with_their_descendants() {
 
 mod core_policy;
 mod evict;
+mod evict_chunks;
 mod projection;
 mod test_accept;
 mod truc;

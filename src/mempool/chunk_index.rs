@@ -1,0 +1,226 @@
+//! Core 31's eviction order (txgraph.cpp's chunk index and `GetWorstMainChunk`, txmempool.cpp's
+//! `TrimToSize`): every cluster is linearized and cut into chunks, and a full pool evicts the
+//! worst chunk of all, the one a miner would take last: the lowest fee rate; among equal rates,
+//! the one with more of its cluster's equal-rate chunks before it (so the later of a cluster's
+//! chunks); then the one whose highest txid is higher (`CompareMainTransactions` with the
+//! mempool's txid fallback order). The worst chunk is the last of its cluster, so nothing it
+//! leaves behind spends from it, and a parent its child pays for leaves only with the child.
+//!
+//! Chunks are computed lazily: a transaction that enters, and the neighbours of one that
+//! leaves, mark their clusters changed; before an eviction reads the index, each changed
+//! cluster (at most 64 transactions under Core's limits) is linearized again, once, however
+//! many changes it took. A pool that never fills never pays for it.
+
+use std::cmp::{Ordering, Reverse};
+use std::collections::{BTreeSet, HashMap, HashSet};
+
+use bitcoin::Txid;
+
+use super::linearize::{chunked, linearize, FeeFrac};
+use super::Inner;
+
+/// The chunks of every mempool cluster, worst first.
+#[derive(Debug, Default)]
+pub(super) struct ChunkIndex {
+    /// Every chunk's key, the worst first.
+    worst_first: BTreeSet<ChunkKey>,
+    /// Each chunk's key and members, by the key's number.
+    chunks: HashMap<u64, (ChunkKey, Vec<Txid>)>,
+    /// The chunk each mempool transaction was last put in (possibly one since dropped).
+    chunk_of: HashMap<Txid, u64>,
+    /// Transactions whose clusters changed since their chunks were computed.
+    changed: HashSet<Txid>,
+    /// The next chunk's number.
+    next: u64,
+}
+
+/// A chunk's place in the eviction order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct ChunkKey {
+    rate: ByRate,
+    /// The size of the run of equal-rate chunks of its cluster up to and including it.
+    equal_rate_prefix: Reverse<u64>,
+    max_txid: Reverse<Txid>,
+    number: u64,
+}
+
+/// A fee and size ordered by their rate alone.
+#[derive(Debug, Clone, Copy)]
+struct ByRate(FeeFrac);
+
+impl Ord for ByRate {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.0.rate_cmp(&other.0)
+    }
+}
+
+impl PartialOrd for ByRate {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl PartialEq for ByRate {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+
+impl Eq for ByRate {}
+
+/// The chunk a full pool evicts next.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct WorstChunk {
+    /// Its members, parents first.
+    pub txids: Vec<Txid>,
+    /// Their fee and sigop-adjusted weight together.
+    pub feerate: FeeFrac,
+}
+
+impl ChunkIndex {
+    /// A transaction entered: its cluster changed.
+    pub(super) fn entered(&mut self, txid: Txid) {
+        self.changed.insert(txid);
+    }
+
+    /// A transaction left: its chunk is dropped, and the clusters of `neighbours` (its parents
+    /// and children still in the pool), which hold every part its cluster fell into, changed.
+    pub(super) fn left(&mut self, txid: &Txid, neighbours: impl Iterator<Item = Txid>) {
+        self.changed.remove(txid);
+        if let Some(number) = self.chunk_of.remove(txid) {
+            self.drop_chunk(number);
+        }
+        self.changed.extend(neighbours);
+    }
+
+    fn drop_chunk(&mut self, number: u64) {
+        if let Some((key, _)) = self.chunks.remove(&number) {
+            self.worst_first.remove(&key);
+        }
+    }
+
+    /// Puts one cluster's chunks (members and fee rates, best first) in the index.
+    fn insert_cluster(&mut self, chunks: Vec<(Vec<Txid>, FeeFrac)>) {
+        let mut run: Option<FeeFrac> = None;
+        for (members, feerate) in chunks {
+            let prefix = match run {
+                Some(before) if before.rate_cmp(&feerate) == Ordering::Equal => {
+                    before.plus(feerate)
+                }
+                _ => feerate,
+            };
+            run = Some(prefix);
+            let number = self.next;
+            self.next += 1;
+            let Some(max_txid) = members.iter().max().copied() else {
+                continue;
+            };
+            for txid in &members {
+                self.chunk_of.insert(*txid, number);
+            }
+            let key = ChunkKey {
+                rate: ByRate(feerate),
+                equal_rate_prefix: Reverse(prefix.size),
+                max_txid: Reverse(max_txid),
+                number,
+            };
+            self.worst_first.insert(key);
+            self.chunks.insert(number, (key, members));
+        }
+    }
+}
+
+impl Inner {
+    /// The chunk a full pool evicts next (Core's `GetWorstMainChunk`), the changed clusters
+    /// linearized first. A chunk naming a transaction no longer in the pool, which the
+    /// refresh leaves none of, is dropped all the same, so an eviction always removes one.
+    pub(super) fn worst_chunk(&mut self) -> Option<WorstChunk> {
+        self.refresh_chunks();
+        loop {
+            let key = *self.chunk_index.worst_first.first()?;
+            let members = self.chunk_index.chunks.get(&key.number).map(|c| &c.1);
+            match members {
+                Some(txids) if txids.iter().all(|t| self.txs.contains_key(t)) => {
+                    return Some(WorstChunk {
+                        txids: txids.clone(),
+                        feerate: key.rate.0,
+                    })
+                }
+                _ => {
+                    self.chunk_index.worst_first.remove(&key);
+                    self.chunk_index.chunks.remove(&key.number);
+                }
+            }
+        }
+    }
+
+    /// Linearizes every changed cluster again, once each, and replaces its chunks.
+    fn refresh_chunks(&mut self) {
+        let changed = std::mem::take(&mut self.chunk_index.changed);
+        let mut done: HashSet<Txid> = HashSet::new();
+        for txid in changed {
+            if done.contains(&txid) || !self.txs.contains_key(&txid) {
+                continue;
+            }
+            let cluster = self.clusters_of(std::iter::once(txid));
+            for member in &cluster {
+                if let Some(number) = self.chunk_index.chunk_of.remove(member) {
+                    self.chunk_index.drop_chunk(number);
+                }
+            }
+            let chunks = self.chunks_of_cluster(&cluster);
+            self.chunk_index.insert_cluster(chunks);
+            done.extend(cluster);
+        }
+    }
+
+    /// One cluster's chunks, best first, each with its members parents first.
+    fn chunks_of_cluster(&self, cluster: &HashSet<Txid>) -> Vec<(Vec<Txid>, FeeFrac)> {
+        let mut ids: Vec<Txid> = cluster.iter().copied().collect();
+        ids.sort();
+        let nodes = self.graph_of(&ids, None);
+        chunked(&nodes, &linearize(&nodes))
+            .into_iter()
+            .map(|chunk| {
+                let members = chunk.members.iter().map(|&m| ids[m]).collect();
+                (members, chunk.feerate)
+            })
+            .collect()
+    }
+
+    /// Panics unless, after a refresh, the index holds exactly the chunks a fresh
+    /// linearization of every cluster gives, and every transaction is in one of them.
+    #[cfg(test)]
+    pub(super) fn assert_chunks_fresh(&mut self) {
+        self.refresh_chunks();
+        let mut kept: Vec<(Vec<Txid>, u64, u64)> = (self.chunk_index.chunks.values())
+            .map(|(key, members)| (members.clone(), key.rate.0.fee, key.rate.0.size))
+            .collect();
+        let mut fresh = Vec::new();
+        let mut seen: HashSet<Txid> = HashSet::new();
+        let ids: Vec<Txid> = self.txs.keys().copied().collect();
+        for id in ids {
+            if seen.contains(&id) {
+                continue;
+            }
+            let cluster = self.clusters_of(std::iter::once(id));
+            fresh.extend(
+                (self.chunks_of_cluster(&cluster).into_iter())
+                    .map(|(members, rate)| (members, rate.fee, rate.size)),
+            );
+            seen.extend(cluster);
+        }
+        kept.sort();
+        fresh.sort();
+        assert_eq!(
+            kept, fresh,
+            "the index holds a fresh linearization's chunks"
+        );
+        assert_eq!(self.chunk_index.worst_first.len(), kept.len());
+        for (txid, number) in &self.chunk_index.chunk_of {
+            let (_, members) = &self.chunk_index.chunks[number];
+            assert!(members.contains(txid) && self.txs.contains_key(txid));
+        }
+        assert_eq!(self.chunk_index.chunk_of.len(), self.txs.len());
+    }
+}
