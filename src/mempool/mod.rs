@@ -982,50 +982,43 @@ impl Inner {
     }
 }
 
-/// Verifies a transaction's scripts in Core's order (`PolicyScriptChecks`): every input under
-/// the standard flags, which the kernel does not take, by the policy [`interpreter`]; the
-/// first that fails is judged again under the consensus flags, and passing them it is a policy
-/// refusal (`mempool-script-verify-flag-failed`). Then the kernel's consensus verification,
-/// which decides consensus and words its failures; an input the interpreter fails under the
-/// consensus flags but the kernel passes (a disagreement, which would be a bug) is refused all
-/// the same, as Core refuses any standard failure.
+/// Verifies a transaction's scripts in Core's order (validation.cpp's `PolicyScriptChecks`,
+/// then `ConsensusScriptChecks`): every input under the standard flags, which the kernel does
+/// not take, by the policy [`interpreter`], the first that fails refused as
+/// `mempool-script-verify-flag-failed` whatever flag it breaks, consensus or policy (Core 31's
+/// `CheckInputScripts` over `STANDARD_SCRIPT_VERIFY_FLAGS`, which Knots 29.4 shares); then the
+/// kernel's consensus verification, which refuses (as `mandatory-script-verify-flag-failed`) only
+/// where the interpreter passed what consensus fails: a disagreement Core reports as a bug.
+/// `core_31` picks the profile's wording of a few script errors.
 fn scripts_in_cores_order(
     tx: &Transaction,
     raw: &[u8],
     prevouts: &[TxOut],
     core_31: bool,
 ) -> Result<(), Rejection> {
-    let failure = first_standard_failure(tx, prevouts);
-    if let Some((input, error, false)) = failure {
+    if let Some((input, error)) = first_standard_failure(tx, prevouts) {
         return Err(Rejection::PolicyScript {
             input,
             message: error.words(core_31),
         });
     }
-    crate::kernel::scripts::verify_scripts(raw, prevouts)?;
-    if let Some((input, error, _)) = failure {
-        tracing::warn!(txid = %tx.compute_txid(), input, %error,
-            "the policy interpreter fails under the consensus flags a spend the kernel passes");
-        return Err(Rejection::PolicyScript {
-            input,
-            message: error.words(core_31),
-        });
-    }
-    Ok(())
+    crate::kernel::scripts::verify_scripts(raw, prevouts).map_err(|e| {
+        tracing::warn!(txid = %tx.compute_txid(), %e,
+            "the kernel fails a spend the policy interpreter passes under the standard flags");
+        Rejection::from(e)
+    })
 }
 
 /// The first input of `tx` the policy interpreter fails under Core's standard flags, with its
-/// error and whether the input fails the consensus flags too (Core's `CheckInputScripts`
-/// asking `STANDARD_SCRIPT_VERIFY_FLAGS` first, then the mandatory ones of the failing input).
+/// error.
 fn first_standard_failure(
     tx: &Transaction,
     prevouts: &[TxOut],
-) -> Option<(usize, interpreter::ScriptError, bool)> {
+) -> Option<(usize, interpreter::ScriptError)> {
     use interpreter::{verify_input, Flags, TxData};
     let data = TxData::new(tx, prevouts);
     (0..tx.input.len()).find_map(|input| {
         let error = verify_input(&data, input, Flags::STANDARD).err()?;
-        let consensus_fails = verify_input(&data, input, Flags::MANDATORY).is_err();
-        Some((input, error, consensus_fails))
+        Some((input, error))
     })
 }

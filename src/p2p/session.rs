@@ -489,18 +489,10 @@ impl<'a> Session<'a> {
                 // By wtxid (its txid when it has no witness): the same transaction with another
                 // witness may be valid.
                 requests.rejected(&[wtxid.to_byte_array()]);
-                // Core's `MaybePunishNodeForTx`: breaking a consensus rule is misbehaviour.
-                if matches!(
-                    e,
-                    Rejection::Invalid { .. }
-                        | Rejection::InBelowOut { .. }
-                        | Rejection::Script { .. }
-                        | Rejection::Coinbase
-                ) {
-                    return Err(PeerError::Misbehaving(format!(
-                        "consensus-invalid transaction {txid}: {e}"
-                    )));
-                }
+                // No punishment: Core 31 and Knots 29.4 disconnect no peer for a transaction
+                // (validation.cpp: "Tx failures never trigger disconnections/bans", so a soft
+                // fork or a policy rule splits no network); its wtxid is remembered above, so it
+                // is not asked for again.
             }
         }
         Ok(())
