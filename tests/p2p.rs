@@ -1215,7 +1215,6 @@ fn earlier_transactions_arrive_by_bip35_and_orphans_fetch_their_parents() {
     use bitcoin::p2p::message::NetworkMessage;
     use bitcoin::p2p::message_blockdata::Inventory;
     use electrum_client::raw_client::RawClient;
-    use electrum_client::ElectrumApi;
     let tmp = tempfile::tempdir().unwrap();
     let a = Bitcoind::start(
         &tmp.path().join("a"),
@@ -1228,48 +1227,7 @@ fn earlier_transactions_arrive_by_bip35_and_orphans_fetch_their_parents() {
     let early = bitcoin::Txid::from_str(&a.rpc(&["sendtoaddress", &mine, "2.5"])).unwrap();
 
     // A parent and its child that no node has: made and signed, never sent.
-    let sign = |inputs: serde_json::Value,
-                to: &str,
-                amount: f64,
-                prevtxs: Option<serde_json::Value>|
-     -> bitcoin::Transaction {
-        let outputs = serde_json::json!({ to: format!("{amount:.8}") }).to_string();
-        let raw = a.rpc(&["createrawtransaction", &inputs.to_string(), &outputs]);
-        let mut args = vec!["signrawtransactionwithwallet".to_string(), raw];
-        if let Some(p) = prevtxs {
-            args.push(p.to_string());
-        }
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        let signed: serde_json::Value = serde_json::from_str(&a.rpc(&args)).unwrap();
-        assert_eq!(signed["complete"], true, "{signed}");
-        bitcoin::consensus::deserialize(&Vec::from_hex(signed["hex"].as_str().unwrap()).unwrap())
-            .unwrap()
-    };
-    let unspent: serde_json::Value = serde_json::from_str(&a.rpc(&["listunspent", "1"])).unwrap();
-    let coin = unspent
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["txid"] != early.to_string())
-        .unwrap()
-        .clone();
-    let parent = sign(
-        serde_json::json!([{"txid": coin["txid"], "vout": coin["vout"]}]),
-        &mine,
-        coin["amount"].as_f64().unwrap() - 0.001,
-        None,
-    );
-    let out = &parent.output[0];
-    let prevtx = serde_json::json!([{
-        "txid": parent.compute_txid().to_string(), "vout": 0,
-        "scriptPubKey": out.script_pubkey.to_hex_string(), "amount": out.value.to_btc(),
-    }]);
-    let child = sign(
-        serde_json::json!([{"txid": parent.compute_txid().to_string(), "vout": 0}]),
-        &mine,
-        out.value.to_btc() - 0.001,
-        Some(prevtx),
-    );
+    let (parent, child) = unsent_pair(&a, &mine, &early.to_string(), 0.001);
 
     let (p2p_port, electrum_port) = (free_port(), free_port());
     let cairn = start_cairn(
@@ -1287,16 +1245,7 @@ fn earlier_transactions_arrive_by_bip35_and_orphans_fetch_their_parents() {
         None,
     )
     .unwrap();
-    let wait_in_mempool = |txid: bitcoin::Txid, what: &str| {
-        let start = Instant::now();
-        while c.transaction_get_raw(&txid).is_err() {
-            assert!(
-                start.elapsed() < Duration::from_secs(60),
-                "{what}: {txid} never reached cairn"
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    };
+    let wait_in_mempool = |txid: bitcoin::Txid, what: &str| wait_in_mempool(&c, txid, what);
     wait_in_mempool(early, "BIP35 mempool request");
 
     // The child first: cairn asks this peer for the parent, then takes both.
@@ -1314,6 +1263,156 @@ fn earlier_transactions_arrive_by_bip35_and_orphans_fetch_their_parents() {
     q.send(NetworkMessage::Tx(parent.clone())).unwrap();
     wait_in_mempool(parent.compute_txid(), "the orphan's parent");
     wait_in_mempool(child.compute_txid(), "the orphan");
+}
+
+/// Signs with `node`'s wallet a payment of `amount` BTC to `to` from `inputs`, `prevtxs`
+/// describing inputs no chain or mempool of its has.
+fn signed_payment(
+    node: &Bitcoind,
+    inputs: serde_json::Value,
+    to: &str,
+    amount: f64,
+    prevtxs: Option<serde_json::Value>,
+) -> bitcoin::Transaction {
+    let outputs = serde_json::json!({ to: format!("{amount:.8}") }).to_string();
+    let raw = node.rpc(&["createrawtransaction", &inputs.to_string(), &outputs]);
+    let mut args = vec!["signrawtransactionwithwallet".to_string(), raw];
+    if let Some(p) = prevtxs {
+        args.push(p.to_string());
+    }
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let signed: serde_json::Value = serde_json::from_str(&node.rpc(&args)).unwrap();
+    assert_eq!(signed["complete"], true, "{signed}");
+    bitcoin::consensus::deserialize(&Vec::from_hex(signed["hex"].as_str().unwrap()).unwrap())
+        .unwrap()
+}
+
+/// A parent paying `parent_fee` BTC from a confirmed coin of `node`'s wallet (not of
+/// transaction `not_from`) and a child of it paying 0.001 BTC, both to `to`: signed, never sent.
+fn unsent_pair(
+    node: &Bitcoind,
+    to: &str,
+    not_from: &str,
+    parent_fee: f64,
+) -> (bitcoin::Transaction, bitcoin::Transaction) {
+    let unspent: serde_json::Value =
+        serde_json::from_str(&node.rpc(&["listunspent", "1"])).unwrap();
+    let coin = (unspent.as_array().unwrap().iter())
+        .find(|c| c["txid"] != not_from)
+        .unwrap()
+        .clone();
+    let parent = signed_payment(
+        node,
+        serde_json::json!([{"txid": coin["txid"], "vout": coin["vout"]}]),
+        to,
+        coin["amount"].as_f64().unwrap() - parent_fee,
+        None,
+    );
+    let out = &parent.output[0];
+    let prevtx = serde_json::json!([{
+        "txid": parent.compute_txid().to_string(), "vout": 0,
+        "scriptPubKey": out.script_pubkey.to_hex_string(), "amount": out.value.to_btc(),
+    }]);
+    let child = signed_payment(
+        node,
+        serde_json::json!([{"txid": parent.compute_txid().to_string(), "vout": 0}]),
+        to,
+        out.value.to_btc() - 0.001,
+        Some(prevtx),
+    );
+    (parent, child)
+}
+
+/// Waits up to 60 s until cairn's Electrum server has `txid`.
+fn wait_in_mempool(
+    c: &electrum_client::raw_client::RawClient<
+        electrum_client::raw_client::ElectrumPlaintextStream,
+    >,
+    txid: bitcoin::Txid,
+    what: &str,
+) {
+    use electrum_client::ElectrumApi;
+    let start = Instant::now();
+    while c.transaction_get_raw(&txid).is_err() {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "{what}: {txid} never reached cairn"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Core 31's 1p1c relay (`Find1P1CPackage`): a parent paying no fee is refused alone and not
+/// tried alone again, but when its child arrives, the parent is asked for once more and the two
+/// enter together. Only a child from the parent's own sender is tried with it: an attacker's
+/// fake child of the same parent (a broken signature), sent from 127.0.0.2 just before the
+/// parent comes back, is not the one tried, so the honest pair (127.0.0.3) enters at once.
+#[test]
+fn a_zero_fee_parent_from_a_peer_enters_with_its_child() {
+    use bitcoin::p2p::message::NetworkMessage;
+    use bitcoin::p2p::message_blockdata::Inventory;
+    use electrum_client::raw_client::RawClient;
+    use electrum_client::ElectrumApi;
+    let tmp = tempfile::tempdir().unwrap();
+    let p2p_port = free_port();
+    let p2p_addr = format!("--p2p-addr=127.0.0.1:{p2p_port}");
+    let (a, mine, _cairn, electrum_port) = wallet_and_cairn(tmp.path(), &[&p2p_addr]);
+    let (parent, child) = unsent_pair(&a, &mine, "", 0.0);
+    let core = Bitcoind::start_core(
+        &tmp.path().join("core"),
+        &[format!("-connect=127.0.0.1:{p2p_port}")],
+    );
+    core.wait_for_height(110, Duration::from_secs(60));
+    let mut fake = child.clone();
+    fake.output[0].value = bitcoin::Amount::from_sat(fake.output[0].value.to_sat() - 1_000);
+    let c = RawClient::new(
+        ("127.0.0.1", electrum_port),
+        Some(Duration::from_secs(30)),
+        None,
+    )
+    .unwrap();
+    let cairn_p2p = SocketAddr::from(([127, 0, 0, 1], p2p_port));
+    let mut honest = ScriptedPeer::connect("127.0.0.3", cairn_p2p);
+    honest.handshake();
+    let mut attacker = ScriptedPeer::connect("127.0.0.2", cairn_p2p);
+    attacker.handshake();
+
+    // The parent alone: refused for its fee.
+    honest.send(NetworkMessage::Tx(parent.clone())).unwrap();
+    assert!(honest.pinged(1));
+    assert!(c.transaction_get_raw(&parent.compute_txid()).is_err());
+    // Its child: an orphan, whose parent cairn asks for again.
+    honest.send(NetworkMessage::Tx(child.clone())).unwrap();
+    let asked = honest.recv_until(|m| match m {
+        NetworkMessage::GetData(items) => Some(items.clone()),
+        _ => None,
+    });
+    assert_eq!(
+        asked,
+        Some(vec![Inventory::WitnessTransaction(parent.compute_txid())])
+    );
+    // The attacker's fake child arrives before the parent comes back.
+    attacker.send(NetworkMessage::Tx(fake.clone())).unwrap();
+    assert!(attacker.pinged(2));
+    honest.send(NetworkMessage::Tx(parent.clone())).unwrap();
+    wait_in_mempool(&c, parent.compute_txid(), "the zero-fee parent");
+    wait_in_mempool(&c, child.compute_txid(), "its child");
+    assert!(c.transaction_get_raw(&fake.compute_txid()).is_err());
+    // Relayed on as Core 31 relays it: cairn's Bitcoin Core 31.99 peer takes the pair.
+    let start = Instant::now();
+    while core
+        .rpc_result(&["getmempoolentry", &child.compute_txid().to_string()])
+        .is_err()
+    {
+        assert!(
+            start.elapsed() < Duration::from_secs(90),
+            "Bitcoin Core never got the package from cairn"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert!(core
+        .rpc_result(&["getmempoolentry", &parent.compute_txid().to_string()])
+        .is_ok());
 }
 
 /// A peer announcing Knots's BLAKE2b fork on mainnet (service bit 28: Knots left Bitcoin's chain

@@ -155,7 +155,7 @@ impl Mempool {
     /// without fee: validation.cpp's `AcceptPackage`). Under Knots's profile (as Core 28 to
     /// 30) a parent below the relay fee may only if it is version 3 held to the TRUC rules, so
     /// no free transaction can stay behind when its child is replaced.
-    fn child_may_pay(&self, parent: &Transaction, refusal: &Rejection) -> bool {
+    pub fn child_may_pay(&self, parent: &Transaction, refusal: &Rejection) -> bool {
         match refusal {
             Rejection::MempoolMinFee { .. } => true,
             Rejection::MinRelayFee { .. } => {

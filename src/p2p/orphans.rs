@@ -112,6 +112,25 @@ impl Orphans {
             .collect()
     }
 
+    /// The orphans `peer` sent that spend `parent`, the newest first (Core's
+    /// `GetChildrenFromSamePeer`): candidates for a 1p1c package with it. They stay kept.
+    pub fn children_from(&self, parent: &Txid, peer: PeerId) -> Vec<(Txid, Vec<u8>)> {
+        let pool = self.lock();
+        let mut found: Vec<(Instant, Txid, Vec<u8>)> = (pool.by_parent.get(parent).into_iter())
+            .flatten()
+            .filter_map(|t| pool.by_txid.get(t).map(|o| (t, o)))
+            .filter(|(_, o)| o.from == peer)
+            .map(|(t, o)| (o.expires, *t, o.raw.clone()))
+            .collect();
+        found.sort_by(|a, b| b.0.cmp(&a.0));
+        found.into_iter().map(|(_, t, raw)| (t, raw)).collect()
+    }
+
+    /// Drops one orphan (it entered the mempool by another way).
+    pub fn remove(&self, txid: &Txid) {
+        self.lock().remove(txid);
+    }
+
     /// Drops what a peer sent, once it has gone (Core's `EraseForPeer`).
     pub fn forget_peer(&self, peer: PeerId) {
         let mut pool = self.lock();
@@ -166,6 +185,28 @@ mod tests {
             1,
             vec![txid(1)]
         ));
+    }
+
+    #[test]
+    fn a_parents_children_from_one_peer_come_newest_first_and_stay() {
+        let pool = Orphans::default();
+        pool.add(txid(1), vec![1], 7, vec![txid(100)]);
+        std::thread::sleep(Duration::from_millis(2));
+        pool.add(txid(2), vec![2], 8, vec![txid(100)]);
+        std::thread::sleep(Duration::from_millis(2));
+        pool.add(txid(3), vec![3], 7, vec![txid(100)]);
+        let of_7: Vec<Txid> = (pool.children_from(&txid(100), 7).into_iter())
+            .map(|c| c.0)
+            .collect();
+        assert_eq!(
+            of_7,
+            vec![txid(3), txid(1)],
+            "peer 8's child is not offered"
+        );
+        assert!(pool.children_from(&txid(101), 7).is_empty());
+        assert_eq!(pool.len(), 3, "looking takes nothing out");
+        pool.remove(&txid(3));
+        assert_eq!(pool.children_from(&txid(100), 7).len(), 1);
     }
 
     #[test]

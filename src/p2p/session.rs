@@ -31,6 +31,7 @@ use crate::mempool::Rejection;
 
 mod headers;
 mod owed;
+mod packages;
 mod ping;
 mod relay;
 use owed::Owed;
@@ -461,6 +462,11 @@ impl<'a> Session<'a> {
             tracing::debug!("peer {}: transaction {txid} refused lately", self.id);
             return Ok(());
         }
+        // Refused lately for its fee: only with a child (Core's `Find1P1CPackage`).
+        if requests.reconsiderable(&wtxid.to_byte_array()) {
+            tokio::task::block_in_place(|| self.try_with_child(&tx, &raw, m));
+            return Ok(());
+        }
         match tokio::task::block_in_place(|| m.mempool.accept(&raw, &m.index)) {
             Ok(accepted) => {
                 tracing::debug!("peer {}: accepted transaction {txid}", self.id);
@@ -484,6 +490,11 @@ impl<'a> Session<'a> {
                 }
             }
             Err(Rejection::AlreadyInMempool | Rejection::AlreadyKnown | Rejection::Backend(_)) => {}
+            Err(e) if m.mempool.child_may_pay(&tx, &e) => {
+                tracing::debug!("peer {}: {txid} refused for its fee alone: {e}", self.id);
+                requests.rejected_reconsiderable(&wtxid.to_byte_array());
+                tokio::task::block_in_place(|| self.try_with_child(&tx, &raw, m));
+            }
             Err(e) => {
                 tracing::debug!("peer {}: transaction {txid} rejected: {e}", self.id);
                 // By wtxid (its txid when it has no witness): the same transaction with another

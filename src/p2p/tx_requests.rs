@@ -31,6 +31,18 @@ const RECENT_REJECTS: usize = 120_000;
 /// A transaction's id as announced: its txid or wtxid bytes.
 type Key = [u8; 32];
 
+/// A 1p1c package's key (Core's `GetPackageHash`): SHA-256 of its members' wtxids, sorted.
+pub fn package_key(wtxids: &[bitcoin::Wtxid]) -> Key {
+    use bitcoin::hashes::sha256;
+    let mut sorted: Vec<[u8; 32]> = wtxids.iter().map(|w| w.to_byte_array()).collect();
+    sorted.sort_unstable();
+    let mut engine = sha256::Hash::engine();
+    for w in &sorted {
+        bitcoin::hashes::HashEngine::input(&mut engine, w);
+    }
+    sha256::Hash::from_engine(engine).to_byte_array()
+}
+
 /// The key of a transaction inventory item.
 pub fn key(item: &Inventory) -> Option<Key> {
     match item {
@@ -52,6 +64,8 @@ struct Inner {
     peers: HashMap<PeerId, Waiting>,
     in_flight: HashMap<Key, (PeerId, Instant)>,
     rejects: RollingBloom,
+    /// Refused for a fee only, and 1p1c packages refused.
+    reconsiderable: RollingBloom,
     rejects_tip: Option<BlockHash>,
 }
 
@@ -64,6 +78,7 @@ impl Default for TxRequests {
             peers: HashMap::new(),
             in_flight: HashMap::new(),
             rejects: RollingBloom::new(RECENT_REJECTS, 0.000_001),
+            reconsiderable: RollingBloom::new(RECENT_REJECTS, 0.000_001),
             rejects_tip: None,
         }))
     }
@@ -87,13 +102,14 @@ impl TxRequests {
         let mut inner = self.lock();
         if inner.rejects_tip != Some(tip) {
             inner.rejects.clear();
+            inner.reconsiderable.clear();
             inner.rejects_tip = Some(tip);
         }
         let ready = Instant::now() + delay;
         let mut kept = 0;
         for item in items {
             let Some(k) = key(&item) else { continue };
-            if inner.rejects.contains(&k) {
+            if inner.rejects.contains(&k) || inner.reconsiderable.contains(&k) {
                 continue;
             }
             let waiting = inner.peers.entry(peer).or_default();
@@ -176,6 +192,17 @@ impl TxRequests {
     /// Whether a transaction was refused lately.
     pub fn recently_rejected(&self, k: &Key) -> bool {
         self.lock().rejects.contains(k)
+    }
+
+    /// Notes a transaction refused only for a fee a child may pay (Core's `TX_RECONSIDERABLE`),
+    /// or a 1p1c package refused (by [`package_key`]): not asked for, nor tried alone, again.
+    pub fn rejected_reconsiderable(&self, k: &Key) {
+        self.lock().reconsiderable.insert(k);
+    }
+
+    /// Whether a transaction (or a 1p1c package) was refused lately for a fee only.
+    pub fn reconsiderable(&self, k: &Key) -> bool {
+        self.lock().reconsiderable.contains(k)
     }
 
     /// Forgets a departed peer: its requests may go to others.
