@@ -15,6 +15,7 @@ use super::rpc::{Reply, RpcError, BACKEND_ERROR, HISTORY_TOO_LARGE};
 use super::verbose;
 use crate::config::SERVER_SOFTWARE;
 use crate::index::query::{QueryError, TxPosition};
+use crate::mempool::linearize::metered;
 use crate::mempool::{Mempool, Rejection};
 use crate::notify::Changes;
 use crate::types::ScriptHash;
@@ -417,9 +418,9 @@ impl Ctx<'_> {
 
     /// Charges a broadcast's checks, which read outside the view
     /// ([`crate::listen::broadcast_checks`]).
-    fn charge_checks(&self, raws: &[&[u8]], refused: bool) {
+    fn charge_checks(&self, raws: &[&[u8]], refused: bool, linearized: u64) {
         self.meter
-            .add(crate::listen::broadcast_checks(raws, refused));
+            .add(crate::listen::broadcast_checks(raws, refused, linearized));
     }
 
     /// Charges work that reads no rows at ElectrumX's price in units (50 rows a unit).
@@ -433,8 +434,8 @@ impl Ctx<'_> {
     pub(crate) fn broadcast(&self, raw: &[u8]) -> Result<Value, RpcError> {
         let pool = self.mempool()?;
         let index = self.backend.model.index();
-        let accepted = pool.accept(raw, index);
-        self.charge_checks(&[raw], accepted.is_err());
+        let (accepted, linearized) = metered(|| pool.accept(raw, index));
+        self.charge_checks(&[raw], accepted.is_err(), linearized);
         let accepted = accepted.map_err(|e| {
             RpcError::bad_request(format!(
                 "the transaction was rejected by network rules.\n\n{e}"
@@ -452,12 +453,12 @@ impl Ctx<'_> {
     pub(crate) fn broadcast_package(&self, raws: &[Vec<u8>]) -> Result<Value, RpcError> {
         let pool = self.mempool()?;
         let index = self.backend.model.index();
-        let results = pool.accept_package(raws, index);
+        let (results, linearized) = metered(|| pool.accept_package(raws, index));
         let refused = match &results {
             Ok(package) => package.each.iter().any(Result::is_err),
             Err(_) => true,
         };
-        self.charge_checks(&slices(raws), refused);
+        self.charge_checks(&slices(raws), refused, linearized);
         let package =
             results.map_err(|e| RpcError::bad_request(format!("the package was rejected: {e}")))?;
         let mut errors = Vec::new();
@@ -497,9 +498,9 @@ impl Ctx<'_> {
     /// broadcast's checks.
     pub(crate) fn test_mempool_accept(&self, raws: &[Vec<u8>]) -> Result<Value, RpcError> {
         let pool = self.mempool()?;
-        let results = pool.test_accept(raws, self.backend.model.index());
+        let (results, linearized) = metered(|| pool.test_accept(raws, self.backend.model.index()));
         // A dry run keeps nothing, so it is charged as a refusal whatever its answer.
-        self.charge_checks(&slices(raws), true);
+        self.charge_checks(&slices(raws), true, linearized);
         let results = results.map_err(|e| RpcError::bad_request(e.to_string()))?;
         Ok(Value::Array(
             results

@@ -144,13 +144,24 @@ pub fn units(requests: usize, read: Cost, bytes: usize) -> f64 {
 /// 1,000 bytes hashed for each legacy input's signatures (each hashes the whole transaction,
 /// in each run: a 100 kB transaction of 1,000 legacy inputs costs 2,000 units, not 100), and
 /// 500 rows more (10 units) when it is refused or only tried, so a client that sends what the
-/// network refuses, or asks again and again, pays for the work.
-pub fn broadcast_checks(raws: &[&[u8]], refused: bool) -> Cost {
+/// network refuses, or asks again and again, pays for the work; and the clusters it made the
+/// mempool linearize, `linearized` ([`LINEARIZED_PER_ROW`]).
+pub fn broadcast_checks(raws: &[&[u8]], refused: bool, linearized: u64) -> Cost {
     let hashed: u64 = raws.iter().map(|raw| legacy_hashing(raw)).sum();
     let bytes: u64 = raws.iter().map(|raw| raw.len() as u64).sum();
-    let rows = bytes / 20 + hashed / 1_000 + if refused { 500 } else { 0 };
+    let rows = bytes / 20
+        + hashed / 1_000
+        + if refused { 500 } else { 0 }
+        + linearized / LINEARIZED_PER_ROW;
     Cost { rows, bytes: 0 }
 }
+
+/// Linearization work ([`crate::mempool::linearize::metered`]: each cluster's size
+/// squared) that costs a row: a 64-transaction cluster (4,096) costs 4 rows, as many as 80 bytes of
+/// a broadcast's checks, about what each costs in time (some 65 µs: `cargo bench --profile ci
+/// --bench cluster_mempool`). A replacement judged against 100 such clusters before and after
+/// costs 800 rows, 16 units, beyond its bytes.
+const LINEARIZED_PER_ROW: u64 = 1_000;
 
 /// The bytes a transaction's legacy signature checks hash at most: each non-witness input's
 /// signature hash covers the whole transaction without witnesses (0 for what does not decode,
@@ -227,13 +238,19 @@ mod tests {
         };
         let raw = bitcoin::consensus::serialize(&tx);
         let base = raw.len() as u64;
-        let taken = broadcast_checks(&[&raw], false);
+        let taken = broadcast_checks(&[&raw], false, 0);
         assert_eq!(taken.rows, base / 20 + 10 * base / 1_000);
-        assert_eq!(broadcast_checks(&[&raw], true).rows, taken.rows + 500);
+        assert_eq!(broadcast_checks(&[&raw], true, 0).rows, taken.rows + 500);
         assert_eq!(
-            broadcast_checks(&[b"junk"], true).rows,
+            broadcast_checks(&[b"junk"], true, 0).rows,
             500,
             "nothing hashed"
+        );
+        // 100 clusters of 64 linearized before and after a replacement: 800 rows more.
+        let linearized = 2 * 100 * 64 * 64;
+        assert_eq!(
+            broadcast_checks(&[&raw], true, linearized).rows,
+            taken.rows + 500 + 819
         );
     }
 

@@ -11,7 +11,27 @@
 //! 31 searches further (spanning-forest linearization within a budget) and can find better
 //! chunks where transactions share several parents and several children.
 
+use std::cell::Cell;
 use std::cmp::Ordering;
+
+thread_local! {
+    /// The linearization work this thread has done: each cluster's size, squared, summed.
+    static WORK: Cell<u64> = const { Cell::new(0) };
+}
+
+/// The linearization work this thread has done so far (each linearized cluster's size squared,
+/// summed: [`linearize`] is quadratic). Read before and after a mempool call to charge the
+/// caller for what the call linearized: replacement diagrams, evictions, packages.
+pub fn work_on_this_thread() -> u64 {
+    WORK.with(Cell::get)
+}
+
+/// Runs `call` and returns what it returned with the linearization work it did on this thread.
+pub fn metered<T>(call: impl FnOnce() -> T) -> (T, u64) {
+    let before = work_on_this_thread();
+    let out = call();
+    (out, work_on_this_thread().saturating_sub(before))
+}
 
 /// A fee and a size (sigop-adjusted weight units), compared by their ratio (Core's `FeeFrac`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -68,6 +88,8 @@ pub struct Node {
 /// where each transaction has at most one parent, or at most one child. Quadratic in the
 /// cluster's size: about 64 × 64 steps for Core's largest cluster.
 pub fn linearize(nodes: &[Node]) -> Vec<usize> {
+    let n = nodes.len() as u64;
+    WORK.with(|w| w.set(w.get().saturating_add(n.saturating_mul(n))));
     let order = ancestor_set_order(nodes);
     let order = post_linearize_pass(nodes, &order, false);
     post_linearize_pass(nodes, &order, true)

@@ -651,6 +651,11 @@ impl Mempool {
         self.accept_with(raw, index, true, persist::now())
     }
 
+    /// [`Mempool::accept`] against any chain: the seam benches and tools without an index use.
+    pub fn accept_from(&self, raw: &[u8], coins: &dyn CoinSource) -> Result<Accepted, Rejection> {
+        self.accept_with(raw, coins, true, persist::now())
+    }
+
     /// As [`Mempool::accept`]; without `own_fee` the minimum relay fee is not asked of the
     /// transaction alone (a package parent whose child pays for it: [`Mempool::accept_package`]).
     fn accept_with(

@@ -336,8 +336,13 @@ pub fn broadcast(ctx: &Query, body: &[u8]) -> Reply {
             "this server keeps no mempool".into(),
         )
     })?;
-    let accepted = pool.accept(&raw, ctx.model.index());
-    ctx.charge(crate::listen::broadcast_checks(&[&raw], accepted.is_err()));
+    let (accepted, linearized) =
+        crate::mempool::linearize::metered(|| pool.accept(&raw, ctx.model.index()));
+    ctx.charge(crate::listen::broadcast_checks(
+        &[&raw],
+        accepted.is_err(),
+        linearized,
+    ));
     match accepted {
         Ok(accepted) => {
             let txid = accepted.txid;

@@ -216,3 +216,28 @@ proptest! {
         prop_assert!(cmp == Some(Ordering::Equal) || cmp == Some(Ordering::Less), "{:?}", cmp);
     }
 }
+
+#[test]
+fn linearizing_is_metered_on_the_thread_that_does_it() {
+    let chain: Vec<Node> = (0..64)
+        .map(|i: usize| {
+            node(
+                1_000,
+                400,
+                &(i.checked_sub(1).into_iter().collect::<Vec<_>>()),
+            )
+        })
+        .collect();
+    let ((), work) = metered(|| {
+        linearize(&chain);
+        linearize(&chain[..8]);
+    });
+    assert_eq!(work, 64 * 64 + 8 * 8);
+    // Another thread's work is its own.
+    let ((), none) = metered(|| {
+        std::thread::spawn(move || linearize(&chain))
+            .join()
+            .unwrap();
+    });
+    assert_eq!(none, 0);
+}
