@@ -132,6 +132,28 @@ fn replacements_are_judged_by_the_fee_rate_diagram() {
 }
 
 #[test]
+fn a_replacements_linearization_is_metered_for_its_caller() {
+    let mut coins = Coins::new();
+    let (a, b) = (coins.add(1, 1_000_000), coins.add(2, 1_000_000));
+    let pool = core_pool();
+    let txs = chain(a, 1_000_000, 64);
+    for tx in &txs {
+        accept(&pool, &coins, tx).unwrap();
+    }
+    // A lone payment in a roomy pool linearizes nothing.
+    let (lone, work) = linearize::metered(|| accept(&pool, &coins, &spend(&[b], &[999_000])));
+    assert!(lone.is_ok());
+    assert_eq!(work, 0);
+    // Replacing the chain's last transaction judges its 64-transaction cluster's diagram
+    // before and after.
+    let left = 1_000_000 - 63 * 200;
+    let bump = spend(&[OutPoint::new(txs[62].compute_txid(), 0)], &[left - 5_000]);
+    let (replaced, work) = linearize::metered(|| accept(&pool, &coins, &bump));
+    assert!(replaced.is_ok(), "{replaced:?}");
+    assert!(work >= 2 * 64 * 64, "{work}");
+}
+
+#[test]
 fn a_replacement_may_spend_new_unconfirmed_outputs_and_pay_a_lower_rate_than_its_conflict() {
     let mut coins = Coins::new();
     let (a, b) = (coins.add(1, 100_000), coins.add(2, 100_000));
