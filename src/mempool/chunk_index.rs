@@ -6,10 +6,12 @@
 //! mempool's txid fallback order). The worst chunk is the last of its cluster, so nothing it
 //! leaves behind spends from it, and a parent its child pays for leaves only with the child.
 //!
-//! Chunks are computed lazily: a transaction that enters, and the neighbours of one that
-//! leaves, mark their clusters changed; before an eviction reads the index, each changed
-//! cluster (at most 64 transactions under Core's limits) is linearized again, once, however
-//! many changes it took. A pool that never fills never pays for it.
+//! A transaction that enters, and the neighbours of one that leaves, mark their clusters
+//! changed; when the write lock that changed them is released (and before an eviction reads the
+//! index), each changed cluster (at most 64 transactions under Core's limits) is linearized
+//! again, once however many changes it took; a lone transaction is its own chunk, with no
+//! linearization. The first eviction of a full pool so finds the index ready, as Core's
+//! txgraph keeps its chunk index.
 
 use std::cmp::{Ordering, Reverse};
 use std::collections::{BTreeSet, HashMap, HashSet};
@@ -155,7 +157,7 @@ impl Inner {
     }
 
     /// Linearizes every changed cluster again, once each, and replaces its chunks.
-    fn refresh_chunks(&mut self) {
+    pub(super) fn refresh_chunks(&mut self) {
         let changed = std::mem::take(&mut self.chunk_index.changed);
         let mut done: HashSet<Txid> = HashSet::new();
         for txid in changed {
@@ -176,6 +178,10 @@ impl Inner {
 
     /// One cluster's chunks, best first, each with its members parents first.
     fn chunks_of_cluster(&self, cluster: &HashSet<Txid>) -> Vec<(Vec<Txid>, FeeFrac)> {
+        if let (1, Some(entry)) = (cluster.len(), cluster.iter().find_map(|t| self.txs.get(t))) {
+            let rate = FeeFrac::new(entry.fee, entry.adjusted_weight());
+            return vec![(vec![entry.txid], rate)];
+        }
         let mut ids: Vec<Txid> = cluster.iter().copied().collect();
         ids.sort();
         let nodes = self.graph_of(&ids, None);
@@ -188,10 +194,14 @@ impl Inner {
             .collect()
     }
 
-    /// Panics unless, after a refresh, the index holds exactly the chunks a fresh
-    /// linearization of every cluster gives, and every transaction is in one of them.
+    /// Panics unless the last write left nothing to linearize and the index holds exactly the
+    /// chunks a fresh linearization of every cluster gives, every transaction in one of them.
     #[cfg(test)]
     pub(super) fn assert_chunks_fresh(&mut self) {
+        assert!(
+            self.chunk_index.changed.is_empty(),
+            "the last write left clusters to linearize"
+        );
         self.refresh_chunks();
         let mut kept: Vec<(Vec<Txid>, u64, u64)> = (self.chunk_index.chunks.values())
             .map(|(key, members)| (members.clone(), key.rate.0.fee, key.rate.0.size))

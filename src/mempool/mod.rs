@@ -221,6 +221,33 @@ impl Inner {
         self.check_ephemeral_spends(candidate.tx)
     }
 
+    /// The checks of a single new transaction against the pool before any script runs, in the
+    /// profile's order; what it replaces. Core 31 (validation.cpp's `PreChecks`, then
+    /// `ReplacementChecks`, then `AcceptSingleTransactionInternal`): TRUC (a sibling it may evict
+    /// joining its conflicts), the replacement rules (conflicting clusters, fees, cluster limits,
+    /// the diagram), the cluster limits without what it replaces, then ephemeral dust. Knots 29.4
+    /// (as Core 29): the chain limits, TRUC, then BIP125's rules. Run under the read lock that
+    /// checks and again under the write lock that admits, unless nothing changed between.
+    fn check_against_pool(
+        &self,
+        entry: &MempoolEntry,
+        from_parents: &[OutPoint],
+        needed: u64,
+    ) -> Result<Vec<Txid>, Rejection> {
+        let weight = entry.adjusted_weight();
+        if !self.clusters {
+            self.check_chain_limits(&entry.tx, weight, &self.replaced_by(&entry.tx))?;
+        }
+        let conflicts = self.conflicts_of(entry, from_parents, true)?;
+        let replaced = replacement(self, &conflicts, entry, from_parents, needed)?;
+        let gone: HashSet<Txid> = replaced.iter().copied().collect();
+        self.check_chain_limits(&entry.tx, weight, &gone)?;
+        if self.clusters {
+            self.check_ephemeral_spends(&entry.tx)?;
+        }
+        Ok(replaced)
+    }
+
     /// Core's `CheckEphemeralSpends` for one transaction (policy/ephemeral_policy.cpp): every
     /// dust output of each mempool parent it spends from must be spent by it
     /// (`missing-ephemeral-spends`).
@@ -411,6 +438,9 @@ struct Checked {
     from_parents: Vec<OutPoint>,
     /// The relay fee its size needs (what a replacement must add besides).
     needed: u64,
+    /// A single transaction's checks against the pool ([`Inner::check_against_pool`]): the
+    /// mempool generation they read and what it replaces.
+    against_pool: Option<(u64, Vec<Txid>)>,
 }
 
 /// What a transaction's inputs spend, found by [`Mempool::resolve_inputs`].
@@ -533,10 +563,10 @@ impl Mempool {
         self.inner.read().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn write(&self) -> std::sync::RwLockWriteGuard<'_, Inner> {
+    fn write(&self) -> Writing<'_> {
         let mut inner = self.inner.write().unwrap_or_else(PoisonError::into_inner);
         inner.generation += 1;
-        inner
+        Writing(inner)
     }
 
     /// The projected blocks and the fee histogram ([`fees::FeeRates`]), computed once per
@@ -727,8 +757,11 @@ impl Mempool {
             vsize,
         };
         let weight = inputs::adjusted_weight(tx.weight().to_wu(), sigops);
-        // Before any script runs, as in Core's PreChecks; again under the write lock.
-        self.read().check_relatives(&candidate, weight, staged)?;
+        // A package member's, before any script runs, as in Core's PreChecks; again under the
+        // write lock. A single transaction's come once it is an entry, below.
+        if !staged.allows_replacement() {
+            self.read().check_relatives(&candidate, weight, staged)?;
+        }
         let tx_weight = tx.weight().to_wu();
         let entry = MempoolEntry {
             tx,
@@ -745,10 +778,19 @@ impl Mempool {
             coins_block: finality::coins_block(&inputs.heights, index),
             coin_heights: inputs.heights,
         };
+        let against_pool = match staged.allows_replacement() {
+            true => {
+                let inner = self.read();
+                let replaced = inner.check_against_pool(&entry, &inputs.from_parents, needed)?;
+                Some((inner.generation, replaced))
+            }
+            false => None,
+        };
         Ok(Checked {
             entry,
             from_parents: inputs.from_parents,
             needed,
+            against_pool,
         })
     }
 
@@ -820,13 +862,15 @@ impl Mempool {
             entry,
             from_parents,
             needed,
+            against_pool,
         } = checked;
         let (txid, wtxid) = (entry.txid, entry.wtxid);
         let mut inner = self.write();
-        let conflicts = inner.conflicts_of(&entry, &from_parents, true)?;
-        let replaced = replacement(&inner, &conflicts, &entry, &from_parents, needed)?;
-        let gone = replaced.iter().copied().collect();
-        inner.check_chain_limits(&entry.tx, entry.adjusted_weight(), &gone)?;
+        // The read lock's verdict stands if no write came between (this one is the next).
+        let replaced = match against_pool {
+            Some((read_at, replaced)) if inner.generation == read_at + 1 => replaced,
+            _ => inner.check_against_pool(&entry, &from_parents, needed)?,
+        };
         let mut touched: HashSet<ScriptHash> = entry.scripthashes().collect();
         for r in &replaced {
             inner.remove_with_descendants(r, &mut touched);
@@ -984,6 +1028,33 @@ impl Inner {
             fee: chunk.feerate.fee,
             vsize: chunk.feerate.size.div_ceil(4),
         })
+    }
+}
+
+/// The mempool under its write lock. Released, it brings Core's chunk index up to date with
+/// what the change touched ([`chunk_index`]), so an eviction never finds the whole pool to
+/// linearize at once.
+struct Writing<'a>(std::sync::RwLockWriteGuard<'a, Inner>);
+
+impl std::ops::Deref for Writing<'_> {
+    type Target = Inner;
+
+    fn deref(&self) -> &Inner {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Writing<'_> {
+    fn deref_mut(&mut self) -> &mut Inner {
+        &mut self.0
+    }
+}
+
+impl Drop for Writing<'_> {
+    fn drop(&mut self) {
+        if self.0.clusters {
+            self.0.refresh_chunks();
+        }
     }
 }
 

@@ -8,7 +8,7 @@ use bitcoin::{OutPoint, Transaction, TxOut, Txid, Wtxid};
 
 use super::coins::CoinSource;
 use super::Rejection;
-use super::{consensus, persist, replacement, rolling, truc, Accepted, Checked, Mempool};
+use super::{consensus, persist, rolling, truc, Accepted, Checked, Mempool};
 use crate::config::{PolicyProfile, TrucPolicy};
 use crate::index::Index;
 use crate::types::ScriptHash;
@@ -320,22 +320,10 @@ impl Mempool {
         Ok(results)
     }
 
-    /// A dry run of one transaction: [`Mempool::accept`]'s checks, those of the write lock
-    /// under a read lock, before its scripts as in Core.
+    /// A dry run of one transaction: [`Mempool::accept`]'s checks, those against the pool
+    /// under a read lock before its scripts, as in Core.
     fn test_one(&self, raw: &[u8], index: &dyn CoinSource) -> Result<Tested, Rejection> {
         let checked = self.pre_check(raw, index, true, persist::now(), &Staged::default())?;
-        {
-            let inner = self.read();
-            let Checked {
-                entry,
-                from_parents,
-                needed,
-            } = &checked;
-            let conflicts = inner.conflicts_of(entry, from_parents, true)?;
-            let replaced = replacement(&inner, &conflicts, entry, from_parents, *needed)?;
-            let gone = replaced.into_iter().collect();
-            inner.check_chain_limits(&entry.tx, entry.adjusted_weight(), &gone)?;
-        }
         self.check_scripts(&checked)?;
         Ok(tested(&checked))
     }
