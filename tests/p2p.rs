@@ -1346,7 +1346,9 @@ fn wait_in_mempool(
 /// tried alone again, but when its child arrives, the parent is asked for once more and the two
 /// enter together. Only a child from the parent's own sender is tried with it: an attacker's
 /// fake child of the same parent (a broken signature), sent from 127.0.0.2 just before the
-/// parent comes back, is not the one tried, so the honest pair (127.0.0.3) enters at once.
+/// parent comes back, is not the one tried, so the honest pair (127.0.0.3) enters at once. An
+/// attacker that relays the honest child first does not take it over either: every sender of
+/// an orphan is remembered (Core's `AddAnnouncer`).
 #[test]
 fn a_zero_fee_parent_from_a_peer_enters_with_its_child() {
     use bitcoin::p2p::message::NetworkMessage;
@@ -1398,6 +1400,26 @@ fn a_zero_fee_parent_from_a_peer_enters_with_its_child() {
     wait_in_mempool(&c, parent.compute_txid(), "the zero-fee parent");
     wait_in_mempool(&c, child.compute_txid(), "its child");
     assert!(c.transaction_get_raw(&fake.compute_txid()).is_err());
+
+    // The attacker relays the honest peer's next child first: the honest peer, sending it
+    // after, is still asked for the parent, and its pair enters.
+    let used = parent.input[0].previous_output.txid.to_string();
+    let (parent2, child2) = unsent_pair(&a, &mine, &used, 0.0);
+    attacker.send(NetworkMessage::Tx(child2.clone())).unwrap();
+    assert!(attacker.pinged(3));
+    honest.send(NetworkMessage::Tx(parent2.clone())).unwrap();
+    honest.send(NetworkMessage::Tx(child2.clone())).unwrap();
+    let asked = honest.recv_until(|m| match m {
+        NetworkMessage::GetData(items) => Some(items.clone()),
+        _ => None,
+    });
+    assert_eq!(
+        asked,
+        Some(vec![Inventory::WitnessTransaction(parent2.compute_txid())]),
+        "the honest sender of an orphan an attacker sent first is asked for its parent"
+    );
+    honest.send(NetworkMessage::Tx(parent2.clone())).unwrap();
+    wait_in_mempool(&c, child2.compute_txid(), "the second pair");
     // Relayed on as Core 31 relays it: cairn's Bitcoin Core 31.99 peer takes the pair.
     let start = Instant::now();
     while core

@@ -151,13 +151,15 @@ impl Mempool {
     }
 
     /// Whether a parent refused with `refusal` may still enter paid for by its child (Core's
-    /// `TX_RECONSIDERABLE`): under the rolling minimum fee or the relay fee (Core 31, with or
+    /// `TX_RECONSIDERABLE`): evicted as soon as it entered, under the rolling minimum fee, or
+    /// under the relay fee (Core 31, with or
     /// without fee: validation.cpp's `AcceptPackage`). Under Knots's profile (as Core 28 to
     /// 30) a parent below the relay fee may only if it is version 3 held to the TRUC rules, so
     /// no free transaction can stay behind when its child is replaced.
     pub fn child_may_pay(&self, parent: &Transaction, refusal: &Rejection) -> bool {
         match refusal {
-            Rejection::MempoolMinFee { .. } => true,
+            // Evicted as soon as it entered (Core's `TX_RECONSIDERABLE` "mempool full").
+            Rejection::MempoolMinFee { .. } | Rejection::MempoolFull => true,
             Rejection::MinRelayFee { .. } => {
                 self.config.profile == PolicyProfile::Core
                     || (self.config.truc == TrucPolicy::Enforce

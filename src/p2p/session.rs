@@ -476,7 +476,7 @@ impl<'a> Session<'a> {
             }
             Err(Rejection::MissingInputs(_)) => {
                 let parents = tokio::task::block_in_place(|| unknown_parents(&tx, m));
-                if self.ctx.orphans.add(txid, raw, self.id, parents.clone()) {
+                if (self.ctx.orphans).add((txid, wtxid), raw, self.id, parents.clone()) {
                     tracing::debug!(
                         "peer {}: orphan {txid}, asking for {} parents",
                         self.id,
@@ -523,9 +523,9 @@ impl<'a> Session<'a> {
                     }
                     Err(Rejection::MissingInputs(_)) => {
                         if let Ok(tx) = bitcoin::consensus::deserialize::<Transaction>(&raw) {
-                            self.ctx
-                                .orphans
-                                .add(txid, raw, from, unknown_parents(&tx, m));
+                            let parents = unknown_parents(&tx, m);
+                            let ids = (txid, tx.compute_wtxid());
+                            self.ctx.orphans.add(ids, raw, from, parents);
                         }
                     }
                     Err(e) => tracing::debug!("orphan {txid} from peer {from} rejected: {e}"),

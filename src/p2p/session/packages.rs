@@ -8,11 +8,12 @@
 //! fee-only refusals), so a peer gets at most one package check per orphan it sent.
 
 use bitcoin::hashes::Hash;
-use bitcoin::Transaction;
+use bitcoin::{Transaction, Txid, Wtxid};
 
 use super::super::context::MempoolAccess;
 use super::super::tx_requests::package_key;
 use super::Session;
+use crate::mempool::Rejection;
 use crate::notify::Changes;
 
 impl Session<'_> {
@@ -25,42 +26,68 @@ impl Session<'_> {
             .ctx
             .orphans
             .children_from(&parent.compute_txid(), self.id);
-        let found = candidates.into_iter().find_map(|(txid, child_raw)| {
-            let child: Transaction = bitcoin::consensus::deserialize(&child_raw).ok()?;
-            let key = package_key(&[wtxid, child.compute_wtxid()]);
-            let fresh = !requests.reconsiderable(&key)
-                && !requests.recently_rejected(&child.compute_wtxid().to_byte_array());
-            fresh.then_some((txid, child_raw, key))
-        });
-        let Some((child_txid, child_raw, key)) = found else {
+        let fresh = |(_, child): &(Txid, Wtxid)| {
+            !requests.reconsiderable(&package_key(&[wtxid, *child]))
+                && !requests.recently_rejected(&child.to_byte_array())
+        };
+        let Some((child_txid, child_wtxid)) = candidates.into_iter().find(fresh) else {
             return;
         };
+        let Some(child_raw) = self.ctx.orphans.raw(&child_txid) else {
+            return;
+        };
+        let key = package_key(&[wtxid, child_wtxid]);
         let raws = [raw.to_vec(), child_raw];
         let Ok(package) = m.mempool.accept_package(&raws, &m.index) else {
             requests.rejected_reconsiderable(&key);
             return;
         };
-        let all_in = package.each.iter().all(Result::is_ok);
         let mut changes = Changes {
             scripts: Some(package.touched),
             added: Some(Default::default()),
         };
-        for accepted in package.each.into_iter().flatten() {
-            tracing::debug!(
-                "peer {}: accepted {} in a 1p1c package",
-                self.id,
-                accepted.txid
-            );
-            m.notifier.announce(accepted.txid);
-            changes.extend(Changes::accepted(&accepted));
+        let mut accepted = Vec::new();
+        for result in &package.each {
+            if let Ok(a) = result {
+                tracing::debug!("peer {}: accepted {} in a 1p1c package", self.id, a.txid);
+                m.notifier.announce(a.txid);
+                changes.extend(Changes::accepted(a));
+                accepted.push(a.txid);
+            }
         }
         m.notifier.publish(&m.index, changes);
-        if !all_in {
-            requests.rejected_reconsiderable(&key);
-            return;
+        match package.each.last() {
+            Some(Ok(_)) => self.ctx.orphans.remove(&child_txid),
+            Some(Err(e)) => self.child_refused(&raws[1], child_txid, child_wtxid, e, &key, m),
+            None => {}
         }
-        self.ctx.orphans.remove(&child_txid);
-        self.accept_orphans_of(parent.compute_txid(), m);
-        self.accept_orphans_of(child_txid, m);
+        for txid in accepted {
+            self.accept_orphans_of(txid, m);
+        }
+    }
+
+    /// The child of a 1p1c package was refused: for a fee (the package's), the pair is not tried
+    /// again; for anything else, the child is refused for good and leaves the orphans (Core's
+    /// `ProcessPackageResult`).
+    fn child_refused(
+        &self,
+        raw: &[u8],
+        txid: Txid,
+        wtxid: Wtxid,
+        refusal: &Rejection,
+        key: &[u8; 32],
+        m: &MempoolAccess,
+    ) {
+        let requests = &self.ctx.tx_requests;
+        requests.rejected_reconsiderable(key);
+        let Ok(child) = bitcoin::consensus::deserialize::<Transaction>(raw) else {
+            return;
+        };
+        let for_fee = matches!(refusal, Rejection::PackageFailed(_))
+            || m.mempool.child_may_pay(&child, refusal);
+        if !for_fee {
+            requests.rejected(&[wtxid.to_byte_array()]);
+            self.ctx.orphans.remove(&txid);
+        }
     }
 }
