@@ -59,6 +59,79 @@ impl Inner {
         Ok(())
     }
 
+    /// Refuses a package (`txs`, sigop-adjusted `weights`) if any cluster it would make is over
+    /// the limits: its members fall into groups that spend each other or join the same mempool
+    /// cluster, and each group is counted with the mempool clusters it joins (txgraph's
+    /// `IsOversized` over the staged package: unrelated members are separate clusters).
+    pub(super) fn check_package_clusters(
+        &self,
+        txs: &[&Transaction],
+        weights: &[u64],
+    ) -> Result<(), Rejection> {
+        let ids: Vec<Txid> = txs.iter().map(|t| t.compute_txid()).collect();
+        let mut joined: Vec<HashMap<Txid, u64>> = Vec::with_capacity(txs.len());
+        for tx in txs {
+            let seeds = tx.input.iter().map(|i| i.previous_output.txid);
+            let found = self.cluster_members(seeds, CLUSTER_COUNT_LIMIT);
+            joined.push(found.ok_or(Rejection::TooLargeCluster)?);
+        }
+        // Groups by relabelling (a package has at most 25 members).
+        let mut group: Vec<usize> = (0..txs.len()).collect();
+        for (i, tx) in txs.iter().enumerate() {
+            for j in 0..i {
+                let spends = tx
+                    .input
+                    .iter()
+                    .any(|inp| inp.previous_output.txid == ids[j]);
+                let share = joined[i].keys().any(|t| joined[j].contains_key(t));
+                if (spends || share) && group[i] != group[j] {
+                    let (from, to) = (group[i], group[j]);
+                    group
+                        .iter_mut()
+                        .filter(|g| **g == from)
+                        .for_each(|g| *g = to);
+                }
+            }
+        }
+        for label in 0..txs.len() {
+            let members: Vec<usize> = (0..txs.len()).filter(|&i| group[i] == label).collect();
+            let mut pool: HashMap<Txid, u64> = HashMap::new();
+            members.iter().for_each(|&i| pool.extend(&joined[i]));
+            let count = members.len() + pool.len();
+            let weight: u64 =
+                members.iter().map(|&i| weights[i]).sum::<u64>() + pool.values().sum::<u64>();
+            if count > CLUSTER_COUNT_LIMIT || weight > CLUSTER_WEIGHT_LIMIT {
+                return Err(Rejection::TooLargeCluster);
+            }
+        }
+        Ok(())
+    }
+
+    /// The mempool transactions connected to `seeds` (those of them in the pool) with their
+    /// sigop-adjusted weights, or `None` once they are more than `room`: the walk stops there.
+    fn cluster_members(
+        &self,
+        seeds: impl Iterator<Item = Txid>,
+        room: usize,
+    ) -> Option<HashMap<Txid, u64>> {
+        let mut seen: HashMap<Txid, u64> = HashMap::new();
+        let mut stack: Vec<Txid> = seeds.collect();
+        while let Some(id) = stack.pop() {
+            if seen.contains_key(&id) {
+                continue;
+            }
+            let Some(entry) = self.txs.get(&id) else {
+                continue;
+            };
+            seen.insert(id, entry.adjusted_weight());
+            if seen.len() > room {
+                return None;
+            }
+            stack.extend(self.relatives(id, entry));
+        }
+        Some(seen)
+    }
+
     /// The sigop-adjusted weight of the mempool transactions connected to `seeds` (those of
     /// them in the pool) without passing through `gone`, or `None` once they are more than
     /// `room`: the walk stops there.

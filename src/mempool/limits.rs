@@ -86,16 +86,11 @@ impl Inner {
     pub(super) fn check_package_limits(
         &self,
         txs: &[&Transaction],
+        weights: &[u64],
         vsize: u64,
     ) -> Result<(), Rejection> {
         if self.clusters {
-            // The members' vbytes are sigop-adjusted and rounded up: at most 3 weight units
-            // more each than the graph counts.
-            let newcomers = Newcomers {
-                txs,
-                weight: vsize.saturating_mul(4),
-            };
-            return self.check_cluster_limits(&newcomers, &HashSet::new());
+            return self.check_package_clusters(txs, weights);
         }
         self.check_package_chain_limits(txs, vsize)
             .map_err(Rejection::TooLongChain)

@@ -209,9 +209,12 @@ impl Mempool {
             return Err(all(Rejection::PackageFee { fees, needed }));
         }
         let txs: Vec<&Transaction> = checked.iter().map(|c| &c.entry.tx).collect();
+        let weights: Vec<u64> = checked.iter().map(|c| c.entry.adjusted_weight()).collect();
         {
             let inner = self.read();
-            inner.check_package_limits(&txs, vsize).map_err(all)?;
+            inner
+                .check_package_limits(&txs, &weights, vsize)
+                .map_err(all)?;
             if self.config.profile == PolicyProfile::Core {
                 inner
                     .check_package_ephemeral_spends(&txs)
@@ -364,8 +367,9 @@ impl Mempool {
             inner
                 .check_package_truc(&members)
                 .map_err(|e| e.to_string())?;
+            let weights: Vec<u64> = checked.iter().map(|c| c.entry.adjusted_weight()).collect();
             inner
-                .check_package_limits(&txs.iter().collect::<Vec<_>>(), vsize)
+                .check_package_limits(&txs.iter().collect::<Vec<_>>(), &weights, vsize)
                 .map_err(|e| match e {
                     Rejection::TooLongChain(e) => format!("package-mempool-limits, {e}"),
                     e => e.to_string(),

@@ -309,3 +309,35 @@ fn data_carriers_and_bare_outputs_are_cores() {
     multisig.output[0].script_pubkey = super::multisig(1, 2);
     assert!(standard::check_standard(&multisig, &core).is_ok());
 }
+
+#[test]
+fn a_packages_unrelated_members_are_counted_in_their_own_clusters() {
+    let mut coins = Coins::new();
+    let (a, b) = (coins.add(1, 1_000_000), coins.add(2, 1_000_000));
+    let pool = core_pool();
+    let txs = chain(a, 1_000_000, 63);
+    for tx in &txs {
+        accept(&pool, &coins, tx).unwrap();
+    }
+    let left = 1_000_000 - 63 * 200;
+    let last = spend(&[OutPoint::new(txs[62].compute_txid(), 0)], &[left - 200]);
+    let stranger = spend(&[b], &[999_000]);
+    let raws =
+        |txs: &[&Transaction]| -> Vec<Vec<u8>> { txs.iter().map(|t| serialize(*t)).collect() };
+    // The 64th of the chain and a stranger: two clusters, of 64 and of 1.
+    let results = pool
+        .test_accept_from(&raws(&[&last, &stranger]), &coins)
+        .unwrap();
+    assert!(
+        results.iter().all(|r| matches!(r.verdict, Some(Ok(_)))),
+        "{results:?}"
+    );
+    // The 64th and a 65th: one cluster over the limit.
+    let over = spend(&[OutPoint::new(last.compute_txid(), 0)], &[left - 400]);
+    let results = pool.test_accept_from(&raws(&[&last, &over]), &coins);
+    assert!(
+        matches!(&results, Ok(r) if r.iter().all(|r| r.package_error.as_deref() == Some("too-large-cluster")))
+            || matches!(&results, Err(Rejection::TooLargeCluster)),
+        "{results:?}"
+    );
+}
