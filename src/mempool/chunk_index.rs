@@ -184,7 +184,7 @@ impl Inner {
         }
         let mut ids: Vec<Txid> = cluster.iter().copied().collect();
         ids.sort();
-        let nodes = self.graph_of(&ids, None);
+        let nodes = self.graph_of(&ids, &[]);
         chunked(&nodes, &linearize(&nodes))
             .into_iter()
             .map(|chunk| {

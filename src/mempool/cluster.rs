@@ -207,14 +207,14 @@ impl Inner {
         parents.chain(children)
     }
 
-    /// The chunks of the clusters `members` (mempool transactions) and `newcomer` form among
+    /// The chunks of the clusters `members` (mempool transactions) and `newcomers` form among
     /// themselves, each cluster linearized ([`linearize`]) and chunked on its own, all the
     /// chunks in decreasing fee rate: a fee-rate diagram (txgraph.cpp's
     /// `GetMainStagingDiagrams`).
     pub(super) fn diagram(
         &self,
         members: &HashSet<Txid>,
-        newcomer: Option<(&Transaction, FeeFrac)>,
+        newcomers: &[(&Transaction, FeeFrac)],
     ) -> Vec<FeeFrac> {
         let mut ids: Vec<Txid> = members
             .iter()
@@ -222,7 +222,7 @@ impl Inner {
             .copied()
             .collect();
         ids.sort();
-        let nodes = self.graph_of(&ids, newcomer);
+        let nodes = self.graph_of(&ids, newcomers);
         let mut diagram: Vec<FeeFrac> = components(&nodes)
             .into_iter()
             .flat_map(|component| {
@@ -234,12 +234,12 @@ impl Inner {
         diagram
     }
 
-    /// The graph of the mempool transactions `ids` and `newcomer` (last), for [`linearize`]:
-    /// each one's fee and sigop-adjusted weight, and its parents among them.
+    /// The graph of the mempool transactions `ids` and `newcomers` (last, in order), for
+    /// [`linearize`]: each one's fee and sigop-adjusted weight, and its parents among them.
     pub(super) fn graph_of(
         &self,
         ids: &[Txid],
-        newcomer: Option<(&Transaction, FeeFrac)>,
+        newcomers: &[(&Transaction, FeeFrac)],
     ) -> Vec<Node> {
         let mut txs: Vec<(&Transaction, FeeFrac)> = ids
             .iter()
@@ -247,9 +247,9 @@ impl Inner {
             .map(|e| (&e.tx, FeeFrac::new(e.fee, e.adjusted_weight())))
             .collect();
         let mut at: HashMap<Txid, usize> = ids.iter().enumerate().map(|(i, id)| (*id, i)).collect();
-        if let Some((tx, rate)) = newcomer {
+        for (tx, rate) in newcomers {
             at.insert(tx.compute_txid(), txs.len());
-            txs.push((tx, rate));
+            txs.push((tx, *rate));
         }
         txs.iter()
             .map(|(tx, feerate)| Node {

@@ -195,21 +195,14 @@ impl Inner {
             .collect()
     }
 
-    /// The checks of a new transaction against its relatives in the pool, in the profile's
-    /// order (Core 31: TRUC, then clusters, then ephemeral dust; Knots: chain limits, then
-    /// TRUC), with the pool as it would be without what the candidate replaces. A TRUC sibling
-    /// it could evict is not refused where `staged` allows replacement.
-    fn check_relatives(
-        &self,
-        candidate: &truc::Candidate,
-        weight: u64,
-        staged: &Staged,
-    ) -> Result<(), Rejection> {
-        let truc = || match self.check_truc(candidate, &self.direct_conflicts(candidate.tx)) {
-            Err(breach) if breach.sibling.is_none() || !staged.allows_replacement() => {
-                Err(breach.rejection)
-            }
-            _ => Ok(()),
+    /// A package member's checks against its relatives in the pool, in the profile's order
+    /// (Core 31: TRUC, then clusters, then ephemeral dust; Knots: chain limits, then TRUC), with
+    /// the pool as it would be without what the candidate replaces (a replacing package's whole
+    /// verdict comes after, [`replacement::package_replacement`]); no TRUC sibling is evicted.
+    fn check_relatives(&self, candidate: &truc::Candidate, weight: u64) -> Result<(), Rejection> {
+        let truc = || {
+            (self.check_truc(candidate, &self.direct_conflicts(candidate.tx)))
+                .map_err(|breach| breach.rejection)
         };
         let gone = self.replaced_by(candidate.tx);
         if !self.clusters {
@@ -759,8 +752,8 @@ impl Mempool {
         let weight = inputs::adjusted_weight(tx.weight().to_wu(), sigops);
         // A package member's, before any script runs, as in Core's PreChecks; again under the
         // write lock. A single transaction's come once it is an entry, below.
-        if !staged.allows_replacement() {
-            self.read().check_relatives(&candidate, weight, staged)?;
+        if !staged.is_single() {
+            self.read().check_relatives(&candidate, weight)?;
         }
         let tx_weight = tx.weight().to_wu();
         let entry = MempoolEntry {
@@ -778,7 +771,7 @@ impl Mempool {
             coins_block: finality::coins_block(&inputs.heights, index),
             coin_heights: inputs.heights,
         };
-        let against_pool = match staged.allows_replacement() {
+        let against_pool = match staged.is_single() {
             true => {
                 let inner = self.read();
                 let replaced = inner.check_against_pool(&entry, &inputs.from_parents, needed)?;

@@ -8,7 +8,7 @@ use bitcoin::{OutPoint, Transaction, TxOut, Txid, Wtxid};
 
 use super::coins::CoinSource;
 use super::Rejection;
-use super::{consensus, persist, rolling, truc, Accepted, Checked, Mempool};
+use super::{consensus, persist, replacement, rolling, truc, Accepted, Checked, Mempool};
 use crate::config::{PolicyProfile, TrucPolicy};
 use crate::index::Index;
 use crate::types::ScriptHash;
@@ -23,23 +23,48 @@ pub const MAX_TEST_FEE_PER_KVB: u64 = 10_000_000;
 #[derive(Default)]
 pub(super) struct Staged {
     txs: HashMap<Txid, Transaction>,
-    /// Whether a member may replace mempool transactions (not in a package dry run: Core's
+    stage: Stage,
+}
+
+/// What a transaction is checked as.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+enum Stage {
+    /// Alone: it may replace, judged by the single-transaction rules.
+    #[default]
+    Single,
+    /// A package member that may replace nothing (a package dry run: Core's
     /// `PackageTestAccept` has `m_allow_replacement` off).
-    no_replacement: bool,
+    Package,
+    /// A member of a 1p1c package that may replace, judged with its package
+    /// ([`super::replacement::package_replacement`]).
+    PackageReplacing,
 }
 
 impl Staged {
-    /// An empty stage for a package dry run: no replacement.
+    /// An empty stage for a package that replaces nothing.
     fn package() -> Staged {
         Staged {
             txs: HashMap::new(),
-            no_replacement: true,
+            stage: Stage::Package,
         }
     }
 
-    /// Whether a transaction checked on this stage may replace mempool transactions.
+    /// An empty stage for a package that may replace as a whole.
+    fn package_replacing() -> Staged {
+        Staged {
+            txs: HashMap::new(),
+            stage: Stage::PackageReplacing,
+        }
+    }
+
+    /// Whether a transaction checked on this stage may conflict with mempool transactions.
     pub(super) fn allows_replacement(&self) -> bool {
-        !self.no_replacement
+        self.stage != Stage::Package
+    }
+
+    /// Whether the transaction is checked alone, not as a package member.
+    pub(super) fn is_single(&self) -> bool {
+        self.stage == Stage::Single
     }
 
     /// The output a staged member has at `op`.
@@ -165,6 +190,11 @@ impl Mempool {
                     || (self.config.truc == TrucPolicy::Enforce
                         && parent.version.0 == truc::TRUC_VERSION)
             }
+            // A replacement short of fees, or of a better diagram, may replace with its child
+            // (Core 31's package RBF).
+            Rejection::Replacement { .. } | Rejection::ReplacementFailed { .. } => {
+                self.config.profile == PolicyProfile::Core
+            }
             _ => false,
         }
     }
@@ -191,7 +221,12 @@ impl Mempool {
                 })
                 .collect()
         };
-        let mut staged = Staged::package();
+        // Core 31 takes a parent and child that replace together (package RBF).
+        let replacing = self.config.profile == PolicyProfile::Core && raws.len() == 2;
+        let mut staged = match replacing {
+            true => Staged::package_replacing(),
+            false => Staged::package(),
+        };
         let mut checked = Vec::with_capacity(raws.len());
         for (i, raw) in raws.iter().enumerate() {
             let c = self
@@ -210,8 +245,11 @@ impl Mempool {
         }
         let txs: Vec<&Transaction> = checked.iter().map(|c| &c.entry.tx).collect();
         let weights: Vec<u64> = checked.iter().map(|c| c.entry.adjusted_weight()).collect();
+        let relay = self.relay_fee(vsize);
         {
             let inner = self.read();
+            let members: Vec<&Checked> = checked.iter().collect();
+            replacement::package_replacement(&inner, &members, relay).map_err(all)?;
             inner
                 .check_package_limits(&txs, &weights, vsize)
                 .map_err(all)?;
@@ -224,7 +262,7 @@ impl Mempool {
         for (i, c) in checked.iter().enumerate() {
             self.check_scripts(c).map_err(|e| one(i, e))?;
         }
-        self.admit_all(checked, touched)
+        self.admit_all(checked, relay, touched)
     }
 
     /// Adds checked package members in order under one write lock, each read again as
@@ -233,11 +271,18 @@ impl Mempool {
     fn admit_all(
         &self,
         checked: Vec<Checked>,
+        relay: u64,
         touched: &mut HashSet<ScriptHash>,
     ) -> Result<Vec<Accepted>, Vec<Rejection>> {
         let count = checked.len();
         let txids: Vec<Txid> = checked.iter().map(|c| c.entry.txid).collect();
         let mut inner = self.write();
+        let members: Vec<&Checked> = checked.iter().collect();
+        let mut replaced = replacement::package_replacement(&inner, &members, relay)
+            .map_err(|e| vec![e; count])?;
+        for txid in &replaced {
+            inner.remove_with_descendants(txid, touched);
+        }
         let mut accepted = Vec::with_capacity(count);
         for (i, c) in checked.into_iter().enumerate() {
             let conflicts = inner.conflicts_of(&c.entry, &c.from_parents, false);
@@ -265,7 +310,7 @@ impl Mempool {
             accepted.push(Accepted {
                 txid: c.entry.txid,
                 wtxid: c.entry.wtxid,
-                replaced: Vec::new(),
+                replaced: std::mem::take(&mut replaced),
                 touched: c.entry.scripthashes().collect(),
             });
             inner.insert(c.entry);

@@ -9,8 +9,9 @@ use std::collections::HashSet;
 
 use bitcoin::{OutPoint, Txid};
 
+use super::cluster::Newcomers;
 use super::linearize::{compare_diagrams, FeeFrac};
-use super::{Inner, MempoolEntry};
+use super::{Checked, Inner, MempoolEntry};
 use crate::policy::Rejection;
 
 /// The mempool transactions `new` replaces (the conflicts and their descendants), or why it
@@ -79,14 +80,87 @@ fn diagram_replacement(
     inner.check_chain_limits(&new.tx, new.adjusted_weight(), &gone)?;
     let parents = new.tx.input.iter().map(|i| i.previous_output.txid);
     let changed = inner.clusters_of(all.iter().copied().chain(parents));
-    let before = inner.diagram(&changed, None);
+    let before = inner.diagram(&changed, &[]);
     let remaining: HashSet<Txid> = changed.difference(&gone).copied().collect();
     let own = FeeFrac::new(new.fee, new.adjusted_weight());
-    let after = inner.diagram(&remaining, Some((&new.tx, own)));
+    let after = inner.diagram(&remaining, &[(&new.tx, own)]);
     if compare_diagrams(&after, &before) != Some(Ordering::Greater) {
         return Err(Rejection::ReplacementFailed { txid });
     }
     disjoint_from_ancestors(inner, conflicts, new)?;
+    Ok(all)
+}
+
+/// Core 31's package replacement (validation.cpp's `PackageRBFChecks`), for a parent and its
+/// child submitted together whose members spend what mempool transactions spend: what they
+/// replace (the conflicts of both and their descendants), refused in Core's order if the
+/// package is not one parent and one child (`package must be 1-parent-1-child`), if a member
+/// spends a mempool transaction (`new transaction cannot have mempool ancestors`), if the
+/// conflicts are in more than 100 clusters (`too many potential replacements`), if the package
+/// does not pay their fees and the relay fee `needed` for its size (`insufficient anti-DoS
+/// fees`), if its fee rate is not above the parent's (so the child pays more than the relay
+/// fee), if a cluster would be over the limits, or if the diagram of the changed clusters does
+/// not improve. Nothing when no member conflicts.
+pub(super) fn package_replacement(
+    inner: &Inner,
+    members: &[&Checked],
+    needed: u64,
+) -> Result<Vec<Txid>, Rejection> {
+    let conflicts: HashSet<Txid> = (members.iter())
+        .flat_map(|c| inner.direct_conflicts(&c.entry.tx))
+        .collect();
+    if conflicts.is_empty() {
+        return Ok(Vec::new());
+    }
+    let refuse = |reason: &str| Err(Rejection::PackageReplacement(reason.to_string()));
+    let [parent, child] = members else {
+        return refuse("package must be 1-parent-1-child");
+    };
+    if members.iter().any(|c| !c.from_parents.is_empty()) {
+        return refuse("new transaction cannot have mempool ancestors");
+    }
+    if inner.cluster_count(&conflicts, MAX_REPLACEMENT_CANDIDATES + 1) > MAX_REPLACEMENT_CANDIDATES
+    {
+        return refuse("too many potential replacements");
+    }
+    let all: HashSet<Txid> = conflicts
+        .iter()
+        .flat_map(|c| inner.descendants(c))
+        .collect();
+    let old_fees: u64 = all
+        .iter()
+        .filter_map(|t| inner.txs.get(t))
+        .map(|e| e.fee)
+        .sum();
+    let (fees, vsize) = (
+        parent.entry.fee + child.entry.fee,
+        parent.entry.vsize + child.entry.vsize,
+    );
+    if fees < old_fees || fees - old_fees < needed {
+        return refuse("insufficient anti-DoS fees");
+    }
+    // Core's CFeeRate: satoshis per 1,000 virtual bytes, rounded down.
+    let per_kvb = |fee: u64, size: u64| fee.saturating_mul(1000) / size.max(1);
+    if per_kvb(fees, vsize) <= per_kvb(parent.entry.fee, parent.entry.vsize) {
+        return refuse("package feerate is less than or equal to parent feerate");
+    }
+    let txs = [&parent.entry.tx, &child.entry.tx];
+    let weight = parent.entry.adjusted_weight() + child.entry.adjusted_weight();
+    inner.check_cluster_limits(&Newcomers { txs: &txs, weight }, &all)?;
+    let changed = inner.clusters_of(all.iter().copied());
+    let before = inner.diagram(&changed, &[]);
+    let remaining: HashSet<Txid> = changed.difference(&all).copied().collect();
+    let rate = |c: &Checked| FeeFrac::new(c.entry.fee, c.entry.adjusted_weight());
+    let newcomers = [
+        (&parent.entry.tx, rate(parent)),
+        (&child.entry.tx, rate(child)),
+    ];
+    let after = inner.diagram(&remaining, &newcomers);
+    if compare_diagrams(&after, &before) != Some(Ordering::Greater) {
+        return refuse("insufficient feerate: does not improve feerate diagram");
+    }
+    let mut all: Vec<Txid> = all.into_iter().collect();
+    all.sort();
     Ok(all)
 }
 

@@ -101,6 +101,10 @@ pub enum Rejection {
     /// Refused with a package whose other member (named) was refused.
     #[error("package not accepted: its member {0} was refused")]
     PackageFailed(Txid),
+    /// A parent and child replacing mempool transactions together broke a rule of Core 31's
+    /// package replacement (`PackageRBFChecks`).
+    #[error("package RBF failed: {0}")]
+    PackageReplacement(String),
     /// The package is not a child with its parents.
     #[error("package-not-child-with-parents: {0}")]
     PackageShape(String),

@@ -1227,3 +1227,87 @@ fn truc_is_off_by_default_as_in_knots() {
         from = OutPoint::new(tx.compute_txid(), 0);
     }
 }
+
+/// Core 31's package replacement (`PackageRBFChecks`): a mempool transaction paying 1,000 sat,
+/// then a parent spending its coin and paying less (alone refused, `insufficient fee`) with a
+/// child, submitted together (`submitpackage`; cairn's [`Mempool::accept_package`]): a child
+/// paying for both takes the old one's place; a package short of the old one's fee, or whose
+/// child pays a lower rate than its parent, is refused and the old one stays. Bitcoin Core
+/// 31.99 and cairn's default profile: the same transactions held, the same reasons.
+#[test]
+fn package_replacements_agree_with_bitcoind() {
+    let pair = Pair::start();
+    let mempool = pair.mempool();
+    let cases = [
+        (
+            "a child paying for both",
+            500,
+            20_000,
+            "",
+            [false, true, true],
+        ),
+        (
+            "short of the old fee",
+            500,
+            400,
+            "insufficient anti-DoS fees",
+            [true, false, false],
+        ),
+        (
+            "a child at a lower rate",
+            900,
+            200,
+            "package feerate is less than or equal to parent feerate",
+            [true, false, false],
+        ),
+    ];
+    let mut disagreed = Vec::new();
+    for (coin, (what, parent_fee, child_fee, reason, held)) in (4..).zip(cases) {
+        let (op, value, script) = pair.coins[coin].clone();
+        let pay = |fee: u64| {
+            vec![TxOut {
+                value: Amount::from_sat(value - fee),
+                script_pubkey: script.clone(),
+            }]
+        };
+        let old = spend_of(&pair, op, 2, pay(1_000), 0, 0xffff_fffd);
+        let raw = bitcoin::consensus::serialize(&old);
+        pair.node
+            .rpc(&["sendrawtransaction", &raw.to_lower_hex_string()]);
+        mempool.accept(&raw, &pair.index).unwrap();
+        let parent = spend_of(&pair, op, 2, pay(parent_fee), 0, 0xffff_fffd);
+        assert_eq!(
+            pair.core(&parent).as_deref().map(rule).as_deref(),
+            Some("insufficient"),
+            "{what}: the parent alone"
+        );
+        let child = Transaction {
+            version: bitcoin::transaction::Version::TWO,
+            lock_time: bitcoin::absolute::LockTime::ZERO,
+            input: vec![TxIn {
+                previous_output: OutPoint::new(parent.compute_txid(), 0),
+                sequence: bitcoin::Sequence(0xffff_fffd),
+                ..Default::default()
+            }],
+            output: pay(parent_fee + child_fee),
+        };
+        let child = sign_spending(&pair, &child, &[&parent]);
+        let (core, core_said) = core_submit_package(&pair, &[&parent, &child]);
+        let (ours, ours_said) = cairn_submit_package(&pair, &mempool, &[&parent, &child]);
+        let old_held = |held: bool, txs: Vec<bool>| [vec![held], txs].concat();
+        let pool = rpc_json(&pair.node, &["getrawmempool"]);
+        let in_core = (pool.as_array().unwrap().iter())
+            .any(|t| t.as_str() == Some(&old.compute_txid().to_string()));
+        let core = old_held(in_core, core);
+        let ours = old_held(mempool.entry(&old.compute_txid()).is_some(), ours);
+        eprintln!("{what}: bitcoind {core:?} ({core_said}), cairn {ours:?} ({ours_said})");
+        assert_eq!(core, held, "{what}: bitcoind {core_said}");
+        assert!(core_said.contains(reason), "{what}: {core_said}");
+        if ours != core || !ours_said.contains(reason) {
+            disagreed.push(format!(
+                "{what}: bitcoind {core:?} ({core_said}), cairn {ours:?} ({ours_said})"
+            ));
+        }
+    }
+    assert!(disagreed.is_empty(), "{disagreed:#?}");
+}

@@ -341,3 +341,65 @@ fn a_packages_unrelated_members_are_counted_in_their_own_clusters() {
         "{results:?}"
     );
 }
+
+#[test]
+fn a_parent_and_its_child_replace_together_as_core_31s_package_rbf() {
+    let mut coins = Coins::new();
+    let [a, b, c] = [1, 2, 3].map(|n| coins.add(n, 100_000));
+    let pool = core_pool();
+    let submit = |txs: &[&Transaction]| {
+        let raws: Vec<Vec<u8>> = txs.iter().map(|t| serialize(*t)).collect();
+        pool.accept_package_from(&raws, &coins).unwrap()
+    };
+    // A parent paying less than what it replaces, alone refused; with a child paying for both,
+    // taken, and what it replaced gone.
+    let old = spend(&[a], &[99_000]);
+    accept(&pool, &coins, &old).unwrap();
+    let parent = spend(&[a], &[99_500]);
+    assert!(matches!(
+        accept(&pool, &coins, &parent),
+        Err(Rejection::Replacement { .. })
+    ));
+    let child = spend(&[out(&parent, 0)], &[95_000]);
+    let package = submit(&[&parent, &child]);
+    assert!(package.each.iter().all(Result::is_ok), "{:?}", package.each);
+    assert!(!has(&pool, &old) && has(&pool, &parent) && has(&pool, &child));
+    let replaced: Vec<Txid> = (package.each.iter())
+        .flat_map(|r| r.as_ref().unwrap().replaced.clone())
+        .collect();
+    assert_eq!(replaced, vec![old.compute_txid()]);
+    // Together short of the fees they replace: refused, the old one stays.
+    let old = spend(&[b], &[99_000]);
+    accept(&pool, &coins, &old).unwrap();
+    let parent = spend(&[b], &[99_500]);
+    let child = spend(&[out(&parent, 0)], &[99_100]);
+    let package = submit(&[&parent, &child]);
+    assert_eq!(
+        package.each[1].as_ref().unwrap_err().to_string(),
+        "package RBF failed: insufficient anti-DoS fees"
+    );
+    assert!(has(&pool, &old) && !has(&pool, &parent));
+    // A child paying less than its parent's rate: the package must be a chunk of its own.
+    let old = spend(&[c], &[99_000]);
+    accept(&pool, &coins, &old).unwrap();
+    let parent = spend(&[c], &[99_100]);
+    let child = spend(&[out(&parent, 0)], &[98_900]);
+    let package = submit(&[&parent, &child]);
+    assert_eq!(
+        package.each[1].as_ref().unwrap_err().to_string(),
+        "package RBF failed: package feerate is less than or equal to parent feerate"
+    );
+    assert!(has(&pool, &old));
+    // Knots's profile takes no package replacement.
+    let knots = pool_of(MempoolConfig::knots().max_vbytes);
+    let mut coins = Coins::new();
+    let d = coins.add(4, 100_000);
+    let old = spend(&[d], &[99_000]);
+    accept(&knots, &coins, &old).unwrap();
+    let parent = spend(&[d], &[99_500]);
+    let child = spend(&[out(&parent, 0)], &[95_000]);
+    let raws = vec![serialize(&parent), serialize(&child)];
+    let package = knots.accept_package_from(&raws, &coins).unwrap();
+    assert!(package.each.iter().all(Result::is_err));
+    assert!(has(&knots, &old));
+}
