@@ -225,7 +225,7 @@ fn mix() -> (Vec<Vec<u8>>, u64, Chain) {
 
 /// Offers every transaction to a fresh pool; how many entered.
 fn offer(config: &MempoolConfig, txs: &[Vec<u8>], chain: &Chain) -> usize {
-    let pool = Mempool::new(config.clone());
+    let pool = Mempool::new(*config);
     txs.iter()
         .filter(|raw| pool.accept_from(raw, chain).is_ok())
         .count()
@@ -245,7 +245,7 @@ fn acceptance(c: &mut Criterion) {
             let config = MempoolConfig {
                 max_vbytes,
                 persist: false,
-                ..base.clone()
+                ..*base
             };
             let entered = offer(&config, &txs, &chain);
             eprintln!("{pool}/{profile}: {entered} of {COUNT} entered ({vsize} vB offered)");

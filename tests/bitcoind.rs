@@ -25,7 +25,7 @@ fn bitcoind_loads_the_generated_blk_files_to_the_same_tip_as_cairn() {
     .write_to(&out)
     .unwrap();
 
-    let node = common::Bitcoind::start(
+    let node = common::Bitcoind::start_core(
         &tmp.path().join("bitcoind"),
         &[
             format!("-loadblock={}", out.join("blocks/blk00000.dat").display()),
@@ -200,7 +200,7 @@ fn accepted_and_indexed_the_same(gen: ChainGenerator, blocks: u32) {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("chain");
     let summary = gen.write_to(&out).unwrap();
-    let node = common::Bitcoind::start(
+    let node = common::Bitcoind::start_core(
         &tmp.path().join("bitcoind"),
         &[
             format!("-loadblock={}", out.join("blocks/blk00000.dat").display()),
@@ -254,7 +254,7 @@ fn import_into_cairn(dir: &std::path::Path, blocks: &std::path::Path) -> (bitcoi
 #[test]
 fn a_blocks_folder_written_by_bitcoind_imports_with_its_preallocated_tail() {
     let tmp = tempfile::tempdir().unwrap();
-    let node = common::Bitcoind::start(&tmp.path().join("core"), &[]);
+    let node = common::Bitcoind::start_core(&tmp.path().join("core"), &[]);
     node.rpc(&["generatetoaddress", "150", MINE_TO]);
     let tip = node.rpc(&["getbestblockhash"]);
     drop(node);
@@ -281,7 +281,7 @@ fn a_blocks_folder_written_by_bitcoind_imports_with_its_preallocated_tail() {
 fn a_blocks_folder_of_a_killed_bitcoind_imports_to_the_tip_its_reindex_finds() {
     let tmp = tempfile::tempdir().unwrap();
     let datadir = tmp.path().join("core");
-    let mut node = common::Bitcoind::start(&datadir, &[]);
+    let mut node = common::Bitcoind::start_core(&datadir, &[]);
     let miner = {
         let args = (
             node.rpc_port,
@@ -323,7 +323,7 @@ fn a_blocks_folder_of_a_killed_bitcoind_imports_to_the_tip_its_reindex_finds() {
     assert!(height > 0, "bitcoind mined nothing before the kill");
 
     // The oracle: Core's own -reindex of the same files.
-    let node = common::Bitcoind::start(&datadir, &["-reindex".into()]);
+    let node = common::Bitcoind::start_core(&datadir, &["-reindex".into()]);
     let start = std::time::Instant::now();
     loop {
         let best = node.rpc(&["getbestblockhash"]);

@@ -12,7 +12,7 @@ const ADDR: &str = "bcrt1qs758ursh4q9z627kt3pp5yysm78ddny6txaqgw";
 #[test]
 fn after_a_crash_the_index_undoes_blocks_the_kernel_forgot_and_follows_its_reorg() {
     let tmp = tempfile::tempdir().unwrap();
-    let a = Bitcoind::start(&tmp.path().join("a"), &[]);
+    let a = Bitcoind::start_core(&tmp.path().join("a"), &[]);
     a.rpc(&["generatetoaddress", "110", ADDR]);
     let connect = format!("--connect=127.0.0.1:{}", a.p2p_port);
     let dir = tmp.path().join("cairn");
@@ -119,7 +119,7 @@ fn chain_on_bitcoind(tmp: &std::path::Path) -> (Bitcoind, String, std::path::Pat
     })
     .write_to(&out)
     .unwrap();
-    let node = Bitcoind::start(
+    let node = Bitcoind::start_core(
         &tmp.join("a"),
         &[format!(
             "-loadblock={}",

@@ -35,7 +35,7 @@ fn unconnecting_headers(count: usize, seed: u8) -> Vec<bitcoin::block::Header> {
 #[test]
 fn under_a_combined_flood_an_honest_bitcoind_keeps_syncing_from_cairn() {
     let tmp = tempfile::tempdir().unwrap();
-    let a = Bitcoind::start(&tmp.path().join("a"), &[]);
+    let a = Bitcoind::start_core(&tmp.path().join("a"), &[]);
     a.rpc(&["generatetoaddress", "200", ADDR]);
     let p2p_port = free_port();
     let cairn = start_cairn(
@@ -48,7 +48,7 @@ fn under_a_combined_flood_an_honest_bitcoind_keeps_syncing_from_cairn() {
     let cairn_p2p = SocketAddr::from(([127, 0, 0, 1], p2p_port));
     cairn.wait_for(&a.rpc(&["getbestblockhash"]), "initial sync");
     // The honest peer: syncs only from cairn.
-    let b = Bitcoind::start(
+    let b = Bitcoind::start_core(
         &tmp.path().join("b"),
         &[
             format!("-connect=127.0.0.1:{p2p_port}"),

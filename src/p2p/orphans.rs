@@ -143,7 +143,7 @@ impl Orphans {
             .filter(|(_, o)| o.announcers.contains(&peer))
             .map(|(t, o)| (o.expires, *t, o.wtxid))
             .collect();
-        found.sort_by(|a, b| b.0.cmp(&a.0));
+        found.sort_by_key(|f| std::cmp::Reverse(f.0));
         found.into_iter().map(|(_, t, w)| (t, w)).collect()
     }
 

@@ -47,13 +47,11 @@ impl Session<'_> {
             added: Some(Default::default()),
         };
         let mut accepted = Vec::new();
-        for result in &package.each {
-            if let Ok(a) = result {
-                tracing::debug!("peer {}: accepted {} in a 1p1c package", self.id, a.txid);
-                m.notifier.announce(a.txid);
-                changes.extend(Changes::accepted(a));
-                accepted.push(a.txid);
-            }
+        for a in package.each.iter().flatten() {
+            tracing::debug!("peer {}: accepted {} in a 1p1c package", self.id, a.txid);
+            m.notifier.announce(a.txid);
+            changes.extend(Changes::accepted(a));
+            accepted.push(a.txid);
         }
         m.notifier.publish(&m.index, changes);
         match package.each.last() {
