@@ -156,12 +156,12 @@ pub fn broadcast_checks(raws: &[&[u8]], refused: bool, linearized: u64) -> Cost 
     Cost { rows, bytes: 0 }
 }
 
-/// Linearization work ([`crate::mempool::linearize::metered`]: each cluster's size
-/// squared) that costs a row: a 64-transaction cluster (4,096) costs 4 rows, as many as 80 bytes of
-/// a broadcast's checks, about what each costs in time (some 65 µs: `cargo bench --profile ci
-/// --bench cluster_mempool`). A replacement judged against 100 such clusters before and after
-/// costs 800 rows, 16 units, beyond its bytes.
-const LINEARIZED_PER_ROW: u64 = 1_000;
+/// Linearization work ([`crate::mempool::linearize::metered`]: each cluster's size squared) that
+/// costs a row: a dense 64-transaction cluster (4,096), linearized exactly, costs 10 rows, as
+/// many as 200 bytes of a broadcast's checks, about what each costs in time (some 200 µs: `cargo
+/// bench --profile ci --bench cluster_mempool -- linearize`). A replacement judged against 100
+/// such clusters before and after costs 2,048 rows, 41 units, beyond its bytes.
+const LINEARIZED_PER_ROW: u64 = 400;
 
 /// The bytes a transaction's legacy signature checks hash at most: each non-witness input's
 /// signature hash covers the whole transaction without witnesses (0 for what does not decode,
@@ -246,11 +246,11 @@ mod tests {
             500,
             "nothing hashed"
         );
-        // 100 clusters of 64 linearized before and after a replacement: 800 rows more.
+        // 100 clusters of 64 linearized before and after a replacement: 2,048 rows more.
         let linearized = 2 * 100 * 64 * 64;
         assert_eq!(
             broadcast_checks(&[&raw], true, linearized).rows,
-            taken.rows + 500 + 819
+            taken.rows + 500 + 2_048
         );
     }
 

@@ -7,12 +7,14 @@
 //! ancestor-set fee rate, as Core's miner did before clusters (the highest-rate set of a
 //! transaction with its remaining ancestors goes first, repeatedly), then runs Core's
 //! `PostLinearize`, which makes the result optimal for trees (every transaction with at most one
-//! parent, or every one with at most one child: chains, 1p1c, TRUC, fan-outs and fan-ins). Core
-//! 31 searches further (spanning-forest linearization within a budget) and can find better
-//! chunks where transactions share several parents and several children.
+//! parent, or every one with at most one child: chains, 1p1c, TRUC, fan-outs and fan-ins). Other
+//! clusters, where transactions share several parents and several children, are then made
+//! optimal exactly ([`closure`]), as Core 31's spanning-forest search makes them within its budget.
 
 use std::cell::Cell;
 use std::cmp::Ordering;
+
+mod closure;
 
 thread_local! {
     /// The linearization work this thread has done: each cluster's size, squared, summed.
@@ -86,13 +88,41 @@ pub struct Node {
 /// those ancestors first; ties: the smaller set, then the lower index), then improved by Core's
 /// `PostLinearize` (a backward and a forward pass), which makes it optimal for trees: clusters
 /// where each transaction has at most one parent, or at most one child. Quadratic in the
-/// cluster's size: about 64 × 64 steps for Core's largest cluster.
+/// cluster's size: about 64 × 64 steps for Core's largest cluster. Any other cluster of up to
+/// 100 is then made optimal ([`closure::optimal_order`]) and post-linearized again.
 pub fn linearize(nodes: &[Node]) -> Vec<usize> {
     let n = nodes.len() as u64;
     WORK.with(|w| w.set(w.get().saturating_add(n.saturating_mul(n))));
     let order = ancestor_set_order(nodes);
     let order = post_linearize_pass(nodes, &order, false);
+    let order = post_linearize_pass(nodes, &order, true);
+    if nodes.len() > EXACT_UP_TO || is_tree(nodes) {
+        return order;
+    }
+    let order = closure::optimal_order(nodes, &order);
+    let order = post_linearize_pass(nodes, &order, false);
     post_linearize_pass(nodes, &order, true)
+}
+
+/// The largest cluster linearized exactly ([`closure`]): Core's 64, and room for a cluster a
+/// reorg grew past it.
+const EXACT_UP_TO: usize = 100;
+
+/// Whether every transaction of the cluster has at most one parent in it, or every one at most
+/// one child: a tree, which `PostLinearize` alone makes optimal.
+fn is_tree(nodes: &[Node]) -> bool {
+    let mut children = vec![0usize; nodes.len()];
+    let mut one_parent = true;
+    for node in nodes {
+        let mut parents: Vec<usize> = node.parents.clone();
+        parents.sort_unstable();
+        parents.dedup();
+        one_parent &= parents.len() <= 1;
+        for p in parents.into_iter().filter(|&p| p < nodes.len()) {
+            children[p] += 1;
+        }
+    }
+    one_parent || children.iter().all(|&c| c <= 1)
 }
 
 /// The ancestor-set order of [`linearize`], each transaction's remaining ancestors' fee and
