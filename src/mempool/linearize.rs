@@ -89,7 +89,8 @@ pub struct Node {
 /// `PostLinearize` (a backward and a forward pass), which makes it optimal for trees: clusters
 /// where each transaction has at most one parent, or at most one child. Quadratic in the
 /// cluster's size: about 64 × 64 steps for Core's largest cluster. Any other cluster of up to
-/// 100 is then made optimal ([`closure::optimal_order`]) and post-linearized again.
+/// 100 is then made optimal ([`closure::optimal_order`], within a budget of edge visits, which
+/// count as work too) and post-linearized again.
 pub fn linearize(nodes: &[Node]) -> Vec<usize> {
     let n = nodes.len() as u64;
     WORK.with(|w| w.set(w.get().saturating_add(n.saturating_mul(n))));
@@ -99,7 +100,12 @@ pub fn linearize(nodes: &[Node]) -> Vec<usize> {
     if nodes.len() > EXACT_UP_TO || is_tree(nodes) {
         return order;
     }
-    let order = closure::optimal_order(nodes, &order);
+    let mut spent = 0;
+    let exact = closure::optimal_order(nodes, &order, closure::BUDGET, &mut spent);
+    WORK.with(|w| w.set(w.get().saturating_add(spent)));
+    let Some(order) = exact else {
+        return order;
+    };
     let order = post_linearize_pass(nodes, &order, false);
     post_linearize_pass(nodes, &order, true)
 }

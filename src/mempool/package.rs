@@ -277,6 +277,12 @@ impl Mempool {
         let count = checked.len();
         let txids: Vec<Txid> = checked.iter().map(|c| c.entry.txid).collect();
         let mut inner = self.write();
+        // A member that entered alone meanwhile would conflict with itself: refused first.
+        if let Some(i) = txids.iter().position(|t| inner.txs.contains_key(t)) {
+            let mut errors = vec![Rejection::PackageFailed(txids[i]); count];
+            errors[i] = Rejection::AlreadyInMempool;
+            return Err(errors);
+        }
         let members: Vec<&Checked> = checked.iter().collect();
         let mut replaced = replacement::package_replacement(&inner, &members, relay)
             .map_err(|e| vec![e; count])?;

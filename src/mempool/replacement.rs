@@ -139,9 +139,9 @@ pub(super) fn package_replacement(
     if fees < old_fees || fees - old_fees < needed {
         return refuse("insufficient anti-DoS fees");
     }
-    // Core's CFeeRate: satoshis per 1,000 virtual bytes, rounded down.
-    let per_kvb = |fee: u64, size: u64| fee.saturating_mul(1000) / size.max(1);
-    if per_kvb(fees, vsize) <= per_kvb(parent.entry.fee, parent.entry.vsize) {
+    // Core 31's CFeeRate compares the exact ratios (a FeeFrac), not whole sat/kvB.
+    let parent_rate = FeeFrac::new(parent.entry.fee, parent.entry.vsize);
+    if FeeFrac::new(fees, vsize).rate_cmp(&parent_rate) != Ordering::Greater {
         return refuse("package feerate is less than or equal to parent feerate");
     }
     let txs = [&parent.entry.tx, &child.entry.tx];

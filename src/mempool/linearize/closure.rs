@@ -15,9 +15,20 @@ use super::{chunked, FeeFrac, Node};
 /// Capacity standing for "never cut": a child's edge to its parent.
 const NEVER: i128 = i128::MAX / 4;
 
+/// Most edge visits one linearization's minimum cuts may make (Core 31 caps its search too,
+/// `ACCEPTABLE_COST`): a dense cluster of 64 takes some tens of thousands; past this the
+/// caller's order stands.
+pub(super) const BUDGET: u64 = 200_000;
+
 /// An optimal linearization of `nodes`, each chunk's members in the order `order` (any
-/// topological order, the better the fewer steps) gives them.
-pub(super) fn optimal_order(nodes: &[Node], order: &[usize]) -> Vec<usize> {
+/// topological order, the better the fewer steps) gives them; `None` once the minimum cuts have
+/// visited `budget` edges. Adds the edges visited to `spent`.
+pub(super) fn optimal_order(
+    nodes: &[Node],
+    order: &[usize],
+    budget: u64,
+    spent: &mut u64,
+) -> Option<Vec<usize>> {
     let mut left = vec![true; nodes.len()];
     let mut out = Vec::with_capacity(nodes.len());
     while out.len() < nodes.len() {
@@ -25,7 +36,10 @@ pub(super) fn optimal_order(nodes: &[Node], order: &[usize]) -> Vec<usize> {
         let Some(first) = chunked(nodes, &rest).into_iter().next() else {
             break;
         };
-        let best = best_closure(nodes, &left, first.members);
+        let best = best_closure(nodes, &left, first.members, spent);
+        if *spent > budget {
+            return None;
+        }
         let mut take = vec![false; nodes.len()];
         best.iter().for_each(|&i| take[i] = true);
         for &i in &rest {
@@ -35,12 +49,12 @@ pub(super) fn optimal_order(nodes: &[Node], order: &[usize]) -> Vec<usize> {
             }
         }
     }
-    out
+    Some(out)
 }
 
 /// The subset of the `left` transactions with the highest fee rate that holds its remaining
 /// ancestors, starting from such a subset, `start`.
-fn best_closure(nodes: &[Node], left: &[bool], start: Vec<usize>) -> Vec<usize> {
+fn best_closure(nodes: &[Node], left: &[bool], start: Vec<usize>, spent: &mut u64) -> Vec<usize> {
     let mut best = start;
     loop {
         let rate = total(nodes, &best);
@@ -50,7 +64,7 @@ fn best_closure(nodes: &[Node], left: &[bool], start: Vec<usize>) -> Vec<usize> 
                     - i128::from(n.feerate.size) * i128::from(rate.fee)
             })
             .collect();
-        let found = max_weight_closure(nodes, left, &weights);
+        let found = max_weight_closure(nodes, left, &weights, spent);
         let gain: i128 = found.iter().map(|&i| weights[i]).sum();
         if found.is_empty() || gain <= 0 {
             return best;
@@ -67,7 +81,12 @@ fn total(nodes: &[Node], members: &[usize]) -> FeeFrac {
 /// The `left` transactions' subset of the most total weight that holds its remaining ancestors:
 /// the source side of a minimum cut (source to each positive weight, each negative weight to
 /// the sink, each child to its parents never cut).
-fn max_weight_closure(nodes: &[Node], left: &[bool], weights: &[i128]) -> Vec<usize> {
+fn max_weight_closure(
+    nodes: &[Node],
+    left: &[bool],
+    weights: &[i128],
+    spent: &mut u64,
+) -> Vec<usize> {
     let n = nodes.len();
     let (source, sink) = (n, n + 1);
     let mut flow = Flow::new(n + 2);
@@ -82,6 +101,7 @@ fn max_weight_closure(nodes: &[Node], left: &[bool], weights: &[i128]) -> Vec<us
         }
     }
     flow.max_flow(source, sink);
+    *spent = spent.saturating_add(flow.visits);
     let reached = flow.reachable(source);
     (0..n).filter(|&i| left[i] && reached[i]).collect()
 }
@@ -94,6 +114,8 @@ struct Flow {
     out: Vec<Vec<usize>>,
     level: Vec<u32>,
     next: Vec<usize>,
+    /// Edges looked at so far: the work done.
+    visits: u64,
 }
 
 impl Flow {
@@ -103,6 +125,7 @@ impl Flow {
             out: vec![Vec::new(); vertices],
             level: vec![0; vertices],
             next: vec![0; vertices],
+            visits: 0,
         }
     }
 
@@ -126,6 +149,7 @@ impl Flow {
         self.level[source] = 0;
         let mut queue = VecDeque::from([source]);
         while let Some(v) = queue.pop_front() {
+            self.visits += self.out[v].len() as u64;
             for &e in &self.out[v] {
                 let (to, room) = self.edges[e];
                 if room > 0 && self.level[to] == u32::MAX {
@@ -143,6 +167,7 @@ impl Flow {
             return limit;
         }
         while self.next[v] < self.out[v].len() {
+            self.visits += 1;
             let e = self.out[v][self.next[v]];
             let (to, room) = self.edges[e];
             if room > 0 && self.level[to] == self.level[v] + 1 {
@@ -173,5 +198,36 @@ impl Flow {
             }
         }
         seen
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A dense cluster of `n`: each transaction spends up to four of the five before it.
+    fn dense(n: usize) -> Vec<Node> {
+        (0..n)
+            .map(|i| Node {
+                feerate: FeeFrac::new(
+                    1_000 + (i as u64 * 7_919) % 50_000,
+                    400 + (i as u64 * 31) % 4_000,
+                ),
+                parents: (i.saturating_sub(4)..i).collect(),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_search_stops_at_its_budget_and_counts_its_work() {
+        let nodes = dense(64);
+        let order: Vec<usize> = (0..64).collect();
+        let mut spent = 0;
+        let found = optimal_order(&nodes, &order, BUDGET, &mut spent);
+        assert!(found.is_some(), "a dense 64 fits the budget: {spent} edges");
+        assert!(spent > 0 && spent <= BUDGET, "{spent}");
+        let mut again = 0;
+        assert_eq!(optimal_order(&nodes, &order, spent / 2, &mut again), None);
+        assert!(again > spent / 2);
     }
 }

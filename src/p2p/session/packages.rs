@@ -64,9 +64,9 @@ impl Session<'_> {
         }
     }
 
-    /// The child of a 1p1c package was refused: for a fee (the package's), the pair is not tried
-    /// again; for anything else, the child is refused for good and leaves the orphans (Core's
-    /// `ProcessPackageResult`).
+    /// The child of a 1p1c package was refused: for a fee or as a package (a package
+    /// replacement's rules), the pair is not tried again; for anything else, the child is refused
+    /// for good and leaves the orphans (Core's `ProcessPackageResult`).
     fn child_refused(
         &self,
         raw: &[u8],
@@ -81,8 +81,10 @@ impl Session<'_> {
         let Ok(child) = bitcoin::consensus::deserialize::<Transaction>(raw) else {
             return;
         };
-        let for_fee = matches!(refusal, Rejection::PackageFailed(_))
-            || m.mempool.child_may_pay(&child, refusal);
+        let for_fee = matches!(
+            refusal,
+            Rejection::PackageFailed(_) | Rejection::PackageReplacement(_)
+        ) || m.mempool.child_may_pay(&child, refusal);
         if !for_fee {
             requests.rejected(&[wtxid.to_byte_array()]);
             self.ctx.orphans.remove(&txid);
