@@ -72,7 +72,7 @@ impl Inner {
         let mut joined: Vec<HashMap<Txid, u64>> = Vec::with_capacity(txs.len());
         for tx in txs {
             let seeds = tx.input.iter().map(|i| i.previous_output.txid);
-            let found = self.cluster_members(seeds, CLUSTER_COUNT_LIMIT);
+            let found = self.cluster_members(seeds, &HashSet::new(), CLUSTER_COUNT_LIMIT);
             joined.push(found.ok_or(Rejection::TooLargeCluster)?);
         }
         // Groups by relabelling (a package has at most 25 members).
@@ -107,17 +107,19 @@ impl Inner {
         Ok(())
     }
 
-    /// The mempool transactions connected to `seeds` (those of them in the pool) with their
-    /// sigop-adjusted weights, or `None` once they are more than `room`: the walk stops there.
+    /// The mempool transactions connected to `seeds` (those of them in the pool) without
+    /// passing through `gone`, with their sigop-adjusted weights, or `None` once they are more
+    /// than `room`: the walk stops there.
     fn cluster_members(
         &self,
         seeds: impl Iterator<Item = Txid>,
+        gone: &HashSet<Txid>,
         room: usize,
     ) -> Option<HashMap<Txid, u64>> {
         let mut seen: HashMap<Txid, u64> = HashMap::new();
         let mut stack: Vec<Txid> = seeds.collect();
         while let Some(id) = stack.pop() {
-            if seen.contains_key(&id) {
+            if gone.contains(&id) || seen.contains_key(&id) {
                 continue;
             }
             let Some(entry) = self.txs.get(&id) else {
@@ -141,24 +143,8 @@ impl Inner {
         gone: &HashSet<Txid>,
         room: usize,
     ) -> Option<u64> {
-        let mut seen: HashSet<Txid> = HashSet::new();
-        let mut stack: Vec<Txid> = seeds.collect();
-        let mut weight = 0u64;
-        while let Some(id) = stack.pop() {
-            if gone.contains(&id) || seen.contains(&id) {
-                continue;
-            }
-            let Some(entry) = self.txs.get(&id) else {
-                continue;
-            };
-            seen.insert(id);
-            if seen.len() > room {
-                return None;
-            }
-            weight = weight.saturating_add(entry.adjusted_weight());
-            stack.extend(self.relatives(id, entry));
-        }
-        Some(weight)
+        let members = self.cluster_members(seeds, gone, room)?;
+        Some(members.values().sum())
     }
 
     /// The whole clusters of `seeds` (those of them in the pool): every mempool transaction
