@@ -21,11 +21,14 @@ mod package;
 pub mod persist;
 pub mod projection;
 mod queries;
+mod relatives;
 mod replacement;
 mod revalidate;
 mod rolling;
+mod scripts;
 #[cfg(test)]
 mod tests;
+mod trim;
 mod truc;
 
 use std::collections::{BTreeSet, HashMap, HashSet};
@@ -38,7 +41,7 @@ use bitcoin::{OutPoint, Transaction, TxOut, Txid, Wtxid};
 use crate::config::{MempoolConfig, PolicyProfile, TrucPolicy};
 use crate::index::Index;
 
-use crate::policy::{consensus, data_rules, inputs, interpreter, standard};
+use crate::policy::{consensus, data_rules, inputs, standard};
 pub use crate::policy::{Rejection, MAX_PACKAGE_COUNT, MIN_RELAY_PER_KVB};
 use crate::types::ScriptHash;
 pub use coins::{CoinError, CoinSource};
@@ -48,6 +51,7 @@ use persist::MempoolFile;
 pub use persist::{LoadStats, PersistError};
 pub use projection::ProjectedBlock;
 use replacement::replacement;
+use scripts::scripts_in_cores_order;
 
 /// Core 30's and 31's `DEFAULT_BLOCK_MIN_TX_FEE`, sat per 1,000 vbytes: what a chunk must pay to
 /// be mined at all.
@@ -193,119 +197,6 @@ impl Inner {
             .filter_map(|i| self.spends.get(&i.previous_output))
             .copied()
             .collect()
-    }
-
-    /// A package member's checks against its relatives in the pool, in the profile's order
-    /// (Core 31: TRUC, then clusters, then ephemeral dust; Knots: chain limits, then TRUC), with
-    /// the pool as it would be without what the candidate replaces (a replacing package's whole
-    /// verdict comes after, [`replacement::package_replacement`]); no TRUC sibling is evicted.
-    fn check_relatives(&self, candidate: &truc::Candidate, weight: u64) -> Result<(), Rejection> {
-        let truc = || {
-            (self.check_truc(candidate, &self.direct_conflicts(candidate.tx)))
-                .map_err(|breach| breach.rejection)
-        };
-        let gone = self.replaced_by(candidate.tx);
-        if !self.clusters {
-            self.check_chain_limits(candidate.tx, weight, &gone)?;
-            return truc();
-        }
-        truc()?;
-        self.check_chain_limits(candidate.tx, weight, &gone)?;
-        self.check_ephemeral_spends(candidate.tx)
-    }
-
-    /// The checks of a single new transaction against the pool before any script runs, in the
-    /// profile's order; what it replaces. Core 31 (validation.cpp's `PreChecks`, then
-    /// `ReplacementChecks`, then `AcceptSingleTransactionInternal`): TRUC (a sibling it may evict
-    /// joining its conflicts), the replacement rules (conflicting clusters, fees, cluster limits,
-    /// the diagram), the cluster limits without what it replaces, then ephemeral dust. Knots 29.4
-    /// (as Core 29): the chain limits, TRUC, then BIP125's rules. Run under the read lock that
-    /// checks and again under the write lock that admits, unless nothing changed between.
-    fn check_against_pool(
-        &self,
-        entry: &MempoolEntry,
-        from_parents: &[OutPoint],
-        needed: u64,
-    ) -> Result<Vec<Txid>, Rejection> {
-        let weight = entry.adjusted_weight();
-        if !self.clusters {
-            self.check_chain_limits(&entry.tx, weight, &self.replaced_by(&entry.tx))?;
-        }
-        let conflicts = self.conflicts_of(entry, from_parents, true)?;
-        let replaced = replacement(self, &conflicts, entry, from_parents, needed)?;
-        let gone: HashSet<Txid> = replaced.iter().copied().collect();
-        self.check_chain_limits(&entry.tx, weight, &gone)?;
-        if self.clusters {
-            self.check_ephemeral_spends(&entry.tx)?;
-        }
-        Ok(replaced)
-    }
-
-    /// Core's `CheckEphemeralSpends` for one transaction (policy/ephemeral_policy.cpp): every
-    /// dust output of each mempool parent it spends from must be spent by it
-    /// (`missing-ephemeral-spends`).
-    fn check_ephemeral_spends(&self, tx: &Transaction) -> Result<(), Rejection> {
-        self.check_package_ephemeral_spends(&[tx])
-            .map_err(|(_, refusal)| refusal)
-    }
-
-    /// Core's `CheckEphemeralSpends` for a package: every dust output of each parent a member
-    /// spends from, in the package or the pool, must be spent by that member; else the first
-    /// that leaves one, and its refusal.
-    fn check_package_ephemeral_spends(
-        &self,
-        txs: &[&Transaction],
-    ) -> Result<(), (usize, Rejection)> {
-        let members: HashMap<Txid, &Transaction> =
-            txs.iter().map(|t| (t.compute_txid(), *t)).collect();
-        for (i, tx) in txs.iter().enumerate() {
-            let spent: HashSet<OutPoint> = tx.input.iter().map(|i| i.previous_output).collect();
-            let parents: HashSet<Txid> = tx.input.iter().map(|i| i.previous_output.txid).collect();
-            for parent in parents {
-                let found = members
-                    .get(&parent)
-                    .copied()
-                    .or_else(|| self.txs.get(&parent).map(|e| &e.tx));
-                let Some(found) = found else {
-                    continue;
-                };
-                let unspent_dust = found
-                    .output
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, out)| standard::is_dust(out))
-                    .any(|(vout, _)| !spent.contains(&OutPoint::new(parent, vout as u32)));
-                if unspent_dust {
-                    let txid = tx.compute_txid();
-                    return Err((i, Rejection::MissingEphemeralSpends { txid }));
-                }
-            }
-        }
-        Ok(())
-    }
-
-    /// What a checked transaction replaces directly, read under the lock that admits it or
-    /// answers a dry run: the transactions spending what it spends ([`Inner::still_valid`]),
-    /// and the sibling a TRUC child evicts (never in a package dry run, `allow_eviction`
-    /// off). Refuses it where the TRUC rules do.
-    fn conflicts_of(
-        &self,
-        entry: &MempoolEntry,
-        from_parents: &[OutPoint],
-        allow_eviction: bool,
-    ) -> Result<HashSet<Txid>, Rejection> {
-        let mut conflicts = self.still_valid(&entry.tx, &entry.txid, from_parents)?;
-        match self.check_truc(&truc::Candidate::of(entry), &conflicts) {
-            Ok(()) => {}
-            Err(truc::Breach {
-                sibling: Some(sibling),
-                ..
-            }) if allow_eviction => {
-                conflicts.insert(sibling);
-            }
-            Err(breach) => return Err(breach.rejection),
-        }
-        Ok(conflicts)
     }
 
     /// Removes a transaction and everything spending its outputs; returns the touched scripts.
@@ -979,49 +870,6 @@ impl Mempool {
         }
         Ok(resolved)
     }
-
-    /// Evicts while the mempool is over its size limit, raising the rolling minimum fee to
-    /// each evicted package's rate (Core's `TrimToSize`): Core's profile the worst chunk of any
-    /// cluster, Knots's the lowest descendant score with its descendants (the first of either
-    /// index, no scan). Refuses `txids` if one of them left.
-    fn evict_over_limit(
-        &self,
-        inner: &mut Inner,
-        txids: &[Txid],
-        touched: &mut HashSet<ScriptHash>,
-    ) -> Result<(), Rejection> {
-        while inner.total_vsize > self.config.max_vbytes {
-            let Some(evicted) = inner.evict_once(touched) else {
-                break;
-            };
-            self.rolling_fee()
-                .evicted(evicted.fee, evicted.vsize, persist::now());
-            if txids.iter().any(|t| !inner.txs.contains_key(t)) {
-                return Err(Rejection::MempoolFull);
-            }
-        }
-        Ok(())
-    }
-}
-
-impl Inner {
-    /// Evicts one package by the profile's order; its fee and virtual size (a chunk's
-    /// sigop-adjusted weight in vbytes, rounded up, as Core's `ToFeePerVSize`).
-    fn evict_once(&mut self, touched: &mut HashSet<ScriptHash>) -> Option<evict::Totals> {
-        if !self.clusters {
-            let (worst, package) = self.lowest_score()?;
-            self.remove_with_descendants(&worst, touched);
-            return Some(package);
-        }
-        let chunk = self.worst_chunk()?;
-        for txid in &chunk.txids {
-            self.remove_with_descendants(txid, touched);
-        }
-        Some(evict::Totals {
-            fee: chunk.feerate.fee,
-            vsize: chunk.feerate.size.div_ceil(4),
-        })
-    }
 }
 
 /// The mempool under its write lock. Released, it brings Core's chunk index up to date with
@@ -1049,45 +897,4 @@ impl Drop for Writing<'_> {
             self.0.refresh_chunks();
         }
     }
-}
-
-/// Verifies a transaction's scripts in Core's order (validation.cpp's `PolicyScriptChecks`,
-/// then `ConsensusScriptChecks`): every input under the standard flags, which the kernel does
-/// not take, by the policy [`interpreter`], the first that fails refused as
-/// `mempool-script-verify-flag-failed` whatever flag it breaks, consensus or policy (Core 31's
-/// `CheckInputScripts` over `STANDARD_SCRIPT_VERIFY_FLAGS`, which Knots 29.4 shares); then the
-/// kernel's consensus verification, which refuses (as `mandatory-script-verify-flag-failed`) only
-/// where the interpreter passed what consensus fails: a disagreement Core reports as a bug.
-/// `core_31` picks the profile's wording of a few script errors.
-fn scripts_in_cores_order(
-    tx: &Transaction,
-    raw: &[u8],
-    prevouts: &[TxOut],
-    core_31: bool,
-) -> Result<(), Rejection> {
-    if let Some((input, error)) = first_standard_failure(tx, prevouts) {
-        return Err(Rejection::PolicyScript {
-            input,
-            message: error.words(core_31),
-        });
-    }
-    crate::kernel::scripts::verify_scripts(raw, prevouts).map_err(|e| {
-        tracing::warn!(txid = %tx.compute_txid(), %e,
-            "the kernel fails a spend the policy interpreter passes under the standard flags");
-        Rejection::from(e)
-    })
-}
-
-/// The first input of `tx` the policy interpreter fails under Core's standard flags, with its
-/// error.
-fn first_standard_failure(
-    tx: &Transaction,
-    prevouts: &[TxOut],
-) -> Option<(usize, interpreter::ScriptError)> {
-    use interpreter::{verify_input, Flags, TxData};
-    let data = TxData::new(tx, prevouts);
-    (0..tx.input.len()).find_map(|input| {
-        let error = verify_input(&data, input, Flags::STANDARD).err()?;
-        Some((input, error))
-    })
 }

@@ -1,0 +1,55 @@
+//! A full pool trimmed to its size (Core's `TrimToSize`): Core's profile evicts the worst chunk
+//! of any cluster ([`super::chunk_index`]), Knots's the lowest descendant score
+//! ([`super::evict`]); either raises the rolling minimum fee ([`super::rolling`]).
+
+use std::collections::HashSet;
+
+use bitcoin::Txid;
+
+use super::{evict, persist, Inner, Mempool, Rejection};
+use crate::types::ScriptHash;
+
+impl Mempool {
+    /// Evicts while the mempool is over its size limit, raising the rolling minimum fee to
+    /// each evicted package's rate (Core's `TrimToSize`): Core's profile the worst chunk of any
+    /// cluster, Knots's the lowest descendant score with its descendants (the first of either
+    /// index, no scan). Refuses `txids` if one of them left.
+    pub(super) fn evict_over_limit(
+        &self,
+        inner: &mut Inner,
+        txids: &[Txid],
+        touched: &mut HashSet<ScriptHash>,
+    ) -> Result<(), Rejection> {
+        while inner.total_vsize > self.config.max_vbytes {
+            let Some(evicted) = inner.evict_once(touched) else {
+                break;
+            };
+            self.rolling_fee()
+                .evicted(evicted.fee, evicted.vsize, persist::now());
+            if txids.iter().any(|t| !inner.txs.contains_key(t)) {
+                return Err(Rejection::MempoolFull);
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Inner {
+    /// Evicts one package by the profile's order; its fee and virtual size (a chunk's
+    /// sigop-adjusted weight in vbytes, rounded up, as Core's `ToFeePerVSize`).
+    fn evict_once(&mut self, touched: &mut HashSet<ScriptHash>) -> Option<evict::Totals> {
+        if !self.clusters {
+            let (worst, package) = self.lowest_score()?;
+            self.remove_with_descendants(&worst, touched);
+            return Some(package);
+        }
+        let chunk = self.worst_chunk()?;
+        for txid in &chunk.txids {
+            self.remove_with_descendants(txid, touched);
+        }
+        Some(evict::Totals {
+            fee: chunk.feerate.fee,
+            vsize: chunk.feerate.size.div_ceil(4),
+        })
+    }
+}
