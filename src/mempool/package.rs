@@ -221,8 +221,9 @@ impl Mempool {
                 })
                 .collect()
         };
-        // Core 31 takes a parent and child that replace together (package RBF).
-        let replacing = self.config.profile == PolicyProfile::Core && raws.len() == 2;
+        // Core 31 takes a parent and child that replace together (package RBF); a larger
+        // package that conflicts is judged, and refused, by the same rules.
+        let replacing = self.config.profile == PolicyProfile::Core;
         let mut staged = match replacing {
             true => Staged::package_replacing(),
             false => Staged::package(),

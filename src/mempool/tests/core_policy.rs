@@ -345,7 +345,7 @@ fn a_packages_unrelated_members_are_counted_in_their_own_clusters() {
 #[test]
 fn a_parent_and_its_child_replace_together_as_core_31s_package_rbf() {
     let mut coins = Coins::new();
-    let [a, b, c] = [1, 2, 3].map(|n| coins.add(n, 100_000));
+    let [a, b, c, e, f] = [1, 2, 3, 5, 6].map(|n| coins.add(n, 100_000));
     let pool = core_pool();
     let submit = |txs: &[&Transaction]| {
         let raws: Vec<Vec<u8>> = txs.iter().map(|t| serialize(*t)).collect();
@@ -388,6 +388,19 @@ fn a_parent_and_its_child_replace_together_as_core_31s_package_rbf() {
     assert_eq!(
         package.each[1].as_ref().unwrap_err().to_string(),
         "package RBF failed: package feerate is less than or equal to parent feerate"
+    );
+    assert!(has(&pool, &old));
+    // Two cheap parents (one conflicting, one paying nothing) and their child: not one parent
+    // and one child.
+    let old = spend(&[e], &[99_000]);
+    accept(&pool, &coins, &old).unwrap();
+    let first = spend(&[e], &[99_990]);
+    let second = spend(&[f], &[100_000]);
+    let child = spend(&[out(&first, 0), out(&second, 0)], &[150_000]);
+    let package = submit(&[&first, &second, &child]);
+    assert_eq!(
+        package.each[2].as_ref().unwrap_err().to_string(),
+        "package RBF failed: package must be 1-parent-1-child"
     );
     assert!(has(&pool, &old));
     // Knots's profile takes no package replacement.
