@@ -1589,6 +1589,232 @@ fn dry_runs_are_charged_to_their_host() {
     assert!(tried_in < Duration::from_secs(2) && sent_in < Duration::from_secs(2));
 }
 
+/// Coins anyone can spend: pay-to-witness-script-hash of `OP_TRUE`, spent with that script as
+/// the only witness item (standard under both profiles), so the replacement attack below builds
+/// thousands of transactions without signing one.
+mod anyone {
+    use bitcoin::{
+        absolute::LockTime, transaction::Version, Amount, OutPoint, ScriptBuf, Sequence,
+        Transaction, TxIn, TxOut, Witness,
+    };
+
+    /// The witness script: `OP_TRUE`.
+    fn script() -> ScriptBuf {
+        ScriptBuf::from_bytes(vec![0x51])
+    }
+
+    /// The output script paying to it.
+    pub fn output_script() -> ScriptBuf {
+        ScriptBuf::new_p2wsh(&script().wscript_hash())
+    }
+
+    /// Its regtest address.
+    pub fn address() -> String {
+        bitcoin::Address::from_script(&output_script(), bitcoin::Network::Regtest)
+            .unwrap()
+            .to_string()
+    }
+
+    /// An output of `sat` to it.
+    pub fn out(sat: u64) -> TxOut {
+        TxOut {
+            value: Amount::from_sat(sat),
+            script_pubkey: output_script(),
+        }
+    }
+
+    /// A version 2 transaction spending `coins` (all paying to it) to `outputs`.
+    pub fn spend(coins: &[OutPoint], outputs: Vec<TxOut>) -> Transaction {
+        let input = coins
+            .iter()
+            .map(|&previous_output| TxIn {
+                previous_output,
+                script_sig: ScriptBuf::new(),
+                sequence: Sequence::ENABLE_RBF_NO_LOCKTIME,
+                witness: Witness::from_slice(&[script().as_bytes()]),
+            })
+            .collect();
+        Transaction {
+            version: Version::TWO,
+            lock_time: LockTime::ZERO,
+            input,
+            output: outputs,
+        }
+    }
+
+    /// The transaction's hex.
+    pub fn hex(tx: &Transaction) -> String {
+        bitcoin::consensus::encode::serialize_hex(tx)
+    }
+}
+
+/// Clusters in the replacement attack, as many as one replacement may conflict with.
+const CLUSTERS: usize = 100;
+/// Transactions in each, Core 31's cluster limit.
+const CLUSTER_SIZE: usize = 64;
+/// Each cluster's coin.
+const CLUSTER_COIN: u64 = 2_000_000;
+/// What each cluster's first transaction pays: 5,200 sat/vB, well above what follows it.
+const ROOT_FEE: u64 = 500_000;
+/// What each of the 63 after it pays: about 0.5 sat/vB.
+const CHAIN_FEE: u64 = 50;
+
+/// The coins of the attack: `CLUSTERS` coins of `CLUSTER_COIN` and the attacker's of 3 BTC,
+/// confirmed, all spendable by [`anyone`]; cairn has indexed them.
+fn anyone_coins(served: &Served) -> (Vec<bitcoin::OutPoint>, bitcoin::OutPoint, u64) {
+    use bitcoin::{OutPoint, Txid};
+    let funding = served.node.rpc(&["sendtoaddress", &anyone::address(), "5"]);
+    let funding_tx = served
+        .node
+        .rpc_json(&["getrawtransaction", &funding, "true"]);
+    let vout = funding_tx["vout"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .position(|o| o["scriptPubKey"]["address"] == anyone::address().as_str())
+        .unwrap() as u32;
+    let attacker_sat = 500_000_000 - CLUSTERS as u64 * CLUSTER_COIN - 10_000;
+    let mut outputs: Vec<_> = (0..CLUSTERS).map(|_| anyone::out(CLUSTER_COIN)).collect();
+    outputs.push(anyone::out(attacker_sat));
+    let funded = OutPoint::new(Txid::from_str(&funding).unwrap(), vout);
+    let split = anyone::spend(&[funded], outputs);
+    served
+        .node
+        .rpc(&["sendrawtransaction", &anyone::hex(&split)]);
+    served.node.rpc(&["generatetoaddress", "1", &served.mine]);
+    served
+        .cairn
+        .wait_for(&served.node.rpc(&["getbestblockhash"]), "the split");
+    let txid = split.compute_txid();
+    let coins = (0..CLUSTERS as u32)
+        .map(|i| OutPoint::new(txid, i))
+        .collect();
+    (coins, OutPoint::new(txid, CLUSTERS as u32), attacker_sat)
+}
+
+/// A chain of [`CLUSTER_SIZE`] transactions from `coin` into cairn's mempool: a first that pays
+/// [`ROOT_FEE`], then each spending the one before for [`CHAIN_FEE`]. Broadcast from 127.0.0.1
+/// on a connection of its own (an exempt connection's cost is its own).
+fn chain_into_mempool(served: &Served, coin: bitcoin::OutPoint) {
+    let mut c = Lines::connect_from("127.0.0.1", served.electrum, "1.4");
+    let mut from = (coin, CLUSTER_COIN - ROOT_FEE);
+    let mut first = true;
+    for _ in 0..CLUSTER_SIZE {
+        let fee = if first { 0 } else { CHAIN_FEE };
+        first = false;
+        let tx = anyone::spend(&[from.0], vec![anyone::out(from.1 - fee)]);
+        let sent = c.call(
+            "blockchain.transaction.broadcast",
+            json!([anyone::hex(&tx)]),
+        );
+        assert!(sent["result"].is_string(), "{sent}");
+        from = (bitcoin::OutPoint::new(tx.compute_txid(), 0), from.1 - fee);
+    }
+}
+
+/// Issue 48: **a replacement cycle makes the cluster mempool linearize what it conflicts
+/// with**, refused or not: Core 31 judges a replacement by the fee-rate diagram of every
+/// cluster it changes, before and after, and a refused one pays nothing.
+///
+/// cairn's mempool holds 100 clusters of 64 (each a chain whose first transaction pays 5,200
+/// sat/vB and the rest about 0.5). From 127.0.0.2, the attacker sends on one connection, again
+/// and again (each with other data), a transaction of 24 kvB that spends the coins of all 100
+/// and pays more than all 6,400 together, at 2,100 sat/vB: below the chains' first
+/// transactions, so it worsens the diagram and is refused (`replacement-failed`) after both
+/// diagrams are drawn, 200 clusters linearized. cairn runs with a hard cost limit of 1,000
+/// units (soft 990, 1 a second forgiven). Asserted: every attempt is refused for its diagram,
+/// the connection is closed for its cost after at most 20 (each costs about 64 units: 24 for
+/// its checks, 10 for its bytes on the wire, 10 for the refusal and 20 for the 200 clusters
+/// linearized); an honest client from 127.0.0.3 is
+/// served within 2 s meanwhile, and its own replacement of one chain, which improves the
+/// diagram, is taken within 2 s.
+///
+/// *Fails before the fix* (before 791dd20, where a broadcast was charged its bytes and the refusal,
+/// not the linearization it caused): the attacker got 23 attempts before it was closed; now 16.
+#[test]
+fn replacement_cycles_pay_for_the_clusters_they_linearize() {
+    let served = Served::start(&[
+        "--electrum-cost-soft-limit=990",
+        "--electrum-cost-hard-limit=1000",
+        "--electrum-cost-decay-per-sec=1",
+    ]);
+    let (coins, attacker_coin, attacker_sat) = anyone_coins(&served);
+    let filled = Instant::now();
+    for &coin in &coins {
+        chain_into_mempool(&served, coin);
+    }
+    println!(
+        "100 chains of 64 in cairn's mempool in {:?}",
+        filled.elapsed()
+    );
+
+    let old_fees = CLUSTERS as u64 * (ROOT_FEE + (CLUSTER_SIZE as u64 - 1) * CHAIN_FEE);
+    let fee = old_fees + 1_000_000;
+    let mut spent: Vec<_> = coins.clone();
+    spent.push(attacker_coin);
+    let kept = CLUSTERS as u64 * CLUSTER_COIN + attacker_sat - fee;
+    let attempt = |n: u32| {
+        let mut data = vec![0x6a, 0x4d, 0x20, 0x4e]; // OP_RETURN, a push of 20,000 bytes
+        data.extend(std::iter::repeat_n(0u8, 19_996));
+        data.extend(n.to_le_bytes());
+        let carrier = bitcoin::TxOut {
+            value: bitcoin::Amount::ZERO,
+            script_pubkey: bitcoin::ScriptBuf::from_bytes(data),
+        };
+        anyone::hex(&anyone::spend(&spent, vec![anyone::out(kept), carrier]))
+    };
+
+    let honest = served.honest_electrum();
+    let cpu = served.cairn.cpu_seconds();
+    let began = Instant::now();
+    let mut attacker = Lines::connect_from("127.0.0.2", served.electrum, "1.4");
+    let mut refused = 0;
+    let closed = loop {
+        let answer = attacker.try_call(
+            "blockchain.transaction.broadcast",
+            json!([attempt(refused)]),
+        );
+        match answer {
+            Some(a) if a.to_string().contains("replacement-failed") => refused += 1,
+            Some(a) if a.to_string().contains("excessive resource usage") => break true,
+            Some(a) => panic!("the attacker's replacement: {a}"),
+            None => break true,
+        }
+        if refused > 200 {
+            break false;
+        }
+    };
+    let spent_cpu = served.cairn.cpu_seconds() - cpu;
+    let report = honest.stop();
+    println!(
+        "attacker: {refused} replacements refused in {:?}, then closed: {closed}; cairn's CPU \
+         {spent_cpu:.2} s; honest: {} visits, worst {:?}",
+        began.elapsed(),
+        report.tries,
+        report.worst
+    );
+
+    let mut c = Lines::connect_from("127.0.0.3", served.electrum, "1.4");
+    let better = anyone::spend(&[coins[0]], vec![anyone::out(CLUSTER_COIN - 600_000)]);
+    let asked = Instant::now();
+    let sent = c.call(
+        "blockchain.transaction.broadcast",
+        json!([anyone::hex(&better)]),
+    );
+    let sent_in = asked.elapsed();
+    println!("the honest replacement: {sent_in:?}: {sent}");
+
+    assert!(closed, "the attacker was never closed");
+    assert!(refused > 0, "no replacement reached its diagram");
+    assert!(
+        refused <= 20,
+        "the attacker had {refused} replacements judged"
+    );
+    assert_served_within(&report, Duration::from_secs(2));
+    assert_eq!(sent["result"], better.compute_txid().to_string(), "{sent}");
+    assert!(sent_in < Duration::from_secs(2));
+}
+
 /// A taproot script-path spend of `coin` (worth `value` sat) back to `to`, whose leaf is
 /// `leaf` (its control block made up: no check reaches it before the data count).
 fn leaf_spend(coin: &Value, to: &str, leaf: Vec<u8>) -> String {

@@ -67,6 +67,25 @@ impl Lines {
         }
     }
 
+    /// The answer to one request, or `None` when the server closed the connection (or broke
+    /// off a line) instead.
+    pub fn try_call(&mut self, method: &str, params: Value) -> Option<Value> {
+        self.id += 1;
+        let req = json!({"jsonrpc": "2.0", "id": self.id, "method": method, "params": params});
+        self.s.write_all(format!("{req}\n").as_bytes()).ok()?;
+        loop {
+            let mut line = String::new();
+            if self.r.read_line(&mut line).ok()? == 0 {
+                return None;
+            }
+            let v: Value = serde_json::from_str(&line).ok()?;
+            if v.get("id").is_some() {
+                return Some(v);
+            }
+            self.notes.push(v);
+        }
+    }
+
     /// Sends one raw line holding a batch and returns its answers (notifications read
     /// meanwhile set aside).
     pub fn raw_batch(&mut self, line: &str) -> Vec<Value> {
