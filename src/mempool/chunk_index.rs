@@ -18,7 +18,7 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 
 use bitcoin::Txid;
 
-use super::linearize::{chunked, linearize, FeeFrac};
+use super::linearize::{chunked, linearize, ByRate, FeeFrac};
 use super::Inner;
 
 /// The chunks of every mempool cluster, worst first.
@@ -45,30 +45,6 @@ struct ChunkKey {
     max_txid: Reverse<Txid>,
     number: u64,
 }
-
-/// A fee and size ordered by their rate alone.
-#[derive(Debug, Clone, Copy)]
-struct ByRate(FeeFrac);
-
-impl Ord for ByRate {
-    fn cmp(&self, other: &Self) -> Ordering {
-        self.0.rate_cmp(&other.0)
-    }
-}
-
-impl PartialOrd for ByRate {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl PartialEq for ByRate {
-    fn eq(&self, other: &Self) -> bool {
-        self.cmp(other) == Ordering::Equal
-    }
-}
-
-impl Eq for ByRate {}
 
 /// The chunk a full pool evicts next.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -11,45 +11,13 @@ use std::collections::HashSet;
 
 use bitcoin::{Transaction, Txid};
 
+use super::linearize::{ByRate, FeeFrac};
 use super::{Inner, MempoolEntry};
 
-/// A fee over a virtual size, ordered exactly (by cross-multiplication, no rounding).
-#[derive(Debug, Clone, Copy)]
-pub(super) struct FeeRate {
-    fee: u64,
-    vsize: u64,
+/// A fee over a virtual size (of at least 1) as an exact rate key.
+fn by_rate(fee: u64, vsize: u64) -> ByRate {
+    ByRate(FeeFrac::new(fee, vsize.max(1)))
 }
-
-impl FeeRate {
-    fn new(fee: u64, vsize: u64) -> FeeRate {
-        FeeRate {
-            fee,
-            vsize: vsize.max(1),
-        }
-    }
-}
-
-impl Ord for FeeRate {
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        let ours = u128::from(self.fee) * u128::from(other.vsize);
-        let theirs = u128::from(other.fee) * u128::from(self.vsize);
-        ours.cmp(&theirs)
-    }
-}
-
-impl PartialOrd for FeeRate {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl PartialEq for FeeRate {
-    fn eq(&self, other: &Self) -> bool {
-        self.cmp(other) == std::cmp::Ordering::Equal
-    }
-}
-
-impl Eq for FeeRate {}
 
 /// A transaction's fees and virtual size with its descendants' (Core's
 /// `GetModFeesWithDescendants` and `GetSizeWithDescendants`).
@@ -64,7 +32,7 @@ pub(super) struct Totals {
 /// A key of the eviction index: lowest score first, then the newer, then by txid.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub(super) struct EvictKey {
-    score: FeeRate,
+    score: ByRate,
     newer_first: Reverse<i64>,
     pub txid: Txid,
 }
@@ -72,7 +40,7 @@ pub(super) struct EvictKey {
 impl Inner {
     /// The eviction key of a pool transaction, from its totals.
     fn evict_key(&self, entry: &MempoolEntry) -> EvictKey {
-        let own = FeeRate::new(entry.fee, entry.vsize);
+        let own = by_rate(entry.fee, entry.vsize);
         let totals = self
             .with_descendants
             .get(&entry.txid)
@@ -82,7 +50,7 @@ impl Inner {
                 vsize: entry.vsize,
             });
         EvictKey {
-            score: own.max(FeeRate::new(totals.fee, totals.vsize)),
+            score: own.max(by_rate(totals.fee, totals.vsize)),
             newer_first: Reverse(entry.time),
             txid: entry.txid,
         }
@@ -204,7 +172,7 @@ mod tests {
 
     #[test]
     fn fee_rates_order_exactly() {
-        let rate = |fee, vsize| FeeRate { fee, vsize };
+        let rate = by_rate;
         assert!(rate(1, 3) < rate(1, 2));
         assert_eq!(rate(2, 4), rate(1, 2));
         // No rounding: 1 sat over 1,000,000 vB is still above nothing.

@@ -74,6 +74,32 @@ impl FeeFrac {
     }
 }
 
+/// A fee and a size ordered by their rate alone, exactly ([`FeeFrac::rate_cmp`]): equal rates
+/// are equal whatever the sizes. The key of every fee-rate order of the pool (eviction, the
+/// chunk index, the Knots profile's block projection).
+#[derive(Debug, Clone, Copy)]
+pub struct ByRate(pub FeeFrac);
+
+impl Ord for ByRate {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.0.rate_cmp(&other.0)
+    }
+}
+
+impl PartialOrd for ByRate {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl PartialEq for ByRate {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+
+impl Eq for ByRate {}
+
 /// A transaction of a cluster: its fee and size, and its parents (indices into the cluster).
 #[derive(Debug, Clone, Default)]
 pub struct Node {

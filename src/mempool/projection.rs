@@ -9,6 +9,7 @@
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
+use super::linearize::{ByRate, FeeFrac};
 use bitcoin::Txid;
 
 /// A block's most weight (Core 30's `DEFAULT_BLOCK_MAX_WEIGHT`, the consensus limit; Core 29
@@ -68,8 +69,7 @@ struct Totals {
 /// bytes as stored, Core's `uint256` order).
 #[derive(Debug, Clone, Copy)]
 struct Queued {
-    score_fee: u64,
-    score_vsize: u64,
+    score: ByRate,
     txid: Txid,
     index: u32,
     version: u32,
@@ -79,9 +79,7 @@ impl Ord for Queued {
     fn cmp(&self, other: &Self) -> Ordering {
         // a/b against c/d as a*d against c*b, exactly (Core compares the same products as
         // doubles).
-        let mine = u128::from(self.score_fee) * u128::from(other.score_vsize);
-        let theirs = u128::from(other.score_fee) * u128::from(self.score_vsize);
-        mine.cmp(&theirs).then_with(|| other.txid.cmp(&self.txid))
+        (self.score.cmp(&other.score)).then_with(|| other.txid.cmp(&self.txid))
     }
 }
 
@@ -196,16 +194,10 @@ impl<'a> Assembler<'a> {
         let node = &self.nodes[i as usize];
         let package = self.package[i as usize];
         // Core's `GetModFeeAndSize`: the lower of the transaction's own and its package's rate.
-        let own_higher = u128::from(node.fee) * u128::from(package.vsize)
-            > u128::from(package.fee) * u128::from(node.vsize);
-        let (score_fee, score_vsize) = if own_higher {
-            (package.fee, package.vsize)
-        } else {
-            (node.fee, node.vsize)
-        };
+        let own = ByRate(FeeFrac::new(node.fee, node.vsize.max(1)));
+        let with_package = ByRate(FeeFrac::new(package.fee, package.vsize.max(1)));
         self.queue.push(Queued {
-            score_fee,
-            score_vsize: score_vsize.max(1),
+            score: own.min(with_package),
             txid: node.txid,
             index: i,
             version: self.version[i as usize],
