@@ -14,6 +14,7 @@ use bitcoin::block::Header;
 use bitcoin::hashes::Hash;
 use bitcoin::p2p::message::NetworkMessage;
 use bitcoin::p2p::message_blockdata::Inventory;
+use common::anyone;
 use common::peer::{connect_from_with_rcvbuf, mined_headers, ScriptedPeer};
 use common::probe::RssPeak;
 use common::{free_port, start_cairn, Bitcoind, Cairn};
@@ -658,6 +659,144 @@ fn announcements_are_tracked_and_invalid_transactions_not_asked_again() {
     );
     assert!(attacker.pinged(27));
     net.both_reach_new_blocks(1, Duration::from_secs(30));
+}
+
+/// Chains the merge attack builds in pairs.
+const MERGED_PAIRS: usize = 80;
+/// Transactions in each chain: two of them and the transaction merging them make a cluster of
+/// 63.
+const CHAIN: usize = 31;
+
+/// `n` confirmed coins of 0.2 BTC that [`anyone`] can spend, from a coinbase mined to it and
+/// split once it matured; cairn has indexed them.
+fn anyone_coins(net: &Net, n: usize) -> Vec<(bitcoin::OutPoint, u64)> {
+    let mined = net
+        .source
+        .rpc(&["generatetoaddress", "1", &anyone::address()]);
+    let hash: Vec<String> = serde_json::from_str(&mined).unwrap();
+    net.source.rpc(&["generatetoaddress", "100", ADDR]);
+    let block = net.source.rpc_json(&["getblock", &hash[0], "2"]);
+    let coinbase = &block["tx"][0];
+    let value = (coinbase["vout"][0]["value"].as_f64().unwrap() * 1e8).round() as u64;
+    let coin = bitcoin::OutPoint::new(
+        bitcoin::Txid::from_str(coinbase["txid"].as_str().unwrap()).unwrap(),
+        0,
+    );
+    let each = 20_000_000;
+    assert!(value > n as u64 * each);
+    let mut outputs: Vec<_> = (0..n).map(|_| anyone::out(each)).collect();
+    outputs.push(anyone::out(value - n as u64 * each - 10_000));
+    let split = anyone::spend(&[coin], outputs);
+    net.source
+        .rpc(&["sendrawtransaction", &anyone::hex(&split)]);
+    net.source.rpc(&["generatetoaddress", "1", ADDR]);
+    let tip = net.source.rpc(&["getbestblockhash"]);
+    net.cairn.wait_for(&tip, "the split coins");
+    let txid = split.compute_txid();
+    (0..n as u32)
+        .map(|i| (bitcoin::OutPoint::new(txid, i), each))
+        .collect()
+}
+
+/// A chain of `n` transactions from `coin`, each paying `fee`; the last one's output.
+fn chain_from(
+    coin: (bitcoin::OutPoint, u64),
+    n: usize,
+    fee: u64,
+    into: &mut Vec<bitcoin::Transaction>,
+) -> (bitcoin::OutPoint, u64) {
+    let mut from = coin;
+    for _ in 0..n {
+        let tx = anyone::spend(&[from.0], vec![anyone::out(from.1 - fee)]);
+        from = (bitcoin::OutPoint::new(tx.compute_txid(), 0), from.1 - fee);
+        into.push(tx);
+    }
+    from
+}
+
+/// Issue 48: **a peer feeding transactions that each merge two large clusters.** With Core 31's
+/// cluster mempool every transaction is linearized with its whole cluster, and a peer's
+/// transactions are checked whether cairn asked for them or not; each peer ran its checks on
+/// its own task with nothing to bound them.
+///
+/// From 127.0.0.2 a peer sends, unasked and as fast as cairn reads, 5,040 valid transactions:
+/// 80 pairs of chains of 31 from confirmed coins, each pair then merged into a cluster of 63
+/// by one transaction spending both chains' last outputs. Meanwhile an honest peer from
+/// 127.0.0.3 sends one payment. Asserted: 4 s after the attacker began, cairn's mempool holds
+/// at most 3,000 of its transactions (its allowance: a burst of 250 units and 25 a second, at
+/// about 0.15 units a transaction, some 2,300), and it is still connected (made to wait, not
+/// dropped); the honest payment is in the mempool within 2 s.
+///
+/// *Fails before the fix* (e7558a9, where a peer's transactions cost it nothing): all 5,040
+/// were in the mempool within the 4 s.
+#[test]
+fn a_peer_merging_clusters_is_held_to_its_allowance() {
+    let (metrics, electrum) = (common::free_addr(), common::free_addr());
+    let net = Net::start(
+        120,
+        1,
+        &[
+            &format!("--metrics-addr={metrics}"),
+            &format!("--electrum-addr={electrum}"),
+        ],
+    );
+    let coins = anyone_coins(&net, 2 * MERGED_PAIRS + 1);
+    let mut flood = Vec::new();
+    for pair in coins[..2 * MERGED_PAIRS].chunks(2) {
+        let a = chain_from(pair[0], CHAIN, 200, &mut flood);
+        let b = chain_from(pair[1], CHAIN, 200, &mut flood);
+        flood.push(anyone::spend(
+            &[a.0, b.0],
+            vec![anyone::out(a.1 + b.1 - 400)],
+        ));
+    }
+    let honest_tx = anyone::spend(&[coins[2 * MERGED_PAIRS].0], vec![anyone::out(19_000_000)]);
+
+    let mut attacker = ScriptedPeer::connect(ATTACKER, net.p2p);
+    attacker.handshake();
+    let mut honest = ScriptedPeer::connect("127.0.0.3", net.p2p);
+    honest.handshake();
+    let began = Instant::now();
+    let sender = std::thread::spawn(move || {
+        let sent = flood
+            .into_iter()
+            .take_while(|tx| attacker.send(NetworkMessage::Tx(tx.clone())).is_ok())
+            .count();
+        (attacker, sent)
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    honest.send(NetworkMessage::Tx(honest_tx.clone())).unwrap();
+    let sent_at = Instant::now();
+    let mut wallet = common::lines::Lines::connect(electrum, "1.4");
+    let honest_in = loop {
+        let got = wallet.call(
+            "blockchain.transaction.get",
+            serde_json::json!([honest_tx.compute_txid().to_string()]),
+        );
+        if got["result"].is_string() || sent_at.elapsed() > Duration::from_secs(10) {
+            break got["result"].is_string().then(|| sent_at.elapsed());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    std::thread::sleep(Duration::from_secs(4).saturating_sub(began.elapsed()));
+    let held = common::probe::metric(metrics, "cairn_mempool_transactions") - 1.0;
+    let still_there = peers_from(&net.cairn, ATTACKER);
+    println!(
+        "after {:?}: {held} of the attacker's 5,040 transactions in the mempool, it has {still_there} \
+         connection; the honest payment in {honest_in:?}",
+        began.elapsed()
+    );
+    assert!(
+        held <= 3_000.0,
+        "{held} of one peer's transactions checked in 4 s"
+    );
+    assert!(held >= 100.0, "the attacker's burst was not taken: {held}");
+    assert_eq!(still_there, 1, "the attacker was dropped, not made to wait");
+    let honest_in = honest_in.expect("the honest payment never entered the mempool");
+    assert!(honest_in < Duration::from_secs(2), "{honest_in:?}");
+    drop(net);
+    let (_, sent) = sender.join().unwrap();
+    println!("the attacker wrote {sent} transactions before cairn went away");
 }
 
 /// Finding 6: where a transaction first appears. Core trickles announcements on Poisson timers

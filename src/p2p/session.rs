@@ -27,6 +27,7 @@ use super::send::SendQueue;
 use super::sync::{Delivered, PeerId};
 use crate::index::Index;
 use crate::kernel::Validator;
+use crate::mempool::linearize::metered;
 use crate::mempool::Rejection;
 
 mod headers;
@@ -34,7 +35,9 @@ mod owed;
 mod packages;
 mod ping;
 mod relay;
+mod tx_budget;
 use owed::Owed;
+use tx_budget::TxBudget;
 
 /// Most headers in one `headers` message.
 pub const MAX_HEADERS: usize = 2000;
@@ -94,6 +97,8 @@ pub struct Session<'a> {
     mempool_owed: bool,
     /// Its ping in flight (Core's `MaybeSendPing`).
     pinger: ping::Pinger,
+    /// What its transactions' checks have cost: over its allowance, it is not read from.
+    tx_budget: TxBudget,
 }
 
 impl<'a> Session<'a> {
@@ -126,6 +131,10 @@ impl<'a> Session<'a> {
                 && ctx.mempool.is_some()
                 && traits.services.has(ServiceFlags::BLOOM),
             pinger: ping::Pinger::default(),
+            tx_budget: TxBudget::new(match inbound {
+                true => tx_budget::INBOUND,
+                false => tx_budget::OUTBOUND,
+            }),
         }
     }
 
@@ -157,8 +166,10 @@ impl<'a> Session<'a> {
         let mut reading = self.out.watch(timeout);
         loop {
             // Core's `fPauseSend`: while the peer is owed answers or has not read enough of what
-            // is queued, its next messages wait (and so does its idle clock).
-            let listening = self.owed.is_empty() && !self.out.paused();
+            // is queued, its next messages wait (and so does its idle clock); so do they while
+            // its transactions have cost more than its allowance.
+            let listening =
+                self.owed.is_empty() && !self.out.paused() && self.tx_budget.wait().is_none();
             tokio::select! {
                 msg = incoming.recv(), if listening => {
                     // The message's share of the receive budget goes back once it is handled.
@@ -467,7 +478,10 @@ impl<'a> Session<'a> {
             tokio::task::block_in_place(|| self.try_with_child(&tx, &raw, m));
             return Ok(());
         }
-        match tokio::task::block_in_place(|| m.mempool.accept(&raw, &m.index)) {
+        let (outcome, linearized) =
+            tokio::task::block_in_place(|| metered(|| m.mempool.accept(&raw, &m.index)));
+        self.tx_budget.charge(&[&raw], outcome.is_err(), linearized);
+        match outcome {
             Ok(accepted) => {
                 tracing::debug!("peer {}: accepted transaction {txid}", self.id);
                 self.ctx.inbound.note(self.id, Merit::Tx);
@@ -515,7 +529,9 @@ impl<'a> Session<'a> {
         let mut accepted = vec![parent];
         while let Some(parent) = accepted.pop() {
             for (txid, raw, from) in self.ctx.orphans.take_children(&parent) {
-                match m.mempool.accept(&raw, &m.index) {
+                let (outcome, linearized) = metered(|| m.mempool.accept(&raw, &m.index));
+                self.tx_budget.charge(&[&raw], outcome.is_err(), linearized);
+                match outcome {
                     Ok(a) => {
                         tracing::debug!("accepted orphan {txid} from peer {from}");
                         m.notifier.accepted(&m.index, a);

@@ -1,6 +1,7 @@
 //! Helpers shared by integration tests: a real bitcoind as reference.
 #![allow(dead_code)]
 
+pub mod anyone;
 pub mod http;
 pub mod lines;
 pub mod peer;

@@ -13,6 +13,7 @@ use bitcoin::{Transaction, Txid, Wtxid};
 use super::super::context::MempoolAccess;
 use super::super::tx_requests::package_key;
 use super::Session;
+use crate::mempool::linearize::metered;
 use crate::mempool::Rejection;
 use crate::notify::Changes;
 
@@ -38,7 +39,10 @@ impl Session<'_> {
         };
         let key = package_key(&[wtxid, child_wtxid]);
         let raws = [raw.to_vec(), child_raw];
-        let Ok(package) = m.mempool.accept_package(&raws, &m.index) else {
+        let (outcome, linearized) = metered(|| m.mempool.accept_package(&raws, &m.index));
+        let refused = !matches!(&outcome, Ok(p) if p.each.iter().all(Result::is_ok));
+        (self.tx_budget).charge(&[&raws[0], &raws[1]], refused, linearized);
+        let Ok(package) = outcome else {
             requests.rejected_reconsiderable(&key);
             return;
         };
