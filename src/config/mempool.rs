@@ -72,8 +72,9 @@ impl std::str::FromStr for TrucPolicy {
 pub struct MempoolConfig {
     /// Whose policy the rules no knob names follow.
     pub profile: PolicyProfile,
-    /// Most virtual bytes held; lower fee rates are evicted above it.
-    pub max_vbytes: u64,
+    /// Most memory the pool may take, counted as Core counts it against `-maxmempool`
+    /// ([`crate::mempool::memory`]); the worst is evicted above it.
+    pub max_bytes: u64,
     /// Whether it is saved on shutdown and loaded on start (Core's `-persistmempool`).
     pub persist: bool,
     /// Whether bare multisig outputs are standard (`-permitbaremultisig`: true in Core, false
@@ -108,7 +109,7 @@ impl MempoolConfig {
         let core = profile == PolicyProfile::Core;
         MempoolConfig {
             profile,
-            max_vbytes: 300_000_000,
+            max_bytes: 300_000_000,
             persist: true,
             permit_bare_multisig: core,
             permit_bare_datacarrier: core,
@@ -149,12 +150,12 @@ impl Default for MempoolConfig {
 pub const MAX_DATACARRIER_SIZE: usize = 100_000;
 
 /// The mempool settings of `o`: the profile's defaults, each knob given overriding its own.
-pub(super) fn resolve(o: &FileConfig, max_vbytes: u64) -> Result<MempoolConfig, ConfigError> {
+pub(super) fn resolve(o: &FileConfig, max_bytes: u64) -> Result<MempoolConfig, ConfigError> {
     let profile = parsed("mempool_policy", o.mempool_policy.as_deref())?.unwrap_or_default();
     let d = MempoolConfig::for_profile(profile);
     Ok(MempoolConfig {
         profile,
-        max_vbytes,
+        max_bytes,
         persist: o.persist_mempool.unwrap_or(d.persist),
         permit_bare_multisig: o.permit_bare_multisig.unwrap_or(d.permit_bare_multisig),
         permit_bare_datacarrier: o

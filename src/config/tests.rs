@@ -180,7 +180,7 @@ fn zero_limits_are_refused_by_name_and_others_apply() {
     let s = Settings::resolve(file, FileConfig::default()).unwrap();
     assert_eq!(s.electrum.max_batch, 7);
     assert_eq!(s.electrum.idle_timeout, std::time::Duration::from_secs(9));
-    assert_eq!(s.mempool.max_vbytes, 2_000_000);
+    assert_eq!(s.mempool.max_bytes, 2_000_000);
     assert_eq!(
         s.electrum.max_history,
         ElectrumConfig::defaults(Network::Regtest).max_history
@@ -322,7 +322,7 @@ fn flags_win_over_the_file_option_by_option() {
     );
     assert_eq!(s.p2p.listen, None);
     assert_eq!(s.electrum.max_batch, 9);
-    assert_eq!(s.mempool.max_vbytes, 2_000_000);
+    assert_eq!(s.mempool.max_bytes, 2_000_000);
 }
 
 /// `cairn`'s global flags alone.

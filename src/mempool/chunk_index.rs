@@ -19,21 +19,33 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 use bitcoin::Txid;
 
 use super::linearize::{chunked, linearize, ByRate, FeeFrac};
-use super::Inner;
+use super::{memory, Inner};
 
 /// The chunks of every mempool cluster, worst first.
 #[derive(Debug, Default)]
 pub(super) struct ChunkIndex {
     /// Every chunk's key, the worst first.
     worst_first: BTreeSet<ChunkKey>,
-    /// Each chunk's key and members, by the key's number.
-    chunks: HashMap<u64, (ChunkKey, Vec<Txid>)>,
+    /// Each chunk, by its key's number.
+    chunks: HashMap<u64, IndexedChunk>,
     /// The chunk each mempool transaction was last put in (possibly one since dropped).
     chunk_of: HashMap<Txid, u64>,
     /// Transactions whose clusters changed since their chunks were computed.
     changed: HashSet<Txid>,
     /// The next chunk's number.
     next: u64,
+    /// The memory Core's cluster graph takes for the clusters and chunks indexed
+    /// ([`memory::cluster_usage`], [`memory::CHUNK_USAGE`]).
+    usage: u64,
+}
+
+/// A chunk in the index: its key, its members and the memory Core's graph takes for it
+/// ([`memory::CHUNK_USAGE`]; the first of a cluster's chunks also carries the cluster's).
+#[derive(Debug)]
+struct IndexedChunk {
+    key: ChunkKey,
+    members: Vec<Txid>,
+    usage: u64,
 }
 
 /// A chunk's place in the eviction order.
@@ -71,14 +83,22 @@ impl ChunkIndex {
         self.changed.extend(neighbours);
     }
 
+    /// The memory Core's cluster graph takes for what the index holds.
+    pub(super) fn usage(&self) -> u64 {
+        self.usage
+    }
+
     fn drop_chunk(&mut self, number: u64) {
-        if let Some((key, _)) = self.chunks.remove(&number) {
-            self.worst_first.remove(&key);
+        if let Some(chunk) = self.chunks.remove(&number) {
+            self.worst_first.remove(&chunk.key);
+            self.usage -= chunk.usage;
         }
     }
 
     /// Puts one cluster's chunks (members and fee rates, best first) in the index.
     fn insert_cluster(&mut self, chunks: Vec<(Vec<Txid>, FeeFrac)>) {
+        let size = chunks.iter().map(|(members, _)| members.len()).sum();
+        let mut cluster_usage = memory::cluster_usage(size);
         let mut run: Option<FeeFrac> = None;
         for (members, feerate) in chunks {
             let prefix = match run {
@@ -102,8 +122,15 @@ impl ChunkIndex {
                 max_txid: Reverse(max_txid),
                 number,
             };
+            let usage = memory::CHUNK_USAGE + std::mem::take(&mut cluster_usage);
+            self.usage += usage;
             self.worst_first.insert(key);
-            self.chunks.insert(number, (key, members));
+            let chunk = IndexedChunk {
+                key,
+                members,
+                usage,
+            };
+            self.chunks.insert(number, chunk);
         }
     }
 }
@@ -116,7 +143,7 @@ impl Inner {
         self.refresh_chunks();
         loop {
             let key = *self.chunk_index.worst_first.first()?;
-            let members = self.chunk_index.chunks.get(&key.number).map(|c| &c.1);
+            let members = self.chunk_index.chunks.get(&key.number).map(|c| &c.members);
             match members {
                 Some(txids) if txids.iter().all(|t| self.txs.contains_key(t)) => {
                     return Some(WorstChunk {
@@ -124,10 +151,7 @@ impl Inner {
                         feerate: key.rate.0,
                     })
                 }
-                _ => {
-                    self.chunk_index.worst_first.remove(&key);
-                    self.chunk_index.chunks.remove(&key.number);
-                }
+                _ => self.chunk_index.drop_chunk(key.number),
             }
         }
     }
@@ -171,7 +195,8 @@ impl Inner {
     }
 
     /// Panics unless the last write left nothing to linearize and the index holds exactly the
-    /// chunks a fresh linearization of every cluster gives, every transaction in one of them.
+    /// chunks a fresh linearization of every cluster gives, every transaction in one of them, and
+    /// counts the memory Core's graph takes for them as a fresh count does.
     #[cfg(test)]
     pub(super) fn assert_chunks_fresh(&mut self) {
         assert!(
@@ -180,9 +205,10 @@ impl Inner {
         );
         self.refresh_chunks();
         let mut kept: Vec<(Vec<Txid>, u64, u64)> = (self.chunk_index.chunks.values())
-            .map(|(key, members)| (members.clone(), key.rate.0.fee, key.rate.0.size))
+            .map(|c| (c.members.clone(), c.key.rate.0.fee, c.key.rate.0.size))
             .collect();
         let mut fresh = Vec::new();
+        let mut usage = 0;
         let mut seen: HashSet<Txid> = HashSet::new();
         let ids: Vec<Txid> = self.txs.keys().copied().collect();
         for id in ids {
@@ -190,12 +216,17 @@ impl Inner {
                 continue;
             }
             let cluster = self.clusters_of(std::iter::once(id));
-            fresh.extend(
-                (self.chunks_of_cluster(&cluster).into_iter())
-                    .map(|(members, rate)| (members, rate.fee, rate.size)),
-            );
+            let chunks = self.chunks_of_cluster(&cluster);
+            usage +=
+                memory::cluster_usage(cluster.len()) + memory::CHUNK_USAGE * chunks.len() as u64;
+            fresh
+                .extend((chunks.into_iter()).map(|(members, rate)| (members, rate.fee, rate.size)));
             seen.extend(cluster);
         }
+        assert_eq!(
+            self.chunk_index.usage, usage,
+            "the graph's memory as counted anew"
+        );
         kept.sort();
         fresh.sort();
         assert_eq!(
@@ -204,8 +235,8 @@ impl Inner {
         );
         assert_eq!(self.chunk_index.worst_first.len(), kept.len());
         for (txid, number) in &self.chunk_index.chunk_of {
-            let (_, members) = &self.chunk_index.chunks[number];
-            assert!(members.contains(txid) && self.txs.contains_key(txid));
+            let chunk = &self.chunk_index.chunks[number];
+            assert!(chunk.members.contains(txid) && self.txs.contains_key(txid));
         }
         assert_eq!(self.chunk_index.chunk_of.len(), self.txs.len());
     }

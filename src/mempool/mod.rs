@@ -17,6 +17,7 @@ pub mod fees;
 mod finality;
 mod limits;
 pub mod linearize;
+pub mod memory;
 mod package;
 pub mod persist;
 pub mod projection;
@@ -137,6 +138,12 @@ struct Inner {
     /// Core's profile: every cluster's chunks, worst first ([`chunk_index`]).
     chunk_index: chunk_index::ChunkIndex,
     total_vsize: u64,
+    /// The memory Core counts for the transactions themselves ([`memory::transaction_usage`]).
+    tx_usage: u64,
+    /// Core's vector of wtxids in random order, its capacity as Core's would be.
+    randomized: memory::RandomizedCapacity,
+    /// Links between a mempool parent and a mempool child (each in `children`).
+    links: u64,
     /// Whether version 3 transactions are held to the TRUC rules (`mempool_truc = enforce`).
     enforce_truc: bool,
     /// Whether the chain limits are Core 31's clusters, not Knots's ancestors and descendants.
@@ -151,10 +158,14 @@ impl Inner {
         for input in &entry.tx.input {
             self.spends.insert(input.previous_output, entry.txid);
             let parent = input.previous_output.txid;
-            if self.txs.contains_key(&parent) {
-                self.children.entry(parent).or_default().insert(entry.txid);
+            if self.txs.contains_key(&parent)
+                && self.children.entry(parent).or_default().insert(entry.txid)
+            {
+                self.links += 1;
             }
         }
+        self.tx_usage += memory::transaction_usage(&entry.tx);
+        self.randomized.entered();
         for sh in entry.scripthashes() {
             self.scripts.entry(sh).or_default().insert(entry.txid);
         }
@@ -272,6 +283,8 @@ impl Inner {
             false => self.unindex_for_eviction(&entry),
         }
         self.total_vsize -= entry.vsize;
+        self.tx_usage -= memory::transaction_usage(&entry.tx);
+        self.randomized.left();
         self.by_time.remove(&(entry.time, *id));
         self.by_wtxid.remove(&entry.wtxid);
         for input in &entry.tx.input {
@@ -280,14 +293,18 @@ impl Inner {
             }
             let parent = input.previous_output.txid;
             if let Some(siblings) = self.children.get_mut(&parent) {
-                siblings.remove(id);
+                if siblings.remove(id) {
+                    self.links -= 1;
+                }
                 if siblings.is_empty() {
                     self.children.remove(&parent);
                 }
             }
         }
         // Children that stay (their parent confirmed) have no mempool parent here any more.
-        self.children.remove(id);
+        if let Some(children) = self.children.remove(id) {
+            self.links -= children.len() as u64;
+        }
         for sh in entry.scripthashes() {
             touched.insert(sh);
             if let Some(set) = self.scripts.get_mut(&sh) {
@@ -298,6 +315,17 @@ impl Inner {
             }
         }
         Some(entry)
+    }
+
+    /// The memory Core would count for this pool ([`memory`]): its transactions, the random-order
+    /// vector, and the cluster graph (Core's profile; its chunks fresh) or the parent and child
+    /// links (Knots's).
+    fn usage(&self) -> u64 {
+        let graph = match self.clusters {
+            true => memory::GRAPH_ENTRY * self.txs.len() as u64 + self.chunk_index.usage(),
+            false => memory::LINK_USAGE * self.links,
+        };
+        self.tx_usage + self.randomized.usage() + graph
     }
 
     fn descendants(&self, txid: &Txid) -> Vec<Txid> {
@@ -685,7 +713,7 @@ impl Mempool {
     /// The mempool's minimum fee now, satoshis per 1,000 vbytes: the rolling floor after
     /// evictions (0 when there is none), decayed for how full the pool is.
     pub fn min_fee_per_kvb(&self) -> u64 {
-        let fullness = self.read().total_vsize as f64 / self.config.max_vbytes.max(1) as f64;
+        let fullness = self.read().usage() as f64 / self.config.max_bytes.max(1) as f64;
         self.rolling_fee().floor(persist::now(), fullness)
     }
 

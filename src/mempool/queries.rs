@@ -201,6 +201,12 @@ impl Mempool {
         (inner.txs.len(), inner.total_vsize)
     }
 
+    /// The memory the pool takes as Core counts it (bitcoind's `getmempoolinfo` `usage`), and
+    /// its limit (`maxmempool`), bytes.
+    pub fn memory_usage(&self) -> (u64, u64) {
+        (self.read().usage(), self.config.max_bytes)
+    }
+
     /// Number of transactions, total virtual size and total fees.
     pub fn info(&self) -> (usize, u64, u64) {
         let inner = self.read();

@@ -134,16 +134,35 @@ fn all_scripts_valid(_: &Transaction, _: &[u8], _: &[TxOut], _: bool) -> Result<
 
 /// A mempool of the default size that takes every script as valid.
 fn pool() -> Mempool {
-    pool_of(MempoolConfig::knots().max_vbytes)
+    pool_of(MempoolConfig::knots().max_bytes)
 }
 
-fn pool_of(max_vbytes: u64) -> Mempool {
+fn pool_of(max_bytes: u64) -> Mempool {
     let config = MempoolConfig {
-        max_vbytes,
+        max_bytes,
         persist: false,
         ..MempoolConfig::knots()
     };
     Mempool::with_script_check(config, all_scripts_valid)
+}
+
+/// The memory a pool of `config`'s profile takes for `txs`, accepted in order with no limit:
+/// what a test's limit is set against.
+fn usage_of(config: MempoolConfig, coins: &Coins, txs: &[&Transaction]) -> u64 {
+    let config = MempoolConfig {
+        persist: false,
+        ..config
+    };
+    let pool = Mempool::with_script_check(config, all_scripts_valid);
+    for tx in txs {
+        accept(&pool, coins, tx).unwrap();
+    }
+    pool.memory_usage().0
+}
+
+/// [`usage_of`] in Knots's profile, that of [`pool_of`].
+fn knots_usage(coins: &Coins, txs: &[&Transaction]) -> u64 {
+    usage_of(MempoolConfig::knots(), coins, txs)
 }
 
 fn accept(pool: &Mempool, coins: &Coins, tx: &Transaction) -> Result<Accepted, Rejection> {
@@ -528,7 +547,7 @@ fn over_its_size_the_mempool_evicts_the_lowest_score() {
     let cheap = spend(&[a], &[99_800]);
     let child = spend(&[out(&cheap, 0)], &[90_000]);
     let low = spend(&[b], &[99_500]);
-    let pool = pool_of(vsize(&cheap) + vsize(&child) + vsize(&low));
+    let pool = pool_of(knots_usage(&coins, &[&cheap, &child, &low]));
     for tx in [&cheap, &child, &low] {
         accept(&pool, &coins, tx).unwrap();
     }
@@ -567,7 +586,7 @@ fn after_an_eviction_what_enters_pays_the_evicted_rate_and_more() {
     );
     let low = spend(&[a], &[99_500]);
     let mid = spend(&[b], &[99_000]);
-    let pool = pool_of(vsize(&low) + vsize(&mid) - 1);
+    let pool = pool_of(knots_usage(&coins, &[&low, &mid]) - 1);
     accept(&pool, &coins, &low).unwrap();
     accept(&pool, &coins, &mid).unwrap();
     assert!(!has(&pool, &low));

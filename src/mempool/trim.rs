@@ -10,7 +10,8 @@ use super::{evict, persist, Inner, Mempool, Rejection};
 use crate::types::ScriptHash;
 
 impl Mempool {
-    /// Evicts while the mempool is over its size limit, raising the rolling minimum fee to
+    /// Evicts while the mempool takes more memory than its limit (as Core counts it:
+    /// [`super::memory`]), raising the rolling minimum fee to
     /// each evicted package's rate (Core's `TrimToSize`): Core's profile the worst chunk of any
     /// cluster, Knots's the lowest descendant score with its descendants (the first of either
     /// index, no scan). Refuses `txids` if one of them left.
@@ -20,7 +21,11 @@ impl Mempool {
         txids: &[Txid],
         touched: &mut HashSet<ScriptHash>,
     ) -> Result<(), Rejection> {
-        while inner.total_vsize > self.config.max_vbytes {
+        loop {
+            inner.refresh_chunks();
+            if inner.usage() <= self.config.max_bytes {
+                break;
+            }
             let Some(evicted) = inner.evict_once(touched) else {
                 break;
             };

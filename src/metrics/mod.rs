@@ -91,6 +91,8 @@ pub struct Metrics {
     pub mempool_transactions: IntGauge,
     /// Virtual size of the mempool's transactions.
     pub mempool_vsize: IntGauge,
+    /// Memory the mempool takes as Core counts it against `maxmempool`.
+    pub mempool_usage: IntGauge,
     /// Connected P2P peers, by direction.
     pub p2p_peers: IntGaugeVec,
     /// Bytes received from P2P peers (handshakes included).
@@ -364,6 +366,13 @@ impl Metrics {
                 IntGauge::with_opts(opts(
                     "mempool_vsize_bytes",
                     "Virtual size of the mempool's transactions.",
+                )),
+            ),
+            mempool_usage: registered(
+                &r,
+                IntGauge::with_opts(opts(
+                    "mempool_usage_bytes",
+                    "Memory the mempool takes as Bitcoin Core counts it against maxmempool.",
                 )),
             ),
             p2p_peers: registered(

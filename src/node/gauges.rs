@@ -33,6 +33,8 @@ pub(super) fn refresh(node: &Node, p2p: Option<&P2p>) -> Refresh {
             let (count, vsize) = mempool.size();
             m.mempool_transactions.set(saturating_i64(count as u64));
             m.mempool_vsize.set(saturating_i64(vsize));
+            m.mempool_usage
+                .set(saturating_i64(mempool.memory_usage().0));
         }
         if let Some(peers) = &peers {
             let list = peers().peers;

@@ -1311,3 +1311,113 @@ fn package_replacements_agree_with_bitcoind() {
     }
     assert!(disagreed.is_empty(), "{disagreed:#?}");
 }
+
+/// The memory the pool takes, as Core counts it against `-maxmempool` (`getmempoolinfo`
+/// `usage`): cairn's count of the same transactions after each arrival, in Core 31.99's and
+/// cairn's default pools: a spend of each kind of coin (a P2PKH script sig over 28 bytes,
+/// P2SH-P2WPKH, P2WPKH and taproot witnesses), outputs of every kind, a chain of 10, a parent
+/// with six children, two parents sharing two children (a cluster no tree), a spend of five
+/// coins, a replacement, and a block that takes them all. The two must agree to the byte: the pool evicts by it, and the limit means what
+/// it means in Core.
+#[test]
+fn memory_usage_agrees_with_bitcoind() {
+    let pair = Pair::start();
+    let mempool = pair.mempool();
+    let kinds = ["legacy", "p2sh-segwit", "bech32", "bech32m"];
+    let scripts: Vec<ScriptBuf> = kinds.iter().map(|k| pair.wallet_script(k)).collect();
+    let funded = pair.fund(&scripts);
+    let core_usage = || {
+        pair.node.rpc_json(&["getmempoolinfo"])["usage"]
+            .as_u64()
+            .unwrap()
+    };
+    let mut seen = Vec::new();
+    let mut enter = |what: &str, tx: &Transaction| {
+        pair.submit(&mempool, tx);
+        let (ours, core) = (mempool.memory_usage().0, core_usage());
+        eprintln!("{what}: bitcoind {core}, cairn {ours}");
+        seen.push((what.to_string(), core, ours));
+    };
+    let out = |value: u64, kind: usize| TxOut {
+        value: Amount::from_sat(value),
+        script_pubkey: scripts[kind].clone(),
+    };
+    for (i, (coin, _)) in funded.iter().enumerate() {
+        let tx = spend_of(&pair, *coin, 2, vec![out(FUNDS - FEE, (i + 1) % 4)], 0, 0);
+        enter(&format!("a spend of a {} coin", kinds[i]), &tx);
+    }
+    let coin = |i: usize| (pair.coins[i].0, pair.coins[i].1);
+    let mut tip = coin(0);
+    for n in 1..=10 {
+        let next = spend_of(&pair, tip.0, 2, vec![out(tip.1 - FEE, n % 4)], 0, 0);
+        enter(&format!("link {n} of a chain"), &next);
+        tip = (OutPoint::new(next.compute_txid(), 0), tip.1 - FEE);
+    }
+    let (from, value) = coin(1);
+    let sixth = (value - FEE) / 6;
+    let parent = spend_of(
+        &pair,
+        from,
+        2,
+        (0..6).map(|k| out(sixth, k % 4)).collect(),
+        0,
+        0,
+    );
+    enter("a parent of six", &parent);
+    for k in 0..6u32 {
+        let from = OutPoint::new(parent.compute_txid(), k);
+        let child = spend_of(&pair, from, 2, vec![out(sixth - FEE, 2)], 0, 0);
+        enter(&format!("child {} of six", k + 1), &child);
+    }
+    let halves = |i: usize| {
+        let (from, value) = coin(i);
+        let half = (value - FEE) / 2;
+        (
+            spend_of(&pair, from, 2, vec![out(half, 2), out(half, 3)], 0, 0),
+            half,
+        )
+    };
+    let ((left, half_l), (right, half_r)) = (halves(2), halves(3));
+    enter("the first of two parents", &left);
+    enter("the second of two parents", &right);
+    for k in 0..2u32 {
+        let both = Transaction {
+            version: bitcoin::transaction::Version::TWO,
+            lock_time: bitcoin::absolute::LockTime::ZERO,
+            input: [&left, &right]
+                .iter()
+                .map(|p| TxIn {
+                    previous_output: OutPoint::new(p.compute_txid(), k),
+                    ..Default::default()
+                })
+                .collect(),
+            output: vec![out(half_l + half_r - FEE, k as usize)],
+        };
+        enter(&format!("shared child {}", k + 1), &pair.sign(&both));
+    }
+    let five: Vec<TxIn> = (4..9)
+        .map(|i| TxIn {
+            previous_output: coin(i).0,
+            ..Default::default()
+        })
+        .collect();
+    let total: u64 = (4..9).map(|i| coin(i).1).sum();
+    let third = (total - FEE) / 3;
+    let spend_of_five = Transaction {
+        version: bitcoin::transaction::Version::TWO,
+        lock_time: bitcoin::absolute::LockTime::ZERO,
+        input: five,
+        output: vec![out(third, 0), out(third, 1), out(third, 3)],
+    };
+    enter("a spend of five coins", &pair.sign(&spend_of_five));
+    let from = OutPoint::new(parent.compute_txid(), 5);
+    let bumped = spend_of(&pair, from, 2, vec![out(sixth - 3 * FEE, 1)], 0, 0);
+    enter("child 6 of six replaced", &bumped);
+    pair.mine(1);
+    mempool.revalidate(&pair.index);
+    let (ours, core) = (mempool.memory_usage().0, core_usage());
+    eprintln!("after a block of them all: bitcoind {core}, cairn {ours}");
+    seen.push(("after a block".into(), core, ours));
+    let differ: Vec<_> = seen.iter().filter(|(_, core, ours)| core != ours).collect();
+    assert!(differ.is_empty(), "bitcoind and cairn differ: {differ:#?}");
+}

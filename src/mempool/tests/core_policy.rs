@@ -42,7 +42,7 @@ fn clusters_of_64_enter_and_the_65th_is_refused() {
     );
     assert_eq!(Rejection::TooLargeCluster.to_string(), "too-large-cluster");
     // Knots's profile stops the same chain at 25.
-    let knots = pool_of(MempoolConfig::knots().max_vbytes);
+    let knots = pool_of(MempoolConfig::knots().max_bytes);
     for tx in &txs[..25] {
         accept(&knots, &coins, tx).unwrap();
     }
@@ -165,7 +165,7 @@ fn a_replacement_may_spend_new_unconfirmed_outputs_and_pay_a_lower_rate_than_its
     // Spends `a` again and `other`'s output (unconfirmed: BIP125 rule 2 and Knots refuse).
     let from_other = OutPoint::new(other.compute_txid(), 0);
     let replacement = spend(&[a, from_other], &[99_000 + 99_000 - 5_000]);
-    let knots = pool_of(MempoolConfig::knots().max_vbytes);
+    let knots = pool_of(MempoolConfig::knots().max_bytes);
     accept(&knots, &coins, &original).unwrap();
     accept(&knots, &coins, &other).unwrap();
     assert!(matches!(
@@ -404,7 +404,7 @@ fn a_parent_and_its_child_replace_together_as_core_31s_package_rbf() {
     );
     assert!(has(&pool, &old));
     // Knots's profile takes no package replacement.
-    let knots = pool_of(MempoolConfig::knots().max_vbytes);
+    let knots = pool_of(MempoolConfig::knots().max_bytes);
     let mut coins = Coins::new();
     let d = coins.add(4, 100_000);
     let old = spend(&[d], &[99_000]);

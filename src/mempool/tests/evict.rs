@@ -32,7 +32,7 @@ fn a_parent_its_child_pays_for_is_not_evicted_for_its_own_rate() {
     let child = spend(&[out(&parent, 0)], &[90_000]);
     let middling = spend(&[b], &[99_000]);
     let newcomer = spend(&[c], &[98_000]);
-    let limit = vsize(&parent) + vsize(&child) + vsize(&middling) + vsize(&newcomer) - 1;
+    let limit = knots_usage(&coins, &[&parent, &child, &middling, &newcomer]) - 1;
     let pool = pool_of(limit);
     for tx in [&parent, &child, &middling] {
         accept(&pool, &coins, tx).unwrap();
@@ -84,10 +84,11 @@ fn a_refused_package_evicts_nobody() {
     let [a, b, c, p] = [1, 2, 3, 4].map(|n| coins.add(n, 100_000));
     let vs = vsize(&spend(&[a], &[1]));
     assert_eq!(vs, 82);
-    let pool = pool_of(3 * vs - 1);
     // 2, 2.5 and 10 sat/vB: the third evicts the first, and the floor is 3 sat/vB.
-    for (coin, fee) in [(a, 164), (b, 205), (c, 820)] {
-        let _ = accept(&pool, &coins, &spend(&[coin], &[100_000 - fee]));
+    let three = [(a, 164), (b, 205), (c, 820)].map(|(coin, fee)| spend(&[coin], &[100_000 - fee]));
+    let pool = pool_of(knots_usage(&coins, &[&three[0], &three[1], &three[2]]) - 1);
+    for tx in &three {
+        let _ = accept(&pool, &coins, tx);
     }
     assert_eq!(pool.size().0, 2);
     assert_eq!(pool.min_fee_per_kvb(), 3_000);
@@ -128,7 +129,12 @@ fn what_a_refused_newcomer_evicted_is_announced_with_the_next_change() {
     assert_eq!(vsize(&newcomer), vsize(&shape));
     // With it, the pool is over by more than the cheapest holds: the eviction pass takes the
     // cheapest, then the newcomer itself.
-    let pool = pool_of(vsize(&low) + vsize(&high) + vsize(&newcomer) / 2);
+    let (kept, crowded) = (
+        knots_usage(&coins, &[&low, &high]),
+        knots_usage(&coins, &[&high, &newcomer]),
+    );
+    assert!(kept < crowded);
+    let pool = pool_of((kept + crowded) / 2);
     accept(&pool, &coins, &low).unwrap();
     accept(&pool, &coins, &high).unwrap();
     assert_eq!(

@@ -5,14 +5,19 @@ use proptest::prelude::*;
 
 use super::*;
 
-/// A pool of Core's defaults holding at most `max_vbytes`, taking every script as valid.
-fn core_pool_of(max_vbytes: u64) -> Mempool {
+/// A pool of Core's defaults holding at most `max_bytes`, taking every script as valid.
+fn core_pool_of(max_bytes: u64) -> Mempool {
     let config = MempoolConfig {
-        max_vbytes,
+        max_bytes,
         persist: false,
         ..MempoolConfig::default()
     };
     Mempool::with_script_check(config, all_scripts_valid)
+}
+
+/// [`usage_of`] in Core's profile, that of [`core_pool_of`].
+fn core_usage(coins: &Coins, txs: &[&Transaction]) -> u64 {
+    usage_of(MempoolConfig::default(), coins, txs)
 }
 
 /// Whether `a / b` is under `c / d`, exactly.
@@ -37,9 +42,8 @@ fn the_worst_chunk_leaves_where_descendant_scores_would_keep_it() {
     let (xf, xv) = (205, vsize(&stranger));
     assert!(rate_below(chunk_fee, chunk_vsize, xf, xv));
     assert!(rate_below(xf, xv, 82 + fc, vsize(&p1) + vsize(&child)));
-    let limit = chunk_vsize + xv - 1;
-
-    let core = core_pool_of(limit);
+    let all = [&p1, &p2, &child, &stranger];
+    let core = core_pool_of(core_usage(&coins, &all) - 1);
     for tx in [&p1, &p2, &child, &stranger] {
         accept(&core, &coins, tx).unwrap();
     }
@@ -50,7 +54,7 @@ fn the_worst_chunk_leaves_where_descendant_scores_would_keep_it() {
     core.write().assert_chunks_fresh();
 
     // Knots's profile evicts by descendant score: the stranger is the lowest.
-    let knots = pool_of(limit);
+    let knots = pool_of(knots_usage(&coins, &all) - 1);
     for tx in [&p1, &p2, &child] {
         accept(&knots, &coins, tx).unwrap();
     }
@@ -70,7 +74,7 @@ fn a_parent_its_child_pays_for_leaves_only_with_the_child() {
     let child = spend(&[out(&parent, 0)], &[90_000]);
     let middling = spend(&[b], &[99_000]);
     let newcomer = spend(&[c], &[98_000]);
-    let limit = vsize(&parent) + vsize(&child) + vsize(&middling) + vsize(&newcomer) - 1;
+    let limit = core_usage(&coins, &[&parent, &child, &middling, &newcomer]) - 1;
     let pool = core_pool_of(limit);
     for tx in [&parent, &child, &middling, &newcomer] {
         accept(&pool, &coins, tx).unwrap();
@@ -91,7 +95,7 @@ fn of_equal_chunks_the_higher_txid_leaves_first() {
     let one = spend(&[a], &[99_800]);
     let two = spend(&[b], &[99_800]);
     let better = spend(&[c], &[99_000]);
-    let pool = core_pool_of(3 * vsize(&one) - 1);
+    let pool = core_pool_of(core_usage(&coins, &[&one, &two, &better]) - 1);
     for tx in [&one, &two, &better] {
         accept(&pool, &coins, tx).unwrap();
     }
@@ -135,13 +139,13 @@ struct World {
 }
 
 impl World {
-    fn new(max_vbytes: u64) -> World {
+    fn new(max_bytes: u64) -> World {
         let mut coins = Coins::new();
         let spendable = (1..=8)
             .map(|n| (coins.add(n, 1_000_000), 1_000_000))
             .collect();
         World {
-            pool: core_pool_of(max_vbytes),
+            pool: core_pool_of(max_bytes),
             coins,
             spendable,
             sent: Vec::new(),
@@ -235,13 +239,13 @@ proptest! {
     #[test]
     fn the_chunk_index_follows_every_change(
         steps in proptest::collection::vec(step(), 1..60),
-        max_vbytes in 300u64..1_500,
+        max_bytes in 3_000u64..15_000,
     ) {
-        let mut world = World::new(max_vbytes);
+        let mut world = World::new(max_bytes);
         for step in &steps {
             world.run(step);
             world.pool.write().assert_chunks_fresh();
-            prop_assert!(world.pool.size().1 <= max_vbytes);
+            prop_assert!(world.pool.memory_usage().0 <= max_bytes);
         }
     }
 }
