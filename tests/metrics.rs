@@ -183,6 +183,10 @@ fn metrics_pass_promtool_agree_with_bitcoind_and_count_requests() {
         sample(t, "cairn_mempool_transactions") == Some(1.0)
     });
     assert_eq!(value(&with_tx, "cairn_mempool_vsize_bytes"), vsize);
+    // Its memory as Core counts it (checked to the byte against Core 31.99 in
+    // tests/differential): some hundreds of bytes beyond its own.
+    let usage = value(&with_tx, "cairn_mempool_usage_bytes");
+    assert!(usage > 4.0 * vsize, "{usage} bytes for {vsize} vB");
 
     // Electrum: three histories, two subscriptions, one unknown method (an error, labelled
     // `other`, never with the client's text).
