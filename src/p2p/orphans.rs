@@ -1,98 +1,243 @@
-//! Transactions from peers whose parents cairn has not seen (Core's `TxOrphanage`): kept, within
-//! bounds no peer controls, while their parents are asked for from the peers that sent them, and
-//! tried again when a parent enters the mempool. Every peer that sent one is remembered (Core's
-//! `AddAnnouncer`, at most [`MAX_ANNOUNCERS`]), so an attacker that sends an honest peer's
-//! orphan first cannot keep it from that peer's 1p1c package; one peer holds at most
-//! [`MAX_PER_PEER`] of the places, its oldest making room for its newest.
+//! Transactions from peers whose parents cairn has not seen, as Core 31's orphanage keeps them
+//! (node/txorphanage.cpp): kept while their parents are asked for from the peers that sent them,
+//! and tried again when a parent enters the mempool. Each (orphan, peer) pair is an
+//! announcement, and every peer that sent an orphan is one of its announcers, so an attacker
+//! that sends an honest peer's orphan first cannot keep it from that peer's 1p1c package.
+//!
+//! Limits no peer can take from another: every peer holding announcements is reserved
+//! [`RESERVED_WEIGHT_PER_PEER`] of orphan weight and an equal share of
+//! [`MAX_LATENCY_SCORE`] (an announcement scores 1, and 1 more per 10 inputs); the orphanage as a
+//! whole may hold the sum. Over either, the peer using the most for its share (its DoS score)
+//! loses its oldest announcements until it is no longer the worst or the orphanage fits
+//! (`LimitOrphans`); an orphan leaves with its last announcer. So a peer within its reservation
+//! never loses an orphan to another's flood, however many addresses the flood comes from.
+//! Orphans heavier than a standard transaction are not kept. Like Core 31, orphans do not
+//! expire: they leave with their announcers, a block, their parents or the limits.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::{Mutex, PoisonError};
-use std::time::{Duration, Instant};
 
-use bitcoin::{Txid, Wtxid};
+use bitcoin::hashes::Hash;
+use bitcoin::{Transaction, Txid, Wtxid};
 
 use super::sync::PeerId;
+use crate::mempool::linearize::FeeFrac;
 
-/// Most orphans kept at once (Core's `DEFAULT_MAX_ORPHAN_TRANSACTIONS`); a random one makes room.
-pub const MAX_ORPHANS: usize = 100;
-/// Larger orphans are not kept (Core: `MAX_STANDARD_TX_WEIGHT`, 400,000 weight units; here the
-/// serialized size, which is at most the weight).
-pub const MAX_ORPHAN_BYTES: usize = 400_000;
-/// Most orphans one peer is the first sender of (a quarter of the pool).
-pub const MAX_PER_PEER: usize = MAX_ORPHANS / 4;
-/// Most peers remembered as senders of one orphan.
-pub const MAX_ANNOUNCERS: usize = 8;
-/// An orphan whose parents never came is dropped after this (Core's `ORPHAN_TX_EXPIRE_TIME`).
-const EXPIRY: Duration = Duration::from_secs(20 * 60);
+/// The orphan weight reserved to each peer that holds announcements (Core's
+/// `DEFAULT_RESERVED_ORPHAN_WEIGHT_PER_PEER`).
+pub const RESERVED_WEIGHT_PER_PEER: u64 = 404_000;
+/// The latency score of the whole orphanage, shared equally by the peers that hold
+/// announcements (Core's `DEFAULT_MAX_ORPHANAGE_LATENCY_SCORE`).
+pub const MAX_LATENCY_SCORE: u64 = 3_000;
+/// Heavier orphans are not kept (Core's `MAX_STANDARD_TX_WEIGHT`).
+pub const MAX_ORPHAN_WEIGHT: u64 = 400_000;
 
-/// One kept orphan.
-struct Orphan {
-    raw: Vec<u8>,
-    wtxid: Wtxid,
-    /// The peers that sent it, the first sender first.
-    announcers: Vec<PeerId>,
-    parents: Vec<Txid>,
-    expires: Instant,
+/// A transaction offered to the orphanage: what identifies it and what it costs.
+#[derive(Debug, Clone)]
+pub struct NewOrphan {
+    /// Its txid and witness id.
+    pub ids: (Txid, Wtxid),
+    /// Its serialization.
+    pub raw: Vec<u8>,
+    /// Its weight: the memory it is counted for.
+    pub weight: u64,
+    /// Its inputs: the work it adds to every scan of the orphanage.
+    pub inputs: usize,
+    /// The parents it waits for.
+    pub parents: Vec<Txid>,
 }
 
-/// The orphan pool shared by all peers.
+impl NewOrphan {
+    /// `tx` (serialized as `raw`), waiting for `parents`.
+    pub fn of(tx: &Transaction, raw: Vec<u8>, parents: Vec<Txid>) -> Self {
+        NewOrphan {
+            ids: (tx.compute_txid(), tx.compute_wtxid()),
+            raw,
+            weight: tx.weight().to_wu(),
+            inputs: tx.input.len(),
+            parents,
+        }
+    }
+
+    /// Its latency score: 1, and 1 more for every 10 inputs (Core's `GetLatencyScore`).
+    fn latency(&self) -> u64 {
+        1 + self.inputs as u64 / 10
+    }
+}
+
+/// One kept orphan and the peers that announced it, each with its announcement's number.
+struct Orphan {
+    new: NewOrphan,
+    announcers: Vec<(PeerId, u64)>,
+}
+
+/// What one peer's announcements cost (Core's `PeerDoSInfo`).
+#[derive(Debug, Default, Clone, Copy)]
+struct PeerUsage {
+    announcements: u64,
+    weight: u64,
+    latency: u64,
+}
+
+impl PeerUsage {
+    /// The larger of its latency score and its weight over their allowances, as a fraction
+    /// (Core's `GetDosScore`); above 1, the peer uses more than its share.
+    fn dos_score(&self, max_latency: u64) -> FeeFrac {
+        let latency = FeeFrac::new(self.latency, max_latency.max(1));
+        let weight = FeeFrac::new(self.weight, RESERVED_WEIGHT_PER_PEER);
+        match latency.rate_cmp(&weight) {
+            std::cmp::Ordering::Less => weight,
+            _ => latency,
+        }
+    }
+}
+
+/// The orphanage shared by all peers.
 #[derive(Default)]
 pub struct Orphans(Mutex<Pool>);
 
 #[derive(Default)]
 struct Pool {
-    by_txid: HashMap<Txid, Orphan>,
+    by_wtxid: HashMap<Wtxid, Orphan>,
     /// Orphans waiting for each missing parent.
-    by_parent: HashMap<Txid, HashSet<Txid>>,
+    by_parent: HashMap<Txid, HashSet<Wtxid>>,
+    /// Every announcement by peer, oldest first.
+    by_peer: BTreeSet<(PeerId, u64, Wtxid)>,
+    peers: HashMap<PeerId, PeerUsage>,
+    /// The weight of the orphans kept, each once.
+    weight: u64,
+    /// Each kept orphan's latency score beyond 1, summed; with one per announcement, the
+    /// orphanage's latency score.
+    extra_latency: u64,
+    next: u64,
 }
 
 impl Pool {
-    fn remove(&mut self, txid: &Txid) -> Option<Orphan> {
-        let orphan = self.by_txid.remove(txid)?;
-        for parent in &orphan.parents {
+    fn latency_score(&self) -> u64 {
+        self.extra_latency + self.by_peer.len() as u64
+    }
+
+    fn peer_count(&self) -> u64 {
+        (self.peers.len() as u64).max(1)
+    }
+
+    /// Whether the orphanage holds more than every peer's shares together (Core's
+    /// `NeedsTrim`).
+    fn needs_trim(&self) -> bool {
+        self.latency_score() > MAX_LATENCY_SCORE
+            || self.weight > RESERVED_WEIGHT_PER_PEER * self.peer_count()
+    }
+
+    /// Adds `peer`'s announcement of `wtxid` (kept); false if it had announced it.
+    fn announce(&mut self, wtxid: Wtxid, peer: PeerId) -> bool {
+        let number = self.next;
+        let Some(orphan) = self.by_wtxid.get_mut(&wtxid) else {
+            return false;
+        };
+        if orphan.announcers.iter().any(|(p, _)| *p == peer) {
+            return false;
+        }
+        self.next += 1;
+        orphan.announcers.push((peer, number));
+        self.by_peer.insert((peer, number, wtxid));
+        let usage = self.peers.entry(peer).or_default();
+        usage.announcements += 1;
+        usage.weight += orphan.new.weight;
+        usage.latency += orphan.new.latency();
+        true
+    }
+
+    /// Drops one announcement; the orphan goes with its last.
+    fn drop_announcement(&mut self, peer: PeerId, number: u64, wtxid: Wtxid) {
+        self.by_peer.remove(&(peer, number, wtxid));
+        let Some(orphan) = self.by_wtxid.get_mut(&wtxid) else {
+            return;
+        };
+        orphan.announcers.retain(|a| *a != (peer, number));
+        let (weight, latency) = (orphan.new.weight, orphan.new.latency());
+        let last = orphan.announcers.is_empty();
+        if let Some(usage) = self.peers.get_mut(&peer) {
+            usage.announcements -= 1;
+            usage.weight -= weight;
+            usage.latency -= latency;
+            if usage.announcements == 0 {
+                self.peers.remove(&peer);
+            }
+        }
+        if last {
+            self.forget(&wtxid);
+        }
+    }
+
+    /// Removes an orphan whose announcements are gone.
+    fn forget(&mut self, wtxid: &Wtxid) {
+        let Some(orphan) = self.by_wtxid.remove(wtxid) else {
+            return;
+        };
+        self.weight -= orphan.new.weight;
+        self.extra_latency -= orphan.new.latency() - 1;
+        for parent in &orphan.new.parents {
             if let Some(children) = self.by_parent.get_mut(parent) {
-                children.remove(txid);
+                children.remove(wtxid);
                 if children.is_empty() {
                     self.by_parent.remove(parent);
                 }
             }
         }
-        Some(orphan)
     }
 
-    /// Frees a place for a new orphan from `from`: its own oldest if it holds
-    /// [`MAX_PER_PEER`], else a random one if the pool is full.
-    fn make_room(&mut self, from: PeerId) {
-        let own = (self.by_txid.iter())
-            .filter(|(_, o)| o.announcers.first() == Some(&from))
-            .min_by_key(|(_, o)| o.expires)
-            .map(|(t, _)| *t);
-        let owned = (self.by_txid.values())
-            .filter(|o| o.announcers.first() == Some(&from))
-            .count();
-        if let (Some(oldest), true) = (own, owned >= MAX_PER_PEER) {
-            self.remove(&oldest);
+    /// Removes an orphan with all its announcements: its txid, serialization and announcers.
+    fn remove(&mut self, wtxid: &Wtxid) -> Option<(Txid, Vec<u8>, Vec<PeerId>)> {
+        let orphan = self.by_wtxid.get_mut(wtxid)?;
+        let (txid, raw) = (orphan.new.ids.0, std::mem::take(&mut orphan.new.raw));
+        let announcers = orphan.announcers.clone();
+        for (peer, number) in &announcers {
+            self.drop_announcement(*peer, *number, *wtxid);
+        }
+        Some((txid, raw, announcers.into_iter().map(|(p, _)| p).collect()))
+    }
+
+    /// Trims while the orphanage is over its limits (Core's `LimitOrphans`): the peer with the
+    /// highest DoS score (the later peer of equal ones) loses its oldest announcements until it
+    /// is no better than the next worst, or the orphanage fits.
+    fn limit(&mut self) {
+        if !self.needs_trim() {
             return;
         }
-        if self.by_txid.len() >= MAX_ORPHANS {
-            let victim = rand::random::<u64>() as usize % self.by_txid.len();
-            if let Some(victim) = self.by_txid.keys().nth(victim).copied() {
-                self.remove(&victim);
+        let max_latency = MAX_LATENCY_SCORE / self.peer_count();
+        let one = FeeFrac::new(1, 1);
+        let mut worst: Vec<(PeerId, FeeFrac)> = (self.peers.iter())
+            .map(|(peer, usage)| (*peer, usage.dos_score(max_latency)))
+            .filter(|(_, score)| score.rate_cmp(&one).is_gt())
+            .collect();
+        // Worst last: the highest score, then the later peer.
+        worst.sort_by(|a, b| a.1.rate_cmp(&b.1).then(a.0.cmp(&b.0)));
+        while let Some((peer, _)) = worst.pop() {
+            let threshold = worst.last().map_or(one, |w| w.1);
+            while self.needs_trim() {
+                let Some(&(p, number, wtxid)) = self.by_peer.range((peer, 0, min_wtxid())..).next()
+                else {
+                    break;
+                };
+                if p != peer {
+                    break;
+                }
+                self.drop_announcement(peer, number, wtxid);
+                let score = self.peers.get(&peer).map(|u| u.dos_score(max_latency));
+                if score.is_none_or(|s| !s.rate_cmp(&threshold).is_gt()) {
+                    break;
+                }
+            }
+            if !self.needs_trim() {
+                break;
             }
         }
     }
+}
 
-    fn expire(&mut self, now: Instant) {
-        let old: Vec<Txid> = self
-            .by_txid
-            .iter()
-            .filter(|(_, o)| o.expires <= now)
-            .map(|(t, _)| *t)
-            .collect();
-        for txid in old {
-            self.remove(&txid);
-        }
-    }
+/// The lowest witness id, to start a peer's range of announcements.
+fn min_wtxid() -> Wtxid {
+    Wtxid::all_zeros()
 }
 
 impl Orphans {
@@ -100,94 +245,94 @@ impl Orphans {
         self.0.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Keeps `raw` (transaction `txid`, `wtxid`, from peer `from`) until one of `parents`
-    /// arrives; kept already, notes `from` as one more sender. Whether `from` should be asked
-    /// for the parents: false if it is too large, or `from` sent it before.
-    pub fn add(&self, tx: (Txid, Wtxid), raw: Vec<u8>, from: PeerId, parents: Vec<Txid>) -> bool {
-        let (txid, wtxid) = tx;
-        if raw.len() > MAX_ORPHAN_BYTES || parents.is_empty() {
+    /// Keeps `orphan` from peer `from` until one of its parents arrives; kept already, notes
+    /// `from` as one more announcer. Whether `from` should be asked for the parents: false if
+    /// it is too heavy, waits for nothing, or `from` announced it before.
+    pub fn add(&self, orphan: NewOrphan, from: PeerId) -> bool {
+        if orphan.weight > MAX_ORPHAN_WEIGHT || orphan.parents.is_empty() {
             return false;
         }
+        let wtxid = orphan.ids.1;
         let mut pool = self.lock();
-        if let Some(kept) = pool.by_txid.get_mut(&txid) {
-            let new = !kept.announcers.contains(&from) && kept.announcers.len() < MAX_ANNOUNCERS;
-            if new {
-                kept.announcers.push(from);
+        if !pool.by_wtxid.contains_key(&wtxid) {
+            for parent in &orphan.parents {
+                pool.by_parent.entry(*parent).or_default().insert(wtxid);
             }
-            return new;
+            pool.weight += orphan.weight;
+            pool.extra_latency += orphan.latency() - 1;
+            let kept = Orphan {
+                new: orphan,
+                announcers: Vec::new(),
+            };
+            pool.by_wtxid.insert(wtxid, kept);
         }
-        pool.expire(Instant::now());
-        pool.make_room(from);
-        for parent in &parents {
-            pool.by_parent.entry(*parent).or_default().insert(txid);
-        }
-        let expires = Instant::now() + EXPIRY;
-        let orphan = Orphan {
-            raw,
-            wtxid,
-            announcers: vec![from],
-            parents,
-            expires,
-        };
-        pool.by_txid.insert(txid, orphan);
-        true
+        let new = pool.announce(wtxid, from);
+        pool.limit();
+        new && pool.by_wtxid.contains_key(&wtxid)
     }
 
-    /// The orphans `peer` sent that spend `parent`, the newest first (Core's
+    /// The orphans `peer` announced that spend `parent`, the newest announcement first (Core's
     /// `GetChildrenFromSamePeer`): candidates for a 1p1c package with it. They stay kept.
     pub fn children_from(&self, parent: &Txid, peer: PeerId) -> Vec<(Txid, Wtxid)> {
         let pool = self.lock();
-        let mut found: Vec<(Instant, Txid, Wtxid)> = (pool.by_parent.get(parent).into_iter())
+        let mut found: Vec<(u64, Txid, Wtxid)> = (pool.by_parent.get(parent).into_iter())
             .flatten()
-            .filter_map(|t| pool.by_txid.get(t).map(|o| (t, o)))
-            .filter(|(_, o)| o.announcers.contains(&peer))
-            .map(|(t, o)| (o.expires, *t, o.wtxid))
+            .filter_map(|w| pool.by_wtxid.get(w))
+            .filter_map(|o| {
+                let (_, number) = o.announcers.iter().find(|(p, _)| *p == peer)?;
+                Some((*number, o.new.ids.0, o.new.ids.1))
+            })
             .collect();
         found.sort_by_key(|f| std::cmp::Reverse(f.0));
         found.into_iter().map(|(_, t, w)| (t, w)).collect()
     }
 
     /// A kept orphan's serialization.
-    pub fn raw(&self, txid: &Txid) -> Option<Vec<u8>> {
-        self.lock().by_txid.get(txid).map(|o| o.raw.clone())
+    pub fn raw(&self, wtxid: &Wtxid) -> Option<Vec<u8>> {
+        self.lock().by_wtxid.get(wtxid).map(|o| o.new.raw.clone())
     }
 
     /// Drops one orphan (it entered the mempool by another way, or was refused).
-    pub fn remove(&self, txid: &Txid) {
-        self.lock().remove(txid);
+    pub fn remove(&self, wtxid: &Wtxid) {
+        let mut pool = self.lock();
+        pool.remove(wtxid);
+        pool.limit();
     }
 
-    /// Takes out the orphans that wait for `parent`, to be tried again: (txid, raw, sender).
+    /// Takes out the orphans that wait for `parent`, to be tried again, each with one of its
+    /// announcers at random (Core's `AddChildrenToWorkSet`): (txid, raw, announcer).
     pub fn take_children(&self, parent: &Txid) -> Vec<(Txid, Vec<u8>, PeerId)> {
         let mut pool = self.lock();
         let children = pool.by_parent.get(parent).cloned().unwrap_or_default();
-        children
+        let taken = children
             .into_iter()
-            .filter_map(|txid| {
-                let o = pool.remove(&txid)?;
-                Some((txid, o.raw, *o.announcers.first()?))
+            .filter_map(|wtxid| {
+                let (txid, raw, announcers) = pool.remove(&wtxid)?;
+                let pick = rand::random::<u64>() as usize % announcers.len().max(1);
+                Some((txid, raw, *announcers.get(pick)?))
             })
-            .collect()
+            .collect();
+        pool.limit();
+        taken
     }
 
-    /// Forgets a peer that has gone (Core's `EraseForPeer`): what only it sent is dropped.
+    /// Forgets a peer that has gone (Core's `EraseForPeer`): its announcements are dropped,
+    /// and what only it announced.
     pub fn forget_peer(&self, peer: PeerId) {
         let mut pool = self.lock();
-        let mut orphaned = Vec::new();
-        for (txid, o) in pool.by_txid.iter_mut() {
-            o.announcers.retain(|a| *a != peer);
-            if o.announcers.is_empty() {
-                orphaned.push(*txid);
-            }
+        let own: Vec<(PeerId, u64, Wtxid)> = (pool.by_peer.range((peer, 0, min_wtxid())..))
+            .take_while(|(p, _, _)| *p == peer)
+            .copied()
+            .collect();
+        for (p, number, wtxid) in own {
+            pool.drop_announcement(p, number, wtxid);
         }
-        for txid in orphaned {
-            pool.remove(&txid);
-        }
+        pool.limit();
     }
 
     /// How many orphans are kept.
     pub fn len(&self) -> usize {
-        self.lock().by_txid.len()
+        self.lock().by_wtxid.len()
     }
 
     /// Whether none is kept.
@@ -199,7 +344,6 @@ impl Orphans {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use bitcoin::hashes::Hash;
 
     fn txid(n: u32) -> Txid {
         let mut bytes = [0u8; 32];
@@ -211,63 +355,91 @@ mod tests {
         Wtxid::from_byte_array(txid(n).to_byte_array())
     }
 
-    #[test]
-    fn bounded_by_count_and_size_whatever_peers_send() {
-        let pool = Orphans::default();
-        for n in 0..10 * MAX_ORPHANS as u32 {
-            let peer = PeerId::from(n % 10);
-            pool.add(
-                (txid(n), wtxid(n)),
-                vec![0; 10],
-                peer,
-                vec![txid(1_000_000 + n)],
-            );
-            assert!(pool.len() <= MAX_ORPHANS);
+    /// Orphan `n` of `weight`, one input, waiting for `parent`.
+    fn orphan(n: u32, weight: u64, parent: u32) -> NewOrphan {
+        NewOrphan {
+            ids: (txid(n), wtxid(n)),
+            raw: n.to_le_bytes().to_vec(),
+            weight,
+            inputs: 1,
+            parents: vec![txid(parent)],
         }
-        assert_eq!(pool.len(), MAX_ORPHANS);
-        assert!(
-            pool.lock().by_parent.len() <= MAX_ORPHANS,
-            "parent links of dropped orphans go with them"
-        );
-        assert!(!pool.add(
-            (txid(5_000_000), wtxid(5_000_000)),
-            vec![0; MAX_ORPHAN_BYTES + 1],
-            1,
-            vec![txid(1)]
-        ));
+    }
+
+    /// The pool's counts as a fresh sum finds them.
+    fn assert_counts_fresh(pool: &Orphans) {
+        let p = pool.lock();
+        let weight: u64 = p.by_wtxid.values().map(|o| o.new.weight).sum();
+        assert_eq!(p.weight, weight);
+        let announcements: usize = p.by_wtxid.values().map(|o| o.announcers.len()).sum();
+        assert_eq!(p.by_peer.len(), announcements);
+        let per_peer: u64 = p.peers.values().map(|u| u.announcements).sum();
+        assert_eq!(per_peer, announcements as u64);
+        assert!(p.by_wtxid.values().all(|o| !o.announcers.is_empty()));
     }
 
     #[test]
-    fn every_sender_is_remembered_and_one_peer_holds_a_quarter_at_most() {
+    fn bounded_by_weight_and_latency_whatever_peers_send() {
         let pool = Orphans::default();
-        assert!(pool.add((txid(1), wtxid(1)), vec![1], 7, vec![txid(100)]));
+        for n in 0..20_000u32 {
+            pool.add(orphan(n, 4_000, 1_000_000 + n), PeerId::from(n % 10));
+            let p = pool.lock();
+            assert!(p.latency_score() <= MAX_LATENCY_SCORE);
+            assert!(p.weight <= RESERVED_WEIGHT_PER_PEER * p.peer_count());
+        }
+        assert_counts_fresh(&pool);
+        // 10 peers: 4,040,000 weight units, 1,010 orphans of 4,000.
+        assert_eq!(pool.len(), 1_010);
+        assert!(
+            pool.lock().by_parent.len() <= 1_010,
+            "parent links of dropped orphans go with them"
+        );
+        let heavy = orphan(5_000_000, MAX_ORPHAN_WEIGHT + 1, 1);
+        assert!(!pool.add(heavy, 1));
+    }
+
+    #[test]
+    fn a_flood_from_a_whole_subnet_evicts_none_of_an_honest_peers_orphans() {
+        let pool = Orphans::default();
+        for n in 0..10 {
+            assert!(pool.add(orphan(n, 2_000, 100), 1));
+        }
+        // Twenty attacking peers, each announcing far over its share of both limits.
+        for n in 1_000..60_000u32 {
+            pool.add(orphan(n, 20_000, 100 + n), PeerId::from(2 + n % 20));
+        }
+        assert_counts_fresh(&pool);
+        assert_eq!(pool.children_from(&txid(100), 1).len(), 10);
+        let p = pool.lock();
+        assert!(p.latency_score() <= MAX_LATENCY_SCORE);
+        assert!(p.weight <= RESERVED_WEIGHT_PER_PEER * p.peer_count());
+    }
+
+    #[test]
+    fn every_announcer_is_remembered_and_the_orphan_leaves_with_the_last() {
+        let pool = Orphans::default();
+        assert!(pool.add(orphan(1, 400, 100), 7));
         // An attacker sent it first: the honest peer is still asked and may package it.
-        assert!(pool.add((txid(1), wtxid(1)), vec![1], 8, vec![txid(100)]));
-        assert!(!pool.add((txid(1), wtxid(1)), vec![1], 8, vec![txid(100)]));
+        assert!(pool.add(orphan(1, 400, 100), 8));
+        assert!(!pool.add(orphan(1, 400, 100), 8), "announced once");
         assert_eq!(pool.children_from(&txid(100), 8), vec![(txid(1), wtxid(1))]);
         pool.forget_peer(7);
-        assert_eq!(pool.len(), 1, "kept while one sender remains");
+        assert_eq!(pool.len(), 1, "kept while one announcer remains");
         pool.forget_peer(8);
         assert!(pool.is_empty());
-        // One peer's flood takes its own oldest places, not the others'.
-        for n in 0..10 {
-            pool.add((txid(n), wtxid(n)), vec![0], 2, vec![txid(100)]);
-        }
-        for n in 10..10 + 4 * MAX_ORPHANS as u32 {
-            pool.add((txid(n), wtxid(n)), vec![0], 3, vec![txid(100)]);
-        }
-        assert_eq!(pool.len(), 10 + MAX_PER_PEER);
-        assert_eq!(pool.children_from(&txid(100), 2).len(), 10);
+        assert_counts_fresh(&pool);
+        assert!(
+            pool.lock().peers.is_empty(),
+            "peers without announcements leave"
+        );
     }
 
     #[test]
     fn a_parents_children_from_one_peer_come_newest_first_and_stay() {
         let pool = Orphans::default();
-        pool.add((txid(1), wtxid(1)), vec![1], 7, vec![txid(100)]);
-        std::thread::sleep(Duration::from_millis(2));
-        pool.add((txid(2), wtxid(2)), vec![2], 8, vec![txid(100)]);
-        std::thread::sleep(Duration::from_millis(2));
-        pool.add((txid(3), wtxid(3)), vec![3], 7, vec![txid(100)]);
+        pool.add(orphan(1, 400, 100), 7);
+        pool.add(orphan(2, 400, 100), 8);
+        pool.add(orphan(3, 400, 100), 7);
         let of_7: Vec<Txid> = (pool.children_from(&txid(100), 7).into_iter())
             .map(|c| c.0)
             .collect();
@@ -278,22 +450,21 @@ mod tests {
         );
         assert!(pool.children_from(&txid(101), 7).is_empty());
         assert_eq!(pool.len(), 3, "looking takes nothing out");
-        pool.remove(&txid(3));
+        pool.remove(&wtxid(3));
         assert_eq!(pool.children_from(&txid(100), 7).len(), 1);
+        assert_counts_fresh(&pool);
     }
 
     #[test]
     fn children_come_out_once_their_parent_arrives_and_peers_take_theirs_along() {
         let pool = Orphans::default();
-        assert!(pool.add((txid(1), wtxid(1)), vec![1], 7, vec![txid(100), txid(101)]));
-        assert!(pool.add((txid(2), wtxid(2)), vec![2], 8, vec![txid(100)]));
-        assert!(
-            !pool.add((txid(2), wtxid(2)), vec![2], 8, vec![txid(100)]),
-            "kept once"
-        );
-        let mut out: Vec<Txid> = pool
-            .take_children(&txid(100))
-            .into_iter()
+        let two_parents = NewOrphan {
+            parents: vec![txid(100), txid(101)],
+            ..orphan(1, 400, 100)
+        };
+        assert!(pool.add(two_parents, 7));
+        assert!(pool.add(orphan(2, 400, 100), 8));
+        let mut out: Vec<Txid> = (pool.take_children(&txid(100)).into_iter())
             .map(|c| c.0)
             .collect();
         out.sort();
@@ -303,15 +474,13 @@ mod tests {
             "taken out with its first parent"
         );
         assert!(pool.is_empty());
-        pool.add((txid(3), wtxid(3)), vec![3], 9, vec![txid(102)]);
-        pool.add((txid(4), wtxid(4)), vec![4], 10, vec![txid(102)]);
+        pool.add(orphan(3, 400, 102), 9);
+        pool.add(orphan(4, 400, 102), 10);
         pool.forget_peer(9);
-        assert_eq!(
-            pool.take_children(&txid(102))
-                .into_iter()
-                .map(|c| c.0)
-                .collect::<Vec<_>>(),
-            vec![txid(4)]
-        );
+        let left: Vec<Txid> = (pool.take_children(&txid(102)).into_iter())
+            .map(|c| c.0)
+            .collect();
+        assert_eq!(left, vec![txid(4)]);
+        assert_counts_fresh(&pool);
     }
 }

@@ -23,6 +23,7 @@ use super::filters;
 use super::handshake::{PeerTraits, PROTOCOL_VERSION};
 use super::headers_sync::HeadersSync;
 use super::inbound::Merit;
+use super::orphans::NewOrphan;
 use super::send::SendQueue;
 use super::sync::{Delivered, PeerId};
 use crate::index::Index;
@@ -490,7 +491,8 @@ impl<'a> Session<'a> {
             }
             Err(Rejection::MissingInputs(_)) => {
                 let parents = tokio::task::block_in_place(|| unknown_parents(&tx, m));
-                if (self.ctx.orphans).add((txid, wtxid), raw, self.id, parents.clone()) {
+                let orphan = NewOrphan::of(&tx, raw, parents.clone());
+                if self.ctx.orphans.add(orphan, self.id) {
                     tracing::debug!(
                         "peer {}: orphan {txid}, asking for {} parents",
                         self.id,
@@ -540,8 +542,7 @@ impl<'a> Session<'a> {
                     Err(Rejection::MissingInputs(_)) => {
                         if let Ok(tx) = bitcoin::consensus::deserialize::<Transaction>(&raw) {
                             let parents = unknown_parents(&tx, m);
-                            let ids = (txid, tx.compute_wtxid());
-                            self.ctx.orphans.add(ids, raw, from, parents);
+                            self.ctx.orphans.add(NewOrphan::of(&tx, raw, parents), from);
                         }
                     }
                     Err(e) => tracing::debug!("orphan {txid} from peer {from} rejected: {e}"),

@@ -31,10 +31,10 @@ impl Session<'_> {
             !requests.reconsiderable(&package_key(&[wtxid, *child]))
                 && !requests.recently_rejected(&child.to_byte_array())
         };
-        let Some((child_txid, child_wtxid)) = candidates.into_iter().find(fresh) else {
+        let Some((_, child_wtxid)) = candidates.into_iter().find(fresh) else {
             return;
         };
-        let Some(child_raw) = self.ctx.orphans.raw(&child_txid) else {
+        let Some(child_raw) = self.ctx.orphans.raw(&child_wtxid) else {
             return;
         };
         let key = package_key(&[wtxid, child_wtxid]);
@@ -59,8 +59,8 @@ impl Session<'_> {
         }
         m.notifier.publish(&m.index, changes);
         match package.each.last() {
-            Some(Ok(_)) => self.ctx.orphans.remove(&child_txid),
-            Some(Err(e)) => self.child_refused(&raws[1], child_txid, child_wtxid, e, &key, m),
+            Some(Ok(_)) => self.ctx.orphans.remove(&child_wtxid),
+            Some(Err(e)) => self.child_refused(&raws[1], child_wtxid, e, &key, m),
             None => {}
         }
         for txid in accepted {
@@ -74,7 +74,6 @@ impl Session<'_> {
     fn child_refused(
         &self,
         raw: &[u8],
-        txid: Txid,
         wtxid: Wtxid,
         refusal: &Rejection,
         key: &[u8; 32],
@@ -91,7 +90,7 @@ impl Session<'_> {
         ) || m.mempool.child_may_pay(&child, refusal);
         if !for_fee {
             requests.rejected(&[wtxid.to_byte_array()]);
-            self.ctx.orphans.remove(&txid);
+            self.ctx.orphans.remove(&wtxid);
         }
     }
 }
