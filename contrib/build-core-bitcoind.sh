@@ -27,7 +27,7 @@ if [ -n "$need" ]; then
     { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $need >/dev/null; }
 fi
 mkdir -p "$DEST"
-echo "build-core-bitcoind: building bitcoind $VERSION's Core tree in $DEST (about 25 minutes on 2 cores)" >&2
+echo "build-core-bitcoind: building bitcoind $VERSION's Core tree in $DEST (about 7 minutes on 2 cores)" >&2
 cmake -S "$SRC" -B "$DEST/build" -DCMAKE_BUILD_TYPE=Release -DBUILD_DAEMON=ON -DBUILD_CLI=ON \
   -DENABLE_WALLET=OFF -DBUILD_GUI=OFF -DBUILD_TESTS=OFF -DBUILD_BENCH=OFF -DBUILD_FUZZ_BINARY=OFF \
   -DENABLE_IPC=OFF -DWITH_ZMQ=OFF -DBUILD_KERNEL_LIB=OFF -DBUILD_UTIL=OFF -DBUILD_TX=OFF \

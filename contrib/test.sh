@@ -5,7 +5,7 @@
 set -eu
 cd "$(dirname "$0")/.."
 sh contrib/setup.sh
-# The oracle: Bitcoin Core 31.99 built from the source the kernel is built from (about 25
+# The oracle: Bitcoin Core 31.99 built from the source the kernel is built from (about 7
 # minutes once, then kept outside the clone); and Bitcoin Knots 29.4, whose wallet signs where a
 # test needs a wallet and whose policy the Knots profile is checked against.
 sh contrib/build-core-bitcoind.sh /var/tmp/cairn-core

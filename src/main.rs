@@ -169,10 +169,15 @@ fn main() {
 fn init_logging(filter: &str) -> Result<()> {
     let filter = tracing_subscriber::EnvFilter::try_new(filter)
         .with_context(|| format!("invalid log filter {filter:?}"))?;
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+    let lines = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
+        .with_ansi(std::io::stderr().is_terminal());
+    tracing_subscriber::registry()
+        .with(filter)
+        .with(lines)
+        .with(cairn::metrics::log_lines::LogLines)
         .init();
     Ok(())
 }

@@ -29,6 +29,9 @@ pub struct TipUpdate {
     pub touched: Option<Arc<HashSet<ScriptHash>>>,
     /// Transactions that entered a block or the mempool; `None` means "any may have".
     pub added: Option<Arc<HashSet<Txid>>>,
+    /// Those that entered the mempool (a block's own are not among them: what it confirmed
+    /// left the pool); `None` means "any may have". What silent-payment subscriptions scan.
+    pub entered_mempool: Option<Arc<HashSet<Txid>>>,
 }
 
 /// What a change touched, as it is published.
@@ -38,6 +41,8 @@ pub struct Changes {
     pub scripts: Option<HashSet<ScriptHash>>,
     /// Transactions that entered a block or the mempool; `None`: any may have.
     pub added: Option<HashSet<Txid>>,
+    /// Transactions that entered the mempool; `None`: any may have.
+    pub entered_mempool: Option<HashSet<Txid>>,
 }
 
 impl Changes {
@@ -46,6 +51,7 @@ impl Changes {
         Changes {
             scripts: Some(HashSet::new()),
             added: Some(HashSet::new()),
+            entered_mempool: Some(HashSet::new()),
         }
     }
 
@@ -54,25 +60,50 @@ impl Changes {
         Changes {
             scripts: Some(accepted.touched.clone()),
             added: Some(HashSet::from([accepted.txid])),
+            entered_mempool: Some(HashSet::from([accepted.txid])),
+        }
+    }
+
+    /// Changes of blocks: the script hashes they touched and the transactions they confirmed
+    /// or undid, none of which entered the mempool.
+    pub fn of_blocks(scripts: Option<HashSet<ScriptHash>>, txids: Option<HashSet<Txid>>) -> Self {
+        Changes {
+            scripts,
+            added: txids,
+            entered_mempool: Some(HashSet::new()),
+        }
+    }
+
+    /// What evictions or a package's replacements touched (`scripts`), nothing entering.
+    pub fn touching(scripts: HashSet<ScriptHash>) -> Self {
+        Changes {
+            scripts: Some(scripts),
+            ..Changes::none()
         }
     }
 
     /// Adds what `other` touched.
     pub fn extend(&mut self, other: Changes) {
-        match (&mut self.scripts, other.scripts) {
-            (Some(mine), Some(theirs)) => mine.extend(theirs),
-            (mine, _) => *mine = None,
+        fn join<T: std::hash::Hash + Eq>(
+            mine: &mut Option<HashSet<T>>,
+            theirs: Option<HashSet<T>>,
+        ) {
+            match (mine.as_mut(), theirs) {
+                (Some(m), Some(theirs)) => m.extend(theirs),
+                (None, Some(_)) => {}
+                (_, None) => *mine = None,
+            }
         }
-        match (&mut self.added, other.added) {
-            (Some(mine), Some(theirs)) => mine.extend(theirs),
-            (mine, _) => *mine = None,
-        }
+        join(&mut self.scripts, other.scripts);
+        join(&mut self.added, other.added);
+        join(&mut self.entered_mempool, other.entered_mempool);
     }
 
     /// Whether nothing is touched.
     pub fn is_empty(&self) -> bool {
         self.scripts.as_ref().is_some_and(HashSet::is_empty)
             && self.added.as_ref().is_some_and(HashSet::is_empty)
+            && self.entered_mempool.as_ref().is_some_and(HashSet::is_empty)
     }
 }
 
@@ -113,6 +144,7 @@ impl Notifier {
                 header,
                 touched: changes.scripts.map(Arc::new),
                 added: changes.added.map(Arc::new),
+                entered_mempool: changes.entered_mempool.map(Arc::new),
             });
         }
     }
@@ -127,5 +159,36 @@ impl Notifier {
     pub fn accepted(&self, index: &Index, accepted: Accepted) {
         self.announce(accepted.txid);
         self.publish(index, Changes::accepted(&accepted));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bitcoin::hashes::Hash;
+
+    fn txid(n: u8) -> Txid {
+        Txid::from_byte_array([n; 32])
+    }
+
+    #[test]
+    fn a_blocks_transactions_never_count_as_entering_the_mempool() {
+        let (confirmed, entered) = (txid(1), txid(2));
+        let mut changes =
+            Changes::of_blocks(Some(HashSet::new()), Some(HashSet::from([confirmed])));
+        changes.extend(Changes::touching(HashSet::new()));
+        changes.extend(Changes {
+            scripts: Some(HashSet::new()),
+            added: Some(HashSet::from([entered])),
+            entered_mempool: Some(HashSet::from([entered])),
+        });
+        assert_eq!(changes.added, Some(HashSet::from([confirmed, entered])));
+        assert_eq!(changes.entered_mempool, Some(HashSet::from([entered])));
+        // A block of too many to list is "any may have" for what it added, not for the pool.
+        let mut huge = Changes::of_blocks(None, None);
+        huge.extend(Changes::none());
+        assert_eq!(huge.added, None);
+        assert_eq!(huge.entered_mempool, Some(HashSet::new()));
+        assert!(!huge.is_empty());
     }
 }

@@ -2290,3 +2290,91 @@ fn one_host_can_not_hold_every_silent_payment_subscription() {
         i += 1;
     }
 }
+
+/// Issue 49: **a block cost every silent-payment subscription the whole mempool.** A block's
+/// transactions were published as "added" like mempool arrivals, more than 256 pending made a
+/// subscription scan the whole mempool, and each scan computed every mempool transaction's tweak
+/// again: 30 subscriptions and a block of 3,001 transactions beside 6,496 taproot mempool
+/// transactions cost 22.7 s of CPU.
+///
+/// bitcoind's wallet pays 300 taproot addresses, each from a confirmed coin of its own, and
+/// cairn's mempool takes them; ten subscriptions from 127.0.0.3, from the tip, end their first
+/// scans (the 300 once each); then a block confirms 260 of them (`generateblock`: over the 256
+/// that made a whole-mempool scan). Asserted: the subscriptions scan the block's 260 (each once)
+/// and not one mempool transaction after it (`cairn_silent_payments_scanned_total`).
+///
+/// *Fails before the fix* (f6191de, where the block's txids were pending mempool work): the
+/// block made the ten scan the 40 left in the mempool again, 400 mempool scans; now none.
+#[test]
+fn a_block_costs_subscriptions_the_block_only() {
+    let served = Served::start(&["--silent-payments"]);
+    let node = &served.node;
+    node.rpc(&["generatetoaddress", "300", &served.mine]);
+    let paid: Vec<String> = (0..300)
+        .map(|_| {
+            let to = node.rpc(&["getnewaddress", "", "bech32m"]);
+            node.rpc(&["sendtoaddress", &to, "0.001"])
+        })
+        .collect();
+    served
+        .cairn
+        .wait_for(&node.rpc(&["getbestblockhash"]), "the coins");
+    let pooled = metric_when(
+        served.metrics,
+        "cairn_mempool_transactions",
+        Duration::from_secs(60),
+        |v| v >= 300.0,
+    );
+    assert!(pooled.is_ok(), "cairn's mempool: {pooled:?}");
+    let height: u64 = node.rpc(&["getblockcount"]).parse().unwrap();
+    let method = "blockchain.silentpayments.subscribe";
+    let spend = "0279be667ef9dcbbac55a06295ce870b07029bfcdb2dce28d959f2815b16f81798";
+    let mut wallet = Lines::connect_from("127.0.0.3", served.electrum, "1.4");
+    let subscriptions: Vec<Value> = (0..10u8)
+        .map(|i| {
+            let scan: String = [0xb0 + i; 32].iter().map(|b| format!("{b:02x}")).collect();
+            let answer = wallet.call(method, json!([scan, spend, height]));
+            assert!(answer["result"]["address"].is_string(), "{answer}");
+            answer["result"].clone()
+        })
+        .collect();
+    let mut done = 0;
+    while done < subscriptions.len() {
+        let note = wallet.note(method);
+        done += usize::from(note["params"][1] == 1.0);
+    }
+    let scanned = |source: &str| {
+        served.metric(&format!(
+            "cairn_silent_payments_scanned_total{{source=\"{source}\"}}"
+        ))
+    };
+    let (mempool_before, block_before) = (scanned("mempool"), scanned("block"));
+    println!("first scans: {mempool_before} mempool transactions scanned");
+
+    let confirmed = serde_json::to_string(&paid[..260]).unwrap();
+    node.rpc(&["generateblock", &served.mine, &confirmed]);
+    served
+        .cairn
+        .wait_for(&node.rpc(&["getbestblockhash"]), "the block of 260");
+    let block_scans = metric_when(
+        served.metrics,
+        "cairn_silent_payments_scanned_total{source=\"block\"}",
+        Duration::from_secs(30),
+        |v| v >= block_before + 2_600.0,
+    );
+    std::thread::sleep(Duration::from_secs(2));
+    let mempool_after = scanned("mempool") - mempool_before;
+    println!(
+        "after the block: {:?} block transactions scanned, {mempool_after} mempool ones",
+        block_scans.map(|(v, _)| v - block_before)
+    );
+    assert!(
+        block_scans.is_ok(),
+        "the block was not scanned by every subscription"
+    );
+    assert_eq!(
+        mempool_after, 0.0,
+        "the block made subscriptions scan the mempool"
+    );
+    drop(subscriptions);
+}

@@ -402,7 +402,7 @@ async fn serve(
                     Some(Incoming::TooLong) => {
                         let err = RpcError::bad_request(format!("request line longer than {limit} bytes"));
                         out.send(error_value(Value::Null, &err).to_string()).await;
-                        tracing::info!("electrum client {peer}: request over {limit} bytes, disconnecting");
+                        crate::outsider_log!(info, "electrum client {peer}: request over {limit} bytes, disconnecting");
                         return End::TooLong;
                     }
                     Some(Incoming::Request(request)) => request,
@@ -431,7 +431,7 @@ async fn serve(
                     Some(Answer::NoRoom) => false,
                 };
                 if !sent {
-                    tracing::info!("electrum client {peer} does not read its answers; disconnecting");
+                    crate::outsider_log!(info, "electrum client {peer} does not read its answers; disconnecting");
                     return End::NotReading;
                 }
                 start_scans(&mut scans, session.take_scans(), &scan_tx, &pool, &host);
@@ -460,7 +460,7 @@ async fn serve(
                     return over_cost(peer, &out).await;
                 }
                 if !out.send_all(notes).await {
-                    tracing::info!("electrum client {peer} does not read its notifications; disconnecting");
+                    crate::outsider_log!(info, "electrum client {peer} does not read its notifications; disconnecting");
                     return End::NotReading;
                 }
                 start_scans(&mut scans, session.take_scans(), &scan_tx, &pool, &host);
@@ -472,7 +472,7 @@ async fn serve(
                         continue;
                     }
                     if !out.send(line).await {
-                        tracing::info!("electrum client {peer} does not read its scan's notifications; disconnecting");
+                        crate::outsider_log!(info, "electrum client {peer} does not read its scan's notifications; disconnecting");
                         return End::NotReading;
                     }
                 }
@@ -483,7 +483,7 @@ async fn serve(
                         Some(ScanFailed::Cost) => return over_cost(peer, &out).await,
                         // Its wallet cannot be told the scan is complete: it reconnects.
                         Some(ScanFailed::Broken) => {
-                            tracing::warn!("electrum client {peer}: a silent-payment scan failed; disconnecting");
+                            crate::outsider_log!(warn, "electrum client {peer}: a silent-payment scan failed; disconnecting");
                             return End::Left;
                         }
                     }
@@ -524,7 +524,10 @@ fn start_scans(
 async fn over_cost(peer: SocketAddr, out: &Outbox) -> End {
     out.send(error_value(Value::Null, &excessive()).to_string())
         .await;
-    tracing::info!("electrum client {peer}: its host's cost is at the hard limit; disconnecting");
+    crate::outsider_log!(
+        info,
+        "electrum client {peer}: its host's cost is at the hard limit; disconnecting"
+    );
     End::Cost
 }
 

@@ -173,7 +173,7 @@ impl HistoryJob {
         if let Err(e) = sent {
             // Part of the result is out: the answer cannot become an error any more. Ending
             // the piece stream unfinished makes the session drop the connection.
-            tracing::warn!("electrum: streaming a history failed midway: {e}");
+            crate::outsider_log!(warn, "electrum: streaming a history failed midway: {e}");
             return;
         }
         if tx.is_closed() {

@@ -3,8 +3,6 @@
 //! keeps the connection's state; the history, outpoint and merkle-witness handlers are in their
 //! own modules.
 
-use std::collections::HashSet;
-
 use bitcoin::hex::DisplayHex;
 use bitcoin::{BlockHash, Txid};
 use serde_json::{json, Value};
@@ -463,10 +461,7 @@ impl Ctx<'_> {
             results.map_err(|e| RpcError::bad_request(format!("the package was rejected: {e}")))?;
         let mut errors = Vec::new();
         // What left the pool for the package (evicted) is told whether or not it entered.
-        let mut changes = Changes {
-            scripts: Some(package.touched),
-            added: Some(HashSet::new()),
-        };
+        let mut changes = Changes::touching(package.touched);
         for (raw, result) in raws.iter().zip(package.each) {
             match result {
                 Ok(accepted) => {

@@ -108,6 +108,7 @@ mod tests {
                 header: bitcoin::constants::genesis_block(bitcoin::Network::Regtest).header,
                 touched: scripts.map(Arc::new),
                 added: added.map(Arc::new),
+                entered_mempool: Some(Arc::default()),
             };
         let known = OutpointSub {
             script: Some(sh),

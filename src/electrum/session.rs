@@ -656,7 +656,8 @@ impl Session {
         let tip = Some((u.height, u.header.block_hash()));
         (self.headers_subscribed && self.last_notified != tip)
             || (self.silent.len() > 0
-                && (self.silent_tip != tip || u.added.as_ref().is_none_or(|a| !a.is_empty())))
+                && (self.silent_tip != tip
+                    || u.entered_mempool.as_ref().is_none_or(|a| !a.is_empty())))
             || self.must_read_for(update)
     }
 
@@ -716,14 +717,15 @@ impl Session {
             }
         }
         let tip_id = tip.map(|(h, header)| (h, header.block_hash()));
-        let added = update.and_then(|u| u.added.as_deref());
+        // A block's own transactions left the pool: only what entered it is scanned again.
+        let entered = update.and_then(|u| u.entered_mempool.as_deref());
         if self.silent.len() > 0
             && (update.is_none()
                 || self.silent_tip != tip_id
-                || added.is_none_or(|a| !a.is_empty()))
+                || entered.is_none_or(|a| !a.is_empty()))
         {
             self.silent_tip = tip_id;
-            self.silent.on_update(&self.backend, added);
+            self.silent.on_update(&self.backend, entered);
         }
         let height = tip.map(|(h, _)| h);
         let new_block = update.is_none() || height != self.seen_height;

@@ -41,7 +41,7 @@ use tracing::Instrument;
 use super::backend::Backend;
 use super::rpc::RpcError;
 use crate::index::silent_payments::scan::ScanKeys;
-use crate::index::silent_payments::tx_tweak;
+use crate::index::silent_payments::TxTweak as PoolTweak;
 use crate::listen::cost::{self, Verdict};
 use crate::listen::{
     HostShares, StreamPlace, WorkPool, WorkRefused, QUICK_SCAN_BLOCKS, QUICK_SCAN_MEMPOOL,
@@ -129,15 +129,12 @@ fn find(keys: &ScanKeys, txs: &[(u32, TxTweak)]) -> Vec<Hit> {
     }
 }
 
-/// The mempool transactions of `txs` (with the outputs they spend) that pay `keys`, at height 0.
-fn find_in_mempool(
-    keys: &ScanKeys,
-    txs: &[(bitcoin::Transaction, Vec<bitcoin::TxOut>)],
-) -> Vec<Hit> {
-    let pays = |(tx, prevouts): &(bitcoin::Transaction, Vec<bitcoin::TxOut>)| {
-        let tweak = tx_tweak(tx, prevouts)?;
+/// The mempool transactions of `txs` (with their tweak data, computed as each entered) that pay
+/// `keys`, at height 0.
+fn find_in_mempool(keys: &ScanKeys, txs: &[(bitcoin::Txid, PoolTweak)]) -> Vec<Hit> {
+    let pays = |(txid, tweak): &(bitcoin::Txid, PoolTweak)| {
         let outputs: Vec<[u8; 32]> = tweak.outputs.iter().map(|o| o.key).collect();
-        (!keys.scan(&tweak.tweak, &outputs).is_empty()).then(|| (0, tx.compute_txid(), tweak.tweak))
+        (!keys.scan(&tweak.tweak, &outputs).is_empty()).then_some((0, *txid, tweak.tweak))
     };
     match &*SCAN_THREADS {
         Some(threads) => {
@@ -145,6 +142,12 @@ fn find_in_mempool(
         }
         None => txs.iter().filter_map(pays).collect(),
     }
+}
+
+/// Counts `n` eligible transactions from `source` (`block`, `mempool`) scanned.
+fn count_scanned(source: &str, n: usize) {
+    let metric = &crate::metrics::metrics().silent_payments_scanned;
+    metric.with_label_values(&[source]).inc_by(n as u64);
 }
 
 /// Which mempool transactions a scan looks at.
@@ -341,11 +344,11 @@ impl ScanJob {
             Ok(told) => (told, None),
             Err(Stop::Gone) => (Vec::new(), None),
             Err(Stop::Cost) => {
-                tracing::info!("a silent-payment scan stopped: its host's cost");
+                crate::outsider_log!(info, "a silent-payment scan stopped: its host's cost");
                 (Vec::new(), Some(ScanFailed::Cost))
             }
             Err(Stop::Read(e)) => {
-                tracing::warn!("a silent-payment scan stopped: {e}");
+                crate::outsider_log!(warn, "a silent-payment scan stopped: {e}");
                 (Vec::new(), Some(ScanFailed::Broken))
             }
         };
@@ -468,6 +471,7 @@ impl Scanning {
             let Some(chunk) = chunk else { break };
             let (keys, len) = (job.keys.clone(), chunk.len());
             found.extend(compute(move || find(&keys, &chunk)).await?);
+            count_scanned("block", len);
             self.pay(len, 0).await?;
             let progress = match (job.first, target) {
                 (true, Some(target)) if target >= job.from => {
@@ -516,13 +520,13 @@ impl Scanning {
             let txs = self
                 .read(move |job| {
                     let mempool = job.backend.model.mempool();
-                    Ok(mempool.map_or_else(Vec::new, |m| m.with_taproot_outputs(&chunk)))
+                    Ok(mempool.map_or_else(Vec::new, |m| m.tweaks(&chunk)))
                 })
                 .await?;
             let (keys, len) = (job.keys.clone(), txs.len());
             hits.extend(compute(move || find_in_mempool(&keys, &txs)).await?);
-            // A tweak to compute besides the scan: charged as two.
-            self.pay(2 * len, 0).await?;
+            count_scanned("mempool", len);
+            self.pay(len, 0).await?;
         }
         hits.retain(|(_, txid, _)| !job.told.contains(txid));
         Ok(hits)

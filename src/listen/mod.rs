@@ -1,11 +1,12 @@
 //! What every server's listener shares: accepting the next client without spinning when accept
 //! fails (out of file descriptors, say), which would starve every other task; the count of
 //! connections each host holds ([`HostTable`]) and what their requests cost ([`Account`],
-//! [`Verdict`]); writes that fail once they stall
+//! [`Verdict`]); the log lines they may cause ([`log_limit`]); writes that fail once they stall
 //! ([`WriteDeadline`]); and the pool their query work runs in ([`WorkPool`]).
 
 pub mod cost;
 mod hosts;
+pub mod log_limit;
 mod stall;
 mod work;
 
@@ -16,6 +17,7 @@ use tokio::net::{TcpListener, TcpStream};
 
 pub use cost::{broadcast_checks, Account, Charged, Verdict};
 pub use hosts::{HostGuard, HostShares, HostTable, Refused};
+pub use log_limit::{sanitized, LimitedLine};
 pub use stall::WriteDeadline;
 pub use work::{
     Refused as WorkRefused, Slot, StreamPlace, WorkPool, QUICK_SCAN_BLOCKS, QUICK_SCAN_MEMPOOL,
@@ -32,7 +34,7 @@ pub async fn accept(listener: &TcpListener, what: &str) -> (TcpStream, SocketAdd
         match listener.accept().await {
             Ok(accepted) => return accepted,
             Err(e) => {
-                tracing::warn!("accepting a {what} client failed: {e}");
+                crate::outsider_log!(warn, "accepting a {what} client failed: {e}");
                 tokio::time::sleep(AFTER_FAILURE).await;
             }
         }

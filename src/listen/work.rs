@@ -294,7 +294,7 @@ impl WorkPool {
         abandon.0 = None;
         ran.map_err(|e| match e.is_panic() {
             true => {
-                tracing::error!("a query job panicked: {e}");
+                crate::outsider_log!(error, "a query job panicked: {e}");
                 Refused::Failed
             }
             false => Refused::Closed,

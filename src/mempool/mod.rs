@@ -42,6 +42,7 @@ use bitcoin::constants::COINBASE_MATURITY;
 use bitcoin::{OutPoint, Transaction, TxOut, Txid, Wtxid};
 
 use crate::config::{MempoolConfig, PolicyProfile, TrucPolicy};
+use crate::index::silent_payments::TxTweak;
 use crate::index::Index;
 
 use crate::policy::{consensus, data_rules, inputs, standard};
@@ -94,9 +95,18 @@ pub struct MempoolEntry {
     /// read (Core's `LockPoints::maxInputBlock`): while that block is in the chain, so are the
     /// others and the heights hold; after a reorg took it out they are read again.
     pub coins_block: Option<(u32, bitcoin::BlockHash)>,
+    /// Its silent-payment tweak data (BIP352), computed once when its scripts passed; `None`
+    /// when it is not eligible (or not checked yet).
+    pub sp_tweak: Option<TxTweak>,
 }
 
 impl MempoolEntry {
+    /// Computes its silent-payment tweak data, once its scripts passed: each silent-payment
+    /// scan of the mempool then reads it instead of computing it again for every subscriber.
+    fn compute_tweak(&mut self) {
+        self.sp_tweak = crate::index::silent_payments::tx_tweak(&self.tx, &self.prevouts);
+    }
+
     /// Its weight, or 20 vbytes a sigop if more (Core's `GetSigOpsAdjustedWeight`): what the
     /// cluster limits count.
     pub fn adjusted_weight(&self) -> u64 {
@@ -383,8 +393,9 @@ impl Mempool {
         own_fee: bool,
         time: i64,
     ) -> Result<Accepted, Rejection> {
-        let checked = self.pre_check(raw, index, own_fee, time, &Staged::default())?;
+        let mut checked = self.pre_check(raw, index, own_fee, time, &Staged::default())?;
         self.check_scripts(&checked)?;
+        checked.entry.compute_tweak();
         self.admit(checked)
     }
 
@@ -465,6 +476,7 @@ impl Mempool {
             time,
             coins_block: finality::coins_block(&inputs.heights, index),
             coin_heights: inputs.heights,
+            sp_tweak: None,
         };
         let against_pool = match staged.is_single() {
             true => {

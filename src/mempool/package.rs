@@ -260,8 +260,9 @@ impl Mempool {
                     .map_err(|(i, e)| one(i, e))?;
             }
         }
-        for (i, c) in checked.iter().enumerate() {
+        for (i, c) in checked.iter_mut().enumerate() {
             self.check_scripts(c).map_err(|e| one(i, e))?;
+            c.entry.compute_tweak();
         }
         self.admit_all(checked, relay, touched)
     }

@@ -3,10 +3,11 @@
 
 use std::collections::HashMap;
 
-use bitcoin::{OutPoint, Transaction, TxOut, Txid, Wtxid};
+use bitcoin::{OutPoint, TxOut, Txid, Wtxid};
 
 use super::projection::Node;
 use super::{Inner, Mempool, MempoolEntry, MempoolHistoryEntry, RecentTx, ScriptActivity};
+use crate::index::silent_payments::TxTweak;
 use crate::types::ScriptHash;
 
 impl Mempool {
@@ -228,15 +229,13 @@ impl Mempool {
         self.fee_rates().estimate(blocks)
     }
 
-    /// Those of `txids` in the mempool with a taproot output, with the outputs their inputs
-    /// spend (copies): what a silent-payment scan needs of them.
-    pub fn with_taproot_outputs(&self, txids: &[Txid]) -> Vec<(Transaction, Vec<TxOut>)> {
+    /// The silent-payment tweak data of those of `txids` in the mempool that are eligible
+    /// (copies, computed once as each entered): what a silent-payment scan needs of them.
+    pub fn tweaks(&self, txids: &[Txid]) -> Vec<(Txid, TxTweak)> {
         let inner = self.read();
-        txids
-            .iter()
+        (txids.iter())
             .filter_map(|id| inner.txs.get(id))
-            .filter(|e| e.tx.output.iter().any(|o| o.script_pubkey.is_p2tr()))
-            .map(|e| (e.tx.clone(), e.prevouts.clone()))
+            .filter_map(|e| Some((e.txid, e.sp_tweak.clone()?)))
             .collect()
     }
 

@@ -31,11 +31,13 @@ impl Mempool {
             };
             self.rolling_fee()
                 .evicted(evicted.fee, evicted.vsize, persist::now());
-            if txids.iter().any(|t| !inner.txs.contains_key(t)) {
-                return Err(Rejection::MempoolFull);
-            }
         }
-        Ok(())
+        // As Core's `LimitMempoolSize`: the pool is trimmed to fit even once a newcomer left
+        // (what it grew, such as the random-order vector, stays), then the newcomer is refused.
+        match txids.iter().all(|t| inner.txs.contains_key(t)) {
+            true => Ok(()),
+            false => Err(Rejection::MempoolFull),
+        }
     }
 }
 

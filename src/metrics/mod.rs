@@ -16,6 +16,8 @@ use prometheus::{
     Registry, TextEncoder,
 };
 
+pub mod log_lines;
+
 /// The Electrum transports, as their label values.
 pub mod transport {
     /// Newline-delimited JSON over TCP.
@@ -106,6 +108,8 @@ pub struct Metrics {
     /// Gossiped addresses dropped unread, over their peer's rate (Core's
     /// `m_addr_rate_limited`).
     pub p2p_addr_rate_limited: IntCounter,
+    /// Transactions from inbound peers dropped unchecked, over their host's allowance.
+    pub p2p_tx_over_allowance: IntCounter,
     /// Bytes of the index store's SST files.
     pub rocksdb_size: IntGauge,
     /// Bytes held in the index store's block cache.
@@ -116,6 +120,15 @@ pub struct Metrics {
     pub rocksdb_block_cache_misses: IntCounter,
     /// Free bytes on the fullest file system holding the data folder.
     pub disk_free: IntGauge,
+    /// Log lines written, by level ([`log_lines::LogLines`]): their rate is the alarm for a log
+    /// an attacker grows.
+    pub log_lines: IntCounterVec,
+    /// Lines an outsider caused that were not written, over their kind's rate
+    /// ([`crate::outsider_log`]).
+    pub log_suppressed: IntCounter,
+    /// Eligible transactions silent-payment subscriptions scanned, by source (`block`,
+    /// `mempool`).
+    pub silent_payments_scanned: IntCounterVec,
 }
 
 /// The process's metrics.
@@ -368,6 +381,27 @@ impl Metrics {
                     "Virtual size of the mempool's transactions.",
                 )),
             ),
+            log_lines: registered(
+                &r,
+                IntCounterVec::new(opts("log_lines_total", "Log lines written, by level."), &["level"]),
+            ),
+            silent_payments_scanned: registered(
+                &r,
+                IntCounterVec::new(
+                    opts(
+                        "silent_payments_scanned_total",
+                        "Eligible transactions silent-payment subscriptions scanned, by source.",
+                    ),
+                    &["source"],
+                ),
+            ),
+            log_suppressed: registered(
+                &r,
+                IntCounter::with_opts(opts(
+                    "log_suppressed_total",
+                    "Log lines a client or peer caused that were not written, over their kind's rate.",
+                )),
+            ),
             mempool_usage: registered(
                 &r,
                 IntGauge::with_opts(opts(
@@ -409,6 +443,13 @@ impl Metrics {
                 IntCounter::with_opts(opts(
                     "p2p_addr_rate_limited_total",
                     "Gossiped addresses dropped unread, over their peer's rate.",
+                )),
+            ),
+            p2p_tx_over_allowance: registered(
+                &r,
+                IntCounter::with_opts(opts(
+                    "p2p_tx_over_allowance_total",
+                    "Transactions from inbound peers dropped unchecked, over their host's allowance.",
                 )),
             ),
             rocksdb_size: registered(

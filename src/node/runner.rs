@@ -1,7 +1,6 @@
 //! The indexer thread: follows the kernel's events, keeps the index at the kernel's tip, brings
 //! the mempool in line with each new tip, and tells the servers what changed.
 
-use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
@@ -48,13 +47,7 @@ impl IndexRunner {
                     let first = index.sync(&validator)?;
                     bulk.after_sync(&validator)?;
                     if first.connected > 0 || first.disconnected > 0 {
-                        notifier.publish(
-                            &index,
-                            Changes {
-                                scripts: first.touched,
-                                added: first.txids,
-                            },
-                        );
+                        notifier.publish(&index, Changes::of_blocks(first.touched, first.txids));
                     }
                     if let (Some(pool), Some(path)) = (&pool, saved.flatten()) {
                         load_mempool(pool, &index, &path, &notifier);
@@ -132,10 +125,7 @@ fn run(
         if stats.connected > 0 || stats.disconnected > 0 {
             let changes = match mempool {
                 Some(pool) => follow_tip(pool, index, stats),
-                None => Changes {
-                    scripts: stats.touched,
-                    added: stats.txids,
-                },
+                None => Changes::of_blocks(stats.touched, stats.txids),
             };
             notifier.publish(index, changes);
         }
@@ -426,15 +416,9 @@ impl UndoPruner {
 /// conflicted with, then puts back what undone blocks had (when still valid). Returns the
 /// script hashes touched and the transactions added by the blocks and by the mempool's changes.
 fn follow_tip(pool: &Mempool, index: &Index, stats: SyncStats) -> Changes {
-    let mut changes = Changes {
-        scripts: stats.touched,
-        added: stats.txids,
-    };
+    let mut changes = Changes::of_blocks(stats.touched, stats.txids);
     let dropped = pool.revalidate(index);
-    changes.extend(Changes {
-        scripts: Some(dropped),
-        added: Some(HashSet::new()),
-    });
+    changes.extend(Changes::touching(dropped));
     for raw in &stats.undone_txs {
         if let Ok(a) = pool.accept(raw, index) {
             changes.extend(Changes::accepted(&a));

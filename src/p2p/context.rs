@@ -44,6 +44,8 @@ pub struct PeerContext {
     pub mempool: Option<MempoolAccess>,
     /// Peers' transactions waiting for their parents.
     pub orphans: Orphans,
+    /// What each inbound host's transactions have cost.
+    pub tx_budgets: super::session::TxBudgets,
     /// Which announced transactions to ask whom for, and which were refused lately.
     pub tx_requests: super::tx_requests::TxRequests,
     /// When inbound peers are next told of new transactions: one timer for all of them

@@ -27,7 +27,7 @@ pub struct PeerTraits {
     pub addrv2: bool,
     /// The services it advertised.
     pub services: ServiceFlags,
-    /// Its user agent.
+    /// Its user agent, Core-sanitized (`cleanSubVer`: safe characters, at most 256).
     pub user_agent: String,
     /// The height it said it had in its `version` message.
     pub start_height: i64,
@@ -115,7 +115,8 @@ async fn handshake_replies(
                 got_version = true;
                 traits.services = v.services;
                 traits.start_height = i64::from(v.start_height);
-                traits.user_agent = v.user_agent.chars().take(256).collect();
+                // Core's `cleanSubVer`: what is logged and shown keeps safe characters only.
+                traits.user_agent = crate::listen::sanitized(&v.user_agent);
                 if v.version >= 70016 {
                     send(writer, NetworkMessage::WtxidRelay).await?;
                 }

@@ -90,7 +90,7 @@ struct BanList(Mutex<HashMap<crate::types::Subnet, Instant>>);
 
 impl BanList {
     fn ban(&self, addr: SocketAddr, why: &str) {
-        tracing::warn!("banning {addr}: {why}");
+        crate::outsider_log!(warn, "banning {addr}: {why}");
         let mut m = self.0.lock().unwrap_or_else(PoisonError::into_inner);
         let now = Instant::now();
         m.retain(|_, until| *until > now);
@@ -426,6 +426,7 @@ fn peer_context(
         filter_index,
         mempool,
         orphans: Orphans::default(),
+        tx_budgets: session::TxBudgets::new(config.inbound_exempt.clone()),
         tx_requests: Default::default(),
         inbound_announcement: Default::default(),
         addr_answer: Default::default(),
@@ -471,7 +472,9 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
             let _place = place;
             let v2 = shared.ctx.services.has(ServiceFlags::P2P_V2);
             let why = peer::run(stream, peer_addr, true, v2, id, shared.ctx.clone()).await;
-            tracing::info!("peer {id} {peer_addr} (inbound): disconnected: {why}");
+            // As Core (`-debug=net`): an inbound peer's comings and goings are for debugging; a
+            // host that connects and hangs up in a loop would otherwise write the log.
+            tracing::debug!("peer {id} {peer_addr} (inbound): disconnected: {why}");
             shared.punish(peer_addr, &why, false);
         });
         places.running(id, task.abort_handle());

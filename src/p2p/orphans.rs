@@ -11,11 +11,13 @@
 //! loses its oldest announcements until it is no longer the worst or the orphanage fits
 //! (`LimitOrphans`); an orphan leaves with its last announcer. So a peer within its reservation
 //! never loses an orphan to another's flood, however many addresses the flood comes from.
-//! Orphans heavier than a standard transaction are not kept. Like Core 31, orphans do not
-//! expire: they leave with their announcers, a block, their parents or the limits.
+//! Orphans heavier than a standard transaction are not kept. An orphan leaves when it enters
+//! the mempool or is refused, with its last announcer, under the limits, or 20 minutes after it
+//! came.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::{Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 use bitcoin::hashes::Hash;
 use bitcoin::{Transaction, Txid, Wtxid};
@@ -31,6 +33,9 @@ pub const RESERVED_WEIGHT_PER_PEER: u64 = 404_000;
 pub const MAX_LATENCY_SCORE: u64 = 3_000;
 /// Heavier orphans are not kept (Core's `MAX_STANDARD_TX_WEIGHT`).
 pub const MAX_ORPHAN_WEIGHT: u64 = 400_000;
+/// An orphan still kept this long after it came is dropped (Core 28's `ORPHAN_TX_EXPIRE_TIME`;
+/// Core 31 drops orphans a block makes moot instead, which cairn's orphanage does not see).
+const EXPIRY: Duration = Duration::from_secs(20 * 60);
 
 /// A transaction offered to the orphanage: what identifies it and what it costs.
 #[derive(Debug, Clone)]
@@ -65,10 +70,12 @@ impl NewOrphan {
     }
 }
 
-/// One kept orphan and the peers that announced it, each with its announcement's number.
+/// One kept orphan, the peers that announced it (each with its announcement's number) and
+/// when it came.
 struct Orphan {
     new: NewOrphan,
     announcers: Vec<(PeerId, u64)>,
+    came: Instant,
 }
 
 /// What one peer's announcements cost (Core's `PeerDoSInfo`).
@@ -103,6 +110,8 @@ struct Pool {
     by_parent: HashMap<Txid, HashSet<Wtxid>>,
     /// Every announcement by peer, oldest first.
     by_peer: BTreeSet<(PeerId, u64, Wtxid)>,
+    /// Every orphan by when it came, oldest first.
+    by_age: BTreeSet<(Instant, Wtxid)>,
     peers: HashMap<PeerId, PeerUsage>,
     /// The weight of the orphans kept, each once.
     weight: u64,
@@ -174,6 +183,7 @@ impl Pool {
         let Some(orphan) = self.by_wtxid.remove(wtxid) else {
             return;
         };
+        self.by_age.remove(&(orphan.came, *wtxid));
         self.weight -= orphan.new.weight;
         self.extra_latency -= orphan.new.latency() - 1;
         for parent in &orphan.new.parents {
@@ -186,51 +196,47 @@ impl Pool {
         }
     }
 
-    /// Removes an orphan with all its announcements: its txid, serialization and announcers.
-    fn remove(&mut self, wtxid: &Wtxid) -> Option<(Txid, Vec<u8>, Vec<PeerId>)> {
-        let orphan = self.by_wtxid.get_mut(wtxid)?;
-        let (txid, raw) = (orphan.new.ids.0, std::mem::take(&mut orphan.new.raw));
-        let announcers = orphan.announcers.clone();
-        for (peer, number) in &announcers {
-            self.drop_announcement(*peer, *number, *wtxid);
+    /// Removes an orphan with all its announcements.
+    fn remove(&mut self, wtxid: &Wtxid) {
+        let Some(orphan) = self.by_wtxid.get(wtxid) else {
+            return;
+        };
+        for (peer, number) in orphan.announcers.clone() {
+            self.drop_announcement(peer, number, *wtxid);
         }
-        Some((txid, raw, announcers.into_iter().map(|(p, _)| p).collect()))
     }
 
-    /// Trims while the orphanage is over its limits (Core's `LimitOrphans`): the peer with the
-    /// highest DoS score (the later peer of equal ones) loses its oldest announcements until it
-    /// is no better than the next worst, or the orphanage fits.
+    /// Trims while the orphanage is over its limits (Core's `LimitOrphans`): each time, the
+    /// peer with the highest DoS score (the later of equal ones) loses its oldest announcement,
+    /// the scores taken against the shares of when the trim began.
     fn limit(&mut self) {
         if !self.needs_trim() {
             return;
         }
         let max_latency = MAX_LATENCY_SCORE / self.peer_count();
-        let one = FeeFrac::new(1, 1);
-        let mut worst: Vec<(PeerId, FeeFrac)> = (self.peers.iter())
-            .map(|(peer, usage)| (*peer, usage.dos_score(max_latency)))
-            .filter(|(_, score)| score.rate_cmp(&one).is_gt())
-            .collect();
-        // Worst last: the highest score, then the later peer.
-        worst.sort_by(|a, b| a.1.rate_cmp(&b.1).then(a.0.cmp(&b.0)));
-        while let Some((peer, _)) = worst.pop() {
-            let threshold = worst.last().map_or(one, |w| w.1);
-            while self.needs_trim() {
-                let Some(&(p, number, wtxid)) = self.by_peer.range((peer, 0, min_wtxid())..).next()
-                else {
-                    break;
-                };
-                if p != peer {
-                    break;
-                }
-                self.drop_announcement(peer, number, wtxid);
-                let score = self.peers.get(&peer).map(|u| u.dos_score(max_latency));
-                if score.is_none_or(|s| !s.rate_cmp(&threshold).is_gt()) {
-                    break;
-                }
+        while self.needs_trim() {
+            let worst = (self.peers.iter())
+                .map(|(peer, usage)| (*peer, usage.dos_score(max_latency)))
+                .max_by(|a, b| a.1.rate_cmp(&b.1).then(a.0.cmp(&b.0)));
+            let Some((peer, _)) = worst else {
+                break;
+            };
+            let oldest = self.by_peer.range((peer, 0, min_wtxid())..).next().copied();
+            match oldest {
+                Some((p, number, wtxid)) if p == peer => self.drop_announcement(p, number, wtxid),
+                _ => break,
             }
-            if !self.needs_trim() {
+        }
+    }
+
+    /// Drops the orphans kept longer than [`EXPIRY`] at `now`.
+    fn expire(&mut self, now: Instant) {
+        while let Some(&(at, wtxid)) = self.by_age.first() {
+            if now.saturating_duration_since(at) < EXPIRY {
                 break;
             }
+            self.by_age.remove(&(at, wtxid));
+            self.remove(&wtxid);
         }
     }
 }
@@ -253,7 +259,9 @@ impl Orphans {
             return false;
         }
         let wtxid = orphan.ids.1;
+        let now = Instant::now();
         let mut pool = self.lock();
+        pool.expire(now);
         if !pool.by_wtxid.contains_key(&wtxid) {
             for parent in &orphan.parents {
                 pool.by_parent.entry(*parent).or_default().insert(wtxid);
@@ -263,7 +271,9 @@ impl Orphans {
             let kept = Orphan {
                 new: orphan,
                 announcers: Vec::new(),
+                came: now,
             };
+            pool.by_age.insert((now, wtxid));
             pool.by_wtxid.insert(wtxid, kept);
         }
         let new = pool.announce(wtxid, from);
@@ -299,21 +309,21 @@ impl Orphans {
         pool.limit();
     }
 
-    /// Takes out the orphans that wait for `parent`, to be tried again, each with one of its
-    /// announcers at random (Core's `AddChildrenToWorkSet`): (txid, raw, announcer).
-    pub fn take_children(&self, parent: &Txid) -> Vec<(Txid, Vec<u8>, PeerId)> {
-        let mut pool = self.lock();
-        let children = pool.by_parent.get(parent).cloned().unwrap_or_default();
-        let taken = children
-            .into_iter()
+    /// The orphans that wait for `parent`, to be tried again now that it came, each with one
+    /// of its announcers at random (Core's `AddChildrenToWorkSet`): (wtxid, txid, raw,
+    /// announcer). They stay kept until [`Orphans::remove`]: one still missing another parent
+    /// waits on with every announcer.
+    pub fn children_of(&self, parent: &Txid) -> Vec<(Wtxid, Txid, Vec<u8>, PeerId)> {
+        let pool = self.lock();
+        let children = pool.by_parent.get(parent).into_iter().flatten();
+        children
             .filter_map(|wtxid| {
-                let (txid, raw, announcers) = pool.remove(&wtxid)?;
-                let pick = rand::random::<u64>() as usize % announcers.len().max(1);
-                Some((txid, raw, *announcers.get(pick)?))
+                let o = pool.by_wtxid.get(wtxid)?;
+                let pick = rand::random::<u64>() as usize % o.announcers.len().max(1);
+                let (from, _) = *o.announcers.get(pick)?;
+                Some((*wtxid, o.new.ids.0, o.new.raw.clone(), from))
             })
-            .collect();
-        pool.limit();
-        taken
+            .collect()
     }
 
     /// Forgets a peer that has gone (Core's `EraseForPeer`): its announcements are dropped,
@@ -416,6 +426,16 @@ mod tests {
     }
 
     #[test]
+    fn orphans_expire_twenty_minutes_after_they_came() {
+        let pool = Orphans::default();
+        pool.add(orphan(1, 400, 100), 7);
+        let later = Instant::now() + EXPIRY;
+        pool.lock().expire(later);
+        assert!(pool.is_empty());
+        assert_counts_fresh(&pool);
+    }
+
+    #[test]
     fn every_announcer_is_remembered_and_the_orphan_leaves_with_the_last() {
         let pool = Orphans::default();
         assert!(pool.add(orphan(1, 400, 100), 7));
@@ -456,7 +476,7 @@ mod tests {
     }
 
     #[test]
-    fn children_come_out_once_their_parent_arrives_and_peers_take_theirs_along() {
+    fn children_are_offered_when_a_parent_arrives_and_peers_take_theirs_along() {
         let pool = Orphans::default();
         let two_parents = NewOrphan {
             parents: vec![txid(100), txid(101)],
@@ -464,21 +484,25 @@ mod tests {
         };
         assert!(pool.add(two_parents, 7));
         assert!(pool.add(orphan(2, 400, 100), 8));
-        let mut out: Vec<Txid> = (pool.take_children(&txid(100)).into_iter())
-            .map(|c| c.0)
+        let mut out: Vec<(Txid, PeerId)> = (pool.children_of(&txid(100)).into_iter())
+            .map(|c| (c.1, c.3))
             .collect();
         out.sort();
-        assert_eq!(out, vec![txid(1), txid(2)]);
-        assert!(
-            pool.take_children(&txid(101)).is_empty(),
-            "taken out with its first parent"
-        );
+        assert_eq!(out, vec![(txid(1), 7), (txid(2), 8)]);
+        // The second entered the mempool; the first still waits for its other parent.
+        pool.remove(&wtxid(2));
+        let waiting: Vec<Txid> = (pool.children_of(&txid(101)).into_iter())
+            .map(|c| c.1)
+            .collect();
+        assert_eq!(waiting, vec![txid(1)], "still waiting, with its announcer");
+        assert_eq!(pool.children_from(&txid(101), 7).len(), 1);
+        pool.remove(&wtxid(1));
         assert!(pool.is_empty());
         pool.add(orphan(3, 400, 102), 9);
         pool.add(orphan(4, 400, 102), 10);
         pool.forget_peer(9);
-        let left: Vec<Txid> = (pool.take_children(&txid(102)).into_iter())
-            .map(|c| c.0)
+        let left: Vec<Txid> = (pool.children_of(&txid(102)).into_iter())
+            .map(|c| c.1)
             .collect();
         assert_eq!(left, vec![txid(4)]);
         assert_counts_fresh(&pool);

@@ -39,6 +39,7 @@ impl Drop for Ending<'_> {
         }
         self.ctx.downloader.forget_peer(self.id);
         self.ctx.orphans.forget_peer(self.id);
+        self.ctx.tx_budgets.leave(self.id);
         self.ctx.tx_requests.forget_peer(self.id);
     }
 }
@@ -62,11 +63,13 @@ pub async fn run(
     };
     let result = async {
         let (reader, writer, transport, traits) = open(stream, addr, inbound, v2, &ctx).await?;
-        let direction = if inbound { "inbound" } else { "outbound" };
-        tracing::info!(
-            "peer {id} {addr}: connected ({direction}, {transport}, {})",
-            traits.user_agent
-        );
+        // Peers cairn chose are news; inbound ones only when debugging, as Core logs them
+        // with `-debug=net` (a host that connects in a loop would write the log).
+        let agent = &traits.user_agent;
+        match inbound {
+            true => tracing::debug!("peer {id} {addr}: connected (inbound, {transport}, {agent})"),
+            false => tracing::info!("peer {id} {addr}: connected (outbound, {transport}, {agent})"),
+        }
         if !inbound {
             ctx.book.mark_good(addr, traits.services);
         }

@@ -4,6 +4,7 @@
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use bitcoin::hashes::Hash;
@@ -39,9 +40,19 @@ mod relay;
 mod tx_budget;
 use owed::Owed;
 use tx_budget::TxBudget;
+pub use tx_budget::TxBudgets;
 
 /// Most headers in one `headers` message.
 pub const MAX_HEADERS: usize = 2000;
+/// Whether an acceptance ran its checks and refused: one already held, or a backend failure of
+/// cairn's own, costs the sender no refusal.
+fn refused_after_checks<T>(outcome: &Result<T, Rejection>) -> bool {
+    !matches!(
+        outcome,
+        Ok(_) | Err(Rejection::AlreadyInMempool | Rejection::AlreadyKnown | Rejection::Backend(_))
+    )
+}
+
 /// The transactions `tx` spends from that neither the mempool nor the chain has: the parents to
 /// ask for (an input of a known transaction that is spent or missing makes no orphan).
 fn unknown_parents(tx: &Transaction, m: &MempoolAccess) -> Vec<bitcoin::Txid> {
@@ -98,8 +109,9 @@ pub struct Session<'a> {
     mempool_owed: bool,
     /// Its ping in flight (Core's `MaybeSendPing`).
     pinger: ping::Pinger,
-    /// What its transactions' checks have cost: over its allowance, it is not read from.
-    tx_budget: TxBudget,
+    /// What its host's transactions' checks have cost (inbound peers only): a transaction that
+    /// does not fit is dropped unread.
+    tx_budget: Option<Arc<TxBudget>>,
 }
 
 impl<'a> Session<'a> {
@@ -132,10 +144,7 @@ impl<'a> Session<'a> {
                 && ctx.mempool.is_some()
                 && traits.services.has(ServiceFlags::BLOOM),
             pinger: ping::Pinger::default(),
-            tx_budget: TxBudget::new(match inbound {
-                true => tx_budget::INBOUND,
-                false => tx_budget::OUTBOUND,
-            }),
+            tx_budget: inbound.then(|| ctx.tx_budgets.join(id, addr.ip())),
         }
     }
 
@@ -167,10 +176,8 @@ impl<'a> Session<'a> {
         let mut reading = self.out.watch(timeout);
         loop {
             // Core's `fPauseSend`: while the peer is owed answers or has not read enough of what
-            // is queued, its next messages wait (and so does its idle clock); so do they while
-            // its transactions have cost more than its allowance.
-            let listening =
-                self.owed.is_empty() && !self.out.paused() && self.tx_budget.wait().is_none();
+            // is queued, its next messages wait (and so does its idle clock).
+            let listening = self.owed.is_empty() && !self.out.paused();
             tokio::select! {
                 msg = incoming.recv(), if listening => {
                     // The message's share of the receive budget goes back once it is handled.
@@ -466,6 +473,17 @@ impl<'a> Session<'a> {
         let wtxid = tx.compute_wtxid();
         self.knows_tx(&txid.to_byte_array());
         self.knows_tx(&wtxid.to_byte_array());
+        // Over its host's allowance: not checked, nor taken as the answer to a request (the
+        // same transaction from another peer still is).
+        let fits = |b: &Arc<TxBudget>| b.has_room(TxBudget::estimate(&raw));
+        if !self.tx_budget.as_ref().is_none_or(fits) {
+            crate::metrics::metrics().p2p_tx_over_allowance.inc();
+            tracing::debug!(
+                "peer {}: transaction {txid} over its host's allowance",
+                self.id
+            );
+            return Ok(());
+        }
         let requests = &self.ctx.tx_requests;
         requests.answered(&txid.to_byte_array());
         requests.answered(&wtxid.to_byte_array());
@@ -481,7 +499,7 @@ impl<'a> Session<'a> {
         }
         let (outcome, linearized) =
             tokio::task::block_in_place(|| metered(|| m.mempool.accept(&raw, &m.index)));
-        self.tx_budget.charge(&[&raw], outcome.is_err(), linearized);
+        self.charge_tx(&[&raw], refused_after_checks(&outcome), linearized);
         match outcome {
             Ok(accepted) => {
                 tracing::debug!("peer {}: accepted transaction {txid}", self.id);
@@ -530,24 +548,34 @@ impl<'a> Session<'a> {
     fn accept_orphans_of(&self, parent: bitcoin::Txid, m: &MempoolAccess) {
         let mut accepted = vec![parent];
         while let Some(parent) = accepted.pop() {
-            for (txid, raw, from) in self.ctx.orphans.take_children(&parent) {
+            for (wtxid, txid, raw, from) in self.ctx.orphans.children_of(&parent) {
                 let (outcome, linearized) = metered(|| m.mempool.accept(&raw, &m.index));
-                self.tx_budget.charge(&[&raw], outcome.is_err(), linearized);
+                // Charged to the peer that sent it (its host's account), not to this one.
+                if let Some(budget) = self.ctx.tx_budgets.of(from) {
+                    budget.charge(&[&raw], refused_after_checks(&outcome), linearized);
+                }
                 match outcome {
                     Ok(a) => {
                         tracing::debug!("accepted orphan {txid} from peer {from}");
                         m.notifier.accepted(&m.index, a);
+                        self.ctx.orphans.remove(&wtxid);
                         accepted.push(txid);
                     }
-                    Err(Rejection::MissingInputs(_)) => {
-                        if let Ok(tx) = bitcoin::consensus::deserialize::<Transaction>(&raw) {
-                            let parents = unknown_parents(&tx, m);
-                            self.ctx.orphans.add(NewOrphan::of(&tx, raw, parents), from);
-                        }
+                    // Still missing another parent: it waits on, with every announcer.
+                    Err(Rejection::MissingInputs(_)) => {}
+                    Err(e) => {
+                        tracing::debug!("orphan {txid} from peer {from} rejected: {e}");
+                        self.ctx.orphans.remove(&wtxid);
                     }
-                    Err(e) => tracing::debug!("orphan {txid} from peer {from} rejected: {e}"),
                 }
             }
+        }
+    }
+
+    /// Charges this peer's host for checking `raws` (an outbound peer is not held).
+    fn charge_tx(&self, raws: &[&[u8]], refused: bool, linearized: u64) {
+        if let Some(budget) = &self.tx_budget {
+            budget.charge(raws, refused, linearized);
         }
     }
 

@@ -533,6 +533,11 @@ pub fn start_cairn_from(dir: &Path, node: &Bitcoind, args: &[String]) -> Cairn {
 /// Starts `cairn run` on `dir` with `args` (admin and Electrum on free ports unless given) and
 /// waits until it serves.
 pub fn start_cairn(dir: &Path, args: &[String]) -> Cairn {
+    start_cairn_logging(dir, args, Stdio::null())
+}
+
+/// [`start_cairn`], its log (at `info`) written to `log`.
+pub fn start_cairn_logging(dir: &Path, args: &[String], log: impl Into<Stdio>) -> Cairn {
     let datadir = dir.to_path_buf();
     // A killed cairn leaves its admin address behind: waiting for the file must wait for this one.
     let _ = std::fs::remove_file(dir.join("regtest/admin.addr"));
@@ -548,7 +553,7 @@ pub fn start_cairn(dir: &Path, args: &[String]) -> Cairn {
         .arg("run")
         .env("CAIRN_LOG", "info")
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(log)
         .spawn()
         .unwrap();
     let mut c = Cairn { child, datadir };

@@ -230,6 +230,23 @@ impl ScriptedPeer {
         Some(seen)
     }
 
+    /// The handshake, its version naming `user_agent`.
+    pub fn handshake_as(
+        &mut self,
+        user_agent: &str,
+    ) -> Option<Vec<bitcoin::p2p::message::NetworkMessage>> {
+        use bitcoin::p2p::message::NetworkMessage;
+        let mut v = Self::version();
+        v.user_agent = user_agent.into();
+        self.send(NetworkMessage::Version(v)).ok()?;
+        self.send(NetworkMessage::Verack).ok()?;
+        let mut seen = Vec::new();
+        while !seen.iter().any(|m| matches!(m, NetworkMessage::Verack)) {
+            seen.push(self.recv()?);
+        }
+        Some(seen)
+    }
+
     /// The version message a scripted peer sends.
     fn version() -> bitcoin::p2p::message_network::VersionMessage {
         use bitcoin::p2p::{address::Address, message_network::VersionMessage, ServiceFlags};

@@ -41,15 +41,12 @@ impl Session<'_> {
         let raws = [raw.to_vec(), child_raw];
         let (outcome, linearized) = metered(|| m.mempool.accept_package(&raws, &m.index));
         let refused = !matches!(&outcome, Ok(p) if p.each.iter().all(Result::is_ok));
-        (self.tx_budget).charge(&[&raws[0], &raws[1]], refused, linearized);
+        self.charge_tx(&[&raws[0], &raws[1]], refused, linearized);
         let Ok(package) = outcome else {
             requests.rejected_reconsiderable(&key);
             return;
         };
-        let mut changes = Changes {
-            scripts: Some(package.touched),
-            added: Some(Default::default()),
-        };
+        let mut changes = Changes::touching(package.touched);
         let mut accepted = Vec::new();
         for a in package.each.iter().flatten() {
             tracing::debug!("peer {}: accepted {} in a 1p1c package", self.id, a.txid);
