@@ -45,7 +45,7 @@ pub struct PeerContext {
     /// Peers' transactions waiting for their parents.
     pub orphans: Orphans,
     /// What each inbound host's transactions have cost.
-    pub tx_budgets: super::session::TxBudgets,
+    pub tx_budgets: super::tx_budget::TxBudgets,
     /// Which announced transactions to ask whom for, and which were refused lately.
     pub tx_requests: super::tx_requests::TxRequests,
     /// When inbound peers are next told of new transactions: one timer for all of them

@@ -20,6 +20,7 @@ pub mod seeds;
 mod send;
 mod session;
 pub mod sync;
+mod tx_budget;
 mod tx_requests;
 pub mod v2;
 mod wire;
@@ -426,7 +427,7 @@ fn peer_context(
         filter_index,
         mempool,
         orphans: Orphans::default(),
-        tx_budgets: session::TxBudgets::new(config.inbound_exempt.clone()),
+        tx_budgets: tx_budget::TxBudgets::new(config.inbound_exempt.clone()),
         tx_requests: Default::default(),
         inbound_announcement: Default::default(),
         addr_answer: Default::default(),

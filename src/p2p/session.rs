@@ -37,10 +37,8 @@ mod owed;
 mod packages;
 mod ping;
 mod relay;
-mod tx_budget;
+use super::tx_budget::TxBudget;
 use owed::Owed;
-use tx_budget::TxBudget;
-pub use tx_budget::TxBudgets;
 
 /// Most headers in one `headers` message.
 pub const MAX_HEADERS: usize = 2000;

@@ -17,8 +17,8 @@ use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use super::super::inbound::host;
-use super::super::sync::PeerId;
+use super::inbound::host;
+use super::sync::PeerId;
 use crate::listen::cost::units;
 use crate::listen::{broadcast_checks, Account};
 use crate::types::Subnet;
