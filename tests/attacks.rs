@@ -1808,10 +1808,19 @@ fn a_value_read_again_and_again_costs_its_size_once() {
     served
         .cairn
         .wait_for(&served.node.rpc(&["getbestblockhash"]), "the taproot coin");
-    let coins =
-        served
-            .node
-            .rpc_json(&["listunspent", "1", "9999999", &json!([address]).to_string()]);
+    // The wallet hears of the block after `generatetoaddress` returns (bitcoind's validation
+    // queue): asked until its coin shows, for up to 10 s.
+    let waited = Instant::now();
+    let coins = loop {
+        let listed =
+            served
+                .node
+                .rpc_json(&["listunspent", "1", "9999999", &json!([address]).to_string()]);
+        if listed[0].is_object() || waited.elapsed() > Duration::from_secs(10) {
+            break listed;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
     let coin = &coins[0];
     // PUSHDATA4 of 200,000 zero bytes, then OP_IFDUP 180,000 times.
     let mut leaf = vec![0x4e];
