@@ -15,7 +15,7 @@
 use bitcoin::Transaction;
 
 /// What glibc's malloc takes for `alloc` bytes on a 64-bit build (`memusage::MallocUsage`).
-pub fn malloc_usage(alloc: u64) -> u64 {
+pub const fn malloc_usage(alloc: u64) -> u64 {
     match alloc {
         0 => 0,
         n => ((n + 31) >> 4) << 4,
@@ -109,11 +109,11 @@ pub fn cluster_usage(n: usize) -> u64 {
 }
 
 /// A chunk's node in the graph's chunk index (a `std::set` of one `GraphIndex` and a count).
-pub const CHUNK_USAGE: u64 = ((TREE_NODE + 8 + 31) >> 4) << 4;
+pub const CHUNK_USAGE: u64 = malloc_usage(TREE_NODE + 8);
 
 /// Knots's pool (Core 29's entries) keeps each link between a parent and a child in both
 /// entries' sets (`memusage::IncrementalDynamicUsage` of a `std::set` of references).
-pub const LINK_USAGE: u64 = 2 * (((TREE_NODE + 8 + 31) >> 4) << 4);
+pub const LINK_USAGE: u64 = 2 * malloc_usage(TREE_NODE + 8);
 
 /// The capacity of Core's `txns_randomized` as the pool grows and shrinks: libstdc++ doubles a
 /// full vector (at least to 1), and Core shrinks it to fit when it is less than half full; a
