@@ -959,3 +959,51 @@ fn hang_ups_do_not_grow_the_log() {
     );
     assert!(lines > 0.0, "no log line counted");
 }
+
+/// Attack: 900 connections held without a word from 127.0.0.1, where a local Tor onion
+/// service's peers all arrive (spared the per-host cap), then a well-behaved peer from
+/// 127.0.0.1. Core evicts one of the held connections for it (`AttemptToEvictConnection`: the
+/// youngest of the largest network group, the newcomer not counted); cairn refused it, since a
+/// host that holds the most never evicts its own. Asserted: the honest peer completes its
+/// handshake and, having answered cairn's ping (Core's protection of the 8 lowest round
+/// trips), keeps its place while 100 more silent connections arrive after it.
+///
+/// *Fails before the fix* (1712e6d): the honest peer's connection was reset.
+#[test]
+fn silent_connections_from_tors_address_leave_room_for_a_peer() {
+    let tmp = tempfile::tempdir().unwrap();
+    let p2p = SocketAddr::from(([127, 0, 0, 1], free_port()));
+    let args = [
+        format!("--p2p-addr={p2p}"),
+        "--p2p-max-outbound=0".to_string(),
+    ];
+    let _cairn = common::start_cairn(&tmp.path().join("cairn"), &args);
+    let mut first = ScriptedPeer::connect("127.0.0.3", p2p);
+    assert!(first.try_handshake().is_some(), "cairn's listener is up");
+    drop(first);
+
+    let held: Vec<_> = (0..900)
+        .filter_map(|_| connect_from_with_rcvbuf("127.0.0.1", p2p, None).ok())
+        .collect();
+    std::thread::sleep(Duration::from_secs(1));
+    let open = held.iter().filter(|s| still_open(s)).count();
+    println!("{open} of {} silent connections hold a place", held.len());
+    assert!(open <= 117, "{open} places held of 117");
+
+    let mut honest = ScriptedPeer::connect("127.0.0.1", p2p);
+    assert!(
+        honest.try_handshake().is_some(),
+        "a well-behaved peer from Tor's address was refused beside {open} silent ones"
+    );
+    assert!(honest.answer_ping(), "cairn pings a new peer");
+    assert!(honest.pinged(7));
+    let more: Vec<_> = (0..100)
+        .filter_map(|_| connect_from_with_rcvbuf("127.0.0.1", p2p, None).ok())
+        .collect();
+    std::thread::sleep(Duration::from_secs(1));
+    assert!(
+        honest.pinged(8),
+        "the honest peer lost its place to {} newer silent connections",
+        more.len()
+    );
+}

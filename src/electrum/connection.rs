@@ -372,11 +372,8 @@ async fn serve(
     let idle = backend.config.idle_timeout;
     let limit = backend.config.max_line_bytes;
     out.timeout = SEND_TIMEOUT.min(idle);
-    let subscriptions = SubscriptionShares::new(
-        out.budget.host.clone(),
-        out.budget.subscriptions.clone(),
-        out.budget.silent_subscriptions.clone(),
-    );
+    let subscriptions =
+        SubscriptionShares::new(out.budget.seat.clone(), out.budget.subscriptions.clone());
     let (pool, limits) = (backend.pool.clone(), backend.config.cost);
     let host = out.budget.host.clone();
     let mut session = Session::new(backend, streams, subscriptions);
@@ -407,8 +404,9 @@ async fn serve(
                     }
                     Some(Incoming::Request(request)) => request,
                 };
+                out.budget.seat.requested();
                 // ElectrumX's throttle: a costly host waits, or is closed.
-                match limits.verdict(host.cost.level(limits.decay_per_sec)) {
+                match host.cost.verdict(&limits) {
                     Verdict::Go => {}
                     Verdict::Wait(pause) => {
                         crate::metrics::metrics().electrum_throttled.inc();

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use super::rpc::{RpcError, EXCESSIVE_RESOURCE_USAGE};
-use crate::listen::HostShares;
+use crate::listen::{HostShares, Seat};
 
 /// Room in the answer budget for what a session builds: its bytes are asked before an answer
 /// is built when they are known ([`Request::answer_bytes`]), and once it is built otherwise, so
@@ -62,84 +62,94 @@ impl Room for NoBudget {
 
 /// What a session's subscriptions count against besides its own limit: its host's
 /// (`electrum_max_subscriptions_per_ip`, Fulcrum's `max_subs_per_ip`) and the server's
-/// (`electrum_max_subscriptions_total`, Fulcrum's `max_subs`); its silent-payment ones apart, as
-/// [`SILENT_PER_HOST`] and [`SILENT_TOTAL`] bound them. Given back when the session ends.
+/// (`electrum_max_subscriptions_total`, Fulcrum's `max_subs`); its silent-payment ones apart,
+/// counted with its seat ([`Seat::hold_silent`]) against [`SILENT_PER_HOST`],
+/// [`SILENT_PER_GROUP`] (or [`SILENT_EXEMPT`]) and [`SILENT_TOTAL`]. Given back when the
+/// session ends.
 pub(crate) struct SubscriptionShares {
     pub(super) host: Arc<HostShares>,
     pub(super) total: Arc<AtomicUsize>,
-    /// Every session's silent-payment subscriptions.
-    pub(super) silent_total: Arc<AtomicUsize>,
-    /// What this session has added to both counts of each kind.
+    /// The connection's seat, which counts its silent-payment subscriptions.
+    seat: Arc<Seat>,
+    /// What this session has added to its host's and the server's counts.
     held: usize,
-    silent_held: usize,
 }
 
 /// Silent-payment subscriptions one host's connections may hold together: two connections'
 /// worth of Frigate's limit. Each is scanned again for every new block and mempool transaction.
 pub const SILENT_PER_HOST: usize = 2 * super::silent_payments::MAX_SUBSCRIPTIONS;
+/// Silent-payment subscriptions the hosts of one subnet (IPv4 /24, IPv6 /48) may hold
+/// together: two hosts' worth, a tenth of the server's.
+pub const SILENT_PER_GROUP: usize = 2 * SILENT_PER_HOST;
+/// Silent-payment subscriptions every exempt connection (127.0.0.1, where a Tor onion service's
+/// clients arrive) may hold together: a quarter of the server's.
+pub const SILENT_EXEMPT: usize = SILENT_TOTAL / 4;
 /// Silent-payment subscriptions the server holds over every connection. Each new mainnet block
 /// has some 640 eligible transactions (153.7 million from Taproot's activation to height
 /// 950,000, as Frigate counts them), so the follow-up scans of 2,000 subscriptions are about
 /// 1.3 million a block, some 100 s of one core here: a sixth of one core at a block each ten
-/// minutes.
+/// minutes. When they are all held, the group holding the most gives a connection's up for a
+/// newcomer of a group holding fewer.
 pub const SILENT_TOTAL: usize = 2_000;
 
 impl SubscriptionShares {
-    /// Counting against `host`, `total` and (silent-payment ones) `silent_total`.
-    pub(crate) fn new(
-        host: Arc<HostShares>,
-        total: Arc<AtomicUsize>,
-        silent_total: Arc<AtomicUsize>,
-    ) -> Self {
+    /// Counting against the host of `seat`, `total`, and (silent-payment ones) the seat.
+    pub(crate) fn new(seat: Arc<Seat>, total: Arc<AtomicUsize>) -> Self {
         SubscriptionShares {
-            host,
+            host: seat.host.clone(),
             total,
-            silent_total,
+            seat,
             held: 0,
-            silent_held: 0,
         }
     }
 
     /// The session now holds `now` subscriptions.
     pub(super) fn hold(&mut self, now: usize) {
-        let counts = [&self.host.subscriptions, &*self.total];
-        shift(counts, &mut self.held, now);
+        for count in [&self.host.subscriptions, &*self.total] {
+            match now >= self.held {
+                true => count.fetch_add(now - self.held, Ordering::SeqCst),
+                false => count.fetch_sub(self.held - now, Ordering::SeqCst),
+            };
+        }
+        self.held = now;
     }
 
     /// The session now holds `now` silent-payment subscriptions.
     pub(super) fn hold_silent(&mut self, now: usize) {
-        let counts = [&self.host.silent_subscriptions, &*self.silent_total];
-        shift(counts, &mut self.silent_held, now);
+        self.seat.hold_silent(now);
     }
 
-    /// Refuses one more silent-payment subscription when the host or the server holds its
-    /// limit.
+    /// Refuses one more silent-payment subscription when the host or its group holds its
+    /// limit, or the server does and no group holding more than this one's gives a connection's
+    /// up.
     pub(super) fn silent_room(&self) -> Result<(), RpcError> {
-        let host = self.host.silent_subscriptions.load(Ordering::SeqCst);
-        let total = self.silent_total.load(Ordering::SeqCst);
+        let group = &self.host.group;
+        let (group_limit, of_group) = match group.is_exempt() {
+            true => (SILENT_EXEMPT, "from exempt addresses"),
+            false => (SILENT_PER_GROUP, "from this network"),
+        };
         for (now, limit, of) in [
-            (host, SILENT_PER_HOST, "from this address"),
-            (total, SILENT_TOTAL, "on this server"),
+            (
+                &self.host.silent_subscriptions,
+                SILENT_PER_HOST,
+                "from this address",
+            ),
+            (&group.silent_subscriptions, group_limit, of_group),
         ] {
-            if now >= limit {
-                return Err(RpcError::invalid_params(format!(
-                    "at most {limit} silent-payment subscriptions {of}"
-                )));
+            if now.load(Ordering::SeqCst) >= limit {
+                return Err(full(limit, of));
             }
         }
-        Ok(())
+        match self.seat.table_room(SILENT_TOTAL) {
+            true => Ok(()),
+            false => Err(full(SILENT_TOTAL, "on this server")),
+        }
     }
 }
 
-/// Moves `counts` by what `held` becomes, `now`.
-fn shift(counts: [&AtomicUsize; 2], held: &mut usize, now: usize) {
-    for count in counts {
-        match now >= *held {
-            true => count.fetch_add(now - *held, Ordering::SeqCst),
-            false => count.fetch_sub(*held - now, Ordering::SeqCst),
-        };
-    }
-    *held = now;
+/// The refusal of a silent-payment subscription past `limit` (`of` says whose).
+fn full(limit: usize, of: &str) -> RpcError {
+    RpcError::invalid_params(format!("at most {limit} silent-payment subscriptions {of}"))
 }
 
 impl Drop for SubscriptionShares {

@@ -85,10 +85,7 @@ impl HistoryJob {
         // Each page is charged to the host as it is sent; at the hard limit the stream stops.
         let pay = |read: Cost, bytes: usize| {
             let limits = self.backend.config.cost;
-            let level = host
-                .cost
-                .charge(cost::units(0, read, bytes), limits.decay_per_sec);
-            limits.verdict(level) != Verdict::Close
+            host.cost.charge(cost::units(0, read, bytes), &limits) != Verdict::Close
         };
         run_marked(&[pool.closing()], || self.answer(&meter, &tx, slot, pay));
         let read = meter.take();

@@ -26,7 +26,6 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 pub use backend::Backend;
 pub use methods::history_text;
@@ -109,8 +108,11 @@ impl ElectrumServer {
     /// answer budget. `tls` is the identity the TLS listeners present (needed when either is
     /// configured).
     pub async fn start(backend: Arc<Backend>, tls: Option<Arc<Tls>>) -> Result<Self, ListenError> {
-        let permits = Arc::new(Semaphore::new(backend.config.max_connections));
-        let hosts = HostTable::new(backend.config.hosts.clone(), "electrum");
+        let hosts = HostTable::with_total(
+            backend.config.hosts.clone(),
+            backend.config.max_connections,
+            "electrum",
+        );
         let budget = connection::Shares::new(backend.config.answer_budget_bytes);
         let config = &backend.config;
         let wanted = [
@@ -135,7 +137,6 @@ impl ElectrumServer {
                 Transport { framing, tls },
                 &backend,
                 Places {
-                    permits: permits.clone(),
                     hosts: hosts.clone(),
                     cost: backend.config.cost,
                 },
@@ -164,17 +165,18 @@ impl ElectrumServer {
     }
 }
 
-/// The places every listener of the server shares: connections in all, and per host.
+/// The places every listener of the server shares: connections in all, per host and per
+/// group.
 struct Places {
-    permits: Arc<Semaphore>,
     hosts: Arc<HostTable>,
     cost: CostLimits,
 }
 
 impl Places {
-    /// A place for a client from `peer`: its host's and one of the server's, or the limit it
-    /// met (counted in `cairn_electrum_connections_refused_total`), its host's cost among them.
-    fn take(&self, peer: SocketAddr) -> Option<(HostGuard, OwnedSemaphorePermit)> {
+    /// A place for a client from `peer` (one taken back from the group holding the most when
+    /// the server is full), or the limit it met (counted in
+    /// `cairn_electrum_connections_refused_total`), its host's cost among them.
+    fn take(&self, peer: SocketAddr) -> Option<HostGuard> {
         let refused = |reason: &str| {
             crate::metrics::metrics()
                 .electrum_connections_refused
@@ -190,23 +192,13 @@ impl Places {
         };
         // A host at the hard limit of its cost gets no handshake (and pays nothing more for
         // being refused); any other pays for one.
-        let (shared, decay) = (host.shared(), self.cost.decay_per_sec);
-        if self.cost.verdict(shared.cost.level(decay)) == cost::Verdict::Close {
+        let shared = host.shared();
+        if shared.cost.verdict(&self.cost) == cost::Verdict::Close {
             refused("cost");
             return None;
         }
-        shared.cost.charge(cost::CONNECTION, decay);
-        match self.permits.clone().try_acquire_owned() {
-            Ok(permit) => Some((host, permit)),
-            Err(_) => {
-                self.hosts.log_refusal(
-                    peer.ip(),
-                    format_args!("the server holds every connection it takes"),
-                );
-                refused("limit");
-                None
-            }
-        }
+        shared.cost.charge(cost::CONNECTION, &self.cost);
+        Some(host)
     }
 }
 
@@ -237,13 +229,15 @@ async fn listen(
             let client = Client {
                 peer,
                 backend: backend.clone(),
-                budget: budget.for_host(place.0.shared()),
+                budget: budget.for_seat(place.seat()),
             };
             let transport = transport.clone();
-            tokio::spawn(async move {
+            let seat = place.seat();
+            let task = tokio::spawn(async move {
                 client.serve(stream, transport).await;
                 drop(place);
             });
+            seat.running(task.abort_handle());
         }
     });
     Ok((local, task))

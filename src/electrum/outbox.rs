@@ -10,7 +10,7 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 
 use super::session::{Room, Taken};
-use crate::listen::HostShares;
+use crate::listen::{HostShares, Seat};
 
 /// How long an answer may wait for a client that does not read before it is dropped.
 pub(super) const SEND_TIMEOUT: Duration = Duration::from_secs(60);
@@ -29,10 +29,11 @@ pub struct Shares {
     pub(super) share: usize,
     /// What the host of the connection this copy is for holds (shared by its connections).
     pub(super) host: Arc<HostShares>,
+    /// The connection's seat in its server's table (its silent-payment subscriptions counted
+    /// there).
+    pub(super) seat: Arc<Seat>,
     /// Every session's subscriptions.
     pub(super) subscriptions: Arc<AtomicUsize>,
-    /// Every session's silent-payment subscriptions.
-    pub(super) silent_subscriptions: Arc<AtomicUsize>,
 }
 
 impl Shares {
@@ -43,15 +44,16 @@ impl Shares {
             bytes: Arc::new(tokio::sync::Semaphore::new(total)),
             share: (total / 4).max(1),
             host: Arc::default(),
+            seat: Seat::detached(),
             subscriptions: Arc::default(),
-            silent_subscriptions: Arc::default(),
         }
     }
 
-    /// These shares for a connection of the host whose holdings `host` counts.
-    pub fn for_host(&self, host: Arc<HostShares>) -> Self {
+    /// These shares for the connection seated at `seat`.
+    pub fn for_seat(&self, seat: Arc<Seat>) -> Self {
         Shares {
-            host,
+            host: seat.host.clone(),
+            seat,
             ..self.clone()
         }
     }

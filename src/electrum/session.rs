@@ -161,8 +161,7 @@ impl Session {
         let Spent { requests, read } = std::mem::take(&mut self.spent);
         let limits = self.backend.config.cost;
         let units = cost::units(requests, read, bytes);
-        let level = self.shares.host.cost.charge(units, limits.decay_per_sec);
-        limits.verdict(level)
+        self.shares.host.cost.charge(units, &limits)
     }
 
     /// The script and outpoint subscriptions held.
@@ -781,7 +780,7 @@ pub struct Requests(Session);
 impl Requests {
     /// A fresh client (no version negotiated, no subscriptions) of `backend`.
     pub fn new(backend: Arc<Backend>) -> Self {
-        let shares = SubscriptionShares::new(Arc::default(), Arc::default(), Arc::default());
+        let shares = SubscriptionShares::new(crate::listen::Seat::detached(), Arc::default());
         Requests(Session::new(backend, false, shares))
     }
 

@@ -552,7 +552,7 @@ impl Scanning {
     async fn pay(&mut self, scanned: usize, bytes: usize) -> Result<(), Stop> {
         let limits = self.job.backend.config.cost;
         let units = scanned as f64 / SCANNED_PER_UNIT + bytes as f64 / cost::BANDWIDTH_UNIT;
-        match limits.verdict(self.host.cost.charge(units, limits.decay_per_sec)) {
+        match self.host.cost.charge(units, &limits) {
             Verdict::Go => Ok(()),
             Verdict::Close => Err(Stop::Cost),
             Verdict::Wait(pause) => {

@@ -65,10 +65,7 @@ impl TweaksJob {
         let meter = CostMeter::default();
         let pay = |read: Cost, bytes: usize| {
             let limits = self.backend.config.cost;
-            let level = host
-                .cost
-                .charge(cost::units(0, read, bytes), limits.decay_per_sec);
-            limits.verdict(level) != cost::Verdict::Close
+            host.cost.charge(cost::units(0, read, bytes), &limits) != cost::Verdict::Close
         };
         let ended = run_marked(&[pool.closing()], || self.notes(&meter, &tx, slot, pay));
         let last = match ended {

@@ -143,12 +143,12 @@ async fn answer_off_the_workers(
     }
     let limits = ctx.cost;
     let level = || host.cost.level(limits.decay_per_sec);
-    if let Verdict::Wait(pause) = limits.verdict(level()) {
+    if let Verdict::Wait(pause) = host.cost.verdict(&limits) {
         crate::metrics::metrics().http_throttled.inc();
         tokio::time::sleep(pause).await;
     }
     // Asked again after the wait: the host's other requests may have been charged meanwhile.
-    if limits.verdict(level()) == Verdict::Close {
+    if host.cost.verdict(&limits) == Verdict::Close {
         return over_cost(&limits, level());
     }
     // Read only for a request that may run: a host at the hard limit sends no body for nothing.
@@ -166,7 +166,7 @@ async fn answer_off_the_workers(
         let response = answer_request(&ctx, &Query::new(&ctx, &meter), &parts, &body);
         let moved = head_bytes(&parts) + body.len() + body_bytes(&response);
         host.cost
-            .charge(cost::units(1, meter.take(), moved), limits.decay_per_sec);
+            .charge(cost::units(1, meter.take(), moved), &limits);
         response
     });
     match answered.await {

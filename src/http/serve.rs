@@ -159,10 +159,10 @@ pub(super) async fn serve<H, F>(
 /// [`cost::CONNECTION`], so one that reconnects in a loop pays for it.
 fn admits_for_cost(host: &HostGuard, limits: &CostLimits) -> bool {
     let shared = host.shared();
-    if limits.verdict(shared.cost.level(limits.decay_per_sec)) == cost::Verdict::Close {
+    if shared.cost.verdict(limits) == cost::Verdict::Close {
         return false;
     }
-    shared.cost.charge(cost::CONNECTION, limits.decay_per_sec);
+    shared.cost.charge(cost::CONNECTION, limits);
     true
 }
 

@@ -9,7 +9,7 @@
 //! rows, [`READ_BYTES_PER_UNIT`] bytes read from the store and the block files, and [`BASE`] for
 //! any request.
 
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use crate::config::CostLimits;
@@ -73,6 +73,57 @@ impl Account {
     }
 }
 
+/// What a connection's requests are charged to: its host's account, and its group's (IPv4 /24,
+/// IPv6 /48, or every exempt connection together), as ElectrumX charges a session its group's
+/// cost besides its own (`SessionManager.extra_cost`, the /24 group weighing 1.0). The host's
+/// cost is held to the limits; the group's to [`GROUP_FACTOR`] times them. Unlike ElectrumX, a
+/// group's cost holds back only its costly hosts (those past the soft limit themselves), and it
+/// only ever delays: a group over its limits makes each of them wait up to the longest pause
+/// however little its own cost, but only a host's own cost closes it, and a quiet neighbour is
+/// never held. So a subnet of abusers is slowed as one (each fresh address gets the soft
+/// limit's worth, then waits), and an honest wallet behind the same NAT, or on the same Tor
+/// onion service, is served as ever.
+#[derive(Debug, Default, Clone)]
+pub struct Accounts {
+    /// The host's (an exempt connection's own).
+    pub host: Arc<Account>,
+    /// Its group's.
+    pub group: Arc<Account>,
+}
+
+/// How many hosts' worth of cost a group may run up: as many as its connections
+/// (`electrum_max_connections_per_subnet` is four times `_per_ip` by default).
+pub const GROUP_FACTOR: f64 = 4.0;
+
+impl Accounts {
+    /// The host's cost now.
+    pub fn level(&self, decay_per_sec: f64) -> f64 {
+        self.host.level(decay_per_sec)
+    }
+
+    /// What a request may do now, by the host's cost and its group's.
+    pub fn verdict(&self, limits: &CostLimits) -> Verdict {
+        let decay = limits.decay_per_sec;
+        let level = self.host.level(decay);
+        let host = limits.verdict(level);
+        if limits.soft <= 0.0 || level <= limits.soft {
+            return host;
+        }
+        let group = limits
+            .for_group()
+            .verdict(self.group.level(decay * GROUP_FACTOR));
+        host.stricter(group.never_close())
+    }
+
+    /// Adds `units` to the host's cost and its group's; says what the host may do now.
+    pub fn charge(&self, units: f64, limits: &CostLimits) -> Verdict {
+        self.host.charge(units, limits.decay_per_sec);
+        self.group
+            .charge(units, limits.decay_per_sec * GROUP_FACTOR);
+        self.verdict(limits)
+    }
+}
+
 /// Bytes of a request and its answer (or a notification) worth one unit: ElectrumX's
 /// `BANDWIDTH_UNIT_COST`.
 pub const BANDWIDTH_UNIT: f64 = 5_000.0;
@@ -101,6 +152,26 @@ pub enum Verdict {
     Close,
 }
 
+impl Verdict {
+    /// The stricter of two verdicts: closing, else the longer wait.
+    fn stricter(self, other: Verdict) -> Verdict {
+        match (self, other) {
+            (Verdict::Close, _) | (_, Verdict::Close) => Verdict::Close,
+            (Verdict::Wait(a), Verdict::Wait(b)) => Verdict::Wait(a.max(b)),
+            (Verdict::Wait(a), Verdict::Go) | (Verdict::Go, Verdict::Wait(a)) => Verdict::Wait(a),
+            (Verdict::Go, Verdict::Go) => Verdict::Go,
+        }
+    }
+
+    /// This verdict with closing turned into the longest wait.
+    fn never_close(self) -> Verdict {
+        match self {
+            Verdict::Close => Verdict::Wait(REQUEST_SLEEP),
+            other => other,
+        }
+    }
+}
+
 impl CostLimits {
     /// What a request may do when its host's cost is `level`.
     pub fn verdict(&self, level: f64) -> Verdict {
@@ -116,6 +187,15 @@ impl CostLimits {
         };
         let fraction = ((level - self.soft) / span).min(1.0);
         Verdict::Wait(REQUEST_SLEEP.mul_f64(fraction))
+    }
+
+    /// The limits of a group: [`GROUP_FACTOR`] times a host's, decaying as fast.
+    fn for_group(&self) -> CostLimits {
+        CostLimits {
+            soft: self.soft * GROUP_FACTOR,
+            hard: self.hard * GROUP_FACTOR,
+            decay_per_sec: self.decay_per_sec * GROUP_FACTOR,
+        }
     }
 
     /// Whole seconds until a cost of `level` has decayed below the hard limit (at least 1):

@@ -1,40 +1,61 @@
-//! How many connections each host and subnet holds, for one server.
+//! How many connections each host and group holds, for one server: the per-host and
+//! per-subnet limits, the server's total with its seats taken back from the group holding the
+//! most, and the costs kept when hosts leave.
 
 use std::collections::HashMap;
+use std::hash::Hash;
 use std::net::IpAddr;
-use std::sync::atomic::AtomicUsize;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
-use super::cost::Account;
+use super::cost::{Account, Accounts};
+use super::groups::{self, GroupKey, GroupShares, Seat};
 use crate::config::HostLimits;
 use crate::types::Subnet;
 
-/// Connections held by each host and subnet, for one server (all its listeners): a new client is
-/// admitted only while its host and its subnet are under their limits ([`HostLimits`]), and its
-/// [`HostGuard`] gives the place back when the connection ends. As Fulcrum's per-IP count
-/// (`Servers.cpp`, `attachPerIPDataAndCheckLimits`), taken at accept, before any handshake.
+/// Connections held by each host and group, for one server (all its listeners): a new client
+/// is admitted only while its host and its subnet are under their limits ([`HostLimits`]), as
+/// Fulcrum's per-IP count (`Servers.cpp`, `attachPerIPDataAndCheckLimits`), taken at accept,
+/// before any handshake. When the server holds its total, the group with the most connections
+/// gives its busiest host's longest idle one up for a newcomer of another group; every exempt
+/// connection together is one group, holding at most half the total. Its [`HostGuard`] gives
+/// the place back when the connection ends.
 pub struct HostTable {
     limits: HostLimits,
+    /// Connections at once (`usize::MAX`: counted by the server instead).
+    total: usize,
     what: &'static str,
-    live: Mutex<HashMap<Subnet, Live>>,
-    /// The costs of hosts whose connections all ended, for when they come back (ElectrumX's
-    /// `retained_cost`), [`RETAINED`] at most: the accounts themselves, so that what a request
-    /// still under way charges after its host's last connection ended is kept too.
-    retained: Mutex<HashMap<Subnet, Arc<Account>>>,
+    live: Mutex<Live>,
+    /// The group of every exempt connection, kept for as long as the table.
+    exempt: Arc<GroupShares>,
+    /// The costs of hosts and groups whose connections all ended, for when they come back
+    /// (ElectrumX's `retained_cost`): the accounts themselves, so that what a request still
+    /// under way charges after its host's last connection ended is kept too.
+    retained_hosts: Mutex<Retained<Subnet>>,
+    retained_groups: Mutex<Retained<GroupKey>>,
+    /// Every connection's silent-payment subscriptions.
+    pub(super) silent_total: AtomicUsize,
+    next_seat: AtomicU64,
     warned: Mutex<Option<Instant>>,
 }
 
-/// Hosts whose cost is kept after their last connection ends, at most; the cheapest goes first.
+/// Hosts (and groups) whose cost is kept after their last connection ends, at most; the
+/// cheapest goes first.
 const RETAINED: usize = 4_096;
 
-/// What a host or subnet holds now.
-#[derive(Debug, Default)]
+/// What the table holds now.
+#[derive(Default)]
 struct Live {
-    /// Its connections.
+    hosts: HashMap<Subnet, Held<HostShares>>,
+    groups: HashMap<GroupKey, Held<GroupShares>>,
+    seats: HashMap<u64, Arc<Seat>>,
+}
+
+/// A host or group with connections, and what they share.
+struct Held<T> {
     conns: usize,
-    /// What its connections hold together.
-    shared: Arc<HostShares>,
+    shared: Arc<T>,
 }
 
 /// What all the connections of one host hold together, counted against its shares.
@@ -46,12 +67,14 @@ pub struct HostShares {
     pub subscriptions: AtomicUsize,
     /// Its silent-payment subscriptions (Frigate's remote scanner).
     pub silent_subscriptions: AtomicUsize,
-    /// What its requests cost, decaying ([`super::cost`]); kept by its table when the host
-    /// leaves.
-    pub cost: Arc<Account>,
+    /// What its requests cost, decaying ([`super::cost`]), and its group's; kept by its table
+    /// when the host leaves.
+    pub cost: Accounts,
     /// The host's key (its IPv4 address or IPv6 /64); `None` for an exempt host, whose
     /// connections each have their own shares.
     pub key: Option<Subnet>,
+    /// What its group holds.
+    pub group: Arc<GroupShares>,
     /// Its share of the query work pool (the pool's, found by `key` on the host's first job,
     /// so that every server's connections of the host share it).
     pub work: OnceLock<Arc<super::work::HostWork>>,
@@ -64,6 +87,9 @@ pub enum Refused {
     Ip,
     /// Its subnet (IPv4 /24, IPv6 /48) holds its limit already.
     Subnet,
+    /// The server holds its total, and the newcomer's own host holds the most of the group
+    /// holding the most.
+    Full,
 }
 
 impl Refused {
@@ -72,6 +98,7 @@ impl Refused {
         match self {
             Refused::Ip => "ip",
             Refused::Subnet => "subnet",
+            Refused::Full => "limit",
         }
     }
 }
@@ -79,17 +106,19 @@ impl Refused {
 /// A connection's place in its [`HostTable`], given back when dropped.
 pub struct HostGuard {
     table: Arc<HostTable>,
-    /// The host's and its subnet's keys; `None` for an exempt host.
-    keys: Option<[Subnet; 2]>,
-    /// What every connection of the host shares (its own for an exempt host).
-    shared: Arc<HostShares>,
+    seat: Arc<Seat>,
 }
 
 impl HostGuard {
     /// What this connection shares with every other of its host (an exempt host's
-    /// connections share nothing: each has its own).
+    /// connections share nothing but their group: each has its own).
     pub fn shared(&self) -> Arc<HostShares> {
-        self.shared.clone()
+        self.seat.host.clone()
+    }
+
+    /// The connection's seat.
+    pub fn seat(&self) -> Arc<Seat> {
+        self.seat.clone()
     }
 }
 
@@ -98,101 +127,233 @@ impl HostGuard {
 const WARN_EVERY: Duration = Duration::from_secs(5);
 
 impl HostTable {
-    /// An empty table for the server `what` (named in its log lines).
+    /// An empty table for the server `what` (named in its log lines), whose total the server
+    /// counts itself.
     pub fn new(limits: HostLimits, what: &'static str) -> Arc<Self> {
+        Self::with_total(limits, usize::MAX, what)
+    }
+
+    /// An empty table for the server `what` that holds at most `total` connections.
+    pub fn with_total(limits: HostLimits, total: usize, what: &'static str) -> Arc<Self> {
         Arc::new(HostTable {
             limits,
+            total,
             what,
-            live: Mutex::new(HashMap::new()),
-            retained: Mutex::new(HashMap::new()),
+            live: Mutex::new(Live::default()),
+            exempt: Arc::new(GroupShares {
+                key: Some(GroupKey::Exempt),
+                ..GroupShares::default()
+            }),
+            retained_hosts: Mutex::new(Retained::default()),
+            retained_groups: Mutex::new(Retained::default()),
+            silent_total: AtomicUsize::new(0),
+            next_seat: AtomicU64::new(1),
             warned: Mutex::new(None),
         })
     }
 
-    /// The host key and the subnet key of `ip`.
-    fn keys(ip: IpAddr) -> [Subnet; 2] {
+    /// The host key of `ip`: its IPv4 address or IPv6 /64.
+    fn host_key(ip: IpAddr) -> Subnet {
         match ip.to_canonical() {
-            IpAddr::V4(_) => [Subnet::around(ip, 32), Subnet::around(ip, 24)],
-            IpAddr::V6(_) => [Subnet::around(ip, 64), Subnet::around(ip, 48)],
+            IpAddr::V4(_) => Subnet::around(ip, 32),
+            IpAddr::V6(_) => Subnet::around(ip, 64),
         }
     }
 
-    /// Takes a place for a new connection from `ip`, or says which limit it would pass.
+    fn lock(&self) -> std::sync::MutexGuard<'_, Live> {
+        self.live.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Takes a place for a new connection from `ip`, taking one back from the group holding
+    /// the most when the server is full, or says which limit it would pass.
     pub fn admit(self: &Arc<Self>, ip: IpAddr) -> Result<HostGuard, Refused> {
-        if self.limits.exempt.iter().any(|net| net.contains(ip)) {
-            return Ok(HostGuard {
-                table: self.clone(),
-                keys: None,
-                shared: Arc::default(),
-            });
-        }
-        let keys = Self::keys(ip);
-        let mut live = self.live.lock().unwrap_or_else(PoisonError::into_inner);
-        let held = |key: &Subnet| live.get(key).map_or(0, |l| l.conns);
-        let refused = if held(&keys[0]) >= self.limits.per_ip {
-            Some(Refused::Ip)
-        } else if held(&keys[1]) >= self.limits.per_subnet {
-            Some(Refused::Subnet)
-        } else {
-            None
+        let exempt = self.limits.exempt.iter().any(|net| net.contains(ip));
+        let (host, group) = match exempt {
+            true => (None, GroupKey::Exempt),
+            false => (Some(Self::host_key(ip)), GroupKey::of(ip)),
         };
-        if let Some(refused) = refused {
+        let mut live = self.lock();
+        if let Err(refused) = self.make_room(&mut live, host, group) {
             drop(live);
             self.warn(ip, refused);
             return Err(refused);
         }
-        live.entry(keys[1]).or_default().conns += 1;
-        let host = live.entry(keys[0]).or_insert_with(|| Live {
-            conns: 0,
-            shared: Arc::new(HostShares {
-                key: Some(keys[0]),
-                cost: self.retained_cost(&keys[0]),
+        let group_shares = self.group_entry(&mut live, group);
+        let shares = match host {
+            None => Arc::new(HostShares {
+                cost: Accounts {
+                    host: Arc::default(),
+                    group: group_shares.cost.clone(),
+                },
+                group: group_shares,
                 ..HostShares::default()
             }),
-        });
-        host.conns += 1;
-        let shared = host.shared.clone();
+            Some(key) => {
+                let entry = live.hosts.entry(key).or_insert_with(|| Held {
+                    conns: 0,
+                    shared: Arc::new(HostShares {
+                        key: Some(key),
+                        cost: Accounts {
+                            host: self
+                                .retained_hosts
+                                .lock()
+                                .unwrap_or_else(PoisonError::into_inner)
+                                .take(&key),
+                            group: group_shares.cost.clone(),
+                        },
+                        group: group_shares,
+                        ..HostShares::default()
+                    }),
+                });
+                entry.conns += 1;
+                entry.shared.clone()
+            }
+        };
+        let id = self.next_seat.fetch_add(1, Ordering::SeqCst);
+        let seat = Arc::new(Seat::new(id, shares, Arc::downgrade(self)));
+        live.seats.insert(id, seat.clone());
         Ok(HostGuard {
             table: self.clone(),
-            keys: Some(keys),
-            shared,
+            seat,
         })
     }
 
-    /// The cost `key` left with when its last connection ended, if it is still kept.
-    fn retained_cost(&self, key: &Subnet) -> Arc<Account> {
-        let mut retained = self.retained.lock().unwrap_or_else(PoisonError::into_inner);
-        retained.remove(key).unwrap_or_default()
+    /// Refuses a newcomer of `host` (`None`: exempt) and `group` at its host's or subnet's
+    /// limit, or when the server is full and its own group holds the most; otherwise takes a
+    /// seat back if the server (or, for an exempt newcomer, the exempt share) is full.
+    fn make_room(
+        &self,
+        live: &mut Live,
+        host: Option<Subnet>,
+        group: GroupKey,
+    ) -> Result<(), Refused> {
+        let held = |l: &Live, g: &GroupKey| l.groups.get(g).map_or(0, |h| h.conns);
+        if let Some(key) = host {
+            if live.hosts.get(&key).map_or(0, |h| h.conns) >= self.limits.per_ip {
+                return Err(Refused::Ip);
+            }
+            if held(live, &group) >= self.limits.per_subnet {
+                return Err(Refused::Subnet);
+            }
+        } else if self.total != usize::MAX && held(live, &group) >= self.total / 2 {
+            let exempt: Vec<Arc<Seat>> = live
+                .seats
+                .values()
+                .filter(|s| s.host.group.is_exempt())
+                .cloned()
+                .collect();
+            let victim = groups::longest_idle(exempt.iter()).ok_or(Refused::Full)?;
+            self.evict(live, &victim);
+        }
+        if live.seats.len() >= self.total {
+            let seats: Vec<Arc<Seat>> = live.seats.values().cloned().collect();
+            let victim = groups::victim(&seats, group, host).ok_or(Refused::Full)?;
+            self.evict(live, &victim);
+        }
+        Ok(())
     }
 
-    /// Keeps the cost of a host that leaves, making room by forgetting the cheapest (as last
-    /// charged: a host cannot push a costly one out with many cheap ones).
-    fn retain_cost(&self, key: Subnet, shares: &Arc<HostShares>) {
-        // Nothing charged and nothing under way that could charge: nothing to keep.
-        if shares.cost.snapshot().units <= 0.0 && Arc::strong_count(shares) == 1 {
+    /// The shares of `key`'s group, counting one more connection in it.
+    fn group_entry(&self, live: &mut Live, key: GroupKey) -> Arc<GroupShares> {
+        let exempt = &self.exempt;
+        let entry = live.groups.entry(key).or_insert_with(|| Held {
+            conns: 0,
+            shared: match key {
+                GroupKey::Exempt => exempt.clone(),
+                GroupKey::Subnet(_) => Arc::new(GroupShares {
+                    key: Some(key),
+                    cost: self
+                        .retained_groups
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .take(&key),
+                    ..GroupShares::default()
+                }),
+            },
+        });
+        entry.conns += 1;
+        entry.shared.clone()
+    }
+
+    /// Takes `seat` back: its connection ends, and its place is free at once.
+    fn evict(&self, live: &mut Live, seat: &Arc<Seat>) {
+        self.unseat(live, seat.id);
+        seat.evict();
+        crate::metrics::metrics()
+            .connections_evicted
+            .with_label_values(&[self.what])
+            .inc();
+        tracing::debug!(
+            "{}: a connection gives its place up for a newcomer",
+            self.what
+        );
+    }
+
+    /// Takes a seat back for a silent-payment subscription of `asker`'s when the server holds
+    /// every one it takes: the group holding the most, if it holds more than the asker's would,
+    /// gives up its connection holding the most. Whether a seat was taken back.
+    pub(super) fn evict_for_silent(&self, asker: &Seat) -> bool {
+        let mut live = self.lock();
+        let seats: Vec<Arc<Seat>> = live.seats.values().cloned().collect();
+        let Some(victim) = groups::silent_victim(&seats, asker) else {
+            return false;
+        };
+        victim.release_silent();
+        self.evict(&mut live, &victim);
+        true
+    }
+
+    /// Removes seat `id` and its counts (nothing if it went already).
+    fn unseat(&self, live: &mut Live, id: u64) {
+        let Some(seat) = live.seats.remove(&id) else {
             return;
-        }
-        let cost = shares.cost.clone();
-        let mut retained = self.retained.lock().unwrap_or_else(PoisonError::into_inner);
-        if retained.len() >= RETAINED {
-            let cheapest = retained
-                .iter()
-                .min_by(|a, b| a.1.snapshot().units.total_cmp(&b.1.snapshot().units))
-                .map(|(k, _)| *k);
-            if let Some(cheapest) = cheapest {
-                retained.remove(&cheapest);
+        };
+        let shares = &seat.host;
+        if let Some(key) = shares.key {
+            if let Some(left) = leave(&mut live.hosts, key) {
+                self.retained_hosts
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .keep(key, &left.cost.host, Arc::strong_count(&left) > 2);
             }
         }
-        retained.insert(key, cost);
+        if let Some(key) = shares.group.key {
+            if let Some(left) = leave(&mut live.groups, key) {
+                if key != GroupKey::Exempt {
+                    self.retained_groups
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .keep(key, &left.cost, false);
+                }
+            }
+        }
     }
 
     /// Logs a refusal, at most once per [`WARN_EVERY`].
     fn warn(&self, ip: IpAddr, refused: Refused) {
-        let (limit, of) = match refused {
-            Refused::Ip => (self.limits.per_ip, "its address"),
-            Refused::Subnet => (self.limits.per_subnet, "its subnet"),
-        };
-        self.log_refusal(ip, format_args!("{of} holds {limit} connections already"));
+        match refused {
+            Refused::Ip => self.log_refusal(
+                ip,
+                format_args!(
+                    "its address holds {} connections already",
+                    self.limits.per_ip
+                ),
+            ),
+            Refused::Subnet => self.log_refusal(
+                ip,
+                format_args!(
+                    "its subnet holds {} connections already",
+                    self.limits.per_subnet
+                ),
+            ),
+            Refused::Full => self.log_refusal(
+                ip,
+                format_args!(
+                    "the server holds {} connections, the most of them from its host",
+                    self.total
+                ),
+            ),
+        }
     }
 
     /// Logs that `ip` was refused and why, at most once per [`WARN_EVERY`] for the whole server
@@ -210,46 +371,81 @@ impl HostTable {
         );
     }
 
+    /// Every connection's silent-payment subscriptions.
+    pub fn silent_total(&self) -> usize {
+        self.silent_total.load(Ordering::SeqCst)
+    }
+
     /// Connections held by the host (IPv4 address or IPv6 /64) of `ip`.
     #[cfg(test)]
     fn held_by(&self, ip: IpAddr) -> usize {
-        let live = self.live.lock().unwrap_or_else(PoisonError::into_inner);
-        live.get(&Self::keys(ip)[0]).map_or(0, |l| l.conns)
+        self.lock()
+            .hosts
+            .get(&Self::host_key(ip))
+            .map_or(0, |l| l.conns)
+    }
+}
+
+/// One connection of `key` fewer; what it held when that was its last.
+fn leave<K: Eq + Hash, T>(table: &mut HashMap<K, Held<T>>, key: K) -> Option<Arc<T>> {
+    let held = table.get_mut(&key)?;
+    held.conns -= 1;
+    match held.conns {
+        0 => table.remove(&key).map(|h| h.shared),
+        _ => None,
+    }
+}
+
+/// Accounts kept after their owners' last connection ended, [`RETAINED`] at most.
+struct Retained<K>(HashMap<K, Arc<Account>>);
+
+impl<K> Default for Retained<K> {
+    fn default() -> Self {
+        Retained(HashMap::new())
+    }
+}
+
+impl<K: Eq + Hash + Copy> Retained<K> {
+    /// The account `key` left with, if it is still kept; a new one otherwise.
+    fn take(&mut self, key: &K) -> Arc<Account> {
+        self.0.remove(key).unwrap_or_default()
+    }
+
+    /// Keeps the account of `key`, which leaves (`busy`: a request under way may still charge
+    /// it), unless nothing was ever charged to it; makes room by forgetting the cheapest (as
+    /// last charged: a host cannot push a costly one out with many cheap ones).
+    fn keep(&mut self, key: K, cost: &Arc<Account>, busy: bool) {
+        if cost.snapshot().units <= 0.0 && !busy {
+            return;
+        }
+        if self.0.len() >= RETAINED {
+            let cheapest = self
+                .0
+                .iter()
+                .min_by(|a, b| a.1.snapshot().units.total_cmp(&b.1.snapshot().units))
+                .map(|(k, _)| *k);
+            if let Some(cheapest) = cheapest {
+                self.0.remove(&cheapest);
+            }
+        }
+        self.0.insert(key, cost.clone());
     }
 }
 
 impl Drop for HostGuard {
     fn drop(&mut self) {
-        let Some(keys) = self.keys else { return };
-        let mut live = self
-            .table
-            .live
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        let mut left = None;
-        for key in keys {
-            if let Some(l) = live.get_mut(&key) {
-                l.conns -= 1;
-                if l.conns == 0 {
-                    let gone = live.remove(&key);
-                    if key == keys[0] {
-                        left = gone;
-                    }
-                }
-            }
-        }
+        let mut live = self.table.lock();
         // Kept before the table is let go: a connection of the host admitted meanwhile would
         // start from nothing, and its leaving overwrite this.
-        if let Some(host) = left {
-            self.table.retain_cost(keys[0], &host.shared);
-        }
-        drop(live);
+        self.table.unseat(&mut live, self.seat.id);
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::CostLimits;
+    use crate::listen::Verdict;
 
     fn ip(text: &str) -> IpAddr {
         text.parse().unwrap()
@@ -273,21 +469,29 @@ mod tests {
             "one host, one count"
         );
         assert!(!Arc::ptr_eq(&a2.shared(), &b1.shared()), "another host");
+        assert!(
+            Arc::ptr_eq(&a2.shared().group, &b1.shared().group),
+            "one subnet, one group"
+        );
         drop((a2, a3, b1, other));
         assert_eq!(table.held_by(ip("203.0.113.2")), 0);
-        let live = table.live.lock().unwrap();
+        let live = table.lock();
         assert!(
-            live.is_empty(),
-            "entries go with their last connection: {live:?}"
+            live.hosts.is_empty() && live.groups.is_empty() && live.seats.is_empty(),
+            "entries go with their last connection"
         );
     }
 
     #[test]
     fn a_hosts_cost_outlives_its_connections() {
         let table = HostTable::new(HostLimits::new(2, 4), "test");
+        let free = CostLimits {
+            decay_per_sec: 0.0,
+            ..CostLimits::default()
+        };
         let a = table.admit(ip("203.0.113.9")).unwrap();
         let b = table.admit(ip("203.0.113.9")).unwrap();
-        a.shared().cost.charge(500.0, 0.0);
+        a.shared().cost.charge(500.0, &free);
         assert_eq!(
             b.shared().cost.level(0.0),
             500.0,
@@ -298,14 +502,20 @@ mod tests {
         assert_eq!(again.shared().cost.level(0.0), 500.0, "kept when it left");
         let other = table.admit(ip("203.0.113.10")).unwrap();
         assert_eq!(other.shared().cost.level(0.0), 0.0);
+        assert_eq!(other.shared().cost.group.level(0.0), 500.0, "its group's");
         let exempt = table.admit(ip("127.0.0.1")).unwrap();
-        exempt.shared().cost.charge(50.0, 0.0);
+        exempt.shared().cost.charge(50.0, &free);
         drop(exempt);
         let exempt = table.admit(ip("127.0.0.1")).unwrap();
         assert_eq!(
             exempt.shared().cost.level(0.0),
             0.0,
             "an exempt connection's own"
+        );
+        assert_eq!(
+            exempt.shared().cost.group.level(0.0),
+            50.0,
+            "the exempt connections' group keeps what they cost"
         );
     }
 
@@ -316,7 +526,7 @@ mod tests {
         // A request under way holds the host's shares; its client hangs up, the job goes on.
         let job = a.shared();
         drop(a);
-        job.cost.charge(700.0, 0.0);
+        job.cost.host.charge(700.0, 0.0);
         let again = table.admit(ip("203.0.113.9")).unwrap();
         assert_eq!(again.shared().cost.level(0.0), 700.0);
     }
@@ -347,5 +557,91 @@ mod tests {
         );
         drop(exempt);
         assert_eq!(table.held_by(ip("127.0.0.1")), 0);
+    }
+
+    #[test]
+    fn a_group_over_its_cost_slows_its_costly_hosts_and_closes_none_but_its_own() {
+        let table = HostTable::new(HostLimits::new(4, 16), "test");
+        let limits = CostLimits {
+            decay_per_sec: 0.0,
+            ..CostLimits::default()
+        };
+        // Four hosts of one /24 spend just under their hard limit each: the group is past its.
+        let hosts: Vec<HostGuard> = (1..=4)
+            .map(|i| table.admit(ip(&format!("198.51.100.{i}"))).unwrap())
+            .collect();
+        for h in &hosts {
+            h.shared().cost.charge(9_999.0, &limits);
+        }
+        let neighbour = table.admit(ip("198.51.100.77")).unwrap();
+        neighbour.shared().cost.charge(10.0, &limits);
+        assert_eq!(
+            neighbour.shared().cost.verdict(&limits),
+            Verdict::Go,
+            "a quiet neighbour is served as ever"
+        );
+        neighbour.shared().cost.charge(1_000.0, &limits);
+        assert_eq!(
+            neighbour.shared().cost.verdict(&limits),
+            Verdict::Wait(crate::listen::cost::REQUEST_SLEEP),
+            "past the soft limit, a host of a costly group waits the longest pause"
+        );
+        let elsewhere = table.admit(ip("198.51.101.77")).unwrap();
+        assert_eq!(elsewhere.shared().cost.verdict(&limits), Verdict::Go);
+        hosts[0].shared().cost.charge(1.0, &limits);
+        assert_eq!(hosts[0].shared().cost.verdict(&limits), Verdict::Close);
+    }
+
+    #[test]
+    fn a_full_server_takes_a_seat_back_from_the_group_holding_the_most() {
+        let table = HostTable::with_total(HostLimits::new(6, 9), 10, "test");
+        // One /24 holds 8 of 10 places (5 from one host), another 2.
+        let crowd: Vec<HostGuard> = (0..8)
+            .map(|i| {
+                table
+                    .admit(ip(&format!("198.51.100.{}", 1 + usize::from(i >= 5))))
+                    .unwrap()
+            })
+            .collect();
+        let few: Vec<HostGuard> = (0..2)
+            .map(|_| table.admit(ip("203.0.113.5")).unwrap())
+            .collect();
+        crowd[0].seat().requested();
+        // The busiest host of the largest group is refused; one from a third group evicts its
+        // longest idle connection.
+        assert_eq!(table.admit(ip("198.51.100.1")).err(), Some(Refused::Full));
+        let newcomer = table.admit(ip("192.0.2.1")).unwrap();
+        assert_eq!(table.lock().seats.len(), 10);
+        let evicted: Vec<usize> = (0..8)
+            .filter(|&i| crowd[i].seat().evicted.load(Ordering::SeqCst))
+            .collect();
+        assert_eq!(evicted, vec![1], "the busiest host's longest idle");
+        assert!(few.iter().all(|g| !g.seat().evicted.load(Ordering::SeqCst)));
+        drop((crowd, few, newcomer));
+        assert!(
+            table.lock().seats.is_empty(),
+            "an evicted seat is counted once"
+        );
+    }
+
+    #[test]
+    fn exempt_connections_hold_half_the_server_and_make_room_among_themselves() {
+        let table = HostTable::with_total(HostLimits::new(4, 8), 10, "test");
+        let tor: Vec<HostGuard> = (0..5)
+            .map(|_| table.admit(ip("127.0.0.1")).unwrap())
+            .collect();
+        tor[0].seat().requested();
+        // A sixth evicts the longest idle of them rather than take more than half.
+        let honest = table.admit(ip("127.0.0.1")).unwrap();
+        assert!(tor[1].seat().evicted.load(Ordering::SeqCst));
+        assert!(
+            !tor[0].seat().evicted.load(Ordering::SeqCst),
+            "it asked lately"
+        );
+        let others: Vec<HostGuard> = (0..5)
+            .map(|i| table.admit(ip(&format!("198.51.{i}.1"))).unwrap())
+            .collect();
+        assert_eq!(table.lock().seats.len(), 10);
+        drop((tor, honest, others));
     }
 }

@@ -5,6 +5,7 @@
 //! ([`WriteDeadline`]); and the pool their query work runs in ([`WorkPool`]).
 
 pub mod cost;
+pub mod groups;
 mod hosts;
 pub mod log_limit;
 mod stall;
@@ -15,7 +16,8 @@ use std::time::Duration;
 
 use tokio::net::{TcpListener, TcpStream};
 
-pub use cost::{broadcast_checks, Account, Charged, Verdict};
+pub use cost::{broadcast_checks, Account, Accounts, Charged, Verdict};
+pub use groups::{GroupKey, GroupShares, Seat};
 pub use hosts::{HostGuard, HostShares, HostTable, Refused};
 pub use log_limit::{sanitized, LimitedLine};
 pub use stall::WriteDeadline;

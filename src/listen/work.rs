@@ -5,7 +5,10 @@
 //! whose client went is dropped from the queue, or stops at its next read when it runs
 //! ([`crate::types::abandoned`]). Long Electrum histories are streamed by threads of their own,
 //! [`STREAMS`] at most ([`STREAMS_PER_HOST`] for one host), each taking a place in the pool
-//! only while it reads. A host's share is one over every server.
+//! only while it reads. A host's share is one over every server, and so is its group's (IPv4
+//! /24, IPv6 /48, every exempt connection together): a job takes its host's turn, then its
+//! group's, then the server's place, so the addresses of one subnet hold no more of the pool
+//! than [`GROUP_SHARE`] says.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -14,6 +17,7 @@ use std::time::Duration;
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
+use super::groups::{GroupKey, GroupShares};
 use super::HostShares;
 use crate::types::{run_marked, Abandon, Subnet};
 
@@ -44,6 +48,13 @@ pub const QUICK_SCAN_MEMPOOL: usize = 10_000;
 /// The scans of every exempt connection together (127.0.0.1, where a Tor onion service's
 /// clients arrive, each connection otherwise a host of its own): half of each lane's places.
 pub const EXEMPT_SCANS: usize = SCANS / 2;
+/// What one group (a subnet's hosts, or every exempt connection) may hold at once, as a part of
+/// the server's: jobs, streamed histories, long scans and short scans each at most half.
+pub const GROUP_SHARE: f64 = 0.5;
+/// Long (and short) scans one subnet's hosts run at once: one host's worth. Scans are CPU, and
+/// a subnet of scanners then shares the cores with any other wallet's scan as one host would
+/// (two wallets behind one NAT restoring at once take turns).
+pub const SCANS_PER_GROUP: usize = 1;
 /// How long an HTTP request may wait for its slot, and a history for a place to stream from,
 /// before it is answered "busy".
 pub const MOST_WAIT: Duration = Duration::from_secs(20);
@@ -57,15 +68,18 @@ pub struct WorkPool {
     streams: Arc<Semaphore>,
     scans: Arc<Semaphore>,
     quick_scans: Arc<Semaphore>,
-    /// The scan turns every exempt connection shares.
+    /// The turns every exempt connection shares.
     exempt: Arc<HostWork>,
     closed: Abandon,
     /// Each host's share, by its key, while any of its connections or jobs holds it: every
     /// server's connections of one host share one.
     hosts: Mutex<HashMap<Subnet, Weak<HostWork>>>,
+    /// Each group's, by its key, likewise.
+    groups: Mutex<HashMap<GroupKey, Weak<HostWork>>>,
 }
 
-/// One host's share of the pool: its jobs and its streamed histories at once.
+/// One host's (or one group's) share of the pool: its jobs, its streamed histories and its
+/// scans at once.
 #[derive(Debug)]
 pub struct HostWork {
     jobs: Arc<Semaphore>,
@@ -75,25 +89,27 @@ pub struct HostWork {
 }
 
 impl HostWork {
-    fn new(jobs: usize) -> Self {
-        Self::with_scans(jobs, SCANS_PER_HOST, SCANS_PER_HOST)
-    }
-
-    fn with_scans(jobs: usize, scans: usize, quick_scans: usize) -> Self {
+    fn new(jobs: usize, streams: usize, scans: [usize; 2]) -> Self {
         HostWork {
             jobs: Arc::new(Semaphore::new(jobs)),
-            streams: Arc::new(Semaphore::new(STREAMS_PER_HOST)),
-            scans: Arc::new(Semaphore::new(scans)),
-            quick_scans: Arc::new(Semaphore::new(quick_scans)),
+            streams: Arc::new(Semaphore::new(streams)),
+            scans: Arc::new(Semaphore::new(scans[0])),
+            quick_scans: Arc::new(Semaphore::new(scans[1])),
         }
     }
+}
+
+/// A host's and its group's turns, and the shares they come from.
+struct Turns {
+    _host: OwnedSemaphorePermit,
+    _group: OwnedSemaphorePermit,
+    _shares: [Arc<HostWork>; 2],
 }
 
 /// A place to run one job in the pool, given back when dropped.
 pub struct Slot {
     _slot: OwnedSemaphorePermit,
-    _host: OwnedSemaphorePermit,
-    _share: Arc<HostWork>,
+    _turns: Turns,
 }
 
 /// A place for one streamed history (or one silent-payment scan), given back when dropped.
@@ -102,10 +118,7 @@ pub struct StreamPlace {
     place: Option<OwnedSemaphorePermit>,
     /// Where the server's place comes from.
     lane: Arc<Semaphore>,
-    _host: OwnedSemaphorePermit,
-    /// An exempt connection's scan's turn among every exempt connection's.
-    _exempt: Option<OwnedSemaphorePermit>,
-    _share: Arc<HostWork>,
+    _turns: Turns,
 }
 
 impl StreamPlace {
@@ -190,10 +203,28 @@ impl WorkPool {
             streams: Arc::new(Semaphore::new(STREAMS)),
             scans: Arc::new(Semaphore::new(SCANS)),
             quick_scans: Arc::new(Semaphore::new(QUICK_SCANS)),
-            exempt: Arc::new(HostWork::with_scans(0, EXEMPT_SCANS, QUICK_SCANS / 2)),
+            exempt: Arc::new(Self::group_work(threads, [EXEMPT_SCANS, QUICK_SCANS / 2])),
             closed: Abandon::default(),
             hosts: Mutex::new(HashMap::new()),
+            groups: Mutex::new(HashMap::new()),
         })
+    }
+
+    /// A group's share of a pool of `threads`: [`GROUP_SHARE`] of its jobs and streams (at
+    /// least one), and `scans` long and short.
+    fn group_work(threads: usize, scans: [usize; 2]) -> HostWork {
+        let part = |n: usize| ((n as f64 * GROUP_SHARE) as usize).max(1);
+        HostWork::new(part(threads), part(STREAMS), scans)
+    }
+
+    /// A subnet's share: [`SCANS_PER_GROUP`] of each lane.
+    fn subnet_work(&self) -> HostWork {
+        Self::group_work(self.threads, [SCANS_PER_GROUP; 2])
+    }
+
+    /// A host's share: [`WorkPool::per_host`] jobs, [`STREAMS_PER_HOST`], [`SCANS_PER_HOST`].
+    fn host_work(&self) -> HostWork {
+        HostWork::new(self.per_host(), STREAMS_PER_HOST, [SCANS_PER_HOST; 2])
     }
 
     /// Jobs one host may run at once: half the pool (at least one), so that one host never
@@ -202,40 +233,57 @@ impl WorkPool {
         (self.threads / 2).max(1)
     }
 
-    /// `host`'s share of the pool: the one its key has (made now if none has), or one of its
-    /// own for an exempt host's connection.
-    fn share(&self, host: &HostShares) -> Arc<HostWork> {
-        let made = host.work.get_or_init(|| {
-            let Some(key) = host.key else {
-                return Arc::new(HostWork::new(self.per_host()));
-            };
-            let mut hosts = self.hosts.lock().unwrap_or_else(PoisonError::into_inner);
-            if let Some(share) = hosts.get(&key).and_then(Weak::upgrade) {
-                return share;
-            }
-            // Shares nobody holds any more are dropped as the map doubles.
-            if hosts.len() >= 64 && hosts.len().is_power_of_two() {
-                hosts.retain(|_, share| share.strong_count() > 0);
-            }
-            let share = Arc::new(HostWork::new(self.per_host()));
-            hosts.insert(key, Arc::downgrade(&share));
-            share
+    /// `host`'s share of the pool and its group's: the ones their keys have (made now if none
+    /// has), or ones of their own for what no key counts (an exempt host's connection).
+    fn shares(&self, host: &HostShares) -> [Arc<HostWork>; 2] {
+        let own = host.work.get_or_init(|| match host.key {
+            None => Arc::new(self.host_work()),
+            Some(key) => shared(&self.hosts, key, || self.host_work()),
         });
-        made.clone()
+        let group = host
+            .group
+            .work
+            .get_or_init(|| self.group_share(&host.group));
+        [own.clone(), group.clone()]
     }
 
-    /// Waits for `host`'s turn (at most [`WorkPool::per_host`] of its jobs run at once), then for
-    /// a slot. For work that a connection asks one at a time (Electrum), so what waits is
-    /// bounded by the connections.
+    fn group_share(&self, group: &GroupShares) -> Arc<HostWork> {
+        match group.key {
+            Some(GroupKey::Exempt) => self.exempt.clone(),
+            Some(key) => shared(&self.groups, key, || self.subnet_work()),
+            None => Arc::new(self.subnet_work()),
+        }
+    }
+
+    /// Takes `host`'s turn and its group's from `lane` of each.
+    async fn turns(
+        &self,
+        host: &HostShares,
+        lane: impl Fn(&HostWork) -> &Arc<Semaphore>,
+    ) -> Result<Turns, Refused> {
+        let shares = self.shares(host);
+        let own = lane(&shares[0]).clone().acquire_owned().await;
+        let group = lane(&shares[1]).clone().acquire_owned().await;
+        match (own, group) {
+            (Ok(own), Ok(group)) => Ok(Turns {
+                _host: own,
+                _group: group,
+                _shares: shares,
+            }),
+            _ => Err(Refused::Closed),
+        }
+    }
+
+    /// Waits for `host`'s turn (at most [`WorkPool::per_host`] of its jobs run at once) and its
+    /// group's, then for a slot. For work that a connection asks one at a time (Electrum), so
+    /// what waits is bounded by the connections.
     pub async fn slot(&self, host: &HostShares) -> Result<Slot, Refused> {
-        let share = self.share(host);
-        let turn = share.jobs.clone().acquire_owned().await;
+        let turns = self.turns(host, |w| &w.jobs).await?;
         let slot = self.slots.clone().acquire_owned().await;
-        match (turn, slot, self.closed.is_raised()) {
-            (Ok(turn), Ok(slot), false) => Ok(Slot {
+        match (slot, self.closed.is_raised()) {
+            (Ok(slot), false) => Ok(Slot {
                 _slot: slot,
-                _host: turn,
-                _share: share,
+                _turns: turns,
             }),
             _ => Err(Refused::Closed),
         }
@@ -252,9 +300,7 @@ impl WorkPool {
     }
 
     async fn queue_for_slot(&self, host: &HostShares) -> Result<Slot, Refused> {
-        let share = self.share(host);
-        let turn = share.jobs.clone().acquire_owned().await;
-        let turn = turn.map_err(|_| Refused::Closed)?;
+        let turns = self.turns(host, |w| &w.jobs).await?;
         let queued = self
             .waiting
             .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
@@ -269,8 +315,7 @@ impl WorkPool {
         match (slot, self.closed.is_raised()) {
             (Ok(slot), false) => Ok(Slot {
                 _slot: slot,
-                _host: turn,
-                _share: share,
+                _turns: turns,
             }),
             _ => Err(Refused::Closed),
         }
@@ -311,54 +356,41 @@ impl WorkPool {
     /// Waits ([`MOST_WAIT`] at most) for a place for one streamed history of `host`'s, one of
     /// [`STREAMS_PER_HOST`].
     pub async fn stream_place(&self, host: &HostShares) -> Result<StreamPlace, Refused> {
-        let share = self.share(host);
         let places = async {
-            let turn = share.streams.clone().acquire_owned().await;
-            (turn, self.streams.clone().acquire_owned().await)
+            let turns = self.turns(host, |w| &w.streams).await;
+            (turns, self.streams.clone().acquire_owned().await)
         };
         match tokio::time::timeout(MOST_WAIT, places).await {
             Err(_) => Err(Refused::Busy),
-            Ok((Ok(turn), Ok(place))) if !self.closed.is_raised() => Ok(StreamPlace {
+            Ok((Ok(turns), Ok(place))) if !self.closed.is_raised() => Ok(StreamPlace {
                 place: Some(place),
                 lane: self.streams.clone(),
-                _host: turn,
-                _exempt: None,
-                _share: share.clone(),
+                _turns: turns,
             }),
             Ok(_) => Err(Refused::Closed),
         }
     }
 
     /// Waits, as long as it takes, for a place for one silent-payment scan of `host`'s: a
-    /// `quick` one (see [`QUICK_SCANS`]) one of its host's [`SCANS_PER_HOST`] short ones and of
-    /// [`QUICK_SCANS`], a long one one of its host's and of [`SCANS`]. An exempt connection
-    /// takes its own turn, then one of the turns every exempt connection shares
-    /// ([`EXEMPT_SCANS`], half the short ones), so one of them never holds more than a host's
-    /// part. A scan is a subscription's work, which its session drops (and with it this wait)
-    /// when it ends.
+    /// `quick` one (see [`QUICK_SCANS`]) one of its host's [`SCANS_PER_HOST`] short ones, of its
+    /// group's ([`SCANS_PER_GROUP`]; every exempt connection together [`EXEMPT_SCANS`]) and of
+    /// [`QUICK_SCANS`], a long one likewise of [`SCANS`]. A scan is a subscription's work, which
+    /// its session drops (and with it this wait) when it ends.
     pub async fn scan_place(&self, host: &HostShares, quick: bool) -> Result<StreamPlace, Refused> {
-        let lane = |share: &HostWork| match quick {
-            true => share.quick_scans.clone(),
-            false => share.scans.clone(),
-        };
-        let share = self.share(host);
-        let turn = lane(&share).acquire_owned().await;
-        let exempt = match host.key {
-            Some(_) => None,
-            None => Some(lane(&self.exempt).acquire_owned().await),
+        let turns = match quick {
+            true => self.turns(host, |w| &w.quick_scans).await,
+            false => self.turns(host, |w| &w.scans).await,
         };
         let places = match quick {
             true => &self.quick_scans,
             false => &self.scans,
         };
         let place = places.clone().acquire_owned().await;
-        match (turn, exempt.transpose(), place, self.closed.is_raised()) {
-            (Ok(turn), Ok(exempt), Ok(place), false) => Ok(StreamPlace {
+        match (turns, place, self.closed.is_raised()) {
+            (Ok(turns), Ok(place), false) => Ok(StreamPlace {
                 place: Some(place),
                 lane: places.clone(),
-                _host: turn,
-                _exempt: exempt,
-                _share: share,
+                _turns: turns,
             }),
             _ => Err(Refused::Closed),
         }
@@ -387,6 +419,25 @@ impl WorkPool {
     pub fn waiting(&self) -> usize {
         self.waiting.load(Ordering::SeqCst)
     }
+}
+
+/// The share `key` has in `map` (made with `make` if none has); shares nobody holds any more
+/// are dropped as the map doubles.
+fn shared<K: Copy + Eq + std::hash::Hash>(
+    map: &Mutex<HashMap<K, Weak<HostWork>>>,
+    key: K,
+    make: impl FnOnce() -> HostWork,
+) -> Arc<HostWork> {
+    let mut map = map.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(share) = map.get(&key).and_then(Weak::upgrade) {
+        return share;
+    }
+    if map.len() >= 64 && map.len().is_power_of_two() {
+        map.retain(|_, share| share.strong_count() > 0);
+    }
+    let share = Arc::new(make());
+    map.insert(key, Arc::downgrade(&share));
+    share
 }
 
 #[cfg(test)]
@@ -501,8 +552,17 @@ mod tests {
         let quick = tokio::time::timeout(wait, pool.scan_place(&hosts[0], true)).await;
         assert!(quick.is_ok_and(|q| q.is_ok()));
         drop(long);
-        // Every exempt connection (no host key) together: half the long places.
-        let exempt: Vec<HostShares> = (0..=EXEMPT_SCANS).map(|_| HostShares::default()).collect();
+        // Every exempt connection (no host key, the exempt group) together: half the long
+        // places.
+        let exempt_group = Arc::new(GroupShares {
+            key: Some(GroupKey::Exempt),
+            ..GroupShares::default()
+        });
+        let of_exempt = || HostShares {
+            group: exempt_group.clone(),
+            ..HostShares::default()
+        };
+        let exempt: Vec<HostShares> = (0..=EXEMPT_SCANS).map(|_| of_exempt()).collect();
         let mut held = Vec::new();
         for e in &exempt[..EXEMPT_SCANS] {
             held.push(pool.scan_place(e, false).await.unwrap());
@@ -516,7 +576,7 @@ mod tests {
         );
         drop(held);
         // One exempt connection holds one long and one short place, not the exempt ones all.
-        let one = HostShares::default();
+        let one = of_exempt();
         let _long = pool.scan_place(&one, false).await.unwrap();
         let second = tokio::time::timeout(wait, pool.scan_place(&one, false)).await;
         assert!(

@@ -66,6 +66,9 @@ pub struct Metrics {
     /// Electrum connections closed at accept, by the limit they met: `ip`, `subnet`, `limit`,
     /// `cost`.
     pub electrum_connections_refused: IntCounterVec,
+    /// Connections ended to give their place to a newcomer of another group (the server full,
+    /// the exempt connections' share full, or the silent-payment subscriptions), by server.
+    pub connections_evicted: IntCounterVec,
     /// Electrum sessions ended, by why: `left`, `idle`, `too_long`, `not_reading`,
     /// `write_stalled`, `cost`.
     pub electrum_disconnects: IntCounterVec,
@@ -263,6 +266,16 @@ impl Metrics {
                         "Electrum connections closed at accept, by the limit they met.",
                     ),
                     &["reason"],
+                ),
+            ),
+            connections_evicted: registered(
+                &r,
+                IntCounterVec::new(
+                    opts(
+                        "connections_evicted_total",
+                        "Connections ended to give their place to a newcomer of another group, by server.",
+                    ),
+                    &["server"],
                 ),
             ),
             electrum_disconnects: registered(

@@ -139,7 +139,7 @@ impl Inbound {
                 .filter(|(id, _)| !protected.contains(id))
                 .map(|(id, h)| (*id, h))
                 .collect();
-            let victim = choose_victim(&candidates, group, host)?;
+            let victim = choose_victim(&candidates, group, host, spared)?;
             if let Some(task) = held.remove(&victim).and_then(|h| h.task) {
                 task.abort();
             }
@@ -228,11 +228,15 @@ fn protect(
 }
 
 /// The connection to evict for a newcomer from `group` and `host`, or `None` when the newcomer
-/// is the one that would go.
+/// is the one that would go. A `spared` newcomer's host (127.0.0.1, where every Tor peer
+/// arrives) gives its youngest connection up even when it is the busiest, as in Core, which
+/// never counts the newcomer: a host behind which many peers hide cannot be shut by some of
+/// them holding every place.
 fn choose_victim(
     held: &HashMap<PeerId, &Held>,
     new_group: Subnet,
     new_host: Subnet,
+    spared: bool,
 ) -> Option<PeerId> {
     let mut groups: HashMap<Subnet, usize> = HashMap::new();
     for h in held.values() {
@@ -253,7 +257,7 @@ fn choose_victim(
         *hosts.entry(new_host).or_default() += 1;
     }
     let top_host = *hosts.iter().max_by_key(|(h, n)| (**n, **h == new_host))?.0;
-    if top_host == new_host {
+    if top_host == new_host && !spared {
         return None;
     }
     held.iter()
@@ -292,12 +296,17 @@ mod tests {
     }
 
     fn victim(conns: &[(PeerId, &str)], newcomer: &str) -> Option<PeerId> {
+        victim_spared(conns, newcomer, false)
+    }
+
+    fn victim_spared(conns: &[(PeerId, &str)], newcomer: &str, spared: bool) -> Option<PeerId> {
         let held = held(conns);
         let ip = addr(newcomer).ip();
         choose_victim(
             &held.iter().map(|(i, h)| (*i, h)).collect(),
             group(ip),
             host(ip),
+            spared,
         )
     }
 
@@ -311,8 +320,10 @@ mod tests {
         ];
         // The host with three gives its youngest to a newcomer from anywhere else...
         assert_eq!(victim(&crowd, "192.0.2.9"), Some(2));
-        // ...but not to itself.
+        // ...but not to itself, unless it is spared the per-host rules (Tor's 127.0.0.1): then
+        // its youngest gives way, as in Core.
         assert_eq!(victim(&crowd, "10.0.0.2"), None);
+        assert_eq!(victim_spared(&crowd, "10.0.0.2", true), Some(2));
         // With every host at one connection in its own group, a newcomer is refused.
         let spread = [
             (10, "10.2.0.1"),

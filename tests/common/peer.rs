@@ -206,6 +206,17 @@ impl ScriptedPeer {
                 .is_some()
     }
 
+    /// Waits for cairn's ping and answers it, as a well-behaved peer does (its round trip then
+    /// counts for it when inbound places are scarce).
+    pub fn answer_ping(&mut self) -> bool {
+        use bitcoin::p2p::message::NetworkMessage;
+        let nonce = self.recv_until(|m| match m {
+            NetworkMessage::Ping(n) => Some(*n),
+            _ => None,
+        });
+        nonce.is_some_and(|n| self.send(NetworkMessage::Pong(n)).is_ok())
+    }
+
     /// A second `version` after the handshake: misbehaviour Core bans for.
     pub fn send_second_version(&mut self) -> std::io::Result<()> {
         self.send(bitcoin::p2p::message::NetworkMessage::Version(
