@@ -140,6 +140,41 @@ fn silent(from: &str, to: SocketAddr, count: usize) -> Vec<TcpStream> {
         .collect()
 }
 
+/// Attack: **Tor's address took every place.** Exempt connections (127.0.0.1, where a local Tor
+/// onion service's clients all arrive) counted toward `electrum_max_connections` only. With
+/// `--electrum-max-connections=100`, 150 silent connections from 127.0.0.1. Asserted: at most
+/// 50 stay open (the exempt connections' half); a client from 127.0.0.3 is answered; an honest
+/// wallet from 127.0.0.1 gets in (the youngest silent one gives its place up), subscribes, and
+/// keeps its place while 30 more silent ones arrive after it, each taking the place of a silent
+/// one (as Core's eviction protects the peers that relay, a subscription protects a wallet).
+///
+/// *Fails before the fix* (1712e6d): the 150 held all 100 places and 127.0.0.3 was refused.
+#[test]
+fn tors_address_holds_half_the_places_and_its_own_make_room() {
+    let served = Served::start(&["--electrum-max-connections=100"]);
+    let e = served.electrum;
+    let flood = silent("127.0.0.1", e, 150);
+    std::thread::sleep(Duration::from_secs(1));
+    let open = served.metric(TCP_OPEN);
+    println!("150 silent connections from 127.0.0.1: {open} open");
+    assert!(open <= 50.0, "{open} exempt connections hold places");
+    let other = answered_within(e, "127.0.0.3", HONEST_WITHIN)
+        .unwrap_or_else(|err| panic!("127.0.0.3 beside the exempt flood: {err}"));
+    let mut tor_wallet = Lines::connect_from("127.0.0.1", e, "1.4");
+    let script_hash = "9f8c2a04a4e8d2b7e3a3b3b43c1e6a2f5d1a0c9b8e7f6a5b4c3d2e1f0a9b8c7d";
+    let subscribed = tor_wallet.call("blockchain.scripthash.subscribe", json!([script_hash]));
+    assert!(subscribed.get("result").is_some(), "{subscribed}");
+    let more = silent("127.0.0.1", e, 30);
+    std::thread::sleep(Duration::from_secs(1));
+    let answer = tor_wallet.try_call("server.ping", json!([]));
+    println!("127.0.0.3 answered in {other:?}; the Tor wallet after 30 more: {answer:?}");
+    assert!(
+        answer.is_some_and(|a| a.get("result").is_some()),
+        "the honest Tor wallet lost its place"
+    );
+    drop((flood, more));
+}
+
 // ---- Finding 1: answers nobody reads ----
 
 /// The write timeout test 1 sets (`--electrum-write-timeout-secs`).

@@ -68,6 +68,15 @@ async fn forward(tx: &mpsc::Sender<Incoming>, incoming: Incoming) -> bool {
     tx.send(incoming).await.is_ok() && more
 }
 
+/// A task ended when this is dropped.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
 /// A client's byte stream: a TCP connection, or TLS over one.
 pub trait Stream: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static {}
 
@@ -107,6 +116,9 @@ pub async fn run(
             }
         }
     });
+    // Ended however the session ends, an eviction's abort among them: the reader holds the
+    // socket's read half, which would stay open until the client spoke.
+    let reader = AbortOnDrop(reader);
     let (out_tx, out_rx) = mpsc::channel::<Queued>(OUTBOX);
     let stall = backend.config.write_timeout;
     let writer = tokio::spawn(write_lines(write_half, out_rx, stall));
@@ -119,7 +131,7 @@ pub async fn run(
         true,
     )
     .await;
-    reader.abort();
+    drop(reader);
     finish(peer, end, writer).await;
 }
 
@@ -323,6 +335,7 @@ pub async fn run_websocket(
             }
         }
     });
+    let reader = AbortOnDrop(reader);
     let (out_tx, mut out_rx) = mpsc::channel::<Queued>(OUTBOX);
     let stall = backend.config.write_timeout;
     let writer = tokio::spawn(async move {
@@ -351,7 +364,7 @@ pub async fn run_websocket(
         false,
     )
     .await;
-    reader.abort();
+    drop(reader);
     finish(peer, end, writer).await;
 }
 
@@ -404,7 +417,6 @@ async fn serve(
                     }
                     Some(Incoming::Request(request)) => request,
                 };
-                out.budget.seat.requested();
                 // ElectrumX's throttle: a costly host waits, or is closed.
                 match host.cost.verdict(&limits) {
                     Verdict::Go => {}

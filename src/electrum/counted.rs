@@ -82,7 +82,9 @@ pub const SILENT_PER_HOST: usize = 2 * super::silent_payments::MAX_SUBSCRIPTIONS
 /// together: two hosts' worth, a tenth of the server's.
 pub const SILENT_PER_GROUP: usize = 2 * SILENT_PER_HOST;
 /// Silent-payment subscriptions every exempt connection (127.0.0.1, where a Tor onion service's
-/// clients arrive) may hold together: a quarter of the server's.
+/// clients arrive) may hold together: a quarter of the server's. Past it, the exempt connection
+/// holding the most gives its seat up for one holding fewer; they lose none to other groups
+/// below half of it.
 pub const SILENT_EXEMPT: usize = SILENT_TOTAL / 4;
 /// Silent-payment subscriptions the server holds over every connection. Each new mainnet block
 /// has some 640 eligible transactions (153.7 million from Taproot's activation to height
@@ -112,35 +114,36 @@ impl SubscriptionShares {
             };
         }
         self.held = now;
+        self.seat.set_subscribed(now + self.seat.silent() > 0);
     }
 
     /// The session now holds `now` silent-payment subscriptions.
     pub(super) fn hold_silent(&mut self, now: usize) {
         self.seat.hold_silent(now);
+        self.seat.set_subscribed(now + self.held > 0);
     }
 
     /// Refuses one more silent-payment subscription when the host or its group holds its
-    /// limit, or the server does and no group holding more than this one's gives a connection's
-    /// up.
+    /// limit, or the server does, unless a connection holding more gives its seat up: within
+    /// the exempt connections, the one holding the most; over the server, one of the group
+    /// holding the most (the exempt connections' only while they hold more than half their
+    /// share).
     pub(super) fn silent_room(&self) -> Result<(), RpcError> {
-        let group = &self.host.group;
-        let (group_limit, of_group) = match group.is_exempt() {
-            true => (SILENT_EXEMPT, "from exempt addresses"),
-            false => (SILENT_PER_GROUP, "from this network"),
-        };
-        for (now, limit, of) in [
-            (
-                &self.host.silent_subscriptions,
-                SILENT_PER_HOST,
-                "from this address",
-            ),
-            (&group.silent_subscriptions, group_limit, of_group),
-        ] {
-            if now.load(Ordering::SeqCst) >= limit {
-                return Err(full(limit, of));
-            }
+        let held = |count: &AtomicUsize| count.load(Ordering::SeqCst);
+        if held(&self.host.silent_subscriptions) >= SILENT_PER_HOST {
+            return Err(full(SILENT_PER_HOST, "from this address"));
         }
-        match self.seat.table_room(SILENT_TOTAL) {
+        let group = &self.host.group;
+        match group.is_exempt() {
+            true if !self.seat.exempt_room(SILENT_EXEMPT) => {
+                return Err(full(SILENT_EXEMPT, "from exempt addresses"));
+            }
+            false if held(&group.silent_subscriptions) >= SILENT_PER_GROUP => {
+                return Err(full(SILENT_PER_GROUP, "from this network"));
+            }
+            _ => {}
+        }
+        match self.seat.table_room(SILENT_TOTAL, SILENT_EXEMPT / 2) {
             true => Ok(()),
             false => Err(full(SILENT_TOTAL, "on this server")),
         }

@@ -183,6 +183,12 @@ impl Places {
                 .with_label_values(&[reason])
                 .inc();
         };
+        // A host at the hard limit of its cost gets no handshake (and pays nothing more for
+        // being refused), and takes nobody's place.
+        if self.hosts.cost_of(peer.ip()).verdict(&self.cost) == cost::Verdict::Close {
+            refused("cost");
+            return None;
+        }
         let host = match self.hosts.admit(peer.ip()) {
             Ok(host) => host,
             Err(limit) => {
@@ -190,14 +196,8 @@ impl Places {
                 return None;
             }
         };
-        // A host at the hard limit of its cost gets no handshake (and pays nothing more for
-        // being refused); any other pays for one.
-        let shared = host.shared();
-        if shared.cost.verdict(&self.cost) == cost::Verdict::Close {
-            refused("cost");
-            return None;
-        }
-        shared.cost.charge(cost::CONNECTION, &self.cost);
+        // Any other pays for its handshake.
+        host.shared().cost.charge(cost::CONNECTION, &self.cost);
         Some(host)
     }
 }

@@ -82,13 +82,19 @@ impl Account {
 /// however little its own cost, but only a host's own cost closes it, and a quiet neighbour is
 /// never held. So a subnet of abusers is slowed as one (each fresh address gets the soft
 /// limit's worth, then waits), and an honest wallet behind the same NAT, or on the same Tor
-/// onion service, is served as ever.
+/// onion service, is served as ever. Every exempt connection (where a Tor onion service's
+/// clients arrive, each connection a host of its own with a fresh account) is held back by its
+/// group's cost whatever its own, so reconnecting clears nothing.
 #[derive(Debug, Default, Clone)]
 pub struct Accounts {
     /// The host's (an exempt connection's own).
     pub host: Arc<Account>,
     /// Its group's.
     pub group: Arc<Account>,
+    /// Whether it is an exempt connection's, whose own account starts afresh with each
+    /// connection: its group's cost (every exempt connection's, kept for as long as the server
+    /// runs) then holds it back whatever its own, as ElectrumX holds every session of a group.
+    pub exempt: bool,
 }
 
 /// How many hosts' worth of cost a group may run up: as many as its connections
@@ -106,7 +112,7 @@ impl Accounts {
         let decay = limits.decay_per_sec;
         let level = self.host.level(decay);
         let host = limits.verdict(level);
-        if limits.soft <= 0.0 || level <= limits.soft {
+        if !self.exempt && (limits.soft <= 0.0 || level <= limits.soft) {
             return host;
         }
         let group = limits

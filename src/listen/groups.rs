@@ -1,12 +1,11 @@
 //! The groups hosts belong to, and the connections they hold: what a whole subnet shares
 //! ([`GroupShares`]), and one connection's seat ([`Seat`]), which a full server can take back
-//! from the group holding the most (as Core's inbound eviction picks from the largest network
-//! group, `SelectNodeToEvict`).
+//! (as Core's inbound eviction takes the youngest of the largest network group,
+//! `SelectNodeToEvict`).
 
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
-use std::time::Instant;
 
 use tokio::task::AbortHandle;
 
@@ -58,18 +57,19 @@ impl GroupShares {
     }
 }
 
-/// One connection's seat in its server's [`HostTable`]: what it does, for choosing which
+/// One connection's seat in its server's [`HostTable`]: what it holds, for choosing which
 /// connection gives its seat up, and how to end it.
 #[derive(Debug)]
 pub struct Seat {
-    /// Its number in its table.
+    /// Its number in its table: a younger seat has a larger one.
     pub(super) id: u64,
     /// What it shares with every connection of its host (its own, for an exempt connection).
     pub host: Arc<HostShares>,
-    /// When it last sent a request (or connected).
-    last_request: Mutex<Instant>,
-    /// Its silent-payment subscriptions.
-    silent: AtomicUsize,
+    /// Its silent-payment subscriptions (moved with the counts it adds to under this lock, so
+    /// that an eviction and the session's own change never interleave).
+    silent: Mutex<usize>,
+    /// Whether it holds a subscription (a wallet's mark: it protects the seat from eviction).
+    subscribed: AtomicBool,
     /// Ends its task (set once the task is spawned).
     task: OnceLock<AbortHandle>,
     /// Whether it was evicted (its task ends as soon as it is known).
@@ -84,8 +84,8 @@ impl Seat {
         Seat {
             id,
             host,
-            last_request: Mutex::new(Instant::now()),
-            silent: AtomicUsize::new(0),
+            silent: Mutex::new(0),
+            subscribed: AtomicBool::new(false),
             task: OnceLock::new(),
             evicted: AtomicBool::new(false),
             table,
@@ -97,12 +97,6 @@ impl Seat {
         Arc::new(Seat::new(0, Arc::default(), Weak::new()))
     }
 
-    /// Notes that the connection sent a request now (an idle connection gives its seat up
-    /// first).
-    pub fn requested(&self) {
-        *self.lock_last() = Instant::now();
-    }
-
     /// Notes the task serving the connection, which an eviction ends (at once if the seat was
     /// taken back already).
     pub fn running(&self, task: AbortHandle) {
@@ -110,6 +104,11 @@ impl Seat {
         if self.evicted.load(Ordering::SeqCst) {
             task.abort();
         }
+    }
+
+    /// Notes whether the connection holds a subscription now.
+    pub fn set_subscribed(&self, yes: bool) {
+        self.subscribed.store(yes, Ordering::SeqCst);
     }
 
     /// Ends the connection: its seat was taken back.
@@ -120,45 +119,48 @@ impl Seat {
         }
     }
 
-    /// How long since its last request.
-    pub(super) fn idle_since(&self) -> Instant {
-        *self.lock_last()
-    }
-
-    fn lock_last(&self) -> std::sync::MutexGuard<'_, Instant> {
-        self.last_request
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+    fn lock_silent(&self) -> std::sync::MutexGuard<'_, usize> {
+        self.silent.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Its silent-payment subscriptions.
     pub fn silent(&self) -> usize {
-        self.silent.load(Ordering::SeqCst)
+        *self.lock_silent()
     }
 
     /// The connection now holds `now` silent-payment subscriptions: its host's, its group's
     /// and its table's counts move with it.
     pub fn hold_silent(&self, now: usize) {
-        let before = self.silent.swap(now, Ordering::SeqCst);
-        self.shift_silent(before, now);
-    }
-
-    /// Whether the table has room for one more silent-payment subscription of this
-    /// connection's under `limit` in all, taking a seat back from the group holding the most
-    /// if it has not (always, for a seat in no table).
-    pub fn table_room(&self, limit: usize) -> bool {
-        let Some(table) = self.table.upgrade() else {
-            return true;
-        };
-        table.silent_total() < limit || table.evict_for_silent(self)
+        let mut held = self.lock_silent();
+        self.shift_silent(*held, now);
+        *held = now;
     }
 
     /// Gives every silent-payment subscription of the connection up from the counts (it is
     /// being evicted for them).
-    pub(super) fn release_silent(&self) -> usize {
-        let before = self.silent.swap(0, Ordering::SeqCst);
-        self.shift_silent(before, 0);
-        before
+    pub(super) fn release_silent(&self) {
+        self.hold_silent(0);
+    }
+
+    /// Whether one more silent-payment subscription of this connection fits: the table holds
+    /// fewer than `limit` in all, or a connection of the group holding the most gives its seat
+    /// up (the exempt connections' group only while it holds more than `exempt_floor`). Always,
+    /// for a seat in no table.
+    pub fn table_room(&self, limit: usize, exempt_floor: usize) -> bool {
+        match self.table.upgrade() {
+            Some(table) => table.make_silent_room(self, limit, exempt_floor),
+            None => true,
+        }
+    }
+
+    /// Whether one more silent-payment subscription of this exempt connection fits when the
+    /// exempt connections hold `cap` together: the exempt connection holding the most gives its
+    /// seat up if it holds more than this one would.
+    pub fn exempt_room(&self, cap: usize) -> bool {
+        match self.table.upgrade() {
+            Some(table) => table.make_exempt_silent_room(self, cap),
+            None => true,
+        }
     }
 
     fn shift_silent(&self, before: usize, now: usize) {
@@ -177,82 +179,25 @@ impl Seat {
     }
 }
 
-/// The key a seat's host counts under (`None`: exempt, a host of its own).
-fn host_of(seat: &Seat) -> Option<Subnet> {
-    seat.host.key
-}
-
-/// The seat to take back for a newcomer of `new_group` (and `new_host`, `None` when exempt)
-/// when the server is full: from the group with the most seats (the newcomer counted in its
-/// own; ties go to the newcomer's, so that equals do not push each other out), its host with
-/// the most, that host's longest idle seat. `None` when the newcomer's own host would be the
-/// one to give way: a group that holds the most cannot take one more by evicting itself,
-/// except an exempt newcomer, who evicts the longest idle exempt connection (every Tor client
-/// is one host, as in Core, where the youngest of the largest group goes).
-pub(super) fn victim(
-    seats: &[Arc<Seat>],
-    new_group: GroupKey,
-    new_host: Option<Subnet>,
-) -> Option<Arc<Seat>> {
-    let group_of = |s: &Arc<Seat>| s.host.group.key;
-    let top_group = busiest(seats.iter().map(group_of), Some(new_group))?;
-    let in_group: Vec<&Arc<Seat>> = seats
-        .iter()
-        .filter(|s| group_of(s) == Some(top_group))
+/// The seat of `seats` to give up, as Core's `SelectNodeToEvict` chooses: connections holding a
+/// subscription (a wallet's, as Core protects peers that relayed blocks and transactions) and
+/// the longest-connected half of the rest are protected; the youngest of the others goes, so a
+/// flood of new connections evicts its own while wallets and the long-lived stay. `None` when
+/// every one is protected.
+pub(super) fn victim_among<'a>(seats: impl Iterator<Item = &'a Arc<Seat>>) -> Option<Arc<Seat>> {
+    let mut open: Vec<&Arc<Seat>> = seats
+        .filter(|s| !s.subscribed.load(Ordering::SeqCst))
         .collect();
-    if top_group == GroupKey::Exempt {
-        return longest_idle(in_group.iter().copied());
-    }
-    let newcomer_here = (top_group == new_group).then_some(new_host).flatten();
-    let top_host = busiest(in_group.iter().map(|s| host_of(s)), newcomer_here)?;
-    if new_group == top_group && Some(top_host) == new_host {
-        return None;
-    }
-    longest_idle(
-        in_group
-            .into_iter()
-            .filter(|s| host_of(s) == Some(top_host)),
-    )
+    open.sort_by_key(|s| s.id);
+    let protected = open.len() / 2;
+    open.get(protected..)?.last().map(|s| (*s).clone())
 }
 
-/// The key counted most often among `keys` and `newcomer` (ties to the newcomer's).
-fn busiest<K: Copy + Eq + std::hash::Hash>(
-    keys: impl Iterator<Item = Option<K>>,
-    newcomer: Option<K>,
-) -> Option<K> {
-    let mut counts: std::collections::HashMap<K, usize> = std::collections::HashMap::new();
-    for key in keys.chain(std::iter::once(newcomer)).flatten() {
-        *counts.entry(key).or_default() += 1;
-    }
-    counts
-        .into_iter()
-        .max_by_key(|(k, n)| (*n, Some(*k) == newcomer))
-        .map(|(k, _)| k)
-}
-
-/// The seat idle the longest (ties to the younger).
-pub(super) fn longest_idle<'a>(seats: impl Iterator<Item = &'a Arc<Seat>>) -> Option<Arc<Seat>> {
+/// The seat of `seats` holding the most silent-payment subscriptions (ties to the younger).
+pub(super) fn richest<'a>(seats: impl Iterator<Item = &'a Arc<Seat>>) -> Option<Arc<Seat>> {
     seats
-        .min_by_key(|s| (s.idle_since(), std::cmp::Reverse(s.id)))
-        .cloned()
-}
-
-/// The seat to take back for a silent-payment subscription of `asker`'s when the server holds
-/// all it takes: from the group holding the most, if it holds more than the asker's would with
-/// one more, its connection holding the most (ties to the longest idle).
-pub(super) fn silent_victim(seats: &[Arc<Seat>], asker: &Seat) -> Option<Arc<Seat>> {
-    let mine = asker.host.group.silent_subscriptions.load(Ordering::SeqCst);
-    let top = seats
-        .iter()
-        .filter(|s| s.silent() > 0)
-        .map(|s| &s.host.group)
-        .max_by_key(|g| g.silent_subscriptions.load(Ordering::SeqCst))?;
-    if top.silent_subscriptions.load(Ordering::SeqCst) <= mine + 1 {
-        return None;
-    }
-    seats
-        .iter()
-        .filter(|s| Arc::ptr_eq(&s.host.group, top) && s.silent() > 0)
-        .min_by_key(|s| (std::cmp::Reverse(s.silent()), s.idle_since()))
-        .cloned()
+        .map(|s| (s.silent(), s))
+        .filter(|(n, _)| *n > 0)
+        .max_by_key(|(n, s)| (*n, s.id))
+        .map(|(_, s)| s.clone())
 }

@@ -10,7 +10,8 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
 use super::cost::{Account, Accounts};
-use super::groups::{self, GroupKey, GroupShares, Seat};
+use super::groups::{GroupKey, GroupShares, Seat};
+use super::seats::{leave, Held, Live};
 use crate::config::HostLimits;
 use crate::types::Subnet;
 
@@ -18,9 +19,10 @@ use crate::types::Subnet;
 /// is admitted only while its host and its subnet are under their limits ([`HostLimits`]), as
 /// Fulcrum's per-IP count (`Servers.cpp`, `attachPerIPDataAndCheckLimits`), taken at accept,
 /// before any handshake. When the server holds its total, the group with the most connections
-/// gives its busiest host's longest idle one up for a newcomer of another group; every exempt
-/// connection together is one group, holding at most half the total. Its [`HostGuard`] gives
-/// the place back when the connection ends.
+/// gives its busiest host's youngest one up for a newcomer that is not that host (so a newcomer
+/// of another group always gets in); every exempt connection together is one group, holding
+/// at most half the total and never evicted for others below a quarter. Its [`HostGuard`]
+/// gives the place back when the connection ends.
 pub struct HostTable {
     limits: HostLimits,
     /// Connections at once (`usize::MAX`: counted by the server instead).
@@ -43,20 +45,6 @@ pub struct HostTable {
 /// Hosts (and groups) whose cost is kept after their last connection ends, at most; the
 /// cheapest goes first.
 const RETAINED: usize = 4_096;
-
-/// What the table holds now.
-#[derive(Default)]
-struct Live {
-    hosts: HashMap<Subnet, Held<HostShares>>,
-    groups: HashMap<GroupKey, Held<GroupShares>>,
-    seats: HashMap<u64, Arc<Seat>>,
-}
-
-/// A host or group with connections, and what they share.
-struct Held<T> {
-    conns: usize,
-    shared: Arc<T>,
-}
 
 /// What all the connections of one host hold together, counted against its shares.
 #[derive(Debug, Default)]
@@ -184,6 +172,7 @@ impl HostTable {
                 cost: Accounts {
                     host: Arc::default(),
                     group: group_shares.cost.clone(),
+                    exempt: true,
                 },
                 group: group_shares,
                 ..HostShares::default()
@@ -200,6 +189,7 @@ impl HostTable {
                                 .unwrap_or_else(PoisonError::into_inner)
                                 .take(&key),
                             group: group_shares.cost.clone(),
+                            exempt: false,
                         },
                         group: group_shares,
                         ..HostShares::default()
@@ -227,30 +217,52 @@ impl HostTable {
         host: Option<Subnet>,
         group: GroupKey,
     ) -> Result<(), Refused> {
-        let held = |l: &Live, g: &GroupKey| l.groups.get(g).map_or(0, |h| h.conns);
         if let Some(key) = host {
             if live.hosts.get(&key).map_or(0, |h| h.conns) >= self.limits.per_ip {
                 return Err(Refused::Ip);
             }
-            if held(live, &group) >= self.limits.per_subnet {
+            if live.group_conns(&group) >= self.limits.per_subnet {
                 return Err(Refused::Subnet);
             }
-        } else if self.total != usize::MAX && held(live, &group) >= self.total / 2 {
-            let exempt: Vec<Arc<Seat>> = live
-                .seats
-                .values()
-                .filter(|s| s.host.group.is_exempt())
-                .cloned()
-                .collect();
-            let victim = groups::longest_idle(exempt.iter()).ok_or(Refused::Full)?;
+        } else if self.total != usize::MAX && live.group_conns(&group) >= self.exempt_share() {
+            let victim = live
+                .victim(GroupKey::Exempt, None, 0)
+                .ok_or(Refused::Full)?;
             self.evict(live, &victim);
         }
         if live.seats.len() >= self.total {
-            let seats: Vec<Arc<Seat>> = live.seats.values().cloned().collect();
-            let victim = groups::victim(&seats, group, host).ok_or(Refused::Full)?;
+            let floor = self.total / 4;
+            let victim = live.victim(group, host, floor).ok_or(Refused::Full)?;
             self.evict(live, &victim);
         }
         Ok(())
+    }
+
+    /// The most connections every exempt one together holds: half the total (at least one).
+    fn exempt_share(&self) -> usize {
+        (self.total / 2).max(1)
+    }
+
+    /// What a connection from `ip` would be charged to, without admitting it: so that a host
+    /// at its hard limit is refused before it could take anyone's place.
+    pub fn cost_of(&self, ip: IpAddr) -> Accounts {
+        if self.limits.exempt.iter().any(|net| net.contains(ip)) {
+            return Accounts {
+                host: Arc::default(),
+                group: self.exempt.cost.clone(),
+                exempt: true,
+            };
+        }
+        let (host, group) = (Self::host_key(ip), GroupKey::of(ip));
+        let live = self.lock();
+        let host_cost = live.hosts.get(&host).map(|h| h.shared.cost.host.clone());
+        let group_cost = live.groups.get(&group).map(|g| g.shared.cost.clone());
+        drop(live);
+        Accounts {
+            host: host_cost.unwrap_or_else(|| peek(&self.retained_hosts, &host)),
+            group: group_cost.unwrap_or_else(|| peek(&self.retained_groups, &group)),
+            exempt: false,
+        }
     }
 
     /// The shares of `key`'s group, counting one more connection in it.
@@ -289,13 +301,34 @@ impl HostTable {
         );
     }
 
-    /// Takes a seat back for a silent-payment subscription of `asker`'s when the server holds
-    /// every one it takes: the group holding the most, if it holds more than the asker's would,
-    /// gives up its connection holding the most. Whether a seat was taken back.
-    pub(super) fn evict_for_silent(&self, asker: &Seat) -> bool {
+    /// Whether one more silent-payment subscription of `asker`'s fits under `limit` in all,
+    /// taking a seat back if it does not: the group holding the most (the exempt connections'
+    /// only while they hold more than `exempt_floor`), if it holds more than the asker's would,
+    /// gives up its connection holding the most.
+    pub(super) fn make_silent_room(&self, asker: &Seat, limit: usize, exempt_floor: usize) -> bool {
         let mut live = self.lock();
-        let seats: Vec<Arc<Seat>> = live.seats.values().cloned().collect();
-        let Some(victim) = groups::silent_victim(&seats, asker) else {
+        // Asked again under the lock: many asking at once take one seat back, not one each.
+        if self.silent_total() < limit {
+            return true;
+        }
+        let Some(victim) = live.silent_victim(asker, exempt_floor) else {
+            return false;
+        };
+        victim.release_silent();
+        self.evict(&mut live, &victim);
+        true
+    }
+
+    /// Whether one more silent-payment subscription of the exempt `asker`'s fits under `cap`
+    /// for every exempt connection together, taking back the seat of the exempt connection
+    /// holding the most if it does not, when that holds more than the asker would.
+    pub(super) fn make_exempt_silent_room(&self, asker: &Seat, cap: usize) -> bool {
+        let mut live = self.lock();
+        let held = self.exempt.silent_subscriptions.load(Ordering::SeqCst);
+        if held < cap {
+            return true;
+        }
+        let Some(victim) = live.exempt_silent_victim(asker) else {
             return false;
         };
         victim.release_silent();
@@ -386,14 +419,12 @@ impl HostTable {
     }
 }
 
-/// One connection of `key` fewer; what it held when that was its last.
-fn leave<K: Eq + Hash, T>(table: &mut HashMap<K, Held<T>>, key: K) -> Option<Arc<T>> {
-    let held = table.get_mut(&key)?;
-    held.conns -= 1;
-    match held.conns {
-        0 => table.remove(&key).map(|h| h.shared),
-        _ => None,
-    }
+/// The account kept in `retained` for `key`, or a new one.
+fn peek<K: Eq + Hash + Copy>(retained: &Mutex<Retained<K>>, key: &K) -> Arc<Account> {
+    retained
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .peek(key)
 }
 
 /// Accounts kept after their owners' last connection ended, [`RETAINED`] at most.
@@ -409,6 +440,11 @@ impl<K: Eq + Hash + Copy> Retained<K> {
     /// The account `key` left with, if it is still kept; a new one otherwise.
     fn take(&mut self, key: &K) -> Arc<Account> {
         self.0.remove(key).unwrap_or_default()
+    }
+
+    /// The account `key` left with, still kept here, or a new one.
+    fn peek(&self, key: &K) -> Arc<Account> {
+        self.0.get(key).cloned().unwrap_or_default()
     }
 
     /// Keeps the account of `key`, which leaves (`busy`: a request under way may still charge
@@ -438,6 +474,9 @@ impl Drop for HostGuard {
         // Kept before the table is let go: a connection of the host admitted meanwhile would
         // start from nothing, and its leaving overwrite this.
         self.table.unseat(&mut live, self.seat.id);
+        drop(live);
+        // Its session gives them back as it ends; whatever it left is given back here.
+        self.seat.release_silent();
     }
 }
 
@@ -606,16 +645,15 @@ mod tests {
         let few: Vec<HostGuard> = (0..2)
             .map(|_| table.admit(ip("203.0.113.5")).unwrap())
             .collect();
-        crowd[0].seat().requested();
         // The busiest host of the largest group is refused; one from a third group evicts its
-        // longest idle connection.
+        // youngest connection.
         assert_eq!(table.admit(ip("198.51.100.1")).err(), Some(Refused::Full));
         let newcomer = table.admit(ip("192.0.2.1")).unwrap();
         assert_eq!(table.lock().seats.len(), 10);
         let evicted: Vec<usize> = (0..8)
             .filter(|&i| crowd[i].seat().evicted.load(Ordering::SeqCst))
             .collect();
-        assert_eq!(evicted, vec![1], "the busiest host's longest idle");
+        assert_eq!(evicted, vec![4], "the busiest host's youngest");
         assert!(few.iter().all(|g| !g.seat().evicted.load(Ordering::SeqCst)));
         drop((crowd, few, newcomer));
         assert!(
@@ -630,18 +668,75 @@ mod tests {
         let tor: Vec<HostGuard> = (0..5)
             .map(|_| table.admit(ip("127.0.0.1")).unwrap())
             .collect();
-        tor[0].seat().requested();
-        // A sixth evicts the longest idle of them rather than take more than half.
-        let honest = table.admit(ip("127.0.0.1")).unwrap();
-        assert!(tor[1].seat().evicted.load(Ordering::SeqCst));
-        assert!(
-            !tor[0].seat().evicted.load(Ordering::SeqCst),
-            "it asked lately"
-        );
+        // A sixth evicts the youngest of them rather than take more than half.
+        let newest = table.admit(ip("127.0.0.1")).unwrap();
+        let evicted = |g: &HostGuard| g.seat().evicted.load(Ordering::SeqCst);
+        assert!(evicted(&tor[4]));
+        assert!(tor[..4].iter().all(|g| !evicted(g)), "the older stay");
         let others: Vec<HostGuard> = (0..5)
             .map(|i| table.admit(ip(&format!("198.51.{i}.1"))).unwrap())
             .collect();
         assert_eq!(table.lock().seats.len(), 10);
-        drop((tor, honest, others));
+        // The server full, newcomers of other groups take the exempt connections' places down
+        // to a quarter of the total; then, every group holding one, they are refused.
+        let more: Vec<Result<HostGuard, Refused>> = (0..6)
+            .map(|i| table.admit(ip(&format!("203.0.{i}.1"))))
+            .collect();
+        let taken = more.iter().filter(|m| m.is_ok()).count();
+        let exempt_left = tor[..4]
+            .iter()
+            .chain([&newest])
+            .filter(|g| !evicted(g))
+            .count();
+        assert_eq!(
+            (taken, exempt_left),
+            (3, 2),
+            "the exempt connections keep their floor"
+        );
+        drop((tor, newest, others, more));
+        assert!(table.lock().seats.is_empty());
+    }
+
+    #[test]
+    fn silent_payment_places_are_taken_back_from_who_holds_the_most() {
+        let table = HostTable::with_total(HostLimits::new(4, 8), 100, "test");
+        let evicted = |g: &HostGuard| g.seat().evicted.load(Ordering::SeqCst);
+        // One exempt connection holds every exempt place: another takes its seat.
+        let (hog, honest) = (
+            table.admit(ip("127.0.0.1")).unwrap(),
+            table.admit(ip("::1")).unwrap(),
+        );
+        hog.seat().hold_silent(50);
+        assert!(honest.seat().exempt_room(50));
+        assert!(evicted(&hog) && table.exempt.silent_subscriptions.load(Ordering::SeqCst) == 0);
+        honest.seat().hold_silent(1);
+        // Two subnets fill the server's 30: a third's newcomer takes a seat of the larger, once.
+        let (a, b) = (
+            table.admit(ip("198.51.100.1")).unwrap(),
+            table.admit(ip("203.0.113.1")).unwrap(),
+        );
+        a.seat().hold_silent(20);
+        b.seat().hold_silent(9);
+        let newcomer = table.admit(ip("192.0.2.1")).unwrap();
+        assert!(newcomer.seat().table_room(30, 0));
+        assert!(evicted(&a) && !evicted(&b));
+        assert_eq!(table.silent_total(), 10);
+        assert!(
+            newcomer.seat().table_room(30, 0),
+            "room now, nobody else evicted"
+        );
+        assert!(!evicted(&b));
+        // The exempt connections keep what they hold up to their floor.
+        drop(b);
+        honest.seat().hold_silent(30);
+        assert!(!newcomer.seat().table_room(30, 30));
+        assert!(!evicted(&honest));
+        assert!(
+            newcomer.seat().table_room(30, 29),
+            "above it, they give a seat up"
+        );
+        assert!(evicted(&honest));
+        drop((hog, honest, a, newcomer));
+        assert_eq!(table.silent_total(), 0, "every count given back once");
     }
 }

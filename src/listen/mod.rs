@@ -8,6 +8,7 @@ pub mod cost;
 pub mod groups;
 mod hosts;
 pub mod log_limit;
+mod seats;
 mod stall;
 mod work;
 
