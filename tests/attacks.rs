@@ -1638,11 +1638,9 @@ const ROOT_FEE: u64 = 500_000;
 /// What each of the 63 after it pays: about 0.5 sat/vB.
 const CHAIN_FEE: u64 = 50;
 
-/// The coins of the attack: `CLUSTERS` coins of `CLUSTER_COIN` and the attacker's of 3 BTC,
-/// confirmed, all spendable by [`anyone`]; cairn has indexed them.
-fn anyone_coins(served: &Served) -> (Vec<bitcoin::OutPoint>, bitcoin::OutPoint, u64) {
-    use bitcoin::{OutPoint, Txid};
-    let funding = served.node.rpc(&["sendtoaddress", &anyone::address(), "5"]);
+/// An output of `btc` the wallet pays to [`anyone`] (unconfirmed).
+fn anyone_funded(served: &Served, btc: &str) -> bitcoin::OutPoint {
+    let funding = served.node.rpc(&["sendtoaddress", &anyone::address(), btc]);
     let funding_tx = served
         .node
         .rpc_json(&["getrawtransaction", &funding, "true"]);
@@ -1652,10 +1650,17 @@ fn anyone_coins(served: &Served) -> (Vec<bitcoin::OutPoint>, bitcoin::OutPoint, 
         .iter()
         .position(|o| o["scriptPubKey"]["address"] == anyone::address().as_str())
         .unwrap() as u32;
+    bitcoin::OutPoint::new(bitcoin::Txid::from_str(&funding).unwrap(), vout)
+}
+
+/// The coins of the attack: `CLUSTERS` coins of `CLUSTER_COIN` and the attacker's of 3 BTC,
+/// confirmed, all spendable by [`anyone`]; cairn has indexed them.
+fn anyone_coins(served: &Served) -> (Vec<bitcoin::OutPoint>, bitcoin::OutPoint, u64) {
+    use bitcoin::OutPoint;
+    let funded = anyone_funded(served, "5");
     let attacker_sat = 500_000_000 - CLUSTERS as u64 * CLUSTER_COIN - 10_000;
     let mut outputs: Vec<_> = (0..CLUSTERS).map(|_| anyone::out(CLUSTER_COIN)).collect();
     outputs.push(anyone::out(attacker_sat));
-    let funded = OutPoint::new(Txid::from_str(&funding).unwrap(), vout);
     let split = anyone::spend(&[funded], outputs);
     served
         .node
@@ -1689,6 +1694,210 @@ fn chain_into_mempool(served: &Served, coin: bitcoin::OutPoint) {
         assert!(sent["result"].is_string(), "{sent}");
         from = (bitcoin::OutPoint::new(tx.compute_txid(), 0), from.1 - fee);
     }
+}
+
+/// Inputs of the transaction built for signature checks: 150 P2SH 1-of-15 multisig inputs
+/// (each about 630 bytes: the transaction stays under 100 kvB).
+const MULTISIG_INPUTS: usize = 150;
+/// Variants of it (other signatures, the same checks).
+const VARIANTS: usize = 12;
+
+/// A standard transaction that makes as many signature checks as a wallet may: `MULTISIG_INPUTS`
+/// confirmed P2SH 1-of-15 outputs, each spent with a signature by the fifteenth key, so that
+/// `OP_CHECKMULTISIG` tries all fifteen (2,250 checks a run); and an anyone-can-spend coin for
+/// the honest client. Returns [`VARIANTS`] such transactions (each paying a satoshi more in
+/// fees), and the honest coin with its value.
+fn multisig_checks_tx(served: &Served) -> (Vec<String>, (bitcoin::OutPoint, u64)) {
+    use bitcoin::secp256k1::{Message, Secp256k1, SecretKey};
+    use bitcoin::sighash::{EcdsaSighashType, SighashCache};
+    use bitcoin::{Amount, OutPoint, ScriptBuf, TxOut};
+    let secp = Secp256k1::new();
+    let keys: Vec<SecretKey> = (1..=15u8)
+        .map(|i| SecretKey::from_slice(&[i; 32]).unwrap())
+        .collect();
+    let mut redeem = bitcoin::script::Builder::new().push_int(1);
+    for key in &keys {
+        redeem = redeem.push_slice(key.public_key(&secp).serialize());
+    }
+    let redeem = redeem
+        .push_int(15)
+        .push_opcode(bitcoin::opcodes::all::OP_CHECKMULTISIG)
+        .into_script();
+    let p2sh = ScriptBuf::new_p2sh(&redeem.script_hash());
+    let funded = anyone_funded(served, "2");
+    // The 2 BTC split into as many coins, 0.001 BTC to the miners.
+    let coin = (200_000_000 - 100_000) / (MULTISIG_INPUTS as u64 + 1);
+    let mut outputs: Vec<TxOut> = (0..MULTISIG_INPUTS)
+        .map(|_| TxOut {
+            value: Amount::from_sat(coin),
+            script_pubkey: p2sh.clone(),
+        })
+        .collect();
+    outputs.push(anyone::out(coin));
+    let split = anyone::spend(&[funded], outputs);
+    served
+        .node
+        .rpc(&["sendrawtransaction", &anyone::hex(&split)]);
+    served.node.rpc(&["generatetoaddress", "1", &served.mine]);
+    served.cairn.wait_for(
+        &served.node.rpc(&["getbestblockhash"]),
+        "the multisig coins",
+    );
+    let txid = split.compute_txid();
+    let coins: Vec<OutPoint> = (0..MULTISIG_INPUTS as u32)
+        .map(|i| OutPoint::new(txid, i))
+        .collect();
+    // Each variant pays a satoshi more in fees: other signatures, the same checks.
+    let variants = (0..VARIANTS as u64)
+        .map(|extra| {
+            let paid = coin * MULTISIG_INPUTS as u64 - 300_000 - extra;
+            let mut tx = anyone::spend(&coins, vec![anyone::out(paid)]);
+            let cache = SighashCache::new(tx.clone());
+            let script_sigs: Vec<ScriptBuf> = (0..tx.input.len())
+                .map(|i| {
+                    let hash = cache
+                        .legacy_signature_hash(i, &redeem, EcdsaSighashType::All.to_u32())
+                        .unwrap();
+                    let msg = Message::from_digest(bitcoin::hashes::Hash::to_byte_array(hash));
+                    let mut sig = secp.sign_ecdsa(&msg, &keys[14]).serialize_der().to_vec();
+                    sig.push(EcdsaSighashType::All as u8);
+                    let sig = <&bitcoin::script::PushBytes>::try_from(sig.as_slice()).unwrap();
+                    let redeem =
+                        <&bitcoin::script::PushBytes>::try_from(redeem.as_bytes()).unwrap();
+                    bitcoin::script::Builder::new()
+                        .push_int(0)
+                        .push_slice(sig)
+                        .push_slice(redeem)
+                        .into_script()
+                })
+                .collect();
+            for (input, script_sig) in tx.input.iter_mut().zip(script_sigs) {
+                input.script_sig = script_sig;
+                input.witness = bitcoin::Witness::new();
+            }
+            anyone::hex(&tx)
+        })
+        .collect();
+    let honest = OutPoint::new(txid, MULTISIG_INPUTS as u32);
+    (variants, (honest, coin))
+}
+
+/// Attack: **a dry run of a transaction built for signature checks, again and again.**
+/// `testmempoolaccept` was charged after its checks (a row per 20 bytes and the legacy
+/// hashing, no signature checks), and ran them again for every repeat. The transaction: 150
+/// P2SH 1-of-15 inputs signed by the fifteenth key (Core 31.99 allows it: the oracle is asked
+/// first). From 127.0.1.2 and 127.0.2.2, 40 dry runs of it each (a host closed for its cost
+/// reconnects); beside them an honest broadcast from 127.0.0.3. Asserted: every answer that
+/// comes is Core's (`allowed`); cairn spends at most 0.4 s of CPU on the 80; the honest broadcast
+/// is taken within 2 s. Then 12 variants (other signatures) from 127.0.3.2, under a hard limit
+/// of 5,000 (each is estimated at about 615 units): some are refused
+/// before they run (`cairn_electrum_refused_ahead_total`). What holds: the dry run's verdict is
+/// kept while the mempool and the tip stay (as Core's script cache), and a repeat costs its
+/// bytes only; what a dry run is estimated to cost, 5 rows for each signature check included,
+/// is charged before it runs.
+///
+/// *Fails before the fix* (1712e6d): every repeat ran its checks again (cairn's CPU 0.47 s for
+/// 24 of them, each host closed for its cost after 12; now 0.06 s for all 80), and no variant
+/// was refused before it ran.
+#[test]
+fn repeated_dry_runs_of_a_signature_heavy_transaction_run_once() {
+    let served = Served::start(&[
+        "--electrum-cost-soft-limit=4000",
+        "--electrum-cost-hard-limit=5000",
+    ]);
+    let (variants, honest_coin) = multisig_checks_tx(&served);
+    let hex = variants[0].clone();
+    // The oracle: Core 31.99 following the wallet's node (Knots counts the redeem scripts as
+    // data and refuses the transaction).
+    let core_dir = tempfile::tempdir().unwrap();
+    let core = Bitcoind::start_core(
+        core_dir.path(),
+        &[format!("-connect=127.0.0.1:{}", served.node.p2p_port)],
+    );
+    let tip = served.node.rpc(&["getbestblockhash"]);
+    let synced = Instant::now();
+    while core.rpc(&["getbestblockhash"]) != tip {
+        assert!(
+            synced.elapsed() < Duration::from_secs(60),
+            "Core never synced"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let oracle = core.rpc_json_stdin("testmempoolaccept", &[&json!([hex]).to_string()]);
+    assert_eq!(oracle[0]["allowed"], true, "Core 31.99: {oracle}");
+    let method = "blockchain.transaction.testmempoolaccept";
+    let cpu_before = served.cairn.cpu_seconds();
+    let started = Instant::now();
+    let attackers: Vec<std::thread::JoinHandle<(usize, usize)>> = ["127.0.1.2", "127.0.2.2"]
+        .into_iter()
+        .map(|from| {
+            let (e, hex) = (served.electrum, hex.clone());
+            std::thread::spawn(move || {
+                let (mut answered, mut refused) = (0, 0);
+                let mut c = Lines::connect_from(from, e, "1.7");
+                for _ in 0..40 {
+                    match c.try_call(method, json!([[hex]])) {
+                        Some(a) if a["result"][0]["allowed"] == true => answered += 1,
+                        Some(a) => {
+                            assert_eq!(a["error"]["code"], -101, "{a}");
+                            refused += 1;
+                        }
+                        None => {
+                            match std::panic::catch_unwind(|| Lines::connect_from(from, e, "1.7")) {
+                                Ok(again) => c = again,
+                                Err(_) => break,
+                            }
+                        }
+                    }
+                }
+                (answered, refused)
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(300));
+    let (honest_coin, honest_sat) = honest_coin;
+    let honest_tx = anyone::spend(&[honest_coin], vec![anyone::out(honest_sat - 1_000)]);
+    let mut honest = Lines::connect_from("127.0.0.3", served.electrum, "1.4");
+    let asked = Instant::now();
+    let sent = honest.call(
+        "blockchain.transaction.broadcast",
+        json!([anyone::hex(&honest_tx)]),
+    );
+    let honest_took = asked.elapsed();
+    let results: Vec<(usize, usize)> = attackers.into_iter().map(|t| t.join().unwrap()).collect();
+    let cpu = served.cairn.cpu_seconds() - cpu_before;
+    println!(
+        "80 dry runs of {} inputs from two hosts: {results:?} (answered, refused) in {:?}, \
+         cairn's CPU {cpu:.2} s; the honest broadcast taken in {honest_took:?}",
+        MULTISIG_INPUTS,
+        started.elapsed()
+    );
+    assert!(sent["result"].is_string(), "{sent}");
+    assert!(honest_took < Duration::from_secs(2), "{honest_took:?}");
+    assert!(cpu < 0.4, "cairn spent {cpu:.2} s of CPU on the dry runs");
+
+    // Variants, each its own dry run, from a host of another /24: each is charged its estimate
+    // before it runs, and once that would take the host to the hard limit it is refused unrun.
+    let method_refused = "cairn_electrum_refused_ahead_total";
+    let before = served.metric(method_refused);
+    let cpu_before = served.cairn.cpu_seconds();
+    let mut c = Lines::connect_from("127.0.3.2", served.electrum, "1.7");
+    let (mut ran, mut refused) = (0, 0);
+    for hex in &variants {
+        match c.try_call(method, json!([[hex]])) {
+            Some(a) if a["result"][0]["allowed"] == true => ran += 1,
+            Some(a) if a["error"]["code"] == -101 => refused += 1,
+            other => panic!("{other:?}"),
+        }
+    }
+    let cpu = served.cairn.cpu_seconds() - cpu_before;
+    let refused_ahead = served.metric(method_refused) - before;
+    println!(
+        "{VARIANTS} variants from one host: {ran} run, {refused} refused ({refused_ahead} before \
+         running), cairn's CPU {cpu:.2} s"
+    );
+    assert!(refused_ahead >= 1.0, "no variant was refused before it ran");
+    assert!(ran < VARIANTS, "every variant ran");
 }
 
 /// Issue 48: **a replacement cycle makes the cluster mempool linearize what it conflicts

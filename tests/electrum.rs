@@ -116,6 +116,7 @@ impl Fixture {
             notifier,
             config: econfig,
             pool: cairn::listen::WorkPool::new(4, 64),
+            verdicts: Default::default(),
         });
         let server = rt.block_on(ElectrumServer::start(backend, None)).unwrap();
         let (addr, ws_addr) = (server.addr, server.ws_addr);

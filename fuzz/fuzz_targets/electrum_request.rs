@@ -62,6 +62,7 @@ fn backend() -> Arc<Backend> {
             notifier: Notifier::default(),
             config: ElectrumConfig::defaults(Network::Regtest),
             pool: cairn::listen::WorkPool::new(4, 64),
+            verdicts: Default::default(),
         };
         (Arc::new(backend), dir)
     });

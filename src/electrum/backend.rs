@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+pub use super::verdicts::VerdictCache;
 use crate::config::ElectrumConfig;
 use crate::listen::WorkPool;
 use crate::notify::Notifier;
@@ -17,4 +18,6 @@ pub struct Backend {
     pub config: ElectrumConfig,
     /// The pool the sessions' answers are built in (shared with the HTTP server).
     pub pool: Arc<WorkPool>,
+    /// Dry runs' answers and broadcasts' refusals, kept while the mempool and tip stay.
+    pub verdicts: VerdictCache,
 }

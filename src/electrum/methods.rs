@@ -11,6 +11,7 @@ use super::backend::Backend;
 use super::request::{Version, VERSIONS};
 use super::rpc::{Reply, RpcError, BACKEND_ERROR, HISTORY_TOO_LARGE};
 use super::verbose;
+use super::verdicts::{Verdict as KeptVerdict, VerdictKey};
 use crate::config::SERVER_SOFTWARE;
 use crate::index::query::{QueryError, TxPosition};
 use crate::mempool::linearize::metered;
@@ -37,6 +38,13 @@ pub(crate) fn btc_per_kvb(sat_per_kvb: u64) -> f64 {
 /// Borrowed views of transactions' bytes.
 fn slices(raws: &[Vec<u8>]) -> Vec<&[u8]> {
     raws.iter().map(Vec::as_slice).collect()
+}
+
+/// The refusal of a broadcast the network's rules refuse (`why`).
+pub(crate) fn rejected(why: &str) -> RpcError {
+    RpcError::bad_request(format!(
+        "the transaction was rejected by network rules.\n\n{why}"
+    ))
 }
 
 /// The answer for everything that needs the mempool when this cairn runs without one.
@@ -415,10 +423,26 @@ impl Ctx<'_> {
     }
 
     /// Charges a broadcast's checks, which read outside the view
-    /// ([`crate::listen::broadcast_checks`]).
-    fn charge_checks(&self, raws: &[&[u8]], refused: bool, linearized: u64) {
-        self.meter
-            .add(crate::listen::broadcast_checks(raws, refused, linearized));
+    /// ([`crate::listen::broadcast_checks`]), beyond what was `paid` for them before they ran.
+    fn charge_checks(&self, raws: &[&[u8]], refused: bool, linearized: u64, paid: Cost) {
+        let cost = crate::listen::broadcast_checks(raws, refused, linearized);
+        self.meter.add(Cost {
+            rows: cost.rows.saturating_sub(paid.rows),
+            bytes: 0,
+        });
+    }
+
+    /// The key a `kind` answer for `raws` is kept under, decided against the mempool and the
+    /// tip now, and the answer kept under it, if any ([`VerdictCache`]).
+    pub(crate) fn kept_verdict(
+        &self,
+        kind: &str,
+        raws: &[&[u8]],
+    ) -> Result<(VerdictKey, Option<KeptVerdict>), RpcError> {
+        let pool = self.mempool()?;
+        let tip = self.backend.model.index().tip().map(|(_, hash)| hash);
+        let key = VerdictKey::new(kind, raws, pool.generation(), tip);
+        Ok((key, self.backend.verdicts.get(&key)))
     }
 
     /// Charges work that reads no rows at ElectrumX's price in units (50 rows a unit).
@@ -429,15 +453,22 @@ impl Ctx<'_> {
         });
     }
 
-    pub(crate) fn broadcast(&self, raw: &[u8]) -> Result<Value, RpcError> {
+    /// `broadcast(raw_tx)`, its checks' estimated cost `paid` before; a refusal is kept under
+    /// `key` for the same request against the same mempool and tip.
+    pub(crate) fn broadcast(
+        &self,
+        raw: &[u8],
+        paid: Cost,
+        key: VerdictKey,
+    ) -> Result<Value, RpcError> {
         let pool = self.mempool()?;
         let index = self.backend.model.index();
         let (accepted, linearized) = metered(|| pool.accept(raw, index));
-        self.charge_checks(&[raw], accepted.is_err(), linearized);
+        self.charge_checks(&[raw], accepted.is_err(), linearized, paid);
         let accepted = accepted.map_err(|e| {
-            RpcError::bad_request(format!(
-                "the transaction was rejected by network rules.\n\n{e}"
-            ))
+            let refused = e.to_string();
+            self.backend.verdicts.put(key, Err(refused.clone()));
+            rejected(&refused)
         })?;
         let txid = accepted.txid;
         self.backend.notifier.accepted(index, accepted);
@@ -448,7 +479,11 @@ impl Ctx<'_> {
     /// accepted transaction is relayed; the answer says whether all were, with a reason per
     /// refused one (the `verbose` form, bitcoind's own `submitpackage` answer, is not offered:
     /// the parser refuses it).
-    pub(crate) fn broadcast_package(&self, raws: &[Vec<u8>]) -> Result<Value, RpcError> {
+    pub(crate) fn broadcast_package(
+        &self,
+        raws: &[Vec<u8>],
+        paid: Cost,
+    ) -> Result<Value, RpcError> {
         let pool = self.mempool()?;
         let index = self.backend.model.index();
         let (results, linearized) = metered(|| pool.accept_package(raws, index));
@@ -456,7 +491,7 @@ impl Ctx<'_> {
             Ok(package) => package.each.iter().any(Result::is_err),
             Err(_) => true,
         };
-        self.charge_checks(&slices(raws), refused, linearized);
+        self.charge_checks(&slices(raws), refused, linearized, paid);
         let package =
             results.map_err(|e| RpcError::bad_request(format!("the package was rejected: {e}")))?;
         let mut errors = Vec::new();
@@ -490,14 +525,20 @@ impl Ctx<'_> {
     /// `testmempoolaccept(raw_txs)`: the mempool's dry run ([`Mempool::test_accept`]), nothing
     /// relayed, in ElectrumX's shape: per transaction `txid`, `wtxid`, `allowed` when decided
     /// and `reason` (the package's error, else the transaction's) when refused. Charged as a
-    /// broadcast's checks.
-    pub(crate) fn test_mempool_accept(&self, raws: &[Vec<u8>]) -> Result<Value, RpcError> {
+    /// broadcast's checks, `paid` before they ran; the answer is kept under `key` for the same
+    /// request against the same mempool and tip.
+    pub(crate) fn test_mempool_accept(
+        &self,
+        raws: &[Vec<u8>],
+        paid: Cost,
+        key: VerdictKey,
+    ) -> Result<Value, RpcError> {
         let pool = self.mempool()?;
         let (results, linearized) = metered(|| pool.test_accept(raws, self.backend.model.index()));
         // A dry run keeps nothing, so it is charged as a refusal whatever its answer.
-        self.charge_checks(&slices(raws), true, linearized);
+        self.charge_checks(&slices(raws), true, linearized, paid);
         let results = results.map_err(|e| RpcError::bad_request(e.to_string()))?;
-        Ok(Value::Array(
+        let answer = Value::Array(
             results
                 .iter()
                 .map(|r| {
@@ -516,7 +557,9 @@ impl Ctx<'_> {
                     item
                 })
                 .collect(),
-        ))
+        );
+        self.backend.verdicts.put(key, Ok(answer.clone()));
+        Ok(answer)
     }
 
     /// `mempool.recent()`: the last 10 transactions to enter, newest first, as ElectrumX's

@@ -21,6 +21,7 @@ mod session;
 mod silent_payments;
 mod tweaks;
 mod verbose;
+mod verdicts;
 
 use std::net::SocketAddr;
 use std::sync::Arc;

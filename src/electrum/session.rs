@@ -299,9 +299,12 @@ impl Session {
             R::ListUnspent(sh) => ctx.listunspent(sh),
             R::Subscribe(sh) => self.subscribe(sh),
             R::Unsubscribe(sh) => Ok(json!(self.subscriptions.remove(&sh).is_some())),
-            R::Broadcast { raw_tx } => ctx.broadcast(&raw_tx),
-            R::BroadcastPackage { raw_txs } => ctx.broadcast_package(&raw_txs),
-            R::TestMempoolAccept { raw_txs } => ctx.test_mempool_accept(&raw_txs),
+            R::Broadcast { raw_tx } => self.broadcast(&ctx, &raw_tx),
+            R::BroadcastPackage { raw_txs } => {
+                let paid = self.pay_ahead(&raw_txs)?;
+                ctx.broadcast_package(&raw_txs, paid)
+            }
+            R::TestMempoolAccept { raw_txs } => self.test_mempool_accept(&ctx, &raw_txs),
             R::TransactionGet { txid, verbose } => ctx.transaction_get(txid, verbose),
             R::GetMerkle { txid, height } => ctx.get_merkle(txid, height),
             R::GetMerkleWitness { txid, height, cb } => ctx.get_merkle_witness(txid, height, cb),
@@ -323,6 +326,50 @@ impl Session {
             R::ServerVersion { min, max } => self.server_version(min, max),
         };
         value.map(Reply::Json)
+    }
+
+    /// `broadcast(raw_tx)`: refused again from the verdicts kept when the same transaction was
+    /// refused against the same mempool and tip, else checked, its estimated cost paid first.
+    fn broadcast(&self, ctx: &Ctx, raw: &[u8]) -> Result<Value, RpcError> {
+        let (key, kept) = ctx.kept_verdict("broadcast", &[raw])?;
+        if let Some(Err(refused)) = kept {
+            return Err(super::methods::rejected(&refused));
+        }
+        let paid = self.pay_ahead(&[raw.to_vec()])?;
+        ctx.broadcast(raw, paid, key)
+    }
+
+    /// `testmempoolaccept(raw_txs)`: the answer kept for the same request against the same
+    /// mempool and tip, else the dry run, its estimated cost paid first.
+    fn test_mempool_accept(&self, ctx: &Ctx, raws: &[Vec<u8>]) -> Result<Value, RpcError> {
+        let slices: Vec<&[u8]> = raws.iter().map(Vec::as_slice).collect();
+        let (key, kept) = ctx.kept_verdict("testmempoolaccept", &slices)?;
+        match kept {
+            Some(Ok(answer)) => return Ok(answer),
+            Some(Err(refused)) => return Err(RpcError::bad_request(refused)),
+            None => {}
+        }
+        let paid = self.pay_ahead(raws)?;
+        ctx.test_mempool_accept(raws, paid, key)
+    }
+
+    /// Charges the host, before a broadcast's, a package's or a dry run's checks run, what they
+    /// are estimated to cost ([`crate::listen::broadcast_checks`]: their bytes, legacy hashing,
+    /// signature checks and a refusal); refuses them (`excessive resource usage`) without
+    /// running when that would take the host to the hard limit. What they cost beyond is
+    /// charged after. Returns what was paid.
+    fn pay_ahead(&self, raws: &[Vec<u8>]) -> Result<Cost, RpcError> {
+        let limits = self.backend.config.cost;
+        let slices: Vec<&[u8]> = raws.iter().map(Vec::as_slice).collect();
+        let estimate = crate::listen::broadcast_checks(&slices, true, 0);
+        let units = cost::units(0, estimate, 0);
+        let level = self.shares.host.cost.level(limits.decay_per_sec);
+        if limits.hard > 0.0 && level + units >= limits.hard {
+            crate::metrics::metrics().electrum_refused_ahead.inc();
+            return Err(super::counted::excessive());
+        }
+        self.shares.host.cost.charge(units, &limits);
+        Ok(estimate)
     }
 
     /// `server.version`: the newest version served within what the client accepts.

@@ -228,18 +228,69 @@ pub fn units(requests: usize, read: Cost, bytes: usize) -> f64 {
 /// standard flags, then by the kernel under the consensus ones, or the failing input by the
 /// interpreter again; each run costs about as much: `benches/policy_scripts.rs`), a row per
 /// 1,000 bytes hashed for each legacy input's signatures (each hashes the whole transaction,
-/// in each run: a 100 kB transaction of 1,000 legacy inputs costs 2,000 units, not 100), and
-/// 500 rows more (10 units) when it is refused or only tried, so a client that sends what the
+/// in each run: a 100 kB transaction of 1,000 legacy inputs costs 2,000 units, not 100),
+/// [`SIGNATURE_CHECK_ROWS`] for each signature check its scripts may make
+/// ([`signature_checks`]: a 1-of-15 multisig input signed by the last key makes 15), and 500
+/// rows more (10 units) when it is refused or only tried, so a client that sends what the
 /// network refuses, or asks again and again, pays for the work; and the clusters it made the
-/// mempool linearize, `linearized` ([`LINEARIZED_PER_ROW`]).
+/// mempool linearize, `linearized` ([`LINEARIZED_PER_ROW`]). Known from the transactions alone,
+/// so a session charges it before the checks run (`linearized` 0), and what they cost beyond
+/// after.
 pub fn broadcast_checks(raws: &[&[u8]], refused: bool, linearized: u64) -> Cost {
-    let hashed: u64 = raws.iter().map(|raw| legacy_hashing(raw)).sum();
+    let decoded = || {
+        raws.iter()
+            .filter_map(|raw| bitcoin::consensus::deserialize::<bitcoin::Transaction>(raw).ok())
+    };
+    let hashed: u64 = decoded().map(|tx| legacy_hashing(&tx)).sum();
+    let checks: u64 = decoded().map(|tx| signature_checks(&tx)).sum();
     let bytes: u64 = raws.iter().map(|raw| raw.len() as u64).sum();
     let rows = bytes / 20
         + hashed / 1_000
+        + checks * SIGNATURE_CHECK_ROWS
         + if refused { 500 } else { 0 }
         + linearized / LINEARIZED_PER_ROW;
     Cost { rows, bytes: 0 }
+}
+
+/// What one signature check costs, in rows: about 60 µs for its two runs (ECDSA or Schnorr
+/// verification, some 30 µs each here), at about 12 µs a row (a 100 kB transaction's 5,000 rows
+/// take some 60 ms to check).
+pub const SIGNATURE_CHECK_ROWS: u64 = 5;
+
+/// The signature checks a transaction's inputs may make, read from the transaction alone: for
+/// each input the most that a script it carries may make (a P2SH redeem script, the last push
+/// of its scriptSig; a P2WSH witness script or a tapscript leaf, among its last three witness
+/// items), counted as Core's accurate count (a multisig's keys, `OP_CHECKSIGADD` too), and at
+/// least one. Items of a signature's or a key's length are not read as scripts.
+pub fn signature_checks(tx: &bitcoin::Transaction) -> u64 {
+    use bitcoin::script::Instruction;
+    let script_like = |item: &[u8]| !matches!(item.len(), 0..=3 | 33 | 64 | 65 | 70..=73);
+    let checks_in = |item: &[u8]| -> usize {
+        if !script_like(item) {
+            return 0;
+        }
+        let script = bitcoin::Script::from_bytes(item);
+        let adds = script
+            .instructions()
+            .filter(|i| matches!(i, Ok(Instruction::Op(op)) if *op == bitcoin::opcodes::all::OP_CHECKSIGADD))
+            .count();
+        script.count_sigops() + adds
+    };
+    let per_input = |input: &bitcoin::TxIn| -> u64 {
+        let last_push = match input.script_sig.instructions().last() {
+            Some(Ok(Instruction::PushBytes(push))) => checks_in(push.as_bytes()),
+            _ => 0,
+        };
+        let items = input.witness.len();
+        let witness = input
+            .witness
+            .iter()
+            .skip(items.saturating_sub(3))
+            .map(checks_in)
+            .max();
+        last_push.max(witness.unwrap_or(0)).max(1) as u64
+    };
+    tx.input.iter().map(per_input).sum()
 }
 
 /// Linearization work ([`crate::mempool::linearize::metered`]: each cluster's size squared) that
@@ -250,12 +301,8 @@ pub fn broadcast_checks(raws: &[&[u8]], refused: bool, linearized: u64) -> Cost 
 const LINEARIZED_PER_ROW: u64 = 400;
 
 /// The bytes a transaction's legacy signature checks hash at most: each non-witness input's
-/// signature hash covers the whole transaction without witnesses (0 for what does not decode,
-/// which is refused before any script runs).
-fn legacy_hashing(raw: &[u8]) -> u64 {
-    let Ok(tx) = bitcoin::consensus::deserialize::<bitcoin::Transaction>(raw) else {
-        return 0;
-    };
+/// signature hash covers the whole transaction without witnesses.
+fn legacy_hashing(tx: &bitcoin::Transaction) -> u64 {
     let legacy = tx.input.iter().filter(|i| i.witness.is_empty()).count() as u64;
     legacy.saturating_mul(tx.base_size() as u64)
 }
@@ -325,7 +372,10 @@ mod tests {
         let raw = bitcoin::consensus::serialize(&tx);
         let base = raw.len() as u64;
         let taken = broadcast_checks(&[&raw], false, 0);
-        assert_eq!(taken.rows, base / 20 + 10 * base / 1_000);
+        assert_eq!(
+            taken.rows,
+            base / 20 + 10 * base / 1_000 + 10 * SIGNATURE_CHECK_ROWS
+        );
         assert_eq!(broadcast_checks(&[&raw], true, 0).rows, taken.rows + 500);
         assert_eq!(
             broadcast_checks(&[b"junk"], true, 0).rows,
@@ -338,6 +388,67 @@ mod tests {
             broadcast_checks(&[&raw], true, linearized).rows,
             taken.rows + 500 + 2_048
         );
+    }
+
+    #[test]
+    fn signature_checks_are_read_from_the_scripts_an_input_carries() {
+        use bitcoin::opcodes::all::*;
+        use bitcoin::script::Builder;
+        let key = [2u8; 33];
+        let multisig = |m: i64, n: usize| {
+            let mut b = Builder::new().push_int(m);
+            for _ in 0..n {
+                b = b.push_slice(key);
+            }
+            b.push_int(n as i64)
+                .push_opcode(OP_CHECKMULTISIG)
+                .into_script()
+        };
+        let redeem = multisig(1, 15);
+        let p2sh = bitcoin::TxIn {
+            script_sig: Builder::new()
+                .push_int(0)
+                .push_slice([0x30; 72])
+                .push_slice(<&bitcoin::script::PushBytes>::try_from(redeem.as_bytes()).unwrap())
+                .into_script(),
+            ..bitcoin::TxIn::default()
+        };
+        let with_witness = |items: &[Vec<u8>]| bitcoin::TxIn {
+            witness: bitcoin::Witness::from_slice(items),
+            ..bitcoin::TxIn::default()
+        };
+        let p2wsh = with_witness(&[
+            vec![],
+            vec![0x30; 72],
+            vec![0x30; 72],
+            multisig(2, 3).to_bytes(),
+        ]);
+        let leaf = Builder::new()
+            .push_slice([3u8; 32])
+            .push_opcode(OP_CHECKSIG)
+            .push_slice([4u8; 32])
+            .push_opcode(OP_CHECKSIGADD)
+            .push_slice([5u8; 32])
+            .push_opcode(OP_CHECKSIGADD)
+            .push_int(2)
+            .push_opcode(OP_NUMEQUAL)
+            .into_script();
+        let tapscript = with_witness(&[vec![1; 64], vec![2; 64], leaf.to_bytes(), vec![0xc0; 33]]);
+        let p2wpkh = with_witness(&[vec![0x30; 72], key.to_vec()]);
+        let tx = |input: bitcoin::TxIn| bitcoin::Transaction {
+            version: bitcoin::transaction::Version::TWO,
+            lock_time: bitcoin::absolute::LockTime::ZERO,
+            input: vec![input],
+            output: vec![bitcoin::TxOut::NULL],
+        };
+        assert_eq!(signature_checks(&tx(p2sh)), 15, "1-of-15 tries every key");
+        assert_eq!(signature_checks(&tx(p2wsh)), 3);
+        assert_eq!(
+            signature_checks(&tx(tapscript)),
+            3,
+            "OP_CHECKSIGADD counted"
+        );
+        assert_eq!(signature_checks(&tx(p2wpkh)), 1);
     }
 
     #[test]

@@ -257,6 +257,12 @@ impl Mempool {
         }
     }
 
+    /// The pool's generation: every change makes a new one, so an answer decided at one stays
+    /// true while it lasts.
+    pub fn generation(&self) -> u64 {
+        self.read().generation
+    }
+
     fn read(&self) -> std::sync::RwLockReadGuard<'_, Inner> {
         self.inner.read().unwrap_or_else(PoisonError::into_inner)
     }

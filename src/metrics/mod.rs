@@ -69,6 +69,9 @@ pub struct Metrics {
     /// Connections ended to give their place to a newcomer of another group (the server full,
     /// the exempt connections' share full, or the silent-payment subscriptions), by server.
     pub connections_evicted: IntCounterVec,
+    /// Electrum broadcasts and dry runs refused before their checks ran: their estimated cost
+    /// would have taken the host to the hard limit.
+    pub electrum_refused_ahead: IntCounter,
     /// Electrum sessions ended, by why: `left`, `idle`, `too_long`, `not_reading`,
     /// `write_stalled`, `cost`.
     pub electrum_disconnects: IntCounterVec,
@@ -277,6 +280,13 @@ impl Metrics {
                     ),
                     &["server"],
                 ),
+            ),
+            electrum_refused_ahead: registered(
+                &r,
+                IntCounter::with_opts(opts(
+                    "electrum_refused_ahead_total",
+                    "Electrum broadcasts and dry runs refused before their checks ran, their estimated cost over the host's hard limit.",
+                )),
             ),
             electrum_disconnects: registered(
                 &r,

@@ -89,6 +89,7 @@ impl Services {
                     notifier: notifier.clone(),
                     config: settings.electrum.clone(),
                     pool: pool.clone(),
+                    verdicts: Default::default(),
                 });
                 Some(ElectrumServer::start(backend, tls.clone()).await?)
             }

@@ -233,6 +233,38 @@ impl Bitcoind {
             .unwrap_or_else(|e| panic!("bitcoin-cli {args:?} failed: {e}"))
     }
 
+    /// Calls RPC `method` whose output is JSON, its arguments given on `bitcoin-cli -stdin` (one
+    /// a line: for arguments longer than the kernel takes on a command line, 128 KiB).
+    pub fn rpc_json_stdin(&self, method: &str, args: &[&str]) -> serde_json::Value {
+        use std::io::Write;
+        let cli = self.exe.with_file_name("bitcoin-cli");
+        let mut child = Command::new(cli)
+            .arg("-regtest")
+            .arg(format!("-rpcport={}", self.rpc_port))
+            .args([
+                "-rpcconnect=127.0.0.1",
+                "-rpcuser=u",
+                "-rpcpassword=p",
+                "-stdin",
+            ])
+            .arg(method)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(args.join("\n").as_bytes()).unwrap();
+        drop(stdin);
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "bitcoin-cli {method}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("bitcoin-cli {method}: {e}"))
+    }
+
     /// Calls an RPC whose output is JSON.
     pub fn rpc_json(&self, args: &[&str]) -> serde_json::Value {
         serde_json::from_str(&self.rpc(args))
