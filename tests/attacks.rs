@@ -1791,10 +1791,10 @@ fn multisig_checks_tx(served: &Served) -> (Vec<String>, (bitcoin::OutPoint, u64)
 /// comes is Core's (`allowed`); cairn spends at most 0.4 s of CPU on the 80; the honest broadcast
 /// is taken within 2 s. Then 12 variants (other signatures) from 127.0.3.2, under a hard limit
 /// of 5,000 (each is estimated at about 615 units): some are refused
-/// before they run (`cairn_electrum_refused_ahead_total`). What holds: the dry run's verdict is
-/// kept while the mempool and the tip stay (as Core's script cache), and a repeat costs its
-/// bytes only; what a dry run is estimated to cost, 5 rows for each signature check included,
-/// is charged before it runs.
+/// before they run (`cairn_electrum_refused_ahead_total`), the session then closed. What holds:
+/// the dry run's verdict is kept while the mempool and the tip stay (as Core's script cache),
+/// and a repeat costs a refusal's 10 units and its bytes, its checks not run; what a dry run is
+/// estimated to cost, 5 rows for each signature check included, is charged before it runs.
 ///
 /// *Fails before the fix* (1712e6d): every repeat ran its checks again (cairn's CPU 0.47 s for
 /// 24 of them, each host closed for its cost after 12; now 0.06 s for all 80), and no variant
@@ -1877,7 +1877,8 @@ fn repeated_dry_runs_of_a_signature_heavy_transaction_run_once() {
     assert!(cpu < 0.4, "cairn spent {cpu:.2} s of CPU on the dry runs");
 
     // Variants, each its own dry run, from a host of another /24: each is charged its estimate
-    // before it runs, and once that would take the host to the hard limit it is refused unrun.
+    // before it runs, and once that takes the host to the hard limit it is refused unrun and
+    // the session closed.
     let method_refused = "cairn_electrum_refused_ahead_total";
     let before = served.metric(method_refused);
     let cpu_before = served.cairn.cpu_seconds();
@@ -1887,7 +1888,9 @@ fn repeated_dry_runs_of_a_signature_heavy_transaction_run_once() {
         match c.try_call(method, json!([[hex]])) {
             Some(a) if a["result"][0]["allowed"] == true => ran += 1,
             Some(a) if a["error"]["code"] == -101 => refused += 1,
-            other => panic!("{other:?}"),
+            // Closed for its cost after the refusal.
+            None => break,
+            Some(other) => panic!("{other}"),
         }
     }
     let cpu = served.cairn.cpu_seconds() - cpu_before;

@@ -439,10 +439,42 @@ impl Ctx<'_> {
         kind: &str,
         raws: &[&[u8]],
     ) -> Result<(VerdictKey, Option<KeptVerdict>), RpcError> {
+        let key = self.verdict_key(kind, raws, 0)?;
+        Ok((key, self.backend.verdicts.get(&key)))
+    }
+
+    /// The key of a `kind` answer for `raws` against the tip and the mempool now, `writes`
+    /// generations back (a check that refused may have written once: trimming the pool).
+    fn verdict_key(&self, kind: &str, raws: &[&[u8]], writes: u64) -> Result<VerdictKey, RpcError> {
         let pool = self.mempool()?;
         let tip = self.backend.model.index().tip().map(|(_, hash)| hash);
-        let key = VerdictKey::new(kind, raws, pool.generation(), tip);
-        Ok((key, self.backend.verdicts.get(&key)))
+        let generation = pool.generation().saturating_sub(writes);
+        Ok(VerdictKey::new(kind, raws, generation, tip))
+    }
+
+    /// Keeps `verdict`, decided against the state `key` names, if the tip and the mempool are
+    /// still that state (`writes` generations on: the check's own), under the key of the state
+    /// now; else a later request is checked again.
+    fn keep_verdict(
+        &self,
+        kind: &str,
+        raws: &[&[u8]],
+        key: VerdictKey,
+        writes: u64,
+        verdict: KeptVerdict,
+    ) {
+        if self.verdict_key(kind, raws, writes).ok() == Some(key) {
+            if let Ok(now) = self.verdict_key(kind, raws, 0) {
+                self.backend.verdicts.put(now, verdict);
+            }
+        }
+    }
+
+    /// Charges an answer given again from the verdicts kept: a refused broadcast's 10 units
+    /// ([`crate::listen::broadcast_checks`]), its checks not run again, so that a flood of
+    /// repeats costs its sender as a flood of refusals does.
+    pub(crate) fn charge_repeat(&self) {
+        self.charge_units(10);
     }
 
     /// Charges work that reads no rows at ElectrumX's price in units (50 rows a unit).
@@ -467,7 +499,10 @@ impl Ctx<'_> {
         self.charge_checks(&[raw], accepted.is_err(), linearized, paid);
         let accepted = accepted.map_err(|e| {
             let refused = e.to_string();
-            self.backend.verdicts.put(key, Err(refused.clone()));
+            // A store that failed may answer next time.
+            if !matches!(e, Rejection::Backend(_)) {
+                self.keep_verdict("broadcast", &[raw], key, 1, Err(refused.clone()));
+            }
             rejected(&refused)
         })?;
         let txid = accepted.txid;
@@ -558,7 +593,18 @@ impl Ctx<'_> {
                 })
                 .collect(),
         );
-        self.backend.verdicts.put(key, Ok(answer.clone()));
+        let failed = results
+            .iter()
+            .any(|r| matches!(r.verdict, Some(Err(Rejection::Backend(_)))));
+        if !failed {
+            self.keep_verdict(
+                "testmempoolaccept",
+                &slices(raws),
+                key,
+                0,
+                Ok(answer.clone()),
+            );
+        }
         Ok(answer)
     }
 

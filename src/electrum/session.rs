@@ -301,7 +301,8 @@ impl Session {
             R::Unsubscribe(sh) => Ok(json!(self.subscriptions.remove(&sh).is_some())),
             R::Broadcast { raw_tx } => self.broadcast(&ctx, &raw_tx),
             R::BroadcastPackage { raw_txs } => {
-                let paid = self.pay_ahead(&raw_txs)?;
+                ctx.mempool()?;
+                let paid = self.pay_ahead(&raw_txs, false)?;
                 ctx.broadcast_package(&raw_txs, paid)
             }
             R::TestMempoolAccept { raw_txs } => self.test_mempool_accept(&ctx, &raw_txs),
@@ -333,9 +334,10 @@ impl Session {
     fn broadcast(&self, ctx: &Ctx, raw: &[u8]) -> Result<Value, RpcError> {
         let (key, kept) = ctx.kept_verdict("broadcast", &[raw])?;
         if let Some(Err(refused)) = kept {
+            ctx.charge_repeat();
             return Err(super::methods::rejected(&refused));
         }
-        let paid = self.pay_ahead(&[raw.to_vec()])?;
+        let paid = self.pay_ahead(&[raw.to_vec()], false)?;
         ctx.broadcast(raw, paid, key)
     }
 
@@ -344,31 +346,39 @@ impl Session {
     fn test_mempool_accept(&self, ctx: &Ctx, raws: &[Vec<u8>]) -> Result<Value, RpcError> {
         let slices: Vec<&[u8]> = raws.iter().map(Vec::as_slice).collect();
         let (key, kept) = ctx.kept_verdict("testmempoolaccept", &slices)?;
-        match kept {
-            Some(Ok(answer)) => return Ok(answer),
-            Some(Err(refused)) => return Err(RpcError::bad_request(refused)),
-            None => {}
+        if let Some(kept) = kept {
+            ctx.charge_repeat();
+            return kept.map_err(RpcError::bad_request);
         }
-        let paid = self.pay_ahead(raws)?;
+        let paid = self.pay_ahead(raws, true)?;
         ctx.test_mempool_accept(raws, paid, key)
     }
 
     /// Charges the host, before a broadcast's, a package's or a dry run's checks run, what they
     /// are estimated to cost ([`crate::listen::broadcast_checks`]: their bytes, legacy hashing,
-    /// signature checks and a refusal); refuses them (`excessive resource usage`) without
-    /// running when that would take the host to the hard limit. What they cost beyond is
+    /// signature checks, and for a `dry_run` the refusal's price it always pays); refuses them
+    /// (`excessive resource usage`) without running when that takes the host to the hard limit
+    /// (its session is then closed), or an exempt connection's group to its own (an exempt
+    /// connection's account starts afresh with each connection). What they cost beyond is
     /// charged after. Returns what was paid.
-    fn pay_ahead(&self, raws: &[Vec<u8>]) -> Result<Cost, RpcError> {
+    fn pay_ahead(&self, raws: &[Vec<u8>], dry_run: bool) -> Result<Cost, RpcError> {
         let limits = self.backend.config.cost;
         let slices: Vec<&[u8]> = raws.iter().map(Vec::as_slice).collect();
-        let estimate = crate::listen::broadcast_checks(&slices, true, 0);
+        let estimate = crate::listen::broadcast_checks(&slices, dry_run, 0);
         let units = cost::units(0, estimate, 0);
-        let level = self.shares.host.cost.level(limits.decay_per_sec);
-        if limits.hard > 0.0 && level + units >= limits.hard {
+        let accounts = &self.shares.host.cost;
+        let level = accounts.level(limits.decay_per_sec);
+        let group = accounts
+            .group
+            .level(limits.decay_per_sec * cost::GROUP_FACTOR);
+        let group_full = accounts.exempt && group + units >= limits.hard * cost::GROUP_FACTOR;
+        // Refused or not, the host pays for what it asked: refused, that takes it to the hard
+        // limit, and its session is closed as any over its cost.
+        accounts.charge(units, &limits);
+        if limits.hard > 0.0 && (level + units >= limits.hard || group_full) {
             crate::metrics::metrics().electrum_refused_ahead.inc();
             return Err(super::counted::excessive());
         }
-        self.shares.host.cost.charge(units, &limits);
         Ok(estimate)
     }
 

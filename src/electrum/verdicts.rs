@@ -1,7 +1,8 @@
 //! Answers to dry runs (`testmempoolaccept`) and refused broadcasts, kept for as long as the
-//! mempool and the tip they were decided against stay as they were: a client that asks again
-//! and again is answered from here, its scripts not run again, as Core's script cache makes a
-//! repeated check cheap (`validation.cpp`, `CheckInputScripts` with `g_scriptExecutionCache`).
+//! mempool and the tip they were decided against stay as they were, ten seconds at most: a
+//! client that asks again and again is answered from here, its scripts not run again, as Core's
+//! script cache makes a repeated check cheap (`validation.cpp`, `CheckInputScripts` with
+//! `g_scriptExecutionCache`).
 
 use std::collections::VecDeque;
 use std::sync::{Mutex, PoisonError};
@@ -11,6 +12,10 @@ use serde_json::Value;
 
 /// Answers kept at most: a dry run's answer is a few hundred bytes per transaction, 25 at most.
 const KEPT: usize = 256;
+/// Seconds an answer may be given again for at most.
+const PERIOD_SECS: u64 = 10;
+/// Where periods count from.
+static START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
 
 /// What an answer was decided for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -19,6 +24,9 @@ pub struct VerdictKey {
     request: sha256::Hash,
     /// The mempool's generation (every change makes a new one).
     generation: u64,
+    /// The ten seconds it was decided in: the mempool's minimum fee decays with time alone
+    /// (Core's rolling minimum fee), so no answer outlives them.
+    period: u64,
     /// The tip it was decided at.
     tip: Option<bitcoin::BlockHash>,
 }
@@ -38,9 +46,11 @@ impl VerdictKey {
             engine.input(&(raw.len() as u64).to_le_bytes());
             engine.input(raw);
         }
+        let since_start = START.get_or_init(std::time::Instant::now).elapsed();
         VerdictKey {
             request: sha256::Hash::from_engine(engine),
             generation,
+            period: since_start.as_secs() / PERIOD_SECS,
             tip,
         }
     }
@@ -64,10 +74,13 @@ impl VerdictCache {
         kept.iter().find(|(k, _)| k == key).map(|(_, v)| v.clone())
     }
 
-    /// Keeps `verdict` for `key`; answers of an older mempool or tip go first, then the oldest.
+    /// Keeps `verdict` for `key`; answers of an older mempool, tip or period go first, then the
+    /// oldest.
     pub fn put(&self, key: VerdictKey, verdict: Verdict) {
         let mut kept = self.lock();
-        kept.retain(|(k, _)| k.generation == key.generation && k.tip == key.tip && *k != key);
+        kept.retain(|(k, _)| {
+            (k.generation, k.period, k.tip) == (key.generation, key.period, key.tip) && *k != key
+        });
         if kept.len() >= KEPT {
             kept.pop_front();
         }

@@ -258,39 +258,73 @@ pub fn broadcast_checks(raws: &[&[u8]], refused: bool, linearized: u64) -> Cost 
 pub const SIGNATURE_CHECK_ROWS: u64 = 5;
 
 /// The signature checks a transaction's inputs may make, read from the transaction alone: for
-/// each input the most that a script it carries may make (a P2SH redeem script, the last push
-/// of its scriptSig; a P2WSH witness script or a tapscript leaf, among its last three witness
-/// items), counted as Core's accurate count (a multisig's keys, `OP_CHECKSIGADD` too), and at
-/// least one. Items of a signature's or a key's length are not read as scripts.
+/// each input the most that the script it carries may make, counted as Core's accurate count
+/// (a multisig's keys, `OP_CHECKSIGADD` too): a P2SH redeem script (the last push of its
+/// scriptSig, unless the scriptSig is a signature and a key), a P2WSH witness script (the last
+/// witness item) or a tapscript leaf (the item before the control block, an annex aside); a key
+/// spend makes one, and a scriptSig that starts with the multisig dummy and carries no script
+/// (bare multisig, at most three keys to be standard) three.
 pub fn signature_checks(tx: &bitcoin::Transaction) -> u64 {
+    tx.input.iter().map(input_signature_checks).sum()
+}
+
+/// [`signature_checks`] of one input.
+fn input_signature_checks(input: &bitcoin::TxIn) -> u64 {
     use bitcoin::script::Instruction;
-    let script_like = |item: &[u8]| !matches!(item.len(), 0..=3 | 33 | 64 | 65 | 70..=73);
-    let checks_in = |item: &[u8]| -> usize {
-        if !script_like(item) {
-            return 0;
-        }
-        let script = bitcoin::Script::from_bytes(item);
-        let adds = script
-            .instructions()
-            .filter(|i| matches!(i, Ok(Instruction::Op(op)) if *op == bitcoin::opcodes::all::OP_CHECKSIGADD))
-            .count();
-        script.count_sigops() + adds
+    let pushes: Vec<&[u8]> = input
+        .script_sig
+        .instructions()
+        .map_while(|i| match i {
+            Ok(Instruction::PushBytes(push)) => Some(push.as_bytes()),
+            _ => None,
+        })
+        .collect();
+    let from_script_sig = match pushes.as_slice() {
+        [] => 0,
+        [_, key] if matches!(key.len(), 33 | 65) => 0,
+        [.., redeem] => checks_in(redeem),
     };
-    let per_input = |input: &bitcoin::TxIn| -> u64 {
-        let last_push = match input.script_sig.instructions().last() {
-            Some(Ok(Instruction::PushBytes(push))) => checks_in(push.as_bytes()),
-            _ => 0,
-        };
-        let items = input.witness.len();
-        let witness = input
-            .witness
-            .iter()
-            .skip(items.saturating_sub(3))
-            .map(checks_in)
-            .max();
-        last_push.max(witness.unwrap_or(0)).max(1) as u64
+    let bare_multisig = matches!(pushes.first(), Some(dummy) if dummy.is_empty());
+    let mut items: Vec<&[u8]> = input.witness.iter().collect();
+    if items.len() >= 2
+        && items
+            .last()
+            .is_some_and(|annex| annex.first() == Some(&0x50))
+    {
+        items.pop();
+    }
+    let from_witness = match items.as_slice() {
+        [] => 0,
+        [signature] if matches!(signature.len(), 64 | 65) => 0,
+        [_, key] if key.len() == 33 => 0,
+        [.., leaf, control] if is_control_block(control) => checks_in(leaf),
+        [.., script] => checks_in(script),
     };
-    tx.input.iter().map(per_input).sum()
+    let floor = if bare_multisig && from_script_sig == 0 {
+        3
+    } else {
+        1
+    };
+    from_script_sig.max(from_witness).max(floor) as u64
+}
+
+/// The signature checks `script` may make: Core's accurate count, and `OP_CHECKSIGADD`.
+fn checks_in(script: &[u8]) -> usize {
+    let script = bitcoin::Script::from_bytes(script);
+    let adds = script
+        .instructions()
+        .filter(|i| {
+            matches!(i, Ok(bitcoin::script::Instruction::Op(op))
+                if *op == bitcoin::opcodes::all::OP_CHECKSIGADD)
+        })
+        .count();
+    script.count_sigops() + adds
+}
+
+/// Whether a witness item is a taproot control block: a leaf version byte (`0xc0` or
+/// `0xc1`, with the parity bit) and 32-byte hashes.
+fn is_control_block(item: &[u8]) -> bool {
+    item.len() >= 33 && (item.len() - 33).is_multiple_of(32) && item[0] & 0xfe == 0xc0
 }
 
 /// Linearization work ([`crate::mempool::linearize::metered`]: each cluster's size squared) that
@@ -449,6 +483,21 @@ mod tests {
             "OP_CHECKSIGADD counted"
         );
         assert_eq!(signature_checks(&tx(p2wpkh)), 1);
+        // A witness script of a signature's length is read all the same: 36 checks.
+        let mut dense = Builder::new();
+        for _ in 0..35 {
+            dense = dense.push_opcode(OP_2DUP).push_opcode(OP_CHECKSIGVERIFY);
+        }
+        let dense = dense.push_opcode(OP_CHECKSIG).into_script();
+        assert_eq!(dense.len(), 71);
+        let dense = with_witness(&[vec![0x30; 72], key.to_vec(), dense.to_bytes()]);
+        assert_eq!(signature_checks(&tx(dense)), 36);
+        let key_path = with_witness(&[vec![0xae; 64]]);
+        assert_eq!(
+            signature_checks(&tx(key_path)),
+            1,
+            "a signature is no script"
+        );
     }
 
     #[test]

@@ -179,18 +179,26 @@ impl Seat {
     }
 }
 
-/// The seat of `seats` to give up, as Core's `SelectNodeToEvict` chooses: connections holding a
-/// subscription (a wallet's, as Core protects peers that relayed blocks and transactions) and
-/// the longest-connected half of the rest are protected; the youngest of the others goes, so a
-/// flood of new connections evicts its own while wallets and the long-lived stay. `None` when
-/// every one is protected.
+/// The seat of `seats` to give up, as Core's `SelectNodeToEvict` chooses: the oldest
+/// connections holding a subscription (a wallet's, as Core protects peers that relayed blocks
+/// and transactions), half of the seats at most, then the longest-connected half of the rest
+/// are protected; the youngest of the others goes. So a flood of new connections evicts its
+/// own while wallets and the long-lived stay, and subscribing on every connection protects no
+/// more than half of them. `None` only for no seats.
 pub(super) fn victim_among<'a>(seats: impl Iterator<Item = &'a Arc<Seat>>) -> Option<Arc<Seat>> {
-    let mut open: Vec<&Arc<Seat>> = seats
-        .filter(|s| !s.subscribed.load(Ordering::SeqCst))
-        .collect();
-    open.sort_by_key(|s| s.id);
-    let protected = open.len() / 2;
-    open.get(protected..)?.last().map(|s| (*s).clone())
+    let mut all: Vec<&Arc<Seat>> = seats.collect();
+    all.sort_by_key(|s| s.id);
+    let mut wallets = all.len() / 2;
+    let mut rest: Vec<&Arc<Seat>> = Vec::with_capacity(all.len());
+    for seat in all {
+        if wallets > 0 && seat.subscribed.load(Ordering::SeqCst) {
+            wallets -= 1;
+        } else {
+            rest.push(seat);
+        }
+    }
+    let protected = rest.len() / 2;
+    rest.get(protected..)?.last().map(|s| (*s).clone())
 }
 
 /// The seat of `seats` holding the most silent-payment subscriptions (ties to the younger).

@@ -47,8 +47,7 @@ impl Live {
     /// exempt connections' group only while it holds more than `exempt_floor`), its host with
     /// the most, that host's youngest unprotected ([`groups::victim_among`]). Every exempt
     /// connection is a host of one group. `None` when the newcomer's own host would be the one
-    /// to give way (a host that holds the most cannot take one more by evicting itself), or
-    /// when every candidate is protected, as in Core.
+    /// to give way (a host that holds the most cannot take one more by evicting itself).
     pub fn victim(
         &self,
         new_group: GroupKey,

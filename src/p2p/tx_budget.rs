@@ -60,9 +60,12 @@ impl TxBudget {
         units(1, broadcast_checks(&[raw], true, 0), raw.len())
     }
 
-    /// Whether `estimate` more units fit the allowance now.
+    /// Whether `estimate` more units fit the allowance now; an idle account takes one however
+    /// large (a standard transaction of a thousand inputs costs more than the burst), which it
+    /// then pays back over time.
     pub fn has_room(&self, estimate: f64) -> bool {
-        self.spent.level(self.allowance.per_sec) + estimate <= self.allowance.burst
+        let level = self.spent.level(self.allowance.per_sec);
+        level <= 0.0 || level + estimate <= self.allowance.burst
     }
 
     /// Charges the checks of `raws` (refused or not) and the linearization work they caused.
