@@ -1,63 +1,26 @@
-//! The groups hosts belong to, and the connections they hold: what a whole subnet shares
-//! ([`GroupShares`]), and one connection's seat ([`Seat`]), which a full server can take back
-//! (as Core's inbound eviction takes the youngest of the largest network group,
-//! `SelectNodeToEvict`).
+//! One connection's seat in its server's table ([`Seat`]): what it holds, and how it ends when a
+//! full server takes it back (as Core's inbound eviction takes the youngest of the largest
+//! network group, `SelectNodeToEvict`); and which seat of a group goes.
 
-use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
 
 use tokio::task::AbortHandle;
 
-use super::cost::Account;
-use super::hosts::{HostShares, HostTable};
-use super::work::HostWork;
-use crate::types::Subnet;
+use super::shares::HostShares;
 
-/// The group of a host: its IPv4 /24 or IPv6 /48 (ElectrumX's session groups), or, for every
-/// exempt connection (127.0.0.1, where a Tor onion service's clients arrive), one group of
-/// them all.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum GroupKey {
-    /// The hosts of one subnet.
-    Subnet(Subnet),
-    /// Every exempt connection.
-    Exempt,
+/// Where a seat asks for room for one more silent-payment subscription: its table
+/// (`super::HostTable`), which can take another seat back for it.
+pub trait SilentRoom: Send + Sync {
+    /// Whether one more of `asker`'s fits under `limit` in all, taking a seat back if it does
+    /// not (the exempt connections' only while they hold more than `exempt_floor`).
+    fn make_silent_room(&self, asker: &Seat, limit: usize, exempt_floor: usize) -> bool;
+    /// Whether one more of the exempt `asker`'s fits under `cap` for every exempt connection,
+    /// taking back the seat of the exempt connection holding the most if it does not.
+    fn make_exempt_silent_room(&self, asker: &Seat, cap: usize) -> bool;
 }
 
-impl GroupKey {
-    /// The group of a host at `ip`, not exempt.
-    pub fn of(ip: IpAddr) -> GroupKey {
-        match ip.to_canonical() {
-            IpAddr::V4(_) => GroupKey::Subnet(Subnet::around(ip, 24)),
-            IpAddr::V6(_) => GroupKey::Subnet(Subnet::around(ip, 48)),
-        }
-    }
-}
-
-/// What every connection of one group holds together.
-#[derive(Debug, Default)]
-pub struct GroupShares {
-    /// Its key; `None` for a connection counted in no table (a session without a socket, a
-    /// test), whose group is its own.
-    pub key: Option<GroupKey>,
-    /// What its hosts' requests cost together ([`super::cost::Accounts`]); kept by its table
-    /// when the group's last connection ends.
-    pub cost: Arc<Account>,
-    /// Its silent-payment subscriptions.
-    pub silent_subscriptions: AtomicUsize,
-    /// Its share of the query work pool (found by `key` on its first job).
-    pub work: OnceLock<Arc<HostWork>>,
-}
-
-impl GroupShares {
-    /// Whether this is the group of every exempt connection.
-    pub fn is_exempt(&self) -> bool {
-        self.key == Some(GroupKey::Exempt)
-    }
-}
-
-/// One connection's seat in its server's [`HostTable`]: what it holds, for choosing which
+/// One connection's seat in its server's table: what it holds, for choosing which
 /// connection gives its seat up, and how to end it.
 #[derive(Debug)]
 pub struct Seat {
@@ -75,12 +38,20 @@ pub struct Seat {
     /// Whether it was evicted (its task ends as soon as it is known).
     pub(super) evicted: AtomicBool,
     /// The table it is seated in (none for a detached seat).
-    pub(super) table: Weak<HostTable>,
+    table: Option<Weak<dyn SilentRoom>>,
+    /// Its table's count of silent-payment subscriptions (its own, for a detached seat).
+    silent_total: Arc<AtomicUsize>,
 }
 
 impl Seat {
-    /// A seat of `host` in `table`, numbered `id`.
-    pub(super) fn new(id: u64, host: Arc<HostShares>, table: Weak<HostTable>) -> Self {
+    /// A seat of `host` in `table`, numbered `id`, its silent-payment subscriptions counted in
+    /// `silent_total`.
+    pub(super) fn new(
+        id: u64,
+        host: Arc<HostShares>,
+        table: Option<Weak<dyn SilentRoom>>,
+        silent_total: Arc<AtomicUsize>,
+    ) -> Self {
         Seat {
             id,
             host,
@@ -89,12 +60,13 @@ impl Seat {
             task: OnceLock::new(),
             evicted: AtomicBool::new(false),
             table,
+            silent_total,
         }
     }
 
     /// A seat in no table (a session without a socket, a test): its host and group are its own.
     pub fn detached() -> Arc<Seat> {
-        Arc::new(Seat::new(0, Arc::default(), Weak::new()))
+        Arc::new(Seat::new(0, Arc::default(), None, Arc::default()))
     }
 
     /// Notes the task serving the connection, which an eviction ends (at once if the seat was
@@ -147,7 +119,7 @@ impl Seat {
     /// up (the exempt connections' group only while it holds more than `exempt_floor`). Always,
     /// for a seat in no table.
     pub fn table_room(&self, limit: usize, exempt_floor: usize) -> bool {
-        match self.table.upgrade() {
+        match self.table.as_ref().and_then(Weak::upgrade) {
             Some(table) => table.make_silent_room(self, limit, exempt_floor),
             None => true,
         }
@@ -157,20 +129,19 @@ impl Seat {
     /// exempt connections hold `cap` together: the exempt connection holding the most gives its
     /// seat up if it holds more than this one would.
     pub fn exempt_room(&self, cap: usize) -> bool {
-        match self.table.upgrade() {
+        match self.table.as_ref().and_then(Weak::upgrade) {
             Some(table) => table.make_exempt_silent_room(self, cap),
             None => true,
         }
     }
 
     fn shift_silent(&self, before: usize, now: usize) {
-        let table = self.table.upgrade();
         let counts = [
-            Some(&self.host.silent_subscriptions),
-            Some(&self.host.group.silent_subscriptions),
-            table.as_ref().map(|t| &t.silent_total),
+            &self.host.silent_subscriptions,
+            &self.host.group.silent_subscriptions,
+            &*self.silent_total,
         ];
-        for count in counts.into_iter().flatten() {
+        for count in counts {
             match now >= before {
                 true => count.fetch_add(now - before, Ordering::SeqCst),
                 false => count.fetch_sub(before - now, Ordering::SeqCst),

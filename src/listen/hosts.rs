@@ -6,12 +6,13 @@ use std::collections::HashMap;
 use std::hash::Hash;
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::{Duration, Instant};
 
 use super::cost::{Account, Accounts};
-use super::groups::{GroupKey, GroupShares, Seat};
+use super::groups::{Seat, SilentRoom};
 use super::seats::{leave, Held, Live};
+use super::shares::{GroupKey, GroupShares, HostShares};
 use crate::config::HostLimits;
 use crate::types::Subnet;
 
@@ -37,7 +38,7 @@ pub struct HostTable {
     retained_hosts: Mutex<Retained<Subnet>>,
     retained_groups: Mutex<Retained<GroupKey>>,
     /// Every connection's silent-payment subscriptions.
-    pub(super) silent_total: AtomicUsize,
+    silent_total: Arc<AtomicUsize>,
     next_seat: AtomicU64,
     warned: Mutex<Option<Instant>>,
 }
@@ -45,28 +46,6 @@ pub struct HostTable {
 /// Hosts (and groups) whose cost is kept after their last connection ends, at most; the
 /// cheapest goes first.
 const RETAINED: usize = 4_096;
-
-/// What all the connections of one host hold together, counted against its shares.
-#[derive(Debug, Default)]
-pub struct HostShares {
-    /// Bytes of answers queued for it (the Electrum answer budget).
-    pub bytes: AtomicUsize,
-    /// Its Electrum subscriptions.
-    pub subscriptions: AtomicUsize,
-    /// Its silent-payment subscriptions (Frigate's remote scanner).
-    pub silent_subscriptions: AtomicUsize,
-    /// What its requests cost, decaying ([`super::cost`]), and its group's; kept by its table
-    /// when the host leaves.
-    pub cost: Accounts,
-    /// The host's key (its IPv4 address or IPv6 /64); `None` for an exempt host, whose
-    /// connections each have their own shares.
-    pub key: Option<Subnet>,
-    /// What its group holds.
-    pub group: Arc<GroupShares>,
-    /// Its share of the query work pool (the pool's, found by `key` on the host's first job,
-    /// so that every server's connections of the host share it).
-    pub work: OnceLock<Arc<super::work::HostWork>>,
-}
 
 /// Why a host's new connection was refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -134,7 +113,7 @@ impl HostTable {
             }),
             retained_hosts: Mutex::new(Retained::default()),
             retained_groups: Mutex::new(Retained::default()),
-            silent_total: AtomicUsize::new(0),
+            silent_total: Arc::default(),
             next_seat: AtomicU64::new(1),
             warned: Mutex::new(None),
         })
@@ -200,7 +179,13 @@ impl HostTable {
             }
         };
         let id = self.next_seat.fetch_add(1, Ordering::SeqCst);
-        let seat = Arc::new(Seat::new(id, shares, Arc::downgrade(self)));
+        let table: Weak<dyn SilentRoom> = Arc::downgrade(self) as Weak<HostTable>;
+        let seat = Arc::new(Seat::new(
+            id,
+            shares,
+            Some(table),
+            self.silent_total.clone(),
+        ));
         live.seats.insert(id, seat.clone());
         Ok(HostGuard {
             table: self.clone(),
@@ -301,41 +286,6 @@ impl HostTable {
         );
     }
 
-    /// Whether one more silent-payment subscription of `asker`'s fits under `limit` in all,
-    /// taking a seat back if it does not: the group holding the most (the exempt connections'
-    /// only while they hold more than `exempt_floor`), if it holds more than the asker's would,
-    /// gives up its connection holding the most.
-    pub(super) fn make_silent_room(&self, asker: &Seat, limit: usize, exempt_floor: usize) -> bool {
-        let mut live = self.lock();
-        // Asked again under the lock: many asking at once take one seat back, not one each.
-        if self.silent_total() < limit {
-            return true;
-        }
-        let Some(victim) = live.silent_victim(asker, exempt_floor) else {
-            return false;
-        };
-        victim.release_silent();
-        self.evict(&mut live, &victim);
-        true
-    }
-
-    /// Whether one more silent-payment subscription of the exempt `asker`'s fits under `cap`
-    /// for every exempt connection together, taking back the seat of the exempt connection
-    /// holding the most if it does not, when that holds more than the asker would.
-    pub(super) fn make_exempt_silent_room(&self, asker: &Seat, cap: usize) -> bool {
-        let mut live = self.lock();
-        let held = self.exempt.silent_subscriptions.load(Ordering::SeqCst);
-        if held < cap {
-            return true;
-        }
-        let Some(victim) = live.exempt_silent_victim(asker) else {
-            return false;
-        };
-        victim.release_silent();
-        self.evict(&mut live, &victim);
-        true
-    }
-
     /// Removes seat `id` and its counts (nothing if it went already).
     fn unseat(&self, live: &mut Live, id: u64) {
         let Some(seat) = live.seats.remove(&id) else {
@@ -416,6 +366,43 @@ impl HostTable {
             .hosts
             .get(&Self::host_key(ip))
             .map_or(0, |l| l.conns)
+    }
+}
+
+impl SilentRoom for HostTable {
+    /// Whether one more silent-payment subscription of `asker`'s fits under `limit` in all,
+    /// taking a seat back if it does not: the group holding the most (the exempt connections'
+    /// only while they hold more than `exempt_floor`), if it holds more than the asker's would,
+    /// gives up its connection holding the most.
+    fn make_silent_room(&self, asker: &Seat, limit: usize, exempt_floor: usize) -> bool {
+        let mut live = self.lock();
+        // Asked again under the lock: many asking at once take one seat back, not one each.
+        if self.silent_total() < limit {
+            return true;
+        }
+        let Some(victim) = live.silent_victim(asker, exempt_floor) else {
+            return false;
+        };
+        victim.release_silent();
+        self.evict(&mut live, &victim);
+        true
+    }
+
+    /// Whether one more silent-payment subscription of the exempt `asker`'s fits under `cap`
+    /// for every exempt connection together, taking back the seat of the exempt connection
+    /// holding the most if it does not, when that holds more than the asker would.
+    fn make_exempt_silent_room(&self, asker: &Seat, cap: usize) -> bool {
+        let mut live = self.lock();
+        let held = self.exempt.silent_subscriptions.load(Ordering::SeqCst);
+        if held < cap {
+            return true;
+        }
+        let Some(victim) = live.exempt_silent_victim(asker) else {
+            return false;
+        };
+        victim.release_silent();
+        self.evict(&mut live, &victim);
+        true
     }
 }
 

@@ -5,10 +5,11 @@
 //! ([`WriteDeadline`]); and the pool their query work runs in ([`WorkPool`]).
 
 pub mod cost;
-pub mod groups;
+mod groups;
 mod hosts;
 pub mod log_limit;
 mod seats;
+mod shares;
 mod stall;
 mod work;
 
@@ -18,9 +19,10 @@ use std::time::Duration;
 use tokio::net::{TcpListener, TcpStream};
 
 pub use cost::{broadcast_checks, Account, Accounts, Charged, Verdict};
-pub use groups::{GroupKey, GroupShares, Seat};
-pub use hosts::{HostGuard, HostShares, HostTable, Refused};
+pub use groups::Seat;
+pub use hosts::{HostGuard, HostTable, Refused};
 pub use log_limit::{sanitized, LimitedLine};
+pub use shares::{GroupKey, GroupShares, HostShares};
 pub use stall::WriteDeadline;
 pub use work::{
     Refused as WorkRefused, Slot, StreamPlace, WorkPool, QUICK_SCAN_BLOCKS, QUICK_SCAN_MEMPOOL,

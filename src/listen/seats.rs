@@ -7,8 +7,8 @@ use std::hash::Hash;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use super::groups::{self, GroupKey, GroupShares, Seat};
-use super::hosts::HostShares;
+use super::groups::{self, Seat};
+use super::shares::{GroupKey, GroupShares, HostShares};
 use crate::types::Subnet;
 
 /// What a table holds now.

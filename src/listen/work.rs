@@ -17,8 +17,7 @@ use std::time::Duration;
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use super::groups::{GroupKey, GroupShares};
-use super::HostShares;
+use super::shares::{GroupKey, GroupShares, HostShares, HostWork};
 use crate::types::{run_marked, Abandon, Subnet};
 
 /// Histories streamed at once, over every Electrum connection: each holds a thread while its
@@ -76,27 +75,6 @@ pub struct WorkPool {
     hosts: Mutex<HashMap<Subnet, Weak<HostWork>>>,
     /// Each group's, by its key, likewise.
     groups: Mutex<HashMap<GroupKey, Weak<HostWork>>>,
-}
-
-/// One host's (or one group's) share of the pool: its jobs, its streamed histories and its
-/// scans at once.
-#[derive(Debug)]
-pub struct HostWork {
-    jobs: Arc<Semaphore>,
-    streams: Arc<Semaphore>,
-    scans: Arc<Semaphore>,
-    quick_scans: Arc<Semaphore>,
-}
-
-impl HostWork {
-    fn new(jobs: usize, streams: usize, scans: [usize; 2]) -> Self {
-        HostWork {
-            jobs: Arc::new(Semaphore::new(jobs)),
-            streams: Arc::new(Semaphore::new(streams)),
-            scans: Arc::new(Semaphore::new(scans[0])),
-            quick_scans: Arc::new(Semaphore::new(scans[1])),
-        }
-    }
 }
 
 /// A host's and its group's turns, and the shares they come from.
