@@ -237,12 +237,12 @@ pub fn units(requests: usize, read: Cost, bytes: usize) -> f64 {
 /// so a session charges it before the checks run (`linearized` 0), and what they cost beyond
 /// after.
 pub fn broadcast_checks(raws: &[&[u8]], refused: bool, linearized: u64) -> Cost {
-    let decoded = || {
-        raws.iter()
-            .filter_map(|raw| bitcoin::consensus::deserialize::<bitcoin::Transaction>(raw).ok())
-    };
-    let hashed: u64 = decoded().map(|tx| legacy_hashing(&tx)).sum();
-    let checks: u64 = decoded().map(|tx| signature_checks(&tx)).sum();
+    let decoded: Vec<bitcoin::Transaction> = raws
+        .iter()
+        .filter_map(|raw| bitcoin::consensus::deserialize(raw).ok())
+        .collect();
+    let hashed: u64 = decoded.iter().map(legacy_hashing).sum();
+    let checks: u64 = decoded.iter().map(signature_checks).sum();
     let bytes: u64 = raws.iter().map(|raw| raw.len() as u64).sum();
     let rows = bytes / 20
         + hashed / 1_000
