@@ -41,7 +41,7 @@ macro_rules! options {
 options! {
     /// The options, as a config file, the environment or the command line give them (each field
     /// unset when not given). Their defaults are applied by [`Settings::resolve`]; each is
-    /// documented in `config/cairn.example.toml` and in the README's *Configuration* table.
+    /// documented in `config/cairn.example.toml` and in `contrib/docs/configuration.md`'s table.
     #[derive(Debug, Default, Clone, Deserialize, clap::Args)]
     #[serde(deny_unknown_fields)]
     pub struct FileConfig {
@@ -526,11 +526,11 @@ mod tests {
         }
     }
 
-    /// The rows of the README's *Configuration* table: the options of the first column, and
+    /// The rows of `contrib/docs/configuration.md`'s table: the options of the first column, and
     /// the flags and variables of the second.
     fn readme_rows() -> Vec<(Vec<String>, Names)> {
-        let text = include_str!("../../README.md");
-        let section = &text[text.find("\n## Configuration\n").unwrap()..];
+        let text = include_str!("../../contrib/docs/configuration.md");
+        let section = &text[text.find("# Configuration\n").unwrap()..];
         let backticked = |cell: &str| -> Vec<String> {
             cell.split('`')
                 .skip(1)
@@ -564,7 +564,7 @@ mod tests {
         let listed: Vec<String> = rows.iter().flat_map(|(o, _)| o.clone()).collect();
         let set: BTreeSet<String> = listed.iter().cloned().collect();
         assert_eq!(set.len(), listed.len(), "an option twice: {listed:?}");
-        exactly_the_options(&set, "README's Configuration table");
+        exactly_the_options(&set, "contrib/docs/configuration.md's table");
         let real = real();
         for (options, names) in rows {
             let mut expected = Names::default();
