@@ -439,17 +439,15 @@ impl Ctx<'_> {
         kind: &str,
         raws: &[&[u8]],
     ) -> Result<(VerdictKey, Option<KeptVerdict>), RpcError> {
-        let key = self.verdict_key(kind, raws, 0)?;
+        let key = self.verdict_key(kind, raws)?;
         Ok((key, self.backend.verdicts.get(&key)))
     }
 
-    /// The key of a `kind` answer for `raws` against the tip and the mempool now, `writes`
-    /// generations back (a check that refused may have written once: trimming the pool).
-    fn verdict_key(&self, kind: &str, raws: &[&[u8]], writes: u64) -> Result<VerdictKey, RpcError> {
+    /// The key of a `kind` answer for `raws` against the tip and the mempool now.
+    fn verdict_key(&self, kind: &str, raws: &[&[u8]]) -> Result<VerdictKey, RpcError> {
         let pool = self.mempool()?;
         let tip = self.backend.model.index().tip().map(|(_, hash)| hash);
-        let generation = pool.generation().saturating_sub(writes);
-        Ok(VerdictKey::new(kind, raws, generation, tip))
+        Ok(VerdictKey::new(kind, raws, pool.generation(), tip))
     }
 
     /// Keeps `verdict`, decided against the state `key` names, if the tip and the mempool are
@@ -463,8 +461,8 @@ impl Ctx<'_> {
         writes: u64,
         verdict: KeptVerdict,
     ) {
-        if self.verdict_key(kind, raws, writes).ok() == Some(key) {
-            if let Ok(now) = self.verdict_key(kind, raws, 0) {
+        if let Ok(now) = self.verdict_key(kind, raws) {
+            if now.follows(&key, writes) {
                 self.backend.verdicts.put(now, verdict);
             }
         }

@@ -56,6 +56,15 @@ impl VerdictKey {
     }
 }
 
+impl VerdictKey {
+    /// Whether this is `earlier`'s request against the same tip in the same period, the
+    /// mempool `writes` generations on.
+    pub fn follows(&self, earlier: &VerdictKey, writes: u64) -> bool {
+        (self.request, self.tip, self.period) == (earlier.request, earlier.tip, earlier.period)
+            && self.generation == earlier.generation + writes
+    }
+}
+
 /// An answer kept: a dry run's, or a broadcast's refusal (its message).
 pub type Verdict = Result<Value, String>;
 

@@ -119,6 +119,11 @@ impl HostTable {
         })
     }
 
+    /// Whether `host_limit_exempt` spares `ip`.
+    fn is_exempt(&self, ip: IpAddr) -> bool {
+        self.limits.exempt.iter().any(|net| net.contains(ip))
+    }
+
     /// The host key of `ip`: its IPv4 address or IPv6 /64.
     fn host_key(ip: IpAddr) -> Subnet {
         match ip.to_canonical() {
@@ -134,7 +139,7 @@ impl HostTable {
     /// Takes a place for a new connection from `ip`, taking one back from the group holding
     /// the most when the server is full, or says which limit it would pass.
     pub fn admit(self: &Arc<Self>, ip: IpAddr) -> Result<HostGuard, Refused> {
-        let exempt = self.limits.exempt.iter().any(|net| net.contains(ip));
+        let exempt = self.is_exempt(ip);
         let (host, group) = match exempt {
             true => (None, GroupKey::Exempt),
             false => (Some(Self::host_key(ip)), GroupKey::of(ip)),
@@ -231,7 +236,7 @@ impl HostTable {
     /// What a connection from `ip` would be charged to, without admitting it: so that a host
     /// at its hard limit is refused before it could take anyone's place.
     pub fn cost_of(&self, ip: IpAddr) -> Accounts {
-        if self.limits.exempt.iter().any(|net| net.contains(ip)) {
+        if self.is_exempt(ip) {
             return Accounts {
                 host: Arc::default(),
                 group: self.exempt.cost.clone(),
