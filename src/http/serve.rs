@@ -3,6 +3,7 @@
 //! listener and the metrics listener.
 
 use std::convert::Infallible;
+use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -12,7 +13,7 @@ use hyper::{Request, Response, StatusCode};
 use tokio::net::TcpListener;
 
 use crate::config::{CostLimits, HostLimits};
-use crate::listen::{cost, HostGuard, HostShares, HostTable, WriteDeadline};
+use crate::listen::{cost, HostGuard, HostShares, HostTable, Refused, WriteDeadline};
 
 /// How long a client may take to send its request.
 pub(super) const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
@@ -34,7 +35,9 @@ const HEALTH_REQUEST_TIMEOUT: Duration = Duration::from_secs(2);
 pub(super) struct Places {
     /// Connections at once, health checks' places aside.
     pub max_connections: usize,
-    /// Per host (`None`: not counted, as for the metrics listener).
+    /// Per host and group, holding `max_connections` in all: when full, the group holding the
+    /// most gives its busiest host's youngest connection up for a newcomer (`None`: not
+    /// counted, as for the metrics listener, whose total a semaphore holds).
     pub hosts: Option<Arc<HostTable>>,
     /// The places held for health checks and their count per host (`None`: none held).
     pub health: Option<Arc<HostTable>>,
@@ -54,7 +57,7 @@ impl Places {
         };
         Places {
             max_connections,
-            hosts: Some(HostTable::new(hosts, "HTTP")),
+            hosts: Some(HostTable::with_total(hosts, max_connections, "HTTP")),
             health: Some(HostTable::new(checks, "HTTP health checks")),
             cost: Some(cost),
         }
@@ -70,10 +73,79 @@ pub(super) enum Place {
     HealthOnly,
 }
 
+/// What a connection holds while it is served: given back when dropped.
+struct Held {
+    /// Its place on a listener without a host table, or a health check's place.
+    _permit: Option<tokio::sync::OwnedSemaphorePermit>,
+    /// Its place in the host table (`None` on a listener without one).
+    host: Option<HostGuard>,
+    /// Its place among the health checks of its host.
+    _check: Option<HostGuard>,
+    place: Place,
+}
+
+/// The semaphores of a listener's places: every place of a listener without a host table, and
+/// the health checks' places.
+struct Permits {
+    any: Arc<tokio::sync::Semaphore>,
+    health: Arc<tokio::sync::Semaphore>,
+}
+
+impl Places {
+    /// A place for a client from `ip`, or why not (the metrics label): a host at the hard limit
+    /// of its cost is refused before it could take anyone's place; one at its address's or
+    /// subnet's limit, or whose own host holds the most of the group holding the most when the
+    /// listener is full, may have a health check's place (so a load balancer's checks get
+    /// through when every client comes from it).
+    fn take(&self, ip: IpAddr, permits: &Permits) -> Result<Held, &'static str> {
+        let Some(hosts) = &self.hosts else {
+            let permit = permits.any.clone().try_acquire_owned();
+            let permit = permit.map_err(|_| Refused::Full.label())?;
+            return Ok(Held {
+                _permit: Some(permit),
+                host: None,
+                _check: None,
+                place: Place::Any,
+            });
+        };
+        if let Some(limits) = &self.cost {
+            if hosts.cost_of(ip).verdict(limits) == cost::Verdict::Close {
+                return Err("cost");
+            }
+        }
+        match hosts.admit(ip) {
+            Ok(host) => {
+                if let Some(limits) = &self.cost {
+                    host.shared().cost.charge(cost::CONNECTION, limits);
+                }
+                Ok(Held {
+                    _permit: None,
+                    host: Some(host),
+                    _check: None,
+                    place: Place::Any,
+                })
+            }
+            Err(limit) => {
+                let check = self.health.as_ref().map(|t| t.admit(ip));
+                match (check, permits.health.clone().try_acquire_owned()) {
+                    (Some(Ok(check)), Ok(permit)) => Ok(Held {
+                        _permit: Some(permit),
+                        host: None,
+                        _check: Some(check),
+                        place: Place::HealthOnly,
+                    }),
+                    _ => Err(limit.label()),
+                }
+            }
+        }
+    }
+}
+
 /// Accepts clients of `listener` (`what` names them in logs) for ever, at most
-/// `max_connections` at once and as many per host as `hosts` allows (more are closed as they
-/// connect, counted in `cairn_http_connections_refused_total`; so are those of a host at the
-/// hard limit of its cost, when `places` counts it), with [`HEALTH_PLACES`] more held
+/// `max_connections` at once and as many per host and group as `hosts` allows (when full, the
+/// group holding the most gives a connection up for a newcomer of another; the rest are closed
+/// as they connect, counted in `cairn_http_connections_refused_total`; so are those of a host
+/// at the hard limit of its cost, when `places` counts it), with [`HEALTH_PLACES`] more held
 /// for health checks when `places` says so, and serves each over HTTP/1.1 with `handle` (given
 /// the request, the place and what the host's connections share): the request head must come
 /// within [`REQUEST_TIMEOUT`] and fit 64 KiB, and a write that takes nothing for
@@ -87,50 +159,32 @@ pub(super) async fn serve<H, F>(
     H: Fn(Request<Incoming>, Place, Arc<HostShares>) -> F + Clone + Send + Sync + 'static,
     F: std::future::Future<Output = Response<Full<Bytes>>> + Send + 'static,
 {
-    let any = Arc::new(tokio::sync::Semaphore::new(places.max_connections));
-    let held_back = places.health.as_ref().map_or(0, |_| HEALTH_PLACES);
-    let health = Arc::new(tokio::sync::Semaphore::new(held_back));
-    let refused = |reason: &str| {
-        crate::metrics::metrics()
-            .http_connections_refused
-            .with_label_values(&[what, reason])
-            .inc();
+    let permits = Permits {
+        any: Arc::new(tokio::sync::Semaphore::new(places.max_connections)),
+        health: Arc::new(tokio::sync::Semaphore::new(
+            places.health.as_ref().map_or(0, |_| HEALTH_PLACES),
+        )),
     };
     loop {
         let (stream, peer) = crate::listen::accept(&listener, what).await;
-        let host = match places.hosts.as_ref().map(|hosts| hosts.admit(peer.ip())) {
-            Some(Err(limit)) => {
-                refused(limit.label());
+        let held = match places.take(peer.ip(), &permits) {
+            Ok(held) => held,
+            Err(reason) => {
+                tracing::debug!("refusing {what} client {peer}: {reason}");
+                crate::metrics::metrics()
+                    .http_connections_refused
+                    .with_label_values(&[what, reason])
+                    .inc();
                 continue;
-            }
-            Some(Ok(host)) => Some(host),
-            None => None,
-        };
-        if let (Some(host), Some(limits)) = (&host, &places.cost) {
-            if !admits_for_cost(host, limits) {
-                refused("cost");
-                continue;
-            }
-        }
-        let (permit, place, check) = match any.clone().try_acquire_owned() {
-            Ok(permit) => (permit, Place::Any, None),
-            Err(_) => {
-                let check = places.health.as_ref().map(|t| t.admit(peer.ip()));
-                match (check, health.clone().try_acquire_owned()) {
-                    (Some(Ok(check)), Ok(permit)) => (permit, Place::HealthOnly, Some(check)),
-                    _ => {
-                        tracing::debug!("refusing {what} client {peer}: every place is taken");
-                        refused("limit");
-                        continue;
-                    }
-                }
             }
         };
         let handle = handle.clone();
+        let place = held.place;
         // What the host's connections share (the query pool's share among them).
-        let shared = host.as_ref().map(HostGuard::shared).unwrap_or_default();
-        tokio::spawn(async move {
-            let _places = (permit, host, check);
+        let shared = held.host.as_ref().map(HostGuard::shared).unwrap_or_default();
+        let seat = held.host.as_ref().map(HostGuard::seat);
+        let task = tokio::spawn(async move {
+            let _held = held;
             let service = hyper::service::service_fn(move |req| {
                 let answered = handle(req, place, shared.clone());
                 async move { Ok::<_, Infallible>(answered.await) }
@@ -151,19 +205,11 @@ pub(super) async fn serve<H, F>(
                 tracing::debug!("{what} client {peer}: {e}");
             }
         });
+        // A connection whose place is taken back for a newcomer ends with its task.
+        if let Some(seat) = seat {
+            seat.running(task.abort_handle());
+        }
     }
-}
-
-/// Whether `host` may connect, by its cost: not at the hard limit (ElectrumX closes such a
-/// host's sessions; it pays nothing more for being refused); a host that may pays
-/// [`cost::CONNECTION`], so one that reconnects in a loop pays for it.
-fn admits_for_cost(host: &HostGuard, limits: &CostLimits) -> bool {
-    let shared = host.shared();
-    if shared.cost.verdict(limits) == cost::Verdict::Close {
-        return false;
-    }
-    shared.cost.charge(cost::CONNECTION, limits);
-    true
 }
 
 /// The answer on a health check's place to anything but `/health`: try again later, on a
