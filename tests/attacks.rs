@@ -1938,6 +1938,143 @@ fn repeated_dry_runs_of_a_signature_heavy_transaction_run_once() {
     assert!(ran < VARIANTS, "every variant ran");
 }
 
+/// [`multisig_checks_tx`]'s transaction with its last input's signature broken (`flip` XORed
+/// into a byte of its `r`): every other input's fifteen checks run before it is refused.
+fn with_last_signature_broken(hex: &str, flip: u8) -> String {
+    use bitcoin::hex::FromHex;
+    use bitcoin::script::{Builder, Instruction, PushBytesBuf};
+    let mut tx: bitcoin::Transaction =
+        bitcoin::consensus::deserialize(&Vec::<u8>::from_hex(hex).unwrap()).unwrap();
+    let last = tx.input.last_mut().unwrap();
+    let pushes: Vec<Vec<u8>> = last
+        .script_sig
+        .instructions()
+        .map(|i| match i.unwrap() {
+            Instruction::PushBytes(bytes) => bytes.as_bytes().to_vec(),
+            Instruction::Op(_) => Vec::new(),
+        })
+        .collect();
+    let mut sig = pushes[1].clone();
+    sig[6] ^= flip;
+    last.script_sig = Builder::new()
+        .push_int(0)
+        .push_slice(PushBytesBuf::try_from(sig).unwrap())
+        .push_slice(PushBytesBuf::try_from(pushes[2].clone()).unwrap())
+        .into_script();
+    anyone::hex(&tx)
+}
+
+/// Attack: **a refused broadcast over HTTP, again and again.** `POST /tx` was charged after its
+/// checks and ran them again for every repeat. The transaction: [`MULTISIG_INPUTS`] P2SH
+/// 1-of-15 inputs signed by the fifteenth key, the last input's signature broken, so every
+/// other input's checks run before the refusal (Core 31.99 refuses it too: the oracle is asked
+/// first). From 127.0.1.2 and 127.0.2.2, 40 posts of it each; beside them an honest broadcast
+/// from 127.0.0.3. Asserted: every post is answered with Core's reason, none refused for its
+/// host's cost; cairn spends at most 0.4 s of CPU on the 80; the honest broadcast is taken
+/// within 2 s. Then 30 other broken transactions
+/// (another byte flipped in each) from 127.0.3.2, under a hard limit of 12,000 (each is
+/// estimated at about 615 units): the one that would cross it is refused before it runs
+/// (`cairn_http_refused_ahead_total`, 429), later ones closed at accept.
+///
+/// *Fails before the fix* (457f01b): every repeat ran its checks again, charged about 615 units,
+/// so each host reached the hard limit after 19 (the other 21 refused for cost; cairn's CPU
+/// 0.41 s for the 38 that ran, 0.25 s now for all 80), and nothing was refused before it ran.
+#[test]
+fn repeated_refused_broadcasts_over_http_run_once() {
+    let http = free_addr();
+    let flag = format!("--http-addr={http}");
+    let served = Served::start(&[
+        &flag,
+        "--http-cost-soft-limit=0",
+        "--http-cost-hard-limit=12000",
+    ]);
+    let (variants, (honest_coin, honest_sat)) = multisig_checks_tx(&served);
+    let broken = with_last_signature_broken(&variants[0], 1);
+    let core_dir = tempfile::tempdir().unwrap();
+    let core = Bitcoind::start_core(
+        core_dir.path(),
+        &[format!("-connect=127.0.0.1:{}", served.node.p2p_port)],
+    );
+    let tip = served.node.rpc(&["getbestblockhash"]);
+    let synced = Instant::now();
+    while core.rpc(&["getbestblockhash"]) != tip {
+        assert!(
+            synced.elapsed() < Duration::from_secs(60),
+            "Core never synced"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let oracle = core.rpc_json_stdin("testmempoolaccept", &[&json!([broken]).to_string()]);
+    assert_eq!(oracle[0]["allowed"], false, "Core 31.99: {oracle}");
+    let reason = oracle[0]["reject-reason"].as_str().unwrap().to_string();
+    let reason = reason.split(" (").next().unwrap().to_string();
+    let cpu_before = served.cairn.cpu_seconds();
+    let attackers: Vec<std::thread::JoinHandle<(usize, usize)>> = ["127.0.1.2", "127.0.2.2"]
+        .into_iter()
+        .map(|from| {
+            let (broken, reason) = (broken.clone(), reason.clone());
+            std::thread::spawn(move || {
+                let (mut refused, mut over_cost) = (0, 0);
+                for _ in 0..40 {
+                    let (status, _, body) = common::http::post_from(from, http, "/tx", &broken);
+                    match status {
+                        400 => {
+                            assert!(body.contains(&reason), "{body}, Core: {reason}");
+                            refused += 1;
+                        }
+                        // Answered 429, or closed at accept: at the hard limit.
+                        429 | 0 => over_cost += 1,
+                        other => panic!("{other} {body}"),
+                    }
+                }
+                (refused, over_cost)
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(300));
+    let honest_tx = anyone::spend(&[honest_coin], vec![anyone::out(honest_sat - 1_000)]);
+    let asked = Instant::now();
+    let (status, _, body) =
+        common::http::post_from("127.0.0.3", http, "/tx", &anyone::hex(&honest_tx));
+    let honest_took = asked.elapsed();
+    let results: Vec<(usize, usize)> = attackers.into_iter().map(|t| t.join().unwrap()).collect();
+    let cpu = served.cairn.cpu_seconds() - cpu_before;
+    println!(
+        "80 posts of a refused transaction of {MULTISIG_INPUTS} inputs from two hosts: \
+         {results:?} (refused, over cost), cairn's CPU {cpu:.2} s; the honest broadcast \
+         taken in {honest_took:?}"
+    );
+    assert_eq!(status, 200, "{body}");
+    assert!(honest_took < Duration::from_secs(2), "{honest_took:?}");
+    // Checked once, a repeat costs a refusal's 10 units: 40 stay far under the hard limit.
+    assert_eq!(
+        results,
+        [(40, 0), (40, 0)],
+        "posts answered, refused for cost"
+    );
+    assert!(cpu < 0.4, "cairn spent {cpu:.2} s of CPU on the posts");
+
+    // Other broken transactions, each checked: each pays its estimate before it runs, and once
+    // that takes the host to the hard limit it is refused unrun.
+    let ahead = "cairn_http_refused_ahead_total";
+    let before = served.metric(ahead);
+    let (mut ran, mut refused) = (0, 0);
+    for flip in 2..32u8 {
+        let hex = with_last_signature_broken(&variants[0], flip);
+        match common::http::post_from("127.0.3.2", http, "/tx", &hex) {
+            (400, _, _) => ran += 1,
+            (429, _, _) => refused += 1,
+            // Closed at accept: the host is at the hard limit.
+            (0, _, _) => refused += 1,
+            (status, _, body) => panic!("{status} {body}"),
+        }
+    }
+    let refused_ahead = served.metric(ahead) - before;
+    println!("30 broken transactions from 127.0.3.2: {ran} checked, {refused} refused ({refused_ahead} before they ran)");
+    assert!(refused_ahead >= 1.0, "none refused before it ran");
+    assert!(ran <= 20, "{ran} checked under a hard limit of 12,000");
+}
+
 /// Issue 48: **a replacement cycle makes the cluster mempool linearize what it conflicts
 /// with**, refused or not: Core 31 judges a replacement by the fee-rate diagram of every
 /// cluster it changes, before and after, and a refused one pays nothing.

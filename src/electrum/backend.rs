@@ -2,9 +2,8 @@
 
 use std::sync::Arc;
 
-pub use super::verdicts::VerdictCache;
 use crate::config::ElectrumConfig;
-use crate::listen::WorkPool;
+use crate::listen::{VerdictCache, WorkPool};
 use crate::notify::Notifier;
 use crate::view::ReadModel;
 

@@ -11,9 +11,9 @@ use super::backend::Backend;
 use super::request::{Version, VERSIONS};
 use super::rpc::{Reply, RpcError, BACKEND_ERROR, HISTORY_TOO_LARGE};
 use super::verbose;
-use super::verdicts::{Verdict as KeptVerdict, VerdictKey};
 use crate::config::SERVER_SOFTWARE;
 use crate::index::query::{QueryError, TxPosition};
+use crate::listen::{KeptVerdict, VerdictKey};
 use crate::mempool::linearize::metered;
 use crate::mempool::{Mempool, Rejection};
 use crate::notify::Changes;
@@ -472,7 +472,7 @@ impl Ctx<'_> {
     /// ([`crate::listen::broadcast_checks`]), its checks not run again, so that a flood of
     /// repeats costs its sender as a flood of refusals does.
     pub(crate) fn charge_repeat(&self) {
-        self.charge_units(10);
+        self.meter.add(crate::listen::cost::repeated());
     }
 
     /// Charges work that reads no rows at ElectrumX's price in units (50 rows a unit).

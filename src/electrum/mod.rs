@@ -21,7 +21,6 @@ mod session;
 mod silent_payments;
 mod tweaks;
 mod verbose;
-mod verdicts;
 
 use std::net::SocketAddr;
 use std::sync::Arc;

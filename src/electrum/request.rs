@@ -1,8 +1,8 @@
 //! The Electrum methods cairn serves, in one table ([`METHODS`]: each name with the protocol
 //! versions that have it and its parameters' parser), and a call parsed once from it into a
 //! typed [`Request`]. The dispatcher (`Session::call`) matches on the request; the metrics'
-//! labels ([`method_label`]) and the README's method table (checked by a test) come from the
-//! same table.
+//! labels ([`method_label`]) and the method table of `contrib/docs/electrum.md` (checked by a
+//! test) come from the same table.
 
 use bitcoin::{OutPoint, Txid};
 use serde_json::Value;

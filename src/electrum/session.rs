@@ -366,16 +366,9 @@ impl Session {
         let slices: Vec<&[u8]> = raws.iter().map(Vec::as_slice).collect();
         let estimate = crate::listen::broadcast_checks(&slices, dry_run, 0);
         let units = cost::units(0, estimate, 0);
-        let accounts = &self.shares.host.cost;
-        let level = accounts.level(limits.decay_per_sec);
-        let group = accounts
-            .group
-            .level(limits.decay_per_sec * cost::GROUP_FACTOR);
-        let group_full = accounts.exempt && group + units >= limits.hard * cost::GROUP_FACTOR;
-        // Refused or not, the host pays for what it asked: refused, that takes it to the hard
-        // limit, and its session is closed as any over its cost.
-        accounts.charge(units, &limits);
-        if limits.hard > 0.0 && (level + units >= limits.hard || group_full) {
+        // Refused, the host is at the hard limit, and its session is closed as any over its
+        // cost.
+        if !self.shares.host.cost.pay_ahead(units, &limits) {
             crate::metrics::metrics().electrum_refused_ahead.inc();
             return Err(super::counted::excessive());
         }

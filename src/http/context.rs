@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use super::status_page;
 use crate::config::CostLimits;
-use crate::listen::WorkPool;
+use crate::listen::{cost, HostShares, KeptVerdict, VerdictCache, VerdictKey, WorkPool};
 use crate::notify::Notifier;
 use crate::view::{ChainView, Cost, CostMeter, ReadModel};
 
@@ -36,6 +36,8 @@ pub struct HttpContext {
     pub pool: Arc<WorkPool>,
     /// What a host's requests may cost (`http_cost_*`).
     pub cost: CostLimits,
+    /// Broadcasts' refusals, kept while the mempool and the tip stay.
+    pub verdicts: VerdictCache,
 }
 
 /// One request's access to what the endpoints read: every view it takes is metered, and what
@@ -46,15 +48,65 @@ pub struct Query<'a> {
     /// Where accepted transactions are announced.
     pub notifier: &'a Notifier,
     meter: &'a CostMeter,
+    /// What the request's host shares with its other connections: its cost among them.
+    host: &'a HostShares,
+    limits: CostLimits,
+    verdicts: &'a VerdictCache,
 }
 
 impl<'a> Query<'a> {
-    /// The access of one request to `ctx`, its reads counted in `meter`.
-    pub fn new(ctx: &'a HttpContext, meter: &'a CostMeter) -> Self {
+    /// The access of one request of `host`'s to `ctx`, its reads counted in `meter`.
+    pub fn new(ctx: &'a HttpContext, meter: &'a CostMeter, host: &'a HostShares) -> Self {
         Query {
             model: &ctx.model,
             notifier: &ctx.notifier,
             meter,
+            host,
+            limits: ctx.cost,
+            verdicts: &ctx.verdicts,
+        }
+    }
+
+    /// Charges the host `estimate` before the work it stands for runs: whether it may run
+    /// ([`crate::listen::Accounts::pay_ahead`]). Not counted again when the request is
+    /// answered.
+    pub fn pay_ahead(&self, estimate: Cost) -> bool {
+        self.host
+            .cost
+            .pay_ahead(cost::units(0, estimate, 0), &self.limits)
+    }
+
+    /// The key a `kind` answer for `raws` is kept under against the mempool and the tip now,
+    /// and the answer kept under it, if any (`None` without a mempool).
+    pub fn kept_verdict(
+        &self,
+        kind: &str,
+        raws: &[&[u8]],
+    ) -> Option<(VerdictKey, Option<KeptVerdict>)> {
+        let key = self.verdict_key(kind, raws)?;
+        Some((key, self.verdicts.get(&key)))
+    }
+
+    fn verdict_key(&self, kind: &str, raws: &[&[u8]]) -> Option<VerdictKey> {
+        let generation = self.model.mempool()?.generation();
+        let tip = self.model.index().tip().map(|(_, hash)| hash);
+        Some(VerdictKey::new(kind, raws, generation, tip))
+    }
+
+    /// Keeps `verdict`, decided against the state `key` names, if the tip and the mempool are
+    /// still that state, `writes` generations on (the check's own).
+    pub fn keep_verdict(
+        &self,
+        kind: &str,
+        raws: &[&[u8]],
+        key: VerdictKey,
+        writes: u64,
+        verdict: KeptVerdict,
+    ) {
+        if let Some(now) = self.verdict_key(kind, raws) {
+            if now.follows(&key, writes) {
+                self.verdicts.put(now, verdict);
+            }
         }
     }
 

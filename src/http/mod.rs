@@ -163,7 +163,7 @@ async fn answer_off_the_workers(
     let pool = ctx.pool.clone();
     let answered = pool.run(slot, move || {
         let meter = CostMeter::default();
-        let response = answer_request(&ctx, &Query::new(&ctx, &meter), &parts, &body);
+        let response = answer_request(&ctx, &Query::new(&ctx, &meter, &host), &parts, &body);
         let moved = head_bytes(&parts) + body.len() + body_bytes(&response);
         host.cost
             .charge(cost::units(1, meter.take(), moved), &limits);

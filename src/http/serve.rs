@@ -181,7 +181,11 @@ pub(super) async fn serve<H, F>(
         let handle = handle.clone();
         let place = held.place;
         // What the host's connections share (the query pool's share among them).
-        let shared = held.host.as_ref().map(HostGuard::shared).unwrap_or_default();
+        let shared = held
+            .host
+            .as_ref()
+            .map(HostGuard::shared)
+            .unwrap_or_default();
         let seat = held.host.as_ref().map(HostGuard::seat);
         let task = tokio::spawn(async move {
             let _held = held;

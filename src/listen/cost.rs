@@ -128,6 +128,18 @@ impl Accounts {
             .charge(units, limits.decay_per_sec * GROUP_FACTOR);
         self.verdict(limits)
     }
+
+    /// Charges `units` of work before it runs (a broadcast's estimated checks): whether it may
+    /// run, that is whether the host stays under the hard limit with them (an exempt
+    /// connection's group under its own, since an exempt connection's account starts afresh).
+    /// Refused or not, the host pays for what it asked, so a refusal takes it to the limit.
+    pub fn pay_ahead(&self, units: f64, limits: &CostLimits) -> bool {
+        let level = self.level(limits.decay_per_sec);
+        let group = self.group.level(limits.decay_per_sec * GROUP_FACTOR);
+        let group_full = self.exempt && group + units >= limits.hard * GROUP_FACTOR;
+        self.charge(units, limits);
+        limits.hard <= 0.0 || (level + units < limits.hard && !group_full)
+    }
 }
 
 /// Bytes of a request and its answer (or a notification) worth one unit: ElectrumX's
@@ -223,6 +235,19 @@ pub fn units(requests: usize, read: Cost, bytes: usize) -> f64 {
         + bytes as f64 / BANDWIDTH_UNIT
 }
 
+/// What a refused or only tried broadcast pays beyond its checks: 10 units.
+const REFUSED_ROWS: u64 = 500;
+
+/// What an answer given again from the verdicts kept ([`super::VerdictCache`]) costs, its
+/// checks not run again: a refusal's 10 units, so a flood of repeats costs its sender as a
+/// flood of refusals does.
+pub fn repeated() -> Cost {
+    Cost {
+        rows: REFUSED_ROWS,
+        bytes: 0,
+    }
+}
+
 /// What a broadcast's checks cost, which read outside the view: a row's worth per 20 bytes
 /// (its inputs looked up, its scripts verified twice: by the policy interpreter under the
 /// standard flags, then by the kernel under the consensus ones, or the failing input by the
@@ -247,7 +272,7 @@ pub fn broadcast_checks(raws: &[&[u8]], refused: bool, linearized: u64) -> Cost 
     let rows = bytes / 20
         + hashed / 1_000
         + checks * SIGNATURE_CHECK_ROWS
-        + if refused { 500 } else { 0 }
+        + if refused { REFUSED_ROWS } else { 0 }
         + linearized / LINEARIZED_PER_ROW;
     Cost { rows, bytes: 0 }
 }

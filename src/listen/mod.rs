@@ -2,7 +2,8 @@
 //! fails (out of file descriptors, say), which would starve every other task; the count of
 //! connections each host holds ([`HostTable`]) and what their requests cost ([`Account`],
 //! [`Verdict`]); the log lines they may cause ([`log_limit`]); writes that fail once they stall
-//! ([`WriteDeadline`]); and the pool their query work runs in ([`WorkPool`]).
+//! ([`WriteDeadline`]); the pool their query work runs in ([`WorkPool`]); and the answers to
+//! checks of transactions kept for repeats ([`VerdictCache`]).
 
 pub mod cost;
 mod groups;
@@ -11,6 +12,7 @@ pub mod log_limit;
 mod seats;
 mod shares;
 mod stall;
+mod verdicts;
 mod work;
 
 use std::net::SocketAddr;
@@ -24,6 +26,7 @@ pub use hosts::{HostGuard, HostTable, Refused};
 pub use log_limit::{sanitized, LimitedLine};
 pub use shares::{GroupKey, GroupShares, HostShares};
 pub use stall::WriteDeadline;
+pub use verdicts::{Verdict as KeptVerdict, VerdictCache, VerdictKey};
 pub use work::{
     Refused as WorkRefused, Slot, StreamPlace, WorkPool, QUICK_SCAN_BLOCKS, QUICK_SCAN_MEMPOOL,
     STREAMS,

@@ -72,6 +72,9 @@ pub struct Metrics {
     /// Electrum broadcasts and dry runs refused before their checks ran: their estimated cost
     /// would have taken the host to the hard limit.
     pub electrum_refused_ahead: IntCounter,
+    /// `POST /tx` broadcasts refused before their checks ran, their estimated cost over the
+    /// host's hard limit.
+    pub http_refused_ahead: IntCounter,
     /// Electrum sessions ended, by why: `left`, `idle`, `too_long`, `not_reading`,
     /// `write_stalled`, `cost`.
     pub electrum_disconnects: IntCounterVec,
@@ -286,6 +289,13 @@ impl Metrics {
                 IntCounter::with_opts(opts(
                     "electrum_refused_ahead_total",
                     "Electrum broadcasts and dry runs refused before their checks ran, their estimated cost over the host's hard limit.",
+                )),
+            ),
+            http_refused_ahead: registered(
+                &r,
+                IntCounter::with_opts(opts(
+                    "http_refused_ahead_total",
+                    "HTTP broadcasts refused before their checks ran, their estimated cost over the host's hard limit.",
                 )),
             ),
             electrum_disconnects: registered(

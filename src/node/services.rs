@@ -139,6 +139,7 @@ impl Services {
                     samples: Default::default(),
                     pool: pool.clone(),
                     cost: settings.http_cost,
+                    verdicts: Default::default(),
                 };
                 Some(
                     HttpServer::start(

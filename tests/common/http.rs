@@ -8,7 +8,18 @@ use std::time::Duration;
 
 /// Sends `request` as is; returns the status (0 if none came), the head and the body bytes.
 pub fn raw(addr: SocketAddr, request: &[u8]) -> (u16, String, Vec<u8>) {
-    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    let s = std::net::TcpStream::connect(addr).unwrap();
+    exchange(s, request)
+}
+
+/// [`raw`] from the address `from`.
+pub fn raw_from(from: &str, addr: SocketAddr, request: &[u8]) -> (u16, String, Vec<u8>) {
+    let s = super::peer::connect_from_with_rcvbuf(from, addr, None).unwrap();
+    exchange(s, request)
+}
+
+/// `request` on `s`, and the answer: status, head and body bytes.
+fn exchange(mut s: std::net::TcpStream, request: &[u8]) -> (u16, String, Vec<u8>) {
     s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
     // A server that closes at once (over its connection limit) may refuse the write too.
     let _ = s.write_all(request);
@@ -59,4 +70,14 @@ pub fn post(addr: SocketAddr, path: &str, body: &str) -> (u16, String, String) {
         addr,
         &format!("POST {path} HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len()),
     )
+}
+
+/// [`post`] from the address `from`.
+pub fn post_from(from: &str, addr: SocketAddr, path: &str, body: &str) -> (u16, String, String) {
+    let request = format!(
+        "POST {path} HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let (status, head, body) = raw_from(from, addr, request.as_bytes());
+    (status, head, String::from_utf8_lossy(&body).to_string())
 }

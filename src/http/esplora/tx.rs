@@ -319,30 +319,42 @@ pub fn outspends(ctx: &Query, txid: &Txid) -> Reply {
 }
 
 /// `POST /tx`: the body is the transaction in hex; the answer its txid, or bitcoind's
-/// `sendrawtransaction` error as Esplora passes it on (400).
+/// `sendrawtransaction` error as Esplora passes it on (400). The checks' estimated cost is
+/// paid before they run (429 unrun when that takes the host to the hard limit), and a refusal
+/// is answered again, unrun, for the same transaction against the same mempool and tip.
 pub fn broadcast(ctx: &Query, body: &[u8]) -> Reply {
-    let rpc_error = |code: i32, message: String| {
-        let error = serde_json::json!({ "code": code, "message": message });
-        Failure::bad(format!("sendrawtransaction RPC error: {error}"))
-    };
     let hex = std::str::from_utf8(body)
         .map_err(|_| Failure::bad("the body is not UTF-8 text"))?
         .trim();
     // bitcoind's -22 (RPC_DESERIALIZATION_ERROR) for text that is not a transaction.
-    let raw = Vec::<u8>::from_hex(hex).map_err(|_| rpc_error(-22, "TX decode failed".into()))?;
-    let pool = ctx.model.mempool().ok_or_else(|| {
+    let raw = Vec::<u8>::from_hex(hex).map_err(|_| rpc_error(-22, "TX decode failed"))?;
+    let no_mempool = || {
         Failure(
             hyper::StatusCode::SERVICE_UNAVAILABLE,
             "this server keeps no mempool".into(),
         )
-    })?;
+    };
+    let pool = ctx.model.mempool().ok_or_else(no_mempool)?;
+    let (key, kept) = ctx.kept_verdict(KIND, &[&raw]).ok_or_else(no_mempool)?;
+    if let Some(Err(refused)) = kept {
+        ctx.charge(crate::listen::cost::repeated());
+        return Err(Failure::bad(refused));
+    }
+    let paid = crate::listen::broadcast_checks(&[&raw], false, 0);
+    if !ctx.pay_ahead(paid) {
+        crate::metrics::metrics().http_refused_ahead.inc();
+        return Err(Failure(
+            hyper::StatusCode::TOO_MANY_REQUESTS,
+            "excessive resource usage: this host's requests cost too much; try later".into(),
+        ));
+    }
     let (accepted, linearized) =
         crate::mempool::linearize::metered(|| pool.accept(&raw, ctx.model.index()));
-    ctx.charge(crate::listen::broadcast_checks(
-        &[&raw],
-        accepted.is_err(),
-        linearized,
-    ));
+    let cost = crate::listen::broadcast_checks(&[&raw], accepted.is_err(), linearized);
+    ctx.charge(crate::view::Cost {
+        rows: cost.rows.saturating_sub(paid.rows),
+        bytes: 0,
+    });
     match accepted {
         Ok(accepted) => {
             let txid = accepted.txid;
@@ -351,8 +363,24 @@ pub fn broadcast(ctx: &Query, body: &[u8]) -> Reply {
         }
         // bitcoind answers a transaction it already has with its txid.
         Err(Rejection::AlreadyInMempool) => text(decode(&raw)?.compute_txid().to_string()),
-        Err(e) => Err(rpc_error(rejection_code(&e), e.to_string())),
+        Err(e) => {
+            let Failure(_, refused) = rpc_error(rejection_code(&e), &e.to_string());
+            // A store that failed may answer next time.
+            if !matches!(e, Rejection::Backend(_)) {
+                ctx.keep_verdict(KIND, &[&raw], key, 1, Err(refused.clone()));
+            }
+            Err(Failure::bad(refused))
+        }
     }
+}
+
+/// The kind `POST /tx`'s refusals are kept under.
+const KIND: &str = "esplora broadcast";
+
+/// bitcoind's `sendrawtransaction` error as Esplora passes it on.
+fn rpc_error(code: i32, message: &str) -> Failure {
+    let error = serde_json::json!({ "code": code, "message": message });
+    Failure::bad(format!("sendrawtransaction RPC error: {error}"))
 }
 
 /// bitcoind's RPC error code for a refused transaction (rpc/protocol.h).
