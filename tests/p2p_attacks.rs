@@ -799,6 +799,81 @@ fn a_peer_merging_clusters_is_held_to_its_allowance() {
     println!("the attacker wrote {sent} transactions before cairn went away");
 }
 
+/// Issue 49: **a subnet's peers each had a host's allowance of transaction checks.** A host's
+/// inbound transactions are held to its allowance (a burst of 250 units, 25 a second), but
+/// nothing held a /24's hosts together, nor every exempt connection (Tor's loopback, each its
+/// own account), nor every inbound peer.
+///
+/// From 16 addresses of 127.0.1.0/24, a peer each sends four transactions of about 90 kB
+/// (about 118 units each: a row per 20 bytes, a unit per 5,000 bytes and a refusal's 10; two
+/// fit a host's burst), unasked, spending coins nobody has. Asserted: at most 14 of the 64 are checked (the /24's allowance, four hosts'
+/// worth: about nine, one more a second), the rest dropped unchecked
+/// (`cairn_p2p_tx_over_allowance_total`); and a peer of another /24 still gets one checked.
+///
+/// *Fails before the fix* (019931f): each address took two, 32 checked.
+#[test]
+fn a_subnets_peers_share_their_allowance_of_transaction_checks() {
+    let metrics = common::free_addr();
+    let net = Net::start(110, 1, &[&format!("--metrics-addr={metrics}")]);
+    let dropped = || common::probe::metric(metrics, "cairn_p2p_tx_over_allowance_total");
+    // About 90 kB each, decodable, spending a coin nobody has: checked, it is refused (or
+    // kept as an orphan); its estimate is its size either way.
+    let big = |salt: u32| {
+        let mut tx = anyone::spend(
+            &[bitcoin::OutPoint::new(
+                bitcoin::Txid::from_byte_array([7; 32]),
+                salt,
+            )],
+            vec![anyone::out(1_000)],
+        );
+        let mut script = vec![0x6a, 0x4e];
+        script.extend((90_000u32).to_le_bytes());
+        script.extend(vec![0u8; 90_000]);
+        tx.output.push(bitcoin::TxOut {
+            value: bitcoin::Amount::ZERO,
+            script_pubkey: bitcoin::ScriptBuf::from_bytes(script),
+        });
+        tx
+    };
+    let before = dropped();
+    let peers: Vec<std::thread::JoinHandle<ScriptedPeer>> = (1..=16u32)
+        .map(|host| {
+            let (to, txs) = (
+                net.p2p,
+                (0..4).map(|i| big(host * 10 + i)).collect::<Vec<_>>(),
+            );
+            std::thread::spawn(move || {
+                let mut peer = ScriptedPeer::connect(&format!("127.0.1.{host}"), to);
+                peer.handshake();
+                for tx in txs {
+                    peer.send(NetworkMessage::Tx(tx)).unwrap();
+                }
+                peer
+            })
+        })
+        .collect();
+    let peers: Vec<ScriptedPeer> = peers.into_iter().map(|p| p.join().unwrap()).collect();
+    let settled = common::probe::metric_when(
+        metrics,
+        "cairn_p2p_tx_over_allowance_total",
+        Duration::from_secs(10),
+        |v| v - before >= 40.0,
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    let checked = 64.0 - (dropped() - before);
+    println!("16 addresses of one /24, 64 transactions of 90 kB: {checked} checked ({settled:?})");
+    assert!(checked <= 14.0, "{checked} checked for one /24");
+    assert!(checked >= 4.0, "the /24's burst was not taken: {checked}");
+    // Another subnet's peer is not held by them.
+    let before = dropped();
+    let mut other = ScriptedPeer::connect("127.0.2.1", net.p2p);
+    other.handshake();
+    other.send(NetworkMessage::Tx(big(999))).unwrap();
+    std::thread::sleep(Duration::from_secs(1));
+    assert_eq!(dropped(), before, "another /24's transaction was dropped");
+    drop(peers);
+}
+
 /// Finding 6: where a transaction first appears. Core trickles announcements on Poisson timers
 /// (2 s to outbound peers, 5 s to inbound ones, one timer for all inbound peers); cairn told
 /// every peer at once, so a spy saw cairn as the origin of what its wallets broadcast. Five

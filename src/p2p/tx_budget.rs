@@ -11,7 +11,12 @@
 //! (blocks, headers, pings) are read as ever. The estimate is taken before the work, the rest
 //! (the linearization) charged after. An honest peer relays a few transactions a second, under
 //! a unit each, and never comes near. Outbound peers, which cairn chose, are not held (as in
-//! Core); an exempt host's connections (loopback, where Tor arrives) each have their own.
+//! Core); an exempt host's connections (loopback, where Tor arrives) each have their own. A
+//! host's account is one of its group's (IPv4 /24, IPv6 /48; every exempt connection together
+//! is one group, kept while cairn runs), which may run up four hosts' worth, and every inbound
+//! peer's together are held to ten hosts' worth: a subnet, or Tor's loopback, takes a tenth of
+//! a core at most, and inbound relay all together a quarter, while outbound peers' transactions
+//! are checked as ever.
 
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -19,8 +24,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use super::inbound::host;
 use super::sync::PeerId;
-use crate::listen::cost::units;
-use crate::listen::{broadcast_checks, Account};
+use crate::listen::cost::{units, GROUP_FACTOR};
+use crate::listen::{broadcast_checks, Account, GroupKey};
 use crate::types::Subnet;
 
 /// How much a host's transactions may cost before they are dropped, and how fast that drains.
@@ -39,19 +44,64 @@ pub const INBOUND: TxAllowance = TxAllowance {
     per_sec: 25.0,
 };
 
-/// One host's (or one exempt connection's) account of its transactions' checks.
+/// A group's: four hosts' worth, as an Electrum group's cost ([`GROUP_FACTOR`]).
+pub const GROUP: TxAllowance = TxAllowance {
+    burst: INBOUND.burst * GROUP_FACTOR,
+    per_sec: INBOUND.per_sec * GROUP_FACTOR,
+};
+
+/// Every inbound peer's together: ten hosts' worth, about a quarter of a core over time.
+pub const TOTAL: TxAllowance = TxAllowance {
+    burst: INBOUND.burst * 10.0,
+    per_sec: INBOUND.per_sec * 10.0,
+};
+
+/// One account and its allowance.
 #[derive(Debug)]
-pub struct TxBudget {
+struct Held {
     spent: Account,
     allowance: TxAllowance,
 }
 
-impl TxBudget {
-    /// An empty account under `allowance`.
-    pub fn new(allowance: TxAllowance) -> Self {
-        TxBudget {
+impl Held {
+    fn new(allowance: TxAllowance) -> Self {
+        Held {
             spent: Account::default(),
             allowance,
+        }
+    }
+
+    /// Whether `estimate` more units fit now; an idle account takes one however large.
+    fn has_room(&self, estimate: f64) -> bool {
+        let level = self.spent.level(self.allowance.per_sec);
+        level <= 0.0 || level + estimate <= self.allowance.burst
+    }
+
+    fn charge(&self, units: f64) {
+        self.spent.charge(units, self.allowance.per_sec);
+    }
+
+    fn idle(&self) -> bool {
+        self.spent.level(self.allowance.per_sec) <= 0.0
+    }
+}
+
+/// One host's (or one exempt connection's) account of its transactions' checks, with its
+/// group's and every inbound peer's.
+#[derive(Debug)]
+pub struct TxBudget {
+    host: Held,
+    group: Arc<Held>,
+    total: Arc<Held>,
+}
+
+impl TxBudget {
+    /// An empty account under `allowance`, alone in its group and in all.
+    pub fn new(allowance: TxAllowance) -> Self {
+        TxBudget {
+            host: Held::new(allowance),
+            group: Arc::new(Held::new(GROUP)),
+            total: Arc::new(Held::new(TOTAL)),
         }
     }
 
@@ -60,23 +110,30 @@ impl TxBudget {
         units(1, broadcast_checks(&[raw], true, 0), raw.len())
     }
 
-    /// Whether `estimate` more units fit the allowance now; an idle account takes one however
-    /// large (a standard transaction of a thousand inputs costs more than the burst), which it
-    /// then pays back over time.
+    /// Whether `estimate` more units fit the host's allowance, its group's and the total now;
+    /// an idle account takes one however large (a standard transaction of a thousand inputs
+    /// costs more than a host's burst), which it then pays back over time.
     pub fn has_room(&self, estimate: f64) -> bool {
-        let level = self.spent.level(self.allowance.per_sec);
-        level <= 0.0 || level + estimate <= self.allowance.burst
+        [&self.host, &*self.group, &*self.total]
+            .iter()
+            .all(|held| held.has_room(estimate))
     }
 
     /// Charges the checks of `raws` (refused or not) and the linearization work they caused.
     pub fn charge(&self, raws: &[&[u8]], refused: bool, linearized: u64) {
         let bytes = raws.iter().map(|r| r.len()).sum();
-        let cost = broadcast_checks(raws, refused, linearized);
-        (self.spent).charge(units(raws.len(), cost, bytes), self.allowance.per_sec);
+        let cost = units(
+            raws.len(),
+            broadcast_checks(raws, refused, linearized),
+            bytes,
+        );
+        for held in [&self.host, &*self.group, &*self.total] {
+            held.charge(cost);
+        }
     }
 
     fn idle(&self) -> bool {
-        self.spent.level(self.allowance.per_sec) <= 0.0
+        self.host.idle()
     }
 }
 
@@ -86,20 +143,24 @@ impl TxBudget {
 pub struct TxBudgets {
     exempt: Vec<Subnet>,
     accounts: Mutex<Accounts>,
+    /// Every inbound peer's together.
+    total: Arc<Held>,
 }
 
 #[derive(Debug, Default)]
 struct Accounts {
     by_host: HashMap<Subnet, Arc<TxBudget>>,
+    by_group: HashMap<GroupKey, Arc<Held>>,
     by_peer: HashMap<PeerId, Arc<TxBudget>>,
 }
 
 impl TxBudgets {
-    /// No accounts yet; hosts in `exempt` get one per connection.
+    /// No accounts yet; hosts in `exempt` get one per connection, in one group.
     pub fn new(exempt: Vec<Subnet>) -> Self {
         TxBudgets {
             exempt,
             accounts: Mutex::default(),
+            total: Arc::new(Held::new(TOTAL)),
         }
     }
 
@@ -108,17 +169,37 @@ impl TxBudgets {
     }
 
     /// The account inbound peer `id` from `ip` pays into: its host's (kept from its host's
-    /// earlier connections), or its own for an exempt host. Drained accounts no peer holds are
-    /// dropped meanwhile.
+    /// earlier connections), or its own for an exempt host; either in its group's. Drained
+    /// accounts no peer holds are dropped meanwhile (the exempt group's is kept).
     pub fn join(&self, id: PeerId, ip: IpAddr) -> Arc<TxBudget> {
         let mut accounts = self.lock();
-        let Accounts { by_host, by_peer } = &mut *accounts;
+        let Accounts {
+            by_host,
+            by_group,
+            by_peer,
+        } = &mut *accounts;
         by_host.retain(|_, b| Arc::strong_count(b) > 1 || !b.idle());
-        let budget = match self.exempt.iter().any(|net| net.contains(ip)) {
-            true => Arc::new(TxBudget::new(INBOUND)),
-            false => (by_host.entry(host(ip)))
-                .or_insert_with(|| Arc::new(TxBudget::new(INBOUND)))
-                .clone(),
+        by_group.retain(|k, g| *k == GroupKey::Exempt || Arc::strong_count(g) > 1 || !g.idle());
+        let exempt = self.exempt.iter().any(|net| net.contains(ip));
+        let group_key = if exempt {
+            GroupKey::Exempt
+        } else {
+            GroupKey::of(ip)
+        };
+        let group = by_group
+            .entry(group_key)
+            .or_insert_with(|| Arc::new(Held::new(GROUP)))
+            .clone();
+        let new = || {
+            Arc::new(TxBudget {
+                host: Held::new(INBOUND),
+                group,
+                total: self.total.clone(),
+            })
+        };
+        let budget = match exempt {
+            true => new(),
+            false => by_host.entry(host(ip)).or_insert_with(new).clone(),
         };
         by_peer.insert(id, budget.clone());
         budget
@@ -176,14 +257,55 @@ mod tests {
         );
         assert!(Arc::ptr_eq(&again, &budgets.of(2).unwrap()));
         let tor: IpAddr = "127.0.0.1".parse().unwrap();
-        budgets.join(3, tor).charge(&[&PAYMENT], true, 40_000_000);
+        let first = budgets.join(3, tor);
+        while first.has_room(TxBudget::estimate(&PAYMENT)) {
+            first.charge(&[&PAYMENT], true, 0);
+        }
         assert!(
-            budgets.join(4, tor).has_room(1.0),
-            "an exempt connection's is its own"
+            budgets.join(4, tor).has_room(TxBudget::estimate(&PAYMENT)),
+            "an exempt connection's is its own (its group's has room)"
         );
         budgets.leave(2);
         budgets.leave(3);
         budgets.leave(4);
         assert!(budgets.of(2).is_none());
+    }
+
+    /// Refused transactions of about 10 units each, from `ip` as peer `id`, until its account
+    /// has no room: how many were checked.
+    fn until_full(budgets: &TxBudgets, id: PeerId, ip: &str) -> usize {
+        let budget = budgets.join(id, ip.parse().unwrap());
+        (0..10_000)
+            .take_while(|_| budget.has_room(TxBudget::estimate(&PAYMENT)))
+            .inspect(|_| budget.charge(&[&PAYMENT], true, 0))
+            .count()
+    }
+
+    #[test]
+    fn a_subnets_hosts_together_and_every_exempt_connection_hold_four_hosts_worth() {
+        let budgets = TxBudgets::new(vec!["127.0.0.1/32".parse().unwrap()]);
+        let one = until_full(&budgets, 1, "10.0.0.1");
+        let subnet: usize = (2..12)
+            .map(|i| until_full(&budgets, i, &format!("10.0.0.{i}")))
+            .sum();
+        println!("one host {one}, ten more of its /24 {subnet}");
+        assert!(
+            subnet <= 3 * one + 1,
+            "a /24 ran {subnet} past one host's {one}"
+        );
+        let tor: usize = (20..40).map(|i| until_full(&budgets, i, "127.0.0.1")).sum();
+        assert!(tor <= 4 * one + 1, "exempt connections ran {tor}");
+        // Another subnet's host is not held by them.
+        assert_eq!(until_full(&budgets, 50, "10.0.1.1"), one);
+    }
+
+    #[test]
+    fn every_inbound_peer_together_holds_ten_hosts_worth() {
+        let budgets = TxBudgets::new(Vec::new());
+        let one = until_full(&budgets, 1, "10.0.0.1");
+        let all: usize = (2..40u64)
+            .map(|i| until_full(&budgets, i, &format!("10.0.{i}.1")))
+            .sum();
+        assert!(all <= 9 * one + 5, "{all} past one host's {one}");
     }
 }
