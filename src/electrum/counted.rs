@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use super::rpc::{RpcError, EXCESSIVE_RESOURCE_USAGE};
-use crate::listen::{HostShares, Seat};
+use crate::listen::{HostShares, Seat, SilentFull, SilentLimits};
 
 /// Room in the answer budget for what a session builds: its bytes are asked before an answer
 /// is built when they are known ([`Request::answer_bytes`]), and once it is built otherwise, so
@@ -94,6 +94,16 @@ pub const SILENT_EXEMPT: usize = SILENT_TOTAL / 4;
 /// newcomer of a group holding fewer.
 pub const SILENT_TOTAL: usize = 2_000;
 
+/// Every limit of silent-payment subscriptions above; the exempt connections lose none of
+/// theirs to other groups below half their share.
+const SILENT_LIMITS: SilentLimits = SilentLimits {
+    per_host: SILENT_PER_HOST,
+    per_group: SILENT_PER_GROUP,
+    exempt: SILENT_EXEMPT,
+    total: SILENT_TOTAL,
+    exempt_floor: SILENT_EXEMPT / 2,
+};
+
 impl SubscriptionShares {
     /// Counting against the host of `seat`, `total`, and (silent-payment ones) the seat.
     pub(crate) fn new(seat: Arc<Seat>, total: Arc<AtomicUsize>) -> Self {
@@ -128,25 +138,17 @@ impl SubscriptionShares {
     /// the exempt connections, the one holding the most; over the server, one of the group
     /// holding the most (the exempt connections' only while they hold more than half their
     /// share).
+    /// The one it takes is counted at once, every limit checked and counted together, so
+    /// that many connections asking at once never pass one.
     pub(super) fn silent_room(&self) -> Result<(), RpcError> {
-        let held = |count: &AtomicUsize| count.load(Ordering::SeqCst);
-        if held(&self.host.silent_subscriptions) >= SILENT_PER_HOST {
-            return Err(full(SILENT_PER_HOST, "from this address"));
-        }
-        let group = &self.host.group;
-        match group.is_exempt() {
-            true if !self.seat.exempt_room(SILENT_EXEMPT) => {
-                return Err(full(SILENT_EXEMPT, "from exempt addresses"));
-            }
-            false if held(&group.silent_subscriptions) >= SILENT_PER_GROUP => {
-                return Err(full(SILENT_PER_GROUP, "from this network"));
-            }
-            _ => {}
-        }
-        match self.seat.table_room(SILENT_TOTAL, SILENT_EXEMPT / 2) {
-            true => Ok(()),
-            false => Err(full(SILENT_TOTAL, "on this server")),
-        }
+        self.seat
+            .reserve_silent(&SILENT_LIMITS)
+            .map_err(|limit| match limit {
+                SilentFull::Host => full(SILENT_PER_HOST, "from this address"),
+                SilentFull::Group => full(SILENT_PER_GROUP, "from this network"),
+                SilentFull::Exempt => full(SILENT_EXEMPT, "from exempt addresses"),
+                SilentFull::Total => full(SILENT_TOTAL, "on this server"),
+            })
     }
 }
 

@@ -9,15 +9,45 @@ use tokio::task::AbortHandle;
 
 use super::shares::HostShares;
 
-/// Where a seat asks for room for one more silent-payment subscription: its table
-/// (`super::HostTable`), which can take another seat back for it.
+/// Where a seat reserves one more silent-payment subscription: its table
+/// (`super::HostTable`), which checks every limit and counts the reservation in one step under
+/// its lock (so that many asking at once never pass a limit together), and can take another
+/// seat back for it.
 pub trait SilentRoom: Send + Sync {
-    /// Whether one more of `asker`'s fits under `limit` in all, taking a seat back if it does
-    /// not (the exempt connections' only while they hold more than `exempt_floor`).
-    fn make_silent_room(&self, asker: &Seat, limit: usize, exempt_floor: usize) -> bool;
-    /// Whether one more of the exempt `asker`'s fits under `cap` for every exempt connection,
-    /// taking back the seat of the exempt connection holding the most if it does not.
-    fn make_exempt_silent_room(&self, asker: &Seat, cap: usize) -> bool;
+    /// Counts one more of `asker`'s if it fits `limits`, taking a seat back where a limit
+    /// allows; else says which limit it met.
+    fn reserve_silent(&self, asker: &Seat, limits: &SilentLimits) -> Result<(), SilentFull>;
+}
+
+/// The silent-payment subscriptions connections may hold together.
+#[derive(Debug, Clone, Copy)]
+pub struct SilentLimits {
+    /// One host's connections (an exempt connection alone).
+    pub per_host: usize,
+    /// One group's hosts, not exempt: past it, refused.
+    pub per_group: usize,
+    /// Every exempt connection: past it, the one holding the most gives its seat up for one
+    /// holding fewer.
+    pub exempt: usize,
+    /// Every connection: past it, a connection of the group holding the most gives its seat
+    /// up for a newcomer of a group holding fewer (the exempt group only while it holds more
+    /// than `exempt_floor`).
+    pub total: usize,
+    /// What the exempt connections keep of the total whoever asks.
+    pub exempt_floor: usize,
+}
+
+/// The limit a silent-payment subscription met.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SilentFull {
+    /// Its host's.
+    Host,
+    /// Its group's.
+    Group,
+    /// Every exempt connection's.
+    Exempt,
+    /// The server's.
+    Total,
 }
 
 /// One connection's seat in its server's table: what it holds, for choosing which
@@ -114,24 +144,19 @@ impl Seat {
         self.hold_silent(0);
     }
 
-    /// Whether one more silent-payment subscription of this connection fits: the table holds
-    /// fewer than `limit` in all, or a connection of the group holding the most gives its seat
-    /// up (the exempt connections' group only while it holds more than `exempt_floor`). Always,
-    /// for a seat in no table.
-    pub fn table_room(&self, limit: usize, exempt_floor: usize) -> bool {
+    /// Reserves one more silent-payment subscription of this connection under `limits` (its
+    /// table's rules, [`SilentRoom`]), counted at once; the session sets its exact count after
+    /// ([`Seat::hold_silent`]). For a seat in no table, only its host's limit holds.
+    pub fn reserve_silent(&self, limits: &SilentLimits) -> Result<(), SilentFull> {
         match self.table.as_ref().and_then(Weak::upgrade) {
-            Some(table) => table.make_silent_room(self, limit, exempt_floor),
-            None => true,
-        }
-    }
-
-    /// Whether one more silent-payment subscription of this exempt connection fits when the
-    /// exempt connections hold `cap` together: the exempt connection holding the most gives its
-    /// seat up if it holds more than this one would.
-    pub fn exempt_room(&self, cap: usize) -> bool {
-        match self.table.as_ref().and_then(Weak::upgrade) {
-            Some(table) => table.make_exempt_silent_room(self, cap),
-            None => true,
+            Some(table) => table.reserve_silent(self, limits),
+            None if self.host.silent_subscriptions.load(Ordering::SeqCst) >= limits.per_host => {
+                Err(SilentFull::Host)
+            }
+            None => {
+                self.hold_silent(self.silent() + 1);
+                Ok(())
+            }
         }
     }
 

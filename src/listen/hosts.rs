@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::{Duration, Instant};
 
 use super::cost::{Account, Accounts};
-use super::groups::{Seat, SilentRoom};
+use super::groups::{Seat, SilentFull, SilentLimits, SilentRoom};
 use super::seats::{leave, Held, Live};
 use super::shares::{GroupKey, GroupShares, HostShares};
 use crate::config::HostLimits;
@@ -375,39 +375,40 @@ impl HostTable {
 }
 
 impl SilentRoom for HostTable {
-    /// Whether one more silent-payment subscription of `asker`'s fits under `limit` in all,
-    /// taking a seat back if it does not: the group holding the most (the exempt connections'
-    /// only while they hold more than `exempt_floor`), if it holds more than the asker's would,
-    /// gives up its connection holding the most.
-    fn make_silent_room(&self, asker: &Seat, limit: usize, exempt_floor: usize) -> bool {
+    /// Counts one more silent-payment subscription of `asker`'s, all under the table's lock:
+    /// refused at its host's limit or its group's; past the exempt connections' limit, the one
+    /// holding the most gives its seat up if it holds more than the asker would; past the
+    /// server's, the group holding the most (the exempt one only above its floor) gives up its
+    /// connection holding the most, if it holds more than the asker's would.
+    fn reserve_silent(&self, asker: &Seat, limits: &SilentLimits) -> Result<(), SilentFull> {
+        let held = |count: &AtomicUsize| count.load(Ordering::SeqCst);
         let mut live = self.lock();
-        // Asked again under the lock: many asking at once take one seat back, not one each.
-        if self.silent_total() < limit {
-            return true;
+        if held(&asker.host.silent_subscriptions) >= limits.per_host {
+            return Err(SilentFull::Host);
         }
-        let Some(victim) = live.silent_victim(asker, exempt_floor) else {
-            return false;
-        };
-        victim.release_silent();
-        self.evict(&mut live, &victim);
-        true
+        let group = &asker.host.group;
+        if group.is_exempt() {
+            if held(&self.exempt.silent_subscriptions) >= limits.exempt {
+                let victim = live.exempt_silent_victim(asker);
+                self.take_silent_back(&mut live, victim.ok_or(SilentFull::Exempt)?);
+            }
+        } else if held(&group.silent_subscriptions) >= limits.per_group {
+            return Err(SilentFull::Group);
+        }
+        if self.silent_total() >= limits.total {
+            let victim = live.silent_victim(asker, limits.exempt_floor);
+            self.take_silent_back(&mut live, victim.ok_or(SilentFull::Total)?);
+        }
+        asker.hold_silent(asker.silent() + 1);
+        Ok(())
     }
+}
 
-    /// Whether one more silent-payment subscription of the exempt `asker`'s fits under `cap`
-    /// for every exempt connection together, taking back the seat of the exempt connection
-    /// holding the most if it does not, when that holds more than the asker would.
-    fn make_exempt_silent_room(&self, asker: &Seat, cap: usize) -> bool {
-        let mut live = self.lock();
-        let held = self.exempt.silent_subscriptions.load(Ordering::SeqCst);
-        if held < cap {
-            return true;
-        }
-        let Some(victim) = live.exempt_silent_victim(asker) else {
-            return false;
-        };
+impl HostTable {
+    /// Takes `victim`'s seat back, and its silent-payment subscriptions from the counts.
+    fn take_silent_back(&self, live: &mut Live, victim: Arc<Seat>) {
         victim.release_silent();
-        self.evict(&mut live, &victim);
-        true
+        self.evict(live, &victim);
     }
 }
 
@@ -698,10 +699,17 @@ mod tests {
             table.admit(ip("127.0.0.1")).unwrap(),
             table.admit(ip("::1")).unwrap(),
         );
+        let limits = |exempt, total, exempt_floor| SilentLimits {
+            per_host: 1_000,
+            per_group: 1_000,
+            exempt,
+            total,
+            exempt_floor,
+        };
         hog.seat().hold_silent(50);
-        assert!(honest.seat().exempt_room(50));
-        assert!(evicted(&hog) && table.exempt.silent_subscriptions.load(Ordering::SeqCst) == 0);
-        honest.seat().hold_silent(1);
+        assert_eq!(honest.seat().reserve_silent(&limits(50, 1_000, 0)), Ok(()));
+        let exempt_held = table.exempt.silent_subscriptions.load(Ordering::SeqCst);
+        assert!(evicted(&hog) && exempt_held == 1, "{exempt_held}");
         // Two subnets fill the server's 30: a third's newcomer takes a seat of the larger, once.
         let (a, b) = (
             table.admit(ip("198.51.100.1")).unwrap(),
@@ -710,25 +718,70 @@ mod tests {
         a.seat().hold_silent(20);
         b.seat().hold_silent(9);
         let newcomer = table.admit(ip("192.0.2.1")).unwrap();
-        assert!(newcomer.seat().table_room(30, 0));
+        assert_eq!(newcomer.seat().reserve_silent(&limits(50, 30, 0)), Ok(()));
         assert!(evicted(&a) && !evicted(&b));
-        assert_eq!(table.silent_total(), 10);
-        assert!(
-            newcomer.seat().table_room(30, 0),
+        assert_eq!(
+            table.silent_total(),
+            11,
+            "b's 9, the exempt 1, the newcomer's"
+        );
+        assert_eq!(
+            newcomer.seat().reserve_silent(&limits(50, 30, 0)),
+            Ok(()),
             "room now, nobody else evicted"
         );
         assert!(!evicted(&b));
         // The exempt connections keep what they hold up to their floor.
         drop(b);
         honest.seat().hold_silent(30);
-        assert!(!newcomer.seat().table_room(30, 30));
+        assert_eq!(
+            newcomer.seat().reserve_silent(&limits(50, 30, 30)),
+            Err(SilentFull::Total)
+        );
         assert!(!evicted(&honest));
-        assert!(
-            newcomer.seat().table_room(30, 29),
+        assert_eq!(
+            newcomer.seat().reserve_silent(&limits(50, 30, 29)),
+            Ok(()),
             "above it, they give a seat up"
         );
         assert!(evicted(&honest));
         drop((hog, honest, a, newcomer));
         assert_eq!(table.silent_total(), 0, "every count given back once");
+    }
+
+    #[test]
+    fn many_reserving_at_once_never_pass_the_total() {
+        let table = HostTable::with_total(HostLimits::new(4, 8), 100, "test");
+        let limits = SilentLimits {
+            per_host: 1_000,
+            per_group: 1_000,
+            exempt: 1_000,
+            total: 100,
+            exempt_floor: 0,
+        };
+        // Eight hosts of eight subnets, each asking 50 times at once (one holding more than
+        // another would with one more gives its seat up).
+        let guards: Vec<HostGuard> = (1..=8)
+            .map(|i| table.admit(ip(&format!("10.0.{i}.1"))).unwrap())
+            .collect();
+        let taken: usize = std::thread::scope(|scope| {
+            let asking: Vec<_> = guards
+                .iter()
+                .map(|g| {
+                    let seat = g.seat();
+                    scope.spawn(move || {
+                        (0..50)
+                            .filter(|_| seat.reserve_silent(&limits).is_ok())
+                            .count()
+                    })
+                })
+                .collect();
+            asking.into_iter().map(|t| t.join().unwrap()).sum()
+        });
+        let total = table.silent_total();
+        assert!(total <= 100, "{total} held of 100");
+        assert!(taken >= 100 && total >= 50, "{taken} taken, {total} held");
+        drop(guards);
+        assert_eq!(table.silent_total(), 0);
     }
 }

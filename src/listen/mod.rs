@@ -21,7 +21,7 @@ use std::time::Duration;
 use tokio::net::{TcpListener, TcpStream};
 
 pub use cost::{broadcast_checks, Account, Accounts, Charged, Verdict};
-pub use groups::Seat;
+pub use groups::{Seat, SilentFull, SilentLimits};
 pub use hosts::{HostGuard, HostTable, Refused};
 pub use log_limit::{sanitized, LimitedLine};
 pub use shares::{GroupKey, GroupShares, HostShares};
