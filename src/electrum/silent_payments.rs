@@ -44,7 +44,7 @@ use crate::index::silent_payments::scan::ScanKeys;
 use crate::index::silent_payments::TxTweak as PoolTweak;
 use crate::listen::cost::{self, Verdict};
 use crate::listen::{
-    HostShares, StreamPlace, WorkPool, WorkRefused, QUICK_SCAN_BLOCKS, QUICK_SCAN_MEMPOOL,
+    GroupKey, HostShares, StreamPlace, WorkPool, WorkRefused, QUICK_SCAN_BLOCKS, QUICK_SCAN_MEMPOOL,
 };
 use crate::view::{ChainView, TxTweak};
 
@@ -115,33 +115,52 @@ pub fn address(keys: &ScanKeys, network: bitcoin::Network) -> String {
 /// A transaction a scan found: its height, id and tweak data.
 type Hit = (u32, Txid, [u8; 33]);
 
-/// The transactions of `txs` that pay `keys`, in their order, with their heights.
-fn find(keys: &ScanKeys, txs: &[(u32, TxTweak)]) -> Vec<Hit> {
-    let pays = |(height, tx): &(u32, TxTweak)| {
+/// Whose turns on the scan threads come next.
+static TURNS: LazyLock<ScanTurns> = LazyLock::new(ScanTurns::default);
+
+/// The items of `txs` that `pays` says pay the wallet, in their order: in batches of
+/// [`turns::BATCH`], each in a turn of `group`'s on the scan threads, spread over them.
+fn scanned<T: Sync>(
+    txs: &[T],
+    group: Option<GroupKey>,
+    pays: impl Fn(&T) -> Option<Hit> + Sync,
+) -> Vec<Hit> {
+    let mut hits = Vec::new();
+    for batch in txs.chunks(turns::BATCH) {
+        hits.extend(TURNS.run(group, || match &*SCAN_THREADS {
+            Some(threads) => threads.install(|| {
+                batch
+                    .par_iter()
+                    .with_min_len(16)
+                    .filter_map(&pays)
+                    .collect()
+            }),
+            None => batch.iter().filter_map(&pays).collect::<Vec<_>>(),
+        }));
+    }
+    hits
+}
+
+/// The transactions of `txs` that pay `keys`, in their order, with their heights; scanned in
+/// `group`'s turns.
+fn find(keys: &ScanKeys, txs: &[(u32, TxTweak)], group: Option<GroupKey>) -> Vec<Hit> {
+    scanned(txs, group, |(height, tx)| {
         let outputs: Vec<[u8; 32]> = tx.outputs.iter().map(|o| o.1).collect();
         (!keys.scan(&tx.tweak, &outputs).is_empty()).then_some((*height, tx.txid, tx.tweak))
-    };
-    match &*SCAN_THREADS {
-        Some(threads) => {
-            threads.install(|| txs.par_iter().with_min_len(64).filter_map(pays).collect())
-        }
-        None => txs.iter().filter_map(pays).collect(),
-    }
+    })
 }
 
 /// The mempool transactions of `txs` (with their tweak data, computed as each entered) that pay
-/// `keys`, at height 0.
-fn find_in_mempool(keys: &ScanKeys, txs: &[(bitcoin::Txid, PoolTweak)]) -> Vec<Hit> {
-    let pays = |(txid, tweak): &(bitcoin::Txid, PoolTweak)| {
+/// `keys`, at height 0; scanned in `group`'s turns.
+fn find_in_mempool(
+    keys: &ScanKeys,
+    txs: &[(bitcoin::Txid, PoolTweak)],
+    group: Option<GroupKey>,
+) -> Vec<Hit> {
+    scanned(txs, group, |(txid, tweak)| {
         let outputs: Vec<[u8; 32]> = tweak.outputs.iter().map(|o| o.key).collect();
         (!keys.scan(&tweak.tweak, &outputs).is_empty()).then_some((0, *txid, tweak.tweak))
-    };
-    match &*SCAN_THREADS {
-        Some(threads) => {
-            threads.install(|| txs.par_iter().with_min_len(16).filter_map(pays).collect())
-        }
-        None => txs.iter().filter_map(pays).collect(),
-    }
+    })
 }
 
 /// Counts `n` eligible transactions from `source` (`block`, `mempool`) scanned.
@@ -470,7 +489,8 @@ impl Scanning {
             (*scanned, next, target) = (seen, read_to, end);
             let Some(chunk) = chunk else { break };
             let (keys, len) = (job.keys.clone(), chunk.len());
-            found.extend(compute(move || find(&keys, &chunk)).await?);
+            let group = self.host.group.key;
+            found.extend(compute(move || find(&keys, &chunk, group)).await?);
             count_scanned("block", len);
             self.pay(len, 0).await?;
             let progress = match (job.first, target) {
@@ -524,7 +544,8 @@ impl Scanning {
                 })
                 .await?;
             let (keys, len) = (job.keys.clone(), txs.len());
-            hits.extend(compute(move || find_in_mempool(&keys, &txs)).await?);
+            let group = self.host.group.key;
+            hits.extend(compute(move || find_in_mempool(&keys, &txs, group)).await?);
             count_scanned("mempool", len);
             self.pay(len, 0).await?;
         }
@@ -595,10 +616,14 @@ impl Scanning {
     }
 
     /// A notification's line, paid for and handed over; a first scan's first not before
-    /// [`FIRST_NOTE_AFTER`] from its answer.
+    /// [`FIRST_NOTE_AFTER`] from its answer, waited for stepped aside (another scan has the
+    /// place meanwhile).
     async fn send(&mut self, line: String) -> Result<(), Stop> {
-        if self.job.first {
-            tokio::time::sleep(FIRST_NOTE_AFTER.saturating_sub(self.job.queued.elapsed())).await;
+        let early = FIRST_NOTE_AFTER.saturating_sub(self.job.queued.elapsed());
+        if self.job.first && !early.is_zero() {
+            self.place.step_aside();
+            tokio::time::sleep(early).await;
+            self.come_back().await?;
         }
         self.pay(0, line.len()).await?;
         let note = ScanEvent::Note {
@@ -618,4 +643,6 @@ async fn compute<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> R
 }
 
 mod subscriptions;
+mod turns;
 pub(crate) use subscriptions::Subscriptions;
+use turns::ScanTurns;
