@@ -2631,13 +2631,15 @@ fn scans_that_wait_hold_no_place() {
 /// (a whole-chain scan with ten labels takes about a second), sixteen addresses of
 /// 127.0.1.0/24 each pipeline 30 whole-chain scans with ten labels. The honest wallet
 /// (127.0.0.3) restores five wallets from height 0, first alone, then beside them. Asserted: its
-/// slowest whole-chain scan beside the subnet takes at most three times its slowest alone, plus
-/// a second (by design twice: it shares the cores with one scan of theirs, not eight; the rest
-/// for the tests running beside it in the test command). What holds: a subnet's hosts run
-/// `SCANS_PER_GROUP` (one) long scan together.
+/// slowest whole-chain scan beside the subnet takes at most twice its slowest alone. What
+/// holds: a subnet's hosts run `SCANS_PER_GROUP` (one) long scan together, and the scan
+/// threads give each batch to the group that used them least lately, so the subnet, scanning
+/// for ten seconds before, gives way to the wallet batch by batch.
 ///
 /// *Fails before the fix* (1712e6d): the subnet's scans held all eight long places; the slowest
-/// honest scan took 24.3 s beside them, 0.92 s alone (now 2.37 s, 1.17 s).
+/// honest scan took 24.3 s beside them, 0.92 s alone; with one long scan per subnet and no
+/// turns (f390459), 2.1 to 2.7 times as long as alone (sharing the cores evenly with the
+/// subnet's scan); now 0.91 s beside them, 0.77 s alone.
 #[test]
 fn sixteen_scanners_of_one_subnet_leave_a_whole_chain_scan_its_pace() {
     let tmp = tempfile::tempdir().unwrap();
@@ -2684,7 +2686,7 @@ fn sixteen_scanners_of_one_subnet_leave_a_whole_chain_scan_its_pace() {
          of one /24"
     );
     assert!(
-        beside <= alone * 3 + Duration::from_secs(1),
+        beside <= alone * 2,
         "the slowest honest scan took {beside:?} beside the subnet, {alone:?} alone"
     );
     drop(hogs);
