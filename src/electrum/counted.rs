@@ -89,8 +89,8 @@ pub const SILENT_EXEMPT: usize = SILENT_TOTAL / 4;
 /// Silent-payment subscriptions the server holds over every connection. Each new mainnet block
 /// has some 640 eligible transactions (153.7 million from Taproot's activation to height
 /// 950,000, as Frigate counts them), so the follow-up scans of 2,000 subscriptions are about
-/// 1.3 million a block, some 100 s of one core here: a sixth of one core at a block each ten
-/// minutes. When they are all held, the group holding the most gives a connection's up for a
+/// 1.3 million a block, some 66 s of one core here at the 52 µs each measured
+/// (`contrib/bench/sp-block-cpu.sh`): a ninth of one core at a block each ten minutes. When they are all held, the group holding the most gives a connection's up for a
 /// newcomer of a group holding fewer.
 pub const SILENT_TOTAL: usize = 2_000;
 
