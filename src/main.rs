@@ -188,7 +188,12 @@ fn real_main(cli: Cli) -> Result<()> {
         init_logging(cli.flags.options.log.as_deref().unwrap_or("info"))?;
         return generate(args);
     }
-    let settings = cli.flags.settings()?;
+    // The demo runs on regtest unless told otherwise (and refuses any other); every other
+    // command on mainnet, as bitcoind.
+    let settings = match cli.command {
+        Command::Demo(_) => cli.flags.settings_on(cairn::types::Network::Regtest)?,
+        _ => cli.flags.settings()?,
+    };
     init_logging(&settings.log)?;
     match cli.command {
         Command::Import(args) => import(settings, &args),

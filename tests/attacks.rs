@@ -2645,7 +2645,9 @@ fn sixteen_scanners_of_one_subnet_leave_a_whole_chain_scan_its_pace() {
     let tmp = tempfile::tempdir().unwrap();
     let cairn = |args: &[&str]| {
         let mut c = Command::new(env!("CARGO_BIN_EXE_cairn"));
-        c.args(args).env("CAIRN_LOG", "warn");
+        c.args(["--network", "regtest"])
+            .args(args)
+            .env("CAIRN_LOG", "warn");
         c
     };
     let chain = tmp.path().join("chain");

@@ -74,7 +74,7 @@ fn bdk_esplora_finds_what_bdk_electrum_finds() {
     );
     let dd = tmp.path().join("cairn");
     let out = Command::new(env!("CARGO_BIN_EXE_cairn"))
-        .arg("--datadir")
+        .args(["--network", "regtest", "--datadir"])
         .arg(&dd)
         .args(["import", "--quiet", "--blocks-file"])
         .arg(chain.join("blocks.hex"))

@@ -94,7 +94,7 @@ const BLOCKS: i64 = 1_000;
 /// The index height a killed cairn left (read from its data folder), printed.
 fn index_height_after_kill(dir: &std::path::Path) -> i64 {
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_cairn"))
-        .arg("--datadir")
+        .args(["--network", "regtest", "--datadir"])
         .arg(dir)
         .args(["status", "--json"])
         .env("CAIRN_LOG", "warn")
@@ -269,7 +269,7 @@ fn killed_at_random_instants_during_an_import_it_resumes_to_a_clean_index() {
     let dir = tmp.path().join("cairn");
     let import = || {
         let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_cairn"));
-        cmd.arg("--datadir")
+        cmd.args(["--network", "regtest", "--datadir"])
             .arg(&dir)
             .args(["import", "--blocks-dir"])
             .arg(&blocks);
@@ -314,7 +314,7 @@ fn killed_at_random_instants_while_building_tweaks_it_resumes_to_a_clean_index()
     .unwrap();
     let import = |dir: &std::path::Path, tweaks: bool| {
         let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_cairn"));
-        cmd.arg("--datadir").arg(dir);
+        cmd.args(["--network", "regtest", "--datadir"]).arg(dir);
         if tweaks {
             cmd.arg("--silent-payments");
         }

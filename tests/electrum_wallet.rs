@@ -55,7 +55,7 @@ fn electrum_wallet_sees_the_demo_chain() {
     let blocks = 160u32;
     let _cairn = Killer(
         Command::new(env!("CARGO_BIN_EXE_cairn"))
-            .arg("--datadir")
+            .args(["--network", "regtest", "--datadir"])
             .arg(&dd)
             .args([
                 "--admin-addr",

@@ -243,7 +243,7 @@ fn http_serves_filters_and_headers_as_bitcoind_computed_them() {
     let dd = tmp.path().join("dd");
     let cairn = |args: &[&str]| {
         let mut c = Command::new(env!("CARGO_BIN_EXE_cairn"));
-        c.arg("--datadir")
+        c.args(["--network", "regtest", "--datadir"])
             .arg(&dd)
             .args(["--admin-addr", "127.0.0.1:0"])
             .args(args)

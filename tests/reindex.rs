@@ -13,7 +13,9 @@ use common::index_rows;
 
 fn cairn(dir: &Path) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_cairn"));
-    cmd.arg("--datadir").arg(dir).env("CAIRN_LOG", "warn");
+    cmd.args(["--network", "regtest", "--datadir"])
+        .arg(dir)
+        .env("CAIRN_LOG", "warn");
     cmd
 }
 

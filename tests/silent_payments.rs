@@ -191,7 +191,7 @@ fn http_serves_tweaks_filters_and_utxos_in_blindbits_shapes() {
     let dd = tmp.path().join("dd");
     let cairn = |args: &[&str]| {
         let mut c = Command::new(env!("CARGO_BIN_EXE_cairn"));
-        c.arg("--datadir")
+        c.args(["--network", "regtest", "--datadir"])
             .arg(&dd)
             .args(["--admin-addr", "127.0.0.1:0", "--silent-payments"])
             .args(args)

@@ -50,7 +50,7 @@ impl Demo {
         let datadir = dir.join("cairn");
         let log = dir.join("cairn.log");
         let child = Command::new(env!("CARGO_BIN_EXE_cairn"))
-            .arg("--datadir")
+            .args(["--network", "regtest", "--datadir"])
             .arg(&datadir)
             .args([
                 "--admin-addr",

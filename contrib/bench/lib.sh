@@ -5,6 +5,9 @@
 # The command that is running, for the JSON records.
 BENCH_COMMAND="sh $0 $*"
 
+# Every chain here is regtest's (cairn itself runs on mainnet unless told otherwise).
+export CAIRN_NETWORK="${CAIRN_NETWORK:-regtest}"
+
 # bench_setup [CARGO BUILD ARGS...]: builds cairn (and what else is named) in release (or
 # CAIRN_BENCH_PROFILE), sets
 # CAIRN, CHAIN (the generated chain, cached in ${CAIRN_BENCH_CACHE:-/var/tmp/cairn-bench}; with

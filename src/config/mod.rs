@@ -81,10 +81,20 @@ pub struct Settings {
 
 impl Settings {
     /// Merges the layers: `flags` (the command line and the environment) over `file` over the
-    /// defaults, option by option.
+    /// defaults, option by option; on mainnet unless a layer names another network, as
+    /// bitcoind, electrs, Fulcrum and ElectrumX.
     pub fn resolve(file: FileConfig, flags: FileConfig) -> Result<Self, ConfigError> {
+        Self::resolve_on(file, flags, Network::Mainnet)
+    }
+
+    /// [`Settings::resolve`] on `default` unless a layer names a network (the demo's regtest).
+    pub fn resolve_on(
+        file: FileConfig,
+        flags: FileConfig,
+        default: Network,
+    ) -> Result<Self, ConfigError> {
         let o = flags.or(file);
-        let network = network(o.network.clone())?;
+        let network = network(o.network.clone(), default)?;
         let signet_challenge = signet_challenge(o.signetchallenge.clone(), network)?;
         let admin_addr = admin_addr(o.admin_addr, network)?;
         let kernel_script_threads = o
@@ -159,8 +169,8 @@ impl Settings {
     }
 }
 
-/// The network named by `name`; regtest when none is.
-fn network(name: Option<String>) -> Result<Network, ConfigError> {
+/// The network named by `name`; `default` when none is.
+fn network(name: Option<String>, default: Network) -> Result<Network, ConfigError> {
     match name {
         Some(name) => name
             .parse()
@@ -168,7 +178,7 @@ fn network(name: Option<String>) -> Result<Network, ConfigError> {
                 option: "network",
                 message: e.to_string(),
             }),
-        None => Ok(Network::Regtest),
+        None => Ok(default),
     }
 }
 
@@ -235,13 +245,19 @@ fn positive(option: &'static str, v: usize) -> Result<usize, ConfigError> {
 }
 
 impl Flags {
-    /// The settings: these flags over the config file (if one is given) over the defaults.
+    /// The settings: these flags over the config file (if one is given) over the defaults, on
+    /// mainnet unless they name another network.
     pub fn settings(&self) -> Result<Settings, ConfigError> {
+        self.settings_on(Network::Mainnet)
+    }
+
+    /// [`Flags::settings`] on `default` unless they name a network.
+    pub fn settings_on(&self, default: Network) -> Result<Settings, ConfigError> {
         let file = match &self.config {
             Some(path) => FileConfig::load(path)?,
             None => FileConfig::default(),
         };
-        Settings::resolve(file, self.options())
+        Settings::resolve_on(file, self.options(), default)
     }
 }
 

@@ -45,7 +45,8 @@ options! {
     #[derive(Debug, Default, Clone, Deserialize, clap::Args)]
     #[serde(deny_unknown_fields)]
     pub struct FileConfig {
-        /// The network: mainnet, testnet4, signet or regtest [default: regtest].
+        /// The network: mainnet, testnet4, signet or regtest [default: mainnet; regtest for
+        /// `demo`].
         #[arg(env = "CAIRN_NETWORK")]
         pub network: Option<String>,
         /// The data folder; each network uses a subfolder of it [default: ~/.cairn].

@@ -29,18 +29,27 @@ fn p2p_defaults_per_network() {
     let resolve = |file: &str, over: FileConfig| {
         Settings::resolve(FileConfig::parse(file, Path::new("x")).unwrap(), over).unwrap()
     };
-    let regtest = resolve("", FileConfig::default());
+    let default = resolve("", FileConfig::default());
+    assert_eq!(
+        default.network,
+        Network::Mainnet,
+        "mainnet unless told otherwise"
+    );
+    let regtest = resolve("network = \"regtest\"\n", FileConfig::default());
     assert_eq!(regtest.p2p.listen, Some("127.0.0.1:18444".parse().unwrap()));
     assert!(
         !regtest.p2p.listen_required,
         "the default listener may find its port taken"
     );
     assert!(regtest.p2p.enabled());
-    let off = resolve("p2p_listen = false\n", FileConfig::default());
+    let off = resolve(
+        "network = \"regtest\"\np2p_listen = false\n",
+        FileConfig::default(),
+    );
     assert_eq!(off.p2p.listen, None);
     assert!(!off.p2p.enabled(), "regtest has no seeds: nothing to do");
     let asked = resolve(
-        "",
+        "network = \"regtest\"\n",
         FileConfig {
             p2p_addr: Some("127.0.0.1:1".parse().unwrap()),
             ..Default::default()
@@ -233,7 +242,10 @@ fn each_servers_cost_limits_default_to_electrumxs_and_are_refused_by_name() {
 
 #[test]
 fn tls_listeners_take_default_ports_and_the_pair_goes_together() {
-    let s = resolve("electrum_tls_addr = \"0.0.0.0\"\nelectrum_wss_addr = \"\"\n").unwrap();
+    let s = resolve(
+        "network = \"regtest\"\nelectrum_tls_addr = \"0.0.0.0\"\nelectrum_wss_addr = \"\"\n",
+    )
+    .unwrap();
     assert_eq!(s.electrum.tls_addr, Some("0.0.0.0:60402".parse().unwrap()));
     assert_eq!(
         s.electrum.wss_addr,
@@ -270,6 +282,7 @@ fn admin_must_be_loopback() {
 #[test]
 fn flags_take_lists_booleans_and_bare_listeners() {
     let flags = parse(&[
+        "--network=regtest",
         "--connect=127.0.0.1:1",
         "--connect",
         "127.0.0.1:2,127.0.0.1:3",

@@ -465,7 +465,7 @@ impl Cairn {
     /// `cairn status --json` of its data folder.
     pub fn status(&self) -> serde_json::Value {
         let out = Command::new(env!("CARGO_BIN_EXE_cairn"))
-            .arg("--datadir")
+            .args(["--network", "regtest", "--datadir"])
             .arg(&self.datadir)
             .args(["status", "--json"])
             .env("CAIRN_LOG", "warn")
@@ -477,7 +477,7 @@ impl Cairn {
     /// Stops cairn cleanly (`cairn stop`) and waits for it to exit.
     pub fn stop(mut self) {
         let out = Command::new(env!("CARGO_BIN_EXE_cairn"))
-            .arg("--datadir")
+            .args(["--network", "regtest", "--datadir"])
             .arg(&self.datadir)
             .arg("stop")
             .env("CAIRN_LOG", "warn")
@@ -574,7 +574,7 @@ pub fn start_cairn_logging(dir: &Path, args: &[String], log: impl Into<Stdio>) -
     // A killed cairn leaves its admin address behind: waiting for the file must wait for this one.
     let _ = std::fs::remove_file(dir.join("regtest/admin.addr"));
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_cairn"));
-    cmd.arg("--datadir")
+    cmd.args(["--network", "regtest", "--datadir"])
         .arg(&datadir)
         .args(["--admin-addr", "127.0.0.1:0"]);
     if !args.iter().any(|a| a.starts_with("--electrum-addr")) {
