@@ -1844,20 +1844,7 @@ fn repeated_dry_runs_of_a_signature_heavy_transaction_run_once() {
     let hex = variants[0].clone();
     // The oracle: Core 31.99 following the wallet's node (Knots counts the redeem scripts as
     // data and refuses the transaction).
-    let core_dir = tempfile::tempdir().unwrap();
-    let core = Bitcoind::start_core(
-        core_dir.path(),
-        &[format!("-connect=127.0.0.1:{}", served.node.p2p_port)],
-    );
-    let tip = served.node.rpc(&["getbestblockhash"]);
-    let synced = Instant::now();
-    while core.rpc(&["getbestblockhash"]) != tip {
-        assert!(
-            synced.elapsed() < Duration::from_secs(60),
-            "Core never synced"
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    let (_core_dir, core) = core_following(&served);
     let oracle = core.rpc_json_stdin("testmempoolaccept", &[&json!([hex]).to_string()]);
     assert_eq!(oracle[0]["allowed"], true, "Core 31.99: {oracle}");
     let method = "blockchain.transaction.testmempoolaccept";
@@ -1938,6 +1925,26 @@ fn repeated_dry_runs_of_a_signature_heavy_transaction_run_once() {
     assert!(ran < VARIANTS, "every variant ran");
 }
 
+/// Bitcoin Core 31.99, the policy oracle, following `served`'s node (Knots) to its tip; with
+/// the folder it keeps its data in.
+fn core_following(served: &Served) -> (tempfile::TempDir, Bitcoind) {
+    let core_dir = tempfile::tempdir().unwrap();
+    let core = Bitcoind::start_core(
+        core_dir.path(),
+        &[format!("-connect=127.0.0.1:{}", served.node.p2p_port)],
+    );
+    let tip = served.node.rpc(&["getbestblockhash"]);
+    let synced = Instant::now();
+    while core.rpc(&["getbestblockhash"]) != tip {
+        assert!(
+            synced.elapsed() < Duration::from_secs(60),
+            "Core never synced"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    (core_dir, core)
+}
+
 /// [`multisig_checks_tx`]'s transaction with its last input's signature broken (`flip` XORed
 /// into a byte of its `r`): every other input's fifteen checks run before it is refused.
 fn with_last_signature_broken(hex: &str, flip: u8) -> String {
@@ -1990,20 +1997,7 @@ fn repeated_refused_broadcasts_over_http_run_once() {
     ]);
     let (variants, (honest_coin, honest_sat)) = multisig_checks_tx(&served);
     let broken = with_last_signature_broken(&variants[0], 1);
-    let core_dir = tempfile::tempdir().unwrap();
-    let core = Bitcoind::start_core(
-        core_dir.path(),
-        &[format!("-connect=127.0.0.1:{}", served.node.p2p_port)],
-    );
-    let tip = served.node.rpc(&["getbestblockhash"]);
-    let synced = Instant::now();
-    while core.rpc(&["getbestblockhash"]) != tip {
-        assert!(
-            synced.elapsed() < Duration::from_secs(60),
-            "Core never synced"
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    let (_core_dir, core) = core_following(&served);
     let oracle = core.rpc_json_stdin("testmempoolaccept", &[&json!([broken]).to_string()]);
     assert_eq!(oracle[0]["allowed"], false, "Core 31.99: {oracle}");
     let reason = oracle[0]["reject-reason"].as_str().unwrap().to_string();

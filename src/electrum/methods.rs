@@ -461,11 +461,8 @@ impl Ctx<'_> {
         writes: u64,
         verdict: KeptVerdict,
     ) {
-        if let Ok(now) = self.verdict_key(kind, raws) {
-            if now.follows(&key, writes) {
-                self.backend.verdicts.put(now, verdict);
-            }
-        }
+        let now = self.verdict_key(kind, raws).ok();
+        self.backend.verdicts.keep(&key, now, writes, verdict);
     }
 
     /// Charges an answer given again from the verdicts kept: a refused broadcast's 10 units

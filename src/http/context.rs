@@ -103,11 +103,8 @@ impl<'a> Query<'a> {
         writes: u64,
         verdict: KeptVerdict,
     ) {
-        if let Some(now) = self.verdict_key(kind, raws) {
-            if now.follows(&key, writes) {
-                self.verdicts.put(now, verdict);
-            }
-        }
+        let now = self.verdict_key(kind, raws);
+        self.verdicts.keep(&key, now, writes, verdict);
     }
 
     /// One view of the read model, its reads counted against the request.

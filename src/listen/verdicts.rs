@@ -95,6 +95,22 @@ impl VerdictCache {
         }
         kept.push_back((key, verdict));
     }
+
+    /// Keeps `verdict`, decided against the state `decided` names, under `now` (the key of the
+    /// same request against the state now, if there is one) when that is the same tip and
+    /// period, the mempool `writes` generations on (the check's own); else a later request is
+    /// checked again.
+    pub fn keep(
+        &self,
+        decided: &VerdictKey,
+        now: Option<VerdictKey>,
+        writes: u64,
+        verdict: Verdict,
+    ) {
+        if let Some(now) = now.filter(|now| now.follows(decided, writes)) {
+            self.put(now, verdict);
+        }
+    }
 }
 
 #[cfg(test)]
