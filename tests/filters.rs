@@ -265,7 +265,14 @@ fn http_serves_filters_and_headers_as_bitcoind_computed_them() {
     };
     let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
     let config = tmp.path().join("cairn.toml");
-    std::fs::write(&config, "http_max_connections = 2\n").unwrap();
+    // No host exempt: 127.0.0.1 is one host, whose third connection finds its own host the one
+    // holding every place (an exempt newcomer would take the place of the youngest exempt
+    // connection instead, each being a host of its own).
+    std::fs::write(
+        &config,
+        "http_max_connections = 2\nhost_limit_exempt = []\n",
+    )
+    .unwrap();
     let mut child = cairn(&[
         "--http-addr",
         &addr.to_string(),
@@ -352,9 +359,9 @@ fn http_serves_filters_and_headers_as_bitcoind_computed_them() {
         2
     );
 
-    // Two clients that hold their connections fill `http_max_connections = 2`: a third gets
-    // one of the places held for health checks, where anything but `/health` is a 503; once
-    // one leaves, requests are served again.
+    // Two clients that hold their connections fill `http_max_connections = 2`: a third of the
+    // same host gets one of the places held for health checks, where anything but `/health` is
+    // a 503; once one leaves, requests are served again.
     std::thread::sleep(std::time::Duration::from_millis(300));
     let idle: Vec<std::net::TcpStream> = (0..2)
         .map(|_| std::net::TcpStream::connect(addr).unwrap())

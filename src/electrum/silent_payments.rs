@@ -88,13 +88,17 @@ const START_IS_TIME: u32 = 500_000_000;
 
 /// The scan threads: one per core, apart from the indexer's and the query pool's.
 static SCAN_THREADS: LazyLock<Option<rayon::ThreadPool>> = LazyLock::new(|| {
-    let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
     rayon::ThreadPoolBuilder::new()
-        .num_threads(threads)
+        .num_threads(scan_threads())
         .thread_name(|i| format!("sp-scan-{i}"))
         .build()
         .ok()
 });
+
+/// How many scan threads there are: one per core.
+fn scan_threads() -> usize {
+    std::thread::available_parallelism().map_or(2, |n| n.get())
+}
 
 /// The wallet's address (BIP352 version 0, no label) on `network`.
 pub fn address(keys: &ScanKeys, network: bitcoin::Network) -> String {
@@ -116,17 +120,23 @@ pub fn address(keys: &ScanKeys, network: bitcoin::Network) -> String {
 type Hit = (u32, Txid, [u8; 33]);
 
 /// Whose turns on the scan threads come next.
-static TURNS: LazyLock<ScanTurns> = LazyLock::new(ScanTurns::default);
+static TURNS: LazyLock<ScanTurns> = LazyLock::new(|| ScanTurns::new(scan_threads()));
 
 /// The items of `txs` that `pays` says pay the wallet, in their order: in batches of
-/// [`turns::BATCH`], each in a turn of `group`'s on the scan threads, spread over them.
+/// [`turns::BATCH`], each in a turn of `group`'s on the scan threads, spread over them; none
+/// more once `cancel` is raised (the scan's subscription or session gone: its hits are then
+/// never told).
 fn scanned<T: Sync>(
     txs: &[T],
     group: Option<GroupKey>,
+    cancel: &AtomicBool,
     pays: impl Fn(&T) -> Option<Hit> + Sync,
 ) -> Vec<Hit> {
     let mut hits = Vec::new();
     for batch in txs.chunks(turns::BATCH) {
+        if cancel.load(Ordering::SeqCst) {
+            break;
+        }
         hits.extend(TURNS.run(group, || match &*SCAN_THREADS {
             Some(threads) => threads.install(|| {
                 batch
@@ -142,22 +152,28 @@ fn scanned<T: Sync>(
 }
 
 /// The transactions of `txs` that pay `keys`, in their order, with their heights; scanned in
-/// `group`'s turns.
-fn find(keys: &ScanKeys, txs: &[(u32, TxTweak)], group: Option<GroupKey>) -> Vec<Hit> {
-    scanned(txs, group, |(height, tx)| {
+/// `group`'s turns until `cancel` is raised.
+fn find(
+    keys: &ScanKeys,
+    txs: &[(u32, TxTweak)],
+    group: Option<GroupKey>,
+    cancel: &AtomicBool,
+) -> Vec<Hit> {
+    scanned(txs, group, cancel, |(height, tx)| {
         let outputs: Vec<[u8; 32]> = tx.outputs.iter().map(|o| o.1).collect();
         (!keys.scan(&tx.tweak, &outputs).is_empty()).then_some((*height, tx.txid, tx.tweak))
     })
 }
 
 /// The mempool transactions of `txs` (with their tweak data, computed as each entered) that pay
-/// `keys`, at height 0; scanned in `group`'s turns.
+/// `keys`, at height 0; scanned in `group`'s turns until `cancel` is raised.
 fn find_in_mempool(
     keys: &ScanKeys,
     txs: &[(bitcoin::Txid, PoolTweak)],
     group: Option<GroupKey>,
+    cancel: &AtomicBool,
 ) -> Vec<Hit> {
-    scanned(txs, group, |(txid, tweak)| {
+    scanned(txs, group, cancel, |(txid, tweak)| {
         let outputs: Vec<[u8; 32]> = tweak.outputs.iter().map(|o| o.key).collect();
         (!keys.scan(&tweak.tweak, &outputs).is_empty()).then_some((0, *txid, tweak.tweak))
     })
@@ -489,10 +505,10 @@ impl Scanning {
             (*scanned, next, target) = (seen, read_to, end);
             let Some(chunk) = chunk else { break };
             let (keys, len) = (job.keys.clone(), chunk.len());
-            let group = self.host.group.key;
-            found.extend(compute(move || find(&keys, &chunk, group)).await?);
+            self.pay_ahead(len).await?;
+            let (group, cancel) = (self.host.group.key, job.cancel.clone());
+            found.extend(compute(move || find(&keys, &chunk, group, &cancel)).await?);
             count_scanned("block", len);
-            self.pay(len, 0).await?;
             let progress = match (job.first, target) {
                 (true, Some(target)) if target >= job.from => {
                     (f64::from(next - job.from) / f64::from(target + 1 - job.from)).min(0.9999)
@@ -544,10 +560,10 @@ impl Scanning {
                 })
                 .await?;
             let (keys, len) = (job.keys.clone(), txs.len());
-            let group = self.host.group.key;
-            hits.extend(compute(move || find_in_mempool(&keys, &txs, group)).await?);
+            self.pay_ahead(len).await?;
+            let (group, cancel) = (self.host.group.key, job.cancel.clone());
+            hits.extend(compute(move || find_in_mempool(&keys, &txs, group, &cancel)).await?);
             count_scanned("mempool", len);
-            self.pay(len, 0).await?;
         }
         hits.retain(|(_, txid, _)| !job.told.contains(txid));
         Ok(hits)
@@ -568,12 +584,35 @@ impl Scanning {
         }
     }
 
-    /// Charges what was scanned and sent to the host; over its soft limit, the pause is slept
-    /// with the place given back.
-    async fn pay(&mut self, scanned: usize, bytes: usize) -> Result<(), Stop> {
+    /// Charges the bytes of a notification sent to the host; over its soft limit, the pause is
+    /// slept with the place given back.
+    async fn pay(&mut self, bytes: usize) -> Result<(), Stop> {
         let limits = self.job.backend.config.cost;
-        let units = scanned as f64 / SCANNED_PER_UNIT + bytes as f64 / cost::BANDWIDTH_UNIT;
-        match self.host.cost.charge(units, &limits) {
+        let verdict = self
+            .host
+            .cost
+            .charge(bytes as f64 / cost::BANDWIDTH_UNIT, &limits);
+        self.heed(verdict).await
+    }
+
+    /// Pays for `txs` transactions before they are scanned, as a broadcast pays for its checks:
+    /// when that takes the host to its hard limit they are not scanned (the scan stops for its
+    /// host's cost); over its soft limit, or its group's, the pause is slept with the place
+    /// given back. A group's cost only makes a scan wait, never stops it (an exempt
+    /// connection's group is every Tor wallet's).
+    async fn pay_ahead(&mut self, txs: usize) -> Result<(), Stop> {
+        let limits = self.job.backend.config.cost;
+        let units = txs as f64 / SCANNED_PER_UNIT;
+        if !self.host.cost.pay_ahead_own(units, &limits) {
+            return Err(Stop::Cost);
+        }
+        let verdict = self.host.cost.verdict(&limits);
+        self.heed(verdict).await
+    }
+
+    /// Goes on, stops for the host's cost, or sleeps the pause with the place given back.
+    async fn heed(&mut self, verdict: Verdict) -> Result<(), Stop> {
+        match verdict {
             Verdict::Go => Ok(()),
             Verdict::Close => Err(Stop::Cost),
             Verdict::Wait(pause) => {
@@ -616,16 +655,14 @@ impl Scanning {
     }
 
     /// A notification's line, paid for and handed over; a first scan's first not before
-    /// [`FIRST_NOTE_AFTER`] from its answer, waited for stepped aside (another scan has the
-    /// place meanwhile).
+    /// [`FIRST_NOTE_AFTER`] from its answer. That wait keeps the place: given back, the scan
+    /// would queue for it again behind every scan waiting (a long lane's for hours), and a
+    /// subnet's first scans hold one place of each lane at once, for 200 ms at most.
     async fn send(&mut self, line: String) -> Result<(), Stop> {
-        let early = FIRST_NOTE_AFTER.saturating_sub(self.job.queued.elapsed());
-        if self.job.first && !early.is_zero() {
-            self.place.step_aside();
-            tokio::time::sleep(early).await;
-            self.come_back().await?;
+        if self.job.first {
+            tokio::time::sleep(FIRST_NOTE_AFTER.saturating_sub(self.job.queued.elapsed())).await;
         }
-        self.pay(0, line.len()).await?;
+        self.pay(line.len()).await?;
         let note = ScanEvent::Note {
             address: self.job.address.clone(),
             generation: self.job.generation,

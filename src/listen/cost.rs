@@ -67,6 +67,14 @@ impl Account {
         units
     }
 
+    /// Takes back `units` charged ahead that the work did not cost (never below nothing).
+    pub fn refund(&self, units: f64, decay_per_sec: f64) {
+        let mut charged = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let now = Instant::now();
+        let units = (charged.at(now, decay_per_sec) - units.max(0.0)).max(0.0);
+        *charged = Charged { units, at: now };
+    }
+
     /// The cost as last charged, to be kept when the host leaves.
     pub fn snapshot(&self) -> Charged {
         *self.0.lock().unwrap_or_else(PoisonError::into_inner)
@@ -133,12 +141,26 @@ impl Accounts {
     /// run, that is whether the host stays under the hard limit with them (an exempt
     /// connection's group under its own, since an exempt connection's account starts afresh).
     /// Refused or not, the host pays for what it asked, so a refusal takes it to the limit.
+    /// Each account's check and charge is one step, so requests running at once never pass
+    /// the limit together.
     pub fn pay_ahead(&self, units: f64, limits: &CostLimits) -> bool {
-        let level = self.level(limits.decay_per_sec);
-        let group = self.group.level(limits.decay_per_sec * GROUP_FACTOR);
-        let group_full = self.exempt && group + units >= limits.hard * GROUP_FACTOR;
-        self.charge(units, limits);
-        limits.hard <= 0.0 || (level + units < limits.hard && !group_full)
+        let (host, group) = self.charge_both(units, limits);
+        let group_full = self.exempt && group >= limits.hard * GROUP_FACTOR;
+        limits.hard <= 0.0 || (host < limits.hard && !group_full)
+    }
+
+    /// [`Accounts::pay_ahead`] held to the host's own account only: its group's cost, an
+    /// exempt connection's too, is left to make it wait ([`Accounts::verdict`]).
+    pub fn pay_ahead_own(&self, units: f64, limits: &CostLimits) -> bool {
+        let (host, _) = self.charge_both(units, limits);
+        limits.hard <= 0.0 || host < limits.hard
+    }
+
+    /// Adds `units` to the host's cost and its group's: both costs now.
+    fn charge_both(&self, units: f64, limits: &CostLimits) -> (f64, f64) {
+        let host = self.host.charge(units, limits.decay_per_sec);
+        let group = (self.group).charge(units, limits.decay_per_sec * GROUP_FACTOR);
+        (host, group)
     }
 }
 

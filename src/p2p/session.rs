@@ -495,9 +495,23 @@ impl<'a> Session<'a> {
             tokio::task::block_in_place(|| self.try_with_child(&tx, &raw, m));
             return Ok(());
         }
+        // Its estimate reserved before the checks (the allowance asked above may have gone to
+        // another peer of its host or group meanwhile).
+        let estimate = TxBudget::estimate(&raw);
+        if !self.tx_budget.as_ref().is_none_or(|b| b.reserve(estimate)) {
+            crate::metrics::metrics().p2p_tx_over_allowance.inc();
+            return Ok(());
+        }
         let (outcome, linearized) =
             tokio::task::block_in_place(|| metered(|| m.mempool.accept(&raw, &m.index)));
-        self.charge_tx(&[&raw], refused_after_checks(&outcome), linearized);
+        if let Some(budget) = &self.tx_budget {
+            budget.settle(
+                &[&raw],
+                refused_after_checks(&outcome),
+                linearized,
+                estimate,
+            );
+        }
         match outcome {
             Ok(accepted) => {
                 tracing::debug!("peer {}: accepted transaction {txid}", self.id);

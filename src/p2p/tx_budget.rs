@@ -56,6 +56,9 @@ pub const TOTAL: TxAllowance = TxAllowance {
     per_sec: INBOUND.per_sec * 10.0,
 };
 
+/// Held while a peer's transaction reserves its estimate on its accounts.
+static RESERVING: Mutex<()> = Mutex::new(());
+
 /// One account and its allowance.
 #[derive(Debug)]
 struct Held {
@@ -119,16 +122,43 @@ impl TxBudget {
             .all(|held| held.has_room(estimate))
     }
 
+    /// Charges `estimate` to the host's, group's and total accounts if it fits all three, in one
+    /// step for every inbound peer at once (so peers checking at the same moment never pass an
+    /// allowance together): whether it did.
+    pub fn reserve(&self, estimate: f64) -> bool {
+        let _one_at_a_time = RESERVING.lock().unwrap_or_else(PoisonError::into_inner);
+        if !self.has_room(estimate) {
+            return false;
+        }
+        self.charge_units(estimate);
+        true
+    }
+
+    /// Settles the checks of `raws` (refused or not) and the linearization work they caused
+    /// against the `reserved` estimate paid before them: the rest charged, or what they did not
+    /// cost given back (an accepted transaction pays no refusal).
+    pub fn settle(&self, raws: &[&[u8]], refused: bool, linearized: u64, reserved: f64) {
+        let bytes = raws.iter().map(|r| r.len()).sum();
+        let checks = broadcast_checks(raws, refused, linearized);
+        let cost = units(raws.len(), checks, bytes);
+        match cost >= reserved {
+            true => self.charge_units(cost - reserved),
+            false => {
+                for held in [&self.host, &*self.group, &*self.total] {
+                    held.spent.refund(reserved - cost, held.allowance.per_sec);
+                }
+            }
+        }
+    }
+
     /// Charges the checks of `raws` (refused or not) and the linearization work they caused.
     pub fn charge(&self, raws: &[&[u8]], refused: bool, linearized: u64) {
-        let bytes = raws.iter().map(|r| r.len()).sum();
-        let cost = units(
-            raws.len(),
-            broadcast_checks(raws, refused, linearized),
-            bytes,
-        );
+        self.settle(raws, refused, linearized, 0.0);
+    }
+
+    fn charge_units(&self, units: f64) {
         for held in [&self.host, &*self.group, &*self.total] {
-            held.charge(cost);
+            held.charge(units);
         }
     }
 
@@ -307,5 +337,35 @@ mod tests {
             .map(|i| until_full(&budgets, i, &format!("10.0.{i}.1")))
             .sum();
         assert!(all <= 9 * one + 5, "{all} past one host's {one}");
+    }
+
+    #[test]
+    fn a_subnets_peers_reserving_at_once_never_pass_its_allowance_together() {
+        let budgets = TxBudgets::new(Vec::new());
+        let accounts: Vec<Arc<TxBudget>> = (1..=16u64)
+            .map(|i| budgets.join(i, format!("10.0.0.{i}").parse().unwrap()))
+            .collect();
+        // 118 units each: a 90 kB transaction's estimate.
+        let checked: usize = std::thread::scope(|scope| {
+            let tries: Vec<_> = accounts
+                .iter()
+                .map(|b| scope.spawn(move || (0..4).filter(|_| b.reserve(118.0)).count()))
+                .collect();
+            tries.into_iter().map(|t| t.join().unwrap()).sum()
+        });
+        // The group's burst is 1,000: eight fit, one more when it was idle.
+        assert!(checked <= 9, "{checked} reserved by one /24 at once");
+        assert!(checked >= 8, "{checked}");
+    }
+
+    #[test]
+    fn a_reservation_settled_is_charged_once() {
+        let (reserved, charged) = (TxBudget::new(INBOUND), TxBudget::new(INBOUND));
+        let estimate = TxBudget::estimate(&PAYMENT);
+        assert!(reserved.reserve(estimate));
+        reserved.settle(&[&PAYMENT], true, 0, estimate);
+        charged.charge(&[&PAYMENT], true, 0);
+        let level = |b: &TxBudget| b.host.spent.level(INBOUND.per_sec);
+        assert!((level(&reserved) - level(&charged)).abs() < 0.5);
     }
 }

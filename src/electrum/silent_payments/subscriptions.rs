@@ -69,7 +69,8 @@ impl Subscriptions {
     /// Subscribes `keys` (with change's label and the others) from `start` (the first height
     /// with tweaks when absent; never above what the connection's subscription of the same keys
     /// covers already): the answer, the first scan queued. The same keys again start over; new
-    /// ones are refused when `room` (the host's and the server's) refuses.
+    /// ones are refused when `room` (the host's and the server's) refuses, asked only once the
+    /// request is otherwise valid.
     pub(crate) fn subscribe(
         &mut self,
         backend: &Arc<Backend>,
@@ -90,9 +91,6 @@ impl Subscriptions {
                 "at most {MAX_SUBSCRIPTIONS} silent-payment subscriptions per connection"
             )));
         }
-        if existing.is_none() {
-            room()?;
-        }
         let tip = view.tip().map_or(0, |(h, _)| h);
         let first = backend.model.index().tweaks_from().unwrap_or(0);
         let (from, to) = match start {
@@ -107,6 +105,11 @@ impl Subscriptions {
             Some(Start::Range(from, to)) => (from, Some(to)),
         };
         drop(view);
+        // Last, once the request is known to be kept: a place taken here may be another
+        // connection's, given up for it.
+        if existing.is_none() {
+            room()?;
+        }
         let start_height = existing.map_or(from, |e| e.min(from)).max(first);
         let mut labels: Vec<u32> = keys.labels().collect();
         labels.sort_unstable();
