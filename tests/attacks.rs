@@ -1985,7 +1985,7 @@ fn with_last_signature_broken(hex: &str, flip: u8) -> String {
 ///
 /// *Fails before the fix* (457f01b): every repeat ran its checks again, charged about 615 units,
 /// so each host reached the hard limit after 19 (the other 21 refused for cost; cairn's CPU
-/// 0.41 s for the 38 that ran, 0.25 s now for all 80), and nothing was refused before it ran.
+/// 0.41 s for the 38 that ran, 0.05 s now for all 80), and nothing was refused before it ran.
 #[test]
 fn repeated_refused_broadcasts_over_http_run_once() {
     let http = free_addr();

@@ -494,9 +494,10 @@ impl Ctx<'_> {
         self.charge_checks(&[raw], accepted.is_err(), linearized, paid);
         let accepted = accepted.map_err(|e| {
             let refused = e.to_string();
-            // A store that failed may answer next time.
+            // A store that failed may answer next time. A refusal writes nothing: kept only
+            // when nothing else wrote meanwhile either (else the refusal may be stale).
             if !matches!(e, Rejection::Backend(_)) {
-                self.keep_verdict("broadcast", &[raw], key, 1, Err(refused.clone()));
+                self.keep_verdict("broadcast", &[raw], key, 0, Err(refused.clone()));
             }
             rejected(&refused)
         })?;

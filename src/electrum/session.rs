@@ -767,7 +767,7 @@ impl Session {
         }
         let tip_id = tip.map(|(h, header)| (h, header.block_hash()));
         // A block's own transactions left the pool: only what entered it is scanned again.
-        let entered = update.and_then(|u| u.entered_mempool.as_deref());
+        let entered = update.and_then(|u| u.entered_mempool.as_ref());
         if self.silent.len() > 0
             && (update.is_none()
                 || self.silent_tip != tip_id

@@ -78,8 +78,10 @@ const RECENT: usize = 24;
 /// How long a first scan's first notification waits after the answer: a Sparrow from before
 /// its fix drops a notification that comes before it has recorded the answer.
 const FIRST_NOTE_AFTER: Duration = Duration::from_millis(200);
-/// Mempool transactions named for a subscription's next scan (more: it scans them all).
-const MAX_PENDING: usize = 256;
+/// Mempool updates whose transactions a subscription's next scan names (more: it scans the
+/// whole mempool). Each is the update's own set, shared by every subscription, so a burst of
+/// arrivals costs each subscription those transactions, not the whole mempool.
+const MAX_PENDING: usize = 64;
 /// Mempool transactions a subscription remembers having told (more: it forgets them all, and
 /// may tell one again when it confirms).
 const MAX_TOLD: usize = 1_000;
@@ -193,12 +195,13 @@ pub(crate) enum MempoolScan {
     Nothing,
     /// Every one.
     All,
-    /// These, if they are still there.
-    These(Vec<Txid>),
+    /// Those of these updates' sets (shared with every subscription they were published to),
+    /// if they are still there.
+    These(Vec<Arc<HashSet<Txid>>>),
 }
 
 impl MempoolScan {
-    /// This and `more` together (every one, past [`MAX_PENDING`] named).
+    /// This and `more` together (every one, past [`MAX_PENDING`] updates named).
     fn and(self, more: MempoolScan) -> MempoolScan {
         match (self, more) {
             (MempoolScan::Nothing, more) => more,
@@ -210,6 +213,28 @@ impl MempoolScan {
                 MempoolScan::These(a)
             }
             _ => MempoolScan::All,
+        }
+    }
+
+    /// The transactions it names, each once (`None`: every one).
+    fn txids(&self) -> Option<Vec<Txid>> {
+        match self {
+            MempoolScan::Nothing => Some(Vec::new()),
+            MempoolScan::All => None,
+            MempoolScan::These(sets) if sets.len() == 1 => Some(sets[0].iter().copied().collect()),
+            MempoolScan::These(sets) => {
+                let all: HashSet<Txid> = sets.iter().flat_map(|s| s.iter().copied()).collect();
+                Some(all.into_iter().collect())
+            }
+        }
+    }
+
+    /// How many transactions it names at most (`None`: every one).
+    fn named(&self) -> Option<usize> {
+        match self {
+            MempoolScan::All => None,
+            MempoolScan::Nothing => Some(0),
+            MempoolScan::These(sets) => Some(sets.iter().map(|s| s.len()).sum()),
         }
     }
 }
@@ -433,7 +458,7 @@ impl ScanJob {
         let end = self.to.map_or(tip, |to| to.min(tip));
         let mempool = match &self.mempool {
             MempoolScan::Nothing => 0,
-            MempoolScan::These(txids) => txids.len(),
+            MempoolScan::These(_) => self.mempool.named().unwrap_or(usize::MAX),
             MempoolScan::All => self.backend.model.mempool().map_or(0, |m| m.size().0),
         };
         end.saturating_sub(self.from) < QUICK_SCAN_BLOCKS && mempool <= QUICK_SCAN_MEMPOOL
@@ -542,11 +567,10 @@ impl Scanning {
         let Some(mempool) = job.backend.model.mempool() else {
             return Ok(Vec::new());
         };
-        let txids = match &job.mempool {
-            MempoolScan::Nothing => return Ok(Vec::new()),
-            MempoolScan::All => mempool.txids(),
-            MempoolScan::These(txids) => txids.clone(),
-        };
+        if job.mempool == MempoolScan::Nothing {
+            return Ok(Vec::new());
+        }
+        let txids = job.mempool.txids().unwrap_or_else(|| mempool.txids());
         let mut hits = Vec::new();
         for chunk in txids.chunks(CHUNK_TXS) {
             if job.cancel.load(Ordering::SeqCst) {
@@ -683,3 +707,39 @@ mod subscriptions;
 mod turns;
 pub(crate) use subscriptions::Subscriptions;
 use turns::ScanTurns;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bitcoin::hashes::Hash;
+
+    fn set(from: u8, n: u8) -> Arc<HashSet<Txid>> {
+        Arc::new(
+            (from..from + n)
+                .map(|i| Txid::from_byte_array([i; 32]))
+                .collect(),
+        )
+    }
+
+    #[test]
+    fn a_burst_of_arrivals_is_scanned_as_itself_and_sets_are_shared() {
+        let burst = set(0, 200);
+        let pending =
+            MempoolScan::These(vec![burst.clone()]).and(MempoolScan::These(vec![set(100, 150)]));
+        assert_eq!(
+            Arc::strong_count(&burst),
+            2,
+            "the update's set is shared, not copied"
+        );
+        assert_eq!(pending.named(), Some(350));
+        let mut txids = pending.txids().unwrap();
+        txids.sort();
+        txids.dedup();
+        assert_eq!(txids.len(), 250, "each once");
+        // Past MAX_PENDING updates: the whole mempool.
+        let many = (0..=MAX_PENDING as u8).fold(MempoolScan::Nothing, |p, i| {
+            p.and(MempoolScan::These(vec![set(i, 1)]))
+        });
+        assert_eq!(many, MempoolScan::All);
+    }
+}

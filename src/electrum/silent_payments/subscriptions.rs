@@ -10,8 +10,7 @@ use bitcoin::{BlockHash, Txid};
 use serde_json::{json, Value};
 
 use super::{
-    address, height_at_time, MempoolScan, ScanJob, Start, MAX_PENDING, MAX_SUBSCRIPTIONS, MAX_TOLD,
-    RECENT,
+    address, height_at_time, MempoolScan, ScanJob, Start, MAX_SUBSCRIPTIONS, MAX_TOLD, RECENT,
 };
 use crate::electrum::backend::Backend;
 use crate::electrum::rpc::RpcError;
@@ -223,7 +222,7 @@ impl Subscriptions {
     /// A new tip, a reorg or new mempool transactions (`added`; `None`: any may be): each
     /// subscription's blocks from the first it has not scanned on the chain now, and the new
     /// mempool transactions, are queued (after the running scan, if one runs).
-    pub(crate) fn on_update(&mut self, backend: &Arc<Backend>, added: Option<&HashSet<Txid>>) {
+    pub(crate) fn on_update(&mut self, backend: &Arc<Backend>, added: Option<&Arc<HashSet<Txid>>>) {
         let addresses: Vec<Arc<str>> = self.subs.keys().cloned().collect();
         for address in addresses {
             let Some(sub) = self.subs.get_mut(&address) else {
@@ -232,8 +231,7 @@ impl Subscriptions {
             let more = match added {
                 None => MempoolScan::All,
                 Some(added) if added.is_empty() => MempoolScan::Nothing,
-                Some(added) if added.len() > MAX_PENDING => MempoolScan::All,
-                Some(added) => MempoolScan::These(added.iter().copied().collect()),
+                Some(added) => MempoolScan::These(vec![added.clone()]),
             };
             sub.pending = std::mem::take(&mut sub.pending).and(more);
             match sub.running.is_some() {

@@ -365,9 +365,10 @@ pub fn broadcast(ctx: &Query, body: &[u8]) -> Reply {
         Err(Rejection::AlreadyInMempool) => text(decode(&raw)?.compute_txid().to_string()),
         Err(e) => {
             let Failure(_, refused) = rpc_error(rejection_code(&e), &e.to_string());
-            // A store that failed may answer next time.
+            // A store that failed may answer next time. A refusal writes nothing: kept only
+            // when nothing else wrote meanwhile either (else the refusal may be stale).
             if !matches!(e, Rejection::Backend(_)) {
-                ctx.keep_verdict(KIND, &[&raw], key, 1, Err(refused.clone()));
+                ctx.keep_verdict(KIND, &[&raw], key, 0, Err(refused.clone()));
             }
             Err(Failure::bad(refused))
         }
