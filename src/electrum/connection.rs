@@ -12,12 +12,12 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::{broadcast, mpsc};
 
 use super::backend::Backend;
+use super::frigate_scan::{ScanEvent, ScanFailed, ScanJob};
 use super::history::Piece;
 pub use super::outbox::Shares;
 use super::outbox::{BudgetRoom, Outbox, Queued, SEND_TIMEOUT, WRITE_CHUNK};
 use super::rpc::{error_value, RpcError};
 use super::session::{excessive, Answer, Session, StreamJob, SubscriptionShares};
-use super::silent_payments::{ScanEvent, ScanFailed, ScanJob};
 use crate::listen::Verdict;
 use crate::listen::{HostShares, WorkPool};
 use crate::notify::TipUpdate;

@@ -77,7 +77,7 @@ pub(crate) struct SubscriptionShares {
 
 /// Silent-payment subscriptions one host's connections may hold together: two connections'
 /// worth of Frigate's limit. Each is scanned again for every new block and mempool transaction.
-pub const SILENT_PER_HOST: usize = 2 * super::silent_payments::MAX_SUBSCRIPTIONS;
+pub const SILENT_PER_HOST: usize = 2 * super::frigate_scan::MAX_SUBSCRIPTIONS;
 /// Silent-payment subscriptions the hosts of one subnet (IPv4 /24, IPv6 /48) may hold
 /// together: two hosts' worth, a tenth of the server's.
 pub const SILENT_PER_GROUP: usize = 2 * SILENT_PER_HOST;

@@ -348,7 +348,7 @@ impl Ctx<'_> {
     }
 
     /// `blockchain.tweaks.subscribe(height, count, historical)`, Cake Wallet's tweak stream
-    /// (`super::tweaks`): checked here, streamed by the session. Over TCP and TLS only, alone:
+    /// (`super::cake_tweaks`): checked here, streamed by the session. Over TCP and TLS only, alone:
     /// a stream of notifications cannot sit in a batch or be built whole.
     pub(crate) fn tweaks_subscribe(
         &self,

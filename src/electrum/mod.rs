@@ -3,23 +3,22 @@
 //! the index and the kernel are only read.
 
 mod backend;
+mod cake_tweaks;
 mod connection;
 mod counted;
+mod frigate_scan;
 mod history;
 mod merkle_witness;
 mod methods;
-mod named;
+mod named_params;
 mod outbox;
 mod outpoint;
-mod outpoint_calls;
 mod params;
 #[cfg(test)]
 mod readme_table;
 mod request;
 pub mod rpc;
 mod session;
-mod silent_payments;
-mod tweaks;
 mod verbose;
 
 use std::net::SocketAddr;

@@ -7,13 +7,13 @@
 use bitcoin::{OutPoint, Txid};
 use serde_json::Value;
 
+use super::frigate_scan::{Start, MAX_LABELS};
 use super::params::{
     add_peer_params, bool_param, labels_param, merkle_height_param, outpoint_params,
     package_params, ping_params, raw_tx_param, raw_txs_param, scripthash_param, scriptpubkey_param,
     sp_keys, txid_param, u32_param, version_params,
 };
 use super::rpc::{RpcError, METHOD_NOT_FOUND};
-use super::silent_payments::{Start, MAX_LABELS};
 use crate::types::ScriptHash;
 
 pub use super::params::{SpKeys, Version};

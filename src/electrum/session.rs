@@ -12,20 +12,20 @@ use bitcoin::OutPoint;
 use serde_json::{json, Value};
 
 use super::backend::Backend;
+use super::cake_tweaks::TweaksJob;
 use super::counted::busy;
 pub(crate) use super::counted::{excessive, NoBudget, Room, Spent, SubscriptionShares, Taken};
+use super::frigate_scan::{ScanJob, Start, Subscriptions as SpSubscriptions};
 use super::history::{HistoryJob, Piece};
 use super::methods::{add_peer, btc_per_kvb, pong_text, syncing_error, version_text, Ctx};
+use super::outpoint::outpoint_notes;
 use super::outpoint::{status_json, OutpointSub};
-use super::outpoint_calls::outpoint_notes;
 use super::request::{
     method_label, Request, SpKeys, Version, PROTOCOL_MAX, PROTOCOL_MIN, VERSIONS,
 };
 use super::rpc::{
     error_value, Reply, RpcError, BAD_REQUEST, HISTORY_TOO_LARGE, INVALID_REQUEST, PARSE_ERROR,
 };
-use super::silent_payments::{ScanJob, Start, Subscriptions as SpSubscriptions};
-use super::tweaks::TweaksJob;
 use crate::config::SERVER_SOFTWARE;
 use crate::index::silent_payments::scan::ScanKeys;
 use crate::listen::cost::{self, Verdict};
@@ -487,7 +487,7 @@ impl Session {
                 error_value(id.unwrap_or(Value::Null), &err).to_string(),
             ));
         };
-        let params = match super::named::params_of(method, obj.get("params")) {
+        let params = match super::named_params::params_of(method, obj.get("params")) {
             Ok(params) => params,
             Err(err) => {
                 return Some(Answer::Line(
