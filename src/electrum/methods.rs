@@ -8,7 +8,7 @@ use bitcoin::{BlockHash, Txid};
 use serde_json::{json, Value};
 
 use super::backend::Backend;
-use super::request::{Version, VERSIONS};
+use super::request::{ProtocolVersion, VERSIONS};
 use super::rpc::{Reply, RpcError, BACKEND_ERROR, HISTORY_TOO_LARGE};
 use super::verbose;
 use crate::config::SERVER_SOFTWARE;
@@ -122,12 +122,8 @@ pub(crate) fn pong_text(pong_len: u64) -> String {
 }
 
 /// A protocol version as `server.version` answers it: `1.4`, `1.4.2`.
-pub(crate) fn version_text(v: Version) -> String {
-    if v.2 == 0 {
-        format!("{}.{}", v.0, v.1)
-    } else {
-        format!("{}.{}.{}", v.0, v.1, v.2)
-    }
+pub(crate) fn version_text(v: ProtocolVersion) -> String {
+    v.to_string()
 }
 
 /// A history as `get_history` answers it, as JSON text: `{"height", "tx_hash"}` per entry, with
@@ -183,7 +179,7 @@ pub(crate) struct Ctx<'a> {
     /// Where the reads of this connection's requests are counted.
     pub(crate) meter: &'a CostMeter,
     /// The protocol version whose rules apply.
-    pub(crate) version: Version,
+    pub(crate) version: ProtocolVersion,
     /// Whether a long answer may be streamed now (a transport that takes answers in pieces,
     /// outside a batch).
     pub(crate) streams: bool,
@@ -197,12 +193,12 @@ impl Ctx<'_> {
 
     /// Whether the client negotiated protocol 1.6 or later.
     pub(crate) fn v16(&self) -> bool {
-        self.version >= (1, 6, 0)
+        self.version >= ProtocolVersion::new(1, 6, 0)
     }
 
     /// Whether the client negotiated protocol 1.7 or later.
     pub(crate) fn v17(&self) -> bool {
-        self.version >= (1, 7, 0)
+        self.version >= ProtocolVersion::new(1, 7, 0)
     }
 
     /// One view of the read model for this request, its reads charged to the session.
@@ -769,7 +765,7 @@ mod tests {
 
     #[test]
     fn versions_print() {
-        assert_eq!(version_text((1, 6, 0)), "1.6");
-        assert_eq!(version_text((1, 4, 2)), "1.4.2");
+        assert_eq!(version_text(ProtocolVersion::new(1, 6, 0)), "1.6");
+        assert_eq!(version_text(ProtocolVersion::new(1, 4, 2)), "1.4.2");
     }
 }

@@ -9,7 +9,37 @@ use crate::mempool::MAX_PACKAGE_COUNT;
 use crate::types::ScriptHash;
 
 /// A protocol version: (major, minor, patch).
-pub type Version = (u32, u32, u32);
+/// An Electrum protocol version: `1.4`, `1.4.2` (ordered as numbers, part by part).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ProtocolVersion {
+    /// The major version.
+    pub major: u32,
+    /// The minor version.
+    pub minor: u32,
+    /// The patch level (0 when a client writes none).
+    pub patch: u32,
+}
+
+impl ProtocolVersion {
+    /// `major.minor.patch`.
+    pub const fn new(major: u32, minor: u32, patch: u32) -> Self {
+        ProtocolVersion {
+            major,
+            minor,
+            patch,
+        }
+    }
+}
+
+/// As `server.version` answers it: `1.4`, `1.4.2`.
+impl std::fmt::Display for ProtocolVersion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.patch {
+            0 => write!(f, "{}.{}", self.major, self.minor),
+            patch => write!(f, "{}.{}.{patch}", self.major, self.minor),
+        }
+    }
+}
 
 /// Most hex characters a `server.ping` may ask back (protocol 1.7): the hex of the largest
 /// transaction consensus allows (4,000,000 weight units, so at most 4,000,000 bytes), as the
@@ -192,9 +222,11 @@ pub fn add_peer_params(params: &[Value]) -> Result<(), RpcError> {
 /// The protocol versions `server.version(client_name, protocol_version)` accepts, as
 /// (oldest, newest): a version, a `[min, max]` pair, or 1.4 when absent. The client's name is
 /// not read.
-pub fn version_params(params: &[Value]) -> Result<(Version, Version), RpcError> {
+pub fn version_params(params: &[Value]) -> Result<(ProtocolVersion, ProtocolVersion), RpcError> {
     match params.get(1) {
-        None | Some(Value::Null) => Ok(((1, 4, 0), (1, 4, 0))),
+        None | Some(Value::Null) => {
+            Ok((ProtocolVersion::new(1, 4, 0), ProtocolVersion::new(1, 4, 0)))
+        }
         Some(Value::String(v)) => {
             let v = parse_version(v)
                 .ok_or_else(|| RpcError::invalid_params(format!("bad protocol version {v:?}")))?;
@@ -215,7 +247,7 @@ pub fn version_params(params: &[Value]) -> Result<(Version, Version), RpcError> 
 }
 
 /// A protocol version as a client writes it: `1.4`, `1.4.2`.
-pub(crate) fn parse_version(text: &str) -> Option<Version> {
+pub(crate) fn parse_version(text: &str) -> Option<ProtocolVersion> {
     let mut parts = text.split('.').map(|p| p.parse::<u32>().ok());
     let major = parts.next()??;
     let minor = parts.next().unwrap_or(Some(0))?;
@@ -223,7 +255,7 @@ pub(crate) fn parse_version(text: &str) -> Option<Version> {
     if parts.next().is_some() {
         return None;
     }
-    Some((major, minor, patch))
+    Some(ProtocolVersion::new(major, minor, patch))
 }
 
 #[cfg(test)]
@@ -232,8 +264,8 @@ mod tests {
 
     #[test]
     fn versions_parse() {
-        assert_eq!(parse_version("1.4"), Some((1, 4, 0)));
-        assert_eq!(parse_version("1.4.2"), Some((1, 4, 2)));
+        assert_eq!(parse_version("1.4"), Some(ProtocolVersion::new(1, 4, 0)));
+        assert_eq!(parse_version("1.4.2"), Some(ProtocolVersion::new(1, 4, 2)));
         assert_eq!(parse_version("x"), None);
     }
 }

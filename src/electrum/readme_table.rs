@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::request::{method_label, Version, METHODS, VERSIONS};
+use super::request::{method_label, ProtocolVersion, METHODS, VERSIONS};
 
 /// The table's header row.
 const HEADER: &str = "| method | versions | state |";
@@ -65,20 +65,24 @@ fn row(line: &str) -> Row {
 
 /// The served versions a versions cell names: `all`, `A`, `A, B, ...` or `A to B`, where `1.4`
 /// is every 1.4.x and `1.4.2` that one version.
-fn versions_of(cell: &str) -> BTreeSet<Version> {
-    let range = |v: &str| -> (Version, Version) {
+fn versions_of(cell: &str) -> BTreeSet<ProtocolVersion> {
+    let range = |v: &str| -> (ProtocolVersion, ProtocolVersion) {
         let parts: Vec<u32> = v
             .split('.')
             .map(|p| p.parse().unwrap_or_else(|_| panic!("bad version {v:?}")))
             .collect();
         match parts[..] {
-            [a, b] => ((a, b, 0), (a, b, u32::MAX)),
-            [a, b, c] => ((a, b, c), (a, b, c)),
+            [a, b] => (
+                ProtocolVersion::new(a, b, 0),
+                ProtocolVersion::new(a, b, u32::MAX),
+            ),
+            [a, b, c] => (ProtocolVersion::new(a, b, c), ProtocolVersion::new(a, b, c)),
             _ => panic!("bad version {v:?} in {cell:?}"),
         }
     };
-    let within =
-        |(lo, hi): (Version, Version)| VERSIONS.into_iter().filter(move |v| lo <= *v && *v <= hi);
+    let within = |(lo, hi): (ProtocolVersion, ProtocolVersion)| {
+        VERSIONS.into_iter().filter(move |v| lo <= *v && *v <= hi)
+    };
     if cell == "all" {
         return VERSIONS.into_iter().collect();
     }
@@ -92,7 +96,7 @@ fn versions_of(cell: &str) -> BTreeSet<Version> {
 fn the_readme_method_table_lists_exactly_the_served_methods() {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/contrib/docs/electrum.md");
     let readme = std::fs::read_to_string(path).expect("contrib/docs/electrum.md");
-    let mut listed: BTreeMap<String, BTreeSet<Version>> = BTreeMap::new();
+    let mut listed: BTreeMap<String, BTreeSet<ProtocolVersion>> = BTreeMap::new();
     for row in rows(&readme) {
         for name in row.names {
             if row.missing {
@@ -115,7 +119,7 @@ fn the_readme_method_table_lists_exactly_the_served_methods() {
             );
         }
     }
-    let served: BTreeMap<String, BTreeSet<Version>> = METHODS
+    let served: BTreeMap<String, BTreeSet<ProtocolVersion>> = METHODS
         .iter()
         .map(|m| {
             let versions = VERSIONS.into_iter().filter(|v| m.serves(*v)).collect();
@@ -139,20 +143,24 @@ fn the_readme_method_table_lists_exactly_the_served_methods() {
 
 #[test]
 fn version_cells_name_the_served_versions() {
-    let all: BTreeSet<Version> = VERSIONS.into_iter().collect();
+    let all: BTreeSet<ProtocolVersion> = VERSIONS.into_iter().collect();
     assert_eq!(versions_of("all"), all);
     assert_eq!(
         versions_of("1.4"),
-        BTreeSet::from([(1, 4, 0), (1, 4, 1), (1, 4, 2)])
+        BTreeSet::from([
+            ProtocolVersion::new(1, 4, 0),
+            ProtocolVersion::new(1, 4, 1),
+            ProtocolVersion::new(1, 4, 2)
+        ])
     );
     assert_eq!(
         versions_of("1.6, 1.7"),
-        BTreeSet::from([(1, 6, 0), (1, 7, 0)])
+        BTreeSet::from([ProtocolVersion::new(1, 6, 0), ProtocolVersion::new(1, 7, 0)])
     );
     assert_eq!(versions_of("1.4 to 1.6").len(), 4);
     assert_eq!(
         versions_of("1.4.2 to 1.6"),
-        BTreeSet::from([(1, 4, 2), (1, 6, 0)])
+        BTreeSet::from([ProtocolVersion::new(1, 4, 2), ProtocolVersion::new(1, 6, 0)])
     );
     let short =
         row("| `blockchain.outpoint.subscribe`, `get_status` (x), `server.ping` | 1.7 | y |");

@@ -16,18 +16,24 @@ use super::params::{
 use super::rpc::{RpcError, METHOD_NOT_FOUND};
 use crate::types::ScriptHash;
 
-pub use super::params::{SpKeys, Version};
+pub use super::params::{ProtocolVersion, SpKeys};
 
 /// Protocol 1.4, the oldest served, and the rules of a session that has not sent
 /// `server.version`.
-const V1_4: Version = (1, 4, 0);
+const V1_4: ProtocolVersion = ProtocolVersion::new(1, 4, 0);
 /// Protocol 1.6 (1.5 was never released).
-const V1_6: Version = (1, 6, 0);
+const V1_6: ProtocolVersion = ProtocolVersion::new(1, 6, 0);
 /// Protocol 1.7.
-const V1_7: Version = (1, 7, 0);
+const V1_7: ProtocolVersion = ProtocolVersion::new(1, 7, 0);
 
 /// Protocol versions served, oldest first.
-pub(crate) const VERSIONS: [Version; 5] = [V1_4, (1, 4, 1), (1, 4, 2), V1_6, V1_7];
+pub(crate) const VERSIONS: [ProtocolVersion; 5] = [
+    V1_4,
+    ProtocolVersion::new(1, 4, 1),
+    ProtocolVersion::new(1, 4, 2),
+    V1_6,
+    V1_7,
+];
 /// The oldest protocol version served.
 pub const PROTOCOL_MIN: (u32, u32) = (1, 4);
 /// The newest protocol version served.
@@ -183,14 +189,14 @@ pub enum Request {
     /// `server.version(client_name, protocol_version)`.
     ServerVersion {
         /// The oldest version the client accepts.
-        min: Version,
+        min: ProtocolVersion,
         /// The newest version the client accepts.
-        max: Version,
+        max: ProtocolVersion,
     },
 }
 
 /// A method's parameters' parser, for a session of the given protocol version.
-type Parser = fn(&[Value], Version) -> Result<Request, RpcError>;
+type Parser = fn(&[Value], ProtocolVersion) -> Result<Request, RpcError>;
 
 /// One method cairn serves: its name, the protocol versions that have it, and how its
 /// parameters are read.
@@ -198,15 +204,15 @@ pub struct Method {
     /// The name clients call.
     pub name: &'static str,
     /// The first protocol version that has it.
-    pub from: Version,
+    pub from: ProtocolVersion,
     /// The first protocol version that no longer has it; `None` while the newest has it.
-    pub until: Option<Version>,
+    pub until: Option<ProtocolVersion>,
     parse: Parser,
 }
 
 impl Method {
     /// Whether a session of protocol `version` has this method.
-    pub fn serves(&self, version: Version) -> bool {
+    pub fn serves(&self, version: ProtocolVersion) -> bool {
         version >= self.from && self.until.is_none_or(|until| version < until)
     }
 }
@@ -214,8 +220,8 @@ impl Method {
 /// A table entry.
 const fn method(
     name: &'static str,
-    from: Version,
-    until: Option<Version>,
+    from: ProtocolVersion,
+    until: Option<ProtocolVersion>,
     parse: Parser,
 ) -> Method {
     Method {
@@ -434,7 +440,11 @@ impl Request {
     /// The call of method `name` with `params` in a session of protocol `version`: a method
     /// that version does not have is unknown (-32601), and a parameter of the wrong type or
     /// form is refused as the method's parser says (mostly -32602).
-    pub fn parse(name: &str, params: &[Value], version: Version) -> Result<Request, RpcError> {
+    pub fn parse(
+        name: &str,
+        params: &[Value],
+        version: ProtocolVersion,
+    ) -> Result<Request, RpcError> {
         let method = METHODS
             .iter()
             .find(|m| m.name == name && m.serves(version))
@@ -504,10 +514,10 @@ mod tests {
         let sh = ScriptHash::of(bitcoin::Script::from_bytes(&[0x51]));
         let by_hash = json!([sh.to_electrum_hex()]);
         let by_script = json!(["51"]);
-        let parse = |name: &str, params: &Value, v: Version| {
+        let parse = |name: &str, params: &Value, v: ProtocolVersion| {
             Request::parse(name, params.as_array().unwrap(), v)
         };
-        for v in [V1_4, (1, 4, 2), V1_6] {
+        for v in [V1_4, ProtocolVersion::new(1, 4, 2), V1_6] {
             let history = parse("blockchain.scripthash.get_history", &by_hash, v);
             assert_eq!(history.unwrap(), Request::GetHistory(sh));
             let err = parse("blockchain.scriptpubkey.get_history", &by_script, v).unwrap_err();
@@ -523,9 +533,19 @@ mod tests {
                 "unknown method \"blockchain.scripthash.get_history\""
             )
         );
-        assert!(parse("blockchain.relayfee", &json!([]), (1, 4, 1)).is_ok());
+        assert!(parse(
+            "blockchain.relayfee",
+            &json!([]),
+            ProtocolVersion::new(1, 4, 1)
+        )
+        .is_ok());
         assert!(parse("blockchain.relayfee", &json!([]), V1_6).is_err());
-        assert!(parse("mempool.get_info", &json!([]), (1, 4, 2)).is_err());
+        assert!(parse(
+            "mempool.get_info",
+            &json!([]),
+            ProtocolVersion::new(1, 4, 2)
+        )
+        .is_err());
         assert!(parse("no.such", &json!([]), V1_7).is_err());
     }
 
@@ -561,8 +581,8 @@ mod tests {
         assert_eq!(
             version.unwrap(),
             Request::ServerVersion {
-                min: (1, 1, 0),
-                max: (1, 4, 2)
+                min: ProtocolVersion::new(1, 1, 0),
+                max: ProtocolVersion::new(1, 4, 2)
             }
         );
     }

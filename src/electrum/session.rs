@@ -21,7 +21,7 @@ use super::methods::{add_peer, btc_per_kvb, pong_text, syncing_error, version_te
 use super::outpoint::outpoint_notes;
 use super::outpoint::{status_json, OutpointSub};
 use super::request::{
-    method_label, Request, SpKeys, Version, PROTOCOL_MAX, PROTOCOL_MIN, VERSIONS,
+    method_label, ProtocolVersion, Request, SpKeys, PROTOCOL_MAX, PROTOCOL_MIN, VERSIONS,
 };
 use super::rpc::{
     error_value, Reply, RpcError, BAD_REQUEST, HISTORY_TOO_LARGE, INVALID_REQUEST, PARSE_ERROR,
@@ -85,7 +85,7 @@ impl StreamJob {
 pub struct Session {
     backend: Arc<Backend>,
     /// Negotiated version (major, minor, patch); `None` until `server.version` (1.4 rules).
-    version: Option<Version>,
+    version: Option<ProtocolVersion>,
     headers_subscribed: bool,
     last_notified: Option<(u32, bitcoin::BlockHash)>,
     /// Subscribed script hashes and their last status sent.
@@ -136,13 +136,13 @@ impl Session {
     }
 
     /// The protocol version whose rules apply: the negotiated one, 1.4 before `server.version`.
-    fn protocol(&self) -> Version {
+    fn protocol(&self) -> ProtocolVersion {
         self.version.unwrap_or(VERSIONS[0])
     }
 
     /// Whether the client negotiated protocol 1.7 or later.
     fn v17(&self) -> bool {
-        self.protocol() >= (1, 7, 0)
+        self.protocol() >= ProtocolVersion::new(1, 7, 0)
     }
 
     /// What the handlers read for this connection now.
@@ -376,7 +376,11 @@ impl Session {
     }
 
     /// `server.version`: the newest version served within what the client accepts.
-    fn server_version(&mut self, min: Version, max: Version) -> Result<Value, RpcError> {
+    fn server_version(
+        &mut self,
+        min: ProtocolVersion,
+        max: ProtocolVersion,
+    ) -> Result<Value, RpcError> {
         let chosen = VERSIONS
             .iter()
             .rev()
