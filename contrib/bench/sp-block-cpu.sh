@@ -21,6 +21,8 @@ BLOCK=${2:-1000}
 [ $# -gt 2 ] && shift 2 || set -- 0 30 300 2000
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-/var/tmp/cairn-target}"
 export CAIRN_NETWORK=regtest
+# What a fresh machine lacks: build dependencies and nc.
+sh contrib/setup.sh
 profile=${CAIRN_BENCH_PROFILE:-release}
 if [ -n "${CAIRN_BIN:-}" ]; then
   CAIRN=$CAIRN_BIN

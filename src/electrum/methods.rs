@@ -429,26 +429,20 @@ impl Ctx<'_> {
     }
 
     /// The key a `kind` answer for `raws` is kept under, decided against the mempool and the
-    /// tip now, and the answer kept under it, if any ([`VerdictCache`]).
+    /// tip now, and the answer kept under it, if any ([`crate::listen::VerdictCache`]).
     pub(crate) fn kept_verdict(
         &self,
         kind: &str,
         raws: &[&[u8]],
     ) -> Result<(VerdictKey, Option<KeptVerdict>), RpcError> {
-        let key = self.verdict_key(kind, raws)?;
-        Ok((key, self.backend.verdicts.get(&key)))
-    }
-
-    /// The key of a `kind` answer for `raws` against the tip and the mempool now.
-    fn verdict_key(&self, kind: &str, raws: &[&[u8]]) -> Result<VerdictKey, RpcError> {
-        let pool = self.mempool()?;
-        let tip = self.backend.model.index().tip().map(|(_, hash)| hash);
-        Ok(VerdictKey::new(kind, raws, pool.generation(), tip))
+        self.mempool()?;
+        let model = &self.backend.model;
+        let kept = self.backend.verdicts.lookup(model, kind, raws);
+        kept.ok_or_else(|| RpcError::bad_request("this server keeps no mempool"))
     }
 
     /// Keeps `verdict`, decided against the state `key` names, if the tip and the mempool are
-    /// still that state (`writes` generations on: the check's own), under the key of the state
-    /// now; else a later request is checked again.
+    /// still that state, `writes` generations on; else a later request is checked again.
     fn keep_verdict(
         &self,
         kind: &str,
@@ -457,8 +451,8 @@ impl Ctx<'_> {
         writes: u64,
         verdict: KeptVerdict,
     ) {
-        let now = self.verdict_key(kind, raws).ok();
-        self.backend.verdicts.keep(&key, now, writes, verdict);
+        let model = &self.backend.model;
+        (self.backend.verdicts).keep_now(model, (kind, raws), &key, writes, verdict);
     }
 
     /// Charges an answer given again from the verdicts kept: a refused broadcast's 10 units

@@ -83,18 +83,11 @@ impl<'a> Query<'a> {
         kind: &str,
         raws: &[&[u8]],
     ) -> Option<(VerdictKey, Option<KeptVerdict>)> {
-        let key = self.verdict_key(kind, raws)?;
-        Some((key, self.verdicts.get(&key)))
-    }
-
-    fn verdict_key(&self, kind: &str, raws: &[&[u8]]) -> Option<VerdictKey> {
-        let generation = self.model.mempool()?.generation();
-        let tip = self.model.index().tip().map(|(_, hash)| hash);
-        Some(VerdictKey::new(kind, raws, generation, tip))
+        self.verdicts.lookup(self.model, kind, raws)
     }
 
     /// Keeps `verdict`, decided against the state `key` names, if the tip and the mempool are
-    /// still that state, `writes` generations on (the check's own).
+    /// still that state, `writes` generations on.
     pub fn keep_verdict(
         &self,
         kind: &str,
@@ -103,8 +96,7 @@ impl<'a> Query<'a> {
         writes: u64,
         verdict: KeptVerdict,
     ) {
-        let now = self.verdict_key(kind, raws);
-        self.verdicts.keep(&key, now, writes, verdict);
+        (self.verdicts).keep_now(self.model, (kind, raws), &key, writes, verdict);
     }
 
     /// One view of the read model, its reads counted against the request.

@@ -10,6 +10,8 @@ use std::sync::{Mutex, PoisonError};
 use bitcoin::hashes::{sha256, Hash, HashEngine};
 use serde_json::Value;
 
+use crate::view::ReadModel;
+
 /// Answers kept at most: a dry run's answer is a few hundred bytes per transaction, 25 at most.
 const KEPT: usize = 256;
 /// Seconds an answer may be given again for at most.
@@ -96,21 +98,41 @@ impl VerdictCache {
         kept.push_back((key, verdict));
     }
 
-    /// Keeps `verdict`, decided against the state `decided` names, under `now` (the key of the
-    /// same request against the state now, if there is one) when that is the same tip and
-    /// period, the mempool `writes` generations on (the check's own); else a later request is
-    /// checked again.
-    pub fn keep(
+    /// The key of request `kind`'s answer for `raws` against `model`'s mempool and index tip
+    /// now, and the answer kept under it (`None`: no mempool).
+    pub fn lookup(
         &self,
+        model: &ReadModel,
+        kind: &str,
+        raws: &[&[u8]],
+    ) -> Option<(VerdictKey, Option<Verdict>)> {
+        let key = key_now(model, kind, raws)?;
+        Some((key, self.get(&key)))
+    }
+
+    /// Keeps `verdict`, decided against the state `decided` names, under the key of the same
+    /// request against `model` now when that is the same tip and period, the mempool `writes`
+    /// generations on (the check's own); else a later request is checked again.
+    pub fn keep_now(
+        &self,
+        model: &ReadModel,
+        (kind, raws): (&str, &[&[u8]]),
         decided: &VerdictKey,
-        now: Option<VerdictKey>,
         writes: u64,
         verdict: Verdict,
     ) {
-        if let Some(now) = now.filter(|now| now.follows(decided, writes)) {
+        let now = key_now(model, kind, raws).filter(|now| now.follows(decided, writes));
+        if let Some(now) = now {
             self.put(now, verdict);
         }
     }
+}
+
+/// The key of request `kind`'s answer for `raws` against `model`'s mempool and index tip now.
+fn key_now(model: &ReadModel, kind: &str, raws: &[&[u8]]) -> Option<VerdictKey> {
+    let generation = model.mempool()?.generation();
+    let tip = model.index().tip().map(|(_, hash)| hash);
+    Some(VerdictKey::new(kind, raws, generation, tip))
 }
 
 #[cfg(test)]

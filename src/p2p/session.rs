@@ -473,8 +473,8 @@ impl<'a> Session<'a> {
         self.knows_tx(&wtxid.to_byte_array());
         // Over its host's allowance: not checked, nor taken as the answer to a request (the
         // same transaction from another peer still is).
-        let fits = |b: &Arc<TxBudget>| b.has_room(TxBudget::estimate(&raw));
-        if !self.tx_budget.as_ref().is_none_or(fits) {
+        let estimate = TxBudget::estimate(&raw);
+        if !self.tx_budget.as_ref().is_none_or(|b| b.has_room(estimate)) {
             crate::metrics::metrics().p2p_tx_over_allowance.inc();
             tracing::debug!(
                 "peer {}: transaction {txid} over its host's allowance",
@@ -497,7 +497,6 @@ impl<'a> Session<'a> {
         }
         // Its estimate reserved before the checks (the allowance asked above may have gone to
         // another peer of its host or group meanwhile).
-        let estimate = TxBudget::estimate(&raw);
         if !self.tx_budget.as_ref().is_none_or(|b| b.reserve(estimate)) {
             crate::metrics::metrics().p2p_tx_over_allowance.inc();
             return Ok(());
