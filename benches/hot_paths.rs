@@ -20,17 +20,14 @@ use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use cairn::electrum::history_text;
 use cairn::mempool::projection::{self, Node};
 use cairn::store::schema::HistoryKey;
-use cairn::types::{ScriptHash, TxNum};
+use cairn::types::{HistoryEntry, ScriptHash, TxNum};
 use cairn::view::{merkle, status};
 
-fn history(n: usize) -> Vec<(Txid, i64, Option<u64>)> {
+fn history(n: usize) -> Vec<HistoryEntry> {
     (0..n)
         .map(|i| {
-            (
-                Txid::from_byte_array(sha256d::Hash::hash(&i.to_le_bytes()).to_byte_array()),
-                100 + i as i64 / 3,
-                None,
-            )
+            let txid = Txid::from_byte_array(sha256d::Hash::hash(&i.to_le_bytes()).to_byte_array());
+            HistoryEntry::confirmed(txid, 100 + i as u32 / 3)
         })
         .collect()
 }
@@ -39,12 +36,16 @@ fn status_hash(c: &mut Criterion) {
     let h = history(10_000);
     let joined: String = h
         .iter()
-        .map(|(t, height, _)| format!("{t}:{height}:"))
+        .map(|e| format!("{}:{}:", e.txid, e.height.electrum()))
         .collect();
     let mut group = c.benchmark_group("status of a 10k-entry history");
     group.throughput(Throughput::Elements(10_000));
     group.bench_function("cairn status()", |b| {
-        b.iter(|| black_box(status::status(h.iter().map(|(t, height, _)| (t, *height)))))
+        b.iter(|| {
+            black_box(status::status(
+                h.iter().map(|e| (&e.txid, e.height.electrum())),
+            ))
+        })
     });
     group.bench_function("baseline: sha256 of the preformatted string", |b| {
         b.iter(|| black_box(sha256::Hash::hash(joined.as_bytes())))
@@ -78,7 +79,7 @@ fn history_to_json(c: &mut Criterion) {
         b.iter(|| {
             let v = serde_json::Value::Array(
                 h.iter()
-                    .map(|(t, height, _)| serde_json::json!({"height": height, "tx_hash": t.to_string()}))
+                    .map(|e| serde_json::json!({"height": e.height.electrum(), "tx_hash": e.txid.to_string()}))
                     .collect(),
             );
             black_box(v.to_string())
@@ -88,10 +89,11 @@ fn history_to_json(c: &mut Criterion) {
         b.iter(|| {
             let mut out = String::with_capacity(h.len() * 90);
             out.push('[');
-            for (i, (t, height, _)) in h.iter().enumerate() {
+            for (i, e) in h.iter().enumerate() {
                 if i > 0 {
                     out.push(',');
                 }
+                let (t, height) = (e.txid, e.height.electrum());
                 out.push_str(&format!("{{\"height\":{height},\"tx_hash\":\"{t}\"}}"));
             }
             out.push(']');

@@ -27,6 +27,7 @@ use rand::{Rng, SeedableRng};
 
 use cairn::config::MempoolConfig;
 use cairn::mempool::{CoinError, CoinSource, Mempool};
+use cairn::types::Coin;
 
 /// How many transactions each run offers.
 const COUNT: usize = 10_000;
@@ -59,8 +60,12 @@ impl CoinSource for Chain {
         Ok(self.txids.contains(txid))
     }
 
-    fn confirmed_unspent(&self, op: &OutPoint) -> Result<Option<(TxOut, u32, bool)>, CoinError> {
-        Ok(self.coins.get(op).map(|out| (out.clone(), 1, false)))
+    fn confirmed_unspent(&self, op: &OutPoint) -> Result<Option<Coin>, CoinError> {
+        Ok(self.coins.get(op).map(|out| Coin {
+            output: out.clone(),
+            height: 1,
+            coinbase: false,
+        }))
     }
 
     fn is_confirmed_unspent(&self, op: &OutPoint) -> Result<bool, CoinError> {

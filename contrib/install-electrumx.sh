@@ -1,7 +1,7 @@
 #!/bin/sh
 # Installs ElectrumX 1.20 (PyPI package `e-x`; Electrum protocol 1.4 to 1.6) into a Python venv,
-# as the reference server tests/electrumx.rs compares cairn's answers with. Needs python3 with
-# venv and LevelDB's headers (installed here). Usage: contrib/install-electrumx.sh [DEST]
+# the reference server whose answers the query benchmark (contrib/bench/queries.sh) compares
+# cairn's with. Needs python3 with venv and LevelDB's headers (installed here). Usage: contrib/install-electrumx.sh [DEST]
 # (default /opt/electrumx). Safe to run again: does nothing once installed.
 set -eu
 DEST=${1:-/opt/electrumx}

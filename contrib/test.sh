@@ -10,14 +10,14 @@ sh contrib/setup.sh
 # test needs a wallet and whose policy the Knots profile is checked against.
 sh contrib/build-core-bitcoind.sh /var/tmp/cairn-core
 sh contrib/install-bitcoind.sh /opt/bitcoind
-# The Electrum wallet 4.3.4, a real client for tests/electrum_wallet.rs.
+# The Electrum wallet 4.3.4, a real client for tests/it/electrum_wallet.rs.
 if [ ! -x /usr/bin/electrum ]; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends electrum >/dev/null ||
     { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends electrum >/dev/null; }
 fi
-# systemd-analyze, which checks contrib/cairn.service (tests/service.rs), HAProxy, in front of
-# two nodes in tests/haproxy.rs, promtool, which checks /metrics (tests/metrics.rs), and
-# Chromium, which draws the status page (tests/status_page.rs).
+# systemd-analyze, which checks contrib/cairn.service (tests/it/service.rs), HAProxy, in front of
+# two nodes in tests/it/haproxy.rs, promtool, which checks /metrics (tests/it/metrics.rs), and
+# Chromium, which draws the status page (tests/it/status_page.rs).
 for tool in systemd-analyze:systemd haproxy:haproxy promtool:prometheus chromium:chromium; do
   if ! command -v "${tool%%:*}" >/dev/null 2>&1; then
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${tool#*:}" >/dev/null ||

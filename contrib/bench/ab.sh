@@ -12,7 +12,7 @@
 #       alone, nothing validated beside it (wall seconds).
 #   contrib/bench/ab.sh query BIN_A BIN_B [BLOCKS] [TXS_PER_BLOCK] [RUNS] [KIND] [REQUESTS]
 #       each binary builds its own index once (so storage levers count), then serves it in
-#       turn; examples/electrum_load
+#       turn; contrib/bench/load/electrum_load.rs
 #       replays REQUESTS (default 40) requests of KIND (default "get_history huge", see
 #       electrum_load's mix) from one client; the median latency of each run is the sample.
 #   WALLET_ADDRESSES=1000 contrib/bench/ab.sh esplora BIN_A BIN_B [BLOCKS] [TXS_PER_BLOCK] [RUNS] [KIND] [REQUESTS]

@@ -2,7 +2,7 @@
 # BIP157 serving: the time to hand a light client every filter of a generated chain in
 # getcfilters batches of 1,000 blocks, from cairn and from a bitcoind with -blockfilterindex
 # -peerblockfilters holding the same chain (cairn synced it from that bitcoind). The same
-# client (examples/cfilters_client.rs) asks both, interleaved (A B A B ...), RUNS times each,
+# client (contrib/bench/load/cfilters_client.rs) asks both, interleaved (A B A B ...), RUNS times each,
 # one fresh connection per run; medians and the ratio are printed.
 #
 # Usage: contrib/bench/cfilters-serving.sh [BLOCKS] [TXS_PER_BLOCK] [RUNS]

@@ -1,7 +1,7 @@
 #!/bin/sh
 # Long histories: one script with about a million history entries (`cairn generate
 # --hot-per-mille 500` pays it half of all outputs), asked whole of ElectrumX 1.20 and of cairn
-# over TCP, the servers taking turns (examples/history_load.rs): subscribe latency (the status
+# over TCP, the servers taking turns (contrib/bench/load/history_load.rs): subscribe latency (the status
 # of the whole history, then again on a new connection), get_history to the first byte and to
 # the last, bytes per second for one client and for CLIENTS at once, and each server's RSS
 # before and at its peak while the CLIENTS fetch it. The answers are compared before timing.

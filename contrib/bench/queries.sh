@@ -1,7 +1,7 @@
 #!/bin/sh
 # Queries: ElectrumX 1.20 and cairn serving the same generated chain, both over WebSocket (no
 # TCP padding on ElectrumX's side, see ../shared/REFERENCE-STACK.md), loaded by the same client
-# (examples/electrum_load.rs) with the same request mix at 1, 10 and 100 concurrent clients, the
+# (contrib/bench/load/electrum_load.rs) with the same request mix at 1, 10 and 100 concurrent clients, the
 # two servers taking turns (A B A B ...), RUNS times each. Before timing, every request goes to
 # both and the answers are compared. Prints the medians and ratios as markdown tables and writes
 # every sample to a JSON file (the path is printed last).

@@ -3,7 +3,7 @@
 # tip and to SUBS script hashes, held for SECONDS while a bitcoind mines a block every 3 s and
 # its wallet pays 5 of the subscribed scripts a second. Prints cairn's RSS over time, the
 # notification latency of payments and blocks (p50, p99), notifications owed but missing, and
-# errors (examples/soak.rs), and keeps the JSON report. With ATTACK=N (issue 25), N attacking
+# errors (contrib/bench/load/soak.rs), and keeps the JSON report. With ATTACK=N (issue 25), N attacking
 # connections of each kind (contrib/bench/attackers.py: silent sockets, unread and slowly read
 # answers, costly requests, subscription hogs, HTTP requests hung up on) run beside the soak from
 # other loopback addresses than its clients (127.0.0.1). Either way it prints what cairn's

@@ -19,13 +19,12 @@ use serde_json::{json, Map, Value};
 use tokio::sync::mpsc;
 
 use super::backend::Backend;
+use super::context::{view_err, Ctx};
 use super::counted::excessive;
-use super::history::Piece;
-use super::methods::view_err;
-use super::rpc::{error_value, RpcError};
+use super::rpc::{error_value, Piece, Reply, RpcError};
 use crate::listen::{cost, HostShares, Slot, WorkPool};
 use crate::types::run_marked;
-use crate::view::{ChainView, Cost, CostMeter, TxTweak, ViewError};
+use crate::view::{ChainView, Cost, CostMeter, TweakState, TxTweak, ViewError};
 
 /// The most heights one call streams, as Cake's server (`count` above is cut to it).
 pub const MAX_HEIGHTS: u32 = 1000;
@@ -54,7 +53,7 @@ fn done_note() -> Value {
 }
 
 impl TweaksJob {
-    /// Streams the heights as [`super::history::HistoryJob::run`] streams a history: on a
+    /// Streams the heights as [`super::scripthash::HistoryJob::run`] streams a history: on a
     /// blocking thread, each height read in a slot of `pool` taken in `host`'s turn and given
     /// back while the client takes the notification, each charged to the host as it is sent.
     /// Every notification is a whole line; the answer to the call ends the stream (an error
@@ -188,4 +187,67 @@ fn told_outputs(
         told.push((*vout, *value, spend));
     }
     Ok(told)
+}
+
+/// `Ok` when silent-payment tweaks can be served from `view`, else why not.
+fn tweaks_ready_in(view: &ChainView<'_>) -> Result<(), RpcError> {
+    match view.tweak_state().map_err(view_err)? {
+        TweakState::Off => Err(RpcError::bad_request(
+            "silent-payment tweaks are not indexed here (silent_payments = false)",
+        )),
+        TweakState::Building => Err(RpcError::bad_request(
+            "silent-payment tweaks of indexed blocks are still being built",
+        )),
+        TweakState::Ready => Ok(()),
+    }
+}
+
+impl Ctx<'_> {
+    /// `Ok` when silent-payment tweaks can be served, else why not.
+    pub(crate) fn tweaks_ready(&self) -> Result<(), RpcError> {
+        tweaks_ready_in(&self.view())
+    }
+
+    /// `blockchain.block.tweaks(height)`, Cake Wallet's silent-payment dialect: the tweak data
+    /// of the block's eligible transactions with a taproot output of at least `sp_min_dust`, in
+    /// block order, each a compressed point in hex (none below the first height with tweaks:
+    /// taproot's activation).
+    pub(crate) fn block_tweaks(&self, height: u32) -> Result<Value, RpcError> {
+        let view = self.view();
+        tweaks_ready_in(&view)?;
+        let tweaks = view
+            .block_tweak_rows(height)
+            .map_err(view_err)?
+            .ok_or_else(|| RpcError::bad_request(format!("height {height} out of range")))?;
+        // As Cake's server: only transactions with a taproot output of at least the dust limit.
+        let dust = self.backend.config.sp_min_dust;
+        let hex: Vec<String> = tweaks
+            .iter()
+            .filter(|t| t.outputs.iter().any(|(_, _, value)| *value >= dust))
+            .map(|t| t.tweak[..].to_lower_hex_string())
+            .collect();
+        Ok(json!(hex))
+    }
+
+    /// `blockchain.tweaks.subscribe(height, count, historical)`, Cake Wallet's tweak stream
+    /// (`super::cake_tweaks`): checked here, streamed by the session. Over TCP and TLS only, alone:
+    /// a stream of notifications cannot sit in a batch or be built whole.
+    pub(crate) fn tweaks_subscribe(
+        &self,
+        height: u32,
+        count: u32,
+        historical: bool,
+    ) -> Result<Reply, RpcError> {
+        tweaks_ready_in(&self.view())?;
+        if !self.streams_answers() {
+            return Err(RpcError::bad_request(
+                "blockchain.tweaks.subscribe streams notifications: ask for it alone (not in a batch), over TCP or TLS",
+            ));
+        }
+        Ok(Reply::Tweaks {
+            height,
+            count,
+            historical,
+        })
+    }
 }

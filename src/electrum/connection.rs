@@ -12,12 +12,14 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::{broadcast, mpsc};
 
 use super::backend::Backend;
+use super::counted::{excessive, SubscriptionShares};
 use super::frigate_scan::{ScanEvent, ScanFailed, ScanJob};
-use super::history::Piece;
 pub use super::outbox::Shares;
 use super::outbox::{BudgetRoom, Outbox, Queued, SEND_TIMEOUT, WRITE_CHUNK};
+use super::rpc::Piece;
 use super::rpc::{error_value, RpcError};
-use super::session::{excessive, Answer, Session, StreamJob, SubscriptionShares};
+use super::rpc::{Answer, StreamJob};
+use super::session::Session;
 use crate::listen::Verdict;
 use crate::listen::{HostShares, WorkPool};
 use crate::notify::TipUpdate;

@@ -2,24 +2,31 @@
 //! or without TLS), protocol 1.4 to 1.7, answered from cairn's index. One task per connection;
 //! the index and the kernel are only read.
 
+// The session, its framing and the context its handlers share.
 mod backend;
-mod cake_tweaks;
 mod connection;
+mod context;
 mod counted;
-mod frigate_scan;
-mod history;
-mod merkle_witness;
-mod methods;
 mod named_params;
 mod outbox;
-mod outpoint;
 mod params;
-#[cfg(test)]
-mod readme_table;
 mod request;
 pub mod rpc;
 mod session;
+
+// The handlers and their renderers, a file per protocol namespace.
+mod cake_tweaks;
+mod frigate_scan;
+mod headers;
+mod mempool;
+mod outpoint;
+mod scripthash;
+mod server;
+mod transaction;
 mod verbose;
+
+#[cfg(test)]
+mod readme_table;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -27,8 +34,8 @@ use std::sync::Arc;
 use tokio::net::{TcpListener, TcpStream};
 
 pub use backend::Backend;
-pub use methods::history_text;
 pub use request::{PROTOCOL_MAX, PROTOCOL_MIN};
+pub use scripthash::history_text;
 pub use session::Requests;
 
 use crate::config::CostLimits;

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use tokio::sync::mpsc;
 
-use super::session::{Room, Taken};
+use super::counted::{Room, Taken};
 use crate::listen::{HostShares, Seat};
 
 /// How long an answer may wait for a client that does not read before it is dropped.

@@ -9,8 +9,9 @@ use std::collections::HashMap;
 use bitcoin::OutPoint;
 use serde_json::{json, Value};
 
-use super::methods::{view_err, Ctx};
+use super::context::{view_err, Ctx};
 use super::rpc::RpcError;
+use super::session::Session;
 use crate::notify::TipUpdate;
 use crate::types::ScriptHash;
 use crate::view::OutpointStatus;
@@ -20,10 +21,12 @@ use crate::view::OutpointStatus;
 pub(crate) fn status_json(status: &OutpointStatus) -> Value {
     match (status.height, status.spender) {
         (None, _) => json!({}),
-        (Some(height), None) => json!({"height": height}),
-        (Some(height), Some((txid, spender_height))) => {
-            json!({"height": height, "spender_txhash": txid.to_string(), "spender_height": spender_height})
-        }
+        (Some(height), None) => json!({"height": height.electrum()}),
+        (Some(height), Some((txid, spender))) => json!({
+            "height": height.electrum(),
+            "spender_txhash": txid.to_string(),
+            "spender_height": spender.electrum(),
+        }),
     }
 }
 
@@ -107,9 +110,25 @@ pub(crate) fn outpoint_notes(
     out
 }
 
+impl Session {
+    /// `blockchain.outpoint.subscribe(tx_hash, txout_idx, spk_hint=None)`: kept even when the
+    /// output does not exist yet, as the protocol asks. Counts against the connection's
+    /// subscription limit together with script subscriptions.
+    pub(super) fn outpoint_subscribe(&mut self, op: OutPoint) -> Result<Value, RpcError> {
+        if !self.outpoints.contains_key(&op) {
+            self.check_subscription_room()?;
+        }
+        let (status, script) = self.ctx().outpoint_status(&op)?;
+        let answer = status_json(&status);
+        self.outpoints.insert(op, OutpointSub { script, status });
+        Ok(answer)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::types::Height;
     use bitcoin::Txid;
     use std::collections::HashSet;
     use std::str::FromStr;
@@ -122,14 +141,14 @@ mod tests {
         assert_eq!(status_json(&OutpointStatus::default()), json!({}));
         assert_eq!(
             status_json(&OutpointStatus {
-                height: Some(1866594),
+                height: Some(Height::Confirmed(1866594)),
                 spender: None
             }),
             json!({"height": 1866594})
         );
         let spent = OutpointStatus {
-            height: Some(1866594),
-            spender: Some((t, 0)),
+            height: Some(Height::Confirmed(1866594)),
+            spender: Some((t, Height::Unconfirmed)),
         };
         assert_eq!(
             status_json(&spent),
@@ -137,12 +156,12 @@ mod tests {
         );
         assert!(spent.unconfirmed());
         assert!(!OutpointStatus {
-            height: Some(5),
-            spender: Some((t, 6))
+            height: Some(Height::Confirmed(5)),
+            spender: Some((t, Height::Confirmed(6)))
         }
         .unconfirmed());
         assert!(OutpointStatus {
-            height: Some(-1),
+            height: Some(Height::UnconfirmedParents),
             spender: None
         }
         .unconfirmed());
@@ -168,7 +187,7 @@ mod tests {
         let known = OutpointSub {
             script: Some(sh),
             status: OutpointStatus {
-                height: Some(5),
+                height: Some(Height::Confirmed(5)),
                 spender: None,
             },
         };
@@ -210,7 +229,7 @@ mod tests {
         let in_mempool = OutpointSub {
             script: Some(sh),
             status: OutpointStatus {
-                height: Some(-1),
+                height: Some(Height::UnconfirmedParents),
                 spender: None,
             },
         };

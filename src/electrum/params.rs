@@ -6,40 +6,7 @@ use serde_json::Value;
 
 use super::rpc::RpcError;
 use crate::mempool::MAX_PACKAGE_COUNT;
-use crate::types::ScriptHash;
-
-/// A protocol version: (major, minor, patch).
-/// An Electrum protocol version: `1.4`, `1.4.2` (ordered as numbers, part by part).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct ProtocolVersion {
-    /// The major version.
-    pub major: u32,
-    /// The minor version.
-    pub minor: u32,
-    /// The patch level (0 when a client writes none).
-    pub patch: u32,
-}
-
-impl ProtocolVersion {
-    /// `major.minor.patch`.
-    pub const fn new(major: u32, minor: u32, patch: u32) -> Self {
-        ProtocolVersion {
-            major,
-            minor,
-            patch,
-        }
-    }
-}
-
-/// As `server.version` answers it: `1.4`, `1.4.2`.
-impl std::fmt::Display for ProtocolVersion {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self.patch {
-            0 => write!(f, "{}.{}", self.major, self.minor),
-            patch => write!(f, "{}.{}.{patch}", self.major, self.minor),
-        }
-    }
-}
+use crate::types::{ProtocolVersion, ScriptHash};
 
 /// Most hex characters a `server.ping` may ask back (protocol 1.7): the hex of the largest
 /// transaction consensus allows (4,000,000 weight units, so at most 4,000,000 bytes), as the

@@ -4,7 +4,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::request::{method_label, ProtocolVersion, METHODS, VERSIONS};
+use super::request::{method_label, METHODS, VERSIONS};
+use crate::types::ProtocolVersion;
 
 /// The table's header row.
 const HEADER: &str = "| method | versions | state |";

@@ -16,7 +16,8 @@ use super::params::{
 use super::rpc::{RpcError, METHOD_NOT_FOUND};
 use crate::types::ScriptHash;
 
-pub use super::params::{ProtocolVersion, SpKeys};
+pub use super::params::SpKeys;
+use crate::types::ProtocolVersion;
 
 /// Protocol 1.4, the oldest served, and the rules of a session that has not sent
 /// `server.version`.

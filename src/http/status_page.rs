@@ -67,7 +67,15 @@ pub struct Sample {
 /// The last hour of samples, and the mempool's fee histogram as of the last one (it sorts the
 /// whole mempool: built once a sample, not once a request).
 #[derive(Default)]
-pub struct Samples(Mutex<(VecDeque<Sample>, Vec<(f64, u64)>)>);
+pub struct Samples(Mutex<Recent>);
+
+/// What [`Samples`] holds: the samples, oldest first, and the last fee histogram (fee rate,
+/// virtual size at it and above).
+#[derive(Default)]
+struct Recent {
+    samples: VecDeque<Sample>,
+    histogram: Vec<(f64, u64)>,
+}
 
 impl Samples {
     /// Takes a sample of the node now, dropping the oldest past an hour's.
@@ -78,17 +86,19 @@ impl Samples {
             .map(|m| m.fee_histogram())
             .unwrap_or_default();
         let mut taken = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        let (samples, last_histogram) = &mut *taken;
-        if samples.len() == SAMPLES {
-            samples.pop_front();
+        if taken.samples.len() == SAMPLES {
+            taken.samples.pop_front();
         }
-        samples.push_back(sample);
-        *last_histogram = histogram;
+        taken.samples.push_back(sample);
+        taken.histogram = histogram;
     }
 
     fn list(&self) -> (Vec<Sample>, Vec<(f64, u64)>) {
         let taken = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        (taken.0.iter().copied().collect(), taken.1.clone())
+        (
+            taken.samples.iter().copied().collect(),
+            taken.histogram.clone(),
+        )
     }
 }
 

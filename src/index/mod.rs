@@ -26,7 +26,7 @@ use crate::kernel::blockfiles::{FilePos, KernelBlockFiles};
 use crate::kernel::{ChainReader, Validator};
 use crate::store::schema::{cf, meta, BlockPosRow, BlockRow, FilterRow, ScanPosRow, TipRow, TxRow};
 use crate::store::undo::UndoRow;
-use crate::store::Store;
+use crate::store::{KeyValue, Store};
 use chain::IndexedChain;
 
 /// What one index batch does, for the metrics.
@@ -115,6 +115,9 @@ pub struct Index {
     /// transaction into one torn block read it once, not once each).
     kernel_block: std::sync::Mutex<Option<(BlockHash, Arc<Vec<u8>>)>>,
 }
+
+/// Every row of an index, by column family ([`Index::dump`]).
+pub type IndexDump = Vec<(&'static str, Vec<KeyValue>)>;
 
 /// What an index builds beside the rows every block has.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -772,7 +775,7 @@ impl Index {
     /// the order blocks reached the kernel, not on the chain, and the `undo` rows and the mark
     /// of a compaction due (`meta/unsettled`), which depend on when the kernel last wrote its
     /// state and on when the process stopped.
-    pub fn dump(&self) -> Result<Vec<(&'static str, Vec<(Box<[u8]>, Box<[u8]>)>)>, IndexError> {
+    pub fn dump(&self) -> Result<IndexDump, IndexError> {
         let mut out = Vec::new();
         for name in cf::ALL {
             if name == cf::BLOCKPOS || name == cf::UNDO {

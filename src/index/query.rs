@@ -19,17 +19,24 @@ use crate::store::schema::{
     RowError, SpentRow, TxRow, TxidKey, UtxoKey,
 };
 use crate::store::StoreError;
-use crate::types::{ScriptHash, TxNum, TXNUM_LEN};
+use crate::types::{Coin, ScriptHash, TxNum, TXNUM_LEN};
 
 mod tweaks;
 
-/// One confirmed transaction of a script's history.
+/// One confirmed transaction of a script's history (the index's part of a
+/// [`crate::types::HistoryEntry`]: no fee, a block height).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct HistoryEntry {
+pub struct ConfirmedEntry {
     /// The transaction.
     pub txid: Txid,
     /// Its block height.
     pub height: u32,
+}
+
+impl From<ConfirmedEntry> for crate::types::HistoryEntry {
+    fn from(entry: ConfirmedEntry) -> Self {
+        crate::types::HistoryEntry::confirmed(entry.txid, entry.height)
+    }
 }
 
 /// One confirmed unspent output of a script.
@@ -297,7 +304,7 @@ impl IndexView<'_> {
         sh: &ScriptHash,
         from: TxNum,
         page: usize,
-        mut visit: impl FnMut(&[HistoryEntry]) -> Result<bool, QueryError>,
+        mut visit: impl FnMut(&[ConfirmedEntry]) -> Result<bool, QueryError>,
     ) -> Result<(), QueryError> {
         let page = page.max(1);
         let mut pending: Vec<(TxNum, u32)> = Vec::with_capacity(page);
@@ -328,7 +335,11 @@ impl IndexView<'_> {
     }
 
     /// The confirmed history of a script, in chain order, at most `limit` entries.
-    pub fn history(&self, sh: &ScriptHash, limit: usize) -> Result<Vec<HistoryEntry>, QueryError> {
+    pub fn history(
+        &self,
+        sh: &ScriptHash,
+        limit: usize,
+    ) -> Result<Vec<ConfirmedEntry>, QueryError> {
         let mut found = Vec::new();
         self.history_pages(sh, TxNum(0), HISTORY_PAGE, |page| {
             if found.len() + page.len() > limit {
@@ -347,7 +358,7 @@ impl IndexView<'_> {
         sh: &ScriptHash,
         below: Option<TxNum>,
         limit: usize,
-    ) -> Result<Vec<HistoryEntry>, QueryError> {
+    ) -> Result<Vec<ConfirmedEntry>, QueryError> {
         let start = match below {
             Some(TxNum(0)) => return Ok(Vec::new()),
             Some(TxNum(n)) => HistoryKey::encode(sh, TxNum(n - 1)).to_vec(),
@@ -371,10 +382,10 @@ impl IndexView<'_> {
         // Read in ascending order, as the batched read wants them.
         found.reverse();
         let txids = self.txids_at(found.iter().map(|(t, _)| *t))?;
-        let mut entries: Vec<HistoryEntry> = found
+        let mut entries: Vec<ConfirmedEntry> = found
             .into_iter()
             .zip(txids)
-            .map(|((_, height), txid)| HistoryEntry { txid, height })
+            .map(|((_, height), txid)| ConfirmedEntry { txid, height })
             .collect();
         entries.reverse();
         Ok(entries)
@@ -397,13 +408,13 @@ impl IndexView<'_> {
     fn flush(
         &self,
         pending: &mut Vec<(TxNum, u32)>,
-        visit: &mut impl FnMut(&[HistoryEntry]) -> Result<bool, QueryError>,
+        visit: &mut impl FnMut(&[ConfirmedEntry]) -> Result<bool, QueryError>,
     ) -> Result<bool, QueryError> {
         let txids = self.txids_at(pending.iter().map(|(t, _)| *t))?;
-        let entries: Vec<HistoryEntry> = pending
+        let entries: Vec<ConfirmedEntry> = pending
             .drain(..)
             .zip(txids)
-            .map(|((_, height), txid)| HistoryEntry { txid, height })
+            .map(|((_, height), txid)| ConfirmedEntry { txid, height })
             .collect();
         visit(&entries)
     }
@@ -603,10 +614,7 @@ impl IndexView<'_> {
 
     /// A confirmed output that nothing in the chain spends: its script and amount, the height
     /// of its block and whether it is a coinbase output.
-    pub fn confirmed_unspent(
-        &self,
-        op: &bitcoin::OutPoint,
-    ) -> Result<Option<(bitcoin::TxOut, u32, bool)>, QueryError> {
+    pub fn confirmed_unspent(&self, op: &bitcoin::OutPoint) -> Result<Option<Coin>, QueryError> {
         let Some(txnum) = self.txnum_of(&op.txid)? else {
             return Ok(None);
         };
@@ -633,7 +641,11 @@ impl IndexView<'_> {
         if out.script_pubkey.is_op_return() || pos.height == 0 {
             return Ok(None);
         }
-        Ok(Some((out.clone(), pos.height, pos.pos == 0)))
+        Ok(Some(Coin {
+            output: out.clone(),
+            height: pos.height,
+            coinbase: pos.pos == 0,
+        }))
     }
 
     /// A confirmed transaction the block files could not give (unmapped, or a record torn by
@@ -733,7 +745,7 @@ impl IndexView<'_> {
     }
 
     /// The transaction and input that spend an output, with the spending block's height.
-    pub fn spender(&self, txid: &Txid, vout: u32) -> Result<Option<(Txid, u32, u32)>, QueryError> {
+    pub fn spender(&self, txid: &Txid, vout: u32) -> Result<Option<Spend>, QueryError> {
         let Some(txnum) = self.txnum_of(txid)? else {
             return Ok(None);
         };
@@ -748,7 +760,12 @@ impl IndexView<'_> {
         let row = self
             .get(cf::TXS, &TxRow::key(by.txnum))?
             .ok_or_else(|| IndexError::Inconsistent(format!("no tx row {}", by.txnum.0)))?;
-        Ok(Some((TxRow::decode(&row)?.txid, by.vin, height)))
+        Ok(Some(Spend {
+            vout,
+            txid: TxRow::decode(&row)?.txid,
+            vin: by.vin,
+            height,
+        }))
     }
 
     /// The spent outputs of a confirmed transaction, in output order, with what spends each;
@@ -798,7 +815,11 @@ impl Index {
     }
 
     /// The confirmed history of a script, in chain order, at most `limit` entries.
-    pub fn history(&self, sh: &ScriptHash, limit: usize) -> Result<Vec<HistoryEntry>, QueryError> {
+    pub fn history(
+        &self,
+        sh: &ScriptHash,
+        limit: usize,
+    ) -> Result<Vec<ConfirmedEntry>, QueryError> {
         self.reader().history(sh, limit)
     }
 
@@ -823,10 +844,7 @@ impl Index {
     }
 
     /// See [`IndexView::confirmed_unspent`].
-    pub fn confirmed_unspent(
-        &self,
-        op: &bitcoin::OutPoint,
-    ) -> Result<Option<(bitcoin::TxOut, u32, bool)>, QueryError> {
+    pub fn confirmed_unspent(&self, op: &bitcoin::OutPoint) -> Result<Option<Coin>, QueryError> {
         self.reader().confirmed_unspent(op)
     }
 
@@ -836,7 +854,7 @@ impl Index {
     }
 
     /// The transaction and input that spend an output, with the spending block's height.
-    pub fn spender(&self, txid: &Txid, vout: u32) -> Result<Option<(Txid, u32, u32)>, QueryError> {
+    pub fn spender(&self, txid: &Txid, vout: u32) -> Result<Option<Spend>, QueryError> {
         self.reader().spender(txid, vout)
     }
 

@@ -1,9 +1,10 @@
 //! What the mempool asks of the chain: confirmed transactions and their unspent outputs. The
 //! index answers in production; a unit test answers from coins it holds in memory.
 
-use bitcoin::{BlockHash, OutPoint, TxOut, Txid};
+use bitcoin::{BlockHash, OutPoint, Txid};
 
 use crate::index::Index;
+use crate::types::Coin;
 
 /// The chain could not answer (the index's error, as text).
 #[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
@@ -30,9 +31,8 @@ pub trait CoinSource {
     /// Whether a transaction is confirmed.
     fn is_confirmed(&self, txid: &Txid) -> Result<bool, CoinError>;
 
-    /// A confirmed output nothing in the chain spends: the output, the height of its block and
-    /// whether it is a coinbase output.
-    fn confirmed_unspent(&self, op: &OutPoint) -> Result<Option<(TxOut, u32, bool)>, CoinError>;
+    /// A confirmed output nothing in the chain spends.
+    fn confirmed_unspent(&self, op: &OutPoint) -> Result<Option<Coin>, CoinError>;
 
     /// Whether a confirmed transaction has this output and nothing in the chain spends it.
     fn is_confirmed_unspent(&self, op: &OutPoint) -> Result<bool, CoinError>;
@@ -64,7 +64,7 @@ impl CoinSource for Index {
             .map_err(|e| CoinError(e.to_string()))
     }
 
-    fn confirmed_unspent(&self, op: &OutPoint) -> Result<Option<(TxOut, u32, bool)>, CoinError> {
+    fn confirmed_unspent(&self, op: &OutPoint) -> Result<Option<Coin>, CoinError> {
         Index::confirmed_unspent(self, op).map_err(|e| CoinError(e.to_string()))
     }
 

@@ -217,17 +217,6 @@ pub struct Mempool {
     verify_scripts: ScriptCheck,
 }
 
-/// An unconfirmed entry of a script's history.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct MempoolHistoryEntry {
-    /// The transaction.
-    pub txid: Txid,
-    /// 0 if all its inputs are confirmed, -1 otherwise.
-    pub height: i64,
-    /// Its fee.
-    pub fee: u64,
-}
-
 impl Mempool {
     /// An empty mempool.
     pub fn new(config: MempoolConfig) -> Self {
@@ -681,14 +670,14 @@ impl Mempool {
             let found = index
                 .confirmed_unspent(&op)
                 .map_err(|e| Rejection::Backend(e.to_string()))?;
-            let Some((out, height, coinbase)) = found else {
+            let Some(coin) = found else {
                 return Err(Rejection::MissingInputs(op));
             };
-            if coinbase && tip + 1 - height < COINBASE_MATURITY {
+            if coin.coinbase && tip + 1 - coin.height < COINBASE_MATURITY {
                 return Err(Rejection::ImmatureCoinbase(op));
             }
-            resolved.prevouts.push(out);
-            resolved.heights.push(Some(height));
+            resolved.prevouts.push(coin.output);
+            resolved.heights.push(Some(coin.height));
         }
         Ok(resolved)
     }

@@ -6,29 +6,31 @@ use std::collections::HashMap;
 use bitcoin::{OutPoint, TxOut, Txid, Wtxid};
 
 use super::projection::Node;
-use super::{Inner, Mempool, MempoolEntry, MempoolHistoryEntry, RecentTx, ScriptActivity};
+use super::{Inner, Mempool, MempoolEntry, RecentTx, ScriptActivity};
 use crate::index::silent_payments::TxTweak;
-use crate::types::ScriptHash;
+use crate::types::{Height, HistoryEntry, ScriptHash};
 
 impl Mempool {
-    /// A script's unconfirmed history in protocol order: height 0 before -1, then by txid.
-    pub fn history(&self, sh: &ScriptHash) -> Vec<MempoolHistoryEntry> {
+    /// A script's unconfirmed history in protocol order: every input confirmed (Electrum's
+    /// height 0) before spending the mempool (-1), then by txid; each with its fee.
+    pub fn history(&self, sh: &ScriptHash) -> Vec<HistoryEntry> {
         let inner = self.read();
-        let mut out: Vec<MempoolHistoryEntry> = inner
+        let mut out: Vec<HistoryEntry> = inner
             .scripts
             .get(sh)
             .into_iter()
             .flatten()
             .filter_map(|id| inner.txs.get(id))
-            .map(|e| MempoolHistoryEntry {
+            .map(|e| HistoryEntry {
                 txid: e.txid,
-                height: electrum_height(e),
-                fee: e.fee,
+                height: height_of(e),
+                fee: Some(bitcoin::Amount::from_sat(e.fee)),
             })
             .collect();
         out.sort_by(|a, b| {
             b.height
-                .cmp(&a.height)
+                .electrum()
+                .cmp(&a.height.electrum())
                 .then_with(|| a.txid.to_string().cmp(&b.txid.to_string()))
         });
         out
@@ -104,29 +106,30 @@ impl Mempool {
         out
     }
 
-    /// A mempool transaction's output, with the transaction's height as Electrum shows it (0,
-    /// or -1 when it spends another mempool transaction): `None` if the transaction is not in
-    /// the mempool, an output of `None` if it has no such output.
-    pub fn output(&self, op: &OutPoint) -> Option<(Option<TxOut>, i64)> {
+    /// A mempool transaction's output, with where the transaction stands (spending the mempool
+    /// or not): `None` if the transaction is not in the mempool, an output of `None` if it has
+    /// no such output.
+    pub fn output(&self, op: &OutPoint) -> Option<(Option<TxOut>, Height)> {
         let inner = self.read();
         let entry = inner.txs.get(&op.txid)?;
         let out = usize::try_from(op.vout)
             .ok()
             .and_then(|i| entry.tx.output.get(i))
             .cloned();
-        Some((out, electrum_height(entry)))
+        Some((out, height_of(entry)))
     }
 
-    /// The mempool transaction that spends an outpoint, with its height as Electrum shows it.
-    pub fn spender(&self, op: &OutPoint) -> Option<(Txid, i64)> {
+    /// The mempool transaction that spends an outpoint, with where it stands.
+    pub fn spender(&self, op: &OutPoint) -> Option<(Txid, Height)> {
         let inner = self.read();
         let txid = inner.spends.get(op)?;
-        Some((*txid, inner.txs.get(txid).map(electrum_height).unwrap_or(0)))
+        let height = inner.txs.get(txid).map_or(Height::Unconfirmed, height_of);
+        Some((*txid, height))
     }
 
-    /// The mempool transaction and input that spend an outpoint, with its height as Electrum
-    /// shows it (without copying the transaction).
-    pub fn spending_input(&self, op: &OutPoint) -> Option<(Txid, u32, i64)> {
+    /// The mempool transaction and input that spend an outpoint, with where the transaction
+    /// stands (without copying the transaction).
+    pub fn spending_input(&self, op: &OutPoint) -> Option<(Txid, u32, Height)> {
         let inner = self.read();
         let txid = inner.spends.get(op)?;
         let entry = inner.txs.get(txid)?;
@@ -135,7 +138,7 @@ impl Mempool {
             .input
             .iter()
             .position(|i| i.previous_output == *op)?;
-        Some((*txid, u32::try_from(vin).ok()?, electrum_height(entry)))
+        Some((*txid, u32::try_from(vin).ok()?, height_of(entry)))
     }
 
     /// Whether a mempool transaction spends this outpoint.
@@ -293,12 +296,7 @@ fn newest_of<'a>(entries: impl Iterator<Item = &'a MempoolEntry>, n: usize) -> V
     kept.into_iter().cloned().collect()
 }
 
-/// A mempool transaction's height as Electrum shows it: -1 when it spends another mempool
-/// transaction, else 0.
-fn electrum_height(entry: &MempoolEntry) -> i64 {
-    if entry.has_unconfirmed_parent {
-        -1
-    } else {
-        0
-    }
+/// Where a mempool transaction stands: spending another mempool transaction or not.
+fn height_of(entry: &MempoolEntry) -> Height {
+    Height::unconfirmed(entry.has_unconfirmed_parent)
 }

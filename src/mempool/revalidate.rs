@@ -140,7 +140,7 @@ impl Mempool {
                         // A mempool parent's output stays one; a coin now spent or gone leaves
                         // with the conflicts below, whatever its height.
                         old.and_then(|_| index.confirmed_unspent(op).ok().flatten())
-                            .map(|(_, height, _)| height)
+                            .map(|coin| coin.height)
                             .or(old)
                     })
                     .collect();

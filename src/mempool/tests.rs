@@ -11,6 +11,7 @@ use bitcoin::{Amount, OutPoint, ScriptBuf, Sequence, Transaction, TxIn, TxOut, T
 
 use super::*;
 use crate::config::MempoolConfig;
+use crate::types::{Coin, Height};
 
 /// A confirmed chain in memory: its tip and its unspent outputs.
 #[derive(Default)]
@@ -19,7 +20,7 @@ struct Coins {
     /// Bumped by a reorg: every block's hash changes with it.
     epoch: u32,
     confirmed: HashSet<Txid>,
-    unspent: HashMap<OutPoint, (TxOut, u32, bool)>,
+    unspent: HashMap<OutPoint, Coin>,
 }
 
 impl CoinSource for Coins {
@@ -43,7 +44,7 @@ impl CoinSource for Coins {
         Ok(self.confirmed.contains(txid))
     }
 
-    fn confirmed_unspent(&self, op: &OutPoint) -> Result<Option<(TxOut, u32, bool)>, CoinError> {
+    fn confirmed_unspent(&self, op: &OutPoint) -> Result<Option<Coin>, CoinError> {
         Ok(self.unspent.get(op).cloned())
     }
 
@@ -69,7 +70,14 @@ impl Coins {
             value: Amount::from_sat(sats),
             script_pubkey: script(n),
         };
-        self.unspent.insert(op, (out, height, coinbase));
+        self.unspent.insert(
+            op,
+            Coin {
+                output: out,
+                height,
+                coinbase,
+            },
+        );
         op
     }
 
@@ -88,7 +96,12 @@ impl Coins {
         }
         for (vout, out) in tx.output.iter().enumerate() {
             let op = OutPoint::new(txid, vout as u32);
-            self.unspent.insert(op, (out.clone(), self.tip, false));
+            let coin = Coin {
+                output: out.clone(),
+                height: self.tip,
+                coinbase: false,
+            };
+            self.unspent.insert(op, coin);
         }
     }
 }
@@ -204,13 +217,16 @@ fn accepts_a_spend_of_a_confirmed_coin() {
     assert_eq!(accepted.touched, touched);
     let entry = pool.entry(&tx.compute_txid()).unwrap();
     assert_eq!((entry.fee, entry.vsize), (1000, vsize(&tx)));
-    assert_eq!(entry.prevouts, vec![coins.unspent[&coin].0.clone()]);
+    assert_eq!(entry.prevouts, vec![coins.unspent[&coin].output.clone()]);
     assert!(!entry.has_unconfirmed_parent);
     assert_eq!(pool.size(), (1, vsize(&tx)));
     assert!(pool.is_spent(&coin));
     let history = pool.history(&ScriptHash::of(&script(1)));
     assert_eq!(history.len(), 1);
-    assert_eq!((history[0].height, history[0].fee), (0, 1000));
+    assert_eq!(
+        (history[0].height, history[0].fee),
+        (Height::Unconfirmed, Some(Amount::from_sat(1000)))
+    );
 }
 
 #[test]
@@ -317,18 +333,21 @@ fn a_child_of_a_mempool_transaction_has_an_unconfirmed_parent() {
     let entry = pool.entry(&child.compute_txid()).unwrap();
     assert!(entry.has_unconfirmed_parent);
     assert_eq!(entry.prevouts, vec![parent.output[0].clone()]);
-    let heights: Vec<(Txid, i64)> = pool
+    let heights: Vec<(Txid, Height)> = pool
         .history(&ScriptHash::of(&script(100)))
         .iter()
         .map(|e| (e.txid, e.height))
         .collect();
     assert_eq!(
         heights,
-        vec![(parent.compute_txid(), 0), (child.compute_txid(), -1)]
+        vec![
+            (parent.compute_txid(), Height::Unconfirmed),
+            (child.compute_txid(), Height::UnconfirmedParents)
+        ]
     );
     assert_eq!(
         pool.spender(&out(&parent, 0)),
-        Some((child.compute_txid(), -1))
+        Some((child.compute_txid(), Height::UnconfirmedParents))
     );
 }
 
@@ -344,7 +363,10 @@ fn a_double_spend_paying_no_more_is_refused() {
     let reason = replacement_reason(accept(&pool, &coins, &second));
     assert!(reason.contains("feerate"), "{reason}");
     assert!(has(&pool, &first) && !has(&pool, &second));
-    assert_eq!(pool.spender(&coin), Some((first.compute_txid(), 0)));
+    assert_eq!(
+        pool.spender(&coin),
+        Some((first.compute_txid(), Height::Unconfirmed))
+    );
 }
 
 #[test]
@@ -408,7 +430,10 @@ fn rbf_pays_the_relay_fee_for_its_own_size_on_top() {
     assert_eq!(accepted.replaced, replaced);
     assert_eq!(pool.txids(), vec![enough.compute_txid()]);
     assert_eq!(pool.size(), (1, size));
-    assert_eq!(pool.spender(&coin), Some((enough.compute_txid(), 0)));
+    assert_eq!(
+        pool.spender(&coin),
+        Some((enough.compute_txid(), Height::Unconfirmed))
+    );
     assert!(!pool.is_spent(&out(&old, 0)));
 }
 
@@ -738,7 +763,10 @@ fn a_block_removes_what_it_confirms_and_what_it_conflicts_with() {
     assert_eq!(pool.txids(), vec![child.compute_txid()]);
     let entry = pool.entry(&child.compute_txid()).unwrap();
     assert!(!entry.has_unconfirmed_parent);
-    assert_eq!(pool.history(&ScriptHash::of(&script(100)))[0].height, 0);
+    assert_eq!(
+        pool.history(&ScriptHash::of(&script(100)))[0].height,
+        Height::Unconfirmed
+    );
     assert!(touched.contains(&ScriptHash::of(&script(1))));
     assert!(touched.contains(&ScriptHash::of(&script(2))));
     assert!(!pool.is_spent(&b) && !pool.is_spent(&a));
@@ -1097,7 +1125,7 @@ fn a_reorg_that_confirms_a_coin_later_restarts_its_relative_lock() {
     // now ends at 202, the next block's height.
     coins.epoch += 1;
     coins.tip = 201;
-    coins.unspent.get_mut(&coin).unwrap().1 = 200;
+    coins.unspent.get_mut(&coin).unwrap().height = 200;
     pool.revalidate_from(&coins);
     assert!(!has(&pool, &tx), "a lock the reorg restarted is not final");
 }

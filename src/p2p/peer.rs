@@ -136,14 +136,13 @@ pub async fn feel(
     Ok(())
 }
 
+/// What the reader task hands over: a whole message with its share of the receive budget, or
+/// the error that ended the reading.
+type Inbound = Result<(Incoming, Option<Held>), CodecError>;
+
 /// Reading is not cancel-safe, so one task reads and hands whole messages over, each with its
 /// share of the peer's receive budget; it ends after handing over the first error.
-fn spawn_reader(
-    mut reader: ReadWire,
-) -> (
-    JoinHandle<()>,
-    mpsc::Receiver<Result<(Incoming, Option<Held>), CodecError>>,
-) {
+fn spawn_reader(mut reader: ReadWire) -> (JoinHandle<()>, mpsc::Receiver<Inbound>) {
     let (tx, rx) = mpsc::channel(INCOMING);
     let budget = RecvBudget::default();
     let task = tokio::spawn(async move {

@@ -53,6 +53,9 @@ const ZSTD_LEVEL: i32 = 9;
 /// RocksDB's default `window_bits`, passed along with the level (zlib's setting; zstd ignores it).
 const ZSTD_WINDOW_BITS: i32 = -14;
 
+/// A row as the store iterates it: its key and its value.
+pub type KeyValue = (Box<[u8]>, Box<[u8]>);
+
 /// The block cache's state, for /metrics.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct CacheStats {
@@ -221,7 +224,7 @@ impl Store {
         snapshot: Option<&'a rocksdb::Snapshot<'a>>,
         cf: &'static str,
         prefix: &[u8],
-    ) -> impl Iterator<Item = Result<(Box<[u8]>, Box<[u8]>), StoreError>> + 'a {
+    ) -> impl Iterator<Item = Result<KeyValue, StoreError>> + 'a {
         let mode = rocksdb::IteratorMode::From(prefix, rocksdb::Direction::Forward);
         let prefix = prefix.to_vec();
         let iter = match snapshot {

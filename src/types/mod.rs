@@ -2,13 +2,19 @@
 //! use nothing of cairn's.
 
 mod abandon;
+mod coin;
+mod history;
 mod network;
+mod protocol_version;
 mod scripthash;
 mod subnet;
 mod txnum;
 
 pub use abandon::{abandoned, run_marked, Abandon};
+pub use coin::Coin;
+pub use history::{Height, HistoryEntry};
 pub use network::{signet_magic, Network, UnknownNetwork};
+pub use protocol_version::ProtocolVersion;
 pub use scripthash::ScriptHash;
 pub use subnet::{BadSubnet, Subnet};
 pub use txnum::{TxNum, TXNUM_LEN};

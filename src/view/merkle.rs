@@ -39,7 +39,10 @@ pub const CHUNK_LEVELS: u32 = 10;
 /// keeps levels: keyed by the subtree's index and its last block hash, which commits to every
 /// header in it (each block hash commits to its parent), so a reorg can never serve a stale root.
 #[derive(Default)]
-pub struct HeaderRoots(Mutex<HashMap<(u32, [u8; 32]), [u8; 32]>>);
+pub struct HeaderRoots(Mutex<HashMap<Subtree, [u8; 32]>>);
+
+/// A complete subtree of the header tree: its index and its last block hash.
+type Subtree = (u32, [u8; 32]);
 
 /// Most subtree roots kept: more than a chain of 100 million headers needs; a full cache is
 /// emptied (its entries of stale branches go with it).
@@ -90,7 +93,7 @@ impl HeaderRoots {
         (branch, root)
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<(u32, [u8; 32]), [u8; 32]>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Subtree, [u8; 32]>> {
         self.0
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)

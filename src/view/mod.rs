@@ -22,6 +22,6 @@ pub use cache::{Cached, TipCache};
 pub use filters::{BlockFilter, FilterState};
 pub use model::{CacheSettings, ChainView, CostMeter, ReadModel, ViewError};
 pub use outpoint::{OutpointStatus, Spender};
-pub use script::{HistoryItem, ScriptStats, Unspent};
+pub use script::{Balance, ScriptStats, Unspent};
 pub use tweaks::{TweakState, TxTweak};
-pub use tx::{decode, BlockOfTx, Confirmation, FoundTx, WitnessProof};
+pub use tx::{decode, BlockOfTx, Confirmation, FoundTx, TxAtPosition, WitnessProof};

@@ -3,7 +3,7 @@
 use std::cell::Cell;
 use std::sync::Arc;
 
-use crate::index::query::{Cost, IndexView, QueryError};
+use crate::index::query::{ConfirmedEntry, Cost, IndexView, QueryError};
 use crate::index::Index;
 use crate::kernel::Validator;
 use crate::mempool::Mempool;
@@ -65,7 +65,7 @@ pub struct ReadModel {
     pub(super) mempool: Option<Arc<Mempool>>,
     pub(super) settings: CacheSettings,
     pub(super) statuses: TipCache<StatusState>,
-    pub(super) histories: TipCache<Arc<Vec<(bitcoin::Txid, u32)>>>,
+    pub(super) histories: TipCache<Arc<Vec<ConfirmedEntry>>>,
     header_roots: merkle::HeaderRoots,
 }
 

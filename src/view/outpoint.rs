@@ -4,24 +4,25 @@
 use bitcoin::{OutPoint, Txid};
 
 use super::model::{ChainView, ViewError};
-use crate::types::ScriptHash;
+use crate::types::{Height, ScriptHash};
 
 /// An output's status as Electrum 1.7 defines it: which transactions fund and spend it, and
 /// where they are.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct OutpointStatus {
-    /// The funding transaction's height: a block's, or 0 or -1 in the mempool (-1 when it
-    /// spends another mempool transaction). `None`: no such output, in the chain or the mempool.
-    pub height: Option<i64>,
-    /// The spending transaction and its height, counted the same way.
-    pub spender: Option<(Txid, i64)>,
+    /// Where the funding transaction stands. `None`: no such output, in the chain or the
+    /// mempool.
+    pub height: Option<Height>,
+    /// The spending transaction and where it stands.
+    pub spender: Option<(Txid, Height)>,
 }
 
 impl OutpointStatus {
     /// Whether a transaction of it is in the mempool: a block that confirms its parents changes
     /// its height from -1 to 0 without touching its script.
     pub fn unconfirmed(&self) -> bool {
-        self.height.is_some_and(|h| h <= 0) || self.spender.is_some_and(|(_, h)| h <= 0)
+        let unconfirmed = |h: Height| h.confirmed().is_none();
+        self.height.is_some_and(unconfirmed) || self.spender.is_some_and(|(_, h)| unconfirmed(h))
     }
 }
 
@@ -48,11 +49,11 @@ impl ChainView<'_> {
                 return Ok((OutpointStatus::default(), None));
             };
             let spender = match self.index.spender(&op.txid, op.vout)? {
-                Some((txid, _, height)) => Some((txid, i64::from(height))),
+                Some(spend) => Some((spend.txid, Height::Confirmed(spend.height))),
                 None => pool.and_then(|p| p.spender(op)),
             };
             let status = OutpointStatus {
-                height: Some(i64::from(height)),
+                height: Some(Height::Confirmed(height)),
                 spender,
             };
             return Ok((status, Some(ScriptHash::of(&out.script_pubkey))));
@@ -71,11 +72,11 @@ impl ChainView<'_> {
 
     /// What spends an output: a confirmed input, else a mempool one.
     pub fn spender(&self, op: &OutPoint) -> Result<Option<Spender>, ViewError> {
-        if let Some((txid, vin, height)) = self.index.spender(&op.txid, op.vout)? {
+        if let Some(spend) = self.index.spender(&op.txid, op.vout)? {
             return Ok(Some(Spender {
-                txid,
-                vin,
-                height: Some(height),
+                txid: spend.txid,
+                vin: spend.vin,
+                height: Some(spend.height),
             }));
         }
         Ok(self.mempool_spender(op))

@@ -6,18 +6,14 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use bitcoin::hashes::{sha256, Hash};
-use bitcoin::{OutPoint, Txid};
+use bitcoin::{Amount, OutPoint, SignedAmount, Txid};
 
 use super::cache::Cached;
 use super::model::{ChainView, StatusState, ViewError};
 use super::status;
 use super::tx::FoundTx;
-use crate::index::query::{HistoryEntry, QueryError, HISTORY_PAGE};
-use crate::types::{ScriptHash, TxNum};
-
-/// One entry of a script's history: confirmed (`fee: None`, the block height) or in the mempool
-/// (`fee`, height 0, or -1 when it spends another mempool transaction).
-pub type HistoryItem = (Txid, i64, Option<u64>);
+use crate::index::query::{ConfirmedEntry, QueryError, HISTORY_PAGE};
+use crate::types::{HistoryEntry, ScriptHash, TxNum};
 
 /// An output paying a script that nothing spends (the mempool included).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -28,8 +24,17 @@ pub struct Unspent {
     pub vout: u32,
     /// The creating block's height; `None` in the mempool.
     pub height: Option<u32>,
-    /// Amount in satoshis.
-    pub value: u64,
+    /// What it pays.
+    pub value: Amount,
+}
+
+/// A script's balance, as Electrum's `get_balance` answers it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Balance {
+    /// What its confirmed unspent outputs hold.
+    pub confirmed: Amount,
+    /// What its mempool transactions add (positive) or take (negative).
+    pub unconfirmed: SignedAmount,
 }
 
 /// What a script's confirmed (or mempool) transactions did to it, serialized as Esplora's
@@ -50,7 +55,7 @@ pub struct ScriptStats {
 
 impl ChainView<'_> {
     /// The script's mempool entries in protocol order.
-    fn mempool_history(&self, sh: &ScriptHash) -> Vec<crate::mempool::MempoolHistoryEntry> {
+    fn mempool_history(&self, sh: &ScriptHash) -> Vec<HistoryEntry> {
         self.mempool().map(|p| p.history(sh)).unwrap_or_default()
     }
 
@@ -67,7 +72,7 @@ impl ChainView<'_> {
             return Ok(None);
         }
         for m in &mempool {
-            status::feed(&mut engine, &m.txid, m.height);
+            status::feed(&mut engine, &m.txid, m.height.electrum());
         }
         Ok(Some(sha256::Hash::from_engine(engine).to_string()))
     }
@@ -105,7 +110,7 @@ impl ChainView<'_> {
 
     /// A script's whole history, confirmed entries in chain order (a long one from the cache,
     /// extended by newer rows) then mempool ones; `TooLarge` past `limit` entries.
-    pub fn history(&self, sh: &ScriptHash, limit: usize) -> Result<Vec<HistoryItem>, ViewError> {
+    pub fn history(&self, sh: &ScriptHash, limit: usize) -> Result<Vec<HistoryEntry>, ViewError> {
         let view = &self.index;
         let cached = self.model.histories.get(sh, |h, b| view.has_block(h, b));
         let (known, from) = match &cached {
@@ -117,7 +122,7 @@ impl ChainView<'_> {
             if known.len() + newer.len() + page.len() > limit {
                 return Err(QueryError::TooLarge { limit });
             }
-            newer.extend(page.iter().map(|e| (e.txid, e.height)));
+            newer.extend_from_slice(page);
             Ok(true)
         })?;
         let count = known.len() + newer.len();
@@ -137,14 +142,9 @@ impl ChainView<'_> {
         if count + mempool.len() > limit {
             return Err(QueryError::TooLarge { limit }.into());
         }
-        let mut all: Vec<HistoryItem> = Vec::with_capacity(count + mempool.len());
-        all.extend(
-            known
-                .iter()
-                .chain(&newer)
-                .map(|(txid, height)| (*txid, i64::from(*height), None)),
-        );
-        all.extend(mempool.iter().map(|m| (m.txid, m.height, Some(m.fee))));
+        let mut all: Vec<HistoryEntry> = Vec::with_capacity(count + mempool.len());
+        all.extend(known.iter().chain(&newer).map(|e| HistoryEntry::from(*e)));
+        all.extend(mempool);
         Ok(all)
     }
 
@@ -160,7 +160,7 @@ impl ChainView<'_> {
         &self,
         sh: &ScriptHash,
         page: usize,
-        visit: impl FnMut(&[HistoryEntry]) -> Result<bool, QueryError>,
+        visit: impl FnMut(&[ConfirmedEntry]) -> Result<bool, QueryError>,
     ) -> Result<(), ViewError> {
         Ok(self.index.history_pages(sh, TxNum(0), page, visit)?)
     }
@@ -173,7 +173,7 @@ impl ChainView<'_> {
         sh: &ScriptHash,
         last_seen: Option<&Txid>,
         limit: usize,
-    ) -> Result<Option<Vec<HistoryEntry>>, ViewError> {
+    ) -> Result<Option<Vec<ConfirmedEntry>>, ViewError> {
         let below = match last_seen {
             Some(txid) => match self.index.history_txnum(sh, txid)? {
                 Some(txnum) => Some(txnum),
@@ -184,12 +184,10 @@ impl ChainView<'_> {
         Ok(Some(self.index.history_newest(sh, below, limit)?))
     }
 
-    /// A script's mempool entries in protocol order: (txid, height 0 or -1, fee).
-    pub fn mempool_entries(&self, sh: &ScriptHash) -> Vec<HistoryItem> {
+    /// A script's mempool entries in protocol order (every input confirmed first), each with
+    /// its fee.
+    pub fn mempool_entries(&self, sh: &ScriptHash) -> Vec<HistoryEntry> {
         self.mempool_history(sh)
-            .iter()
-            .map(|m| (m.txid, m.height, Some(m.fee)))
-            .collect()
     }
 
     /// The `n` transactions of a script's mempool history that entered last, newest first,
@@ -225,11 +223,14 @@ impl ChainView<'_> {
         }
     }
 
-    /// A script's balance: confirmed satoshis, and what the mempool adds or takes.
-    pub fn balance(&self, sh: &ScriptHash) -> Result<(u64, i64), ViewError> {
-        let confirmed = self.index.balance(sh)?;
-        let unconfirmed = self.mempool().map(|p| p.balance_delta(sh)).unwrap_or(0);
-        Ok((confirmed, unconfirmed))
+    /// A script's balance: what is confirmed, and what the mempool adds or takes.
+    pub fn balance(&self, sh: &ScriptHash) -> Result<Balance, ViewError> {
+        let confirmed = Amount::from_sat(self.index.balance(sh)?);
+        let delta = self.mempool().map(|p| p.balance_delta(sh)).unwrap_or(0);
+        Ok(Balance {
+            confirmed,
+            unconfirmed: SignedAmount::from_sat(delta),
+        })
     }
 
     /// The outputs paying a script that nothing spends: confirmed ones in chain order that no
@@ -244,7 +245,7 @@ impl ChainView<'_> {
                 txid: u.txid,
                 vout: u.vout,
                 height: Some(u.height),
-                value: u.value,
+                value: Amount::from_sat(u.value),
             })
             .collect();
         for (txid, vout, value) in pool.map(|p| p.unspent(sh)).unwrap_or_default() {
@@ -255,7 +256,7 @@ impl ChainView<'_> {
                 txid,
                 vout,
                 height: None,
-                value,
+                value: Amount::from_sat(value),
             });
         }
         Ok(out)

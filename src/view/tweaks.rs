@@ -66,11 +66,11 @@ impl ChainView<'_> {
         let rows = self.index.tweaks_at(height)?;
         Ok(rows.map(|rows| {
             rows.into_iter()
-                .map(|(txnum, txid, row)| TxTweak {
-                    txnum,
-                    txid,
-                    tweak: row.tweak,
-                    outputs: row.outputs,
+                .map(|t| TxTweak {
+                    txnum: t.txnum,
+                    txid: t.txid,
+                    tweak: t.row.tweak,
+                    outputs: t.row.outputs,
                 })
                 .collect()
         }))

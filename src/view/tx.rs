@@ -9,7 +9,7 @@ use bitcoin::{Block, BlockHash, Transaction, TxOut, Txid, Wtxid};
 
 use super::merkle::branch_and_root;
 use super::model::{ChainView, ViewError};
-use crate::index::query::{HistoryEntry, TxPosition};
+use crate::index::query::{ConfirmedEntry, TxPosition};
 use crate::kernel::BlockUndo;
 
 /// A block of the view's chain, as a transaction's confirmation.
@@ -47,6 +47,15 @@ pub struct BlockOfTx {
     pub header: bitcoin::block::Header,
     /// The block's txids, in order.
     pub txids: Vec<Txid>,
+}
+
+/// The transaction at a position of a block, with its merkle branch to the block's root.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TxAtPosition {
+    /// Its id.
+    pub txid: Txid,
+    /// The hashes from its leaf up to the root.
+    pub branch: Vec<[u8; 32]>,
 }
 
 impl BlockOfTx {
@@ -149,18 +158,12 @@ impl ChainView<'_> {
         Ok((decode(&raw)?, pos))
     }
 
-    /// A transaction's bytes and, for a confirmed one, its block height: the mempool's first,
-    /// then the chain's.
-    pub fn raw_transaction(
-        &self,
-        txid: &Txid,
-    ) -> Result<Option<(Vec<u8>, Option<u32>)>, ViewError> {
+    /// A transaction's bytes: the mempool's first, then the chain's.
+    pub fn raw_transaction(&self, txid: &Txid) -> Result<Option<Vec<u8>>, ViewError> {
         if let Some(raw) = self.mempool().and_then(|p| p.raw(txid)) {
-            return Ok(Some((raw, None)));
+            return Ok(Some(raw));
         }
-        Ok(self
-            .confirmed_bytes(txid)?
-            .map(|(raw, pos)| (raw, Some(pos.height))))
+        Ok(self.confirmed_bytes(txid)?.map(|(raw, _)| raw))
     }
 
     /// The chain's transaction `txid`, else the mempool's; `with_prevouts` reads what its inputs
@@ -240,7 +243,7 @@ impl ChainView<'_> {
         &self,
         height: u32,
         pos: u32,
-    ) -> Result<Option<Option<(Txid, Vec<[u8; 32]>)>>, ViewError> {
+    ) -> Result<Option<Option<TxAtPosition>>, ViewError> {
         let Some(txids) = self.index.block_txids(height)? else {
             return Ok(None);
         };
@@ -248,7 +251,8 @@ impl ChainView<'_> {
             return Ok(Some(None));
         };
         let leaves: Vec<[u8; 32]> = txids.iter().map(|t| t.to_byte_array()).collect();
-        Ok(Some(Some((txid, branch_and_root(&leaves, pos as usize).0))))
+        let branch = branch_and_root(&leaves, pos as usize).0;
+        Ok(Some(Some(TxAtPosition { txid, branch })))
     }
 
     /// A block's undo data, from the kernel.
@@ -285,7 +289,7 @@ impl ChainView<'_> {
     /// read once.
     pub fn history_transactions(
         &self,
-        entries: &[HistoryEntry],
+        entries: &[ConfirmedEntry],
     ) -> Result<Vec<FoundTx>, ViewError> {
         let mut undos: HashMap<u32, BlockUndo> = HashMap::new();
         let mut found = Vec::with_capacity(entries.len());

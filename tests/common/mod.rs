@@ -34,6 +34,49 @@ pub fn open_validator(
     cairn::kernel::Validator::open(&config).expect("open validator")
 }
 
+/// A regtest validator (as [`open_validator`]) and an index over its block files, built with
+/// `options`: the store in `dir/index`. The store is returned too, for tests that read its rows.
+pub fn open_index_with(
+    dir: &Path,
+    options: cairn::index::IndexOptions,
+) -> (
+    cairn::kernel::Validator,
+    cairn::index::Index,
+    std::sync::Arc<cairn::store::Store>,
+) {
+    let validator = open_validator(dir).0;
+    let store = std::sync::Arc::new(cairn::store::Store::open(&dir.join("index")).expect("store"));
+    let files = cairn::kernel::blockfiles::KernelBlockFiles::new(
+        &dir.join("kernel/blocks"),
+        cairn::types::Network::Regtest.magic(),
+    );
+    let index = cairn::index::Index::open_with_options(store.clone(), Some(files), options)
+        .expect("open index");
+    (validator, index, store)
+}
+
+/// As [`open_index_with`], with filters and without tweaks (as `Index::open`).
+pub fn open_index(
+    dir: &Path,
+) -> (
+    cairn::kernel::Validator,
+    cairn::index::Index,
+    std::sync::Arc<cairn::store::Store>,
+) {
+    let options = cairn::index::IndexOptions {
+        filters: true,
+        tweaks_from: None,
+    };
+    open_index_with(dir, options)
+}
+
+/// A file of `tests/data/` (data cairn did not make: BIP vectors, bitcoind's answers).
+pub fn data(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(name)
+}
+
 /// `n` blocks of a generated chain.
 pub fn chain(n: u32, txs_per_block: u32, seed: u64) -> Vec<Block> {
     let mut gen = cairn::generate::ChainGenerator::new(cairn::generate::GenerateOptions {
@@ -348,11 +391,18 @@ impl Drop for Bitcoind {
     }
 }
 
+/// A script's unspent outputs by (height, position in block, output index): txid and amount.
+pub type UnspentByPlace = BTreeMap<(u32, u32, u32), (Txid, u64)>;
+
+/// A block's eligible transaction as its tweaks are served: txid, tweak and the amounts of its
+/// taproot outputs.
+pub type ServedTweak = (bitcoin::Txid, [u8; 33], Vec<u64>);
+
 /// What a correct index holds, computed from the blocks alone.
 #[derive(Default)]
 pub struct Expected {
     pub history: HashMap<ScriptHash, Vec<(Txid, u32)>>,
-    pub unspent: HashMap<ScriptHash, BTreeMap<(u32, u32, u32), (Txid, u64)>>,
+    pub unspent: HashMap<ScriptHash, UnspentByPlace>,
     pub outputs: HashMap<OutPoint, (ScriptHash, u32, u32, u32, u64)>,
     pub spent_by: HashMap<OutPoint, (Txid, u32, u32)>,
     pub positions: HashMap<Txid, (u32, u32)>,
@@ -403,7 +453,7 @@ pub fn expected(blocks: &[Block]) -> Expected {
 }
 
 /// Every row of a stopped cairn's index (regtest), per column family.
-pub fn index_rows(datadir: &Path) -> Vec<(&'static str, Vec<(Box<[u8]>, Box<[u8]>)>)> {
+pub fn index_rows(datadir: &Path) -> cairn::index::IndexDump {
     let store =
         std::sync::Arc::new(cairn::store::Store::open(&datadir.join("regtest/index")).unwrap());
     cairn::index::Index::open(store, None)
@@ -605,9 +655,7 @@ pub fn start_cairn_logging(dir: &Path, args: &[String], log: impl Into<Stdio>) -
 
 /// The tweak rows `blocks` (from height 1) should have, their prevouts from the blocks
 /// themselves: per height, txid, tweak and its taproot outputs' amounts.
-pub fn expected_tweaks(
-    blocks: &[&bitcoin::Block],
-) -> Vec<Vec<(bitcoin::Txid, [u8; 33], Vec<u64>)>> {
+pub fn expected_tweaks(blocks: &[&bitcoin::Block]) -> Vec<Vec<ServedTweak>> {
     let mut outputs: std::collections::HashMap<bitcoin::OutPoint, bitcoin::TxOut> =
         std::collections::HashMap::new();
     let mut out = Vec::new();

@@ -143,7 +143,7 @@ fn utxos(ctx: &Query, sh: &ScriptHash) -> Reply {
             txid: u.txid,
             vout: u.vout,
             status: TxStatus::of(u.height.and_then(|h| view.confirmation(h))),
-            value: u.value,
+            value: u.value.to_sat(),
         })
         .collect();
     json(&answer)

@@ -218,7 +218,7 @@ pub fn json(ctx: &Query, txid: &Txid) -> Reply {
 /// The bytes of the chain's or the mempool's transaction.
 fn raw_bytes(ctx: &Query, txid: &Txid) -> Result<Vec<u8>, Failure> {
     let view = ctx.view();
-    let (raw, _) = view.raw_transaction(txid)?.ok_or_else(not_found)?;
+    let raw = view.raw_transaction(txid)?.ok_or_else(not_found)?;
     Ok(raw)
 }
 

@@ -8,6 +8,17 @@ use crate::index::IndexError;
 use crate::store::schema::{cf, meta, OutPointNum, TweakRow, TxRow};
 use crate::types::TxNum;
 
+/// An eligible transaction of a block, with its tweak row.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TweakedTx {
+    /// Its place in the chain.
+    pub txnum: TxNum,
+    /// Its id.
+    pub txid: Txid,
+    /// Its tweak and taproot outputs.
+    pub row: TweakRow,
+}
+
 impl IndexView<'_> {
     /// Whether this view can serve tweaks: built (`silent_payments`) and none still to build.
     /// Asked once per view: its snapshot cannot change.
@@ -23,10 +34,7 @@ impl IndexView<'_> {
     /// The eligible transactions of the view's block at `height`, in block order, with their
     /// tweak rows; `None` when tweaks are not ready, the height is below the first with tweaks
     /// or beyond the view's tip.
-    pub fn tweaks_at(
-        &self,
-        height: u32,
-    ) -> Result<Option<Vec<(TxNum, Txid, TweakRow)>>, QueryError> {
+    pub fn tweaks_at(&self, height: u32) -> Result<Option<Vec<TweakedTx>>, QueryError> {
         let Some(rows) = self.tweak_rows_at(height)? else {
             return Ok(None);
         };
@@ -39,7 +47,8 @@ impl IndexView<'_> {
                 ))
                 .into());
             };
-            out.push((txnum, TxRow::decode(&bytes)?.txid, row));
+            let txid = TxRow::decode(&bytes)?.txid;
+            out.push(TweakedTx { txnum, txid, row });
         }
         Ok(Some(out))
     }

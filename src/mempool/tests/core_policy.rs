@@ -227,7 +227,7 @@ fn legacy_sigops_are_limited_to_bip54s_2500() {
     let mut add = |n: u8, checksigs: usize| {
         let op = coins.add(n, 100_000);
         let entry = coins.unspent.get_mut(&op).unwrap();
-        entry.0.script_pubkey = ScriptBuf::from_bytes(vec![0xac; checksigs]);
+        entry.output.script_pubkey = ScriptBuf::from_bytes(vec![0xac; checksigs]);
         op
     };
     let over = add(1, 2_501);

@@ -13,6 +13,9 @@ fn hex32(s: &str) -> [u8; 32] {
     <[u8; 32]>::from_hex(s).unwrap()
 }
 
+/// An output the vector says a scan finds: its x-only key and its key tweak.
+type Found = ([u8; 32], [u8; 32]);
+
 /// One receiving vector with a tweak: keys, labels, the outputs, the tweak, what is found.
 struct Case {
     comment: String,
@@ -22,7 +25,7 @@ struct Case {
     outputs: Vec<[u8; 32]>,
     tweak: [u8; 33],
     /// Each output found: its key and key tweak, or only how many when the vector says so.
-    expected: Result<Vec<([u8; 32], [u8; 32])>, usize>,
+    expected: Result<Vec<Found>, usize>,
 }
 
 fn cases() -> Vec<Case> {

@@ -1,0 +1,330 @@
+//! The `cairn` binary as a user runs it: status over the admin RPC, kill -9 during import, and
+//! bad input of every kind ending in a clear message and a non-zero exit.
+
+use crate::common;
+use bitcoin::hex::{DisplayHex, FromHex};
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn cairn(datadir: &Path) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_cairn"));
+    cmd.arg("--datadir")
+        .arg(datadir)
+        .arg("--network")
+        .arg("regtest");
+    cmd.env_remove("CAIRN_CONFIG").env("CAIRN_LOG", "warn");
+    cmd
+}
+
+fn ok(out: Output) -> String {
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "failed: {}\n{stdout}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
+fn fails(out: Output) -> String {
+    assert!(
+        !out.status.success(),
+        "should have failed: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+fn status(datadir: &Path) -> serde_json::Value {
+    let out = ok(cairn(datadir).args(["status", "--json"]).output().unwrap());
+    serde_json::from_str(out.trim()).unwrap()
+}
+
+fn generate(out: &Path, blocks: u32, txs: u32, seed: u64) -> String {
+    let text = ok(Command::new(env!("CARGO_BIN_EXE_cairn"))
+        .args([
+            "generate",
+            "--blocks",
+            &blocks.to_string(),
+            "--txs-per-block",
+            &txs.to_string(),
+        ])
+        .args(["--seed", &seed.to_string(), "--out"])
+        .arg(out)
+        .output()
+        .unwrap());
+    // "... tip <hash>"
+    text.trim().rsplit(' ').next().unwrap().to_string()
+}
+
+#[test]
+fn status_asks_the_running_node_and_stop_ends_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dd = tmp.path();
+    ok(cairn(dd)
+        .args(["import", "--quiet", "--blocks-file"])
+        .arg(common::data("regtest-206-blocks.hex.txt"))
+        .output()
+        .unwrap());
+    let offline = status(dd);
+    assert_eq!(offline["network"], "regtest");
+    assert_eq!(offline["kernel_tip"]["height"], 206);
+    assert_eq!(
+        offline["index_tip"], offline["kernel_tip"],
+        "import indexes as it validates"
+    );
+    assert_eq!(offline["running"], false);
+
+    let mut run = cairn(dd)
+        .args([
+            "--admin-addr",
+            "127.0.0.1:0",
+            "--electrum-addr",
+            "127.0.0.1:0",
+            "run",
+        ])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let addr_file = dd.join("regtest/admin.addr");
+    let start = Instant::now();
+    while !addr_file.exists() {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "run never started"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let online = status(dd);
+    assert_eq!(online["running"], true);
+    assert_eq!(online["kernel_tip"], offline["kernel_tip"]);
+    // A second writer is refused while the node runs.
+    let err = fails(
+        cairn(dd)
+            .args(["import", "--blocks-file"])
+            .arg(common::data("regtest-206-blocks.hex.txt"))
+            .output()
+            .unwrap(),
+    );
+    assert!(err.contains("in use by a running cairn"), "{err}");
+    // Without the cookie the admin RPC refuses.
+    let addr = std::fs::read_to_string(&addr_file).unwrap();
+    let mut stream = std::net::TcpStream::connect(addr.trim()).unwrap();
+    use std::io::{Read, Write};
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"status"}"#;
+    write!(stream, "POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len()).unwrap();
+    let mut answer = String::new();
+    let _ = stream.read_to_string(&mut answer);
+    assert!(answer.starts_with("HTTP/1.1 401"), "{answer}");
+
+    ok(cairn(dd).arg("stop").output().unwrap());
+    let start = Instant::now();
+    loop {
+        if let Some(code) = run.try_wait().unwrap() {
+            assert!(code.success());
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "run did not stop"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(!addr_file.exists());
+    assert!(!dd.join("regtest/.cookie").exists());
+}
+
+#[test]
+fn kill_9_during_import_then_restart_reaches_the_same_tip() {
+    let tmp = tempfile::tempdir().unwrap();
+    let chain = tmp.path().join("chain");
+    let tip = generate(&chain, 400, 60, 3);
+    let dd = tmp.path().join("node");
+    for delay_ms in [150u64, 600, 1100] {
+        let mut child = cairn(&dd)
+            .args(["import", "--quiet", "--blocks-dir"])
+            .arg(chain.join("blocks"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(delay_ms));
+        let _ = child.kill(); // SIGKILL
+        let _ = child.wait();
+        // Whatever was committed is readable at once.
+        let s = status(&dd);
+        assert!(s["kernel_tip"]["height"].as_i64().unwrap() >= 0);
+    }
+    ok(cairn(&dd)
+        .args(["import", "--quiet", "--blocks-dir"])
+        .arg(chain.join("blocks"))
+        .output()
+        .unwrap());
+    let s = status(&dd);
+    assert_eq!(s["kernel_tip"]["height"], 400);
+    assert_eq!(s["kernel_tip"]["hash"], tip);
+    assert_eq!(s["index_tip"]["hash"], tip);
+
+    // The index after the kills holds exactly what a fresh index of the same chain holds.
+    let fresh = tmp.path().join("fresh");
+    ok(cairn(&fresh)
+        .args(["import", "--quiet", "--blocks-dir"])
+        .arg(chain.join("blocks"))
+        .output()
+        .unwrap());
+    let dump = |dir: &Path| {
+        let store =
+            std::sync::Arc::new(cairn::store::Store::open(&dir.join("regtest/index")).unwrap());
+        cairn::index::Index::open(store, None)
+            .unwrap()
+            .dump()
+            .unwrap()
+    };
+    assert!(
+        dump(&dd) == dump(&fresh),
+        "index after kill -9 differs from a fresh index"
+    );
+}
+
+#[test]
+fn bad_input_stops_with_a_clear_message() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dd = tmp.path().join("node");
+
+    // A config typo names the option.
+    let cfg = tmp.path().join("bad.toml");
+    std::fs::write(&cfg, "network = \"regtest\"\ndatadri = \"/x\"\n").unwrap();
+    let err = fails(
+        cairn(&dd)
+            .arg("--config")
+            .arg(&cfg)
+            .args(["status"])
+            .output()
+            .unwrap(),
+    );
+    assert!(err.contains("datadri"), "{err}");
+
+    // A blk file whose last record was cut short (a node killed mid-write) imports up to it, as
+    // Core's -reindex reads it.
+    let chain = tmp.path().join("chain");
+    generate(&chain, 120, 5, 9);
+    let blk = chain.join("blocks/blk00000.dat");
+    let bytes = std::fs::read(&blk).unwrap();
+    std::fs::write(&blk, &bytes[..bytes.len() - 100]).unwrap();
+    let out = cairn(&tmp.path().join("torn"))
+        .args(["import", "--quiet", "--blocks-dir"])
+        .arg(chain.join("blocks"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && text.contains("at height 119"),
+        "{text}"
+    );
+
+    // An invalid block (a bad merkle root) names its hash, height and the kernel's reason; the
+    // blocks before it stay validated.
+    let lines: Vec<String> = std::fs::read_to_string(chain.join("blocks.hex"))
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect();
+    let mut bad: bitcoin::Block =
+        bitcoin::consensus::deserialize(&Vec::<u8>::from_hex(&lines[50]).unwrap()).unwrap();
+    bad.header.merkle_root =
+        bitcoin::TxMerkleNode::from_raw_hash(bitcoin::hashes::Hash::all_zeros());
+    cairn::generate::grind(&mut bad.header);
+    let mut text = lines[..50].join("\n");
+    text.push('\n');
+    text.push_str(&bitcoin::consensus::serialize(&bad).to_lower_hex_string());
+    let hexfile = tmp.path().join("bad.hex");
+    std::fs::write(&hexfile, text).unwrap();
+    let err = fails(
+        cairn(&dd)
+            .args(["import", "--quiet", "--blocks-file"])
+            .arg(&hexfile)
+            .output()
+            .unwrap(),
+    );
+    assert!(err.contains(&bad.block_hash().to_string()), "{err}");
+    assert!(
+        err.contains("height 51") && err.contains("bad-txnmrklroot"),
+        "{err}"
+    );
+    assert!(err.contains("line 51"), "{err}");
+    assert_eq!(status(&dd)["kernel_tip"]["height"], 50);
+
+    // Non-hex input names the line.
+    std::fs::write(&hexfile, "zz\n").unwrap();
+    let err = fails(
+        cairn(&dd)
+            .args(["import", "--blocks-file"])
+            .arg(&hexfile)
+            .output()
+            .unwrap(),
+    );
+    assert!(err.contains("line 1"), "{err}");
+
+    // A data dir of another network, or of another program, is refused.
+    let other = tmp.path().join("other");
+    ok(cairn(&other).args(["status"]).output().unwrap());
+    std::fs::rename(other.join("regtest"), other.join("signet")).unwrap();
+    let err = fails(
+        Command::new(env!("CARGO_BIN_EXE_cairn"))
+            .arg("--datadir")
+            .arg(&other)
+            .args(["--network", "signet", "status"])
+            .output()
+            .unwrap(),
+    );
+    assert!(err.contains("holds a regtest chain"), "{err}");
+    let foreign = tmp.path().join("foreign");
+    std::fs::create_dir_all(foreign.join("regtest/chainstate")).unwrap();
+    let err = fails(cairn(&foreign).args(["status"]).output().unwrap());
+    assert!(err.contains("not a cairn data dir"), "{err}");
+
+    // Another network's block files are named as such.
+    let err = fails(
+        Command::new(env!("CARGO_BIN_EXE_cairn"))
+            .arg("--datadir")
+            .arg(tmp.path().join("sig"))
+            .args(["--network", "signet", "import", "--blocks-dir"])
+            .arg(chain.join("blocks"))
+            .output()
+            .unwrap(),
+    );
+    assert!(err.contains("regtest blocks"), "{err}");
+}
+
+#[test]
+fn every_option_is_a_flag_and_a_variable_and_they_win_over_the_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dd = tmp.path().join("node");
+    let status = |cmd: &mut Command| cmd.arg("status").output().unwrap();
+    // Options that once were the file's only: a bad value from a flag or a variable is named.
+    let err = fails(status(cairn(&dd).args(["--electrum-max-batch", "0"])));
+    assert!(err.contains("electrum_max_batch"), "{err}");
+    let err = fails(status(cairn(&dd).env("CAIRN_MIN_FREE_SPACE_MB", "0")));
+    assert!(err.contains("min_free_space_mb"), "{err}");
+    let err = fails(status(cairn(&dd).env("CAIRN_DNSSEED", "maybe")));
+    assert!(err.contains("maybe"), "{err}");
+    // The variable wins over the file, the flag over both.
+    let cfg = tmp.path().join("cairn.toml");
+    std::fs::write(&cfg, "electrum_max_batch = 0\n").unwrap();
+    let with_file = || {
+        let mut cmd = cairn(&dd);
+        cmd.arg("--config").arg(&cfg);
+        cmd
+    };
+    let err = fails(status(&mut with_file()));
+    assert!(err.contains("electrum_max_batch"), "{err}");
+    ok(status(with_file().env("CAIRN_ELECTRUM_MAX_BATCH", "5")));
+    ok(status(with_file().arg("--electrum-max-batch=5")));
+    let err = fails(status(
+        with_file()
+            .env("CAIRN_ELECTRUM_MAX_BATCH", "5")
+            .arg("--electrum-max-batch=0"),
+    ));
+    assert!(err.contains("electrum_max_batch"), "{err}");
+}
