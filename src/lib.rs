@@ -16,7 +16,10 @@
 //! - [`view`]: the read model every server answers from: index, mempool and kernel reads joined
 //!   once per question, with the caches, and what each answer cost;
 //! - [`notify`]: new tips and accepted transactions, published to whoever listens;
-//! - [`listen`]: accepting clients, shared by the servers' listeners;
+//! - [`work`]: what clients' requests cost, charged to their host and group, and the pool
+//!   their query work runs in;
+//! - [`listen`]: accepting clients, the places each host and group holds, shared by the
+//!   servers' listeners;
 //! - [`tls`]: the TLS certificate the Electrum listeners present, self-signed when not given;
 //! - the servers: [`electrum`], [`p2p`], [`http`] and [`admin`], the operator's RPC;
 //! - [`node`]: one opened node, and the indexer thread that keeps index and mempool in step
@@ -46,3 +49,4 @@ pub mod store;
 pub mod tls;
 pub mod types;
 pub mod view;
+pub mod work;

@@ -61,7 +61,7 @@ fn backend() -> Arc<Backend> {
             model: Arc::new(model),
             notifier: Notifier::default(),
             config: ElectrumConfig::defaults(Network::Regtest),
-            pool: cairn::listen::WorkPool::new(4, 64),
+            pool: cairn::work::WorkPool::new(4, 64),
             verdicts: Default::default(),
         };
         (Arc::new(backend), dir)

@@ -3,9 +3,9 @@
 use std::sync::Arc;
 
 use crate::config::ElectrumConfig;
-use crate::listen::{VerdictCache, WorkPool};
 use crate::notify::Notifier;
 use crate::view::ReadModel;
+use crate::work::{VerdictCache, WorkPool};
 
 /// What the sessions read from.
 pub struct Backend {

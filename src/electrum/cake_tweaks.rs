@@ -22,9 +22,9 @@ use super::backend::Backend;
 use super::context::{view_err, Ctx};
 use super::counted::excessive;
 use super::rpc::{error_value, Piece, Reply, RpcError};
-use crate::listen::{cost, HostShares, Slot, WorkPool};
 use crate::types::run_marked;
 use crate::view::{ChainView, Cost, CostMeter, TweakState, TxTweak, ViewError};
+use crate::work::{cost, HostShares, Slot, WorkPool};
 
 /// The most heights one call streams, as Cake's server (`count` above is cut to it).
 pub const MAX_HEIGHTS: u32 = 1000;

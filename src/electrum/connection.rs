@@ -18,11 +18,11 @@ pub use super::outbox::Shares;
 use super::outbox::{BudgetRoom, Outbox, Queued, SEND_TIMEOUT, WRITE_CHUNK};
 use super::rpc::Piece;
 use super::rpc::{error_value, RpcError};
-use super::rpc::{Answer, StreamJob};
 use super::session::Session;
-use crate::listen::Verdict;
-use crate::listen::{HostShares, WorkPool};
+use super::session::{Answer, StreamJob};
 use crate::notify::TipUpdate;
+use crate::work::Verdict;
+use crate::work::{HostShares, WorkPool};
 
 /// Lines waiting to be written to a client before the session stops reading from it.
 const OUTBOX: usize = 8;
@@ -593,7 +593,7 @@ impl Drop for SessionGauges {
 }
 
 /// Writes a streamed answer (a long history, a tweak stream) as its pieces are made (on a
-/// thread of its own, one of [`crate::listen::STREAMS`], two pieces ahead at most, reading in
+/// thread of its own, one of [`crate::work::STREAMS`], two pieces ahead at most, reading in
 /// the query pool's slots), each held against the answer budget like a line; `false` if the
 /// client does not take them or the job stopped in the middle of a line (the answer cannot be
 /// finished).

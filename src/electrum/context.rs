@@ -9,6 +9,7 @@ use crate::index::query::QueryError;
 use crate::mempool::Mempool;
 use crate::types::ProtocolVersion;
 use crate::view::{ChainView, Cost, CostMeter, ViewError};
+use crate::work::HostShares;
 
 /// The answer for everything that needs the mempool when this cairn runs without one.
 fn no_mempool() -> RpcError {
@@ -63,6 +64,8 @@ pub(crate) struct Ctx<'a> {
     pub(crate) backend: &'a Backend,
     /// Where the reads of this connection's requests are counted.
     pub(crate) meter: &'a CostMeter,
+    /// The asking connection's host: what it may spend, paid ahead of a broadcast's checks.
+    pub(crate) host: &'a HostShares,
     /// The protocol version whose rules apply.
     pub(crate) version: ProtocolVersion,
     /// Whether a long answer may be streamed now (a transport that takes answers in pieces,

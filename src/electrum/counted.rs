@@ -7,7 +7,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use super::rpc::{RpcError, EXCESSIVE_RESOURCE_USAGE};
-use crate::listen::{HostShares, Seat, SilentFull, SilentLimits};
+use crate::listen::{Seat, SilentFull, SilentLimits};
+use crate::work::HostShares;
 
 /// Room in the answer budget for what a session builds: its bytes are asked before an answer
 /// is built when they are known ([`Request::answer_bytes`]), and once it is built otherwise, so

@@ -22,7 +22,7 @@
 //!
 //! The keys stay in the session's memory (never logged: [`ScanKeys`] does not print its secret)
 //! and go with it. A session holds at most [`MAX_SUBSCRIPTIONS`] with at most [`MAX_LABELS`]
-//! labels each (Frigate's limits); scans run one per host and [`crate::listen::SCANS`] at once,
+//! labels each (Frigate's limits); scans run one per host and [`crate::work::SCANS`] at once,
 //! their arithmetic on the scan threads (one per core), their reads in the query pool's slots in
 //! the host's turn, their work charged to the host ([`SCANNED_PER_UNIT`]).
 
@@ -39,16 +39,14 @@ use tokio::sync::mpsc;
 use tracing::Instrument;
 
 use super::backend::Backend;
-use super::request::SpKeys;
 use super::rpc::RpcError;
-use super::session::Session;
 use crate::index::silent_payments::scan::ScanKeys;
 use crate::index::silent_payments::TxTweak as PoolTweak;
-use crate::listen::cost::{self, Verdict};
-use crate::listen::{
+use crate::view::{ChainView, TxTweak};
+use crate::work::cost::{self, Verdict};
+use crate::work::{
     GroupKey, HostShares, StreamPlace, WorkPool, WorkRefused, QUICK_SCAN_BLOCKS, QUICK_SCAN_MEMPOOL,
 };
-use crate::view::{ChainView, TxTweak};
 
 /// The method's name, in its notifications too.
 pub const METHOD: &str = "blockchain.silentpayments.subscribe";
@@ -709,57 +707,6 @@ mod subscriptions;
 mod turns;
 pub(crate) use subscriptions::Subscriptions;
 use turns::ScanTurns;
-
-impl Session {
-    /// `blockchain.silentpayments.subscribe`: the address, its scan queued
-    /// ([`Session::take_scans`]).
-    pub(super) fn silent_subscribe(
-        &mut self,
-        keys: &SpKeys,
-        start: Option<Start>,
-        labels: &[u32],
-    ) -> Result<Value, RpcError> {
-        self.ctx().tweaks_ready()?;
-        let labels: Vec<u32> = [0].into_iter().chain(labels.iter().copied()).collect();
-        let keys = ScanKeys::new(&keys.scan, &keys.spend, &labels)
-            .map_err(|e| RpcError::invalid_params(e.to_string()))?;
-        let tip = self.backend.model.view().tip();
-        let room = || self.shares.silent_room();
-        let address = self.silent.subscribe(&self.backend, keys, start, room)?;
-        self.silent_tip = tip;
-        Ok(address)
-    }
-
-    /// `blockchain.silentpayments.unsubscribe`: the address, its scan stopped.
-    pub(super) fn silent_unsubscribe(&mut self, keys: &SpKeys) -> Result<Value, RpcError> {
-        let keys = ScanKeys::new(&keys.scan, &keys.spend, &[])
-            .map_err(|e| RpcError::invalid_params(e.to_string()))?;
-        Ok(self.silent.unsubscribe(&self.backend, &keys))
-    }
-
-    /// Whether a silent-payment scan's notification is still to be sent (its scan not
-    /// replaced, its subscription not dropped).
-    pub(crate) fn scan_is_current(&self, address: &str, generation: u64) -> bool {
-        self.silent.is_current(address, generation)
-    }
-
-    /// The silent-payment scans to start now.
-    pub(crate) fn take_scans(&mut self) -> Vec<ScanJob> {
-        self.silent.take_jobs()
-    }
-
-    /// A silent-payment scan ended: the subscription's next one, if it needs one.
-    pub(crate) fn scan_ended(
-        &mut self,
-        address: &Arc<str>,
-        generation: u64,
-        scanned: Vec<(u32, bitcoin::BlockHash)>,
-        told: Vec<bitcoin::Txid>,
-    ) {
-        self.silent
-            .ended(&self.backend, address, generation, scanned, told);
-    }
-}
 
 #[cfg(test)]
 mod tests {

@@ -8,7 +8,6 @@ use serde_json::{json, Value};
 
 use super::context::Ctx;
 use super::rpc::{RpcError, BACKEND_ERROR};
-use super::session::Session;
 use crate::view::merkle::rpc_hex;
 use crate::view::ChainView;
 
@@ -83,16 +82,6 @@ impl Ctx<'_> {
             result["root"] = json!(root);
         }
         Ok(result)
-    }
-}
-
-impl Session {
-    /// `blockchain.headers.subscribe`: the tip, from now on notified when it changes.
-    pub(super) fn headers_subscribe(&mut self) -> Result<Value, RpcError> {
-        let (answer, tip) = self.ctx().headers_subscribe()?;
-        self.headers_subscribed = true;
-        self.last_notified = tip;
-        Ok(answer)
     }
 }
 

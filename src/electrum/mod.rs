@@ -39,8 +39,9 @@ pub use scripthash::history_text;
 pub use session::Requests;
 
 use crate::config::CostLimits;
-use crate::listen::{cost, HostGuard, HostTable};
+use crate::listen::{HostGuard, HostTable};
 use crate::tls::Tls;
+use crate::work::cost;
 
 /// Errors starting the server.
 #[derive(Debug, thiserror::Error)]

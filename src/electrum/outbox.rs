@@ -10,7 +10,8 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 
 use super::counted::{Room, Taken};
-use crate::listen::{HostShares, Seat};
+use crate::listen::Seat;
+use crate::work::HostShares;
 
 /// How long an answer may wait for a client that does not read before it is dropped.
 pub(super) const SEND_TIMEOUT: Duration = Duration::from_secs(60);

@@ -11,7 +11,6 @@ use serde_json::{json, Value};
 
 use super::context::{view_err, Ctx};
 use super::rpc::RpcError;
-use super::session::Session;
 use crate::notify::TipUpdate;
 use crate::types::ScriptHash;
 use crate::view::OutpointStatus;
@@ -108,21 +107,6 @@ pub(crate) fn outpoint_notes(
         }
     }
     out
-}
-
-impl Session {
-    /// `blockchain.outpoint.subscribe(tx_hash, txout_idx, spk_hint=None)`: kept even when the
-    /// output does not exist yet, as the protocol asks. Counts against the connection's
-    /// subscription limit together with script subscriptions.
-    pub(super) fn outpoint_subscribe(&mut self, op: OutPoint) -> Result<Value, RpcError> {
-        if !self.outpoints.contains_key(&op) {
-            self.check_subscription_room()?;
-        }
-        let (status, script) = self.ctx().outpoint_status(&op)?;
-        let answer = status_json(&status);
-        self.outpoints.insert(op, OutpointSub { script, status });
-        Ok(answer)
-    }
 }
 
 #[cfg(test)]

@@ -5,6 +5,7 @@
 //! a long one is written to the client page by page as it is read from the store, so the memory
 //! an answer holds is one page, however long the history.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use serde_json::{json, Value};
@@ -13,12 +14,11 @@ use tokio::sync::mpsc;
 use super::backend::Backend;
 use super::context::{backend_err, view_err, Ctx};
 use super::rpc::{error_value, Piece, Reply, RpcError};
-use super::session::Session;
 use crate::index::query::{QueryError, HISTORY_PAGE};
-use crate::listen::cost::{self, Verdict};
-use crate::listen::{HostShares, Slot, WorkPool};
 use crate::types::{run_marked, HistoryEntry, ScriptHash};
 use crate::view::{status, Cost, CostMeter, ViewError};
+use crate::work::cost::{self, Verdict};
+use crate::work::{HostShares, Slot, WorkPool};
 
 impl Ctx<'_> {
     /// A script's status: its confirmed history then its mempool entries (the view keeps long
@@ -281,43 +281,34 @@ impl Ctx<'_> {
     }
 }
 
-impl Session {
-    /// `blockchain.scripthash.subscribe` / `scriptpubkey.subscribe`: the script's status, from
-    /// now on notified when it changes.
-    pub(super) fn subscribe(&mut self, sh: ScriptHash) -> Result<Value, RpcError> {
-        if !self.subscriptions.contains_key(&sh) {
-            self.check_subscription_room()?;
-        }
-        let status = self.ctx().status_of(&sh)?;
-        self.subscriptions.insert(sh, status.clone());
-        Ok(json!(status))
-    }
-
-    /// The notifications of the subscribed scripts among `touched` whose status changed, each
-    /// new status kept as sent. 1.7 renamed the script methods; a notification carries the
-    /// script hash either way.
-    pub(super) fn script_notes(&mut self, touched: Vec<ScriptHash>) -> Vec<String> {
-        let method = if self.v17() {
-            "blockchain.scriptpubkey.subscribe"
-        } else {
-            "blockchain.scripthash.subscribe"
+/// The notifications of the subscribed scripts among `touched` whose status changed, each new
+/// status kept in `subscriptions` as sent. 1.7 (`v17`) renamed the script methods; a
+/// notification carries the script hash either way.
+pub(crate) fn script_notes(
+    ctx: &Ctx<'_>,
+    subscriptions: &mut HashMap<ScriptHash, Option<String>>,
+    touched: Vec<ScriptHash>,
+) -> Vec<String> {
+    let method = if ctx.v17() {
+        "blockchain.scriptpubkey.subscribe"
+    } else {
+        "blockchain.scripthash.subscribe"
+    };
+    let mut out = Vec::new();
+    for sh in touched {
+        let Ok(new_status) = ctx.status_of(&sh) else {
+            continue;
         };
-        let mut out = Vec::new();
-        for sh in touched {
-            let Ok(new_status) = self.ctx().status_of(&sh) else {
-                continue;
-            };
-            let old = self.subscriptions.insert(sh, new_status.clone());
-            if old.as_ref() != Some(&new_status) {
-                out.push(
-                    json!({"jsonrpc": "2.0", "method": method,
-                           "params": [sh.to_electrum_hex(), new_status]})
-                    .to_string(),
-                );
-            }
+        let old = subscriptions.insert(sh, new_status.clone());
+        if old.as_ref() != Some(&new_status) {
+            out.push(
+                json!({"jsonrpc": "2.0", "method": method,
+                       "params": [sh.to_electrum_hex(), new_status]})
+                .to_string(),
+            );
         }
-        out
     }
+    out
 }
 
 #[cfg(test)]

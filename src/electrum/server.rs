@@ -1,12 +1,13 @@
 //! The `server.*` namespace: the server's version, features, banner, peers and pings (the
 //! requests, and the pings a 1.7 client gets as cover traffic).
 
+use std::time::{Duration, Instant};
+
 use serde_json::{json, Value};
 
 use super::context::Ctx;
 use super::request::{PROTOCOL_MAX, PROTOCOL_MIN, VERSIONS};
 use super::rpc::RpcError;
-use super::session::Session;
 use crate::config::SERVER_SOFTWARE;
 use crate::types::ProtocolVersion;
 
@@ -86,52 +87,53 @@ impl Ctx<'_> {
     }
 }
 
-impl Session {
-    /// `server.version`: the newest version served within what the client accepts.
-    pub(super) fn server_version(
-        &mut self,
-        min: ProtocolVersion,
-        max: ProtocolVersion,
-    ) -> Result<Value, RpcError> {
-        let chosen = VERSIONS
-            .iter()
-            .rev()
-            .find(|v| **v >= min && **v <= max)
-            .copied();
-        let Some(chosen) = chosen else {
-            return Err(RpcError::bad_request(format!(
-                "unsupported protocol version: this server speaks {}.{} to {}.{}",
-                PROTOCOL_MIN.0, PROTOCOL_MIN.1, PROTOCOL_MAX.0, PROTOCOL_MAX.1
-            )));
-        };
-        self.version = Some(chosen);
-        Ok(json!([SERVER_SOFTWARE, version_text(chosen)]))
-    }
+/// `server.version`: the newest version served within what the client accepts.
+pub(crate) fn negotiate(
+    min: ProtocolVersion,
+    max: ProtocolVersion,
+) -> Result<ProtocolVersion, RpcError> {
+    let chosen = VERSIONS
+        .iter()
+        .rev()
+        .find(|v| **v >= min && **v <= max)
+        .copied();
+    chosen.ok_or_else(|| {
+        RpcError::bad_request(format!(
+            "unsupported protocol version: this server speaks {}.{} to {}.{}",
+            PROTOCOL_MIN.0, PROTOCOL_MIN.1, PROTOCOL_MAX.0, PROTOCOL_MAX.1
+        ))
+    })
+}
 
-    /// The `server.ping` notifications a 1.7 client gets as cover traffic, as ElectrumX sends
-    /// them: after a block that brought it fewer than two notifications, one (and another each
-    /// time a 1-in-10 draw says so); after mempool changes, one when none was sent for ten
-    /// minutes. Each carries 128 hex characters, about a script notification's length.
-    pub(super) fn pings(&mut self, sent: usize, new_block: bool) -> Vec<String> {
-        use rand::Rng;
-        const QUIET: std::time::Duration = std::time::Duration::from_secs(600);
-        let mut count = 0;
-        if new_block {
-            count += usize::from(sent < 2);
-            let mut rng = rand::thread_rng();
-            while count < 8 && rng.gen_bool(0.1) {
-                count += 1;
-            }
-        } else if self.last_ping.elapsed() >= QUIET {
-            count = 1;
+/// `server.version`'s answer once `chosen`: the software and the version agreed.
+pub(crate) fn version_answer(chosen: ProtocolVersion) -> Value {
+    json!([SERVER_SOFTWARE, version_text(chosen)])
+}
+
+/// The `server.ping` notifications a 1.7 client gets as cover traffic, as ElectrumX sends
+/// them: after a block that brought it fewer than two notifications (`sent`), one (and another
+/// each time a 1-in-10 draw says so); after mempool changes, one when none was sent for ten
+/// minutes (`last_ping`, moved on when one is sent). Each carries 128 hex characters, about a
+/// script notification's length.
+pub(crate) fn pings(last_ping: &mut Instant, sent: usize, new_block: bool) -> Vec<String> {
+    use rand::Rng;
+    const QUIET: Duration = Duration::from_secs(600);
+    let mut count = 0;
+    if new_block {
+        count += usize::from(sent < 2);
+        let mut rng = rand::thread_rng();
+        while count < 8 && rng.gen_bool(0.1) {
+            count += 1;
         }
-        if count > 0 {
-            self.last_ping = std::time::Instant::now();
-        }
-        let ping = json!({"jsonrpc": "2.0", "method": "server.ping", "params": ["0".repeat(128)]})
-            .to_string();
-        vec![ping; count]
+    } else if last_ping.elapsed() >= QUIET {
+        count = 1;
     }
+    if count > 0 {
+        *last_ping = Instant::now();
+    }
+    let ping =
+        json!({"jsonrpc": "2.0", "method": "server.ping", "params": ["0".repeat(128)]}).to_string();
+    vec![ping; count]
 }
 
 #[cfg(test)]

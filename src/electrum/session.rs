@@ -1,9 +1,11 @@
 //! One client's Electrum session: its protocol state ([`Session`]: the negotiated version, the
 //! subscriptions and what was last sent for them), the dispatcher of its calls, and the
-//! notifications its subscriptions owe after an update. The handlers are in their namespaces'
-//! files (`server.rs`, `headers.rs`, `scripthash.rs`, `transaction.rs`, `mempool.rs`,
-//! `outpoint.rs`, `cake_tweaks.rs`, `frigate_scan.rs`); JSON-RPC's framing (a line, a request,
-//! a batch) is in `rpc.rs`; the transports that carry it are in `connection.rs`.
+//! notifications its subscriptions owe after an update. The handlers, their renderers and
+//! notifications are in their namespaces' files (`server.rs`, `headers.rs`, `scripthash.rs`,
+//! `transaction.rs`, `mempool.rs`, `outpoint.rs`, `cake_tweaks.rs`, `frigate_scan.rs`); what
+//! changes the session's own state (a subscription, the version) stays here, a few lines
+//! each. JSON-RPC's framing (a line, a request, a batch) is `framing.rs`'s; the transports that
+//! carry it are in `connection.rs`.
 
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
@@ -14,53 +16,57 @@ use serde_json::{json, Value};
 
 use super::backend::Backend;
 use super::context::{syncing_error, Ctx};
-use super::counted::busy;
-use super::counted::{NoBudget, Room, Spent, SubscriptionShares, Taken};
-use super::frigate_scan::Subscriptions as SpSubscriptions;
+use super::counted::{busy, Room, Spent, SubscriptionShares, Taken};
+use super::frigate_scan::{ScanJob, Start, Subscriptions as SpSubscriptions};
 use super::headers::header_note;
-use super::outpoint::{outpoint_notes, OutpointSub};
-use super::request::{Request, VERSIONS};
-use super::rpc::{error_value, Answer, Reply, RpcError, BAD_REQUEST, HISTORY_TOO_LARGE};
-use super::server::{add_peer, pong_text};
-use crate::listen::cost::{self, Verdict};
+use super::outpoint::{outpoint_notes, status_json, OutpointSub};
+use super::request::{Request, SpKeys, VERSIONS};
+use super::rpc::{Reply, RpcError, BAD_REQUEST, HISTORY_TOO_LARGE};
+use super::scripthash::script_notes;
+use super::server::{add_peer, negotiate, pings, pong_text, version_answer};
+use crate::index::silent_payments::scan::ScanKeys;
 use crate::notify::TipUpdate;
 use crate::types::{ProtocolVersion, ScriptHash};
 use crate::view::CostMeter;
 
+mod framing;
+
+use crate::work::cost::{self, Verdict};
+pub use framing::Requests;
+pub(crate) use framing::{Answer, StreamJob};
+
 /// One connection's protocol state: the negotiated version, the subscriptions and what was last
-/// sent for them. Its methods here parse and dispatch calls ([`Session::call`]) and tell what
-/// an update changed ([`Session::on_update`]); the handlers that change its state (a
-/// subscription, the version) are `impl Session` blocks in their namespaces' files, beside the
-/// read-only handlers on [`Ctx`], so that a method is found by its name. Its fields are open to
-/// those files for that.
+/// sent for them. Its methods parse and dispatch calls ([`Session::call`]), keep that state
+/// and tell what an update changed ([`Session::on_update`]); the answers are built by the
+/// handlers on [`Ctx`], each in its namespace's file.
 pub struct Session {
-    pub(super) backend: Arc<Backend>,
+    backend: Arc<Backend>,
     /// Negotiated version (major, minor, patch); `None` until `server.version` (1.4 rules).
-    pub(super) version: Option<ProtocolVersion>,
-    pub(super) headers_subscribed: bool,
-    pub(super) last_notified: Option<(u32, bitcoin::BlockHash)>,
+    version: Option<ProtocolVersion>,
+    headers_subscribed: bool,
+    last_notified: Option<(u32, bitcoin::BlockHash)>,
     /// Subscribed script hashes and their last status sent.
-    pub(super) subscriptions: HashMap<ScriptHash, Option<String>>,
+    subscriptions: HashMap<ScriptHash, Option<String>>,
     /// Subscribed outpoints (1.7) and their last status sent.
-    pub(super) outpoints: HashMap<OutPoint, OutpointSub>,
+    outpoints: HashMap<OutPoint, OutpointSub>,
     /// The tip height of the last update handled, to tell a new block from a mempool change.
-    pub(super) seen_height: Option<u32>,
+    seen_height: Option<u32>,
     /// When the server last sent this client a `server.ping` (1.7).
-    pub(super) last_ping: std::time::Instant,
+    last_ping: std::time::Instant,
     /// Whether the transport can take an answer in pieces (newline-delimited, not WebSocket).
-    pub(super) streams: bool,
+    streams: bool,
     /// Whether a batch is being answered (its answers are built whole).
-    pub(super) in_batch: bool,
+    in_batch: bool,
     /// What the views of the request being answered read.
-    pub(super) meter: CostMeter,
+    meter: CostMeter,
     /// What was read since the connection last charged the host ([`Session::take_spent`]).
-    pub(super) spent: Spent,
+    spent: Spent,
     /// Its subscriptions, counted for its host and the server.
-    pub(super) shares: SubscriptionShares,
+    shares: SubscriptionShares,
     /// Its silent-payment subscriptions (Frigate's remote scanner) and the scans they need.
-    pub(super) silent: SpSubscriptions,
+    silent: SpSubscriptions,
     /// The tip the silent-payment subscriptions were last brought up to.
-    pub(super) silent_tip: Option<(u32, bitcoin::BlockHash)>,
+    silent_tip: Option<(u32, bitcoin::BlockHash)>,
 }
 
 impl Session {
@@ -87,20 +93,21 @@ impl Session {
     }
 
     /// The protocol version whose rules apply: the negotiated one, 1.4 before `server.version`.
-    pub(super) fn protocol(&self) -> ProtocolVersion {
+    fn protocol(&self) -> ProtocolVersion {
         self.version.unwrap_or(VERSIONS[0])
     }
 
     /// Whether the client negotiated protocol 1.7 or later.
-    pub(super) fn v17(&self) -> bool {
+    fn v17(&self) -> bool {
         self.protocol() >= ProtocolVersion::new(1, 7, 0)
     }
 
     /// What the handlers read for this connection now.
-    pub(super) fn ctx(&self) -> Ctx<'_> {
+    fn ctx(&self) -> Ctx<'_> {
         Ctx {
             backend: &self.backend,
             meter: &self.meter,
+            host: &self.shares.host,
             version: self.protocol(),
             streams: self.streams && !self.in_batch,
         }
@@ -122,7 +129,7 @@ impl Session {
 
     /// Refuses a new subscription when the connection holds its limit of script and outpoint
     /// subscriptions together.
-    pub(super) fn check_subscription_room(&self) -> Result<(), RpcError> {
+    fn check_subscription_room(&self) -> Result<(), RpcError> {
         let config = &self.backend.config;
         let held = [
             (
@@ -248,13 +255,9 @@ impl Session {
             R::ListUnspent(sh) => ctx.listunspent(sh),
             R::Subscribe(sh) => self.subscribe(sh),
             R::Unsubscribe(sh) => Ok(json!(self.subscriptions.remove(&sh).is_some())),
-            R::Broadcast { raw_tx } => self.broadcast(&ctx, &raw_tx),
-            R::BroadcastPackage { raw_txs } => {
-                ctx.mempool()?;
-                let paid = self.pay_ahead(&raw_txs, false)?;
-                ctx.broadcast_package(&raw_txs, paid)
-            }
-            R::TestMempoolAccept { raw_txs } => self.test_mempool_accept(&ctx, &raw_txs),
+            R::Broadcast { raw_tx } => ctx.broadcast(&raw_tx),
+            R::BroadcastPackage { raw_txs } => ctx.broadcast_package(&raw_txs),
+            R::TestMempoolAccept { raw_txs } => ctx.test_mempool_accept(&raw_txs),
             R::TransactionGet { txid, verbose } => ctx.transaction_get(txid, verbose),
             R::GetMerkle { txid, height } => ctx.get_merkle(txid, height),
             R::GetMerkleWitness { txid, height, cb } => ctx.get_merkle_witness(txid, height, cb),
@@ -276,6 +279,99 @@ impl Session {
             R::ServerVersion { min, max } => self.server_version(min, max),
         };
         value.map(Reply::Json)
+    }
+
+    /// `server.version`: the newest version served within what the client accepts, kept for
+    /// the connection.
+    fn server_version(
+        &mut self,
+        min: ProtocolVersion,
+        max: ProtocolVersion,
+    ) -> Result<Value, RpcError> {
+        let chosen = negotiate(min, max)?;
+        self.version = Some(chosen);
+        Ok(version_answer(chosen))
+    }
+
+    /// `blockchain.silentpayments.subscribe`: the address, its scan queued
+    /// ([`Session::take_scans`]).
+    fn silent_subscribe(
+        &mut self,
+        keys: &SpKeys,
+        start: Option<Start>,
+        labels: &[u32],
+    ) -> Result<Value, RpcError> {
+        self.ctx().tweaks_ready()?;
+        let labels: Vec<u32> = [0].into_iter().chain(labels.iter().copied()).collect();
+        let keys = ScanKeys::new(&keys.scan, &keys.spend, &labels)
+            .map_err(|e| RpcError::invalid_params(e.to_string()))?;
+        let tip = self.backend.model.view().tip();
+        let room = || self.shares.silent_room();
+        let address = self.silent.subscribe(&self.backend, keys, start, room)?;
+        self.silent_tip = tip;
+        Ok(address)
+    }
+
+    /// `blockchain.silentpayments.unsubscribe`: the address, its scan stopped.
+    fn silent_unsubscribe(&mut self, keys: &SpKeys) -> Result<Value, RpcError> {
+        let keys = ScanKeys::new(&keys.scan, &keys.spend, &[])
+            .map_err(|e| RpcError::invalid_params(e.to_string()))?;
+        Ok(self.silent.unsubscribe(&self.backend, &keys))
+    }
+
+    /// Whether a silent-payment scan's notification is still to be sent (its scan not
+    /// replaced, its subscription not dropped).
+    pub(crate) fn scan_is_current(&self, address: &str, generation: u64) -> bool {
+        self.silent.is_current(address, generation)
+    }
+
+    /// The silent-payment scans to start now.
+    pub(crate) fn take_scans(&mut self) -> Vec<ScanJob> {
+        self.silent.take_jobs()
+    }
+
+    /// A silent-payment scan ended: the subscription's next one, if it needs one.
+    pub(crate) fn scan_ended(
+        &mut self,
+        address: &Arc<str>,
+        generation: u64,
+        scanned: Vec<(u32, bitcoin::BlockHash)>,
+        told: Vec<bitcoin::Txid>,
+    ) {
+        self.silent
+            .ended(&self.backend, address, generation, scanned, told);
+    }
+
+    /// `blockchain.outpoint.subscribe(tx_hash, txout_idx, spk_hint=None)`: kept even when the
+    /// output does not exist yet, as the protocol asks. Counts against the connection's
+    /// subscription limit together with script subscriptions.
+    fn outpoint_subscribe(&mut self, op: OutPoint) -> Result<Value, RpcError> {
+        if !self.outpoints.contains_key(&op) {
+            self.check_subscription_room()?;
+        }
+        let (status, script) = self.ctx().outpoint_status(&op)?;
+        let answer = status_json(&status);
+        self.outpoints.insert(op, OutpointSub { script, status });
+        Ok(answer)
+    }
+
+    /// `blockchain.headers.subscribe`: the tip, from now on notified when it changes.
+    fn headers_subscribe(&mut self) -> Result<Value, RpcError> {
+        let (answer, tip) = self.ctx().headers_subscribe()?;
+        self.headers_subscribed = true;
+        self.last_notified = tip;
+        Ok(answer)
+    }
+
+    /// `blockchain.scripthash.subscribe` / `scriptpubkey.subscribe`: the script's status, from
+    /// now on notified when it changes.
+    fn subscribe(&mut self, sh: ScriptHash) -> Result<Value, RpcError> {
+        if !self.subscriptions.contains_key(&sh) {
+            self.check_subscription_room()?;
+        }
+        let status = self.ctx().status_of(&sh)?;
+        self.subscriptions.insert(sh, status.clone());
+        Ok(json!(status))
     }
 
     /// The subscribed scripts `update` may have changed: those it touched (walking the smaller
@@ -342,7 +438,14 @@ impl Session {
             }
         }
         let touched = self.touched_subscriptions(update);
-        out.extend(self.script_notes(touched));
+        let ctx = Ctx {
+            backend: &self.backend,
+            meter: &self.meter,
+            host: &self.shares.host,
+            version: self.protocol(),
+            streams: false,
+        };
+        out.extend(script_notes(&ctx, &mut self.subscriptions, touched));
         let tip_id = tip.map(|(h, header)| (h, header.block_hash()));
         // A block's own transactions left the pool: only what entered it is scanned again.
         let entered = update.and_then(|u| u.entered_mempool.as_ref());
@@ -361,6 +464,7 @@ impl Session {
         let ctx = Ctx {
             backend: &self.backend,
             meter: &self.meter,
+            host: &self.shares.host,
             version: self.protocol(),
             streams: false,
         };
@@ -370,34 +474,8 @@ impl Session {
         self.spent.read = self.spent.read.plus(read);
         crate::metrics::metrics().electrum_read("notifications", read.rows, read.bytes);
         if self.v17() {
-            out.extend(self.pings(out.len(), new_block));
+            out.extend(pings(&mut self.last_ping, out.len(), new_block));
         }
         out
-    }
-}
-
-/// One client's requests answered without a socket: the request parser and dispatcher a session
-/// runs, for the request fuzzer (`fuzz/fuzz_targets/electrum_request.rs`).
-pub struct Requests(Session);
-
-impl Requests {
-    /// A fresh client (no version negotiated, no subscriptions) of `backend`.
-    pub fn new(backend: Arc<Backend>) -> Self {
-        let shares = SubscriptionShares::new(crate::listen::Seat::detached(), Arc::default());
-        Requests(Session::new(backend, false, shares))
-    }
-
-    /// The answer to one request line (a request or a batch), `None` when it owes none.
-    pub fn answer(&mut self, line: &[u8]) -> Option<String> {
-        match self.0.handle_line(line, &mut NoBudget)? {
-            Answer::Line(text) => Some(text),
-            Answer::Batch(parts) => Some(format!("[{}]", parts.join(","))),
-            Answer::NoRoom => None,
-            // A session without a socket builds every answer whole.
-            Answer::Stream(job) => {
-                let err = RpcError::bad_request("not streamed here");
-                Some(error_value(job.request().0.clone(), &err).to_string())
-            }
-        }
     }
 }

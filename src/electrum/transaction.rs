@@ -10,16 +10,15 @@ use serde_json::{json, Value};
 
 use super::context::{view_err, Ctx};
 use super::rpc::RpcError;
-use super::session::Session;
 use super::verbose;
 use crate::index::query::TxPosition;
-use crate::listen::cost;
-use crate::listen::{KeptVerdict, VerdictKey};
 use crate::mempool::linearize::metered;
 use crate::mempool::Rejection;
 use crate::notify::Changes;
 use crate::view::merkle::rpc_hex;
 use crate::view::{ChainView, Cost};
+use crate::work::cost;
+use crate::work::{KeptVerdict, VerdictKey};
 
 /// Borrowed views of transactions' bytes.
 fn slices(raws: &[Vec<u8>]) -> Vec<&[u8]> {
@@ -167,9 +166,9 @@ impl Ctx<'_> {
 
 impl Ctx<'_> {
     /// Charges a broadcast's checks, which read outside the view
-    /// ([`crate::listen::broadcast_checks`]), beyond what was `paid` for them before they ran.
+    /// ([`crate::work::broadcast_checks`]), beyond what was `paid` for them before they ran.
     fn charge_checks(&self, raws: &[&[u8]], refused: bool, linearized: u64, paid: Cost) {
-        let cost = crate::listen::broadcast_checks(raws, refused, linearized);
+        let cost = crate::work::broadcast_checks(raws, refused, linearized);
         self.meter.add(Cost {
             rows: cost.rows.saturating_sub(paid.rows),
             bytes: 0,
@@ -177,7 +176,7 @@ impl Ctx<'_> {
     }
 
     /// The key a `kind` answer for `raws` is kept under, decided against the mempool and the
-    /// tip now, and the answer kept under it, if any ([`crate::listen::VerdictCache`]).
+    /// tip now, and the answer kept under it, if any ([`crate::work::VerdictCache`]).
     pub(crate) fn kept_verdict(
         &self,
         kind: &str,
@@ -204,20 +203,15 @@ impl Ctx<'_> {
     }
 
     /// Charges an answer given again from the verdicts kept: a refused broadcast's 10 units
-    /// ([`crate::listen::broadcast_checks`]), its checks not run again, so that a flood of
+    /// ([`crate::work::broadcast_checks`]), its checks not run again, so that a flood of
     /// repeats costs its sender as a flood of refusals does.
     pub(crate) fn charge_repeat(&self) {
-        self.meter.add(crate::listen::cost::repeated());
+        self.meter.add(crate::work::cost::repeated());
     }
 
     /// `broadcast(raw_tx)`, its checks' estimated cost `paid` before; a refusal is kept under
     /// `key` for the same request against the same mempool and tip.
-    pub(crate) fn broadcast(
-        &self,
-        raw: &[u8],
-        paid: Cost,
-        key: VerdictKey,
-    ) -> Result<Value, RpcError> {
+    fn accept_broadcast(&self, raw: &[u8], paid: Cost, key: VerdictKey) -> Result<Value, RpcError> {
         let pool = self.mempool()?;
         let index = self.backend.model.index();
         let (accepted, linearized) = metered(|| pool.accept(raw, index));
@@ -240,11 +234,7 @@ impl Ctx<'_> {
     /// accepted transaction is relayed; the answer says whether all were, with a reason per
     /// refused one (the `verbose` form, bitcoind's own `submitpackage` answer, is not offered:
     /// the parser refuses it).
-    pub(crate) fn broadcast_package(
-        &self,
-        raws: &[Vec<u8>],
-        paid: Cost,
-    ) -> Result<Value, RpcError> {
+    fn accept_package(&self, raws: &[Vec<u8>], paid: Cost) -> Result<Value, RpcError> {
         let pool = self.mempool()?;
         let index = self.backend.model.index();
         let (results, linearized) = metered(|| pool.accept_package(raws, index));
@@ -288,12 +278,7 @@ impl Ctx<'_> {
     /// and `reason` (the package's error, else the transaction's) when refused. Charged as a
     /// broadcast's checks, `paid` before they ran; the answer is kept under `key` for the same
     /// request against the same mempool and tip.
-    pub(crate) fn test_mempool_accept(
-        &self,
-        raws: &[Vec<u8>],
-        paid: Cost,
-        key: VerdictKey,
-    ) -> Result<Value, RpcError> {
+    fn dry_run(&self, raws: &[Vec<u8>], paid: Cost, key: VerdictKey) -> Result<Value, RpcError> {
         let pool = self.mempool()?;
         let (results, linearized) = metered(|| pool.test_accept(raws, self.backend.model.index()));
         // A dry run keeps nothing, so it is charged as a refusal whatever its answer.
@@ -335,51 +320,55 @@ impl Ctx<'_> {
     }
 }
 
-impl Session {
+impl Ctx<'_> {
     /// `broadcast(raw_tx)`: refused again from the verdicts kept when the same transaction was
     /// refused against the same mempool and tip, else checked, its estimated cost paid first.
-    pub(super) fn broadcast(&self, ctx: &Ctx, raw: &[u8]) -> Result<Value, RpcError> {
-        let (key, kept) = ctx.kept_verdict("broadcast", &[raw])?;
+    pub(crate) fn broadcast(&self, raw: &[u8]) -> Result<Value, RpcError> {
+        let (key, kept) = self.kept_verdict("broadcast", &[raw])?;
         if let Some(Err(refused)) = kept {
-            ctx.charge_repeat();
+            self.charge_repeat();
             return Err(rejected(&refused));
         }
         let paid = self.pay_ahead(&[raw.to_vec()], false)?;
-        ctx.broadcast(raw, paid, key)
+        self.accept_broadcast(raw, paid, key)
     }
 
     /// `testmempoolaccept(raw_txs)`: the answer kept for the same request against the same
     /// mempool and tip, else the dry run, its estimated cost paid first.
-    pub(super) fn test_mempool_accept(
-        &self,
-        ctx: &Ctx,
-        raws: &[Vec<u8>],
-    ) -> Result<Value, RpcError> {
+    pub(crate) fn test_mempool_accept(&self, raws: &[Vec<u8>]) -> Result<Value, RpcError> {
         let slices: Vec<&[u8]> = raws.iter().map(Vec::as_slice).collect();
-        let (key, kept) = ctx.kept_verdict("testmempoolaccept", &slices)?;
+        let (key, kept) = self.kept_verdict("testmempoolaccept", &slices)?;
         if let Some(kept) = kept {
-            ctx.charge_repeat();
+            self.charge_repeat();
             return kept.map_err(RpcError::bad_request);
         }
         let paid = self.pay_ahead(raws, true)?;
-        ctx.test_mempool_accept(raws, paid, key)
+        self.dry_run(raws, paid, key)
+    }
+
+    /// `broadcast_package(raw_txs)`: the package's checks paid before they run
+    /// ([`Ctx::accept_package`]).
+    pub(crate) fn broadcast_package(&self, raws: &[Vec<u8>]) -> Result<Value, RpcError> {
+        self.mempool()?;
+        let paid = self.pay_ahead(raws, false)?;
+        self.accept_package(raws, paid)
     }
 
     /// Charges the host, before a broadcast's, a package's or a dry run's checks run, what they
-    /// are estimated to cost ([`crate::listen::broadcast_checks`]: their bytes, legacy hashing,
+    /// are estimated to cost ([`crate::work::broadcast_checks`]: their bytes, legacy hashing,
     /// signature checks, and for a `dry_run` the refusal's price it always pays); refuses them
     /// (`excessive resource usage`) without running when that takes the host to the hard limit
     /// (its session is then closed), or an exempt connection's group to its own (an exempt
     /// connection's account starts afresh with each connection). What they cost beyond is
     /// charged after. Returns what was paid.
-    pub(super) fn pay_ahead(&self, raws: &[Vec<u8>], dry_run: bool) -> Result<Cost, RpcError> {
+    fn pay_ahead(&self, raws: &[Vec<u8>], dry_run: bool) -> Result<Cost, RpcError> {
         let limits = self.backend.config.cost;
         let slices: Vec<&[u8]> = raws.iter().map(Vec::as_slice).collect();
-        let estimate = crate::listen::broadcast_checks(&slices, dry_run, 0);
+        let estimate = crate::work::broadcast_checks(&slices, dry_run, 0);
         let units = cost::units(0, estimate, 0);
         // Refused, the host is at the hard limit, and its session is closed as any over its
         // cost.
-        if !self.shares.host.cost.pay_ahead(units, &limits) {
+        if !self.host.cost.pay_ahead(units, &limits) {
             crate::metrics::metrics().electrum_refused_ahead.inc();
             return Err(super::counted::excessive());
         }

@@ -5,9 +5,9 @@ use std::sync::Arc;
 
 use super::status_page;
 use crate::config::CostLimits;
-use crate::listen::{cost, HostShares, KeptVerdict, VerdictCache, VerdictKey, WorkPool};
 use crate::notify::Notifier;
 use crate::view::{ChainView, Cost, CostMeter, ReadModel};
+use crate::work::{cost, HostShares, KeptVerdict, VerdictCache, VerdictKey, WorkPool};
 
 /// Errors starting the HTTP server.
 #[derive(Debug, thiserror::Error)]
@@ -68,7 +68,7 @@ impl<'a> Query<'a> {
     }
 
     /// Charges the host `estimate` before the work it stands for runs: whether it may run
-    /// ([`crate::listen::Accounts::pay_ahead`]). Not counted again when the request is
+    /// ([`crate::work::Accounts::pay_ahead`]). Not counted again when the request is
     /// answered.
     pub fn pay_ahead(&self, estimate: Cost) -> bool {
         self.host

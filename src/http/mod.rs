@@ -24,9 +24,9 @@ use serde_json::{json, Value};
 use tokio::net::TcpListener;
 
 use crate::config::{CostLimits, HostLimits};
-use crate::listen::cost::{self, Verdict};
-use crate::listen::{HostShares, WorkRefused};
 use crate::view::{ChainView, CostMeter, FilterState};
+use crate::work::cost::{self, Verdict};
+use crate::work::{HostShares, WorkRefused};
 use context::Query;
 pub use context::{HttpContext, HttpError};
 pub use serve::answer_with;

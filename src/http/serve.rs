@@ -13,7 +13,8 @@ use hyper::{Request, Response, StatusCode};
 use tokio::net::TcpListener;
 
 use crate::config::{CostLimits, HostLimits};
-use crate::listen::{cost, HostGuard, HostShares, HostTable, Refused, WriteDeadline};
+use crate::listen::{HostGuard, HostTable, Refused, WriteDeadline};
+use crate::work::{cost, HostShares};
 
 /// How long a client may take to send its request.
 pub(super) const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);

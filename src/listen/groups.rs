@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
 
 use tokio::task::AbortHandle;
 
-use super::shares::HostShares;
+use crate::work::HostShares;
 
 /// Where a seat reserves one more silent-payment subscription: its table
 /// (`super::HostTable`), which checks every limit and counts the reservation in one step under

@@ -9,12 +9,12 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::{Duration, Instant};
 
-use super::cost::{Account, Accounts};
 use super::groups::{Seat, SilentFull, SilentLimits, SilentRoom};
 use super::seats::{leave, Held, Live};
-use super::shares::{GroupKey, GroupShares, HostShares};
 use crate::config::HostLimits;
 use crate::types::Subnet;
+use crate::work::{Account, Accounts};
+use crate::work::{GroupKey, GroupShares, HostShares};
 
 /// Connections held by each host and group, for one server (all its listeners): a new client
 /// is admitted only while its host and its subnet are under their limits ([`HostLimits`]), as
@@ -477,7 +477,7 @@ impl Drop for HostGuard {
 mod tests {
     use super::*;
     use crate::config::CostLimits;
-    use crate::listen::Verdict;
+    use crate::work::Verdict;
 
     fn ip(text: &str) -> IpAddr {
         text.parse().unwrap()
@@ -615,7 +615,7 @@ mod tests {
         neighbour.shared().cost.charge(1_000.0, &limits);
         assert_eq!(
             neighbour.shared().cost.verdict(&limits),
-            Verdict::Wait(crate::listen::cost::REQUEST_SLEEP),
+            Verdict::Wait(crate::work::cost::REQUEST_SLEEP),
             "past the soft limit, a host of a costly group waits the longest pause"
         );
         let elsewhere = table.admit(ip("198.51.101.77")).unwrap();

@@ -1,36 +1,25 @@
-//! What every server's listener shares: accepting the next client without spinning when accept
-//! fails (out of file descriptors, say), which would starve every other task; the count of
-//! connections each host holds ([`HostTable`]) and what their requests cost ([`Account`],
-//! [`Verdict`]); the log lines they may cause ([`log_limit`]); writes that fail once they stall
-//! ([`WriteDeadline`]); the pool their query work runs in ([`WorkPool`]); and the answers to
-//! checks of transactions kept for repeats ([`VerdictCache`]).
+//! Accepting connections, shared by every server's listener: the next client without spinning
+//! when accept fails (out of file descriptors, say), which would starve every other task; the
+//! places each host, group (IPv4 /24, IPv6 /48, every exempt connection together) and the
+//! server hold, and whose connection gives its place to a newcomer ([`HostTable`], [`Seat`]);
+//! the log lines clients may cause ([`log_limit`]); and writes that fail once they stall
+//! ([`WriteDeadline`]). What the connections' work costs and where it runs is `work`'s.
 
-pub mod cost;
 mod groups;
 mod hosts;
 pub mod log_limit;
 mod seats;
-mod shares;
 mod stall;
-mod verdicts;
-mod work;
 
 use std::net::SocketAddr;
 use std::time::Duration;
 
 use tokio::net::{TcpListener, TcpStream};
 
-pub use cost::{broadcast_checks, Account, Accounts, Charged, Verdict};
 pub use groups::{Seat, SilentFull, SilentLimits};
 pub use hosts::{HostGuard, HostTable, Refused};
 pub use log_limit::{sanitized, LimitedLine};
-pub use shares::{GroupKey, GroupShares, HostShares};
 pub use stall::WriteDeadline;
-pub use verdicts::{Verdict as KeptVerdict, VerdictCache, VerdictKey};
-pub use work::{
-    Refused as WorkRefused, Slot, StreamPlace, WorkPool, QUICK_SCAN_BLOCKS, QUICK_SCAN_MEMPOOL,
-    STREAMS,
-};
 
 /// How long to wait after a failed accept before trying again.
 const AFTER_FAILURE: Duration = Duration::from_millis(100);

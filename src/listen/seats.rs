@@ -8,8 +8,8 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use super::groups::{self, Seat};
-use super::shares::{GroupKey, GroupShares, HostShares};
 use crate::types::Subnet;
+use crate::work::{GroupKey, GroupShares, HostShares};
 
 /// What a table holds now.
 #[derive(Default)]

@@ -12,6 +12,10 @@ use crate::types::ScriptHash;
 /// The pool's tables, under the mempool's lock: every transaction, by txid and wtxid, what
 /// spends each outpoint, each script hash's transactions, each transaction's children, the
 /// indexes eviction reads, and what Core's memory count needs.
+///
+/// Adding and removing are here; each policy rule over the tables is in its own file, as
+/// `Mempool`'s are: `relatives.rs`, `limits.rs`, `cluster.rs`, `truc.rs`, `evict.rs`,
+/// `chunk_index.rs`.
 #[derive(Default)]
 pub(super) struct Inner {
     pub(super) txs: HashMap<Txid, MempoolEntry>,

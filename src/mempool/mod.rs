@@ -198,7 +198,13 @@ pub struct ScriptActivity {
 /// wording failures as Core 31 does where `core_31`, else as Knots 29.4.
 type ScriptCheck = fn(&Transaction, &[u8], &[TxOut], bool) -> Result<(), Rejection>;
 
-/// The mempool.
+/// The mempool: its tables behind one lock, and how it checks, takes, trims and answers.
+///
+/// Its `impl` is spread over a file per rule, each citing the Core code it follows: accepting
+/// one transaction (here), packages and dry runs (`package.rs`), trimming (`trim.rs`), what a
+/// block changes (`revalidate.rs`) and the read side (`queries.rs`); the tables' own rules are
+/// on `Inner` likewise. A rule is found by its name, and checked against Core's file of the
+/// same subject.
 pub struct Mempool {
     inner: RwLock<Inner>,
     /// The fee rates of the last generation any request asked for.

@@ -11,11 +11,11 @@ use crate::config::P2pConfig;
 use crate::electrum::{Backend, ElectrumServer, ListenError};
 use crate::http::metrics::MetricsServer;
 use crate::http::{HttpContext, HttpError, HttpServer};
-use crate::listen::WorkPool;
 use crate::notify::Notifier;
 use crate::p2p::{MempoolAccess, P2p, P2pError};
 use crate::tls::{Tls, TlsError, TlsFiles};
 use crate::view::{CacheSettings, ReadModel};
+use crate::work::WorkPool;
 
 /// A server that could not start.
 #[derive(Debug, thiserror::Error)]

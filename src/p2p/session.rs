@@ -73,6 +73,10 @@ const MAX_INV: usize = 50_000;
 const TICK: Duration = Duration::from_millis(200);
 
 /// One connected peer's state and the queue to its writer task.
+///
+/// Its message handlers are here but for the exchanges with rules of their own, each in a file
+/// under `session/` named for it (`headers`, `owed` answers, `relay`, `packages`; `ping` keeps
+/// the pings' own state), as Core's net_processing.cpp has a function for each.
 pub struct Session<'a> {
     /// Where messages to the peer are queued.
     out: &'a SendQueue,

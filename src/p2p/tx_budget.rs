@@ -4,7 +4,7 @@
 //! or not, valid or not. Core bounds a peer's share by serving peers in turn, one message each
 //! (net.cpp's `ThreadMessageHandler`); cairn's peers run side by side, so an inbound peer's host
 //! pays for its transactions in the units Electrum's broadcasts pay
-//! ([`crate::listen::broadcast_checks`], about a millisecond of CPU each) into an account that
+//! ([`crate::work::broadcast_checks`], about a millisecond of CPU each) into an account that
 //! drains at a steady rate and outlives its connections. A transaction whose estimated checks
 //! do not fit the account is not checked: it is dropped unread, neither refused nor marked as
 //! answered, so the same transaction from another peer still enters; the peer's other messages
@@ -24,9 +24,9 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use super::inbound::host;
 use super::sync::PeerId;
-use crate::listen::cost::{units, GROUP_FACTOR};
-use crate::listen::{broadcast_checks, Account, GroupKey};
 use crate::types::Subnet;
+use crate::work::cost::{units, GROUP_FACTOR};
+use crate::work::{broadcast_checks, Account, GroupKey};
 
 /// How much a host's transactions may cost before they are dropped, and how fast that drains.
 #[derive(Debug, Clone, Copy)]

@@ -125,6 +125,12 @@ impl ReadModel {
 }
 
 /// One request's view: the index as of one snapshot, the mempool and the kernel's reads.
+///
+/// Its questions are answered in a file per subject, beside the types their answers use:
+/// `script.rs` (history, status, balance, unspent outputs), `outpoint.rs`, `tx.rs`,
+/// `filters.rs`, `tweaks.rs`; here are only what they all use (the snapshot, the mempool, the
+/// kernel's reads and what they cost). One type, so every question of a request reads one
+/// snapshot; several files, so a subject's questions are found by its name.
 pub struct ChainView<'a> {
     pub(super) model: &'a ReadModel,
     pub(super) index: IndexView<'a>,

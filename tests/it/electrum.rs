@@ -115,7 +115,7 @@ impl Fixture {
             model: Arc::new(model),
             notifier,
             config: econfig,
-            pool: cairn::listen::WorkPool::new(4, 64),
+            pool: cairn::work::WorkPool::new(4, 64),
             verdicts: Default::default(),
         });
         let server = rt.block_on(ElectrumServer::start(backend, None)).unwrap();

@@ -11,7 +11,7 @@ use tokio::sync::{mpsc, Semaphore};
 
 use super::{write_lines, Written};
 use crate::electrum::outbox::{Held, Queued, WRITE_CHUNK};
-use crate::listen::HostShares;
+use crate::work::HostShares;
 
 /// A client socket that records each write the writer makes, and takes nothing more once it
 /// has taken `room` bytes (a client that stopped reading).

@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::Instant;
 
-use crate::listen::{Account, GroupKey};
+use crate::work::{Account, GroupKey};
 
 /// Transactions a turn scans: about 15 ms of one core, so a newcomer waits that long at most
 /// for a turn another group holds.

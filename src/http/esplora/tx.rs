@@ -337,10 +337,10 @@ pub fn broadcast(ctx: &Query, body: &[u8]) -> Reply {
     let pool = ctx.model.mempool().ok_or_else(no_mempool)?;
     let (key, kept) = ctx.kept_verdict(KIND, &[&raw]).ok_or_else(no_mempool)?;
     if let Some(Err(refused)) = kept {
-        ctx.charge(crate::listen::cost::repeated());
+        ctx.charge(crate::work::cost::repeated());
         return Err(Failure::bad(refused));
     }
-    let paid = crate::listen::broadcast_checks(&[&raw], false, 0);
+    let paid = crate::work::broadcast_checks(&[&raw], false, 0);
     if !ctx.pay_ahead(paid) {
         crate::metrics::metrics().http_refused_ahead.inc();
         return Err(Failure(
@@ -350,7 +350,7 @@ pub fn broadcast(ctx: &Query, body: &[u8]) -> Reply {
     }
     let (accepted, linearized) =
         crate::mempool::linearize::metered(|| pool.accept(&raw, ctx.model.index()));
-    let cost = crate::listen::broadcast_checks(&[&raw], accepted.is_err(), linearized);
+    let cost = crate::work::broadcast_checks(&[&raw], accepted.is_err(), linearized);
     ctx.charge(crate::view::Cost {
         rows: cost.rows.saturating_sub(paid.rows),
         bytes: 0,

@@ -1,20 +1,50 @@
-//! Running a node: the consumer of its kernel events, its servers until it is told to stop, and
-//! the sync progress display.
+//! A node's life, in one place: opened (waiting out a `cairn status` that holds its data dir's
+//! lock for a moment), the consumer of its kernel events started, its servers run until a
+//! signal, `cairn stop` or a fatal error, and its mempool saved on the way out; with the sync
+//! progress display while it runs.
 
 use std::io::IsTerminal;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use anyhow::Result;
+use anyhow::{bail, Result};
 
+use cairn::config::Settings;
 use cairn::datadir::space::SpaceWatch;
+use cairn::datadir::DataDirError;
 use cairn::kernel::{KernelEvent, Validator};
 use cairn::node::runner::{BulkLoad, IndexRunner};
 use cairn::node::services::Services;
-use cairn::node::{self, Node};
+use cairn::node::{self, Node, NodeError};
 use cairn::notify::Notifier;
 
 use super::signals::{signals, Signals};
+
+/// Opens the node (and its index unless `with_index` is false).
+pub fn open_node(settings: Settings, with_index: bool) -> Result<Node> {
+    // A `cairn status` that looks at a stopped node holds the lock for a moment: wait that out.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    let mut result = Node::open(settings.clone(), with_index);
+    while matches!(result, Err(NodeError::DataDir(DataDirError::Locked { .. })))
+        && std::time::Instant::now() < deadline
+    {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        result = Node::open(settings.clone(), with_index);
+    }
+    match result {
+        Ok(node) => Ok(node),
+        Err(NodeError::DataDir(DataDirError::Locked { path })) => bail!(
+            "{} is in use by a running cairn; stop it first (`cairn stop`)",
+            path.display()
+        ),
+        Err(e) => Err(e.into()),
+    }
+}
+
+pub fn run(settings: Settings, with_index: bool) -> Result<()> {
+    let node = open_node(settings, with_index)?;
+    serve(node)
+}
 
 /// Starts what consumes the kernel's events: the indexer thread when there is an index, else a
 /// thread that only logs them. A serving node (`serving`) also loads its saved mempool, and
