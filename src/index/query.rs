@@ -65,6 +65,17 @@ pub struct Spend {
     pub height: u32,
 }
 
+/// A confirmed transaction as read from the chain: its bytes, decoded, and where it is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfirmedTx {
+    /// Its bytes, as its block holds them.
+    pub bytes: Vec<u8>,
+    /// The same, decoded.
+    pub tx: bitcoin::Transaction,
+    /// Where it is.
+    pub position: TxPosition,
+}
+
 /// Where a confirmed transaction is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TxPosition {
@@ -495,19 +506,14 @@ impl IndexView<'_> {
     /// with zeros, so a record's head can reach the disk before its body, and Core may write
     /// over a record it lost); the caller then asks the kernel. The txid covers everything but
     /// the witnesses.
-    pub fn raw_tx(
-        &self,
-        txid: &Txid,
-    ) -> Result<Option<(Vec<u8>, bitcoin::Transaction, TxPosition)>, QueryError> {
+    pub fn raw_tx(&self, txid: &Txid) -> Result<Option<ConfirmedTx>, QueryError> {
         if self.index.block_files().is_none() {
             return Ok(None);
         }
         let Some(pos) = self.tx_position(txid)? else {
             return Ok(None);
         };
-        Ok(self
-            .tx_from_files(txid, &pos)?
-            .map(|(bytes, tx)| (bytes, tx, pos)))
+        self.tx_from_files(txid, &pos)
     }
 
     /// [`Self::raw_tx`] at a position already looked up.
@@ -515,7 +521,7 @@ impl IndexView<'_> {
         &self,
         txid: &Txid,
         pos: &TxPosition,
-    ) -> Result<Option<(Vec<u8>, bitcoin::Transaction)>, QueryError> {
+    ) -> Result<Option<ConfirmedTx>, QueryError> {
         let Some(files) = self.index.block_files() else {
             return Ok(None);
         };
@@ -545,28 +551,30 @@ impl IndexView<'_> {
             .map_err(|e| IndexError::BlockFiles(e.to_string()))?;
         self.charge(0, bytes.len())?;
         match bitcoin::consensus::deserialize::<bitcoin::Transaction>(&bytes) {
-            Ok(tx) if tx.compute_txid() == *txid => Ok(Some((bytes, tx))),
+            Ok(tx) if tx.compute_txid() == *txid => Ok(Some(ConfirmedTx {
+                bytes,
+                tx,
+                position: *pos,
+            })),
             // Logged once per block, when the kernel reads it instead.
             _ => Ok(None),
         }
     }
 
-    /// A confirmed transaction's bytes and position: from the block files directly, through the
-    /// kernel (`validator`) only if they are not mapped. `None` if the chain has no such
-    /// transaction.
-    pub fn confirmed_tx_bytes(
+    /// A confirmed transaction: from the block files directly, through the kernel
+    /// (`validator`) only if they are not mapped. `None` if the chain has no such transaction.
+    pub fn confirmed_tx(
         &self,
         validator: &crate::kernel::Validator,
         txid: &Txid,
-    ) -> Result<Option<(Vec<u8>, TxPosition)>, QueryError> {
+    ) -> Result<Option<ConfirmedTx>, QueryError> {
         let Some(pos) = self.tx_position(txid)? else {
             return Ok(None);
         };
-        let found = match self.tx_from_files(txid, &pos)? {
-            Some(found) => Some(found),
-            None => self.tx_through_kernel(validator, txid, &pos)?,
-        };
-        Ok(found.map(|(bytes, _)| (bytes, pos)))
+        match self.tx_from_files(txid, &pos)? {
+            Some(found) => Ok(Some(found)),
+            None => self.tx_through_kernel(validator, txid, &pos),
+        }
     }
 
     /// A confirmed transaction read through the kernel, bytes and decoded: from the block this
@@ -577,7 +585,7 @@ impl IndexView<'_> {
         validator: &crate::kernel::Validator,
         txid: &Txid,
         pos: &TxPosition,
-    ) -> Result<Option<(Vec<u8>, bitcoin::Transaction)>, QueryError> {
+    ) -> Result<Option<ConfirmedTx>, QueryError> {
         let Some(hash) = self.chain.hash(pos.height) else {
             return Ok(None);
         };
@@ -592,7 +600,11 @@ impl IndexView<'_> {
         if tx.compute_txid() != *txid {
             return Err(wrong("is not where the index places it in its block").into());
         }
-        Ok(Some((bytes.to_vec(), tx)))
+        Ok(Some(ConfirmedTx {
+            bytes: bytes.to_vec(),
+            tx,
+            position: *pos,
+        }))
     }
 
     /// Whether a confirmed transaction has this output and nothing in the chain spends it
@@ -629,7 +641,7 @@ impl IndexView<'_> {
             return Ok(None);
         };
         let tx = match self.tx_from_files(&op.txid, &pos)? {
-            Some((_, tx)) => tx,
+            Some(found) => found.tx,
             None => match self.confirmed_tx_through_kernel(&op.txid, &pos)? {
                 Some(tx) => tx,
                 None => return Ok(None),
@@ -664,7 +676,7 @@ impl IndexView<'_> {
         };
         Ok(self
             .tx_through_kernel(&kernel, txid, pos)?
-            .map(|(_, tx)| tx))
+            .map(|found| found.tx))
     }
 
     /// The txids of a block, in block order.

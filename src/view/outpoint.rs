@@ -44,7 +44,8 @@ impl ChainView<'_> {
         op: &OutPoint,
     ) -> Result<(OutpointStatus, Option<ScriptHash>), ViewError> {
         let pool = self.mempool();
-        if let Some((tx, height)) = self.confirmed_tx_height(&op.txid)? {
+        if let Some(found) = self.confirmed(&op.txid)? {
+            let (tx, height) = (found.tx, found.position.height);
             let Some(out) = usize::try_from(op.vout).ok().and_then(|i| tx.output.get(i)) else {
                 return Ok((OutpointStatus::default(), None));
             };

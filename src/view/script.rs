@@ -271,7 +271,7 @@ impl ChainView<'_> {
             ..ScriptStats::default()
         };
         for entry in &history {
-            let (tx, _) = self.confirmed_tx(&entry.txid)?;
+            let tx = self.confirmed_of_history(&entry.txid)?.tx;
             let pays = |o: &bitcoin::TxOut| {
                 !o.script_pubkey.is_op_return() && ScriptHash::of(&o.script_pubkey) == *sh
             };

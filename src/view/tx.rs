@@ -9,7 +9,7 @@ use bitcoin::{Block, BlockHash, Transaction, TxOut, Txid, Wtxid};
 
 use super::merkle::branch_and_root;
 use super::model::{ChainView, ViewError};
-use crate::index::query::{ConfirmedEntry, TxPosition};
+use crate::index::query::{ConfirmedEntry, ConfirmedTx, TxPosition};
 use crate::kernel::BlockUndo;
 
 /// A block of the view's chain, as a transaction's confirmation.
@@ -135,27 +135,15 @@ impl ChainView<'_> {
         })
     }
 
-    /// A confirmed transaction's bytes and position.
-    fn confirmed_bytes(&self, txid: &Txid) -> Result<Option<(Vec<u8>, TxPosition)>, ViewError> {
-        Ok(self.index.confirmed_tx_bytes(self.validator(), txid)?)
+    /// A confirmed transaction: its bytes, decoded, and where it is.
+    pub(super) fn confirmed(&self, txid: &Txid) -> Result<Option<ConfirmedTx>, ViewError> {
+        Ok(self.index.confirmed_tx(self.validator(), txid)?)
     }
 
-    /// A confirmed transaction and its block height.
-    pub(super) fn confirmed_tx_height(
-        &self,
-        txid: &Txid,
-    ) -> Result<Option<(Transaction, u32)>, ViewError> {
-        match self.confirmed_bytes(txid)? {
-            Some((raw, pos)) => Ok(Some((decode(&raw)?, pos.height))),
-            None => Ok(None),
-        }
-    }
-
-    /// A confirmed transaction of a history just read, with where it is; the chain may have
-    /// changed since (a reorg), which asks the client to try again.
-    pub(super) fn confirmed_tx(&self, txid: &Txid) -> Result<(Transaction, TxPosition), ViewError> {
-        let (raw, pos) = self.confirmed_bytes(txid)?.ok_or(ViewError::ChainChanged)?;
-        Ok((decode(&raw)?, pos))
+    /// A confirmed transaction of a history just read; the chain may have changed since (a
+    /// reorg), which asks the client to try again.
+    pub(super) fn confirmed_of_history(&self, txid: &Txid) -> Result<ConfirmedTx, ViewError> {
+        self.confirmed(txid)?.ok_or(ViewError::ChainChanged)
     }
 
     /// A transaction's bytes: the mempool's first, then the chain's.
@@ -163,7 +151,7 @@ impl ChainView<'_> {
         if let Some(raw) = self.mempool().and_then(|p| p.raw(txid)) {
             return Ok(Some(raw));
         }
-        Ok(self.confirmed_bytes(txid)?.map(|(raw, _)| raw))
+        Ok(self.confirmed(txid)?.map(|found| found.bytes))
     }
 
     /// The chain's transaction `txid`, else the mempool's; `with_prevouts` reads what its inputs
@@ -173,8 +161,12 @@ impl ChainView<'_> {
         txid: &Txid,
         with_prevouts: bool,
     ) -> Result<Option<FoundTx>, ViewError> {
-        if let Some((raw, pos)) = self.confirmed_bytes(txid)? {
-            let tx = decode(&raw)?;
+        if let Some(ConfirmedTx {
+            bytes: raw,
+            tx,
+            position: pos,
+        }) = self.confirmed(txid)?
+        {
             let confirmation = self.confirmation(pos.height);
             let prevouts = match (with_prevouts, confirmation) {
                 (true, Some(c)) => spent_outputs(&self.undo(&c.hash)?, pos.pos, &tx)?,
@@ -294,10 +286,11 @@ impl ChainView<'_> {
         let mut undos: HashMap<u32, BlockUndo> = HashMap::new();
         let mut found = Vec::with_capacity(entries.len());
         for entry in entries {
-            let (raw, pos) = self
-                .confirmed_bytes(&entry.txid)?
-                .ok_or(ViewError::ChainChanged)?;
-            let tx = decode(&raw)?;
+            let ConfirmedTx {
+                bytes: raw,
+                tx,
+                position: pos,
+            } = self.confirmed_of_history(&entry.txid)?;
             let confirmation = self
                 .confirmation(pos.height)
                 .ok_or(ViewError::ChainChanged)?;

@@ -70,6 +70,48 @@ pub fn open_index(
     open_index_with(dir, options)
 }
 
+/// The `cairn` binary as the tests run it: on regtest, logging warnings only, reading no config
+/// file named by the environment.
+pub fn cairn_command() -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_cairn"));
+    cmd.args(["--network", "regtest"])
+        .env_remove("CAIRN_CONFIG")
+        .env("CAIRN_LOG", "warn");
+    cmd
+}
+
+/// As [`cairn_command`], on the data dir `datadir`.
+pub fn cairn_in(datadir: &Path) -> Command {
+    let mut cmd = cairn_command();
+    cmd.arg("--datadir").arg(datadir);
+    cmd
+}
+
+/// The standard output of a command that must have succeeded (its standard error, and what
+/// it printed, in the failure).
+pub fn succeeded(out: &std::process::Output) -> String {
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "failed: {}\n{stdout}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
+/// Every script `blocks` pay, but OP_RETURN ones, sorted and each once.
+pub fn paid_scripts<'a>(blocks: impl IntoIterator<Item = &'a Block>) -> Vec<bitcoin::ScriptBuf> {
+    let mut scripts: Vec<bitcoin::ScriptBuf> = blocks
+        .into_iter()
+        .flat_map(|b| b.txdata.iter())
+        .flat_map(|t| t.output.iter().map(|o| o.script_pubkey.clone()))
+        .filter(|s| !s.is_op_return())
+        .collect();
+    scripts.sort();
+    scripts.dedup();
+    scripts
+}
+
 /// A file of `tests/data/` (data cairn did not make: BIP vectors, bitcoind's answers).
 pub fn data(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -161,7 +203,14 @@ impl Bitcoind {
     /// A bitcoind with a wallet (`-fallbackfee=0.0001`) in `datadir` that has mined `blocks`
     /// to its own address; returns it and that address.
     pub fn with_wallet(datadir: &Path, blocks: u32) -> (Self, String) {
-        let node = Bitcoind::start(datadir, &["-fallbackfee=0.0001".into()]);
+        Bitcoind::with_wallet_and(datadir, &[], blocks)
+    }
+
+    /// As [`Bitcoind::with_wallet`], started with `extra` arguments too.
+    pub fn with_wallet_and(datadir: &Path, extra: &[String], blocks: u32) -> (Self, String) {
+        let mut args = vec!["-fallbackfee=0.0001".to_string()];
+        args.extend_from_slice(extra);
+        let node = Bitcoind::start(datadir, &args);
         node.rpc(&["createwallet", "w"]);
         let mine = node.rpc(&["getnewaddress", "", "bech32"]);
         node.rpc(&["generatetoaddress", &blocks.to_string(), &mine]);

@@ -10,7 +10,6 @@ use crate::common;
 
 use std::io::{BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::process::Command;
 use std::str::FromStr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -2638,10 +2637,8 @@ fn scans_that_wait_hold_no_place() {
 fn sixteen_scanners_of_one_subnet_leave_a_whole_chain_scan_its_pace() {
     let tmp = tempfile::tempdir().unwrap();
     let cairn = |args: &[&str]| {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_cairn"));
-        c.args(["--network", "regtest"])
-            .args(args)
-            .env("CAIRN_LOG", "warn");
+        let mut c = common::cairn_command();
+        c.args(args);
         c
     };
     let chain = tmp.path().join("chain");

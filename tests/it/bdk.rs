@@ -80,11 +80,7 @@ fn bdk_esplora_finds_what_bdk_electrum_finds() {
         .arg(chain.join("blocks.hex"))
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::succeeded(&out);
     let electrum_port = free_port();
     let http: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
     let metrics: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();

@@ -7,24 +7,10 @@ use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-fn cairn(datadir: &Path) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_cairn"));
-    cmd.arg("--datadir")
-        .arg(datadir)
-        .arg("--network")
-        .arg("regtest");
-    cmd.env_remove("CAIRN_CONFIG").env("CAIRN_LOG", "warn");
-    cmd
-}
+use crate::common::{cairn_in as cairn, succeeded};
 
 fn ok(out: Output) -> String {
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "failed: {}\n{stdout}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    stdout
+    succeeded(&out)
 }
 
 fn fails(out: Output) -> String {

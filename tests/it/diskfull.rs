@@ -132,10 +132,7 @@ fn mine_with_txs(node: &Bitcoind, n: usize) {
 
 fn setup(tmp: &Path, mib: u64) -> (Tmpfs, Bitcoind, String) {
     let fs = Tmpfs::mount(&tmp.join("mnt"), mib);
-    let node = Bitcoind::start(&tmp.join("a"), &["-fallbackfee=0.0001".into()]);
-    node.rpc(&["createwallet", "w"]);
-    let own = node.rpc(&["getnewaddress"]);
-    node.rpc(&["generatetoaddress", "110", &own]);
+    let (node, _) = Bitcoind::with_wallet(&tmp.join("a"), 110);
     let connect = format!("--connect=127.0.0.1:{}", node.p2p_port);
     (fs, node, connect)
 }

@@ -295,17 +295,7 @@ fn every_method_answers_what_the_blocks_say() {
 
     // Scripts: history, status, balance, unspent for every script of the last 30 blocks and
     // the busiest ones.
-    let mut scripts: Vec<ScriptBuf> = fx.blocks[130..]
-        .iter()
-        .flat_map(|b| {
-            b.txdata
-                .iter()
-                .flat_map(|t| t.output.iter().map(|o| o.script_pubkey.clone()))
-        })
-        .filter(|s| !s.is_op_return())
-        .collect();
-    scripts.sort();
-    scripts.dedup();
+    let scripts: Vec<ScriptBuf> = common::paid_scripts(&fx.blocks[130..]);
     for script in &scripts {
         let sh = ScriptHash::of(script);
         let want = &e.history[&sh];

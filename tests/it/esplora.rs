@@ -333,13 +333,8 @@ fn mempools_agree(addr: SocketAddr, node: &Bitcoind) {
 #[test]
 fn esplora_answers_agree_with_bitcoind() {
     let tmp = tempfile::tempdir().unwrap();
-    let node = Bitcoind::start(
-        &tmp.path().join("bitcoind"),
-        &["-fallbackfee=0.0001".into(), "-txindex=1".into()],
-    );
-    node.rpc(&["createwallet", "w"]);
-    let mine = node.rpc(&["getnewaddress", "", "bech32"]);
-    node.rpc(&["generatetoaddress", "110", &mine]);
+    let (node, mine) =
+        Bitcoind::with_wallet_and(&tmp.path().join("bitcoind"), &["-txindex=1".into()], 110);
     // Payments to every address kind, one with an OP_RETURN output, all in one block.
     let mut paid = Vec::new();
     for kind in ["bech32", "legacy", "p2sh-segwit", "bech32m"] {
@@ -776,10 +771,7 @@ fn esplora_answers_agree_with_bitcoind() {
 #[test]
 fn esplora_refuses_malformed_and_unknown_requests_as_esplora_does() {
     let tmp = tempfile::tempdir().unwrap();
-    let node = Bitcoind::start(&tmp.path().join("bitcoind"), &[]);
-    node.rpc(&["createwallet", "w"]);
-    let mine = node.rpc(&["getnewaddress", "", "bech32"]);
-    node.rpc(&["generatetoaddress", "3", &mine]);
+    let (node, mine) = Bitcoind::with_wallet(&tmp.path().join("bitcoind"), 3);
     let addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
     let cairn = start_cairn(
         &tmp.path().join("cairn"),

@@ -227,27 +227,19 @@ use crate::common::http::{get, text as http};
 
 #[test]
 fn http_serves_filters_and_headers_as_bitcoind_computed_them() {
-    use std::process::{Command, Stdio};
+    use std::process::Stdio;
     let tmp = tempfile::tempdir().unwrap();
     let dd = tmp.path().join("dd");
     let cairn = |args: &[&str]| {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_cairn"));
-        c.args(["--network", "regtest", "--datadir"])
-            .arg(&dd)
-            .args(["--admin-addr", "127.0.0.1:0"])
-            .args(args)
-            .env("CAIRN_LOG", "warn");
+        let mut c = common::cairn_in(&dd);
+        c.args(["--admin-addr", "127.0.0.1:0"]).args(args);
         c
     };
     let out = cairn(&["import", "--quiet", "--blocks-file"])
         .arg(common::data("regtest-206-blocks.hex.txt"))
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::succeeded(&out);
     let port = {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         l.local_addr().unwrap().port()

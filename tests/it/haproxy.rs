@@ -66,10 +66,7 @@ fn a_session_survives_the_other_node_stopping_and_new_clients_go_to_the_survivor
         "haproxy missing: `apt-get install haproxy` (contrib/test.sh does)"
     );
     let tmp = tempfile::tempdir().unwrap();
-    let node = Bitcoind::start(&tmp.path().join("bitcoind"), &[]);
-    node.rpc(&["createwallet", "w"]);
-    let mine = node.rpc(&["getnewaddress"]);
-    node.rpc(&["generatetoaddress", "101", &mine]);
+    let (node, mine) = Bitcoind::with_wallet(&tmp.path().join("bitcoind"), 101);
     let ports = [free_port(), free_port(), free_port(), free_port()];
     // Node B first has no peer: its kernel stays at genesis, in its initial download.
     let a = cairn_node(

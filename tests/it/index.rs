@@ -65,11 +65,12 @@ fn check(index: &Index, blocks: &[Block]) {
                 .unwrap();
         assert_eq!(tx.compute_txid(), *txid);
         // The same bytes straight from the kernel's block files.
-        let (bytes, _, _) = index
+        let bytes = index
             .reader()
             .raw_tx(txid)
             .unwrap()
-            .expect("mapped in the block files");
+            .expect("mapped in the block files")
+            .bytes;
         assert_eq!(bytes, raw[p.offset as usize..(p.offset + p.len) as usize]);
     }
     for (op, (txid, vin, height)) in &e.spent_by {
@@ -291,7 +292,7 @@ fn a_torn_record_of_a_block_is_never_served_as_its_transactions() {
     let tx = &tip.txdata[1];
     let txid = tx.compute_txid();
     let good = serialize(tx);
-    assert_eq!(index.reader().raw_tx(&txid).unwrap().unwrap().0, good);
+    assert_eq!(index.reader().raw_tx(&txid).unwrap().unwrap().bytes, good);
     let spent_in_tip: Vec<bitcoin::OutPoint> = tip
         .txdata
         .iter()
@@ -314,11 +315,12 @@ fn a_torn_record_of_a_block_is_never_served_as_its_transactions() {
         index.reader().raw_tx(&txid).unwrap().is_none(),
         "zeros served as the transaction"
     );
-    let (bytes, _) = index
+    let bytes = index
         .reader()
-        .confirmed_tx_bytes(&v, &txid)
+        .confirmed_tx(&v, &txid)
         .unwrap()
-        .expect("read through the kernel");
+        .expect("read through the kernel")
+        .bytes;
     assert_eq!(bytes, good);
     // Without a kernel to read through, an error; with one, the output.
     let err = index.confirmed_unspent(&op).unwrap_err().to_string();

@@ -161,13 +161,8 @@ fn synced(cairn: &Cairn, node: &Bitcoind, what: &str) {
 #[test]
 fn outpoint_statuses_follow_bitcoinds_chain_and_mempool() {
     let tmp = tempfile::tempdir().unwrap();
-    let node = Bitcoind::start(
-        &tmp.path().join("bitcoind"),
-        &["-fallbackfee=0.0001".into(), "-txindex=1".into()],
-    );
-    node.rpc(&["createwallet", "w"]);
-    let mine = node.rpc(&["getnewaddress", "", "bech32"]);
-    node.rpc(&["generatetoaddress", "110", &mine]);
+    let (node, mine) =
+        Bitcoind::with_wallet_and(&tmp.path().join("bitcoind"), &["-txindex=1".into()], 110);
     let port = free_port();
     let cairn = start_cairn(
         &tmp.path().join("cairn"),

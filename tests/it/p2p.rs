@@ -192,10 +192,7 @@ fn wait_for_script_notification(
 /// A bitcoind with a wallet and 110 blocks mined to it (the address returned), and a cairn
 /// following it over P2P with `extra` options, synced: its Electrum port returned.
 fn wallet_and_cairn(dir: &std::path::Path, extra: &[&str]) -> (Bitcoind, String, Cairn, u16) {
-    let a = Bitcoind::start(&dir.join("a"), &["-fallbackfee=0.0001".to_string()]);
-    a.rpc(&["createwallet", "w"]);
-    let mine = a.rpc(&["getnewaddress", "", "bech32"]);
-    a.rpc(&["generatetoaddress", "110", &mine]);
+    let (a, mine) = Bitcoind::with_wallet(&dir.join("a"), 110);
     let electrum_port = free_port();
     let mut args = vec![
         format!("--connect=127.0.0.1:{}", a.p2p_port),
@@ -1102,10 +1099,7 @@ fn mempool_dat_round_trips_between_bitcoind_and_cairn() {
     use electrum_client::raw_client::RawClient;
     use electrum_client::ElectrumApi;
     let tmp = tempfile::tempdir().unwrap();
-    let a = Bitcoind::start(&tmp.path().join("a"), &["-fallbackfee=0.0001".to_string()]);
-    a.rpc(&["createwallet", "w"]);
-    let mine = a.rpc(&["getnewaddress", "", "bech32"]);
-    a.rpc(&["generatetoaddress", "110", &mine]);
+    let (a, _) = Bitcoind::with_wallet(&tmp.path().join("a"), 110);
     let tip = a.rpc(&["getbestblockhash"]);
     let dir = tmp.path().join("cairn");
     let cairn = start_cairn(&dir, &[format!("--connect=127.0.0.1:{}", a.p2p_port)]);
@@ -1216,13 +1210,8 @@ fn earlier_transactions_arrive_by_bip35_and_orphans_fetch_their_parents() {
     use bitcoin::p2p::message_blockdata::Inventory;
     use electrum_client::raw_client::RawClient;
     let tmp = tempfile::tempdir().unwrap();
-    let a = Bitcoind::start(
-        &tmp.path().join("a"),
-        &["-fallbackfee=0.0001".into(), "-peerbloomfilters=1".into()],
-    );
-    a.rpc(&["createwallet", "w"]);
-    let mine = a.rpc(&["getnewaddress", "", "bech32"]);
-    a.rpc(&["generatetoaddress", "110", &mine]);
+    let (a, mine) =
+        Bitcoind::with_wallet_and(&tmp.path().join("a"), &["-peerbloomfilters=1".into()], 110);
     // Broadcast before cairn exists.
     let early = bitcoin::Txid::from_str(&a.rpc(&["sendtoaddress", &mine, "2.5"])).unwrap();
 

@@ -50,11 +50,7 @@ impl Net {
             .arg(&chain)
             .output()
             .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        common::succeeded(&out);
         let load = format!("-loadblock={}", chain.join("blocks/blk00000.dat").display());
         let source = Bitcoind::start(&tmp.path().join("source"), &[load]);
         source.wait_for_height(blocks.into(), Duration::from_secs(120));

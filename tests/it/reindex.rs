@@ -4,20 +4,13 @@
 
 use crate::common;
 
-use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
 
 use crate::common::index_rows;
 use cairn::generate::{ChainGenerator, GenerateOptions};
 
-fn cairn(dir: &Path) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_cairn"));
-    cmd.args(["--network", "regtest", "--datadir"])
-        .arg(dir)
-        .env("CAIRN_LOG", "warn");
-    cmd
-}
+use crate::common::cairn_in as cairn;
 
 /// A random number of milliseconds in `range` (printed, for a failure's log).
 fn random_ms(range: std::ops::Range<u64>) -> Duration {
@@ -53,11 +46,7 @@ fn a_reindex_rebuilds_the_index_the_import_built() {
     let started = std::time::Instant::now();
     let out = cairn(&dir).args(["reindex", "--json"]).output().unwrap();
     let whole = started.elapsed().as_millis() as u64;
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::succeeded(&out);
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(report["blocks"], 401);
     assert_eq!(
@@ -139,11 +128,7 @@ fn a_long_catch_up_ends_with_the_index_compacted() {
         .arg(chain.join("blocks"))
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::succeeded(&out);
     let want = index_rows(&indexed);
 
     // The kernel holds the chain, the index nothing: the node's first sync indexes it all.
@@ -153,11 +138,7 @@ fn a_long_catch_up_ends_with_the_index_compacted() {
         .arg(chain.join("blocks"))
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::succeeded(&out);
     let (mut child, line) = run_until_compacted(&dir, &tmp.path().join("run.log"));
     let after_colon = line.rsplit("initial sync:").next().unwrap_or_default();
     let sizes: Vec<u64> = after_colon
@@ -195,11 +176,7 @@ fn a_long_catch_up_ends_with_the_index_compacted() {
     drop(store);
     // A reindex of as many blocks leaves it due again, for the next run.
     let out = cairn(&indexed).arg("reindex").output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::succeeded(&out);
     let store = cairn::store::Store::open(&indexed.join("regtest/index")).unwrap();
     let mark = store.get(
         cairn::store::schema::cf::META,

@@ -187,23 +187,16 @@ fn http_serves_tweaks_filters_and_utxos_in_blindbits_shapes() {
         .collect();
     let dd = tmp.path().join("dd");
     let cairn = |args: &[&str]| {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_cairn"));
-        c.args(["--network", "regtest", "--datadir"])
-            .arg(&dd)
-            .args(["--admin-addr", "127.0.0.1:0", "--silent-payments"])
-            .args(args)
-            .env("CAIRN_LOG", "warn");
+        let mut c = common::cairn_in(&dd);
+        c.args(["--admin-addr", "127.0.0.1:0", "--silent-payments"])
+            .args(args);
         c
     };
     let out = cairn(&["import", "--quiet", "--blocks-file"])
         .arg(chain.join("blocks.hex"))
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::succeeded(&out);
     let addr = common::free_addr();
     let child = cairn(&[
         "--http-addr",

@@ -284,18 +284,7 @@ fn tls_and_wss_answer_as_tcp_does() {
         BLOCKS as usize
     );
     let e = common::expected(&demo.blocks);
-    let mut scripts: Vec<bitcoin::ScriptBuf> = demo
-        .blocks
-        .iter()
-        .flat_map(|b| {
-            b.txdata
-                .iter()
-                .flat_map(|t| t.output.iter().map(|o| o.script_pubkey.clone()))
-        })
-        .filter(|s| !s.is_op_return())
-        .collect();
-    scripts.sort();
-    scripts.dedup();
+    let scripts = common::paid_scripts(&demo.blocks);
     assert!(scripts.len() > 20);
     for script in &scripts {
         let want = &e.history[&cairn::types::ScriptHash::of(script)];
