@@ -12,6 +12,9 @@ pub struct HostLimits {
     pub per_subnet: usize,
     /// Hosts no per-host limit applies to (a Tor onion service's or a proxy's address).
     pub exempt: Vec<Subnet>,
+    /// Balancers whose connections open with a PROXY header naming the client, whose address
+    /// then counts as the host (`proxy_protocol_from`).
+    pub balancers: Vec<Subnet>,
 }
 
 /// Hosts exempt unless `host_limit_exempt` says otherwise: Fulcrum's default
@@ -29,6 +32,7 @@ impl HostLimits {
                 .iter()
                 .filter_map(|s| s.parse().ok())
                 .collect(),
+            balancers: Vec::new(),
         }
     }
 }

@@ -117,10 +117,11 @@ impl Settings {
         let mempool_max_mb = positive("mempool_max_mb", o.mempool_max_mb.unwrap_or(300) as usize)?;
         let mempool = mempool::resolve(&o, mempool_max_mb as u64 * 1_000_000)?;
         let electrum = electrum_config(network, &o)?;
-        let http_hosts = http_hosts(&o, &electrum.hosts.exempt)?;
+        let http_hosts = http_hosts(&o, &electrum.hosts)?;
         let http_cost = cost_limits(HTTP_COST_LIMITS, http_cost(&o))?;
         let p2p = p2p_config(network, signet_challenge.is_some(), magic, &o)
-            .exempting(&electrum.hosts.exempt);
+            .exempting(&electrum.hosts.exempt)
+            .behind(&electrum.hosts.balancers);
         Ok(Settings {
             electrum,
             p2p,
@@ -359,7 +360,10 @@ fn electrum_config(network: Network, o: &FileConfig) -> Result<ElectrumConfig, C
         electrum.write_timeout = positive_secs("electrum_write_timeout_secs", v)?;
     }
     if let Some(list) = &o.host_limit_exempt {
-        electrum.hosts.exempt = exempt_hosts(list)?;
+        electrum.hosts.exempt = subnets("host_limit_exempt", list)?;
+    }
+    if let Some(list) = &o.proxy_protocol_from {
+        electrum.hosts.balancers = subnets("proxy_protocol_from", list)?;
     }
     electrum.cost = cost_limits(CostLimits::default(), electrum_cost(o))?;
     at_least_per_ip(&electrum.hosts, "electrum_max_connections_per_subnet")?;
@@ -442,15 +446,17 @@ fn cost_limits(base: CostLimits, options: CostOptions) -> Result<CostLimits, Con
 
 /// The HTTP server's per-host limits: 32 connections per address (a browser opens six per
 /// site, a wallet behind a NAT more), 128 per subnet, unless the options say otherwise; the
-/// hosts spared are the Electrum server's (`host_limit_exempt`).
-fn http_hosts(o: &FileConfig, exempt: &[Subnet]) -> Result<HostLimits, ConfigError> {
+/// hosts spared and the balancers are the Electrum server's (`host_limit_exempt`,
+/// `proxy_protocol_from`).
+fn http_hosts(o: &FileConfig, electrum: &HostLimits) -> Result<HostLimits, ConfigError> {
     let per_ip = o.http_max_connections_per_ip.unwrap_or(32);
     let per_subnet = o.http_max_connections_per_subnet.unwrap_or(128);
     let mut hosts = HostLimits::new(
         positive("http_max_connections_per_ip", per_ip)?,
         positive("http_max_connections_per_subnet", per_subnet)?,
     );
-    hosts.exempt = exempt.to_vec();
+    hosts.exempt = electrum.exempt.clone();
+    hosts.balancers = electrum.balancers.clone();
     at_least_per_ip(&hosts, "http_max_connections_per_subnet")?;
     Ok(hosts)
 }
@@ -475,14 +481,15 @@ fn at_least_per_ip(hosts: &HostLimits, option: &'static str) -> Result<(), Confi
     Ok(())
 }
 
-/// The hosts `host_limit_exempt` lists (empty entries skipped: an empty list exempts none).
-fn exempt_hosts(list: &[String]) -> Result<Vec<Subnet>, ConfigError> {
+/// The hosts a list of addresses and subnets names (`host_limit_exempt`,
+/// `proxy_protocol_from`; empty entries skipped: an empty list names none).
+fn subnets(option: &'static str, list: &[String]) -> Result<Vec<Subnet>, ConfigError> {
     list.iter()
         .filter(|s| !s.trim().is_empty())
         .map(|s| {
             s.parse()
                 .map_err(|e: crate::types::BadSubnet| ConfigError::Invalid {
-                    option: "host_limit_exempt",
+                    option,
                     message: e.to_string(),
                 })
         })
@@ -543,6 +550,7 @@ fn p2p_config(network: Network, custom_signet: bool, magic: [u8; 4], o: &FileCon
         max_inbound: o.p2p_max_inbound.unwrap_or(117),
         max_inbound_per_host: o.p2p_max_inbound_per_host.unwrap_or(16).max(1),
         inbound_exempt: Vec::new(),
+        inbound_balancers: Vec::new(),
         timeout: std::time::Duration::from_secs(o.p2p_timeout.unwrap_or(120).max(1)),
         dns_seeds: o.dnsseed.unwrap_or(true),
         v2_transport: o.v2transport.unwrap_or(true),

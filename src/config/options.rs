@@ -132,6 +132,12 @@ options! {
         /// empty for none [default: 127.0.0.1/32,::1/128].
         #[arg(env = "CAIRN_HOST_LIMIT_EXEMPT", value_name = "SUBNET", value_delimiter = ',')]
         pub host_limit_exempt: Option<Vec<String>>,
+        /// Balancers whose connections open with a PROXY header naming the client (HAProxy's
+        /// `send-proxy` or `send-proxy-v2`), on every listener: addresses or subnets,
+        /// comma-separated; from them a header is required, from anyone else refused [default:
+        /// none].
+        #[arg(env = "CAIRN_PROXY_PROTOCOL_FROM", value_name = "SUBNET", value_delimiter = ',')]
+        pub proxy_protocol_from: Option<Vec<String>>,
         /// Seconds a write to an Electrum client may make no progress before the connection is
         /// closed [default: 20].
         #[arg(env = "CAIRN_ELECTRUM_WRITE_TIMEOUT_SECS")]

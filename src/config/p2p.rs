@@ -30,6 +30,8 @@ pub struct P2pConfig {
     pub max_inbound_per_host: usize,
     /// Hosts `max_inbound_per_host` spares (`host_limit_exempt`: a local Tor onion service's).
     pub inbound_exempt: Vec<crate::types::Subnet>,
+    /// Balancers whose inbound connections open with a PROXY header (`proxy_protocol_from`).
+    pub inbound_balancers: Vec<crate::types::Subnet>,
     /// How long a peer may send nothing, or read nothing of what it is owed, before it is
     /// dropped.
     pub timeout: std::time::Duration,
@@ -55,6 +57,13 @@ impl P2pConfig {
     /// The same settings with `hosts` spared the per-host cap on inbound places.
     pub fn exempting(mut self, hosts: &[crate::types::Subnet]) -> Self {
         self.inbound_exempt = hosts.to_vec();
+        self
+    }
+
+    /// The same settings, inbound connections from `balancers` opening with a PROXY header
+    /// (`proxy_protocol_from`).
+    pub fn behind(mut self, balancers: &[crate::types::Subnet]) -> Self {
+        self.inbound_balancers = balancers.to_vec();
         self
     }
 }

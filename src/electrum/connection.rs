@@ -101,9 +101,19 @@ pub async fn run(
     let reader = tokio::spawn(async move {
         let mut reader = BufReader::with_capacity(64 * 1024, read_half);
         let mut buf = Vec::with_capacity(4096);
+        let mut first = true;
         loop {
             let incoming = match read_line_limited(&mut reader, &mut buf, limit).await {
                 Ok(LineRead::Line) => {
+                    // A PROXY header from a client no balancer vouches for (`proxy_protocol_from`
+                    // lists the balancers): closed, never answered as if it were a request.
+                    if std::mem::take(&mut first) && crate::listen::proxy::starts_like_header(&buf)
+                    {
+                        tracing::debug!(
+                            "electrum client {peer}: a PROXY header, not from a balancer"
+                        );
+                        break;
+                    }
                     let line = buf.trim_ascii();
                     if line.is_empty() {
                         continue;

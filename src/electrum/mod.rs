@@ -39,6 +39,7 @@ pub use scripthash::history_text;
 pub use session::Requests;
 
 use crate::config::CostLimits;
+use crate::listen::proxy::{self, Balancers};
 use crate::listen::{HostGuard, HostTable};
 use crate::tls::Tls;
 use crate::work::cost;
@@ -121,6 +122,7 @@ impl ElectrumServer {
             "electrum",
         );
         let budget = connection::Shares::new(backend.config.answer_budget_bytes);
+        let balancers = Balancers::new(backend.config.hosts.balancers.clone());
         let config = &backend.config;
         let wanted = [
             (Some(config.addr), Framing::Lines, false),
@@ -146,6 +148,7 @@ impl ElectrumServer {
                 Places {
                     hosts: hosts.clone(),
                     cost: backend.config.cost,
+                    balancers: balancers.clone(),
                 },
                 &budget,
             )
@@ -173,10 +176,12 @@ impl ElectrumServer {
 }
 
 /// The places every listener of the server shares: connections in all, per host and per
-/// group.
+/// group; and the balancers whose connections name their clients.
+#[derive(Clone)]
 struct Places {
     hosts: Arc<HostTable>,
     cost: CostLimits,
+    balancers: Balancers,
 }
 
 impl Places {
@@ -226,28 +231,58 @@ async fn listen(
     tracing::info!("Electrum server listening for {transport} clients on {local}");
     let task = tokio::spawn(async move {
         loop {
-            let (stream, peer) = crate::listen::accept(&listener, "Electrum").await;
-            // Before any handshake: a refused client costs one accept and one close.
-            let Some(place) = places.take(peer) else {
-                drop(stream);
+            let (mut stream, peer) = crate::listen::accept(&listener, "Electrum").await;
+            if !places.balancers.trusts(peer.ip()) {
+                admit(stream, peer, &places, &backend, &budget, &transport);
+                continue;
+            }
+            // A balancer's connection: its client is known once its header is read, in a task
+            // of its own, a bounded number at once.
+            let Some(waiting) = places.balancers.wait_place() else {
+                proxy::refused("Electrum");
                 continue;
             };
-            let _ = stream.set_nodelay(true);
-            let client = Client {
-                peer,
-                backend: backend.clone(),
-                budget: budget.for_seat(place.seat()),
-            };
-            let transport = transport.clone();
-            let seat = place.seat();
-            let task = tokio::spawn(async move {
-                client.serve(stream, transport).await;
-                drop(place);
+            let (places, backend) = (places.clone(), backend.clone());
+            let (budget, transport) = (budget.clone(), transport.clone());
+            tokio::spawn(async move {
+                let Some(client) = proxy::client_of(&mut stream, peer, "Electrum").await else {
+                    return;
+                };
+                drop(waiting);
+                admit(stream, client, &places, &backend, &budget, &transport);
             });
-            seat.running(task.abort_handle());
         }
     });
     Ok((local, task))
+}
+
+/// Gives the client at `peer` a place and serves it in a task of its own, or closes its
+/// connection at once when no place is its (before any handshake: a refused client costs one
+/// accept and one close).
+fn admit(
+    stream: TcpStream,
+    peer: SocketAddr,
+    places: &Places,
+    backend: &Arc<Backend>,
+    budget: &connection::Shares,
+    transport: &Transport,
+) {
+    let Some(place) = places.take(peer) else {
+        return;
+    };
+    let _ = stream.set_nodelay(true);
+    let client = Client {
+        peer,
+        backend: backend.clone(),
+        budget: budget.for_seat(place.seat()),
+    };
+    let transport = transport.clone();
+    let seat = place.seat();
+    let task = tokio::spawn(async move {
+        client.serve(stream, transport).await;
+        drop(place);
+    });
+    seat.running(task.abort_handle());
 }
 
 /// One accepted client, before its transport is set up.

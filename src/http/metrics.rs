@@ -41,6 +41,8 @@ impl MetricsServer {
             hosts: None,
             health: None,
             cost: None,
+            // Prometheus scrapes it directly, never through a balancer.
+            balancers: crate::listen::proxy::Balancers::new(Vec::new()),
         };
         let task = tokio::spawn(super::serve::serve(
             listener,

@@ -3,16 +3,17 @@
 //! listener and the metrics listener.
 
 use std::convert::Infallible;
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
 
 use http_body_util::Full;
 use hyper::body::{Bytes, Incoming};
 use hyper::{Request, Response, StatusCode};
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpStream};
 
 use crate::config::{CostLimits, HostLimits};
+use crate::listen::proxy::{self, Balancers};
 use crate::listen::{HostGuard, HostTable, Refused, WriteDeadline};
 use crate::work::{cost, HostShares};
 
@@ -45,6 +46,8 @@ pub(super) struct Places {
     /// What a host's requests may cost (`None`: not counted): a host at the hard limit has its
     /// new connections closed at accept; any other pays [`cost::CONNECTION`] for each.
     pub cost: Option<CostLimits>,
+    /// The balancers whose connections open with a PROXY header naming their client.
+    pub balancers: Balancers,
 }
 
 impl Places {
@@ -55,9 +58,11 @@ impl Places {
             per_ip: 2,
             per_subnet: 4,
             exempt: hosts.exempt.clone(),
+            balancers: hosts.balancers.clone(),
         };
         Places {
             max_connections,
+            balancers: Balancers::new(hosts.balancers.clone()),
             hosts: Some(HostTable::with_total(hosts, max_connections, "HTTP")),
             health: Some(HostTable::new(checks, "HTTP health checks")),
             cost: Some(cost),
@@ -87,6 +92,7 @@ struct Held {
 
 /// The semaphores of a listener's places: every place of a listener without a host table, and
 /// the health checks' places.
+#[derive(Clone)]
 struct Permits {
     any: Arc<tokio::sync::Semaphore>,
     health: Arc<tokio::sync::Semaphore>,
@@ -166,54 +172,87 @@ pub(super) async fn serve<H, F>(
             places.health.as_ref().map_or(0, |_| HEALTH_PLACES),
         )),
     };
+    let places = Arc::new(places);
     loop {
-        let (stream, peer) = crate::listen::accept(&listener, what).await;
-        let held = match places.take(peer.ip(), &permits) {
-            Ok(held) => held,
-            Err(reason) => {
-                tracing::debug!("refusing {what} client {peer}: {reason}");
-                crate::metrics::metrics()
-                    .http_connections_refused
-                    .with_label_values(&[what, reason])
-                    .inc();
-                continue;
-            }
-        };
-        let handle = handle.clone();
-        let place = held.place;
-        // What the host's connections share (the query pool's share among them).
-        let shared = held
-            .host
-            .as_ref()
-            .map(HostGuard::shared)
-            .unwrap_or_default();
-        let seat = held.host.as_ref().map(HostGuard::seat);
-        let task = tokio::spawn(async move {
-            let _held = held;
-            let service = hyper::service::service_fn(move |req| {
-                let answered = handle(req, place, shared.clone());
-                async move { Ok::<_, Infallible>(answered.await) }
-            });
-            let stream = WriteDeadline::new(stream, WRITE_TIMEOUT);
-            let (head_within, keep_alive) = match place {
-                Place::Any => (REQUEST_TIMEOUT, true),
-                // One quick request, then the place is free again.
-                Place::HealthOnly => (HEALTH_REQUEST_TIMEOUT, false),
-            };
-            let conn = hyper::server::conn::http1::Builder::new()
-                .timer(hyper_util::rt::TokioTimer::new())
-                .header_read_timeout(head_within)
-                .keep_alive(keep_alive)
-                .max_buf_size(64 * 1024)
-                .serve_connection(hyper_util::rt::TokioIo::new(stream), service);
-            if let Err(e) = conn.await {
-                tracing::debug!("{what} client {peer}: {e}");
-            }
-        });
-        // A connection whose place is taken back for a newcomer ends with its task.
-        if let Some(seat) = seat {
-            seat.running(task.abort_handle());
+        let (mut stream, peer) = crate::listen::accept(&listener, what).await;
+        if !places.balancers.trusts(peer.ip()) {
+            admit(stream, peer, &places, &permits, handle.clone(), what);
+            continue;
         }
+        // A balancer's connection: its client is known once its header is read, in a task of
+        // its own, a bounded number at once.
+        let Some(waiting) = places.balancers.wait_place() else {
+            proxy::refused(what);
+            continue;
+        };
+        let (places, permits, handle) = (places.clone(), permits.clone(), handle.clone());
+        tokio::spawn(async move {
+            let Some(client) = proxy::client_of(&mut stream, peer, what).await else {
+                return;
+            };
+            drop(waiting);
+            admit(stream, client, &places, &permits, handle, what);
+        });
+    }
+}
+
+/// Gives the client at `peer` a place and serves it in a task of its own, or closes its
+/// connection at once (counted by why) when no place is its.
+fn admit<H, F>(
+    stream: TcpStream,
+    peer: SocketAddr,
+    places: &Places,
+    permits: &Permits,
+    handle: H,
+    what: &'static str,
+) where
+    H: Fn(Request<Incoming>, Place, Arc<HostShares>) -> F + Clone + Send + Sync + 'static,
+    F: std::future::Future<Output = Response<Full<Bytes>>> + Send + 'static,
+{
+    let held = match places.take(peer.ip(), permits) {
+        Ok(held) => held,
+        Err(reason) => {
+            tracing::debug!("refusing {what} client {peer}: {reason}");
+            crate::metrics::metrics()
+                .http_connections_refused
+                .with_label_values(&[what, reason])
+                .inc();
+            return;
+        }
+    };
+    let place = held.place;
+    // What the host's connections share (the query pool's share among them).
+    let shared = held
+        .host
+        .as_ref()
+        .map(HostGuard::shared)
+        .unwrap_or_default();
+    let seat = held.host.as_ref().map(HostGuard::seat);
+    let task = tokio::spawn(async move {
+        let _held = held;
+        let service = hyper::service::service_fn(move |req| {
+            let answered = handle(req, place, shared.clone());
+            async move { Ok::<_, Infallible>(answered.await) }
+        });
+        let stream = WriteDeadline::new(stream, WRITE_TIMEOUT);
+        let (head_within, keep_alive) = match place {
+            Place::Any => (REQUEST_TIMEOUT, true),
+            // One quick request, then the place is free again.
+            Place::HealthOnly => (HEALTH_REQUEST_TIMEOUT, false),
+        };
+        let conn = hyper::server::conn::http1::Builder::new()
+            .timer(hyper_util::rt::TokioTimer::new())
+            .header_read_timeout(head_within)
+            .keep_alive(keep_alive)
+            .max_buf_size(64 * 1024)
+            .serve_connection(hyper_util::rt::TokioIo::new(stream), service);
+        if let Err(e) = conn.await {
+            tracing::debug!("{what} client {peer}: {e}");
+        }
+    });
+    // A connection whose place is taken back for a newcomer ends with its task.
+    if let Some(seat) = seat {
+        seat.running(task.abort_handle());
     }
 }
 

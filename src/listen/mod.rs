@@ -8,6 +8,7 @@
 mod groups;
 mod hosts;
 pub mod log_limit;
+pub mod proxy;
 mod seats;
 mod stall;
 

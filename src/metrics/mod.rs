@@ -58,6 +58,9 @@ pub struct Metrics {
     /// HTTP connections closed at accept, by listener (`HTTP`, `metrics`) and the limit they
     /// met: `ip`, `subnet`, `limit`, `cost`.
     pub http_connections_refused: IntCounterVec,
+    /// Balancers' connections closed for their PROXY header (missing, malformed, late, or too
+    /// many waiting for one), by listener (`Electrum`, `HTTP`, `P2P`).
+    pub proxy_headers_refused: IntCounterVec,
     /// HTTP requests answered 503 because the query pool did not take them, by why:
     /// `queue_full`, `closed`.
     pub http_work_refused: IntCounterVec,
@@ -252,6 +255,16 @@ impl Metrics {
                         "HTTP connections closed at accept, by listener and the limit they met.",
                     ),
                     &["listener", "reason"],
+                ),
+            ),
+            proxy_headers_refused: registered(
+                &r,
+                IntCounterVec::new(
+                    opts(
+                        "proxy_headers_refused_total",
+                        "Balancers' connections closed for their PROXY header, by listener.",
+                    ),
+                    &["listener"],
                 ),
             ),
             http_work_refused: registered(

@@ -37,6 +37,7 @@ use tokio::net::{TcpListener, TcpStream};
 use crate::config::P2pConfig;
 use crate::datadir::space::SpaceWatch;
 use crate::kernel::{KernelError, Validator};
+use crate::listen::proxy::{self, Balancers};
 use crate::types::Network;
 use addrbook::AddrBook;
 pub use context::{MempoolAccess, PeerContext};
@@ -302,7 +303,9 @@ impl P2p {
                 Ok(listener) => {
                     listen_addr = listener.local_addr().ok();
                     tracing::info!("accepting peers on {}", listen_addr.unwrap_or(addr));
-                    tasks.push(tokio::spawn(accept_loop(listener, shared.clone())));
+                    let balancers = Balancers::new(config.inbound_balancers.clone());
+                    let accepting = accept_loop(listener, shared.clone(), balancers);
+                    tasks.push(tokio::spawn(accepting));
                 }
                 Err(source) if config.listen_required => {
                     return Err(P2pError::Listen { addr, source })
@@ -456,30 +459,53 @@ async fn keep_connected(shared: Arc<Shared>, addr: SocketAddr) {
 /// Accepts inbound peers, refusing banned addresses and any the inbound places do not admit. A
 /// connection holds its place from accept to close, handshake or not, so half-open connections
 /// count against the limits too (each is dropped after the handshake timeout).
-async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
-    let places = shared.ctx.inbound.clone();
+async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, balancers: Balancers) {
     loop {
-        let (stream, peer_addr) = crate::listen::accept(&listener, "P2P").await;
-        if shared.bans.is_banned(&peer_addr) {
+        let (mut stream, peer_addr) = crate::listen::accept(&listener, "P2P").await;
+        if !balancers.trusts(peer_addr.ip()) {
+            admit(stream, peer_addr, &shared);
             continue;
         }
-        let id = shared.ids.fetch_add(1, Ordering::SeqCst);
-        let Some(place) = places.admit(id, peer_addr) else {
-            tracing::debug!("refusing {peer_addr}: no inbound place for it");
+        // A balancer's connection: its peer is known once its header is read, in a task of its
+        // own, a bounded number at once.
+        let Some(waiting) = balancers.wait_place() else {
+            proxy::refused("P2P");
             continue;
         };
         let shared = shared.clone();
-        let task = tokio::spawn(async move {
-            let _place = place;
-            let v2 = shared.ctx.services.has(ServiceFlags::P2P_V2);
-            let why = peer::run(stream, peer_addr, true, v2, id, shared.ctx.clone()).await;
-            // As Core (`-debug=net`): an inbound peer's comings and goings are for debugging; a
-            // host that connects and hangs up in a loop would otherwise write the log.
-            tracing::debug!("peer {id} {peer_addr} (inbound): disconnected: {why}");
-            shared.punish(peer_addr, &why, false);
+        tokio::spawn(async move {
+            let Some(peer) = proxy::client_of(&mut stream, peer_addr, "P2P").await else {
+                return;
+            };
+            drop(waiting);
+            admit(stream, peer, &shared);
         });
-        places.running(id, task.abort_handle());
     }
+}
+
+/// Runs the inbound peer at `peer_addr` in a task of its own, unless it is banned or the
+/// inbound places do not admit it (its connection then closed at once).
+fn admit(stream: TcpStream, peer_addr: SocketAddr, shared: &Arc<Shared>) {
+    if shared.bans.is_banned(&peer_addr) {
+        return;
+    }
+    let places = shared.ctx.inbound.clone();
+    let id = shared.ids.fetch_add(1, Ordering::SeqCst);
+    let Some(place) = places.admit(id, peer_addr) else {
+        tracing::debug!("refusing {peer_addr}: no inbound place for it");
+        return;
+    };
+    let shared = shared.clone();
+    let task = tokio::spawn(async move {
+        let _place = place;
+        let v2 = shared.ctx.services.has(ServiceFlags::P2P_V2);
+        let why = peer::run(stream, peer_addr, true, v2, id, shared.ctx.clone()).await;
+        // As Core (`-debug=net`): an inbound peer's comings and goings are for debugging; a
+        // host that connects and hangs up in a loop would otherwise write the log.
+        tracing::debug!("peer {id} {peer_addr} (inbound): disconnected: {why}");
+        shared.punish(peer_addr, &why, false);
+    });
+    places.running(id, task.abort_handle());
 }
 
 /// How often the kernel's tip is looked at for announcements.

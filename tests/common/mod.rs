@@ -112,6 +112,19 @@ pub fn paid_scripts<'a>(blocks: impl IntoIterator<Item = &'a Block>) -> Vec<bitc
     scripts
 }
 
+/// A script's history as an Electrum server answers `get_history`: (txid, height) in order.
+pub fn electrum_history(
+    client: &impl electrum_client::ElectrumApi,
+    script: &bitcoin::Script,
+) -> Vec<(Txid, u32)> {
+    client
+        .script_get_history(script)
+        .expect("get_history")
+        .iter()
+        .map(|h| (h.tx_hash, h.height as u32))
+        .collect()
+}
+
 /// A file of `tests/data/` (data cairn did not make: BIP vectors, bitcoind's answers).
 pub fn data(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

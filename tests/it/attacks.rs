@@ -2882,13 +2882,19 @@ fn a_block_costs_subscriptions_the_block_only() {
     served
         .cairn
         .wait_for(&node.rpc(&["getbestblockhash"]), "the coins");
+    // A transaction whose request went unanswered is asked again after 60 s, as Core does
+    // (`GETDATA_TX_INTERVAL`): seen in CI under load, 296 of the 300 at 60 s.
     let pooled = metric_when(
         served.metrics,
         "cairn_mempool_transactions",
-        Duration::from_secs(60),
+        Duration::from_secs(150),
         |v| v >= 300.0,
     );
-    assert!(pooled.is_ok(), "cairn's mempool: {pooled:?}");
+    let theirs = node.rpc(&["getmempoolinfo"]);
+    assert!(
+        pooled.is_ok(),
+        "cairn's mempool: {pooled:?}; bitcoind's: {theirs}"
+    );
     let height: u64 = node.rpc(&["getblockcount"]).parse().unwrap();
     let method = "blockchain.silentpayments.subscribe";
     let spend = "0279be667ef9dcbbac55a06295ce870b07029bfcdb2dce28d959f2815b16f81798";

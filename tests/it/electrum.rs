@@ -299,13 +299,7 @@ fn every_method_answers_what_the_blocks_say() {
     for script in &scripts {
         let sh = ScriptHash::of(script);
         let want = &e.history[&sh];
-        let got: Vec<(bitcoin::Txid, u32)> = c
-            .script_get_history(script)
-            .unwrap()
-            .iter()
-            .map(|h| (h.tx_hash, h.height as u32))
-            .collect();
-        assert_eq!(&got, want);
+        assert_eq!(&common::electrum_history(&c, script), want);
         let status = c
             .script_subscribe(script)
             .unwrap()

@@ -228,3 +228,115 @@ fn a_session_survives_the_other_node_stopping_and_new_clients_go_to_the_survivor
     survivor.wait_for(&node.rpc(&["getbestblockhash"]), "survivor");
     assert_eq!(common::http::get(http, "/blocks/tip/height").2, "102");
 }
+
+/// HAProxy in front of one cairn that takes PROXY headers from it (`proxy_protocol_from`):
+/// Electrum over TCP with `send-proxy-v2`, HTTP with `send-proxy` (version 1). Every client
+/// reaches cairn from HAProxy's address, 127.0.0.1, yet cairn counts each by the address the
+/// header names.
+///
+/// 100 silent Electrum connections from 127.0.0.2 through the balancer get 12 places (the
+/// per-address limit; the rest are closed at accept, counted as `ip`), and an honest wallet
+/// from 127.0.0.3 through the same balancer is answered beside them, on a server of 40 places.
+/// A client that sends a PROXY header itself, not from the balancer, is closed unanswered; an
+/// HTTP request through the balancer is answered.
+///
+/// *Fails before the fix* (the same test with neither `proxy_protocol_from` nor `send-proxy`,
+/// as a4782f7 could only run): every client is HAProxy's 127.0.0.1, exempt from the
+/// per-address limits (as a balancer must be, or all its clients share one host's), so not one
+/// of the 100 is refused (`Err(0.0)` at the first check) and they hold every place.
+#[test]
+fn behind_a_balancer_each_client_counts_as_its_own_host() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (node, _) = Bitcoind::with_wallet(&tmp.path().join("bitcoind"), 101);
+    let (electrum, http, metrics) = (free_port(), free_port(), free_port());
+    let cairn = start_cairn(
+        &tmp.path().join("cairn"),
+        &[
+            format!("--connect=127.0.0.1:{}", node.p2p_port),
+            "--no-listen".into(),
+            format!("--electrum-addr=127.0.0.1:{electrum}"),
+            format!("--http-addr=127.0.0.1:{http}"),
+            format!("--metrics-addr=127.0.0.1:{metrics}"),
+            "--electrum-max-connections=40".into(),
+            "--proxy-protocol-from=127.0.0.1".into(),
+        ],
+    );
+    cairn.wait_for(&node.rpc(&["getbestblockhash"]), "sync");
+    let (front, http_front) = (free_port(), free_port());
+    let config = format!(
+        "defaults\n    timeout connect 5s\n    timeout client 1h\n    timeout server 1h\n\n\
+         frontend electrum\n    mode tcp\n    bind 127.0.0.1:{front}\n    default_backend cairn_electrum\n\n\
+         backend cairn_electrum\n    mode tcp\n    server node 127.0.0.1:{electrum} send-proxy-v2\n\n\
+         frontend http\n    mode http\n    bind 127.0.0.1:{http_front}\n    default_backend cairn_http\n\n\
+         backend cairn_http\n    mode http\n    server node 127.0.0.1:{http} send-proxy\n"
+    );
+    let path = tmp.path().join("haproxy.cfg");
+    std::fs::write(&path, config).unwrap();
+    let _haproxy = Haproxy(
+        Command::new("haproxy")
+            .arg("-f")
+            .arg(&path)
+            .arg("-db")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let front: SocketAddr = format!("127.0.0.1:{front}").parse().unwrap();
+    let start = Instant::now();
+    while TcpStream::connect(front).is_err() {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "HAProxy never listened"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let metrics: SocketAddr = format!("127.0.0.1:{metrics}").parse().unwrap();
+    let refused_ip = "cairn_electrum_connections_refused_total{reason=\"ip\"}";
+    let before = common::probe::metric(metrics, refused_ip);
+
+    // 100 silent connections from 127.0.0.2, through the balancer.
+    let _held: Vec<TcpStream> = (0..100)
+        .map(|_| common::peer::connect_from_with_rcvbuf("127.0.0.2", front, None).unwrap())
+        .collect();
+    let refused = common::probe::metric_when(metrics, refused_ip, Duration::from_secs(20), |v| {
+        v - before >= 88.0
+    });
+    assert!(
+        refused.is_ok(),
+        "127.0.0.2's connections beyond 12 refused: {refused:?}"
+    );
+    let held = common::probe::metric(metrics, "cairn_electrum_connections{transport=\"tcp\"}");
+    assert!(held <= 13.0, "{held} Electrum connections held");
+
+    // The honest wallet, through the same balancer, is answered.
+    let mut wallet = Lines::connect_from("127.0.0.3", front, "1.4");
+    assert_eq!(
+        wallet.call("blockchain.headers.subscribe", json!([]))["result"]["height"],
+        101
+    );
+
+    // A PROXY header from a client, not from the balancer: closed, unanswered.
+    let direct: SocketAddr = format!("127.0.0.1:{electrum}").parse().unwrap();
+    let mut forged = common::peer::connect_from_with_rcvbuf("127.0.0.3", direct, None).unwrap();
+    forged
+        .write_all(b"PROXY TCP4 10.9.8.7 127.0.0.1 1234 50001\r\n")
+        .unwrap();
+    forged
+        .write_all(b"{\"id\":1,\"method\":\"server.version\",\"params\":[]}\n")
+        .unwrap();
+    forged
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    let mut answer = String::new();
+    let read = BufReader::new(forged).read_line(&mut answer);
+    assert!(
+        matches!(read, Ok(0)) && answer.is_empty(),
+        "a forged PROXY header was answered: {read:?} {answer:?}"
+    );
+
+    // HTTP through the balancer, its header version 1.
+    let http_front: SocketAddr = format!("127.0.0.1:{http_front}").parse().unwrap();
+    let (status, _, body) = common::http::get(http_front, "/blocks/tip/height");
+    assert_eq!((status, body.as_str()), (200, "101"));
+}

@@ -288,13 +288,7 @@ fn tls_and_wss_answer_as_tcp_does() {
     assert!(scripts.len() > 20);
     for script in &scripts {
         let want = &e.history[&cairn::types::ScriptHash::of(script)];
-        let got: Vec<(bitcoin::Txid, u32)> = client
-            .script_get_history(script)
-            .unwrap()
-            .iter()
-            .map(|h| (h.tx_hash, h.height as u32))
-            .collect();
-        assert_eq!(&got, want);
+        assert_eq!(&common::electrum_history(&client, script), want);
     }
 }
 

@@ -50,6 +50,15 @@ impl Pair {
         self.index.sync(&self._validator).unwrap();
     }
 
+    /// The coin among `coins` ([`Pair::fund`]'s) that pays `script`.
+    pub(super) fn coin_paying(coins: &[(OutPoint, TxOut)], script: &ScriptBuf) -> OutPoint {
+        coins
+            .iter()
+            .find(|(_, out)| out.script_pubkey == *script)
+            .expect("a funded script")
+            .0
+    }
+
     /// Pays [`FUNDS`] to each script in one transaction of the test's, mined: the outputs, in
     /// order.
     pub(super) fn fund(&self, scripts: &[ScriptBuf]) -> Vec<(OutPoint, TxOut)> {
@@ -290,13 +299,7 @@ fn policy_script_flags_and_input_rules_agree_with_bitcoind() {
     ];
     scripts.extend(legacy.iter().cloned());
     let coins = pair.fund(&scripts);
-    let coin = |script: &ScriptBuf| {
-        coins
-            .iter()
-            .find(|(_, out)| out.script_pubkey == *script)
-            .unwrap()
-            .0
-    };
+    let coin = |script: &ScriptBuf| Pair::coin_paying(&coins, script);
     let bare = |script: &ScriptBuf, witness: Vec<Vec<u8>>| {
         spend_with(&pair, coin(script), ScriptBuf::new(), witness)
     };

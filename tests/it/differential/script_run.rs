@@ -106,13 +106,7 @@ fn script_run_flags_agree_with_bitcoind(judged: impl Fn(&str) -> bool) {
     ];
     let scripts: Vec<ScriptBuf> = outputs.iter().map(|s| (*s).clone()).collect();
     let coins = pair.fund(&scripts);
-    let coin = |script: &ScriptBuf| {
-        coins
-            .iter()
-            .find(|(_, out)| out.script_pubkey == *script)
-            .unwrap()
-            .0
-    };
+    let coin = |script: &ScriptBuf| Pair::coin_paying(&coins, script);
     let bare = |script: &ScriptBuf, witness: Vec<Vec<u8>>| {
         spend_with(&pair, coin(script), ScriptBuf::new(), witness)
     };
