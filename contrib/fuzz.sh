@@ -12,7 +12,7 @@ set -eu
 cd "$(dirname "$0")/../fuzz"
 SECONDS_=${1:-60}
 [ $# -gt 0 ] && shift
-TARGETS=${*:-electrum_request p2p_message blk_scan tx_checks addr_book headers_sync script_rules script_interpreter}
+TARGETS=${*:-electrum_request p2p_message blk_scan tx_checks addr_book headers_sync script_rules script_interpreter proxy_header}
 rustup toolchain list | grep -q '^nightly' || rustup toolchain install nightly --profile minimal
 command -v cargo-fuzz >/dev/null 2>&1 || cargo install cargo-fuzz --locked
 export CARGO_TARGET_DIR="${CAIRN_FUZZ_TARGET_DIR:-/var/tmp/cairn-fuzz-target}"

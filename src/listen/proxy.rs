@@ -37,7 +37,7 @@ const V1_MAX: usize = 107;
 /// The most bytes of a version 2 header read: its 16 fixed bytes, then addresses and TLVs
 /// (HAProxy sends 12 address bytes for IPv4, 36 for IPv6, and TLVs only when configured to);
 /// a header that says it is longer is refused unread.
-const V2_MAX: usize = 16 + 512;
+pub const MAX_HEADER: usize = 16 + 512;
 
 /// Who a connection from a balancer carries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -161,8 +161,8 @@ async fn read_whole<S: AsyncRead + Unpin>(stream: &mut S) -> Result<Vec<u8>, Pro
             }
             let len = usize::from(u16::from_be_bytes([header[14], header[15]]));
             let whole = V2_FIXED + len;
-            if whole > V2_MAX {
-                return Err(ProxyError::TooLong(V2_MAX));
+            if whole > MAX_HEADER {
+                return Err(ProxyError::TooLong(MAX_HEADER));
             }
             header.resize(whole, 0);
             stream.read_exact(&mut header[V2_FIXED..]).await?;

@@ -236,7 +236,9 @@ fn a_session_survives_the_other_node_stopping_and_new_clients_go_to_the_survivor
 ///
 /// 100 silent Electrum connections from 127.0.0.2 through the balancer get 12 places (the
 /// per-address limit; the rest are closed at accept, counted as `ip`), and an honest wallet
-/// from 127.0.0.3 through the same balancer is answered beside them, on a server of 40 places.
+/// from 127.0.0.3 through the same balancer is answered beside them, on a server of 40 places;
+/// over TLS through the balancer the wallet is answered and 127.0.0.2 closed before its
+/// handshake (its limit is every Electrum listener's together).
 /// A client that sends a PROXY header itself, not from the balancer, is closed unanswered; an
 /// HTTP request through the balancer is answered.
 ///
@@ -248,13 +250,14 @@ fn a_session_survives_the_other_node_stopping_and_new_clients_go_to_the_survivor
 fn behind_a_balancer_each_client_counts_as_its_own_host() {
     let tmp = tempfile::tempdir().unwrap();
     let (node, _) = Bitcoind::with_wallet(&tmp.path().join("bitcoind"), 101);
-    let (electrum, http, metrics) = (free_port(), free_port(), free_port());
+    let (electrum, http, metrics, tls) = (free_port(), free_port(), free_port(), free_port());
     let cairn = start_cairn(
         &tmp.path().join("cairn"),
         &[
             format!("--connect=127.0.0.1:{}", node.p2p_port),
             "--no-listen".into(),
             format!("--electrum-addr=127.0.0.1:{electrum}"),
+            format!("--electrum-tls-addr=127.0.0.1:{tls}"),
             format!("--http-addr=127.0.0.1:{http}"),
             format!("--metrics-addr=127.0.0.1:{metrics}"),
             "--electrum-max-connections=40".into(),
@@ -262,11 +265,13 @@ fn behind_a_balancer_each_client_counts_as_its_own_host() {
         ],
     );
     cairn.wait_for(&node.rpc(&["getbestblockhash"]), "sync");
-    let (front, http_front) = (free_port(), free_port());
+    let (front, http_front, tls_front) = (free_port(), free_port(), free_port());
     let config = format!(
         "defaults\n    timeout connect 5s\n    timeout client 1h\n    timeout server 1h\n\n\
          frontend electrum\n    mode tcp\n    bind 127.0.0.1:{front}\n    default_backend cairn_electrum\n\n\
          backend cairn_electrum\n    mode tcp\n    server node 127.0.0.1:{electrum} send-proxy-v2\n\n\
+         frontend electrum_tls\n    mode tcp\n    bind 127.0.0.1:{tls_front}\n    default_backend cairn_tls\n\n\
+         backend cairn_tls\n    mode tcp\n    server node 127.0.0.1:{tls} send-proxy-v2\n\n\
          frontend http\n    mode http\n    bind 127.0.0.1:{http_front}\n    default_backend cairn_http\n\n\
          backend cairn_http\n    mode http\n    server node 127.0.0.1:{http} send-proxy\n"
     );
@@ -314,6 +319,26 @@ fn behind_a_balancer_each_client_counts_as_its_own_host() {
     assert_eq!(
         wallet.call("blockchain.headers.subscribe", json!([]))["result"]["height"],
         101
+    );
+
+    // Over TLS through the balancer (the header read before the handshake): the wallet's
+    // address is answered, and 127.0.0.2, at its limit on every Electrum listener together, is
+    // closed before its handshake.
+    let tls_front: SocketAddr = format!("127.0.0.1:{tls_front}").parse().unwrap();
+    let mut secured = BufReader::new(common::probe::tls_from("127.0.0.3", tls_front));
+    secured
+        .get_mut()
+        .write_all(b"{\"id\":1,\"method\":\"server.version\",\"params\":[\"t\",\"1.4\"]}\n")
+        .unwrap();
+    let mut answer = String::new();
+    secured.read_line(&mut answer).unwrap();
+    assert!(answer.contains("\"result\""), "over TLS: {answer}");
+    let mut over = common::peer::connect_from_with_rcvbuf("127.0.0.2", tls_front, None).unwrap();
+    over.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let mut byte = [0u8; 1];
+    assert!(
+        matches!(std::io::Read::read(&mut over, &mut byte), Ok(0)),
+        "127.0.0.2 over TLS beyond its limit was not closed"
     );
 
     // A PROXY header from a client, not from the balancer: closed, unanswered.

@@ -158,7 +158,7 @@ proptest! {
     fn any_bytes_are_read_within_bounds(bytes in proptest::collection::vec(any::<u8>(), 0..700)) {
         let (got, rest) = read(&bytes);
         let used = bytes.len() - rest.len();
-        prop_assert!(used <= V2_MAX);
+        prop_assert!(used <= MAX_HEADER);
         if got.is_ok() {
             prop_assert_eq!(parse(&bytes[..used]).ok(), got.ok());
         }
