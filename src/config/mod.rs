@@ -69,6 +69,8 @@ pub struct Settings {
     pub metrics_addr: Option<SocketAddr>,
     /// Whether the status page shows peers' addresses and the data folder.
     pub status_page_details: bool,
+    /// Blocks the kernel may be behind the best header before `/health` answers 503.
+    pub health_max_blocks_behind: u32,
     /// Whether the index builds and serves BIP158 filters.
     pub block_filters: bool,
     /// Whether the index builds BIP352 silent-payment tweaks.
@@ -143,6 +145,7 @@ impl Settings {
             query_threads: positive("query_threads", o.query_threads.unwrap_or(4))?,
             metrics_addr: o.metrics_addr,
             status_page_details: o.status_page_details.unwrap_or(false),
+            health_max_blocks_behind: o.health_max_blocks_behind.unwrap_or(1),
             block_filters: o.block_filters.unwrap_or(true),
             silent_payments: o.silent_payments.unwrap_or(false),
             index_cache_bytes: index_cache_mb << 20,
@@ -363,7 +366,7 @@ fn electrum_config(network: Network, o: &FileConfig) -> Result<ElectrumConfig, C
         electrum.hosts.exempt = subnets("host_limit_exempt", list)?;
     }
     if let Some(list) = &o.proxy_protocol_from {
-        electrum.hosts.balancers = subnets("proxy_protocol_from", list)?;
+        electrum.hosts.balancers = balancers(list, &electrum.hosts.exempt)?;
     }
     electrum.cost = cost_limits(CostLimits::default(), electrum_cost(o))?;
     at_least_per_ip(&electrum.hosts, "electrum_max_connections_per_subnet")?;
@@ -479,6 +482,32 @@ fn at_least_per_ip(hosts: &HostLimits, option: &'static str) -> Result<(), Confi
         });
     }
     Ok(())
+}
+
+/// The balancers `proxy_protocol_from` lists. None may be every address, nor share an address
+/// with `exempt`: what connects from there (a local Tor onion service) sends no header, and
+/// would either be closed for it or, if it sent one, choose whose address it counts as.
+fn balancers(list: &[String], exempt: &[Subnet]) -> Result<Vec<Subnet>, ConfigError> {
+    let balancers = subnets("proxy_protocol_from", list)?;
+    for b in &balancers {
+        let refuse = |message: String| ConfigError::Invalid {
+            option: "proxy_protocol_from",
+            message,
+        };
+        if b.is_everything() {
+            return Err(refuse(format!(
+                "{b} is every address: list the balancers' own"
+            )));
+        }
+        if let Some(e) = exempt.iter().find(|e| e.overlaps(b)) {
+            return Err(refuse(format!(
+                "{b} overlaps host_limit_exempt's {e} (a local Tor onion service connects from \
+                 there without a header): give the balancer a source address of its own \
+                 (HAProxy: `source 127.0.0.4` on the backend) and list that"
+            )));
+        }
+    }
+    Ok(balancers)
 }
 
 /// The hosts a list of addresses and subnets names (`host_limit_exempt`,

@@ -354,6 +354,10 @@ options! {
             default_missing_value = "true"
         )]
         pub status_page_details: Option<bool>,
+        /// Blocks the kernel may be behind the best header its peers announced before
+        /// `/health` answers 503, so that a balancer drains the node [default: 1].
+        #[arg(env = "CAIRN_HEALTH_MAX_BLOCKS_BEHIND", value_name = "BLOCKS")]
+        pub health_max_blocks_behind: Option<u32>,
         /// Whether the index builds and serves BIP158 filters [default: true].
         #[arg(
             env = "CAIRN_BLOCK_FILTERS",

@@ -438,3 +438,33 @@ fn mempool_policy_options_refuse_bad_values_by_name_and_apply_good_ones() {
     let err = Settings::resolve(bad, FileConfig::default()).unwrap_err();
     assert!(err.to_string().contains("mempool_policy"), "{err}");
 }
+
+#[test]
+fn balancers_are_neither_everyone_nor_exempt_hosts() {
+    let settings = |args: &[&str]| {
+        let flags = parse(args).unwrap();
+        Settings::resolve(FileConfig::default(), flags.options())
+    };
+    let ok = settings(&["--proxy-protocol-from=10.0.0.5,2001:db8::/64"]).unwrap();
+    assert_eq!(ok.electrum.hosts.balancers.len(), 2);
+    assert_eq!(ok.http_hosts.balancers, ok.electrum.hosts.balancers);
+    assert_eq!(ok.p2p.inbound_balancers, ok.electrum.hosts.balancers);
+    // The default exempt hosts are loopback's own address: a balancer there would share it.
+    let err = settings(&["--proxy-protocol-from=127.0.0.1"])
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("overlaps host_limit_exempt"), "{err}");
+    let apart = [
+        "--proxy-protocol-from=127.0.0.1",
+        "--host-limit-exempt=::1/128",
+    ];
+    assert!(settings(&apart).is_ok());
+    let err = settings(&["--proxy-protocol-from=0.0.0.0/0"])
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("every address"), "{err}");
+    let err = settings(&["--proxy-protocol-from=nonsense"])
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("proxy_protocol_from"), "{err}");
+}

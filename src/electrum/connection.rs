@@ -101,18 +101,26 @@ pub async fn run(
     let reader = tokio::spawn(async move {
         let mut reader = BufReader::with_capacity(64 * 1024, read_half);
         let mut buf = Vec::with_capacity(4096);
-        let mut first = true;
+        // The connection's first bytes, until they tell whether it opened with a PROXY header.
+        let mut opening: Option<Vec<u8>> = Some(Vec::new());
         loop {
             let incoming = match read_line_limited(&mut reader, &mut buf, limit).await {
                 Ok(LineRead::Line) => {
                     // A PROXY header from a client no balancer vouches for (`proxy_protocol_from`
                     // lists the balancers): closed, never answered as if it were a request.
-                    if std::mem::take(&mut first) && crate::listen::proxy::starts_like_header(&buf)
-                    {
-                        tracing::debug!(
-                            "electrum client {peer}: a PROXY header, not from a balancer"
-                        );
-                        break;
+                    if let Some(first) = opening.as_mut() {
+                        first.extend(buf.iter().take(12 - first.len().min(12)));
+                        match crate::listen::proxy::opens_with_header(first) {
+                            Some(true) => {
+                                tracing::debug!(
+                                    "electrum client {peer}: a PROXY header, not from a balancer"
+                                );
+                                break;
+                            }
+                            Some(false) => opening = None,
+                            // Blank lines and a NUL so far: nothing to answer yet.
+                            None => continue,
+                        }
                     }
                     let line = buf.trim_ascii();
                     if line.is_empty() {

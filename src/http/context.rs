@@ -38,6 +38,9 @@ pub struct HttpContext {
     pub cost: CostLimits,
     /// Broadcasts' refusals, kept while the mempool and the tip stay.
     pub verdicts: VerdictCache,
+    /// Blocks the kernel may be behind the best header while `/health` answers 200
+    /// (`health_max_blocks_behind`).
+    pub health_max_blocks_behind: u32,
 }
 
 /// One request's access to what the endpoints read: every view it takes is metered, and what

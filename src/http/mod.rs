@@ -312,8 +312,7 @@ fn health(ctx: &HttpContext) -> Response<Full<Bytes>> {
     let index = ctx.model.index().tip();
     let reason = unhealthy(
         ctx.model.validator().initial_download(),
-        &kernel,
-        &best,
+        (&kernel, &best, ctx.health_max_blocks_behind),
         index,
     );
     let body = json!({
@@ -334,21 +333,21 @@ fn health(ctx: &HttpContext) -> Response<Full<Bytes>> {
 }
 
 /// Why a node should get no wallets, if it should not: still in its initial download, its
-/// kernel more than one block behind the best header it knows, or its index not at the
-/// kernel's tip.
+/// kernel more than `max_behind` blocks behind the best header it knows (`chain`: the kernel's
+/// tip, the best header, `max_behind`), or its index not at the kernel's tip.
 fn unhealthy(
     syncing: Option<crate::kernel::SyncProgress>,
-    kernel: &crate::kernel::ChainTip,
-    best: &crate::kernel::ChainTip,
+    chain: (&crate::kernel::ChainTip, &crate::kernel::ChainTip, u32),
     index: Option<(u32, BlockHash)>,
 ) -> Option<String> {
+    let (kernel, best, max_behind) = chain;
     if let Some(sync) = syncing {
         return Some(format!(
             "initial download: height {} of {}",
             sync.height, sync.headers
         ));
     }
-    if best.height > kernel.height.saturating_add(1) {
+    if best.height > kernel.height.saturating_add(i64::from(max_behind)) {
         return Some(format!(
             "the kernel is at height {}, the best header at {}",
             kernel.height, best.height
@@ -512,16 +511,24 @@ mod tests {
     fn healthy_only_in_sync_with_the_index_at_the_kernels_tip() {
         let (kernel, hash) = (tip(100, 1), BlockHash::from_byte_array([1; 32]));
         assert_eq!(
-            unhealthy(None, &kernel, &tip(100, 1), Some((100, hash))),
+            unhealthy(None, (&kernel, &tip(100, 1), 1), Some((100, hash))),
             None
         );
         // One block behind the best header is still in sync (it is being validated).
         assert_eq!(
-            unhealthy(None, &kernel, &tip(101, 2), Some((100, hash))),
+            unhealthy(None, (&kernel, &tip(101, 2), 1), Some((100, hash))),
             None
         );
-        let reason =
-            |syncing, best: ChainTip, index| unhealthy(syncing, &kernel, &best, index).unwrap();
+        // As far behind as `health_max_blocks_behind` allows, and no further.
+        assert_eq!(
+            unhealthy(None, (&kernel, &tip(106, 2), 6), Some((100, hash))),
+            None
+        );
+        assert!(unhealthy(None, (&kernel, &tip(107, 2), 6), Some((100, hash))).is_some());
+        assert!(unhealthy(None, (&kernel, &tip(101, 2), 0), Some((100, hash))).is_some());
+        let reason = |syncing, best: ChainTip, index| {
+            unhealthy(syncing, (&kernel, &best, 1), index).unwrap()
+        };
         assert_eq!(
             reason(
                 Some(SyncProgress {

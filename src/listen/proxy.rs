@@ -26,8 +26,9 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use crate::types::Subnet;
 
 /// How long a balancer may take to send a connection's header: it sends it as it connects.
-pub const HEADER_TIMEOUT: Duration = Duration::from_secs(5);
-/// Connections of the balancers waiting for their header at once, over every balancer.
+pub const HEADER_TIMEOUT: Duration = Duration::from_secs(3);
+/// Connections of the balancers waiting for their header at once, over every balancer of one
+/// service (Electrum's listeners together, HTTP's, P2P's).
 pub const PENDING: usize = 256;
 /// A version 2 header's fixed part: its signature, version and command, family and protocol,
 /// and the length of what follows.
@@ -35,9 +36,10 @@ const V2_FIXED: usize = 16;
 /// The longest version 1 header, its line end included (the specification's 107 bytes).
 const V1_MAX: usize = 107;
 /// The most bytes of a version 2 header read: its 16 fixed bytes, then addresses and TLVs
-/// (HAProxy sends 12 address bytes for IPv4, 36 for IPv6, and TLVs only when configured to);
-/// a header that says it is longer is refused unread.
-pub const MAX_HEADER: usize = 16 + 512;
+/// (HAProxy sends 12 address bytes for IPv4, 36 for IPv6, and TLVs only when configured to:
+/// its SSL, unique-id and authority TLVs together stay far below); a header that says it is
+/// longer is refused unread.
+pub const MAX_HEADER: usize = 16 + 1024;
 
 /// Who a connection from a balancer carries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -176,20 +178,20 @@ async fn read_whole<S: AsyncRead + Unpin>(stream: &mut S) -> Result<Vec<u8>, Pro
 pub fn parse(header: &[u8]) -> Result<Proxied, ProxyError> {
     let malformed = |e: &dyn std::fmt::Display| ProxyError::Malformed(e.to_string());
     match HeaderResult::parse(header) {
-        HeaderResult::V1(Ok(h)) if h.header.len() == header.len() => Ok(match h.addresses {
+        HeaderResult::V1(Ok(h)) if h.header.len() == header.len() => match h.addresses {
             v1::Addresses::Tcp4(a) => client(a.source_address.into(), a.source_port),
             v1::Addresses::Tcp6(a) => client(a.source_address.into(), a.source_port),
-            v1::Addresses::Unknown => Proxied::Balancer,
-        }),
-        HeaderResult::V2(Ok(h)) if h.len() == header.len() => Ok(match (h.command, h.addresses) {
+            v1::Addresses::Unknown => Ok(Proxied::Balancer),
+        },
+        HeaderResult::V2(Ok(h)) if h.len() == header.len() => match (h.command, h.addresses) {
             (v2::Command::Proxy, v2::Addresses::IPv4(a)) => {
                 client(a.source_address.into(), a.source_port)
             }
             (v2::Command::Proxy, v2::Addresses::IPv6(a)) => {
                 client(a.source_address.into(), a.source_port)
             }
-            _ => Proxied::Balancer,
-        }),
+            _ => Ok(Proxied::Balancer),
+        },
         HeaderResult::V1(Ok(_)) | HeaderResult::V2(Ok(_)) => {
             Err(ProxyError::Malformed("bytes after the header".into()))
         }
@@ -198,18 +200,29 @@ pub fn parse(header: &[u8]) -> Result<Proxied, ProxyError> {
     }
 }
 
-fn client(ip: IpAddr, port: u16) -> Proxied {
-    Proxied::Client(SocketAddr::new(ip.to_canonical(), port))
+fn client(ip: IpAddr, port: u16) -> Result<Proxied, ProxyError> {
+    let ip = ip.to_canonical();
+    // No client connects from an unspecified address; one named so would pass for local.
+    if ip.is_unspecified() {
+        return Err(ProxyError::Malformed(format!("client address {ip}")));
+    }
+    Ok(Proxied::Client(SocketAddr::new(ip, port)))
 }
 
-/// Whether a connection's first bytes could begin a PROXY header (`PROXY ` or version 2's
-/// signature, as far as they go): from a client no balancer vouches for, such a connection is
-/// closed, never answered as if the header were its request.
-pub fn starts_like_header(first: &[u8]) -> bool {
-    let v1 = b"PROXY ";
-    let n = first.len().min(v1.len());
-    let m = first.len().min(v2::PROTOCOL_PREFIX.len());
-    !first.is_empty() && (first[..n] == v1[..n] || first[..m] == v2::PROTOCOL_PREFIX[..m])
+/// Whether a connection that opened with `opening` (its first bytes, up to 12) opened with a
+/// PROXY header: `Some(true)` for `PROXY ` or version 2's whole signature, `Some(false)` for
+/// anything else, `None` while `opening` is a shorter part of version 2's signature (blank
+/// lines and a NUL: no request yet). From a client no balancer vouches for, such a connection
+/// is closed, never answered as if the header were its request.
+pub fn opens_with_header(opening: &[u8]) -> Option<bool> {
+    if opening.starts_with(b"PROXY ") || opening.starts_with(v2::PROTOCOL_PREFIX) {
+        return Some(true);
+    }
+    let n = opening.len().min(v2::PROTOCOL_PREFIX.len());
+    match opening[..n] == v2::PROTOCOL_PREFIX[..n] {
+        true if n < v2::PROTOCOL_PREFIX.len() => None,
+        _ => Some(false),
+    }
 }
 
 #[cfg(test)]

@@ -140,6 +140,7 @@ impl Services {
                     pool: pool.clone(),
                     cost: settings.http_cost,
                     verdicts: Default::default(),
+                    health_max_blocks_behind: settings.health_max_blocks_behind,
                 };
                 Some(
                     HttpServer::start(

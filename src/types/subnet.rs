@@ -27,6 +27,16 @@ impl Subnet {
         }
     }
 
+    /// Whether this subnet and `other` share an address (one holds the other).
+    pub fn overlaps(&self, other: &Subnet) -> bool {
+        self.contains(other.net) || other.contains(self.net)
+    }
+
+    /// Whether it is every address of its family (a prefix of 0).
+    pub fn is_everything(&self) -> bool {
+        self.prefix == 0
+    }
+
     /// Whether `ip` is in this subnet.
     pub fn contains(&self, ip: IpAddr) -> bool {
         let ip = ip.to_canonical();

@@ -230,9 +230,10 @@ fn a_session_survives_the_other_node_stopping_and_new_clients_go_to_the_survivor
 }
 
 /// HAProxy in front of one cairn that takes PROXY headers from it (`proxy_protocol_from`):
-/// Electrum over TCP with `send-proxy-v2`, HTTP with `send-proxy` (version 1). Every client
-/// reaches cairn from HAProxy's address, 127.0.0.1, yet cairn counts each by the address the
-/// header names.
+/// Electrum over TCP with `send-proxy-v2`, HTTP with `send-proxy` (version 1), HAProxy's
+/// health checks of the node through the header too (`check-send-proxy`). Every client reaches
+/// cairn from HAProxy's address, 127.0.0.4 (its `source`: 127.0.0.1 stays a local Tor's,
+/// exempt, and no balancer may share it), yet cairn counts each by the address the header names.
 ///
 /// 100 silent Electrum connections from 127.0.0.2 through the balancer get 12 places (the
 /// per-address limit; the rest are closed at accept, counted as `ip`), and an honest wallet
@@ -242,8 +243,8 @@ fn a_session_survives_the_other_node_stopping_and_new_clients_go_to_the_survivor
 /// A client that sends a PROXY header itself, not from the balancer, is closed unanswered; an
 /// HTTP request through the balancer is answered.
 ///
-/// *Fails before the fix* (the same test with neither `proxy_protocol_from` nor `send-proxy`,
-/// as a4782f7 could only run): every client is HAProxy's 127.0.0.1, exempt from the
+/// *Fails before the fix* (the same test with neither `proxy_protocol_from` nor `send-proxy` nor
+/// `source`, as a4782f7 could only run): every client is HAProxy's 127.0.0.1, exempt from the
 /// per-address limits (as a balancer must be, or all its clients share one host's), so not one
 /// of the 100 is refused (`Err(0.0)` at the first check) and they hold every place.
 #[test]
@@ -261,7 +262,7 @@ fn behind_a_balancer_each_client_counts_as_its_own_host() {
             format!("--http-addr=127.0.0.1:{http}"),
             format!("--metrics-addr=127.0.0.1:{metrics}"),
             "--electrum-max-connections=40".into(),
-            "--proxy-protocol-from=127.0.0.1".into(),
+            "--proxy-protocol-from=127.0.0.4".into(),
         ],
     );
     cairn.wait_for(&node.rpc(&["getbestblockhash"]), "sync");
@@ -269,11 +270,12 @@ fn behind_a_balancer_each_client_counts_as_its_own_host() {
     let config = format!(
         "defaults\n    timeout connect 5s\n    timeout client 1h\n    timeout server 1h\n\n\
          frontend electrum\n    mode tcp\n    bind 127.0.0.1:{front}\n    default_backend cairn_electrum\n\n\
-         backend cairn_electrum\n    mode tcp\n    server node 127.0.0.1:{electrum} send-proxy-v2\n\n\
+         backend cairn_electrum\n    mode tcp\n    source 127.0.0.4\n    option httpchk GET /health\n    http-check expect status 200\n    \
+         server node 127.0.0.1:{electrum} send-proxy-v2 check port {http} check-send-proxy inter 500ms\n\n\
          frontend electrum_tls\n    mode tcp\n    bind 127.0.0.1:{tls_front}\n    default_backend cairn_tls\n\n\
-         backend cairn_tls\n    mode tcp\n    server node 127.0.0.1:{tls} send-proxy-v2\n\n\
+         backend cairn_tls\n    mode tcp\n    source 127.0.0.4\n    server node 127.0.0.1:{tls} send-proxy-v2\n\n\
          frontend http\n    mode http\n    bind 127.0.0.1:{http_front}\n    default_backend cairn_http\n\n\
-         backend cairn_http\n    mode http\n    server node 127.0.0.1:{http} send-proxy\n"
+         backend cairn_http\n    mode http\n    source 127.0.0.4\n    server node 127.0.0.1:{http} send-proxy\n"
     );
     let path = tmp.path().join("haproxy.cfg");
     std::fs::write(&path, config).unwrap();
@@ -314,7 +316,10 @@ fn behind_a_balancer_each_client_counts_as_its_own_host() {
     let held = common::probe::metric(metrics, "cairn_electrum_connections{transport=\"tcp\"}");
     assert!(held <= 13.0, "{held} Electrum connections held");
 
-    // The honest wallet, through the same balancer, is answered.
+    // After HAProxy's health checks have run (through the PROXY header: one refused would mark
+    // the node down, three failures at 500 ms), the honest wallet, through the same balancer,
+    // is answered.
+    std::thread::sleep(Duration::from_secs(2));
     let mut wallet = Lines::connect_from("127.0.0.3", front, "1.4");
     assert_eq!(
         wallet.call("blockchain.headers.subscribe", json!([]))["result"]["height"],

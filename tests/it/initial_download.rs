@@ -3,7 +3,8 @@
 //! answers every request but `server.*` with "server is syncing: height 0 of 30",
 //! `server.features` and `cairn status` say so, the HTTP endpoints (the health check among
 //! them) answer 503; once the peer sends the blocks everything answers from the synced chain,
-//! by itself.
+//! by itself. A synced node that falls more than `health_max_blocks_behind` blocks behind its
+//! peers' headers answers `/health` 503 until it catches up.
 
 use crate::common;
 
@@ -156,4 +157,103 @@ fn while_syncing_clients_are_told_so_and_served_once_synced() {
     );
     drop(cairn);
     let _ = served.join();
+}
+
+/// The blocks of `blocks` (heights from 1) up to `upto` that cairn asked for, sent as it asks
+/// (what it asked for above `upto` is kept in `asked` for later): returns once every block up to
+/// `upto` has been sent.
+fn serve_to(
+    peer: &mut ScriptedPeer,
+    blocks: &[bitcoin::Block],
+    asked: &mut Vec<bitcoin::BlockHash>,
+    sent: &mut usize,
+    upto: usize,
+) {
+    loop {
+        asked.retain(|hash| {
+            let Some(i) = blocks.iter().position(|b| b.block_hash() == *hash) else {
+                return false;
+            };
+            if i >= upto {
+                return true;
+            }
+            peer.send(NetworkMessage::Block(blocks[i].clone())).unwrap();
+            *sent += 1;
+            false
+        });
+        if *sent >= upto {
+            return;
+        }
+        let more = peer
+            .recv_until(|m| match m {
+                NetworkMessage::GetData(items) => Some(items.clone()),
+                _ => None,
+            })
+            .expect("getdata");
+        asked.extend(more.iter().filter_map(|item| match item {
+            Inventory::WitnessBlock(hash) | Inventory::Block(hash) => Some(*hash),
+            _ => None,
+        }));
+    }
+}
+
+/// `health_max_blocks_behind`: a synced node whose peer announces 10 new headers and holds
+/// their blocks back answers `/health` 503 (10 behind, over the 3 allowed), so a balancer drains
+/// it; 200 again once it is within 3 blocks (7 of the 10 given), and at the tip.
+#[test]
+fn a_node_behind_its_peers_is_drained_until_it_catches_up() {
+    let blocks = common::chain(40, 3, 7);
+    let tmp = tempfile::tempdir().unwrap();
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let http = free_port();
+    let cairn = start_cairn(
+        &tmp.path().join("cairn"),
+        &[
+            format!(
+                "--connect=127.0.0.1:{}",
+                listener.local_addr().unwrap().port()
+            ),
+            "--no-listen".into(),
+            format!("--http-addr=127.0.0.1:{http}"),
+            "--health-max-blocks-behind=3".into(),
+        ],
+    );
+    let mut peer = ScriptedPeer::over(common::peer::accept_v1(&listener));
+    peer.handshake();
+    peer.recv_until(|m| matches!(m, NetworkMessage::GetHeaders(_)).then_some(()))
+        .expect("getheaders");
+    let headers = |range: std::ops::Range<usize>| {
+        NetworkMessage::Headers(blocks[range].iter().map(|b| b.header).collect())
+    };
+    peer.send(headers(0..30)).unwrap();
+    let (mut asked, mut sent) = (Vec::new(), 0);
+    serve_to(&mut peer, &blocks, &mut asked, &mut sent, 30);
+    cairn.status_when(|s| s["index_tip"]["height"] == 30 && s["syncing"].is_null());
+    assert!(http_get(http, "/health").starts_with("HTTP/1.1 200"));
+
+    // Ten new headers, their blocks held back.
+    peer.send(headers(30..40)).unwrap();
+    let start = Instant::now();
+    let behind = loop {
+        let health = http_get(http, "/health");
+        if health.contains("the best header at 40") {
+            break health;
+        }
+        assert!(start.elapsed() < Duration::from_secs(30), "{health}");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert!(
+        behind.starts_with("HTTP/1.1 503")
+            && behind.contains("the kernel is at height 30, the best header at 40"),
+        "{behind}"
+    );
+
+    // Within three blocks of the best header: healthy again.
+    serve_to(&mut peer, &blocks, &mut asked, &mut sent, 37);
+    cairn.status_when(|s| s["index_tip"]["height"] == 37);
+    let near = http_get(http, "/health");
+    assert!(near.starts_with("HTTP/1.1 200"), "{near}");
+    serve_to(&mut peer, &blocks, &mut asked, &mut sent, 40);
+    cairn.status_when(|s| s["index_tip"]["height"] == 40);
+    assert!(http_get(http, "/health").starts_with("HTTP/1.1 200"));
 }

@@ -44,7 +44,7 @@ fn version_1_headers_name_the_client_and_leave_what_follows() {
 fn version_2_headers_name_the_client_skip_tlvs_and_local_is_the_balancer() {
     let from: SocketAddr = "127.0.0.3:40000".parse().unwrap();
     let to: SocketAddr = "127.0.0.1:50001".parse().unwrap();
-    for tlv in [0, 1, 40, 400] {
+    for tlv in [0, 1, 40, 400, 1000] {
         let mut bytes = v2_header(v2::Command::Proxy, from, to, tlv);
         bytes.extend_from_slice(b"after");
         let (got, rest) = read(&bytes);
@@ -80,7 +80,7 @@ fn what_is_no_whole_header_is_refused() {
         );
     }
     // Longer than cairn reads: refused from its length alone.
-    let long = v2_header(v2::Command::Proxy, from, to, 600);
+    let long = v2_header(v2::Command::Proxy, from, to, 1100);
     assert!(matches!(read(&long).0, Err(ProxyError::TooLong(_))));
     let line = format!("PROXY TCP4 {}\r\n", "1".repeat(120));
     assert!(matches!(
@@ -100,6 +100,7 @@ fn what_is_no_whole_header_is_refused() {
         b"PROXY TCP4 300.0.0.2 127.0.0.1 51000 50001\r\n",
         b"PROXY UDP4 127.0.0.2 127.0.0.1 51000 50001\r\n",
         b"PROXYTCP4\r\n",
+        b"PROXY TCP4 0.0.0.0 127.0.0.1 51000 50001\r\n",
     ] {
         assert!(
             matches!(read(bad).0, Err(ProxyError::Malformed(_))),
@@ -124,14 +125,16 @@ fn a_header_that_never_comes_times_out() {
 }
 
 #[test]
-fn first_bytes_like_a_header_are_told_apart_from_requests() {
-    assert!(starts_like_header(b"PROXY TCP4 1.2.3.4"));
-    assert!(starts_like_header(b"PRO"));
-    assert!(starts_like_header(v2::PROTOCOL_PREFIX));
-    assert!(starts_like_header(b"\r\n\r\n\0"));
-    assert!(!starts_like_header(b"{\"jsonrpc\":\"2.0\"}"));
-    assert!(!starts_like_header(b"PROXX"));
-    assert!(!starts_like_header(b""));
+fn an_opening_header_is_told_apart_from_requests_and_blank_lines() {
+    assert_eq!(opens_with_header(b"PROXY TCP4 1.2.3.4\r\n"), Some(true));
+    assert_eq!(opens_with_header(v2::PROTOCOL_PREFIX), Some(true));
+    // A blank line may be the start of version 2's signature: not decided yet.
+    assert_eq!(opens_with_header(b"\r\n"), None);
+    assert_eq!(opens_with_header(b"\r\n\r\n\0\r\n"), None);
+    assert_eq!(opens_with_header(b"\r\n{\"id\":1}\n"), Some(false));
+    assert_eq!(opens_with_header(b"{\"jsonrpc\":\"2.0\"}"), Some(false));
+    assert_eq!(opens_with_header(b"PROXY\n"), Some(false));
+    assert_eq!(opens_with_header(b"\n"), Some(false));
 }
 
 #[test]
@@ -155,7 +158,7 @@ proptest! {
     /// Any bytes: the reader never panics, never reads past a header it accepts, and never
     /// reads more than the longest header.
     #[test]
-    fn any_bytes_are_read_within_bounds(bytes in proptest::collection::vec(any::<u8>(), 0..700)) {
+    fn any_bytes_are_read_within_bounds(bytes in proptest::collection::vec(any::<u8>(), 0..1200)) {
         let (got, rest) = read(&bytes);
         let used = bytes.len() - rest.len();
         prop_assert!(used <= MAX_HEADER);
@@ -173,6 +176,7 @@ proptest! {
             true => std::net::Ipv6Addr::from(a).into(),
             false => std::net::Ipv4Addr::new(a[0], a[1], a[2], a[3]).into(),
         };
+        prop_assume!(!ip.to_canonical().is_unspecified());
         let from = SocketAddr::new(ip, port);
         let to = SocketAddr::new(ip, 50001);
         let want = Proxied::Client(SocketAddr::new(ip.to_canonical(), port));
