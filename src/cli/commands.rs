@@ -143,8 +143,38 @@ pub(crate) fn generate(args: &GenerateArgs) -> Result<()> {
     Ok(())
 }
 
+/// A status without a node's figures: nothing has run in the data dir, or a `cairn run` is
+/// starting on it (its lock held, its admin RPC not answering yet). As JSON:
+/// `{"network", "datadir", "running", "state"}`.
+fn tell_state(settings: &Settings, json: bool, running: bool, state: &str) -> Result<()> {
+    let network = node::network_label(settings);
+    let datadir = settings.network_dir().display().to_string();
+    if json {
+        let answer = serde_json::json!({
+            "network": network,
+            "datadir": datadir,
+            "running": running,
+            "state": state,
+        });
+        println!("{answer}");
+    } else {
+        println!("network:    {network}");
+        println!("datadir:    {datadir}");
+        println!("running:    {running} ({state})");
+    }
+    Ok(())
+}
+
 pub(crate) fn status(settings: Settings, json: bool) -> Result<()> {
-    let datadir = node::open_datadir(&settings)?;
+    // Nothing has run here: said so, and no data dir is created for it.
+    let Some(datadir) = node::existing_datadir(&settings)? else {
+        return tell_state(
+            &settings,
+            json,
+            false,
+            "no data dir: nothing has run here yet",
+        );
+    };
     let status = match datadir.lock() {
         Ok(lock) => {
             drop(lock);
@@ -155,7 +185,12 @@ pub(crate) fn status(settings: Settings, json: bool) -> Result<()> {
             let rt = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
                 .build()?;
-            rt.block_on(async { AdminClient::connect(&datadir)?.status().await })?
+            let asked = rt.block_on(async { AdminClient::connect(&datadir)?.status().await });
+            match asked {
+                Ok(status) => status,
+                // The lock is held, the admin RPC not up yet: a `cairn run` starting.
+                Err(_) => return tell_state(&settings, json, true, "starting"),
+            }
         }
         Err(e) => return Err(e.into()),
     };

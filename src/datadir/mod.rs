@@ -92,7 +92,10 @@ impl DataDir {
         };
         fs::create_dir_all(root).map_err(io)?;
         let id_path = root.join(IDENTITY_FILE);
-        if id_path.exists() {
+        if !id_path.exists() {
+            create_identity(root, &id_path, network_label)?;
+        }
+        {
             let text = fs::read_to_string(&id_path).map_err(io)?;
             let id: Identity =
                 serde_json::from_str(&text).map_err(|e| DataDirError::BadIdentity {
@@ -117,31 +120,52 @@ impl DataDir {
                     found: id.layout,
                 });
             }
-        } else {
-            let non_empty = fs::read_dir(root).map_err(io)?.next().is_some();
-            if non_empty {
-                return Err(DataDirError::Foreign {
-                    path: root.to_path_buf(),
-                });
-            }
-            let id = Identity {
-                program: "cairn".into(),
-                network: network_label.to_string(),
-                layout: LAYOUT_VERSION,
-            };
-            let tmp = root.join(format!("{IDENTITY_FILE}.tmp"));
-            let text =
-                serde_json::to_string_pretty(&id).map_err(|e| DataDirError::BadIdentity {
-                    path: id_path.clone(),
-                    message: e.to_string(),
-                })?;
-            fs::write(&tmp, text).map_err(io)?;
-            fs::rename(&tmp, &id_path).map_err(io)?;
         }
         let _ = network;
         Ok(DataDir {
             root: root.to_path_buf(),
         })
+    }
+
+    /// The folder when it already holds a cairn data dir, opened writing nothing (as `cairn
+    /// status` must, beside a `cairn run` starting on it): `None` when it is missing or empty,
+    /// or holds only an identity being written (nothing has run there yet).
+    pub fn existing(
+        root: &Path,
+        network: Network,
+        network_label: &str,
+    ) -> Result<Option<Self>, DataDirError> {
+        if !root.join(IDENTITY_FILE).exists() {
+            let entries = match fs::read_dir(root) {
+                Ok(entries) => entries,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+                Err(source) => {
+                    return Err(DataDirError::Io {
+                        path: root.to_path_buf(),
+                        source,
+                    })
+                }
+            };
+            let being_written = |name: &std::ffi::OsStr| {
+                name.to_str()
+                    .is_some_and(|n| n.starts_with(&format!("{IDENTITY_FILE}.tmp")))
+            };
+            let names: Vec<_> = entries
+                .filter_map(Result::ok)
+                .map(|e| e.file_name())
+                .collect();
+            if names.iter().all(|n| being_written(n)) {
+                return Ok(None);
+            }
+            // Its identity may have come meanwhile; without one it is another program's.
+            if !root.join(IDENTITY_FILE).exists() {
+                return Err(DataDirError::Foreign {
+                    path: root.to_path_buf(),
+                });
+            }
+        }
+        // With its identity in place, opening writes nothing.
+        Self::open(root, network, network_label).map(Some)
     }
 
     /// The network folder itself.
@@ -226,6 +250,55 @@ impl DataDir {
     }
 }
 
+/// Writes the identity of a new data folder, unless another process (a `cairn run` and a
+/// `cairn status` started together) wrote one first: the content goes to a file of this
+/// process's own and is linked into place, which only one process can do; the others then read
+/// the winner's. A folder holding anything but such temporary files is another program's.
+fn create_identity(root: &Path, id_path: &Path, network_label: &str) -> Result<(), DataDirError> {
+    let io = |source| DataDirError::Io {
+        path: root.to_path_buf(),
+        source,
+    };
+    let temporary = |name: &std::ffi::OsStr| {
+        name.to_str()
+            .is_some_and(|n| n == IDENTITY_FILE || n.starts_with(&format!("{IDENTITY_FILE}.tmp")))
+    };
+    let foreign = fs::read_dir(root)
+        .map_err(io)?
+        .filter_map(Result::ok)
+        .any(|entry| !temporary(&entry.file_name()));
+    if foreign {
+        // The process that won put its identity in place before anything else.
+        if id_path.exists() {
+            return Ok(());
+        }
+        return Err(DataDirError::Foreign {
+            path: root.to_path_buf(),
+        });
+    }
+    let id = Identity {
+        program: "cairn".into(),
+        network: network_label.to_string(),
+        layout: LAYOUT_VERSION,
+    };
+    let text = serde_json::to_string_pretty(&id).map_err(|e| DataDirError::BadIdentity {
+        path: id_path.to_path_buf(),
+        message: e.to_string(),
+    })?;
+    static WRITTEN: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = WRITTEN.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let tmp = root.join(format!("{IDENTITY_FILE}.tmp.{}.{n}", std::process::id()));
+    fs::write(&tmp, text).map_err(io)?;
+    let linked = fs::hard_link(&tmp, id_path);
+    let _ = fs::remove_file(&tmp);
+    match linked {
+        Ok(()) => Ok(()),
+        // Another process's identity is in place: it is read and checked as any.
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(io(e)),
+    }
+}
+
 /// The held lock of a data folder; released when dropped or when the process dies.
 #[derive(Debug)]
 pub struct DataDirLock {
@@ -250,6 +323,42 @@ mod tests {
         DataDir::open(&ours, Network::Regtest, "regtest").unwrap();
         let err = DataDir::open(&ours, Network::Signet, "signet").unwrap_err();
         assert!(err.to_string().contains("holds a regtest chain"), "{err}");
+    }
+
+    #[test]
+    fn openers_racing_on_a_new_folder_all_get_it() {
+        for round in 0..20 {
+            let tmp = tempfile::tempdir().unwrap();
+            let root = tmp.path().join("regtest");
+            let opened: Vec<_> = (0..8)
+                .map(|_| {
+                    let root = root.clone();
+                    std::thread::spawn(move || {
+                        let dir = DataDir::open(&root, Network::Regtest, "regtest")?;
+                        // As `cairn run` does next: files of its own beside the identity.
+                        fs::create_dir_all(dir.kernel_dir()).map_err(|source| {
+                            DataDirError::Io {
+                                path: root.clone(),
+                                source,
+                            }
+                        })?;
+                        Ok::<_, DataDirError>(())
+                    })
+                })
+                .collect();
+            for opener in opened {
+                let result = opener.join().unwrap();
+                assert!(result.is_ok(), "round {round}: {result:?}");
+            }
+            let left: Vec<_> = fs::read_dir(&root)
+                .unwrap()
+                .map(|e| e.unwrap().file_name())
+                .collect();
+            assert!(
+                left.iter().all(|n| n == IDENTITY_FILE || n == "kernel"),
+                "round {round}: {left:?}"
+            );
+        }
     }
 
     #[test]

@@ -438,6 +438,7 @@ impl Session {
             }
         }
         let touched = self.touched_subscriptions(update);
+        // Built from the fields, not `self.ctx()`: the subscriptions are changed meanwhile.
         let ctx = Ctx {
             backend: &self.backend,
             meter: &self.meter,
@@ -460,14 +461,6 @@ impl Session {
         let height = tip.map(|(h, _)| h);
         let new_block = update.is_none() || height != self.seen_height;
         self.seen_height = height;
-        // Built from the fields, not `self.ctx()`: the outpoints are changed meanwhile.
-        let ctx = Ctx {
-            backend: &self.backend,
-            meter: &self.meter,
-            host: &self.shares.host,
-            version: self.protocol(),
-            streams: false,
-        };
         out.extend(outpoint_notes(&ctx, &mut self.outpoints, update, new_block));
         // What recomputing the statuses read, counted apart from any request's, and charged.
         let read = self.meter.take();

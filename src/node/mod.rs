@@ -74,6 +74,16 @@ pub fn open_datadir(settings: &Settings) -> Result<DataDir, DataDirError> {
     )
 }
 
+/// The network's data folder if something has run there, opened writing nothing
+/// ([`DataDir::existing`]).
+pub fn existing_datadir(settings: &Settings) -> Result<Option<DataDir>, DataDirError> {
+    DataDir::existing(
+        &settings.network_dir(),
+        settings.network,
+        &network_label(settings),
+    )
+}
+
 impl Node {
     /// Locks the data folder and opens the validator and, with `with_index`, the index.
     pub fn open(settings: Settings, with_index: bool) -> Result<Node, NodeError> {

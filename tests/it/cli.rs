@@ -254,7 +254,20 @@ fn bad_input_stops_with_a_clear_message() {
 
     // A data dir of another network, or of another program, is refused.
     let other = tmp.path().join("other");
-    ok(cairn(&other).args(["status"]).output().unwrap());
+    // `status` on a folder nothing ran in says so and creates nothing.
+    let told = ok(cairn(&other).args(["status", "--json"]).output().unwrap());
+    let told: serde_json::Value = serde_json::from_str(&told).unwrap();
+    assert_eq!(told["running"], false, "{told}");
+    assert!(
+        told["state"].as_str().unwrap().contains("no data dir"),
+        "{told}"
+    );
+    assert!(!other.exists(), "status created {}", other.display());
+    ok(cairn(&other)
+        .args(["import", "--quiet", "--blocks-file"])
+        .arg(common::data("regtest-206-blocks.hex.txt"))
+        .output()
+        .unwrap());
     std::fs::rename(other.join("regtest"), other.join("signet")).unwrap();
     let err = fails(
         Command::new(env!("CARGO_BIN_EXE_cairn"))
