@@ -1,7 +1,8 @@
 //! `contrib/haproxy.cfg`: two cairn nodes behind HAProxy (Debian's `haproxy`), checked through
-//! `GET /health`. A node whose Electrum port is open but which is not in sync gets no clients;
-//! a client keeps its Electrum session (and its notifications) while the other node is stopped,
-//! and new clients go to the node that is left.
+//! `GET /health`, every connection and check opening with a PROXY header. A node whose Electrum
+//! port is open but which is not in sync gets no clients; a client keeps its Electrum session
+//! (and its notifications) while the other node is stopped, and new clients go to the node that
+//! is left. And one node behind HAProxy, clients of one address beside an honest wallet.
 
 use crate::common;
 
@@ -45,7 +46,9 @@ impl Drop for Haproxy {
 fn cairn_node(dir: &std::path::Path, name: &str, peer: u16, electrum: u16, http: u16) -> Cairn {
     std::fs::create_dir_all(dir).unwrap();
     let config = dir.join("cairn.toml");
-    std::fs::write(&config, format!("electrum_banner = \"{name}\"\n")).unwrap();
+    // As the shipped file's nodes: HAProxy connects from 127.0.0.4 with PROXY headers.
+    let toml = format!("electrum_banner = \"{name}\"\nproxy_protocol_from = [\"127.0.0.4/32\"]\n");
+    std::fs::write(&config, toml).unwrap();
     start_cairn(
         &dir.join("data"),
         &[
