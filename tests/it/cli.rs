@@ -327,3 +327,71 @@ fn every_option_is_a_flag_and_a_variable_and_they_win_over_the_file() {
     ));
     assert!(err.contains("electrum_max_batch"), "{err}");
 }
+
+/// A supervisor polling `cairn status --json` every 50 ms from before `cairn run` starts on a
+/// fresh data dir until it serves, five times: every start succeeds, every status exits 0 with
+/// a true answer (nothing has run yet, starting, or the node's own), and the last says running.
+/// (Before: `run` could exit at once with "No such file or directory" when both wrote the new
+/// data dir's identity, and `status` answered errors while `run` started.)
+#[test]
+fn status_polled_while_run_starts_never_fails_either() {
+    for round in 0..5 {
+        let tmp = tempfile::tempdir().unwrap();
+        let dd = tmp.path().to_path_buf();
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let poller = {
+            let (dd, stop) = (dd.clone(), stop.clone());
+            std::thread::spawn(move || {
+                let mut answers = Vec::new();
+                while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                    let out = cairn(&dd).args(["status", "--json"]).output().unwrap();
+                    let text = ok(out);
+                    let answer: serde_json::Value = serde_json::from_str(&text).unwrap();
+                    answers.push(answer);
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+                answers
+            })
+        };
+        std::thread::sleep(Duration::from_millis(50 * (round % 3)));
+        let mut run = cairn(&dd)
+            .args(["--no-listen", "--admin-addr", "127.0.0.1:0"])
+            .args(["--electrum-addr", "127.0.0.1:0", "run"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let start = Instant::now();
+        while !dd.join("regtest/admin.addr").exists() {
+            if let Some(exit) = run.try_wait().unwrap() {
+                let mut err = String::new();
+                std::io::Read::read_to_string(run.stderr.as_mut().unwrap(), &mut err).unwrap();
+                panic!("round {round}: cairn run exited while starting: {exit}: {err}");
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(60),
+                "round {round}: never served"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        // A few answers from the running node, then the poller stops.
+        std::thread::sleep(Duration::from_millis(300));
+        stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        let answers = poller.join().unwrap();
+        for answer in &answers {
+            assert_eq!(answer["network"], "regtest", "round {round}: {answer}");
+            match answer["state"].as_str() {
+                Some(state) if state.starts_with("no data dir") => {
+                    assert_eq!(answer["running"], false, "{answer}")
+                }
+                Some("starting") => assert_eq!(answer["running"], true, "{answer}"),
+                Some(other) => panic!("round {round}: state {other}"),
+                None => assert!(answer["kernel_tip"]["height"].is_i64(), "{answer}"),
+            }
+        }
+        let last = status(&dd);
+        assert_eq!(last["running"], true, "round {round}: {last}");
+        ok(cairn(&dd).arg("stop").output().unwrap());
+        assert!(run.wait().unwrap().success(), "round {round}: run's exit");
+    }
+}
