@@ -373,3 +373,84 @@ fn behind_a_balancer_each_client_counts_as_its_own_host() {
     let (status, _, body) = common::http::get(http_front, "/blocks/tip/height");
     assert_eq!((status, body.as_str()), (200, "101"));
 }
+
+/// P2P behind a balancer: an inbound peer reaching cairn through HAProxy (`send-proxy-v2`, from
+/// 127.0.0.4) is the peer at its own address, 127.0.0.3, in cairn's peer list (and so for its
+/// place, its transaction budget and any ban); a connection from the balancer's address without
+/// a header gets no handshake.
+#[test]
+fn a_peer_through_the_balancer_is_known_by_its_own_address() {
+    let tmp = tempfile::tempdir().unwrap();
+    let p2p = free_port();
+    let cairn = start_cairn(
+        &tmp.path().join("cairn"),
+        &[
+            format!("--p2p-addr=127.0.0.1:{p2p}"),
+            "--proxy-protocol-from=127.0.0.4".into(),
+        ],
+    );
+    let front = free_port();
+    let config = format!(
+        "defaults\n    timeout connect 5s\n    timeout client 1h\n    timeout server 1h\n\n\
+         frontend p2p\n    mode tcp\n    bind 127.0.0.1:{front}\n    default_backend cairn_p2p\n\n\
+         backend cairn_p2p\n    mode tcp\n    source 127.0.0.4\n    \
+         server node 127.0.0.1:{p2p} send-proxy-v2\n"
+    );
+    let path = tmp.path().join("haproxy.cfg");
+    std::fs::write(&path, config).unwrap();
+    let _haproxy = Haproxy(
+        Command::new("haproxy")
+            .arg("-f")
+            .arg(&path)
+            .arg("-db")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let front: SocketAddr = format!("127.0.0.1:{front}").parse().unwrap();
+    let start = Instant::now();
+    while TcpStream::connect(front).is_err() {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "HAProxy never listened"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let mut peer = common::peer::ScriptedPeer::connect("127.0.0.3", front);
+    peer.handshake();
+    let start = Instant::now();
+    loop {
+        let status = cairn.status();
+        let peers = status["p2p"]["peers"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        let addrs: Vec<String> = peers
+            .iter()
+            .filter(|p| p["inbound"] == true)
+            .map(|p| p["addr"].as_str().unwrap_or_default().to_string())
+            .collect();
+        if !addrs.is_empty() {
+            assert_eq!(addrs.len(), 1, "{status}");
+            assert!(
+                addrs[0].starts_with("127.0.0.3:"),
+                "the peer is {}",
+                addrs[0]
+            );
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "no inbound peer: {status}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // From the balancer's address, no header: closed, no handshake.
+    let direct: SocketAddr = format!("127.0.0.1:{p2p}").parse().unwrap();
+    let mut bare = common::peer::ScriptedPeer::connect("127.0.0.4", direct);
+    assert!(
+        bare.try_handshake().is_none(),
+        "a balancer's connection without a header was served"
+    );
+}
