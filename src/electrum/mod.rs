@@ -231,25 +231,16 @@ async fn listen(
     tracing::info!("Electrum server listening for {transport} clients on {local}");
     let task = tokio::spawn(async move {
         loop {
-            let (mut stream, peer) = crate::listen::accept(&listener, "Electrum").await;
+            let (stream, peer) = crate::listen::accept(&listener, "Electrum").await;
             if !places.balancers.trusts(peer.ip()) {
                 admit(stream, peer, &places, &backend, &budget, &transport);
                 continue;
             }
-            // A balancer's connection: its client is known once its header is read, in a task
-            // of its own, a bounded number at once.
-            let Some(waiting) = places.balancers.wait_place() else {
-                proxy::refused("Electrum");
-                continue;
-            };
-            let (places, backend) = (places.clone(), backend.clone());
-            let (budget, transport) = (budget.clone(), transport.clone());
-            tokio::spawn(async move {
-                let Some(client) = proxy::client_of(&mut stream, peer, "Electrum").await else {
-                    return;
-                };
-                drop(waiting);
-                admit(stream, client, &places, &backend, &budget, &transport);
+            // A balancer's connection: its client is known once its header is read.
+            let (balancers, places) = (places.balancers.clone(), places.clone());
+            let (backend, budget, transport) = (backend.clone(), budget.clone(), transport.clone());
+            proxy::admit_after_header(&balancers, stream, peer, "Electrum", move |s, client| {
+                admit(s, client, &places, &backend, &budget, &transport)
             });
         }
     });

@@ -174,24 +174,15 @@ pub(super) async fn serve<H, F>(
     };
     let places = Arc::new(places);
     loop {
-        let (mut stream, peer) = crate::listen::accept(&listener, what).await;
+        let (stream, peer) = crate::listen::accept(&listener, what).await;
         if !places.balancers.trusts(peer.ip()) {
             admit(stream, peer, &places, &permits, handle.clone(), what);
             continue;
         }
-        // A balancer's connection: its client is known once its header is read, in a task of
-        // its own, a bounded number at once.
-        let Some(waiting) = places.balancers.wait_place() else {
-            proxy::refused(what);
-            continue;
-        };
-        let (places, permits, handle) = (places.clone(), permits.clone(), handle.clone());
-        tokio::spawn(async move {
-            let Some(client) = proxy::client_of(&mut stream, peer, what).await else {
-                return;
-            };
-            drop(waiting);
-            admit(stream, client, &places, &permits, handle, what);
+        // A balancer's connection: its client is known once its header is read.
+        let (ours, permits, handle) = (places.clone(), permits.clone(), handle.clone());
+        proxy::admit_after_header(&places.balancers, stream, peer, what, move |s, client| {
+            admit(s, client, &ours, &permits, handle, what)
         });
     }
 }

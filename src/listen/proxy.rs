@@ -21,6 +21,7 @@ use std::time::Duration;
 
 use ppp::{v1, v2, HeaderResult};
 use tokio::io::{AsyncRead, AsyncReadExt};
+use tokio::net::TcpStream;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::types::Subnet;
@@ -112,10 +113,37 @@ pub async fn read_header<S: AsyncRead + Unpin>(
     }
 }
 
+/// Serves a balancer's connection once its header names the client: the header is read in a
+/// task of its own, holding one of the balancers' [`PENDING`] waiting places, then `admit` gets
+/// the connection and the client's address. The connection is closed at once when [`PENDING`]
+/// wait already, and when its header is missing, malformed or late (counted in
+/// `cairn_proxy_headers_refused_total{listener=what}`).
+pub fn admit_after_header<F>(
+    balancers: &Balancers,
+    mut stream: TcpStream,
+    balancer: SocketAddr,
+    what: &'static str,
+    admit: F,
+) where
+    F: FnOnce(TcpStream, SocketAddr) + Send + 'static,
+{
+    let Some(waiting) = balancers.wait_place() else {
+        refused(what);
+        return;
+    };
+    tokio::spawn(async move {
+        let Some(client) = client_of(&mut stream, balancer, what).await else {
+            return;
+        };
+        drop(waiting);
+        admit(stream, client);
+    });
+}
+
 /// The client a balancer's connection carries (the balancer itself for its own checks), or
 /// `None` when its header is missing, malformed or late: the connection is then to be closed
 /// (logged at debug, counted in `cairn_proxy_headers_refused_total` by listener).
-pub async fn client_of<S: AsyncRead + Unpin>(
+async fn client_of<S: AsyncRead + Unpin>(
     stream: &mut S,
     balancer: SocketAddr,
     what: &'static str,
@@ -135,7 +163,7 @@ pub async fn client_of<S: AsyncRead + Unpin>(
 }
 
 /// Counts a balancer's connection closed because [`PENDING`] wait for their headers already.
-pub fn refused(what: &'static str) {
+fn refused(what: &'static str) {
     tracing::debug!("{what}: too many balancer connections waiting for their PROXY header");
     crate::metrics::metrics()
         .proxy_headers_refused

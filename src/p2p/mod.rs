@@ -461,24 +461,15 @@ async fn keep_connected(shared: Arc<Shared>, addr: SocketAddr) {
 /// count against the limits too (each is dropped after the handshake timeout).
 async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, balancers: Balancers) {
     loop {
-        let (mut stream, peer_addr) = crate::listen::accept(&listener, "P2P").await;
+        let (stream, peer_addr) = crate::listen::accept(&listener, "P2P").await;
         if !balancers.trusts(peer_addr.ip()) {
             admit(stream, peer_addr, &shared);
             continue;
         }
-        // A balancer's connection: its peer is known once its header is read, in a task of its
-        // own, a bounded number at once.
-        let Some(waiting) = balancers.wait_place() else {
-            proxy::refused("P2P");
-            continue;
-        };
+        // A balancer's connection: its peer is known once its header is read.
         let shared = shared.clone();
-        tokio::spawn(async move {
-            let Some(peer) = proxy::client_of(&mut stream, peer_addr, "P2P").await else {
-                return;
-            };
-            drop(waiting);
-            admit(stream, peer, &shared);
+        proxy::admit_after_header(&balancers, stream, peer_addr, "P2P", move |s, peer| {
+            admit(s, peer, &shared)
         });
     }
 }

@@ -34,6 +34,32 @@ fn banner_of_new_connection(addr: SocketAddr) -> Option<String> {
 
 struct Haproxy(Child);
 
+impl Haproxy {
+    /// HAProxy running `config` (written into `dir`), once it listens on `front`.
+    fn start(dir: &std::path::Path, config: &str, front: SocketAddr) -> Haproxy {
+        let path = dir.join("haproxy.cfg");
+        std::fs::write(&path, config).unwrap();
+        let child = Command::new("haproxy")
+            .arg("-f")
+            .arg(&path)
+            .arg("-db")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let haproxy = Haproxy(child);
+        let start = Instant::now();
+        while TcpStream::connect(front).is_err() {
+            assert!(
+                start.elapsed() < Duration::from_secs(30),
+                "HAProxy never listened"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        haproxy
+    }
+}
+
 impl Drop for Haproxy {
     fn drop(&mut self) {
         let _ = self.0.kill();
@@ -109,27 +135,8 @@ fn a_session_survives_the_other_node_stopping_and_new_clients_go_to_the_survivor
         assert!(text.contains(from), "contrib/haproxy.cfg has {from}");
         text.replace(from, to)
     });
-    let path = tmp.path().join("haproxy.cfg");
-    std::fs::write(&path, config).unwrap();
-    let _haproxy = Haproxy(
-        Command::new("haproxy")
-            .arg("-f")
-            .arg(&path)
-            .arg("-db")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
     let front: SocketAddr = format!("127.0.0.1:{front}").parse().unwrap();
-    let start = Instant::now();
-    while TcpStream::connect(front).is_err() {
-        assert!(
-            start.elapsed() < Duration::from_secs(30),
-            "HAProxy never listened"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let _haproxy = Haproxy::start(tmp.path(), &config, front);
 
     // B's Electrum port answers, but its health check fails: once HAProxy has checked it (it
     // counts a server up until `fall` checks fail: 2 s), every new client goes to A.
@@ -280,27 +287,8 @@ fn behind_a_balancer_each_client_counts_as_its_own_host() {
          frontend http\n    mode http\n    bind 127.0.0.1:{http_front}\n    default_backend cairn_http\n\n\
          backend cairn_http\n    mode http\n    source 127.0.0.4\n    server node 127.0.0.1:{http} send-proxy\n"
     );
-    let path = tmp.path().join("haproxy.cfg");
-    std::fs::write(&path, config).unwrap();
-    let _haproxy = Haproxy(
-        Command::new("haproxy")
-            .arg("-f")
-            .arg(&path)
-            .arg("-db")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
     let front: SocketAddr = format!("127.0.0.1:{front}").parse().unwrap();
-    let start = Instant::now();
-    while TcpStream::connect(front).is_err() {
-        assert!(
-            start.elapsed() < Duration::from_secs(30),
-            "HAProxy never listened"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let _haproxy = Haproxy::start(tmp.path(), &config, front);
     let metrics: SocketAddr = format!("127.0.0.1:{metrics}").parse().unwrap();
     let refused_ip = "cairn_electrum_connections_refused_total{reason=\"ip\"}";
     let before = common::probe::metric(metrics, refused_ip);
@@ -396,27 +384,8 @@ fn a_peer_through_the_balancer_is_known_by_its_own_address() {
          backend cairn_p2p\n    mode tcp\n    source 127.0.0.4\n    \
          server node 127.0.0.1:{p2p} send-proxy-v2\n"
     );
-    let path = tmp.path().join("haproxy.cfg");
-    std::fs::write(&path, config).unwrap();
-    let _haproxy = Haproxy(
-        Command::new("haproxy")
-            .arg("-f")
-            .arg(&path)
-            .arg("-db")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
     let front: SocketAddr = format!("127.0.0.1:{front}").parse().unwrap();
-    let start = Instant::now();
-    while TcpStream::connect(front).is_err() {
-        assert!(
-            start.elapsed() < Duration::from_secs(30),
-            "HAProxy never listened"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let _haproxy = Haproxy::start(tmp.path(), &config, front);
     let mut peer = common::peer::ScriptedPeer::connect("127.0.0.3", front);
     peer.handshake();
     let start = Instant::now();
