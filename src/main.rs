@@ -9,7 +9,7 @@ use anyhow::{Context, Result};
 use clap::Parser;
 
 use cli::args::{Cli, Command};
-use cli::commands::{demo, generate, import, index_stats, reindex, status, stop};
+use cli::commands::{demo, generate, import, index_stats, reindex, snapshot, status, stop};
 use cli::lifecycle::run;
 
 fn main() {
@@ -59,6 +59,7 @@ fn real_main(cli: Cli) -> Result<()> {
         Command::Demo(args) => demo(settings, &args),
         Command::Status { json } => status(settings, json),
         Command::Stop => stop(settings),
+        Command::Snapshot { dir } => snapshot(settings, &dir),
         Command::IndexStats => index_stats(settings),
         Command::Reindex { json } => reindex(settings, json),
         Command::Generate(args) => generate(&args),

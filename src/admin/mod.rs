@@ -48,10 +48,16 @@ pub enum AdminError {
     },
 }
 
-/// What the admin RPC serves: a status source and a stop signal.
+/// Takes a snapshot into a folder, answering its report or why not.
+pub type TakeSnapshot =
+    Box<dyn Fn(&std::path::Path) -> Result<serde_json::Value, String> + Send + Sync>;
+
+/// What the admin RPC serves: a status source, snapshots and a stop signal.
 pub struct AdminContext {
     /// Produces the current status.
     pub status: Box<dyn Fn() -> Status + Send + Sync>,
+    /// Takes a snapshot, when the node can (it has an index).
+    pub snapshot: Option<TakeSnapshot>,
     /// Raised by the `stop` call.
     pub stop: watch::Sender<bool>,
 }
@@ -112,6 +118,23 @@ impl AdminServer {
                 addr,
                 message: e.to_string(),
             })?;
+        // On a blocking thread too: it waits for the kernel and reads every file it writes.
+        module
+            .register_blocking_method("snapshot", |params, ctx, _| {
+                let failed = |message: String| ErrorObjectOwned::owned(-1, message, None::<()>);
+                let (dir,): (std::path::PathBuf,) = params.parse()?;
+                if !dir.is_absolute() {
+                    return Err(failed(format!("{} is not an absolute path", dir.display())));
+                }
+                let take = ctx.snapshot.as_ref().ok_or_else(|| {
+                    failed("this node has no index: nothing to start another from".into())
+                })?;
+                take(&dir).map_err(failed)
+            })
+            .map_err(|e| AdminError::Listen {
+                addr,
+                message: e.to_string(),
+            })?;
         module
             .register_method("stop", |_params, ctx, _| {
                 let _ = ctx.stop.send(true);
@@ -146,8 +169,17 @@ pub struct AdminClient {
 }
 
 impl AdminClient {
-    /// Reads the cookie and address a running cairn wrote into `datadir`.
+    /// Reads the cookie and address a running cairn wrote into `datadir`; calls time out after
+    /// 30 seconds.
     pub fn connect(datadir: &DataDir) -> Result<Self, AdminError> {
+        Self::connect_waiting(datadir, std::time::Duration::from_secs(30))
+    }
+
+    /// As [`AdminClient::connect`], with calls that wait up to `timeout` (a snapshot's).
+    pub fn connect_waiting(
+        datadir: &DataDir,
+        timeout: std::time::Duration,
+    ) -> Result<Self, AdminError> {
         let not_running = || AdminError::NotRunning(datadir.root().display().to_string());
         let cookie = std::fs::read_to_string(datadir.cookie_file()).map_err(|_| not_running())?;
         let addr = std::fs::read_to_string(datadir.admin_addr_file()).map_err(|_| not_running())?;
@@ -161,7 +193,7 @@ impl AdminClient {
         headers.insert("authorization", value);
         let client = HttpClientBuilder::default()
             .set_headers(headers)
-            .request_timeout(std::time::Duration::from_secs(30))
+            .request_timeout(timeout)
             .build(format!("http://{}", addr.trim()))
             .map_err(|e| AdminError::Call {
                 method: "connect",
@@ -177,6 +209,17 @@ impl AdminClient {
             .await
             .map_err(|e| AdminError::Call {
                 method: "status",
+                message: e.to_string(),
+            })
+    }
+
+    /// Asks the node to write a snapshot into `dir` (absolute), answering its report.
+    pub async fn snapshot(&self, dir: &std::path::Path) -> Result<serde_json::Value, AdminError> {
+        self.client
+            .request("snapshot", rpc_params![dir])
+            .await
+            .map_err(|e| AdminError::Call {
+                method: "snapshot",
                 message: e.to_string(),
             })
     }

@@ -39,6 +39,12 @@ pub(crate) enum Command {
     },
     /// Ask a running cairn to stop.
     Stop,
+    /// Ask a running cairn for a snapshot a new node starts from (`cairn run --datadir DIR`):
+    /// written into DIR/<network>, with a manifest, while it keeps serving.
+    Snapshot {
+        /// The data folder to write it into (DIR/<network> must not exist).
+        dir: PathBuf,
+    },
     /// Compact the index and print its size per column family and per transaction.
     IndexStats,
     /// Rebuild the index from the kernel's stored blocks and undo data, without validating

@@ -359,6 +359,29 @@ pub(crate) fn stop(settings: Settings) -> Result<()> {
     Ok(())
 }
 
+/// How long `cairn snapshot` waits for the node: hashing a mainnet node's files takes a while.
+const SNAPSHOT_WAIT: std::time::Duration = std::time::Duration::from_secs(24 * 3600);
+
+pub(crate) fn snapshot(settings: Settings, dir: &std::path::Path) -> Result<()> {
+    let datadir = node::existing_datadir(&settings)?.ok_or_else(|| {
+        anyhow::anyhow!(
+            "no running cairn found: nothing has run in {}",
+            settings.network_dir().display()
+        )
+    })?;
+    let dir = std::path::absolute(dir)?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let report = rt.block_on(async {
+        AdminClient::connect_waiting(&datadir, SNAPSHOT_WAIT)?
+            .snapshot(&dir)
+            .await
+    })?;
+    println!("{}", serde_json::to_string_pretty(&report)?);
+    Ok(())
+}
+
 pub(crate) fn demo(settings: Settings, args: &DemoArgs) -> Result<()> {
     if settings.network != cairn::types::Network::Regtest {
         bail!(

@@ -1,6 +1,7 @@
 //! A network's data folder: who owns it, which network it holds, and the lock that keeps one
 //! process writing it.
 
+pub mod snapshot;
 pub mod space;
 
 use std::fs::{self, File, OpenOptions};
@@ -191,6 +192,12 @@ impl DataDir {
     /// Where the mempool is saved on shutdown (Core's `mempool.dat` format).
     pub fn mempool_file(&self) -> PathBuf {
         self.root.join("mempool.dat")
+    }
+
+    /// Where a snapshot is staged while the kernel is closed (on the data folder's own file
+    /// system, so its files can be linked); removed when done, or at the next start.
+    pub fn snapshot_staging_dir(&self) -> PathBuf {
+        self.root.join("snapshot.staging")
     }
 
     /// Where the P2P address book is saved, periodically and on shutdown.

@@ -5,6 +5,7 @@
 pub mod blockfiles;
 mod events;
 pub mod log;
+mod reopen;
 pub mod scripts;
 pub mod sync_state;
 mod undo;
@@ -115,8 +116,10 @@ pub struct ValidatorConfig {
 /// called from any thread. Block submissions are taken one at a time ([`Validator::submit_block`]).
 pub struct Validator {
     // Field order matters: the chainstate manager must be dropped before its context.
-    chainman: ChainstateManager,
-    _context: Context,
+    chainman: reopen::Reopenable,
+    context: Context,
+    /// How the manager is opened again after a snapshot closed it.
+    config: ValidatorConfig,
     shared: Arc<Shared>,
     network: Network,
     on_disk_at_open: Option<ChainTip>,
@@ -151,17 +154,7 @@ impl Validator {
         let context = with_handlers(builder, &shared)
             .build()
             .map_err(|e| open_err(e.to_string()))?;
-        let kernel_dir = path_str(&config.kernel_dir).map_err(open_err)?;
-        let blocks_dir = path_str(&config.blocks_dir).map_err(open_err)?;
-        let chainman = ChainstateManager::builder(&context, kernel_dir, blocks_dir)
-            .map_err(|e| open_err(e.to_string()))?
-            .worker_threads(config.script_threads)
-            .build()
-            .map_err(|e| {
-                open_err(format!(
-                    "{e} (a damaged chainstate or another network's data?)"
-                ))
-            })?;
+        let chainman = open_manager(&context, config).map_err(open_err)?;
         // What the kernel loaded from disk, before `import_blocks` connects anything more.
         let on_disk = {
             let chain = chainman.active_chain();
@@ -177,8 +170,9 @@ impl Validator {
             .import_blocks()
             .map_err(|e| open_err(e.to_string()))?;
         let validator = Validator {
-            chainman,
-            _context: context,
+            chainman: reopen::Reopenable::new(chainman),
+            context,
+            config: config.clone(),
             shared,
             network: config.network,
             on_disk_at_open: on_disk,
@@ -217,7 +211,8 @@ impl Validator {
         // Height and entry are read under two separate kernel locks; if a reorg shortened the
         // chain in between, read again (the crate's `Chain::tip` would hand out a null entry).
         loop {
-            let chain = self.chainman.active_chain();
+            let cm = self.chainman.get();
+            let chain = cm.active_chain();
             let height = chain.height();
             if let Some(entry) = usize::try_from(height)
                 .ok()
@@ -235,15 +230,17 @@ impl Validator {
     /// The hash of the active chain's block at `height`.
     pub fn hash_at(&self, height: i64) -> Option<BlockHash> {
         let h = usize::try_from(height).ok()?;
-        let entry = self.chainman.active_chain().at_height(h)?;
+        let cm = self.chainman.get();
+        let entry = cm.active_chain().at_height(h)?;
         Some(to_hash(entry.block_hash().to_bytes()))
     }
 
     /// The height of a block in the active chain, or `None` if it is not in it.
     pub fn active_height(&self, hash: &BlockHash) -> Option<i64> {
         let kernel_hash = bitcoinkernel::BlockHash::from(hash.to_byte_array());
-        let entry = self.chainman.get_block_tree_entry(&kernel_hash)?;
-        let chain = self.chainman.active_chain();
+        let cm = self.chainman.get();
+        let entry = cm.get_block_tree_entry(&kernel_hash)?;
+        let chain = cm.active_chain();
         chain.contains(&entry).then(|| i64::from(entry.height()))
     }
 
@@ -251,6 +248,7 @@ impl Validator {
     pub fn header_height(&self, hash: &BlockHash) -> Option<i64> {
         let kernel_hash = bitcoinkernel::BlockHash::from(hash.to_byte_array());
         self.chainman
+            .get()
             .get_block_tree_entry(&kernel_hash)
             .map(|e| i64::from(e.height()))
     }
@@ -258,7 +256,10 @@ impl Validator {
     /// Whether the kernel knows this block's header (in any branch).
     pub fn knows(&self, hash: &BlockHash) -> bool {
         let kernel_hash = bitcoinkernel::BlockHash::from(hash.to_byte_array());
-        self.chainman.get_block_tree_entry(&kernel_hash).is_some()
+        self.chainman
+            .get()
+            .get_block_tree_entry(&kernel_hash)
+            .is_some()
     }
 
     /// Validates one serialized block and, if it has the most work, connects it. Submissions
@@ -280,6 +281,7 @@ impl Validator {
         let parent = bitcoinkernel::BlockHash::from(header.prev_blockhash.to_byte_array());
         let parent_height = self
             .chainman
+            .get()
             .get_block_tree_entry(&parent)
             .map(|e| i64::from(e.height()));
         let height = parent_height.map(|h| h + 1).unwrap_or(-1);
@@ -289,7 +291,7 @@ impl Validator {
             .lock()
             .unwrap_or_else(PoisonError::into_inner) = None;
         log::clear();
-        let result = self.chainman.process_block(&block);
+        let result = self.chainman.get().process_block(&block);
         if let Some(message) = self.fatal() {
             return Err(KernelError::Fatal(message));
         }
@@ -342,6 +344,7 @@ impl Validator {
         let parent = bitcoinkernel::BlockHash::from(header.prev_blockhash.to_byte_array());
         let height = self
             .chainman
+            .get()
             .get_block_tree_entry(&parent)
             .map(|e| i64::from(e.height()) + 1)
             .unwrap_or(-1);
@@ -351,7 +354,8 @@ impl Validator {
                 prev: header.prev_blockhash,
             });
         }
-        match self.chainman.process_block_header(&kernel_header) {
+        let processed = self.chainman.get().process_block_header(&kernel_header);
+        match processed {
             Ok(ProcessBlockHeaderResult::Valid) => Ok(()),
             Ok(ProcessBlockHeaderResult::Invalid(state)) => Err(KernelError::Invalid {
                 hash: header.block_hash(),
@@ -364,7 +368,8 @@ impl Validator {
 
     /// The header with the most work the kernel knows (it may be ahead of the active tip).
     pub fn best_header(&self) -> ChainTip {
-        match self.chainman.best_entry() {
+        let cm = self.chainman.get();
+        match cm.best_entry() {
             Some(entry) => ChainTip {
                 height: i64::from(entry.height()),
                 hash: to_hash(entry.block_hash().to_bytes()),
@@ -375,7 +380,8 @@ impl Validator {
 
     /// A block locator from the best header: hashes going back exponentially to genesis.
     pub fn locator(&self) -> Vec<BlockHash> {
-        let Some(best) = self.chainman.best_entry() else {
+        let cm = self.chainman.get();
+        let Some(best) = cm.best_entry() else {
             return vec![self.tip().hash];
         };
         work::locator_entries(&best)
@@ -384,10 +390,11 @@ impl Validator {
     /// Up to `max` blocks to download: the best header's ancestors above the active tip's fork
     /// point, lowest first, with their heights.
     pub fn blocks_to_download(&self, max: usize) -> Vec<(i64, BlockHash)> {
-        let Some(best) = self.chainman.best_entry() else {
+        let cm = self.chainman.get();
+        let Some(best) = cm.best_entry() else {
             return Vec::new();
         };
-        let chain = self.chainman.active_chain();
+        let chain = cm.active_chain();
         // The fork point: the highest ancestor of the best header in the active chain.
         let mut low = chain.height().min(best.height());
         while low > 0 {
@@ -419,7 +426,8 @@ impl Validator {
             .iter()
             .find_map(|h| self.active_height(h))
             .unwrap_or(0);
-        let chain = self.chainman.active_chain();
+        let cm = self.chainman.get();
+        let chain = cm.active_chain();
         let mut out = Vec::new();
         let mut h = start + 1;
         while out.len() < max {
@@ -444,87 +452,49 @@ impl Validator {
         out
     }
 
-    fn entry_at(&self, height: i64) -> Result<bitcoinkernel::BlockTreeEntry<'_>, KernelError> {
-        usize::try_from(height)
-            .ok()
-            .and_then(|h| self.chainman.active_chain().at_height(h))
-            .ok_or(KernelError::Read {
-                what: "block",
-                height,
-                message: "no block at that height in the active chain".into(),
-            })
-    }
-
-    fn entry_of(&self, hash: &BlockHash) -> Result<bitcoinkernel::BlockTreeEntry<'_>, KernelError> {
-        let kernel_hash = bitcoinkernel::BlockHash::from(hash.to_byte_array());
-        self.chainman
-            .get_block_tree_entry(&kernel_hash)
-            .ok_or_else(|| KernelError::Read {
-                what: "block",
-                height: -1,
-                message: format!("block {hash} is unknown to the kernel"),
-            })
-    }
-
     /// Reads a serialized block by hash, in or out of the active chain (a reorg's old blocks).
     pub fn read_block_bytes_by_hash(&self, hash: &BlockHash) -> Result<Vec<u8>, KernelError> {
-        let entry = self.entry_of(hash)?;
-        self.read_entry_bytes(&entry)
+        let cm = self.chainman.get();
+        read_entry_bytes(&cm, &entry_of(&cm, hash)?)
     }
 
     /// Reads a block's undo data by hash, in or out of the active chain.
     pub fn read_undo_by_hash(&self, hash: &BlockHash) -> Result<BlockUndo, KernelError> {
-        let entry = self.entry_of(hash)?;
-        self.read_entry_undo(&entry)
+        let cm = self.chainman.get();
+        read_entry_undo(&cm, &entry_of(&cm, hash)?)
     }
 
     /// Reads the serialized block at `height` of the active chain.
     pub fn read_block_bytes(&self, height: i64) -> Result<Vec<u8>, KernelError> {
-        let entry = self.entry_at(height)?;
-        self.read_entry_bytes(&entry)
-    }
-
-    fn read_entry_bytes(
-        &self,
-        entry: &bitcoinkernel::BlockTreeEntry<'_>,
-    ) -> Result<Vec<u8>, KernelError> {
-        let height = i64::from(entry.height());
-        let read_err = |message: String| KernelError::Read {
-            what: "block",
-            height,
-            message,
-        };
-        let block = self
-            .chainman
-            .read_block_data(entry)
-            .map_err(|e| read_err(e.to_string()))?;
-        block
-            .consensus_encode()
-            .map_err(|e| read_err(e.to_string()))
+        let cm = self.chainman.get();
+        read_entry_bytes(&cm, &entry_at(&cm, height)?)
     }
 
     /// Reads the serialized block at `height` of the active chain together with its undo data,
     /// both of the same block even if the chain changes meanwhile.
     pub fn read_block_with_undo(&self, height: i64) -> Result<(Vec<u8>, BlockUndo), KernelError> {
-        self.read_entry_with_undo(&self.entry_at(height)?)
+        let cm = self.chainman.get();
+        let entry = entry_at(&cm, height)?;
+        Ok((
+            read_entry_bytes(&cm, &entry)?,
+            read_entry_undo(&cm, &entry)?,
+        ))
     }
 
     /// A reader of the active chain's blocks up to `last`, all ancestors of the block now at
     /// `last` (one chain even if the kernel reorganizes meanwhile). It finds each block without
     /// the kernel's main lock, which a validating kernel holds nearly all the time: each read
-    /// then takes it only for the file position of what it reads.
+    /// then takes it only for the file position of what it reads. The kernel is not closed (for
+    /// a snapshot) while a reader lives.
     pub fn chain_reader(&self, last: i64) -> Result<ChainReader<'_>, KernelError> {
+        let held = self.chainman.get();
+        // SAFETY: the reader keeps `held` and drops it after `manager` and `last` (field order).
+        let manager = unsafe { held.outliving() };
         Ok(ChainReader {
-            validator: self,
-            last: self.entry_at(last)?,
+            last: entry_at(manager, last)?,
+            manager,
+            _held: held,
         })
-    }
-
-    fn read_entry_with_undo(
-        &self,
-        entry: &bitcoinkernel::BlockTreeEntry<'_>,
-    ) -> Result<(Vec<u8>, BlockUndo), KernelError> {
-        Ok((self.read_entry_bytes(entry)?, self.read_entry_undo(entry)?))
     }
 
     /// Reads and decodes the block at `height` of the active chain.
@@ -539,35 +509,125 @@ impl Validator {
 
     /// Reads the undo data of the block at `height`: the output spent by every input.
     pub fn read_undo(&self, height: i64) -> Result<BlockUndo, KernelError> {
-        let entry = self.entry_at(height)?;
-        self.read_entry_undo(&entry)
+        let cm = self.chainman.get();
+        read_entry_undo(&cm, &entry_at(&cm, height)?)
     }
 
-    fn read_entry_undo(
-        &self,
-        entry: &bitcoinkernel::BlockTreeEntry<'_>,
-    ) -> Result<BlockUndo, KernelError> {
-        let height = i64::from(entry.height());
-        if height == 0 {
-            // Genesis spends nothing and has no undo data.
-            return Ok(BlockUndo::default());
+    /// Holds back block submissions until the returned pause is dropped: the chain stays where
+    /// it is (headers are still taken).
+    pub fn pause(&self) -> Paused<'_> {
+        Paused {
+            validator: self,
+            _submissions: self
+                .shared
+                .submitting
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner),
         }
-        let spent = self
-            .chainman
-            .read_spent_outputs(entry)
-            .map_err(|e| KernelError::Read {
-                what: "undo data",
-                height,
-                message: e.to_string(),
-            })?;
-        Ok(BlockUndo::from_kernel(&spent))
     }
+}
+
+/// Block submissions held back ([`Validator::pause`]).
+pub struct Paused<'a> {
+    validator: &'a Validator,
+    _submissions: std::sync::MutexGuard<'a, ()>,
+}
+
+impl Paused<'_> {
+    /// Closes the kernel, which writes its chainstate, block index and block files to disk
+    /// whole, runs `while_closed` on its files, and opens it again; every read of the kernel
+    /// waits meanwhile. An error when this thread holds a read of the kernel itself.
+    pub fn closed_for<T>(&self, while_closed: impl FnOnce() -> T) -> Result<T, KernelError> {
+        let v = self.validator;
+        v.chainman
+            .closed_for(while_closed, || open_manager(&v.context, &v.config))
+            .ok_or_else(|| {
+                KernelError::Fatal("the kernel cannot be closed by a thread reading it".into())
+            })
+    }
+}
+
+/// Opens the chainstate manager on the configured folders.
+fn open_manager(context: &Context, config: &ValidatorConfig) -> Result<ChainstateManager, String> {
+    let kernel_dir = path_str(&config.kernel_dir)?;
+    let blocks_dir = path_str(&config.blocks_dir)?;
+    ChainstateManager::builder(context, kernel_dir, blocks_dir)
+        .map_err(|e| e.to_string())?
+        .worker_threads(config.script_threads)
+        .build()
+        .map_err(|e| format!("{e} (a damaged chainstate or another network's data?)"))
+}
+
+fn entry_at(
+    cm: &ChainstateManager,
+    height: i64,
+) -> Result<bitcoinkernel::BlockTreeEntry<'_>, KernelError> {
+    usize::try_from(height)
+        .ok()
+        .and_then(|h| cm.active_chain().at_height(h))
+        .ok_or(KernelError::Read {
+            what: "block",
+            height,
+            message: "no block at that height in the active chain".into(),
+        })
+}
+
+fn entry_of<'c>(
+    cm: &'c ChainstateManager,
+    hash: &BlockHash,
+) -> Result<bitcoinkernel::BlockTreeEntry<'c>, KernelError> {
+    let kernel_hash = bitcoinkernel::BlockHash::from(hash.to_byte_array());
+    cm.get_block_tree_entry(&kernel_hash)
+        .ok_or_else(|| KernelError::Read {
+            what: "block",
+            height: -1,
+            message: format!("block {hash} is unknown to the kernel"),
+        })
+}
+
+fn read_entry_bytes(
+    cm: &ChainstateManager,
+    entry: &bitcoinkernel::BlockTreeEntry<'_>,
+) -> Result<Vec<u8>, KernelError> {
+    let height = i64::from(entry.height());
+    let read_err = |message: String| KernelError::Read {
+        what: "block",
+        height,
+        message,
+    };
+    let block = cm
+        .read_block_data(entry)
+        .map_err(|e| read_err(e.to_string()))?;
+    block
+        .consensus_encode()
+        .map_err(|e| read_err(e.to_string()))
+}
+
+fn read_entry_undo(
+    cm: &ChainstateManager,
+    entry: &bitcoinkernel::BlockTreeEntry<'_>,
+) -> Result<BlockUndo, KernelError> {
+    let height = i64::from(entry.height());
+    if height == 0 {
+        // Genesis spends nothing and has no undo data.
+        return Ok(BlockUndo::default());
+    }
+    let spent = cm
+        .read_spent_outputs(entry)
+        .map_err(|e| KernelError::Read {
+            what: "undo data",
+            height,
+            message: e.to_string(),
+        })?;
+    Ok(BlockUndo::from_kernel(&spent))
 }
 
 /// Blocks of one chain, up to a last one ([`Validator::chain_reader`]); shared by threads.
 pub struct ChainReader<'a> {
-    validator: &'a Validator,
+    // Field order matters: what borrows from the manager is dropped before the read it holds.
     last: bitcoinkernel::BlockTreeEntry<'a>,
+    manager: &'a ChainstateManager,
+    _held: reopen::Held<'a>,
 }
 
 impl ChainReader<'_> {
@@ -591,12 +651,12 @@ impl ChainReader<'_> {
 
     /// The serialized block at `height` (at most the last one's).
     pub fn read_block(&self, height: i64) -> Result<Vec<u8>, KernelError> {
-        self.validator.read_entry_bytes(&self.entry(height)?)
+        read_entry_bytes(self.manager, &self.entry(height)?)
     }
 
     /// The undo data of the block at `height` (at most the last one's).
     pub fn read_undo(&self, height: i64) -> Result<BlockUndo, KernelError> {
-        self.validator.read_entry_undo(&self.entry(height)?)
+        read_entry_undo(self.manager, &self.entry(height)?)
     }
 }
 

@@ -6,8 +6,6 @@
 
 use std::sync::atomic::Ordering;
 
-use bitcoinkernel::prelude::*;
-
 use super::Validator;
 use crate::types::Network;
 
@@ -45,10 +43,7 @@ impl Validator {
         }
         let tip = self.tip();
         let best = self.best_header();
-        let tip_time = self
-            .entry_at(tip.height)
-            .map(|e| i64::from(e.header().timestamp()))
-            .unwrap_or(0);
+        let tip_time = self.header(&tip.hash).map_or(0, |h| i64::from(h.time));
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));

@@ -61,14 +61,16 @@ impl Validator {
     /// A known header (in any branch), with its chain work and median time past.
     pub fn header_entry(&self, hash: &BlockHash) -> Option<HeaderEntry> {
         let kernel_hash = bitcoinkernel::BlockHash::from(hash.to_byte_array());
-        let entry = self.chainman.get_block_tree_entry(&kernel_hash)?;
+        let cm = self.chainman.get();
+        let entry = cm.get_block_tree_entry(&kernel_hash)?;
         Some(self.describe(&entry))
     }
 
     /// A known header itself.
     pub fn header(&self, hash: &BlockHash) -> Option<bitcoin::block::Header> {
         let kernel_hash = bitcoinkernel::BlockHash::from(hash.to_byte_array());
-        let entry = self.chainman.get_block_tree_entry(&kernel_hash)?;
+        let cm = self.chainman.get();
+        let entry = cm.get_block_tree_entry(&kernel_hash)?;
         let raw = entry.header().consensus_encode().ok()?;
         bitcoin::consensus::deserialize(&raw).ok()
     }
@@ -77,14 +79,15 @@ impl Validator {
     /// `IsAncestorOfBestHeaderOrTip`): headers that lead to it were checked already.
     pub fn is_on_best_chains(&self, hash: &BlockHash) -> bool {
         let kernel_hash = bitcoinkernel::BlockHash::from(hash.to_byte_array());
-        let Some(entry) = self.chainman.get_block_tree_entry(&kernel_hash) else {
+        let cm = self.chainman.get();
+        let Some(entry) = cm.get_block_tree_entry(&kernel_hash) else {
             return false;
         };
-        let below_best = self.chainman.best_entry().is_some_and(|best| {
+        let below_best = cm.best_entry().is_some_and(|best| {
             best.ancestor(entry.height())
                 .is_some_and(|a| a.block_hash().to_bytes() == entry.block_hash().to_bytes())
         });
-        below_best || self.chainman.active_chain().contains(&entry)
+        below_best || cm.active_chain().contains(&entry)
     }
 
     /// The active chain's tip, as [`Validator::header_entry`] describes it.
@@ -191,7 +194,8 @@ impl Validator {
 
     /// A block locator from the best header's parent (Core's first `getheaders`).
     pub fn locator_before_best(&self) -> Vec<BlockHash> {
-        match self.chainman.best_entry() {
+        let cm = self.chainman.get();
+        match cm.best_entry() {
             Some(best) => locator_entries(&best.prev().unwrap_or(best)),
             None => Vec::new(),
         }
@@ -201,7 +205,8 @@ impl Validator {
     /// for ten, then each step twice the last, ending at genesis. Empty for an unknown hash.
     pub fn locator_from(&self, hash: &BlockHash) -> Vec<BlockHash> {
         let kernel_hash = bitcoinkernel::BlockHash::from(hash.to_byte_array());
-        match self.chainman.get_block_tree_entry(&kernel_hash) {
+        let cm = self.chainman.get();
+        match cm.get_block_tree_entry(&kernel_hash) {
             Some(entry) => locator_entries(&entry),
             None => Vec::new(),
         }

@@ -6,19 +6,21 @@ pub mod durability;
 mod gauges;
 pub mod runner;
 pub mod services;
+pub mod snapshot;
 
 use std::sync::mpsc::Receiver;
 use std::sync::Arc;
 
 use crate::admin::{Status, SyncStatus, TipStatus};
 use crate::config::Settings;
+use crate::datadir::snapshot::{check_before_start, SnapshotError, MANIFEST_FILE};
 use crate::datadir::space::SpaceWatch;
 use crate::datadir::{DataDir, DataDirError, DataDirLock};
 use crate::index::{silent_payments, Index, IndexError, IndexOptions};
 use crate::kernel::blockfiles::KernelBlockFiles;
 use crate::kernel::{KernelError, KernelEvent, Validator, ValidatorConfig};
 use crate::mempool::Mempool;
-use crate::store::{Store, StoreError};
+use crate::store::{Store, StoreError, SCHEMA_VERSION};
 
 /// Errors from opening a node.
 #[derive(Debug, thiserror::Error)]
@@ -35,6 +37,9 @@ pub enum NodeError {
     /// The index is damaged.
     #[error(transparent)]
     Index(#[from] IndexError),
+    /// A snapshot in the data folder cannot be started from.
+    #[error(transparent)]
+    Snapshot(#[from] SnapshotError),
 }
 
 /// An open node: the data folder is locked for as long as it lives.
@@ -87,8 +92,14 @@ pub fn existing_datadir(settings: &Settings) -> Result<Option<DataDir>, DataDirE
 impl Node {
     /// Locks the data folder and opens the validator and, with `with_index`, the index.
     pub fn open(settings: Settings, with_index: bool) -> Result<Node, NodeError> {
+        check_snapshot(&settings)?;
         let datadir = open_datadir(&settings)?;
         let lock = datadir.lock()?;
+        let staging = datadir.snapshot_staging_dir();
+        remove_if_present(&staging).map_err(|source| DataDirError::Io {
+            path: staging,
+            source,
+        })?;
         let config = ValidatorConfig {
             network: settings.network,
             signet_challenge: settings.signet_challenge.clone(),
@@ -194,6 +205,29 @@ impl Node {
             index: self.index.clone(),
         }
     }
+}
+
+/// Before the data folder is opened: a snapshot there not yet started from is checked (and an
+/// interrupted one, or one of another network, refused).
+fn check_snapshot(settings: &Settings) -> Result<(), SnapshotError> {
+    let label = network_label(settings);
+    let dir = settings.network_dir();
+    if dir.join(MANIFEST_FILE).exists() {
+        tracing::info!(
+            "checking the snapshot in {} before starting from it",
+            dir.display()
+        );
+    }
+    let layout = crate::datadir::LAYOUT_VERSION;
+    if let Some(manifest) = check_before_start(&dir, &label, SCHEMA_VERSION, layout)? {
+        tracing::info!(
+            "starting from the snapshot at height {} ({}): {} files checked",
+            manifest.tip.height,
+            manifest.tip.hash,
+            manifest.files.len()
+        );
+    }
+    Ok(())
 }
 
 /// Opens (or creates) the data folder's index store with the configured cache and filters;

@@ -5,8 +5,9 @@ use std::sync::Arc;
 
 use tokio::sync::watch;
 
+use super::snapshot::Snapshotter;
 use super::Node;
-use crate::admin::{AdminContext, AdminError, AdminServer, DiskStatus, Status};
+use crate::admin::{AdminContext, AdminError, AdminServer, DiskStatus, Status, TakeSnapshot};
 use crate::config::P2pConfig;
 use crate::electrum::{Backend, ElectrumServer, ListenError};
 use crate::http::metrics::MetricsServer;
@@ -237,8 +238,18 @@ fn tls_identity(node: &Node) -> Result<Option<Arc<Tls>>, TlsError> {
 
 /// What the admin RPC answers from: the node's status, read when asked, and the stop signal.
 fn admin_context(node: &Node, p2p: Option<&P2p>, stop: watch::Sender<bool>) -> AdminContext {
+    let snapshot = node.index.as_ref().map(|index| {
+        let save_book = p2p
+            .map(|p| Box::new(p.book_saver(node.settings.magic())) as super::snapshot::BookSaver);
+        let snapshotter = Snapshotter::new(node, index.clone(), save_book);
+        Box::new(move |dir: &std::path::Path| {
+            let report = snapshotter.take(dir).map_err(|e| e.to_string())?;
+            serde_json::to_value(report).map_err(|e| e.to_string())
+        }) as TakeSnapshot
+    });
     AdminContext {
         status: Box::new(node_status(node, p2p)),
+        snapshot,
         stop,
     }
 }

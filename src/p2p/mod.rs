@@ -343,6 +343,16 @@ impl P2p {
         }
     }
 
+    /// A handle that saves the address book, as the node saves it, to a file of the caller's
+    /// choice (a snapshot's).
+    pub fn book_saver(
+        &self,
+        magic: [u8; 4],
+    ) -> impl Fn(&std::path::Path) -> std::io::Result<usize> + Send + Sync + 'static {
+        let book = self.ctx.book.clone();
+        move |path| addrbook_file::save(&book, path, magic)
+    }
+
     /// Stops every peer task, then saves the address book and the automatic outbound peers
     /// still connected as the next start's anchors (Core's `DumpAnchors`).
     pub fn stop(self) {

@@ -388,6 +388,17 @@ impl Store {
         }
     }
 
+    /// Writes a consistent copy of the store into `dir`, which must not exist (RocksDB's
+    /// checkpoint): the memtables flushed first, the table files hard-linked where `dir` is on
+    /// the same file system, the rest copied.
+    pub fn checkpoint(&self, dir: &Path) -> Result<(), StoreError> {
+        let checkpoint =
+            rocksdb::checkpoint::Checkpoint::new(&self.db).map_err(|e| self.db_err(e))?;
+        checkpoint
+            .create_checkpoint(dir)
+            .map_err(|e| self.db_err(e))
+    }
+
     /// Flushes every family's memtable to SST files, all in one atomic step (size figures are
     /// real afterwards; rows written in bulk are durable).
     pub fn flush(&self) -> Result<(), StoreError> {
