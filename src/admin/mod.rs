@@ -220,7 +220,11 @@ impl AdminClient {
             .await
             .map_err(|e| AdminError::Call {
                 method: "snapshot",
-                message: e.to_string(),
+                message: match e {
+                    // The node's own words, not the error object around them.
+                    jsonrpsee::core::client::Error::Call(answer) => answer.message().to_string(),
+                    other => other.to_string(),
+                },
             })
     }
 

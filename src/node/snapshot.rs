@@ -79,6 +79,14 @@ pub struct SnapshotReport {
     pub seconds: f64,
 }
 
+/// A snapshot written: its tip, manifest, how its files came, and how long blocks waited.
+struct Taken {
+    tip: ChainTip,
+    manifest: Manifest,
+    staged: Staged,
+    pause: Duration,
+}
+
 /// Takes snapshots of one running node, one at a time.
 pub struct Snapshotter {
     network: String,
@@ -117,9 +125,42 @@ impl Snapshotter {
         remove_dir(&partial)?;
         create_dir(&partial)?;
         let staging = self.datadir.snapshot_staging_dir();
-        remove_dir(&staging)?;
-        create_dir(&staging)?;
-        let (tip, mut staged, pause) = self.stage_paused(&staging)?;
+        let taken = self.take_into(&staging, &partial, &finished);
+        // Nothing is left behind of one that failed (a full disk): the space comes back.
+        let _ = remove_dir(&staging);
+        if taken.is_err() {
+            let _ = remove_dir(&partial);
+        }
+        let Taken {
+            tip,
+            manifest,
+            staged,
+            pause,
+        } = taken?;
+        Ok(SnapshotReport {
+            path: finished,
+            network: self.network.clone(),
+            height: tip.height,
+            hash: tip.hash.to_string(),
+            files: manifest.files.len(),
+            bytes: manifest.files.iter().map(|f| f.size).sum(),
+            staged,
+            pause_ms: pause.as_millis() as u64,
+            seconds: started.elapsed().as_secs_f64(),
+        })
+    }
+
+    /// Stages everything in `staging`, moves it to `partial`, writes the manifest and renames
+    /// it `finished`.
+    fn take_into(
+        &self,
+        staging: &Path,
+        partial: &Path,
+        finished: &Path,
+    ) -> Result<Taken, TakeError> {
+        remove_dir(staging)?;
+        create_dir(staging)?;
+        let (tip, mut staged, pause) = self.stage_paused(staging)?;
         tracing::info!(
             "snapshot at height {}: block submissions waited {} ms",
             tip.height,
@@ -138,21 +179,17 @@ impl Snapshotter {
             &staging.join(IDENTITY_FILE),
             false,
         )?);
-        let moved = snapshot::place(&staging, &partial)?;
-        let files = snapshot::list_files(&partial)?;
+        let moved = snapshot::place(staging, partial)?;
+        let files = snapshot::list_files(partial)?;
         let manifest = self.manifest(tip, files);
-        snapshot::complete(&partial, &finished, &manifest)?;
-        Ok(SnapshotReport {
-            path: finished,
-            network: self.network.clone(),
-            height: tip.height,
-            hash: tip.hash.to_string(),
-            files: manifest.files.len(),
-            bytes: manifest.files.iter().map(|f| f.size).sum(),
-            // Where DIR is on another file system, everything was copied there.
-            staged: if moved.copied > 0 { moved } else { staged },
-            pause_ms: pause.as_millis() as u64,
-            seconds: started.elapsed().as_secs_f64(),
+        snapshot::complete(partial, finished, &manifest)?;
+        // Where DIR is on another file system, everything was copied there.
+        let staged = if moved.copied > 0 { moved } else { staged };
+        Ok(Taken {
+            tip,
+            manifest,
+            staged,
+            pause,
         })
     }
 
@@ -165,7 +202,9 @@ impl Snapshotter {
         let held_from = Instant::now();
         let tip = self.validator.tip();
         self.wait_for_index(tip)?;
-        self.index.store().checkpoint(&staging.join("index"))?;
+        let checkpoint = staging.join("index");
+        self.index.store().checkpoint(&checkpoint)?;
+        let mut staged = snapshot::count_staged(&checkpoint)?;
         if let Some(mempool) = &self.mempool {
             mempool
                 .save(&staging.join("mempool.dat"))
@@ -175,8 +214,9 @@ impl Snapshotter {
                 })?;
         }
         let kernel = self.datadir.kernel_dir();
-        let staged =
-            paused.closed_for(|| snapshot::stage_kernel(&kernel, &staging.join("kernel")))??;
+        staged.add(
+            paused.closed_for(|| snapshot::stage_kernel(&kernel, &staging.join("kernel")))??,
+        );
         drop(paused);
         Ok((tip, staged, held_from.elapsed()))
     }

@@ -7,6 +7,7 @@ pub mod lines;
 pub mod peer;
 pub mod probe;
 pub mod sp;
+pub mod tmpfs;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};

@@ -37,6 +37,7 @@ mod index;
 mod initial_download;
 mod reindex;
 mod service;
+mod snapshot;
 
 // Properties and bounds without a node.
 mod allocations;
