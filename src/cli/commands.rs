@@ -6,9 +6,9 @@ use std::sync::atomic::AtomicBool;
 
 use anyhow::{bail, Result};
 
-use cairn::admin::AdminClient;
+use cairn::admin::{AdminClient, Status};
 use cairn::config::Settings;
-use cairn::datadir::DataDirError;
+use cairn::datadir::{DataDir, DataDirError};
 use cairn::generate::{ChainGenerator, GenerateOptions, Shapes, Spending};
 use cairn::import::{BlkDir, ImportStats, Importer, Progress};
 use cairn::node::{self, Node};
@@ -176,10 +176,15 @@ pub(crate) fn status(settings: Settings, json: bool) -> Result<()> {
         );
     };
     let status = match datadir.lock() {
+        // Nobody runs here: the tips are read from the folder, opening nothing, under the lock
+        // for the few milliseconds that takes (a `cairn run` starting meanwhile waits for it).
         Ok(lock) => {
+            let stopped = stopped_status(&settings, &datadir, json);
             drop(lock);
-            let has_index = datadir.index_dir().exists();
-            open_node(settings, has_index)?.status()
+            match stopped? {
+                Some(status) => status,
+                None => return Ok(()),
+            }
         }
         Err(DataDirError::Locked { .. }) => {
             let rt = tokio::runtime::Builder::new_current_thread()
@@ -250,6 +255,43 @@ pub(crate) fn status(settings: Settings, json: bool) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// A stopped node's status from its folder alone: `None` when it was told already (no kernel
+/// tip recorded: the last run did not exit cleanly).
+fn stopped_status(settings: &Settings, datadir: &DataDir, json: bool) -> Result<Option<Status>> {
+    let (kernel_tip, index_tip) = node::stopped_tips(datadir)?;
+    let Some(kernel_tip) = kernel_tip else {
+        let state = "stopped without a clean exit: the kernel's tip is known once it starts again";
+        if json {
+            let answer = serde_json::json!({
+                "network": node::network_label(settings),
+                "datadir": datadir.root().display().to_string(),
+                "running": false,
+                "state": state,
+                "index_tip": index_tip,
+            });
+            println!("{answer}");
+        } else {
+            tell_state(settings, false, false, state)?;
+            match &index_tip {
+                Some(t) => println!("index tip:  {} at height {}", t.hash, t.height),
+                None => println!("index tip:  none (no index yet)"),
+            }
+        }
+        return Ok(None);
+    };
+    Ok(Some(Status {
+        network: node::network_label(settings),
+        kernel_tip,
+        index_tip,
+        datadir: datadir.root().display().to_string(),
+        running: false,
+        p2p: None,
+        syncing: None,
+        kernel_error: None,
+        disk: None,
+    }))
 }
 
 /// `cairn reindex`: throws the index away and builds it again from the kernel's blocks, with a

@@ -13,6 +13,8 @@ use serde::{Deserialize, Serialize};
 
 /// The name of the identity file at the top of every network folder.
 pub const IDENTITY_FILE: &str = "cairn.json";
+/// The kernel's tip as its last clean exit left it ([`DataDir::kernel_tip_file`]).
+pub const KERNEL_TIP_FILE: &str = "kernel-tip.json";
 /// The data-folder layout version written into the identity file.
 pub const LAYOUT_VERSION: u32 = 1;
 
@@ -192,6 +194,12 @@ impl DataDir {
     /// Where the mempool is saved on shutdown (Core's `mempool.dat` format).
     pub fn mempool_file(&self) -> PathBuf {
         self.root.join("mempool.dat")
+    }
+
+    /// The kernel's tip as its last clean exit wrote it to disk, for `cairn status` on a stopped
+    /// node (removed when a node opens the folder: after a crash there is none).
+    pub fn kernel_tip_file(&self) -> PathBuf {
+        self.root.join(KERNEL_TIP_FILE)
     }
 
     /// Where a snapshot is staged while the kernel is closed (on the data folder's own file

@@ -58,7 +58,81 @@ pub struct Node {
     pub mempool: Option<Arc<Mempool>>,
     /// Free space under the data folder: no more blocks are taken while it is low.
     pub space: SpaceWatch,
+    // Dropped after the fields above, before the lock: records the kernel's tip once flushed.
+    recorder: TipRecorder,
     _lock: DataDirLock,
+}
+
+/// Writes the kernel's tip into the data folder ([`DataDir::kernel_tip_file`]) when the last
+/// hold on the validator ends with it here: the kernel then writes that tip to disk, and a
+/// stopped node's `cairn status` reads it from there without opening anything.
+struct TipRecorder {
+    file: std::path::PathBuf,
+    validator: Option<Arc<Validator>>,
+}
+
+impl TipRecorder {
+    /// Drops the validator (the kernel flushes) and records its tip, waiting until `deadline`
+    /// for other holds on it to end; without a deadline, only if there are none.
+    fn finish(&mut self, deadline: Option<std::time::Instant>) {
+        let Some(mut held) = self.validator.take() else {
+            return;
+        };
+        loop {
+            match Arc::try_unwrap(held) {
+                Ok(validator) => {
+                    let (tip, fatal) = (validator.tip(), validator.fatal());
+                    drop(validator);
+                    if fatal.is_none() {
+                        record_kernel_tip(&self.file, tip);
+                    }
+                    return;
+                }
+                Err(back) if deadline.is_some_and(|d| std::time::Instant::now() < d) => {
+                    held = back;
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                }
+                Err(_) => {
+                    if deadline.is_some() {
+                        tracing::error!("the validator is still in use after a minute; exiting without the kernel's final flush");
+                    }
+                    return;
+                }
+            }
+        }
+    }
+}
+
+impl Drop for TipRecorder {
+    fn drop(&mut self) {
+        self.finish(None);
+    }
+}
+
+/// Writes `tip` as the kernel's on-disk tip into `file` (best effort: without it a stopped
+/// node's status says its tip is not known).
+fn record_kernel_tip(file: &std::path::Path, tip: crate::kernel::ChainTip) {
+    let text = serde_json::to_vec(&TipStatus::from(tip)).unwrap_or_default();
+    let tmp = file.with_extension("tmp");
+    let written = std::fs::write(&tmp, text).and_then(|()| std::fs::rename(&tmp, file));
+    if let Err(e) = written {
+        tracing::warn!("the kernel's tip not recorded in {}: {e}", file.display());
+    }
+}
+
+/// What a stopped node's data folder tells without opening it: the kernel's tip its last clean
+/// exit recorded (`None` after a crash, or before anything ran to the end) and the index's tip.
+pub fn stopped_tips(
+    datadir: &DataDir,
+) -> Result<(Option<TipStatus>, Option<TipStatus>), StoreError> {
+    let kernel = std::fs::read(datadir.kernel_tip_file())
+        .ok()
+        .and_then(|bytes| serde_json::from_slice(&bytes).ok());
+    let index = Store::read_tip(&datadir.index_dir())?.map(|t| TipStatus {
+        height: i64::from(t.height),
+        hash: t.hash.to_string(),
+    });
+    Ok((kernel, index))
 }
 
 /// The label that names a network's chain (and its data subfolder).
@@ -100,6 +174,18 @@ impl Node {
             path: staging,
             source,
         })?;
+        // Until this run exits cleanly, what the kernel has on disk is not known without it.
+        let recorded = datadir.kernel_tip_file();
+        match std::fs::remove_file(&recorded) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(DataDirError::Io {
+                    path: recorded,
+                    source: e,
+                }
+                .into())
+            }
+            _ => {}
+        }
         let config = ValidatorConfig {
             network: settings.network,
             signet_challenge: settings.signet_challenge.clone(),
@@ -121,6 +207,10 @@ impl Node {
             settings.min_free_space,
         );
         Ok(Node {
+            recorder: TipRecorder {
+                file: datadir.kernel_tip_file(),
+                validator: Some(validator.clone()),
+            },
             settings,
             datadir,
             validator,
@@ -167,28 +257,15 @@ impl Node {
             validator,
             index,
             mempool,
+            mut recorder,
             ..
         } = self;
         drop(mempool);
         drop(index);
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-        let mut held = validator;
-        loop {
-            match Arc::try_unwrap(held) {
-                Ok(v) => {
-                    drop(v);
-                    return;
-                }
-                Err(back) if std::time::Instant::now() < deadline => {
-                    held = back;
-                    std::thread::sleep(std::time::Duration::from_millis(20));
-                }
-                Err(_) => {
-                    tracing::error!("the validator is still in use after a minute; exiting without the kernel's final flush");
-                    return;
-                }
-            }
-        }
+        drop(validator);
+        recorder.finish(Some(
+            std::time::Instant::now() + std::time::Duration::from_secs(60),
+        ));
     }
 
     /// The node's status, read directly.

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use crate::datadir::snapshot::{self, Manifest, ManifestTip, SnapshotError, Staged};
-use crate::datadir::{DataDir, IDENTITY_FILE, LAYOUT_VERSION};
+use crate::datadir::{DataDir, IDENTITY_FILE, KERNEL_TIP_FILE, LAYOUT_VERSION};
 use crate::index::Index;
 use crate::kernel::{ChainTip, KernelError, Validator};
 use crate::mempool::Mempool;
@@ -218,6 +218,8 @@ impl Snapshotter {
             paused.closed_for(|| snapshot::stage_kernel(&kernel, &staging.join("kernel")))??,
         );
         drop(paused);
+        // The kernel's files are at `tip`: as after a clean exit, `cairn status` can tell.
+        super::record_kernel_tip(&staging.join(KERNEL_TIP_FILE), tip);
         Ok((tip, staged, held_from.elapsed()))
     }
 

@@ -218,6 +218,36 @@ impl Store {
         }
     }
 
+    /// The index tip of the store in `path`, read without writing anything there or taking its
+    /// lock (for `cairn status` on a stopped node; a `cairn run` may start meanwhile): `None`
+    /// where there is no store or no tip. RocksDB's own log of the read goes to the system's
+    /// temporary folder.
+    pub fn read_tip(path: &Path) -> Result<Option<TipRow>, StoreError> {
+        if !path.join("CURRENT").exists() {
+            return Ok(None);
+        }
+        let err = |e: rocksdb::Error| StoreError::Db {
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        };
+        let mut opts = Options::default();
+        let logs = std::env::temp_dir().join(format!("cairn-status-{}", std::process::id()));
+        opts.set_db_log_dir(&logs);
+        let read = (|| {
+            let families = DB::list_cf(&opts, path).map_err(err)?;
+            let db = DB::open_cf_for_read_only(&opts, path, &families, false).map_err(err)?;
+            let Some(family) = db.cf_handle(cf::META) else {
+                return Ok(None);
+            };
+            match db.get_cf(family, meta::TIP).map_err(err)? {
+                Some(bytes) => Ok(Some(TipRow::decode(&bytes)?)),
+                None => Ok(None),
+            }
+        })();
+        let _ = std::fs::remove_dir_all(&logs);
+        read
+    }
+
     /// Every key and value of a column family that starts with `prefix`, in key order.
     pub fn scan_prefix<'a>(
         &'a self,

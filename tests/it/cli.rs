@@ -27,6 +27,25 @@ fn status(datadir: &Path) -> serde_json::Value {
     serde_json::from_str(out.trim()).unwrap()
 }
 
+/// Every file below `dir` with its size and modification time.
+fn files_and_times(dir: &Path) -> Vec<(std::path::PathBuf, u64, std::time::SystemTime)> {
+    let mut out = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let entry = entry.unwrap();
+            let meta = entry.metadata().unwrap();
+            if meta.is_dir() {
+                todo.push(entry.path());
+            } else {
+                out.push((entry.path(), meta.len(), meta.modified().unwrap()));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
 fn generate(out: &Path, blocks: u32, txs: u32, seed: u64) -> String {
     let text = ok(Command::new(env!("CARGO_BIN_EXE_cairn"))
         .args([
@@ -53,7 +72,13 @@ fn status_asks_the_running_node_and_stop_ends_it() {
         .arg(common::data("regtest-206-blocks.hex.txt"))
         .output()
         .unwrap());
+    let before = files_and_times(dd);
     let offline = status(dd);
+    assert_eq!(
+        before,
+        files_and_times(dd),
+        "status wrote in a stopped node's folder"
+    );
     assert_eq!(offline["network"], "regtest");
     assert_eq!(offline["kernel_tip"]["height"], 206);
     assert_eq!(
@@ -138,9 +163,15 @@ fn kill_9_during_import_then_restart_reaches_the_same_tip() {
         std::thread::sleep(Duration::from_millis(delay_ms));
         let _ = child.kill(); // SIGKILL
         let _ = child.wait();
-        // Whatever was committed is readable at once.
+        // Whatever was committed is readable at once, without opening anything; the kernel's
+        // tip is known once it opens again.
         let s = status(&dd);
-        assert!(s["kernel_tip"]["height"].as_i64().unwrap() >= 0);
+        assert_eq!(s["running"], false, "{s}");
+        match s["state"].as_str() {
+            Some(state) => assert!(state.starts_with("stopped without a clean exit"), "{s}"),
+            // Killed after the import ended.
+            None => assert!(s["kernel_tip"]["height"].as_i64().unwrap() >= 0, "{s}"),
+        }
     }
     ok(cairn(&dd)
         .args(["import", "--quiet", "--blocks-dir"])
@@ -328,16 +359,22 @@ fn every_option_is_a_flag_and_a_variable_and_they_win_over_the_file() {
     assert!(err.contains("electrum_max_batch"), "{err}");
 }
 
-/// A supervisor polling `cairn status --json` every 50 ms from before `cairn run` starts on a
-/// fresh data dir until it serves, five times: every start succeeds, every status exits 0 with
-/// a true answer (nothing has run yet, starting, or the node's own), and the last says running.
-/// (Before: `run` could exit at once with "No such file or directory" when both wrote the new
-/// data dir's identity, and `status` answered errors while `run` started.)
+/// A supervisor polling `cairn status --json` every 50 ms from before `cairn run` starts until
+/// it serves, fifty times, on a fresh data dir and then on one that ran before: every start
+/// succeeds, every status exits 0 with a true answer (nothing has run yet, stopped with its
+/// recorded tips, starting, or the node's own), and the last says running. (Before: `run` could
+/// exit at once with "No such file or directory" when both wrote the new data dir's identity,
+/// or with "in use by another cairn process" while a status opened the stopped node; and
+/// `status` answered errors while `run` started.)
 #[test]
 fn status_polled_while_run_starts_never_fails_either() {
-    for round in 0..5 {
-        let tmp = tempfile::tempdir().unwrap();
-        let dd = tmp.path().to_path_buf();
+    let ran_before = tempfile::tempdir().unwrap();
+    for round in 0..50 {
+        let fresh = tempfile::tempdir().unwrap();
+        let dd = match round < 25 {
+            true => fresh.path().to_path_buf(),
+            false => ran_before.path().to_path_buf(),
+        };
         let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         let poller = {
             let (dd, stop) = (dd.clone(), stop.clone());
@@ -385,6 +422,9 @@ fn status_polled_while_run_starts_never_fails_either() {
                     assert_eq!(answer["running"], false, "{answer}")
                 }
                 Some("starting") => assert_eq!(answer["running"], true, "{answer}"),
+                Some(state) if state.starts_with("stopped without") => {
+                    panic!("round {round}: a clean stop left no tip: {answer}")
+                }
                 Some(other) => panic!("round {round}: state {other}"),
                 None => assert!(answer["kernel_tip"]["height"].is_i64(), "{answer}"),
             }
