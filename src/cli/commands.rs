@@ -262,7 +262,12 @@ pub(crate) fn status(settings: Settings, json: bool) -> Result<()> {
 fn stopped_status(settings: &Settings, datadir: &DataDir, json: bool) -> Result<Option<Status>> {
     let (kernel_tip, index_tip) = node::stopped_tips(datadir)?;
     let Some(kernel_tip) = kernel_tip else {
-        let state = "stopped without a clean exit: the kernel's tip is known once it starts again";
+        // Only its identity: a `run` that wrote it and is about to take the lock, or one that
+        // stopped before it opened anything.
+        let state = match datadir.kernel_dir().exists() {
+            false => "nothing has run here yet",
+            true => "stopped without a clean exit: the kernel's tip is known once it starts again",
+        };
         if json {
             let answer = serde_json::json!({
                 "network": node::network_label(settings),

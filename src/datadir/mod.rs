@@ -63,6 +63,12 @@ pub enum DataDirError {
         /// The layout it claims.
         found: u32,
     },
+    /// The folder is a snapshot's copy without its manifest (an interrupted copy).
+    #[error("{path} is a copy of a snapshot without its manifest ({}): the copy is incomplete; copy the whole snapshot again", snapshot::MANIFEST_FILE)]
+    UncheckedSnapshot {
+        /// The folder.
+        path: PathBuf,
+    },
     /// Another process holds the folder's lock.
     #[error("{path} is in use by another cairn process")]
     Locked {
@@ -77,6 +83,63 @@ struct Identity {
     program: String,
     network: String,
     layout: u32,
+    /// A snapshot's copy not yet checked against its manifest ([`snapshot`]): a node refuses
+    /// it without the manifest (an interrupted copy), and clears it once checked.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    snapshot: bool,
+}
+
+impl Identity {
+    fn read(path: &Path) -> Result<Identity, DataDirError> {
+        let text = fs::read_to_string(path).map_err(|source| DataDirError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        serde_json::from_str(&text).map_err(|e| DataDirError::BadIdentity {
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        })
+    }
+
+    /// Writes it to `path` (a temporary file synced, then renamed).
+    fn write(&self, path: &Path) -> Result<(), DataDirError> {
+        let io = |source| DataDirError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        let text = serde_json::to_vec_pretty(self).map_err(|e| DataDirError::BadIdentity {
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        })?;
+        let tmp = path.with_extension("json.tmp-write");
+        let mut file = File::create(&tmp).map_err(io)?;
+        file.write_all(&text)
+            .and_then(|()| file.sync_all())
+            .map_err(io)?;
+        fs::rename(&tmp, path).map_err(io)
+    }
+}
+
+/// Writes the identity of a snapshot of `network_label` into `path`, marked not yet checked.
+pub fn write_snapshot_identity(path: &Path, network_label: &str) -> Result<(), DataDirError> {
+    Identity {
+        program: "cairn".into(),
+        network: network_label.to_string(),
+        layout: LAYOUT_VERSION,
+        snapshot: true,
+    }
+    .write(path)
+}
+
+/// Clears the not-yet-checked mark of the identity in `root` (a snapshot just checked).
+pub fn clear_snapshot_mark(root: &Path) -> Result<(), DataDirError> {
+    let path = root.join(IDENTITY_FILE);
+    let mut id = Identity::read(&path)?;
+    if id.snapshot {
+        id.snapshot = false;
+        id.write(&path)?;
+    }
+    Ok(())
 }
 
 /// A network's data folder, checked to be cairn's and of the right network.
@@ -99,12 +162,7 @@ impl DataDir {
             create_identity(root, &id_path, network_label)?;
         }
         {
-            let text = fs::read_to_string(&id_path).map_err(io)?;
-            let id: Identity =
-                serde_json::from_str(&text).map_err(|e| DataDirError::BadIdentity {
-                    path: id_path.clone(),
-                    message: e.to_string(),
-                })?;
+            let id = Identity::read(&id_path)?;
             if id.program != "cairn" {
                 return Err(DataDirError::Foreign {
                     path: root.to_path_buf(),
@@ -121,6 +179,11 @@ impl DataDir {
                 return Err(DataDirError::NewerLayout {
                     path: root.to_path_buf(),
                     found: id.layout,
+                });
+            }
+            if id.snapshot {
+                return Err(DataDirError::UncheckedSnapshot {
+                    path: root.to_path_buf(),
                 });
             }
         }
@@ -295,6 +358,7 @@ fn create_identity(root: &Path, id_path: &Path, network_label: &str) -> Result<(
         program: "cairn".into(),
         network: network_label.to_string(),
         layout: LAYOUT_VERSION,
+        snapshot: false,
     };
     let text = serde_json::to_string_pretty(&id).map_err(|e| DataDirError::BadIdentity {
         path: id_path.to_path_buf(),

@@ -19,6 +19,8 @@ pub const MANIFEST_FILE: &str = "snapshot.json";
 pub const VERIFIED_FILE: &str = "snapshot.verified.json";
 /// What a snapshot's folder is called while it is built.
 pub const PARTIAL_SUFFIX: &str = ".partial";
+/// The file that says a partial folder is cairn's (only such a one is replaced).
+pub const PARTIAL_MARK: &str = "cairn-snapshot-partial";
 
 /// Errors of taking or checking a snapshot.
 #[derive(Debug, thiserror::Error)]
@@ -80,6 +82,15 @@ pub enum SnapshotError {
         path: PathBuf,
         /// What is wrong.
         message: String,
+    },
+    /// The node is stopping.
+    #[error("the snapshot was given up: the node is stopping")]
+    Cancelled,
+    /// The destination is inside the node's own data folder.
+    #[error("{path} is inside the node's data folder; write the snapshot elsewhere")]
+    InsideDataDir {
+        /// The destination.
+        path: PathBuf,
     },
     /// A file differs from what the manifest lists.
     #[error("snapshot {path} is damaged: {file} {message}; copy it again")]
@@ -163,25 +174,30 @@ fn io_at(path: &Path) -> impl FnOnce(std::io::Error) -> SnapshotError + '_ {
 
 /// Stages the kernel's folder `from` into `to` (on the same file system), while the kernel is
 /// closed: files their owner never writes again are hard-linked, the others copied. Never
-/// written again: LevelDB's table files (`*.ldb`), every block file but the newest (blocks are
-/// appended to the newest only), and the undo files of all but the newest two (undo data goes
-/// to the file of the block's own block file, and only blocks of the newest files are still
-/// connected for the first time). Lock files are left out.
+/// written again: LevelDB's table files (`*.ldb`) and every block file but the newest (blocks
+/// are appended to the newest only). Undo files are left for [`stage_undo`]; lock files out.
 pub fn stage_kernel(from: &Path, to: &Path) -> Result<Staged, SnapshotError> {
-    let newest = |prefix: &str| newest_numbered(&from.join("blocks"), prefix);
-    let (newest_blk, newest_rev) = (newest("blk")?, newest("rev")?);
+    let newest_blk = newest_numbered(&from.join("blocks"), "blk")?;
     let immutable = |name: &str| {
-        if name.ends_with(".ldb") {
-            return true;
-        }
-        let number = |prefix: &str| numbered(name, prefix);
-        match (number("blk"), number("rev")) {
-            (Some(n), _) => newest_blk.is_some_and(|newest| n < newest),
-            (_, Some(n)) => newest_rev.is_some_and(|newest| n + 1 < newest),
-            _ => false,
-        }
+        name.ends_with(".ldb")
+            || numbered(name, "blk").is_some_and(|n| newest_blk.is_some_and(|newest| n < newest))
     };
-    stage_tree(from, to, &immutable)
+    let wanted = |name: &str| numbered(name, "rev").is_none() && name != "LOCK" && name != ".lock";
+    stage_tree(from, to, &wanted, &immutable, &|| false)
+}
+
+/// Copies the kernel's undo files (`blocks/rev*.dat`) from `from` into the staged `to`, with the
+/// kernel open again: undo data is written to the file of the block's own block file, old ones
+/// too (a reorg onto blocks stored long ago), so none is linked; what the kernel appends while
+/// one is copied lies past the end the snapshot's block index knows, and is written over there.
+pub fn stage_undo(
+    from: &Path,
+    to: &Path,
+    cancelled: &dyn Fn() -> bool,
+) -> Result<Staged, SnapshotError> {
+    let (from, to) = (from.join("blocks"), to.join("blocks"));
+    let wanted = |name: &str| numbered(name, "rev").is_some();
+    stage_tree(&from, &to, &wanted, &|_| false, cancelled)
 }
 
 /// The number in `prefixNNNNN.dat`.
@@ -205,23 +221,29 @@ fn newest_numbered(dir: &Path, prefix: &str) -> Result<Option<u32>, SnapshotErro
         .max())
 }
 
-/// Links (where `immutable` says so) or copies every file below `from` into `to`.
+/// Links (where `immutable` says so) or copies every file below `from` that `wanted` names into
+/// `to`. Symbolic links are followed: a block folder on another disk is staged as any.
 fn stage_tree(
     from: &Path,
     to: &Path,
+    wanted: &dyn Fn(&str) -> bool,
     immutable: &dyn Fn(&str) -> bool,
+    cancelled: &dyn Fn() -> bool,
 ) -> Result<Staged, SnapshotError> {
     fs::create_dir_all(to).map_err(io_at(to))?;
     let mut staged = Staged::default();
     for entry in fs::read_dir(from).map_err(io_at(from))? {
+        if cancelled() {
+            return Err(SnapshotError::Cancelled);
+        }
         let entry = entry.map_err(io_at(from))?;
         let name = entry.file_name();
         let (source, target) = (entry.path(), to.join(&name));
-        let kind = entry.file_type().map_err(io_at(&source))?;
+        let meta = fs::metadata(&source).map_err(io_at(&source))?;
         let name = name.to_string_lossy();
-        if kind.is_dir() {
-            staged.add(stage_tree(&source, &target, immutable)?);
-        } else if kind.is_file() && name != "LOCK" && name != ".lock" {
+        if meta.is_dir() {
+            staged.add(stage_tree(&source, &target, wanted, immutable, cancelled)?);
+        } else if meta.is_file() && wanted(&name) {
             staged.add(stage_file(&source, &target, immutable(&name))?);
         }
     }
@@ -231,7 +253,8 @@ fn stage_tree(
 /// Links `source` to `target` when `link` (copying where the file system cannot link), or
 /// copies it.
 pub fn stage_file(source: &Path, target: &Path, link: bool) -> Result<Staged, SnapshotError> {
-    if link && fs::hard_link(source, target).is_ok() {
+    let symlink = fs::symlink_metadata(source).is_ok_and(|m| m.file_type().is_symlink());
+    if link && !symlink && fs::hard_link(source, target).is_ok() {
         return Ok(Staged {
             linked: 1,
             ..Staged::default()
@@ -274,13 +297,17 @@ fn copy_synced(source: &Path, target: &Path) -> Result<u64, SnapshotError> {
 
 /// Moves the staged folder `staging` to `partial` (an empty folder): renamed where both are on
 /// one file system, so every link stays a link; copied otherwise, and the staging removed.
-pub fn place(staging: &Path, partial: &Path) -> Result<Staged, SnapshotError> {
+pub fn place(
+    staging: &Path,
+    partial: &Path,
+    cancelled: &dyn Fn() -> bool,
+) -> Result<Staged, SnapshotError> {
     match fs::rename(staging, partial) {
         Ok(()) => return Ok(Staged::default()),
         Err(e) if e.raw_os_error() == Some(libc::EXDEV) => {}
         Err(e) => return Err(io_at(staging)(e)),
     }
-    let copied = stage_tree(staging, partial, &|_| false)?;
+    let copied = stage_tree(staging, partial, &|_| true, &|_| false, cancelled)?;
     fs::remove_dir_all(staging).map_err(io_at(staging))?;
     Ok(copied)
 }
@@ -330,12 +357,18 @@ fn hash_file(path: &Path) -> Result<(u64, String), SnapshotError> {
     ))
 }
 
-/// Lists and hashes every file of the network folder `dir` (in parallel) into the manifest's
-/// file list.
-pub fn list_files(dir: &Path) -> Result<Vec<ManifestFile>, SnapshotError> {
+/// Lists and hashes every file of the network folder `dir` into the manifest's file list, one
+/// after another (on the caller's thread: not on the pool the indexer prepares blocks on).
+pub fn list_files(
+    dir: &Path,
+    cancelled: &dyn Fn() -> bool,
+) -> Result<Vec<ManifestFile>, SnapshotError> {
     files_below(dir)?
-        .into_par_iter()
+        .into_iter()
         .map(|path| {
+            if cancelled() {
+                return Err(SnapshotError::Cancelled);
+            }
             let (size, sha256) = hash_file(&dir.join(&path))?;
             Ok(ManifestFile { path, size, sha256 })
         })
@@ -399,6 +432,10 @@ pub fn check_before_start(
     }
     let manifest = read_manifest(&path)?;
     check_manifest(network_dir, &manifest, label, schema, layout)?;
+    super::clear_snapshot_mark(network_dir).map_err(|e| SnapshotError::BadManifest {
+        path: network_dir.join(super::IDENTITY_FILE),
+        message: e.to_string(),
+    })?;
     fs::rename(&path, network_dir.join(VERIFIED_FILE)).map_err(io_at(&path))?;
     sync_dir(network_dir)?;
     Ok(Some(manifest))
@@ -482,6 +519,9 @@ fn check_manifest(
         let relative = Path::new(&file.path);
         if relative.is_absolute() || relative.components().any(|c| c.as_os_str() == "..") {
             return Err(damaged("is not a path inside the snapshot".into()));
+        }
+        if fs::symlink_metadata(dir.join(relative)).is_ok_and(|m| m.file_type().is_symlink()) {
+            return Err(damaged("is a symbolic link".into()));
         }
         let (size, sha256) = match hash_file(&dir.join(relative)) {
             Ok(found) => found,

@@ -206,6 +206,12 @@ impl Validator {
             .clone()
     }
 
+    /// What tells the kernel's fatal error from elsewhere, also after the validator is gone
+    /// (its last flush happens as it is dropped).
+    pub fn fatal_flag(&self) -> FatalFlag {
+        FatalFlag(self.shared.clone())
+    }
+
     /// The tip of the active chain.
     pub fn tip(&self) -> ChainTip {
         // Height and entry are read under two separate kernel locks; if a reorg shortened the
@@ -524,6 +530,20 @@ impl Validator {
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner),
         }
+    }
+}
+
+/// The kernel's fatal error, read from outside the validator ([`Validator::fatal_flag`]).
+pub struct FatalFlag(Arc<Shared>);
+
+impl FatalFlag {
+    /// The kernel's fatal error, if it had one.
+    pub fn get(&self) -> Option<String> {
+        self.0
+            .fatal
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 }
 

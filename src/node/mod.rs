@@ -81,9 +81,10 @@ impl TipRecorder {
         loop {
             match Arc::try_unwrap(held) {
                 Ok(validator) => {
-                    let (tip, fatal) = (validator.tip(), validator.fatal());
+                    let (tip, fatal) = (validator.tip(), validator.fatal_flag());
+                    // The kernel's last flush: its failure is a fatal error too.
                     drop(validator);
-                    if fatal.is_none() {
+                    if fatal.get().is_none() {
                         record_kernel_tip(&self.file, tip);
                     }
                     return;
@@ -176,16 +177,15 @@ impl Node {
         })?;
         // Until this run exits cleanly, what the kernel has on disk is not known without it.
         let recorded = datadir.kernel_tip_file();
-        match std::fs::remove_file(&recorded) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                return Err(DataDirError::Io {
-                    path: recorded,
-                    source: e,
-                }
-                .into())
-            }
-            _ => {}
-        }
+        let removed = match std::fs::remove_file(&recorded) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            // Gone for good before anything else is written: a power cut brings nothing back.
+            other => other.and_then(|()| std::fs::File::open(datadir.root())?.sync_all()),
+        };
+        removed.map_err(|source| DataDirError::Io {
+            path: recorded,
+            source,
+        })?;
         let config = ValidatorConfig {
             network: settings.network,
             signet_challenge: settings.signet_challenge.clone(),

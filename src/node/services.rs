@@ -241,7 +241,7 @@ fn admin_context(node: &Node, p2p: Option<&P2p>, stop: watch::Sender<bool>) -> A
     let snapshot = node.index.as_ref().map(|index| {
         let save_book = p2p
             .map(|p| Box::new(p.book_saver(node.settings.magic())) as super::snapshot::BookSaver);
-        let snapshotter = Snapshotter::new(node, index.clone(), save_book);
+        let snapshotter = Snapshotter::new(node, index.clone(), save_book, stop.subscribe());
         Box::new(move |dir: &std::path::Path| {
             let report = snapshotter.take(dir).map_err(|e| e.to_string())?;
             serde_json::to_value(report).map_err(|e| e.to_string())

@@ -9,9 +9,12 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
+use tokio::sync::watch;
 
 use crate::datadir::snapshot::{self, Manifest, ManifestTip, SnapshotError, Staged};
-use crate::datadir::{DataDir, IDENTITY_FILE, KERNEL_TIP_FILE, LAYOUT_VERSION};
+use crate::datadir::{
+    write_snapshot_identity, DataDir, IDENTITY_FILE, KERNEL_TIP_FILE, LAYOUT_VERSION,
+};
 use crate::index::Index;
 use crate::kernel::{ChainTip, KernelError, Validator};
 use crate::mempool::Mempool;
@@ -95,12 +98,20 @@ pub struct Snapshotter {
     index: Arc<Index>,
     mempool: Option<Arc<Mempool>>,
     save_book: Option<BookSaver>,
+    /// Raised when the node stops: a snapshot under way gives up.
+    stopping: watch::Receiver<bool>,
     busy: Mutex<()>,
 }
 
 impl Snapshotter {
-    /// A snapshotter of the node's parts; `save_book` saves its address book, if it has one.
-    pub fn new(node: &super::Node, index: Arc<Index>, save_book: Option<BookSaver>) -> Self {
+    /// A snapshotter of the node's parts; `save_book` saves its address book, if it has one;
+    /// a snapshot under way gives up once `stopping` is raised.
+    pub fn new(
+        node: &super::Node,
+        index: Arc<Index>,
+        save_book: Option<BookSaver>,
+        stopping: watch::Receiver<bool>,
+    ) -> Self {
         Snapshotter {
             network: super::network_label(&node.settings),
             datadir: node.datadir.clone(),
@@ -108,6 +119,7 @@ impl Snapshotter {
             index,
             mempool: node.mempool.clone(),
             save_book,
+            stopping,
             busy: Mutex::new(()),
         }
     }
@@ -117,12 +129,14 @@ impl Snapshotter {
     pub fn take(&self, root: &Path) -> Result<SnapshotReport, TakeError> {
         let _one = self.busy.try_lock().map_err(|_| TakeError::Busy)?;
         let started = Instant::now();
+        let root = self.destination(root)?;
         let finished = root.join(&self.network);
         if finished.exists() {
             return Err(SnapshotError::Exists { path: finished }.into());
         }
         let partial = root.join(format!("{}{}", self.network, snapshot::PARTIAL_SUFFIX));
-        remove_dir(&partial)?;
+        replace_partial(&partial)?;
+        // Claimed at once: from now until it is whole, a node started on `root` refuses.
         create_dir(&partial)?;
         let staging = self.datadir.snapshot_staging_dir();
         let taken = self.take_into(&staging, &partial, &finished);
@@ -150,6 +164,23 @@ impl Snapshotter {
         })
     }
 
+    /// `root`, created if missing, as an absolute path outside the node's own folder (where a
+    /// later snapshot would stage this one's files with the kernel's).
+    fn destination(&self, root: &Path) -> Result<PathBuf, SnapshotError> {
+        create_dir(root)?;
+        let io = |path: &Path| {
+            let path = path.to_path_buf();
+            move |source| SnapshotError::Io { path, source }
+        };
+        let root = root.canonicalize().map_err(io(root))?;
+        let ours = self.datadir.root();
+        let ours = ours.canonicalize().map_err(io(ours))?;
+        if root.starts_with(&ours) {
+            return Err(SnapshotError::InsideDataDir { path: root });
+        }
+        Ok(root)
+    }
+
     /// Stages everything in `staging`, moves it to `partial`, writes the manifest and renames
     /// it `finished`.
     fn take_into(
@@ -160,7 +191,15 @@ impl Snapshotter {
     ) -> Result<Taken, TakeError> {
         remove_dir(staging)?;
         create_dir(staging)?;
+        write_file(&staging.join(snapshot::PARTIAL_MARK))?;
         let (tip, mut staged, pause) = self.stage_paused(staging)?;
+        let cancelled = || *self.stopping.borrow();
+        let kernel = self.datadir.kernel_dir();
+        staged.add(snapshot::stage_undo(
+            &kernel,
+            &staging.join("kernel"),
+            &cancelled,
+        )?);
         tracing::info!(
             "snapshot at height {}: block submissions waited {} ms",
             tip.height,
@@ -173,14 +212,17 @@ impl Snapshotter {
                 message: e.to_string(),
             })?;
         }
-        let identity = self.datadir.root().join(IDENTITY_FILE);
-        staged.add(snapshot::stage_file(
-            &identity,
-            &staging.join(IDENTITY_FILE),
-            false,
-        )?);
-        let moved = snapshot::place(staging, partial)?;
-        let files = snapshot::list_files(partial)?;
+        let moved = snapshot::place(staging, partial, &cancelled)?;
+        remove_file(&partial.join(snapshot::PARTIAL_MARK))?;
+        let files = snapshot::list_files(partial, &cancelled)?;
+        // Not listed: checking the snapshot clears its mark. Until then a copy of the folder
+        // without its manifest (an interrupted copy) is refused.
+        write_snapshot_identity(&partial.join(IDENTITY_FILE), &self.network).map_err(|e| {
+            TakeError::Save {
+                what: "the identity",
+                message: e.to_string(),
+            }
+        })?;
         let manifest = self.manifest(tip, files);
         snapshot::complete(partial, finished, &manifest)?;
         // Where DIR is on another file system, everything was copied there.
@@ -218,6 +260,16 @@ impl Snapshotter {
             paused.closed_for(|| snapshot::stage_kernel(&kernel, &staging.join("kernel")))??,
         );
         drop(paused);
+        // The close wrote the kernel's state: unless that failed, it is at `tip`.
+        if let Some(message) = self.validator.fatal() {
+            return Err(KernelError::Fatal(message).into());
+        }
+        if self.validator.tip() != tip {
+            return Err(KernelError::Fatal(
+                "the kernel opened again at another tip than it closed at".into(),
+            )
+            .into());
+        }
         // The kernel's files are at `tip`: as after a clean exit, `cairn status` can tell.
         super::record_kernel_tip(&staging.join(KERNEL_TIP_FILE), tip);
         Ok((tip, staged, held_from.elapsed()))
@@ -227,6 +279,9 @@ impl Snapshotter {
     fn wait_for_index(&self, tip: ChainTip) -> Result<(), TakeError> {
         let deadline = Instant::now() + CATCH_UP;
         loop {
+            if *self.stopping.borrow() {
+                return Err(SnapshotError::Cancelled.into());
+            }
             let at = self.index.tip();
             if at.is_some_and(|(height, hash)| i64::from(height) == tip.height && hash == tip.hash)
             {
@@ -264,6 +319,34 @@ impl Snapshotter {
 fn create_dir(dir: &Path) -> Result<(), SnapshotError> {
     std::fs::create_dir_all(dir).map_err(|source| SnapshotError::Io {
         path: dir.to_path_buf(),
+        source,
+    })
+}
+
+/// Makes way for a new partial folder: an earlier one is removed only if cairn left it (it
+/// holds the mark, or nothing).
+fn replace_partial(partial: &Path) -> Result<(), SnapshotError> {
+    let empty = std::fs::read_dir(partial).map(|mut d| d.next().is_none());
+    match empty {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Ok(true) => remove_dir(partial),
+        _ if partial.join(snapshot::PARTIAL_MARK).exists() => remove_dir(partial),
+        _ => Err(SnapshotError::Exists {
+            path: partial.to_path_buf(),
+        }),
+    }
+}
+
+fn write_file(path: &Path) -> Result<(), SnapshotError> {
+    std::fs::write(path, b"").map_err(|source| SnapshotError::Io {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+fn remove_file(path: &Path) -> Result<(), SnapshotError> {
+    std::fs::remove_file(path).map_err(|source| SnapshotError::Io {
+        path: path.to_path_buf(),
         source,
     })
 }

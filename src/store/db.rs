@@ -231,7 +231,12 @@ impl Store {
             message: e.to_string(),
         };
         let mut opts = Options::default();
-        let logs = std::env::temp_dir().join(format!("cairn-status-{}", std::process::id()));
+        // A few tables at a time: the tip is one read.
+        opts.set_max_open_files(16);
+        let logs = private_temp_dir().map_err(|e| StoreError::Db {
+            path: path.to_path_buf(),
+            message: format!("no temporary folder for RocksDB's log: {e}"),
+        })?;
         opts.set_db_log_dir(&logs);
         let read = (|| {
             let families = DB::list_cf(&opts, path).map_err(err)?;
@@ -477,5 +482,24 @@ impl PrefixCursor<'_> {
             self.iter.next();
         }
         Ok(self.iter.status().map_err(|e| self.store.db_err(e))?)
+    }
+}
+
+/// A new folder of this user's only, under the system's temporary folder, with a name nobody
+/// can guess beforehand.
+fn private_temp_dir() -> std::io::Result<PathBuf> {
+    use std::os::unix::fs::DirBuilderExt;
+    loop {
+        let name = format!(
+            "cairn-status-{}-{:016x}",
+            std::process::id(),
+            rand::random::<u64>()
+        );
+        let dir = std::env::temp_dir().join(name);
+        match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
+            Ok(()) => return Ok(dir),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
     }
 }

@@ -677,12 +677,21 @@ pub fn start_cairn_from(dir: &Path, node: &Bitcoind, args: &[String]) -> Cairn {
 
 /// Starts `cairn run` on `dir` with `args` (admin and Electrum on free ports unless given) and
 /// waits until it serves.
+/// Its log goes to `DIR.stderr.log`, whose end a start that fails shows.
 pub fn start_cairn(dir: &Path, args: &[String]) -> Cairn {
-    start_cairn_logging(dir, args, Stdio::null())
+    let path = PathBuf::from(format!("{}.stderr.log", dir.display()));
+    let log = std::fs::File::create(&path).unwrap();
+    spawn_cairn(dir, args, log.into(), Some(&path))
 }
 
 /// [`start_cairn`], its log (at `info`) written to `log`.
 pub fn start_cairn_logging(dir: &Path, args: &[String], log: impl Into<Stdio>) -> Cairn {
+    spawn_cairn(dir, args, log.into(), None)
+}
+
+/// Starts `cairn run` on `dir` and waits until it serves; a start that fails shows the end of
+/// the log at `log_path`, if it has one.
+fn spawn_cairn(dir: &Path, args: &[String], log: Stdio, log_path: Option<&Path>) -> Cairn {
     let datadir = dir.to_path_buf();
     // A killed cairn leaves its admin address behind: waiting for the file must wait for this one.
     let _ = std::fs::remove_file(dir.join("regtest/admin.addr"));
@@ -705,7 +714,14 @@ pub fn start_cairn_logging(dir: &Path, args: &[String], log: impl Into<Stdio>) -
     let start = Instant::now();
     while !dir.join("regtest/admin.addr").exists() {
         if let Ok(Some(status)) = c.child.try_wait() {
-            panic!("cairn run {args:?} exited before serving: {status}");
+            let said = log_path
+                .and_then(|p| std::fs::read_to_string(p).ok())
+                .map(|text| {
+                    let lines: Vec<&str> = text.lines().collect();
+                    lines[lines.len().saturating_sub(5)..].join("\n")
+                })
+                .unwrap_or_default();
+            panic!("cairn run {args:?} exited before serving: {status}\n{said}");
         }
         assert!(
             start.elapsed() < Duration::from_secs(60),

@@ -386,6 +386,7 @@ fn esplora_answers_agree_with_bitcoind() {
         &[
             format!("--connect=127.0.0.1:{}", node.p2p_port),
             format!("--http-addr={addr}"),
+            "--no-listen".into(),
         ],
     );
     synced(&cairn, &node);
@@ -778,6 +779,7 @@ fn esplora_refuses_malformed_and_unknown_requests_as_esplora_does() {
         &[
             format!("--connect=127.0.0.1:{}", node.p2p_port),
             format!("--http-addr={addr}"),
+            "--no-listen".into(),
         ],
     );
     synced(&cairn, &node);

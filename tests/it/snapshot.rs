@@ -258,6 +258,18 @@ fn a_snapshot_killed_or_out_of_space_is_never_started_from() {
     let source = start_cairn_from(&src, &node, &[]);
     source.wait_for(&tip, "source synced");
 
+    // Not into the node's own folder, where the next snapshot would stage this one.
+    let out = cairn_in(&src)
+        .arg("snapshot")
+        .arg(src.join("regtest/snap"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("inside the node's data folder"),
+        "{err}"
+    );
+
     // A full disk: DIR on a tmpfs smaller than the snapshot.
     let small = Tmpfs::mount(&tmp.path().join("small"), 4);
     let out = cairn_in(&src)

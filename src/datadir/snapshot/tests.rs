@@ -12,7 +12,7 @@ fn manifest_for(dir: &Path, label: &str) -> Manifest {
         schema: 4,
         layout: 1,
         created: 0,
-        files: list_files(dir).unwrap(),
+        files: list_files(dir, &|| false).unwrap(),
     }
 }
 
@@ -48,11 +48,16 @@ fn only_files_never_written_again_are_linked() {
     let kernel = kernel_folder(tmp.path());
     let staged_at = tmp.path().join("staged");
     let staged = stage_kernel(&kernel, &staged_at).unwrap();
+    assert!(
+        !staged_at.join("blocks/rev00000.dat").exists(),
+        "undo files come later"
+    );
+    let undo = stage_undo(&kernel, &staged_at, &|| false).unwrap();
+    assert_eq!((undo.linked, undo.copied), (0, 3));
     let linked = |p: &str| inode(&kernel.join(p)) == inode(&staged_at.join(p));
     for p in [
         "blocks/blk00000.dat",
         "blocks/blk00001.dat",
-        "blocks/rev00000.dat",
         "blocks/index/000005.ldb",
         "chainstate/000009.ldb",
     ] {
@@ -60,6 +65,7 @@ fn only_files_never_written_again_are_linked() {
     }
     for p in [
         "blocks/blk00002.dat",
+        "blocks/rev00000.dat",
         "blocks/rev00001.dat",
         "blocks/rev00002.dat",
         "blocks/xor.dat",
@@ -74,26 +80,44 @@ fn only_files_never_written_again_are_linked() {
     }
     assert!(!staged_at.join("blocks/index/LOCK").exists());
     assert!(!staged_at.join(".lock").exists());
-    assert_eq!((staged.linked, staged.copied), (5, 6));
+    assert_eq!((staged.linked, staged.copied), (4, 4));
 }
 
 #[test]
 fn a_whole_snapshot_is_checked_once_and_marked_started_from() {
     let tmp = tempfile::tempdir().unwrap();
     let staging = tmp.path().join("staging");
-    stage_kernel(&kernel_folder(tmp.path()), &staging.join("kernel")).unwrap();
+    let kernel = kernel_folder(tmp.path());
+    stage_kernel(&kernel, &staging.join("kernel")).unwrap();
+    stage_undo(&kernel, &staging.join("kernel"), &|| false).unwrap();
     let root = tmp.path().join("dest");
     let (partial, finished) = (root.join("regtest.partial"), root.join("regtest"));
     fs::create_dir_all(&partial).unwrap();
-    place(&staging, &partial).unwrap();
+    place(&staging, &partial, &|| false).unwrap();
     let manifest = manifest_for(&partial, "regtest");
     assert_eq!(manifest.files.len(), 11);
+    super::super::write_snapshot_identity(&partial.join(super::super::IDENTITY_FILE), "regtest")
+        .unwrap();
     complete(&partial, &finished, &manifest).unwrap();
     assert!(!partial.exists());
 
-    let checked = check_before_start(&finished, "regtest", 4, 1).unwrap();
+    // A copy of it that lost its manifest (an interrupted copy) is refused, as is the snapshot
+    // itself before it is checked.
+    let copy = tmp.path().join("copy/regtest");
+    fs::create_dir_all(&copy).unwrap();
+    fs::copy(finished.join("cairn.json"), copy.join("cairn.json")).unwrap();
+    assert_eq!(check_before_start(&copy, "regtest", 4, 1).unwrap(), None);
+    let open =
+        |dir: &Path| super::super::DataDir::open(dir, crate::types::Network::Regtest, "regtest");
+    let err = open(&copy).unwrap_err();
+    assert!(err.to_string().contains("without its manifest"), "{err}");
+    assert!(open(&finished).is_err());
+
+    // An older schema than this cairn's is started from (and upgraded as any index).
+    let checked = check_before_start(&finished, "regtest", 5, 1).unwrap();
     assert_eq!(checked, Some(manifest));
     assert!(finished.join(VERIFIED_FILE).exists());
+    open(&finished).unwrap();
     // Started from once: the node's own writes later are not checked against it.
     fs::write(finished.join("kernel/blocks/blk00002.dat"), b"grown").unwrap();
     assert_eq!(
@@ -171,6 +195,39 @@ fn other_networks_newer_versions_and_paths_outside_are_refused() {
     fs::write(dir.join(MANIFEST_FILE), b"{\"program\": \"cairn\"").unwrap();
     let err = check_before_start(&dir, "regtest", 4, 1).unwrap_err();
     assert!(matches!(err, SnapshotError::BadManifest { .. }), "{err}");
+}
+
+#[test]
+fn symbolic_links_are_followed_when_staging_and_refused_in_a_snapshot() {
+    let tmp = tempfile::tempdir().unwrap();
+    let kernel = kernel_folder(tmp.path());
+    // The block files on another disk, linked in as operators do.
+    let elsewhere = tmp.path().join("elsewhere");
+    fs::rename(kernel.join("blocks"), &elsewhere).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, kernel.join("blocks")).unwrap();
+    let staged_at = tmp.path().join("staged");
+    stage_kernel(&kernel, &staged_at).unwrap();
+    stage_undo(&kernel, &staged_at, &|| false).unwrap();
+    for p in [
+        "blocks/blk00000.dat",
+        "blocks/rev00002.dat",
+        "blocks/index/000005.ldb",
+    ] {
+        let meta = fs::symlink_metadata(staged_at.join(p)).unwrap();
+        assert!(meta.is_file(), "{p} not staged as a file");
+    }
+
+    let (dir, manifest) = finished_snapshot(tmp.path(), "regtest");
+    let target = tmp.path().join("outside.sst");
+    fs::rename(dir.join("index/000001.sst"), &target).unwrap();
+    std::os::unix::fs::symlink(&target, dir.join("index/000001.sst")).unwrap();
+    fs::write(
+        dir.join(MANIFEST_FILE),
+        serde_json::to_vec(&manifest).unwrap(),
+    )
+    .unwrap();
+    let err = check_before_start(&dir, "regtest", 4, 1).unwrap_err();
+    assert!(err.to_string().contains("symbolic link"), "{err}");
 }
 
 #[test]
