@@ -168,13 +168,9 @@ impl Snapshotter {
     /// later snapshot would stage this one's files with the kernel's).
     fn destination(&self, root: &Path) -> Result<PathBuf, SnapshotError> {
         create_dir(root)?;
-        let io = |path: &Path| {
-            let path = path.to_path_buf();
-            move |source| SnapshotError::Io { path, source }
-        };
-        let root = root.canonicalize().map_err(io(root))?;
+        let root = at(root, root.canonicalize())?;
         let ours = self.datadir.root();
-        let ours = ours.canonicalize().map_err(io(ours))?;
+        let ours = at(ours, ours.canonicalize())?;
         if root.starts_with(&ours) {
             return Err(SnapshotError::InsideDataDir { path: root });
         }
@@ -191,7 +187,8 @@ impl Snapshotter {
     ) -> Result<Taken, TakeError> {
         remove_dir(staging)?;
         create_dir(staging)?;
-        write_file(&staging.join(snapshot::PARTIAL_MARK))?;
+        let mark = staging.join(snapshot::PARTIAL_MARK);
+        at(&mark, std::fs::write(&mark, b""))?;
         let (tip, mut staged, pause) = self.stage_paused(staging)?;
         let cancelled = || *self.stopping.borrow();
         let kernel = self.datadir.kernel_dir();
@@ -213,7 +210,8 @@ impl Snapshotter {
             })?;
         }
         let moved = snapshot::place(staging, partial, &cancelled)?;
-        remove_file(&partial.join(snapshot::PARTIAL_MARK))?;
+        let mark = partial.join(snapshot::PARTIAL_MARK);
+        at(&mark, std::fs::remove_file(&mark))?;
         let files = snapshot::list_files(partial, &cancelled)?;
         // Not listed: checking the snapshot clears its mark. Until then a copy of the folder
         // without its manifest (an interrupted copy) is refused.
@@ -316,11 +314,20 @@ impl Snapshotter {
     }
 }
 
-fn create_dir(dir: &Path) -> Result<(), SnapshotError> {
-    std::fs::create_dir_all(dir).map_err(|source| SnapshotError::Io {
-        path: dir.to_path_buf(),
+/// Names `path` in an I/O error.
+fn at<T>(path: &Path, result: std::io::Result<T>) -> Result<T, SnapshotError> {
+    result.map_err(|source| SnapshotError::Io {
+        path: path.to_path_buf(),
         source,
     })
+}
+
+fn create_dir(dir: &Path) -> Result<(), SnapshotError> {
+    at(dir, std::fs::create_dir_all(dir))
+}
+
+fn remove_dir(dir: &Path) -> Result<(), SnapshotError> {
+    at(dir, super::remove_if_present(dir))
 }
 
 /// Makes way for a new partial folder: an earlier one is removed only if cairn left it (it
@@ -335,25 +342,4 @@ fn replace_partial(partial: &Path) -> Result<(), SnapshotError> {
             path: partial.to_path_buf(),
         }),
     }
-}
-
-fn write_file(path: &Path) -> Result<(), SnapshotError> {
-    std::fs::write(path, b"").map_err(|source| SnapshotError::Io {
-        path: path.to_path_buf(),
-        source,
-    })
-}
-
-fn remove_file(path: &Path) -> Result<(), SnapshotError> {
-    std::fs::remove_file(path).map_err(|source| SnapshotError::Io {
-        path: path.to_path_buf(),
-        source,
-    })
-}
-
-fn remove_dir(dir: &Path) -> Result<(), SnapshotError> {
-    super::remove_if_present(dir).map_err(|source| SnapshotError::Io {
-        path: dir.to_path_buf(),
-        source,
-    })
 }

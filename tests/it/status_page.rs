@@ -165,13 +165,14 @@ fn the_page_drawn_by_chromium_shows_what_cairn_status_says() {
         text_of(&dom, "known-addresses"),
         status["p2p"]["known_addresses"].to_string()
     );
-    // Free space moves a little between the two reads (the index and logs write).
+    // Free space moves between the two reads: the index and logs write, and so do the tests
+    // running beside this one (copies of whole data dirs among them).
     let drawn_free: i64 = text_of(&dom, "disk-free")
         .trim_end_matches(" MiB")
         .parse()
         .unwrap();
     assert!(
-        drawn_free.abs_diff(status["disk"]["free_mb"].as_i64().unwrap()) < 64,
+        drawn_free.abs_diff(status["disk"]["free_mb"].as_i64().unwrap()) < 1024,
         "{drawn_free} MiB"
     );
     assert_eq!(text_of(&dom, "electrum-sessions"), "1");
