@@ -61,7 +61,7 @@ query_with() { # $1 = binary, $2 = its datadir
   PID=$!
   until nc -z 127.0.0.1 29182 2>/dev/null; do sleep 0.2; done
   # The untimed check pass of electrum_load warms the cache; the timed run's p50 is the sample.
-  p50=$("$CARGO_TARGET_DIR/release/examples/electrum_load" --chain "$CHAIN" --server "x=ws://127.0.0.1:29182" \
+  p50=$("$EXAMPLES/electrum_load" --chain "$CHAIN" --server "x=ws://127.0.0.1:29182" \
     --clients 1 --runs 1 --requests "$REQUESTS" --only "$KIND" 2>&1 | sed -n 's/^clients 1 run 1 x: .* p50 \([0-9.]*\) ms.*/\1/p')
   kill "$PID"; wait "$PID" 2>/dev/null || true
   awk -v ms="$p50" 'BEGIN { printf "%.6f\n", ms / 1000 }'

@@ -15,7 +15,7 @@ TXS=${2:-53}
 RUNS=${3:-5}
 . contrib/bench/lib.sh
 bench_setup --example cfilters_client
-CLIENT="$CARGO_TARGET_DIR/release/examples/cfilters_client"
+CLIENT="$EXAMPLES/cfilters_client"
 rpc() { "$CLI" -regtest -datadir="$WORK/peer" -rpcport=29021 -rpcuser=u -rpcpassword=p "$@"; }
 cleanup() {
   [ -n "${CAIRN_PID:-}" ] && kill "$CAIRN_PID" 2>/dev/null

@@ -22,7 +22,7 @@ trap stack_cleanup EXIT INT TERM
 EX_MAX_SEND=256000000 electrumx_stack tcp://127.0.0.1:29051
 cairn_stack --electrum-addr 127.0.0.1:29061
 echo "index build (one run each): ElectrumX from bitcoind's RPC ${EX_INDEX_SECONDS}s; cairn import ${CAIRN_INDEX_SECONDS}s"
-"$CARGO_TARGET_DIR/release/examples/history_load" --script "$(cut -d' ' -f1 "$CHAIN/busiest-script.txt")" \
+"$EXAMPLES/history_load" --script "$(cut -d' ' -f1 "$CHAIN/busiest-script.txt")" \
   --server "ElectrumX=127.0.0.1:29051@$EX_PID" --server "cairn=127.0.0.1:29061@$CAIRN_PID" \
   --clients "$CLIENTS" --runs "$RUNS" --json "$(results_file "history-$BLOCKS-$TXS")" \
   --command "sh contrib/bench/history.sh $BLOCKS $TXS $RUNS $CLIENTS"

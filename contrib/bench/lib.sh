@@ -16,7 +16,8 @@ export CAIRN_NETWORK="${CAIRN_NETWORK:-regtest}"
 # one whose transactions copy mainnet block 951658's shapes: `cairn generate --shape`; with
 # SIGNATURES=none, one whose spends need no signature, the kernel's cost below mainnet's
 # assume-valid block: `cairn generate --signatures none`),
-# BITCOIND, CLI and WORK (a scratch folder). Installs what is missing first.
+# EXAMPLES (where the examples named are built), BITCOIND, CLI and WORK (a scratch folder).
+# Installs what is missing first.
 bench_setup() {
   # What a fresh machine lacks: build dependencies and nc (setup.sh), the reference bitcoind,
   # and GNU time for peak RSS.
@@ -31,6 +32,9 @@ bench_setup() {
   # assertions on) where a release build (RocksDB's C++ again, about 30 minutes here) is not
   # worth it for a ratio; a figure from it says so.
   profile=${CAIRN_BENCH_PROFILE:-release}
+  # The load generators and clients built beside cairn (`bench_setup --example NAME`), in the
+  # same profile.
+  EXAMPLES="$CARGO_TARGET_DIR/$profile/examples"
   # CAIRN_BIN=/path/to/cairn measures that build instead (a copy kept before a change), so
   # scripts without an A/B mode can be run for two builds in turn.
   if [ -n "${CAIRN_BIN:-}" ]; then
@@ -225,11 +229,11 @@ cairn_stack() {
 }
 
 # wallet_sync_client: builds the BDK client of contrib/bench/wallet-sync (its own target dir,
-# CAIRN_WALLET_SYNC_TARGET) and sets CLIENT to it.
+# CAIRN_WALLET_SYNC_TARGET) in cairn's profile and sets CLIENT to it.
 wallet_sync_client() {
   (cd contrib/bench/wallet-sync && CARGO_TARGET_DIR=${CAIRN_WALLET_SYNC_TARGET:-/var/tmp/cairn-wallet-sync-target} \
-    cargo build --release --locked >/dev/null 2>&1)
-  CLIENT=${CAIRN_WALLET_SYNC_TARGET:-/var/tmp/cairn-wallet-sync-target}/release/cairn-wallet-sync
+    cargo build --profile "${profile:-release}" --locked >/dev/null 2>&1)
+  CLIENT=${CAIRN_WALLET_SYNC_TARGET:-/var/tmp/cairn-wallet-sync-target}/${profile:-release}/cairn-wallet-sync
 }
 
 # stack_cleanup: stops what electrumx_stack and cairn_stack started and removes WORK.

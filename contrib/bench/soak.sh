@@ -18,8 +18,11 @@ SECONDS_=${3:-600}
 sh contrib/setup.sh
 [ -n "${CAIRN_BITCOIND:-}" ] || [ -x /opt/bitcoind/bitcoind ] || sh contrib/install-bitcoind.sh /opt/bitcoind >/dev/null
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-/var/tmp/cairn-target}"
-cargo build --release --locked --bin cairn --example soak >/dev/null 2>&1
-CAIRN="$CARGO_TARGET_DIR/release/cairn"
+# As every bench script: CAIRN_BENCH_PROFILE names the build profile (release by default) of cairn
+# and of the load generator, CAIRN_BIN a cairn built elsewhere.
+profile=${CAIRN_BENCH_PROFILE:-release}
+cargo build --profile "$profile" --locked --bin cairn --example soak >/dev/null 2>&1
+CAIRN=${CAIRN_BIN:-$CARGO_TARGET_DIR/$profile/cairn}
 BITCOIND=${CAIRN_BITCOIND:-/opt/bitcoind/bitcoind}
 CLI_BIN="$(dirname "$BITCOIND")/bitcoin-cli"
 WORK=$(mktemp -d)
@@ -56,7 +59,7 @@ print(hashlib.sha256(bytes.fromhex(json.load(sys.stdin)["scriptPubKey"])).digest
     --scripthash "$SH" --address "$MINE" --per "$ATTACK" --seconds "$SECONDS_" > "$WORK/attackers.json" &
   ATTACKERS=$!
 fi
-"$CARGO_TARGET_DIR/release/examples/soak" --electrum 127.0.0.1:29210 --pid "$PID" --cli "$CLI" \
+"$CARGO_TARGET_DIR/$profile/examples/soak" --electrum 127.0.0.1:29210 --pid "$PID" --cli "$CLI" \
   --clients "$CLIENTS" --subs "$SUBS" --seconds "$SECONDS_" --json "$OUT"
 if [ "$ATTACK" -gt 0 ]; then
   wait "$ATTACKERS" || true
