@@ -183,13 +183,23 @@ JSON
 # traffic-analysis countermeasures. Padding itself stays. EX_MAX_SEND overrides MAX_SEND. Sets
 # EX_PID and EX_INDEX_SECONDS
 # (from start to listening: ElectrumX listens once it has caught up and flushed).
+# indexed_node: the bitcoind ElectrumX and Fulcrum read the chain from (-txindex, RPC port
+# 29041, user u, password p), started unless it runs; returns once it has every block indexed.
+# -maxtipage: a generated chain's tip is old, and Fulcrum serves nothing while bitcoind says it
+# is in its initial download.
+indexed_node() {
+  if ! node_rpc getblockcount >/dev/null 2>&1; then
+    mkdir -p "$WORK/node"
+    "$BITCOIND" -regtest -datadir="$WORK/node" -rpcport=29041 -rpcuser=u -rpcpassword=p \
+      -listen=0 -txindex -maxtipage=2000000000 $(loadblock_args) -daemon -printtoconsole=0 >/dev/null
+  fi
+  until [ "$(node_rpc getblockcount 2>/dev/null || echo 0)" = "$BLOCKS" ] && node_rpc getindexinfo 2>/dev/null | grep -q '"synced": true'; do sleep 0.5; done
+}
 electrumx_stack() {
   ELECTRUMX=${CAIRN_ELECTRUMX:-/opt/electrumx}
   [ -x "$ELECTRUMX/bin/electrumx_server" ] || sh contrib/install-electrumx.sh "$ELECTRUMX" >/dev/null
-  mkdir -p "$WORK/node" "$WORK/ex"
-  "$BITCOIND" -regtest -datadir="$WORK/node" -rpcport=29041 -rpcuser=u -rpcpassword=p \
-    -listen=0 -txindex $(loadblock_args) -daemon -printtoconsole=0 >/dev/null
-  until [ "$(node_rpc getblockcount 2>/dev/null || echo 0)" = "$BLOCKS" ] && node_rpc getindexinfo 2>/dev/null | grep -q '"synced": true'; do sleep 0.5; done
+  mkdir -p "$WORK/ex"
+  indexed_node
   ex_start=$(date +%s.%N)
   env COIN=Bitcoin NET=regtest DB_ENGINE=leveldb DB_DIRECTORY="$WORK/ex" \
     DAEMON_URL="http://u:p@127.0.0.1:29041/" SERVICES="$1" \
@@ -213,6 +223,39 @@ node_rpc() { "$CLI" -regtest -datadir="$WORK/node" -rpcport=29041 -rpcuser=u -rp
 # cairn_stack ARGS...: cairn validating and indexing $CHAIN (`cairn import`), then serving it
 # with `cairn ARGS... run` (no P2P). Waits for the first --electrum-*addr port. Sets CAIRN_PID and
 # CAIRN_INDEX_SECONDS.
+# fulcrum_stack WS_ADDR: Fulcrum 2.1.1 (contrib/install-fulcrum.sh; CAIRN_FULCRUM names another
+# binary) indexing the chain from indexed_node's bitcoind, serving WebSocket on WS_ADDR once it
+# has; sets FULCRUM_INDEX_SECONDS. As ElectrumX beside it: no peers, and no limit that a
+# benchmark's load would meet (the history size, the per-client bitcoind throttle; loopback is
+# spared the per-address limits by default).
+fulcrum_stack() {
+  FULCRUM=${CAIRN_FULCRUM:-/opt/fulcrum/Fulcrum}
+  [ -x "$FULCRUM" ] || sh contrib/install-fulcrum.sh "$(dirname "$FULCRUM")" >/dev/null
+  mkdir -p "$WORK/fulcrum"
+  indexed_node
+  cat > "$WORK/fulcrum.conf" <<CONF
+datadir = $WORK/fulcrum
+bitcoind = 127.0.0.1:29041
+rpcuser = u
+rpcpassword = p
+ws = $1
+peering = false
+announce = false
+max_history = 25000000
+max_buffer = 64000000
+bitcoind_throttle = 10000 5000 5000
+max_clients_per_ip = 100000
+CONF
+  f_start=$(date +%s.%N)
+  "$FULCRUM" "$WORK/fulcrum.conf" > "$WORK/fulcrum.log" 2>&1 &
+  FULCRUM_PID=$!
+  port=${1##*:}
+  until nc -z 127.0.0.1 "$port" 2>/dev/null; do
+    kill -0 "$FULCRUM_PID" 2>/dev/null || { tail -20 "$WORK/fulcrum.log"; return 1; }
+    sleep 0.2
+  done
+  FULCRUM_INDEX_SECONDS=$(elapsed "$f_start" "$(date +%s.%N)")
+}
 cairn_stack() {
   c_start=$(date +%s.%N)
   "$CAIRN" --datadir "$WORK/cairn" import --blocks-dir "$CHAIN/blocks" >/dev/null 2>&1
@@ -239,6 +282,7 @@ wallet_sync_client() {
 # stack_cleanup: stops what electrumx_stack and cairn_stack started and removes WORK.
 stack_cleanup() {
   [ -n "${EX_PID:-}" ] && kill "$EX_PID" 2>/dev/null
+  [ -n "${FULCRUM_PID:-}" ] && kill "$FULCRUM_PID" 2>/dev/null
   [ -n "${CAIRN_PID:-}" ] && kill "$CAIRN_PID" 2>/dev/null
   node_rpc stop >/dev/null 2>&1 || true
   sleep 2; rm -rf "$WORK"
