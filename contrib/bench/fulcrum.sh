@@ -23,7 +23,4 @@ trap stack_cleanup EXIT INT TERM
 fulcrum_stack 127.0.0.1:29072
 cairn_stack --electrum-ws-addr 127.0.0.1:29062 --electrum-addr 127.0.0.1:29061
 echo "index build (one run each, not interleaved): Fulcrum from bitcoind's RPC ${FULCRUM_INDEX_SECONDS}s; cairn import (validation + index + filters) ${CAIRN_INDEX_SECONDS}s"
-"$EXAMPLES/electrum_load" --chain "$CHAIN" \
-  --server "Fulcrum=ws://127.0.0.1:29072" --server "cairn=ws://127.0.0.1:29062" \
-  --clients 1,10,100 --runs "$RUNS" --requests "$REQUESTS" --json "$(results_file "fulcrum-$BLOCKS-$TXS")" \
-  --command "sh contrib/bench/fulcrum.sh $BLOCKS $TXS $RUNS $REQUESTS"
+queries_against Fulcrum ws://127.0.0.1:29072

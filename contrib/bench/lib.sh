@@ -211,11 +211,7 @@ t.PaddedRSTransport.WAIT_FOR_BUFFER_GROWTH_SECONDS = 0.0
 from electrumx.cli.electrumx_server import main
 sys.exit(main())' > "$WORK/electrumx.log" 2>&1 &
   EX_PID=$!
-  port=${1##*:}
-  until nc -z 127.0.0.1 "$port" 2>/dev/null; do
-    kill -0 "$EX_PID" 2>/dev/null || { tail -20 "$WORK/electrumx.log"; return 1; }
-    sleep 0.2
-  done
+  listening "$EX_PID" "${1##*:}" "$WORK/electrumx.log" || return 1
   EX_INDEX_SECONDS=$(elapsed "$ex_start" "$(date +%s.%N)")
 }
 node_rpc() { "$CLI" -regtest -datadir="$WORK/node" -rpcport=29041 -rpcuser=u -rpcpassword=p "$@"; }
@@ -249,11 +245,7 @@ CONF
   f_start=$(date +%s.%N)
   "$FULCRUM" "$WORK/fulcrum.conf" > "$WORK/fulcrum.log" 2>&1 &
   FULCRUM_PID=$!
-  port=${1##*:}
-  until nc -z 127.0.0.1 "$port" 2>/dev/null; do
-    kill -0 "$FULCRUM_PID" 2>/dev/null || { tail -20 "$WORK/fulcrum.log"; return 1; }
-    sleep 0.2
-  done
+  listening "$FULCRUM_PID" "${1##*:}" "$WORK/fulcrum.log" || return 1
   FULCRUM_INDEX_SECONDS=$(elapsed "$f_start" "$(date +%s.%N)")
 }
 cairn_stack() {
@@ -265,10 +257,25 @@ cairn_stack() {
     "$CAIRN" --datadir "$WORK/cairn" --admin-addr 127.0.0.1:0 --no-listen "$@" run >"$WORK/cairn.log" 2>&1 &
   CAIRN_PID=$!
   port=$(echo "$*" | sed -n 's/.*--electrum[a-z-]*addr[= ][0-9.]*:\([0-9]*\).*/\1/p')
-  until nc -z 127.0.0.1 "$port" 2>/dev/null; do
-    kill -0 "$CAIRN_PID" 2>/dev/null || { tail -20 "$WORK/cairn.log"; return 1; }
+  listening "$CAIRN_PID" "$port" "$WORK/cairn.log"
+}
+# listening PID PORT LOG: waits until the server PID listens on 127.0.0.1:PORT; if it exits
+# first, prints the end of its LOG and fails.
+listening() {
+  until nc -z 127.0.0.1 "$2" 2>/dev/null; do
+    kill -0 "$1" 2>/dev/null || { tail -20 "$3"; return 1; }
     sleep 0.2
   done
+}
+# queries_against NAME URL: electrum_load with the server NAME at URL (the baseline) and
+# cairn_stack's WebSocket at 127.0.0.1:29062, the same mix at 1, 10 and 100 clients, RUNS runs
+# of REQUESTS, answers compared first; the samples in a JSON file named after the script.
+queries_against() {
+  "$EXAMPLES/electrum_load" --chain "$CHAIN" \
+    --server "$1=$2" --server "cairn=ws://127.0.0.1:29062" \
+    --clients 1,10,100 --runs "$RUNS" --requests "$REQUESTS" \
+    --json "$(results_file "$(basename "$0" .sh)-$BLOCKS-$TXS")" \
+    --command "sh contrib/bench/$(basename "$0") $BLOCKS $TXS $RUNS $REQUESTS"
 }
 
 # wallet_sync_client: builds the BDK client of contrib/bench/wallet-sync (its own target dir,

@@ -23,7 +23,4 @@ trap stack_cleanup EXIT INT TERM
 electrumx_stack ws://127.0.0.1:29052
 cairn_stack --electrum-ws-addr 127.0.0.1:29062 --electrum-addr 127.0.0.1:29061
 echo "index build (one run each, not interleaved): ElectrumX from bitcoind's RPC ${EX_INDEX_SECONDS}s; cairn import (validation + index + filters) ${CAIRN_INDEX_SECONDS}s"
-"$EXAMPLES/electrum_load" --chain "$CHAIN" \
-  --server "ElectrumX=ws://127.0.0.1:29052" --server "cairn=ws://127.0.0.1:29062" \
-  --clients 1,10,100 --runs "$RUNS" --requests "$REQUESTS" --json "$(results_file "queries-$BLOCKS-$TXS")" \
-  --command "sh contrib/bench/queries.sh $BLOCKS $TXS $RUNS $REQUESTS"
+queries_against ElectrumX ws://127.0.0.1:29052

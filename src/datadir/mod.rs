@@ -101,22 +101,13 @@ impl Identity {
         })
     }
 
-    /// Writes it to `path` (a temporary file synced, then renamed).
+    /// Writes it to `path` ([`write_private_file`]).
     fn write(&self, path: &Path) -> Result<(), DataDirError> {
-        let io = |source| DataDirError::Io {
-            path: path.to_path_buf(),
-            source,
-        };
         let text = serde_json::to_vec_pretty(self).map_err(|e| DataDirError::BadIdentity {
             path: path.to_path_buf(),
             message: e.to_string(),
         })?;
-        let tmp = path.with_extension("json.tmp-write");
-        let mut file = File::create(&tmp).map_err(io)?;
-        file.write_all(&text)
-            .and_then(|()| file.sync_all())
-            .map_err(io)?;
-        fs::rename(&tmp, path).map_err(io)
+        write_private_file(path, &text)
     }
 }
 
@@ -309,23 +300,29 @@ impl DataDir {
 
     /// Writes a file atomically (temp file, then rename) with owner-only permissions.
     pub fn write_private(&self, path: &Path, contents: &[u8]) -> Result<(), DataDirError> {
-        use std::os::unix::fs::OpenOptionsExt;
-        let io = |source| DataDirError::Io {
-            path: path.to_path_buf(),
-            source,
-        };
-        let tmp = path.with_extension("tmp");
-        let mut f = OpenOptions::new()
-            .create(true)
-            .truncate(true)
-            .write(true)
-            .mode(0o600)
-            .open(&tmp)
-            .map_err(io)?;
-        f.write_all(contents).map_err(io)?;
-        f.sync_all().map_err(io)?;
-        fs::rename(&tmp, path).map_err(io)
+        write_private_file(path, contents)
     }
+}
+
+/// Writes a file atomically with owner-only permissions: a temporary file beside it, synced,
+/// then renamed over it.
+pub fn write_private_file(path: &Path, contents: &[u8]) -> Result<(), DataDirError> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let io = |source| DataDirError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let tmp = path.with_extension("tmp");
+    let mut f = OpenOptions::new()
+        .create(true)
+        .truncate(true)
+        .write(true)
+        .mode(0o600)
+        .open(&tmp)
+        .map_err(io)?;
+    f.write_all(contents).map_err(io)?;
+    f.sync_all().map_err(io)?;
+    fs::rename(&tmp, path).map_err(io)
 }
 
 /// Writes the identity of a new data folder, unless another process (a `cairn run` and a

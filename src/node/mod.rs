@@ -114,10 +114,8 @@ impl Drop for TipRecorder {
 /// node's status says its tip is not known).
 fn record_kernel_tip(file: &std::path::Path, tip: crate::kernel::ChainTip) {
     let text = serde_json::to_vec(&TipStatus::from(tip)).unwrap_or_default();
-    let tmp = file.with_extension("tmp");
-    let written = std::fs::write(&tmp, text).and_then(|()| std::fs::rename(&tmp, file));
-    if let Err(e) = written {
-        tracing::warn!("the kernel's tip not recorded in {}: {e}", file.display());
+    if let Err(e) = crate::datadir::write_private_file(file, &text) {
+        tracing::warn!("the kernel's tip not recorded: {e}");
     }
 }
 
