@@ -15,8 +15,9 @@
 #
 # Usage: sh contrib/bench/tweaks-serving.sh [BLOCKS] [TXS_PER_BLOCK] [RUNS] [PASSES]
 # Defaults: 2000 blocks, 53 txs per block, 3 runs, 5 passes.
-# Needs: CAKE_ELECTRS (default /var/tmp/cake-electrs-target/release/electrs), built with
-# --features silent-payments as contrib/bench/README.md says (it is not on crates.io).
+# Needs: CAKE_ELECTRS (default /var/tmp/cake-electrs-target/release/electrs, which
+# contrib/install-cake-electrs.sh builds when it is missing: about 11 minutes; CAKE_SRC and
+# SILENTPAYMENTS_SRC for mirrors where GitHub is out of reach).
 set -eu
 HERE=$(cd "$(dirname "$0")" && pwd)
 cd "$HERE/../.."
@@ -25,7 +26,8 @@ TXS=${2:-53}
 RUNS=${3:-3}
 PASSES=${4:-5}
 CAKE=${CAKE_ELECTRS:-/var/tmp/cake-electrs-target/release/electrs}
-[ -x "$CAKE" ] || { echo "no Cake electrs at $CAKE: build it first (contrib/bench/README.md)"; exit 1; }
+[ -x "$CAKE" ] || [ -n "${CAKE_ELECTRS:-}" ] || sh contrib/install-cake-electrs.sh
+[ -x "$CAKE" ] || { echo "no Cake electrs at $CAKE: build it with contrib/install-cake-electrs.sh"; exit 1; }
 . contrib/bench/lib.sh
 bench_setup
 # silent_payments = true for `cairn import` (tweaks built with the blocks) and for `cairn run`.

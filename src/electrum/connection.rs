@@ -15,7 +15,7 @@ use super::backend::Backend;
 use super::counted::{excessive, SubscriptionShares};
 use super::frigate_scan::{ScanEvent, ScanFailed, ScanJob};
 pub use super::outbox::Shares;
-use super::outbox::{BudgetRoom, Outbox, Queued, SEND_TIMEOUT, WRITE_CHUNK};
+use super::outbox::{BudgetRoom, Held, Outbox, Queued, SEND_TIMEOUT, WRITE_CHUNK};
 use super::rpc::Piece;
 use super::rpc::{error_value, RpcError};
 use super::session::Session;
@@ -409,6 +409,7 @@ async fn serve(
         SubscriptionShares::new(out.budget.seat.clone(), out.budget.subscriptions.clone());
     let (pool, limits) = (backend.pool.clone(), backend.config.cost);
     let host = out.budget.host.clone();
+    let model = backend.model.clone();
     let mut session = Session::new(backend, streams, subscriptions);
     // The session's silent-payment scans: what they tell it, and their tasks (dropped with it).
     let (scan_tx, mut scan_rx) = mpsc::channel::<ScanEvent>(2);
@@ -446,12 +447,10 @@ async fn serve(
                     }
                     Verdict::Close => return over_cost(peer, &out).await,
                 }
-                // The answer is built in the query pool (the host's turn, then a slot), its
-                // bytes asked of the budget before and as it is built.
-                let Ok(slot) = pool.slot(&host).await else { return End::Left };
-                let mut room = BudgetRoom::new(&out);
-                let answer = pool.run_here(slot, || session.handle_line(&request, &mut room));
-                let held = room.held.take();
+                let inline = model.quiet();
+                let Some((answer, held)) = answer_line(&mut session, &request, &pool, &host, &out, inline).await else {
+                    return End::Left;
+                };
                 gauges.subscriptions(session.subscription_count());
                 let sent = match answer {
                     None => true,
@@ -523,6 +522,40 @@ async fn serve(
             Some(_) = scans.join_next(), if !scans.is_empty() => {}
         }
     }
+}
+
+/// Builds the answer to one request line in a query pool's slot (the host's turn, then a
+/// slot), its bytes asked of the budget before and as it is built: on this task when `inline`
+/// (no writer to wait for), an inline place and a slot are free now and memory holds the answer
+/// ([`WorkPool::run_inline`]), else, waiting for the host's turn, on a thread that may block.
+/// `None` when the pool closed.
+async fn answer_line(
+    session: &mut Session,
+    request: &[u8],
+    pool: &WorkPool,
+    host: &HostShares,
+    out: &Outbox,
+    inline: bool,
+) -> Option<(Option<Answer>, Option<Held>)> {
+    let counted = &crate::metrics::metrics().inline_answers;
+    match inline.then(|| pool.try_inline_slot(host)).flatten() {
+        Some(slot) => {
+            let mut room = BudgetRoom::new(out);
+            let built = pool.run_inline(slot, || session.handle_line(request, &mut room));
+            if let Some(answer) = built {
+                counted.with_label_values(&["electrum", "answered"]).inc();
+                // A client pipelining answers from memory yields its worker as any task does.
+                tokio::task::coop::consume_budget().await;
+                return Some((answer, room.held.take()));
+            }
+            counted.with_label_values(&["electrum", "refused"]).inc();
+        }
+        None => counted.with_label_values(&["electrum", "skipped"]).inc(),
+    }
+    let slot = pool.slot(host).await.ok()?;
+    let mut room = BudgetRoom::new(out);
+    let answer = pool.run_here(slot, || session.handle_line(request, &mut room));
+    Some((answer, room.held.take()))
 }
 
 /// Starts `jobs` (a session's silent-payment scans), each once it has a place

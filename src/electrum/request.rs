@@ -472,7 +472,35 @@ impl Request {
             _ => 0,
         }
     }
+
+    /// Whether it may be tried on the connection's task ([`crate::types::try_inline`]): not
+    /// what validates transactions (the kernel's CPU and locks), starts silent-payment scans,
+    /// projects the mempool's next blocks (fee estimates and histogram: once per change, but
+    /// the whole pool then) or proves a header against a checkpoint (its first proof after a
+    /// start hashes every header up to it), nor an answer known to be over
+    /// [`INLINE_ANSWER_BYTES`].
+    pub fn may_answer_inline(&self, max_headers: u32) -> bool {
+        let never = match self {
+            Request::BlockHeader { cp_height, .. } | Request::BlockHeaders { cp_height, .. } => {
+                *cp_height > 0
+            }
+            Request::Broadcast { .. }
+            | Request::BroadcastPackage { .. }
+            | Request::TestMempoolAccept { .. }
+            | Request::SilentPaymentsSubscribe { .. }
+            | Request::SilentPaymentsUnsubscribe { .. }
+            | Request::EstimateFee { .. }
+            | Request::FeeHistogram
+            | Request::MempoolInfo => true,
+            _ => false,
+        };
+        !never && self.answer_bytes(max_headers) <= INLINE_ANSWER_BYTES
+    }
 }
+
+/// The largest answer known before it is built (a run of headers, a pong) that is built on
+/// the connection's task: a longer one is built in the query pool.
+pub const INLINE_ANSWER_BYTES: usize = 64 << 10;
 
 /// The metrics label of a requested method: its name when cairn serves it (in some protocol
 /// version), else `other` (a client never adds labels of its own).

@@ -171,8 +171,14 @@ impl Session {
             Ok(request) => request,
             Err(e) => return Some(Err(e)),
         };
+        // Tried on the connection's task: refused before anything is taken or changed.
+        let max_headers = self.backend.config.max_headers;
+        if crate::types::inline() && !request.may_answer_inline(max_headers) {
+            crate::types::refuse_inline();
+            return Some(Err(RpcError::bad_request("not answered inline")));
+        }
         // Asked first only where the size is known; the rest is asked once built.
-        let need = match request.answer_bytes(self.backend.config.max_headers) {
+        let need = match request.answer_bytes(max_headers) {
             0 => 0,
             known => known.saturating_add(id_len),
         };

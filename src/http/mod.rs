@@ -122,9 +122,10 @@ fn failure(esplora::Failure(status, message): esplora::Failure) -> Response<Full
 }
 
 /// Reads the body (at most [`MAX_BODY_BYTES`], within [`REQUEST_TIMEOUT`]; `/health`'s is
-/// never read), then answers in the query pool (`/health` on a blocking thread of its own: it reads two tips, and must be
-/// answered when the pool is busy): RocksDB and block-file reads never hold up the async
-/// workers that every connection shares. A request that finds the pool's queue full gets 503
+/// never read), then answers in a slot of the query pool (`/health` on a blocking thread of its
+/// own: it reads two tips, and must be answered when the pool is busy): on this task when the
+/// answer is in memory ([`crate::work::WorkPool::run_inline`]: no disk read, one such job at a
+/// time over the server), else on a blocking thread. A request that finds the pool's queue full gets 503
 /// at once; one whose client hangs up leaves the queue, or stops at its next read. Its host's
 /// cost decides first whether it runs at once, after a wait (above the soft limit) or not at
 /// all ([`over_cost`]); once answered, what it read and the bytes it moved are charged to its
@@ -156,23 +157,69 @@ async fn answer_off_the_workers(
         Ok(body) => body,
         Err(failed) => return failure(failed),
     };
+    // A read whose slot is free now is tried on this task, from memory: no hand-off.
+    if may_answer_inline(&parts) {
+        let counted = |outcome| {
+            let inline = &crate::metrics::metrics().inline_answers;
+            inline.with_label_values(&["http", outcome]).inc();
+        };
+        match ctx
+            .model
+            .quiet()
+            .then(|| ctx.pool.try_inline_slot(&host))
+            .flatten()
+        {
+            Some(slot) => {
+                let answer = || answer_charged(&ctx, &host, &parts, &body);
+                if let Some(response) = ctx.pool.run_inline(slot, answer) {
+                    counted("answered");
+                    return response;
+                }
+                counted("refused");
+            }
+            None => counted("skipped"),
+        }
+    }
     let slot = match ctx.pool.queued_slot(&host).await {
         Ok(slot) => slot,
         Err(refused) => return work_refused(refused),
     };
     let pool = ctx.pool.clone();
-    let answered = pool.run(slot, move || {
-        let meter = CostMeter::default();
-        let response = answer_request(&ctx, &Query::new(&ctx, &meter, &host), &parts, &body);
-        let moved = head_bytes(&parts) + body.len() + body_bytes(&response);
-        host.cost
-            .charge(cost::units(1, meter.take(), moved), &limits);
-        response
-    });
+    let answered = pool.run(slot, move || answer_charged(&ctx, &host, &parts, &body));
     match answered.await {
         Ok(response) => response,
         Err(refused) => work_refused(refused),
     }
+}
+
+/// The answer to one request other than `/health`; what it read and the bytes it moved are
+/// charged to `host` (unless it was tried inline and refused: it is answered again).
+fn answer_charged(
+    ctx: &HttpContext,
+    host: &HostShares,
+    parts: &hyper::http::request::Parts,
+    body: &[u8],
+) -> Response<Full<Bytes>> {
+    let meter = CostMeter::default();
+    let response = answer_request(ctx, &Query::new(ctx, &meter, host), parts, body);
+    let (requests, moved) = match crate::types::inline_refused() {
+        // What the refused try read is paid; the request and its bytes, once answered.
+        true => (0, 0),
+        false => (1, head_bytes(parts) + body.len() + body_bytes(&response)),
+    };
+    host.cost
+        .charge(cost::units(requests, meter.take(), moved), &ctx.cost);
+    response
+}
+
+/// Whether a request may be tried on its connection's task ([`crate::types::try_inline`]): a
+/// `GET`, but not the status page (it asks the file system for free space), nor the mempool's
+/// lists and fee estimates (the whole pool each, counted in no rows).
+fn may_answer_inline(parts: &hyper::http::request::Parts) -> bool {
+    let path = parts.uri.path();
+    parts.method == hyper::Method::GET
+        && !matches!(path, "/" | "/api/status" | "/fee-estimates")
+        && !path.starts_with("/mempool")
 }
 
 /// The answer to one request other than `/health`, its reads counted in `query`'s meter.
@@ -405,12 +452,10 @@ fn filter_answer(view: &ChainView, path: &str, query: Option<&str>) -> Response<
         Err(e) => return error(StatusCode::INTERNAL_SERVER_ERROR, e),
     }
     if let Some(hash) = path.strip_prefix("/filter/") {
-        crate::metrics::metrics().bip157_request("cfilters", "http");
-        return filter(view, hash);
+        return bip157_counted("cfilters", filter(view, hash));
     }
     if path == "/filterheaders" {
-        crate::metrics::metrics().bip157_request("cfheaders", "http");
-        return filter_headers(view, query.unwrap_or(""));
+        return bip157_counted("cfheaders", filter_headers(view, query.unwrap_or("")));
     }
     error(
         StatusCode::NOT_FOUND,
@@ -420,6 +465,15 @@ fn filter_answer(view: &ChainView, path: &str, query: Option<&str>) -> Response<
 
 /// `GET /filter/{blockhash}`: the block's basic filter and filter header, as bitcoind's
 /// `getblockfilter` gives them, with the height.
+/// `response` to a BIP157 request of `kind`, counted (once: not when it was tried inline and is
+/// asked again).
+fn bip157_counted(kind: &'static str, response: Response<Full<Bytes>>) -> Response<Full<Bytes>> {
+    if !crate::types::inline_refused() {
+        crate::metrics::metrics().bip157_request(kind, "http");
+    }
+    response
+}
+
 fn filter(view: &ChainView, hash_text: &str) -> Response<Full<Bytes>> {
     let Ok(hash) = hash_text.parse::<BlockHash>() else {
         return error(StatusCode::BAD_REQUEST, "not a block hash (64 hex digits)");

@@ -328,6 +328,15 @@ impl Index {
         (chain.clone(), self.store.snapshot())
     }
 
+    /// Whether a batch is being written now (the chain's write lock held): a
+    /// [`Index::view`] would wait for it.
+    pub fn writing(&self) -> bool {
+        matches!(
+            self.chain.try_read(),
+            Err(std::sync::TryLockError::WouldBlock)
+        )
+    }
+
     /// Writes `batch` and then changes the chain by `change`, both under the write lock, so no
     /// reader takes a snapshot of one without the other. `counts` (blocks connected and
     /// disconnected, transactions added) and the write's time go to the metrics.

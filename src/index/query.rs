@@ -106,6 +106,10 @@ pub enum QueryError {
     /// Nobody waits for the answer any more: its client went, or the server is stopping.
     #[error("the request was abandoned")]
     Abandoned,
+    /// An inline job ([`crate::types::try_inline`]) read past what it may: more rows than it
+    /// was given, or a row not in memory. Its answer is built again where reads may block.
+    #[error("the answer needs more than memory holds; asked again in the query pool")]
+    NotInline,
 }
 
 impl From<StoreError> for QueryError {
@@ -183,15 +187,19 @@ impl IndexView<'_> {
     }
 
     /// Counts a read; fails once the request is abandoned ([`crate::types::abandoned`]), so
-    /// that work nobody waits for stops at its next read.
+    /// that work nobody waits for stops at its next read, and once an inline job has read
+    /// all it may ([`crate::types::inline_rows`]).
     fn charge(&self, rows: u64, bytes: usize) -> Result<(), QueryError> {
         self.cost.set(self.cost.get().plus(Cost {
             rows,
             bytes: bytes as u64,
         }));
-        match crate::types::abandoned() {
-            true => Err(QueryError::Abandoned),
-            false => Ok(()),
+        if crate::types::abandoned() {
+            return Err(QueryError::Abandoned);
+        }
+        match crate::types::inline_rows(rows) {
+            true => Ok(()),
+            false => Err(QueryError::NotInline),
         }
     }
 
@@ -226,6 +234,10 @@ impl IndexView<'_> {
     ) -> Result<(), QueryError> {
         let counted = |key: &[u8], value: &[u8]| {
             self.charge(rows_each, key.len() + value.len())?;
+            // Rows charged as a part of one still take their time: an inline job counts each.
+            if rows_each == 0 && !crate::types::inline_rows(1) {
+                return Err(QueryError::NotInline);
+            }
             f(key, value)
         };
         let store = self.index.store();
@@ -546,6 +558,9 @@ impl IndexView<'_> {
             file: row.at.file,
             offset: row.at.offset + u64::from(pos.offset),
         };
+        if !crate::types::may_block() {
+            return Err(QueryError::NotInline);
+        }
         let bytes = files
             .read(at, pos.len)
             .map_err(|e| IndexError::BlockFiles(e.to_string()))?;
@@ -589,6 +604,9 @@ impl IndexView<'_> {
         let Some(hash) = self.chain.hash(pos.height) else {
             return Ok(None);
         };
+        if !crate::types::may_block() {
+            return Err(QueryError::NotInline);
+        }
         let block = self.index.kernel_block(validator, &hash)?;
         self.charge(0, block.len())?;
         let wrong = |what: &str| IndexError::Inconsistent(format!("transaction {txid} {what}"));

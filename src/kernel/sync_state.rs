@@ -35,6 +35,12 @@ pub fn in_initial_download(
 }
 
 impl Validator {
+    /// Whether the initial download ended (latched by [`Validator::initial_download`]): asks
+    /// nothing of the kernel.
+    pub fn caught_up(&self) -> bool {
+        self.caught_up.load(Ordering::SeqCst)
+    }
+
     /// `Some` (with the heights) while the node is in its initial download; `None` once it has
     /// caught up, and from then on.
     pub fn initial_download(&self) -> Option<SyncProgress> {

@@ -258,6 +258,12 @@ impl Mempool {
         self.read().generation
     }
 
+    /// Whether a change is being made now (the pool's write lock held): a read would wait
+    /// for it.
+    pub fn writing(&self) -> bool {
+        matches!(self.inner.try_read(), Err(TryLockError::WouldBlock))
+    }
+
     fn read(&self) -> std::sync::RwLockReadGuard<'_, Inner> {
         self.inner.read().unwrap_or_else(PoisonError::into_inner)
     }

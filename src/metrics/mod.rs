@@ -83,6 +83,11 @@ pub struct Metrics {
     pub electrum_disconnects: IntCounterVec,
     /// Electrum requests made to wait because their host's cost was over the soft limit.
     pub electrum_throttled: IntCounter,
+    /// Electrum requests and HTTP `GET`s tried on their connection's task, by server and
+    /// outcome: `answered` there from memory, `refused` (the answer needed the disk or more
+    /// rows, built again in the pool), `skipped` (no inline place or slot free at once, or a
+    /// writer under way: built in the pool).
+    pub inline_answers: IntCounterVec,
     /// Script and outpoint subscriptions held by open Electrum connections, by transport.
     pub electrum_subscriptions: IntGaugeVec,
     /// Electrum requests answered, by method.
@@ -334,6 +339,16 @@ impl Metrics {
                     "electrum_throttled_total",
                     "Electrum requests made to wait because their host's cost was over the soft limit.",
                 )),
+            ),
+            inline_answers: registered(
+                &r,
+                IntCounterVec::new(
+                    opts(
+                        "inline_answers_total",
+                        "Electrum requests and HTTP GETs tried on their connection's task, by outcome: answered there from memory, refused (built again in the query pool), or skipped (built in the pool).",
+                    ),
+                    &["server", "outcome"],
+                ),
             ),
             electrum_subscriptions: registered(
                 &r,

@@ -137,6 +137,10 @@ impl Store {
     }
 
     fn db_err(&self, e: rocksdb::Error) -> StoreError {
+        // A read of an inline job that would have gone to the disk ([`read_options`]).
+        if e.kind() == rocksdb::ErrorKind::Incomplete {
+            crate::types::refuse_inline();
+        }
         StoreError::Db {
             path: self.path.clone(),
             message: e.to_string(),
@@ -154,7 +158,9 @@ impl Store {
 
     /// Reads one value.
     pub fn get(&self, cf: &'static str, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError> {
-        self.db.get_cf(self.cf(cf), key).map_err(|e| self.db_err(e))
+        self.db
+            .get_cf_opt(self.cf(cf), key, &read_options())
+            .map_err(|e| self.db_err(e))
     }
 
     /// Reads one value in place (no copy out of RocksDB's block cache) and maps it with `f`.
@@ -166,7 +172,7 @@ impl Store {
     ) -> Result<Option<T>, StoreError> {
         let pinned = self
             .db
-            .get_pinned_cf(self.cf(cf), key)
+            .get_pinned_cf_opt(self.cf(cf), key, &read_options())
             .map_err(|e| self.db_err(e))?;
         Ok(pinned.as_deref().map(f))
     }
@@ -263,20 +269,14 @@ impl Store {
         let mode = rocksdb::IteratorMode::From(prefix, rocksdb::Direction::Forward);
         let prefix = prefix.to_vec();
         let iter = match snapshot {
-            Some(s) => s.iterator_cf(self.cf(cf), mode),
-            None => self.db.iterator_cf(self.cf(cf), mode),
+            Some(s) => s.iterator_cf_opt(self.cf(cf), read_options(), mode),
+            None => self.db.iterator_cf_opt(self.cf(cf), read_options(), mode),
         };
-        let path = self.path.clone();
         iter.take_while(move |item| match item {
             Ok((k, _)) => k.starts_with(&prefix),
             Err(_) => true,
         })
-        .map(move |item| {
-            item.map_err(|e| StoreError::Db {
-                path: path.clone(),
-                message: e.to_string(),
-            })
-        })
+        .map(move |item| item.map_err(|e| self.db_err(e)))
     }
 
     /// Calls `f` with every key and value of a column family that starts with `prefix`, in key
@@ -328,7 +328,7 @@ impl Store {
         backwards: bool,
         mut f: impl FnMut(&[u8], &[u8]) -> Result<bool, E>,
     ) -> Result<(), E> {
-        let mut opts = rocksdb::ReadOptions::default();
+        let mut opts = read_options();
         opts.set_snapshot(snapshot);
         let mut iter = self.db.raw_iterator_cf_opt(self.cf(cf), opts);
         match backwards {
@@ -352,7 +352,7 @@ impl Store {
     /// every memtable and file of the family). It sees no write made after it was created.
     pub fn prefix_cursor(&self, cf: &'static str) -> PrefixCursor<'_> {
         PrefixCursor {
-            iter: self.db.raw_iterator_cf(self.cf(cf)),
+            iter: self.db.raw_iterator_cf_opt(self.cf(cf), read_options()),
             store: self,
         }
     }
@@ -370,7 +370,7 @@ impl Store {
         key: &[u8],
     ) -> Result<Option<Vec<u8>>, StoreError> {
         snapshot
-            .get_cf(self.cf(cf), key)
+            .get_cf_opt(self.cf(cf), key, read_options())
             .map_err(|e| self.db_err(e))
     }
 
@@ -385,7 +385,20 @@ impl Store {
         sorted: bool,
         mut f: impl FnMut(&[u8]) -> T,
     ) -> Result<Vec<Option<T>>, StoreError> {
-        let mut opts = rocksdb::ReadOptions::default();
+        // RocksDB's batched MultiGet reads a data block missing from the cache from its file
+        // whatever the read tier: an inline job reads its keys one by one, each from memory.
+        if crate::types::inline() {
+            let family = self.cf(cf);
+            return keys
+                .iter()
+                .map(|key| {
+                    let found = snapshot.get_pinned_cf_opt(family, key, read_options());
+                    let found = found.map_err(|e| self.db_err(e))?;
+                    Ok(found.as_deref().map(&mut f))
+                })
+                .collect();
+        }
+        let mut opts = read_options();
         opts.set_snapshot(snapshot);
         self.db
             .batched_multi_get_cf_opt(self.cf(cf), keys.iter().map(|k| k.as_ref()), sorted, &opts)
@@ -455,6 +468,17 @@ impl Store {
     }
 }
 
+/// How a read of the query side reads: from memory only (RocksDB's memtables and block cache,
+/// failing with `Incomplete` where it would read a file) while an inline job runs on this
+/// thread ([`crate::types::try_inline`]), from anywhere otherwise.
+fn read_options() -> rocksdb::ReadOptions {
+    let mut opts = rocksdb::ReadOptions::default();
+    if crate::types::inline() {
+        opts.set_read_tier(rocksdb::ReadTier::BlockCache);
+    }
+    opts
+}
+
 #[cold]
 fn unreachable_cf(name: &str) -> ! {
     panic!("column family {name} missing although the store opened with it")
@@ -500,6 +524,61 @@ fn private_temp_dir() -> std::io::Result<PathBuf> {
             Ok(()) => return Ok(dir),
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
             Err(e) => return Err(e),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::try_inline;
+
+    /// A row flushed to a table file, in a store opened again (its block cache empty).
+    fn store_with_a_row_on_disk(dir: &Path) -> Store {
+        {
+            let store = Store::open(dir).unwrap();
+            let mut batch = WriteBatch::default();
+            batch.put_cf(store.cf(cf::TXS), b"on disk", b"row");
+            store.write(batch).unwrap();
+            store.flush().unwrap();
+        }
+        Store::open(dir).unwrap()
+    }
+
+    /// The row as read the `kind`th way: a point read, from a snapshot, a multi-get, a walk.
+    fn read(store: &Store, kind: usize) -> Option<Vec<u8>> {
+        let snapshot = store.snapshot();
+        let key: &[u8] = b"on disk";
+        match kind {
+            0 => store.get(cf::TXS, key).ok().flatten(),
+            1 => store.get_at(&snapshot, cf::TXS, key).ok().flatten(),
+            2 => {
+                let read = store.multi_read_at(&snapshot, cf::TXS, &[key], true, <[u8]>::to_vec);
+                read.ok().and_then(|mut found| found.pop().flatten())
+            }
+            _ => {
+                let mut found = None;
+                let walk = store.for_each_in_prefix(&snapshot, cf::TXS, b"on", |_, value| {
+                    found = Some(value.to_vec());
+                    Ok::<_, StoreError>(false)
+                });
+                walk.ok().and(found)
+            }
+        }
+    }
+
+    #[test]
+    fn an_inline_read_takes_only_what_memory_holds() {
+        let tmp = tempfile::tempdir().unwrap();
+        let row = Some(b"row".to_vec());
+        for kind in 0..4 {
+            let store = store_with_a_row_on_disk(&tmp.path().join(kind.to_string()));
+            // Cold: refused inline (whatever the read made of the failure), read from the file
+            // otherwise; then from the block cache, inline too.
+            assert_eq!(try_inline(10, || read(&store, kind)), None, "read {kind}");
+            assert_eq!(read(&store, kind), row, "read {kind}");
+            let cached = try_inline(10, || read(&store, kind));
+            assert_eq!(cached, Some(row.clone()), "read {kind} from the cache");
         }
     }
 }

@@ -108,6 +108,16 @@ impl ReadModel {
         }
     }
 
+    /// Whether a read would find no writer to wait for now: the initial download over (its
+    /// check asks the kernel), no index batch and no mempool change under way. For a request
+    /// answered on its connection's task ([`crate::types::try_inline`]); a writer may still start
+    /// right after, and is then waited for once.
+    pub fn quiet(&self) -> bool {
+        self.validator.caught_up()
+            && !self.index.writing()
+            && !self.mempool.as_ref().is_some_and(|m| m.writing())
+    }
+
     /// The index (the mempool checks new transactions against it).
     pub fn index(&self) -> &Arc<Index> {
         &self.index
@@ -187,6 +197,15 @@ impl<'a> ChainView<'a> {
     /// What this view has read from the index and the block files so far.
     pub fn cost(&self) -> Cost {
         self.index.cost().plus(self.kernel.get())
+    }
+
+    /// Fails for an inline job ([`crate::types::try_inline`]), before a read through the
+    /// kernel: block files are read from the disk.
+    pub(super) fn may_read_kernel(&self) -> Result<(), ViewError> {
+        match crate::types::may_block() {
+            true => Ok(()),
+            false => Err(QueryError::NotInline.into()),
+        }
     }
 
     /// Counts what a read through the kernel brought in; fails once the request is abandoned

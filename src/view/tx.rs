@@ -249,6 +249,7 @@ impl ChainView<'_> {
 
     /// A block's undo data, from the kernel.
     pub fn undo(&self, hash: &BlockHash) -> Result<BlockUndo, ViewError> {
+        self.may_read_kernel()?;
         let undo = self
             .validator()
             .read_undo_by_hash(hash)
@@ -261,6 +262,7 @@ impl ChainView<'_> {
 
     /// A block's bytes, from the kernel.
     pub fn block_bytes(&self, hash: &BlockHash) -> Result<Vec<u8>, ViewError> {
+        self.may_read_kernel()?;
         let raw = self
             .validator()
             .read_block_bytes_by_hash(hash)

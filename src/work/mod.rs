@@ -13,8 +13,8 @@ mod verdicts;
 
 pub use cost::{broadcast_checks, Account, Accounts, Charged, Verdict};
 pub use pool::{
-    Refused as WorkRefused, Slot, StreamPlace, WorkPool, QUICK_SCAN_BLOCKS, QUICK_SCAN_MEMPOOL,
-    STREAMS,
+    InlineCounts, Refused as WorkRefused, Slot, StreamPlace, WorkPool, INLINE_ROWS,
+    QUICK_SCAN_BLOCKS, QUICK_SCAN_MEMPOOL, STREAMS,
 };
 pub use shares::{GroupKey, GroupShares, HostShares};
 pub use verdicts::{Verdict as KeptVerdict, VerdictCache, VerdictKey};

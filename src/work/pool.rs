@@ -18,7 +18,7 @@ use std::time::Duration;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::shares::{GroupKey, GroupShares, HostShares, HostWork};
-use crate::types::{run_marked, Abandon, Subnet};
+use crate::types::{run_marked, try_inline, Abandon, Subnet};
 
 /// Histories streamed at once, over every Electrum connection: each holds a thread while its
 /// client reads, so they are bounded apart from the pool (and far below tokio's 512 blocking
@@ -54,6 +54,15 @@ pub const GROUP_SHARE: f64 = 0.5;
 /// a subnet of scanners then shares the cores with any other wallet's scan as one host would
 /// (two wallets behind one NAT restoring at once take turns).
 pub const SCANS_PER_GROUP: usize = 1;
+/// Jobs run inline at once over the server ([`WorkPool::run_inline`]): one of the runtime's two
+/// workers, so that the other is always free for every connection's reads and writes, whatever
+/// an inline job meets (a lock a writer holds for a moment: the index's while a block's batch is
+/// synced, the mempool's).
+pub const INLINE_AT_ONCE: usize = 1;
+/// Rows an answer built on its connection's task may read, all from memory
+/// ([`WorkPool::run_inline`]): a few hundred microseconds of one core at most, as long as one
+/// task should run between two waits. A small history or unspent list reads a few dozen.
+pub const INLINE_ROWS: u64 = 256;
 /// How long an HTTP request may wait for its slot, and a history for a place to stream from,
 /// before it is answered "busy".
 pub const MOST_WAIT: Duration = Duration::from_secs(20);
@@ -75,6 +84,26 @@ pub struct WorkPool {
     hosts: Mutex<HashMap<Subnet, Weak<HostWork>>>,
     /// Each group's, by its key, likewise.
     groups: Mutex<HashMap<GroupKey, Weak<HostWork>>>,
+    /// The places of jobs run inline ([`INLINE_AT_ONCE`]).
+    inline_places: Arc<Semaphore>,
+    /// Jobs run inline ([`WorkPool::run_inline`]): answered there, and refused.
+    inline: [AtomicUsize; 2],
+}
+
+/// A slot for a job run on the caller's task ([`WorkPool::run_inline`]): a pool's slot with its
+/// turns, and one of the [`INLINE_AT_ONCE`] places.
+pub struct InlineSlot {
+    _slot: Slot,
+    _place: OwnedSemaphorePermit,
+}
+
+/// What became of the jobs tried inline ([`WorkPool::run_inline`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct InlineCounts {
+    /// Answered on the caller's thread from memory.
+    pub answered: usize,
+    /// Refused there (a read needed the disk, or more rows): run again in the pool.
+    pub refused: usize,
 }
 
 /// A host's and its group's turns, and the shares they come from.
@@ -185,6 +214,8 @@ impl WorkPool {
             closed: Abandon::default(),
             hosts: Mutex::new(HashMap::new()),
             groups: Mutex::new(HashMap::new()),
+            inline_places: Arc::new(Semaphore::new(INLINE_AT_ONCE)),
+            inline: Default::default(),
         })
     }
 
@@ -267,6 +298,33 @@ impl WorkPool {
         }
     }
 
+    /// A slot to run a job inline ([`WorkPool::run_inline`]) if one of the [`INLINE_AT_ONCE`]
+    /// places, `host`'s turn, its group's and a slot are all free now.
+    pub fn try_inline_slot(&self, host: &HostShares) -> Option<InlineSlot> {
+        let place = self.inline_places.clone().try_acquire_owned().ok()?;
+        Some(InlineSlot {
+            _slot: self.try_slot(host)?,
+            _place: place,
+        })
+    }
+
+    /// [`WorkPool::slot`] if `host`'s turn, its group's and a slot are free now; `None`
+    /// otherwise (the job then waits in [`WorkPool::slot`]).
+    pub fn try_slot(&self, host: &HostShares) -> Option<Slot> {
+        let shares = self.shares(host);
+        let own = shares[0].jobs.clone().try_acquire_owned().ok()?;
+        let group = shares[1].jobs.clone().try_acquire_owned().ok()?;
+        let slot = self.slots.clone().try_acquire_owned().ok()?;
+        (!self.closed.is_raised()).then_some(Slot {
+            _slot: slot,
+            _turns: Turns {
+                _host: own,
+                _group: group,
+                _shares: shares,
+            },
+        })
+    }
+
     /// As [`WorkPool::slot`], for HTTP, whose clients may send many requests at once: refused at
     /// once when `queue` jobs already wait for a slot (a host's jobs waiting for its own turn
     /// are not counted: its connections bound them), and after [`MOST_WAIT`].
@@ -329,6 +387,24 @@ impl WorkPool {
     pub fn run_here<T>(&self, slot: Slot, f: impl FnOnce() -> T) -> T {
         let _slot = slot;
         tokio::task::block_in_place(|| run_marked(&[&self.closed], f))
+    }
+
+    /// Runs `f` in `slot` on this thread without leaving the runtime's hands: as an inline job
+    /// ([`crate::types::try_inline`]) allowed [`INLINE_ROWS`] rows from memory. `None` when it
+    /// needed more (its result is dropped; it is then run with [`WorkPool::run_here`]).
+    pub fn run_inline<T>(&self, slot: InlineSlot, f: impl FnOnce() -> T) -> Option<T> {
+        let _slot = slot;
+        let out = run_marked(&[&self.closed], || try_inline(INLINE_ROWS, f));
+        self.inline[usize::from(out.is_none())].fetch_add(1, Ordering::Relaxed);
+        out
+    }
+
+    /// The jobs tried inline so far, answered and refused.
+    pub fn inline_counts(&self) -> InlineCounts {
+        InlineCounts {
+            answered: self.inline[0].load(Ordering::Relaxed),
+            refused: self.inline[1].load(Ordering::Relaxed),
+        }
     }
 
     /// Waits ([`MOST_WAIT`] at most) for a place for one streamed history of `host`'s, one of
@@ -448,6 +524,80 @@ mod tests {
         drop((a, b, c, d));
         assert_eq!(queued.await.unwrap(), Ok(()));
         assert_eq!(pool.waiting(), 0);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_slot_taken_at_once_keeps_the_turns_and_never_jumps_the_queue() {
+        let pool = WorkPool::new(4, 8);
+        let group = Arc::new(GroupShares {
+            key: Some(GroupKey::of("203.0.113.1".parse().unwrap())),
+            ..GroupShares::default()
+        });
+        let subnet = |i: usize| HostShares {
+            key: Some(format!("203.0.113.{i}/32").parse().unwrap()),
+            group: group.clone(),
+            ..HostShares::default()
+        };
+        let (greedy, neighbour, other) = (subnet(1), subnet(2), HostShares::default());
+        let a = pool.try_slot(&greedy).expect("a free slot");
+        let b = pool.try_slot(&greedy).expect("the host's second");
+        assert!(
+            pool.try_slot(&greedy).is_none(),
+            "the host's turns are taken"
+        );
+        // Its /24 holds half the pool (two jobs): a neighbour in it waits too.
+        assert!(
+            pool.try_slot(&neighbour).is_none(),
+            "the group's turns are taken"
+        );
+        let c = pool.slot(&other).await.unwrap();
+        let d = pool.try_slot(&other).expect("the last slot");
+        assert!(
+            pool.try_slot(&HostShares::default()).is_none(),
+            "no slot left"
+        );
+        // A job waiting for a slot gets the next one freed, before any taken at once.
+        let late = HostShares::default();
+        let mut queued = Box::pin(pool.slot(&late));
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        let polled = std::future::Future::poll(queued.as_mut(), &mut cx);
+        assert!(polled.is_pending(), "it waits in the queue");
+        drop(c);
+        assert!(
+            pool.try_slot(&HostShares::default()).is_none(),
+            "the waiter's slot"
+        );
+        drop(queued.await.unwrap());
+        drop((a, b, d));
+        let e = pool.try_slot(&greedy).expect("given back");
+        pool.close();
+        drop(e);
+        assert!(pool.try_slot(&other).is_none(), "a closed pool gives none");
+    }
+
+    #[test]
+    fn a_job_run_inline_is_counted_and_refused_past_its_rows() {
+        let pool = WorkPool::new(2, 8);
+        let host = HostShares::default();
+        let read = |rows: u64| move || crate::types::inline_rows(rows);
+        let slot = pool.try_inline_slot(&host).unwrap();
+        let second = HostShares::default();
+        assert!(
+            pool.try_inline_slot(&second).is_none(),
+            "one inline job at a time"
+        );
+        assert_eq!(pool.run_inline(slot, read(INLINE_ROWS)), Some(true));
+        let slot = pool.try_inline_slot(&second).unwrap();
+        assert_eq!(pool.run_inline(slot, read(INLINE_ROWS + 1)), None);
+        let slot = pool.try_slot(&host).unwrap();
+        let outside = pool.run_here(slot, read(u64::MAX));
+        assert!(outside, "no limit in the pool");
+        let counts = InlineCounts {
+            answered: 1,
+            refused: 1,
+        };
+        assert_eq!(pool.inline_counts(), counts);
+        assert_eq!(pool.running(), 0, "every slot given back");
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

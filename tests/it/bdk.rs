@@ -141,6 +141,15 @@ fn bdk_esplora_finds_what_bdk_electrum_finds() {
         "no throttle counter in /metrics"
     );
     assert_eq!(throttled, 0.0, "BDK's full scans were throttled");
+    // The same answers whether built on the connection's task from memory or in the pool: the
+    // scans above had both.
+    for server in ["electrum", "http"] {
+        let key = |outcome| {
+            format!("cairn_inline_answers_total{{outcome=\"{outcome}\",server=\"{server}\"}}")
+        };
+        let answered = common::probe::metric(metrics, &key("answered"));
+        assert!(answered > 0.0, "no {server} answer built inline:\n{scrape}");
+    }
     assert_eq!(
         over_esplora.0.len() as u64,
         summary.wallet_txs,

@@ -35,6 +35,7 @@ struct Fixture {
     addr: SocketAddr,
     ws_addr: Option<SocketAddr>,
     validator: Arc<Validator>,
+    pool: Arc<cairn::work::WorkPool>,
     runner: Option<IndexRunner>,
     gen: ChainGenerator,
     blocks: Vec<Block>,
@@ -68,10 +69,35 @@ impl Fixture {
 
     /// As [`Fixture::start_with`], the chain's first `n` blocks from `gen`.
     fn start_from(
+        gen: ChainGenerator,
+        n: u32,
+        options: IndexOptions,
+        tweak: impl FnOnce(&mut ElectrumConfig),
+    ) -> Self {
+        Self::start_index(gen, n, options, tweak, false)
+    }
+
+    /// As [`Fixture::start`], the index flushed to its files and opened again before the server
+    /// starts: nothing of it in memory.
+    fn start_cold(n: u32, txs: u32, seed: u64, tweak: impl FnOnce(&mut ElectrumConfig)) -> Self {
+        let gen = ChainGenerator::new(GenerateOptions {
+            blocks: 0,
+            txs_per_block: txs,
+            seed,
+        });
+        let options = IndexOptions {
+            filters: true,
+            tweaks_from: None,
+        };
+        Self::start_index(gen, n, options, tweak, true)
+    }
+
+    fn start_index(
         mut gen: ChainGenerator,
         n: u32,
         options: IndexOptions,
         tweak: impl FnOnce(&mut ElectrumConfig),
+        cold: bool,
     ) -> Self {
         let tmp = tempfile::tempdir().unwrap();
         let (validator, events) = common::open_validator(tmp.path());
@@ -85,8 +111,18 @@ impl Fixture {
             &tmp.path().join("kernel/blocks"),
             Network::Regtest.magic(),
         );
-        let index = Arc::new(Index::open_with_options(store, Some(files), options).unwrap());
+        let mut index = Arc::new(Index::open_with_options(store, Some(files), options).unwrap());
         index.sync(&validator).unwrap();
+        if cold {
+            index.store().flush().unwrap();
+            drop(index);
+            let store = Arc::new(Store::open(&tmp.path().join("index")).unwrap());
+            let files = cairn::kernel::blockfiles::KernelBlockFiles::new(
+                &tmp.path().join("kernel/blocks"),
+                Network::Regtest.magic(),
+            );
+            index = Arc::new(Index::open_with_options(store, Some(files), options).unwrap());
+        }
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
@@ -111,11 +147,12 @@ impl Fixture {
             history_from: econfig.cache_history_from,
         };
         let model = ReadModel::new(index, validator.clone(), Some(mempool), cache);
+        let pool = cairn::work::WorkPool::new(4, 64);
         let backend = Arc::new(Backend {
             model: Arc::new(model),
             notifier,
             config: econfig,
-            pool: cairn::work::WorkPool::new(4, 64),
+            pool: pool.clone(),
             verdicts: Default::default(),
         });
         let server = rt.block_on(ElectrumServer::start(backend, None)).unwrap();
@@ -126,6 +163,7 @@ impl Fixture {
             addr,
             ws_addr,
             validator,
+            pool,
             runner: Some(runner),
             gen,
             blocks,
@@ -1698,6 +1736,91 @@ fn long_histories_are_streamed_and_match_the_blocks() {
         json!(sha256::Hash::hash(text.as_bytes()).to_string())
     );
     assert_eq!(again, status);
+}
+
+/// The history of `sh` as Electrum lists it.
+fn history_json(e: &common::Expected, sh: &ScriptHash) -> Value {
+    let list = e.history[sh].iter();
+    list.map(|(t, h)| json!({"height": h, "tx_hash": t.to_string()}))
+        .collect()
+}
+
+#[test]
+fn answers_built_from_memory_inline_equal_those_built_in_the_pool() {
+    // Histories read from their rows each time (none cached whole), the index cold.
+    let fx = Fixture::start_cold(300, 20, 36, |c| c.cache_history_from = usize::MAX);
+    let e = common::expected(&fx.blocks);
+    let mut c = Lines::connect(fx.addr, "1.4");
+    // The first request after a start asks the kernel whether its initial download is over
+    // (in the pool); then every request is tried inline.
+    c.call("blockchain.block.header", json!([0]));
+    let mut counts = fx.pool.inline_counts();
+    let mut step = |answered: usize, refused: usize, what: &str| {
+        let now = fx.pool.inline_counts();
+        assert_eq!(
+            (now.answered - counts.answered, now.refused - counts.refused),
+            (answered, refused),
+            "{what}: inline answers and refusals"
+        );
+        counts = now;
+    };
+    let by_length = |range: std::ops::Range<usize>| {
+        let found = e.history.iter().find(|(_, h)| range.contains(&h.len()));
+        *found.expect("a history of that length").0
+    };
+    let (small, long) = (by_length(2..6), by_length(300..100_000));
+    const { assert!(cairn::work::INLINE_ROWS < 300) };
+    // Cold: refused inline, built in the pool from the files; then inline from the cache.
+    let get_history = |c: &mut Lines, sh: &ScriptHash| {
+        let params = json!([sh.to_electrum_hex()]);
+        c.call("blockchain.scripthash.get_history", params)["result"].clone()
+    };
+    assert_eq!(get_history(&mut c, &small), history_json(&e, &small));
+    step(0, 1, "a small history, cold");
+    assert_eq!(get_history(&mut c, &small), history_json(&e, &small));
+    step(1, 0, "a small history, cached");
+    // More rows than an inline answer may read: refused however warm, built in the pool.
+    for round in ["cold", "cached"] {
+        assert_eq!(get_history(&mut c, &long), history_json(&e, &long));
+        step(0, 1, &format!("a long history, {round}"));
+    }
+    // A transaction is read from its block file: never inline, however warm.
+    let tx = &fx.blocks[200].txdata[1];
+    for round in ["cold", "cached"] {
+        let raw =
+            c.call("blockchain.transaction.get", json!([tx.compute_txid()]))["result"].clone();
+        assert_eq!(raw, json!(serialize(tx).to_lower_hex_string()));
+        step(0, 1, &format!("a transaction, {round}"));
+    }
+    // A subscription refused inline halfway (its status reads every row) is taken once, in
+    // the pool.
+    let params = json!([long.to_electrum_hex()]);
+    let status = c.call("blockchain.scripthash.subscribe", params.clone())["result"].clone();
+    step(0, 1, "a subscription to a long history");
+    assert_eq!(status, json!(status_of(&e.history[&long])));
+    let unsubscribe = |c: &mut Lines| {
+        c.call("blockchain.scripthash.unsubscribe", params.clone())["result"].clone()
+    };
+    assert_eq!(
+        (unsubscribe(&mut c), unsubscribe(&mut c)),
+        (json!(true), json!(false))
+    );
+    step(2, 0, "unsubscribing");
+    // Headers are in memory: inline, cold or not.
+    let header = c.call("blockchain.block.header", json!([77]))["result"].clone();
+    assert_eq!(
+        header,
+        json!(serialize(&fx.blocks[76].header).to_lower_hex_string())
+    );
+    step(1, 0, "a header");
+    // A batch and a broadcast go to the pool without reading anything inline.
+    let batch = json!([{"jsonrpc": "2.0", "id": 90, "method": "blockchain.scripthash.get_history", "params": [small.to_electrum_hex()]}]);
+    let answers = c.raw_batch(&format!("{batch}\n"));
+    assert_eq!(answers[0]["result"], history_json(&e, &small));
+    step(0, 1, "a batch");
+    let refused = c.call("blockchain.transaction.broadcast", json!(["00"]));
+    assert!(refused["error"].is_object(), "{refused}");
+    step(0, 1, "a broadcast");
 }
 
 #[test]

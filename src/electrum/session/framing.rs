@@ -99,6 +99,11 @@ impl Session {
             crate::metrics::metrics().electrum_request(label, started.elapsed(), true);
             return Some(Answer::NoRoom);
         };
+        // Tried inline and refused: the caller asks again in the pool, where the request is
+        // counted; what this try read stays in the meter, charged with the answer.
+        if crate::types::inline_refused() {
+            return None;
+        }
         let read = self.meter.take();
         self.spent.requests += 1;
         self.spent.read = self.spent.read.plus(read);
@@ -175,6 +180,12 @@ impl Session {
         // The request's bytes are charged, and a single answer's (a batch's are charged item by
         // item, a streamed history's as it is written).
         let (answer, answered) = match parsed {
+            // A batch is answered whole in the pool: inline, a refusal halfway would leave the
+            // calls before it done.
+            Value::Array(_) if crate::types::inline() => {
+                crate::types::refuse_inline();
+                return None;
+            }
             Value::Array(batch) => {
                 self.in_batch = true;
                 let answer = self.handle_batch(&batch, room);
@@ -190,6 +201,9 @@ impl Session {
                 (answer, answered)
             }
         };
+        if crate::types::inline_refused() {
+            return None;
+        }
         self.charge(line.len() + answered);
         answer
     }
