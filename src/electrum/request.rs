@@ -474,7 +474,8 @@ impl Request {
     }
 
     /// Whether it may be tried on the connection's task ([`crate::types::try_inline`]): not
-    /// what validates transactions (the kernel's CPU and locks), starts silent-payment scans,
+    /// what reads a transaction (from its block file, every time: a try would be thrown away),
+    /// validates transactions (the kernel's CPU and locks), starts silent-payment scans,
     /// projects the mempool's next blocks (fee estimates and histogram: once per change, but
     /// the whole pool then) or proves a header against a checkpoint (its first proof after a
     /// start hashes every header up to it), nor an answer known to be over
@@ -489,6 +490,7 @@ impl Request {
             | Request::TestMempoolAccept { .. }
             | Request::SilentPaymentsSubscribe { .. }
             | Request::SilentPaymentsUnsubscribe { .. }
+            | Request::TransactionGet { .. }
             | Request::EstimateFee { .. }
             | Request::FeeHistogram
             | Request::MempoolInfo => true,

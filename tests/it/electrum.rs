@@ -1754,15 +1754,15 @@ fn answers_built_from_memory_inline_equal_those_built_in_the_pool() {
     // The first request after a start asks the kernel whether its initial download is over
     // (in the pool); then every request is tried inline.
     c.call("blockchain.block.header", json!([0]));
-    let mut counts = fx.pool.inline_counts();
-    let mut step = |answered: usize, refused: usize, what: &str| {
+    let counts = std::cell::Cell::new(fx.pool.inline_counts());
+    let step = |answered: usize, refused: usize, what: &str| {
         let now = fx.pool.inline_counts();
+        let before = counts.replace(now);
         assert_eq!(
-            (now.answered - counts.answered, now.refused - counts.refused),
+            (now.answered - before.answered, now.refused - before.refused),
             (answered, refused),
             "{what}: inline answers and refusals"
         );
-        counts = now;
     };
     let by_length = |range: std::ops::Range<usize>| {
         let found = e.history.iter().find(|(_, h)| range.contains(&h.len()));
@@ -1784,14 +1784,29 @@ fn answers_built_from_memory_inline_equal_those_built_in_the_pool() {
         assert_eq!(get_history(&mut c, &long), history_json(&e, &long));
         step(0, 1, &format!("a long history, {round}"));
     }
-    // A transaction is read from its block file: never inline, however warm.
+    // A transaction is read from its block file: never tried inline. Its merkle proof reads
+    // the block's txids from the index: from memory once they are cached.
     let tx = &fx.blocks[200].txdata[1];
-    for round in ["cold", "cached"] {
-        let raw =
-            c.call("blockchain.transaction.get", json!([tx.compute_txid()]))["result"].clone();
-        assert_eq!(raw, json!(serialize(tx).to_lower_hex_string()));
-        step(0, 1, &format!("a transaction, {round}"));
-    }
+    let txid = tx.compute_txid();
+    let raw = c.call("blockchain.transaction.get", json!([txid]))["result"].clone();
+    assert_eq!(raw, json!(serialize(tx).to_lower_hex_string()));
+    step(0, 1, "a transaction");
+    let proof = |c: &mut Lines| {
+        c.call("blockchain.transaction.get_merkle", json!([txid, 201]))["result"].clone()
+    };
+    let first = proof(&mut c);
+    let (before, tried) = (counts.get(), fx.pool.inline_counts());
+    assert_eq!(
+        tried.answered + tried.refused,
+        before.answered + before.refused + 1
+    );
+    counts.set(tried);
+    assert_eq!(proof(&mut c), first);
+    step(1, 0, "a merkle proof, cached");
+    assert_eq!(
+        (first["pos"].clone(), first["block_height"].clone()),
+        (json!(1), json!(201))
+    );
     // A subscription refused inline halfway (its status reads every row) is taken once, in
     // the pool.
     let params = json!([long.to_electrum_hex()]);

@@ -614,7 +614,7 @@ async fn main() -> Result<(), Error> {
                     "p50_ms": percentile(&lat, 0.5) * 1e3, "p99_ms": percentile(&lat, 0.99) * 1e3,
                     "errors": errors, "per_kind": per_kind,
                 });
-                eprintln!("clients {clients} run {run} {name}: {:.0} req/s, p50 {:.2} ms, p99 {:.2} ms, {errors} errors",
+                eprintln!("clients {clients} run {run} {name}: {:.0} req/s, p50 {:.3} ms, p99 {:.3} ms, {errors} errors",
                     sample["throughput_rps"].as_f64().unwrap_or(0.0), sample["p50_ms"].as_f64().unwrap_or(0.0), sample["p99_ms"].as_f64().unwrap_or(0.0));
                 samples.push(sample);
             }
@@ -654,7 +654,7 @@ async fn main() -> Result<(), Error> {
                 med(base, c, "throughput_rps"),
                 med(other, c, "throughput_rps"),
             );
-            println!("| {c} | {a50:.2} ms | {b50:.2} ms | {:.2}x | {a99:.2} ms | {b99:.2} ms | {:.2}x | {at:.0} | {bt:.0} | {:.2}x |", b50 / a50, b99 / a99, bt / at);
+            println!("| {c} | {a50:.3} ms | {b50:.3} ms | {:.2}x | {a99:.2} ms | {b99:.2} ms | {:.2}x | {at:.0} | {bt:.0} | {:.2}x |", b50 / a50, b99 / a99, bt / at);
             summary.push(json!({"clients": c, "baseline": base, "other": other,
                 "p50_ms": [a50, b50], "p99_ms": [a99, b99], "throughput_rps": [at, bt],
                 "p50_ratio": b50 / a50, "p99_ratio": b99 / a99, "throughput_ratio": bt / at}));
@@ -677,7 +677,7 @@ async fn main() -> Result<(), Error> {
                     median(&v)
                 };
                 let (a, b) = (pk(base), pk(other));
-                println!("| {kind} | {a:.2} ms | {b:.2} ms | {:.2}x |", b / a);
+                println!("| {kind} | {a:.3} ms | {b:.3} ms | {:.2}x |", b / a);
             }
             println!();
         }
