@@ -1,6 +1,6 @@
 //! One client connection's transports: newline-delimited JSON (TCP or TLS) with a line size
-//! limit, or WebSocket messages; the idle timeout; the writer and its timeout; and how a session
-//! ends. Backpressure on a client that does not read (its queue and the answer budget) is in
+//! limit, or WebSocket messages (read on the session's own task: `source.rs`); the idle timeout;
+//! the writer and its timeout; and how a session ends. Backpressure on a client that does not read (its queue and the answer budget) is in
 //! `outbox.rs`. The [`Session`] it serves answers the requests and owes the notifications.
 
 use std::net::SocketAddr;
@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::io::AsyncWriteExt;
 use tokio::sync::{broadcast, mpsc};
 
 use super::backend::Backend;
@@ -23,61 +23,14 @@ use super::session::{Answer, StreamJob};
 use crate::notify::TipUpdate;
 use crate::work::Verdict;
 use crate::work::{HostShares, WorkPool};
+use source::{Incoming, Lines, Messages, Source};
 
 /// Lines waiting to be written to a client before the session stops reading from it.
 const OUTBOX: usize = 8;
+/// The bytes a WebSocket connection reads at once (and holds for it).
+const WS_READ_BUFFER: usize = 8 << 10;
 /// How long an ending session's last lines may take to go out before its writer is aborted.
 const CLOSE_GRACE: Duration = Duration::from_secs(1);
-
-/// What a transport hands the session: one request text (a line, or a WebSocket message).
-#[derive(Debug)]
-pub(crate) enum Incoming {
-    /// A request or a batch, as received.
-    Request(Vec<u8>),
-    /// A request over the size limit: answered with an error, then the client is dropped.
-    TooLong,
-}
-
-async fn read_line_limited<R: tokio::io::AsyncBufRead + Unpin>(
-    reader: &mut R,
-    buf: &mut Vec<u8>,
-    limit: usize,
-) -> std::io::Result<LineRead> {
-    buf.clear();
-    let n = (&mut *reader)
-        .take(limit as u64 + 1)
-        .read_until(b'\n', buf)
-        .await?;
-    if n == 0 {
-        return Ok(LineRead::Eof);
-    }
-    if buf.last() != Some(&b'\n') && buf.len() > limit {
-        return Ok(LineRead::TooLong);
-    }
-    Ok(LineRead::Line)
-}
-
-enum LineRead {
-    Line,
-    TooLong,
-    Eof,
-}
-
-/// Hands what a transport read to the session; `false` when reading should stop (the session
-/// is gone, or the request was too long).
-async fn forward(tx: &mpsc::Sender<Incoming>, incoming: Incoming) -> bool {
-    let more = !matches!(incoming, Incoming::TooLong);
-    tx.send(incoming).await.is_ok() && more
-}
-
-/// A task ended when this is dropped.
-struct AbortOnDrop(tokio::task::JoinHandle<()>);
-
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
-}
 
 /// A client's byte stream: a TCP connection, or TLS over one.
 pub trait Stream: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static {}
@@ -95,63 +48,12 @@ pub async fn run(
 ) {
     let (read_half, write_half) = tokio::io::split(stream);
     let limit = backend.config.max_line_bytes;
-    let (in_tx, in_rx) = mpsc::channel::<Incoming>(1);
-    // Reading happens in its own task so that a line arriving slowly is never cut by a
-    // notification being sent meanwhile.
-    let reader = tokio::spawn(async move {
-        let mut reader = BufReader::with_capacity(64 * 1024, read_half);
-        let mut buf = Vec::with_capacity(4096);
-        // The connection's first bytes, until they tell whether it opened with a PROXY header.
-        let mut opening: Option<Vec<u8>> = Some(Vec::new());
-        loop {
-            let incoming = match read_line_limited(&mut reader, &mut buf, limit).await {
-                Ok(LineRead::Line) => {
-                    // A PROXY header from a client no balancer vouches for (`proxy_protocol_from`
-                    // lists the balancers): closed, never answered as if it were a request.
-                    if let Some(first) = opening.as_mut() {
-                        first.extend(buf.iter().take(12 - first.len().min(12)));
-                        match crate::listen::proxy::opens_with_header(first) {
-                            Some(true) => {
-                                tracing::debug!(
-                                    "electrum client {peer}: a PROXY header, not from a balancer"
-                                );
-                                break;
-                            }
-                            Some(false) => opening = None,
-                            // Blank lines and a NUL so far: nothing to answer yet.
-                            None => continue,
-                        }
-                    }
-                    let line = buf.trim_ascii();
-                    if line.is_empty() {
-                        continue;
-                    }
-                    Incoming::Request(line.to_vec())
-                }
-                Ok(LineRead::TooLong) => Incoming::TooLong,
-                Ok(LineRead::Eof) | Err(_) => break,
-            };
-            if !forward(&in_tx, incoming).await {
-                break;
-            }
-        }
-    });
-    // Ended however the session ends, an eviction's abort among them: the reader holds the
-    // socket's read half, which would stay open until the client spoke.
-    let reader = AbortOnDrop(reader);
+    let requests = Lines::new(read_half, limit, peer);
     let (out_tx, out_rx) = mpsc::channel::<Queued>(OUTBOX);
     let stall = backend.config.write_timeout;
     let writer = tokio::spawn(write_lines(write_half, out_rx, stall));
-    let end = serve(
-        peer,
-        backend,
-        updates,
-        in_rx,
-        Outbox::new(out_tx, budget, transport),
-        true,
-    )
-    .await;
-    drop(reader);
+    let out = Outbox::new(out_tx, budget, transport);
+    let end = serve(peer, backend, updates, requests, out, true).await;
     finish(peer, end, writer).await;
 }
 
@@ -321,9 +223,12 @@ pub async fn run_websocket(
     budget: Shares,
 ) {
     use futures_util::{SinkExt, StreamExt};
-    use tokio_tungstenite::tungstenite::{protocol::WebSocketConfig, Error as WsError, Message};
+    use tokio_tungstenite::tungstenite::{protocol::WebSocketConfig, Message};
     let limit = backend.config.max_line_bytes;
+    // Reads of 8 KiB, not tungstenite's 128 KiB: that buffer is zeroed before every read (a
+    // twentieth of the CPU of answering small requests) and held by every connection.
     let config = WebSocketConfig::default()
+        .read_buffer_size(WS_READ_BUFFER)
         .max_message_size(Some(limit))
         .max_frame_size(Some(limit));
     let handshake = tokio_tungstenite::accept_async_with_config(stream, Some(config));
@@ -338,24 +243,7 @@ pub async fn run_websocket(
             return;
         }
     };
-    let (mut sink, mut source) = ws.split();
-    let (in_tx, in_rx) = mpsc::channel::<Incoming>(1);
-    let reader = tokio::spawn(async move {
-        while let Some(message) = source.next().await {
-            let incoming = match message {
-                Ok(Message::Text(text)) => Incoming::Request(text.as_bytes().to_vec()),
-                Ok(Message::Binary(bytes)) => Incoming::Request(bytes.to_vec()),
-                Ok(Message::Ping(_) | Message::Pong(_) | Message::Frame(_)) => continue,
-                Ok(Message::Close(_)) => break,
-                Err(WsError::Capacity(_)) => Incoming::TooLong,
-                Err(_) => break,
-            };
-            if !forward(&in_tx, incoming).await {
-                break;
-            }
-        }
-    });
-    let reader = AbortOnDrop(reader);
+    let (mut sink, source) = ws.split();
     let (out_tx, mut out_rx) = mpsc::channel::<Queued>(OUTBOX);
     let stall = backend.config.write_timeout;
     let writer = tokio::spawn(async move {
@@ -375,16 +263,8 @@ pub async fn run_websocket(
         let _ = tokio::time::timeout(stall, sink.close()).await;
         Written::All
     });
-    let end = serve(
-        peer,
-        backend,
-        updates,
-        in_rx,
-        Outbox::new(out_tx, budget, transport),
-        false,
-    )
-    .await;
-    drop(reader);
+    let out = Outbox::new(out_tx, budget, transport);
+    let end = serve(peer, backend, updates, Messages(source), out, false).await;
     finish(peer, end, writer).await;
 }
 
@@ -396,7 +276,7 @@ async fn serve(
     peer: SocketAddr,
     backend: Arc<Backend>,
     mut updates: broadcast::Receiver<TipUpdate>,
-    mut incoming: mpsc::Receiver<Incoming>,
+    mut incoming: impl Source,
     mut out: Outbox,
     streams: bool,
 ) -> End {
@@ -427,7 +307,7 @@ async fn serve(
             // The writer stopped (a write stalled, or the connection failed): nothing more can
             // reach the client.
             () = out.tx.closed() => return End::Left,
-            read = incoming.recv() => {
+            read = incoming.next() => {
                 let request = match read {
                     None => return End::Left,
                     Some(Incoming::TooLong) => {
@@ -680,5 +560,6 @@ async fn stream(job: StreamJob, out: &Outbox, pool: &Arc<WorkPool>) -> bool {
     finished
 }
 
+mod source;
 #[cfg(test)]
 mod tests;

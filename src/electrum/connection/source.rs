@@ -1,0 +1,253 @@
+//! What a session reads its requests from, on its own task: the lines of a TCP or TLS stream
+//! ([`Lines`]), or WebSocket messages ([`Messages`]). Each [`Source::next`] is cancel-safe
+//! (what was read stays in the source), so the session waits for a request beside its
+//! notifications and its scans without a reader task: a request costs no hand-off between
+//! tasks on its way in.
+
+use std::future::Future;
+use std::net::SocketAddr;
+
+use futures_util::StreamExt;
+use tokio::io::{AsyncRead, AsyncReadExt};
+use tokio_tungstenite::tungstenite::{Error as WsError, Message};
+
+/// What a transport hands the session: one request text (a line, or a WebSocket message).
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Incoming {
+    /// A request or a batch, as received.
+    Request(Vec<u8>),
+    /// A request over the size limit: answered with an error, then the client is dropped.
+    TooLong,
+}
+
+/// Where a session's requests come from.
+pub(crate) trait Source {
+    /// The next request; `None` once the client closed the connection, it failed, or it must
+    /// not be answered. Cancel-safe: dropped before it is ready, it loses nothing.
+    fn next(&mut self) -> impl Future<Output = Option<Incoming>> + Send;
+}
+
+/// Bytes asked of the socket at once.
+const READ_CHUNK: usize = 8 << 10;
+
+/// Newline-delimited requests of a byte stream, each at most `limit` bytes.
+pub(crate) struct Lines<R> {
+    reader: R,
+    /// Bytes read and not yet taken: the unread part starts at `start`; no newline before
+    /// `scanned`.
+    buf: Vec<u8>,
+    start: usize,
+    scanned: usize,
+    limit: usize,
+    /// The stream ended (or failed): what is left is the last line.
+    ended: bool,
+    /// The connection's first bytes, until they tell whether it opened with a PROXY header.
+    opening: Option<Vec<u8>>,
+    peer: SocketAddr,
+}
+
+impl<R: AsyncRead + Unpin + Send> Lines<R> {
+    /// The requests of `reader`, lines of at most `limit` bytes, from the client at `peer`.
+    pub(crate) fn new(reader: R, limit: usize, peer: SocketAddr) -> Self {
+        Lines {
+            reader,
+            buf: Vec::new(),
+            start: 0,
+            scanned: 0,
+            limit,
+            ended: false,
+            opening: Some(Vec::new()),
+            peer,
+        }
+    }
+
+    /// The next whole line read (without its newline), the last one when the stream ended, or
+    /// `Err(())` for one over the limit; `Ok(None)` when more must be read.
+    fn take_line(&mut self) -> Result<Option<Vec<u8>>, ()> {
+        let unread = &self.buf[self.start..];
+        match unread[self.scanned..].iter().position(|&b| b == b'\n') {
+            Some(at) => {
+                let end = self.scanned + at;
+                if end > self.limit {
+                    return Err(());
+                }
+                let line = unread[..end].to_vec();
+                self.start += end + 1;
+                self.scanned = 0;
+                Ok(Some(line))
+            }
+            None if unread.len() > self.limit => Err(()),
+            None if self.ended && !unread.is_empty() => {
+                let line = unread.to_vec();
+                self.start = self.buf.len();
+                self.scanned = 0;
+                Ok(Some(line))
+            }
+            None => {
+                self.scanned = unread.len();
+                Ok(None)
+            }
+        }
+    }
+
+    /// A line as the session gets it: `None` for a blank one, and for the connection's opening
+    /// until its first bytes tell it is no PROXY header (a balancer's is read before the session
+    /// starts: one from a client no balancer vouches for is closed, never answered as a
+    /// request). `Err(())` when the connection must close.
+    fn request(&mut self, line: &[u8]) -> Result<Option<Incoming>, ()> {
+        if let Some(first) = self.opening.as_mut() {
+            let more = 12 - first.len().min(12);
+            first.extend(line.iter().chain(b"\n").take(more));
+            match crate::listen::proxy::opens_with_header(first) {
+                Some(true) => {
+                    let peer = self.peer;
+                    tracing::debug!("electrum client {peer}: a PROXY header, not from a balancer");
+                    return Err(());
+                }
+                Some(false) => self.opening = None,
+                // Blank lines and a NUL so far: nothing to answer yet.
+                None => return Ok(None),
+            }
+        }
+        let line = line.trim_ascii();
+        Ok((!line.is_empty()).then(|| Incoming::Request(line.to_vec())))
+    }
+
+    /// Reads more of the stream (cancel-safe: `read_buf` keeps what it read, or reads nothing).
+    async fn fill(&mut self) {
+        if self.start > 0 && self.start * 2 >= self.buf.len() {
+            self.buf.drain(..self.start);
+            self.start = 0;
+        }
+        self.buf.reserve(READ_CHUNK);
+        match self.reader.read_buf(&mut self.buf).await {
+            Ok(0) | Err(_) => self.ended = true,
+            Ok(_) => {}
+        }
+    }
+}
+
+impl<R: AsyncRead + Unpin + Send> Source for Lines<R> {
+    async fn next(&mut self) -> Option<Incoming> {
+        loop {
+            match self.take_line() {
+                Err(()) => return Some(Incoming::TooLong),
+                Ok(Some(line)) => match self.request(&line) {
+                    Err(()) => return None,
+                    Ok(Some(request)) => return Some(request),
+                    Ok(None) => continue,
+                },
+                Ok(None) if self.ended => return None,
+                Ok(None) => self.fill().await,
+            }
+        }
+    }
+}
+
+/// Requests of a WebSocket connection: one request or batch per text (or binary) message.
+pub(crate) struct Messages<S>(pub(crate) S);
+
+impl<S> Source for Messages<S>
+where
+    S: futures_util::Stream<Item = Result<Message, WsError>> + Unpin + Send,
+{
+    async fn next(&mut self) -> Option<Incoming> {
+        loop {
+            return match self.0.next().await? {
+                Ok(Message::Text(text)) => Some(Incoming::Request(text.as_bytes().to_vec())),
+                Ok(Message::Binary(bytes)) => Some(Incoming::Request(bytes.to_vec())),
+                Ok(Message::Ping(_) | Message::Pong(_) | Message::Frame(_)) => continue,
+                Ok(Message::Close(_)) => None,
+                Err(WsError::Capacity(_)) => Some(Incoming::TooLong),
+                Err(_) => None,
+            };
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn peer() -> SocketAddr {
+        "127.0.0.1:1".parse().unwrap()
+    }
+
+    /// Every request `input` gives, read in pieces of `piece` bytes.
+    async fn requests(input: &[u8], piece: usize, limit: usize) -> Vec<Incoming> {
+        let (mut client, server) = tokio::io::duplex(piece);
+        let input = input.to_vec();
+        let writer = tokio::spawn(async move {
+            use tokio::io::AsyncWriteExt;
+            for chunk in input.chunks(piece) {
+                client.write_all(chunk).await.unwrap();
+            }
+        });
+        let mut lines = Lines::new(server, limit, peer());
+        let mut out = Vec::new();
+        while let Some(incoming) = lines.next().await {
+            let too_long = incoming == Incoming::TooLong;
+            out.push(incoming);
+            if too_long {
+                break;
+            }
+        }
+        writer.abort();
+        out
+    }
+
+    fn request(text: &str) -> Incoming {
+        Incoming::Request(text.as_bytes().to_vec())
+    }
+
+    #[tokio::test]
+    async fn lines_in_any_pieces_are_the_same_requests() {
+        let input = b"\n{\"a\":1}\r\n  \n{\"b\":2}\n{\"c\":3}";
+        for piece in [1, 2, 5, 64] {
+            let got = requests(input, piece, 100).await;
+            let want = vec![
+                request("{\"a\":1}"),
+                request("{\"b\":2}"),
+                request("{\"c\":3}"),
+            ];
+            assert_eq!(got, want, "in pieces of {piece}");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_line_over_the_limit_is_too_long_with_or_without_its_newline() {
+        let exact = format!("{}\n{}\n", "x".repeat(10), "y".repeat(11));
+        for piece in [1, 3, 64] {
+            let got = requests(exact.as_bytes(), piece, 10).await;
+            assert_eq!(got, vec![request(&"x".repeat(10)), Incoming::TooLong]);
+            let endless = "z".repeat(50);
+            let got = requests(endless.as_bytes(), piece, 10).await;
+            assert_eq!(got, vec![Incoming::TooLong], "in pieces of {piece}");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_proxy_header_from_a_client_closes_it_unanswered() {
+        for opening in [
+            &b"PROXY TCP4 1.2.3.4 5.6.7.8 1 2\r\n{}\n"[..],
+            b"\r\n\r\n\0\r\nQUIT\n{}\n",
+        ] {
+            assert_eq!(requests(opening, 4, 100).await, vec![], "{opening:?}");
+        }
+        assert_eq!(requests(b"\n\n{}\n", 4, 100).await, vec![request("{}")]);
+    }
+
+    #[tokio::test]
+    async fn a_read_dropped_midway_loses_nothing() {
+        let (mut client, server) = tokio::io::duplex(64);
+        let mut lines = Lines::new(server, 100, peer());
+        use tokio::io::AsyncWriteExt;
+        client.write_all(b"{\"half\":").await.unwrap();
+        let waited = tokio::time::timeout(std::time::Duration::from_millis(20), lines.next()).await;
+        assert!(waited.is_err(), "no whole line yet");
+        client.write_all(b"1}\n").await.unwrap();
+        assert_eq!(lines.next().await, Some(request("{\"half\":1}")));
+        drop(client);
+        assert_eq!(lines.next().await, None);
+    }
+}
