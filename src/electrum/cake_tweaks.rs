@@ -212,7 +212,7 @@ impl Ctx<'_> {
     /// of the block's eligible transactions with a taproot output of at least `sp_min_dust`, in
     /// block order, each a compressed point in hex (none below the first height with tweaks:
     /// taproot's activation).
-    pub(crate) fn block_tweaks(&self, height: u32) -> Result<Value, RpcError> {
+    pub(crate) fn block_tweaks(&self, height: u32) -> Result<Reply, RpcError> {
         let view = self.view();
         tweaks_ready_in(&view)?;
         let tweaks = view
@@ -221,12 +221,10 @@ impl Ctx<'_> {
             .ok_or_else(|| RpcError::bad_request(format!("height {height} out of range")))?;
         // As Cake's server: only transactions with a taproot output of at least the dust limit.
         let dust = self.backend.config.sp_min_dust;
-        let hex: Vec<String> = tweaks
+        let kept = tweaks
             .iter()
-            .filter(|t| t.outputs.iter().any(|(_, _, value)| *value >= dust))
-            .map(|t| t.tweak[..].to_lower_hex_string())
-            .collect();
-        Ok(json!(hex))
+            .filter(|t| t.outputs.iter().any(|(_, _, value)| *value >= dust));
+        Ok(Reply::Text(tweak_list_text(kept.map(|t| &t.tweak))))
     }
 
     /// `blockchain.tweaks.subscribe(height, count, historical)`, Cake Wallet's tweak stream
@@ -249,5 +247,44 @@ impl Ctx<'_> {
             count,
             historical,
         })
+    }
+}
+
+/// A JSON array of tweaks as lowercase hex strings, written as text (hex needs no escaping):
+/// no `Value` per tweak, one allocation for the whole answer.
+fn tweak_list_text<'a>(tweaks: impl Iterator<Item = &'a [u8; 33]>) -> String {
+    let mut text = String::with_capacity(256);
+    let mut hex = [0u8; 66];
+    text.push('[');
+    for (i, tweak) in tweaks.enumerate() {
+        if i > 0 {
+            text.push(',');
+        }
+        // The lengths match, so it cannot fail; the hex digits are ASCII.
+        if hex::encode_to_slice(tweak, &mut hex).is_ok() {
+            text.push('"');
+            text.push_str(std::str::from_utf8(&hex).unwrap_or_default());
+            text.push('"');
+        }
+    }
+    text.push(']');
+    text
+}
+
+#[cfg(test)]
+mod tweak_list_tests {
+    use super::*;
+
+    #[test]
+    fn the_text_is_the_json_of_the_hex_strings() {
+        let tweaks = [[0u8; 33], [0xab; 33], [0x0f; 33]];
+        for n in 0..=tweaks.len() {
+            let text = tweak_list_text(tweaks[..n].iter());
+            let want: Vec<String> = tweaks[..n]
+                .iter()
+                .map(|t| t[..].to_lower_hex_string())
+                .collect();
+            assert_eq!(serde_json::from_str::<Value>(&text).unwrap(), json!(want));
+        }
     }
 }

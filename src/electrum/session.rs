@@ -237,7 +237,7 @@ impl Session {
                 count,
                 cp_height,
             } => ctx.block_headers(start_height, count, cp_height),
-            R::BlockTweaks { height } => ctx.block_tweaks(height),
+            R::BlockTweaks { height } => return ctx.block_tweaks(height),
             R::TweaksSubscribe {
                 height,
                 count,
