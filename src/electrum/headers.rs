@@ -19,8 +19,9 @@ impl Ctx<'_> {
     }
 
     fn header_hex(view: &ChainView<'_>, height: u32) -> Option<String> {
+        // The `hex` crate's loop: formatting through `bitcoin`'s hex goes a character at a time.
         view.header(height)
-            .map(|h| bitcoin::consensus::serialize(&h).to_lower_hex_string())
+            .map(|h| hex::encode(bitcoin::consensus::serialize(&h)))
     }
 
     /// `headers.subscribe`'s answer, and the tip it names (the session's last notified).

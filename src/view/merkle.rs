@@ -5,7 +5,6 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 
 use bitcoin::hashes::{sha256d, Hash};
-use bitcoin::hex::DisplayHex;
 
 /// The branch of the leaf at `pos` (deepest pairing first) and the root. An odd last node is
 /// paired with itself, as Bitcoin's merkle tree does.
@@ -133,7 +132,8 @@ fn hash_pair(left: &[u8; 32], right: &[u8; 32]) -> [u8; 32] {
 pub fn rpc_hex(hash: &[u8; 32]) -> String {
     let mut b = *hash;
     b.reverse();
-    b.to_lower_hex_string()
+    // The `hex` crate's loop: formatting through `bitcoin`'s hex goes a character at a time.
+    hex::encode(b)
 }
 
 /// Folds a branch back into a root (for tests and clients' checks).
