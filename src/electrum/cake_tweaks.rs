@@ -221,10 +221,12 @@ impl Ctx<'_> {
             .ok_or_else(|| RpcError::bad_request(format!("height {height} out of range")))?;
         // As Cake's server: only transactions with a taproot output of at least the dust limit.
         let dust = self.backend.config.sp_min_dust;
-        let kept = tweaks
+        let kept: Vec<&[u8; 33]> = tweaks
             .iter()
-            .filter(|t| t.outputs.iter().any(|(_, _, value)| *value >= dust));
-        Ok(Reply::Text(tweak_list_text(kept.map(|t| &t.tweak))))
+            .filter(|t| t.outputs.iter().any(|(_, _, value)| *value >= dust))
+            .map(|t| &t.tweak)
+            .collect();
+        Ok(Reply::Text(tweak_list_text(&kept)))
     }
 
     /// `blockchain.tweaks.subscribe(height, count, historical)`, Cake Wallet's tweak stream
@@ -252,11 +254,12 @@ impl Ctx<'_> {
 
 /// A JSON array of tweaks as lowercase hex strings, written as text (hex needs no escaping):
 /// no `Value` per tweak, one allocation for the whole answer.
-fn tweak_list_text<'a>(tweaks: impl Iterator<Item = &'a [u8; 33]>) -> String {
-    let mut text = String::with_capacity(256);
+fn tweak_list_text(tweaks: &[&[u8; 33]]) -> String {
+    // Room for the answer's envelope too, which is put in front of it.
+    let mut text = String::with_capacity(128 + 69 * tweaks.len());
     let mut hex = [0u8; 66];
     text.push('[');
-    for (i, tweak) in tweaks.enumerate() {
+    for (i, tweak) in tweaks.iter().enumerate() {
         if i > 0 {
             text.push(',');
         }
@@ -279,7 +282,8 @@ mod tweak_list_tests {
     fn the_text_is_the_json_of_the_hex_strings() {
         let tweaks = [[0u8; 33], [0xab; 33], [0x0f; 33]];
         for n in 0..=tweaks.len() {
-            let text = tweak_list_text(tweaks[..n].iter());
+            let refs: Vec<&[u8; 33]> = tweaks[..n].iter().collect();
+            let text = tweak_list_text(&refs);
             let want: Vec<String> = tweaks[..n]
                 .iter()
                 .map(|t| t[..].to_lower_hex_string())

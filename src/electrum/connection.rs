@@ -23,7 +23,7 @@ use super::session::{Answer, StreamJob};
 use crate::notify::TipUpdate;
 use crate::work::Verdict;
 use crate::work::{HostShares, WorkPool};
-use source::{Incoming, Lines, Messages, Source};
+use source::{Forwarded, Incoming, Lines, Messages, Source};
 
 /// Lines waiting to be written to a client before the session stops reading from it.
 const OUTBOX: usize = 8;
@@ -264,7 +264,9 @@ pub async fn run_websocket(
         Written::All
     });
     let out = Outbox::new(out_tx, budget, transport);
-    let end = serve(peer, backend, updates, Messages(source), out, false).await;
+    // Read by a task of its own: pings answered and a close seen while the session is busy.
+    let requests = Forwarded::spawn(Messages(source));
+    let end = serve(peer, backend, updates, requests, out, false).await;
     finish(peer, end, writer).await;
 }
 

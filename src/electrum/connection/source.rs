@@ -1,14 +1,17 @@
-//! What a session reads its requests from, on its own task: the lines of a TCP or TLS stream
-//! ([`Lines`]), or WebSocket messages ([`Messages`]). Each [`Source::next`] is cancel-safe
-//! (what was read stays in the source), so the session waits for a request beside its
-//! notifications and its scans without a reader task: a request costs no hand-off between
-//! tasks on its way in.
+//! What a session reads its requests from: the lines of a TCP or TLS stream ([`Lines`]), read
+//! on the session's own task, or WebSocket messages ([`Messages`]), read by a task of their own
+//! ([`Forwarded`]). Each [`Source::next`] is cancel-safe (what was read stays in the source), so
+//! the session waits for a request beside its notifications and its scans; a line costs no
+//! hand-off between tasks on its way in. A WebSocket connection keeps its reader task: its pings
+//! must be answered, and its close seen, while the session is busy with a long answer or waits
+//! for the pool.
 
 use std::future::Future;
 use std::net::SocketAddr;
 
 use futures_util::StreamExt;
 use tokio::io::{AsyncRead, AsyncReadExt};
+use tokio::sync::mpsc;
 use tokio_tungstenite::tungstenite::{Error as WsError, Message};
 
 /// What a transport hands the session: one request text (a line, or a WebSocket message).
@@ -27,8 +30,10 @@ pub(crate) trait Source {
     fn next(&mut self) -> impl Future<Output = Option<Incoming>> + Send;
 }
 
-/// Bytes asked of the socket at once.
+/// Bytes asked of the socket at once: a line buffer holds at most the line limit and one read.
 const READ_CHUNK: usize = 8 << 10;
+/// A line buffer emptied with more room than this gives it back.
+const KEPT_ROOM: usize = 64 << 10;
 
 /// Newline-delimited requests of a byte stream, each at most `limit` bytes.
 pub(crate) struct Lines<R> {
@@ -61,9 +66,10 @@ impl<R: AsyncRead + Unpin + Send> Lines<R> {
         }
     }
 
-    /// The next whole line read (without its newline), the last one when the stream ended, or
-    /// `Err(())` for one over the limit; `Ok(None)` when more must be read.
-    fn take_line(&mut self) -> Result<Option<Vec<u8>>, ()> {
+    /// The next whole line read (without its newline, and whether it had one: the last line of
+    /// a stream that ended may not), or `Err(())` for one over the limit; `Ok(None)` when more
+    /// must be read.
+    fn take_line(&mut self) -> Result<Option<(Vec<u8>, bool)>, ()> {
         let unread = &self.buf[self.start..];
         match unread[self.scanned..].iter().position(|&b| b == b'\n') {
             Some(at) => {
@@ -74,14 +80,14 @@ impl<R: AsyncRead + Unpin + Send> Lines<R> {
                 let line = unread[..end].to_vec();
                 self.start += end + 1;
                 self.scanned = 0;
-                Ok(Some(line))
+                Ok(Some((line, true)))
             }
             None if unread.len() > self.limit => Err(()),
             None if self.ended && !unread.is_empty() => {
                 let line = unread.to_vec();
                 self.start = self.buf.len();
                 self.scanned = 0;
-                Ok(Some(line))
+                Ok(Some((line, false)))
             }
             None => {
                 self.scanned = unread.len();
@@ -94,10 +100,11 @@ impl<R: AsyncRead + Unpin + Send> Lines<R> {
     /// until its first bytes tell it is no PROXY header (a balancer's is read before the session
     /// starts: one from a client no balancer vouches for is closed, never answered as a
     /// request). `Err(())` when the connection must close.
-    fn request(&mut self, line: &[u8]) -> Result<Option<Incoming>, ()> {
+    fn request(&mut self, line: &[u8], newline: bool) -> Result<Option<Incoming>, ()> {
         if let Some(first) = self.opening.as_mut() {
             let more = 12 - first.len().min(12);
-            first.extend(line.iter().chain(b"\n").take(more));
+            let end: &[u8] = if newline { b"\n" } else { b"" };
+            first.extend(line.iter().chain(end).take(more));
             match crate::listen::proxy::opens_with_header(first) {
                 Some(true) => {
                     let peer = self.peer;
@@ -113,16 +120,26 @@ impl<R: AsyncRead + Unpin + Send> Lines<R> {
         Ok((!line.is_empty()).then(|| Incoming::Request(line.to_vec())))
     }
 
-    /// Reads more of the stream (cancel-safe: `read_buf` keeps what it read, or reads nothing).
+    /// Reads at most [`READ_CHUNK`] more bytes of the stream (cancel-safe: `read` reads
+    /// nothing unless it returns). A failed stream drops what it left unfinished; one that
+    /// ended keeps its last line.
     async fn fill(&mut self) {
-        if self.start > 0 && self.start * 2 >= self.buf.len() {
+        if self.start == self.buf.len() && self.buf.capacity() > KEPT_ROOM {
+            self.buf = Vec::new();
+            self.start = 0;
+        } else if self.start > 0 && self.start * 2 >= self.buf.len() {
             self.buf.drain(..self.start);
             self.start = 0;
         }
-        self.buf.reserve(READ_CHUNK);
-        match self.reader.read_buf(&mut self.buf).await {
-            Ok(0) | Err(_) => self.ended = true,
-            Ok(_) => {}
+        let mut chunk = [0u8; READ_CHUNK];
+        match self.reader.read(&mut chunk).await {
+            Ok(0) => self.ended = true,
+            Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
+            Err(_) => {
+                self.start = self.buf.len();
+                self.scanned = 0;
+                self.ended = true;
+            }
         }
     }
 }
@@ -132,7 +149,7 @@ impl<R: AsyncRead + Unpin + Send> Source for Lines<R> {
         loop {
             match self.take_line() {
                 Err(()) => return Some(Incoming::TooLong),
-                Ok(Some(line)) => match self.request(&line) {
+                Ok(Some((line, newline))) => match self.request(&line, newline) {
                     Err(()) => return None,
                     Ok(Some(request)) => return Some(request),
                     Ok(None) => continue,
@@ -141,6 +158,41 @@ impl<R: AsyncRead + Unpin + Send> Source for Lines<R> {
                 Ok(None) => self.fill().await,
             }
         }
+    }
+}
+
+/// Requests read from `source` by a task of their own, handed over one at a time; the task ends
+/// when this is dropped.
+pub(crate) struct Forwarded {
+    requests: mpsc::Receiver<Incoming>,
+    reader: tokio::task::JoinHandle<()>,
+}
+
+impl Forwarded {
+    /// Starts reading `source` on a task of its own.
+    pub(crate) fn spawn(mut source: impl Source + Send + 'static) -> Self {
+        let (tx, requests) = mpsc::channel(1);
+        let reader = tokio::spawn(async move {
+            while let Some(incoming) = source.next().await {
+                let more = incoming != Incoming::TooLong;
+                if tx.send(incoming).await.is_err() || !more {
+                    break;
+                }
+            }
+        });
+        Forwarded { requests, reader }
+    }
+}
+
+impl Drop for Forwarded {
+    fn drop(&mut self) {
+        self.reader.abort();
+    }
+}
+
+impl Source for Forwarded {
+    async fn next(&mut self) -> Option<Incoming> {
+        self.requests.recv().await
     }
 }
 
@@ -235,6 +287,35 @@ mod tests {
             assert_eq!(requests(opening, 4, 100).await, vec![], "{opening:?}");
         }
         assert_eq!(requests(b"\n\n{}\n", 4, 100).await, vec![request("{}")]);
+    }
+
+    #[tokio::test]
+    async fn a_long_line_leaves_no_room_held_once_taken() {
+        use tokio::io::AsyncWriteExt;
+        let (mut client, server) = tokio::io::duplex(1 << 20);
+        let mut lines = Lines::new(server, 200_000, peer());
+        let long = "x".repeat(150_000);
+        client
+            .write_all(format!("{long}\n").as_bytes())
+            .await
+            .unwrap();
+        assert_eq!(lines.next().await, Some(request(&long)));
+        assert!(lines.buf.capacity() >= 150_000);
+        let idle = tokio::time::timeout(std::time::Duration::from_millis(20), lines.next()).await;
+        assert!(idle.is_err(), "nothing more to read");
+        assert_eq!(lines.buf.capacity(), 0, "the emptied buffer is given back");
+    }
+
+    #[tokio::test]
+    async fn a_last_line_without_newline_is_read_and_checked_as_it_came() {
+        assert_eq!(
+            requests(b"{}\n{\"last\":1}", 3, 100).await,
+            vec![request("{}"), request("{\"last\":1}")]
+        );
+        // Eleven bytes of a PROXY v2 signature, then the end: never answered (the rest of a
+        // header could have followed), as when the stream goes on.
+        let cut = b"\r\n\r\n\0\r\nQUI";
+        assert_eq!(requests(cut, 4, 100).await, vec![]);
     }
 
     #[tokio::test]
