@@ -1441,6 +1441,58 @@ fn costly_requests_are_charged_to_their_host() {
     assert!(honest_balance < Duration::from_secs(2));
 }
 
+/// **Answers built on the connection's task take one of the runtime's two workers at most.**
+///
+/// Eight connections from 127.0.0.2 ask for a header (answered from memory, so tried inline)
+/// as fast as they read the answers, for 6 s, with the cost limits off so that only the inline
+/// place and the pool's shares stand between them and the workers. Asserted: they are answered
+/// (inline, and in the pool when the one inline place is taken: `skipped`), and an honest client
+/// from 127.0.0.3 gets `server.ping` and the tip within 2 s each visit meanwhile.
+#[test]
+fn answers_from_memory_leave_a_worker_to_everyone_else() {
+    let served = Served::start(&[
+        "--electrum-cost-soft-limit=0",
+        "--electrum-cost-hard-limit=0",
+    ]);
+    let honest = served.honest_electrum();
+    let stop = std::sync::Arc::new(AtomicBool::new(false));
+    let attackers: Vec<_> = (0..8)
+        .map(|i| {
+            let (stop, to) = (stop.clone(), served.electrum);
+            let request = json!({"jsonrpc": "2.0", "id": 1, "method": "blockchain.block.header",
+                                 "params": [i]});
+            std::thread::spawn(move || flood("127.0.0.2", to, "1.4", &request, &stop))
+        })
+        .collect();
+    std::thread::sleep(Duration::from_secs(6));
+    stop.store(true, Ordering::SeqCst);
+    let answers: u64 = attackers
+        .into_iter()
+        .map(|a| a.join().unwrap().answers)
+        .sum();
+    let report = honest.stop();
+    let inline = |outcome: &str| {
+        served.metric(&format!(
+            "cairn_inline_answers_total{{outcome=\"{outcome}\",server=\"electrum\"}}"
+        ))
+    };
+    let (answered, skipped) = (inline("answered"), inline("skipped"));
+    println!(
+        "attackers: {answers} answers ({answered} inline, {skipped} skipped to the pool); \
+         honest: {} visits, worst {:?}",
+        report.tries, report.worst
+    );
+    assert!(
+        answers > 1_000,
+        "the attackers were answered {answers} times"
+    );
+    assert!(
+        answered > 0.0 && skipped > 0.0,
+        "inline {answered}, skipped {skipped}"
+    );
+    assert_served_within(&report, Duration::from_secs(2));
+}
+
 /// What one HTTP cost attacker saw: answers, 429s, and connections closed with no answer (at
 /// accept, for its host's cost).
 #[derive(Default)]
