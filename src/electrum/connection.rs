@@ -1,6 +1,7 @@
 //! One client connection's transports: newline-delimited JSON (TCP or TLS) with a line size
-//! limit, or WebSocket messages (read on the session's own task: `source.rs`); the idle timeout;
-//! the writer and its timeout; and how a session ends. Backpressure on a client that does not read (its queue and the answer budget) is in
+//! limit, read on the session's own task, or WebSocket messages, read by a task of their own
+//! (`source.rs`); the idle timeout; the writer and its timeout; and how a session ends.
+//! Backpressure on a client that does not read (its queue and the answer budget) is in
 //! `outbox.rs`. The [`Session`] it serves answers the requests and owes the notifications.
 
 use std::net::SocketAddr;
@@ -419,20 +420,15 @@ async fn answer_line(
     out: &Outbox,
     inline: bool,
 ) -> Option<(Option<Answer>, Option<Held>)> {
-    let counted = &crate::metrics::metrics().inline_answers;
-    match inline.then(|| pool.try_inline_slot(host)).flatten() {
-        Some(slot) => {
-            let mut room = BudgetRoom::new(out);
-            let built = pool.run_inline(slot, || session.handle_line(request, &mut room));
-            if let Some(answer) = built {
-                counted.with_label_values(&["electrum", "answered"]).inc();
-                // A client pipelining answers from memory yields its worker as any task does.
-                tokio::task::coop::consume_budget().await;
-                return Some((answer, room.held.take()));
-            }
-            counted.with_label_values(&["electrum", "refused"]).inc();
-        }
-        None => counted.with_label_values(&["electrum", "skipped"]).inc(),
+    let build = || {
+        let mut room = BudgetRoom::new(out);
+        let answer = session.handle_line(request, &mut room);
+        (answer, room.held.take())
+    };
+    if let Some(built) = pool.try_answer_inline("electrum", host, inline, build) {
+        // A client pipelining answers from memory yields its worker as any task does.
+        tokio::task::coop::consume_budget().await;
+        return Some(built);
     }
     let slot = pool.slot(host).await.ok()?;
     let mut room = BudgetRoom::new(out);

@@ -159,25 +159,10 @@ async fn answer_off_the_workers(
     };
     // A read whose slot is free now is tried on this task, from memory: no hand-off.
     if may_answer_inline(&parts) {
-        let counted = |outcome| {
-            let inline = &crate::metrics::metrics().inline_answers;
-            inline.with_label_values(&["http", outcome]).inc();
-        };
-        match ctx
-            .model
-            .quiet()
-            .then(|| ctx.pool.try_inline_slot(&host))
-            .flatten()
-        {
-            Some(slot) => {
-                let answer = || answer_charged(&ctx, &host, &parts, &body);
-                if let Some(response) = ctx.pool.run_inline(slot, answer) {
-                    counted("answered");
-                    return response;
-                }
-                counted("refused");
-            }
-            None => counted("skipped"),
+        let answer = || answer_charged(&ctx, &host, &parts, &body);
+        let quiet = ctx.model.quiet();
+        if let Some(response) = ctx.pool.try_answer_inline("http", &host, quiet, answer) {
+            return response;
         }
     }
     let slot = match ctx.pool.queued_slot(&host).await {

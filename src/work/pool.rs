@@ -399,6 +399,32 @@ impl WorkPool {
         out
     }
 
+    /// Runs `f` inline ([`WorkPool::run_inline`]) when `quiet` (no writer to wait for) and an
+    /// inline slot is free at once, counting the outcome for `server` in
+    /// `cairn_inline_answers_total`: `None` when it was skipped or refused, and the caller then
+    /// builds the answer in the pool.
+    pub fn try_answer_inline<T>(
+        &self,
+        server: &'static str,
+        host: &HostShares,
+        quiet: bool,
+        f: impl FnOnce() -> T,
+    ) -> Option<T> {
+        let outcome = &crate::metrics::metrics().inline_answers;
+        let count = |what: &str| outcome.with_label_values(&[server, what]).inc();
+        let Some(slot) = quiet.then(|| self.try_inline_slot(host)).flatten() else {
+            count("skipped");
+            return None;
+        };
+        let answer = self.run_inline(slot, f);
+        count(if answer.is_some() {
+            "answered"
+        } else {
+            "refused"
+        });
+        answer
+    }
+
     /// The jobs tried inline so far, answered and refused.
     pub fn inline_counts(&self) -> InlineCounts {
         InlineCounts {
