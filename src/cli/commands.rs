@@ -370,20 +370,23 @@ pub(crate) fn index_stats(settings: Settings) -> Result<()> {
         .iter()
         .map(|(name, bytes)| (name.to_string(), serde_json::json!(bytes)))
         .collect();
-    // Rows of the silent-payment tweaks (one per eligible transaction), for bytes per row.
-    let mut tweak_rows = 0u64;
+    // Silent-payment tweaks: transactions with one (in a row per block), for bytes per tweak.
+    let mut tweaked_txs = 0u64;
     let snapshot = store.snapshot();
     store.for_each_in_prefix::<cairn::store::StoreError>(
         &snapshot,
         cairn::store::schema::cf::TWEAKS,
         &[],
-        |_, _| {
-            tweak_rows += 1;
+        |_, value| {
+            for entry in cairn::store::schema::BlockTweaks::entries(value) {
+                entry?;
+                tweaked_txs += 1;
+            }
             Ok(true)
         },
     )?;
     let out = serde_json::json!({
-        "tweak_rows": tweak_rows,
+        "tweaked_txs": tweaked_txs,
         "index_tip": node::index_tip(Some(index)),
         "txs": txs,
         "index_bytes": total,

@@ -215,18 +215,12 @@ impl Ctx<'_> {
     pub(crate) fn block_tweaks(&self, height: u32) -> Result<Reply, RpcError> {
         let view = self.view();
         tweaks_ready_in(&view)?;
+        // As Cake's server: only transactions with a taproot output of at least the dust limit.
         let tweaks = view
-            .block_tweak_rows(height)
+            .block_tweak_list(height, self.backend.config.sp_min_dust)
             .map_err(view_err)?
             .ok_or_else(|| RpcError::bad_request(format!("height {height} out of range")))?;
-        // As Cake's server: only transactions with a taproot output of at least the dust limit.
-        let dust = self.backend.config.sp_min_dust;
-        let kept: Vec<&[u8; 33]> = tweaks
-            .iter()
-            .filter(|t| t.outputs.iter().any(|(_, _, value)| *value >= dust))
-            .map(|t| &t.tweak)
-            .collect();
-        Ok(Reply::Text(tweak_list_text(&kept)))
+        Ok(Reply::Text(tweak_list_text(&tweaks)))
     }
 
     /// `blockchain.tweaks.subscribe(height, count, historical)`, Cake Wallet's tweak stream
@@ -254,7 +248,7 @@ impl Ctx<'_> {
 
 /// A JSON array of tweaks as lowercase hex strings, written as text (hex needs no escaping):
 /// no `Value` per tweak, one allocation for the whole answer.
-fn tweak_list_text(tweaks: &[&[u8; 33]]) -> String {
+fn tweak_list_text(tweaks: &[[u8; 33]]) -> String {
     // Room for the answer's envelope too, which is put in front of it.
     let mut text = String::with_capacity(128 + 69 * tweaks.len());
     let mut hex = [0u8; 66];
@@ -282,8 +276,7 @@ mod tweak_list_tests {
     fn the_text_is_the_json_of_the_hex_strings() {
         let tweaks = [[0u8; 33], [0xab; 33], [0x0f; 33]];
         for n in 0..=tweaks.len() {
-            let refs: Vec<&[u8; 33]> = tweaks[..n].iter().collect();
-            let text = tweak_list_text(&refs);
+            let text = tweak_list_text(&tweaks[..n]);
             let want: Vec<String> = tweaks[..n]
                 .iter()
                 .map(|t| t[..].to_lower_hex_string())

@@ -114,6 +114,9 @@ pub struct Index {
     /// The last block read through the kernel for a transaction (one block: the inputs of a
     /// transaction into one torn block read it once, not once each).
     kernel_block: std::sync::Mutex<Option<(BlockHash, Arc<Vec<u8>>)>>,
+    /// Set once a snapshot without `meta/tweak_backfill` has been read: the marker is written
+    /// only when the index opens, before any reader, so every later snapshot lacks it too.
+    tweaks_built: std::sync::atomic::AtomicBool,
 }
 
 /// Every row of an index, by column family ([`Index::dump`]).
@@ -219,6 +222,7 @@ impl Index {
             tweaks_from,
             kernel: Default::default(),
             kernel_block: Default::default(),
+            tweaks_built: Default::default(),
         })
     }
 

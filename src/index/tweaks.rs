@@ -10,23 +10,12 @@ use rayon::prelude::*;
 use rocksdb::WriteBatch;
 
 use super::error::IndexError;
-use super::rows::{prepare, Extras, PreparedBlock};
-use super::writer::tweak_row;
+use super::rows::{prepare, Extras};
+use super::writer::block_tweaks;
 use super::Index;
 use crate::kernel::Validator;
-use crate::store::schema::{cf, meta, TweakRow};
+use crate::store::schema::{cf, meta, BlockTweaks};
 use crate::store::Store;
-use crate::types::{TxNum, TXNUM_LEN};
-
-/// The tweak rows of `block`, whose coinbase is `first`.
-fn rows_of(block: &PreparedBlock, first: u64) -> Vec<(TxNum, TweakRow)> {
-    block
-        .txs
-        .iter()
-        .enumerate()
-        .filter_map(|(i, tx)| Some((TxNum(first + i as u64), tweak_row(tx.tweak.as_ref()?))))
-        .collect()
-}
 
 /// Heights built per batch: 100 mainnet blocks are about 300,000 transactions, whose tweak rows
 /// (about 15 MB) the batch holds before it is written.
@@ -48,7 +37,7 @@ pub(super) fn mark(store: &Store, from: Option<u32>) -> Result<(), IndexError> {
         None if !marked_off => {
             // Kept, they would take disk for nothing; turned on again, all are built anyway.
             let rows = store.cf(cf::TWEAKS);
-            let (first, last) = ([0u8; TXNUM_LEN], [0xffu8; TXNUM_LEN]);
+            let (first, last) = (BlockTweaks::key(0), BlockTweaks::key(u32::MAX));
             batch.delete_range_cf(rows, first, last);
             batch.delete_cf(rows, last);
             batch.put_cf(handle, meta::TWEAKS_OFF, []);
@@ -117,11 +106,8 @@ impl Index {
         next: u32,
         end: u32,
     ) -> Result<(), IndexError> {
-        let blocks: Vec<(u32, BlockHash, u64)> = self.with_chain(|c| {
-            (next..=end)
-                .filter_map(|h| Some((h, c.hash(h)?, c.txnums(h)?.start)))
-                .collect()
-        });
+        let blocks: Vec<(u32, BlockHash)> =
+            self.with_chain(|c| (next..=end).filter_map(|h| Some((h, c.hash(h)?))).collect());
         if blocks.len() != (end - next + 1) as usize {
             return Err(IndexError::Inconsistent(format!(
                 "indexed chain has gaps in {next}..={end}"
@@ -132,22 +118,20 @@ impl Index {
             tweaks: true,
         };
         // Each block turned into its rows at once: a batch holds rows, not prepared blocks.
-        let built: Result<Vec<Vec<(TxNum, TweakRow)>>, IndexError> = blocks
+        let built: Result<Vec<(u32, Option<Vec<u8>>)>, IndexError> = blocks
             .par_iter()
-            .map(|(height, hash, first)| {
+            .map(|(height, hash)| {
                 let raw = validator.read_block_bytes_by_hash(hash)?;
                 let undo = validator.read_undo_by_hash(hash)?;
                 let block = prepare(*height, &raw, &undo, extras)?;
-                Ok(rows_of(&block, *first))
+                Ok((*height, block_tweaks(&block)))
             })
             .collect();
         let mut batch = WriteBatch::default();
-        for (txnum, row) in built?.into_iter().flatten() {
-            batch.put_cf(
-                self.store.cf(cf::TWEAKS),
-                TweakRow::key(txnum),
-                row.encode(),
-            );
+        for (height, row) in built? {
+            if let Some(row) = row {
+                batch.put_cf(self.store.cf(cf::TWEAKS), BlockTweaks::key(height), row);
+            }
         }
         batch.put_cf(
             self.store.cf(cf::META),

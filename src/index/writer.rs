@@ -11,8 +11,8 @@ use super::error::IndexError;
 use super::rows::{PreparedBlock, PreparedInput, PreparedTx};
 use super::silent_payments::TxTweak;
 use crate::store::schema::{
-    cf, meta, scripthash_prefix, BlockRow, FilterRow, HistoryKey, OutPointNum, SpentRow, TipRow,
-    TweakRow, TxRow, TxidKey, UtxoKey,
+    cf, meta, scripthash_prefix, BlockRow, BlockTweaks, FilterRow, HistoryKey, OutPointNum,
+    SpentRow, TipRow, TweakRow, TxRow, TxidKey, UtxoKey,
 };
 use crate::store::undo::{UndoInput, UndoRow, UndoTx};
 use crate::store::{PrefixCursor, Store};
@@ -214,9 +214,6 @@ pub fn connect<S: StoredTxNums>(
         };
         batch.put(cf::TXS, TxRow::key(t), txrow.encode());
         batch.put(cf::TXID, TxidKey::encode(&tx.txid, t), []);
-        if let Some(tweak) = &tx.tweak {
-            batch.put(cf::TWEAKS, TweakRow::key(t), tweak_row(tweak).encode());
-        }
         // Inputs first: a transaction's outputs cannot be spent by its own inputs.
         for (vin, input) in tx.inputs.iter().enumerate() {
             let spent = lookup.spent_outpoint(tx, input, block.height)?;
@@ -257,7 +254,21 @@ pub fn connect<S: StoredTxNums>(
         undo.txs.push(undo_tx);
     }
     batch.put(cf::UNDO, UndoRow::key(block.height), undo.encode());
+    if let Some(tweaks) = block_tweaks(block) {
+        batch.put(cf::TWEAKS, BlockTweaks::key(block.height), tweaks);
+    }
     Ok(filter_header)
+}
+
+/// The `tweaks` row of `block`, if it has an eligible transaction.
+pub fn block_tweaks(block: &PreparedBlock) -> Option<Vec<u8>> {
+    let rows: Vec<(u32, TweakRow)> = block
+        .txs
+        .iter()
+        .enumerate()
+        .filter_map(|(i, tx)| Some((i as u32, tweak_row(tx.tweak.as_ref()?))))
+        .collect();
+    (!rows.is_empty()).then(|| BlockTweaks::encode(rows.iter().map(|(i, row)| (*i, row))))
 }
 
 /// The stored form of a transaction's tweak data.
@@ -329,9 +340,6 @@ pub fn disconnect(
         let t = TxNum(first.0 + i as u64);
         batch.delete(cf::TXS, TxRow::key(t));
         batch.delete(cf::TXID, TxidKey::encode(txid, t));
-        // Whether or not tweaks are built now: rows written while they were must not outlive
-        // the transaction (its TxNum will be another's).
-        batch.delete(cf::TWEAKS, TweakRow::key(t));
         for (vout, prefix) in tx.outputs.iter().enumerate() {
             batch.delete(cf::HISTORY, HistoryKey::encode_prefix(prefix, t));
             let op = OutPointNum {
@@ -356,6 +364,9 @@ pub fn disconnect(
     batch.delete(cf::BLOCKS, BlockRow::key(height));
     batch.delete(cf::FILTERS, FilterRow::key(height));
     batch.delete(cf::UNDO, UndoRow::key(height));
+    // Whether or not tweaks are built now: a row written while they were must not outlive its
+    // block (the height will be another block's).
+    batch.delete(cf::TWEAKS, BlockTweaks::key(height));
     batch.put(cf::META, meta::TIP, parent.encode());
     Ok(())
 }

@@ -9,7 +9,7 @@ use crate::types::{ScriptHash, TxNum, TXNUM_LEN};
 
 /// The schema this cairn reads and writes; `migrations/` at the top of the repository has each
 /// version's layout and the upgrades between them.
-pub const SCHEMA_VERSION: u32 = 4;
+pub const SCHEMA_VERSION: u32 = 5;
 
 /// Bytes of a script hash kept in keys: 96 bits, so finding a colliding script takes 2^96 work.
 pub const SCRIPTHASH_PREFIX_LEN: usize = 12;
@@ -25,6 +25,9 @@ pub struct RowError {
     /// What is wrong.
     pub message: String,
 }
+
+mod tweaks;
+pub use tweaks::{BlockTweaks, TweakEntries, TweakEntry, TweakRow};
 
 fn row_err(cf: &'static str, message: impl Into<String>) -> RowError {
     RowError {
@@ -63,7 +66,8 @@ pub mod cf {
     /// What undoing each recent block takes, kept until the kernel has the block on disk
     /// ([`crate::store::undo`]).
     pub const UNDO: &str = "undo";
-    /// TxNum to a silent-payment-eligible transaction's BIP352 tweak data and taproot outputs.
+    /// Height to the block's silent-payment-eligible transactions: each one's BIP352 tweak data
+    /// and taproot outputs ([`super::BlockTweaks`]).
     pub const TWEAKS: &str = "tweaks";
     /// Every column family.
     pub const ALL: [&str; 11] = [
@@ -310,65 +314,6 @@ impl FilterRow {
             .and_then(|b| b.try_into().ok())
             .ok_or_else(|| row_err(cf::FILTERS, format!("value is {} bytes", bytes.len())))?;
         Ok(bitcoin::bip158::FilterHeader::from_byte_array(h))
-    }
-}
-
-/// `tweaks` row: a silent-payment-eligible transaction's tweak data (BIP352's `input_hash·A`)
-/// and its taproot outputs, which scanning wallets are served.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TweakRow {
-    /// The compressed point `input_hash·A`.
-    pub tweak: [u8; 33],
-    /// Its taproot outputs: output index, x-only key, amount.
-    pub outputs: Vec<(u32, [u8; 32], u64)>,
-}
-
-/// Bytes of one taproot output in a [`TweakRow`]: index u32, key, amount u64.
-const TWEAK_OUTPUT_LEN: usize = 4 + 32 + 8;
-
-impl TweakRow {
-    /// Key: the transaction's TxNum (as `txs`), so a block's rows are one range.
-    pub fn key(txnum: TxNum) -> [u8; TXNUM_LEN] {
-        txnum.encode()
-    }
-
-    /// Decodes a key.
-    pub fn decode_key(key: &[u8]) -> Result<TxNum, RowError> {
-        TxNum::decode(key).ok_or_else(|| row_err(cf::TWEAKS, format!("key is {} bytes", key.len())))
-    }
-
-    /// Value: the tweak (33), then per output its index u32 LE, key (32), amount u64 LE.
-    pub fn encode(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(33 + TWEAK_OUTPUT_LEN * self.outputs.len());
-        out.extend_from_slice(&self.tweak);
-        for (vout, key, value) in &self.outputs {
-            out.extend_from_slice(&vout.to_le_bytes());
-            out.extend_from_slice(key);
-            out.extend_from_slice(&value.to_le_bytes());
-        }
-        out
-    }
-
-    /// Decodes a value.
-    pub fn decode(bytes: &[u8]) -> Result<Self, RowError> {
-        let bad = || row_err(cf::TWEAKS, format!("value is {} bytes", bytes.len()));
-        if bytes.len() < 33 || !(bytes.len() - 33).is_multiple_of(TWEAK_OUTPUT_LEN) {
-            return Err(bad());
-        }
-        let mut tweak = [0u8; 33];
-        tweak.copy_from_slice(&bytes[..33]);
-        let outputs = bytes[33..]
-            .chunks_exact(TWEAK_OUTPUT_LEN)
-            .map(|c| {
-                let mut key = [0u8; 32];
-                key.copy_from_slice(&c[4..36]);
-                let vout = u32::from_le_bytes([c[0], c[1], c[2], c[3]]);
-                let mut value = [0u8; 8];
-                value.copy_from_slice(&c[36..]);
-                (vout, key, u64::from_le_bytes(value))
-            })
-            .collect();
-        Ok(TweakRow { tweak, outputs })
     }
 }
 

@@ -3,7 +3,6 @@
 
 use bitcoin::Txid;
 
-use crate::store::schema::TweakRow;
 use crate::types::TxNum;
 
 use super::model::{ChainView, ViewError};
@@ -76,17 +75,20 @@ impl ChainView<'_> {
         }))
     }
 
-    /// The tweak rows of the view's block at `height` as [`Self::block_tweaks`] finds them,
-    /// without the transactions' ids (one read fewer per transaction): what a list of tweaks
-    /// needs.
-    pub fn block_tweak_rows(&self, height: u32) -> Result<Option<Vec<TweakRow>>, ViewError> {
+    /// The tweaks of the view's block at `height` whose transaction has a taproot output of at
+    /// least `dust` satoshis, as [`Self::block_tweaks`] finds them: what a list of tweaks needs,
+    /// without the transactions' ids or outputs.
+    pub fn block_tweak_list(
+        &self,
+        height: u32,
+        dust: u64,
+    ) -> Result<Option<Vec<[u8; 33]>>, ViewError> {
         match self.tweak_height(height)? {
             TweakHeight::AboveTip => return Ok(None),
             TweakHeight::BeforeFirst => return Ok(Some(Vec::new())),
             TweakHeight::Indexed => {}
         }
-        let rows = self.index.tweak_rows_at(height)?;
-        Ok(rows.map(|rows| rows.into_iter().map(|(_, row)| row).collect()))
+        Ok(self.index.tweak_list_at(height, dust)?)
     }
 
     /// Where `height` stands for tweaks in this view.

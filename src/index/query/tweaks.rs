@@ -1,11 +1,13 @@
 //! Silent-payment tweaks read from one view: a block's eligible transactions with their tweak
 //! data and taproot outputs, in block order.
 
+use std::sync::atomic::Ordering;
+
 use bitcoin::Txid;
 
 use super::{IndexView, QueryError};
 use crate::index::IndexError;
-use crate::store::schema::{cf, meta, OutPointNum, TweakRow, TxRow};
+use crate::store::schema::{cf, meta, BlockTweaks, OutPointNum, TweakRow, TxRow};
 use crate::types::TxNum;
 
 /// An eligible transaction of a block, with its tweak row.
@@ -21,13 +23,18 @@ pub struct TweakedTx {
 
 impl IndexView<'_> {
     /// Whether this view can serve tweaks: built (`silent_payments`) and none still to build.
-    /// Asked once per view: its snapshot cannot change.
+    /// Asked once per view: its snapshot cannot change. Once one snapshot shows them all built,
+    /// every later one does (the index remembers: no read of the marker each request).
     pub fn tweaks_ready(&self) -> Result<bool, QueryError> {
         if let Some(ready) = self.tweaks_ready.get() {
             return Ok(*ready);
         }
         let ready = self.index.tweaks_from().is_some()
-            && self.get(cf::META, meta::TWEAK_BACKFILL)?.is_none();
+            && (self.index.tweaks_built.load(Ordering::Acquire)
+                || self.get(cf::META, meta::TWEAK_BACKFILL)?.is_none());
+        if ready {
+            self.index.tweaks_built.store(true, Ordering::Release);
+        }
         Ok(*self.tweaks_ready.get_or_init(|| ready))
     }
 
@@ -57,6 +64,54 @@ impl IndexView<'_> {
     /// finds them, without the transactions' ids (one read fewer per transaction: a list of
     /// tweaks needs none).
     pub fn tweak_rows_at(&self, height: u32) -> Result<Option<Vec<(TxNum, TweakRow)>>, QueryError> {
+        let Some((txnums, row)) = self.block_tweaks_row(height)? else {
+            return Ok(None);
+        };
+        let mut rows = Vec::new();
+        for entry in BlockTweaks::entries(&row) {
+            let entry = entry?;
+            let txnum = txnums.start + u64::from(entry.position);
+            if !txnums.contains(&txnum) {
+                return Err(IndexError::Inconsistent(format!(
+                    "tweak row of height {height} names position {} of {} transactions",
+                    entry.position,
+                    txnums.end - txnums.start
+                ))
+                .into());
+            }
+            rows.push((TxNum(txnum), entry.row()));
+        }
+        Ok(Some(rows))
+    }
+
+    /// The tweaks of the view's block at `height` whose transaction has a taproot output of at
+    /// least `dust` satoshis, in block order, as [`Self::tweaks_at`] finds them: read in place,
+    /// nothing else of a transaction copied.
+    pub fn tweak_list_at(
+        &self,
+        height: u32,
+        dust: u64,
+    ) -> Result<Option<Vec<[u8; 33]>>, QueryError> {
+        let Some((_, row)) = self.block_tweaks_row(height)? else {
+            return Ok(None);
+        };
+        let mut tweaks = Vec::new();
+        for entry in BlockTweaks::entries(&row) {
+            let entry = entry?;
+            if entry.pays_at_least(dust) {
+                tweaks.push(*entry.tweak);
+            }
+        }
+        Ok(Some(tweaks))
+    }
+
+    /// The TxNums of the view's block at `height` and its `tweaks` row (empty when it has no
+    /// eligible transaction); `None` when tweaks are not ready, the height is below the first
+    /// with tweaks or beyond the view's tip.
+    fn block_tweaks_row(
+        &self,
+        height: u32,
+    ) -> Result<Option<(std::ops::Range<u64>, Vec<u8>)>, QueryError> {
         let indexed_here = self.index.tweaks_from().is_some_and(|f| height >= f);
         if !indexed_here || !self.tweaks_ready()? {
             return Ok(None);
@@ -64,17 +119,8 @@ impl IndexView<'_> {
         let Some(txnums) = self.chain.txnums(height) else {
             return Ok(None);
         };
-        let mut rows = Vec::new();
-        let start = TweakRow::key(TxNum(txnums.start));
-        self.walk(cf::TWEAKS, &[], &start, false, |key, value| {
-            let txnum = TweakRow::decode_key(key)?;
-            if txnum.0 >= txnums.end {
-                return Ok(false);
-            }
-            rows.push((txnum, TweakRow::decode(value)?));
-            Ok(true)
-        })?;
-        Ok(Some(rows))
+        let row = self.get(cf::TWEAKS, &BlockTweaks::key(height))?;
+        Ok(Some((txnums, row.unwrap_or_default())))
     }
 
     /// Whether the view's chain spends output `vout` of the transaction `txnum`.
