@@ -216,12 +216,9 @@ sys.exit(main())' > "$WORK/electrumx.log" 2>&1 &
 }
 node_rpc() { "$CLI" -regtest -datadir="$WORK/node" -rpcport=29041 -rpcuser=u -rpcpassword=p "$@"; }
 
-# cairn_stack ARGS...: cairn validating and indexing $CHAIN (`cairn import`), then serving it
-# with `cairn ARGS... run` (no P2P). Waits for the first --electrum-*addr port. Sets CAIRN_PID and
-# CAIRN_INDEX_SECONDS.
-# fulcrum_stack WS_ADDR: Fulcrum 2.1.1 (contrib/install-fulcrum.sh; CAIRN_FULCRUM names another
-# binary) indexing the chain from indexed_node's bitcoind, serving WebSocket on WS_ADDR once it
-# has; sets FULCRUM_INDEX_SECONDS. As ElectrumX beside it: no peers, and no limit that a
+# fulcrum_stack WS_ADDR [TCP_ADDR]: Fulcrum 2.1.1 (contrib/install-fulcrum.sh; CAIRN_FULCRUM
+# names another binary) indexing the chain from indexed_node's bitcoind, serving WebSocket on
+# WS_ADDR (and TCP on TCP_ADDR, when given) once it has; sets FULCRUM_INDEX_SECONDS. As ElectrumX beside it: no peers, and no limit that a
 # benchmark's load would meet (the history size, the per-client bitcoind throttle; loopback is
 # spared the per-address limits by default).
 fulcrum_stack() {
@@ -235,6 +232,7 @@ bitcoind = 127.0.0.1:29041
 rpcuser = u
 rpcpassword = p
 ws = $1
+${2:+tcp = $2}
 peering = false
 announce = false
 max_history = 25000000
@@ -248,6 +246,9 @@ CONF
   listening "$FULCRUM_PID" "${1##*:}" "$WORK/fulcrum.log" || return 1
   FULCRUM_INDEX_SECONDS=$(elapsed "$f_start" "$(date +%s.%N)")
 }
+# cairn_stack ARGS...: cairn validating and indexing $CHAIN (`cairn import`), then serving it
+# with `cairn ARGS... run` (no P2P). Waits for the first --electrum-*addr port. Sets CAIRN_PID and
+# CAIRN_INDEX_SECONDS.
 cairn_stack() {
   c_start=$(date +%s.%N)
   "$CAIRN" --datadir "$WORK/cairn" import --blocks-dir "$CHAIN/blocks" >/dev/null 2>&1

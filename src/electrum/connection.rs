@@ -4,6 +4,7 @@
 //! Backpressure on a client that does not read (its queue and the answer budget) is in
 //! `outbox.rs`. The [`Session`] it serves answers the requests and owes the notifications.
 
+use std::io::IoSlice;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -94,15 +95,7 @@ async fn write_lines<W: tokio::io::AsyncWrite + Unpin>(
             bytes += queued.line.len() + 1;
             batch.push(queued);
         }
-        // Built for this write and freed after it: an idle connection holds no buffer.
-        let mut piece = Vec::with_capacity(bytes);
-        for queued in &batch {
-            piece.extend_from_slice(queued.line.as_bytes());
-            if queued.ends_line {
-                piece.push(b'\n');
-            }
-        }
-        if let Err(written) = write_within(&mut out, &piece, stall).await {
+        if let Err(written) = write_batch(&mut out, &batch, bytes, stall).await {
             return written;
         }
         // What the kernel took is no longer held: a slow reader holds what it has not read.
@@ -112,6 +105,52 @@ async fn write_lines<W: tokio::io::AsyncWrite + Unpin>(
     }
     let _ = tokio::time::timeout(stall, out.shutdown()).await;
     Written::All
+}
+
+/// Writes `batch` (`bytes` in all), each line with its newline, as one piece within `stall`:
+/// gathered from the lines themselves where the stream takes vectored writes (one system call,
+/// nothing copied), else copied into one buffer first.
+async fn write_batch<W: tokio::io::AsyncWrite + Unpin>(
+    out: &mut W,
+    batch: &[Queued],
+    bytes: usize,
+    stall: Duration,
+) -> Result<(), Written> {
+    if !out.is_write_vectored() {
+        // Built for this write and freed after it: an idle connection holds no buffer.
+        let mut piece = Vec::with_capacity(bytes);
+        for queued in batch {
+            piece.extend_from_slice(queued.line.as_bytes());
+            if queued.ends_line {
+                piece.push(b'\n');
+            }
+        }
+        return write_within(out, &piece, stall).await;
+    }
+    let mut slices: Vec<IoSlice<'_>> = Vec::with_capacity(2 * batch.len());
+    for queued in batch {
+        slices.push(IoSlice::new(queued.line.as_bytes()));
+        if queued.ends_line {
+            slices.push(IoSlice::new(b"\n"));
+        }
+    }
+    slices.retain(|slice| !slice.is_empty());
+    let write_all = async {
+        let mut rest: &mut [IoSlice<'_>] = &mut slices;
+        while !rest.is_empty() {
+            match out.write_vectored(rest).await {
+                Ok(0) | Err(_) => return Err(Written::Failed),
+                Ok(n) => IoSlice::advance_slices(&mut rest, n),
+            }
+        }
+        // As `write_within`: what TLS took goes out now.
+        out.flush().await.map_err(|_| Written::Failed)
+    };
+    // The whole piece within `stall`, as `write_within`: a client taking a byte now and then
+    // does not keep its writer waiting longer.
+    tokio::time::timeout(stall, write_all)
+        .await
+        .unwrap_or(Err(Written::Stalled))
 }
 
 /// Writes one line of [`WRITE_CHUNK`] bytes or more in pieces, each within `stall`, giving
@@ -136,7 +175,12 @@ async fn write_within<W: tokio::io::AsyncWrite + Unpin>(
     bytes: &[u8],
     stall: Duration,
 ) -> Result<(), Written> {
-    match tokio::time::timeout(stall, out.write_all(bytes)).await {
+    // Flushed too: TLS may hold the tail of what it took until told to send it.
+    let write_all = async {
+        out.write_all(bytes).await?;
+        out.flush().await
+    };
+    match tokio::time::timeout(stall, write_all).await {
         Ok(Ok(())) => Ok(()),
         Ok(Err(_)) => Err(Written::Failed),
         Err(_) => Err(Written::Stalled),

@@ -115,7 +115,8 @@ pub struct Index {
     /// transaction into one torn block read it once, not once each).
     kernel_block: std::sync::Mutex<Option<(BlockHash, Arc<Vec<u8>>)>>,
     /// Set once a snapshot without `meta/tweak_backfill` has been read: the marker is written
-    /// only when the index opens, before any reader, so every later snapshot lacks it too.
+    /// only when the index opens, before any reader, so every snapshot taken after lacks it too
+    /// (a view reads the flag before it takes its snapshot).
     tweaks_built: std::sync::atomic::AtomicBool,
 }
 

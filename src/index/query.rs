@@ -158,6 +158,8 @@ pub struct IndexView<'a> {
     cost: Cell<Cost>,
     /// Whether tweaks can be served, read from the snapshot once per view.
     tweaks_ready: OnceCell<bool>,
+    /// Whether the index knew every tweak built before the snapshot was taken.
+    tweaks_built: bool,
 }
 
 impl IndexView<'_> {
@@ -208,6 +210,25 @@ impl IndexView<'_> {
         let value = self.index.store().get_at(&self.snap, cf, key)?;
         self.charge(1, key.len() + value.as_ref().map_or(0, Vec::len))?;
         Ok(value)
+    }
+
+    /// One row, counted, mapped in place by `f` (no copy of its value).
+    fn get_with<T>(
+        &self,
+        cf: &'static str,
+        key: &[u8],
+        f: impl FnOnce(&[u8]) -> T,
+    ) -> Result<Option<T>, QueryError> {
+        let mut len = 0;
+        let mapped = self
+            .index
+            .store()
+            .read_at_with(&self.snap, cf, key, |value| {
+                len = value.len();
+                f(value)
+            })?;
+        self.charge(1, key.len() + len)?;
+        Ok(mapped)
     }
 
     /// Visits the rows under `prefix` from `start` on (backwards when asked), counted.
@@ -834,6 +855,8 @@ impl IndexView<'_> {
 impl Index {
     /// A view of the index for one request: one chain and one snapshot, however many reads.
     pub fn reader(&self) -> IndexView<'_> {
+        // Read before the snapshot is taken: set, the marker was gone before this snapshot.
+        let tweaks_built = self.tweaks_built.load(std::sync::atomic::Ordering::Acquire);
         let (chain, snap) = self.view();
         IndexView {
             index: self,
@@ -841,6 +864,7 @@ impl Index {
             snap,
             cost: Cell::new(Cost::default()),
             tweaks_ready: OnceCell::new(),
+            tweaks_built,
         }
     }
 

@@ -118,7 +118,7 @@ impl Index {
             tweaks: true,
         };
         // Each block turned into its rows at once: a batch holds rows, not prepared blocks.
-        let built: Result<Vec<(u32, Option<Vec<u8>>)>, IndexError> = blocks
+        let built = blocks
             .par_iter()
             .map(|(height, hash)| {
                 let raw = validator.read_block_bytes_by_hash(hash)?;
@@ -126,9 +126,9 @@ impl Index {
                 let block = prepare(*height, &raw, &undo, extras)?;
                 Ok((*height, block_tweaks(&block)))
             })
-            .collect();
+            .collect::<Result<Vec<_>, IndexError>>()?;
         let mut batch = WriteBatch::default();
-        for (height, row) in built? {
+        for (height, row) in built {
             if let Some(row) = row {
                 batch.put_cf(self.store.cf(cf::TWEAKS), BlockTweaks::key(height), row);
             }

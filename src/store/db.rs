@@ -374,6 +374,21 @@ impl Store {
             .map_err(|e| self.db_err(e))
     }
 
+    /// Reads one value from a snapshot in place (no copy out of RocksDB's block cache) and maps
+    /// it with `f`.
+    pub fn read_at_with<T>(
+        &self,
+        snapshot: &rocksdb::Snapshot<'_>,
+        cf: &'static str,
+        key: &[u8],
+        f: impl FnOnce(&[u8]) -> T,
+    ) -> Result<Option<T>, StoreError> {
+        let pinned = snapshot
+            .get_pinned_cf_opt(self.cf(cf), key, read_options())
+            .map_err(|e| self.db_err(e))?;
+        Ok(pinned.as_deref().map(f))
+    }
+
     /// Reads many values of one column family from a snapshot in one RocksDB `MultiGet` (much
     /// cheaper than one `get` each), mapping each found value in place with `f`. `sorted` says
     /// the keys are in ascending order already.
@@ -459,12 +474,17 @@ impl Store {
     /// Compacts every column family into its last level, rewriting even files already there
     /// (so each is compressed as that level says; for size measurements).
     pub fn compact(&self) {
+        for name in cf::ALL {
+            self.compact_family(name);
+        }
+    }
+
+    /// Compacts one column family whole, as [`Store::compact`] does each.
+    pub fn compact_family(&self, name: &'static str) {
         let mut opts = rocksdb::CompactOptions::default();
         opts.set_bottommost_level_compaction(rocksdb::BottommostLevelCompaction::Force);
-        for name in cf::ALL {
-            self.db
-                .compact_range_cf_opt::<&[u8], &[u8]>(self.cf(name), None, None, &opts);
-        }
+        self.db
+            .compact_range_cf_opt::<&[u8], &[u8]>(self.cf(name), None, None, &opts);
     }
 }
 

@@ -4,7 +4,7 @@
 use rocksdb::WriteBatch;
 
 use super::db::{Store, StoreError};
-use super::schema::{cf, meta, BlockRow, BlockTweaks, TweakRow, SCHEMA_VERSION};
+use super::schema::{cf, meta, BlockRow, BlockTweaks, RowError, TweakRow, SCHEMA_VERSION};
 use crate::types::TXNUM_LEN;
 
 /// Reads the stored version: stamps a new store, upgrades an older one step by step, refuses a
@@ -57,9 +57,7 @@ pub fn check_and_upgrade(store: &Store, existed: bool) -> Result<(), StoreError>
     while version < SCHEMA_VERSION {
         let mut batch = WriteBatch::default();
         match version {
-            // Too large for one batch on mainnet: rewritten in batches first (a crash resumes with
-            // the rows not yet rewritten), then the version alone.
-            4 => v4_to_v5(store)?,
+            4 => v4_to_v5(store, &mut batch),
             1 => v1_to_v2(store, &mut batch),
             // Version 3 adds the `undo` family (created on open); blocks indexed before have no
             // rows there, and need none: the older cairn stopped cleanly, so the kernel has them
@@ -77,6 +75,9 @@ pub fn check_and_upgrade(store: &Store, existed: bool) -> Result<(), StoreError>
         batch.put_cf(store.cf(cf::META), meta::VERSION, version.to_le_bytes());
         store.write(batch)?;
         tracing::info!("index store upgraded to schema version {version}");
+    }
+    if store.get(cf::META, meta::TWEAKS_V4_LEFT)?.is_some() {
+        rewrite_v4_tweaks(store, V4_REWRITE_BATCH_ROWS)?;
     }
     Ok(())
 }
@@ -100,109 +101,138 @@ fn v3_to_v4(store: &Store, batch: &mut WriteBatch) {
 }
 
 /// Version 5 keeps a block's silent-payment tweaks in one `tweaks` row keyed by its height
-/// instead of a row per transaction keyed by TxNum (`migrations/v5.md`): the version-4 rows are
-/// rewritten block by block, in batches that each delete the rows they rewrote, so a crash
-/// resumes with what is left. The two kinds of key differ in length (4 and 5 bytes).
-fn v4_to_v5(store: &Store) -> Result<(), StoreError> {
-    let firsts = first_txnums(store)?;
-    let mut converter = V5Converter::new(store);
+/// instead of a row per transaction keyed by TxNum (`migrations/v5.md`). Too many rows for one
+/// batch on mainnet: the version is written at once with a marker that rows of version 4 are
+/// left ([`rewrite_v4_tweaks`], run on every open while the marker is there), so that a cairn of
+/// version 4 never opens a store holding rows it cannot read.
+fn v4_to_v5(store: &Store, batch: &mut WriteBatch) {
+    batch.put_cf(store.cf(cf::META), meta::TWEAKS_V4_LEFT, []);
+}
+
+/// Version-4 tweak rows rewritten per batch (about 10 MB).
+const V4_REWRITE_BATCH_ROWS: usize = 100_000;
+
+/// Rewrites the `tweaks` rows of version 4 (5-byte TxNum keys) block by block as rows of
+/// version 5 (4-byte height keys), in batches of about `batch_rows` rows that each delete what
+/// they rewrote and hold only whole blocks, so a crash resumes with what is left; the last
+/// deletes [`meta::TWEAKS_V4_LEFT`]. A row whose TxNum is in no indexed block is dropped.
+pub(crate) fn rewrite_v4_tweaks(store: &Store, batch_rows: usize) -> Result<(), StoreError> {
+    let _span = tracing::info_span!("tweak_rows_v5").entered();
+    let blocks = indexed_blocks(store)?;
+    let mut rewriter = V5Rewriter::new(store, batch_rows);
     for item in store.scan_prefix(None, cf::TWEAKS, &[]) {
         let (key, value) = item?;
-        if key.len() != TXNUM_LEN {
-            continue; // a block rewritten before a crash
+        match key.len() {
+            4 => continue, // a block rewritten before a crash
+            TXNUM_LEN => {}
+            n => return Err(RowError::new(cf::TWEAKS, format!("key is {n} bytes")).into()),
         }
         let txnum = TweakRow::decode_v4_key(&key)?.0;
         // The block holding it: the last whose first TxNum is at most its own.
-        let block = firsts.partition_point(|(_, first, _)| *first <= txnum);
+        let block = blocks.partition_point(|b| b.first <= txnum);
         let owner = block
             .checked_sub(1)
-            .map(|i| firsts[i])
-            .filter(|(_, first, count)| txnum < first + u64::from(*count));
-        // A row of no indexed block (none should exist: undone blocks take theirs) is dropped.
-        converter.take(owner, txnum, &key, TweakRow::decode_v4(&value)?)?;
+            .map(|i| blocks[i])
+            .filter(|b| txnum < b.first + u64::from(b.count));
+        rewriter.take(owner, txnum, &key, TweakRow::decode_v4(&value)?)?;
     }
-    converter.finish()
+    rewriter.finish()?;
+    // The deleted rows' tombstones, gone now rather than at some later compaction.
+    store.compact_family(cf::TWEAKS);
+    Ok(())
 }
 
-/// Every indexed block's height, first TxNum and transaction count, in height order.
-fn first_txnums(store: &Store) -> Result<Vec<(u32, u64, u32)>, StoreError> {
-    let mut firsts = Vec::new();
+/// An indexed block's height and TxNums.
+#[derive(Debug, Clone, Copy)]
+struct IndexedBlock {
+    height: u32,
+    first: u64,
+    count: u32,
+}
+
+/// Every indexed block, in height order.
+fn indexed_blocks(store: &Store) -> Result<Vec<IndexedBlock>, StoreError> {
+    let mut blocks = Vec::new();
     for item in store.scan_prefix(None, cf::BLOCKS, &[]) {
         let (key, value) = item?;
         let row = BlockRow::decode(&value)?;
-        firsts.push((BlockRow::decode_key(&key)?, row.first_txnum.0, row.tx_count));
+        blocks.push(IndexedBlock {
+            height: BlockRow::decode_key(&key)?,
+            first: row.first_txnum.0,
+            count: row.tx_count,
+        });
     }
-    Ok(firsts)
+    Ok(blocks)
 }
 
-/// Gathers version-4 tweak rows block by block into version-5 rows, writing a batch every
-/// [`V5Converter::BATCH_ROWS`] rows at a block's end.
-struct V5Converter<'a> {
+/// Gathers version-4 tweak rows block by block into version-5 rows, writing a batch once it
+/// holds `batch_rows` rows, at a block's end.
+struct V5Rewriter<'a> {
     store: &'a Store,
+    batch_rows: usize,
     batch: WriteBatch,
     rows_in_batch: usize,
-    /// The block being gathered: height, first TxNum, and its rows by position.
-    block: Option<(u32, u64, Vec<(u32, TweakRow)>)>,
+    rows_done: usize,
+    /// The block being gathered, and its rows by position.
+    block: Option<(IndexedBlock, Vec<(u32, TweakRow)>)>,
 }
 
-impl<'a> V5Converter<'a> {
-    /// About 10 MB of rows per batch.
-    const BATCH_ROWS: usize = 100_000;
-
-    fn new(store: &'a Store) -> Self {
-        V5Converter {
+impl<'a> V5Rewriter<'a> {
+    fn new(store: &'a Store, batch_rows: usize) -> Self {
+        V5Rewriter {
             store,
+            batch_rows,
             batch: WriteBatch::default(),
             rows_in_batch: 0,
+            rows_done: 0,
             block: None,
         }
     }
 
-    /// Takes the version-4 row `key` of `txnum`, in the block `owner` (height, first TxNum,
-    /// count), or dropped without one.
+    /// Takes the version-4 row `key` of `txnum`, of the block `owner` (dropped without one).
     fn take(
         &mut self,
-        owner: Option<(u32, u64, u32)>,
+        owner: Option<IndexedBlock>,
         txnum: u64,
         key: &[u8],
         row: TweakRow,
     ) -> Result<(), StoreError> {
         // The block before ends first: the batch it may write must not delete this row.
-        if self
-            .block
-            .as_ref()
-            .is_some_and(|(h, _, _)| Some(*h) != owner.map(|o| o.0))
-        {
+        let same = |b: &IndexedBlock| owner.is_some_and(|o| o.height == b.height);
+        if self.block.as_ref().is_some_and(|(b, _)| !same(b)) || owner.is_none() {
             self.end_block()?;
         }
         self.batch.delete_cf(self.store.cf(cf::TWEAKS), key);
         self.rows_in_batch += 1;
-        let Some((height, first, _)) = owner else {
+        let Some(owner) = owner else {
             return Ok(());
         };
-        let (_, _, rows) = self
-            .block
-            .get_or_insert_with(|| (height, first, Vec::new()));
-        rows.push(((txnum - first) as u32, row));
+        let (_, rows) = self.block.get_or_insert_with(|| (owner, Vec::new()));
+        rows.push(((txnum - owner.first) as u32, row));
         Ok(())
     }
 
     /// Puts the gathered block's row in the batch, and writes the batch once it is full.
     fn end_block(&mut self) -> Result<(), StoreError> {
-        if let Some((height, _, rows)) = self.block.take() {
+        if let Some((block, rows)) = self.block.take() {
             let value = BlockTweaks::encode(rows.iter().map(|(p, r)| (*p, r)));
+            let family = self.store.cf(cf::TWEAKS);
             self.batch
-                .put_cf(self.store.cf(cf::TWEAKS), BlockTweaks::key(height), value);
+                .put_cf(family, BlockTweaks::key(block.height), value);
         }
-        if self.rows_in_batch >= Self::BATCH_ROWS {
+        if self.rows_in_batch >= self.batch_rows {
             self.store.write(std::mem::take(&mut self.batch))?;
-            self.rows_in_batch = 0;
+            self.rows_done += std::mem::take(&mut self.rows_in_batch);
+            tracing::info!("{} tweak rows rewritten a row per block", self.rows_done);
         }
         Ok(())
     }
 
+    /// Writes what is left with the marker's deletion.
     fn finish(mut self) -> Result<(), StoreError> {
         self.end_block()?;
+        self.batch
+            .delete_cf(self.store.cf(cf::META), meta::TWEAKS_V4_LEFT);
         self.store.write(self.batch)
     }
 }
@@ -236,6 +266,78 @@ mod tests {
         }
         let err = Store::open(tmp.path()).err().unwrap().to_string();
         assert!(err.contains("schema version 99"), "{err}");
+    }
+
+    /// Version-4 tweak rows rewritten a row per block, in batches of three rows: whole blocks
+    /// per batch, a block rewritten before (a crash) kept, a row of no block dropped, the marker
+    /// gone at the end; again, nothing changes; a key of neither length is an error.
+    #[test]
+    fn version_4_tweak_rows_are_rewritten_a_row_per_block() {
+        use crate::store::schema::{BlockRow, BlockTweaks, TweakRow};
+        use crate::types::TxNum;
+        let tmp = tempfile::tempdir().unwrap();
+        let store = Store::open(tmp.path()).unwrap();
+        let header = bitcoin::constants::genesis_block(bitcoin::Network::Regtest).header;
+        let row = |seed: u8| TweakRow {
+            tweak: [seed; 33],
+            outputs: vec![(seed as u32, [seed; 32], 1_000 * seed as u64)],
+        };
+        let mut batch = WriteBatch::default();
+        // Heights 0 to 4: coinbase only, then 4, 3, 5 and 2 transactions.
+        for (height, first, count) in [
+            (0u32, 0u64, 1u32),
+            (1, 1, 4),
+            (2, 5, 3),
+            (3, 8, 5),
+            (4, 13, 2),
+        ] {
+            let block = BlockRow {
+                header,
+                first_txnum: TxNum(first),
+                tx_count: count,
+            };
+            batch.put_cf(store.cf(cf::BLOCKS), BlockRow::key(height), block.encode());
+        }
+        for txnum in [2u64, 3, 4, 6, 9, 10, 11, 12, 40] {
+            let v4 = row(txnum as u8).encode_v4();
+            batch.put_cf(store.cf(cf::TWEAKS), TweakRow::v4_key(TxNum(txnum)), v4);
+        }
+        let done = BlockTweaks::encode([(1, &row(14))]);
+        batch.put_cf(store.cf(cf::TWEAKS), BlockTweaks::key(4), &done);
+        batch.put_cf(store.cf(cf::META), meta::TWEAKS_V4_LEFT, []);
+        store.write(batch).unwrap();
+
+        let rows = |store: &Store| -> Vec<(Vec<u8>, Vec<u8>)> {
+            let found = store.scan_prefix(None, cf::TWEAKS, &[]).map(Result::unwrap);
+            found.map(|(k, v)| (k.to_vec(), v.to_vec())).collect()
+        };
+        let block = |positions: &[(u32, u8)]| {
+            let rows: Vec<(u32, TweakRow)> = positions.iter().map(|(p, s)| (*p, row(*s))).collect();
+            BlockTweaks::encode(rows.iter().map(|(p, r)| (*p, r)))
+        };
+        let want = vec![
+            (
+                BlockTweaks::key(1).to_vec(),
+                block(&[(1, 2), (2, 3), (3, 4)]),
+            ),
+            (BlockTweaks::key(2).to_vec(), block(&[(1, 6)])),
+            (
+                BlockTweaks::key(3).to_vec(),
+                block(&[(1, 9), (2, 10), (3, 11), (4, 12)]),
+            ),
+            (BlockTweaks::key(4).to_vec(), done.clone()),
+        ];
+        rewrite_v4_tweaks(&store, 3).unwrap();
+        assert_eq!(rows(&store), want);
+        assert!(store.get(cf::META, meta::TWEAKS_V4_LEFT).unwrap().is_none());
+        rewrite_v4_tweaks(&store, 3).unwrap();
+        assert_eq!(rows(&store), want, "nothing left to rewrite");
+
+        let mut batch = WriteBatch::default();
+        batch.put_cf(store.cf(cf::TWEAKS), [0u8; 3], []);
+        store.write(batch).unwrap();
+        let err = rewrite_v4_tweaks(&store, 3).unwrap_err().to_string();
+        assert!(err.contains("key is 3 bytes"), "{err}");
     }
 
     #[test]

@@ -29,6 +29,13 @@ pub struct RowError {
 mod tweaks;
 pub use tweaks::{BlockTweaks, TweakEntries, TweakEntry, TweakRow};
 
+impl RowError {
+    /// A damaged row of `cf`, and what is wrong with it.
+    pub fn new(cf: &'static str, message: impl Into<String>) -> Self {
+        row_err(cf, message)
+    }
+}
+
 fn row_err(cf: &'static str, message: impl Into<String>) -> RowError {
     RowError {
         cf,
@@ -96,6 +103,10 @@ pub mod meta {
     /// upgraded from version 3: tweaks are neither written nor served, and turning them on
     /// builds them all. Empty value.
     pub const TWEAKS_OFF: &[u8] = b"tweaks_off";
+    /// Present while tweak rows of schema 4 (one per transaction) are left to rewrite as
+    /// schema 5's (one per block): written with version 5, deleted with the last rewrite.
+    /// Empty value.
+    pub const TWEAKS_V4_LEFT: &[u8] = b"tweaks_v4_left";
     /// Present after a catch-up long enough to compact the whole index for, until that
     /// compaction has run (an import's is left to the next `cairn run`). Empty value; a store
     /// without it (every older one) has nothing due.

@@ -24,14 +24,16 @@ pub struct TweakedTx {
 impl IndexView<'_> {
     /// Whether this view can serve tweaks: built (`silent_payments`) and none still to build.
     /// Asked once per view: its snapshot cannot change. Once one snapshot shows them all built,
-    /// every later one does (the index remembers: no read of the marker each request).
+    /// every later one does (the marker is written only when the index opens): the index
+    /// remembers, and views whose snapshot came after need not read the marker.
     pub fn tweaks_ready(&self) -> Result<bool, QueryError> {
         if let Some(ready) = self.tweaks_ready.get() {
             return Ok(*ready);
         }
+        // The index's flag as it was before this view's snapshot (a view that took its snapshot
+        // while the backfill ran reads the marker from it, whatever the flag says since).
         let ready = self.index.tweaks_from().is_some()
-            && (self.index.tweaks_built.load(Ordering::Acquire)
-                || self.get(cf::META, meta::TWEAK_BACKFILL)?.is_none());
+            && (self.tweaks_built || self.get(cf::META, meta::TWEAK_BACKFILL)?.is_none());
         if ready {
             self.index.tweaks_built.store(true, Ordering::Release);
         }
@@ -64,24 +66,26 @@ impl IndexView<'_> {
     /// finds them, without the transactions' ids (one read fewer per transaction: a list of
     /// tweaks needs none).
     pub fn tweak_rows_at(&self, height: u32) -> Result<Option<Vec<(TxNum, TweakRow)>>, QueryError> {
-        let Some((txnums, row)) = self.block_tweaks_row(height)? else {
+        let Some(txnums) = self.tweaks_indexed_at(height)? else {
             return Ok(None);
         };
-        let mut rows = Vec::new();
-        for entry in BlockTweaks::entries(&row) {
-            let entry = entry?;
-            let txnum = txnums.start + u64::from(entry.position);
-            if !txnums.contains(&txnum) {
-                return Err(IndexError::Inconsistent(format!(
-                    "tweak row of height {height} names position {} of {} transactions",
-                    entry.position,
-                    txnums.end - txnums.start
-                ))
-                .into());
+        let read = self.get_with(cf::TWEAKS, &BlockTweaks::key(height), |row| {
+            let mut rows = Vec::new();
+            for entry in BlockTweaks::entries(row) {
+                let entry = entry?;
+                let txnum = txnums.start + u64::from(entry.position);
+                if !txnums.contains(&txnum) {
+                    return Err(IndexError::Inconsistent(format!(
+                        "tweak row of height {height} names position {} of {} transactions",
+                        entry.position,
+                        txnums.end - txnums.start
+                    )));
+                }
+                rows.push((TxNum(txnum), entry.row()));
             }
-            rows.push((TxNum(txnum), entry.row()));
-        }
-        Ok(Some(rows))
+            Ok(rows)
+        })?;
+        Ok(Some(read.transpose()?.unwrap_or_default()))
     }
 
     /// The tweaks of the view's block at `height` whose transaction has a taproot output of at
@@ -92,35 +96,30 @@ impl IndexView<'_> {
         height: u32,
         dust: u64,
     ) -> Result<Option<Vec<[u8; 33]>>, QueryError> {
-        let Some((_, row)) = self.block_tweaks_row(height)? else {
+        if self.tweaks_indexed_at(height)?.is_none() {
             return Ok(None);
-        };
-        let mut tweaks = Vec::new();
-        for entry in BlockTweaks::entries(&row) {
-            let entry = entry?;
-            if entry.pays_at_least(dust) {
-                tweaks.push(*entry.tweak);
-            }
         }
-        Ok(Some(tweaks))
+        let read = self.get_with(cf::TWEAKS, &BlockTweaks::key(height), |row| {
+            let mut tweaks = Vec::new();
+            for entry in BlockTweaks::entries(row) {
+                let entry = entry?;
+                if entry.pays_at_least(dust) {
+                    tweaks.push(*entry.tweak);
+                }
+            }
+            Ok::<_, IndexError>(tweaks)
+        })?;
+        Ok(Some(read.transpose()?.unwrap_or_default()))
     }
 
-    /// The TxNums of the view's block at `height` and its `tweaks` row (empty when it has no
-    /// eligible transaction); `None` when tweaks are not ready, the height is below the first
-    /// with tweaks or beyond the view's tip.
-    fn block_tweaks_row(
-        &self,
-        height: u32,
-    ) -> Result<Option<(std::ops::Range<u64>, Vec<u8>)>, QueryError> {
+    /// The TxNums of the view's block at `height`, if its tweaks are indexed: `None` when tweaks
+    /// are not ready, the height is below the first with tweaks or beyond the view's tip.
+    fn tweaks_indexed_at(&self, height: u32) -> Result<Option<std::ops::Range<u64>>, QueryError> {
         let indexed_here = self.index.tweaks_from().is_some_and(|f| height >= f);
         if !indexed_here || !self.tweaks_ready()? {
             return Ok(None);
         }
-        let Some(txnums) = self.chain.txnums(height) else {
-            return Ok(None);
-        };
-        let row = self.get(cf::TWEAKS, &BlockTweaks::key(height))?;
-        Ok(Some((txnums, row.unwrap_or_default())))
+        Ok(self.chain.txnums(height))
     }
 
     /// Whether the view's chain spends output `vout` of the transaction `txnum`.
