@@ -27,8 +27,11 @@ use crate::work::Verdict;
 use crate::work::{HostShares, WorkPool};
 use source::{Forwarded, Incoming, Lines, Messages, Source};
 
-/// Lines waiting to be written to a client before the session stops reading from it.
-const OUTBOX: usize = 8;
+/// Lines waiting to be written to a client before the session stops reading from it (the bytes
+/// they hold are bounded apart, by the answer budget). A pipelining client's answers go out 32
+/// at a time in one write: with 8, the session and the writer took turns every 8 answers, and
+/// `blockchain.block.tweaks` pipelined for every height took 1.3x as long (128: 5% less again).
+const OUTBOX: usize = 32;
 /// The bytes a WebSocket connection reads at once (and holds for it).
 const WS_READ_BUFFER: usize = 8 << 10;
 /// How long an ending session's last lines may take to go out before its writer is aborted.
