@@ -5,7 +5,10 @@
 #   electrs   a second bitcoind syncing from the peer, with electrs 0.11.1 indexing it as soon as
 #             bitcoind leaves initial block download;
 #   ElectrumX a third bitcoind (-txindex, which ElectrumX needs) syncing from the peer, with
-#             ElectrumX 1.20 indexing it from its RPC.
+#             ElectrumX 1.20 indexing it from its RPC;
+#   Fulcrum   the same, with Fulcrum 2.1.1 indexing it from its RPC.
+# SIDES chooses which of them run beside cairn (default "electrs electrumx"; e.g.
+# SIDES="fulcrum", or SIDES="electrs electrumx fulcrum").
 # Each side starts empty, RUNS times, the sides taking turns. "At the tip": the server answers
 # blockchain.headers.subscribe with the peer's tip height and header. Reports each side's
 # median seconds and their ratios to cairn, and each side's disk bytes (blocks, chainstate,
@@ -19,8 +22,9 @@
 #
 # Usage: contrib/bench/cold-start.sh [BLOCKS] [TXS_PER_BLOCK] [RUNS]
 # Defaults: 2000 blocks, 53 txs per block (about 100k transactions), 3 runs.
-# Installs what is missing: bitcoind, ElectrumX (contrib/install-electrumx.sh) and electrs
-# (contrib/install-electrs.sh, about 15 minutes of building the first time).
+# Installs what is missing of the sides asked for: bitcoind, ElectrumX
+# (contrib/install-electrumx.sh), electrs (contrib/install-electrs.sh, about 15 minutes of building
+# the first time) and Fulcrum (contrib/install-fulcrum.sh, about 6 minutes).
 set -eu
 cd "$(dirname "$0")/../.."
 BLOCKS=${1:-2000}
@@ -28,9 +32,17 @@ TXS=${2:-53}
 RUNS=${3:-3}
 . contrib/bench/lib.sh
 bench_setup
-need_electrs
+SIDES=${SIDES:-electrs electrumx}
+side() { case " $SIDES " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
+side electrs && need_electrs
 ELECTRUMX=${CAIRN_ELECTRUMX:-/opt/electrumx}
-[ -x "$ELECTRUMX/bin/electrumx_server" ] || sh contrib/install-electrumx.sh "$ELECTRUMX" >/dev/null
+if side electrumx; then
+  [ -x "$ELECTRUMX/bin/electrumx_server" ] || sh contrib/install-electrumx.sh "$ELECTRUMX" >/dev/null
+fi
+FULCRUM=${CAIRN_FULCRUM:-/opt/fulcrum/Fulcrum}
+if side fulcrum; then
+  [ -x "$FULCRUM" ] || sh contrib/install-fulcrum.sh "$(dirname "$FULCRUM")" >/dev/null
+fi
 rpc() { dir=$1; port=$2; shift 2; "$CLI" -regtest -datadir="$dir" -rpcport="$port" -rpcuser=u -rpcpassword=p "$@"; }
 PIDS=""
 cleanup() {
@@ -124,21 +136,58 @@ run_electrumx() {
   elapsed "$start" "$end"
 }
 
-: > "$WORK/cairn.txt"; : > "$WORK/electrs.txt"; : > "$WORK/electrumx.txt"
+run_fulcrum() {
+  start=$(now)
+  start_node -txindex
+  wait_indexes
+  rm -rf "$WORK/fulcrum"; mkdir -p "$WORK/fulcrum"
+  # As in fulcrum_stack (lib.sh): no peers, no limit a benchmark meets.
+  cat > "$WORK/fulcrum-cold.conf" <<CONF
+datadir = $WORK/fulcrum
+bitcoind = 127.0.0.1:29111
+rpcuser = u
+rpcpassword = p
+tcp = 127.0.0.1:29150
+peering = false
+announce = false
+CONF
+  "$FULCRUM" "$WORK/fulcrum-cold.conf" >"$WORK/fulcrum.log" 2>&1 &
+  pid=$!; PIDS="$PIDS $pid"
+  wait_at_tip 29150
+  end=$(now)
+  kill "$pid"; wait "$pid" 2>/dev/null || true
+  stop_node
+  r=$WORK/node/regtest
+  FULCRUM_DISK="blocks $(disk "$r/blocks") chainstate $(disk "$r/chainstate") index $(disk "$r/indexes" "$WORK/fulcrum") total $(disk "$r/blocks" "$r/chainstate" "$r/indexes" "$WORK/fulcrum")"
+  FULCRUM_INDEX="Fulcrum $(disk "$WORK/fulcrum") txindex $(disk "$r/indexes/txindex") blockfilterindex $(disk "$r/indexes/blockfilter") sum $(disk "$WORK/fulcrum" "$r/indexes")"
+  elapsed "$start" "$end"
+}
+
+# Each side: its name in the runs, the function that runs it.
+label_of() {
+  case $1 in
+    electrs) echo "bitcoind + electrs" ;;
+    electrumx) echo "bitcoind -txindex + ElectrumX" ;;
+    fulcrum) echo "bitcoind -txindex + Fulcrum" ;;
+  esac
+}
+: > "$WORK/cairn.txt"; for s in $SIDES; do : > "$WORK/$s.txt"; done
 i=1
 while [ "$i" -le "$RUNS" ]; do
   t=$(run_cairn); echo "run $i  cairn: ${t}s"; echo "$t" >> "$WORK/cairn.txt"
-  t=$(run_electrs); echo "run $i  bitcoind + electrs: ${t}s"; echo "$t" >> "$WORK/electrs.txt"
-  t=$(run_electrumx); echo "run $i  bitcoind -txindex + ElectrumX: ${t}s"; echo "$t" >> "$WORK/electrumx.txt"
+  for s in $SIDES; do
+    t=$(run_"$s"); echo "run $i  $(label_of "$s"): ${t}s"; echo "$t" >> "$WORK/$s.txt"
+  done
   i=$((i + 1))
 done
-mc=$(median < "$WORK/cairn.txt"); me=$(median < "$WORK/electrs.txt"); mx=$(median < "$WORK/electrumx.txt")
+mc=$(median < "$WORK/cairn.txt")
 # The disk figures come from subshells ($(run_...)): measure them once more here.
 sizes() {
   run_cairn >/dev/null; echo "cairn, stopped at the first answer at the tip: $CAIRN_DISK"
   SETTLE=1 run_cairn >/dev/null; echo "cairn, stopped once it compacted after the sync (2 minutes at most; a sync under 1,000 blocks does not compact): $CAIRN_DISK"
-  run_electrs >/dev/null; echo "bitcoind + electrs: $ELECTRS_DISK"
-  run_electrumx >/dev/null; echo "bitcoind -txindex + ElectrumX: $EX_DISK"
+  if side electrs; then run_electrs >/dev/null; echo "bitcoind + electrs: $ELECTRS_DISK"; fi
+  if side electrumx; then run_electrumx >/dev/null; echo "bitcoind -txindex + ElectrumX: $EX_DISK"; fi
+  if side fulcrum; then run_fulcrum >/dev/null; echo "bitcoind -txindex + Fulcrum: $FULCRUM_DISK"; fi
 }
 # index_sizes: what each side keeps to answer the same questions (any transaction by txid,
 # histories, BIP158 filters): cairn's index compacted (`cairn index-stats`), also without the
@@ -156,15 +205,21 @@ print(f"cairn index (compacted): {d['index_bytes']}; without the undo rows of bl
       f"({kept / d['txs']:.0f} bytes per transaction; {cfs})")
 PY
   NODE_EXTRA="-txindex -blockfilterindex"
-  run_electrs >/dev/null; echo "electrs + bitcoind's indexes: $ELECTRS_INDEX"
-  run_electrumx >/dev/null; echo "ElectrumX + bitcoind's indexes: $EX_INDEX"
+  if side electrs; then run_electrs >/dev/null; echo "electrs + bitcoind's indexes: $ELECTRS_INDEX"; fi
+  if side electrumx; then run_electrumx >/dev/null; echo "ElectrumX + bitcoind's indexes: $EX_INDEX"; fi
+  if side fulcrum; then run_fulcrum >/dev/null; echo "Fulcrum + bitcoind's indexes: $FULCRUM_INDEX"; fi
   NODE_EXTRA=
 }
 echo
-echo "| chain | cairn (median) | bitcoind + electrs | bitcoind -txindex + ElectrumX | cairn / the faster other |"
-echo "|---|---|---|---|---|"
-awk -v c="$mc" -v e="$me" -v x="$mx" -v b="$BLOCKS" -v t="$TXS" \
-  'BEGIN { f = (e < x) ? e : x; printf "| %s blocks x %s txs/block | %.2f s | %.2f s | %.2f s | %.3fx |\n", b, t, c, e, x, c / f }'
+head="| chain | cairn (median) |"; rule="|---|---|"; row=$(printf '| %s blocks x %s txs/block | %.2f s |' "$BLOCKS" "$TXS" "$mc")
+fastest=
+for s in $SIDES; do
+  m=$(median < "$WORK/$s.txt")
+  head="$head $(label_of "$s") |"; rule="$rule---|"; row="$row $(printf '%.2f s' "$m") |"
+  fastest=$(awk -v a="${fastest:-$m}" -v b="$m" 'BEGIN { print (b < a) ? b : a }')
+done
+echo "$head cairn / the fastest other |"; echo "$rule---|"
+echo "$row $(awk -v c="$mc" -v f="$fastest" 'BEGIN { printf "%.3fx", c / f }') |"
 echo
 echo "disk in bytes after a run (one more run each):"
 sizes
@@ -176,7 +231,7 @@ commit=$(git describe --always --dirty 2>/dev/null || echo unknown)
 json=$(results_file "cold-start-$BLOCKS-$TXS")
 cat > "$json" <<JSON
 {"benchmark": "cold-start", "command": "$BENCH_COMMAND", "commit": "$commit", "blocks": $BLOCKS, "txs_per_block": $TXS,
- "cairn": [$(paste -sd, "$WORK/cairn.txt")], "electrs": [$(paste -sd, "$WORK/electrs.txt")], "electrumx": [$(paste -sd, "$WORK/electrumx.txt")],
- "medians": {"cairn": $mc, "electrs": $me, "electrumx": $mx}}
+ "cairn": [$(paste -sd, "$WORK/cairn.txt")]$(for s in $SIDES; do printf ', "%s": [%s]' "$s" "$(paste -sd, "$WORK/$s.txt")"; done),
+ "cairn_median": $mc}
 JSON
 echo "samples written to $json"

@@ -140,6 +140,15 @@ fn clients(
     (handles, answered, failed)
 }
 
+/// Sets its flag when dropped, panicking or not.
+struct StopOnDrop<'a>(&'a AtomicBool);
+
+impl Drop for StopOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+}
+
 #[test]
 fn a_node_started_from_a_snapshot_answers_as_its_source() {
     let tmp = tempfile::tempdir().unwrap();
@@ -162,11 +171,13 @@ fn a_node_started_from_a_snapshot_answers_as_its_source() {
                 std::thread::sleep(Duration::from_millis(300));
             }
         });
+        // Stopped however this thread ends: a failed snapshot must fail the test, not leave
+        // the block maker (which the scope waits for) running forever.
+        let _stop = StopOnDrop(&stop);
         std::thread::sleep(Duration::from_secs(2));
         let before = answered.load(Ordering::SeqCst);
         let report = take_snapshot(&src, &dst);
         std::thread::sleep(Duration::from_secs(2));
-        stop.store(true, Ordering::SeqCst);
         (before, report)
     });
     for h in handles {
