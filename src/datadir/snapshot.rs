@@ -239,8 +239,13 @@ fn stage_tree(
         let entry = entry.map_err(io_at(from))?;
         let name = entry.file_name();
         let (source, target) = (entry.path(), to.join(&name));
-        let meta = fs::metadata(&source).map_err(io_at(&source))?;
         let name = name.to_string_lossy();
+        let meta = match fs::metadata(&source) {
+            Ok(meta) => meta,
+            // Gone since the listing (a live LevelDB's file compacted away): nothing asked for.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && !wanted(&name) => continue,
+            Err(e) => return Err(io_at(&source)(e)),
+        };
         if meta.is_dir() {
             staged.add(stage_tree(&source, &target, wanted, immutable, cancelled)?);
         } else if meta.is_file() && wanted(&name) {

@@ -243,7 +243,10 @@ fn admin_context(node: &Node, p2p: Option<&P2p>, stop: watch::Sender<bool>) -> A
             .map(|p| Box::new(p.book_saver(node.settings.magic())) as super::snapshot::BookSaver);
         let snapshotter = Snapshotter::new(node, index.clone(), save_book, stop.subscribe());
         Box::new(move |dir: &std::path::Path| {
-            let report = snapshotter.take(dir).map_err(|e| e.to_string())?;
+            let report = snapshotter.take(dir).map_err(|e| {
+                tracing::warn!("snapshot into {} failed: {e}", dir.display());
+                e.to_string()
+            })?;
             serde_json::to_value(report).map_err(|e| e.to_string())
         }) as TakeSnapshot
     });

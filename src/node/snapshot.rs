@@ -257,8 +257,9 @@ impl Snapshotter {
         staged.add(
             paused.closed_for(|| snapshot::stage_kernel(&kernel, &staging.join("kernel")))??,
         );
-        drop(paused);
-        // The close wrote the kernel's state: unless that failed, it is at `tip`.
+        // The close wrote the kernel's state: unless that failed, it is at `tip`. Checked while
+        // submissions still wait: once they resume, a waiting block moves the tip on (a block a
+        // few milliseconds after the pause failed the snapshot here).
         if let Some(message) = self.validator.fatal() {
             return Err(KernelError::Fatal(message).into());
         }
@@ -268,6 +269,7 @@ impl Snapshotter {
             )
             .into());
         }
+        drop(paused);
         // The kernel's files are at `tip`: as after a clean exit, `cairn status` can tell.
         super::record_kernel_tip(&staging.join(KERNEL_TIP_FILE), tip);
         Ok((tip, staged, held_from.elapsed()))
