@@ -79,6 +79,16 @@ stop_node() {
 }
 # Disk figures are apparent sizes (`disk` in lib.sh): blk files are pre-allocated in 16 MiB
 # steps on every side alike.
+# side_disk DB_DIR: the stopped node's blocks, chainstate and indexes beside a server's DB_DIR.
+side_disk() {
+  r=$WORK/node/regtest
+  echo "blocks $(disk "$r/blocks") chainstate $(disk "$r/chainstate") index $(disk "$r/indexes" "$1") total $(disk "$r/blocks" "$r/chainstate" "$r/indexes" "$1")"
+}
+# side_index NAME DB_DIR: a server's database beside the node's -txindex and -blockfilterindex.
+side_index() {
+  r=$WORK/node/regtest
+  echo "$1 $(disk "$2") txindex $(disk "$r/indexes/txindex") blockfilterindex $(disk "$r/indexes/blockfilter") sum $(disk "$2" "$r/indexes")"
+}
 
 run_cairn() {
   rm -rf "$WORK/cairn"
@@ -110,37 +120,39 @@ run_electrs() {
   kill "$pid"; wait "$pid" 2>/dev/null || true
   wait_indexes
   stop_node # flushes bitcoind's chainstate, as cairn's is when it stops
-  r=$WORK/node/regtest
-  ELECTRS_DISK="blocks $(disk "$r/blocks") chainstate $(disk "$r/chainstate") index $(disk "$r/indexes" "$WORK/electrs") total $(disk "$r/blocks" "$r/chainstate" "$r/indexes" "$WORK/electrs")"
-  ELECTRS_INDEX="electrs $(disk "$WORK/electrs") txindex $(disk "$r/indexes/txindex") blockfilterindex $(disk "$r/indexes/blockfilter") sum $(disk "$WORK/electrs" "$r/indexes")"
+  ELECTRS_DISK=$(side_disk "$WORK/electrs")
+  ELECTRS_INDEX=$(side_index electrs "$WORK/electrs")
+  elapsed "$start" "$end"
+}
+
+# over_rpc DB_DIR PORT NAME COMMAND...: a bitcoind -txindex syncing from the peer, then COMMAND
+# (a server indexing it over RPC into DB_DIR) until it answers at the tip on PORT; prints the
+# seconds from the empty disk, and sets SIDE_DISK and SIDE_INDEX.
+over_rpc() {
+  db=$1; port=$2; name=$3; shift 3
+  start=$(now)
+  start_node -txindex
+  wait_indexes
+  rm -rf "$db"; mkdir -p "$db"
+  "$@" >"$db.log" 2>&1 &
+  pid=$!; PIDS="$PIDS $pid"
+  wait_at_tip "$port"
+  end=$(now)
+  kill "$pid"; wait "$pid" 2>/dev/null || true
+  stop_node
+  SIDE_DISK=$(side_disk "$db"); SIDE_INDEX=$(side_index "$name" "$db")
   elapsed "$start" "$end"
 }
 
 run_electrumx() {
-  start=$(now)
-  start_node -txindex
-  wait_indexes
-  rm -rf "$WORK/ex"; mkdir -p "$WORK/ex"
-  env COIN=Bitcoin NET=regtest DB_ENGINE=leveldb DB_DIRECTORY="$WORK/ex" \
-    DAEMON_URL="http://u:p@127.0.0.1:29111/" SERVICES=tcp://127.0.0.1:29140 \
-    PEER_DISCOVERY=off PEER_ANNOUNCE= ALLOW_ROOT=1 LOG_LEVEL=warning \
-    "$ELECTRUMX/bin/electrumx_server" >"$WORK/electrumx.log" 2>&1 &
-  pid=$!; PIDS="$PIDS $pid"
-  wait_at_tip 29140
-  end=$(now)
-  kill "$pid"; wait "$pid" 2>/dev/null || true
-  stop_node
-  r=$WORK/node/regtest
-  EX_DISK="blocks $(disk "$r/blocks") chainstate $(disk "$r/chainstate") index $(disk "$r/indexes" "$WORK/ex") total $(disk "$r/blocks" "$r/chainstate" "$r/indexes" "$WORK/ex")"
-  EX_INDEX="ElectrumX $(disk "$WORK/ex") txindex $(disk "$r/indexes/txindex") blockfilterindex $(disk "$r/indexes/blockfilter") sum $(disk "$WORK/ex" "$r/indexes")"
-  elapsed "$start" "$end"
+  over_rpc "$WORK/ex" 29140 ElectrumX env COIN=Bitcoin NET=regtest DB_ENGINE=leveldb \
+    DB_DIRECTORY="$WORK/ex" DAEMON_URL="http://u:p@127.0.0.1:29111/" \
+    SERVICES=tcp://127.0.0.1:29140 PEER_DISCOVERY=off PEER_ANNOUNCE= ALLOW_ROOT=1 \
+    LOG_LEVEL=warning "$ELECTRUMX/bin/electrumx_server"
+  EX_DISK=$SIDE_DISK; EX_INDEX=$SIDE_INDEX
 }
 
 run_fulcrum() {
-  start=$(now)
-  start_node -txindex
-  wait_indexes
-  rm -rf "$WORK/fulcrum"; mkdir -p "$WORK/fulcrum"
   # As in fulcrum_stack (lib.sh): no peers, no limit a benchmark meets.
   cat > "$WORK/fulcrum-cold.conf" <<CONF
 datadir = $WORK/fulcrum
@@ -151,16 +163,8 @@ tcp = 127.0.0.1:29150
 peering = false
 announce = false
 CONF
-  "$FULCRUM" "$WORK/fulcrum-cold.conf" >"$WORK/fulcrum.log" 2>&1 &
-  pid=$!; PIDS="$PIDS $pid"
-  wait_at_tip 29150
-  end=$(now)
-  kill "$pid"; wait "$pid" 2>/dev/null || true
-  stop_node
-  r=$WORK/node/regtest
-  FULCRUM_DISK="blocks $(disk "$r/blocks") chainstate $(disk "$r/chainstate") index $(disk "$r/indexes" "$WORK/fulcrum") total $(disk "$r/blocks" "$r/chainstate" "$r/indexes" "$WORK/fulcrum")"
-  FULCRUM_INDEX="Fulcrum $(disk "$WORK/fulcrum") txindex $(disk "$r/indexes/txindex") blockfilterindex $(disk "$r/indexes/blockfilter") sum $(disk "$WORK/fulcrum" "$r/indexes")"
-  elapsed "$start" "$end"
+  over_rpc "$WORK/fulcrum" 29150 Fulcrum "$FULCRUM" "$WORK/fulcrum-cold.conf"
+  FULCRUM_DISK=$SIDE_DISK; FULCRUM_INDEX=$SIDE_INDEX
 }
 
 # Each side: its name in the runs, the function that runs it.
