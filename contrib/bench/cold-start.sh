@@ -129,18 +129,19 @@ run_electrs() {
 # (a server indexing it over RPC into DB_DIR) until it answers at the tip on PORT; prints the
 # seconds from the empty disk, and sets SIDE_DISK and SIDE_INDEX.
 over_rpc() {
-  db=$1; port=$2; name=$3; shift 3
+  # Names of their own: sh's variables are global, and `rpc` sets `dir` and `port`.
+  side_db=$1; side_port=$2; side_name=$3; shift 3
   start=$(now)
   start_node -txindex
   wait_indexes
-  rm -rf "$db"; mkdir -p "$db"
-  "$@" >"$db.log" 2>&1 &
+  rm -rf "$side_db"; mkdir -p "$side_db"
+  "$@" >"$side_db.log" 2>&1 &
   pid=$!; PIDS="$PIDS $pid"
-  wait_at_tip "$port"
+  wait_at_tip "$side_port"
   end=$(now)
   kill "$pid"; wait "$pid" 2>/dev/null || true
   stop_node
-  SIDE_DISK=$(side_disk "$db"); SIDE_INDEX=$(side_index "$name" "$db")
+  SIDE_DISK=$(side_disk "$side_db"); SIDE_INDEX=$(side_index "$side_name" "$side_db")
   elapsed "$start" "$end"
 }
 
