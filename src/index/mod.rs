@@ -114,9 +114,10 @@ pub struct Index {
     /// The last block read through the kernel for a transaction (one block: the inputs of a
     /// transaction into one torn block read it once, not once each).
     kernel_block: std::sync::Mutex<Option<(BlockHash, Arc<Vec<u8>>)>>,
-    /// Set once a snapshot without `meta/tweak_backfill` has been read: the marker is written
-    /// only when the index opens, before any reader, so every snapshot taken after lacks it too
-    /// (a view reads the flag before it takes its snapshot).
+    /// Whether every indexed block's tweaks are built: set when the index opens without
+    /// `meta/tweak_backfill`, or once the backfill has deleted it (the marker is written only
+    /// when the index opens, so it stays gone). A view reads the flag before it takes its
+    /// snapshot.
     tweaks_built: std::sync::atomic::AtomicBool,
 }
 
@@ -172,6 +173,8 @@ impl Index {
             tweaks_from,
         } = options;
         tweaks::mark(&store, tweaks_from)?;
+        let tweaks_built =
+            tweaks_from.is_some() && store.get(cf::META, meta::TWEAK_BACKFILL)?.is_none();
         let marked_off = store.get(cf::META, meta::FILTERS_OFF)?.is_some();
         if filters && marked_off {
             let mut batch = WriteBatch::default();
@@ -223,7 +226,7 @@ impl Index {
             tweaks_from,
             kernel: Default::default(),
             kernel_block: Default::default(),
-            tweaks_built: Default::default(),
+            tweaks_built: std::sync::atomic::AtomicBool::new(tweaks_built),
         })
     }
 

@@ -207,9 +207,7 @@ impl IndexView<'_> {
 
     /// One row, counted.
     fn get(&self, cf: &'static str, key: &[u8]) -> Result<Option<Vec<u8>>, QueryError> {
-        let value = self.index.store().get_at(&self.snap, cf, key)?;
-        self.charge(1, key.len() + value.as_ref().map_or(0, Vec::len))?;
-        Ok(value)
+        self.get_with(cf, key, <[u8]>::to_vec)
     }
 
     /// One row, counted, mapped in place by `f` (no copy of its value).

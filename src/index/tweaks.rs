@@ -91,6 +91,8 @@ impl Index {
         let mut batch = WriteBatch::default();
         batch.delete_cf(self.store.cf(cf::META), meta::TWEAK_BACKFILL);
         self.store.write(batch)?;
+        self.tweaks_built
+            .store(true, std::sync::atomic::Ordering::Release);
         tracing::info!(
             "tweaks of every indexed block built in {:.1} s",
             started.elapsed().as_secs_f64()

@@ -4,8 +4,7 @@
 use rocksdb::WriteBatch;
 
 use super::db::{Store, StoreError};
-use super::schema::{cf, meta, BlockRow, BlockTweaks, RowError, TweakRow, SCHEMA_VERSION};
-use crate::types::TXNUM_LEN;
+use super::schema::{cf, meta, BlockRow, BlockTweaks, TweakRow, SCHEMA_VERSION};
 
 /// Reads the stored version: stamps a new store, upgrades an older one step by step, refuses a
 /// newer or unknown one.
@@ -122,11 +121,10 @@ pub(crate) fn rewrite_v4_tweaks(store: &Store, batch_rows: usize) -> Result<(), 
     let mut rewriter = V5Rewriter::new(store, batch_rows);
     for item in store.scan_prefix(None, cf::TWEAKS, &[]) {
         let (key, value) = item?;
-        match key.len() {
-            4 => continue, // a block rewritten before a crash
-            TXNUM_LEN => {}
-            n => return Err(RowError::new(cf::TWEAKS, format!("key is {n} bytes")).into()),
+        if key.len() == BlockTweaks::key(0).len() {
+            continue; // a block rewritten before a crash
         }
+        // Any other length than a TxNum's is an error.
         let txnum = TweakRow::decode_v4_key(&key)?.0;
         // The block holding it: the last whose first TxNum is at most its own.
         let block = blocks.partition_point(|b| b.first <= txnum);

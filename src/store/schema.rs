@@ -29,13 +29,6 @@ pub struct RowError {
 mod tweaks;
 pub use tweaks::{BlockTweaks, TweakEntries, TweakEntry, TweakRow};
 
-impl RowError {
-    /// A damaged row of `cf`, and what is wrong with it.
-    pub fn new(cf: &'static str, message: impl Into<String>) -> Self {
-        row_err(cf, message)
-    }
-}
-
 fn row_err(cf: &'static str, message: impl Into<String>) -> RowError {
     RowError {
         cf,

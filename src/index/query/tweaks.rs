@@ -1,13 +1,13 @@
 //! Silent-payment tweaks read from one view: a block's eligible transactions with their tweak
 //! data and taproot outputs, in block order.
 
-use std::sync::atomic::Ordering;
+use std::ops::Range;
 
 use bitcoin::Txid;
 
 use super::{IndexView, QueryError};
 use crate::index::IndexError;
-use crate::store::schema::{cf, meta, BlockTweaks, OutPointNum, TweakRow, TxRow};
+use crate::store::schema::{cf, meta, BlockTweaks, OutPointNum, TweakEntry, TweakRow, TxRow};
 use crate::types::TxNum;
 
 /// An eligible transaction of a block, with its tweak row.
@@ -23,9 +23,8 @@ pub struct TweakedTx {
 
 impl IndexView<'_> {
     /// Whether this view can serve tweaks: built (`silent_payments`) and none still to build.
-    /// Asked once per view: its snapshot cannot change. Once one snapshot shows them all built,
-    /// every later one does (the marker is written only when the index opens): the index
-    /// remembers, and views whose snapshot came after need not read the marker.
+    /// Asked once per view: its snapshot cannot change. A view whose snapshot came after the
+    /// index knew them all built (`Index::tweaks_built`) need not read the marker.
     pub fn tweaks_ready(&self) -> Result<bool, QueryError> {
         if let Some(ready) = self.tweaks_ready.get() {
             return Ok(*ready);
@@ -34,9 +33,6 @@ impl IndexView<'_> {
         // while the backfill ran reads the marker from it, whatever the flag says since).
         let ready = self.index.tweaks_from().is_some()
             && (self.tweaks_built || self.get(cf::META, meta::TWEAK_BACKFILL)?.is_none());
-        if ready {
-            self.index.tweaks_built.store(true, Ordering::Release);
-        }
         Ok(*self.tweaks_ready.get_or_init(|| ready))
     }
 
@@ -66,26 +62,17 @@ impl IndexView<'_> {
     /// finds them, without the transactions' ids (one read fewer per transaction: a list of
     /// tweaks needs none).
     pub fn tweak_rows_at(&self, height: u32) -> Result<Option<Vec<(TxNum, TweakRow)>>, QueryError> {
-        let Some(txnums) = self.tweaks_indexed_at(height)? else {
-            return Ok(None);
-        };
-        let read = self.get_with(cf::TWEAKS, &BlockTweaks::key(height), |row| {
-            let mut rows = Vec::new();
-            for entry in BlockTweaks::entries(row) {
-                let entry = entry?;
-                let txnum = txnums.start + u64::from(entry.position);
-                if !txnums.contains(&txnum) {
-                    return Err(IndexError::Inconsistent(format!(
-                        "tweak row of height {height} names position {} of {} transactions",
-                        entry.position,
-                        txnums.end - txnums.start
-                    )));
-                }
-                rows.push((TxNum(txnum), entry.row()));
+        self.block_tweaks_mapped(height, |txnums, entry| {
+            let txnum = txnums.start + u64::from(entry.position);
+            if !txnums.contains(&txnum) {
+                return Err(IndexError::Inconsistent(format!(
+                    "tweak row of height {height} names position {} of {} transactions",
+                    entry.position,
+                    txnums.end - txnums.start
+                )));
             }
-            Ok(rows)
-        })?;
-        Ok(Some(read.transpose()?.unwrap_or_default()))
+            Ok(Some((TxNum(txnum), entry.row())))
+        })
     }
 
     /// The tweaks of the view's block at `height` whose transaction has a taproot output of at
@@ -96,30 +83,34 @@ impl IndexView<'_> {
         height: u32,
         dust: u64,
     ) -> Result<Option<Vec<[u8; 33]>>, QueryError> {
-        if self.tweaks_indexed_at(height)?.is_none() {
-            return Ok(None);
-        }
-        let read = self.get_with(cf::TWEAKS, &BlockTweaks::key(height), |row| {
-            let mut tweaks = Vec::new();
-            for entry in BlockTweaks::entries(row) {
-                let entry = entry?;
-                if entry.pays_at_least(dust) {
-                    tweaks.push(*entry.tweak);
-                }
-            }
-            Ok::<_, IndexError>(tweaks)
-        })?;
-        Ok(Some(read.transpose()?.unwrap_or_default()))
+        self.block_tweaks_mapped(height, |_, entry| {
+            Ok(entry.pays_at_least(dust).then_some(*entry.tweak))
+        })
     }
 
-    /// The TxNums of the view's block at `height`, if its tweaks are indexed: `None` when tweaks
-    /// are not ready, the height is below the first with tweaks or beyond the view's tip.
-    fn tweaks_indexed_at(&self, height: u32) -> Result<Option<std::ops::Range<u64>>, QueryError> {
+    /// What `f` makes of each eligible transaction of the view's block at `height` (given the
+    /// block's TxNums), read in place from its one row, those it keeps; `None` when tweaks are
+    /// not ready, the height is below the first with tweaks or beyond the view's tip.
+    fn block_tweaks_mapped<T>(
+        &self,
+        height: u32,
+        mut f: impl FnMut(&Range<u64>, TweakEntry<'_>) -> Result<Option<T>, IndexError>,
+    ) -> Result<Option<Vec<T>>, QueryError> {
         let indexed_here = self.index.tweaks_from().is_some_and(|f| height >= f);
         if !indexed_here || !self.tweaks_ready()? {
             return Ok(None);
         }
-        Ok(self.chain.txnums(height))
+        let Some(txnums) = self.chain.txnums(height) else {
+            return Ok(None);
+        };
+        let read = self.get_with(cf::TWEAKS, &BlockTweaks::key(height), |row| {
+            let mut kept = Vec::new();
+            for entry in BlockTweaks::entries(row) {
+                kept.extend(f(&txnums, entry?)?);
+            }
+            Ok::<_, IndexError>(kept)
+        })?;
+        Ok(Some(read.transpose()?.unwrap_or_default()))
     }
 
     /// Whether the view's chain spends output `vout` of the transaction `txnum`.
