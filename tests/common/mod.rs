@@ -377,6 +377,24 @@ impl Bitcoind {
             .unwrap_or_else(|e| panic!("bitcoin-cli {args:?}: {e}"))
     }
 
+    /// Pays `amount` BTC to `address` from the wallet and returns the txid once the payment is
+    /// in bitcoind's mempool. `sendtoaddress` returns the txid even when the mempool refused
+    /// the transaction (it stays in the wallet: seen once in CI, no reason logged): then it is
+    /// submitted again by `sendrawtransaction`, and a second refusal panics with the mempool's
+    /// reason.
+    pub fn pay_into_mempool(&self, address: &str, amount: &str) -> String {
+        let txid = self.rpc(&["sendtoaddress", address, amount]);
+        if self.rpc_result(&["getmempoolentry", &txid]).is_err() {
+            let hex = self.rpc_json(&["gettransaction", &txid])["hex"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string();
+            let sent = self.rpc_result(&["sendrawtransaction", &hex]);
+            assert_eq!(sent.as_deref(), Ok(txid.as_str()), "the wallet's {txid}");
+        }
+        txid
+    }
+
     /// Kills the node with SIGKILL, as a crash or power cut would, and reaps it.
     pub fn kill(&mut self) {
         let _ = self.child.kill();

@@ -175,7 +175,7 @@ fn metrics_pass_promtool_agree_with_bitcoind_and_count_requests() {
     assert!(value(&first, "cairn_disk_free_bytes") > 0.0);
 
     // A mempool transaction relayed by bitcoind: count and virtual size as getmempoolentry says.
-    let unconfirmed = node.rpc(&["sendtoaddress", &paid, "0.5"]);
+    let unconfirmed = node.pay_into_mempool(&paid, "0.5");
     let vsize = node.rpc_json(&["getmempoolentry", &unconfirmed])["vsize"]
         .as_f64()
         .unwrap();
