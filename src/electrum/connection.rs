@@ -1,6 +1,6 @@
 //! One client connection's transports: newline-delimited JSON (TCP or TLS) with a line size
-//! limit, read on the session's own task, or WebSocket messages, read by a task of their own
-//! (`source.rs`); the idle timeout; the writer and its timeout; and how a session ends.
+//! limit, or WebSocket messages, both read on the session's own task (`source.rs`); the
+//! session's loop (`serving.rs`); the writer and its timeout; and how a session ends.
 //! Backpressure on a client that does not read (its queue and the answer budget) is in
 //! `outbox.rs`. The [`Session`] it serves answers the requests and owes the notifications.
 
@@ -14,18 +14,18 @@ use tokio::io::AsyncWriteExt;
 use tokio::sync::{broadcast, mpsc};
 
 use super::backend::Backend;
-use super::counted::{excessive, SubscriptionShares};
-use super::frigate_scan::{ScanEvent, ScanFailed, ScanJob};
+use super::counted::excessive;
+use super::frigate_scan::{ScanEvent, ScanJob};
 pub use super::outbox::Shares;
-use super::outbox::{BudgetRoom, Held, Outbox, Queued, SEND_TIMEOUT, WRITE_CHUNK};
+use super::outbox::{BudgetRoom, Held, Outbox, Queued, WRITE_CHUNK};
 use super::rpc::Piece;
 use super::rpc::{error_value, RpcError};
 use super::session::Session;
 use super::session::{Answer, StreamJob};
 use crate::notify::TipUpdate;
-use crate::work::Verdict;
 use crate::work::{HostShares, WorkPool};
-use source::{Forwarded, Incoming, Lines, Messages, Source};
+use serving::serve;
+use source::{Lines, Messages, ReadAhead};
 
 /// Lines waiting to be written to a client before the session stops reading from it (the bytes
 /// they hold are bounded apart, by the answer budget). A pipelining client's answers go out 32
@@ -217,6 +217,8 @@ enum End {
     WriteStalled,
     /// Its host's cost reached the hard limit.
     Cost,
+    /// A WebSocket client pinged faster than it may.
+    Pings,
 }
 
 impl End {
@@ -228,6 +230,7 @@ impl End {
             End::NotReading => "not_reading",
             End::WriteStalled => "write_stalled",
             End::Cost => "cost",
+            End::Pings => "pings",
         }
     }
 }
@@ -237,7 +240,7 @@ impl End {
 /// `close(force_after=1.0)`. Everything queued, with its share of the budget, is freed before
 /// this returns, and with it the connection's places.
 async fn finish(peer: SocketAddr, end: End, mut writer: tokio::task::JoinHandle<Written>) {
-    if end == End::NotReading {
+    if matches!(end, End::NotReading | End::Pings) {
         writer.abort();
     }
     let written = match tokio::time::timeout(CLOSE_GRACE, &mut writer).await {
@@ -312,146 +315,11 @@ pub async fn run_websocket(
         Written::All
     });
     let out = Outbox::new(out_tx, budget, transport);
-    // Read by a task of its own: pings answered and a close seen while the session is busy.
-    let requests = Forwarded::spawn(Messages(source));
+    // Read on the session's task, and read ahead while it is busy: pings answered and a close
+    // seen meanwhile, no hand-off between tasks for a request.
+    let requests = ReadAhead::new(Messages::new(source));
     let end = serve(peer, backend, updates, requests, out, false).await;
     finish(peer, end, writer).await;
-}
-
-/// The transport-independent part of a session: answers requests from `incoming` and sends
-/// answers and notifications to `out_tx`, until the client leaves, idles, sends an oversized
-/// request or does not read what it is sent. `streams`: whether the transport takes a long
-/// answer in pieces.
-async fn serve(
-    peer: SocketAddr,
-    backend: Arc<Backend>,
-    mut updates: broadcast::Receiver<TipUpdate>,
-    mut incoming: impl Source,
-    mut out: Outbox,
-    streams: bool,
-) -> End {
-    tracing::debug!("electrum client {peer} connected");
-    let mut gauges = SessionGauges::open(out.transport);
-    let idle = backend.config.idle_timeout;
-    let limit = backend.config.max_line_bytes;
-    out.timeout = SEND_TIMEOUT.min(idle);
-    let subscriptions =
-        SubscriptionShares::new(out.budget.seat.clone(), out.budget.subscriptions.clone());
-    let (pool, limits) = (backend.pool.clone(), backend.config.cost);
-    let host = out.budget.host.clone();
-    let model = backend.model.clone();
-    let mut session = Session::new(backend, streams, subscriptions);
-    // The session's silent-payment scans: what they tell it, and their tasks (dropped with it).
-    let (scan_tx, mut scan_rx) = mpsc::channel::<ScanEvent>(2);
-    let mut scans = tokio::task::JoinSet::new();
-    // Idle counts from the client's last request: notifications sent meanwhile do not count
-    // (ElectrumX's `last_recv`, Fulcrum's `lastGood`).
-    let idle_at = tokio::time::sleep_until(far_or(tokio::time::Instant::now(), idle));
-    tokio::pin!(idle_at);
-    loop {
-        tokio::select! {
-            () = &mut idle_at => {
-                tracing::debug!("electrum client {peer}: idle timeout");
-                return End::Idle;
-            }
-            // The writer stopped (a write stalled, or the connection failed): nothing more can
-            // reach the client.
-            () = out.tx.closed() => return End::Left,
-            read = incoming.next() => {
-                let request = match read {
-                    None => return End::Left,
-                    Some(Incoming::TooLong) => {
-                        let err = RpcError::bad_request(format!("request line longer than {limit} bytes"));
-                        out.send(error_value(Value::Null, &err).to_string()).await;
-                        crate::outsider_log!(info, "electrum client {peer}: request over {limit} bytes, disconnecting");
-                        return End::TooLong;
-                    }
-                    Some(Incoming::Request(request)) => request,
-                };
-                // ElectrumX's throttle: a costly host waits, or is closed.
-                match host.cost.verdict(&limits) {
-                    Verdict::Go => {}
-                    Verdict::Wait(pause) => {
-                        crate::metrics::metrics().electrum_throttled.inc();
-                        tokio::time::sleep(pause).await;
-                    }
-                    Verdict::Close => return over_cost(peer, &out).await,
-                }
-                let inline = model.quiet();
-                let Some((answer, held)) = answer_line(&mut session, &request, &pool, &host, &out, inline).await else {
-                    return End::Left;
-                };
-                gauges.subscriptions(session.subscription_count());
-                let sent = match answer {
-                    None => true,
-                    Some(Answer::Line(text)) => out.send_held(text, held).await,
-                    Some(Answer::Batch(parts)) => out.send_batch(parts, held).await,
-                    Some(Answer::Stream(job)) => stream(job, &out, &pool).await,
-                    Some(Answer::NoRoom) => false,
-                };
-                if !sent {
-                    crate::outsider_log!(info, "electrum client {peer} does not read its answers; disconnecting");
-                    return End::NotReading;
-                }
-                start_scans(&mut scans, session.take_scans(), &scan_tx, &pool, &host);
-                idle_at.as_mut().reset(far_or(tokio::time::Instant::now(), idle));
-            }
-            update = updates.recv() => {
-                let update = match update {
-                    Ok(u) => Some(u),
-                    Err(broadcast::error::RecvError::Lagged(_)) => None,
-                    Err(broadcast::error::RecvError::Closed) => return End::Left,
-                };
-                if !session.cares_about(update.as_ref()) {
-                    continue;
-                }
-                // Statuses are computed in the query pool too, in the host's turn; a new tip
-                // alone is told at once.
-                let notes = match session.must_read_for(update.as_ref()) {
-                    true => {
-                        let Ok(slot) = pool.slot(&host).await else { return End::Left };
-                        pool.run_here(slot, || session.on_update(update.as_ref()))
-                    }
-                    false => session.on_update(update.as_ref()),
-                };
-                let sent = notes.iter().map(String::len).sum();
-                if session.charge(sent) == Verdict::Close {
-                    return over_cost(peer, &out).await;
-                }
-                if !out.send_all(notes).await {
-                    crate::outsider_log!(info, "electrum client {peer} does not read its notifications; disconnecting");
-                    return End::NotReading;
-                }
-                start_scans(&mut scans, session.take_scans(), &scan_tx, &pool, &host);
-            }
-            Some(event) = scan_rx.recv() => match event {
-                // Charged by the scan as it made it.
-                ScanEvent::Note { address, generation, line } => {
-                    if !session.scan_is_current(&address, generation) {
-                        continue;
-                    }
-                    if !out.send(line).await {
-                        crate::outsider_log!(info, "electrum client {peer} does not read its scan's notifications; disconnecting");
-                        return End::NotReading;
-                    }
-                }
-                ScanEvent::Ended { address, generation, scanned, told, failed } => {
-                    session.scan_ended(&address, generation, scanned, told);
-                    match failed {
-                        None => {}
-                        Some(ScanFailed::Cost) => return over_cost(peer, &out).await,
-                        // Its wallet cannot be told the scan is complete: it reconnects.
-                        Some(ScanFailed::Broken) => {
-                            crate::outsider_log!(warn, "electrum client {peer}: a silent-payment scan failed; disconnecting");
-                            return End::Left;
-                        }
-                    }
-                    start_scans(&mut scans, session.take_scans(), &scan_tx, &pool, &host);
-                }
-            },
-            Some(_) = scans.join_next(), if !scans.is_empty() => {}
-        }
-    }
 }
 
 /// Builds the answer to one request line in a query pool's slot (the host's turn, then a
@@ -605,6 +473,7 @@ async fn stream(job: StreamJob, out: &Outbox, pool: &Arc<WorkPool>) -> bool {
     finished
 }
 
+mod serving;
 mod source;
 #[cfg(test)]
 mod tests;

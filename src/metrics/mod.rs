@@ -79,7 +79,7 @@ pub struct Metrics {
     /// host's hard limit.
     pub http_refused_ahead: IntCounter,
     /// Electrum sessions ended, by why: `left`, `idle`, `too_long`, `not_reading`,
-    /// `write_stalled`, `cost`.
+    /// `write_stalled`, `cost`, `pings`.
     pub electrum_disconnects: IntCounterVec,
     /// Electrum requests made to wait because their host's cost was over the soft limit.
     pub electrum_throttled: IntCounter,

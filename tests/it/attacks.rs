@@ -2999,3 +2999,69 @@ fn a_block_costs_subscriptions_the_block_only() {
     );
     drop(subscriptions);
 }
+
+/// **WebSocket pings from a client that never reads.** Each ping is answered with a pong that
+/// tungstenite buffers until the socket takes it, without bound; pings are no requests (the
+/// idle timeout of 10 minutes runs on) and cost nothing, so one connection grew cairn by what it
+/// sent.
+///
+/// A client from 127.0.0.2 (its receive buffer 4 KiB) opens a WebSocket session and sends
+/// 300,000 pings of 125 bytes (39 MB) without reading. Asserted: it is closed before it sent
+/// them all (the `pings` disconnect), cairn grows by less than 16 MiB meanwhile, and a WebSocket
+/// client from 127.0.0.3 pinging once a second, then asking for the tip, gets its pongs and its
+/// answer.
+///
+/// *Fails before the fix:* every ping is read and answered, none closes the session, and cairn
+/// grows by the pongs the client does not read (about 38 MB).
+#[test]
+fn pings_from_a_client_that_does_not_read_are_cut() {
+    use tokio_tungstenite::tungstenite::{self, Message};
+    let served = Served::start(&[]);
+    let rss = RssPeak::start(served.cairn.pid());
+    let url = format!("ws://{}", served.ws);
+    let stream = connect_from_with_rcvbuf("127.0.0.2", served.ws, Some(4096)).unwrap();
+    stream
+        .set_write_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let (mut attacker, _) = tungstenite::client(url.as_str(), stream).unwrap();
+    let sent = (0..300_000u32)
+        .take_while(|i| {
+            let ping = Message::Ping(vec![7u8; 125].into());
+            match i % 1_000 {
+                999 => attacker.send(ping).is_ok(),
+                _ => attacker.write(ping).is_ok(),
+            }
+        })
+        .count();
+    let closed = metric_when(
+        served.metrics,
+        &disconnects("pings"),
+        Duration::from_secs(10),
+        |v| v == 1.0,
+    );
+
+    // An honest WebSocket client: five pings a second apart, each answered, then a request.
+    let stream = connect_from_with_rcvbuf("127.0.0.3", served.ws, None).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let (mut honest, _) = tungstenite::client(url.as_str(), stream).unwrap();
+    for n in 0..5u8 {
+        honest.send(Message::Ping(vec![n].into())).unwrap();
+        let pong = honest.read().unwrap();
+        assert_eq!(pong, Message::Pong(vec![n].into()));
+        std::thread::sleep(Duration::from_secs(1));
+    }
+    let request = json!({"jsonrpc": "2.0", "id": 1, "method": "blockchain.headers.subscribe",
+                         "params": []});
+    honest.send(Message::text(request.to_string())).unwrap();
+    let answer: Value = serde_json::from_str(honest.read().unwrap().to_text().unwrap()).unwrap();
+    println!(
+        "attacker: {sent} pings sent before its session ended; cairn grew {} MiB",
+        rss.growth_mib()
+    );
+    assert!(closed.is_ok(), "the pinger was not cut: {closed:?}");
+    assert!(sent < 300_000, "all {sent} pings were taken");
+    assert!(rss.growth_mib() < 16, "cairn grew {} MiB", rss.growth_mib());
+    assert_eq!(answer["result"]["height"], 101, "{answer}");
+}

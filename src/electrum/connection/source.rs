@@ -1,17 +1,16 @@
-//! What a session reads its requests from: the lines of a TCP or TLS stream ([`Lines`]), read
-//! on the session's own task, or WebSocket messages ([`Messages`]), read by a task of their own
-//! ([`Forwarded`]). Each [`Source::next`] is cancel-safe (what was read stays in the source), so
-//! the session waits for a request beside its notifications and its scans; a line costs no
-//! hand-off between tasks on its way in. A WebSocket connection keeps its reader task: its pings
-//! must be answered, and its close seen, while the session is busy with a long answer or waits
-//! for the pool.
+//! What a session reads its requests from: the lines of a TCP or TLS stream ([`Lines`]), or
+//! WebSocket messages ([`Messages`]), both read on the session's own task. Each
+//! [`Source::next`] is cancel-safe (what was read stays in the source), so the session waits
+//! for a request beside its notifications and its scans; a request costs no hand-off between
+//! tasks on its way in. A WebSocket's pings must be answered, and its close seen, while the
+//! session is busy with a long answer or waits for the pool: it is read ahead meanwhile
+//! ([`ReadAhead`]), one message at most.
 
 use std::future::Future;
 use std::net::SocketAddr;
 
 use futures_util::StreamExt;
 use tokio::io::{AsyncRead, AsyncReadExt};
-use tokio::sync::mpsc;
 use tokio_tungstenite::tungstenite::{Error as WsError, Message};
 
 /// What a transport hands the session: one request text (a line, or a WebSocket message).
@@ -21,6 +20,8 @@ pub(crate) enum Incoming {
     Request(Vec<u8>),
     /// A request over the size limit: answered with an error, then the client is dropped.
     TooLong,
+    /// A WebSocket client pinging faster than its allowance: dropped.
+    PingFlood,
 }
 
 /// Where a session's requests come from.
@@ -28,6 +29,12 @@ pub(crate) trait Source {
     /// The next request; `None` once the client closed the connection, it failed, or it must
     /// not be answered. Cancel-safe: dropped before it is ready, it loses nothing.
     fn next(&mut self) -> impl Future<Output = Option<Incoming>> + Send;
+
+    /// Runs `work`, what the session does with what it read, to its end. A source that must
+    /// go on reading meanwhile ([`ReadAhead`]) reads then; a byte stream's lines wait.
+    fn alongside<F: Future + Send>(&mut self, work: F) -> impl Future<Output = F::Output> + Send {
+        work
+    }
 }
 
 /// Bytes asked of the socket at once: a line buffer holds at most the line limit and one read.
@@ -161,43 +168,68 @@ impl<R: AsyncRead + Unpin + Send> Source for Lines<R> {
     }
 }
 
-/// Requests read from `source` by a task of their own, handed over one at a time; the task ends
-/// when this is dropped.
-pub(crate) struct Forwarded {
-    requests: mpsc::Receiver<Incoming>,
-    reader: tokio::task::JoinHandle<()>,
+/// A source read on the session's task that goes on reading while the session is busy with
+/// what it read (an answer waiting for the pool or for room, notifications being sent): one
+/// request is read ahead and kept, and reading stops there until the session takes it. Reading
+/// is what answers a WebSocket's pings and sees its close; with a reader task of its own each
+/// request cost a hand-off between tasks (a wake-up of the other worker at one client).
+pub(crate) struct ReadAhead<S> {
+    source: S,
+    /// What was read while the session was busy: a request, or the end.
+    ahead: Option<Option<Incoming>>,
 }
 
-impl Forwarded {
-    /// Starts reading `source` on a task of its own.
-    pub(crate) fn spawn(mut source: impl Source + Send + 'static) -> Self {
-        let (tx, requests) = mpsc::channel(1);
-        let reader = tokio::spawn(async move {
-            while let Some(incoming) = source.next().await {
-                let more = incoming != Incoming::TooLong;
-                if tx.send(incoming).await.is_err() || !more {
-                    break;
-                }
-            }
-        });
-        Forwarded { requests, reader }
+impl<S: Source + Send> ReadAhead<S> {
+    /// Reads `source` on the session's task, ahead while it is busy.
+    pub(crate) fn new(source: S) -> Self {
+        ReadAhead {
+            source,
+            ahead: None,
+        }
     }
 }
 
-impl Drop for Forwarded {
-    fn drop(&mut self) {
-        self.reader.abort();
-    }
-}
-
-impl Source for Forwarded {
+impl<S: Source + Send> Source for ReadAhead<S> {
     async fn next(&mut self) -> Option<Incoming> {
-        self.requests.recv().await
+        match self.ahead.take() {
+            Some(read) => read,
+            None => self.source.next().await,
+        }
+    }
+
+    async fn alongside<F: Future + Send>(&mut self, work: F) -> F::Output {
+        tokio::pin!(work);
+        loop {
+            tokio::select! {
+                biased;
+                done = &mut work => return done,
+                read = self.source.next(), if self.ahead.is_none() => self.ahead = Some(read),
+            }
+        }
     }
 }
+
+/// Pings a WebSocket client may send at once; then one a second. Each ping is answered with a
+/// pong that tungstenite buffers until the socket takes it, without bound: a client that pings
+/// without reading grew the server by what it sent, for as long as its idle timeout (pings are
+/// not requests). A browser pings every 30 s or so; ElectrumX and Fulcrum clients not at all.
+const PING_BURST: u32 = 10;
 
 /// Requests of a WebSocket connection: one request or batch per text (or binary) message.
-pub(crate) struct Messages<S>(pub(crate) S);
+pub(crate) struct Messages<S> {
+    stream: S,
+    pings: PingAllowance,
+}
+
+impl<S> Messages<S> {
+    /// The messages of `stream`, its pings allowed [`PING_BURST`] at once, then one a second.
+    pub(crate) fn new(stream: S) -> Self {
+        Messages {
+            stream,
+            pings: PingAllowance::new(std::time::Instant::now()),
+        }
+    }
+}
 
 impl<S> Source for Messages<S>
 where
@@ -205,14 +237,50 @@ where
 {
     async fn next(&mut self) -> Option<Incoming> {
         loop {
-            return match self.0.next().await? {
+            return match self.stream.next().await? {
                 Ok(Message::Text(text)) => Some(Incoming::Request(text.as_bytes().to_vec())),
                 Ok(Message::Binary(bytes)) => Some(Incoming::Request(bytes.to_vec())),
+                Ok(Message::Ping(_)) if !self.pings.take(std::time::Instant::now()) => {
+                    Some(Incoming::PingFlood)
+                }
                 Ok(Message::Ping(_) | Message::Pong(_) | Message::Frame(_)) => continue,
                 Ok(Message::Close(_)) => None,
                 Err(WsError::Capacity(_)) => Some(Incoming::TooLong),
                 Err(_) => None,
             };
+        }
+    }
+}
+
+/// A token bucket of pings: [`PING_BURST`] at most, one more each second.
+struct PingAllowance {
+    left: u32,
+    /// When the last whole second was credited.
+    credited: std::time::Instant,
+}
+
+impl PingAllowance {
+    fn new(now: std::time::Instant) -> Self {
+        PingAllowance {
+            left: PING_BURST,
+            credited: now,
+        }
+    }
+
+    /// Whether a ping at `now` is allowed (and takes its token).
+    fn take(&mut self, now: std::time::Instant) -> bool {
+        let seconds = now.saturating_duration_since(self.credited).as_secs();
+        if seconds > 0 {
+            let earned = u32::try_from(seconds).unwrap_or(u32::MAX);
+            self.left = self.left.saturating_add(earned).min(PING_BURST);
+            self.credited += std::time::Duration::from_secs(seconds);
+        }
+        match self.left {
+            0 => false,
+            _ => {
+                self.left -= 1;
+                true
+            }
         }
     }
 }
@@ -316,6 +384,100 @@ mod tests {
         // header could have followed), as when the stream goes on.
         let cut = b"\r\n\r\n\0\r\nQUI";
         assert_eq!(requests(cut, 4, 100).await, vec![]);
+    }
+
+    #[tokio::test]
+    async fn read_ahead_keeps_one_request_while_busy_and_loses_none() {
+        use tokio::io::AsyncWriteExt;
+        let (mut client, server) = tokio::io::duplex(64);
+        let mut source = ReadAhead::new(Lines::new(server, 100, peer()));
+        client.write_all(b"{\"a\":1}\n{\"b\":2}\n").await.unwrap();
+        let busy = tokio::time::sleep(std::time::Duration::from_millis(20));
+        source.alongside(busy).await;
+        assert_eq!(
+            source.ahead,
+            Some(Some(request("{\"a\":1}"))),
+            "one read ahead"
+        );
+        // Busy again with one kept: nothing more is read.
+        let busy = tokio::time::sleep(std::time::Duration::from_millis(20));
+        source.alongside(busy).await;
+        assert_eq!(source.ahead, Some(Some(request("{\"a\":1}"))));
+        client.write_all(b"{\"c\":3}\n").await.unwrap();
+        drop(client);
+        let mut got = Vec::new();
+        while let Some(incoming) = source.next().await {
+            got.push(incoming);
+        }
+        let want = ["{\"a\":1}", "{\"b\":2}", "{\"c\":3}"].map(request);
+        assert_eq!(got, want);
+    }
+
+    #[tokio::test]
+    async fn work_done_at_once_reads_nothing_ahead() {
+        use tokio::io::AsyncWriteExt;
+        let (mut client, server) = tokio::io::duplex(64);
+        let mut source = ReadAhead::new(Lines::new(server, 100, peer()));
+        client.write_all(b"{\"a\":1}\n").await.unwrap();
+        assert_eq!(source.alongside(async { 7 }).await, 7);
+        assert_eq!(source.ahead, None);
+        assert_eq!(source.next().await, Some(request("{\"a\":1}")));
+    }
+
+    #[tokio::test]
+    async fn a_websocket_ping_is_answered_and_its_close_seen_while_the_session_is_busy() {
+        use futures_util::{SinkExt, StreamExt};
+        use tokio_tungstenite::tungstenite::protocol::Role;
+        use tokio_tungstenite::WebSocketStream;
+        let (client, server) = tokio::io::duplex(1 << 16);
+        let server = WebSocketStream::from_raw_socket(server, Role::Server, None).await;
+        let mut client = WebSocketStream::from_raw_socket(client, Role::Client, None).await;
+        let (_sink, stream) = server.split();
+        let mut source = ReadAhead::new(Messages::new(stream));
+        let (ponged, heard) = tokio::sync::oneshot::channel();
+        let pinger = tokio::spawn(async move {
+            client
+                .send(Message::Ping(b"hi".to_vec().into()))
+                .await
+                .unwrap();
+            let pong = client.next().await;
+            let _ = ponged.send(pong.map(|m| m.map(|m| m.into_data().to_vec())));
+            client.close(None).await.unwrap();
+        });
+        // The session's work ends only once the client had its pong.
+        let within = std::time::Duration::from_secs(5);
+        let pong = tokio::time::timeout(within, source.alongside(heard)).await;
+        assert_eq!(
+            pong.expect("a pong while busy").unwrap().unwrap().unwrap(),
+            b"hi"
+        );
+        // Busy a while after the client closed (its pinger done before the session runs again).
+        let busy = async {
+            pinger.await.unwrap();
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        };
+        tokio::time::timeout(within, source.alongside(busy))
+            .await
+            .unwrap();
+        assert_eq!(source.ahead, Some(None), "the close seen while busy");
+        assert_eq!(source.next().await, None);
+    }
+
+    #[test]
+    fn pings_are_allowed_ten_at_once_then_one_a_second() {
+        let start = std::time::Instant::now();
+        let mut pings = PingAllowance::new(start);
+        let at = |ms: u64| start + std::time::Duration::from_millis(ms);
+        assert!((0..PING_BURST).all(|_| pings.take(at(0))));
+        assert!(!pings.take(at(999)), "the eleventh within the first second");
+        assert!(pings.take(at(1_000)));
+        assert!(!pings.take(at(1_500)));
+        // Idle a minute: the burst again, no more.
+        assert!((0..PING_BURST).all(|_| pings.take(at(61_000))));
+        assert!(!pings.take(at(61_000)));
+        // One a second goes on for ever; a clock going back earns nothing.
+        assert!((62..200).all(|s| pings.take(at(s * 1_000))));
+        assert!(!pings.take(at(150_000)));
     }
 
     #[tokio::test]
