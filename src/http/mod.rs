@@ -7,6 +7,7 @@
 
 mod context;
 pub mod esplora;
+mod explorer;
 pub mod metrics;
 mod serve;
 mod silent_payments;
@@ -199,12 +200,14 @@ fn answer_charged(
 
 /// Whether a request may be tried on its connection's task ([`crate::types::try_inline`]): a
 /// `GET`, but not the status page (it asks the file system for free space), nor the mempool's
-/// lists and fee estimates (the whole pool each, counted in no rows).
+/// lists and fee estimates (the whole pool each, counted in no rows), nor the explorer's pages
+/// (block files, the mempool's projection).
 fn may_answer_inline(parts: &hyper::http::request::Parts) -> bool {
     let path = parts.uri.path();
     parts.method == hyper::Method::GET
         && !matches!(path, "/" | "/api/status" | "/fee-estimates")
         && !path.starts_with("/mempool")
+        && !path.starts_with("/explorer")
 }
 
 /// The answer to one request other than `/health`, its reads counted in `query`'s meter.
@@ -397,7 +400,8 @@ fn unhealthy(
     }
 }
 
-/// Routes one request: silent-payment tweaks, the filter endpoints, else the Esplora API.
+/// Routes one request: silent-payment tweaks, the explorer's pages, the filter endpoints, else
+/// the Esplora API.
 fn answer(
     ctx: &Query,
     method: &Method,
@@ -407,6 +411,11 @@ fn answer(
 ) -> Response<Full<Bytes>> {
     if let Some(rest) = path.strip_prefix("/silent-payments/") {
         return silent_payments::answer(&ctx.view(), method, rest, query);
+    }
+    if let Some(rest) = path.strip_prefix("/explorer") {
+        if rest.is_empty() || rest.starts_with('/') {
+            return explorer::answer(ctx, method, rest, query);
+        }
     }
     let is_filter_path = path.starts_with("/filter/") || path == "/filterheaders";
     if !is_filter_path {

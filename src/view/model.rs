@@ -232,6 +232,17 @@ impl<'a> ChainView<'a> {
         self.index.chain().header(height).copied()
     }
 
+    /// The median time past of the view's block at `height`: the median of its time and the
+    /// ten before it (Core's `GetMedianTimePast`).
+    pub fn median_time_past(&self, height: u32) -> u32 {
+        const SPAN: u32 = 11;
+        let mut times: Vec<u32> = (height.saturating_sub(SPAN - 1)..=height)
+            .filter_map(|h| self.header(h).map(|h| h.time))
+            .collect();
+        times.sort_unstable();
+        times.get(times.len() / 2).copied().unwrap_or(0)
+    }
+
     /// The hash of the view's block at `height`.
     pub fn block_hash(&self, height: u32) -> Option<bitcoin::BlockHash> {
         self.index.chain().hash(height)

@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod anyone;
+pub mod browser;
 pub mod http;
 pub mod lines;
 pub mod peer;

@@ -3065,3 +3065,61 @@ fn pings_from_a_client_that_does_not_read_are_cut() {
     assert!(rss.growth_mib() < 16, "cairn grew {} MiB", rss.growth_mib());
     assert_eq!(answer["result"]["height"], 101, "{answer}");
 }
+
+/// **The explorer's pages are charged to their host like any HTTP request.** An address page
+/// reads 25 transactions of its history with what their inputs spent, and the blocks' undo
+/// data: a host asking for it in a loop must pay for it.
+///
+/// Four connections from 127.0.0.2 ask for the page of an address with 1,500 transactions as
+/// fast as they are answered, for 10 s, against `--http-cost-soft-limit=1000
+/// --http-cost-hard-limit=1500`. Asserted: they get fewer than 100 pages, are throttled, then
+/// answered 429 and refused at accept; an honest visitor from 127.0.0.3 gets the tip's block
+/// page within 2 s every 250 ms meanwhile, and the address page itself after.
+#[test]
+fn explorer_pages_are_charged_to_their_host() {
+    let http = free_addr();
+    let flag = format!("--http-addr={http}");
+    let served = Served::start(&[
+        &flag,
+        "--http-cost-soft-limit=1000",
+        "--http-cost-hard-limit=1500",
+    ]);
+    let busy = served.make_busy();
+    let path = format!("/explorer/address/{busy}");
+    let honest = Honest::visiting(Duration::from_millis(250), move || {
+        match http_from("127.0.0.3", http, "/explorer/block-height/1", HONEST_WITHIN) {
+            Ok(303) => Ok(()),
+            other => Err(format!("/explorer/block-height/1: {other:?}")),
+        }
+    });
+    let stop = std::sync::Arc::new(AtomicBool::new(false));
+    let attackers: Vec<_> = (0..4)
+        .map(|_| {
+            let (stop, path) = (stop.clone(), path.clone());
+            std::thread::spawn(move || http_flood("127.0.0.2", http, &path, &stop))
+        })
+        .collect();
+    std::thread::sleep(Duration::from_secs(10));
+    stop.store(true, Ordering::SeqCst);
+    let seen: Vec<HttpCharged> = attackers.into_iter().map(|a| a.join().unwrap()).collect();
+    let report = honest.stop();
+    let sum = |f: fn(&HttpCharged) -> u64| seen.iter().map(f).sum::<u64>();
+    let (answers, too_many, closed) = (sum(|s| s.answers), sum(|s| s.too_many), sum(|s| s.closed));
+    let throttled = served.metric("cairn_http_throttled_total");
+    let at_accept =
+        served.metric("cairn_http_connections_refused_total{listener=\"HTTP\",reason=\"cost\"}");
+    println!(
+        "attackers: {answers} pages, {too_many} answered 429, {closed} closed unanswered; \
+         {throttled} requests throttled, {at_accept} connections refused at accept; honest: {} \
+         visits, worst {:?}",
+        report.tries, report.worst
+    );
+    std::thread::sleep(Duration::from_secs(2));
+    let page = http_from("127.0.0.3", http, &path, Duration::from_secs(5));
+    assert!(answers < 100, "the attackers got {answers} pages");
+    assert!(throttled > 0.0, "nothing throttled");
+    assert!(too_many > 0, "no request answered 429");
+    assert!(at_accept > 0.0, "no connection refused for its host's cost");
+    assert_served_within(&report, Duration::from_secs(2));
+    assert_eq!(page, Ok(200));
+}

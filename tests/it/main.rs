@@ -13,6 +13,7 @@ mod differential;
 mod electrum;
 mod electrum_wallet;
 mod esplora;
+mod explorer;
 mod filters;
 mod haproxy;
 mod metrics;

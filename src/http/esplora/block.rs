@@ -28,9 +28,6 @@ struct BlockValue {
     difficulty: f64,
 }
 
-/// Timestamps of a block and the ten before it: their median is its median time past.
-const MEDIAN_SPAN: u32 = 11;
-
 fn block_not_found() -> Failure {
     Failure::not_found("Block not found")
 }
@@ -38,15 +35,6 @@ fn block_not_found() -> Failure {
 /// The height of an indexed block.
 fn height_of(view: &ChainView<'_>, hash: &BlockHash) -> Result<u32, Failure> {
     view.height_of(hash).ok_or_else(block_not_found)
-}
-
-/// The median time past of the block at `height` (Core's `GetMedianTimePast`).
-fn median_time(view: &ChainView<'_>, height: u32) -> u32 {
-    let mut times: Vec<u32> = (height.saturating_sub(MEDIAN_SPAN - 1)..=height)
-        .filter_map(|h| view.header(h).map(|h| h.time))
-        .collect();
-    times.sort_unstable();
-    times.get(times.len() / 2).copied().unwrap_or(0)
 }
 
 fn block_value(view: &ChainView<'_>, height: u32, hash: &BlockHash) -> Result<BlockValue, Failure> {
@@ -63,7 +51,7 @@ fn block_value(view: &ChainView<'_>, height: u32, hash: &BlockHash) -> Result<Bl
         merkle_root: header.merkle_root,
         previousblockhash: (header.prev_blockhash != BlockHash::all_zeros())
             .then_some(header.prev_blockhash),
-        mediantime: median_time(view, height),
+        mediantime: view.median_time_past(height),
         nonce: header.nonce,
         bits: header.bits.to_consensus(),
         difficulty: header.difficulty_float(),

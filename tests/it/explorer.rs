@@ -1,0 +1,374 @@
+//! The explorer's pages (`/explorer/...`) against a real bitcoind on the same chain: every
+//! figure a transaction's, a block's, an address's and the mempool's page shows is checked
+//! against bitcoind's RPC (`getrawtransaction` verbosity 2, `getblock`, `getblockfilter`,
+//! `getmempoolinfo`); the search box's routes; bad queries answered 400 or 404 as pages; an
+//! OP_RETURN carrying `<script>` shown as text; and a page as headless Chromium draws it.
+
+use std::net::SocketAddr;
+use std::path::Path;
+
+use crate::common::browser::{chromium, rendered};
+use crate::common::http::get;
+use crate::common::{free_addr, start_cairn_from, Bitcoind};
+use serde_json::Value;
+
+/// A page answered 200, as HTML with the explorer's policy.
+fn page(addr: SocketAddr, path: &str) -> String {
+    let (status, head, body) = get(addr, path);
+    assert_eq!(status, 200, "{path}: {body}");
+    let head = head.to_ascii_lowercase();
+    assert!(head.contains("content-type: text/html"), "{path}: {head}");
+    assert!(
+        head.contains("content-security-policy: default-src 'none'"),
+        "{path}: {head}"
+    );
+    body
+}
+
+/// Where a search for `query` sends the visitor (a 303's `Location`).
+fn search(addr: SocketAddr, query: &str) -> String {
+    let (status, head, body) = get(addr, &format!("/explorer/search?q={query}"));
+    assert_eq!(status, 303, "{query}: {body}");
+    head.lines()
+        .find_map(|l| {
+            l.strip_prefix("location: ")
+                .or_else(|| l.strip_prefix("Location: "))
+        })
+        .unwrap_or_else(|| panic!("{query}: no location in {head}"))
+        .trim()
+        .to_string()
+}
+
+/// BTC as the pages show it, from bitcoind's amount.
+fn btc(amount: &Value) -> String {
+    format!("{:.8} BTC", amount.as_f64().unwrap())
+}
+
+/// `<dt>name</dt><dd>value</dd>`, as a page lists a figure.
+fn pair(name: &str, value: impl std::fmt::Display) -> String {
+    format!("<dt>{name}</dt><dd>{value}</dd>")
+}
+
+/// The transaction page of `txid` against `getrawtransaction txid 2`.
+fn check_tx(addr: SocketAddr, node: &Bitcoind, txid: &str) -> String {
+    let html = page(addr, &format!("/explorer/tx/{txid}"));
+    let core = node.rpc_json(&["getrawtransaction", txid, "2"]);
+    for (name, field, unit) in [
+        ("size", "size", " bytes"),
+        ("virtual size", "vsize", " vB"),
+        ("weight", "weight", " WU"),
+        ("version", "version", ""),
+        ("lock time", "locktime", ""),
+    ] {
+        assert!(
+            html.contains(&pair(name, format!("{}{unit}", core[field]))),
+            "{txid} {name}: {html}"
+        );
+    }
+    assert!(
+        html.contains(&pair("wtxid", core["hash"].as_str().unwrap())),
+        "{txid} wtxid"
+    );
+    if let Some(fee) = core.get("fee") {
+        let sats = (fee.as_f64().unwrap() * 1e8).round() as u64;
+        assert!(
+            html.contains(&pair("fee", format!("{} ({sats} sat)", btc(fee)))),
+            "{txid} fee: {html}"
+        );
+    }
+    let witness = core["vin"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|i| i.get("txinwitness").is_some());
+    assert!(html.contains(&pair("witness", if witness { "yes" } else { "no" })));
+    if let Some(confirmations) = core.get("confirmations") {
+        assert!(
+            html.contains(&pair("confirmations", confirmations)),
+            "{txid}: {html}"
+        );
+        let hash = core["blockhash"].as_str().unwrap();
+        assert!(
+            html.contains(&format!("<span class=\"hash\">{hash}</span>")),
+            "{txid} block"
+        );
+    }
+    for input in core["vin"].as_array().unwrap() {
+        let Some(prevout) = input.get("prevout") else {
+            continue;
+        };
+        let address = prevout["scriptPubKey"]["address"].as_str().unwrap();
+        let row = format!(
+            "\">{address}</a></td><td class=\"num\">{}</td>",
+            btc(&prevout["value"])
+        );
+        assert!(html.contains(&row), "{txid} input {input}");
+    }
+    for output in core["vout"].as_array().unwrap() {
+        let amount = format!("<td class=\"num\">{}</td>", btc(&output["value"]));
+        let id = format!("<tr id=\"output-{}\">", output["n"]);
+        let at = html.find(&id).unwrap_or_else(|| panic!("{txid}: no {id}"));
+        let row = &html[at..at + html[at..].find("</tr>").unwrap()];
+        assert!(row.contains(&amount), "{txid} {row}");
+        if let Some(address) = output["scriptPubKey"].get("address") {
+            assert!(
+                row.contains(&format!(">{}</a>", address.as_str().unwrap())),
+                "{row}"
+            );
+        }
+    }
+    html
+}
+
+/// The block page at `height` against `getblock` and `getblockfilter`.
+fn check_block(addr: SocketAddr, node: &Bitcoind, height: u64) -> String {
+    let hash = node.rpc(&["getblockhash", &height.to_string()]);
+    assert_eq!(
+        search(addr, &height.to_string()),
+        format!("/explorer/block-height/{height}")
+    );
+    let (status, head, _) = get(addr, &format!("/explorer/block-height/{height}"));
+    assert_eq!(status, 303);
+    assert!(head.contains(&format!("/explorer/block/{hash}")), "{head}");
+    let html = page(addr, &format!("/explorer/block/{hash}"));
+    let core = node.rpc_json(&["getblock", &hash, "1"]);
+    assert!(html.contains(&pair("hash", &hash)));
+    assert!(html.contains(&pair("height", height)));
+    assert!(html.contains(&pair("confirmations", &core["confirmations"])));
+    assert!(html.contains(&pair("merkle root", core["merkleroot"].as_str().unwrap())));
+    assert!(html.contains(&pair("bits", core["bits"].as_str().unwrap())));
+    assert!(html.contains(&pair("nonce", &core["nonce"])));
+    assert!(html.contains(&pair(
+        "version",
+        format!("0x{}", core["versionHex"].as_str().unwrap())
+    )));
+    assert!(html.contains(&pair("transactions", &core["nTx"])));
+    assert!(html.contains(&pair("size", format!("{} bytes", core["size"]))));
+    assert!(html.contains(&pair("weight", format!("{} WU", core["weight"]))));
+    let filter = node.rpc_json(&["getblockfilter", &hash]);
+    assert!(html.contains(&pair("filter header", filter["header"].as_str().unwrap())));
+    assert!(html.contains(&pair("filter", filter["filter"].as_str().unwrap())));
+    html
+}
+
+#[test]
+fn pages_show_what_bitcoind_says_and_refuse_bad_queries_as_pages() {
+    let tmp = tempfile::tempdir().unwrap();
+    let args = ["-txindex=1", "-blockfilterindex=1", "-datacarriersize=83"].map(String::from);
+    let (node, mine) = Bitcoind::with_wallet_and(&tmp.path().join("bitcoind"), &args, 130);
+    // A confirmed payment with an OP_RETURN carrying markup, and one left in the mempool.
+    let paid = node.rpc(&["getnewaddress", "", "bech32"]);
+    let markup = "<script>alert(1)</script>".as_bytes();
+    let data = bitcoin::hex::DisplayHex::to_lower_hex_string(markup);
+    let outputs = format!("[{{\"{paid}\": 1.0}}, {{\"data\": \"{data}\"}}]");
+    let sent = node.rpc_json(&["send", &outputs]);
+    let confirmed = sent["txid"].as_str().unwrap().to_string();
+    node.rpc(&["generatetoaddress", "1", &mine]);
+    // Thirty blocks paying an address nothing spends from (anyone can: OP_TRUE), for a history
+    // of coinbases only.
+    let script = bitcoin::ScriptBuf::from(vec![0x51]);
+    let far = bitcoin::Address::p2wsh(&script, bitcoin::Network::Regtest).to_string();
+    node.rpc(&["generatetoaddress", "30", &far]);
+    node.wait_for_indexes(std::time::Duration::from_secs(30));
+    // The payment's output kept out of the next one, so the address's mempool change is +0.5.
+    let vout = node.rpc_json(&["getrawtransaction", &confirmed, "1"])["vout"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["scriptPubKey"]["address"] == paid.as_str())
+        .map(|o| o["n"].clone())
+        .unwrap();
+    let locked = format!("[{{\"txid\": \"{confirmed}\", \"vout\": {vout}}}]");
+    node.rpc(&["lockunspent", "false", &locked]);
+
+    let (http, electrum) = (free_addr(), free_addr());
+    let cairn = start_cairn_from(
+        &tmp.path().join("cairn"),
+        &node,
+        &[
+            format!("--http-addr={http}"),
+            format!("--electrum-addr={electrum}"),
+        ],
+    );
+    cairn.wait_for(&node.rpc(&["getbestblockhash"]), "initial sync");
+    node.wait_for_indexes(std::time::Duration::from_secs(30));
+    // Sent once cairn is its peer: bitcoind announces a transaction when it enters.
+    let unconfirmed = node.pay_into_mempool(&paid, "0.5");
+    let in_mempool = || page(http, "/explorer/mempool").contains(&unconfirmed);
+    let waited = std::time::Instant::now();
+    while !in_mempool() {
+        assert!(
+            waited.elapsed().as_secs() < 30,
+            "the payment never reached cairn's mempool"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+
+    // Transactions, confirmed and not, found by search.
+    assert_eq!(
+        search(http, &confirmed),
+        format!("/explorer/tx/{confirmed}")
+    );
+    let html = check_tx(http, &node, &confirmed);
+    assert!(
+        html.contains("text: &lt;script&gt;alert(1)&lt;/script&gt;"),
+        "{html}"
+    );
+    assert!(
+        !html.contains("<script"),
+        "markup of the chain in the page: {html}"
+    );
+    let html = check_tx(http, &node, &unconfirmed);
+    assert!(html.contains(&pair("status", "unconfirmed, in the mempool")));
+    assert!(
+        html.contains(&pair("projected block", "the next block")),
+        "{html}"
+    );
+    let entry = node.rpc_json(&["getmempoolentry", &unconfirmed]);
+    let rate = entry["fees"]["base"].as_f64().unwrap() * 1e8 / entry["vsize"].as_f64().unwrap();
+    assert!(
+        html.contains(&pair("fee rate", format!("{rate:.2} sat/vB"))),
+        "{html}"
+    );
+    // The confirmed payment's output is spent by the unconfirmed one or not; either way the
+    // page says what bitcoind's wallet says.
+    let outpoint = format!("{confirmed}:0");
+    assert_eq!(
+        search(http, &outpoint),
+        format!("/explorer/tx/{confirmed}#output-0")
+    );
+
+    // Blocks: the payment's, the first two and the tip.
+    let tip: u64 = node.rpc(&["getblockcount"]).parse().unwrap();
+    let html = check_block(http, &node, tip - 30);
+    assert!(html.contains(&confirmed), "the payment's block lists it");
+    check_block(http, &node, 0);
+    check_block(http, &node, 1);
+    check_block(http, &node, tip);
+
+    // The OP_TRUE address: a coinbase a block, newest first, 25 a page.
+    assert_eq!(search(http, &far), format!("/explorer/address/{far}"));
+    let html = page(http, &format!("/explorer/address/{far}"));
+    let (history, unspent) = html.split_once("Unspent outputs").unwrap();
+    let coinbase = |h: u64| {
+        let hash = node.rpc(&["getblockhash", &h.to_string()]);
+        node.rpc_json(&["getblock", &hash, "1"])["tx"][0]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let newest = history.find(&coinbase(tip)).expect("the tip's coinbase");
+    let older = history.find(&coinbase(tip - 1)).expect("the one before");
+    assert!(newest < older, "newest first");
+    assert!(history.contains(&coinbase(tip - 24)));
+    assert!(!history.contains(&coinbase(tip - 25)), "25 a page");
+    let next = format!("/explorer/address/{far}?after={}", coinbase(tip - 24));
+    assert!(history.contains(&next), "a link to the next page");
+    let second = page(http, &next);
+    assert!(second
+        .split_once("Unspent outputs")
+        .unwrap()
+        .0
+        .contains(&coinbase(tip - 25)));
+    // Every coinbase is unspent, each worth what bitcoind says its output holds.
+    for h in tip - 29..=tip {
+        let value = &node.rpc_json(&["getrawtransaction", &coinbase(h), "1"])["vout"][0]["value"];
+        let row = format!(
+            "{}:0</a></td><td>{h}</td><td class=\"num\">{}</td>",
+            coinbase(h),
+            btc(value)
+        );
+        assert!(unspent.contains(&row), "{row}");
+    }
+    assert!(
+        html.contains(&pair("transactions", "30 confirmed, 0 unconfirmed")),
+        "{html}"
+    );
+    // The paid address: its balance as bitcoind's wallet counts it.
+    let html = page(http, &format!("/explorer/address/{paid}"));
+    let received = node.rpc_json(&["getreceivedbyaddress", &paid, "1"]);
+    assert!(html.contains(&pair("confirmed", btc(&received))), "{html}");
+    assert!(
+        html.contains(&pair("unconfirmed", "+0.50000000 BTC")),
+        "{html}"
+    );
+    assert!(
+        html.contains(&pair("transactions", "1 confirmed, 1 unconfirmed")),
+        "{html}"
+    );
+
+    // The mempool.
+    let html = page(http, "/explorer/mempool");
+    let info = node.rpc_json(&["getmempoolinfo"]);
+    assert!(
+        html.contains(&pair("transactions", &info["size"])),
+        "{html}"
+    );
+
+    // Bad queries: pages with 400 or 404, never 500.
+    for (path, status) in [
+        (
+            "/explorer/search?q=bc1qar0srrr7xfkvy5l643lydnw9re59gtzzwf5mdq",
+            303,
+        ),
+        (
+            "/explorer/address/bc1qar0srrr7xfkvy5l643lydnw9re59gtzzwf5mdq",
+            400,
+        ),
+        (
+            "/explorer/search?q=%3Cscript%3Ealert(1)%3C%2Fscript%3E",
+            400,
+        ),
+        ("/explorer/search?q=", 400),
+        ("/explorer/tx/nothex", 400),
+        (&format!("/explorer/tx/{}", "ab".repeat(32)), 404),
+        (&format!("/explorer/search?q={}", "ab".repeat(32)), 404),
+        ("/explorer/block-height/4000000", 404),
+        (&format!("/explorer/search?q={}", tip + 1), 303),
+        (
+            &format!(
+                "/explorer/block/{}?start=9999",
+                node.rpc(&["getblockhash", "1"])
+            ),
+            404,
+        ),
+        ("/explorer/nothing", 404),
+    ] {
+        let (got, head, body) = get(http, path);
+        assert_eq!(got, status, "{path}: {body}");
+        if status != 303 {
+            assert!(
+                head.to_ascii_lowercase().contains("text/html"),
+                "{path}: {head}"
+            );
+            assert!(!body.contains("<script"), "{path}: {body}");
+        }
+    }
+
+    // As Chromium draws it, with a screenshot kept for people to look at.
+    let url = format!("http://{http}/explorer/tx/{confirmed}");
+    let dom = rendered(&url);
+    assert!(
+        dom.contains(&confirmed) && dom.contains("text: &lt;script&gt;"),
+        "{dom}"
+    );
+    let shot = Path::new(env!("CARGO_TARGET_TMPDIR")).join("explorer-tx.png");
+    let _ = std::fs::remove_file(&shot);
+    chromium(&[
+        format!("--screenshot={}", shot.display()),
+        "--window-size=1280,1400".into(),
+        url,
+    ]);
+    let png = std::fs::read(&shot).unwrap();
+    assert!(
+        png.starts_with(b"\x89PNG") && png.len() > 10_000,
+        "screenshot of {} bytes",
+        png.len()
+    );
+    let dom = rendered(&format!("http://{http}/"));
+    assert!(
+        dom.contains("action=\"/explorer/search\""),
+        "the status page's search box"
+    );
+    cairn.stop();
+}
