@@ -25,23 +25,49 @@ fn page(addr: SocketAddr, path: &str) -> String {
     body
 }
 
-/// Where a search for `query` sends the visitor (a 303's `Location`).
-fn search(addr: SocketAddr, query: &str) -> String {
-    let (status, head, body) = get(addr, &format!("/explorer/search?q={query}"));
-    assert_eq!(status, 303, "{query}: {body}");
-    head.lines()
+/// Where a 303 from `path` sends the browser: its `Location`, relative to `path`, resolved.
+fn redirect(addr: SocketAddr, path: &str) -> String {
+    let (status, head, body) = get(addr, path);
+    assert_eq!(status, 303, "{path}: {body}");
+    let location = head
+        .lines()
         .find_map(|l| {
             l.strip_prefix("location: ")
                 .or_else(|| l.strip_prefix("Location: "))
         })
-        .unwrap_or_else(|| panic!("{query}: no location in {head}"))
-        .trim()
-        .to_string()
+        .unwrap_or_else(|| panic!("{path}: no location in {head}"))
+        .trim();
+    assert!(
+        !location.starts_with('/'),
+        "relative, for a proxy's prefix: {location}"
+    );
+    let mut folders: Vec<&str> = path.split('?').next().unwrap().split('/').collect();
+    folders.pop();
+    let mut rest = location;
+    while let Some(up) = rest.strip_prefix("../") {
+        folders.pop();
+        rest = up;
+    }
+    format!("{}/{rest}", folders.join("/"))
+}
+
+/// Where a search for `query` sends the visitor.
+fn search(addr: SocketAddr, query: &str) -> String {
+    redirect(addr, &format!("/explorer/search?q={query}"))
 }
 
 /// BTC as the pages show it, from bitcoind's amount.
 fn btc(amount: &Value) -> String {
     format!("{:.8} BTC", amount.as_f64().unwrap())
+}
+
+/// The date part of a Unix time, `YYYY-MM-DD`, by `date` (not the page's own arithmetic).
+fn utc_date(unix: i64) -> String {
+    let out = std::process::Command::new("date")
+        .args(["-u", "-d", &format!("@{unix}"), "+%Y-%m-%d %H:%M:%S UTC"])
+        .output()
+        .unwrap();
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
 }
 
 /// `<dt>name</dt><dd>value</dd>`, as a page lists a figure.
@@ -69,7 +95,13 @@ fn check_tx(addr: SocketAddr, node: &Bitcoind, txid: &str) -> String {
         html.contains(&pair("wtxid", core["hash"].as_str().unwrap())),
         "{txid} wtxid"
     );
-    if let Some(fee) = core.get("fee") {
+    let mempool_fee = || node.rpc_json(&["getmempoolentry", txid])["fees"]["base"].clone();
+    if let Some(fee) = core
+        .get("fee")
+        .cloned()
+        .or_else(|| core.get("confirmations").is_none().then(mempool_fee))
+    {
+        let fee = &fee;
         let sats = (fee.as_f64().unwrap() * 1e8).round() as u64;
         assert!(
             html.contains(&pair("fee", format!("{} ({sats} sat)", btc(fee)))),
@@ -94,7 +126,12 @@ fn check_tx(addr: SocketAddr, node: &Bitcoind, txid: &str) -> String {
         );
     }
     for input in core["vin"].as_array().unwrap() {
-        let Some(prevout) = input.get("prevout") else {
+        // A mempool transaction's prevouts are not in bitcoind's answer: from its parents.
+        let parent = |i: &Value| {
+            let tx = node.rpc_json(&["getrawtransaction", i["txid"].as_str()?, "1"]);
+            Some(tx["vout"][i["vout"].as_u64()? as usize].clone())
+        };
+        let Some(prevout) = input.get("prevout").cloned().or_else(|| parent(input)) else {
             continue;
         };
         let address = prevout["scriptPubKey"]["address"].as_str().unwrap();
@@ -116,6 +153,16 @@ fn check_tx(addr: SocketAddr, node: &Bitcoind, txid: &str) -> String {
                 "{row}"
             );
         }
+        // Spent or not, as bitcoind's UTXO set with its mempool says.
+        let n = output["n"].to_string();
+        let unspent = node.rpc(&["gettxout", txid, &n, "true"]);
+        let nulldata = output["scriptPubKey"]["type"] == "nulldata";
+        let said = match (unspent.is_empty(), nulldata) {
+            (_, true) => "unspendable",
+            (false, false) => "unspent",
+            (true, false) => "</a>",
+        };
+        assert!(row.contains(said), "{txid}:{n} {row}");
     }
     html
 }
@@ -127,9 +174,8 @@ fn check_block(addr: SocketAddr, node: &Bitcoind, height: u64) -> String {
         search(addr, &height.to_string()),
         format!("/explorer/block-height/{height}")
     );
-    let (status, head, _) = get(addr, &format!("/explorer/block-height/{height}"));
-    assert_eq!(status, 303);
-    assert!(head.contains(&format!("/explorer/block/{hash}")), "{head}");
+    let to = redirect(addr, &format!("/explorer/block-height/{height}"));
+    assert_eq!(to, format!("/explorer/block/{hash}"));
     let html = page(addr, &format!("/explorer/block/{hash}"));
     let core = node.rpc_json(&["getblock", &hash, "1"]);
     assert!(html.contains(&pair("hash", &hash)));
@@ -145,6 +191,25 @@ fn check_block(addr: SocketAddr, node: &Bitcoind, height: u64) -> String {
     assert!(html.contains(&pair("transactions", &core["nTx"])));
     assert!(html.contains(&pair("size", format!("{} bytes", core["size"]))));
     assert!(html.contains(&pair("weight", format!("{} WU", core["weight"]))));
+    if height > 0 {
+        let stats = node.rpc_json(&["getblockstats", &hash]);
+        let total = format!(
+            "{:.8} BTC",
+            stats["totalfee"].as_u64().unwrap() as f64 / 1e8
+        );
+        assert!(html.contains(&pair("total", total)), "{html}");
+        if stats["txs"].as_u64() > Some(1) {
+            let range = format!("{} to {} sat/vB", stats["minfeerate"], stats["maxfeerate"]);
+            assert!(html.contains(&pair("fee rates", range)), "{html}");
+        }
+    }
+    let median = node.rpc_json(&["getblock", &hash, "1"])["mediantime"]
+        .as_i64()
+        .unwrap();
+    assert!(
+        html.contains(&format!("<dt>median time</dt><dd>{}", utc_date(median))),
+        "{html}"
+    );
     let filter = node.rpc_json(&["getblockfilter", &hash]);
     assert!(html.contains(&pair("filter header", filter["header"].as_str().unwrap())));
     assert!(html.contains(&pair("filter", filter["filter"].as_str().unwrap())));
@@ -211,7 +276,7 @@ fn pages_show_what_bitcoind_says_and_refuse_bad_queries_as_pages() {
     );
     let html = check_tx(http, &node, &confirmed);
     assert!(
-        html.contains("text: &lt;script&gt;alert(1)&lt;/script&gt;"),
+        html.contains("text: <bdi>&lt;script&gt;alert(1)&lt;/script&gt;</bdi>"),
         "{html}"
     );
     assert!(
@@ -349,7 +414,8 @@ fn pages_show_what_bitcoind_says_and_refuse_bad_queries_as_pages() {
     let url = format!("http://{http}/explorer/tx/{confirmed}");
     let dom = rendered(&url);
     assert!(
-        dom.contains(&confirmed) && dom.contains("text: &lt;script&gt;"),
+        dom.contains(&confirmed)
+            && dom.contains("<bdi>&lt;script&gt;alert(1)&lt;/script&gt;</bdi>"),
         "{dom}"
     );
     let shot = Path::new(env!("CARGO_TARGET_TMPDIR")).join("explorer-tx.png");
@@ -367,7 +433,7 @@ fn pages_show_what_bitcoind_says_and_refuse_bad_queries_as_pages() {
     );
     let dom = rendered(&format!("http://{http}/"));
     assert!(
-        dom.contains("action=\"/explorer/search\""),
+        dom.contains("action=\"explorer/search\""),
         "the status page's search box"
     );
     cairn.stop();

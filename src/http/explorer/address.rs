@@ -2,6 +2,7 @@
 //! its history newest first 25 at a time (the mempool's on the first page), and its unspent
 //! outputs.
 
+use std::collections::HashSet;
 use std::str::FromStr;
 
 use bitcoin::{Address, Script, Txid};
@@ -15,8 +16,9 @@ use crate::index::query::QueryError;
 use crate::types::ScriptHash;
 use crate::view::{ChainView, FoundTx, ViewError};
 
-/// Confirmed transactions counted at most (keys only); a longer history says "more than".
-const MAX_COUNTED: usize = 1_000_000;
+/// Confirmed transactions counted at most (keys only, on the first page: 400 units of cost);
+/// a longer history says "more than", as Esplora's statistics stop at 20,000.
+const MAX_COUNTED: usize = 20_000;
 /// Mempool transactions the first page lists at most (Esplora's `MAX_MEMPOOL_TXS`).
 const MEMPOOL_TXS: usize = 50;
 /// Unspent outputs listed at most.
@@ -24,7 +26,7 @@ const MAX_UNSPENT: usize = 500;
 
 /// `GET /explorer/address/:address[?after=txid]`: `after` is the last transaction of the page
 /// before (the history goes on below it).
-pub fn page(ctx: &Query, text: &str, after: Option<&str>) -> Page {
+pub fn page(ctx: &Query, mut body: Html, text: &str, after: Option<&str>) -> Page {
     let network = ctx.model.validator().network().to_bitcoin();
     let address = Address::from_str(text)
         .map_err(|e| PageError::bad(format!("not an address: {e}")))?
@@ -44,8 +46,7 @@ pub fn page(ctx: &Query, text: &str, after: Option<&str>) -> Page {
     let script = address.script_pubkey();
     let sh = ScriptHash::of(&script);
     let view = ctx.view();
-    let mut body = Html::default();
-    summary(&view, &sh, &mut body)?;
+    summary(&view, &sh, after.is_none(), &mut body)?;
     history(&view, &address, &script, &sh, after, &mut body)?;
     unspent(&view, &sh, &mut body)?;
     Ok(html::page(
@@ -55,22 +56,30 @@ pub fn page(ctx: &Query, text: &str, after: Option<&str>) -> Page {
     ))
 }
 
-fn summary(view: &ChainView<'_>, sh: &ScriptHash, body: &mut Html) -> Result<(), PageError> {
+/// The balance, and on the first page (`first`) how many transactions the address has.
+fn summary(
+    view: &ChainView<'_>,
+    sh: &ScriptHash,
+    first: bool,
+    body: &mut Html,
+) -> Result<(), PageError> {
     let balance = view.balance(sh)?;
-    let confirmed = match view.confirmed_len(sh, MAX_COUNTED) {
-        Ok(n) => n.to_string(),
-        Err(ViewError::Query(QueryError::TooLarge { limit })) => format!("more than {limit}"),
-        Err(e) => return Err(e.into()),
-    };
-    let unconfirmed = view.mempool_stats(sh).tx_count;
     body.raw("<section><h2>Balance</h2><dl>")
         .pair("confirmed", btc(balance.confirmed.to_sat()))
-        .pair("unconfirmed", signed_btc(balance.unconfirmed.to_sat()))
-        .pair(
+        .pair("unconfirmed", signed_btc(balance.unconfirmed.to_sat()));
+    if first {
+        let confirmed = match view.confirmed_len(sh, MAX_COUNTED) {
+            Ok(n) => n.to_string(),
+            Err(ViewError::Query(QueryError::TooLarge { limit })) => format!("more than {limit}"),
+            Err(e) => return Err(e.into()),
+        };
+        let unconfirmed = view.mempool_stats(sh).tx_count;
+        body.pair(
             "transactions",
             format!("{confirmed} confirmed, {unconfirmed} unconfirmed"),
-        )
-        .raw("</dl></section>");
+        );
+    }
+    body.raw("</dl></section>");
     Ok(())
 }
 
@@ -111,13 +120,10 @@ fn history(
         ));
     };
     let confirmed = view.history_transactions(&entries)?;
-    let last = confirmed.last().map(|f| f.tx.compute_txid());
+    let last = entries.last().map(|e| e.txid);
     // A transaction confirmed between the two reads shows once, confirmed.
-    rows.retain(|m| {
-        !confirmed
-            .iter()
-            .any(|c| c.tx.compute_txid() == m.tx.compute_txid())
-    });
+    let known: HashSet<Txid> = entries.iter().map(|e| e.txid).collect();
+    rows.retain(|m| !known.contains(&m.tx.compute_txid()));
     rows.extend(confirmed);
     body.raw("<section><h2>Transactions, newest first</h2><table><tr><th>txid</th><th>time</th><th>height</th><th class=\"num\">net</th><th class=\"num\">fee</th></tr>");
     for found in &rows {

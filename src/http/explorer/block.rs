@@ -14,13 +14,13 @@ use crate::kernel::BlockUndo;
 use crate::view::{ChainView, FilterState};
 
 /// `GET /explorer/block-height/:height`: to the page of the block at that height.
-pub fn at_height(ctx: &Query, text: &str) -> Page {
+pub fn at_height(ctx: &Query, from: &str, text: &str) -> Page {
     let height: u32 = text
         .parse()
         .map_err(|_| PageError::bad(format!("not a block height: {text:?}")))?;
     let view = ctx.view();
     match view.block_hash(height) {
-        Some(hash) => Ok(html::see_other(&format!("/explorer/block/{hash}"))),
+        Some(hash) => Ok(html::see_other(from, &format!("/explorer/block/{hash}"))),
         None => {
             let tip = view.tip().map_or(-1, |(h, _)| i64::from(h));
             Err(PageError::not_found(format!(
@@ -31,7 +31,7 @@ pub fn at_height(ctx: &Query, text: &str) -> Page {
 }
 
 /// `GET /explorer/block/:hash[?start=N]`: the block and its transactions from `start`.
-pub fn page(ctx: &Query, hash: &BlockHash, start: usize) -> Page {
+pub fn page(ctx: &Query, mut body: Html, hash: &BlockHash, start: usize) -> Page {
     let view = ctx.view();
     let height = view
         .height_of(hash)
@@ -42,7 +42,6 @@ pub fn page(ctx: &Query, hash: &BlockHash, start: usize) -> Page {
         0 => BlockUndo { txs: Vec::new() },
         _ => view.undo(hash)?,
     };
-    let mut body = Html::default();
     header(&view, height, &block, size, &mut body);
     fees(&block, &spent, &mut body);
     filter(&view, height, &mut body)?;
@@ -87,14 +86,15 @@ fn header(view: &ChainView<'_>, height: u32, block: &Block, size: usize, body: &
 }
 
 /// The fee range: the lowest and highest fee rate of the block's transactions (the coinbase
-/// left out), and what they paid in all.
+/// left out) in whole sat/vB as Core's `getblockstats` counts them (`fee * 4 / weight`, rounded
+/// down), and what they paid in all.
 fn fees(block: &Block, spent: &BlockUndo, body: &mut Html) {
     let mut total = 0u64;
-    let mut range: Option<(f64, f64)> = None;
+    let mut range: Option<(u64, u64)> = None;
     for (pos, tx) in block.txdata.iter().enumerate().skip(1) {
         let paid = fee(tx, &prevouts_at(spent, pos));
         total = total.saturating_add(paid);
-        let rate = paid as f64 / tx.vsize().max(1) as f64;
+        let rate = paid.saturating_mul(4) / tx.weight().to_wu().max(1);
         range = Some(range.map_or((rate, rate), |(lo, hi)| (lo.min(rate), hi.max(rate))));
     }
     body.raw("<section><h2>Fees</h2><dl>")
@@ -102,7 +102,7 @@ fn fees(block: &Block, spent: &BlockUndo, body: &mut Html) {
         .pair(
             "fee rates",
             match range {
-                Some((lo, hi)) => format!("{lo:.2} to {hi:.2} sat/vB"),
+                Some((lo, hi)) => format!("{lo} to {hi} sat/vB"),
                 None => "no transaction but the coinbase".into(),
             },
         )
@@ -181,7 +181,7 @@ fn transactions(
         let back = start.saturating_sub(TXS_PER_PAGE);
         body.link(
             &format!("/explorer/block/{hash}?start={back}"),
-            "← newer positions",
+            "← earlier positions",
         );
         body.raw(" ");
     }

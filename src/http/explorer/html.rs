@@ -10,19 +10,49 @@ use hyper::body::Bytes;
 use hyper::{Response, StatusCode};
 
 /// What the explorer's pages may load: their own inline style, nothing else; forms post to
-/// this origin only.
-const POLICY: &str =
-    "default-src 'none'; style-src 'unsafe-inline'; img-src data:; form-action 'self'; base-uri 'none'";
+/// this origin only; no other site frames them.
+const POLICY: &str = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
 
 /// A page's body being written. Text goes in through [`Html::text`] (escaped); markup through
-/// [`Html::raw`], from this module's callers' own literals only.
-#[derive(Default)]
-pub struct Html(String);
+/// [`Html::raw`], from this module's callers' own literals only. Links are relative to the page
+/// (`root` leads from it to the server's root), so the pages work behind a proxy that serves
+/// cairn under a path of its own.
+pub struct Html {
+    out: String,
+    root: String,
+}
 
 impl Html {
+    /// A page at `path` (the request's path): its links climb one level for each of its
+    /// folders.
+    pub fn at(path: &str) -> Self {
+        let depth = path.matches('/').count().saturating_sub(1);
+        Html {
+            out: String::new(),
+            root: "../".repeat(depth),
+        }
+    }
+
+    /// The same page's other part (its links as relative).
+    pub fn part(&self) -> Self {
+        Html {
+            out: String::new(),
+            root: self.root.clone(),
+        }
+    }
+
+    /// `path` (from the server's root: `/explorer/...`) relative to this page.
+    pub fn relative(&self, path: &str) -> String {
+        let relative = format!("{}{}", self.root, path.trim_start_matches('/'));
+        match relative.is_empty() {
+            true => "./".into(),
+            false => relative,
+        }
+    }
+
     /// Appends markup written by the explorer itself (never a field of the chain or a request).
     pub fn raw(&mut self, markup: &str) -> &mut Self {
-        self.0.push_str(markup);
+        self.out.push_str(markup);
         self
     }
 
@@ -30,12 +60,21 @@ impl Html {
     pub fn text(&mut self, text: impl std::fmt::Display) -> &mut Self {
         let mut plain = String::new();
         let _ = write!(plain, "{text}");
-        escape_into(&mut self.0, &plain);
+        escape_into(&mut self.out, &plain);
         self
     }
 
-    /// A link to `href` (a path this module built from parsed values) with `text` escaped.
-    pub fn link(&mut self, href: &str, text: impl std::fmt::Display) -> &mut Self {
+    /// Appends `text` escaped, cut after [`MAX_TEXT`] characters (a script of a megabyte).
+    pub fn short_text(&mut self, text: &str) -> &mut Self {
+        match text.char_indices().nth(MAX_TEXT) {
+            Some((at, _)) => self.text(&text[..at]).raw("…"),
+            None => self.text(text),
+        }
+    }
+
+    /// A link to `path` (from the server's root, built from parsed values) with `text` escaped.
+    pub fn link(&mut self, path: &str, text: impl std::fmt::Display) -> &mut Self {
+        let href = self.relative(path);
         self.raw("<a href=\"")
             .text(href)
             .raw("\">")
@@ -54,9 +93,12 @@ impl Html {
 
     /// The markup written so far.
     pub fn into_string(self) -> String {
-        self.0
+        self.out
     }
 }
+
+/// Characters of a script or of an OP_RETURN's text a page shows at most.
+pub const MAX_TEXT: usize = 1_000;
 
 /// Escapes the five characters that matter in HTML content and quoted attributes.
 fn escape_into(out: &mut String, text: &str) {
@@ -112,13 +154,22 @@ fn civil_from_days(days: i64) -> (i64, u32, u32) {
 
 /// A whole page: `title` (escaped) over `body`, answered with `status`.
 pub fn page(status: StatusCode, title: &str, body: Html) -> Response<Full<Bytes>> {
-    let mut html = Html::default();
+    let mut html = body.part();
+    let (home, search, mempool) = (
+        html.relative("/"),
+        html.relative("/explorer/search"),
+        html.relative("/explorer/mempool"),
+    );
     html.raw(HEAD)
         .raw("<title>")
         .text(title)
-        .raw(" · cairn</title></head><body>")
-        .raw(HEADER)
-        .raw("<main><h1>")
+        .raw(" · cairn</title></head><body><header><b><a href=\"")
+        .text(home)
+        .raw("\">cairn</a></b><form action=\"")
+        .text(search)
+        .raw(SEARCH)
+        .text(mempool)
+        .raw("\">mempool</a></header><main><h1>")
         .text(title)
         .raw("</h1>")
         .raw(&body.into_string())
@@ -134,14 +185,20 @@ pub fn page(status: StatusCode, title: &str, body: Html) -> Response<Full<Bytes>
         hyper::header::CONTENT_SECURITY_POLICY,
         hyper::header::HeaderValue::from_static(POLICY),
     );
+    headers.insert(
+        hyper::header::X_CONTENT_TYPE_OPTIONS,
+        hyper::header::HeaderValue::from_static("nosniff"),
+    );
     response
 }
 
-/// A redirect to a page of the explorer (`location` built from parsed values).
-pub fn see_other(location: &str) -> Response<Full<Bytes>> {
+/// A redirect from the page at `from` (the request's path) to `to` (a path from the server's
+/// root, built from parsed values), relative as the pages' links are.
+pub fn see_other(from: &str, to: &str) -> Response<Full<Bytes>> {
     let mut response = Response::new(Full::new(Bytes::new()));
     *response.status_mut() = StatusCode::SEE_OTHER;
-    if let Ok(value) = hyper::header::HeaderValue::from_str(location) {
+    let location = Html::at(from).relative(to);
+    if let Ok(value) = hyper::header::HeaderValue::from_str(&location) {
         response
             .headers_mut()
             .insert(hyper::header::LOCATION, value);
@@ -168,15 +225,43 @@ th { color: #5a6675; font-weight: 600; }
 .bar { fill: #2f6db5; } svg text { font-size: 10px; fill: #5a6675; }
 </style>"#;
 
-const HEADER: &str = r#"<header><b><a href="/">cairn</a></b><form action="/explorer/search" method="get" role="search"><input name="q" placeholder="address, txid, block hash or height, txid:vout" aria-label="search"> <button>Search</button></form><a href="/explorer/mempool">mempool</a></header>"#;
+/// The search form after its action, up to the mempool link's target.
+const SEARCH: &str = r#"" method="get" role="search"><input name="q" placeholder="address, txid, block hash or height, txid:vout" aria-label="search"> <button>Search</button></form><a href=""#;
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
+    fn links_are_relative_to_the_page() {
+        let tx = "/explorer/tx/ab";
+        assert_eq!(
+            Html::at("/explorer/block/00").relative(tx),
+            "../../explorer/tx/ab"
+        );
+        assert_eq!(
+            Html::at("/explorer/mempool").relative(tx),
+            "../explorer/tx/ab"
+        );
+        assert_eq!(Html::at("/explorer").relative(tx), "explorer/tx/ab");
+        let mut html = Html::at("/explorer/tx/ab");
+        html.link("/tx/ab/hex", "<hex>");
+        assert_eq!(
+            html.into_string(),
+            "<a href=\"../../tx/ab/hex\">&lt;hex&gt;</a>"
+        );
+    }
+
+    #[test]
+    fn long_text_is_cut() {
+        let mut html = Html::at("/");
+        html.short_text(&"é".repeat(MAX_TEXT + 5));
+        assert_eq!(html.into_string(), format!("{}…", "é".repeat(MAX_TEXT)));
+    }
+
+    #[test]
     fn text_is_escaped_and_markup_kept() {
-        let mut html = Html::default();
+        let mut html = Html::at("/");
         html.raw("<p>")
             .text("<script>alert('x') & \"y\"</script>")
             .raw("</p>");

@@ -16,8 +16,7 @@ const BLOCKS_SHOWN: usize = 8;
 const RECENT: usize = 10;
 
 /// `GET /explorer/mempool`.
-pub fn page(ctx: &Query) -> Page {
-    let mut body = Html::default();
+pub fn page(ctx: &Query, mut body: Html) -> Page {
     let Some(pool) = ctx.model.mempool() else {
         body.raw("<section><p>this node keeps no mempool</p></section>");
         return Ok(html::page(StatusCode::OK, "Mempool", body));
@@ -29,7 +28,7 @@ pub fn page(ctx: &Query) -> Page {
         .pair("fees", btc(fees))
         .raw("</dl></section>");
     let rates = pool.fee_rates();
-    body.raw("<section><h2>Fee rates (virtual size at each rate and above)</h2>")
+    body.raw("<section><h2>Fee rates (virtual size in each bin, from the highest rate down)</h2>")
         .raw(&histogram_svg(&rates.histogram))
         .raw("</section>");
     body.raw("<section><h2>Next blocks, as projected</h2><table><tr><th>block</th><th class=\"num\">transactions</th><th class=\"num\">virtual size</th><th class=\"num\">fees</th><th class=\"num\">lowest package rate</th><th class=\"num\">average rate</th></tr>");

@@ -61,15 +61,16 @@ pub fn answer(
     rest: &str,
     query: Option<&str>,
 ) -> Response<Full<Bytes>> {
+    let path = format!("/explorer{rest}");
     let page = match *method == hyper::Method::GET {
-        true => route(ctx, rest, query.unwrap_or("")),
+        true => route(ctx, &path, query.unwrap_or("")),
         false => Err(PageError(
             StatusCode::METHOD_NOT_ALLOWED,
             "only GET is served".into(),
         )),
     };
     page.unwrap_or_else(|PageError(status, message)| {
-        let mut body = Html::default();
+        let mut body = Html::at(&path);
         body.raw("<section><p>")
             .text(&message)
             .raw("</p></section>");
@@ -78,17 +79,19 @@ pub fn answer(
     })
 }
 
-fn route(ctx: &Query, rest: &str, query: &str) -> Page {
-    let parts: Vec<&str> = rest.split('/').skip(1).take(3).collect();
+/// The page at `path` (`/explorer/...`).
+fn route(ctx: &Query, path: &str, query: &str) -> Page {
+    let parts: Vec<&str> = path.split('/').skip(2).take(3).collect();
+    let at = Html::at(path);
     match parts.as_slice() {
-        [] | [""] => Ok(html::see_other("/")),
-        ["search"] => search::route(ctx, &param(query, "q").unwrap_or_default()),
-        ["tx", txid] => tx::page(ctx, &parse_txid(txid)?),
-        ["block", hash] => block::page(ctx, &parse_hash(hash)?, start(query)?),
-        ["block-height", height] => block::at_height(ctx, height),
-        ["address", address] => address::page(ctx, address, param(query, "after").as_deref()),
-        ["mempool"] => mempool::page(ctx),
-        _ => Err(PageError::not_found(format!("no page at /explorer{rest}"))),
+        [] | [""] => Ok(html::see_other(path, "/")),
+        ["search"] => search::route(ctx, path, &param(query, "q").unwrap_or_default()),
+        ["tx", txid] => tx::page(ctx, at, &parse_txid(txid)?),
+        ["block", hash] => block::page(ctx, at, &parse_hash(hash)?, start(query)?),
+        ["block-height", height] => block::at_height(ctx, path, height),
+        ["address", address] => address::page(ctx, at, address, param(query, "after").as_deref()),
+        ["mempool"] => mempool::page(ctx, at),
+        _ => Err(PageError::not_found(format!("no page at {path}"))),
     }
 }
 

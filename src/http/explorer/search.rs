@@ -57,7 +57,8 @@ fn parse(query: &str) -> Result<Sought, PageError> {
         return Ok(Sought::Height(height));
     }
     match bitcoin::Address::from_str(query) {
-        Ok(_) => Ok(Sought::Address(query.to_string())),
+        // Its own writing of itself, not the visitor's text.
+        Ok(address) => Ok(Sought::Address(address.assume_checked().to_string())),
         Err(e) => Err(PageError::bad(format!(
             "not an address ({e}), a transaction id, a block hash or height, or txid:vout"
         ))),
@@ -65,23 +66,30 @@ fn parse(query: &str) -> Result<Sought, PageError> {
 }
 
 /// `GET /explorer/search?q=...`.
-pub fn route(ctx: &Query, query: &str) -> Page {
+pub fn route(ctx: &Query, from: &str, query: &str) -> Page {
     match parse(query)? {
-        Sought::Output(txid, vout) => Ok(html::see_other(&format!(
-            "/explorer/tx/{txid}#output-{vout}"
-        ))),
-        Sought::Height(height) => Ok(html::see_other(&format!("/explorer/block-height/{height}"))),
-        Sought::Address(address) => Ok(html::see_other(&format!("/explorer/address/{address}"))),
+        Sought::Output(txid, vout) => Ok(html::see_other(
+            from,
+            &format!("/explorer/tx/{txid}#output-{vout}"),
+        )),
+        Sought::Height(height) => Ok(html::see_other(
+            from,
+            &format!("/explorer/block-height/{height}"),
+        )),
+        Sought::Address(address) => Ok(html::see_other(
+            from,
+            &format!("/explorer/address/{address}"),
+        )),
         Sought::Id(id) => {
             let view = ctx.view();
             if let Ok(txid) = Txid::from_str(&id) {
                 if view.transaction(&txid, false)?.is_some() {
-                    return Ok(html::see_other(&format!("/explorer/tx/{txid}")));
+                    return Ok(html::see_other(from, &format!("/explorer/tx/{txid}")));
                 }
             }
             if let Ok(hash) = BlockHash::from_str(&id) {
                 if view.height_of(&hash).is_some() {
-                    return Ok(html::see_other(&format!("/explorer/block/{hash}")));
+                    return Ok(html::see_other(from, &format!("/explorer/block/{hash}")));
                 }
             }
             Err(PageError::not_found(format!(

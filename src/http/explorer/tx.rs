@@ -15,12 +15,11 @@ use crate::view::{ChainView, FoundTx, Spender};
 const MAX_ROWS: usize = 1_000;
 
 /// `GET /explorer/tx/:txid`.
-pub fn page(ctx: &Query, txid: &Txid) -> Page {
+pub fn page(ctx: &Query, mut body: Html, txid: &Txid) -> Page {
     let view = ctx.view();
     let found = view.transaction(txid, true)?.ok_or_else(|| {
         PageError::not_found(format!("no transaction {txid} in the chain or the mempool"))
     })?;
-    let mut body = Html::default();
     status(ctx, &view, &found, &mut body);
     details(&found, &mut body);
     inputs(&found, view.network(), &mut body);
@@ -79,15 +78,13 @@ fn status(ctx: &Query, view: &ChainView<'_>, found: &FoundTx, body: &mut Html) {
 
 fn mempool_status(ctx: &Query, found: &FoundTx, body: &mut Html) {
     let txid = found.tx.compute_txid();
-    let fee = fee(&found.tx, &found.prevouts);
-    let vsize = found.tx.vsize() as u64;
-    body.pair("status", "unconfirmed, in the mempool").pair(
-        "fee rate",
-        format!("{:.2} sat/vB", fee as f64 / vsize.max(1) as f64),
-    );
+    body.pair("status", "unconfirmed, in the mempool");
     let pool = ctx.model.mempool();
+    // The mempool's own figures: its virtual size counts sigops as Core's `getmempoolentry`.
     if let Some(entry) = pool.and_then(|p| p.entry(&txid)) {
-        body.pair("first seen", utc(entry.time));
+        let rate = entry.fee as f64 / entry.vsize.max(1) as f64;
+        body.pair("fee rate", format!("{rate:.2} sat/vB"))
+            .pair("first seen", utc(entry.time));
     }
     let rates = pool.map(|p| p.fee_rates());
     let projected = rates
@@ -124,7 +121,8 @@ fn details(found: &FoundTx, body: &mut Html) {
         .pair("size", format!("{} bytes", tx.total_size()))
         .pair("virtual size", format!("{vsize} vB"))
         .pair("weight", format!("{} WU", tx.weight().to_wu()))
-        .pair("version", tx.version.0)
+        // Unsigned, as Core 28 and later show it.
+        .pair("version", tx.version.0 as u32)
         .pair("lock time", tx.lock_time.to_consensus_u32())
         .pair(
             "witness",
@@ -150,10 +148,10 @@ fn script_cell(out: &TxOut, network: bitcoin::Network, body: &mut Html) {
         }
         Err(_) => {
             body.raw("<span class=\"hash\">")
-                .text(out.script_pubkey.to_asm_string())
+                .short_text(&out.script_pubkey.to_asm_string())
                 .raw("</span>");
             if let Some(text) = op_return_text(&out.script_pubkey) {
-                body.raw("<br>text: ").text(text);
+                body.raw("<br>text: <bdi>").short_text(&text).raw("</bdi>");
             }
         }
     }
