@@ -24,4 +24,4 @@ pub use model::{CacheSettings, ChainView, CostMeter, ReadModel, ViewError};
 pub use outpoint::{OutpointStatus, Spender};
 pub use script::{Balance, ScriptStats, Unspent};
 pub use tweaks::{TweakState, TxTweak};
-pub use tx::{decode, BlockOfTx, Confirmation, FoundTx, TxAtPosition, WitnessProof};
+pub use tx::{decode, fee_paid, BlockOfTx, Confirmation, FoundTx, TxAtPosition, WitnessProof};

@@ -124,6 +124,33 @@ fn spent_outputs(
     Ok(spent.iter().map(|s| Some(s.txout.clone())).collect())
 }
 
+/// What a transaction's inputs spent (`prevouts`, in input order; an unknown one counts 0)
+/// minus what its outputs pay; 0 for a coinbase (as Esplora shows it).
+pub fn fee_paid(tx: &Transaction, prevouts: &[Option<TxOut>]) -> u64 {
+    if tx.is_coinbase() {
+        return 0;
+    }
+    let spent = prevouts
+        .iter()
+        .flatten()
+        .try_fold(0u64, |sum, p| sum.checked_add(p.value.to_sat()));
+    let paid = tx
+        .output
+        .iter()
+        .try_fold(0u64, |sum, o| sum.checked_add(o.value.to_sat()));
+    match (spent, paid) {
+        (Some(spent), Some(paid)) => spent.saturating_sub(paid),
+        _ => 0,
+    }
+}
+
+impl FoundTx {
+    /// Its fee, from what its inputs spent ([`fee_paid`]).
+    pub fn fee(&self) -> u64 {
+        fee_paid(&self.tx, &self.prevouts)
+    }
+}
+
 impl ChainView<'_> {
     /// The view's block at `height` as a confirmation.
     pub fn confirmation(&self, height: u32) -> Option<Confirmation> {

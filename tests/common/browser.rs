@@ -48,3 +48,21 @@ pub fn attribute_of(dom: &str, id: &str, name: &str) -> Option<String> {
     let from = tag.find(&format!("{name}=\""))? + name.len() + 2;
     Some(tag[from..from + tag[from..].find('"')?].to_string())
 }
+
+/// Saves a screenshot of `url` at `$CARGO_TARGET_TMPDIR/NAME` (for people to look at), `width`
+/// by `height` pixels, and checks it is a PNG of some substance.
+pub fn screenshot(url: &str, name: &str, width: u32, height: u32) {
+    let shot = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let _ = std::fs::remove_file(&shot);
+    chromium(&[
+        format!("--screenshot={}", shot.display()),
+        format!("--window-size={width},{height}"),
+        url.to_string(),
+    ]);
+    let png = std::fs::read(&shot).unwrap();
+    assert!(
+        png.starts_with(b"\x89PNG") && png.len() > 10_000,
+        "screenshot of {} bytes",
+        png.len()
+    );
+}

@@ -5,9 +5,8 @@
 //! OP_RETURN carrying `<script>` shown as text; and a page as headless Chromium draws it.
 
 use std::net::SocketAddr;
-use std::path::Path;
 
-use crate::common::browser::{chromium, rendered};
+use crate::common::browser::{rendered, screenshot};
 use crate::common::http::get;
 use crate::common::{free_addr, start_cairn_from, Bitcoind};
 use serde_json::Value;
@@ -418,19 +417,7 @@ fn pages_show_what_bitcoind_says_and_refuse_bad_queries_as_pages() {
             && dom.contains("<bdi>&lt;script&gt;alert(1)&lt;/script&gt;</bdi>"),
         "{dom}"
     );
-    let shot = Path::new(env!("CARGO_TARGET_TMPDIR")).join("explorer-tx.png");
-    let _ = std::fs::remove_file(&shot);
-    chromium(&[
-        format!("--screenshot={}", shot.display()),
-        "--window-size=1280,1400".into(),
-        url,
-    ]);
-    let png = std::fs::read(&shot).unwrap();
-    assert!(
-        png.starts_with(b"\x89PNG") && png.len() > 10_000,
-        "screenshot of {} bytes",
-        png.len()
-    );
+    screenshot(&url, "explorer-tx.png", 1280, 1400);
     let dom = rendered(&format!("http://{http}/"));
     assert!(
         dom.contains("action=\"explorer/search\""),

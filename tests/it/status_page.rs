@@ -6,10 +6,9 @@
 use crate::common;
 
 use std::net::SocketAddr;
-use std::path::Path;
 use std::time::{Duration, Instant};
 
-use crate::common::browser::{attribute_of, chromium, rendered, text_of};
+use crate::common::browser::{attribute_of, rendered, screenshot, text_of};
 use crate::common::http::get;
 use crate::common::lines::Lines;
 use crate::common::{free_addr, start_cairn_from, Bitcoind};
@@ -181,19 +180,7 @@ fn the_page_drawn_by_chromium_shows_what_cairn_status_says() {
     );
 
     // The screenshot, kept for people to look at.
-    let shot = Path::new(env!("CARGO_TARGET_TMPDIR")).join("status-page.png");
-    let _ = std::fs::remove_file(&shot);
-    chromium(&[
-        format!("--screenshot={}", shot.display()),
-        "--window-size=1280,900".into(),
-        url,
-    ]);
-    let png = std::fs::read(&shot).unwrap();
-    assert!(
-        png.starts_with(b"\x89PNG") && png.len() > 10_000,
-        "screenshot of {} bytes",
-        png.len()
-    );
+    screenshot(&url, "status-page.png", 1280, 900);
     drop(wallet);
     cairn.stop();
 

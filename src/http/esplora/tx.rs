@@ -9,7 +9,7 @@ use super::api::{self, binary, text, Failure, Reply, TxStatus};
 use crate::http::context::Query;
 use crate::mempool::Rejection;
 use crate::view::merkle::rpc_hex;
-use crate::view::{decode, BlockOfTx, ChainView, FoundTx, Spender};
+use crate::view::{decode, fee_paid, BlockOfTx, ChainView, FoundTx, Spender};
 
 /// An output as Esplora shows it (also each input's `prevout`).
 #[derive(Debug, Serialize)]
@@ -167,28 +167,9 @@ impl TxValue {
             vout: tx.output.iter().map(|o| Vout::of(o, network)).collect(),
             size: tx.total_size(),
             weight: tx.weight().to_wu(),
-            fee: fee(tx, prevouts),
+            fee: fee_paid(tx, prevouts),
             status,
         }
-    }
-}
-
-/// What the inputs spend minus what the outputs pay; 0 for a coinbase (as Esplora).
-fn fee(tx: &Transaction, prevouts: &[Option<TxOut>]) -> u64 {
-    if tx.is_coinbase() {
-        return 0;
-    }
-    let spent = prevouts
-        .iter()
-        .flatten()
-        .try_fold(0u64, |sum, p| sum.checked_add(p.value.to_sat()));
-    let paid = tx
-        .output
-        .iter()
-        .try_fold(0u64, |sum, o| sum.checked_add(o.value.to_sat()));
-    match (spent, paid) {
-        (Some(spent), Some(paid)) => spent.saturating_sub(paid),
-        _ => 0,
     }
 }
 

@@ -9,7 +9,6 @@ use bitcoin::{Address, Script, Txid};
 use hyper::StatusCode;
 
 use super::html::{self, btc, signed_btc, utc, Html};
-use super::tx::fee;
 use super::{Page, PageError, TXS_PER_PAGE};
 use crate::http::context::Query;
 use crate::index::query::QueryError;
@@ -144,7 +143,7 @@ fn history(
         body.raw("</td><td class=\"num\">")
             .text(signed_btc(net(found, script)))
             .raw("</td><td class=\"num\">")
-            .text(fee(&found.tx, &found.prevouts))
+            .text(found.fee())
             .raw(" sat</td></tr>");
     }
     body.raw("</table>");

@@ -7,11 +7,10 @@ use bitcoin::{Block, BlockHash, TxOut};
 use hyper::StatusCode;
 
 use super::html::{self, btc, utc, Html};
-use super::tx::fee;
 use super::{Page, PageError, TXS_PER_PAGE};
 use crate::http::context::Query;
 use crate::kernel::BlockUndo;
-use crate::view::{ChainView, FilterState};
+use crate::view::{fee_paid, ChainView, FilterState};
 
 /// `GET /explorer/block-height/:height`: to the page of the block at that height.
 pub fn at_height(ctx: &Query, from: &str, text: &str) -> Page {
@@ -92,7 +91,7 @@ fn fees(block: &Block, spent: &BlockUndo, body: &mut Html) {
     let mut total = 0u64;
     let mut range: Option<(u64, u64)> = None;
     for (pos, tx) in block.txdata.iter().enumerate().skip(1) {
-        let paid = fee(tx, &prevouts_at(spent, pos));
+        let paid = fee_paid(tx, &prevouts_at(spent, pos));
         total = total.saturating_add(paid);
         let rate = paid.saturating_mul(4) / tx.weight().to_wu().max(1);
         range = Some(range.map_or((rate, rate), |(lo, hi)| (lo.min(rate), hi.max(rate))));
@@ -171,7 +170,7 @@ fn transactions(
             .raw("</td><td class=\"num\">")
             .text(btc(out))
             .raw("</td><td class=\"num\">")
-            .text(fee(tx, &prevouts_at(spent, pos)))
+            .text(fee_paid(tx, &prevouts_at(spent, pos)))
             .raw(" sat</td><td class=\"num\">")
             .text(tx.vsize())
             .raw("</td></tr>");

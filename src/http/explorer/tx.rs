@@ -33,25 +33,6 @@ pub fn page(ctx: &Query, mut body: Html, txid: &Txid) -> Page {
     ))
 }
 
-/// What the inputs spent minus what the outputs pay (0 for a coinbase, or when a prevout is
-/// unknown).
-pub fn fee(tx: &Transaction, prevouts: &[Option<TxOut>]) -> u64 {
-    if tx.is_coinbase() || prevouts.len() != tx.input.len() {
-        return 0;
-    }
-    let spent: Option<u64> = prevouts
-        .iter()
-        .try_fold(0u64, |sum, p| sum.checked_add(p.as_ref()?.value.to_sat()));
-    let paid: Option<u64> = tx
-        .output
-        .iter()
-        .try_fold(0u64, |sum, o| sum.checked_add(o.value.to_sat()));
-    match (spent, paid) {
-        (Some(spent), Some(paid)) => spent.saturating_sub(paid),
-        _ => 0,
-    }
-}
-
 fn status(ctx: &Query, view: &ChainView<'_>, found: &FoundTx, body: &mut Html) {
     body.raw("<section><h2>Status</h2><dl>");
     match found.confirmation {
@@ -108,7 +89,7 @@ fn mempool_status(ctx: &Query, found: &FoundTx, body: &mut Html) {
 fn details(found: &FoundTx, body: &mut Html) {
     let tx = &found.tx;
     let txid = tx.compute_txid();
-    let fee = fee(tx, &found.prevouts);
+    let fee = found.fee();
     let vsize = tx.vsize() as u64;
     body.raw("<section><h2>Details</h2><dl>")
         .pair("txid", txid)
