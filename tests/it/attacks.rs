@@ -91,6 +91,16 @@ impl Served {
         served
     }
 
+    /// [`Served::start`] with HTTP on a free port and its cost limits low
+    /// (`--http-cost-soft-limit=1000 --http-cost-hard-limit=1500`: the defaults, 10,000 and
+    /// 100,000, take minutes to reach); the HTTP address.
+    fn with_low_http_cost_limits() -> (Served, SocketAddr) {
+        let http = free_addr();
+        let flag = format!("--http-addr={http}");
+        let limits = ["--http-cost-soft-limit=1000", "--http-cost-hard-limit=1500"];
+        (Served::start(&[&flag, limits[0], limits[1]]), http)
+    }
+
     /// An honest Electrum client from 127.0.0.3, visiting every 500 ms, each visit to be
     /// answered within [`HONEST_WITHIN`].
     fn honest_electrum(&self) -> Honest {
@@ -1580,13 +1590,7 @@ fn http_flood(from: &str, to: SocketAddr, path: &str, stop: &AtomicBool) -> Http
 /// with 737 connections closed at accept.
 #[test]
 fn costly_http_requests_are_charged_to_their_host() {
-    let http = free_addr();
-    let flag = format!("--http-addr={http}");
-    let served = Served::start(&[
-        &flag,
-        "--http-cost-soft-limit=1000",
-        "--http-cost-hard-limit=1500",
-    ]);
+    let (served, http) = Served::with_low_http_cost_limits();
     let busy = served.make_busy();
     http_cost_attack(
         &served,
@@ -3091,13 +3095,7 @@ fn pings_from_a_client_that_does_not_read_are_cut() {
 /// *Fails before the explorer was charged as any request*: every page would be answered.
 #[test]
 fn explorer_pages_are_charged_to_their_host() {
-    let http = free_addr();
-    let flag = format!("--http-addr={http}");
-    let served = Served::start(&[
-        &flag,
-        "--http-cost-soft-limit=1000",
-        "--http-cost-hard-limit=1500",
-    ]);
+    let (served, http) = Served::with_low_http_cost_limits();
     let busy = served.make_busy();
     let path = format!("/explorer/address/{busy}");
     http_cost_attack(&served, http, &path, ("/explorer/block-height/1", 303));
