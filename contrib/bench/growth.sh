@@ -9,6 +9,8 @@
 #   memory   the server's peak RSS once the load is over.
 # With MEMORY_LIMIT (e.g. 4G) both the import and the server run in a memory cgroup of that
 # size (cgroup v2 or v1; page cache counted, as on a small machine), whose peak is printed.
+# CAIRN_DATADIR=DIR serves a data dir that already holds the chain, or its first blocks (an
+# import stopped partway: the load then asks about those blocks only), without importing.
 # Prints a summary and writes the figures to a JSON file (the path is printed last).
 #
 # Usage: contrib/bench/growth.sh [BLOCKS] [TXS_PER_BLOCK] [RUNS] [REQUESTS_PER_RUN]
@@ -55,22 +57,36 @@ write_held() {
 [ -z "${MEMORY_LIMIT:-}" ] || memory_cgroup "$MEMORY_LIMIT"
 write_held
 
-# Import: wall, user + system CPU and peak RSS by GNU time.
-"$WORK/held" /usr/bin/time -f '%e %U %S %M' -o "$WORK/import.time" \
-  "$CAIRN" --datadir "$WORK/cairn" import --quiet --blocks-dir "$CHAIN/blocks" >/dev/null 2>"$WORK/import.log" ||
-  { tail -20 "$WORK/import.log"; exit 1; }
-read -r import_s import_user import_sys import_kib < "$WORK/import.time"
-"$CAIRN" --datadir "$WORK/cairn" index-stats > "$WORK/stats.json" 2>/dev/null
-kernel_bytes=$(disk "$WORK/cairn/regtest/kernel")
+# Import: wall, user + system CPU and peak RSS by GNU time. With CAIRN_DATADIR, a data dir
+# that holds (the first part of) the chain already, from an import stopped partway: no import
+# figures, and the load asks about the blocks it holds.
+DATA=${CAIRN_DATADIR:-$WORK/cairn}
+import=None
+if [ -z "${CAIRN_DATADIR:-}" ]; then
+  "$WORK/held" /usr/bin/time -f '%e %U %S %M' -o "$WORK/import.time" \
+    "$CAIRN" --datadir "$DATA" import --quiet --blocks-dir "$CHAIN/blocks" >/dev/null 2>"$WORK/import.log" ||
+    { tail -20 "$WORK/import.log"; exit 1; }
+  read -r import_s import_user import_sys import_kib < "$WORK/import.time"
+  import="{'wall_s': $import_s, 'cpu_s': $import_user + $import_sys, 'peak_rss_kib': $import_kib}"
+fi
+"$CAIRN" --datadir "$DATA" index-stats > "$WORK/stats.json" 2>/dev/null
+kernel_bytes=$(disk "$DATA/regtest/kernel")
+LOAD_CHAIN=$CHAIN
+height=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["index_tip"]["height"])' "$WORK/stats.json")
+if [ "$height" -lt "$BLOCKS" ]; then
+  LOAD_CHAIN=$WORK/chain
+  mkdir -p "$LOAD_CHAIN"
+  head -n "$height" "$CHAIN/blocks.hex" > "$LOAD_CHAIN/blocks.hex"
+fi
 
 # The server, its cost throttling off (as beside ElectrumX and Fulcrum), then the load.
 "$WORK/held" env CAIRN_ELECTRUM_COST_SOFT_LIMIT=0 CAIRN_ELECTRUM_COST_HARD_LIMIT=0 \
-  "$CAIRN" --datadir "$WORK/cairn" --admin-addr 127.0.0.1:0 --no-listen \
+  "$CAIRN" --datadir "$DATA" --admin-addr 127.0.0.1:0 --no-listen \
   --electrum-ws-addr 127.0.0.1:29082 --electrum-addr 127.0.0.1:29081 run >"$WORK/cairn.log" 2>&1 &
 CAIRN_PID=$!
 listening "$CAIRN_PID" 29082 "$WORK/cairn.log"
 load_json=$(results_file "growth-load-$BLOCKS-$TXS")
-"$EXAMPLES/electrum_load" --chain "$CHAIN" --server "cairn=ws://127.0.0.1:29082" \
+"$EXAMPLES/electrum_load" --chain "$LOAD_CHAIN" --server "cairn=ws://127.0.0.1:29082" \
   --clients 1,10,100 --runs "$RUNS" --requests "$REQUESTS" --json "$load_json" \
   --command "$BENCH_COMMAND" >/dev/null
 serve_kib=$(awk '/^VmHWM/ {print $2}' "/proc/$CAIRN_PID/status")
@@ -96,18 +112,19 @@ queries = {str(c): {
 doc = {
     "benchmark": "growth", "command": "$BENCH_COMMAND", "commit": load["commit"],
     "machine": load["machine"], "chain": load["chain"]["dir"], "blocks": load["chain"]["blocks"],
-    "txs": txs, "memory_limit": "${MEMORY_LIMIT:-}" or None,
-    "import": {"wall_s": $import_s, "cpu_s": $import_user + $import_sys,
-               "cpu_us_per_tx": ($import_user + $import_sys) / txs * 1e6, "peak_rss_kib": $import_kib},
+    "txs": txs, "memory_limit": "${MEMORY_LIMIT:-}" or None, "import": $import,
     "disk": {"index_bytes": index, "index_bytes_per_tx": index / txs, "kernel_bytes": $kernel_bytes},
     "serve_peak_rss_kib": $serve_kib, "cgroup_peak_bytes": $cgroup_peak,
     "mismatches": len(load["check"]["mismatches"]), "queries": queries, "load": sys.argv[2],
 }
+if doc["import"]:
+    doc["import"]["cpu_us_per_tx"] = doc["import"]["cpu_s"] / txs * 1e6
 json.dump(doc, open(sys.argv[3], "w"), indent=1)
+imported = doc["import"] and (f"import {doc['import']['wall_s']:.1f} s ({doc['import']['cpu_us_per_tx']:.1f} us CPU a tx, "
+                              f"peak {doc['import']['peak_rss_kib'] / 1024:.0f} MiB)") or "no import (CAIRN_DATADIR)"
 print(f"{load['chain']['blocks']} blocks, {txs} txs{' in ' + doc['memory_limit'] if doc['memory_limit'] else ''}: "
-      f"import {doc['import']['wall_s']:.1f} s ({doc['import']['cpu_us_per_tx']:.1f} us CPU a tx, "
-      f"peak {doc['import']['peak_rss_kib'] / 1024:.0f} MiB); index {index} bytes "
-      f"({index / txs:.1f} a tx), kernel {$kernel_bytes}; server peak {$serve_kib / 1024:.0f} MiB")
+      f"{imported}; index {index} bytes ({index / txs:.1f} a tx), kernel {$kernel_bytes}; "
+      f"server peak {$serve_kib / 1024:.0f} MiB")
 for c, q in queries.items():
     print(f"  {c} clients: p50 {q['p50_ms']:.3f} ms, p99 {q['p99_ms']:.2f} ms, {q['throughput_rps']:.0f} req/s, {q['errors']} errors")
 PY

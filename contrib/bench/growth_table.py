@@ -12,10 +12,11 @@ import sys
 
 def figures(doc):
     """(name, value) of every row, in table order."""
+    imported = doc["import"] or {}
     rows = [
-        ("import, seconds", doc["import"]["wall_s"]),
-        ("import CPU per transaction, us", doc["import"]["cpu_us_per_tx"]),
-        ("import peak RSS, MiB", doc["import"]["peak_rss_kib"] / 1024),
+        ("import, seconds", imported.get("wall_s")),
+        ("import CPU per transaction, us", imported.get("cpu_us_per_tx")),
+        ("import peak RSS, MiB", imported.get("peak_rss_kib", 0) / 1024 or None),
         ("index bytes per transaction", doc["disk"]["index_bytes_per_tx"]),
         ("kernel (blocks + chainstate), MB", doc["disk"]["kernel_bytes"] / 1e6),
         ("server peak RSS after the load, MiB", doc["serve_peak_rss_kib"] / 1024),
