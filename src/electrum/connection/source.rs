@@ -212,7 +212,8 @@ impl<S: Source + Send> Source for ReadAhead<S> {
 /// Pings a WebSocket client may send at once; then one a second. Each ping is answered with a
 /// pong that tungstenite buffers until the socket takes it, without bound: a client that pings
 /// without reading grew the server by what it sent, for as long as its idle timeout (pings are
-/// not requests). A browser pings every 30 s or so; ElectrumX and Fulcrum clients not at all.
+/// not requests). Browsers send none (they answer a server's), nor do Electrum wallets; a
+/// client's keep-alive every few seconds stays well within it.
 const PING_BURST: u32 = 10;
 
 /// Requests of a WebSocket connection: one request or batch per text (or binary) message.
