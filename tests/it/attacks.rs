@@ -2938,6 +2938,26 @@ fn one_subnet_can_not_hold_every_silent_payment_subscription() {
 ///
 /// *Fails before the fix* (f6191de, where the block's txids were pending mempool work): the
 /// block made the ten scan the 40 left in the mempool again, 400 mempool scans; now none.
+/// Broadcasts to cairn (over Electrum, from the exempt 127.0.0.1) each of `txids` (of bitcoind's
+/// mempool) that cairn does not have.
+fn broadcast_missing(served: &Served, txids: &[String]) {
+    let mut c = Lines::connect(served.electrum, "1.4");
+    let mut sent = 0;
+    for txid in txids {
+        if c.call("blockchain.transaction.get", json!([txid]))
+            .get("result")
+            .is_some()
+        {
+            continue;
+        }
+        let hex = served.node.rpc(&["getrawtransaction", txid]);
+        let answer = c.call("blockchain.transaction.broadcast", json!([hex]));
+        assert_eq!(answer["result"], json!(txid), "{answer}");
+        sent += 1;
+    }
+    println!("{sent} transactions relay had not brought handed to cairn");
+}
+
 #[test]
 fn a_block_costs_subscriptions_the_block_only() {
     let served = Served::start(&["--silent-payments"]);
@@ -2953,11 +2973,22 @@ fn a_block_costs_subscriptions_the_block_only() {
         .cairn
         .wait_for(&node.rpc(&["getbestblockhash"]), "the coins");
     // A transaction whose request went unanswered is asked again after 60 s, as Core does
-    // (`GETDATA_TX_INTERVAL`): seen in CI under load, 296 of the 300 at 60 s.
+    // (`GETDATA_TX_INTERVAL`): seen in CI under load, 296 of the 300 at 60 s, and 297 at 150 s
+    // once. What relay did not bring is handed over as a wallet would (this test is about what
+    // a block costs the subscriptions, not about relay).
+    let relayed = metric_when(
+        served.metrics,
+        "cairn_mempool_transactions",
+        Duration::from_secs(90),
+        |v| v >= 300.0,
+    );
+    if relayed.is_err() {
+        broadcast_missing(&served, &paid);
+    }
     let pooled = metric_when(
         served.metrics,
         "cairn_mempool_transactions",
-        Duration::from_secs(150),
+        Duration::from_secs(30),
         |v| v >= 300.0,
     );
     let theirs = node.rpc(&["getmempoolinfo"]);

@@ -133,9 +133,13 @@ fn check_tx(addr: SocketAddr, node: &Bitcoind, txid: &str) -> String {
         let Some(prevout) = input.get("prevout").cloned().or_else(|| parent(input)) else {
             continue;
         };
-        let address = prevout["scriptPubKey"]["address"].as_str().unwrap();
+        // Its address, or its script (bare multisig, P2PK) as the page shows it.
+        let shown = match prevout["scriptPubKey"]["address"].as_str() {
+            Some(address) => format!("\">{address}</a>"),
+            None => "</span>".to_string(),
+        };
         let row = format!(
-            "\">{address}</a></td><td class=\"num\">{}</td>",
+            "{shown}</td><td class=\"num\">{}</td>",
             btc(&prevout["value"])
         );
         assert!(html.contains(&row), "{txid} input {input}");
@@ -164,6 +168,48 @@ fn check_tx(addr: SocketAddr, node: &Bitcoind, txid: &str) -> String {
         assert!(row.contains(said), "{txid}:{n} {row}");
     }
     html
+}
+
+/// Every row of an address page's history (`html`) against Core: what the transaction did to
+/// `address` (its outputs to it minus the prevouts it spent of it, `getrawtransaction` 2) and its
+/// fee (`fee`, or `getmempoolentry` for an unconfirmed one; 0 for a coinbase). Returns the rows.
+fn check_address_rows(node: &Bitcoind, address: &str, html: &str) -> usize {
+    let history = html.split_once("Unspent outputs").unwrap().0;
+    let mut rows = 0;
+    for row in history.split("<tr><td class=\"hash\">").skip(1) {
+        let row = &row[..row.find("</tr>").unwrap()];
+        let at = row.find("\">").unwrap() + 2;
+        let txid = &row[at..at + 64];
+        let tx = node.rpc_json(&["getrawtransaction", txid, "2"]);
+        let sats = |v: &Value| (v.as_f64().unwrap() * 1e8).round() as i64;
+        let mut net = 0i64;
+        for out in tx["vout"].as_array().unwrap() {
+            if out["scriptPubKey"]["address"] == address {
+                net += sats(&out["value"]);
+            }
+        }
+        let mut spent_unknown = false;
+        for input in tx["vin"].as_array().unwrap() {
+            match input.get("prevout") {
+                Some(p) if p["scriptPubKey"]["address"] == address => net -= sats(&p["value"]),
+                Some(_) => {}
+                None => spent_unknown |= input.get("coinbase").is_none(),
+            }
+        }
+        let fee = match tx.get("fee") {
+            Some(fee) => sats(fee),
+            None if spent_unknown => {
+                sats(&node.rpc_json(&["getmempoolentry", txid])["fees"]["base"])
+            }
+            None => 0,
+        };
+        let sign = if net < 0 { "-" } else { "+" };
+        let net = format!("{sign}{:.8} BTC", net.unsigned_abs() as f64 / 1e8);
+        let cells = format!("<td class=\"num\">{net}</td><td class=\"num\">{fee} sat</td>");
+        assert!(row.contains(&cells), "{txid}: {cells} in {row}");
+        rows += 1;
+    }
+    rows
 }
 
 /// The block page at `height` against `getblock` and `getblockfilter`.
@@ -340,6 +386,7 @@ fn pages_show_what_bitcoind_says_and_refuse_bad_queries_as_pages() {
     // The OP_TRUE address: a coinbase a block, newest first, 25 a page.
     assert_eq!(search(http, &far), format!("/explorer/address/{far}"));
     let html = page(http, &format!("/explorer/address/{far}"));
+    assert_eq!(check_address_rows(&oracle, &far, &html), 25);
     let (history, unspent) = html.split_once("Unspent outputs").unwrap();
     let coinbase = |h: u64| {
         let hash = oracle.rpc(&["getblockhash", &h.to_string()]);
@@ -377,6 +424,7 @@ fn pages_show_what_bitcoind_says_and_refuse_bad_queries_as_pages() {
     );
     // The paid address: its balance as bitcoind's wallet counts it.
     let html = page(http, &format!("/explorer/address/{paid}"));
+    assert_eq!(check_address_rows(&oracle, &paid, &html), 2);
     let received = node.rpc_json(&["getreceivedbyaddress", &paid, "1"]);
     assert!(html.contains(&pair("confirmed", btc(&received))), "{html}");
     assert!(
@@ -451,4 +499,91 @@ fn pages_show_what_bitcoind_says_and_refuse_bad_queries_as_pages() {
         "the status page's search box"
     );
     cairn.stop();
+}
+
+/// The explorer on `cairn demo`'s chain (300 blocks of every common script kind), against Bitcoin
+/// Core 31.99 loading the same blk files: the blocks at every 50th height and the tip, every
+/// transaction of the tip's block, the first page of the most paid miner address, all as
+/// Chromium draws them too.
+#[test]
+fn pages_of_the_demo_chain_agree_with_core() {
+    use std::process::{Command, Stdio};
+    let tmp = tempfile::tempdir().unwrap();
+    let dd = tmp.path().join("cairn");
+    let (http, electrum) = (free_addr(), free_addr());
+    let mut demo = Command::new(env!("CARGO_BIN_EXE_cairn"))
+        .args(["--network", "regtest", "--datadir"])
+        .arg(&dd)
+        .args(["--admin-addr", "127.0.0.1:0"])
+        .args([
+            "--http-addr",
+            &http.to_string(),
+            "--electrum-addr",
+            &electrum.to_string(),
+        ])
+        .arg("demo")
+        .env("CAIRN_LOG", "warn")
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    while get_status(http, "/blocks/tip/height") != Some(200) {
+        assert!(
+            started.elapsed().as_secs() < 180,
+            "cairn demo never served HTTP"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    let blocks = dd.join("regtest/demo-chain/blocks");
+    let mut files: Vec<_> = std::fs::read_dir(&blocks)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("blk"))
+        })
+        .collect();
+    files.sort();
+    let mut args = vec!["-txindex=1".to_string(), "-blockfilterindex=1".to_string()];
+    args.extend(files.iter().map(|f| format!("-loadblock={}", f.display())));
+    let oracle = Bitcoind::start_core(&tmp.path().join("core"), &args);
+    let tip: u64 = get(http, "/blocks/tip/height").2.parse().unwrap();
+    oracle.wait_for_height(tip, std::time::Duration::from_secs(120));
+    oracle.wait_for_indexes(std::time::Duration::from_secs(60));
+
+    for height in (0..=tip).step_by(50).chain([tip]) {
+        check_block(http, &oracle, height);
+    }
+    let hash = oracle.rpc(&["getblockhash", &tip.to_string()]);
+    let txids = oracle.rpc_json(&["getblock", &hash, "1"])["tx"].clone();
+    for txid in txids.as_array().unwrap() {
+        check_tx(http, &oracle, txid.as_str().unwrap());
+    }
+    // The address the tip's coinbase pays: a miner's, paid in many blocks.
+    let coinbase = oracle.rpc_json(&["getrawtransaction", txids[0].as_str().unwrap(), "1"]);
+    let miner = coinbase["vout"][0]["scriptPubKey"]["address"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let html = page(http, &format!("/explorer/address/{miner}"));
+    assert!(check_address_rows(&oracle, &miner, &html) > 0);
+    let dom = rendered(&format!("http://{http}/explorer/address/{miner}"));
+    assert!(
+        dom.contains(&miner) && dom.contains("Unspent outputs"),
+        "{dom}"
+    );
+    screenshot(
+        &format!("http://{http}/explorer/block/{hash}"),
+        "explorer-demo-block.png",
+        1280,
+        1400,
+    );
+    let _ = demo.kill();
+    let _ = demo.wait();
+}
+
+/// The status of `GET path`, `None` while nothing listens.
+fn get_status(addr: SocketAddr, path: &str) -> Option<u16> {
+    std::net::TcpStream::connect(addr).ok()?;
+    Some(get(addr, path).0)
 }
