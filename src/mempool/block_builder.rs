@@ -143,11 +143,7 @@ fn below(feerate: FeeFrac, min_fee_per_kvb: u64) -> bool {
 /// Puts a chunk's members in `block`.
 fn add(block: &mut ProjectedBlock, chunk: &Chunk, nodes: &[Node]) {
     let vsize = chunk.feerate.size.div_ceil(4).max(1);
-    let rate = chunk.feerate.fee as f64 / vsize as f64;
-    block.min_rate = match block.txids.is_empty() {
-        true => rate,
-        false => block.min_rate.min(rate),
-    };
+    block.take_rate(chunk.feerate.fee as f64 / vsize as f64);
     for &m in &chunk.members {
         let node = &nodes[m as usize];
         block.txids.push(node.txid);

@@ -219,6 +219,7 @@ mod tests {
         assert!(nodes[4..28].iter().all(|n| first.txids.contains(&n.txid)));
         assert_eq!(first.txids.len(), 2 + 24 + 11);
         assert_eq!(first.min_rate, 20.0);
+        assert!(first.max_rate >= first.min_rate);
         assert_eq!(first.vsize, 2_000 + 24 * 40_000 + 11 * 3_000);
         assert_eq!(
             second.txids[..2],
@@ -261,7 +262,10 @@ mod tests {
         let packages = FeeRates::of(1, &nodes, 1000, false, Instant::now());
         assert_eq!(chunks.blocks[0].txids, packages.blocks[0].txids);
         assert_eq!(chunks.blocks[0].min_rate, 67.0);
+        assert_eq!(chunks.blocks[0].max_rate, 67.0);
         assert_eq!(packages.blocks[0].min_rate, 50.5);
+        // Core 29's second package: the other child alone, at 100.
+        assert_eq!(packages.blocks[0].max_rate, 100.0);
         // Under 100 kvB the histogram is one bin at the lowest rate: the chunk's, where by own
         // rates the parent's 1 sat/vB.
         assert_eq!(chunks.histogram, vec![(67.0, 3_000)]);

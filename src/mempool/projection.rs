@@ -54,6 +54,19 @@ pub struct ProjectedBlock {
     pub fees: u64,
     /// The lowest fee rate of a package it took, sat/vB: what a transaction must beat to enter it.
     pub min_rate: f64,
+    /// The highest fee rate of a package it took, sat/vB: the top of its fee range.
+    pub max_rate: f64,
+}
+
+impl ProjectedBlock {
+    /// Widens its fee range to a package or chunk of `rate` sat/vB it takes (before its members
+    /// are added: an empty block's range is that rate).
+    pub(super) fn take_rate(&mut self, rate: f64) {
+        (self.min_rate, self.max_rate) = match self.txids.is_empty() {
+            true => (rate, rate),
+            false => (self.min_rate.min(rate), self.max_rate.max(rate)),
+        };
+    }
 }
 
 /// A package's fee, size and sigops: a transaction's with its ancestors not yet in a block.
@@ -248,11 +261,7 @@ impl<'a> Assembler<'a> {
             failures = 0;
             sigops += package.sigops;
             let rate = package.fee as f64 / package.vsize.max(1) as f64;
-            block.min_rate = if block.txids.is_empty() {
-                rate
-            } else {
-                block.min_rate.min(rate)
-            };
+            block.take_rate(rate);
             weight += self.add_package(i, &mut block);
         }
         for i in std::mem::take(&mut self.passed_over) {

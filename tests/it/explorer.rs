@@ -439,6 +439,9 @@ fn pages_show_what_bitcoind_says_and_refuse_bad_queries_as_pages() {
     // The mempool.
     let html = page(http, "/explorer/mempool");
     let info = oracle.rpc_json(&["getmempoolinfo"]);
+    // Its one transaction is the next block, whose fee range is that transaction's rate.
+    let range = format!("{rate:.2} to {rate:.2} sat/vB");
+    assert!(html.contains(&range), "{range}: {html}");
     assert!(
         html.contains(&pair("transactions", &info["size"])),
         "{html}"

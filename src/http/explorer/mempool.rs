@@ -31,7 +31,7 @@ pub fn page(ctx: &Query, mut body: Html) -> Page {
     body.raw("<section><h2>Fee rates (virtual size in each bin, from the highest rate down)</h2>")
         .raw(&histogram_svg(&rates.histogram))
         .raw("</section>");
-    body.raw("<section><h2>Next blocks, as projected</h2><table><tr><th>block</th><th class=\"num\">transactions</th><th class=\"num\">virtual size</th><th class=\"num\">fees</th><th class=\"num\">lowest package rate</th><th class=\"num\">average rate</th></tr>");
+    body.raw("<section><h2>Next blocks, as projected</h2><table><tr><th>block</th><th class=\"num\">transactions</th><th class=\"num\">virtual size</th><th class=\"num\">fees</th><th class=\"num\">fee range (packages)</th><th class=\"num\">average rate</th></tr>");
     for (n, block) in rates.blocks.iter().take(BLOCKS_SHOWN).enumerate() {
         body.raw("<tr><td>+")
             .text(n + 1)
@@ -42,7 +42,10 @@ pub fn page(ctx: &Query, mut body: Html) -> Page {
             .raw(" vB</td><td class=\"num\">")
             .text(btc(block.fees))
             .raw("</td><td class=\"num\">")
-            .text(format!("{:.2} sat/vB", block.min_rate))
+            .text(format!(
+                "{:.2} to {:.2} sat/vB",
+                block.min_rate, block.max_rate
+            ))
             .raw("</td><td class=\"num\">")
             .text(format!(
                 "{:.2} sat/vB",
