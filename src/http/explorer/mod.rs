@@ -16,7 +16,6 @@ use hyper::body::Bytes;
 use hyper::{Response, StatusCode};
 
 use crate::http::context::Query;
-use crate::index::query::QueryError;
 use crate::view::ViewError;
 use html::Html;
 
@@ -38,15 +37,10 @@ impl PageError {
 }
 
 impl From<ViewError> for PageError {
+    /// The status Esplora's API answers the same failure with.
     fn from(e: ViewError) -> Self {
-        let status = match &e {
-            ViewError::Query(QueryError::TooLarge { .. }) => StatusCode::BAD_REQUEST,
-            ViewError::Query(QueryError::Abandoned) | ViewError::ChainChanged => {
-                StatusCode::SERVICE_UNAVAILABLE
-            }
-            _ => StatusCode::INTERNAL_SERVER_ERROR,
-        };
-        PageError(status, e.to_string())
+        let crate::http::esplora::Failure(status, message) = e.into();
+        PageError(status, message)
     }
 }
 

@@ -83,7 +83,9 @@ pub fn route(ctx: &Query, from: &str, query: &str) -> Page {
         Sought::Id(id) => {
             let view = ctx.view();
             if let Ok(txid) = Txid::from_str(&id) {
-                if view.transaction(&txid, false)?.is_some() {
+                // Where it is, not its bytes: the page it is sent to reads them.
+                let pooled = || ctx.model.mempool().is_some_and(|p| p.raw(&txid).is_some());
+                if view.tx_position(&txid)?.is_some() || pooled() {
                     return Ok(html::see_other(from, &format!("/explorer/tx/{txid}")));
                 }
             }
