@@ -17,7 +17,7 @@ if [ ! -x /usr/bin/electrum ]; then
 fi
 # systemd-analyze, which checks contrib/cairn.service (tests/it/service.rs), HAProxy, in front of
 # two nodes in tests/it/haproxy.rs, promtool, which checks /metrics (tests/it/metrics.rs), and
-# Chromium, which draws the status page (tests/it/status_page.rs).
+# Chromium, which draws the status page and the explorer (tests/it/status_page.rs, explorer.rs).
 for tool in systemd-analyze:systemd haproxy:haproxy promtool:prometheus chromium:chromium; do
   if ! command -v "${tool%%:*}" >/dev/null 2>&1; then
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${tool#*:}" >/dev/null ||
