@@ -1,14 +1,115 @@
-//! One cache type for what is computed from a script's confirmed history and extended by later
-//! blocks (its status hash state, its entries): each value is valid while the chain still has
-//! the block it runs to, and the next read resumes at the TxNum after that block. Bounded in
-//! scripts and in weight (entries); the least recently used leave first, found in O(log n).
+//! The read model's caches: a map bounded in entries and in weight whose least recently used
+//! entries leave first ([`Lru`]), and on it the one cache type for what is computed from a
+//! script's confirmed history and extended by later blocks ([`TipCache`]: its status hash state,
+//! its entries): each value is valid while the chain still has the block it runs to, and the
+//! next read resumes at the TxNum after that block.
 
 use std::collections::{BTreeMap, HashMap};
+use std::hash::Hash;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use bitcoin::BlockHash;
 
 use crate::types::{ScriptHash, TxNum};
+
+struct Slot<V> {
+    value: V,
+    weight: usize,
+    used: u64,
+}
+
+struct Inner<K, V> {
+    map: HashMap<K, Slot<V>>,
+    /// Keys by last use: the first is the least recently used.
+    order: BTreeMap<u64, K>,
+    clock: u64,
+    /// The weight `map` holds.
+    held: usize,
+}
+
+/// Values by key, shared by every session and server: at most `max_entries` of them and
+/// `max_weight` in total; the least recently used leave first, found in O(log n).
+pub struct Lru<K, V> {
+    inner: Mutex<Inner<K, V>>,
+    max_entries: usize,
+    max_weight: usize,
+}
+
+impl<K: Hash + Eq + Copy, V: Clone> Lru<K, V> {
+    /// A cache of at most `max_entries` values and `max_weight` in total; a value heavier than
+    /// half of that is not kept.
+    pub fn new(max_entries: usize, max_weight: usize) -> Self {
+        Lru {
+            inner: Mutex::new(Inner {
+                map: HashMap::new(),
+                order: BTreeMap::new(),
+                clock: 0,
+                held: 0,
+            }),
+            max_entries,
+            max_weight,
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner<K, V>> {
+        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The value kept for `key` if `valid` says it still holds, marked as just used.
+    pub fn get(&self, key: &K, valid: impl Fn(&V) -> bool) -> Option<V> {
+        let mut inner = self.lock();
+        inner.clock += 1;
+        let clock = inner.clock;
+        let slot = inner.map.get_mut(key)?;
+        if !valid(&slot.value) {
+            return None;
+        }
+        let before = std::mem::replace(&mut slot.used, clock);
+        let value = slot.value.clone();
+        inner.order.remove(&before);
+        inner.order.insert(clock, *key);
+        Some(value)
+    }
+
+    /// Keeps `value` of `weight` for `key`, dropping the least recently used while the total
+    /// would pass the bounds.
+    pub fn put(&self, key: K, value: V, weight: usize) {
+        if weight > self.max_weight / 2 {
+            return;
+        }
+        let mut inner = self.lock();
+        inner.clock += 1;
+        let used = inner.clock;
+        if let Some(old) = inner.map.remove(&key) {
+            inner.held -= old.weight;
+            inner.order.remove(&old.used);
+        }
+        while inner.held + weight > self.max_weight || inner.map.len() >= self.max_entries {
+            let Some((_, oldest)) = inner.order.pop_first() else {
+                break;
+            };
+            if let Some(gone) = inner.map.remove(&oldest) {
+                inner.held -= gone.weight;
+            }
+        }
+        inner.held += weight;
+        inner.order.insert(used, key);
+        inner.map.insert(
+            key,
+            Slot {
+                value,
+                weight,
+                used,
+            },
+        );
+    }
+
+    /// Entries and weight held (for tests and metrics).
+    pub fn held(&self) -> (usize, usize) {
+        let inner = self.lock();
+        (inner.map.len(), inner.held)
+    }
+}
 
 /// A cached value and where the history it covers ends.
 #[derive(Clone)]
@@ -21,46 +122,14 @@ pub struct Cached<V> {
     pub next: TxNum,
 }
 
-struct Slot<V> {
-    cached: Cached<V>,
-    weight: usize,
-    used: u64,
-}
-
-struct Inner<V> {
-    map: HashMap<ScriptHash, Slot<V>>,
-    /// Scripts by last use: the first is the least recently used.
-    order: BTreeMap<u64, ScriptHash>,
-    clock: u64,
-    /// The weight `map` holds.
-    held: usize,
-}
-
-/// Values per script, each valid up to a block; shared by every session and server.
-pub struct TipCache<V> {
-    inner: Mutex<Inner<V>>,
-    max_scripts: usize,
-    max_weight: usize,
-}
+/// Values per script, each valid up to a block; bounded in scripts and in weight (entries).
+pub struct TipCache<V>(Lru<ScriptHash, Cached<V>>);
 
 impl<V: Clone> TipCache<V> {
     /// A cache of at most `max_scripts` scripts and `max_weight` in total; a value heavier
     /// than half of that is not kept.
     pub fn new(max_scripts: usize, max_weight: usize) -> Self {
-        TipCache {
-            inner: Mutex::new(Inner {
-                map: HashMap::new(),
-                order: BTreeMap::new(),
-                clock: 0,
-                held: 0,
-            }),
-            max_scripts,
-            max_weight,
-        }
-    }
-
-    fn lock(&self) -> MutexGuard<'_, Inner<V>> {
-        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+        TipCache(Lru::new(max_scripts, max_weight))
     }
 
     /// The value cached for a script if the chain still has the block it runs to
@@ -70,57 +139,19 @@ impl<V: Clone> TipCache<V> {
         sh: &ScriptHash,
         chain_has: impl Fn(u32, &BlockHash) -> bool,
     ) -> Option<Cached<V>> {
-        let mut inner = self.lock();
-        inner.clock += 1;
-        let clock = inner.clock;
-        let slot = inner.map.get_mut(sh)?;
-        if !chain_has(slot.cached.tip.0, &slot.cached.tip.1) {
-            return None;
-        }
-        let before = std::mem::replace(&mut slot.used, clock);
-        let cached = slot.cached.clone();
-        inner.order.remove(&before);
-        inner.order.insert(clock, *sh);
-        Some(cached)
+        self.0
+            .get(sh, |cached| chain_has(cached.tip.0, &cached.tip.1))
     }
 
     /// Keeps a script's value of `weight`, dropping the least recently used while the total
     /// would pass the bounds.
     pub fn put(&self, sh: ScriptHash, cached: Cached<V>, weight: usize) {
-        if weight > self.max_weight / 2 {
-            return;
-        }
-        let mut inner = self.lock();
-        inner.clock += 1;
-        let used = inner.clock;
-        if let Some(old) = inner.map.remove(&sh) {
-            inner.held -= old.weight;
-            inner.order.remove(&old.used);
-        }
-        while inner.held + weight > self.max_weight || inner.map.len() >= self.max_scripts {
-            let Some((_, oldest)) = inner.order.pop_first() else {
-                break;
-            };
-            if let Some(gone) = inner.map.remove(&oldest) {
-                inner.held -= gone.weight;
-            }
-        }
-        inner.held += weight;
-        inner.order.insert(used, sh);
-        inner.map.insert(
-            sh,
-            Slot {
-                cached,
-                weight,
-                used,
-            },
-        );
+        self.0.put(sh, cached, weight)
     }
 
     /// Scripts and weight held (for tests and metrics).
     pub fn held(&self) -> (usize, usize) {
-        let inner = self.lock();
-        (inner.map.len(), inner.held)
+        self.0.held()
     }
 }
 

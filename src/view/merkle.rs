@@ -8,26 +8,66 @@ use bitcoin::hashes::{sha256d, Hash};
 
 /// The branch of the leaf at `pos` (deepest pairing first) and the root. An odd last node is
 /// paired with itself, as Bitcoin's merkle tree does.
-pub fn branch_and_root(leaves: &[[u8; 32]], mut pos: usize) -> (Vec<[u8; 32]>, [u8; 32]) {
-    let mut level: Vec<[u8; 32]> = leaves.to_vec();
-    let mut branch = Vec::new();
-    if level.is_empty() {
-        return (branch, [0u8; 32]);
-    }
-    while level.len() > 1 {
-        if level.len() % 2 == 1 {
-            if let Some(last) = level.last().copied() {
-                level.push(last);
-            }
+pub fn branch_and_root(leaves: &[[u8; 32]], pos: usize) -> (Vec<[u8; 32]>, [u8; 32]) {
+    let tree = MerkleTree::new(leaves.to_vec());
+    (tree.branch(pos).unwrap_or_default(), tree.root())
+}
+
+/// A merkle tree kept whole, its leaves and every level above them, so that a leaf's branch is
+/// read out instead of hashed again: a block's tree is cached for `get_merkle`, as Fulcrum keeps
+/// recent blocks' txids for it (its `txhash_cache`).
+pub struct MerkleTree {
+    /// The leaves first, then each level up to the root's (never empty).
+    levels: Vec<Vec<[u8; 32]>>,
+}
+
+impl MerkleTree {
+    /// The tree over `leaves`. An odd last node is paired with itself, as Bitcoin's merkle tree
+    /// does.
+    pub fn new(leaves: Vec<[u8; 32]>) -> Self {
+        let mut levels = vec![leaves];
+        while let Some(level) = levels.last().filter(|level| level.len() > 1) {
+            let up = level
+                .chunks(2)
+                .map(|pair| hash_pair(&pair[0], pair.get(1).unwrap_or(&pair[0])))
+                .collect();
+            levels.push(up);
         }
-        branch.push(level[pos ^ 1]);
-        level = level
-            .chunks(2)
-            .map(|pair| hash_pair(&pair[0], &pair[1]))
-            .collect();
-        pos /= 2;
+        MerkleTree { levels }
     }
-    (branch, level[0])
+
+    /// The leaves, in order.
+    pub fn leaves(&self) -> &[[u8; 32]] {
+        self.levels.first().map_or(&[], Vec::as_slice)
+    }
+
+    /// The branch of the leaf at `pos`, deepest pairing first; `None` past the last leaf.
+    pub fn branch(&self, mut pos: usize) -> Option<Vec<[u8; 32]>> {
+        if pos >= self.leaves().len() {
+            return None;
+        }
+        let below_root = &self.levels[..self.levels.len() - 1];
+        let mut branch = Vec::with_capacity(below_root.len());
+        for level in below_root {
+            branch.push(*level.get(pos ^ 1).unwrap_or(&level[pos]));
+            pos /= 2;
+        }
+        Some(branch)
+    }
+
+    /// The root (all zeros for a tree without leaves).
+    pub fn root(&self) -> [u8; 32] {
+        self.levels
+            .last()
+            .and_then(|level| level.first())
+            .copied()
+            .unwrap_or([0u8; 32])
+    }
+
+    /// The bytes its hashes take.
+    pub fn bytes(&self) -> usize {
+        self.levels.iter().map(|level| level.len() * 32).sum()
+    }
 }
 
 /// Log2 of the headers one cached subtree covers (1,024): a checkpoint proof hashes at most one
@@ -192,6 +232,29 @@ mod tests {
                 "pos {pos}"
             );
         }
+    }
+
+    #[test]
+    fn a_kept_tree_gives_every_leafs_branch_to_bitcoins_root() {
+        for n in 1..70u8 {
+            let leaves: Vec<[u8; 32]> = (0..n).map(|i| [i; 32]).collect();
+            let tree = MerkleTree::new(leaves.clone());
+            let txids = leaves.iter().map(|l| bitcoin::Txid::from_byte_array(*l));
+            let want = bitcoin::merkle_tree::calculate_root(txids).map(|r| r.to_byte_array());
+            assert_eq!(Some(tree.root()), want, "n {n}");
+            for pos in 0..n as usize {
+                let branch = tree.branch(pos).unwrap();
+                assert_eq!(root_from_branch(leaves[pos], &branch, pos), tree.root());
+                assert_eq!(
+                    branch.len(),
+                    (n as usize).next_power_of_two().trailing_zeros() as usize
+                );
+            }
+            assert_eq!(tree.branch(n as usize), None, "no leaf past the last");
+        }
+        assert_eq!(MerkleTree::new(Vec::new()).root(), [0u8; 32]);
+        assert_eq!(MerkleTree::new(Vec::new()).branch(0), None);
+        assert_eq!(MerkleTree::new(vec![[1; 32]; 3]).bytes(), (3 + 2 + 1) * 32);
     }
 
     #[test]

@@ -8,8 +8,8 @@ use crate::index::Index;
 use crate::kernel::Validator;
 use crate::mempool::Mempool;
 
-use super::cache::TipCache;
-use super::merkle;
+use super::cache::{Lru, TipCache};
+use super::merkle::{self, MerkleTree};
 
 /// Scripts whose status hash state is cached, at most.
 const STATUS_SCRIPTS: usize = 4_096;
@@ -18,6 +18,14 @@ const HISTORY_SCRIPTS: usize = 4_096;
 /// History entries kept over all cached scripts (36 bytes each: about 72 MB); a history longer
 /// than half of it is not kept.
 const HISTORY_ENTRIES: usize = 2_000_000;
+
+/// Bytes of blocks' merkle trees kept for `get_merkle` and `id_from_pos`: Fulcrum gives its
+/// blocks' txids half of its `txhash_cache` (128 MB), 64 MB; a tree takes twice its txids.
+const BLOCK_TREE_BYTES: usize = 64_000_000;
+/// Blocks whose merkle tree is kept, at most.
+const BLOCK_TREES: usize = 100_000;
+/// What a kept tree weighs besides its hashes (its key, lists and places in the maps).
+const BLOCK_TREE_OVERHEAD: usize = 256;
 
 /// The SHA-256 state after a script's confirmed entries, and how many there were.
 pub(super) type StatusState = (bitcoin::hashes::sha256::HashEngine, usize);
@@ -67,6 +75,8 @@ pub struct ReadModel {
     pub(super) statuses: TipCache<StatusState>,
     pub(super) histories: TipCache<Arc<Vec<ConfirmedEntry>>>,
     header_roots: merkle::HeaderRoots,
+    /// Blocks' merkle trees by block hash (so a tree never outlives its block in a reorg).
+    block_trees: Lru<bitcoin::BlockHash, Arc<MerkleTree>>,
 }
 
 impl ReadModel {
@@ -85,6 +95,7 @@ impl ReadModel {
             statuses: TipCache::new(STATUS_SCRIPTS, STATUS_SCRIPTS),
             histories: TipCache::new(HISTORY_SCRIPTS, HISTORY_ENTRIES),
             header_roots: merkle::HeaderRoots::default(),
+            block_trees: Lru::new(BLOCK_TREES, BLOCK_TREE_BYTES),
         }
     }
 
@@ -275,5 +286,26 @@ impl<'a> ChainView<'a> {
             merkle::CHUNK_LEVELS,
             leaf,
         ))
+    }
+
+    /// The merkle tree of the view's block at `height` (`None` without one): kept from an
+    /// earlier request, else built from its txid rows (read and charged as any read) and kept.
+    pub fn block_tree(&self, height: u32) -> Result<Option<Arc<MerkleTree>>, ViewError> {
+        let Some(hash) = self.block_hash(height) else {
+            return Ok(None);
+        };
+        if let Some(tree) = self.model.block_trees.get(&hash, |_| true) {
+            return Ok(Some(tree));
+        }
+        let Some(txids) = self.index.block_txids(height)? else {
+            return Ok(None);
+        };
+        use bitcoin::hashes::Hash;
+        let tree = Arc::new(MerkleTree::new(
+            txids.iter().map(|t| t.to_byte_array()).collect(),
+        ));
+        let weight = tree.bytes() + BLOCK_TREE_OVERHEAD;
+        self.model.block_trees.put(hash, Arc::clone(&tree), weight);
+        Ok(Some(tree))
     }
 }

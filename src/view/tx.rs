@@ -2,12 +2,13 @@
 //! data for a confirmed one), and the proofs that it was mined.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use bitcoin::consensus::Decodable;
 use bitcoin::hashes::Hash;
 use bitcoin::{Block, BlockHash, Transaction, TxOut, Txid, Wtxid};
 
-use super::merkle::branch_and_root;
+use super::merkle::{branch_and_root, MerkleTree};
 use super::model::{ChainView, ViewError};
 use crate::index::query::{ConfirmedEntry, ConfirmedTx, TxPosition};
 use crate::kernel::BlockUndo;
@@ -37,7 +38,7 @@ pub struct FoundTx {
     pub confirmation: Option<Confirmation>,
 }
 
-/// A confirmed transaction's block: where in it the transaction is, and every txid of it.
+/// A confirmed transaction's block: where in it the transaction is, and its merkle tree.
 pub struct BlockOfTx {
     /// The block's height.
     pub height: u32,
@@ -45,8 +46,8 @@ pub struct BlockOfTx {
     pub pos: u32,
     /// The block's header.
     pub header: bitcoin::block::Header,
-    /// The block's txids, in order.
-    pub txids: Vec<Txid>,
+    /// The block's merkle tree, its txids the leaves.
+    pub tree: Arc<MerkleTree>,
 }
 
 /// The transaction at a position of a block, with its merkle branch to the block's root.
@@ -61,8 +62,13 @@ pub struct TxAtPosition {
 impl BlockOfTx {
     /// The transaction's merkle branch to the header's root.
     pub fn branch(&self) -> Vec<[u8; 32]> {
-        let leaves: Vec<[u8; 32]> = self.txids.iter().map(|t| t.to_byte_array()).collect();
-        branch_and_root(&leaves, self.pos as usize).0
+        self.tree.branch(self.pos as usize).unwrap_or_default()
+    }
+
+    /// The block's txids, in order.
+    pub fn txids(&self) -> Vec<Txid> {
+        let leaves = self.tree.leaves().iter();
+        leaves.map(|leaf| Txid::from_byte_array(*leaf)).collect()
     }
 }
 
@@ -230,19 +236,18 @@ impl ChainView<'_> {
         let Some(pos) = self.index.tx_position(txid)? else {
             return Ok(None);
         };
-        let (Some(header), Some(txids)) =
-            (self.header(pos.height), self.index.block_txids(pos.height)?)
+        let (Some(header), Some(tree)) = (self.header(pos.height), self.block_tree(pos.height)?)
         else {
             return Ok(None);
         };
-        if txids.get(pos.pos as usize) != Some(txid) {
+        if tree.leaves().get(pos.pos as usize) != Some(&txid.to_byte_array()) {
             return Ok(None);
         }
         Ok(Some(BlockOfTx {
             height: pos.height,
             pos: pos.pos,
             header,
-            txids,
+            tree,
         }))
     }
 
@@ -263,14 +268,15 @@ impl ChainView<'_> {
         height: u32,
         pos: u32,
     ) -> Result<Option<Option<TxAtPosition>>, ViewError> {
-        let Some(txids) = self.index.block_txids(height)? else {
+        let Some(tree) = self.block_tree(height)? else {
             return Ok(None);
         };
-        let Some(txid) = txids.get(pos as usize).copied() else {
+        let (Some(leaf), Some(branch)) =
+            (tree.leaves().get(pos as usize), tree.branch(pos as usize))
+        else {
             return Ok(Some(None));
         };
-        let leaves: Vec<[u8; 32]> = txids.iter().map(|t| t.to_byte_array()).collect();
-        let branch = branch_and_root(&leaves, pos as usize).0;
+        let txid = Txid::from_byte_array(*leaf);
         Ok(Some(Some(TxAtPosition { txid, branch })))
     }
 

@@ -1204,6 +1204,16 @@ fn a_reorg_changes_answers_and_notifies() {
     }
     let a_tx = a_block.txdata[1].compute_txid();
     assert!(c.transaction_get_raw(&a_tx).is_ok());
+    // Height 145's merkle tree is kept from this request: a reorg must not serve it for branch
+    // B's block at the same height (the trees are kept by block hash).
+    let merkle_of_145 = |block: &Block| {
+        let with = c.txid_from_pos_with_merkle(145, 0).unwrap();
+        assert_eq!(with.tx_hash, block.txdata[0].compute_txid());
+        let branch: Vec<String> = with.merkle.iter().map(|h| h.to_lower_hex_string()).collect();
+        let root = fold(with.tx_hash.to_byte_array(), &branch, 0);
+        assert_eq!(root, block.header.merkle_root.to_byte_array());
+    };
+    merkle_of_145(&a_block);
 
     // Branch B: 7 blocks on top of height 140.
     for b in &branch_b {
@@ -1278,6 +1288,7 @@ fn a_reorg_changes_answers_and_notifies() {
         }
     }
     assert_eq!(c.block_header(145).unwrap(), branch_b[4].header);
+    merkle_of_145(&branch_b[4]);
 }
 
 /// A P2WPKH spend of `coin` (worth `value`) by `key`, paying `value - fee` to `to`.

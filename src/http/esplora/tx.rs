@@ -238,10 +238,11 @@ pub fn merkle_proof(ctx: &Query, txid: &Txid) -> Reply {
 /// `GET /tx/:txid/merkleblock-proof`: bitcoind's `gettxoutproof` for this one transaction.
 pub fn merkleblock_proof(ctx: &Query, txid: &Txid) -> Reply {
     let block = confirming_block(ctx, txid)?;
-    let proof =
-        bitcoin::MerkleBlock::from_header_txids_with_predicate(&block.header, &block.txids, |t| {
-            t == txid
-        });
+    let proof = bitcoin::MerkleBlock::from_header_txids_with_predicate(
+        &block.header,
+        &block.txids(),
+        |t| t == txid,
+    );
     text(bitcoin::consensus::encode::serialize_hex(&proof))
 }
 
