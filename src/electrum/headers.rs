@@ -68,16 +68,22 @@ impl Ctx<'_> {
     ) -> Result<Value, RpcError> {
         let max = self.backend.config.max_headers;
         let view = self.view();
-        let headers: Vec<String> = (start..start.saturating_add(count.min(max)))
-            .map_while(|h| Self::header_hex(&view, h))
-            .collect();
+        // The headers' bytes one after another, hex-encoded at once (1.4's one string) or 80
+        // bytes at a time (1.6's list).
+        let mut raw = Vec::with_capacity(80 * count.min(max) as usize);
+        let mut found = 0;
+        for header in (start..start.saturating_add(count.min(max))).map_while(|h| view.header(h)) {
+            raw.extend_from_slice(&bitcoin::consensus::serialize(&header));
+            found += 1;
+        }
         let mut result = if self.v16() {
-            json!({"count": headers.len(), "headers": headers, "max": max})
+            let headers: Vec<String> = raw.chunks(80).map(hex::encode).collect();
+            json!({"count": found, "headers": headers, "max": max})
         } else {
-            json!({"count": headers.len(), "hex": headers.concat(), "max": max})
+            json!({"count": found, "hex": hex::encode(&raw), "max": max})
         };
-        if cp_height != 0 && !headers.is_empty() {
-            let last = start + headers.len() as u32 - 1;
+        if cp_height != 0 && found > 0 {
+            let last = start + found as u32 - 1;
             let (branch, root) = Self::header_proof(&view, last, cp_height)?;
             result["branch"] = json!(branch);
             result["root"] = json!(root);

@@ -1209,7 +1209,11 @@ fn a_reorg_changes_answers_and_notifies() {
     let merkle_of_145 = |block: &Block| {
         let with = c.txid_from_pos_with_merkle(145, 0).unwrap();
         assert_eq!(with.tx_hash, block.txdata[0].compute_txid());
-        let branch: Vec<String> = with.merkle.iter().map(|h| h.to_lower_hex_string()).collect();
+        let branch: Vec<String> = with
+            .merkle
+            .iter()
+            .map(|h| h.to_lower_hex_string())
+            .collect();
         let root = fold(with.tx_hash.to_byte_array(), &branch, 0);
         assert_eq!(root, block.header.merkle_root.to_byte_array());
     };
