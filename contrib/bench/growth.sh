@@ -15,7 +15,9 @@
 #
 # Usage: contrib/bench/growth.sh [BLOCKS] [TXS_PER_BLOCK] [RUNS] [REQUESTS_PER_RUN]
 # Defaults: 2000 blocks, 53 txs per block, 3 runs, 2000 requests. The growth table's chains:
-# `SHAPE=mainnet SIGNATURES=none` with 2000, 20000 and 200000 blocks (S, M, ten times M).
+# `SHAPE=mainnet SIGNATURES=none` with 2000 and 20000 blocks of 53 (S, M), and 20000 blocks of 530
+# (ten times M: a regtest chain of 200,000 blocks imports in quadratic time, regtest's block-index
+# check running over the whole index after every block).
 set -eu
 cd "$(dirname "$0")/../.."
 BLOCKS=${1:-2000}

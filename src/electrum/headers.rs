@@ -71,7 +71,7 @@ impl Ctx<'_> {
         // The headers' bytes one after another, hex-encoded at once (1.4's one string) or 80
         // bytes at a time (1.6's list).
         let mut raw = Vec::with_capacity(80 * count.min(max) as usize);
-        let mut found = 0;
+        let mut found: u32 = 0;
         for header in (start..start.saturating_add(count.min(max))).map_while(|h| view.header(h)) {
             raw.extend_from_slice(&bitcoin::consensus::serialize(&header));
             found += 1;
@@ -83,7 +83,7 @@ impl Ctx<'_> {
             json!({"count": found, "hex": hex::encode(&raw), "max": max})
         };
         if cp_height != 0 && found > 0 {
-            let last = start + found as u32 - 1;
+            let last = start + found - 1;
             let (branch, root) = Self::header_proof(&view, last, cp_height)?;
             result["branch"] = json!(branch);
             result["root"] = json!(root);

@@ -205,6 +205,14 @@ impl IndexView<'_> {
         }
     }
 
+    /// Counts work answered from a cache as the `rows` and `bytes` it stands for, as [`charge`]
+    /// counts a read: a request costs the same whether or not another asked the same before.
+    ///
+    /// [`charge`]: IndexView::charge
+    pub fn charge_kept(&self, rows: u64, bytes: usize) -> Result<(), QueryError> {
+        self.charge(rows, bytes)
+    }
+
     /// One row, counted.
     fn get(&self, cf: &'static str, key: &[u8]) -> Result<Option<Vec<u8>>, QueryError> {
         self.get_with(cf, key, <[u8]>::to_vec)

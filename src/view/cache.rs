@@ -77,19 +77,23 @@ impl<K: Hash + Eq + Copy, V: Clone> Lru<K, V> {
         if weight > self.max_weight / 2 {
             return;
         }
+        // What leaves is freed after the lock is let go, not while every reader waits on it.
+        let mut gone = Vec::new();
         let mut inner = self.lock();
         inner.clock += 1;
         let used = inner.clock;
         if let Some(old) = inner.map.remove(&key) {
             inner.held -= old.weight;
             inner.order.remove(&old.used);
+            gone.push(old);
         }
         while inner.held + weight > self.max_weight || inner.map.len() >= self.max_entries {
             let Some((_, oldest)) = inner.order.pop_first() else {
                 break;
             };
-            if let Some(gone) = inner.map.remove(&oldest) {
-                inner.held -= gone.weight;
+            if let Some(slot) = inner.map.remove(&oldest) {
+                inner.held -= slot.weight;
+                gone.push(slot);
             }
         }
         inner.held += weight;
@@ -102,6 +106,8 @@ impl<K: Hash + Eq + Copy, V: Clone> Lru<K, V> {
                 used,
             },
         );
+        drop(inner);
+        drop(gone);
     }
 
     /// Entries and weight held (for tests and metrics).

@@ -242,9 +242,9 @@ mod tests {
             let txids = leaves.iter().map(|l| bitcoin::Txid::from_byte_array(*l));
             let want = bitcoin::merkle_tree::calculate_root(txids).map(|r| r.to_byte_array());
             assert_eq!(Some(tree.root()), want, "n {n}");
-            for pos in 0..n as usize {
+            for (pos, leaf) in leaves.iter().enumerate() {
                 let branch = tree.branch(pos).unwrap();
-                assert_eq!(root_from_branch(leaves[pos], &branch, pos), tree.root());
+                assert_eq!(root_from_branch(*leaf, &branch, pos), tree.root());
                 assert_eq!(
                     branch.len(),
                     (n as usize).next_power_of_two().trailing_zeros() as usize

@@ -3,6 +3,8 @@
 use std::cell::Cell;
 use std::sync::Arc;
 
+use bitcoin::hashes::Hash;
+
 use crate::index::query::{ConfirmedEntry, Cost, IndexView, QueryError};
 use crate::index::Index;
 use crate::kernel::Validator;
@@ -274,7 +276,6 @@ impl<'a> ChainView<'a> {
             return None;
         }
         let leaf = |h: usize| {
-            use bitcoin::hashes::Hash;
             chain
                 .hash(h as u32)
                 .map(|h| h.to_byte_array())
@@ -289,18 +290,21 @@ impl<'a> ChainView<'a> {
     }
 
     /// The merkle tree of the view's block at `height` (`None` without one): kept from an
-    /// earlier request, else built from its txid rows (read and charged as any read) and kept.
+    /// earlier request, else built from its txid rows and kept. Charged as reading those rows
+    /// either way (one row per 50 txids), so that a block too large for an inline request goes to
+    /// the pool, and a request that walks every leaf pays for them.
     pub fn block_tree(&self, height: u32) -> Result<Option<Arc<MerkleTree>>, ViewError> {
         let Some(hash) = self.block_hash(height) else {
             return Ok(None);
         };
         if let Some(tree) = self.model.block_trees.get(&hash, |_| true) {
+            let txids = tree.leaves().len();
+            self.index.charge_kept(1 + txids as u64 / 50, txids * 32)?;
             return Ok(Some(tree));
         }
         let Some(txids) = self.index.block_txids(height)? else {
             return Ok(None);
         };
-        use bitcoin::hashes::Hash;
         let tree = Arc::new(MerkleTree::new(
             txids.iter().map(|t| t.to_byte_array()).collect(),
         ));

@@ -60,7 +60,8 @@ pub struct TxAtPosition {
 }
 
 impl BlockOfTx {
-    /// The transaction's merkle branch to the header's root.
+    /// The transaction's merkle branch to the header's root (its position is one of the tree's:
+    /// [`ChainView::confirming_block`] found the txid there).
     pub fn branch(&self) -> Vec<[u8; 32]> {
         self.tree.branch(self.pos as usize).unwrap_or_default()
     }
@@ -394,11 +395,13 @@ impl ChainView<'_> {
                 "the index and the block disagree on the transaction".into(),
             ));
         }
-        let txids: Vec<[u8; 32]> = block
-            .txdata
-            .iter()
-            .map(|t| t.compute_txid().to_byte_array())
-            .collect();
+        let txids = MerkleTree::new(
+            block
+                .txdata
+                .iter()
+                .map(|t| t.compute_txid().to_byte_array())
+                .collect(),
+        );
         let branch = match has_witness_commitment(coinbase) {
             // The coinbase's wtxid counts as zero in the witness tree (BIP141).
             true => {
@@ -411,7 +414,7 @@ impl ChainView<'_> {
                     .collect();
                 (branch_and_root(&wtxids, index).0, true)
             }
-            false => (branch_and_root(&txids, index).0, false),
+            false => (txids.branch(index).unwrap_or_default(), false),
         };
         Ok(WitnessProof {
             wtxid: tx.compute_wtxid(),
@@ -419,7 +422,7 @@ impl ChainView<'_> {
             pos,
             branch,
             coinbase: coinbase.clone(),
-            coinbase_branch: branch_and_root(&txids, 0).0,
+            coinbase_branch: txids.branch(0).unwrap_or_default(),
         })
     }
 }
