@@ -21,14 +21,7 @@ RUNS=${3:-3}
 . contrib/bench/lib.sh
 bench_setup
 need_electrs
-rpc() { "$CLI" -regtest -datadir="$WORK/node" -rpcport=29171 -rpcuser=u -rpcpassword=p "$@"; }
-ELECTRS_PID=""
-cleanup() {
-  [ -z "$ELECTRS_PID" ] || kill "$ELECTRS_PID" 2>/dev/null || true
-  rpc stop >/dev/null 2>&1 || true
-  sleep 2; rm -rf "$WORK"
-}
-trap cleanup EXIT INT TERM
+trap electrs_node_cleanup EXIT INT TERM
 
 # cpu_of PID: the process's user + system CPU seconds so far (/proc/PID/stat fields 14 and 15).
 cpu_of() {
@@ -37,11 +30,8 @@ cpu_of() {
 
 # The kernel cairn reindexes, and a bitcoind holding the same chain for electrs.
 CAIRN_LOG=warn "$CAIRN" --datadir "$WORK/k" import --no-index --quiet --blocks-dir "$CHAIN/blocks" >/dev/null
-mkdir -p "$WORK/node"
-"$BITCOIND" -regtest -datadir="$WORK/node" -port=29170 -bind=127.0.0.1 -rpcport=29171 -rpcuser=u -rpcpassword=p \
-  -maxtipage=2000000000 -connect=0 -listen=1 $(loadblock_args) -daemon -printtoconsole=0 >/dev/null
-until [ "$(rpc getblockcount 2>/dev/null || echo 0)" = "$BLOCKS" ]; do sleep 0.5; done
-txs=$(rpc getchaintxstats | python3 -c 'import json, sys; print(json.load(sys.stdin)["txcount"])')
+electrs_node 29170 29171
+txs=$(node_cli getchaintxstats | python3 -c 'import json, sys; print(json.load(sys.stdin)["txcount"])')
 BITCOIND_PID=$(cat "$WORK/node/regtest/bitcoind.pid")
 
 cairn_run() {

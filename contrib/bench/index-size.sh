@@ -17,14 +17,7 @@ TXS=${2:-53}
 . contrib/bench/lib.sh
 bench_setup
 need_electrs
-rpc() { "$CLI" -regtest -datadir="$WORK/node" -rpcport=29161 -rpcuser=u -rpcpassword=p "$@"; }
-ELECTRS_PID=""
-cleanup() {
-  [ -z "$ELECTRS_PID" ] || kill "$ELECTRS_PID" 2>/dev/null || true
-  rpc stop >/dev/null 2>&1 || true
-  sleep 2; rm -rf "$WORK"
-}
-trap cleanup EXIT INT TERM
+trap electrs_node_cleanup EXIT INT TERM
 
 # cairn
 CAIRN_LOG=warn "$CAIRN" --datadir "$WORK/cairn" import --quiet --blocks-dir "$CHAIN/blocks" >/dev/null
@@ -32,15 +25,13 @@ CAIRN_LOG=warn "$CAIRN" --datadir "$WORK/cairn" import --quiet --blocks-dir "$CH
 cairn_bytes=$(python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); print(d["index_bytes"] - d["column_families"].get("undo", 0))' "$WORK/stats.json")
 
 # bitcoind with both indexes, then electrs
-mkdir -p "$WORK/node" "$WORK/electrs"
-"$BITCOIND" -regtest -datadir="$WORK/node" -port=29160 -bind=127.0.0.1 -rpcport=29161 -rpcuser=u -rpcpassword=p \
-  -txindex -blockfilterindex -maxtipage=2000000000 -connect=0 -listen=1 $(loadblock_args) -daemon -printtoconsole=0 >/dev/null
-until [ "$(rpc getblockcount 2>/dev/null || echo 0)" = "$BLOCKS" ] &&
-  ! rpc getindexinfo | grep -q '"synced": false'; do sleep 0.5; done
+mkdir -p "$WORK/electrs"
+electrs_node 29160 29161 -txindex -blockfilterindex
+until ! node_cli getindexinfo | grep -q '"synced": false'; do sleep 0.5; done
 start_electrs "$WORK/node" 29161 29160 "$WORK/electrs" 29162
 until electrum_at 29162 "$BLOCKS"; do sleep 0.5; done
 kill "$ELECTRS_PID"; wait "$ELECTRS_PID" 2>/dev/null || true; ELECTRS_PID=""
-rpc stop >/dev/null; while [ -f "$WORK/node/regtest/bitcoind.pid" ]; do sleep 0.2; done
+node_cli stop >/dev/null; while [ -f "$WORK/node/regtest/bitcoind.pid" ]; do sleep 0.2; done
 r=$WORK/node/regtest
 electrs=$(disk "$WORK/electrs"); txindex=$(disk "$r/indexes/txindex"); filters=$(disk "$r/indexes/blockfilter")
 

@@ -96,6 +96,26 @@ need_electrs() {
   [ -x "$ELECTRS" ] || sh contrib/install-electrs.sh "$(dirname "$(dirname "$ELECTRS")")" >/dev/null
 }
 
+# electrs_node P2P_PORT RPC_PORT [BITCOIND ARGS...]: a regtest bitcoind in $WORK/node (user u,
+# password p) loading the chain's blk files (-loadblock), for electrs to index; returns once it has
+# every block. `node_cli` asks it; `electrs_node_cleanup` (an exit trap) stops electrs
+# (ELECTRS_PID) and it, and removes WORK.
+electrs_node() {
+  NODE_RPC_PORT=$2
+  node_p2p=$1; shift 2
+  mkdir -p "$WORK/node"
+  "$BITCOIND" -regtest -datadir="$WORK/node" -port="$node_p2p" -bind=127.0.0.1 -rpcport="$NODE_RPC_PORT" \
+    -rpcuser=u -rpcpassword=p -maxtipage=2000000000 -connect=0 -listen=1 "$@" $(loadblock_args) \
+    -daemon -printtoconsole=0 >/dev/null
+  until [ "$(node_cli getblockcount 2>/dev/null || echo 0)" = "$BLOCKS" ]; do sleep 0.5; done
+}
+node_cli() { "$CLI" -regtest -datadir="$WORK/node" -rpcport="$NODE_RPC_PORT" -rpcuser=u -rpcpassword=p "$@"; }
+electrs_node_cleanup() {
+  [ -z "${ELECTRS_PID:-}" ] || kill "$ELECTRS_PID" 2>/dev/null || true
+  [ -z "${NODE_RPC_PORT:-}" ] || node_cli stop >/dev/null 2>&1 || true
+  sleep 2; rm -rf "$WORK"
+}
+
 # start_electrs NODE_DIR RPC_PORT P2P_PORT DB_DIR ELECTRUM_PORT: electrs indexing the regtest
 # bitcoind of NODE_DIR (user u, password p) into DB_DIR, serving Electrum on ELECTRUM_PORT, in
 # the background (log: DB_DIR.log); sets ELECTRS_PID.
