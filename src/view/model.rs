@@ -21,8 +21,9 @@ const HISTORY_SCRIPTS: usize = 4_096;
 /// than half of it is not kept.
 const HISTORY_ENTRIES: usize = 2_000_000;
 
-/// Bytes of blocks' merkle trees kept for `get_merkle` and `id_from_pos`: Fulcrum gives its
-/// blocks' txids half of its `txhash_cache` (128 MB), 64 MB; a tree takes twice its txids.
+/// Bytes of blocks' merkle trees kept for transaction proofs (`get_merkle`, `id_from_pos`,
+/// Esplora's): Fulcrum gives its blocks' txids half of its `txhash_cache` (128 MB), 64 MB; a tree
+/// takes twice its txids.
 const BLOCK_TREE_BYTES: usize = 64_000_000;
 /// Blocks whose merkle tree is kept, at most.
 const BLOCK_TREES: usize = 100_000;
@@ -298,8 +299,8 @@ impl<'a> ChainView<'a> {
             return Ok(None);
         };
         if let Some(tree) = self.model.block_trees.get(&hash, |_| true) {
-            let txids = tree.leaves().len();
-            self.index.charge_kept(1 + txids as u64 / 50, txids * 32)?;
+            let count = tree.leaves().len();
+            self.index.charge_kept(1 + count as u64 / 50, count * 32)?;
             return Ok(Some(tree));
         }
         let Some(txids) = self.index.block_txids(height)? else {

@@ -395,7 +395,7 @@ impl ChainView<'_> {
                 "the index and the block disagree on the transaction".into(),
             ));
         }
-        let txids = MerkleTree::new(
+        let txid_tree = MerkleTree::new(
             block
                 .txdata
                 .iter()
@@ -414,7 +414,7 @@ impl ChainView<'_> {
                     .collect();
                 (branch_and_root(&wtxids, index).0, true)
             }
-            false => (txids.branch(index).unwrap_or_default(), false),
+            false => (txid_tree.branch(index).unwrap_or_default(), false),
         };
         Ok(WitnessProof {
             wtxid: tx.compute_wtxid(),
@@ -422,7 +422,7 @@ impl ChainView<'_> {
             pos,
             branch,
             coinbase: coinbase.clone(),
-            coinbase_branch: txids.branch(0).unwrap_or_default(),
+            coinbase_branch: txid_tree.branch(0).unwrap_or_default(),
         })
     }
 }
