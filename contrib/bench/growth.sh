@@ -87,6 +87,10 @@ fi
   --electrum-ws-addr 127.0.0.1:29082 --electrum-addr 127.0.0.1:29081 run >"$WORK/cairn.log" 2>&1 &
 CAIRN_PID=$!
 listening "$CAIRN_PID" 29082 "$WORK/cairn.log"
+# A node fresh from its import compacts its index once, on a thread of its own (a minute at ten
+# times M, on one core); a node serving for long has done so: the load waits for it.
+sleep 5
+while grep -qx compaction /proc/"$CAIRN_PID"/task/*/comm 2>/dev/null; do sleep 1; done
 load_json=$(results_file "growth-load-$BLOCKS-$TXS")
 "$EXAMPLES/electrum_load" --chain "$LOAD_CHAIN" --server "cairn=ws://127.0.0.1:29082" \
   --clients 1,10,100 --runs "$RUNS" --requests "$REQUESTS" --json "$load_json" \
