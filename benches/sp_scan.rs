@@ -95,6 +95,66 @@ fn scan(c: &mut Criterion) {
     }
     group.finish();
     frigates_calls(c, &txs, &b_scan, &b_spend);
+    steps(c, &txs, &b_scan, &b_spend);
+}
+
+/// A transaction's scan taken apart, each step alone on the same transactions: where its time
+/// goes, and what a scan without giving up constant time for the scan key could shed at most.
+fn steps(
+    c: &mut Criterion,
+    txs: &[([u8; 33], Vec<[u8; 32]>)],
+    b_scan: &SecretKey,
+    b_spend: &PublicKey,
+) {
+    let secp = Secp256k1::new();
+    let points: Vec<PublicKey> = txs
+        .iter()
+        .map(|(tweak, _)| PublicKey::from_slice(tweak).expect("point"))
+        .collect();
+    let scalar = bitcoin::secp256k1::Scalar::from(*b_scan);
+    let t_ks: Vec<SecretKey> = points
+        .iter()
+        .map(|p| secret_of(&tagged(b"BIP0352/SharedSecret", &[&p.serialize(), &[0; 4]])))
+        .collect();
+    let mut group = c.benchmark_group("a scan's steps");
+    group.throughput(Throughput::Elements(txs.len() as u64));
+    group.bench_function("lift a 33-byte tweak (a square root)", |b| {
+        b.iter(|| {
+            for (tweak, _) in txs {
+                black_box(PublicKey::from_slice(tweak).expect("point"));
+            }
+        })
+    });
+    group.bench_function("ECDH, constant time (secp256k1_ecdh)", |b| {
+        b.iter(|| {
+            for point in &points {
+                black_box(bitcoin::secp256k1::ecdh::shared_secret_point(point, b_scan));
+            }
+        })
+    });
+    group.bench_function("ECDH, variable time (Frigate's tweak_mul)", |b| {
+        b.iter(|| {
+            for point in &points {
+                black_box(point.mul_tweak(&secp, &scalar).expect("mul"));
+            }
+        })
+    });
+    group.bench_function("t_k·G + B_spend by ecmult (tweak_add)", |b| {
+        b.iter(|| {
+            for t_k in &t_ks {
+                let t_k = bitcoin::secp256k1::Scalar::from(*t_k);
+                black_box(b_spend.add_exp_tweak(&secp, &t_k).expect("add"));
+            }
+        })
+    });
+    group.bench_function("t_k·G by ecmult_gen, then + B_spend (Frigate's)", |b| {
+        b.iter(|| {
+            for t_k in &t_ks {
+                black_box(t_k.public_key(&secp).combine(b_spend).expect("add"));
+            }
+        })
+    });
+    group.finish();
 }
 
 /// Frigate's per-transaction calls on the same transactions, for a ratio on this machine: its
