@@ -297,15 +297,19 @@ impl IndexView<'_> {
 
     /// The txids of transaction numbers (ascending), in batched multi-gets. (Stepping one
     /// iterator through the rows instead was slower: 133 ms against 103 ms for a 140k-entry
-    /// history.)
+    /// history.) Past the first chunk, the blocks read are not kept in the block cache: a long
+    /// history's rows lie one to a block across the whole chain (a million of them, 4 GB of
+    /// blocks, for the busiest script of ten times chain M), and kept they pushed every small
+    /// request's blocks out of the cache: those took 0.38 ms instead of 0.10 ms beside them
+    /// (`electrum_load --only "get_balance,get_history huge"` there).
     fn txids_at(&self, txnums: impl Iterator<Item = TxNum>) -> Result<Vec<Txid>, QueryError> {
         const CHUNK: usize = 1024;
         let store = self.index.store();
         let txnums: Vec<TxNum> = txnums.collect();
         let mut out = Vec::with_capacity(txnums.len());
-        for chunk in txnums.chunks(CHUNK) {
+        for (i, chunk) in txnums.chunks(CHUNK).enumerate() {
             let keys: Vec<_> = chunk.iter().map(|t| TxRow::key(*t)).collect();
-            let rows = store.multi_read_at(&self.snap, cf::TXS, &keys, true, |bytes| {
+            let rows = store.multi_read_at(&self.snap, cf::TXS, &keys, true, i == 0, |bytes| {
                 (bytes.len(), TxRow::decode(bytes))
             })?;
             for ((txnum, key), row) in chunk.iter().zip(&keys).zip(rows) {

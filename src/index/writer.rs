@@ -15,7 +15,7 @@ use crate::store::schema::{
     SpentRow, TipRow, TweakRow, TxRow, TxidKey, UtxoKey,
 };
 use crate::store::undo::{UndoInput, UndoRow, UndoTx};
-use crate::store::{PrefixCursor, Store};
+use crate::store::{Store, TxidCursor};
 use crate::types::TxNum;
 
 /// Where a [`TxNumLookup`] finds the TxNums of transactions written before the current batch:
@@ -41,7 +41,7 @@ impl<T: StoredTxNums + ?Sized> StoredTxNums for &T {
 /// billion transactions, and mainnet's two BIP30 duplicates) are told apart by their `txs` rows.
 pub struct StoreTxNums<'a> {
     store: &'a Store,
-    cursor: RefCell<PrefixCursor<'a>>,
+    cursor: RefCell<TxidCursor<'a>>,
 }
 
 impl<'a> StoreTxNums<'a> {
@@ -49,7 +49,7 @@ impl<'a> StoreTxNums<'a> {
     pub fn new(store: &'a Store) -> Self {
         StoreTxNums {
             store,
-            cursor: RefCell::new(store.prefix_cursor(cf::TXID)),
+            cursor: RefCell::new(store.txid_cursor()),
         }
     }
 }

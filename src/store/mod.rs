@@ -10,7 +10,7 @@ pub mod undo;
 use std::path::Path;
 
 use crate::config::DEFAULT_INDEX_CACHE_MB;
-pub use db::{KeyValue, PrefixCursor, Store, StoreError};
+pub use db::{KeyValue, Store, StoreError, TxidCursor};
 pub use schema::SCHEMA_VERSION;
 
 impl Store {
