@@ -155,6 +155,76 @@ fn steps(
         })
     });
     group.finish();
+    k256_steps(c, txs, b_scan, &t_ks);
+}
+
+/// The same steps in RustCrypto's `k256`, whose group operations are exposed: what batching
+/// the affine conversions (one inversion for many points) would save, against what its
+/// multiplications cost beside libsecp256k1's.
+fn k256_steps(
+    c: &mut Criterion,
+    txs: &[([u8; 33], Vec<[u8; 32]>)],
+    b_scan: &SecretKey,
+    t_ks: &[SecretKey],
+) {
+    use k256::elliptic_curve::group::Curve;
+    use k256::elliptic_curve::ops::MulByGenerator;
+    use k256::elliptic_curve::sec1::FromEncodedPoint;
+    use k256::{AffinePoint, EncodedPoint, ProjectivePoint};
+    let lift = |tweak: &[u8; 33]| {
+        let encoded = EncodedPoint::from_bytes(tweak).expect("encoding");
+        Option::<AffinePoint>::from(AffinePoint::from_encoded_point(&encoded)).expect("point")
+    };
+    let scalar = |key: &SecretKey| {
+        *k256::SecretKey::from_slice(&key.secret_bytes())
+            .expect("key")
+            .to_nonzero_scalar()
+    };
+    let points: Vec<ProjectivePoint> = txs.iter().map(|(t, _)| lift(t).into()).collect();
+    let b = scalar(b_scan);
+    let t_ks: Vec<k256::Scalar> = t_ks.iter().map(scalar).collect();
+    let products: Vec<ProjectivePoint> = points.iter().map(|p| *p * b).collect();
+    let mut group = c.benchmark_group("a scan's steps");
+    group.throughput(Throughput::Elements(txs.len() as u64));
+    group.bench_function("k256: lift a 33-byte tweak", |bench| {
+        bench.iter(|| {
+            for (tweak, _) in txs {
+                black_box(lift(tweak));
+            }
+        })
+    });
+    group.bench_function(
+        "k256: ECDH, constant time (ProjectivePoint × Scalar)",
+        |bench| {
+            bench.iter(|| {
+                for point in &points {
+                    black_box(*point * b);
+                }
+            })
+        },
+    );
+    group.bench_function("k256: t_k·G (mul_by_generator, its tables)", |bench| {
+        bench.iter(|| {
+            for t_k in &t_ks {
+                black_box(ProjectivePoint::mul_by_generator(t_k));
+            }
+        })
+    });
+    group.bench_function("k256: to affine, one inversion each", |bench| {
+        bench.iter(|| {
+            for point in &products {
+                black_box(point.to_affine());
+            }
+        })
+    });
+    group.bench_function("k256: to affine, one inversion for all", |bench| {
+        let mut affine = vec![AffinePoint::IDENTITY; products.len()];
+        bench.iter(|| {
+            ProjectivePoint::batch_normalize(&products, &mut affine);
+            black_box(&affine);
+        })
+    });
+    group.finish();
 }
 
 /// Frigate's per-transaction calls on the same transactions, for a ratio on this machine: its

@@ -13,7 +13,8 @@
 //!        [--clients 1,10,100] [--runs 3] [--requests 2000] [--seed 1] [--json FILE]
 //!        [--command TEXT] [--only KIND]
 //! `--only KIND` (e.g. `--only "get_history huge"`) replays only that kind of request, for looking
-//! at one path. The first server is the baseline: ratios are (other / first) for latency and throughput.
+//! at one path; `--only KIND,KIND...` those kinds, in their shares of the mix. The first server
+//! is the baseline: ratios are (other / first) for latency and throughput.
 
 use std::collections::HashMap;
 use std::io::BufRead;
@@ -212,13 +213,15 @@ fn build_mix(
         return Err("the chain has no small or no medium histories".into());
     }
     let mix: Vec<(&'static str, u32)> = match only {
-        Some(k) => vec![(
-            MIX.iter()
-                .find(|m| m.0 == k)
-                .ok_or_else(|| format!("no request kind {k:?}"))?
-                .0,
-            1,
-        )],
+        Some(kinds) => kinds
+            .split(',')
+            .map(|k| {
+                MIX.iter()
+                    .find(|m| m.0 == k)
+                    .copied()
+                    .ok_or_else(|| format!("no request kind {k:?}"))
+            })
+            .collect::<Result<_, _>>()?,
         None => MIX.to_vec(),
     };
     let mut rng = rand_chacha::ChaCha20Rng::seed_from_u64(seed);
