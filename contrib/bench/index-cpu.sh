@@ -43,7 +43,11 @@ electrs_run() {
   node_before=$(cpu_of "$BITCOIND_PID")
   start=$(date +%s.%N)
   start_electrs "$WORK/node" 29171 29170 "$WORK/electrs" 29172
-  until electrum_at 29172 "$BLOCKS"; do sleep 0.5; done
+  until electrum_at 29172 "$BLOCKS"; do
+    # electrs gone (a full disk, say): say why instead of waiting for ever.
+    kill -0 "$ELECTRS_PID" 2>/dev/null || { tail -5 "$WORK/electrs.log" >&2; return 1; }
+    sleep 0.5
+  done
   wall=$(elapsed "$start" "$(date +%s.%N)")
   cpu=$(cpu_of "$ELECTRS_PID")
   node=$(awk -v a="$node_before" -v b="$(cpu_of "$BITCOIND_PID")" 'BEGIN { printf "%.3f", b - a }')
@@ -55,7 +59,8 @@ electrs_run() {
 i=1
 while [ "$i" -le "$RUNS" ]; do
   c=$(cairn_run); echo "run $i cairn reindex: CPU, wall s: $c"; echo "$c" >> "$WORK/cairn.txt"
-  e=$(electrs_run); echo "run $i electrs: CPU, wall, bitcoind CPU s: $e"; echo "$e" >> "$WORK/electrs.txt"
+  e=$(electrs_run) || { echo "run $i electrs: it stopped before answering the tip"; exit 1; }
+  echo "run $i electrs: CPU, wall, bitcoind CPU s: $e"; echo "$e" >> "$WORK/electrs.txt"
   i=$((i + 1))
 done
 cc=$(cut -d' ' -f1 "$WORK/cairn.txt" | median); cw=$(cut -d' ' -f2 "$WORK/cairn.txt" | median)
