@@ -19,6 +19,9 @@ use silentpayments::utils::receiving::calculate_ecdh_shared_secret;
 /// Transactions scanned per iteration.
 const TXS: usize = 2_000;
 
+/// The workload: each transaction's tweak (compressed) and its taproot outputs' x-only keys.
+type Txs = [([u8; 33], Vec<[u8; 32]>)];
+
 /// A random secret key from `rng`.
 fn secret(rng: &mut rand_chacha::ChaCha20Rng) -> SecretKey {
     loop {
@@ -100,12 +103,7 @@ fn scan(c: &mut Criterion) {
 
 /// A transaction's scan taken apart, each step alone on the same transactions: where its time
 /// goes, and what a scan without giving up constant time for the scan key could shed at most.
-fn steps(
-    c: &mut Criterion,
-    txs: &[([u8; 33], Vec<[u8; 32]>)],
-    b_scan: &SecretKey,
-    b_spend: &PublicKey,
-) {
+fn steps(c: &mut Criterion, txs: &Txs, b_scan: &SecretKey, b_spend: &PublicKey) {
     let secp = Secp256k1::new();
     let points: Vec<PublicKey> = txs
         .iter()
@@ -161,12 +159,7 @@ fn steps(
 /// The same steps in RustCrypto's `k256`, whose group operations are exposed: what batching
 /// the affine conversions (one inversion for many points) would save, against what its
 /// multiplications cost beside libsecp256k1's.
-fn k256_steps(
-    c: &mut Criterion,
-    txs: &[([u8; 33], Vec<[u8; 32]>)],
-    b_scan: &SecretKey,
-    t_ks: &[SecretKey],
-) {
+fn k256_steps(c: &mut Criterion, txs: &Txs, b_scan: &SecretKey, t_ks: &[SecretKey]) {
     use k256::elliptic_curve::group::Curve;
     use k256::elliptic_curve::ops::MulByGenerator;
     use k256::elliptic_curve::sec1::FromEncodedPoint;
@@ -234,12 +227,7 @@ fn k256_steps(
 /// `t_0·G` with `secp256k1_ec_pubkey_create`, adds the spend key with
 /// `secp256k1_ec_pubkey_combine` and compares 8-byte prefixes of `k = 0` only. The same
 /// libsecp256k1 calls through the `secp256k1` crate; change's label only.
-fn frigates_calls(
-    c: &mut Criterion,
-    txs: &[([u8; 33], Vec<[u8; 32]>)],
-    b_scan: &SecretKey,
-    b_spend: &PublicKey,
-) {
+fn frigates_calls(c: &mut Criterion, txs: &Txs, b_scan: &SecretKey, b_spend: &PublicKey) {
     let secp = Secp256k1::new();
     let uncompressed: Vec<([u8; 65], Vec<u64>)> = txs
         .iter()

@@ -11,20 +11,15 @@ Usage: sp_chain_scan.py CAIRN_PID ELECTRUM_PORT RUNS (one JSON line a run).
 """
 
 import json
-import os
 import secrets
 import socket
 import sys
 import time
 
+from sp_block_cpu import cpu_seconds
+
 # The generator, compressed: a valid spend key.
 SPEND = "0279be667ef9dcbbac55a06295ce870b07029bfcdb2dce28d959f2815b16f81798"
-
-
-def cpu_seconds(pid):
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def lines(sock):
