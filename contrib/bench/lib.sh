@@ -11,7 +11,8 @@ export CAIRN_NETWORK="${CAIRN_NETWORK:-regtest}"
 # bench_setup [CARGO BUILD ARGS...]: builds cairn (and what else is named) in release (or
 # CAIRN_BENCH_PROFILE), sets
 # CAIRN, CHAIN (the generated chain, cached in ${CAIRN_BENCH_CACHE:-/var/tmp/cairn-bench}; with
-# WALLET_ADDRESSES set, a chain that also pays a BIP84 wallet of that many addresses; with
+# WALLET_ADDRESSES set, a chain that also pays a BIP84 wallet of that many addresses (2% of all
+# outputs, or WALLET_PER_MILLE per thousand); with
 # HOT_PER_MILLE set, one whose busiest script gets that share of all outputs; with SHAPE=mainnet,
 # one whose transactions copy mainnet block 951658's shapes: `cairn generate --shape`; with
 # SIGNATURES=none, one whose spends need no signature, the kernel's cost below mainnet's
@@ -61,6 +62,10 @@ bench_setup() {
   if [ "${WALLET_ADDRESSES:-0}" -gt 0 ]; then
     CHAIN="$CHAIN-wallet$WALLET_ADDRESSES"
     set -- "$@" --wallet-addresses "$WALLET_ADDRESSES"
+    if [ -n "${WALLET_PER_MILLE:-}" ]; then
+      CHAIN="$CHAIN-pm$WALLET_PER_MILLE"
+      set -- "$@" --wallet-per-mille "$WALLET_PER_MILLE"
+    fi
   fi
   [ -f "$CHAIN/blocks.hex" ] || "$CAIRN" generate "$@" --out "$CHAIN"
   BITCOIND=${CAIRN_BITCOIND:-/opt/bitcoind/bitcoind}

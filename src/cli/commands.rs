@@ -103,7 +103,9 @@ pub(crate) fn generate(args: &GenerateArgs) -> Result<()> {
         generator = generator.with_spending(Spending::SignatureFree);
     }
     if args.wallet_addresses > 0 {
-        generator = generator.with_wallet(args.wallet_addresses)?;
+        generator = generator
+            .with_wallet(args.wallet_addresses)?
+            .with_wallet_share(args.wallet_per_mille);
     }
     if args.hot_per_mille > 0 {
         generator = generator.with_hot_script(args.hot_per_mille);

@@ -49,7 +49,7 @@ pub const MIN_OUTPUT: u64 = 1_000;
 /// chain's wallet can be restored by anyone from the descriptors written beside it.
 const WALLET_SEED: [u8; 16] = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15];
 /// Outputs paid to the wallet, per thousand, when it exists.
-const WALLET_PER_MILLE: u32 = 20;
+pub const WALLET_PER_MILLE: u32 = 20;
 /// Random coins looked at for one of the kind a shape's input wants, before any coin will do.
 const KIND_TRIES: usize = 8;
 
@@ -175,6 +175,8 @@ pub struct ChainGenerator {
     miners: Vec<u32>,
     /// The wallet's receive addresses (owner indexes, contiguous), if it has one.
     wallet: std::ops::Range<u32>,
+    /// The wallet's share of all outputs, per thousand.
+    wallet_per_mille: u32,
     /// Descriptors of the wallet (receive, change), with private keys.
     wallet_descriptors: Option<(String, String)>,
     wallet_txs: u64,
@@ -208,6 +210,7 @@ impl ChainGenerator {
             warm: Vec::new(),
             miners: Vec::new(),
             wallet: 0..0,
+            wallet_per_mille: WALLET_PER_MILLE,
             wallet_descriptors: None,
             wallet_txs: 0,
             silent: None,
@@ -251,7 +254,8 @@ impl ChainGenerator {
     }
 
     /// Adds a wallet of `addresses` P2WPKH receive addresses (BIP84 paths `m/84'/1'/0'/0/i` of
-    /// [`WALLET_SEED`]) that gets 2% of all outputs from then on and whose coins are spent like
+    /// [`WALLET_SEED`]) that gets 2% of all outputs from then on (another share:
+    /// [`ChainGenerator::with_wallet_share`]) and whose coins are spent like
     /// any other; `write_to` writes its descriptors to `wallet.txt`. Wallet benchmarks (BDK)
     /// restore it. Without this call the chain is the same as before wallets existed.
     pub fn with_wallet(mut self, addresses: u32) -> Result<Self, GenerateError> {
@@ -280,6 +284,14 @@ impl ChainGenerator {
             format!("wpkh({master}/84'/1'/0'/1/*)"),
         ));
         Ok(self)
+    }
+
+    /// Pays the wallet of [`ChainGenerator::with_wallet`] `per_mille` of all outputs (at most
+    /// 1000) instead of 2%: a wallet of a size a client can restore on a long chain. The random
+    /// draws are the same, so the chain differs only where the wallet's share does.
+    pub fn with_wallet_share(mut self, per_mille: u32) -> Self {
+        self.wallet_per_mille = per_mille.min(1000);
+        self
     }
 
     /// Pays `per_mille` of all outputs (at most 1000) to the busiest script from then on, on top
@@ -372,7 +384,7 @@ impl ChainGenerator {
         if self.hot_per_mille > 0 && self.rng.gen_range(0..1000) < self.hot_per_mille {
             return self.hot[0];
         }
-        if !self.wallet.is_empty() && self.rng.gen_range(0..1000) < WALLET_PER_MILLE {
+        if !self.wallet.is_empty() && self.rng.gen_range(0..1000) < self.wallet_per_mille {
             return self.rng.gen_range(self.wallet.clone());
         }
         let p: u32 = self.rng.gen_range(0..1000);

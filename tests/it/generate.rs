@@ -206,6 +206,39 @@ fn a_wallet_is_paid_spent_and_restorable_from_its_descriptors() {
     assert_eq!(summary.wallet_txs, wallet_txs);
 }
 
+/// `--wallet-per-mille`: the wallet's share of outputs sets how many transactions it has (what
+/// a client restores), and nothing else about the chain's size.
+#[test]
+fn a_wallets_share_sets_its_transactions() {
+    let opts = cairn::generate::GenerateOptions {
+        blocks: 200,
+        txs_per_block: 20,
+        seed: 3,
+    };
+    let generate = |per_mille: u32| {
+        let tmp = tempfile::tempdir().unwrap();
+        cairn::generate::ChainGenerator::new(opts)
+            .with_wallet(50)
+            .unwrap()
+            .with_wallet_share(per_mille)
+            .write_to(tmp.path())
+            .unwrap()
+    };
+    let (default, tenth) = (generate(cairn::generate::WALLET_PER_MILLE), generate(2));
+    assert_eq!(
+        default.txs, tenth.txs,
+        "the chain's size is the share's alone"
+    );
+    assert!(default.wallet_txs > 200, "{}", default.wallet_txs);
+    let ratio = tenth.wallet_txs as f64 / default.wallet_txs as f64;
+    assert!(
+        (0.04..0.25).contains(&ratio),
+        "a tenth of the share: {} of {}",
+        tenth.wallet_txs,
+        default.wallet_txs
+    );
+}
+
 /// `--shape mainnet`: the chain's transactions have mainnet block 951658's input counts, output
 /// kinds and OP_RETURN share (within a few points: the first blocks fan coins out, and reused
 /// scripts keep the kind they were created with), far from the unshaped chain's.
