@@ -6,7 +6,8 @@
 # --wallet-addresses`: the wallet gets 2% of all outputs and spends them like everyone else),
 # over TCP, the two servers taking turns (A B A B ...), RUNS times each, every run a fresh wallet
 # and connection. Every run must find the transactions the generator wrote, and all runs the
-# same balance. Prints the medians and the ratio and writes every sample to a JSON file.
+# same balance. Prints the medians and the ratio, and the CPU each server (the baseline with its
+# bitcoind) and the client used a scan, and writes every sample to a JSON file.
 #
 # Usage: contrib/bench/wallet-sync.sh [BLOCKS] [TXS_PER_BLOCK] [RUNS] [WALLET_ADDRESSES]
 # Defaults: 2000 blocks, 53 txs per block, 3 runs, 1000 addresses (about 10k wallet txs).
@@ -33,10 +34,33 @@ esac
 cairn_stack --electrum-addr 127.0.0.1:29061
 WALLET_TXS=$(sed -n 's/^# The wallet this chain pays ([0-9]* receive addresses, \([0-9]*\) transactions).*/\1/p' "$CHAIN/wallet.txt")
 echo "the generator wrote $WALLET_TXS wallet transactions"
-sync_with() { "$CLIENT" --descriptors "$CHAIN/wallet.txt" --server "$1" --found "$WORK/found.txt"; }
-from_baseline() { sync_with tcp://127.0.0.1:29051; }
-from_cairn() { sync_with tcp://127.0.0.1:29061; }
+BASE_PIDS="${EX_PID:-} ${FULCRUM_PID:-} $(cat "$WORK/node/regtest/bitcoind.pid")"
+# cpu_seconds PID...: the CPU (user + system) the processes have used so far, in seconds.
+cpu_seconds() {
+  for p in "$@"; do awk '{print $14 + $15}' "/proc/$p/stat"; done |
+    awk -v hz="$(getconf CLK_TCK)" '{s += $1} END {printf "%.2f\n", s / hz}'
+}
+# sync_with SIDE URL PID...: one scan (its seconds on stdout); the CPU the server's processes
+# and the client used for it is appended to $WORK/cpu-SIDE.txt ("server client").
+sync_with() {
+  side=$1 url=$2; shift 2
+  before=$(cpu_seconds "$@")
+  /usr/bin/time -f "%U %S" -o "$WORK/client-cpu.txt" \
+    "$CLIENT" --descriptors "$CHAIN/wallet.txt" --server "$url" --found "$WORK/found.txt"
+  after=$(cpu_seconds "$@")
+  awk -v a="$after" -v b="$before" '{printf "%.2f %.2f\n", a - b, $1 + $2}' "$WORK/client-cpu.txt" >> "$WORK/cpu-$side.txt"
+}
+# The baseline's server CPU counts its bitcoind too (transactions are read from it).
+from_baseline() { sync_with base tcp://127.0.0.1:29051 $BASE_PIDS; }
+from_cairn() { sync_with cairn tcp://127.0.0.1:29061 "$CAIRN_PID"; }
+cpu_median() { awk -v c="$2" '{print $c}' "$WORK/cpu-$1.txt" | median; }
+bench_extra() {
+  printf '{"server_cpu_seconds": {"a_median": %s, "b_median": %s}, "client_cpu_seconds": {"a_median": %s, "b_median": %s}}' \
+    "$(cpu_median base 1)" "$(cpu_median cairn 1)" "$(cpu_median base 2)" "$(cpu_median cairn 2)"
+}
 compare "$BASE_NAME" from_baseline "cairn" from_cairn
+echo "CPU a scan (medians): server $BASE_NAME (with its bitcoind) $(cpu_median base 1) s, cairn $(cpu_median cairn 1) s;" \
+  "the client $(cpu_median base 2) s against $BASE_NAME, $(cpu_median cairn 2) s against cairn"
 found=$(sort -u "$WORK/found.txt")
 if [ "$(echo "$found" | wc -l)" -ne 1 ] || [ "${found%% *}" != "$WALLET_TXS" ]; then
   echo "SERVERS DISAGREE or miss transactions (txs balance receive-index, generator: $WALLET_TXS txs):"
