@@ -13,7 +13,7 @@
 # Defaults: 2000 blocks, 53 txs per block, 3 runs, 1000 addresses (about 10k wallet txs).
 # WALLET_PER_MILLE=N pays the wallet N outputs per thousand instead of 20: on chain M (20000
 # blocks) the default gives it 77,596 transactions, which bdk_electrum 0.24 cannot restore in
-# 24 GiB (contrib/bench/README.md); WALLET_PER_MILLE=2 gives it about a tenth.
+# 24 GiB (contrib/bench/README.md); WALLET_PER_MILLE=2 gives it 13,387.
 # Installs what it needs when missing (bitcoind, ElectrumX or Fulcrum); their configurations:
 # electrumx_stack and fulcrum_stack in contrib/bench/lib.sh.
 set -eu
