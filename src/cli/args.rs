@@ -94,13 +94,19 @@ pub(crate) struct GenerateArgs {
     /// Output folder: blocks/blk*.dat and blocks.hex are written there.
     #[arg(long)]
     pub(crate) out: PathBuf,
-    /// Also pay a BIP84 wallet of this many receive addresses (2% of all outputs, or `--wallet-per-mille`; its
-    /// descriptors are written to OUT/wallet.txt), for wallet-sync benchmarks.
+    /// Also pay a BIP84 wallet of this many receive addresses (2% of all outputs, or
+    /// `--wallet-per-mille`; its descriptors are written to OUT/wallet.txt), for wallet-sync
+    /// benchmarks.
     #[arg(long, default_value_t = 0)]
     pub(crate) wallet_addresses: u32,
     /// The wallet's share of all outputs, per thousand (1 to 1000; 20 is 2%): a smaller share
     /// keeps a long chain's wallet as large as a client can restore.
-    #[arg(long, default_value_t = cairn::generate::WALLET_PER_MILLE, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    #[arg(
+        long,
+        default_value_t = cairn::generate::WALLET_PER_MILLE,
+        requires = "wallet_addresses",
+        value_parser = clap::value_parser!(u32).range(1..=1000)
+    )]
     pub(crate) wallet_per_mille: u32,
     /// Also pay this many outputs per thousand (at most 1000) to one script, for a history as
     /// long as a benchmark needs (500: about one history entry per transaction).

@@ -48,7 +48,8 @@ pub const MIN_OUTPUT: u64 = 1_000;
 /// The seed of the BIP32 wallet that `--wallet-addresses` pays (BIP32's test vector 1): the
 /// chain's wallet can be restored by anyone from the descriptors written beside it.
 const WALLET_SEED: [u8; 16] = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15];
-/// Outputs paid to the wallet, per thousand, when it exists.
+/// Outputs paid to the wallet, per thousand, when it exists and
+/// [`ChainGenerator::with_wallet_share`] does not set another share.
 pub const WALLET_PER_MILLE: u32 = 20;
 /// Random coins looked at for one of the kind a shape's input wants, before any coin will do.
 const KIND_TRIES: usize = 8;
@@ -287,8 +288,8 @@ impl ChainGenerator {
     }
 
     /// Pays the wallet of [`ChainGenerator::with_wallet`] `per_mille` of all outputs (at most
-    /// 1000) instead of 2%: a wallet of a size a client can restore on a long chain. The random
-    /// draws are the same, so the chain differs only where the wallet's share does.
+    /// 1000) instead of 2%: a wallet of a size a client can restore on a long chain. Without this
+    /// call (or with 20) the chain is the same as before.
     pub fn with_wallet_share(mut self, per_mille: u32) -> Self {
         self.wallet_per_mille = per_mille.min(1000);
         self
