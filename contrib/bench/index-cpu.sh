@@ -23,11 +23,6 @@ bench_setup
 need_electrs
 trap electrs_node_cleanup EXIT INT TERM
 
-# cpu_of PID: the process's user + system CPU seconds so far (/proc/PID/stat fields 14 and 15).
-cpu_of() {
-  awk -v hz="$(getconf CLK_TCK)" '{ sub(/^.*\) /, ""); printf "%.3f\n", ($12 + $13) / hz }' "/proc/$1/stat"
-}
-
 # The kernel cairn reindexes, and a bitcoind holding the same chain for electrs.
 CAIRN_LOG=warn "$CAIRN" --datadir "$WORK/k" import --no-index --quiet --blocks-dir "$CHAIN/blocks" >/dev/null
 electrs_node 29170 29171

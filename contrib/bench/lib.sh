@@ -156,6 +156,14 @@ disk() { du -sb "$@" 2>/dev/null | awk '{s += $1} END {print s + 0}'; }
 # elapsed START END: seconds between two `date +%s.%N` stamps.
 elapsed() { awk -v s="$1" -v e="$2" 'BEGIN { printf "%.3f\n", e - s }'; }
 
+# cpu_of PID...: the processes' user + system CPU seconds so far, summed (/proc/PID/stat fields 14
+# and 15).
+cpu_of() {
+  for p in "$@"; do
+    awk -v hz="$(getconf CLK_TCK)" '{ sub(/^.*\) /, ""); printf "%.3f\n", ($12 + $13) / hz }' "/proc/$p/stat"
+  done | awk '{s += $1} END {printf "%.3f\n", s}'
+}
+
 # median: the median of the numbers on standard input.
 median() { sort -n | awk '{a[NR]=$1} END {if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
 

@@ -35,19 +35,14 @@ cairn_stack --electrum-addr 127.0.0.1:29061
 WALLET_TXS=$(sed -n 's/^# The wallet this chain pays ([0-9]* receive addresses, \([0-9]*\) transactions).*/\1/p' "$CHAIN/wallet.txt")
 echo "the generator wrote $WALLET_TXS wallet transactions"
 BASE_PIDS="${EX_PID:-} ${FULCRUM_PID:-} $(cat "$WORK/node/regtest/bitcoind.pid")"
-# cpu_seconds PID...: the CPU (user + system) the processes have used so far, in seconds.
-cpu_seconds() {
-  for p in "$@"; do awk '{print $14 + $15}' "/proc/$p/stat"; done |
-    awk -v hz="$(getconf CLK_TCK)" '{s += $1} END {printf "%.2f\n", s / hz}'
-}
 # sync_with SIDE URL PID...: one scan (its seconds on stdout); the CPU the server's processes
 # and the client used for it is appended to $WORK/cpu-SIDE.txt ("server client").
 sync_with() {
   side=$1 url=$2; shift 2
-  before=$(cpu_seconds "$@")
+  before=$(cpu_of "$@")
   /usr/bin/time -f "%U %S" -o "$WORK/client-cpu.txt" \
     "$CLIENT" --descriptors "$CHAIN/wallet.txt" --server "$url" --found "$WORK/found.txt"
-  after=$(cpu_seconds "$@")
+  after=$(cpu_of "$@")
   awk -v a="$after" -v b="$before" '{printf "%.2f %.2f\n", a - b, $1 + $2}' "$WORK/client-cpu.txt" >> "$WORK/cpu-$side.txt"
 }
 # The baseline's server CPU counts its bitcoind too (transactions are read from it).
