@@ -204,6 +204,41 @@ fn kill_9_during_import_then_restart_reaches_the_same_tip() {
     );
 }
 
+/// `cairn generate --wallet-per-mille` out of its range, not a number, or without a wallet to
+/// pay: refused with the option named, nothing written.
+#[test]
+fn a_wallet_share_that_cannot_be_used_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("chain");
+    let with = |extra: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_cairn"))
+            .args(["generate", "--blocks", "2", "--out"])
+            .arg(&out)
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let err = fails(with(&["--wallet-per-mille", "2"]));
+    assert!(err.contains("--wallet-addresses"), "{err}");
+    // A negative share reads as an unknown flag: refused too.
+    fails(with(&[
+        "--wallet-addresses",
+        "3",
+        "--wallet-per-mille",
+        "-1",
+    ]));
+    for share in ["0", "1001", "x", "99999999999"] {
+        let err = fails(with(&[
+            "--wallet-addresses",
+            "3",
+            "--wallet-per-mille",
+            share,
+        ]));
+        assert!(err.contains("--wallet-per-mille"), "{share}: {err}");
+    }
+    assert!(!out.exists(), "nothing written");
+}
+
 #[test]
 fn bad_input_stops_with_a_clear_message() {
     let tmp = tempfile::tempdir().unwrap();
