@@ -9,7 +9,7 @@
 #       off a thread running beside validation saves, which the wall clock of 2 cores hides).
 #   contrib/bench/ab.sh reindex BIN_A BIN_B [BLOCKS] [TXS_PER_BLOCK] [RUNS]
 #       `cairn reindex` of one kernel's blocks (validated once by B, not timed): the indexer
-#       alone, nothing validated beside it (wall seconds).
+#       alone, nothing validated beside it (wall seconds; with METRIC=cpu, CPU seconds).
 #   contrib/bench/ab.sh query BIN_A BIN_B [BLOCKS] [TXS_PER_BLOCK] [RUNS] [KIND] [REQUESTS]
 #       each binary builds its own index once (so storage levers count), then serves it in
 #       turn; contrib/bench/load/electrum_load.rs
@@ -38,23 +38,23 @@ bench_setup --example electrum_load
 # variables, which a cairn without the options ignores).
 export CAIRN_ELECTRUM_COST_SOFT_LIMIT=0 CAIRN_ELECTRUM_COST_HARD_LIMIT=0
 trap 'kill "${PID:-}" 2>/dev/null || true; rm -rf "$WORK"' EXIT INT TERM
-import_with() {
-  rm -rf "$WORK/d"
+# timed COMMAND...: runs it and prints its wall seconds, or with METRIC=cpu its CPU seconds
+# (user + system, every thread, from /usr/bin/time).
+timed() {
   if [ "${METRIC:-wall}" = cpu ]; then
-    /usr/bin/time -f '%U %S' -o "$WORK/cpu.txt" \
-      "$1" --datadir "$WORK/d" import --quiet --blocks-dir "$CHAIN/blocks" >/dev/null
+    /usr/bin/time -f '%U %S' -o "$WORK/cpu.txt" "$@" >/dev/null
     awk '{ printf "%.3f\n", $1 + $2 }' "$WORK/cpu.txt"
     return
   fi
   start=$(date +%s.%N)
-  "$1" --datadir "$WORK/d" import --quiet --blocks-dir "$CHAIN/blocks" >/dev/null
+  "$@" >/dev/null
   elapsed "$start" "$(date +%s.%N)"
 }
-reindex_with() {
-  start=$(date +%s.%N)
-  "$1" --datadir "$WORK/k" reindex >/dev/null
-  elapsed "$start" "$(date +%s.%N)"
+import_with() {
+  rm -rf "$WORK/d"
+  timed "$1" --datadir "$WORK/d" import --quiet --blocks-dir "$CHAIN/blocks"
 }
+reindex_with() { timed "$1" --datadir "$WORK/k" reindex; }
 query_with() { # $1 = binary, $2 = its datadir
   "$1" --datadir "$2" --admin-addr 127.0.0.1:0 --electrum-addr 127.0.0.1:29181 \
     --electrum-ws-addr 127.0.0.1:29182 --no-listen run >"$WORK/serve.log" 2>&1 &

@@ -280,9 +280,10 @@ impl Store {
     ) -> impl Iterator<Item = Result<KeyValue, StoreError>> + 'a {
         let mode = rocksdb::IteratorMode::From(prefix, rocksdb::Direction::Forward);
         let prefix = prefix.to_vec();
+        let opts = read_options_within(cf, &prefix);
         let iter = match snapshot {
-            Some(s) => s.iterator_cf_opt(self.cf(cf), read_options(), mode),
-            None => self.db.iterator_cf_opt(self.cf(cf), read_options(), mode),
+            Some(s) => s.iterator_cf_opt(self.cf(cf), opts, mode),
+            None => self.db.iterator_cf_opt(self.cf(cf), opts, mode),
         };
         iter.take_while(move |item| match item {
             Ok((k, _)) => k.starts_with(&prefix),
@@ -340,7 +341,7 @@ impl Store {
         backwards: bool,
         mut f: impl FnMut(&[u8], &[u8]) -> Result<bool, E>,
     ) -> Result<(), E> {
-        let mut opts = read_options();
+        let mut opts = read_options_within(cf, prefix);
         opts.set_snapshot(snapshot);
         let mut iter = self.db.raw_iterator_cf_opt(self.cf(cf), opts);
         match backwards {
@@ -365,9 +366,7 @@ impl Store {
     /// created. Its seeks stay within the prefix sought, so a file or memtable whose prefix bloom
     /// filter does not hold the prefix is passed over unread (see [`txid_prefix_filters`]).
     pub fn txid_cursor(&self) -> TxidCursor<'_> {
-        let mut opts = read_options();
-        opts.set_total_order_seek(false);
-        opts.set_prefix_same_as_start(true);
+        let opts = read_options_within(cf::TXID, &[0; TXID_PREFIX_LEN]);
         TxidCursor {
             iter: self.db.raw_iterator_cf_opt(self.cf(cf::TXID), opts),
             store: self,
@@ -515,11 +514,24 @@ impl Store {
 fn read_options() -> rocksdb::ReadOptions {
     let mut opts = rocksdb::ReadOptions::default();
     // Every iterator in key order across prefixes (the `txid` family has a prefix extractor,
-    // under which an iterator would otherwise see only the prefix it was sought to); only
-    // [`Store::txid_cursor`] seeks by prefix.
+    // under which an iterator would otherwise see only the prefix it was sought to), unless
+    // [`read_options_within`] keeps it to one prefix.
     opts.set_total_order_seek(true);
     if crate::types::inline() {
         opts.set_read_tier(rocksdb::ReadTier::BlockCache);
+    }
+    opts
+}
+
+/// [`read_options`] for an iterator that stays under `prefix` in family `cf`: in the `txid`
+/// family, with a whole txid prefix, it seeks by prefix, so it passes over every file and
+/// memtable whose prefix bloom filter does not hold the prefix (a total-order seek reads them
+/// all).
+fn read_options_within(cf: &'static str, prefix: &[u8]) -> rocksdb::ReadOptions {
+    let mut opts = read_options();
+    if cf == cf::TXID && prefix.len() >= TXID_PREFIX_LEN {
+        opts.set_total_order_seek(false);
+        opts.set_prefix_same_as_start(true);
     }
     opts
 }
@@ -532,7 +544,7 @@ fn read_options() -> rocksdb::ReadOptions {
 /// No filter in the last level, where nearly all rows settle and a lookup (of a transaction
 /// that exists) ends anyway: the filters (1.25 bytes a prefix, held in memory beside the block
 /// cache, not in it) cover only the files above it, about a tenth of the rows once compactions
-/// settle.
+/// settle. An iterator that keeps to one txid prefix seeks by it ([`read_options_within`]).
 fn txid_prefix_filters(o: &mut Options, table: &rocksdb::BlockBasedOptions) {
     o.set_prefix_extractor(rocksdb::SliceTransform::create_fixed_prefix(
         TXID_PREFIX_LEN,
@@ -642,13 +654,14 @@ mod tests {
     fn txid_rows_are_found_by_prefix_and_walked_in_order_across_files() {
         let tmp = tempfile::tempdir().unwrap();
         let store = Store::open(tmp.path()).unwrap();
-        // Three files (each with its prefix bloom filter) and the memtable, a prefix in two of
-        // them: rows of 0xaaaa_0001 and 0xaaaa_0002 apart, 0xaaaa_0003 in the memtable.
+        // Three files (each with its prefix bloom filter) and the memtable, a prefix in three
+        // of them: rows of 0xaaaa_0001 and 0xaaaa_0002 apart, 0xaaaa_0003 in the
+        // memtable only, beside more of 0xaaaa_0001 and 0xbbbb_0001.
         let files: [&[(u64, u8)]; 4] = [
             &[(0xaaaa_0001, 1), (0xbbbb_0001, 2)],
             &[(0xaaaa_0002, 3), (0xcccc_0001, 4)],
             &[(0xaaaa_0001, 5)],
-            &[(0xaaaa_0003, 6)],
+            &[(0xaaaa_0003, 6), (0xbbbb_0001, 7), (0xaaaa_0001, 8)],
         ];
         let mut all = Vec::new();
         for (i, rows) in files.iter().enumerate() {
@@ -683,7 +696,21 @@ mod tests {
                 .iter()
                 .filter(|k| k[..8] == prefix.to_be_bytes())
                 .cloned();
-            assert_eq!(found, expected.collect::<Vec<_>>(), "prefix {prefix:x}");
+            let expected: Vec<_> = expected.collect();
+            assert_eq!(found, expected, "prefix {prefix:x}");
+            // The same by the other walks of a whole txid prefix, which seek by prefix too.
+            let scanned = store.scan_prefix(None, cf::TXID, &prefix.to_be_bytes());
+            let scanned: Vec<_> = scanned.map(|r| r.unwrap().0.to_vec()).collect();
+            assert_eq!(scanned, expected, "scan of prefix {prefix:x}");
+            let mut walked = Vec::new();
+            let snapshot = store.snapshot();
+            let walk =
+                store.for_each_in_prefix(&snapshot, cf::TXID, &prefix.to_be_bytes(), |k, _| {
+                    walked.push(k.to_vec());
+                    Ok::<_, StoreError>(true)
+                });
+            walk.unwrap();
+            assert_eq!(walked, expected, "walk of prefix {prefix:x}");
         }
         // In key order across prefixes: from the first row, and from a row under a shorter
         // prefix than the filters' (the walk must not stop at the file that held its start).
@@ -705,7 +732,7 @@ mod tests {
             },
         );
         walk.unwrap();
-        assert_eq!(walked, all[..4].to_vec());
+        assert_eq!(walked, all[..5].to_vec());
     }
 
     #[test]
