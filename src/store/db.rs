@@ -370,9 +370,10 @@ impl Store {
     /// created. Its seeks stay within the prefix sought, so a file or memtable whose prefix bloom
     /// filter does not hold the prefix is passed over unread (see [`txid_prefix_filters`]).
     pub fn txid_cursor(&self) -> TxidCursor<'_> {
-        let opts = read_options_within(cf::TXID, &[0; TXID_PREFIX_LEN]);
         TxidCursor {
-            iter: self.db.raw_iterator_cf_opt(self.cf(cf::TXID), opts),
+            iter: self
+                .db
+                .raw_iterator_cf_opt(self.cf(cf::TXID), prefix_read_options()),
             store: self,
         }
     }
@@ -532,11 +533,18 @@ fn read_options() -> rocksdb::ReadOptions {
 /// memtable whose prefix bloom filter does not hold the prefix (a total-order seek reads them
 /// all).
 fn read_options_within(cf: &'static str, prefix: &[u8]) -> rocksdb::ReadOptions {
-    let mut opts = read_options();
-    if cf == cf::TXID && prefix.len() >= TXID_PREFIX_LEN {
-        opts.set_total_order_seek(false);
-        opts.set_prefix_same_as_start(true);
+    match cf == cf::TXID && prefix.len() >= TXID_PREFIX_LEN {
+        true => prefix_read_options(),
+        false => read_options(),
     }
+}
+
+/// [`read_options`] seeking by the family's prefix extractor: an iterator that stays within
+/// the prefix it was sought to.
+fn prefix_read_options() -> rocksdb::ReadOptions {
+    let mut opts = read_options();
+    opts.set_total_order_seek(false);
+    opts.set_prefix_same_as_start(true);
     opts
 }
 
