@@ -1,23 +1,22 @@
 //! One client connection's transports: newline-delimited JSON (TCP or TLS) with a line size
 //! limit, or WebSocket messages, both read on the session's own task (`source.rs`); the
-//! session's loop (`serving.rs`); the writer and its timeout; and how a session ends.
+//! session's loop (`serving.rs`); the writer, its timeout and the session's own writes
+//! (`writer.rs`); and how a session ends.
 //! Backpressure on a client that does not read (its queue and the answer budget) is in
 //! `outbox.rs`. The [`Session`] it serves answers the requests and owes the notifications.
 
-use std::io::IoSlice;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
-use tokio::io::AsyncWriteExt;
 use tokio::sync::{broadcast, mpsc};
 
 use super::backend::Backend;
 use super::counted::excessive;
 use super::frigate_scan::{ScanEvent, ScanJob};
 pub use super::outbox::Shares;
-use super::outbox::{BudgetRoom, Held, Outbox, Queued, WRITE_CHUNK};
+use super::outbox::{BudgetRoom, Held, Outbox, Queued};
 use super::rpc::Piece;
 use super::rpc::{error_value, RpcError};
 use super::session::Session;
@@ -26,6 +25,7 @@ use crate::notify::TipUpdate;
 use crate::work::{HostShares, WorkPool};
 use serving::serve;
 use source::{Lines, Messages, ReadAhead};
+use writer::{write_lines, write_messages, WriteSide, Written};
 
 /// Lines waiting to be written to a client before the session stops reading from it (the bytes
 /// they hold are bounded apart, by the answer budget). A pipelining client's answers go out 32
@@ -56,149 +56,11 @@ pub async fn run(
     let requests = Lines::new(read_half, limit, peer);
     let (out_tx, out_rx) = mpsc::channel::<Queued>(OUTBOX);
     let stall = backend.config.write_timeout;
-    let writer = tokio::spawn(write_lines(write_half, out_rx, stall));
-    let out = Outbox::new(out_tx, budget, transport);
+    let side = WriteSide::new(write_half);
+    let writer = tokio::spawn(write_lines(side.clone(), out_rx, stall));
+    let out = Outbox::new(out_tx, side, budget, transport);
     let end = serve(peer, backend, updates, requests, out, true).await;
     finish(peer, end, writer).await;
-}
-
-/// Writes each queued line (each line's share of the budget goes back once it is written, when
-/// its [`Queued`] drops), in pieces of [`WRITE_CHUNK`] bytes, each of which must go out within
-/// `stall`: a client that stops reading is cut after `stall` however long its answer. Lines
-/// already queued together (pipelined answers, a burst of notifications) go out in one write
-/// while they fit a piece, each with its newline: one system call, not two a line.
-async fn write_lines<W: tokio::io::AsyncWrite + Unpin>(
-    mut out: W,
-    mut queue: mpsc::Receiver<Queued>,
-    stall: Duration,
-) -> Written {
-    let mut next = None;
-    loop {
-        let first = match next.take() {
-            Some(queued) => queued,
-            None => match queue.recv().await {
-                Some(queued) => queued,
-                None => break,
-            },
-        };
-        if first.line.len() >= WRITE_CHUNK {
-            if let Err(written) = write_long(&mut out, first, stall).await {
-                return written;
-            }
-            continue;
-        }
-        // Small lines queued now, while they fit one piece; the first that does not waits.
-        let mut batch = vec![first];
-        let mut bytes = batch[0].line.len() + 1;
-        while let Ok(queued) = queue.try_recv() {
-            if bytes + queued.line.len() + 1 > WRITE_CHUNK {
-                next = Some(queued);
-                break;
-            }
-            bytes += queued.line.len() + 1;
-            batch.push(queued);
-        }
-        if let Err(written) = write_batch(&mut out, &batch, bytes, stall).await {
-            return written;
-        }
-        // What the kernel took is no longer held: a slow reader holds what it has not read.
-        for mut queued in batch {
-            queued.held.release(queued.line.len());
-        }
-    }
-    let _ = tokio::time::timeout(stall, out.shutdown()).await;
-    Written::All
-}
-
-/// Writes `batch` (`bytes` in all), each line with its newline, as one piece within `stall`:
-/// gathered from the lines themselves where the stream takes vectored writes (one system call,
-/// nothing copied), else copied into one buffer first.
-async fn write_batch<W: tokio::io::AsyncWrite + Unpin>(
-    out: &mut W,
-    batch: &[Queued],
-    bytes: usize,
-    stall: Duration,
-) -> Result<(), Written> {
-    if !out.is_write_vectored() {
-        // Built for this write and freed after it: an idle connection holds no buffer.
-        let mut piece = Vec::with_capacity(bytes);
-        for queued in batch {
-            piece.extend_from_slice(queued.line.as_bytes());
-            if queued.ends_line {
-                piece.push(b'\n');
-            }
-        }
-        return write_within(out, &piece, stall).await;
-    }
-    let mut slices: Vec<IoSlice<'_>> = Vec::with_capacity(2 * batch.len());
-    for queued in batch {
-        slices.push(IoSlice::new(queued.line.as_bytes()));
-        if queued.ends_line {
-            slices.push(IoSlice::new(b"\n"));
-        }
-    }
-    slices.retain(|slice| !slice.is_empty());
-    let write_all = async {
-        let mut rest: &mut [IoSlice<'_>] = &mut slices;
-        while !rest.is_empty() {
-            match out.write_vectored(rest).await {
-                Ok(0) | Err(_) => return Err(Written::Failed),
-                Ok(n) => IoSlice::advance_slices(&mut rest, n),
-            }
-        }
-        // As `write_within`: what TLS took goes out now.
-        out.flush().await.map_err(|_| Written::Failed)
-    };
-    // The whole piece within `stall`, as `write_within`: a client taking a byte now and then
-    // does not keep its writer waiting longer.
-    tokio::time::timeout(stall, write_all)
-        .await
-        .unwrap_or(Err(Written::Stalled))
-}
-
-/// Writes one line of [`WRITE_CHUNK`] bytes or more in pieces, each within `stall`, giving
-/// back its share of the budget as they go.
-async fn write_long<W: tokio::io::AsyncWrite + Unpin>(
-    out: &mut W,
-    mut queued: Queued,
-    stall: Duration,
-) -> Result<(), Written> {
-    let newline: &[u8] = if queued.ends_line { b"\n" } else { b"" };
-    let chunks = queued.line.as_bytes().chunks(WRITE_CHUNK);
-    for chunk in chunks.chain(std::iter::once(newline)) {
-        write_within(out, chunk, stall).await?;
-        queued.held.release(chunk.len());
-    }
-    Ok(())
-}
-
-/// Writes `bytes`, which must go out within `stall`.
-async fn write_within<W: tokio::io::AsyncWrite + Unpin>(
-    out: &mut W,
-    bytes: &[u8],
-    stall: Duration,
-) -> Result<(), Written> {
-    // Flushed too: TLS may hold the tail of what it took until told to send it.
-    let write_all = async {
-        out.write_all(bytes).await?;
-        out.flush().await
-    };
-    match tokio::time::timeout(stall, write_all).await {
-        Ok(Ok(())) => Ok(()),
-        Ok(Err(_)) => Err(Written::Failed),
-        Err(_) => Err(Written::Stalled),
-    }
-}
-
-/// How a client's writer task ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Written {
-    /// Everything queued was written, and the queue closed.
-    All,
-    /// The connection failed.
-    Failed,
-    /// A write made no progress within the write timeout.
-    Stalled,
 }
 
 /// Why a session ended (`cairn_electrum_disconnects_total`).
@@ -273,8 +135,8 @@ pub async fn run_websocket(
     updates: broadcast::Receiver<TipUpdate>,
     budget: Shares,
 ) {
-    use futures_util::{SinkExt, StreamExt};
-    use tokio_tungstenite::tungstenite::{protocol::WebSocketConfig, Message};
+    use futures_util::StreamExt;
+    use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
     let limit = backend.config.max_line_bytes;
     // Reads of 8 KiB, not tungstenite's 128 KiB: that buffer is zeroed before every read (a
     // twentieth of the CPU of answering small requests) and held by every connection.
@@ -294,27 +156,12 @@ pub async fn run_websocket(
             return;
         }
     };
-    let (mut sink, source) = ws.split();
-    let (out_tx, mut out_rx) = mpsc::channel::<Queued>(OUTBOX);
+    let (sink, source) = ws.split();
+    let (out_tx, out_rx) = mpsc::channel::<Queued>(OUTBOX);
     let stall = backend.config.write_timeout;
-    let writer = tokio::spawn(async move {
-        while let Some(queued) = out_rx.recv().await {
-            let Queued { line, held, .. } = queued;
-            // A message goes out whole: the write timeout for each 64 KiB of it, as the TCP
-            // writer's pieces.
-            let pieces = u32::try_from(line.len().div_ceil(WRITE_CHUNK).max(1)).unwrap_or(u32::MAX);
-            let within = stall.saturating_mul(pieces);
-            match tokio::time::timeout(within, sink.send(Message::text(line))).await {
-                Ok(Ok(())) => {}
-                Ok(Err(_)) => return Written::Failed,
-                Err(_) => return Written::Stalled,
-            }
-            drop(held);
-        }
-        let _ = tokio::time::timeout(stall, sink.close()).await;
-        Written::All
-    });
-    let out = Outbox::new(out_tx, budget, transport);
+    let side = WriteSide::new(writer::Messages(sink));
+    let writer = tokio::spawn(write_messages(side.clone(), out_rx, stall));
+    let out = Outbox::new(out_tx, side, budget, transport);
     // Read on the session's task, and read ahead while it is busy: pings answered and a close
     // seen meanwhile, no hand-off between tasks for a request.
     let requests = ReadAhead::new(Messages::new(source));
@@ -477,3 +324,4 @@ mod serving;
 mod source;
 #[cfg(test)]
 mod tests;
+mod writer;

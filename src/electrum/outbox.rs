@@ -3,7 +3,7 @@
 //! before an answer is built where its size is known ([`BudgetRoom`]) and given back as the
 //! kernel takes the bytes.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -66,7 +66,16 @@ pub(super) struct Queued {
     pub(super) line: String,
     /// Whether a newline follows (the line's last piece).
     pub(super) ends_line: bool,
+    /// The bytes of `line` already written (by the session, before it handed the rest over).
+    pub(super) skip: usize,
     pub(super) held: Held,
+}
+
+impl Queued {
+    /// The bytes of the line not yet written.
+    pub(super) fn rest(&self) -> &[u8] {
+        self.line.as_bytes().get(self.skip..).unwrap_or_default()
+    }
 }
 
 /// Bytes of the budget held for a line, counted against its connection's and its host's
@@ -174,9 +183,26 @@ impl Drop for Held {
     }
 }
 
-/// The queue to a client's writer task, with how long a line may wait for room in it.
+/// A write side the session may write to without waiting.
+pub(super) trait WriteNow: Send + Sync {
+    /// Writes `queued` now if nothing handed to the writer task is ahead of it and the
+    /// connection takes it whole without waiting: `None` then; else what is left of it to hand
+    /// to the writer task (all of it when nothing was written; an empty rest that is not a line
+    /// asks the writer to flush what the connection took).
+    fn write_now(&self, queued: Queued) -> Option<Queued>;
+
+    /// A line is being handed to the writer task.
+    fn handing(&self);
+}
+
+/// The queue to a client's writer task, with how long a line may wait for room in it, and the
+/// write side the session writes a line to itself when nothing is queued ahead of it.
 pub(super) struct Outbox {
     pub(super) tx: mpsc::Sender<Queued>,
+    pub(super) side: Arc<dyn WriteNow>,
+    /// Whether the session may write its lines itself now: not while the client has more
+    /// requests waiting (pipelined answers are gathered into one write by the writer task).
+    pub(super) direct: AtomicBool,
     pub(super) timeout: std::time::Duration,
     pub(super) budget: Shares,
     /// What this connection holds of the budget.
@@ -188,12 +214,19 @@ pub(super) struct Outbox {
 }
 
 impl Outbox {
-    pub(super) fn new(tx: mpsc::Sender<Queued>, budget: Shares, transport: &'static str) -> Self {
+    pub(super) fn new(
+        tx: mpsc::Sender<Queued>,
+        side: Arc<dyn WriteNow>,
+        budget: Shares,
+        transport: &'static str,
+    ) -> Self {
         let sent = crate::metrics::metrics()
             .electrum_sent_bytes
             .with_label_values(&[transport]);
         Outbox {
             tx,
+            side,
+            direct: AtomicBool::new(false),
             timeout: SEND_TIMEOUT,
             budget,
             mine: Arc::default(),
@@ -331,22 +364,41 @@ impl Outbox {
         Some(held)
     }
 
-    /// Hands a line, with its bytes held, to the writer.
+    /// Lets the session write its lines itself from now on (`yes`), or hands them all to the
+    /// writer task.
+    pub(super) fn write_directly(&self, yes: bool) {
+        self.direct.store(yes, Ordering::Relaxed);
+    }
+
+    /// Writes a line, with its bytes held, on this task when it may and the connection takes it
+    /// at once; else hands it (or what is left of it) to the writer.
     pub(super) async fn queue(&self, line: String, last: bool, held: Held) -> bool {
         self.sent.inc_by(held.bytes as u64);
-        let queued = Queued {
+        let mut queued = Queued {
             line,
             ends_line: last,
+            skip: 0,
             held,
         };
+        if self.direct.load(Ordering::Relaxed) && queued.line.len() < WRITE_CHUNK {
+            match self.side.write_now(queued) {
+                None => return true,
+                Some(rest) => queued = rest,
+            }
+        }
+        self.side.handing();
         matches!(
             tokio::time::timeout(self.timeout, self.tx.send(queued)).await,
             Ok(Ok(()))
         )
     }
 
-    /// Queues every line, in order; `false` as soon as one cannot be.
-    pub(super) async fn send_all(&self, lines: impl IntoIterator<Item = String>) -> bool {
+    /// Queues every line, in order; `false` as soon as one cannot be. More than one go to the
+    /// writer task, which writes them together.
+    pub(super) async fn send_all(&self, lines: Vec<String>) -> bool {
+        if lines.len() > 1 {
+            self.write_directly(false);
+        }
         for line in lines {
             if !self.send(line).await {
                 return false;

@@ -1106,6 +1106,16 @@ fn websocket_clients_get_the_tcp_answers_and_notifications() {
         assert_eq!(over_ws, over_tcp, "{request}");
         assert!(over_ws.to_string().contains("result"), "{over_ws}");
     }
+    // A batch whose answer is longer than one write piece (64 KiB) is still one message.
+    let batch: Vec<Value> = (0..8)
+        .map(|i| json!({"jsonrpc":"2.0","id":100 + i,"method":"blockchain.block.headers","params":[0, 100]}))
+        .collect();
+    let answer = ask(&mut ws, Value::Array(batch).to_string());
+    assert!(answer.to_string().len() > 64 << 10);
+    let answers = answer.as_array().expect("the whole batch in one message");
+    assert_eq!(answers.len(), 8);
+    assert_eq!(answers[7]["id"], 107);
+    assert_eq!(answers[7]["result"]["count"], 100);
     // Garbage gets an error and the connection keeps serving.
     let answer = ask(&mut ws, "not json".into());
     assert_eq!(answer["error"]["code"], -32700);

@@ -50,12 +50,20 @@ pub(super) async fn serve(
             // reach the client.
             () = serving.out.tx.closed() => Err(End::Left),
             read = incoming.next() => {
+                // Its answer written on this task unless more requests wait behind it.
+                serving.out.write_directly(!incoming.has_more());
                 let answered = incoming.alongside(serving.on_request(read)).await;
                 idle_at.as_mut().reset(far_or(tokio::time::Instant::now(), idle));
                 answered
             }
-            update = updates.recv() => incoming.alongside(serving.on_update(update)).await,
-            Some(event) = scan_rx.recv() => incoming.alongside(serving.on_scan_event(event)).await,
+            update = updates.recv() => {
+                serving.out.write_directly(true);
+                incoming.alongside(serving.on_update(update)).await
+            }
+            Some(event) = scan_rx.recv() => {
+                serving.out.write_directly(true);
+                incoming.alongside(serving.on_scan_event(event)).await
+            }
             Some(_) = serving.scans.join_next(), if !serving.scans.is_empty() => Ok(()),
         };
         if let Err(end) = step {

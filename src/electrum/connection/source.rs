@@ -35,6 +35,12 @@ pub(crate) trait Source {
     fn alongside<F: Future + Send>(&mut self, work: F) -> impl Future<Output = F::Output> + Send {
         work
     }
+
+    /// Whether more of the client's requests are already read and waiting (a client
+    /// pipelining them), as far as the source can tell.
+    fn has_more(&self) -> bool {
+        false
+    }
 }
 
 /// Bytes asked of the socket at once: a line buffer holds at most the line limit and one read.
@@ -166,6 +172,10 @@ impl<R: AsyncRead + Unpin + Send> Source for Lines<R> {
             }
         }
     }
+
+    fn has_more(&self) -> bool {
+        self.start < self.buf.len()
+    }
 }
 
 /// A source read on the session's task that goes on reading while the session is busy with
@@ -206,6 +216,10 @@ impl<S: Source + Send> Source for ReadAhead<S> {
                 read = self.source.next(), if self.ahead.is_none() => self.ahead = Some(read),
             }
         }
+    }
+
+    fn has_more(&self) -> bool {
+        self.ahead.is_some() || self.source.has_more()
     }
 }
 

@@ -9,17 +9,20 @@ use std::time::Duration;
 
 use tokio::sync::{mpsc, Semaphore};
 
-use super::{write_lines, Written};
+use super::writer::Messages;
+use super::{write_lines, write_messages, WriteSide, Written};
+use crate::electrum::outbox::WriteNow;
 use crate::electrum::outbox::{Held, Queued, WRITE_CHUNK};
 use crate::work::HostShares;
 
 /// A client socket that records each write the writer makes, and takes nothing more once it
-/// has taken `room` bytes (a client that stopped reading). With `vectored`, it takes vectored
-/// writes (as TCP and TLS streams do), at most `most` bytes a write, ending mid-slice.
+/// has taken `room` bytes (a client that stopped reading) until given more
+/// ([`Recorder::more_room`]). With `vectored`, it takes vectored writes (as TCP and TLS streams
+/// do), at most `most` bytes a write, ending mid-slice.
 #[derive(Clone)]
 struct Recorder {
     writes: Arc<Mutex<Vec<Vec<u8>>>>,
-    room: usize,
+    room: Arc<Mutex<(usize, Option<std::task::Waker>)>>,
     vectored: bool,
     most: usize,
 }
@@ -28,9 +31,18 @@ impl Recorder {
     fn new(room: usize) -> Self {
         Recorder {
             writes: Arc::default(),
-            room,
+            room: Arc::new(Mutex::new((room, None))),
             vectored: false,
             most: usize::MAX,
+        }
+    }
+
+    /// The client reads `n` more bytes: a writer waiting for room is woken.
+    fn more_room(&self, n: usize) {
+        let mut room = self.room.lock().unwrap();
+        room.0 += n;
+        if let Some(waker) = room.1.take() {
+            waker.wake();
         }
     }
 
@@ -42,11 +54,18 @@ impl Recorder {
         }
     }
 
-    /// Records what a write of `bufs` takes; `Pending` when the client reads no more.
-    fn take(&self, bufs: &[std::io::IoSlice<'_>]) -> Poll<std::io::Result<usize>> {
-        let free = (self.room - self.taken()).min(self.most);
+    /// Records what a write of `bufs` takes; `Pending` when the client reads no more (woken
+    /// when it is given more room).
+    fn take(
+        &self,
+        cx: &Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        let mut room = self.room.lock().unwrap();
+        let free = (room.0 - self.taken()).min(self.most);
         if free == 0 {
-            return Poll::Pending; // never woken: the client reads no more
+            room.1 = Some(cx.waker().clone());
+            return Poll::Pending;
         }
         let mut took = Vec::new();
         for buf in bufs {
@@ -70,20 +89,20 @@ impl Recorder {
 impl tokio::io::AsyncWrite for Recorder {
     fn poll_write(
         self: Pin<&mut Self>,
-        _: &mut Context<'_>,
+        cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<std::io::Result<usize>> {
-        self.take(&[std::io::IoSlice::new(buf)])
+        self.take(cx, &[std::io::IoSlice::new(buf)])
     }
 
     fn poll_write_vectored(
         self: Pin<&mut Self>,
-        _: &mut Context<'_>,
+        cx: &mut Context<'_>,
         bufs: &[std::io::IoSlice<'_>],
     ) -> Poll<std::io::Result<usize>> {
         match self.vectored {
-            true => self.take(bufs),
-            false => self.take(&bufs[..bufs.len().min(1)]),
+            true => self.take(cx, bufs),
+            false => self.take(cx, &bufs[..bufs.len().min(1)]),
         }
     }
 
@@ -130,6 +149,7 @@ impl Budget {
         Queued {
             line: line.to_string(),
             ends_line,
+            skip: 0,
             held: Held {
                 permit,
                 mine: self.mine.clone(),
@@ -183,7 +203,7 @@ async fn lines_go_out_together(out: Recorder, sizes_known: bool) {
         tx.send(budget.queued(line, ends)).await.unwrap();
     }
     drop(tx);
-    let written = write_lines(out.clone(), rx, Duration::from_secs(5)).await;
+    let written = write_lines(WriteSide::new(out.clone()), rx, Duration::from_secs(5)).await;
     assert_eq!(written, Written::All);
     let want: String = lines
         .iter()
@@ -216,7 +236,11 @@ async fn stalled_client_is_cut(out: Recorder) {
     let budget = Budget::new(1 << 20);
     let (tx, rx) = mpsc::channel(16);
     tx.send(budget.queued("first", true)).await.unwrap();
-    let writer = tokio::spawn(write_lines(out.clone(), rx, Duration::from_millis(200)));
+    let writer = tokio::spawn(write_lines(
+        WriteSide::new(out.clone()),
+        rx,
+        Duration::from_millis(200),
+    ));
     tokio::time::sleep(Duration::from_millis(50)).await;
     assert_eq!(budget.held(), [0, 0, 0], "the first line was taken whole");
     tx.send(budget.queued("second", true)).await.unwrap();
@@ -236,4 +260,90 @@ async fn stalled_client_is_cut(out: Recorder) {
         "nothing held by a writer that ended"
     );
     drop(tx);
+}
+
+/// The session writes a line itself only while nothing handed to the writer task is ahead of
+/// it and the writer is not writing; a line the client takes in part is finished by the writer
+/// task, before anything handed after it, and nothing of the budget stays held.
+#[tokio::test]
+async fn the_session_writes_itself_only_with_nothing_ahead_and_the_writer_finishes_its_rest() {
+    let budget = Budget::new(1 << 20);
+    let out = Recorder::new(2 + 5);
+    let side = WriteSide::new(out.clone());
+    // Taken whole at once: written, nothing for the writer task.
+    assert!(side.write_now(budget.queued("a", true)).is_none());
+    assert_eq!(out.bytes(), b"a\n");
+    // While the writer writes (holds the write side), the line is left to it, untouched.
+    let writing = side.out.try_lock().unwrap();
+    let left = side.write_now(budget.queued("b", true)).unwrap();
+    assert_eq!((left.rest(), left.ends_line), (&b"b"[..], true));
+    drop(writing);
+    // Taken in part (the client has room for 5 more bytes): the rest, with its newline, is
+    // what the writer task must write, and what was taken is no longer held.
+    let rest = side.write_now(budget.queued("hello!", true)).unwrap();
+    assert_eq!((rest.rest(), rest.ends_line), (&b"!\n"[..], false));
+    assert_eq!(budget.held(), [2, 2, 2], "b, and the rest of hello!");
+    let (tx, rx) = mpsc::channel(16);
+    let writer = tokio::spawn(write_lines(side.clone(), rx, Duration::from_secs(5)));
+    side.handing();
+    tx.send(rest).await.unwrap();
+    // With the rest handed over and not written, a later line is not written directly.
+    let later = side.write_now(budget.queued("c", true)).unwrap();
+    assert_eq!(later.rest(), b"c");
+    side.handing();
+    tx.send(later).await.unwrap();
+    drop(left);
+    out.more_room(1 << 10);
+    drop(tx);
+    assert_eq!(writer.await.unwrap(), Written::All);
+    assert_eq!(out.bytes(), b"a\nhello!\nc\n");
+    assert_eq!(budget.held(), [0, 0, 0], "every byte given back once");
+    // Everything handed over is written: the session may write itself again.
+    assert!(side.write_now(budget.queued("d", true)).is_none());
+    assert_eq!(out.bytes(), b"a\nhello!\nc\nd\n");
+}
+
+/// Over WebSocket, a line handed over in pieces (a batch's answers past 64 KiB) goes out as
+/// one message, and a message the session sent itself comes before lines handed after it.
+#[tokio::test]
+async fn websocket_pieces_go_out_as_one_message_in_order() {
+    use futures_util::StreamExt;
+    use tokio_tungstenite::tungstenite::protocol::Role;
+    use tokio_tungstenite::WebSocketStream;
+    let budget = Budget::new(1 << 20);
+    let (server, client) = tokio::io::duplex(1 << 20);
+    let server = WebSocketStream::from_raw_socket(server, Role::Server, None).await;
+    let mut client = WebSocketStream::from_raw_socket(client, Role::Client, None).await;
+    let (sink, _source) = server.split();
+    let side = WriteSide::new(Messages(sink));
+    assert!(
+        side.write_now(budget.queued("[1", true)).is_none(),
+        "sent at once"
+    );
+    let (tx, rx) = mpsc::channel(16);
+    let writer = tokio::spawn(write_messages(side.clone(), rx, Duration::from_secs(5)));
+    for (piece, ends) in [("[2,", false), ("3,", false), ("4]", true)] {
+        let piece = budget.queued(piece, ends);
+        side.handing();
+        tx.send(piece).await.unwrap();
+    }
+    // A piece is never sent by the session itself.
+    let piece = side.write_now(budget.queued("[5,", false)).unwrap();
+    side.handing();
+    tx.send(piece).await.unwrap();
+    side.handing();
+    tx.send(budget.queued("6]", true)).await.unwrap();
+    drop(tx);
+    assert_eq!(writer.await.unwrap(), Written::All);
+    let mut texts = Vec::new();
+    use tokio_tungstenite::tungstenite::Message;
+    let wait = Duration::from_secs(5);
+    while let Ok(Some(Ok(message))) = tokio::time::timeout(wait, client.next()).await {
+        match message {
+            Message::Text(text) => texts.push(text.to_string()),
+            _ => break, // the writer's close, once all was sent
+        }
+    }
+    assert_eq!(texts, ["[1", "[2,3,4]", "[5,6]"]);
+    assert_eq!(budget.held(), [0, 0, 0]);
 }
