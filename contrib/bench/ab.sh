@@ -14,7 +14,8 @@
 #       each binary builds its own index once (so storage levers count), then serves it in
 #       turn; contrib/bench/load/electrum_load.rs
 #       replays REQUESTS (default 40) requests of KIND (default "get_history huge", see
-#       electrum_load's mix) from one client; the median latency of each run is the sample.
+#       electrum_load's mix) from one client; the median latency of each run is the sample
+#       (with METRIC=cpu, the server's CPU seconds a request, user and system).
 #   WALLET_ADDRESSES=1000 contrib/bench/ab.sh esplora BIN_A BIN_B [BLOCKS] [TXS_PER_BLOCK] [RUNS] [KIND] [REQUESTS]
 #       one index (built by B) served by each binary in turn over HTTP; REQUESTS (default 40)
 #       `GET /address/:a/txs` of the address with the largest history (KIND large, the default)
@@ -60,10 +61,17 @@ query_with() { # $1 = binary, $2 = its datadir
     --electrum-ws-addr 127.0.0.1:29182 --no-listen run >"$WORK/serve.log" 2>&1 &
   PID=$!
   until nc -z 127.0.0.1 29182 2>/dev/null; do sleep 0.2; done
-  # The untimed check pass of electrum_load warms the cache; the timed run's p50 is the sample.
+  # The untimed check pass of electrum_load warms the cache; the timed run's p50 is the sample
+  # (with METRIC=cpu, the server's CPU seconds, user and system, a request over both passes).
+  ticks=$(awk '{ print $14 + $15 }' "/proc/$PID/stat")
   p50=$("$EXAMPLES/electrum_load" --chain "$CHAIN" --server "x=ws://127.0.0.1:29182" \
     --clients 1 --runs 1 --requests "$REQUESTS" --only "$KIND" 2>&1 | sed -n 's/^clients 1 run 1 x: .* p50 \([0-9.]*\) ms.*/\1/p')
+  ticks=$(awk -v t="$ticks" '{ print $14 + $15 - t }' "/proc/$PID/stat")
   kill "$PID"; wait "$PID" 2>/dev/null || true
+  if [ "${METRIC:-wall}" = cpu ]; then
+    awk -v t="$ticks" -v hz="$(getconf CLK_TCK)" -v n="$REQUESTS" 'BEGIN { printf "%.9f\n", t / hz / (2 * n) }'
+    return
+  fi
   awk -v ms="$p50" 'BEGIN { printf "%.6f\n", ms / 1000 }'
 }
 esplora_with() { # $1 = binary, $2 = its datadir

@@ -663,24 +663,29 @@ async fn main() -> Result<(), Error> {
                 "p50_ratio": b50 / a50, "p99_ratio": b99 / a99, "throughput_ratio": bt / at}));
         }
         println!();
-        // Per kind at one client: where the time goes.
-        if let Some(&c) = o.clients.first() {
+        // Per kind at each client count: where the time goes.
+        for &c in &o.clients {
             println!(
-                "| request ({c} client{}) | p50 {base} | p50 {other} | ratio |",
+                "| request ({c} client{}) | p50 {base} | p50 {other} | ratio | p99 {base} | p99 {other} | ratio |",
                 if c == 1 { "" } else { "s" }
             );
-            println!("|---|---|---|---|");
+            println!("|---|---|---|---|---|---|---|");
             for (kind, _) in MIX {
-                let pk = |server: &str| {
+                let pk = |server: &str, field: &str| {
                     let v: Vec<f64> = samples
                         .iter()
                         .filter(|s| s["server"] == server && s["clients"] == c)
-                        .filter_map(|s| s["per_kind"][*kind]["p50_ms"].as_f64())
+                        .filter_map(|s| s["per_kind"][*kind][field].as_f64())
                         .collect();
                     median(&v)
                 };
-                let (a, b) = (pk(base), pk(other));
-                println!("| {kind} | {a:.3} ms | {b:.3} ms | {:.2}x |", b / a);
+                let (a, b) = (pk(base, "p50_ms"), pk(other, "p50_ms"));
+                let (a99, b99) = (pk(base, "p99_ms"), pk(other, "p99_ms"));
+                println!(
+                    "| {kind} | {a:.3} ms | {b:.3} ms | {:.2}x | {a99:.2} ms | {b99:.2} ms | {:.2}x |",
+                    b / a,
+                    b99 / a99
+                );
             }
             println!();
         }

@@ -11,8 +11,8 @@ use tokio::sync::{mpsc, Semaphore};
 
 use super::writer::Messages;
 use super::{write_lines, write_messages, WriteSide, Written};
-use crate::electrum::outbox::WriteNow;
 use crate::electrum::outbox::{Held, Queued, WRITE_CHUNK};
+use crate::electrum::outbox::{Outbox, Shares, WriteNow};
 use crate::work::HostShares;
 
 /// A client socket that records each write the writer makes, and takes nothing more once it
@@ -25,6 +25,10 @@ struct Recorder {
     room: Arc<Mutex<(usize, Option<std::task::Waker>)>>,
     vectored: bool,
     most: usize,
+    /// Flushes still to answer `Pending` (as TLS may, with records it could not send yet),
+    /// and the flushes answered `Ready`.
+    refused_flushes: Arc<AtomicUsize>,
+    flushes: Arc<AtomicUsize>,
 }
 
 impl Recorder {
@@ -34,6 +38,8 @@ impl Recorder {
             room: Arc::new(Mutex::new((room, None))),
             vectored: false,
             most: usize::MAX,
+            refused_flushes: Arc::default(),
+            flushes: Arc::default(),
         }
     }
 
@@ -110,7 +116,14 @@ impl tokio::io::AsyncWrite for Recorder {
         self.vectored
     }
 
-    fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        let refused = self.refused_flushes.load(Ordering::SeqCst);
+        if refused > 0 {
+            self.refused_flushes.store(refused - 1, Ordering::SeqCst);
+            cx.waker().wake_by_ref();
+            return Poll::Pending;
+        }
+        self.flushes.fetch_add(1, Ordering::SeqCst);
         Poll::Ready(Ok(()))
     }
 
@@ -327,12 +340,23 @@ async fn websocket_pieces_go_out_as_one_message_in_order() {
         side.handing();
         tx.send(piece).await.unwrap();
     }
-    // A piece is never sent by the session itself.
+    until_taken(&tx).await;
+    assert_eq!(side.handed(), 0, "[2,3,4] sent");
+    // A piece is never sent by the session itself, nor a line while pieces before it wait in
+    // the writer for their last.
     let piece = side.write_now(budget.queued("[5,", false)).unwrap();
     side.handing();
     tx.send(piece).await.unwrap();
+    until_taken(&tx).await;
+    assert_eq!(
+        side.handed(),
+        1,
+        "the piece waits in the writer for the rest of its line"
+    );
+    let last = side.write_now(budget.queued("6]", true));
+    let last = last.expect("left to the writer, behind its first piece");
     side.handing();
-    tx.send(budget.queued("6]", true)).await.unwrap();
+    tx.send(last).await.unwrap();
     drop(tx);
     assert_eq!(writer.await.unwrap(), Written::All);
     let mut texts = Vec::new();
@@ -346,4 +370,71 @@ async fn websocket_pieces_go_out_as_one_message_in_order() {
     }
     assert_eq!(texts, ["[1", "[2,3,4]", "[5,6]"]);
     assert_eq!(budget.held(), [0, 0, 0]);
+}
+
+/// Yields until the writer task has taken everything queued to it.
+async fn until_taken(tx: &mpsc::Sender<Queued>) {
+    while tx.capacity() < tx.max_capacity() {
+        tokio::task::yield_now().await;
+    }
+}
+
+/// A line the connection takes but does not send at once (TLS, whose flush may wait): the
+/// session hands the writer task an empty rest, which it flushes; nothing is written twice, and
+/// nothing after it is written by the session before that flush.
+#[tokio::test]
+async fn a_line_taken_but_not_flushed_is_flushed_by_the_writer() {
+    let budget = Budget::new(1 << 20);
+    let out = Recorder::new(usize::MAX);
+    out.refused_flushes.store(1, Ordering::SeqCst);
+    let side = WriteSide::new(out.clone());
+    let rest = side.write_now(budget.queued("x", true)).unwrap();
+    assert_eq!((rest.rest(), rest.ends_line), (&b""[..], false));
+    assert_eq!(out.bytes(), b"x\n");
+    let (tx, rx) = mpsc::channel(16);
+    side.handing();
+    tx.send(rest).await.unwrap();
+    let after = side.write_now(budget.queued("y", true));
+    let after = after.expect("not before the writer's flush");
+    let writer = tokio::spawn(write_lines(side.clone(), rx, Duration::from_secs(5)));
+    side.handing();
+    tx.send(after).await.unwrap();
+    drop(tx);
+    assert_eq!(writer.await.unwrap(), Written::All);
+    assert_eq!(out.bytes(), b"x\ny\n");
+    assert!(out.flushes.load(Ordering::SeqCst) >= 1);
+    assert_eq!(budget.held(), [0, 0, 0]);
+}
+
+/// The session's queue writes a line itself only when the session lets it (a client with no
+/// further request waiting) and nothing is handed over ahead of it; several notifications at
+/// once go to the writer task together.
+#[tokio::test]
+async fn the_outbox_writes_directly_only_when_let_and_nothing_is_ahead() {
+    let out = Recorder::new(usize::MAX);
+    let side = WriteSide::new(out.clone());
+    let (tx, rx) = mpsc::channel(16);
+    let outbox = Outbox::new(tx.clone(), side.clone(), Shares::new(1 << 20), "tcp");
+    let writer = tokio::spawn(write_lines(side.clone(), rx, Duration::from_secs(5)));
+    // Not let (a pipelining client): handed over, not written yet.
+    assert!(outbox.send("a".into()).await);
+    assert_eq!((side.handed(), out.bytes()), (1, Vec::new()));
+    outbox.write_directly(true);
+    // Let, but "a" is ahead of it: handed over too.
+    assert!(outbox.send("b".into()).await);
+    assert_eq!((side.handed(), out.bytes()), (2, Vec::new()));
+    until_taken(&tx).await;
+    while side.handed() > 0 {
+        tokio::task::yield_now().await;
+    }
+    // Let, nothing ahead: written before `send` returns, the writer task never woken.
+    assert!(outbox.send("c".into()).await);
+    assert_eq!((side.handed(), out.bytes()), (0, b"a\nb\nc\n".to_vec()));
+    // Two at once: to the writer, together.
+    assert!(outbox.send_all(vec!["d".into(), "e".into()]).await);
+    assert_eq!(side.handed(), 2);
+    drop((outbox, tx));
+    assert_eq!(writer.await.unwrap(), Written::All);
+    assert_eq!(out.bytes(), b"a\nb\nc\nd\ne\n");
+    assert_eq!(out.writes.lock().unwrap().last().unwrap(), b"d\ne\n");
 }

@@ -2,7 +2,9 @@
 //! shares with the session ([`WriteSide`]). The session writes a line itself when nothing queued
 //! is ahead of it and the connection takes the line at once ([`WriteNow`]): no wake-up of the
 //! writer task for it. What the connection does not take at once (a client that does not read,
-//! a full socket buffer) is queued, and only the writer task waits, within the write timeout.
+//! a full socket buffer) is handed to the writer task, which waits for the client within the
+//! write timeout; the session never waits on a write itself (only, as before, for room in the
+//! queue or the answer budget).
 
 use std::io::IoSlice;
 use std::pin::Pin;
@@ -42,6 +44,12 @@ impl<T> WriteSide<T> {
     /// The writer task wrote `n` of the lines handed to it.
     fn written(&self, n: usize) {
         self.handed.fetch_sub(n, Ordering::SeqCst);
+    }
+
+    /// Lines handed to the writer task and not yet written.
+    #[cfg(test)]
+    pub(super) fn handed(&self) -> usize {
+        self.handed.load(Ordering::SeqCst)
     }
 }
 
@@ -237,8 +245,9 @@ impl<S: Stream> WriteNow for WriteSide<Messages<S>> {
             return Some(queued);
         }
         let line = std::mem::take(&mut queued.line);
-        // Taken: from here on what is left for the writer task is to flush it (an error is
-        // met there again, and ends the connection).
+        // Taken: from here on what is left for the writer task is to flush it. (A flush that
+        // fails here may not fail there, when the client has sent its close: that client does
+        // not get the line, and its session ends on the close.)
         queued.ends_line = false;
         if sink.as_mut().start_send(Message::text(line)).is_err() {
             return Some(queued);
@@ -264,6 +273,8 @@ pub(super) async fn write_messages<S: Stream>(
     stall: Duration,
 ) -> Written {
     let mut message = String::new();
+    // The pieces joined into `message`, with their bytes: counted as handed until it is sent,
+    // so the session sends nothing of its own before it.
     let mut holding: Vec<Held> = Vec::new();
     while let Some(queued) = queue.recv().await {
         let Queued {
@@ -280,22 +291,24 @@ pub(super) async fn write_messages<S: Stream>(
                 Ok(Err(_)) => return Written::Failed,
                 Err(_) => return Written::Stalled,
             }
-        } else {
-            message.push_str(rest);
-            holding.push(held);
-            if ends_line {
-                let text = std::mem::take(&mut message);
-                let pieces = text.len().div_ceil(WRITE_CHUNK).max(1);
-                let within = stall.saturating_mul(u32::try_from(pieces).unwrap_or(u32::MAX));
-                match tokio::time::timeout(within, sink.0.send(Message::text(text))).await {
-                    Ok(Ok(())) => {}
-                    Ok(Err(_)) => return Written::Failed,
-                    Err(_) => return Written::Stalled,
-                }
-                holding.clear();
-            }
+            side.written(1);
+            continue;
         }
-        side.written(1);
+        message.push_str(rest);
+        holding.push(held);
+        if !ends_line {
+            continue;
+        }
+        let text = std::mem::take(&mut message);
+        let pieces = text.len().div_ceil(WRITE_CHUNK).max(1);
+        let within = stall.saturating_mul(u32::try_from(pieces).unwrap_or(u32::MAX));
+        match tokio::time::timeout(within, sink.0.send(Message::text(text))).await {
+            Ok(Ok(())) => {}
+            Ok(Err(_)) => return Written::Failed,
+            Err(_) => return Written::Stalled,
+        }
+        side.written(holding.len());
+        holding.clear();
     }
     let mut sink = side.out.lock().await;
     let _ = tokio::time::timeout(stall, sink.0.close()).await;
