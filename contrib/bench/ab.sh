@@ -98,7 +98,8 @@ case $MODE in
     "$BIN_B" --datadir "$WORK/qb" import --quiet --blocks-dir "$CHAIN/blocks" >/dev/null
     a() { query_with "$BIN_A" "$WORK/qa"; }
     b() { query_with "$BIN_B" "$WORK/qb"; }
-    compare "A: $BIN_A ($KIND p50)" a "B: $BIN_B ($KIND p50)" b ;;
+    what="$KIND p50"; [ "${METRIC:-wall}" = cpu ] && what="$KIND server CPU a request"
+    compare "A: $BIN_A ($what)" a "B: $BIN_B ($what)" b ;;
   esplora)
     [ "$KIND" = "get_history huge" ] && KIND=large
     "$BIN_B" --datadir "$WORK/e" import --quiet --blocks-dir "$CHAIN/blocks" >/dev/null
