@@ -41,6 +41,20 @@ impl<T> WriteSide<T> {
         })
     }
 
+    /// The write side for the session's own write: only while nothing handed to the writer
+    /// task is unwritten and the writer is not writing.
+    fn free_now(&self) -> Option<tokio::sync::MutexGuard<'_, T>> {
+        if self.handed.load(Ordering::SeqCst) != 0 {
+            return None;
+        }
+        self.out.try_lock().ok()
+    }
+
+    /// A line is being handed to the writer task.
+    fn hand_one(&self) {
+        self.handed.fetch_add(1, Ordering::SeqCst);
+    }
+
     /// The writer task wrote `n` of the lines handed to it.
     fn written(&self, n: usize) {
         self.handed.fetch_sub(n, Ordering::SeqCst);
@@ -61,10 +75,7 @@ fn without_waiting() -> Context<'static> {
 
 impl<W: AsyncWrite + Unpin + Send> WriteNow for WriteSide<W> {
     fn write_now(&self, mut queued: Queued) -> Option<Queued> {
-        if self.handed.load(Ordering::SeqCst) != 0 {
-            return Some(queued);
-        }
-        let Ok(mut out) = self.out.try_lock() else {
+        let Some(mut out) = self.free_now() else {
             return Some(queued);
         };
         // The newline joins the line: one write.
@@ -90,7 +101,7 @@ impl<W: AsyncWrite + Unpin + Send> WriteNow for WriteSide<W> {
     }
 
     fn handing(&self) {
-        self.handed.fetch_add(1, Ordering::SeqCst);
+        self.hand_one();
     }
 }
 
@@ -233,10 +244,10 @@ pub(crate) struct Messages<S>(pub(super) SplitSink<WebSocketStream<S>, Message>)
 impl<S: Stream> WriteNow for WriteSide<Messages<S>> {
     fn write_now(&self, mut queued: Queued) -> Option<Queued> {
         // A line in pieces is joined into one message by the writer task.
-        if self.handed.load(Ordering::SeqCst) != 0 || !queued.ends_line || queued.skip != 0 {
+        if !queued.ends_line || queued.skip != 0 {
             return Some(queued);
         }
-        let Ok(mut sink) = self.out.try_lock() else {
+        let Some(mut sink) = self.free_now() else {
             return Some(queued);
         };
         let mut cx = without_waiting();
@@ -259,7 +270,7 @@ impl<S: Stream> WriteNow for WriteSide<Messages<S>> {
     }
 
     fn handing(&self) {
-        self.handed.fetch_add(1, Ordering::SeqCst);
+        self.hand_one();
     }
 }
 
